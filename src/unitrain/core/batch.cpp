@@ -1,0 +1,86 @@
+#include "unitrain/core/batch.h"
+
+#include <torch/torch.h>
+
+#include <sstream>
+
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+namespace {
+
+std::string shape_str(const torch::Tensor& t) {
+  std::ostringstream out;
+  out << t.sizes();
+  return out.str();
+}
+
+}  // namespace
+
+Batch::Batch(std::initializer_list<Entry> entries) {
+  for (const auto& e : entries) set(e.first, e.second);
+}
+
+void Batch::set(const std::string& name, torch::Tensor value) {
+  for (auto& e : entries_) {
+    if (e.first == name) {
+      e.second = std::move(value);
+      return;
+    }
+  }
+  entries_.emplace_back(name, std::move(value));
+}
+
+const torch::Tensor& Batch::at(const std::string& name) const {
+  for (const auto& e : entries_) {
+    if (e.first == name) return e.second;
+  }
+  std::string names;
+  for (const auto& e : entries_) names += (names.empty() ? "" : ", ") + e.first;
+  throw ConfigError(detail::concat("the batch has no tensor named '", name, "'; it has: ",
+                                   names.empty() ? "(nothing)" : names));
+}
+
+bool Batch::has(const std::string& name) const {
+  for (const auto& e : entries_) {
+    if (e.first == name) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> Batch::names() const {
+  std::vector<std::string> out;
+  for (const auto& e : entries_) out.push_back(e.first);
+  return out;
+}
+
+int64_t Batch::size() const {
+  if (entries_.empty() || entries_.front().second.dim() == 0) return 0;
+  return entries_.front().second.size(0);
+}
+
+Batch Batch::to(const torch::Device& device, bool non_blocking) const {
+  Batch out;
+  for (const auto& e : entries_) out.set(e.first, e.second.to(device, non_blocking));
+  return out;
+}
+
+Batch collate(const std::vector<Batch>& examples) {
+  UT_CHECK(!examples.empty(), "cannot collate an empty list of examples");
+  Batch out;
+  const Batch& first = examples.front();
+  for (const auto& [name, tensor] : first) {
+    std::vector<torch::Tensor> parts;
+    parts.reserve(examples.size());
+    for (size_t i = 0; i < examples.size(); ++i) {
+      const torch::Tensor& t = examples[i].at(name);
+      UT_CHECK(t.sizes() == tensor.sizes(), "examples disagree on the shape of '", name, "': ",
+               shape_str(tensor), " (example 0) vs ", shape_str(t), " (example ", i, ")");
+      parts.push_back(t);
+    }
+    out.set(name, torch::stack(parts));
+  }
+  return out;
+}
+
+}  // namespace unitrain

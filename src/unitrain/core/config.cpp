@@ -1,0 +1,219 @@
+#include "unitrain/core/config.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+namespace {
+
+std::string describe(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "null";
+  if (node.IsScalar()) return "'" + node.Scalar() + "'";
+  if (node.IsSequence()) return "a list";
+  return "a section";
+}
+
+bool is_index(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+std::vector<std::string> split_dots(const std::string& key) {
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream in(key);
+  while (std::getline(in, part, '.')) parts.push_back(part);
+  return parts;
+}
+
+template <typename T>
+T convert(const YAML::Node& node, const std::string& key, const char* expected) {
+  UT_CHECK(node.IsDefined() && !node.IsNull(), "missing value for ", key, " (expected ", expected,
+           ")");
+  UT_CHECK(node.IsScalar(), key, ": expected ", expected, ", got ", describe(node));
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    throw ConfigError(detail::concat(key, ": expected ", expected, ", got ", describe(node)));
+  }
+}
+
+template <typename T>
+std::vector<T> convert_list(const YAML::Node& node, const std::string& key, const char* expected) {
+  UT_CHECK(node.IsDefined() && !node.IsNull(), "missing value for ", key, " (expected a list of ",
+           expected, ")");
+  UT_CHECK(node.IsSequence(), key, ": expected a list of ", expected, " such as [1, 2], got ",
+           describe(node));
+  std::vector<T> out;
+  for (size_t i = 0; i < node.size(); ++i) {
+    out.push_back(convert<T>(node[i], key + "[" + std::to_string(i) + "]", expected));
+  }
+  return out;
+}
+
+}  // namespace
+
+Config::Config() : node_(YAML::NodeType::Map) {}
+
+Config::Config(YAML::Node node, std::string path) : node_(std::move(node)), path_(std::move(path)) {}
+
+Config Config::from_string(const std::string& text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(detail::concat(source, ":", e.mark.line + 1, ":", e.mark.column + 1,
+                                     ": broken YAML: ", e.msg));
+  }
+  UT_CHECK(root.IsDefined() && !root.IsNull(), source, ": the config is empty");
+  UT_CHECK(root.IsMap(), source, ": the config must be a map of keys (like 'model: ...'), got ",
+           describe(root));
+  return Config(root, "");
+}
+
+Config Config::from_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  UT_CHECK(fs::exists(path), "config file '", path, "' does not exist");
+  UT_CHECK(!fs::is_directory(path), "config file '", path, "' is a directory");
+  std::ifstream in(path, std::ios::binary);
+  UT_CHECK(in.good(), "cannot read config file '", path, "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  UT_CHECK(text.str().find_first_not_of(" \t\r\n") != std::string::npos, "config file '", path,
+           "' is empty");
+  return from_string(text.str(), path);
+}
+
+std::string Config::key_path(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+YAML::Node Config::child(const std::string& key) const {
+  if (!node_.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+  const YAML::Node& self = node_;
+  return self[key];
+}
+
+bool Config::has(const std::string& key) const {
+  YAML::Node c = child(key);
+  return c.IsDefined() && !c.IsNull();
+}
+
+bool Config::is_null() const { return !node_.IsDefined() || node_.IsNull(); }
+
+Config Config::at(const std::string& key) const {
+  YAML::Node c = child(key);
+  UT_CHECK(c.IsDefined(), "missing key ", key_path(key));
+  return Config(c, key_path(key));
+}
+
+std::vector<std::string> Config::keys() const {
+  std::vector<std::string> out;
+  if (!node_.IsMap()) return out;
+  for (const auto& kv : node_) out.push_back(kv.first.as<std::string>());
+  return out;
+}
+
+std::vector<Config> Config::list(const std::string& key) const {
+  std::vector<Config> out;
+  YAML::Node c = child(key);
+  if (!c.IsDefined() || c.IsNull()) return out;
+  UT_CHECK(c.IsSequence(), key_path(key), ": expected a list, got ", describe(c));
+  for (size_t i = 0; i < c.size(); ++i) {
+    out.emplace_back(c[i], key_path(key) + "." + std::to_string(i));
+  }
+  return out;
+}
+
+bool Config::get_bool(const std::string& key) const {
+  return convert<bool>(child(key), key_path(key), "true or false");
+}
+int64_t Config::get_int(const std::string& key) const {
+  return convert<int64_t>(child(key), key_path(key), "an integer");
+}
+double Config::get_double(const std::string& key) const {
+  return convert<double>(child(key), key_path(key), "a number");
+}
+std::string Config::get_string(const std::string& key) const {
+  return convert<std::string>(child(key), key_path(key), "a string");
+}
+std::vector<int64_t> Config::get_int_list(const std::string& key) const {
+  return convert_list<int64_t>(child(key), key_path(key), "integers");
+}
+std::vector<double> Config::get_double_list(const std::string& key) const {
+  return convert_list<double>(child(key), key_path(key), "numbers");
+}
+std::vector<std::string> Config::get_string_list(const std::string& key) const {
+  return convert_list<std::string>(child(key), key_path(key), "strings");
+}
+TrainUnit Config::get_duration(const std::string& key) const {
+  return TrainUnit::parse(get_string(key), key_path(key));
+}
+
+void Config::set(const std::string& dotted_key, const std::string& yaml_value) {
+  auto parts = split_dots(dotted_key);
+  UT_CHECK(!parts.empty(), "empty override key");
+  for (const auto& p : parts) {
+    UT_CHECK(!p.empty(), "override key '", dotted_key, "' has an empty part");
+  }
+  YAML::Node value;
+  try {
+    value = YAML::Load(yaml_value);
+  } catch (const YAML::Exception&) {
+    value = YAML::Node(yaml_value);  // not YAML: take it as a plain string
+  }
+  if (!value.IsDefined()) value = YAML::Node(YAML::NodeType::Null);
+  YAML::Node cur = node_;
+  std::string walked;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    const std::string& p = parts[i];
+    walked = walked.empty() ? p : walked + "." + p;
+    YAML::Node next;
+    if (cur.IsSequence()) {
+      UT_CHECK(is_index(p), "override ", dotted_key, ": ", walked, " is a list; use an index");
+      size_t index = std::stoul(p);
+      UT_CHECK(index < cur.size(), "override ", dotted_key, ": index ", index,
+               " is past the end of the list (", cur.size(), " entries)");
+      next.reset(cur[index]);
+    } else {
+      if (!cur[p].IsDefined() || cur[p].IsNull() || cur[p].IsScalar()) {
+        cur[p] = YAML::Node(YAML::NodeType::Map);
+      }
+      next.reset(cur[p]);
+    }
+    cur.reset(next);
+  }
+  const std::string& last = parts.back();
+  if (cur.IsSequence()) {
+    UT_CHECK(is_index(last) && std::stoul(last) < cur.size(), "override ", dotted_key,
+             ": not a valid index into a list of ", cur.size());
+    cur[std::stoul(last)] = value;
+  } else {
+    cur[last] = value;
+  }
+}
+
+void Config::merge(const Config& other) {
+  if (!other.node_.IsMap()) return;
+  for (const auto& kv : other.node_) {
+    const std::string key = kv.first.as<std::string>();
+    if (kv.second.IsMap() && node_[key].IsMap()) {
+      Config mine(node_[key], key_path(key));
+      mine.merge(Config(kv.second, other.key_path(key)));
+    } else {
+      node_[key] = YAML::Clone(kv.second);
+    }
+  }
+}
+
+Config Config::clone() const { return Config(YAML::Clone(node_), path_); }
+
+std::string Config::dump() const {
+  YAML::Emitter out;
+  out << node_;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace unitrain

@@ -1,0 +1,70 @@
+#pragma once
+// Registry: name -> factory, with a one-line description and an argument schema per name.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "unitrain/core/config.h"
+#include "unitrain/core/error.h"
+#include "unitrain/core/schema.h"
+
+namespace unitrain {
+
+/// What the catalog knows of one registered component, whatever its C++ type.
+struct ComponentInfo {
+  std::string kind;  ///< "model", "dataset", "loss", ...
+  std::string name;
+  std::string help;  ///< one line, shown by `unitrain list`
+  std::shared_ptr<const Schema> args;
+};
+
+/// Every registered component by kind, for config validation, `unitrain list` and the docs.
+namespace catalog {
+void add(ComponentInfo info);  ///< ConfigError when kind/name is already registered
+/// ConfigError naming `key_path`, the bad name and every registered name of `kind`.
+const ComponentInfo& find(const std::string& kind, const std::string& name,
+                          const std::string& key_path);
+std::vector<std::string> kinds();
+std::vector<const ComponentInfo*> of_kind(const std::string& kind);  ///< sorted by name
+}  // namespace catalog
+
+/// Name -> factory for one kind of component. Registering a name twice is an error; an unknown
+/// name lists every registered candidate. Factories receive the component's resolved `args`
+/// plus any extra arguments the kind needs (e.g. the parameters an optimizer updates).
+template <typename Product, typename... Extra>
+class Registry {
+ public:
+  using Factory = std::function<Product(const Config& args, Extra...)>;
+
+  explicit Registry(std::string kind) : kind_(std::move(kind)) {}
+
+  void add(const std::string& name, const std::string& help, Schema args, Factory factory) {
+    catalog::add({kind_, name, help, std::make_shared<Schema>(std::move(args))});
+    factories_[name] = std::move(factory);
+  }
+
+  /// Builds from a resolved component section `{type: ..., args: {...}}`.
+  Product create(const Config& section, Extra... extra) const {
+    const std::string name = section.get_string("type");
+    const auto& info = catalog::find(kind_, name, section.key_path("type"));
+    auto it = factories_.find(name);
+    UT_CHECK(it != factories_.end(), "component ", kind_, " '", name, "' is described but has no factory");
+    Config args = section.has("args") ? section.at("args") : info.args->resolve(Config());
+    return it->second(args, std::forward<Extra>(extra)...);
+  }
+
+  bool contains(const std::string& name) const { return factories_.count(name) > 0; }
+  const std::string& kind() const { return kind_; }
+
+ private:
+  std::string kind_;
+  std::map<std::string, Factory> factories_;
+};
+
+/// Registers every built-in component once (idempotent). Called by the Trainer and the CLI;
+/// an explicit call (not static initializers) so registration survives static linking.
+void register_builtins();
+
+}  // namespace unitrain

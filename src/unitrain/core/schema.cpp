@@ -1,0 +1,377 @@
+#include "unitrain/core/schema.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "unitrain/core/error.h"
+#include "unitrain/core/registry.h"
+
+namespace unitrain {
+namespace {
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+std::string describe(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "null";
+  if (node.IsScalar()) return "'" + node.Scalar() + "'";
+  if (node.IsSequence()) return "a list";
+  return "a section";
+}
+
+std::string format_number(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+YAML::Node parse_default(const std::string& yaml) {
+  YAML::Node node = YAML::Load(yaml);
+  if (!node.IsDefined()) node = YAML::Node(YAML::NodeType::Null);
+  return node;
+}
+
+std::string join_path(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+bool absent(const YAML::Node& node) { return !node.IsDefined() || node.IsNull(); }
+
+// Checks every key of `in` is one of `known`; else names the key with a suggestion.
+void check_known_keys(const YAML::Node& in, const std::vector<std::string>& known,
+                      const std::string& path) {
+  if (!in.IsDefined() || !in.IsMap()) return;
+  for (const auto& kv : in) {
+    const std::string key = kv.first.as<std::string>();
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    std::string hint = closest_match(key, known);
+    throw ConfigError(detail::concat(
+        "unknown key '", join_path(path, key), "'",
+        hint.empty() ? "" : "; did you mean '" + join_path(path, hint) + "'?",
+        known.empty() ? std::string("; this section takes no keys")
+                      : "; known keys here: " + join(known, ", ")));
+  }
+}
+
+void resolve_field(const Field& f, const YAML::Node& in, YAML::Node& out, const std::string& path);
+
+// Resolves a section that may be a component ({type, args, ...other declared keys}).
+void resolve_section(const Field& f, const YAML::Node& in, YAML::Node& out,
+                     const std::string& path) {
+  UT_CHECK(!in.IsDefined() || in.IsNull() || in.IsMap(), path,
+           ": expected a section (a map of keys), got ", describe(in));
+  if (f.component_kind().empty()) {
+    f.section_schema()->resolve_node(in, out, path);
+    return;
+  }
+  std::vector<std::string> known = {"type", "args"};
+  if (f.section_schema()) {
+    for (const auto& sub : f.section_schema()->fields()) known.push_back(sub.name());
+  }
+  check_known_keys(in, known, path);
+  resolve_component(f.component_kind(), f.default_type(), in, out, path);
+  if (f.section_schema()) {
+    YAML::Node rest(YAML::NodeType::Map);
+    if (in.IsDefined() && in.IsMap()) {
+      for (const auto& kv : in) {
+        const std::string key = kv.first.as<std::string>();
+        if (key != "type" && key != "args") rest[key] = kv.second;
+      }
+    }
+    YAML::Node resolved(YAML::NodeType::Map);
+    f.section_schema()->resolve_node(rest, resolved, path);
+    for (const auto& kv : resolved) out[kv.first.as<std::string>()] = kv.second;
+  }
+}
+
+void resolve_field(const Field& f, const YAML::Node& in, YAML::Node& out,
+                   const std::string& path) {
+  // reset(), not operator=: `in` may be a zombie node of a missing key, and assigning to one
+  // throws (yaml-cpp reference semantics).
+  YAML::Node value;
+  if (in.IsDefined()) value.reset(in);
+  if (absent(value) && f.type() != Type::Section && f.type() != Type::SectionList) {
+    if (f.default_yaml()) {
+      value.reset(parse_default(*f.default_yaml()));
+    } else if (f.is_nullable()) {
+      out = YAML::Node(YAML::NodeType::Null);
+      return;
+    } else {
+      throw ConfigError(detail::concat("missing required key ", path,
+                                       f.help_text().empty() ? "" : " (" + f.help_text() + ")"));
+    }
+  }
+  switch (f.type()) {
+    case Type::Section: {
+      if (absent(value) && f.is_nullable()) {
+        out = YAML::Node(YAML::NodeType::Null);
+        return;
+      }
+      out = YAML::Node(YAML::NodeType::Map);
+      resolve_section(f, value, out, path);
+      return;
+    }
+    case Type::SectionList: {
+      if (absent(value)) {
+        out = YAML::Node(YAML::NodeType::Sequence);
+        return;
+      }
+      UT_CHECK(value.IsSequence(), path, ": expected a list of sections, got ", describe(value));
+      out = YAML::Node(YAML::NodeType::Sequence);
+      for (size_t i = 0; i < value.size(); ++i) {
+        YAML::Node item(YAML::NodeType::Map);
+        resolve_section(f, value[i], item, path + "." + std::to_string(i));
+        out.push_back(item);
+      }
+      return;
+    }
+    case Type::Any:
+      out = YAML::Clone(value);
+      return;
+    case Type::Duration:
+      f.check_value(value, path);
+      out = YAML::Node(TrainUnit::parse(value.Scalar(), path).str());
+      return;
+    default:
+      if (absent(value)) {
+        out = YAML::Node(YAML::NodeType::Null);
+        return;
+      }
+      f.check_value(value, path);
+      out = YAML::Clone(value);
+      return;
+  }
+}
+
+}  // namespace
+
+const char* type_name(Type t) {
+  switch (t) {
+    case Type::Bool: return "bool";
+    case Type::Int: return "int";
+    case Type::Float: return "float";
+    case Type::String: return "string";
+    case Type::Duration: return "duration";
+    case Type::IntList: return "list of int";
+    case Type::FloatList: return "list of float";
+    case Type::StringList: return "list of string";
+    case Type::Section: return "section";
+    case Type::SectionList: return "list of sections";
+    case Type::Any: return "any";
+  }
+  return "?";
+}
+
+Field& Field::def(double v) {
+  std::ostringstream out;
+  out.precision(17);
+  out << v;
+  std::string s = out.str();
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // keep it a float in YAML
+  default_ = s;
+  return *this;
+}
+
+Field& Field::def(int64_t v) {
+  default_ = std::to_string(v);
+  return *this;
+}
+
+Field& Field::component(std::string kind, std::string default_type) {
+  component_kind_ = std::move(kind);
+  default_type_ = std::move(default_type);
+  return *this;
+}
+
+std::string Field::allowed() const {
+  std::vector<std::string> parts;
+  if (!choices_.empty()) parts.push_back("one of: " + join(choices_, ", "));
+  bool has_min = std::isfinite(min_), has_max = std::isfinite(max_);
+  if (has_min && has_max) {
+    parts.push_back((min_exclusive_ ? "(" : "[") + format_number(min_) + ", " +
+                    format_number(max_) + "]");
+  } else if (has_min) {
+    parts.push_back((min_exclusive_ ? "> " : ">= ") + format_number(min_));
+  } else if (has_max) {
+    parts.push_back("<= " + format_number(max_));
+  }
+  if (!component_kind_.empty()) parts.push_back("a registered " + component_kind_);
+  return join(parts, "; ");
+}
+
+void Field::check_number(double v, const std::string& key, const std::string& text) const {
+  bool ok_min = min_exclusive_ ? v > min_ : v >= min_;
+  bool ok_max = v <= max_;
+  UT_CHECK(ok_min && ok_max, key, " must be ", allowed(), ", got ", text);
+}
+
+void Field::check_value(const YAML::Node& value, const std::string& key) const {
+  auto scalar = [&](const YAML::Node& node, const std::string& k, Type t) {
+    UT_CHECK(node.IsScalar(), k, ": expected ", type_name(t), ", got ", describe(node));
+    const std::string& text = node.Scalar();
+    try {
+      switch (t) {
+        case Type::Bool: node.as<bool>(); break;
+        case Type::Int: check_number(static_cast<double>(node.as<int64_t>()), k, text); break;
+        case Type::Float: check_number(node.as<double>(), k, text); break;
+        case Type::Duration: TrainUnit::parse(text, k); break;
+        default: break;
+      }
+    } catch (const YAML::Exception&) {
+      std::string hint = (t == Type::Int && text.find_first_of(".eE") != std::string::npos)
+                             ? " (write a whole number, e.g. 1000)"
+                             : "";
+      throw ConfigError(detail::concat(k, ": expected ", type_name(t), ", got ", describe(node), hint));
+    }
+    if (!choices_.empty()) {
+      UT_CHECK(std::find(choices_.begin(), choices_.end(), text) != choices_.end(), k, ": '",
+               text, "' is not one of: ", join(choices_, ", "));
+    }
+  };
+  switch (type_) {
+    case Type::IntList:
+    case Type::FloatList:
+    case Type::StringList: {
+      Type element = type_ == Type::IntList   ? Type::Int
+                     : type_ == Type::FloatList ? Type::Float
+                                                : Type::String;
+      UT_CHECK(value.IsSequence(), key, ": expected a ", type_name(type_), " such as [1, 2], got ",
+               describe(value));
+      for (size_t i = 0; i < value.size(); ++i) {
+        scalar(value[i], key + "[" + std::to_string(i) + "]", element);
+      }
+      return;
+    }
+    case Type::Section:
+    case Type::SectionList:
+    case Type::Any:
+      return;
+    default:
+      scalar(value, key, type_);
+  }
+}
+
+Field& Schema::add(const std::string& name, Type type) {
+  for (const auto& f : fields_) {
+    if (f.name() == name) throw ConfigError("schema declares key '" + name + "' twice");
+  }
+  fields_.emplace_back(name, type);
+  return fields_.back();
+}
+
+const Field* Schema::find(const std::string& name) const {
+  for (const auto& f : fields_) {
+    if (f.name() == name) return &f;
+  }
+  return nullptr;
+}
+
+Config Schema::resolve(const Config& in) const {
+  YAML::Node out(YAML::NodeType::Map);
+  resolve_node(in.node(), out, in.path());
+  return Config(out, in.path());
+}
+
+void Schema::resolve_node(const YAML::Node& in, YAML::Node& out, const std::string& path) const {
+  UT_CHECK(!in.IsDefined() || in.IsNull() || in.IsMap(), path.empty() ? "config" : path,
+           ": expected a section (a map of keys), got ", describe(in));
+  std::vector<std::string> known;
+  for (const auto& f : fields_) known.push_back(f.name());
+  check_known_keys(in, known, path);
+  for (const auto& f : fields_) {
+    YAML::Node value = (in.IsDefined() && in.IsMap()) ? YAML::Node(in[f.name()]) : YAML::Node();
+    YAML::Node resolved;
+    resolve_field(f, value, resolved, join_path(path, f.name()));
+    out[f.name()] = resolved;
+  }
+}
+
+void resolve_component(const std::string& kind, const std::string& default_type,
+                       const YAML::Node& in, YAML::Node& out, const std::string& path) {
+  std::string type = default_type;
+  if (in.IsDefined() && in.IsMap() && !absent(in["type"])) {
+    UT_CHECK(in["type"].IsScalar(), path, ".type: expected a name, got ", describe(in["type"]));
+    type = in["type"].Scalar();
+  }
+  if (type.empty()) {
+    std::vector<std::string> names;
+    for (const auto* info : catalog::of_kind(kind)) names.push_back(info->name);
+    throw ConfigError(detail::concat("missing required key ", path, ".type (the ", kind,
+                                     " to use; known: ", join(names, ", "), ")"));
+  }
+  const ComponentInfo& info = catalog::find(kind, type, path + ".type");
+  out["type"] = type;
+  YAML::Node args = (in.IsDefined() && in.IsMap()) ? YAML::Node(in["args"]) : YAML::Node();
+  YAML::Node resolved(YAML::NodeType::Map);
+  info.args->resolve_node(args, resolved, path + ".args");
+  out["args"] = resolved;
+}
+
+std::string Schema::markdown(const std::string& prefix) const {
+  std::ostringstream out;
+  auto escape = [](std::string s) {
+    std::string r;
+    for (char c : s) r += (c == '|') ? std::string("\\|") : std::string(1, c);
+    return r;
+  };
+  for (const auto& f : fields_) {
+    std::string key = join_path(prefix, f.name());
+    std::string def = f.default_yaml() ? "`" + *f.default_yaml() + "`"
+                      : f.is_nullable()  ? "`null`"
+                      : (f.type() == Type::Section || f.type() == Type::SectionList) ? ""
+                                                                                       : "required";
+    std::string type = type_name(f.type());
+    if (!f.component_kind().empty()) {
+      type = f.type() == Type::SectionList ? "list of " + f.component_kind() + " sections"
+                                           : f.component_kind() + " section";
+    }
+    out << "| `" << key << "` | " << type << " | " << def << " | " << escape(f.allowed())
+        << " | " << escape(f.help_text()) << " |\n";
+    std::string sub_prefix = f.type() == Type::SectionList ? key + "[]" : key;
+    if (!f.component_kind().empty()) {
+      out << "| `" << sub_prefix << ".type` | string | "
+          << (f.default_type().empty() ? "required" : "`" + f.default_type() + "`")
+          << " | a registered " << f.component_kind() << " | which " << f.component_kind()
+          << " (see its own table below) |\n";
+      out << "| `" << sub_prefix << ".args` | section | | | arguments of the chosen "
+          << f.component_kind() << " |\n";
+    }
+    if (f.section_schema()) out << f.section_schema()->markdown(sub_prefix);
+  }
+  return out.str();
+}
+
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    size_t d = edit_distance(word, c);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+}  // namespace unitrain

@@ -1,0 +1,35 @@
+#pragma once
+// Dataset: the two-method interface every data source implements (flashlight style).
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "unitrain/core/batch.h"
+#include "unitrain/core/registry.h"
+
+namespace unitrain {
+
+/// A random-access collection of examples. Each example is a Batch of unbatched tensors with
+/// fixed names (e.g. `x` features, `y` target). Implementations must be safe to call from
+/// several loader threads at once (const methods, no shared mutable state).
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual int64_t size() const = 0;
+  virtual Batch get(int64_t index) const = 0;
+  /// A collated batch of the given examples. The default stacks get(i); tensor-backed datasets
+  /// override it with one index_select per key.
+  virtual Batch get_batch(const std::vector<int64_t>& indices) const;
+  /// Facts a model config may need, e.g. `vocab_size` (text_chars), `num_classes`,
+  /// `num_features`. Wrappers (split, normalize) forward their inner dataset's.
+  virtual std::map<std::string, int64_t> info() const { return {}; }
+};
+
+using DatasetPtr = std::shared_ptr<const Dataset>;
+
+/// Registered datasets (`data.train.type`), built from their resolved `args`.
+Registry<DatasetPtr>& dataset_registry();
+
+}  // namespace unitrain

@@ -1,0 +1,76 @@
+#pragma once
+// Loader: batches of a Dataset, read by N worker threads ahead of the step, in a fixed order.
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "unitrain/core/config.h"
+#include "unitrain/data/dataset.h"
+
+namespace unitrain {
+
+/// Loader settings (`data.loader`). Defaults on the fields; chained setters.
+struct LoaderOptions {
+  int64_t batch_size_ = 32;
+  int64_t workers_ = 2;
+  bool shuffle_ = true;
+  bool drop_last_ = false;
+  int64_t prefetch_ = 4;  ///< batches read ahead per worker
+
+  LoaderOptions& batch_size(int64_t v) { batch_size_ = v; return *this; }
+  LoaderOptions& workers(int64_t v) { workers_ = v; return *this; }
+  LoaderOptions& shuffle(bool v) { shuffle_ = v; return *this; }
+  LoaderOptions& drop_last(bool v) { drop_last_ = v; return *this; }
+  LoaderOptions& prefetch(int64_t v) { prefetch_ = v; return *this; }
+
+  static LoaderOptions from_config(const Config& loader_section);
+  static std::shared_ptr<const Schema> schema();
+};
+
+/// One pass over the data. next() returns batches in the epoch's order (which depends only on
+/// the seed and the epoch, never on the number of workers) and nullopt at the end. Exceptions
+/// thrown by a worker are re-thrown by next(). Destroying it stops the workers.
+class EpochIterator {
+ public:
+  virtual ~EpochIterator() = default;
+  virtual std::optional<Batch> next() = 0;
+  /// Seconds next() spent waiting for a batch that was not ready yet.
+  virtual double wait_seconds() const = 0;
+};
+
+/// Reads batches of `dataset`. The order of epoch e is a permutation seeded by (seed, e) when
+/// shuffling. Batches of size batch_size; the last one is shorter unless drop_last.
+class Loader {
+ public:
+  /// ConfigError when the dataset is empty, or smaller than one batch with drop_last (naming
+  /// `name`, e.g. "data.train", and both sizes).
+  Loader(DatasetPtr dataset, LoaderOptions options, uint64_t seed, std::string name = "data");
+
+  int64_t batches_per_epoch() const;
+  int64_t dataset_size() const;
+  const LoaderOptions& options() const { return options_; }
+  /// The batches of `epoch`, starting at batch `start_batch` (a seek, not a replay).
+  std::unique_ptr<EpochIterator> epoch(int64_t epoch, int64_t start_batch = 0) const;
+  /// The example indices of `epoch` in the order they are read.
+  std::vector<int64_t> order(int64_t epoch) const;
+
+ private:
+  DatasetPtr dataset_;
+  LoaderOptions options_;
+  uint64_t seed_;
+  std::string name_;
+};
+
+/// The datasets of a run, built from the `data` section: train, and val/test when given or
+/// split off train by `validation_ratio` (a seeded random split), with `normalize` applied.
+struct DataSplits {
+  DatasetPtr train;
+  DatasetPtr val;   ///< may be null
+  DatasetPtr test;  ///< may be null
+};
+DataSplits build_data(const Config& data_section, uint64_t seed);
+
+/// The schema of the `data` section (train, val, test, validation_ratio, normalize, loader).
+std::shared_ptr<const Schema> data_section_schema();
+
+}  // namespace unitrain

@@ -1,0 +1,29 @@
+#pragma once
+// TrainModule: what the Trainer trains. Subclass it (library path) or let the YAML build an
+// ObjectiveModule (config path); both run on the same engine.
+#include <torch/nn/module.h>
+
+#include <map>
+#include <string>
+
+#include "unitrain/core/batch.h"
+#include "unitrain/metrics/metric.h"
+
+namespace unitrain {
+
+/// The result of one step on one batch.
+struct StepOutput {
+  torch::Tensor loss;                           ///< scalar, mean over the batch
+  std::map<std::string, MetricValue> metrics;   ///< logged as train/<name>, val/<name>
+};
+
+/// A model plus how to compute its loss and metrics on a batch. Register submodules and
+/// parameters as in any torch::nn::Module; the Trainer optimises parameters().
+class TrainModule : public torch::nn::Module {
+ public:
+  virtual StepOutput training_step(const Batch& batch) = 0;
+  virtual StepOutput validation_step(const Batch& batch) = 0;
+  virtual StepOutput test_step(const Batch& batch) { return validation_step(batch); }
+};
+
+}  // namespace unitrain

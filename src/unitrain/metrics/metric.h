@@ -1,0 +1,43 @@
+#pragma once
+// Metric values and the functions that compute them.
+#include <torch/types.h>
+
+#include <functional>
+
+#include "unitrain/core/registry.h"
+
+namespace unitrain {
+
+/// One batch's value of a metric: the mean over `weight` items (samples, or tokens for a
+/// language model). Accumulated over a pass as sum(value * weight) / sum(weight), then passed
+/// through exp() when `exp_of_mean` (perplexity = exp of the mean token NLL).
+struct MetricValue {
+  MetricValue() = default;
+  MetricValue(torch::Tensor v) : value(std::move(v)) {}  // NOLINT: implicit on purpose
+  MetricValue(torch::Tensor v, double w, bool exp = false)
+      : value(std::move(v)), weight(w), exp_of_mean(exp) {}
+
+  torch::Tensor value;   ///< a scalar
+  double weight = -1;    ///< items the mean is over; < 0 means the batch size
+  bool exp_of_mean = false;
+};
+
+/// A metric on a prediction and a target (both batched).
+using MetricFn = std::function<MetricValue(const torch::Tensor& pred, const torch::Tensor& target)>;
+
+/// Registered metrics (`objective.metrics[].type`).
+Registry<MetricFn>& metric_registry();
+
+namespace metrics {
+/// Fraction of rows whose argmax over the last dim equals the integer target.
+MetricValue accuracy(const torch::Tensor& logits, const torch::Tensor& target);
+/// Fraction of rows whose target is among the k largest logits.
+MetricValue top_k_accuracy(const torch::Tensor& logits, const torch::Tensor& target, int64_t k);
+MetricValue mse(const torch::Tensor& pred, const torch::Tensor& target);
+MetricValue mae(const torch::Tensor& pred, const torch::Tensor& target);
+/// exp of the mean token cross entropy; logits [..., V], target [...] of class indices;
+/// weight = number of tokens.
+MetricValue perplexity(const torch::Tensor& logits, const torch::Tensor& target);
+}  // namespace metrics
+
+}  // namespace unitrain

@@ -1,0 +1,30 @@
+#pragma once
+// Accumulates MetricValues over many batches, weighted by sample (or token) counts.
+#include <map>
+#include <string>
+
+#include "unitrain/metrics/metric.h"
+
+namespace unitrain {
+
+/// Sums value x weight and weight per metric name; result() gives the weighted means (exp'ed
+/// where asked). Weighting by items, not batches, makes a pass's value independent of the
+/// batch size and of a short last batch.
+class MetricAccumulator {
+ public:
+  /// Adds one batch's values; `batch_size` stands in for weights < 0.
+  void add(const std::map<std::string, MetricValue>& values, int64_t batch_size);
+  void add(const std::string& name, const MetricValue& value, int64_t batch_size);
+  std::map<std::string, double> result() const;
+  /// Raw sums, for reducing across processes: name -> (sum of value*weight, sum of weight).
+  struct Sum { double weighted = 0; double weight = 0; bool exp_of_mean = false; };
+  const std::map<std::string, Sum>& sums() const { return sums_; }
+  std::map<std::string, Sum>& sums() { return sums_; }
+  bool empty() const { return sums_.empty(); }
+  void clear() { sums_.clear(); }
+
+ private:
+  std::map<std::string, Sum> sums_;
+};
+
+}  // namespace unitrain

@@ -1,0 +1,21 @@
+#pragma once
+// Activation: the element-wise nonlinearities a built-in model can be configured with.
+#include <torch/types.h>
+
+#include <string>
+#include <vector>
+
+namespace unitrain::models {
+
+/// An element-wise nonlinearity chosen by name in a config (`relu`, `gelu`, `tanh`, `sigmoid`,
+/// `silu`). GELU is the exact (erf) form, as torch.nn.GELU() by default.
+enum class Activation { ReLU, GELU, Tanh, Sigmoid, SiLU };
+
+/// The config names, in the order of the enum.
+const std::vector<std::string>& activation_names();
+/// Parses a config name; ConfigError naming `key`, the bad value and the accepted names.
+Activation activation_from_name(const std::string& name, const std::string& key = "activation");
+const char* activation_name(Activation a);
+torch::Tensor apply_activation(Activation a, const torch::Tensor& x);
+
+}  // namespace unitrain::models

@@ -1,0 +1,27 @@
+#pragma once
+// Model: what the config-driven objective trains. Named inputs in, named predictions out.
+#include <torch/nn/module.h>
+
+#include <memory>
+#include <vector>
+
+#include "unitrain/core/registry.h"
+
+namespace unitrain {
+
+/// A torch::nn::Module that maps the batch tensors listed in `objective.inputs` (in that order)
+/// to the predictions listed in `objective.predictions` (in that order).
+class Model : public torch::nn::Module {
+ public:
+  virtual std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& inputs) = 0;
+  /// Names of the predictions, when the model knows them (a TorchScript module returning a
+  /// dict); empty means positional.
+  virtual std::vector<std::string> prediction_names() const { return {}; }
+};
+
+using ModelPtr = std::shared_ptr<Model>;
+
+/// Registered models (`model.type`), built from their resolved `args`.
+Registry<ModelPtr>& model_registry();
+
+}  // namespace unitrain

@@ -1,0 +1,73 @@
+#pragma once
+// TransformerLm: a decoder-only (GPT-style) language model, usable from C++ and as
+// `type: transformer_lm`.
+#include <torch/arg.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "unitrain/core/config.h"
+#include "unitrain/core/schema.h"
+#include "unitrain/models/model.h"
+
+namespace unitrain::models {
+
+/// Options of a TransformerLm: `TransformerLmOptions(65).d_model(64).layers(2).heads(4)`.
+struct TransformerLmOptions {
+  explicit TransformerLmOptions(int64_t vocab) : vocab_(vocab) {}
+  TORCH_ARG(int64_t, vocab);
+  TORCH_ARG(int64_t, d_model) = 128;
+  TORCH_ARG(int64_t, layers) = 2;
+  /// Attention heads; must divide d_model.
+  TORCH_ARG(int64_t, heads) = 4;
+  /// Maximum context (number of learned positions).
+  TORCH_ARG(int64_t, seq_len) = 128;
+  /// Dropout on the embeddings, the attention weights and each residual branch, in [0, 1).
+  TORCH_ARG(double, dropout) = 0.1;
+  /// The feed-forward width is ff_mult * d_model.
+  TORCH_ARG(int64_t, ff_mult) = 4;
+
+  /// The `transformer_lm` args schema.
+  static Schema schema();
+  /// Reads resolved args; ConfigError naming the key(s) on a bad value.
+  static TransformerLmOptions from_config(const Config& args);
+  /// ConfigError naming `<key_prefix><key>` when an option is out of range or d_model is not a
+  /// multiple of heads (naming both keys).
+  void validate(const std::string& key_prefix = "") const;
+};
+
+/// Token + learned position embeddings -> `layers` pre-norm blocks
+/// (x + attention(norm1(x)), then x + feed_forward(norm2(x)), causal multi-head self-attention,
+/// GELU feed-forward) -> final LayerNorm -> Linear head. Weights are initialised as GPT-2
+/// (normal, std 0.02; zero biases).
+/// Parameters: `token_embedding.weight`, `position_embedding.weight`,
+/// `blocks.<i>.{norm1, attention.qkv, attention.out, norm2, feed_forward.fc,
+/// feed_forward.proj}.{weight, bias}`, `norm.{weight, bias}`, `head.{weight, bias}`.
+/// forward: token ids, integer [B, T] with 1 <= T <= seq_len and ids in [0, vocab) ->
+/// logits [B, T, vocab], where position t depends only on tokens 0..t. Anything else is a
+/// ConfigError naming the expected and actual shape or value.
+class TransformerLmImpl : public Model {
+ public:
+  explicit TransformerLmImpl(TransformerLmOptions options);
+
+  torch::Tensor forward(torch::Tensor tokens);
+  /// One input, one prediction.
+  std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& inputs) override;
+
+  TransformerLmOptions options;
+  torch::nn::Embedding token_embedding{nullptr};
+  torch::nn::Embedding position_embedding{nullptr};
+  torch::nn::ModuleList blocks{nullptr};
+  torch::nn::LayerNorm norm{nullptr};
+  torch::nn::Linear head{nullptr};
+};
+
+/// A shared_ptr-like holder of TransformerLmImpl.
+TORCH_MODULE(TransformerLm);
+
+}  // namespace unitrain::models

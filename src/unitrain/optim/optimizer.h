@@ -1,0 +1,56 @@
+#pragma once
+// Optimizers from the config: every optimizer LibTorch has, with parameter groups.
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "unitrain/core/registry.h"
+
+namespace unitrain {
+
+using OptimizerPtr = std::unique_ptr<torch::optim::Optimizer>;
+
+/// Registered optimizers (`optimizer.type`): sgd, adam, adamw, adagrad, rmsprop, lbfgs.
+/// The factory gets the resolved `optimizer.args`, the base learning rate and the parameter
+/// groups; each group's own weight decay (0 for the no-decay group) is applied by the factory.
+Registry<OptimizerPtr, std::vector<torch::optim::OptimizerParamGroup>, double>&
+optimizer_registry();
+
+/// The parameters to optimise (those with requires_grad), split in two groups when
+/// `no_decay_bias_norm` is true: weights (decayed) and biases plus 1-d parameters such as norm
+/// scales (weight decay 0). When false, every parameter is in `decay`.
+struct ParamGroups {
+  std::vector<torch::Tensor> decay;
+  std::vector<torch::Tensor> no_decay;
+};
+ParamGroups split_params(const torch::nn::Module& module, bool no_decay_bias_norm);
+
+/// The optimizer factories get one group (all parameters) or, with `no_decay_bias_norm`, two:
+/// the decayed group first and the no-decay group at this index, possibly empty. A factory
+/// gives the no-decay group weight_decay 0 and every group the base lr.
+constexpr size_t no_decay_group_index() { return 1; }
+
+/// Builds the optimizer of the `optimizer` section for `module`'s trainable parameters. The
+/// section is resolved against optimizer_section_schema() first (a raw section works too), so
+/// a bad value is a ConfigError naming its key, e.g. `optimizer.lr must be > 0, got -1`.
+OptimizerPtr build_optimizer(const Config& optimizer_section, const torch::nn::Module& module);
+
+/// True for optimizers whose step() needs a closure that re-evaluates the loss (lbfgs).
+bool needs_closure(const torch::optim::Optimizer& optimizer);
+
+/// Reads/writes the learning rate of group `i` (every LibTorch optimizer's options have one).
+double get_lr(const torch::optim::Optimizer& optimizer, size_t group = 0);
+void set_lr(torch::optim::Optimizer& optimizer, size_t group, double lr);
+
+/// The keys of the `optimizer` section besides `type` and `args` (lr, no_decay_bias_norm). The
+/// whole section is declared in a parent schema as
+///   `root.add("optimizer", Type::Section).component("optimizer", "adam")
+///        .section(optimizer_section_schema())`
+/// so `type` (default adam) names a registered optimizer and `args` is checked by its schema.
+std::shared_ptr<const Schema> optimizer_section_schema();
+
+}  // namespace unitrain

@@ -1,0 +1,46 @@
+#pragma once
+// Learning-rate schedules, matching torch.optim.lr_scheduler and transformers'
+// get_*_schedule_with_warmup.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "unitrain/core/registry.h"
+
+namespace unitrain {
+
+/// What a schedule needs to know of the run to turn its durations into scheduler steps.
+struct ScheduleContext {
+  int64_t total_steps = 0;      ///< scheduler steps in the whole run (optimizer steps or epochs)
+  int64_t steps_per_epoch = 1;  ///< optimizer steps per epoch
+  int64_t samples_per_step = 1; ///< samples per optimizer step (global batch)
+  bool per_epoch = false;       ///< the schedule steps once per epoch (`interval: epoch`)
+  /// Converts a duration from the config into scheduler steps (rounding down, at least 0).
+  int64_t to_sched_steps(const TrainUnit& d) const;
+};
+
+/// A learning-rate schedule as a multiplier of each parameter group's base lr, a function of
+/// the number of scheduler steps taken (0 before the first step), like PyTorch's LambdaLR.
+/// reduce_on_plateau also observes the monitored metric.
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  /// The lr multiplier after `steps` scheduler steps.
+  virtual double factor(int64_t steps) const = 0;
+  /// Metric-driven schedules (reduce_on_plateau) return true and get observe() after each
+  /// validation pass.
+  virtual bool needs_metric() const { return false; }
+  virtual void observe(double metric_value) {}
+  /// The metric key observed, e.g. "val/loss" (metric-driven schedules only).
+  virtual std::string monitored_metric() const { return ""; }
+};
+
+using SchedulerPtr = std::unique_ptr<Scheduler>;
+
+/// Registered schedules (`scheduler.type`).
+Registry<SchedulerPtr, const ScheduleContext&>& scheduler_registry();
+
+/// The schema of the `scheduler` section (type, interval, args).
+std::shared_ptr<const Schema> scheduler_section_schema();
+
+}  // namespace unitrain

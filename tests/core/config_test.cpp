@@ -1,0 +1,70 @@
+#include "unitrain/core/config.h"
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(Config, TypedGettersNameTheKey) {
+  Config c = Config::from_string("optimizer: {lr: 3e-4, type: adam, betas: [0.9, 0.99]}\n");
+  Config opt = c.at("optimizer");
+  EXPECT_DOUBLE_EQ(opt.get_double("lr"), 3e-4);
+  EXPECT_EQ(opt.get_string("type"), "adam");
+  EXPECT_EQ(opt.get_double_list("betas"), (std::vector<double>{0.9, 0.99}));
+  std::string msg = error_of([&] { opt.get_int("type"); });
+  EXPECT_NE(msg.find("optimizer.type"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'adam'"), std::string::npos) << msg;
+  msg = error_of([&] { c.at("model"); });
+  EXPECT_NE(msg.find("missing key model"), std::string::npos) << msg;
+}
+
+TEST(Config, BrokenYamlNamesTheLine) {
+  std::string msg = error_of([] { Config::from_string("a: 1\nb: [1, 2\nc: 3\n", "run.yaml"); });
+  EXPECT_NE(msg.find("run.yaml:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("broken YAML"), std::string::npos) << msg;
+}
+
+TEST(Config, MissingAndEmptyFiles) {
+  std::string dir = test::temp_dir();
+  std::string msg = error_of([&] { Config::from_file(dir + "/nope.yaml"); });
+  EXPECT_NE(msg.find("nope.yaml' does not exist"), std::string::npos) << msg;
+  test::write_file(dir + "/empty.yaml", "  \n");
+  msg = error_of([&] { Config::from_file(dir + "/empty.yaml"); });
+  EXPECT_NE(msg.find("is empty"), std::string::npos) << msg;
+}
+
+TEST(Config, SetCreatesSectionsAndIndexesLists) {
+  Config c = Config::from_string("model: {args: {sizes: [1, 2]}}\nlosses: [{weight: 1}]\n");
+  c.set("optimizer.lr", "0.5");
+  c.set("model.args.sizes", "[64, 10]");
+  c.set("losses.0.weight", "2.5");
+  EXPECT_DOUBLE_EQ(c.at("optimizer").get_double("lr"), 0.5);
+  EXPECT_EQ(c.at("model").at("args").get_int_list("sizes"), (std::vector<int64_t>{64, 10}));
+  EXPECT_DOUBLE_EQ(c.list("losses")[0].get_double("weight"), 2.5);
+  EXPECT_THROW(c.set("losses.3.weight", "1"), ConfigError);
+}
+
+TEST(Config, MergeReplacesLeavesAndMergesMaps) {
+  Config base = Config::from_string("a: {x: 1, y: 2}\nb: [1, 2]\n");
+  Config top = Config::from_string("a: {y: 3}\nb: [5]\n");
+  base.merge(top);
+  EXPECT_EQ(base.at("a").get_int("x"), 1);
+  EXPECT_EQ(base.at("a").get_int("y"), 3);
+  EXPECT_EQ(base.get_int_list("b"), (std::vector<int64_t>{5}));
+}
+
+}  // namespace unitrain

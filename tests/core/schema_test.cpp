@@ -1,0 +1,127 @@
+#include "unitrain/core/schema.h"
+
+#include <gtest/gtest.h>
+
+#include "unitrain/core/error.h"
+#include "unitrain/core/registry.h"
+
+namespace unitrain {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+Schema train_schema() {
+  Schema s;
+  s.add("lr", Type::Float).def(1e-3).gt(0).help("learning rate");
+  s.add("batch_size", Type::Int).def(32).gt(0).help("examples per batch");
+  s.add("max_length", Type::Duration).def("10 epochs").help("how long");
+  s.add("precision", Type::String).def("fp32").choices({"fp32", "bf16-mixed"});
+  s.add("sizes", Type::IntList).def("[1, 2]").min(1);
+  s.add("name", Type::String).help("required name");
+  return s;
+}
+
+Registry<int>& widgets() {
+  static Registry<int>* r = [] {
+    auto* reg = new Registry<int>("widget");
+    Schema args;
+    args.add("size", Type::Int).def(3).min(1).help("widget size");
+    reg->add("round", "a round widget", args, [](const Config& a) { return int(a.get_int("size")); });
+    reg->add("square", "a square widget", Schema(), [](const Config&) { return 4; });
+    return reg;
+  }();
+  return *r;
+}
+
+}  // namespace
+
+TEST(Schema, FillsDefaultsAndCanonicalisesDurations) {
+  Config c = train_schema().resolve(Config::from_string("name: x\nmax_length: 3ep\n"));
+  EXPECT_DOUBLE_EQ(c.get_double("lr"), 1e-3);
+  EXPECT_EQ(c.get_int("batch_size"), 32);
+  EXPECT_EQ(c.get_string("max_length"), "3 epochs");
+  EXPECT_EQ(c.get_int_list("sizes"), (std::vector<int64_t>{1, 2}));
+}
+
+TEST(Schema, ErrorsNameKeyAndValue) {
+  Schema s = train_schema();
+  std::string msg = error_of([&] { s.resolve(Config::from_string("name: x\nlrr: 1\n")); });
+  EXPECT_NE(msg.find("unknown key 'lrr'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'lr'"), std::string::npos) << msg;
+  msg = error_of([&] { s.resolve(Config::from_string("name: x\nlr: -1\n")); });
+  EXPECT_NE(msg.find("lr must be > 0, got -1"), std::string::npos) << msg;
+  msg = error_of([&] { s.resolve(Config::from_string("name: x\nbatch_size: many\n")); });
+  EXPECT_NE(msg.find("batch_size: expected int, got 'many'"), std::string::npos) << msg;
+  msg = error_of([&] { s.resolve(Config::from_string("name: x\nbatch_size: 1e3\n")); });
+  EXPECT_NE(msg.find("whole number"), std::string::npos) << msg;
+  msg = error_of([&] { s.resolve(Config::from_string("name: x\nprecision: fp8\n")); });
+  EXPECT_NE(msg.find("'fp8' is not one of: fp32, bf16-mixed"), std::string::npos) << msg;
+  msg = error_of([&] { s.resolve(Config::from_string("lr: 1\n")); });
+  EXPECT_NE(msg.find("missing required key name"), std::string::npos) << msg;
+  msg = error_of([&] { s.resolve(Config::from_string("name: x\nsizes: [1, 0]\n")); });
+  EXPECT_NE(msg.find("sizes[1] must be >= 1, got 0"), std::string::npos) << msg;
+}
+
+TEST(Schema, NestedSectionsCarryTheirPath) {
+  auto inner = std::make_shared<Schema>(train_schema());
+  Schema outer;
+  outer.add("train", Type::Section).section(inner);
+  std::string msg = error_of([&] { outer.resolve(Config::from_string("train: {name: a, lr: 0}\n")); });
+  EXPECT_NE(msg.find("train.lr must be > 0, got 0"), std::string::npos) << msg;
+}
+
+TEST(Schema, ComponentSectionsValidateTheirArgs) {
+  widgets();
+  auto extra = std::make_shared<Schema>();
+  extra->add("weight", Type::Float).def(1.0);
+  Schema s;
+  s.add("widget", Type::Section).component("widget", "square").section(extra);
+  s.add("more", Type::SectionList).component("widget");
+  Config c = s.resolve(Config::from_string("widget: {type: round}\nmore: [{type: square}]\n"));
+  EXPECT_EQ(c.at("widget").at("args").get_int("size"), 3);
+  EXPECT_DOUBLE_EQ(c.at("widget").get_double("weight"), 1.0);
+  EXPECT_EQ(widgets().create(c.at("widget")), 3);
+  EXPECT_EQ(widgets().create(c.list("more")[0]), 4);
+  Config d = s.resolve(Config());
+  EXPECT_EQ(d.at("widget").get_string("type"), "square");
+
+  std::string msg = error_of([&] { s.resolve(Config::from_string("widget: {type: rund}\n")); });
+  EXPECT_NE(msg.find("unknown widget 'rund' at widget.type"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'round'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("known: round, square"), std::string::npos) << msg;
+  msg = error_of([&] {
+    s.resolve(Config::from_string("widget: {type: round, args: {size: 0}}\n"));
+  });
+  EXPECT_NE(msg.find("widget.args.size must be >= 1, got 0"), std::string::npos) << msg;
+  msg = error_of([&] { s.resolve(Config::from_string("more: [{args: {}}]\n")); });
+  EXPECT_NE(msg.find("missing required key more.0.type"), std::string::npos) << msg;
+}
+
+TEST(Schema, DuplicateRegistrationIsAnError) {
+  widgets();
+  EXPECT_THROW(widgets().add("round", "again", Schema(), [](const Config&) { return 0; }),
+               ConfigError);
+}
+
+TEST(Schema, MarkdownListsEveryKey) {
+  std::string md = train_schema().markdown("train");
+  for (const char* key : {"`train.lr`", "`train.batch_size`", "`train.max_length`", "> 0",
+                          "one of: fp32, bf16-mixed", "required"}) {
+    EXPECT_NE(md.find(key), std::string::npos) << key << "\n" << md;
+  }
+}
+
+TEST(ClosestMatch, SuggestsOnlyPlausibleTypos) {
+  EXPECT_EQ(closest_match("lrr", {"lr", "seed"}), "lr");
+  EXPECT_EQ(closest_match("optimiser", {"optimizer", "model"}), "optimizer");
+  EXPECT_EQ(closest_match("zzzzzz", {"lr", "seed"}), "");
+}
+
+}  // namespace unitrain

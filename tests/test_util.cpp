@@ -1,0 +1,47 @@
+#include "test_util.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <vector>
+
+namespace unitrain::test {
+namespace fs = std::filesystem;
+
+std::string source_dir() { return UNITRAIN_SOURCE_DIR; }
+
+namespace {
+struct TempDirs {
+  std::mutex mu;
+  std::vector<fs::path> dirs;
+  ~TempDirs() {
+    for (const auto& d : dirs) {
+      std::error_code ec;
+      fs::remove_all(d, ec);
+    }
+  }
+};
+TempDirs& temp_dirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+}  // namespace
+
+std::string temp_dir() {
+  std::string pattern = (fs::temp_directory_path() / "unitrain-test-XXXXXX").string();
+  char* made = mkdtemp(pattern.data());
+  if (made == nullptr) throw std::runtime_error("mkdtemp failed");
+  std::lock_guard<std::mutex> lock(temp_dirs().mu);
+  temp_dirs().dirs.emplace_back(made);
+  return made;
+}
+
+std::string write_file(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  return path;
+}
+
+}  // namespace unitrain::test
