@@ -209,11 +209,11 @@ std::string Field::allowed() const {
   bool has_min = std::isfinite(min_), has_max = std::isfinite(max_);
   if (has_min && has_max) {
     parts.push_back((min_exclusive_ ? "(" : "[") + format_number(min_) + ", " +
-                    format_number(max_) + "]");
+                    format_number(max_) + (max_exclusive_ ? ")" : "]"));
   } else if (has_min) {
     parts.push_back((min_exclusive_ ? "> " : ">= ") + format_number(min_));
   } else if (has_max) {
-    parts.push_back("<= " + format_number(max_));
+    parts.push_back((max_exclusive_ ? "< " : "<= ") + format_number(max_));
   }
   if (!component_kind_.empty()) parts.push_back("a registered " + component_kind_);
   return join(parts, "; ");
@@ -221,7 +221,7 @@ std::string Field::allowed() const {
 
 void Field::check_number(double v, const std::string& key, const std::string& text) const {
   bool ok_min = min_exclusive_ ? v > min_ : v >= min_;
-  bool ok_max = v <= max_;
+  bool ok_max = max_exclusive_ ? v < max_ : v <= max_;
   UT_CHECK(ok_min && ok_max, key, " must be ", allowed(), ", got ", text);
 }
 

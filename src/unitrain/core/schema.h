@@ -44,6 +44,7 @@ class Field {
   Field& min(double v) { min_ = v; return *this; }  ///< value >= v
   Field& gt(double v) { min_ = v; min_exclusive_ = true; return *this; }  ///< value > v
   Field& max(double v) { max_ = v; return *this; }  ///< value <= v
+  Field& lt(double v) { max_ = v; max_exclusive_ = true; return *this; }  ///< value < v
   Field& choices(std::vector<std::string> c) { choices_ = std::move(c); return *this; }
   Field& help(std::string h) { help_ = std::move(h); return *this; }
   Field& nullable() { nullable_ = true; return *this; }  ///< null is allowed (and the default)
@@ -76,6 +77,7 @@ class Field {
   double min_ = -std::numeric_limits<double>::infinity();
   double max_ = std::numeric_limits<double>::infinity();
   bool min_exclusive_ = false;
+  bool max_exclusive_ = false;
   std::vector<std::string> choices_;
   std::string help_;
   bool nullable_ = false;

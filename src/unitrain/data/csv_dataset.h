@@ -10,12 +10,12 @@ namespace unitrain {
 /// Settings of the `csv` dataset (its `args`).
 struct CsvOptions {
   std::string path;
-  std::string target;                  ///< column name, or index ("64", "-1" = last)
-  std::vector<std::string> features;   ///< names or indices; empty = every other column
-  std::string target_type = "class";   ///< class (int64 index) | float (regression, [1])
-  std::string delimiter = ",";         ///< one character
-  bool header = true;                  ///< false: columns are named "0", "1", ...
-  int64_t skip_rows = 0;               ///< lines skipped before the header / first row
+  std::string target;                 ///< column name, or index ("64", "-1" = last)
+  std::vector<std::string> features;  ///< names or indices; empty = every other column
+  std::string target_type = "class";  ///< class (int64 index) | float (regression, [1])
+  std::string delimiter = ",";        ///< one character
+  bool header = true;                 ///< false: columns are named "0", "1", ...
+  int64_t skip_rows = 0;              ///< lines skipped before the header / first row
 
   static CsvOptions from_config(const Config& args);
   static Schema schema();

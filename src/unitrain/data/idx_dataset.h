@@ -1,8 +1,8 @@
 #pragma once
 // The `idx` dataset: MNIST-style IDX image and label files (plain or .gz).
-#include <string>
-
 #include <torch/types.h>
+
+#include <string>
 
 #include "unitrain/data/dataset.h"
 

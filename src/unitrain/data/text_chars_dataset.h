@@ -1,9 +1,9 @@
 #pragma once
 // The `text_chars` dataset: a text file as a character-level language-modelling stream.
+#include <torch/types.h>
+
 #include <optional>
 #include <string>
-
-#include <torch/types.h>
 
 #include "unitrain/data/dataset.h"
 

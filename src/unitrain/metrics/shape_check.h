@@ -27,7 +27,9 @@ class PredictionTargetError : public ConfigError {
 /// "[32, 10]"
 std::string shape_str(at::IntArrayRef sizes);
 
-/// Throws PredictionTargetError "prediction shape P does not fit target shape T; <expects>".
+/// Throws PredictionTargetError
+/// "prediction shape P does not fit target shape T; <type> <expects>" (`expects` starts with
+/// a verb: "expects logits [B, C] ...").
 [[noreturn]] void throw_shape_mismatch(const std::string& kind, const std::string& type,
                                        const torch::Tensor& pred, const torch::Tensor& target,
                                        const std::string& expects);

@@ -29,6 +29,7 @@ struct CnnOptions {
   /// Dropout before the hidden and before the output layer, in [0, 1).
   TORCH_ARG(double, dropout) = 0.25;
 
+ public:
   /// The `cnn` args schema.
   static Schema schema();
   /// Reads resolved args; ConfigError naming the key on a bad value.

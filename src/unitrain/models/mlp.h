@@ -26,6 +26,7 @@ struct MlpOptions {
   /// layers apply to the last dimension and any leading dimensions are kept.
   TORCH_ARG(bool, flatten) = true;
 
+ public:
   /// The `mlp` args schema: sizes, activation, dropout, flatten.
   static Schema schema();
   /// Reads resolved args; ConfigError naming the key on a bad value.
@@ -57,7 +58,7 @@ class MlpImpl : public Model {
 TORCH_MODULE(Mlp);
 
 /// Builds an Mlp: `register_module("net", unitrain::models::mlp({64, 256, 10}))`.
-Mlp mlp(std::vector<int64_t> sizes, Activation activation = Activation::ReLU,
-        double dropout = 0.0, bool flatten = true);
+Mlp mlp(std::vector<int64_t> sizes, Activation activation = Activation::ReLU, double dropout = 0.0,
+        bool flatten = true);
 
 }  // namespace unitrain::models

@@ -32,6 +32,7 @@ struct TransformerLmOptions {
   /// The feed-forward width is ff_mult * d_model.
   TORCH_ARG(int64_t, ff_mult) = 4;
 
+ public:
   /// The `transformer_lm` args schema.
   static Schema schema();
   /// Reads resolved args; ConfigError naming the key(s) on a bad value.

@@ -2,6 +2,7 @@
 // Learning-rate schedules, matching torch.optim.lr_scheduler and transformers'
 // get_*_schedule_with_warmup.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -11,11 +12,16 @@ namespace unitrain {
 
 /// What a schedule needs to know of the run to turn its durations into scheduler steps.
 struct ScheduleContext {
-  int64_t total_steps = 0;      ///< scheduler steps in the whole run (optimizer steps or epochs)
-  int64_t steps_per_epoch = 1;  ///< optimizer steps per epoch
-  int64_t samples_per_step = 1; ///< samples per optimizer step (global batch)
-  bool per_epoch = false;       ///< the schedule steps once per epoch (`interval: epoch`)
-  /// Converts a duration from the config into scheduler steps (rounding down, at least 0).
+  int64_t total_steps = 0;       ///< scheduler steps in the whole run (optimizer steps or epochs)
+  int64_t steps_per_epoch = 1;   ///< optimizer steps per epoch
+  int64_t samples_per_step = 1;  ///< samples per optimizer step (global batch)
+  bool per_epoch = false;        ///< the schedule steps once per epoch (`interval: epoch`)
+  /// The optimizer's base lr (`optimizer.lr`); needed by schedules given absolute lrs
+  /// (polynomial's lr_end, reduce_on_plateau's min_lr). 0 = unknown.
+  double base_lr = 0.0;
+  /// Converts a duration from the config into scheduler steps (rounding down, at least 0):
+  /// with per_epoch false, steps count as they are, epochs as `steps_per_epoch` steps and
+  /// samples as 1/`samples_per_step` step; with per_epoch true everything becomes epochs.
   int64_t to_sched_steps(const TrainUnit& d) const;
 };
 
@@ -33,6 +39,11 @@ class Scheduler {
   virtual void observe(double metric_value) {}
   /// The metric key observed, e.g. "val/loss" (metric-driven schedules only).
   virtual std::string monitored_metric() const { return ""; }
+  /// What a checkpoint must save to resume exactly (reduce_on_plateau's best value, counters
+  /// and current factor); empty for schedules that are pure functions of the step count.
+  virtual std::map<std::string, double> state() const { return {}; }
+  /// Restores state(); ConfigError when a key it needs is missing.
+  virtual void load_state(const std::map<std::string, double>& state) {}
 };
 
 using SchedulerPtr = std::unique_ptr<Scheduler>;
@@ -40,7 +51,14 @@ using SchedulerPtr = std::unique_ptr<Scheduler>;
 /// Registered schedules (`scheduler.type`).
 Registry<SchedulerPtr, const ScheduleContext&>& scheduler_registry();
 
-/// The schema of the `scheduler` section (type, interval, args).
+/// The keys of the `scheduler` section besides `type` and `args` (interval). The whole section
+/// is declared in a parent schema as
+///   `root.add("scheduler", Type::Section).component("scheduler", "constant")
+///        .section(scheduler_section_schema())`.
 std::shared_ptr<const Schema> scheduler_section_schema();
+
+/// Builds the schedule of the `scheduler` section (resolved against the schema first, so a raw
+/// section works too). `context.per_epoch` is taken from the section's `interval`.
+SchedulerPtr build_scheduler(const Config& scheduler_section, ScheduleContext context);
 
 }  // namespace unitrain

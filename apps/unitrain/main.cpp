@@ -1,0 +1,98 @@
+// unitrain: the command line. Parses arguments and calls the library; nothing else.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "unitrain/core/error.h"
+#include "unitrain/core/plugin.h"
+#include "unitrain/core/registry.h"
+#include "unitrain/engine/config_run.h"
+#include "unitrain/engine/run_config.h"
+#include "unitrain/log/console.h"
+
+namespace {
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+struct ConfigArgs {
+  std::string file;
+  std::vector<std::string> plugins;
+};
+
+void add_config_args(CLI::App* cmd, ConfigArgs& args, bool required) {
+  cmd->add_option("config", args.file, "the run's YAML file")->required(required);
+  cmd->add_option("--plugin", args.plugins,
+                  "a shared library (.so) registering more components; repeatable");
+  cmd->allow_extras();
+  cmd->footer(
+      "Any key of the config can be overridden after the file: --optimizer.lr 3e-4, "
+      "--train.max_length '2 epochs', or --set model.args.sizes=[64,10]. "
+      "Precedence: built-in defaults < YAML < command line.");
+}
+
+unitrain::Config resolve(const ConfigArgs& args, const CLI::App* cmd) {
+  unitrain::register_builtins();
+  for (const auto& p : args.plugins) unitrain::load_plugin(p);
+  return unitrain::load_run_config({args.file}, unitrain::parse_overrides(cmd->remaining()));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"unitrain: train any LibTorch model from a YAML file or a few lines of C++"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "unitrain 0.1.0");
+
+  ConfigArgs train_args, config_args, list_args;
+  CLI::App* train = app.add_subcommand("train", "train the model a YAML file describes");
+  add_config_args(train, train_args, true);
+
+  CLI::App* config = app.add_subcommand(
+      "config", "print the fully resolved config (every default filled in) and exit");
+  add_config_args(config, config_args, false);
+  bool reference = false;
+  config->add_flag("--reference", reference,
+                   "print the reference of every key and component as Markdown (docs/config.md)");
+
+  CLI::App* list = app.add_subcommand("list", "list every registered component by kind");
+  list->add_option("--plugin", list_args.plugins, "a plugin (.so) to load first; repeatable");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
+
+  try {
+    if (*train) {
+      unitrain::run_config(resolve(train_args, train));
+    } else if (*config) {
+      if (reference) {
+        unitrain::register_builtins();
+        for (const auto& p : config_args.plugins) unitrain::load_plugin(p);
+        std::cout << unitrain::config_reference_markdown();
+      } else {
+        if (config_args.file.empty()) throw unitrain::ConfigError("config: give a YAML file (or --reference)");
+        std::cout << resolve(config_args, config).dump();
+      }
+    } else if (*list) {
+      unitrain::register_builtins();
+      for (const auto& p : list_args.plugins) unitrain::load_plugin(p);
+      for (const auto& kind : unitrain::catalog::kinds()) {
+        std::cout << kind << ":\n";
+        for (const auto* info : unitrain::catalog::of_kind(kind)) {
+          std::cout << "  " << info->name << std::string(info->name.size() < 18 ? 18 - info->name.size() : 1, ' ')
+                    << info->help << "\n";
+        }
+      }
+    }
+  } catch (const unitrain::ConfigError& e) {
+    unitrain::log::error(e.what());
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    unitrain::log::error(e.what());
+    return kExitFailure;
+  }
+  return 0;
+}

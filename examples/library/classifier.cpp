@@ -1,0 +1,63 @@
+// The library path: your own TrainModule, trained by unitrain's Trainer from a few lines of C++.
+// Usage: library_classifier [run_dir]   (trains an MLP on scikit-learn's digits data)
+#include <torch/torch.h>
+
+#include <iostream>
+
+#include "unitrain/core/error.h"
+#include "unitrain/data/csv_dataset.h"
+#include "unitrain/data/subset_dataset.h"
+#include "unitrain/engine/trainer.h"
+#include "unitrain/models/mlp.h"
+
+struct Classifier : unitrain::TrainModule {
+  unitrain::models::Mlp net{nullptr};
+  Classifier() { net = register_module("net", unitrain::models::mlp({64, 128, 10})); }
+
+  unitrain::StepOutput training_step(const unitrain::Batch& b) override {
+    auto logits = net->forward(b.at("x") / 16.0);  // digits pixels are 0..16
+    return {torch::cross_entropy_loss(logits, b.at("y")),
+            {{"acc", unitrain::metrics::accuracy(logits, b.at("y"))}}};
+  }
+  unitrain::StepOutput validation_step(const unitrain::Batch& b) override {
+    return training_step(b);
+  }
+};
+
+// Stops as soon as validation accuracy reaches a target: what a YAML file cannot say.
+struct StopAtAccuracy : unitrain::Callback {
+  double target;
+  explicit StopAtAccuracy(double t) : target(t) {}
+  void on_validation_end(unitrain::Trainer& trainer, const unitrain::MetricMap& m) override {
+    if (m.at("val/acc") >= target) {
+      trainer.print("reached val/acc " + std::to_string(m.at("val/acc")) + ", stopping");
+      trainer.request_stop();
+    }
+  }
+};
+
+int main(int argc, char** argv) try {
+  std::string run_dir = argc > 1 ? argv[1] : "runs/library-digits";
+  unitrain::Config config = unitrain::Config::from_string(
+      "name: library-digits\nrun_dir: " + run_dir + "\n" +
+      "optimizer: {type: adamw, lr: 2.0e-3}\n"
+      "data: {loader: {batch_size: 32, workers: 2}}\n"
+      "train: {max_length: 30 epochs, log_every: 1 epoch}\n");
+  unitrain::Trainer trainer(config);  // seeds torch first: the model's init is reproducible
+  unitrain::CsvOptions csv;
+  csv.path = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz";
+  csv.header = false;
+  csv.target = "64";
+  auto split = unitrain::random_split(unitrain::load_csv(csv), 0.2, 42);
+  Classifier module;
+  trainer.add_callback(std::make_shared<StopAtAccuracy>(0.97));
+  unitrain::FitResult result = trainer.fit(module, split.rest, split.held_out);
+  std::cout << "val/acc " << result.last_val.at("val/acc") << "\n";
+  return result.last_val.at("val/acc") >= 0.9 ? 0 : 1;
+} catch (const unitrain::ConfigError& e) {
+  std::cerr << "error: " << e.what() << "\n";
+  return 2;
+} catch (const std::exception& e) {
+  std::cerr << "error: " << e.what() << "\n";
+  return 1;
+}

@@ -1,0 +1,36 @@
+# Shared by scripts/demo and scripts/test: install what is missing, configure and build.
+# Idempotent: installed packages and an up-to-date build are skipped.
+
+UNITRAIN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+UNITRAIN_BUILD=${UNITRAIN_BUILD:-$UNITRAIN_ROOT/build}
+
+# Debian packages unitrain builds and runs with. libopenblas0-openmp replaces the reference BLAS
+# (about 30x slower on matrix products) as the system's libblas.so.3, which libtorch calls.
+UNITRAIN_PACKAGES=(
+  build-essential cmake pkg-config
+  libtorch-dev libgloo-dev libopenblas0-openmp
+  libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  dataset-fashion-mnist python3-torch python3-sklearn
+)
+
+unitrain_install() {
+  local missing=()
+  for pkg in "${UNITRAIN_PACKAGES[@]}" "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "packages: all installed"
+    return 0
+  fi
+  echo "packages: installing ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+unitrain_build() {
+  cmake -S "$UNITRAIN_ROOT" -B "$UNITRAIN_BUILD" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  cmake --build "$UNITRAIN_BUILD" -j2
+}

@@ -1,0 +1,218 @@
+#include "unitrain/data/csv_dataset.h"
+
+#include <torch/torch.h>
+
+#include <charconv>
+#include <cmath>
+
+#include "unitrain/core/error.h"
+#include "unitrain/data/file_bytes.h"
+#include "unitrain/data/tensor_dataset.h"
+
+namespace unitrain {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string_view::npos) return {};
+  size_t e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+// Splits one line at `delim`, honouring double quotes; cells are trimmed and unquoted.
+std::vector<std::string_view> split_cells(std::string_view line, char delim) {
+  std::vector<std::string_view> cells;
+  bool quoted = false;
+  size_t start = 0;
+  for (size_t i = 0; i <= line.size(); ++i) {
+    if (i < line.size() && line[i] == '"') quoted = !quoted;
+    if (i == line.size() || (line[i] == delim && !quoted)) {
+      std::string_view cell = trim(line.substr(start, i - start));
+      if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"') {
+        cell = cell.substr(1, cell.size() - 2);
+      }
+      cells.push_back(cell);
+      start = i + 1;
+    }
+  }
+  return cells;
+}
+
+bool parse_number(std::string_view cell, double* out) {
+  if (!cell.empty() && cell.front() == '+') cell.remove_prefix(1);
+  if (cell.empty()) return false;
+  auto [end, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), *out);
+  return ec == std::errc() && end == cell.data() + cell.size() && std::isfinite(*out);
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+  return out;
+}
+
+// The index of column `spec` (a name, else an integer index, negative from the end).
+size_t find_column(const std::string& spec, const std::vector<std::string>& names,
+                   const std::string& what, const std::string& path) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == spec) return i;
+  }
+  int64_t index = 0;
+  auto [end, ec] = std::from_chars(spec.data(), spec.data() + spec.size(), index);
+  const auto n = static_cast<int64_t>(names.size());
+  if (ec == std::errc() && end == spec.data() + spec.size() && index >= -n && index < n) {
+    return static_cast<size_t>(index < 0 ? index + n : index);
+  }
+  std::string hint = closest_match(spec, names);
+  throw ConfigError(detail::concat("csv: ", what, " column '", spec, "' is not in '", path, "'",
+                                   hint.empty() ? "" : " (did you mean '" + hint + "'?)",
+                                   "; its columns are: ", join(names),
+                                   " (or use an index, -1 for the last)"));
+}
+
+struct Line {
+  std::string_view text;
+  int64_t number;  // 1-based line number in the file
+};
+
+// The non-blank lines of `text` after the first `skip` lines.
+std::vector<Line> split_lines(const std::string& text, int64_t skip) {
+  std::vector<Line> lines;
+  int64_t number = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    ++number;
+    std::string_view line(text.data() + pos, end - pos);
+    if (number > skip && !trim(line).empty()) lines.push_back({line, number});
+    pos = end + 1;
+  }
+  return lines;
+}
+
+}  // namespace
+
+Schema CsvOptions::schema() {
+  Schema s;
+  s.add("path", Type::String).help("CSV file; .gz files are decompressed");
+  s.add("target", Type::String)
+      .help("target column: a name, or an index (\"-1\" = last) when header is false");
+  s.add("features", Type::StringList)
+      .def("[]")
+      .help("feature columns (names or indices); [] = all others");
+  s.add("target_type", Type::String)
+      .def("class")
+      .choices({"class", "float"})
+      .help("class: int64 class index; float: float32 regression target of shape [1]");
+  s.add("delimiter", Type::String).def("','").help("the one-character cell separator");
+  s.add("header", Type::Bool)
+      .def(true)
+      .help("the first row names the columns; false: named 0, 1, ...");
+  s.add("skip_rows", Type::Int).def(0).min(0).help("lines to skip before the header or first row");
+  return s;
+}
+
+CsvOptions CsvOptions::from_config(const Config& args) {
+  CsvOptions o;
+  o.path = args.get_string("path");
+  o.target = args.get_string("target");
+  o.features = args.get_string_list("features");
+  o.target_type = args.get_string("target_type");
+  o.delimiter = args.get_string("delimiter");
+  o.header = args.get_bool("header");
+  o.skip_rows = args.get_int("skip_rows");
+  UT_CHECK(o.delimiter.size() == 1, args.key_path("delimiter"), " must be one character, got '",
+           o.delimiter, "'");
+  return o;
+}
+
+DatasetPtr load_csv(const CsvOptions& o) {
+  UT_CHECK(o.delimiter.size() == 1, "csv: delimiter must be one character, got '", o.delimiter,
+           "'");
+  UT_CHECK(o.target_type == "class" || o.target_type == "float",
+           "csv: target_type must be class or float, got '", o.target_type, "'");
+  const std::string text = read_file_bytes(o.path, "csv");
+  std::vector<Line> lines = split_lines(text, o.skip_rows);
+  UT_CHECK(!lines.empty(), "csv: '", o.path, "' is empty",
+           o.skip_rows > 0 ? " after skipping " + std::to_string(o.skip_rows) + " rows" : "");
+  const char delim = o.delimiter[0];
+
+  std::vector<std::string> names;
+  size_t first_row = 0;
+  if (o.header) {
+    for (auto cell : split_cells(lines[0].text, delim)) names.emplace_back(cell);
+    first_row = 1;
+  } else {
+    size_t n = split_cells(lines[0].text, delim).size();
+    for (size_t i = 0; i < n; ++i) names.push_back(std::to_string(i));
+  }
+  UT_CHECK(lines.size() > first_row, "csv: '", o.path, "' has a header but no data rows");
+
+  const size_t target = find_column(o.target, names, "target", o.path);
+  std::vector<size_t> features;
+  for (const auto& f : o.features) {
+    size_t c = find_column(f, names, "feature", o.path);
+    UT_CHECK(c != target, "csv: feature column '", f, "' is the target column '", names[c],
+             "' of '", o.path, "'");
+    features.push_back(c);
+  }
+  if (o.features.empty()) {
+    for (size_t c = 0; c < names.size(); ++c) {
+      if (c != target) features.push_back(c);
+    }
+  }
+  UT_CHECK(!features.empty(), "csv: '", o.path, "' has no feature columns besides the target");
+
+  const bool is_class = o.target_type == "class";
+  const auto rows = static_cast<int64_t>(lines.size() - first_row);
+  const auto num_features = static_cast<int64_t>(features.size());
+  std::vector<float> x;
+  x.reserve(static_cast<size_t>(rows * num_features));
+  std::vector<int64_t> y_class;
+  std::vector<float> y_float;
+  int64_t max_class = -1;
+
+  for (size_t r = first_row; r < lines.size(); ++r) {
+    const Line& line = lines[r];
+    auto cells = split_cells(line.text, delim);
+    UT_CHECK(cells.size() == names.size(), "csv: '", o.path, "' line ", line.number, " has ",
+             cells.size(), " cells, expected ", names.size(),
+             o.header ? " (as in the header)" : " (as in the first row)");
+    auto number = [&](size_t c) {
+      double v = 0;
+      UT_CHECK(parse_number(cells[c], &v), "csv: '", o.path, "' line ", line.number, ", column ",
+               c + 1, " ('", names[c], "'): '", std::string(cells[c]),
+               "' is not a number (only numeric columns can be features or targets)",
+               !o.header && r == first_row
+                   ? "; if this line names the columns or is a preamble, set "
+                     "header: true or skip_rows"
+                   : "");
+      return v;
+    };
+    for (size_t c : features) x.push_back(static_cast<float>(number(c)));
+    double t = number(target);
+    if (is_class) {
+      UT_CHECK(t >= 0 && t == std::floor(t), "csv: '", o.path, "' line ", line.number, ", column ",
+               target + 1, " ('", names[target], "'): '", std::string(cells[target]),
+               "' is not a class index (a whole number >= 0); use target_type: float for "
+               "regression");
+      y_class.push_back(static_cast<int64_t>(t));
+      max_class = std::max(max_class, y_class.back());
+    } else {
+      y_float.push_back(static_cast<float>(t));
+    }
+  }
+
+  torch::Tensor x_tensor =
+      torch::from_blob(x.data(), {rows, num_features}, torch::kFloat32).clone();
+  torch::Tensor y_tensor =
+      is_class ? torch::from_blob(y_class.data(), {rows}, torch::kInt64).clone()
+               : torch::from_blob(y_float.data(), {rows, 1}, torch::kFloat32).clone();
+  std::map<std::string, int64_t> info{{"num_features", num_features}};
+  if (is_class) info["num_classes"] = max_class + 1;
+  return std::make_shared<TensorDataset>(Batch{{"x", x_tensor}, {"y", y_tensor}}, info,
+                                         "csv '" + o.path + "'");
+}
+
+}  // namespace unitrain

@@ -1,0 +1,77 @@
+#include "unitrain/data/loader.h"
+
+#include <numeric>
+
+#include "unitrain/core/error.h"
+#include "unitrain/data/epoch_iterators.h"
+#include "unitrain/data/permutation.h"
+
+namespace unitrain {
+
+std::shared_ptr<const Schema> LoaderOptions::schema() {
+  static const auto schema = [] {
+    auto s = std::make_shared<Schema>();
+    s->add("batch_size", Type::Int).def(32).gt(0).help("examples per batch (per process)");
+    s->add("workers", Type::Int)
+        .def(2)
+        .min(0)
+        .help("reader threads; 0 = read in the training thread");
+    s->add("shuffle", Type::Bool).def(true).help("a new seeded order every epoch (train only)");
+    s->add("drop_last", Type::Bool).def(false).help("drop the last batch when it is short");
+    s->add("prefetch", Type::Int).def(4).gt(0).help("batches each worker reads ahead");
+    return std::shared_ptr<const Schema>(s);
+  }();
+  return schema;
+}
+
+LoaderOptions LoaderOptions::from_config(const Config& loader_section) {
+  return LoaderOptions()
+      .batch_size(loader_section.get_int("batch_size"))
+      .workers(loader_section.get_int("workers"))
+      .shuffle(loader_section.get_bool("shuffle"))
+      .drop_last(loader_section.get_bool("drop_last"))
+      .prefetch(loader_section.get_int("prefetch"));
+}
+
+Loader::Loader(DatasetPtr dataset, LoaderOptions options, uint64_t seed, std::string name)
+    : dataset_(std::move(dataset)), options_(options), seed_(seed), name_(std::move(name)) {
+  UT_CHECK(options_.batch_size_ > 0, "data.loader.batch_size must be > 0, got ",
+           options_.batch_size_);
+  UT_CHECK(options_.workers_ >= 0, "data.loader.workers must be >= 0, got ", options_.workers_);
+  UT_CHECK(options_.prefetch_ > 0, "data.loader.prefetch must be > 0, got ", options_.prefetch_);
+  UT_CHECK(dataset_ != nullptr, name_, ": no dataset given to the loader");
+  const int64_t n = dataset_->size();
+  UT_CHECK(n > 0, name_, " is empty (0 examples)");
+  UT_CHECK(!options_.drop_last_ || n >= options_.batch_size_, name_, " has ", n,
+           " examples, fewer than one batch (data.loader.batch_size = ", options_.batch_size_,
+           ") with data.loader.drop_last: true; lower the batch size or set drop_last: false");
+}
+
+int64_t Loader::dataset_size() const { return dataset_->size(); }
+
+int64_t Loader::batches_per_epoch() const {
+  const int64_t n = dataset_->size(), b = options_.batch_size_;
+  return options_.drop_last_ ? n / b : (n + b - 1) / b;
+}
+
+std::vector<int64_t> Loader::order(int64_t epoch) const {
+  const int64_t n = dataset_->size();
+  if (options_.shuffle_) {
+    return seeded_permutation(n, mix_seed(seed_, static_cast<uint64_t>(epoch)));
+  }
+  std::vector<int64_t> out(static_cast<size_t>(n));
+  std::iota(out.begin(), out.end(), 0);
+  return out;
+}
+
+std::unique_ptr<EpochIterator> Loader::epoch(int64_t epoch, int64_t start_batch) const {
+  const int64_t batches = batches_per_epoch();
+  UT_CHECK(start_batch >= 0 && start_batch <= batches, name_, ": cannot start epoch ", epoch,
+           " at batch ", start_batch, "; it has ", batches, " batches");
+  detail::EpochPlan plan{dataset_, order(epoch), options_.batch_size_, batches, name_};
+  if (options_.workers_ == 0) return detail::make_serial_iterator(std::move(plan), start_batch);
+  return detail::make_threaded_iterator(std::move(plan), start_batch, options_.workers_,
+                                        options_.prefetch_);
+}
+
+}  // namespace unitrain

@@ -1,0 +1,38 @@
+#pragma once
+// SubsetDataset and the seeded random split built on it.
+#include <vector>
+
+#include "unitrain/data/dataset.h"
+
+namespace unitrain {
+
+/// The examples of `inner` at `indices`, in that order (example i is inner[indices[i]]).
+/// ConfigError when an index is out of range.
+class SubsetDataset : public Dataset {
+ public:
+  SubsetDataset(DatasetPtr inner, std::vector<int64_t> indices);
+
+  int64_t size() const override { return static_cast<int64_t>(indices_.size()); }
+  Batch get(int64_t index) const override;
+  Batch get_batch(const std::vector<int64_t>& indices) const override;
+  std::map<std::string, int64_t> info() const override { return inner_->info(); }
+
+  const std::vector<int64_t>& indices() const { return indices_; }
+
+ private:
+  DatasetPtr inner_;
+  std::vector<int64_t> indices_;
+};
+
+/// Two disjoint subsets covering `data`: `held_out` gets round(ratio * size) examples (at least
+/// one) chosen by a permutation seeded by `seed`, `rest` the others; each keeps its examples in
+/// their original order. ConfigError (naming `key`) unless 0 < ratio < 1 and both parts are
+/// non-empty.
+struct Split {
+  DatasetPtr rest;
+  DatasetPtr held_out;
+};
+Split random_split(DatasetPtr data, double ratio, uint64_t seed,
+                   const std::string& key = "data.validation_ratio");
+
+}  // namespace unitrain

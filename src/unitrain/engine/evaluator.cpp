@@ -1,0 +1,37 @@
+#include "unitrain/engine/evaluator.h"
+
+#include <torch/torch.h>
+
+namespace unitrain {
+
+MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalSplit split,
+                                int64_t max_batches) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = module.is_training();
+  module.eval();
+  MetricAccumulator acc;
+  auto it = loader.epoch(0);
+  int64_t seen = 0;
+  while (max_batches < 0 || seen++ < max_batches) {
+    auto batch = it->next();
+    if (!batch) break;
+    StepOutput out = split == EvalSplit::Test ? module.test_step(*batch)
+                                              : module.validation_step(*batch);
+    const int64_t n = batch->size();
+    if (out.loss.defined()) acc.add("loss", MetricValue(out.loss.detach()), n);
+    acc.add(out.metrics, n);
+  }
+  module.train(was_training);
+  return acc;
+}
+
+std::map<std::string, double> evaluate(TrainModule& module, const Loader& loader, EvalSplit split,
+                                       const std::string& prefix, int64_t max_batches) {
+  std::map<std::string, double> out;
+  for (const auto& [name, value] : evaluate_sums(module, loader, split, max_batches).result()) {
+    out[prefix + "/" + name] = value;
+  }
+  return out;
+}
+
+}  // namespace unitrain

@@ -1,0 +1,25 @@
+#pragma once
+// GradientSync: the seam where data-parallel training reduces gradients across processes.
+#include <torch/types.h>
+
+#include <vector>
+
+namespace unitrain {
+
+/// Called by the step runner around backward. A single process uses NoGradientSync; a
+/// data-parallel implementation launches bucketed all-reduces from gradient hooks and waits
+/// for them in finish().
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+  /// Before the backward of a micro-batch; `will_step` is false on accumulation micro-steps
+  /// (no reduce needed then).
+  virtual void before_backward(bool will_step) {}
+  /// At the accumulation boundary, before clipping and the optimizer step: every gradient
+  /// must be final (reduced and averaged) when this returns.
+  virtual void finish(const std::vector<torch::Tensor>& params) {}
+};
+
+class NoGradientSync : public GradientSync {};
+
+}  // namespace unitrain

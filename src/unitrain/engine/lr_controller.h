@@ -1,0 +1,30 @@
+#pragma once
+// LrController: sets each parameter group's lr from its base lr and the schedule.
+#include <torch/optim/optimizer.h>
+
+#include <vector>
+
+#include "unitrain/optim/scheduler.h"
+
+namespace unitrain {
+
+/// Holds the base lr of every group (as the optimizer was built) and applies
+/// `base * schedule.factor(steps)` after each scheduler step, so the lr never drifts by
+/// repeated multiplication. Without a schedule the lr stays at its base.
+class LrController {
+ public:
+  LrController(torch::optim::Optimizer& optimizer, SchedulerPtr scheduler, bool per_epoch);
+  /// Sets the lr for `scheduler_steps` steps taken.
+  void apply(int64_t scheduler_steps);
+  bool per_epoch() const { return per_epoch_; }
+  Scheduler* scheduler() const { return scheduler_.get(); }
+  double lr(size_t group = 0) const;
+
+ private:
+  torch::optim::Optimizer& optimizer_;
+  SchedulerPtr scheduler_;
+  bool per_epoch_;
+  std::vector<double> base_;
+};
+
+}  // namespace unitrain

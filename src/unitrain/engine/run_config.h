@@ -1,0 +1,39 @@
+#pragma once
+// The run's configuration: the root schema and the one place where defaults, YAML files and
+// command-line overrides are combined.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "unitrain/core/config.h"
+#include "unitrain/core/schema.h"
+
+namespace unitrain {
+
+/// The root schema: name, seed, run_dir, model, objective, data, optimizer, scheduler, train,
+/// log, user. Built from each area's section schema.
+std::shared_ptr<const Schema> run_schema();
+
+/// `key.path` -> YAML text, from `--key.path value` or `--set key.path=value`.
+using Overrides = std::vector<std::pair<std::string, std::string>>;
+
+/// Precedence, in one place: built-in defaults < YAML files (later files win) < overrides.
+/// Returns the resolved config with `${key}` references in strings filled in (e.g.
+/// `run_dir: runs/${name}`). Throws ConfigError naming the key or file at fault.
+Config load_run_config(const std::vector<std::string>& files, const Overrides& overrides);
+
+/// Resolves an in-memory config (library users): schema defaults and checks, then `${key}`
+/// interpolation. Idempotent.
+Config resolve_run_config(const Config& raw);
+
+/// docs/config.md: every key of the root schema and every registered component's args.
+std::string config_reference_markdown();
+
+}  // namespace unitrain
+
+namespace unitrain {
+/// Turns command-line words into overrides: `--key.path value`, `--key.path=value` and
+/// `--set key.path=value`. ConfigError on a word that is none of these (naming it).
+Overrides parse_overrides(const std::vector<std::string>& words);
+}  // namespace unitrain

@@ -1,0 +1,89 @@
+#include "unitrain/engine/run_env.h"
+
+#include <fcntl.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+namespace fs = std::filesystem;
+
+std::string loaded_blas_library() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    std::string path = line.substr(slash);
+    std::string file = fs::path(path).filename().string();
+    if (file.find("blas") != std::string::npos || file.find("mkl_rt") != std::string::npos) {
+      std::error_code ec;
+      fs::path real = fs::canonical(path, ec);
+      return ec ? path : real.string();
+    }
+  }
+  return "unknown";
+}
+
+void set_threads(int64_t threads) {
+  torch::set_num_threads(static_cast<int>(threads));
+}
+
+void prepare_writable_dir(const std::string& run_dir) {
+  std::error_code ec;
+  fs::create_directories(run_dir, ec);
+  UT_CHECK(!ec && fs::is_directory(run_dir), "cannot create run_dir '", run_dir, "': ",
+           ec ? ec.message() : "not a directory", "; set run_dir to a writable folder");
+  std::string probe = (fs::path(run_dir) / ".write-test").string();
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  bool ok = fd >= 0 && ::write(fd, "ok", 2) == 2;
+  if (fd >= 0) ::close(fd);
+  ::unlink(probe.c_str());
+  UT_CHECK(ok, "run_dir '", run_dir, "' is not writable (", std::strerror(errno),
+           "); set run_dir to a writable folder");
+}
+
+std::string archive_previous_run(const std::string& run_dir) {
+  static const char* kFiles[] = {"config.yaml", "metrics.jsonl", "metrics.csv", "train.log"};
+  bool any = false;
+  for (const char* f : kFiles) any |= fs::exists(fs::path(run_dir) / f);
+  if (!any) return "";
+  std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", std::gmtime(&now));
+  fs::path dest = fs::path(run_dir) / "history" / stamp;
+  for (int i = 1; fs::exists(dest); ++i) dest = fs::path(run_dir) / "history" / (std::string(stamp) + "-" + std::to_string(i));
+  fs::create_directories(dest);
+  for (const char* f : kFiles) {
+    fs::path from = fs::path(run_dir) / f;
+    if (fs::exists(from)) fs::rename(from, dest / f);
+  }
+  return dest.string();
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  UT_CHECK_TRAIN(fd >= 0, "cannot write ", tmp, ": ", std::strerror(errno));
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) {
+      int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw TrainError("writing " + tmp + " failed: " + std::strerror(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::fsync(fd);
+  ::close(fd);
+  UT_CHECK_TRAIN(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename ", tmp, " to ", path);
+}
+
+}  // namespace unitrain

@@ -1,0 +1,27 @@
+#pragma once
+// The environment a run starts in: threads, BLAS, the run folder.
+#include <cstdint>
+#include <string>
+
+namespace unitrain {
+
+/// The BLAS library this process loaded (resolved path of libblas.so.3 or libopenblas), or
+/// "unknown". Debian's libtorch calls whatever libblas.so.3 points to.
+std::string loaded_blas_library();
+
+/// Sets LibTorch's intra-op (and OpenMP) thread count.
+void set_threads(int64_t threads);
+
+/// Creates `run_dir` and checks it can be written, before any training: a ConfigError naming
+/// the path otherwise.
+void prepare_writable_dir(const std::string& run_dir);
+
+/// Moves the logs of an earlier run in `run_dir` (config.yaml, metrics.jsonl, metrics.csv,
+/// train.log) into `run_dir/history/<UTC time>/`, so a new run never overwrites them. Returns the
+/// folder they went to, or "" when there was nothing to move.
+std::string archive_previous_run(const std::string& run_dir);
+
+/// Writes `text` to `path` atomically (temporary file, fsync, rename).
+void write_file_atomic(const std::string& path, const std::string& text);
+
+}  // namespace unitrain

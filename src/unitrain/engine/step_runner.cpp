@@ -1,0 +1,117 @@
+#include "unitrain/engine/step_runner.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "unitrain/core/error.h"
+#include "unitrain/optim/optimizer.h"
+
+namespace unitrain {
+namespace {
+
+std::map<std::string, MetricValue> detached(const std::map<std::string, MetricValue>& m) {
+  std::map<std::string, MetricValue> out;
+  for (const auto& [k, v] : m) out[k] = MetricValue(v.value.detach(), v.weight, v.exp_of_mean);
+  return out;
+}
+
+}  // namespace
+
+StepRunner::StepRunner(TrainModule& module, torch::optim::Optimizer& optimizer,
+                       const TrainOptions& options, GradientSync& sync)
+    : module_(module), optimizer_(optimizer), options_(options), sync_(sync),
+      closure_(needs_closure(optimizer)) {
+  for (const auto& group : optimizer_.param_groups()) {
+    for (const auto& p : group.params()) params_.push_back(p);
+  }
+}
+
+void StepRunner::nonfinite(const std::string& what, int64_t step, const MicroStepResult& r) {
+  std::ostringstream terms;
+  for (const auto& [k, v] : r.metrics) terms << " " << k << "=" << v.value.item<double>();
+  throw TrainError(
+      "non-finite " + what + " at step " + std::to_string(step) + ": loss=" +
+      std::to_string(r.loss) + (r.metrics.empty() ? "" : ";" + terms.str()) +
+      (r.grad_norm >= 0 || std::isnan(r.grad_norm) ? "; grad_norm=" + std::to_string(r.grad_norm) : "") +
+      ". Lower optimizer.lr, set train.clip_grad_norm, check the data, or set "
+      "train.on_nonfinite: skip to skip such updates");
+}
+
+MicroStepResult StepRunner::run(const Batch& batch, double weight, bool last_in_window,
+                                int64_t step) {
+  if (closure_) return run_with_closure(batch, step);
+  MicroStepResult r;
+  StepOutput out = module_.training_step(batch);
+  UT_CHECK(out.loss.defined() && out.loss.numel() == 1,
+           "training_step must return a scalar loss, got ",
+           out.loss.defined() ? "a tensor of " + std::to_string(out.loss.numel()) + " elements"
+                              : std::string("no loss"));
+  r.loss = out.loss.item<double>();
+  r.metrics = detached(out.metrics);
+  if (!std::isfinite(r.loss)) {
+    if (options_.on_nonfinite == OnNonFinite::Stop) nonfinite("loss", step, r);
+    window_bad_ = true;
+  } else if (!window_bad_) {
+    sync_.before_backward(last_in_window);
+    (weight == 1.0 ? out.loss : out.loss * weight).backward();
+  }
+  if (!last_in_window) return r;
+
+  r.stepped = true;
+  bool skip = window_bad_;
+  if (!skip) {
+    sync_.finish(params_);
+    if (options_.clip_grad_norm > 0) {
+      r.grad_norm = torch::nn::utils::clip_grad_norm_(params_, options_.clip_grad_norm);
+    } else if (options_.on_nonfinite == OnNonFinite::Skip) {
+      std::vector<torch::Tensor> norms;
+      for (const auto& p : params_) {
+        if (p.grad().defined()) norms.push_back(p.grad().norm());
+      }
+      r.grad_norm = norms.empty() ? 0.0 : torch::stack(norms).norm().item<double>();
+    }
+    if (r.grad_norm != -1 && !std::isfinite(r.grad_norm)) {
+      if (options_.on_nonfinite == OnNonFinite::Stop) nonfinite("gradient", step, r);
+      skip = true;
+    }
+  }
+  if (!skip) optimizer_.step();
+  r.skipped = skip;
+  optimizer_.zero_grad();
+  window_bad_ = false;
+  return r;
+}
+
+MicroStepResult StepRunner::run_with_closure(const Batch& batch, int64_t step) {
+  MicroStepResult r;
+  bool first = true;
+  auto closure = [&]() -> torch::Tensor {
+    optimizer_.zero_grad();
+    StepOutput out = module_.training_step(batch);
+    if (first) {
+      r.loss = out.loss.item<double>();
+      r.metrics = detached(out.metrics);
+      first = false;
+    }
+    if (!std::isfinite(out.loss.item<double>())) return out.loss.detach();
+    sync_.before_backward(true);
+    out.loss.backward();
+    sync_.finish(params_);
+    if (options_.clip_grad_norm > 0) {
+      torch::nn::utils::clip_grad_norm_(params_, options_.clip_grad_norm);
+    }
+    return out.loss.detach();
+  };
+  optimizer_.step(closure);
+  r.stepped = true;
+  if (!std::isfinite(r.loss)) {
+    if (options_.on_nonfinite == OnNonFinite::Stop) nonfinite("loss", step, r);
+    r.skipped = true;
+  }
+  optimizer_.zero_grad();
+  return r;
+}
+
+}  // namespace unitrain

@@ -1,0 +1,50 @@
+#pragma once
+// StepRunner: one micro-batch forward/backward and, at the accumulation boundary, the update:
+// sync -> clip -> non-finite check -> optimizer.step() -> zero grads.
+#include <torch/optim/optimizer.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "unitrain/engine/gradient_sync.h"
+#include "unitrain/engine/train_module.h"
+#include "unitrain/engine/train_options.h"
+
+namespace unitrain {
+
+/// What one micro-batch did.
+struct MicroStepResult {
+  double loss = 0;                              ///< the micro-batch's (unscaled) loss
+  std::map<std::string, MetricValue> metrics;   ///< its metrics, detached
+  bool stepped = false;     ///< an optimizer step (or a skipped one) ended the window
+  bool skipped = false;     ///< the window's update was skipped (non-finite, on_nonfinite: skip)
+  double grad_norm = -1;    ///< the gradient norm before clipping, when computed
+};
+
+/// Runs micro-batches for the Trainer. Each micro-batch's loss is scaled by its share of the
+/// window's samples (`weight` = n_i / sum n), so N micro-batches give the same update as one
+/// batch of all their samples.
+class StepRunner {
+ public:
+  StepRunner(TrainModule& module, torch::optim::Optimizer& optimizer, const TrainOptions& options,
+             GradientSync& sync);
+
+  /// Forward and backward of one micro-batch; when `last_in_window`, the update too.
+  /// Throws TrainError on a non-finite loss or gradient with on_nonfinite: stop, naming
+  /// `step` (the optimizer step this micro-batch belongs to) and the loss terms.
+  MicroStepResult run(const Batch& batch, double weight, bool last_in_window, int64_t step);
+
+ private:
+  MicroStepResult run_with_closure(const Batch& batch, int64_t step);
+  void nonfinite(const std::string& what, int64_t step, const MicroStepResult& r);
+  TrainModule& module_;
+  torch::optim::Optimizer& optimizer_;
+  const TrainOptions& options_;
+  GradientSync& sync_;
+  std::vector<torch::Tensor> params_;
+  bool closure_;
+  bool window_bad_ = false;  ///< a non-finite loss was seen earlier in this window (skip mode)
+};
+
+}  // namespace unitrain

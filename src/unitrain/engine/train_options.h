@@ -1,0 +1,38 @@
+#pragma once
+// TrainOptions: the `train` section — how long, how often, what to do on trouble.
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "unitrain/core/config.h"
+#include "unitrain/core/schema.h"
+#include "unitrain/core/train_unit.h"
+
+namespace unitrain {
+
+enum class OnNonFinite { Stop, Skip };
+
+/// Options of the training loop. Every field's default and range is declared in schema().
+struct TrainOptions {
+  TrainUnit max_length = TrainUnit::epochs(10);
+  int64_t accumulation_steps = 1;           ///< micro-batches per optimizer step
+  std::optional<int64_t> global_batch_size; ///< alternative to accumulation_steps
+  double clip_grad_norm = 0;                ///< 0 = no clipping
+  int64_t threads = 0;                      ///< intra-op threads; 0 = auto
+  OnNonFinite on_nonfinite = OnNonFinite::Stop;
+  TrainUnit val_every = TrainUnit::epochs(1);
+  TrainUnit log_every = TrainUnit::steps(10);
+  bool test_mode = false;
+
+  static TrainOptions from_config(const Config& train_section);
+  static std::shared_ptr<const Schema> schema();
+
+  /// The accumulation steps implied by accumulation_steps and global_batch_size for a per-
+  /// process batch of `batch_size` and `world_size` processes; ConfigError when they disagree.
+  int64_t resolve_accumulation(int64_t batch_size, int64_t world_size) const;
+  /// Intra-op threads to use: `threads`, or the cores available divided by the worker
+  /// processes on this machine (LOCAL_WORLD_SIZE, else 1), at least 1.
+  int64_t resolve_threads() const;
+};
+
+}  // namespace unitrain

@@ -1,0 +1,20 @@
+#pragma once
+// TrainState: the counters of a run, a plain struct that callbacks observe and checkpoints save.
+#include <cstdint>
+#include <limits>
+
+namespace unitrain {
+
+struct TrainState {
+  int64_t epoch = 0;            ///< completed epochs
+  int64_t step = 0;             ///< optimizer steps taken (skipped non-finite steps included)
+  int64_t samples = 0;          ///< training samples consumed
+  int64_t batch_in_epoch = 0;   ///< micro-batches consumed in the current epoch
+  int64_t micro_in_window = 0;  ///< micro-batches in the current accumulation window
+  int64_t skipped_steps = 0;    ///< updates skipped for a non-finite loss or gradient
+  double best_metric = std::numeric_limits<double>::quiet_NaN();
+  int64_t stall_count = 0;      ///< validations without improvement (early stopping)
+  bool should_stop = false;     ///< set by a callback to end training after this step
+};
+
+}  // namespace unitrain

@@ -1,0 +1,269 @@
+#include "unitrain/engine/trainer.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "unitrain/core/error.h"
+#include "unitrain/data/loader.h"
+#include "unitrain/engine/lr_controller.h"
+#include "unitrain/engine/run_config.h"
+#include "unitrain/engine/run_env.h"
+#include "unitrain/engine/step_runner.h"
+#include "unitrain/log/console.h"
+#include "unitrain/log/run_logger.h"
+#include "unitrain/metrics/metric_accumulator.h"
+
+namespace unitrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// True when a period in steps or samples elapsed between two points of the run.
+bool crossed(const TrainUnit& period, int64_t steps, int64_t samples_before, int64_t samples) {
+  switch (period.unit) {
+    case TrainUnit::Unit::Steps: return steps % period.count == 0;
+    case TrainUnit::Unit::Samples: return samples_before / period.count != samples / period.count;
+    case TrainUnit::Unit::Epochs: return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+/// The state of one fit(): loaders, optimizer, schedule, logger and the running sums.
+struct Trainer::Loop {
+  Trainer& t;
+  TrainModule& module;
+  Loader train_loader;
+  std::unique_ptr<Loader> val_loader;
+  int64_t accumulation = 1;
+  int64_t batches_per_epoch = 0;
+  int64_t steps_per_epoch = 0;
+  int64_t total_steps = 0;  ///< optimizer steps of the whole run (estimate for samples)
+  std::unique_ptr<LrController> lr;
+  std::unique_ptr<StepRunner> runner;
+  NoGradientSync sync;
+  RunLogger logger;
+  MetricAccumulator train_sums;
+  FitResult result;
+  Clock::time_point start = Clock::now();
+  int64_t last_val_step = -1;
+
+  Loop(Trainer& trainer, TrainModule& m, DatasetPtr train, DatasetPtr val)
+      : t(trainer), module(m),
+        train_loader(std::move(train), LoaderOptions::from_config(trainer.config_.at("data").at("loader")),
+                     static_cast<uint64_t>(trainer.config_.get_int("seed")), "data.train"),
+        logger(LogOptions::from_config(trainer.config_.at("log")), trainer.run_dir_) {
+    if (val) {
+      LoaderOptions vo = train_loader.options();
+      vo.shuffle(false).drop_last(false);
+      val_loader = std::make_unique<Loader>(std::move(val), vo, 0, "data.val");
+    }
+    accumulation = t.options_.resolve_accumulation(train_loader.options().batch_size_, 1);
+    batches_per_epoch = train_loader.batches_per_epoch();
+    steps_per_epoch = (batches_per_epoch + accumulation - 1) / accumulation;
+    const TrainUnit& len = t.options_.max_length;
+    const int64_t samples_per_step = train_loader.options().batch_size_ * accumulation;
+    total_steps = len.unit == TrainUnit::Unit::Epochs  ? len.count * steps_per_epoch
+                  : len.unit == TrainUnit::Unit::Steps ? len.count
+                                                       : (len.count + samples_per_step - 1) / samples_per_step;
+  }
+
+  /// Samples in the accumulation window that batch `b` of an epoch belongs to.
+  int64_t window_samples(int64_t b) const {
+    const int64_t first = (b / accumulation) * accumulation;
+    const int64_t last = std::min(first + accumulation, batches_per_epoch);
+    const int64_t bs = train_loader.options().batch_size_;
+    int64_t n = (last - first) * bs;
+    if (last == batches_per_epoch) {
+      const int64_t tail = train_loader.dataset_size() % bs;
+      if (tail != 0 && !train_loader.options().drop_last_) n -= bs - tail;
+    }
+    return n;
+  }
+
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+  LogEvent event(MetricMap metrics) const {
+    return {t.state_.step, t.state_.epoch, t.state_.samples, elapsed(), std::move(metrics)};
+  }
+
+  void log_train() {
+    if (train_sums.empty()) return;
+    MetricMap m;
+    for (const auto& [k, v] : train_sums.result()) m["train/" + k] = v;
+    m["train/lr"] = lr->lr();
+    if (t.state_.skipped_steps > 0) m["train/skipped_steps"] = double(t.state_.skipped_steps);
+    train_sums.clear();
+    logger.log(event(m));
+    result.last_train = m;
+    for (auto& cb : t.callbacks_) cb->on_log(t, m);
+  }
+
+  void validate() {
+    if (!val_loader || last_val_step == t.state_.step) return;
+    last_val_step = t.state_.step;
+    MetricMap m = unitrain::evaluate(module, *val_loader, EvalSplit::Val, "val",
+                                     t.options_.test_mode ? 1 : -1);
+    logger.log(event(m));
+    result.last_val = m;
+    if (Scheduler* s = lr->scheduler(); s && s->needs_metric()) {
+      auto it = m.find(s->monitored_metric());
+      UT_CHECK(it != m.end(), "scheduler monitors '", s->monitored_metric(),
+               "' but validation reports: ", fmt::format("{}", fmt::join(keys(m), ", ")));
+      s->observe(it->second);
+      lr->apply(lr->per_epoch() ? t.state_.epoch : t.state_.step);
+    }
+    for (auto& cb : t.callbacks_) cb->on_validation_end(t, m);
+  }
+
+  static std::vector<std::string> keys(const MetricMap& m) {
+    std::vector<std::string> out;
+    for (const auto& kv : m) out.push_back(kv.first);
+    return out;
+  }
+
+  bool length_reached() const {
+    const TrainUnit& len = t.options_.max_length;
+    const TrainState& s = t.state_;
+    if (s.should_stop) return true;
+    switch (len.unit) {
+      case TrainUnit::Unit::Epochs: return s.epoch >= len.count;
+      case TrainUnit::Unit::Steps: return s.step >= len.count;
+      case TrainUnit::Unit::Samples: return s.samples >= len.count;
+    }
+    return false;
+  }
+
+  /// One epoch (or what is left of it); returns false when training must end.
+  bool run_epoch() {
+    TrainState& s = t.state_;
+    auto it = train_loader.epoch(s.epoch, s.batch_in_epoch);
+    while (auto batch = it->next()) {
+      const int64_t b = s.batch_in_epoch;
+      const int64_t n = batch->size();
+      const bool last = (b + 1) % accumulation == 0 || b + 1 == batches_per_epoch;
+      MicroStepResult r = runner->run(*batch, double(n) / window_samples(b), last, s.step + 1);
+      const int64_t samples_before = s.samples;
+      s.batch_in_epoch++;
+      s.samples += n;
+      train_sums.add("loss", MetricValue(torch::tensor(r.loss, torch::kFloat64)), n);
+      train_sums.add(r.metrics, n);
+      if (!r.stepped) continue;
+      s.step++;
+      if (r.skipped) s.skipped_steps++;
+      if (!lr->per_epoch()) lr->apply(s.step);
+      MetricMap step_metrics{{"train/loss", r.loss}};
+      for (auto& cb : t.callbacks_) cb->on_step_end(t, step_metrics);
+      logger.progress(s.step, total_steps, s.epoch + 1, r.loss);
+      if (t.options_.test_mode) {
+        log_train();
+        validate();
+        s.should_stop = true;
+        break;
+      }
+      if (crossed(t.options_.log_every, s.step, samples_before, s.samples)) log_train();
+      if (crossed(t.options_.val_every, s.step, samples_before, s.samples)) validate();
+      if (length_reached()) break;
+    }
+    result.data_wait_seconds += it->wait_seconds();
+    if (s.batch_in_epoch < batches_per_epoch && length_reached()) return false;
+    s.epoch++;
+    s.batch_in_epoch = 0;
+    if (lr->per_epoch()) lr->apply(s.epoch);
+    for (auto& cb : t.callbacks_) cb->on_epoch_end(t);
+    const TrainUnit& log_every = t.options_.log_every;
+    if (log_every.unit == TrainUnit::Unit::Epochs && s.epoch % log_every.count == 0) log_train();
+    const TrainUnit& val_every = t.options_.val_every;
+    if (val_every.unit == TrainUnit::Unit::Epochs && s.epoch % val_every.count == 0) validate();
+    return !length_reached();
+  }
+};
+
+Trainer::Trainer(const Config& config) : config_(resolve_run_config(config)) {
+  options_ = TrainOptions::from_config(config_.at("train"));
+  run_dir_ = config_.get_string("run_dir");
+  torch::manual_seed(static_cast<uint64_t>(config_.get_int("seed")));
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::add_callback(std::shared_ptr<Callback> callback) {
+  callbacks_.push_back(std::move(callback));
+}
+
+void Trainer::print(const std::string& message) const { log::info(message); }
+
+void Trainer::prepare_run_dir() {
+  if (run_dir_ready_) return;
+  prepare_writable_dir(run_dir_);
+  const std::string archived = archive_previous_run(run_dir_);
+  log::add_file(run_dir_ + "/train.log");
+  if (!archived.empty()) log::info("run_dir held an earlier run: its logs moved to " + archived);
+  write_file_atomic(run_dir_ + "/config.yaml", config_.dump());
+  run_dir_ready_ = true;
+}
+
+OptimizerPtr Trainer::configure_optimizer(TrainModule& module) {
+  return build_optimizer(config_.at("optimizer"), module);
+}
+
+SchedulerPtr Trainer::configure_scheduler(const ScheduleContext& context) {
+  return scheduler_registry().create(config_.at("scheduler"), context);
+}
+
+MetricMap Trainer::evaluate(TrainModule& module, DatasetPtr data, EvalSplit split,
+                            const std::string& prefix) {
+  LoaderOptions o = LoaderOptions::from_config(config_.at("data").at("loader"));
+  o.shuffle(false).drop_last(false);
+  Loader loader(std::move(data), o, 0, prefix == "test" ? "data.test" : "data.val");
+  return unitrain::evaluate(module, loader, split, prefix, options_.test_mode ? 1 : -1);
+}
+
+FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
+  UT_CHECK(train != nullptr, "fit() needs training data (data.train)");
+  const int64_t threads = options_.resolve_threads();
+  set_threads(threads);
+  prepare_run_dir();
+  torch::manual_seed(static_cast<uint64_t>(config_.get_int("seed")));
+  state_ = TrainState();
+  Loop loop(*this, module, std::move(train), std::move(val));
+  optimizer_ = configure_optimizer(module);
+  ScheduleContext ctx;
+  ctx.per_epoch = config_.at("scheduler").get_string("interval") == "epoch";
+  ctx.steps_per_epoch = loop.steps_per_epoch;
+  ctx.samples_per_step = loop.train_loader.options().batch_size_ * loop.accumulation;
+  ctx.total_steps = ctx.per_epoch ? (loop.total_steps + loop.steps_per_epoch - 1) / loop.steps_per_epoch
+                                  : loop.total_steps;
+  ctx.base_lr = get_lr(*optimizer_);
+  loop.lr = std::make_unique<LrController>(*optimizer_, configure_scheduler(ctx), ctx.per_epoch);
+  loop.lr->apply(0);
+  loop.runner = std::make_unique<StepRunner>(module, *optimizer_, options_, loop.sync);
+  log::info(fmt::format(
+      "training: {} samples, {} batches/epoch of {}, accumulation {}, {} optimizer steps; "
+      "threads {}, BLAS {}", loop.train_loader.dataset_size(), loop.batches_per_epoch,
+      loop.train_loader.options().batch_size_, loop.accumulation, loop.total_steps,
+      threads, loaded_blas_library()));
+  module.train();
+  for (auto& cb : callbacks_) cb->on_train_start(*this);
+  while (true) {
+    for (auto& cb : callbacks_) cb->on_epoch_start(*this);
+    if (!loop.run_epoch()) break;
+  }
+  loop.log_train();
+  if (!options_.test_mode) loop.validate();
+  loop.logger.finish();
+  for (auto& cb : callbacks_) cb->on_train_end(*this);
+  loop.result.state = state_;
+  loop.result.seconds = loop.elapsed();
+  log::info(fmt::format("done: {} steps, {} epochs, {} samples in {:.1f} s; waited {:.2f} s for data",
+                        state_.step, state_.epoch, state_.samples, loop.result.seconds,
+                        loop.result.data_wait_seconds));
+  optimizer_.reset();
+  return loop.result;
+}
+
+}  // namespace unitrain

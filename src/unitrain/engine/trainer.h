@@ -1,0 +1,77 @@
+#pragma once
+// Trainer: the training loop. `Trainer(config).fit(module, train, val)`.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "unitrain/core/config.h"
+#include "unitrain/data/dataset.h"
+#include "unitrain/engine/callback.h"
+#include "unitrain/engine/evaluator.h"
+#include "unitrain/engine/train_module.h"
+#include "unitrain/engine/train_options.h"
+#include "unitrain/engine/train_state.h"
+#include "unitrain/optim/optimizer.h"
+#include "unitrain/optim/scheduler.h"
+
+namespace unitrain {
+
+class RunLogger;
+
+/// What fit() returns.
+struct FitResult {
+  TrainState state;
+  MetricMap last_train;  ///< the last training log event's metrics
+  MetricMap last_val;    ///< the last validation pass's metrics (empty without val data)
+  double seconds = 0;
+  double data_wait_seconds = 0;  ///< time the loop waited for the loader
+};
+
+/// Trains a TrainModule as the config says (`optimizer`, `scheduler`, `train`, `data.loader`,
+/// `log`, `seed`, `run_dir`). Construct the Trainer before the module: the constructor seeds
+/// torch's generator with `seed`, so the module's initial weights are reproducible.
+/// Subclass it to build the optimizer or schedule in code; add Callbacks to observe or stop.
+/// Throws ConfigError for bad setup (before any training step) and TrainError for failures
+/// during training (non-finite loss, I/O).
+class Trainer {
+ public:
+  /// `config` may be raw (it is resolved here) or already resolved.
+  explicit Trainer(const Config& config);
+  virtual ~Trainer();
+
+  void add_callback(std::shared_ptr<Callback> callback);
+  FitResult fit(TrainModule& module, DatasetPtr train, DatasetPtr val = nullptr);
+  /// One pass of validation_step (or test_step) over `data`; metrics keyed `<prefix>/<name>`.
+  MetricMap evaluate(TrainModule& module, DatasetPtr data, EvalSplit split,
+                     const std::string& prefix);
+
+  const Config& config() const { return config_; }
+  const TrainOptions& options() const { return options_; }
+  const TrainState& state() const { return state_; }
+  const std::string& run_dir() const { return run_dir_; }
+  /// Ends training after the current optimizer step (callbacks call this).
+  void request_stop() { state_.should_stop = true; }
+  /// The optimizer of the current fit() (null outside fit).
+  torch::optim::Optimizer* optimizer() const { return optimizer_.get(); }
+  /// Writes a message to the console and train.log.
+  void print(const std::string& message) const;
+
+ protected:
+  /// The optimizer for `module`; the default builds the `optimizer` section.
+  virtual OptimizerPtr configure_optimizer(TrainModule& module);
+  /// The lr schedule; the default builds the `scheduler` section (null = constant lr).
+  virtual SchedulerPtr configure_scheduler(const ScheduleContext& context);
+
+ private:
+  struct Loop;
+  void prepare_run_dir();
+  Config config_;
+  TrainOptions options_;
+  TrainState state_;
+  std::string run_dir_;
+  bool run_dir_ready_ = false;
+  std::vector<std::shared_ptr<Callback>> callbacks_;
+  OptimizerPtr optimizer_;
+};
+
+}  // namespace unitrain

@@ -1,0 +1,58 @@
+// The model registry and the built-in models.
+#include <torch/torch.h>
+
+#include <mutex>
+
+#include "unitrain/core/builtins.h"
+#include "unitrain/models/cnn.h"
+#include "unitrain/models/mlp.h"
+#include "unitrain/models/model.h"
+#include "unitrain/models/torchscript_model.h"
+#include "unitrain/models/transformer_lm.h"
+
+namespace unitrain {
+
+Registry<ModelPtr>& model_registry() {
+  static Registry<ModelPtr> registry("model");
+  return registry;
+}
+
+namespace {
+
+/// Registers `name` with `schema`; the factory resolves its args against the schema again
+/// (a no-op on resolved args) so it also accepts a bare `{type, args}` section.
+template <typename Build>
+void add_model(const std::string& name, const std::string& help, const Schema& schema,
+               Build build) {
+  auto shared = std::make_shared<Schema>(schema);
+  model_registry().add(name, help, schema, [shared, build](const Config& args) -> ModelPtr {
+    return build(shared->resolve(args));
+  });
+}
+
+}  // namespace
+
+void register_builtin_models() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    using namespace models;  // NOLINT
+    add_model("mlp", "multilayer perceptron: Linear layers `sizes` with an activation between",
+              MlpOptions::schema(), [](const Config& args) {
+                return std::make_shared<MlpImpl>(MlpOptions::from_config(args));
+              });
+    add_model("cnn", "LeNet-style convnet: conv3x3+ReLU+maxpool blocks, then 2 Linear layers",
+              CnnOptions::schema(), [](const Config& args) {
+                return std::make_shared<CnnImpl>(CnnOptions::from_config(args));
+              });
+    add_model("transformer_lm",
+              "decoder-only transformer language model: token ids [B, T] -> logits [B, T, vocab]",
+              TransformerLmOptions::schema(), [](const Config& args) {
+                return std::make_shared<TransformerLmImpl>(TransformerLmOptions::from_config(args));
+              });
+    add_model("torchscript", "a TorchScript module saved from Python, trained as is",
+              TorchScriptModel::schema(),
+              [](const Config& args) { return TorchScriptModel::from_config(args); });
+  });
+}
+
+}  // namespace unitrain

@@ -1,0 +1,177 @@
+#include "unitrain/models/transformer_lm.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "unitrain/core/error.h"
+#include "unitrain/models/model_checks.h"
+
+namespace unitrain::models {
+namespace {
+
+/// Multi-head self-attention where position t attends to positions 0..t only.
+class CausalSelfAttentionImpl : public torch::nn::Module {
+ public:
+  CausalSelfAttentionImpl(int64_t d_model, int64_t heads, double dropout)
+      : heads_(heads), dropout_(dropout) {
+    qkv = register_module("qkv", torch::nn::Linear(d_model, 3 * d_model));
+    out = register_module("out", torch::nn::Linear(d_model, d_model));
+  }
+
+  torch::Tensor forward(const torch::Tensor& x) {  // [B, T, C]
+    const int64_t b = x.size(0), t = x.size(1), c = x.size(2), head_dim = c / heads_;
+    // [B, T, 3, H, D] -> [3, B, H, T, D]
+    auto qkv_heads = qkv->forward(x).view({b, t, 3, heads_, head_dim}).permute({2, 0, 3, 1, 4});
+    auto q = qkv_heads[0], k = qkv_heads[1], v = qkv_heads[2];
+    auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
+    auto future = torch::ones({t, t}, x.options().dtype(torch::kBool)).triu(1);
+    scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
+    auto weights = torch::softmax(scores, -1);
+    if (dropout_ > 0) weights = torch::dropout(weights, dropout_, is_training());
+    auto y = torch::matmul(weights, v).transpose(1, 2).reshape({b, t, c});
+    y = out->forward(y);
+    return dropout_ > 0 ? torch::dropout(y, dropout_, is_training()) : y;
+  }
+
+  torch::nn::Linear qkv{nullptr}, out{nullptr};
+
+ private:
+  int64_t heads_;
+  double dropout_;
+};
+TORCH_MODULE(CausalSelfAttention);
+
+/// Linear(d, ff) -> GELU -> Linear(ff, d) -> dropout.
+class FeedForwardImpl : public torch::nn::Module {
+ public:
+  FeedForwardImpl(int64_t d_model, int64_t width, double dropout) : dropout_(dropout) {
+    fc = register_module("fc", torch::nn::Linear(d_model, width));
+    proj = register_module("proj", torch::nn::Linear(width, d_model));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    auto y = proj->forward(torch::gelu(fc->forward(x)));
+    return dropout_ > 0 ? torch::dropout(y, dropout_, is_training()) : y;
+  }
+  torch::nn::Linear fc{nullptr}, proj{nullptr};
+
+ private:
+  double dropout_;
+};
+TORCH_MODULE(FeedForward);
+
+/// A pre-norm transformer block.
+class BlockImpl : public torch::nn::Module {
+ public:
+  explicit BlockImpl(const TransformerLmOptions& o) {
+    const int64_t d = o.d_model();
+    norm1 = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
+    attention = register_module("attention", CausalSelfAttention(d, o.heads(), o.dropout()));
+    norm2 = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
+    feed_forward = register_module("feed_forward", FeedForward(d, o.ff_mult() * d, o.dropout()));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = x + attention->forward(norm1->forward(x));
+    return x + feed_forward->forward(norm2->forward(x));
+  }
+  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
+  CausalSelfAttention attention{nullptr};
+  FeedForward feed_forward{nullptr};
+};
+TORCH_MODULE(Block);
+
+}  // namespace
+
+Schema TransformerLmOptions::schema() {
+  Schema s;
+  s.add("vocab", Type::Int).gt(0).help("vocabulary size: token ids are in [0, vocab)");
+  s.add("d_model", Type::Int).def(128).min(1).help("embedding width; a multiple of heads");
+  s.add("layers", Type::Int).def(2).min(1).help("number of transformer blocks");
+  s.add("heads", Type::Int).def(4).min(1).help("attention heads; must divide d_model");
+  s.add("seq_len", Type::Int).def(128).min(1).help("maximum context length (learned positions)");
+  s.add("dropout", Type::Float)
+      .def(0.1)
+      .min(0)
+      .max(1)
+      .help("dropout on embeddings, attention weights and residual branches, < 1");
+  s.add("ff_mult", Type::Int).def(4).min(1).help("feed-forward width = ff_mult * d_model");
+  return s;
+}
+
+TransformerLmOptions TransformerLmOptions::from_config(const Config& args) {
+  TransformerLmOptions o(args.get_int("vocab"));
+  o.d_model(args.get_int("d_model"))
+      .layers(args.get_int("layers"))
+      .heads(args.get_int("heads"))
+      .seq_len(args.get_int("seq_len"))
+      .dropout(args.get_double("dropout"))
+      .ff_mult(args.get_int("ff_mult"));
+  o.validate(args.path().empty() ? "" : args.path() + ".");
+  return o;
+}
+
+void TransformerLmOptions::validate(const std::string& p) const {
+  UT_CHECK(vocab_ > 0, p, "vocab must be > 0, got ", vocab_);
+  UT_CHECK(d_model_ > 0, p, "d_model must be > 0, got ", d_model_);
+  UT_CHECK(layers_ > 0, p, "layers must be > 0, got ", layers_);
+  UT_CHECK(heads_ > 0, p, "heads must be > 0, got ", heads_);
+  UT_CHECK(d_model_ % heads_ == 0, p, "d_model (", d_model_, ") must be a multiple of ", p,
+           "heads (", heads_, "); e.g. d_model ", (d_model_ / heads_ + 1) * heads_);
+  UT_CHECK(seq_len_ > 0, p, "seq_len must be > 0, got ", seq_len_);
+  UT_CHECK(ff_mult_ > 0, p, "ff_mult must be > 0, got ", ff_mult_);
+  UT_CHECK(dropout_ >= 0 && dropout_ < 1, p, "dropout must be in [0, 1), got ", dropout_);
+}
+
+TransformerLmImpl::TransformerLmImpl(TransformerLmOptions options_) : options(std::move(options_)) {
+  options.validate();
+  const int64_t d = options.d_model();
+  token_embedding = register_module("token_embedding", torch::nn::Embedding(options.vocab(), d));
+  position_embedding =
+      register_module("position_embedding", torch::nn::Embedding(options.seq_len(), d));
+  blocks = register_module("blocks", torch::nn::ModuleList());
+  for (int64_t i = 0; i < options.layers(); ++i) blocks->push_back(Block(options));
+  norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
+  head = register_module("head", torch::nn::Linear(d, options.vocab()));
+
+  torch::NoGradGuard no_grad;
+  apply([](torch::nn::Module& m) {
+    if (auto* linear = m.as<torch::nn::Linear>()) {
+      linear->weight.normal_(0.0, 0.02);
+      linear->bias.zero_();
+    } else if (auto* embedding = m.as<torch::nn::Embedding>()) {
+      embedding->weight.normal_(0.0, 0.02);
+    }
+  });
+}
+
+torch::Tensor TransformerLmImpl::forward(torch::Tensor tokens) {
+  UT_CHECK(tokens.dim() == 2 && !tokens.is_floating_point() && !tokens.is_complex(),
+           "transformer_lm: expected integer token ids of shape [batch, time], got ",
+           tokens.scalar_type(), " of shape ", shape_string(tokens));
+  const int64_t t = tokens.size(1);
+  UT_CHECK(t >= 1 && t <= options.seq_len(),
+           "transformer_lm: expected at most seq_len = ", options.seq_len(),
+           " tokens per sequence, got shape ", shape_string(tokens),
+           "; raise model.args.seq_len or cut the sequences shorter");
+  if (tokens.numel() > 0) {
+    const int64_t lo = tokens.min().item<int64_t>(), hi = tokens.max().item<int64_t>();
+    UT_CHECK(lo >= 0 && hi < options.vocab(),
+             "transformer_lm: token ids must be in [0, vocab = ", options.vocab(),
+             "), got ids from ", lo, " to ", hi);
+  }
+  tokens = tokens.to(torch::kLong);
+  auto positions = torch::arange(t, tokens.options());
+  auto x = token_embedding->forward(tokens) + position_embedding->forward(positions);
+  if (options.dropout() > 0) x = torch::dropout(x, options.dropout(), is_training());
+  for (const auto& block : *blocks) x = block->as<Block>()->forward(x);
+  return head->forward(norm->forward(x));
+}
+
+std::vector<torch::Tensor> TransformerLmImpl::forward_all(
+    const std::vector<torch::Tensor>& inputs) {
+  check_input_count("transformer_lm", inputs, 1, 1);
+  return forward_with_context("transformer_lm", inputs,
+                              [&] { return std::vector{forward(inputs[0])}; });
+}
+
+}  // namespace unitrain::models

@@ -1,0 +1,83 @@
+#include "unitrain/optim/optimizer.h"
+
+#include <torch/torch.h>
+
+#include "unitrain/optim/component_section.h"
+
+namespace unitrain {
+namespace {
+
+bool is_bias_name(const std::string& name) {
+  static const std::string kBias = "bias";
+  return name == kBias ||
+         (name.size() > kBias.size() &&
+          name.compare(name.size() - kBias.size() - 1, std::string::npos, "." + kBias) == 0);
+}
+
+const torch::optim::OptimizerParamGroup& group_at(const torch::optim::Optimizer& optimizer,
+                                                  size_t group) {
+  const auto& groups = optimizer.param_groups();
+  UT_CHECK(group < groups.size(), "optimizer parameter group ", group, " does not exist (",
+           groups.size(), " groups)");
+  return groups[group];
+}
+
+}  // namespace
+
+Registry<OptimizerPtr, std::vector<torch::optim::OptimizerParamGroup>, double>&
+optimizer_registry() {
+  static Registry<OptimizerPtr, std::vector<torch::optim::OptimizerParamGroup>, double> registry(
+      "optimizer");
+  return registry;
+}
+
+ParamGroups split_params(const torch::nn::Module& module, bool no_decay_bias_norm) {
+  ParamGroups groups;
+  for (const auto& item : module.named_parameters(/*recurse=*/true)) {
+    const torch::Tensor& p = item.value();
+    if (!p.requires_grad()) continue;
+    const bool no_decay = no_decay_bias_norm && (is_bias_name(item.key()) || p.dim() <= 1);
+    (no_decay ? groups.no_decay : groups.decay).push_back(p);
+  }
+  return groups;
+}
+
+OptimizerPtr build_optimizer(const Config& optimizer_section, const torch::nn::Module& module) {
+  const Config section =
+      resolve_component_section(optimizer_section, "optimizer", "adam", optimizer_section_schema());
+  const bool split = section.get_bool("no_decay_bias_norm");
+  ParamGroups params = split_params(module, split);
+  UT_CHECK(!params.decay.empty() || !params.no_decay.empty(), section.path(),
+           ": the model has no trainable parameters (none has requires_grad set)");
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::move(params.decay));
+  if (split) groups.emplace_back(std::move(params.no_decay));
+  return optimizer_registry().create(section, std::move(groups), section.get_double("lr"));
+}
+
+bool needs_closure(const torch::optim::Optimizer& optimizer) {
+  return dynamic_cast<const torch::optim::LBFGS*>(&optimizer) != nullptr;
+}
+
+double get_lr(const torch::optim::Optimizer& optimizer, size_t group) {
+  return group_at(optimizer, group).options().get_lr();
+}
+
+void set_lr(torch::optim::Optimizer& optimizer, size_t group, double lr) {
+  group_at(optimizer, group);  // bounds check
+  optimizer.param_groups()[group].options().set_lr(lr);
+}
+
+std::shared_ptr<const Schema> optimizer_section_schema() {
+  static const std::shared_ptr<const Schema> schema = [] {
+    auto s = std::make_shared<Schema>();
+    s->add("lr", Type::Float).def(1e-3).gt(0).help("base learning rate (schedulers scale it)");
+    s->add("no_decay_bias_norm", Type::Bool)
+        .def(false)
+        .help("biases and 1-d parameters (norm scales) get weight_decay 0");
+    return s;
+  }();
+  return schema;
+}
+
+}  // namespace unitrain

@@ -1,0 +1,92 @@
+#include "unitrain/optim/scheduler.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "unitrain/core/builtins.h"
+#include "unitrain/optim/builtin_schedules.h"
+#include "unitrain/optim/component_section.h"
+
+namespace unitrain {
+
+int64_t ScheduleContext::to_sched_steps(const TrainUnit& d) const {
+  const int64_t per_epoch_steps = std::max<int64_t>(1, steps_per_epoch);
+  const int64_t per_step_samples = std::max<int64_t>(1, samples_per_step);
+  const int64_t count = std::max<int64_t>(0, d.count);
+  switch (d.unit) {
+    case TrainUnit::Unit::Epochs:
+      return per_epoch ? count : count * per_epoch_steps;
+    case TrainUnit::Unit::Steps:
+      return per_epoch ? count / per_epoch_steps : count;
+    case TrainUnit::Unit::Samples:
+      return per_epoch ? count / (per_step_samples * per_epoch_steps) : count / per_step_samples;
+  }
+  return 0;
+}
+
+Registry<SchedulerPtr, const ScheduleContext&>& scheduler_registry() {
+  static Registry<SchedulerPtr, const ScheduleContext&> registry("scheduler");
+  return registry;
+}
+
+std::shared_ptr<const Schema> scheduler_section_schema() {
+  static const std::shared_ptr<const Schema> schema = [] {
+    auto s = std::make_shared<Schema>();
+    s->add("interval", Type::String)
+        .def("step")
+        .choices({"step", "epoch"})
+        .help("the schedule advances once per optimizer step or once per epoch");
+    return s;
+  }();
+  return schema;
+}
+
+SchedulerPtr build_scheduler(const Config& scheduler_section, ScheduleContext context) {
+  const Config section = resolve_component_section(scheduler_section, "scheduler", "constant",
+                                                   scheduler_section_schema());
+  context.per_epoch = section.get_string("interval") == "epoch";
+  return scheduler_registry().create(section, context);
+}
+
+void register_builtin_schedulers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    schedules::register_warmup_schedules();
+    schedules::register_torch_schedules();
+    schedules::register_reduce_on_plateau();
+  });
+}
+
+namespace schedules {
+
+int64_t arg_steps(const Config& args, const std::string& key, const ScheduleContext& context) {
+  return context.to_sched_steps(args.get_duration(key));
+}
+
+int64_t run_length(const Config& args, const std::string& key, const ScheduleContext& context) {
+  if (args.has(key)) {
+    const TrainUnit d = args.get_duration(key);
+    const int64_t steps = context.to_sched_steps(d);
+    UT_CHECK(steps > 0, args.key_path(key), " must be at least one scheduler step, got '", d.str(),
+             "' (", steps, context.per_epoch ? " epochs)" : " steps)");
+    return steps;
+  }
+  UT_CHECK(context.total_steps > 0, args.key_path(key),
+           " is needed: the length of the run is unknown here; set it, e.g. '10000 steps'");
+  return context.total_steps;
+}
+
+void add_warmup_field(Schema& schema) {
+  schema.add("warmup", Type::Duration)
+      .def("0 steps")
+      .help("linear warmup from 0 to the base lr, e.g. '100 steps' or '1 epoch'");
+}
+
+void add_total_field(Schema& schema) {
+  schema.add("total", Type::Duration)
+      .nullable()
+      .help("length of the schedule (null = the whole run)");
+}
+
+}  // namespace schedules
+}  // namespace unitrain

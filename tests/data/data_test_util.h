@@ -1,0 +1,54 @@
+#pragma once
+// Helpers for the data tests: error capture and a dependency-free gzip writer.
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "unitrain/core/error.h"
+
+namespace unitrain::test {
+
+/// The message of the ConfigError `f` throws, or "(no error)".
+inline std::string config_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+inline uint32_t crc32_of(const std::string& data) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (unsigned char byte : data) {
+    crc ^= byte;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+/// `data` as a valid gzip stream made of uncompressed ("stored") deflate blocks, so the tests
+/// need no zlib of their own.
+inline std::string gzip_stored(const std::string& data) {
+  std::string out("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff", 10);
+  auto put32 = [&](uint32_t v) {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  };
+  size_t pos = 0;
+  do {
+    size_t len = std::min<size_t>(65535, data.size() - pos);
+    bool last = pos + len == data.size();
+    out.push_back(static_cast<char>(last ? 1 : 0));
+    out.push_back(static_cast<char>(len & 0xFF));
+    out.push_back(static_cast<char>(len >> 8));
+    out.push_back(static_cast<char>(~len & 0xFF));
+    out.push_back(static_cast<char>((~len >> 8) & 0xFF));
+    out.append(data, pos, len);
+    pos += len;
+  } while (pos < data.size());
+  put32(crc32_of(data));
+  put32(static_cast<uint32_t>(data.size()));
+  return out;
+}
+
+}  // namespace unitrain::test

@@ -1,0 +1,179 @@
+#include "unitrain/data/loader.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "data_test_util.h"
+#include "unitrain/data/tensor_dataset.h"
+
+namespace unitrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+DatasetPtr numbered(int64_t n) {
+  return std::make_shared<TensorDataset>(
+      Batch{{"x", torch::arange(n, torch::kInt64)}, {"y", torch::arange(n, torch::kFloat32)}});
+}
+
+// Example i is {x: i}; get(bad) throws; get_batch is the default (collate of get).
+class PickyDataset : public Dataset {
+ public:
+  PickyDataset(int64_t n, int64_t bad, int sleep_ms = 0) : n_(n), bad_(bad), sleep_ms_(sleep_ms) {}
+  int64_t size() const override { return n_; }
+  Batch get(int64_t i) const override {
+    if (sleep_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms_));
+    if (i == bad_) throw std::runtime_error("cannot decode example " + std::to_string(i));
+    return {{"x", torch::tensor(i)}};
+  }
+
+ private:
+  int64_t n_, bad_;
+  int sleep_ms_;
+};
+
+// The x values of every batch of an epoch, batch by batch.
+std::vector<std::vector<int64_t>> read_epoch(const Loader& loader, int64_t epoch,
+                                             int64_t start = 0) {
+  std::vector<std::vector<int64_t>> out;
+  auto it = loader.epoch(epoch, start);
+  while (auto batch = it->next()) {
+    torch::Tensor x = batch->at("x");
+    out.emplace_back(x.data_ptr<int64_t>(), x.data_ptr<int64_t>() + x.numel());
+    EXPECT_TRUE(torch::equal(batch->at("y").to(torch::kInt64), x));  // keys stay aligned
+  }
+  return out;
+}
+
+TEST(Loader, OrderIsTheSameForAnyNumberOfWorkers) {
+  DatasetPtr data = numbered(103);
+  auto options = LoaderOptions().batch_size(8).prefetch(2);
+  auto reference = read_epoch(Loader(data, LoaderOptions(options).workers(0), 11), 2);
+  ASSERT_EQ(reference.size(), 13u);
+  EXPECT_EQ(reference.back().size(), 7u);
+  std::set<int64_t> seen;
+  for (const auto& b : reference) seen.insert(b.begin(), b.end());
+  EXPECT_EQ(seen.size(), 103u);  // each example exactly once
+  for (int64_t workers : {1, 3}) {
+    Loader loader(data, LoaderOptions(options).workers(workers), 11);
+    EXPECT_EQ(read_epoch(loader, 2), reference) << workers << " workers";
+  }
+  Loader loader(data, LoaderOptions(options).workers(3), 11);
+  std::vector<int64_t> flat;
+  for (const auto& b : reference) flat.insert(flat.end(), b.begin(), b.end());
+  EXPECT_EQ(loader.order(2), flat);
+}
+
+TEST(Loader, ShuffleDependsOnSeedAndEpochOnly) {
+  DatasetPtr data = numbered(50);
+  auto options = LoaderOptions().batch_size(10).workers(2);
+  Loader a(data, options, 1), b(data, options, 1), c(data, options, 2);
+  EXPECT_EQ(read_epoch(a, 0), read_epoch(b, 0));
+  EXPECT_NE(read_epoch(a, 0), read_epoch(a, 1));
+  EXPECT_NE(read_epoch(a, 0), read_epoch(c, 0));
+  EXPECT_EQ(a.order(5), b.order(5));
+  std::vector<int64_t> identity(50);
+  for (int64_t i = 0; i < 50; ++i) identity[static_cast<size_t>(i)] = i;
+  EXPECT_NE(a.order(0), identity);
+  Loader in_order(data, LoaderOptions(options).shuffle(false), 1);
+  EXPECT_EQ(in_order.order(0), identity);
+  EXPECT_EQ(in_order.order(3), identity);
+}
+
+TEST(Loader, DropLast) {
+  DatasetPtr data = numbered(10);
+  Loader keep(data, LoaderOptions().batch_size(4).workers(1), 0);
+  Loader drop(data, LoaderOptions().batch_size(4).workers(1).drop_last(true), 0);
+  EXPECT_EQ(keep.batches_per_epoch(), 3);
+  EXPECT_EQ(drop.batches_per_epoch(), 2);
+  auto kept = read_epoch(keep, 0), dropped = read_epoch(drop, 0);
+  ASSERT_EQ(kept.size(), 3u);
+  ASSERT_EQ(dropped.size(), 2u);
+  EXPECT_EQ(kept[2].size(), 2u);
+  EXPECT_EQ(dropped[0], kept[0]);
+  EXPECT_EQ(dropped[1], kept[1]);
+}
+
+TEST(Loader, SeekEqualsSkipping) {
+  DatasetPtr data = numbered(40);
+  for (int64_t workers : {0, 2}) {
+    Loader loader(data, LoaderOptions().batch_size(6).workers(workers), 9);
+    auto full = read_epoch(loader, 4);
+    auto tail = read_epoch(loader, 4, 3);
+    ASSERT_EQ(tail.size(), full.size() - 3);
+    EXPECT_TRUE(std::equal(tail.begin(), tail.end(), full.begin() + 3));
+    EXPECT_TRUE(read_epoch(loader, 4, loader.batches_per_epoch()).empty());
+    std::string msg = test::config_error_of([&] { loader.epoch(0, 8); });
+    EXPECT_NE(msg.find("cannot start epoch 0 at batch 8; it has 7 batches"), std::string::npos)
+        << msg;
+  }
+}
+
+TEST(Loader, WorkerExceptionsAreRethrownByNext) {
+  auto data = std::make_shared<PickyDataset>(20, 13);
+  for (int64_t workers : {0, 1, 3}) {
+    Loader loader(data, LoaderOptions().batch_size(4).workers(workers).shuffle(false), 0,
+                  "data.train");
+    auto it = loader.epoch(0);
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(it->next().has_value()) << workers;
+    try {
+      it->next();
+      ADD_FAILURE() << "no exception with " << workers << " workers";
+    } catch (const TrainError& e) {
+      std::string msg = e.what();
+      EXPECT_NE(msg.find("data.train: batch 3"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("cannot decode example 13"), std::string::npos) << msg;
+    }
+    EXPECT_FALSE(it->next().has_value());  // the pass ends after a failure
+  }
+}
+
+TEST(Loader, EarlyDestructionDoesNotHang) {
+  auto data = std::make_shared<PickyDataset>(10000, -1, /*sleep_ms=*/1);
+  Loader loader(data, LoaderOptions().batch_size(4).workers(3).prefetch(2), 0);
+  auto start = Clock::now();
+  {
+    auto it = loader.epoch(0);
+    ASSERT_TRUE(it->next().has_value());
+  }                                   // workers are blocked on full queues or mid-batch here
+  { auto unused = loader.epoch(1); }  // destroyed before any next()
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_LT(seconds, 2.0);
+}
+
+TEST(Loader, WaitSecondsMeasuresBlockedTime) {
+  auto data = std::make_shared<PickyDataset>(8, -1, /*sleep_ms=*/10);
+  Loader loader(data, LoaderOptions().batch_size(2).workers(1).prefetch(1).shuffle(false), 0);
+  auto it = loader.epoch(0);
+  int batches = 0;
+  while (auto b = it->next()) {
+    EXPECT_TRUE(torch::equal(b->at("x"), torch::tensor({2 * batches, 2 * batches + 1})));
+    ++batches;
+  }
+  EXPECT_EQ(batches, 4);
+  EXPECT_GT(it->wait_seconds(), 0.04);  // 4 batches of 20 ms, none ready in advance at first
+  EXPECT_LT(it->wait_seconds(), 2.0);
+}
+
+TEST(Loader, ConstructionErrors) {
+  std::string msg =
+      test::config_error_of([] { Loader(numbered(10), LoaderOptions().batch_size(0), 0); });
+  EXPECT_NE(msg.find("data.loader.batch_size must be > 0, got 0"), std::string::npos) << msg;
+  msg = test::config_error_of(
+      [] { Loader(numbered(5), LoaderOptions().batch_size(8).drop_last(true), 0, "data.val"); });
+  EXPECT_NE(msg.find("data.val has 5 examples"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("data.loader.batch_size = 8"), std::string::npos) << msg;
+  msg = test::config_error_of(
+      [] { Loader(std::make_shared<PickyDataset>(0, -1), LoaderOptions(), 0, "data.train"); });
+  EXPECT_NE(msg.find("data.train is empty"), std::string::npos) << msg;
+  msg = test::config_error_of([] { Loader(numbered(5), LoaderOptions().workers(-1), 0); });
+  EXPECT_NE(msg.find("data.loader.workers must be >= 0"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace unitrain

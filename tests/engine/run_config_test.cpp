@@ -1,0 +1,90 @@
+#include "unitrain/engine/run_config.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "test_util.h"
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(RunConfig, PrecedenceDefaultsThenYamlThenCommandLine) {
+  std::string path = test::write_file(test::temp_dir() + "/run.yaml",
+                                      "name: demo\noptimizer: {type: sgd, lr: 0.5}\n"
+                                      "train: {max_length: 3 epochs}\n");
+  Config c = load_run_config({path}, {{"optimizer.lr", "0.25"}, {"train.log_every", "5st"}});
+  EXPECT_EQ(c.get_int("seed"), 42);                                     // default
+  EXPECT_EQ(c.at("optimizer").get_string("type"), "sgd");               // YAML
+  EXPECT_EQ(c.at("train").get_string("max_length"), "3 epochs");        // YAML
+  EXPECT_DOUBLE_EQ(c.at("optimizer").get_double("lr"), 0.25);           // command line
+  EXPECT_EQ(c.at("train").get_string("log_every"), "5 steps");          // command line
+  EXPECT_EQ(c.get_string("run_dir"), "runs/demo");                      // interpolated default
+  EXPECT_EQ(c.at("data").at("loader").get_int("batch_size"), 32);       // nested default
+  EXPECT_EQ(c.at("scheduler").get_string("type"), "constant");          // component default
+}
+
+TEST(RunConfig, ResolvingTwiceChangesNothing) {
+  Config once = resolve_run_config(Config::from_string("name: x\nmodel: {type: mlp, args: {sizes: [4, 2]}}\n"));
+  Config twice = resolve_run_config(once);
+  EXPECT_EQ(once.dump(), twice.dump());
+}
+
+TEST(RunConfig, ErrorsNameTheKey) {
+  std::string msg = error_of([] { resolve_run_config(Config::from_string("optimiser: {lr: 1}\n")); });
+  EXPECT_NE(msg.find("unknown key 'optimiser'; did you mean 'optimizer'?"), std::string::npos) << msg;
+  msg = error_of([] { resolve_run_config(Config::from_string("optimizer: {lr: 0}\n")); });
+  EXPECT_NE(msg.find("optimizer.lr must be > 0, got 0"), std::string::npos) << msg;
+  msg = error_of([] { resolve_run_config(Config::from_string("optimizer: {type: adamx}\n")); });
+  EXPECT_NE(msg.find("unknown optimizer 'adamx' at optimizer.type"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("adamw"), std::string::npos) << msg;
+  msg = error_of([] { resolve_run_config(Config::from_string("data: {loader: {batch_size: 0}}\n")); });
+  EXPECT_NE(msg.find("data.loader.batch_size must be > 0, got 0"), std::string::npos) << msg;
+  msg = error_of([] { resolve_run_config(Config::from_string("train: {max_length: soon}\n")); });
+  EXPECT_NE(msg.find("train.max_length"), std::string::npos) << msg;
+  msg = error_of([] { resolve_run_config(Config::from_string("seed: abc\n")); });
+  EXPECT_NE(msg.find("seed: expected int, got 'abc'"), std::string::npos) << msg;
+}
+
+TEST(RunConfig, ParsesOverrideWords) {
+  Overrides o = parse_overrides({"--optimizer.lr", "3e-4", "--train.max_length=2 epochs", "--set",
+                                 "model.args.sizes=[64,10]"});
+  ASSERT_EQ(o.size(), 3u);
+  EXPECT_EQ(o[0], (std::pair<std::string, std::string>{"optimizer.lr", "3e-4"}));
+  EXPECT_EQ(o[1], (std::pair<std::string, std::string>{"train.max_length", "2 epochs"}));
+  EXPECT_EQ(o[2], (std::pair<std::string, std::string>{"model.args.sizes", "[64,10]"}));
+  EXPECT_THROW(parse_overrides({"stray"}), ConfigError);
+  EXPECT_THROW(parse_overrides({"--optimizer.lr"}), ConfigError);
+}
+
+TEST(RunConfig, ReferenceDocumentsEveryKey) {
+  std::string md = config_reference_markdown();
+  for (const char* key : {"`train.max_length`", "`optimizer.lr`", "`data.loader.batch_size`",
+                          "`scheduler.interval`", "### model `mlp`", "### optimizer `adamw`"}) {
+    EXPECT_NE(md.find(key), std::string::npos) << key;
+  }
+}
+
+TEST(RunConfig, ConfigReferenceInDocsIsUpToDate) {
+  std::ifstream in(test::source_dir() + "/docs/config.md");
+  ASSERT_TRUE(in.good()) << "docs/config.md is missing: run `unitrain config --reference > docs/config.md`";
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), config_reference_markdown())
+      << "docs/config.md is stale: regenerate it with `build/unitrain config --reference > docs/config.md`";
+}
+
+}  // namespace unitrain

@@ -1,0 +1,227 @@
+#include "unitrain/engine/trainer.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+#include "unitrain/core/error.h"
+#include "unitrain/data/tensor_dataset.h"
+
+namespace unitrain {
+namespace {
+
+// y = x . w + b, learned by a linear layer with mean squared error.
+struct Regression : TrainModule {
+  torch::nn::Linear fc{nullptr};
+  double poison_at = -1;  // makes the loss NaN on this training step (1-based)
+  int64_t calls = 0;
+  Regression() { fc = register_module("fc", torch::nn::Linear(4, 1)); }
+  StepOutput training_step(const Batch& b) override {
+    ++calls;
+    auto pred = fc->forward(b.at("x")).squeeze(1);
+    auto loss = torch::mse_loss(pred, b.at("y"));
+    if (calls == poison_at) loss = loss * std::numeric_limits<float>::quiet_NaN();
+    return {loss, {{"mae", MetricValue((pred - b.at("y")).abs().mean())}}};
+  }
+  StepOutput validation_step(const Batch& b) override {
+    auto pred = fc->forward(b.at("x")).squeeze(1);
+    return {torch::mse_loss(pred, b.at("y")), {}};
+  }
+};
+
+DatasetPtr regression_data(int64_t n) {
+  torch::manual_seed(7);
+  auto x = torch::randn({n, 4});
+  auto y = x.matmul(torch::tensor({1.0f, -2.0f, 0.5f, 3.0f})) + 0.1f;
+  return std::make_shared<TensorDataset>(Batch{{"x", x}, {"y", y}});
+}
+
+Config base_config(const std::string& run_dir, const std::string& extra = "") {
+  return Config::from_string("run_dir: " + run_dir + "\n" +
+                             "optimizer: {type: sgd, lr: 0.05}\n"
+                             "data: {loader: {batch_size: 8, workers: 0, shuffle: false}}\n"
+                             "log: {trackers: [jsonl, csv]}\n"
+                             "train: {max_length: 2 epochs, log_every: 1 step}\n" + extra);
+}
+
+std::vector<torch::Tensor> fit_params(Config config, DatasetPtr data, FitResult* result = nullptr) {
+  Trainer trainer(config);
+  Regression module;
+  FitResult r = trainer.fit(module, data, data);
+  if (result) *result = r;
+  std::vector<torch::Tensor> out;
+  for (const auto& p : module.parameters()) out.push_back(p.detach().clone());
+  return out;
+}
+
+void expect_equal_params(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b,
+                         double tol) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (tol == 0) {
+      EXPECT_TRUE(torch::equal(a[i], b[i])) << a[i] << " vs " << b[i];
+    } else {
+      EXPECT_TRUE(torch::allclose(a[i], b[i], tol, tol)) << a[i] << " vs " << b[i];
+    }
+  }
+}
+
+}  // namespace
+
+TEST(Trainer, LearnsAndLogsEveryStep) {
+  std::string dir = test::temp_dir() + "/run";
+  FitResult r;
+  fit_params(base_config(dir, "").clone(), regression_data(64), &r);
+  EXPECT_EQ(r.state.step, 16);  // 64 / 8 x 2 epochs
+  EXPECT_EQ(r.state.epoch, 2);
+  EXPECT_EQ(r.state.samples, 128);
+  EXPECT_LT(r.last_val.at("val/loss"), 1.0);
+  std::ifstream jsonl(dir + "/metrics.jsonl");
+  std::string line;
+  int train_lines = 0, val_lines = 0;
+  while (std::getline(jsonl, line)) {
+    auto j = nlohmann::json::parse(line);
+    for (const char* k : {"step", "epoch", "samples", "time"}) EXPECT_TRUE(j.contains(k)) << line;
+    if (j.contains("train/loss")) {
+      ++train_lines;
+      EXPECT_TRUE(j.contains("train/lr"));
+      EXPECT_TRUE(j.contains("train/mae"));
+    }
+    if (j.contains("val/loss")) ++val_lines;
+  }
+  EXPECT_EQ(train_lines, 16);
+  EXPECT_EQ(val_lines, 2);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/metrics.csv"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/config.yaml"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/train.log"));
+}
+
+TEST(Trainer, AccumulationEqualsOneLargeBatch) {
+  auto data = regression_data(60);  // 60 = 7 full batches of 8 + a short one of 4
+  std::string dir = test::temp_dir();
+  Config big = base_config(dir + "/a");
+  big.set("data.loader.batch_size", "32");
+  big.set("train.max_length", "3 epochs");
+  Config small = base_config(dir + "/b");
+  small.set("train.accumulation_steps", "4");
+  small.set("train.max_length", "3 epochs");
+  FitResult rb, rs;
+  auto pb = fit_params(big, data, &rb);
+  auto ps = fit_params(small, data, &rs);
+  EXPECT_EQ(rb.state.step, rs.state.step);
+  expect_equal_params(pb, ps, 1e-5);
+  Config global = base_config(dir + "/c");
+  global.set("train.global_batch_size", "32");
+  global.set("train.max_length", "3 epochs");
+  expect_equal_params(pb, fit_params(global, data), 1e-5);
+}
+
+TEST(Trainer, SameSeedSameRunWhateverTheWorkers) {
+  auto data = regression_data(100);
+  std::string dir = test::temp_dir();
+  Config a = base_config(dir + "/a");
+  a.set("data.loader.shuffle", "true");
+  Config b = a.clone();
+  b.set("run_dir", dir + "/b");
+  b.set("data.loader.workers", "3");
+  expect_equal_params(fit_params(a, data), fit_params(b, data), 0);
+  Config c = a.clone();
+  c.set("run_dir", dir + "/c");
+  c.set("seed", "43");
+  auto pa = fit_params(a, data), pc = fit_params(c, data);
+  EXPECT_FALSE(torch::equal(pa[0], pc[0]));
+}
+
+TEST(Trainer, StopsOnNonFiniteLossNamingTheStep) {
+  Config c = base_config(test::temp_dir() + "/run");
+  Trainer trainer(c);
+  Regression module;
+  module.poison_at = 3;
+  auto data = regression_data(64);
+  try {
+    trainer.fit(module, data);
+    FAIL() << "expected a TrainError";
+  } catch (const TrainError& e) {
+    EXPECT_NE(std::string(e.what()).find("non-finite loss at step 3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("mae="), std::string::npos) << e.what();
+  }
+}
+
+TEST(Trainer, SkipsNonFiniteUpdatesWhenAsked) {
+  Config c = base_config(test::temp_dir() + "/run");
+  c.set("train.on_nonfinite", "skip");
+  Trainer trainer(c);
+  Regression module;
+  module.poison_at = 3;
+  FitResult r = trainer.fit(module, regression_data(64));
+  EXPECT_EQ(r.state.skipped_steps, 1);
+  EXPECT_EQ(r.state.step, 16);
+  for (const auto& p : module.parameters()) EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
+}
+
+TEST(Trainer, StepAndSampleLengths) {
+  auto data = regression_data(64);
+  Config c = base_config(test::temp_dir() + "/a");
+  c.set("train.max_length", "5 steps");
+  FitResult r;
+  fit_params(c, data, &r);
+  EXPECT_EQ(r.state.step, 5);
+  c.set("train.max_length", "100 samples");
+  fit_params(c, data, &r);
+  EXPECT_EQ(r.state.samples, 104);  // 13 batches of 8: the first step reaching 100
+}
+
+TEST(Trainer, TestModeRunsOneBatchOfEach) {
+  Config c = base_config(test::temp_dir() + "/a");
+  c.set("train.test_mode", "true");
+  FitResult r;
+  fit_params(c, regression_data(64), &r);
+  EXPECT_EQ(r.state.step, 1);
+  EXPECT_TRUE(r.last_val.count("val/loss"));
+}
+
+TEST(Trainer, CallbacksSeeEveryEventAndCanStop) {
+  struct Counter : Callback {
+    int starts = 0, ends = 0, epochs = 0, steps = 0, vals = 0;
+    void on_train_start(Trainer&) override { ++starts; }
+    void on_train_end(Trainer&) override { ++ends; }
+    void on_epoch_end(Trainer&) override { ++epochs; }
+    void on_step_end(Trainer& t, const MetricMap& m) override {
+      ++steps;
+      EXPECT_TRUE(m.count("train/loss"));
+      if (t.state().step == 11) t.request_stop();
+    }
+    void on_validation_end(Trainer&, const MetricMap&) override { ++vals; }
+  };
+  auto counter = std::make_shared<Counter>();
+  Trainer trainer(base_config(test::temp_dir() + "/a"));
+  trainer.add_callback(counter);
+  Regression module;
+  auto data = regression_data(64);
+  FitResult r = trainer.fit(module, data, data);
+  EXPECT_EQ(r.state.step, 11);
+  EXPECT_EQ(counter->starts, 1);
+  EXPECT_EQ(counter->ends, 1);
+  EXPECT_EQ(counter->steps, 11);
+  EXPECT_EQ(counter->epochs, 1);
+  EXPECT_EQ(counter->vals, 2);  // after epoch 1, and at the end
+}
+
+TEST(Trainer, BadSetupFailsBeforeTraining) {
+  auto data = regression_data(64);
+  Config c = base_config(test::temp_dir() + "/a");
+  c.set("train.global_batch_size", "24");
+  c.set("train.accumulation_steps", "2");
+  Trainer trainer(c);
+  Regression module;
+  EXPECT_THROW(trainer.fit(module, data), ConfigError);
+  EXPECT_EQ(module.calls, 0);
+  EXPECT_THROW(Trainer(base_config("/proc/unitrain-cannot-write")).fit(module, data), ConfigError);
+  EXPECT_THROW(Trainer(Config::from_string("optimizer: {lr: -1}\n")), ConfigError);
+}
+
+}  // namespace unitrain

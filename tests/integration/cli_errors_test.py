@@ -1,0 +1,95 @@
+"""Bad input gives a clear error naming the key/file/value and exit code 2; never a crash."""
+import os
+import common
+from common import run, write
+
+MLP_DIGITS = """
+name: t
+model: {type: mlp, args: {sizes: [64, 32, 10]}}
+objective: {losses: [{type: cross_entropy}], metrics: [{type: accuracy}]}
+data:
+  train: {type: csv, args: {path: %s, header: false, target: "64"}}
+  loader: {batch_size: 32, workers: 0}
+train: {max_length: 1 epoch}
+""" % common.DIGITS
+
+
+class CliErrors(common.Case):
+    def expect_usage_error(self, yaml_text, *needles, extra=()):
+        cfg = write(os.path.join(self.dir, "run.yaml"), yaml_text)
+        code, out = run(["train", cfg, "--run_dir", os.path.join(self.dir, "run")] + list(extra))
+        self.assertEqual(code, 2, out)
+        for n in needles:
+            self.assertIn(n, out)
+        self.assertNotIn("terminate called", out)
+        return out
+
+    def test_unknown_key_with_suggestion(self):
+        self.expect_usage_error(MLP_DIGITS + "optimiser: {lr: 0.1}\n", "unknown key 'optimiser'",
+                                "did you mean 'optimizer'")
+
+    def test_wrong_type(self):
+        self.expect_usage_error(MLP_DIGITS, "data.loader.batch_size: expected int, got 'many'",
+                                extra=["--data.loader.batch_size", "many"])
+
+    def test_zero_and_negative_values(self):
+        self.expect_usage_error(MLP_DIGITS, "optimizer.lr must be > 0, got -0.1",
+                                extra=["--optimizer.lr", "-0.1"])
+        self.expect_usage_error(MLP_DIGITS, "data.loader.batch_size must be > 0, got 0",
+                                extra=["--data.loader.batch_size", "0"])
+
+    def test_unknown_component_lists_known(self):
+        self.expect_usage_error(MLP_DIGITS.replace("type: mlp", "type: mlpp"),
+                                "unknown model 'mlpp' at model.type", "known:", "transformer_lm")
+
+    def test_missing_data_file(self):
+        self.expect_usage_error(MLP_DIGITS.replace(common.DIGITS, "/nonexistent/digits.csv"),
+                                "/nonexistent/digits.csv")
+
+    def test_csv_non_numeric_cell_names_line_and_column(self):
+        csv = write(os.path.join(self.dir, "bad.csv"), "a,b,label\n1,2,0\n3,oops,1\n")
+        out = self.expect_usage_error(MLP_DIGITS.replace(common.DIGITS, csv)
+                                      .replace('header: false, target: "64"', "target: label"),
+                                      "bad.csv", "line 3", "oops")
+        self.assertTrue("column 2" in out or "column 'b'" in out or "'b'" in out, out)
+
+    def test_model_output_shape_not_fitting_target(self):
+        out = self.expect_usage_error(MLP_DIGITS.replace("[64, 32, 10]", "[64, 32, 1]")
+                                      .replace("cross_entropy", "mse"), "mse", "[32, 1]", "[32]")
+
+    def test_dataset_smaller_than_one_batch_with_drop_last(self):
+        csv = write(os.path.join(self.dir, "tiny.csv"), "a,label\n1,0\n2,1\n")
+        self.expect_usage_error(MLP_DIGITS.replace(common.DIGITS, csv)
+                                .replace('header: false, target: "64"', "target: label")
+                                .replace("workers: 0", "workers: 0, drop_last: true"),
+                                "batch_size", "32", "2")
+
+    def test_empty_config_and_empty_data_file(self):
+        self.expect_usage_error("\n", "is empty")
+        csv = write(os.path.join(self.dir, "empty.csv"), "")
+        self.expect_usage_error(MLP_DIGITS.replace(common.DIGITS, csv), "empty.csv")
+
+    def test_broken_yaml_names_the_line(self):
+        self.expect_usage_error("name: t\nmodel: {type: mlp\ntrain: {}\n", "run.yaml:", "broken YAML")
+
+    def test_missing_config_file(self):
+        code, out = run(["train", os.path.join(self.dir, "none.yaml")])
+        self.assertEqual(code, 2, out)
+        self.assertIn("none.yaml' does not exist", out)
+
+    def test_nothing_saved_is_overwritten_by_a_failed_start(self):
+        run_dir = os.path.join(self.dir, "run")
+        keep = write(os.path.join(run_dir, "metrics.jsonl"), '{"step": 1}\n')
+        self.expect_usage_error(MLP_DIGITS + "optimiser: {}\n", "unknown key")
+        with open(keep) as f:
+            self.assertEqual(f.read(), '{"step": 1}\n')
+
+    def test_help_on_every_subcommand(self):
+        for sub in ([], ["train"], ["config"], ["list"]):
+            code, out = run(sub + ["--help"])
+            self.assertEqual(code, 0, out)
+            self.assertIn("Usage", out)
+
+
+if __name__ == "__main__":
+    common.main()
