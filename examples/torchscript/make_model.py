@@ -13,6 +13,7 @@ them under those names.
 Needs torch (tested with 1.13.1).
 """
 import argparse
+import os
 from typing import Optional
 
 import torch
@@ -43,6 +44,9 @@ class Check(nn.Module):
 
 def export(out: str, check: Optional[str] = None, seed: int = 0) -> None:
     """Saves the scripted DigitsMlp to `out`, and an example input and output to `check`."""
+    for path in (out, check):
+        if path and os.path.dirname(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
     torch.manual_seed(seed)
     model = torch.jit.script(DigitsMlp())
     model.save(out)

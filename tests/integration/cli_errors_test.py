@@ -54,8 +54,8 @@ class CliErrors(common.Case):
         self.assertTrue("column 2" in out or "column 'b'" in out or "'b'" in out, out)
 
     def test_model_output_shape_not_fitting_target(self):
-        out = self.expect_usage_error(MLP_DIGITS.replace("[64, 32, 10]", "[64, 32, 1]")
-                                      .replace("cross_entropy", "mse"), "mse", "[32, 1]", "[32]")
+        out = self.expect_usage_error(MLP_DIGITS.replace("[64, 32, 10]", "[64, 32, 3]")
+                                      .replace("cross_entropy", "mse"), "mse", "[32, 3]", "[32]")
 
     def test_dataset_smaller_than_one_batch_with_drop_last(self):
         csv = write(os.path.join(self.dir, "tiny.csv"), "a,label\n1,0\n2,1\n")

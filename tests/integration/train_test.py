@@ -65,6 +65,13 @@ class Train(common.Case):
                      "reduce_on_plateau", "regularizer:"):
             self.assertIn(word, out)
 
+    def test_config_reference_in_docs_is_up_to_date(self):
+        code, out = run(["config", "--reference"])
+        self.assertEqual(code, 0, out)
+        with open(os.path.join(common.SOURCE, "docs/config.md")) as f:
+            self.assertEqual(f.read(), out, "docs/config.md is stale: regenerate it with "
+                             "`build/unitrain config --reference > docs/config.md`")
+
 
 if __name__ == "__main__":
     common.main()

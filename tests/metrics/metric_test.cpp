@@ -31,8 +31,8 @@ TEST(MetricTest, AccuracyOnClassScores) {
 
 TEST(MetricTest, TokenAccuracySkipsIgnoredTokens) {
   // [B=2, T=3, C=2]; argmax per token: [[1, 0, 1], [0, 0, 1]]
-  torch::Tensor logits = torch::tensor({{{0.f, 1.f}, {1.f, 0.f}, {0.f, 1.f}},
-                                        {{1.f, 0.f}, {1.f, 0.f}, {0.f, 1.f}}});
+  torch::Tensor logits =
+      torch::tensor({{{0.f, 1.f}, {1.f, 0.f}, {0.f, 1.f}}, {{1.f, 0.f}, {1.f, 0.f}, {0.f, 1.f}}});
   torch::Tensor target = torch::tensor({{1, 1, -100}, {0, -100, 0}});
   MetricValue m = metrics::accuracy(logits, target);
   EXPECT_EQ(m.weight, 4);  // four counted tokens
@@ -44,13 +44,12 @@ TEST(MetricTest, BinaryAccuracyOnOneLogit) {
   MetricValue m = metrics::accuracy(logits, torch::tensor({1.0f, 0.0f, 0.0f, 0.0f, 1.0f}));
   EXPECT_DOUBLE_EQ(v(m), 0.8);
   EXPECT_EQ(m.weight, 5);
-  EXPECT_DOUBLE_EQ(v(metrics::accuracy(logits.view({5}), torch::tensor({1, 1, 1, 0, 1}))), 0.6);
+  EXPECT_DOUBLE_EQ(v(metrics::accuracy(logits.view({5}), torch::tensor({1, 1, 1, 0, 1}))), 0.8);
 }
 
 TEST(MetricTest, TopKAccuracy) {
-  torch::Tensor logits = torch::tensor({{0.5f, 0.3f, 0.2f, 0.0f},
-                                        {0.1f, 0.2f, 0.3f, 0.4f},
-                                        {0.4f, 0.3f, 0.2f, 0.1f}});
+  torch::Tensor logits =
+      torch::tensor({{0.5f, 0.3f, 0.2f, 0.0f}, {0.1f, 0.2f, 0.3f, 0.4f}, {0.4f, 0.3f, 0.2f, 0.1f}});
   torch::Tensor target = torch::tensor({1, 1, 3});
   EXPECT_NEAR(v(metrics::top_k_accuracy(logits, target, 1)), 0.0, 1e-12);
   EXPECT_NEAR(v(metrics::top_k_accuracy(logits, target, 2)), 1.0 / 3, 1e-12);
@@ -110,8 +109,8 @@ TEST(MetricTest, PerplexityIsMeanTokenNllWithExpFlag) {
   MetricValue m = metrics::perplexity(logits, target);
   EXPECT_TRUE(m.exp_of_mean);
   EXPECT_EQ(m.weight, 5);
-  double nll = torch::nn::functional::cross_entropy(logits.permute({0, 2, 1}), target)
-                   .item<double>();
+  double nll =
+      torch::nn::functional::cross_entropy(logits.permute({0, 2, 1}), target).item<double>();
   EXPECT_NEAR(v(m), nll, 1e-5);
 }
 
@@ -130,8 +129,8 @@ TEST(MetricTest, PerplexityOverUnequalBatchesIsExpOfOverallMeanNll) {
   double overall = torch::nn::functional::cross_entropy(all_logits, all_targets).item<double>();
   EXPECT_NEAR(acc.result().at("ppl"), std::exp(overall), 1e-4);
   // Not the mean of the two batches' perplexities.
-  double naive = 0.5 * (std::exp(v(metrics::perplexity(a, ya))) +
-                        std::exp(v(metrics::perplexity(b, yb))));
+  double naive =
+      0.5 * (std::exp(v(metrics::perplexity(a, ya))) + std::exp(v(metrics::perplexity(b, yb))));
   EXPECT_GT(std::abs(acc.result().at("ppl") - naive), 1e-3);
 }
 

@@ -156,6 +156,10 @@ TEST_F(TorchScriptModelTest, TracedModule) {
   m->eval();
   EXPECT_TRUE(torch::allclose(m->forward_all({check.attr("x").toTensor()})[0],
                               check.attr("y").toTensor(), 1e-5, 1e-6));
+  // to() converts the scripted module's own tensors (they are the same tensors).
+  m->to(torch::kDouble);
+  auto out = m->forward_all({check.attr("x").toTensor().to(torch::kDouble)})[0];
+  EXPECT_EQ(out.scalar_type(), torch::kDouble);
 }
 
 TEST_F(TorchScriptModelTest, WrongInputShapeNamesFileAndShape) {

@@ -133,9 +133,10 @@ TEST(LossTest, PredictionTargetErrorCanNameTheTensors) {
     l1(torch::randn({2, 2}), torch::randn({2, 3}));
     FAIL() << "no error";
   } catch (const PredictionTargetError& e) {
-    EXPECT_EQ(e.named("out", "y").rfind("loss 'l1' (prediction 'out' vs target 'y'): prediction "
-                                        "shape [2, 2] does not fit target shape [2, 3]; l1 ",
-                                        0),
+    EXPECT_EQ(e.named("out", "y")
+                  .rfind("loss 'l1' (prediction 'out' vs target 'y'): prediction "
+                         "shape [2, 2] does not fit target shape [2, 3]; l1 ",
+                         0),
               0u)
         << e.named("out", "y");
   }

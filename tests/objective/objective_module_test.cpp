@@ -32,7 +32,10 @@ struct TwoHeads : Model {
   std::vector<std::string> prediction_names() const override { return names; }
 };
 
-Config objective(const std::string& yaml) { return Config::from_string(yaml, "objective"); }
+// As the Trainer passes it: the `objective` section of the whole config.
+Config objective(const std::string& yaml) {
+  return Config(Config::from_string(yaml).node(), "objective");
+}
 
 Batch batch() {
   return Batch{{"x", torch::tensor({{1.0f, 0.0f, -1.0f}, {0.5f, 2.0f, 0.0f}})},
@@ -59,8 +62,7 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
-#define EXPECT_HAS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
+#define EXPECT_HAS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
 TEST(ObjectiveModuleTest, WeightedLossesAndMetrics) {
   auto model = std::make_shared<TwoHeads>();
@@ -88,8 +90,9 @@ TEST(ObjectiveModuleTest, WeightedLossesAndMetrics) {
 }
 
 TEST(ObjectiveModuleTest, OneLossReportsNoTerms) {
-  ObjectiveModule module(std::make_shared<TwoHeads>(),
-                         objective("{predictions: [logits, value], losses: [{type: cross_entropy}]}"));
+  ObjectiveModule module(
+      std::make_shared<TwoHeads>(),
+      objective("{predictions: [logits, value], losses: [{type: cross_entropy}]}"));
   StepOutput out = module.validation_step(batch());
   EXPECT_TRUE(out.metrics.empty());
   EXPECT_EQ(module.inputs(), std::vector<std::string>{"x"});
@@ -104,8 +107,9 @@ TEST(ObjectiveModuleTest, RegularizersAddTheirWeightedPenalty) {
               model->reg->weight.square().sum().item<double>();
   double b2 = model->cls->bias.square().sum().item<double>() +
               model->reg->bias.square().sum().item<double>();
-  StepOutput l2 = ObjectiveModule(model, objective(base + "regularizers: [{type: l2, weight: 0.1}]"))
-                      .training_step(batch());
+  StepOutput l2 =
+      ObjectiveModule(model, objective(base + "regularizers: [{type: l2, weight: 0.1}]"))
+          .training_step(batch());
   EXPECT_NEAR(l2.loss.item<double>() - plain, 0.1 * 0.5 * w2, 1e-5);
   EXPECT_NEAR(l2.metrics.at("reg_l2").value.item<double>(), 0.5 * w2, 1e-5);
   EXPECT_NEAR(l2.metrics.at("loss_cross_entropy").value.item<double>(), plain, 1e-6);
@@ -119,10 +123,10 @@ TEST(ObjectiveModuleTest, RegularizersAddTheirWeightedPenalty) {
   // On a prediction: the penalty per example.
   Batch b = batch();
   double act = model->reg->forward(b.at("x")).abs().sum().item<double>() / 2;
-  StepOutput on_pred = ObjectiveModule(model, objective(base +
-                                                        "regularizers: [{type: l1, weight: 0.3, "
-                                                        "target: value, name: act}]"))
-                           .training_step(b);
+  StepOutput on_pred =
+      ObjectiveModule(model, objective(base + "regularizers: [{type: l1, weight: 0.3, "
+                                              "target: value, name: act}]"))
+          .training_step(b);
   EXPECT_NEAR(on_pred.loss.item<double>() - plain, 0.3 * act, 1e-5);
   EXPECT_NEAR(on_pred.metrics.at("reg_act").value.item<double>(), act, 1e-5);
 }
@@ -133,8 +137,9 @@ TEST(ObjectiveModuleTest, ShapeMismatchNamesLossTensorsAndShapes) {
   Batch b = batch();
   b.set("y", torch::zeros({2, 3}));
   std::string msg = error_of([&] { module.training_step(b); });
-  EXPECT_HAS(msg, "loss 'mse' (prediction 'logits' vs target 'y'): prediction shape [2, 4] "
-                  "does not fit target shape [2, 3]; mse expects");
+  EXPECT_HAS(msg,
+             "loss 'mse' (prediction 'logits' vs target 'y'): prediction shape [2, 4] "
+             "does not fit target shape [2, 3]; mse expects");
 
   ObjectiveModule ce(std::make_shared<TwoHeads>(),
                      objective("{predictions: [logits, value], losses: [{type: cross_entropy, "
@@ -144,11 +149,13 @@ TEST(ObjectiveModuleTest, ShapeMismatchNamesLossTensorsAndShapes) {
 
   ObjectiveModule metric(std::make_shared<TwoHeads>(),
                          objective("{predictions: [logits, value], losses: [{type: cross_entropy}],"
-                                   " metrics: [{type: mse, prediction: value, target: y}]}"));
+                                   " metrics: [{type: mse, prediction: value, target: z}]}"));
   b = batch();
-  b.set("y", torch::zeros({2, 2}));
+  b.set("z", torch::zeros({2, 2}));
   msg = error_of([&] { metric.training_step(b); });
-  EXPECT_HAS(msg, "metric 'mse' (prediction 'value' vs target 'y'): prediction shape [2, 1]");
+  EXPECT_HAS(msg,
+             "metric 'mse' (prediction 'value' vs target 'z'): prediction shape [2, 1] "
+             "does not fit target shape [2, 2]");
 }
 
 TEST(ObjectiveModuleTest, UnknownPredictionIsAConfigError) {
@@ -177,18 +184,24 @@ TEST(ObjectiveModuleTest, ConstructionChecks) {
              "objective.losses must list at least one loss");
   EXPECT_HAS(error_of([&] { ObjectiveModule(model, objective("{}")); }),
              "objective.losses must list at least one loss");
+  // A standalone section (library use, no key path) still names objective.* keys.
+  EXPECT_HAS(error_of([&] { ObjectiveModule(model, Config::from_string("{losses: []}")); }),
+             "objective.losses must list at least one loss");
+  EXPECT_HAS(
+      error_of([&] { ObjectiveModule(model, objective("{losses: [{type: mse}, {type: mse}]}")); }),
+      "objective.losses.1.name: the name 'loss_mse' is already used");
+  EXPECT_HAS(
+      error_of([&] { ObjectiveModule(model, objective("{losses: [{type: mse, wieght: 1}]}")); }),
+      "did you mean 'objective.losses.0.weight'");
+  EXPECT_HAS(
+      error_of([&] { ObjectiveModule(model, objective("{losses: [{type: mse, weight: -1}]}")); }),
+      "objective.losses.0.weight");
+  EXPECT_HAS(
+      error_of([&] { ObjectiveModule(model, objective("{losses: [{prediction: logits}]}")); }),
+      "objective.losses.0.type");
   EXPECT_HAS(error_of([&] {
-               ObjectiveModule(model, objective("{losses: [{type: mse}, {type: mse}]}"));
-             }),
-             "objective.losses.1.name: the name 'loss_mse' is already used");
-  EXPECT_HAS(error_of([&] { ObjectiveModule(model, objective("{losses: [{type: mse, wieght: 1}]}")); }),
-             "did you mean 'objective.losses.0.weight'");
-  EXPECT_HAS(error_of([&] { ObjectiveModule(model, objective("{losses: [{type: mse, weight: -1}]}")); }),
-             "objective.losses.0.weight");
-  EXPECT_HAS(error_of([&] { ObjectiveModule(model, objective("{losses: [{prediction: logits}]}")); }),
-             "objective.losses.0.type");
-  EXPECT_HAS(error_of([&] {
-               ObjectiveModule(model, objective("{losses: [{type: mse}], regularizers: [{type: l2}]}"));
+               ObjectiveModule(model,
+                               objective("{losses: [{type: mse}], regularizers: [{type: l2}]}"));
              }),
              "objective.regularizers.0.weight");
 }
@@ -204,7 +217,8 @@ TEST(ObjectiveModuleTest, MissingBatchKeyListsBatchKeys) {
                          objective("{predictions: [logits, value], "
                                    "losses: [{type: cross_entropy, target: label}]}"));
   msg = error_of([&] { target.training_step(batch()); });
-  EXPECT_HAS(msg, "objective.losses.0.target: the batch has no tensor 'label'; batch keys: x, y, v");
+  EXPECT_HAS(msg,
+             "objective.losses.0.target: the batch has no tensor 'label'; batch keys: x, y, v");
 }
 
 TEST(ObjectiveModuleTest, OutputCountMustMatchPredictions) {
@@ -243,6 +257,17 @@ TEST(ObjectiveModuleTest, BuildsTheModelFromTheRegistry) {
                                objective(kTwoLosses));
              }),
              "did you mean 'test_two_heads'");
+}
+
+TEST(ObjectiveModuleTest, AcceptsAnAlreadyResolvedSection) {
+  Config once = objective_section_schema()->resolve(objective(kTwoLosses));
+  Config twice = objective_section_schema()->resolve(once);
+  EXPECT_EQ(once.dump(), twice.dump());
+  EXPECT_EQ(once.get_string_list("inputs"), std::vector<std::string>{"x"});
+  EXPECT_EQ(once.list("losses")[0].get_string("target"), "y");
+  EXPECT_TRUE(ObjectiveModule(std::make_shared<TwoHeads>(), once)
+                  .training_step(batch())
+                  .metrics.count("loss_mse"));
 }
 
 TEST(ObjectiveModuleTest, SchemaDocumentsEveryKey) {

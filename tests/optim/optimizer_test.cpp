@@ -5,8 +5,8 @@
 
 #include <fstream>
 #include <functional>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "test_util.h"
 #include "unitrain/core/builtins.h"
@@ -148,8 +148,8 @@ TEST_F(OptimizerTest, SplitsBiasesAndOneDimParametersIntoTheNoDecayGroup) {
   };
   ParamGroups split = split_params(net, true);
   EXPECT_TRUE(same(split.decay, {net.linear->weight}));
-  EXPECT_TRUE(same(split.no_decay, {net.temperature, net.linear->bias, net.norm->weight,
-                                    net.norm->bias}));
+  EXPECT_TRUE(
+      same(split.no_decay, {net.temperature, net.linear->bias, net.norm->weight, net.norm->bias}));
   ParamGroups all = split_params(net, false);
   EXPECT_EQ(all.decay.size(), 5u);  // every trainable parameter; not `frozen`
   EXPECT_TRUE(all.no_decay.empty());
@@ -160,7 +160,8 @@ TEST_F(OptimizerTest, NoDecayGroupHasZeroWeightDecay) {
   Net net;
   auto opt = build_optimizer(section("{type: adamw, lr: 0.02, no_decay_bias_norm: true}"), net);
   ASSERT_EQ(opt->param_groups().size(), 2u);
-  const auto& decayed = static_cast<const torch::optim::AdamWOptions&>(opt->param_groups()[0].options());
+  const auto& decayed =
+      static_cast<const torch::optim::AdamWOptions&>(opt->param_groups()[0].options());
   const auto& plain = static_cast<const torch::optim::AdamWOptions&>(
       opt->param_groups()[no_decay_group_index()].options());
   EXPECT_DOUBLE_EQ(decayed.weight_decay(), 0.01);  // AdamW's default
@@ -209,7 +210,9 @@ TEST_F(OptimizerTest, ArgsMapToLibTorchOptions) {
 
 TEST_F(OptimizerTest, BadSectionsGiveErrorsNamingTheKey) {
   Net net;
-  auto err = [&](const std::string& yaml) { return error_of([&] { build_optimizer(section(yaml), net); }); };
+  auto err = [&](const std::string& yaml) {
+    return error_of([&] { build_optimizer(section(yaml), net); });
+  };
   std::string msg = err("{type: sgd, lr: -1}");
   EXPECT_NE(msg.find("optimizer.lr must be > 0, got -1"), std::string::npos) << msg;
   msg = err("{type: sgd, lr: 0}");

@@ -97,8 +97,8 @@ TEST_F(SchedulerTest, WarmupInEpochsAndPerEpochInterval) {
   // interval: epoch — the run is 8 epochs, warmup 2 epochs, then linear decay to 0.
   ScheduleContext e = context(8);
   e.steps_per_epoch = 10;
-  auto lin = build_scheduler(
-      section("{type: linear, interval: epoch, args: {warmup: 20 steps}}"), e);
+  auto lin =
+      build_scheduler(section("{type: linear, interval: epoch, args: {warmup: 20 steps}}"), e);
   EXPECT_DOUBLE_EQ(lin->factor(1), 0.5);
   EXPECT_DOUBLE_EQ(lin->factor(2), 1.0);
   EXPECT_DOUBLE_EQ(lin->factor(5), 0.5);
@@ -114,7 +114,8 @@ TEST_F(SchedulerTest, DefaultIsConstant) {
 }
 
 TEST_F(SchedulerTest, ReduceOnPlateauStateResumesExactly) {
-  const std::string yaml = "{type: reduce_on_plateau, args: {patience: 1, cooldown: 1, factor: 0.5}}";
+  const std::string yaml =
+      "{type: reduce_on_plateau, args: {patience: 1, cooldown: 1, factor: 0.5}}";
   auto a = build_scheduler(section(yaml), context(0));
   EXPECT_TRUE(a->needs_metric());
   EXPECT_EQ(a->monitored_metric(), "val/loss");
@@ -129,7 +130,9 @@ TEST_F(SchedulerTest, ReduceOnPlateauStateResumesExactly) {
     EXPECT_DOUBLE_EQ(a->factor(0), b->factor(0)) << i;
   }
   EXPECT_DOUBLE_EQ(b->factor(0), 0.25);
-  EXPECT_NE(error_of([&] { b->load_state({{"factor", 1.0}}); }).find("no 'best' entry"),
+  EXPECT_NE(error_of([&] {
+              b->load_state({{"factor", 1.0}});
+            }).find("no 'best' entry"),
             std::string::npos);
 }
 
@@ -140,9 +143,12 @@ TEST_F(SchedulerTest, BadSectionsGiveErrorsNamingTheKey) {
   std::string msg = err("{type: linear}", context(0));
   EXPECT_NE(msg.find("scheduler.args.total is needed"), std::string::npos) << msg;
   msg = err("{type: cosine, args: {total: 0 steps}}", context(100));
-  EXPECT_NE(msg.find("scheduler.args.total must be at least one scheduler step"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("scheduler.args.total must be at least one scheduler step"), std::string::npos)
+      << msg;
   msg = err("{type: polynomial, args: {lr_end: 0.5}}", context(100, 0.1));
-  EXPECT_NE(msg.find("scheduler.args.lr_end (0.5) must be smaller than the base lr"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("scheduler.args.lr_end (0.5) must be smaller than the base lr"),
+            std::string::npos)
+      << msg;
   msg = err("{type: polynomial}", context(100, 0.0));
   EXPECT_NE(msg.find("needs the optimizer's base lr"), std::string::npos) << msg;
   msg = err("{type: step}", context(100));
@@ -153,7 +159,8 @@ TEST_F(SchedulerTest, BadSectionsGiveErrorsNamingTheKey) {
   EXPECT_NE(msg.find("scheduler.args.warmup"), std::string::npos) << msg;
   msg = err("{type: cosin}", context(100));
   EXPECT_NE(msg.find("unknown scheduler 'cosin' at scheduler.type (did you mean 'cosine'?)"),
-            std::string::npos) << msg;
+            std::string::npos)
+      << msg;
   msg = err("{type: constant, interval: batch}", context(100));
   EXPECT_NE(msg.find("scheduler.interval"), std::string::npos) << msg;
   msg = err("{type: reduce_on_plateau, args: {factor: 1.0}}", context(100));

@@ -51,7 +51,9 @@ class Registry {
     const auto& info = catalog::find(kind_, name, section.key_path("type"));
     auto it = factories_.find(name);
     UT_CHECK(it != factories_.end(), "component ", kind_, " '", name, "' is described but has no factory");
-    Config args = section.has("args") ? section.at("args") : info.args->resolve(Config());
+    Config args = section.has("args")
+                      ? section.at("args")
+                      : info.args->resolve(Config(YAML::Node(YAML::NodeType::Map), section.key_path("args")));
     return it->second(args, std::forward<Extra>(extra)...);
   }
 

@@ -1,5 +1,6 @@
 #include "unitrain/data/epoch_iterators.h"
 
+#include <omp.h>
 #include <torch/torch.h>
 
 #include <atomic>
@@ -102,6 +103,9 @@ class ThreadedIterator : public EpochIterator {
 
   void work(int64_t w) {
     torch::NoGradGuard no_grad;
+    // Reads run single-threaded: an OpenMP team per loader thread would oversubscribe the
+    // cores the training step's own intra-op threads use.
+    omp_set_num_threads(1);
     Queue& q = queues_[static_cast<size_t>(w)];
     const auto stride = static_cast<int64_t>(queues_.size());
     for (int64_t b = start_ + w; b < plan_.num_batches; b += stride) {

@@ -61,8 +61,7 @@ MetricValue top_k_accuracy(const torch::Tensor& logits_in, const torch::Tensor& 
                          "expects class scores [B, C] with class indices [B], or [B, T, C] "
                          "with [B, T]");
   UT_CHECK(k >= 1 && k <= logits.size(-1), "metric 'top_k_accuracy': k = ", k,
-           " must be between 1 and the number of classes (", logits.size(-1),
-           "); lower args.k");
+           " must be between 1 and the number of classes (", logits.size(-1), "); lower args.k");
   torch::Tensor top = std::get<1>(logits.topk(k, -1));
   torch::Tensor hits = (top == t.unsqueeze(-1)).any(-1);
   return fraction(hits, counted(t));
@@ -120,7 +119,10 @@ void register_builtin_metrics() {
           "exp of the mean token cross entropy over the pass; targets -100 are skipped",
           &metrics::perplexity);
     Schema top_k;
-    top_k.add("k", Type::Int).def(5).min(1).help("how many of the largest scores may hold the target");
+    top_k.add("k", Type::Int)
+        .def(5)
+        .min(1)
+        .help("how many of the largest scores may hold the target");
     r.add("top_k_accuracy", "share of items whose target is among the k largest scores",
           std::move(top_k), [](const Config& args) {
             int64_t k = args.get_int("k");

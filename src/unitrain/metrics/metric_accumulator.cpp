@@ -6,13 +6,11 @@
 
 namespace unitrain {
 
-void MetricAccumulator::add(const std::map<std::string, MetricValue>& values,
-                            int64_t batch_size) {
+void MetricAccumulator::add(const std::map<std::string, MetricValue>& values, int64_t batch_size) {
   for (const auto& [name, value] : values) add(name, value, batch_size);
 }
 
-void MetricAccumulator::add(const std::string& name, const MetricValue& value,
-                            int64_t batch_size) {
+void MetricAccumulator::add(const std::string& name, const MetricValue& value, int64_t batch_size) {
   UT_CHECK_TRAIN(value.value.defined() && value.value.numel() == 1, "metric '", name,
                  "' must be a scalar tensor, got ",
                  value.value.defined() ? std::to_string(value.value.numel()) + " values"

@@ -15,9 +15,14 @@ class MetricAccumulator {
   /// Adds one batch's values; `batch_size` stands in for weights < 0.
   void add(const std::map<std::string, MetricValue>& values, int64_t batch_size);
   void add(const std::string& name, const MetricValue& value, int64_t batch_size);
+  /// Weighted means; a name whose total weight is 0 (nothing counted) has no entry.
   std::map<std::string, double> result() const;
   /// Raw sums, for reducing across processes: name -> (sum of value*weight, sum of weight).
-  struct Sum { double weighted = 0; double weight = 0; bool exp_of_mean = false; };
+  struct Sum {
+    double weighted = 0;
+    double weight = 0;
+    bool exp_of_mean = false;
+  };
   const std::map<std::string, Sum>& sums() const { return sums_; }
   std::map<std::string, Sum>& sums() { return sums_; }
   bool empty() const { return sums_.empty(); }

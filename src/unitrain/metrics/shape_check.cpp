@@ -4,8 +4,7 @@
 
 namespace unitrain {
 
-PredictionTargetError::PredictionTargetError(std::string kind, std::string type,
-                                             std::string detail)
+PredictionTargetError::PredictionTargetError(std::string kind, std::string type, std::string detail)
     : ConfigError(kind + " '" + type + "': " + detail),
       kind_(std::move(kind)),
       type_(std::move(type)),
@@ -30,8 +29,8 @@ void throw_shape_mismatch(const std::string& kind, const std::string& type,
                           const std::string& expects) {
   throw PredictionTargetError(kind, type,
                               "prediction shape " + shape_str(pred.sizes()) +
-                                  " does not fit target shape " + shape_str(target.sizes()) +
-                                  "; " + type + " " + expects);
+                                  " does not fit target shape " + shape_str(target.sizes()) + "; " +
+                                  type + " " + expects);
 }
 
 torch::Tensor class_index_target(const torch::Tensor& pred, const torch::Tensor& target,
@@ -66,10 +65,10 @@ torch::Tensor elementwise_target(const torch::Tensor& pred, const torch::Tensor&
     return s.size() > 0 && s.back() == 1 ? s.slice(0, s.size() - 1) : s;
   };
   bool fits = pred.sizes() == target.sizes() ||
-              (pred.dim() == target.dim() + 1 && drop_trailing_one(pred.sizes()) == target.sizes() &&
-               pred.size(-1) == 1) ||
-              (target.dim() == pred.dim() + 1 && drop_trailing_one(target.sizes()) == pred.sizes() &&
-               target.size(-1) == 1);
+              (pred.dim() == target.dim() + 1 &&
+               drop_trailing_one(pred.sizes()) == target.sizes() && pred.size(-1) == 1) ||
+              (target.dim() == pred.dim() + 1 &&
+               drop_trailing_one(target.sizes()) == pred.sizes() && target.size(-1) == 1);
   if (!fits) throw_shape_mismatch(kind, type, pred, target, expects);
   torch::Tensor t = target.reshape(pred.sizes());
   if (pred.is_floating_point()) t = t.to(pred.scalar_type());

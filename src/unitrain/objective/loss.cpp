@@ -26,10 +26,9 @@ torch::Tensor guarded(const std::string& type, const torch::Tensor& pred,
   try {
     return compute();
   } catch (const c10::Error& e) {
-    throw PredictionTargetError(
-        "loss", type,
-        "prediction shape " + shape_str(pred.sizes()) + ", target shape " +
-            shape_str(target.sizes()) + ": " + e.what_without_backtrace());
+    throw PredictionTargetError("loss", type,
+                                "prediction shape " + shape_str(pred.sizes()) + ", target shape " +
+                                    shape_str(target.sizes()) + ": " + e.what_without_backtrace());
   }
 }
 
@@ -45,8 +44,7 @@ torch::Tensor class_loss(const std::string& type, const torch::Tensor& pred,
     return guarded(type, pred, target, [&] {
       torch::Tensor p = pred.reshape({-1, pred.size(-1)});
       torch::Tensor t = target.reshape({-1, pred.size(-1)}).to(pred.scalar_type());
-      return at::cross_entropy_loss(p, t, {}, at::Reduction::Mean, ignore_index,
-                                    label_smoothing);
+      return at::cross_entropy_loss(p, t, {}, at::Reduction::Mean, ignore_index, label_smoothing);
     });
   }
   torch::Tensor t =
@@ -54,10 +52,9 @@ torch::Tensor class_loss(const std::string& type, const torch::Tensor& pred,
   return guarded(type, pred, target, [&] {
     torch::Tensor p = pred.reshape({-1, pred.size(-1)});
     torch::Tensor flat_t = t.reshape({-1});
-    torch::Tensor sum =
-        log_probs ? at::nll_loss(p, flat_t, {}, at::Reduction::Sum, ignore_index)
-                  : at::cross_entropy_loss(p, flat_t, {}, at::Reduction::Sum, ignore_index,
-                                           label_smoothing);
+    torch::Tensor sum = log_probs ? at::nll_loss(p, flat_t, {}, at::Reduction::Sum, ignore_index)
+                                  : at::cross_entropy_loss(p, flat_t, {}, at::Reduction::Sum,
+                                                           ignore_index, label_smoothing);
     torch::Tensor count = (flat_t != ignore_index).sum().clamp_min(1).to(sum.scalar_type());
     return sum / count;
   });
@@ -85,9 +82,13 @@ void register_builtin_losses() {
     auto& r = loss_registry();
 
     Schema ce;
-    ce.add("label_smoothing", Type::Float).def(0.0).min(0).max(1)
+    ce.add("label_smoothing", Type::Float)
+        .def(0.0)
+        .min(0)
+        .max(1)
         .help("mix the one-hot target with the uniform distribution by this share");
-    ce.add("ignore_index", Type::Int).def(kIgnoreIndex)
+    ce.add("ignore_index", Type::Int)
+        .def(kIgnoreIndex)
         .help("targets equal to this index add nothing and are not counted in the mean");
     r.add("cross_entropy",
           "softmax cross entropy of logits [B, C] or [B, T, C] with class indices (or "
@@ -101,10 +102,11 @@ void register_builtin_losses() {
           });
 
     Schema nll;
-    nll.add("ignore_index", Type::Int).def(kIgnoreIndex)
+    nll.add("ignore_index", Type::Int)
+        .def(kIgnoreIndex)
         .help("targets equal to this index add nothing and are not counted in the mean");
-    r.add("nll", "negative log-likelihood of log-probabilities [B, C] or [B, T, C]",
-          std::move(nll), [](const Config& args) {
+    r.add("nll", "negative log-likelihood of log-probabilities [B, C] or [B, T, C]", std::move(nll),
+          [](const Config& args) {
             int64_t ignore = args.get_int("ignore_index");
             return LossFn([=](const torch::Tensor& pred, const torch::Tensor& target) {
               return class_loss("nll", pred, target, ignore, 0.0);
@@ -112,18 +114,18 @@ void register_builtin_losses() {
           });
 
     r.add("mse", "mean squared error", Schema(), [](const Config&) {
-      return elementwise("mse", [](const torch::Tensor& p, const torch::Tensor& t) {
-        return at::mse_loss(p, t);
-      });
+      return elementwise(
+          "mse", [](const torch::Tensor& p, const torch::Tensor& t) { return at::mse_loss(p, t); });
     });
     r.add("l1", "mean absolute error", Schema(), [](const Config&) {
-      return elementwise("l1", [](const torch::Tensor& p, const torch::Tensor& t) {
-        return at::l1_loss(p, t);
-      });
+      return elementwise(
+          "l1", [](const torch::Tensor& p, const torch::Tensor& t) { return at::l1_loss(p, t); });
     });
 
     Schema smooth;
-    smooth.add("beta", Type::Float).def(1.0).min(0)
+    smooth.add("beta", Type::Float)
+        .def(1.0)
+        .min(0)
         .help("below this absolute error the loss is quadratic, above it linear (0: l1)");
     r.add("smooth_l1", "Huber-like loss: quadratic for small errors, linear for large ones",
           std::move(smooth), [](const Config& args) {
@@ -135,7 +137,9 @@ void register_builtin_losses() {
           });
 
     Schema bce;
-    bce.add("pos_weight", Type::Float).nullable().gt(0)
+    bce.add("pos_weight", Type::Float)
+        .nullable()
+        .gt(0)
         .help("weight of the positive targets' term (e.g. negatives / positives)");
     r.add("bce_with_logits", "binary cross entropy of logits with 0/1 (or soft) targets",
           std::move(bce), [](const Config& args) {

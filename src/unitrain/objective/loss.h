@@ -12,8 +12,14 @@
 namespace unitrain {
 
 /// A loss on a prediction and its target, reduced to the mean over the batch (for sequence
-/// outputs: over all tokens). Throws ConfigError naming the loss and both shapes when they
-/// cannot fit.
+/// outputs: over all tokens). Throws PredictionTargetError (metrics/shape_check.h, a
+/// ConfigError) naming the loss and both shapes when they cannot fit.
+/// Shapes: cross_entropy / nll take scores [B, C] with class indices [B] (or [B, 1]) or
+/// [B, T, C] with [B, T] (class dim last; flattened to tokens; the mean skips ignore_index and
+/// is 0, not NaN, when every target is ignored); cross_entropy also takes class probabilities
+/// of the logits' shape. mse, l1, smooth_l1 and bce_with_logits are element-wise: equal shapes,
+/// or [B, 1] vs [B] (exactly squeezable); nothing is broadcast, unlike PyTorch's silent
+/// mse([B, 1], [B]) -> [B, B].
 using LossFn = std::function<torch::Tensor(const torch::Tensor& pred, const torch::Tensor& target)>;
 
 /// Registered losses (`objective.losses[].type`): cross_entropy, nll, mse, l1, smooth_l1,
@@ -23,7 +29,9 @@ Registry<LossFn>& loss_registry();
 /// A penalty on a set of tensors (the trainable parameters, or one prediction).
 using RegularizerFn = std::function<torch::Tensor(const std::vector<torch::Tensor>& tensors)>;
 
-/// Registered regularizers (`objective.regularizers[].type`): l1, l2.
+/// Registered regularizers (`objective.regularizers[].type`): l1 = sum |w|, l2 = sum w^2 / 2
+/// (the 1/2 ||w||^2 convention: weight * l2 has gradient weight * w, so the weight equals an
+/// SGD weight_decay). Zero for an empty set.
 Registry<RegularizerFn>& regularizer_registry();
 
 }  // namespace unitrain

@@ -71,39 +71,54 @@ struct ObjectiveModule::MetricTerm {
 std::shared_ptr<const Schema> objective_section_schema() {
   static const std::shared_ptr<const Schema> schema = [] {
     auto loss = std::make_shared<Schema>();
-    loss->add("prediction", Type::String).nullable()
+    loss->add("prediction", Type::String)
+        .nullable()
         .help("the prediction this loss scores (default: the first of objective.predictions)");
     loss->add("target", Type::String).def("y").help("the batch tensor it is compared with");
     loss->add("weight", Type::Float).def(1.0).min(0).help("factor of this term in the loss");
-    loss->add("name", Type::String).nullable()
+    loss->add("name", Type::String)
+        .nullable()
         .help("unique name, logged as loss_<name> (default: the type)");
 
     auto reg = std::make_shared<Schema>();
     reg->add("weight", Type::Float).gt(0).help("factor of this penalty in the loss");
-    reg->add("target", Type::String).def("params")
+    reg->add("target", Type::String)
+        .def("params")
         .help("'params' (the trainable parameters) or a prediction name (penalty / batch size)");
-    reg->add("include_bias", Type::Bool).def(false)
+    reg->add("include_bias", Type::Bool)
+        .def(false)
         .help("also penalise biases and other 1-d parameters");
-    reg->add("name", Type::String).nullable()
+    reg->add("name", Type::String)
+        .nullable()
         .help("unique name, logged as reg_<name> (default: the type)");
 
     auto metric = std::make_shared<Schema>();
-    metric->add("prediction", Type::String).nullable()
+    metric->add("prediction", Type::String)
+        .nullable()
         .help("the prediction it measures (default: the first of objective.predictions)");
     metric->add("target", Type::String).def("y").help("the batch tensor it is compared with");
-    metric->add("name", Type::String).nullable()
+    metric->add("name", Type::String)
+        .nullable()
         .help("unique name it is logged under (default: the type)");
 
     auto s = std::make_shared<Schema>();
-    s->add("inputs", Type::StringList).def("[x]")
+    s->add("inputs", Type::StringList)
+        .def("[x]")
         .help("batch tensors passed to the model, in order");
-    s->add("predictions", Type::StringList).def("[logits]")
+    s->add("predictions", Type::StringList)
+        .def("[logits]")
         .help("names of the model's outputs, in order");
-    s->add("losses", Type::SectionList).component("loss").section(loss)
+    s->add("losses", Type::SectionList)
+        .component("loss")
+        .section(loss)
         .help("loss terms, at least one; the loss is the weighted sum");
-    s->add("regularizers", Type::SectionList).component("regularizer").section(reg)
+    s->add("regularizers", Type::SectionList)
+        .component("regularizer")
+        .section(reg)
         .help("penalties added to the loss");
-    s->add("metrics", Type::SectionList).component("metric").section(metric)
+    s->add("metrics", Type::SectionList)
+        .component("metric")
+        .section(metric)
         .help("metrics logged next to the loss terms");
     return s;
   }();
@@ -130,7 +145,9 @@ void ObjectiveModule::configure(const Config& section) {
   register_builtin_losses();
   register_builtin_regularizers();
   register_builtin_metrics();
-  Config objective = objective_section_schema()->resolve(section);
+  // A standalone section (library use) still names its keys objective.*.
+  Config objective = objective_section_schema()->resolve(
+      section.path().empty() ? Config(section.node(), "objective") : section);
 
   inputs_ = objective.get_string_list("inputs");
   predictions_ = objective.get_string_list("predictions");
@@ -138,8 +155,8 @@ void ObjectiveModule::configure(const Config& section) {
   UT_CHECK(!predictions_.empty(), objective.key_path("predictions"),
            " must name at least one model output");
   for (size_t i = 0; i < predictions_.size(); ++i) {
-    UT_CHECK(index_of(predictions_, predictions_[i]) == i, objective.key_path("predictions"),
-             ": '", predictions_[i], "' is listed twice");
+    UT_CHECK(index_of(predictions_, predictions_[i]) == i, objective.key_path("predictions"), ": '",
+             predictions_[i], "' is listed twice");
   }
 
   std::set<std::string> logged;  // every name reported as a metric
@@ -210,8 +227,8 @@ std::vector<torch::Tensor> ObjectiveModule::gather_predictions(const Batch& batc
            " output(s) but names ", names.size(), " (", join(names), ")");
   std::vector<torch::Tensor> ordered;
   for (const auto& p : predictions_) {
-    UT_CHECK(contains(names, p), "objective.predictions: model '", model_type_,
-             "' has no output '", p, "'; its outputs are: ", join(names));
+    UT_CHECK(contains(names, p), "objective.predictions: model '", model_type_, "' has no output '",
+             p, "'; its outputs are: ", join(names));
     ordered.push_back(outputs[index_of(names, p)]);
   }
   return ordered;

@@ -135,13 +135,13 @@ void register_one_cycle() {
         const double initial = 1.0 / args.get_double("div_factor");
         const double min = initial / args.get_double("final_div_factor");
         const double last = static_cast<double>(total - 1);
-        std::vector<Phase> phases;
+        const double ramp_end = pct * static_cast<double>(total) - 1;
+        std::vector<Phase> phases{{ramp_end, initial, 1.0}};
         if (args.get_bool("three_phase")) {
-          phases = {{pct * static_cast<double>(total) - 1, initial, 1.0},
-                    {2 * pct * static_cast<double>(total) - 2, 1.0, initial},
-                    {last, initial, min}};
+          phases.push_back({2 * pct * static_cast<double>(total) - 2, 1.0, initial});
+          phases.push_back({last, initial, min});
         } else {
-          phases = {{pct * static_cast<double>(total) - 1, initial, 1.0}, {last, 1.0, min}};
+          phases.push_back({last, 1.0, min});
         }
         const bool cosine = args.get_string("anneal") == "cos";
         return std::make_unique<LambdaSchedule>([=](int64_t n) {

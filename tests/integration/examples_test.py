@@ -1,0 +1,64 @@
+"""Every example in examples/ runs and does what its comment says."""
+import os
+import subprocess
+import common
+from common import run, read_jsonl
+
+
+def last(events, key):
+    return [e[key] for e in events if key in e][-1]
+
+
+class Examples(common.Case):
+    def test_library_example_trains_its_own_module(self):
+        exe = os.path.join(common.BUILD, "examples", "library_classifier")
+        p = subprocess.run([exe, os.path.join(self.dir, "lib")], capture_output=True, text=True,
+                           timeout=900)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("val/acc", p.stdout)
+
+    def test_plugin_registers_a_model_usable_from_yaml(self):
+        plugin = os.path.join(common.BUILD, "examples", "libunitrain_example_plugin.so")
+        code, out = run(["list", "--plugin", plugin])
+        self.assertEqual(code, 0, out)
+        self.assertIn("gated_mlp", out)
+        run_dir = os.path.join(self.dir, "gated")
+        code, out = run(["train", "examples/plugin/digits_gated.yaml", "--plugin", plugin,
+                         "--run_dir", run_dir], cwd=common.SOURCE)
+        self.assertEqual(code, 0, out)
+        self.assertGreaterEqual(last(read_jsonl(os.path.join(run_dir, "metrics.jsonl")), "val/acc"), 0.93)
+        code, out = run(["list", "--plugin", "/nonexistent/libx.so"])
+        self.assertEqual(code, 2, out)
+        self.assertIn("/nonexistent/libx.so", out)
+
+    def test_torchscript_model_from_python_is_trained(self):
+        model = os.path.join(self.dir, "digits_mlp.pt")
+        subprocess.run(["/usr/bin/python3", os.path.join(common.SOURCE, "examples/torchscript/make_model.py"),
+                        model], check=True, timeout=300)
+        run_dir = os.path.join(self.dir, "ts")
+        code, out = run(["train", "examples/torchscript/digits.yaml", "--model.args.path", model,
+                         "--run_dir", run_dir], cwd=common.SOURCE)
+        self.assertEqual(code, 0, out)
+        self.assertGreaterEqual(last(read_jsonl(os.path.join(run_dir, "metrics.jsonl")), "val/acc"), 0.93)
+
+    def test_char_lm_loss_falls_on_moby_dick(self):
+        text = os.path.join(common.SOURCE, "examples/data/generated/moby_dick.txt")
+        if not os.path.exists(text):
+            subprocess.run([os.path.join(common.SOURCE, "examples/moby_dick/prepare.sh")], check=True,
+                           timeout=600)
+        run_dir = os.path.join(self.dir, "lm")
+        code, out = run(["train", "examples/moby_dick/char_lm.yaml", "--run_dir", run_dir,
+                         "--train.max_length", "150 steps", "--train.val_every", "150 steps",
+                         "--train.log_every", "25 steps", "--model.args.d_model", "64",
+                         "--model.args.seq_len", "64", "--data.train.args.seq_len", "64"],
+                        cwd=common.SOURCE)
+        self.assertEqual(code, 0, out)
+        events = read_jsonl(os.path.join(run_dir, "metrics.jsonl"))
+        losses = [e["train/loss"] for e in events if "train/loss" in e]
+        self.assertGreater(losses[0], 3.0, losses)
+        self.assertLess(losses[-1], 2.8, losses)
+        self.assertLess(last(events, "val/ppl"), 16.0)
+
+
+if __name__ == "__main__":
+    common.main()
