@@ -41,7 +41,7 @@ int main(int argc, char** argv) try {
   unitrain::Config config = unitrain::Config::from_string(
       "name: library-digits\nrun_dir: " + run_dir + "\n" +
       "optimizer: {type: adamw, lr: 2.0e-3}\n"
-      "data: {loader: {batch_size: 32, workers: 2}}\n"
+      "data: {loader: {batch_size: 32}}\n"
       "train: {max_length: 30 epochs, log_every: 1 epoch}\n");
   unitrain::Trainer trainer(config);  // seeds torch first: the model's init is reproducible
   unitrain::CsvOptions csv;

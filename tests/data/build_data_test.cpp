@@ -124,7 +124,7 @@ TEST(BuildData, SchemaDefaultsAndLoaderOptions) {
   EXPECT_EQ(resolved.at("normalize").get_string("key"), "x");
   LoaderOptions o = LoaderOptions::from_config(resolved.at("loader"));
   EXPECT_EQ(o.batch_size_, 32);
-  EXPECT_EQ(o.workers_, 2);
+  EXPECT_EQ(o.workers_, -1);  // auto
   EXPECT_TRUE(o.shuffle_);
   EXPECT_FALSE(o.drop_last_);
   EXPECT_EQ(o.prefetch_, 4);

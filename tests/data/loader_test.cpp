@@ -171,8 +171,21 @@ TEST(Loader, ConstructionErrors) {
   msg = test::config_error_of(
       [] { Loader(std::make_shared<PickyDataset>(0, -1), LoaderOptions(), 0, "data.train"); });
   EXPECT_NE(msg.find("data.train is empty"), std::string::npos) << msg;
-  msg = test::config_error_of([] { Loader(numbered(5), LoaderOptions().workers(-1), 0); });
+  msg = test::config_error_of([] { Loader(numbered(5), LoaderOptions().workers(-2), 0); });
   EXPECT_NE(msg.find("data.loader.workers must be >= 0"), std::string::npos) << msg;
+}
+
+TEST(Loader, AutoWorkersReadInMemoryDataInTheTrainingThread) {
+  struct OnDisk : Dataset {
+    int64_t size() const override { return 4; }
+    Batch get(int64_t i) const override { return Batch{{"x", torch::tensor(i)}}; }
+  };
+  EXPECT_EQ(Loader(numbered(10), LoaderOptions(), 0).reader_threads(), 0);
+  EXPECT_EQ(Loader(std::make_shared<OnDisk>(), LoaderOptions(), 0).reader_threads(), 2);
+  EXPECT_EQ(Loader(numbered(10), LoaderOptions().workers(3), 0).reader_threads(), 3);
+  Config bad = Config::from_string("{workers: some}");
+  bad = LoaderOptions::schema()->resolve(bad);
+  EXPECT_THROW(LoaderOptions::from_config(bad), ConfigError);
 }
 
 }  // namespace

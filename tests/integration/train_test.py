@@ -25,7 +25,8 @@ class Train(common.Case):
         self.assertEqual(len(rows), len(events))
         self.assertIn("val/acc", rows[0])
         self.assertTrue(os.path.exists(os.path.join(run_dir, "config.yaml")))
-        self.assertIn("BLAS", open(os.path.join(run_dir, "train.log")).read())
+        with open(os.path.join(run_dir, "train.log")) as f:
+            self.assertIn("BLAS", f.read())
 
     def test_same_seed_same_metrics_whatever_the_workers(self):
         logs = []

@@ -39,6 +39,7 @@ DatasetPtr build_dataset(const Config& data, const std::string& key) {
 }  // namespace
 
 std::shared_ptr<const Schema> data_section_schema() {
+  register_builtin_datasets();  // resolving the section looks the dataset types up
   static const auto schema = [] {
     auto s = std::make_shared<Schema>();
     s->add("train", Type::Section)

@@ -25,6 +25,10 @@ class Dataset {
   /// Facts a model config may need, e.g. `vocab_size` (text_chars), `num_classes`,
   /// `num_features`. Wrappers (split, normalize) forward their inner dataset's.
   virtual std::map<std::string, int64_t> info() const { return {}; }
+  /// True when get_batch is a cheap gather from memory (no file I/O, no decoding): then
+  /// `data.loader.workers: auto` reads batches in the training thread, where a hand-off to
+  /// reader threads would cost more than the read.
+  virtual bool in_memory() const { return false; }
 };
 
 using DatasetPtr = std::shared_ptr<const Dataset>;

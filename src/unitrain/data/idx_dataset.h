@@ -29,6 +29,7 @@ class IdxDataset : public Dataset {
   Batch get(int64_t index) const override;
   Batch get_batch(const std::vector<int64_t>& indices) const override;
   std::map<std::string, int64_t> info() const override { return info_; }
+  bool in_memory() const override { return true; }
 
  private:
   torch::Tensor images_;  // uint8 [N, 1, H, W]

@@ -1,5 +1,6 @@
 #include "unitrain/data/loader.h"
 
+#include <cstdlib>
 #include <numeric>
 
 #include "unitrain/core/error.h"
@@ -7,15 +8,29 @@
 #include "unitrain/data/permutation.h"
 
 namespace unitrain {
+namespace {
+
+// `auto` -> -1 (decided per dataset by the Loader), else a count >= 0.
+int64_t parse_workers(const Config& loader_section) {
+  const std::string text = loader_section.get_string("workers");
+  if (text == "auto") return -1;
+  char* end = nullptr;
+  const long n = std::strtol(text.c_str(), &end, 10);
+  UT_CHECK(!text.empty() && *end == '\0' && n >= 0, loader_section.key_path("workers"),
+           " must be 'auto' or a whole number >= 0, got '", text, "'");
+  return n;
+}
+
+}  // namespace
 
 std::shared_ptr<const Schema> LoaderOptions::schema() {
   static const auto schema = [] {
     auto s = std::make_shared<Schema>();
     s->add("batch_size", Type::Int).def(32).gt(0).help("examples per batch (per process)");
-    s->add("workers", Type::Int)
-        .def(2)
-        .min(0)
-        .help("reader threads; 0 = read in the training thread");
+    s->add("workers", Type::String)
+        .def("auto")
+        .help("reader threads; 0 = read in the training thread; auto = 0 for in-memory "
+              "datasets (all built-ins), else 2");
     s->add("shuffle", Type::Bool).def(true).help("a new seeded order every epoch (train only)");
     s->add("drop_last", Type::Bool).def(false).help("drop the last batch when it is short");
     s->add("prefetch", Type::Int).def(4).gt(0).help("batches each worker reads ahead");
@@ -27,7 +42,7 @@ std::shared_ptr<const Schema> LoaderOptions::schema() {
 LoaderOptions LoaderOptions::from_config(const Config& loader_section) {
   return LoaderOptions()
       .batch_size(loader_section.get_int("batch_size"))
-      .workers(loader_section.get_int("workers"))
+      .workers(parse_workers(loader_section))
       .shuffle(loader_section.get_bool("shuffle"))
       .drop_last(loader_section.get_bool("drop_last"))
       .prefetch(loader_section.get_int("prefetch"));
@@ -37,7 +52,7 @@ Loader::Loader(DatasetPtr dataset, LoaderOptions options, uint64_t seed, std::st
     : dataset_(std::move(dataset)), options_(options), seed_(seed), name_(std::move(name)) {
   UT_CHECK(options_.batch_size_ > 0, "data.loader.batch_size must be > 0, got ",
            options_.batch_size_);
-  UT_CHECK(options_.workers_ >= 0, "data.loader.workers must be >= 0, got ", options_.workers_);
+  UT_CHECK(options_.workers_ >= -1, "data.loader.workers must be >= 0, got ", options_.workers_);
   UT_CHECK(options_.prefetch_ > 0, "data.loader.prefetch must be > 0, got ", options_.prefetch_);
   UT_CHECK(dataset_ != nullptr, name_, ": no dataset given to the loader");
   const int64_t n = dataset_->size();
@@ -48,6 +63,11 @@ Loader::Loader(DatasetPtr dataset, LoaderOptions options, uint64_t seed, std::st
 }
 
 int64_t Loader::dataset_size() const { return dataset_->size(); }
+
+int64_t Loader::reader_threads() const {
+  if (options_.workers_ >= 0) return options_.workers_;
+  return dataset_->in_memory() ? 0 : 2;
+}
 
 int64_t Loader::batches_per_epoch() const {
   const int64_t n = dataset_->size(), b = options_.batch_size_;
@@ -69,9 +89,9 @@ std::unique_ptr<EpochIterator> Loader::epoch(int64_t epoch, int64_t start_batch)
   UT_CHECK(start_batch >= 0 && start_batch <= batches, name_, ": cannot start epoch ", epoch,
            " at batch ", start_batch, "; it has ", batches, " batches");
   detail::EpochPlan plan{dataset_, order(epoch), options_.batch_size_, batches, name_};
-  if (options_.workers_ == 0) return detail::make_serial_iterator(std::move(plan), start_batch);
-  return detail::make_threaded_iterator(std::move(plan), start_batch, options_.workers_,
-                                        options_.prefetch_);
+  const int64_t workers = reader_threads();
+  if (workers == 0) return detail::make_serial_iterator(std::move(plan), start_batch);
+  return detail::make_threaded_iterator(std::move(plan), start_batch, workers, options_.prefetch_);
 }
 
 }  // namespace unitrain

@@ -12,7 +12,7 @@ namespace unitrain {
 /// Loader settings (`data.loader`). Defaults on the fields; chained setters.
 struct LoaderOptions {
   int64_t batch_size_ = 32;
-  int64_t workers_ = 2;
+  int64_t workers_ = -1;  ///< -1 = auto: 0 for in-memory datasets, else 2
   bool shuffle_ = true;
   bool drop_last_ = false;
   int64_t prefetch_ = 4;  ///< batches read ahead per worker
@@ -48,6 +48,8 @@ class Loader {
 
   int64_t batches_per_epoch() const;
   int64_t dataset_size() const;
+  /// Reader threads used: `workers`, or for auto 0 when the dataset is in memory, else 2.
+  int64_t reader_threads() const;
   const LoaderOptions& options() const { return options_; }
   /// The batches of `epoch`, starting at batch `start_batch` (a seek, not a replay).
   std::unique_ptr<EpochIterator> epoch(int64_t epoch, int64_t start_batch = 0) const;

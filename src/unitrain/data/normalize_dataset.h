@@ -31,6 +31,7 @@ class NormalizeDataset : public Dataset {
   Batch get(int64_t index) const override;
   Batch get_batch(const std::vector<int64_t>& indices) const override;
   std::map<std::string, int64_t> info() const override { return inner_->info(); }
+  bool in_memory() const override { return inner_->in_memory(); }
 
  private:
   // Normalizes `t`, whose channel dim is `channel_dim` (0 for an example, 1 for a batch).

@@ -22,6 +22,7 @@ class TensorDataset : public Dataset {
   Batch get(int64_t index) const override;
   Batch get_batch(const std::vector<int64_t>& indices) const override;
   std::map<std::string, int64_t> info() const override { return info_; }
+  bool in_memory() const override { return true; }
 
   const Batch& columns() const { return columns_; }
 

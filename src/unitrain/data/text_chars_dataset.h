@@ -34,6 +34,7 @@ class TextCharsDataset : public Dataset {
   Batch get(int64_t index) const override;
   Batch get_batch(const std::vector<int64_t>& indices) const override;
   std::map<std::string, int64_t> info() const override;
+  bool in_memory() const override { return true; }
 
   int64_t vocab_size() const { return static_cast<int64_t>(vocab_.size()); }
   /// The characters in id order: token id t is vocab()[t].

@@ -33,7 +33,7 @@ torch::Tensor guarded(const std::string& type, const torch::Tensor& pred,
 }
 
 // Cross entropy / NLL over the last dimension, flattening sequences to [B*T, C]; the mean is
-// over targets other than ignore_index (0 when there are none, instead of PyTorch's NaN).
+// over targets other than ignore_index, as PyTorch computes it (NaN when there are none).
 torch::Tensor class_loss(const std::string& type, const torch::Tensor& pred,
                          const torch::Tensor& target, int64_t ignore_index,
                          double label_smoothing) {
@@ -52,11 +52,9 @@ torch::Tensor class_loss(const std::string& type, const torch::Tensor& pred,
   return guarded(type, pred, target, [&] {
     torch::Tensor p = pred.reshape({-1, pred.size(-1)});
     torch::Tensor flat_t = t.reshape({-1});
-    torch::Tensor sum = log_probs ? at::nll_loss(p, flat_t, {}, at::Reduction::Sum, ignore_index)
-                                  : at::cross_entropy_loss(p, flat_t, {}, at::Reduction::Sum,
-                                                           ignore_index, label_smoothing);
-    torch::Tensor count = (flat_t != ignore_index).sum().clamp_min(1).to(sum.scalar_type());
-    return sum / count;
+    return log_probs ? at::nll_loss(p, flat_t, {}, at::Reduction::Mean, ignore_index)
+                     : at::cross_entropy_loss(p, flat_t, {}, at::Reduction::Mean, ignore_index,
+                                              label_smoothing);
   });
 }
 

@@ -69,6 +69,10 @@ struct ObjectiveModule::MetricTerm {
 };
 
 std::shared_ptr<const Schema> objective_section_schema() {
+  // Resolving the section looks its components up: they must be in the catalog first.
+  register_builtin_losses();
+  register_builtin_regularizers();
+  register_builtin_metrics();
   static const std::shared_ptr<const Schema> schema = [] {
     auto loss = std::make_shared<Schema>();
     loss->add("prediction", Type::String)
@@ -142,9 +146,6 @@ ObjectiveModule::ObjectiveModule(ModelPtr model, const Config& objective_section
 }
 
 void ObjectiveModule::configure(const Config& section) {
-  register_builtin_losses();
-  register_builtin_regularizers();
-  register_builtin_metrics();
   // A standalone section (library use) still names its keys objective.*.
   Config objective = objective_section_schema()->resolve(
       section.path().empty() ? Config(section.node(), "objective") : section);
