@@ -27,6 +27,12 @@ class Callback {
   virtual void on_validation_end(Trainer& trainer, const MetricMap& metrics) {}
   /// After each log event of training metrics.
   virtual void on_log(Trainer& trainer, const MetricMap& metrics) {}
+  /// While a checkpoint is written: add named entries of this callback's own state (any
+  /// bytes; a name is a file name in the checkpoint folder, without '/').
+  virtual void on_save_checkpoint(Trainer& trainer, std::map<std::string, std::string>& entries) {}
+  /// When a run resumes: the entries saved by on_save_checkpoint (all callbacks' entries).
+  virtual void on_load_checkpoint(Trainer& trainer,
+                                  const std::map<std::string, std::string>& entries) {}
 };
 
 }  // namespace unitrain

@@ -2,11 +2,13 @@
 
 #include <regex>
 
+#include "unitrain/checkpoint/checkpoint_options.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/registry.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/engine/train_options.h"
 #include "unitrain/log/tracker.h"
+#include "unitrain/models/model.h"
 #include "unitrain/objective/objective_module.h"
 #include "unitrain/optim/optimizer.h"
 #include "unitrain/optim/scheduler.h"
@@ -60,8 +62,8 @@ std::shared_ptr<const Schema> run_schema() {
         "seeds model init, data order and dropout: the same seed gives the same run bit for bit");
     s->add("run_dir", Type::String).def("runs/${name}").help(
         "where config.yaml, metrics.jsonl/.csv and train.log are written; ${key} refers to other keys");
-    s->add("model", Type::Section).component("model").nullable().help(
-        "the model to train (config-driven runs)");
+    s->add("model", Type::Section).component("model").nullable().section(model_section_schema())
+        .help("the model to train (config-driven runs)");
     s->add("objective", Type::Section).section(objective_section_schema()).help(
         "how the model's predictions become losses and metrics (config-driven runs)");
     s->add("data", Type::Section).section(data_section_schema()).help("datasets and the loader");
@@ -71,6 +73,10 @@ std::shared_ptr<const Schema> run_schema() {
         .section(scheduler_section_schema()).help("the learning-rate schedule");
     s->add("train", Type::Section).section(TrainOptions::schema()).help("the training loop");
     s->add("log", Type::Section).section(LogOptions::schema()).help("logging");
+    s->add("checkpoint", Type::Section).section(CheckpointOptions::schema()).help(
+        "checkpoints in run_dir/checkpoints and resuming from them");
+    s->add("early_stopping", Type::Section).section(EarlyStoppingOptions::schema()).help(
+        "stop when a validation metric stops improving");
     s->add("user", Type::Any).def("{}").help(
         "free-form keys for your own code (library users); not validated");
     return s;

@@ -35,6 +35,10 @@ class StepRunner {
   /// `step` (the optimizer step this micro-batch belongs to) and the loss terms.
   MicroStepResult run(const Batch& batch, double weight, bool last_in_window, int64_t step);
 
+  /// A non-finite loss was seen earlier in the current window (skip mode); checkpoints save it.
+  bool window_bad() const { return window_bad_; }
+  void set_window_bad(bool bad) { window_bad_ = bad; }
+
  private:
   MicroStepResult run_with_closure(const Batch& batch, int64_t step);
   void nonfinite(const std::string& what, int64_t step, const MicroStepResult& r);

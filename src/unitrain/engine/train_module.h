@@ -24,6 +24,9 @@ class TrainModule : public torch::nn::Module {
   virtual StepOutput training_step(const Batch& batch) = 0;
   virtual StepOutput validation_step(const Batch& batch) = 0;
   virtual StepOutput test_step(const Batch& batch) { return validation_step(batch); }
+  /// The module whose parameters and buffers a checkpoint's model.pt and `unitrain export`
+  /// hold and `model.init_from` loads, by its state_dict() names. Default: this module.
+  virtual torch::nn::Module& weights() { return *this; }
 };
 
 }  // namespace unitrain

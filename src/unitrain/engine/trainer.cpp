@@ -7,19 +7,15 @@
 #include <fmt/format.h>
 
 #include "unitrain/core/error.h"
-#include "unitrain/data/loader.h"
-#include "unitrain/engine/lr_controller.h"
 #include "unitrain/engine/run_config.h"
 #include "unitrain/engine/run_env.h"
-#include "unitrain/engine/step_runner.h"
+#include "unitrain/engine/stop_signal.h"
+#include "unitrain/engine/trainer_loop.h"
 #include "unitrain/log/console.h"
-#include "unitrain/log/run_logger.h"
-#include "unitrain/metrics/metric_accumulator.h"
+#include "unitrain/log/console_tracker.h"
 
 namespace unitrain {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // True when a period in steps or samples elapsed between two points of the run.
 bool crossed(const TrainUnit& period, int64_t steps, int64_t samples_before, int64_t samples) {
@@ -33,126 +29,153 @@ bool crossed(const TrainUnit& period, int64_t steps, int64_t samples_before, int
 
 }  // namespace
 
-/// The state of one fit(): loaders, optimizer, schedule, logger and the running sums.
-struct Trainer::Loop {
-  Trainer& t;
-  TrainModule& module;
-  Loader train_loader;
-  std::unique_ptr<Loader> val_loader;
-  int64_t accumulation = 1;
-  int64_t batches_per_epoch = 0;
-  int64_t steps_per_epoch = 0;
-  int64_t total_steps = 0;  ///< optimizer steps of the whole run (estimate for samples)
-  std::unique_ptr<LrController> lr;
-  std::unique_ptr<StepRunner> runner;
-  NoGradientSync sync;
-  RunLogger logger;
-  MetricAccumulator train_sums;
-  FitResult result;
-  Clock::time_point start = Clock::now();
-  int64_t last_val_step = -1;
+Trainer::Loop::Loop(Trainer& trainer, TrainModule& m, DatasetPtr train, DatasetPtr val,
+                    const ResumePoint& resume)
+    : t(trainer), module(m),
+      train_loader(std::move(train), LoaderOptions::from_config(trainer.config_.at("data").at("loader")),
+                   static_cast<uint64_t>(trainer.config_.get_int("seed")), "data.train"),
+      logger(LogOptions::from_config(trainer.config_.at("log")), trainer.run_dir_,
+             resume.log_events),
+      ckpt_options(CheckpointOptions::from_config(trainer.config_.at("checkpoint"))),
+      early(EarlyStoppingOptions::from_config(trainer.config_.at("early_stopping"))),
+      best_value(std::numeric_limits<double>::quiet_NaN()) {
+  if (val) {
+    LoaderOptions vo = train_loader.options();
+    vo.shuffle(false).drop_last(false);
+    val_loader = std::make_unique<Loader>(std::move(val), vo, 0, "data.val");
+  }
+  accumulation = t.options_.resolve_accumulation(train_loader.options().batch_size_, 1);
+  batches_per_epoch = train_loader.batches_per_epoch();
+  steps_per_epoch = (batches_per_epoch + accumulation - 1) / accumulation;
+  const TrainUnit& len = t.options_.max_length;
+  const int64_t samples_per_step = train_loader.options().batch_size_ * accumulation;
+  total_steps = len.unit == TrainUnit::Unit::Epochs  ? len.count * steps_per_epoch
+                : len.unit == TrainUnit::Unit::Steps ? len.count
+                                                     : (len.count + samples_per_step - 1) / samples_per_step;
+  if (ckpt_options.enabled && !t.options_.test_mode) {
+    checkpointer = std::make_unique<Checkpointer>(ckpt_options, t.run_dir_ + "/checkpoints");
+  }
+}
 
-  Loop(Trainer& trainer, TrainModule& m, DatasetPtr train, DatasetPtr val)
-      : t(trainer), module(m),
-        train_loader(std::move(train), LoaderOptions::from_config(trainer.config_.at("data").at("loader")),
-                     static_cast<uint64_t>(trainer.config_.get_int("seed")), "data.train"),
-        logger(LogOptions::from_config(trainer.config_.at("log")), trainer.run_dir_) {
-    if (val) {
-      LoaderOptions vo = train_loader.options();
-      vo.shuffle(false).drop_last(false);
-      val_loader = std::make_unique<Loader>(std::move(val), vo, 0, "data.val");
+/// Samples in the accumulation window that batch `b` of an epoch belongs to.
+int64_t Trainer::Loop::window_samples(int64_t b) const {
+  const int64_t first = (b / accumulation) * accumulation;
+  const int64_t last = std::min(first + accumulation, batches_per_epoch);
+  const int64_t bs = train_loader.options().batch_size_;
+  int64_t n = (last - first) * bs;
+  if (last == batches_per_epoch) {
+    const int64_t tail = train_loader.dataset_size() % bs;
+    if (tail != 0 && !train_loader.options().drop_last_) n -= bs - tail;
+  }
+  return n;
+}
+
+double Trainer::Loop::elapsed() const {
+  return time_offset + std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+LogEvent Trainer::Loop::event(MetricMap metrics) const {
+  return {t.state_.step, t.state_.epoch, t.state_.samples, elapsed(), std::move(metrics)};
+}
+
+void Trainer::Loop::log_train() {
+  if (train_sums.empty()) return;
+  MetricMap m;
+  for (const auto& [k, v] : train_sums.result()) m["train/" + k] = v;
+  m["train/lr"] = lr->lr();
+  if (t.state_.skipped_steps > 0) m["train/skipped_steps"] = double(t.state_.skipped_steps);
+  train_sums.clear();
+  logger.log(event(m));
+  result.last_train = m;
+  for (auto& cb : t.callbacks_) cb->on_log(t, m);
+}
+
+namespace {
+
+std::vector<std::string> keys(const MetricMap& m) {
+  std::vector<std::string> out;
+  for (const auto& kv : m) out.push_back(kv.first);
+  return out;
+}
+
+/// The value of `key` in a validation pass's metrics; ConfigError naming `who` otherwise.
+double monitored(const MetricMap& m, const std::string& key, const std::string& who) {
+  auto it = m.find(key);
+  UT_CHECK(it != m.end(), who, " monitors '", key, "' but validation reports: ",
+           fmt::format("{}", fmt::join(keys(m), ", ")));
+  return it->second;
+}
+
+}  // namespace
+
+void Trainer::Loop::validate() {
+  if (!val_loader || last_val_step == t.state_.step) return;
+  last_val_step = t.state_.step;
+  MetricMap m = unitrain::evaluate(module, *val_loader, EvalSplit::Val, "val",
+                                   t.options_.test_mode ? 1 : -1);
+  logger.log(event(m));
+  result.last_val = m;
+  if (Scheduler* s = lr->scheduler(); s && s->needs_metric()) {
+    s->observe(monitored(m, s->monitored_metric(), "scheduler"));
+    lr->apply(lr->per_epoch() ? t.state_.epoch : t.state_.step);
+  }
+  if (!ckpt_options.best_metric.empty()) {
+    const double v = monitored(m, ckpt_options.best_metric, "checkpoint.best.metric");
+    if (ckpt_options.improves(v, best_value)) {
+      best_value = v;
+      want_best_save = true;
     }
-    accumulation = t.options_.resolve_accumulation(train_loader.options().batch_size_, 1);
-    batches_per_epoch = train_loader.batches_per_epoch();
-    steps_per_epoch = (batches_per_epoch + accumulation - 1) / accumulation;
-    const TrainUnit& len = t.options_.max_length;
-    const int64_t samples_per_step = train_loader.options().batch_size_ * accumulation;
-    total_steps = len.unit == TrainUnit::Unit::Epochs  ? len.count * steps_per_epoch
-                  : len.unit == TrainUnit::Unit::Steps ? len.count
-                                                       : (len.count + samples_per_step - 1) / samples_per_step;
   }
+  early_stopping(m);
+  for (auto& cb : t.callbacks_) cb->on_validation_end(t, m);
+}
 
-  /// Samples in the accumulation window that batch `b` of an epoch belongs to.
-  int64_t window_samples(int64_t b) const {
-    const int64_t first = (b / accumulation) * accumulation;
-    const int64_t last = std::min(first + accumulation, batches_per_epoch);
-    const int64_t bs = train_loader.options().batch_size_;
-    int64_t n = (last - first) * bs;
-    if (last == batches_per_epoch) {
-      const int64_t tail = train_loader.dataset_size() % bs;
-      if (tail != 0 && !train_loader.options().drop_last_) n -= bs - tail;
-    }
-    return n;
+void Trainer::Loop::early_stopping(const MetricMap& m) {
+  if (early.metric.empty()) return;
+  TrainState& s = t.state_;
+  const double v = monitored(m, early.metric, "early_stopping.metric");
+  const bool better = std::isnan(s.best_metric) ||
+                      (early.mode == MetricMode::Min ? v < s.best_metric - early.min_delta
+                                                     : v > s.best_metric + early.min_delta);
+  if (better) {
+    s.best_metric = v;
+    s.stall_count = 0;
+    return;
   }
-
-  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-  LogEvent event(MetricMap metrics) const {
-    return {t.state_.step, t.state_.epoch, t.state_.samples, elapsed(), std::move(metrics)};
+  if (++s.stall_count >= early.patience) {
+    log::info(fmt::format("early stopping: {} has not improved on {} for {} validations", early.metric,
+                          format_metric(s.best_metric), s.stall_count));
+    s.should_stop = true;
   }
+}
 
-  void log_train() {
-    if (train_sums.empty()) return;
-    MetricMap m;
-    for (const auto& [k, v] : train_sums.result()) m["train/" + k] = v;
-    m["train/lr"] = lr->lr();
-    if (t.state_.skipped_steps > 0) m["train/skipped_steps"] = double(t.state_.skipped_steps);
-    train_sums.clear();
-    logger.log(event(m));
-    result.last_train = m;
-    for (auto& cb : t.callbacks_) cb->on_log(t, m);
+bool Trainer::Loop::length_reached() const {
+  const TrainUnit& len = t.options_.max_length;
+  const TrainState& s = t.state_;
+  if (s.should_stop) return true;
+  switch (len.unit) {
+    case TrainUnit::Unit::Epochs: return s.epoch >= len.count;
+    case TrainUnit::Unit::Steps: return s.step >= len.count;
+    case TrainUnit::Unit::Samples: return s.samples >= len.count;
   }
+  return false;
+}
 
-  void validate() {
-    if (!val_loader || last_val_step == t.state_.step) return;
-    last_val_step = t.state_.step;
-    MetricMap m = unitrain::evaluate(module, *val_loader, EvalSplit::Val, "val",
-                                     t.options_.test_mode ? 1 : -1);
-    logger.log(event(m));
-    result.last_val = m;
-    if (Scheduler* s = lr->scheduler(); s && s->needs_metric()) {
-      auto it = m.find(s->monitored_metric());
-      UT_CHECK(it != m.end(), "scheduler monitors '", s->monitored_metric(),
-               "' but validation reports: ", fmt::format("{}", fmt::join(keys(m), ", ")));
-      s->observe(it->second);
-      lr->apply(lr->per_epoch() ? t.state_.epoch : t.state_.step);
-    }
-    for (auto& cb : t.callbacks_) cb->on_validation_end(t, m);
-  }
-
-  static std::vector<std::string> keys(const MetricMap& m) {
-    std::vector<std::string> out;
-    for (const auto& kv : m) out.push_back(kv.first);
-    return out;
-  }
-
-  bool length_reached() const {
-    const TrainUnit& len = t.options_.max_length;
-    const TrainState& s = t.state_;
-    if (s.should_stop) return true;
-    switch (len.unit) {
-      case TrainUnit::Unit::Epochs: return s.epoch >= len.count;
-      case TrainUnit::Unit::Steps: return s.step >= len.count;
-      case TrainUnit::Unit::Samples: return s.samples >= len.count;
-    }
-    return false;
-  }
-
-  /// One epoch (or what is left of it); returns false when training must end.
-  bool run_epoch() {
-    TrainState& s = t.state_;
-    auto it = train_loader.epoch(s.epoch, s.batch_in_epoch);
-    while (auto batch = it->next()) {
-      const int64_t b = s.batch_in_epoch;
-      const int64_t n = batch->size();
-      const bool last = (b + 1) % accumulation == 0 || b + 1 == batches_per_epoch;
-      MicroStepResult r = runner->run(*batch, double(n) / window_samples(b), last, s.step + 1);
-      const int64_t samples_before = s.samples;
-      s.batch_in_epoch++;
-      s.samples += n;
-      train_sums.add("loss", MetricValue(torch::tensor(r.loss, torch::kFloat64)), n);
-      train_sums.add(r.metrics, n);
-      if (!r.stepped) continue;
+bool Trainer::Loop::run_epoch() {
+  TrainState& s = t.state_;
+  auto it = train_loader.epoch(s.epoch, s.batch_in_epoch);
+  while (auto batch = it->next()) {
+    const int64_t b = s.batch_in_epoch;
+    const int64_t n = batch->size();
+    const bool last = (b + 1) % accumulation == 0 || b + 1 == batches_per_epoch;
+    MicroStepResult r = runner->run(*batch, double(n) / window_samples(b), last, s.step + 1);
+    const int64_t samples_before = s.samples;
+    s.batch_in_epoch++;
+    s.micro_in_window = last ? 0 : s.micro_in_window + 1;
+    s.samples += n;
+    train_sums.add("loss", MetricValue(torch::tensor(r.loss, torch::kFloat64)), n);
+    train_sums.add(r.metrics, n);
+    if (r.stepped) {
       s.step++;
       if (r.skipped) s.skipped_steps++;
       if (!lr->per_epoch()) lr->apply(s.step);
@@ -167,21 +190,24 @@ struct Trainer::Loop {
       }
       if (crossed(t.options_.log_every, s.step, samples_before, s.samples)) log_train();
       if (crossed(t.options_.val_every, s.step, samples_before, s.samples)) validate();
-      if (length_reached()) break;
     }
-    result.data_wait_seconds += it->wait_seconds();
-    if (s.batch_in_epoch < batches_per_epoch && length_reached()) return false;
-    s.epoch++;
-    s.batch_in_epoch = 0;
-    if (lr->per_epoch()) lr->apply(s.epoch);
-    for (auto& cb : t.callbacks_) cb->on_epoch_end(t);
-    const TrainUnit& log_every = t.options_.log_every;
-    if (log_every.unit == TrainUnit::Unit::Epochs && s.epoch % log_every.count == 0) log_train();
-    const TrainUnit& val_every = t.options_.val_every;
-    if (val_every.unit == TrainUnit::Unit::Epochs && s.epoch % val_every.count == 0) validate();
-    return !length_reached();
+    maybe_save(r.stepped, samples_before, false);
+    if (result.signal != 0 || (r.stepped && length_reached())) break;
   }
-};
+  result.data_wait_seconds += it->wait_seconds();
+  if (result.signal != 0) return false;
+  if (s.batch_in_epoch < batches_per_epoch && length_reached()) return false;
+  s.epoch++;
+  s.batch_in_epoch = 0;
+  if (lr->per_epoch()) lr->apply(s.epoch);
+  for (auto& cb : t.callbacks_) cb->on_epoch_end(t);
+  const TrainUnit& log_every = t.options_.log_every;
+  if (log_every.unit == TrainUnit::Unit::Epochs && s.epoch % log_every.count == 0) log_train();
+  const TrainUnit& val_every = t.options_.val_every;
+  if (val_every.unit == TrainUnit::Unit::Epochs && s.epoch % val_every.count == 0) validate();
+  maybe_save(false, s.samples, true);
+  return result.signal == 0 && !length_reached();
+}
 
 Trainer::Trainer(const Config& config) : config_(resolve_run_config(config)) {
   options_ = TrainOptions::from_config(config_.at("train"));
@@ -197,12 +223,12 @@ void Trainer::add_callback(std::shared_ptr<Callback> callback) {
 
 void Trainer::print(const std::string& message) const { log::info(message); }
 
-void Trainer::prepare_run_dir() {
+void Trainer::prepare_run_dir(bool resuming) {
   if (run_dir_ready_) return;
   prepare_writable_dir(run_dir_);
-  const std::string archived = archive_previous_run(run_dir_);
+  const std::string archived = resuming ? "" : archive_previous_run(run_dir_);
   log::add_file(run_dir_ + "/train.log");
-  if (!archived.empty()) log::info("run_dir held an earlier run: its logs moved to " + archived);
+  if (!archived.empty()) log::info("run_dir held an earlier run: its files moved to " + archived);
   write_file_atomic(run_dir_ + "/config.yaml", config_.dump());
   run_dir_ready_ = true;
 }
@@ -227,10 +253,16 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   UT_CHECK(train != nullptr, "fit() needs training data (data.train)");
   const int64_t threads = options_.resolve_threads();
   set_threads(threads);
-  prepare_run_dir();
+  const CheckpointOptions ckpt = CheckpointOptions::from_config(config_.at("checkpoint"));
+  ResumePoint resume;
+  if (ckpt.enabled && !options_.test_mode) {
+    resume = read_resume_point(
+        Checkpointer(ckpt, run_dir_ + "/checkpoints").find_resume(ckpt.resume));
+  }
+  prepare_run_dir(!resume.dir.empty());
   torch::manual_seed(static_cast<uint64_t>(config_.get_int("seed")));
   state_ = TrainState();
-  Loop loop(*this, module, std::move(train), std::move(val));
+  Loop loop(*this, module, std::move(train), std::move(val), resume);
   optimizer_ = configure_optimizer(module);
   ScheduleContext ctx;
   ctx.per_epoch = config_.at("scheduler").get_string("interval") == "epoch";
@@ -242,25 +274,37 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   loop.lr = std::make_unique<LrController>(*optimizer_, configure_scheduler(ctx), ctx.per_epoch);
   loop.lr->apply(0);
   loop.runner = std::make_unique<StepRunner>(module, *optimizer_, options_, loop.sync);
+  if (!resume.dir.empty()) loop.restore(resume.dir);
   log::info(fmt::format(
       "training: {} samples, {} batches/epoch of {}, accumulation {}, {} optimizer steps; "
-      "threads {}, BLAS {}", loop.train_loader.dataset_size(), loop.batches_per_epoch,
-      loop.train_loader.options().batch_size_, loop.accumulation, loop.total_steps,
-      threads, loaded_blas_library()));
+      "threads {}, reader threads {}, BLAS {}", loop.train_loader.dataset_size(),
+      loop.batches_per_epoch, loop.train_loader.options().batch_size_, loop.accumulation,
+      loop.total_steps, threads, loop.train_loader.reader_threads(), loaded_blas_library()));
   module.train();
+  StopSignalGuard signals;
   for (auto& cb : callbacks_) cb->on_train_start(*this);
-  while (true) {
-    for (auto& cb : callbacks_) cb->on_epoch_start(*this);
-    if (!loop.run_epoch()) break;
+  if (loop.length_reached()) {
+    log::info(fmt::format("training already complete at step {} (train.max_length {})",
+                          state_.step, options_.max_length.str()));
+  } else {
+    while (true) {
+      for (auto& cb : callbacks_) cb->on_epoch_start(*this);
+      if (!loop.run_epoch()) break;
+    }
   }
-  loop.log_train();
-  if (!options_.test_mode) loop.validate();
+  if (loop.result.signal == 0) {
+    loop.log_train();
+    if (!options_.test_mode) loop.validate();
+    if (loop.ckpt_options.final) loop.maybe_save(false, state_.samples, false, true);
+  }
+  if (loop.checkpointer) loop.checkpointer->wait();
   loop.logger.finish();
   for (auto& cb : callbacks_) cb->on_train_end(*this);
   loop.result.state = state_;
   loop.result.seconds = loop.elapsed();
-  log::info(fmt::format("done: {} steps, {} epochs, {} samples in {:.1f} s; waited {:.2f} s for data",
-                        state_.step, state_.epoch, state_.samples, loop.result.seconds,
+  log::info(fmt::format("{}: {} steps, {} epochs, {} samples in {:.1f} s; waited {:.2f} s for data",
+                        loop.result.signal ? "stopped by a signal" : "done", state_.step,
+                        state_.epoch, state_.samples, loop.result.seconds,
                         loop.result.data_wait_seconds));
   optimizer_.reset();
   return loop.result;

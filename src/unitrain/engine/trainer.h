@@ -25,12 +25,20 @@ struct FitResult {
   MetricMap last_val;    ///< the last validation pass's metrics (empty without val data)
   double seconds = 0;
   double data_wait_seconds = 0;  ///< time the loop waited for the loader
+  std::string resumed_from;      ///< the checkpoint this run resumed from ("" = fresh start)
+  std::string last_checkpoint;   ///< the last checkpoint written ("" = none)
+  /// SIGINT/SIGTERM that stopped training (after a checkpoint), or 0. The CLI exits with
+  /// 128 + signal.
+  int signal = 0;
 };
 
 /// Trains a TrainModule as the config says (`optimizer`, `scheduler`, `train`, `data.loader`,
 /// `log`, `seed`, `run_dir`). Construct the Trainer before the module: the constructor seeds
 /// torch's generator with `seed`, so the module's initial weights are reproducible.
 /// Subclass it to build the optimizer or schedule in code; add Callbacks to observe or stop.
+/// Checkpoints (`checkpoint`) go to run_dir/checkpoints; fit() resumes from one as
+/// `checkpoint.resume` says, exactly where it was saved. SIGINT/SIGTERM during fit() end it
+/// after the current micro-batch with a checkpoint (FitResult::signal).
 /// Throws ConfigError for bad setup (before any training step) and TrainError for failures
 /// during training (non-finite loss, I/O).
 class Trainer {
@@ -64,7 +72,7 @@ class Trainer {
 
  private:
   struct Loop;
-  void prepare_run_dir();
+  void prepare_run_dir(bool resuming);
   Config config_;
   TrainOptions options_;
   TrainState state_;

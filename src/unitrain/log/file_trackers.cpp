@@ -1,5 +1,7 @@
 // metrics.jsonl and metrics.csv.
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iomanip>
 #include <nlohmann/json.hpp>
@@ -7,6 +9,7 @@
 #include <sstream>
 
 #include "unitrain/core/error.h"
+#include "unitrain/log/console.h"
 #include "unitrain/log/tracker.h"
 
 namespace unitrain {
@@ -17,9 +20,36 @@ nlohmann::json number(double v) {
   return std::isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity");
 }
 
+/// The lines of a text file (none when it does not exist).
+std::vector<std::string> read_lines(const std::string& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+/// Keeps the first `keep` lines of `path` (rewritten atomically); warns when it has fewer.
+void keep_lines(const std::string& path, size_t keep) {
+  std::vector<std::string> lines = read_lines(path);
+  if (lines.size() < keep) {
+    log::warn(detail::concat(path, " has ", lines.size(), " lines, the checkpoint expected ", keep,
+                             "; continuing after what is there"));
+  }
+  lines.resize(std::min(lines.size(), keep));
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    for (const auto& l : lines) out << l << "\n";
+    UT_CHECK_TRAIN(out.good(), "writing ", tmp, " failed (disk full?)");
+  }
+  UT_CHECK_TRAIN(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename ", tmp, " to ", path);
+}
+
 class JsonlTracker : public Tracker {
  public:
-  explicit JsonlTracker(const std::string& path) : path_(path), out_(path, std::ios::app) {
+  JsonlTracker(const std::string& path, int64_t keep_events) : path_(path) {
+    if (keep_events >= 0) keep_lines(path, size_t(keep_events));
+    out_.open(path, keep_events >= 0 ? std::ios::app : std::ios::trunc);
     UT_CHECK_TRAIN(out_.good(), "cannot write ", path);
   }
   void log(const LogEvent& e) override {
@@ -41,9 +71,13 @@ class JsonlTracker : public Tracker {
 
 class CsvTracker : public Tracker {
  public:
-  explicit CsvTracker(const std::string& path) : path_(path) {
-    std::ofstream probe(path, std::ios::trunc);
-    UT_CHECK_TRAIN(probe.good(), "cannot write ", path);
+  CsvTracker(const std::string& path, int64_t keep_events) : path_(path) {
+    if (keep_events >= 0) {
+      reload(size_t(keep_events));
+    } else {
+      std::ofstream probe(path, std::ios::trunc);
+      UT_CHECK_TRAIN(probe.good(), "cannot write ", path);
+    }
   }
   void log(const LogEvent& e) override {
     bool widened = false;
@@ -87,6 +121,45 @@ class CsvTracker : public Tracker {
     }
     std::rename(tmp.c_str(), path_.c_str());
   }
+  /// Reads the first `keep` rows back (resuming a run) and rewrites the file with them.
+  void reload(size_t keep) {
+    std::vector<std::string> lines = read_lines(path_);
+    std::vector<std::string> header = lines.empty() ? std::vector<std::string>{} : split(lines[0]);
+    const size_t rows = lines.empty() ? 0 : lines.size() - 1;
+    if (rows < keep) {
+      log::warn(detail::concat(path_, " has ", rows, " rows, the checkpoint expected ", keep,
+                               "; continuing after what is there"));
+    }
+    for (size_t r = 1; r <= std::min(rows, keep); ++r) {
+      std::vector<std::string> cells = split(lines[r]);
+      LogEvent e;
+      for (size_t c = 0; c < header.size() && c < cells.size(); ++c) {
+        if (c < 4) {
+          const double v = std::strtod(cells[c].c_str(), nullptr);
+          if (c == 0) e.step = int64_t(v);
+          if (c == 1) e.epoch = int64_t(v);
+          if (c == 2) e.samples = int64_t(v);
+          if (c == 3) e.time = v;
+        } else if (!cells[c].empty()) {
+          e.metrics[header[c]] = std::strtod(cells[c].c_str(), nullptr);  // reads nan/inf too
+        }
+      }
+      rows_.push_back(e);
+    }
+    for (size_t c = 4; c < header.size(); ++c) columns_.insert(header[c]);
+    rewrite();
+  }
+  static std::vector<std::string> split(const std::string& line) {
+    std::vector<std::string> out(1);
+    for (char ch : line) {
+      if (ch == ',') {
+        out.emplace_back();
+      } else {
+        out.back() += ch;
+      }
+    }
+    return out;
+  }
   std::string path_;
   std::set<std::string> columns_;
   std::vector<LogEvent> rows_;
@@ -94,12 +167,12 @@ class CsvTracker : public Tracker {
 
 }  // namespace
 
-std::unique_ptr<Tracker> make_jsonl_tracker(const std::string& path) {
-  return std::make_unique<JsonlTracker>(path);
+std::unique_ptr<Tracker> make_jsonl_tracker(const std::string& path, int64_t keep_events) {
+  return std::make_unique<JsonlTracker>(path, keep_events);
 }
 
-std::unique_ptr<Tracker> make_csv_tracker(const std::string& path) {
-  return std::make_unique<CsvTracker>(path);
+std::unique_ptr<Tracker> make_csv_tracker(const std::string& path, int64_t keep_events) {
+  return std::make_unique<CsvTracker>(path, keep_events);
 }
 
 std::shared_ptr<const Schema> LogOptions::schema() {

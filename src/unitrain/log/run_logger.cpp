@@ -6,7 +6,8 @@
 
 namespace unitrain {
 
-RunLogger::RunLogger(const LogOptions& options, const std::string& run_dir) {
+RunLogger::RunLogger(const LogOptions& options, const std::string& run_dir, int64_t keep_events)
+    : events_(std::max<int64_t>(keep_events, 0)) {
   auto wants = [&](const char* name) {
     return std::find(options.trackers.begin(), options.trackers.end(), name) !=
            options.trackers.end();
@@ -18,11 +19,12 @@ RunLogger::RunLogger(const LogOptions& options, const std::string& run_dir) {
     console_ = console.get();
     trackers_.push_back(std::move(console));
   }
-  if (!run_dir.empty() && wants("jsonl")) trackers_.push_back(make_jsonl_tracker(run_dir + "/metrics.jsonl"));
-  if (!run_dir.empty() && wants("csv")) trackers_.push_back(make_csv_tracker(run_dir + "/metrics.csv"));
+  if (!run_dir.empty() && wants("jsonl")) trackers_.push_back(make_jsonl_tracker(run_dir + "/metrics.jsonl", keep_events));
+  if (!run_dir.empty() && wants("csv")) trackers_.push_back(make_csv_tracker(run_dir + "/metrics.csv", keep_events));
 }
 
 void RunLogger::log(const LogEvent& event) {
+  ++events_;
   for (auto& t : trackers_) t->log(event);
 }
 

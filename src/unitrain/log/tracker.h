@@ -29,11 +29,14 @@ class Tracker {
   virtual void flush() {}
 };
 
-/// Appends one JSON object per event: {"step":..,"epoch":..,"samples":..,"time":..,<metrics>}.
-std::unique_ptr<Tracker> make_jsonl_tracker(const std::string& path);
+/// Writes one JSON object per event: {"step":..,"epoch":..,"samples":..,"time":..,<metrics>}.
+/// `keep_events` < 0 starts a new file; >= 0 resumes a run: the file keeps its first
+/// `keep_events` events (those logged before the checkpoint) and grows from there.
+std::unique_ptr<Tracker> make_jsonl_tracker(const std::string& path, int64_t keep_events = -1);
 /// A CSV with columns step, epoch, samples, time and every metric key seen so far; the file is
 /// rewritten with a wider header when a new key appears, so every row has every column.
-std::unique_ptr<Tracker> make_csv_tracker(const std::string& path);
+/// `keep_events` as for make_jsonl_tracker.
+std::unique_ptr<Tracker> make_csv_tracker(const std::string& path, int64_t keep_events = -1);
 
 /// Settings of the `log` section.
 struct LogOptions {

@@ -24,4 +24,8 @@ using ModelPtr = std::shared_ptr<Model>;
 /// Registered models (`model.type`), built from their resolved `args`.
 Registry<ModelPtr>& model_registry();
 
+/// The keys of the `model` section besides `type` and `args`: `init_from` (a state_dict file
+/// saved from Python or by `unitrain export`, loaded into the new model) and `init_strict`.
+std::shared_ptr<const Schema> model_section_schema();
+
 }  // namespace unitrain

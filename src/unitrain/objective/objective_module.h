@@ -34,6 +34,9 @@ class ObjectiveModule : public TrainModule {
   StepOutput validation_step(const Batch& batch) override;
 
   const ModelPtr& model() const { return model_; }
+  /// The model alone: checkpoints and exports name its tensors as the model does
+  /// (`layers.0.weight`), as a Python module of the same structure would.
+  torch::nn::Module& weights() override { return *model_; }
   const std::vector<std::string>& inputs() const { return inputs_; }
   const std::vector<std::string>& predictions() const { return predictions_; }
 

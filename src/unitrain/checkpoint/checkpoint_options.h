@@ -1,0 +1,51 @@
+#pragma once
+// CheckpointOptions: the `checkpoint` section — when to save, what to keep, where to resume.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "unitrain/core/config.h"
+#include "unitrain/core/schema.h"
+#include "unitrain/core/train_unit.h"
+
+namespace unitrain {
+
+/// Which way a monitored metric improves.
+enum class MetricMode { Min, Max };
+
+/// `auto` resolves to Min for metrics whose name says loss, perplexity, mse or mae, else Max.
+MetricMode resolve_metric_mode(const std::string& mode, const std::string& metric);
+
+/// Options of the `checkpoint` section; every default and range is declared in schema().
+struct CheckpointOptions {
+  bool enabled = true;
+  std::optional<TrainUnit> every = TrainUnit::epochs(1);  ///< null: only final (and signal) saves
+  int64_t keep_last = 3;                 ///< complete checkpoints kept; 0 = all
+  bool final = true;                     ///< save when training ends
+  std::string best_metric;               ///< "" = no best tracking, e.g. "val/acc"
+  MetricMode best_mode = MetricMode::Max;
+  std::optional<double> best_threshold;  ///< save best only when better than this
+  std::string resume = "auto";           ///< auto | none | last | best | <path>
+  bool async = false;                    ///< write on a background thread
+
+  static std::shared_ptr<const Schema> schema();
+  static CheckpointOptions from_config(const Config& checkpoint_section);
+  /// True when `value` is better than `best` (NaN best: anything finite is) and than the
+  /// threshold.
+  bool improves(double value, double best) const;
+};
+
+/// Options of the `early_stopping` section: stop when `metric` has not improved by more than
+/// `min_delta` for `patience` validations. Off when metric is null.
+struct EarlyStoppingOptions {
+  std::string metric;  ///< "" = off
+  MetricMode mode = MetricMode::Min;
+  int64_t patience = 5;
+  double min_delta = 0;
+
+  static std::shared_ptr<const Schema> schema();
+  static EarlyStoppingOptions from_config(const Config& section);
+};
+
+}  // namespace unitrain

@@ -1,0 +1,289 @@
+#include "unitrain/checkpoint/checkpoint_store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kManifest = "MANIFEST.json";
+constexpr int kFormat = 1;
+
+std::string errno_text() { return std::strerror(errno); }
+
+void fsync_path(const std::string& path, bool directory) {
+  int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  UT_CHECK_TRAIN(fd >= 0, "cannot open ", path, " to sync it: ", errno_text());
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  UT_CHECK_TRAIN(rc == 0, "syncing ", path, " failed: ", std::strerror(err));
+}
+
+/// Writes `size` bytes to a new file and fsyncs it; TrainError naming the path on any failure
+/// (a full disk shows as a short write or ENOSPC).
+void write_synced(const std::string& path, const char* data, size_t size) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  UT_CHECK_TRAIN(fd >= 0, "cannot create ", path, ": ", errno_text());
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::write(fd, data + done, std::min<size_t>(size - done, size_t(1) << 26));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = errno;
+      ::close(fd);
+      throw TrainError(detail::concat("writing ", path, " failed after ", done, " of ", size,
+                                      " bytes: ", n == 0 ? "no space left" : std::strerror(err)));
+    }
+    done += size_t(n);
+  }
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  UT_CHECK_TRAIN(rc == 0, "syncing ", path, " failed: ", std::strerror(err));
+}
+
+std::vector<char> read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  UT_CHECK_TRAIN(in.good(), "checkpoint file ", path, " is missing or unreadable");
+  std::vector<char> bytes(static_cast<size_t>(in.tellg()));
+  in.seekg(0);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  UT_CHECK_TRAIN(in.good() || bytes.empty(), "reading ", path, " failed");
+  return bytes;
+}
+
+/// The manifest of `dir`, or a null json when it is missing or unreadable.
+nlohmann::json manifest_of(const std::string& dir) {
+  std::ifstream in(dir + "/" + kManifest);
+  if (!in.good()) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("files") || !j["files"].is_object()) {
+    return nullptr;
+  }
+  return j;
+}
+
+/// A pause between files, for fault-injection tests (kill during a save).
+void maybe_pause_for_tests() {
+  static const long ms = [] {
+    const char* v = std::getenv("UNITRAIN_TEST_CHECKPOINT_PAUSE_MS");
+    return v ? std::atol(v) : 0L;
+  }();
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+}  // namespace
+
+uint32_t crc32_of(const char* data, size_t size) {
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  while (size > 0) {
+    const uInt chunk = static_cast<uInt>(std::min<size_t>(size, size_t(1) << 30));
+    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(data), chunk);
+    data += chunk;
+    size -= chunk;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+CheckpointStore::CheckpointStore(std::string root) : root_(std::move(root)) {}
+
+int64_t CheckpointStore::step_of(const std::string& dir) {
+  std::string name = fs::path(dir).filename().string();
+  if (name.rfind("step-", 0) != 0 || name.size() == 5) return -1;
+  int64_t step = 0;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    step = step * 10 + (name[i] - '0');
+  }
+  return step;
+}
+
+std::string CheckpointStore::save(int64_t step, const std::vector<CheckpointFile>& files) const {
+  std::error_code ec;
+  fs::create_directories(root_, ec);
+  UT_CHECK_TRAIN(!ec, "cannot create checkpoint folder ", root_, ": ", ec.message());
+  const std::string final_dir = root_ + "/step-" + std::to_string(step);
+  const std::string tmp =
+      root_ + "/.partial-step-" + std::to_string(step) + "-" + std::to_string(::getpid());
+  fs::remove_all(tmp, ec);
+  UT_CHECK_TRAIN(::mkdir(tmp.c_str(), 0755) == 0, "cannot create ", tmp, ": ", errno_text());
+  try {
+    nlohmann::ordered_json manifest;
+    manifest["format"] = kFormat;
+    manifest["step"] = step;
+    nlohmann::ordered_json listed = nlohmann::ordered_json::object();
+    for (const auto& f : files) {
+      write_synced(tmp + "/" + f.name, f.bytes.data(), f.bytes.size());
+      listed[f.name] = {{"size", f.bytes.size()}, {"crc32", crc32_of(f.bytes.data(), f.bytes.size())}};
+      maybe_pause_for_tests();
+    }
+    manifest["files"] = listed;
+    const std::string text = manifest.dump(1) + "\n";
+    write_synced(tmp + "/" + kManifest, text.data(), text.size());
+    fsync_path(tmp, true);
+    // An older folder of the same step (a re-run after resuming from an earlier one) goes
+    // aside first and only away once the new one is in place.
+    std::string old_aside;
+    if (fs::exists(final_dir)) {
+      old_aside = root_ + "/.partial-replaced-step-" + std::to_string(step);
+      fs::remove_all(old_aside, ec);
+      fs::rename(final_dir, old_aside, ec);
+      UT_CHECK_TRAIN(!ec, "cannot move aside ", final_dir, ": ", ec.message());
+    }
+    fs::rename(tmp, final_dir, ec);
+    UT_CHECK_TRAIN(!ec, "cannot rename ", tmp, " to ", final_dir, ": ", ec.message());
+    fsync_path(root_, true);
+    if (!old_aside.empty()) fs::remove_all(old_aside, ec);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  return final_dir;
+}
+
+std::vector<CheckpointRef> CheckpointStore::list() const {
+  std::vector<CheckpointRef> out;
+  std::error_code ec;
+  if (!fs::is_directory(root_, ec)) return out;
+  for (const auto& entry : fs::directory_iterator(root_, ec)) {
+    if (entry.is_symlink() || !entry.is_directory()) continue;
+    const std::string dir = entry.path().string();
+    const int64_t step = step_of(dir);
+    if (step < 0) continue;
+    nlohmann::json m = manifest_of(dir);
+    if (m.is_null()) continue;
+    bool sizes_ok = true;
+    for (const auto& [name, info] : m["files"].items()) {
+      std::error_code size_ec;
+      auto size = fs::file_size(dir + "/" + name, size_ec);
+      sizes_ok &= !size_ec && info.value("size", uint64_t(0)) == size;
+    }
+    if (sizes_ok) out.push_back({dir, step});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const CheckpointRef& a, const CheckpointRef& b) { return a.step < b.step; });
+  return out;
+}
+
+std::string CheckpointStore::verify(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return "checkpoint folder " + dir + " does not exist";
+  nlohmann::json m = manifest_of(dir);
+  if (m.is_null()) {
+    return "checkpoint " + dir + " has no valid " + kManifest +
+           " (the save did not complete, or it is not a checkpoint folder)";
+  }
+  for (const auto& [name, info] : m["files"].items()) {
+    const std::string path = dir + "/" + name;
+    std::error_code size_ec;
+    auto size = fs::file_size(path, size_ec);
+    if (size_ec) return "checkpoint file " + path + " is missing";
+    if (size != info.value("size", uint64_t(0))) {
+      return detail::concat("checkpoint file ", path, " has ", size, " bytes, its manifest says ",
+                            info.value("size", uint64_t(0)), " (truncated?)");
+    }
+    std::vector<char> bytes = read_all(path);
+    if (crc32_of(bytes.data(), bytes.size()) != info.value("crc32", uint32_t(0))) {
+      return "checkpoint file " + path + " is corrupt (CRC-32 differs from its manifest)";
+    }
+  }
+  return "";
+}
+
+bool CheckpointStore::has(const std::string& dir, const std::string& name) {
+  nlohmann::json m = manifest_of(dir);
+  return !m.is_null() && m["files"].contains(name);
+}
+
+std::vector<char> CheckpointStore::read(const std::string& dir, const std::string& name) {
+  nlohmann::json m = manifest_of(dir);
+  UT_CHECK_TRAIN(!m.is_null(), "checkpoint ", dir, " has no valid ", kManifest);
+  const std::string path = dir + "/" + name;
+  UT_CHECK_TRAIN(m["files"].contains(name), "checkpoint ", dir, " has no ", name);
+  std::vector<char> bytes = read_all(path);
+  const auto& info = m["files"][name];
+  UT_CHECK_TRAIN(bytes.size() == info.value("size", uint64_t(0)), "checkpoint file ", path, " has ",
+                 bytes.size(), " bytes, its manifest says ", info.value("size", uint64_t(0)),
+                 " (truncated?)");
+  UT_CHECK_TRAIN(crc32_of(bytes.data(), bytes.size()) == info.value("crc32", uint32_t(0)),
+                 "checkpoint file ", path, " is corrupt (CRC-32 differs from its manifest)");
+  return bytes;
+}
+
+void CheckpointStore::link(const std::string& name, const std::string& dir) const {
+  const std::string link_path = root_ + "/" + name;
+  const std::string tmp = link_path + ".partial-link";
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  fs::create_directory_symlink(fs::path(dir).filename(), tmp, ec);
+  UT_CHECK_TRAIN(!ec, "cannot create link ", tmp, ": ", ec.message());
+  fs::rename(tmp, link_path, ec);
+  UT_CHECK_TRAIN(!ec, "cannot replace link ", link_path, ": ", ec.message());
+}
+
+std::string CheckpointStore::resolve_link(const std::string& name) const {
+  const std::string link_path = root_ + "/" + name;
+  std::error_code ec;
+  if (!fs::is_symlink(link_path, ec)) return "";
+  fs::path target = fs::read_symlink(link_path, ec);
+  if (ec) return "";
+  std::string dir = (target.is_absolute() ? target : fs::path(root_) / target).string();
+  return fs::is_directory(dir, ec) ? dir : "";
+}
+
+void CheckpointStore::prune(int64_t keep_last, const std::string& keep) const {
+  if (keep_last <= 0) return;
+  std::vector<CheckpointRef> all = list();
+  const std::string last = resolve_link("last");
+  const std::string best = resolve_link("best");
+  auto same = [](const std::string& a, const std::string& b) {
+    std::error_code ec;
+    return !a.empty() && !b.empty() && fs::equivalent(a, b, ec);
+  };
+  const int64_t removable = static_cast<int64_t>(all.size()) - keep_last;
+  for (int64_t i = 0; i < removable; ++i) {
+    const std::string& dir = all[size_t(i)].dir;
+    if (same(dir, keep) || same(dir, last) || same(dir, best)) continue;
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+}
+
+int CheckpointStore::remove_partial() const {
+  int removed = 0;
+  std::error_code ec;
+  if (!fs::is_directory(root_, ec)) return 0;
+  std::vector<fs::path> partial;
+  for (const auto& entry : fs::directory_iterator(root_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(".partial-", 0) == 0 || name.find(".partial-link") != std::string::npos) {
+      partial.push_back(entry.path());
+    } else if (step_of(name) >= 0 && !entry.is_symlink() && manifest_of(entry.path()).is_null()) {
+      partial.push_back(entry.path());  // a step folder without a manifest was never complete
+    }
+  }
+  for (const auto& p : partial) {
+    fs::remove_all(p, ec);
+    if (!ec) ++removed;
+  }
+  return removed;
+}
+
+}  // namespace unitrain

@@ -1,0 +1,73 @@
+#pragma once
+// CheckpointStore: the on-disk protocol of run_dir/checkpoints/ — complete-or-ignored folders.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace unitrain {
+
+/// One file of a checkpoint, already serialised.
+struct CheckpointFile {
+  std::string name;         ///< file name inside the step folder, e.g. "model.pt"
+  std::vector<char> bytes;
+};
+
+/// A complete checkpoint folder found on disk.
+struct CheckpointRef {
+  std::string dir;   ///< e.g. runs/x/checkpoints/step-120
+  int64_t step = 0;
+};
+
+/// The checkpoints of one run under `root` (run_dir/checkpoints):
+///   step-<S>/            one folder per checkpoint; MANIFEST.json (file sizes, CRC-32s) is written
+///                        last, so a folder without a valid manifest is not a checkpoint
+///   .partial-step-<S>-*  a folder being written (write, fsync, then rename to step-<S>)
+///   last, best           symbolic links to step folders, replaced atomically
+/// A save never touches an existing complete checkpoint until the new one is complete.
+/// I/O failures throw TrainError naming the path; nothing older is lost.
+class CheckpointStore {
+ public:
+  explicit CheckpointStore(std::string root);
+
+  const std::string& root() const { return root_; }
+
+  /// Writes `files` as step-<step>/ (replacing an older folder of that step only once the
+  /// new one is complete) and returns its path.
+  std::string save(int64_t step, const std::vector<CheckpointFile>& files) const;
+
+  /// Complete checkpoints (manifest present, every file of the listed size), oldest first.
+  /// Checksums are not read here: load() verifies them.
+  std::vector<CheckpointRef> list() const;
+
+  /// Full check of a folder: manifest, sizes and checksums. Returns "" when valid, else what
+  /// is wrong, naming the file.
+  static std::string verify(const std::string& dir);
+
+  /// The bytes of `name` in checkpoint `dir`, checked against the manifest; TrainError naming
+  /// the file when it is missing, truncated or corrupt.
+  static std::vector<char> read(const std::string& dir, const std::string& name);
+  /// True when the manifest of `dir` lists `name`.
+  static bool has(const std::string& dir, const std::string& name);
+
+  /// Points the link `name` ("last", "best") at `dir`, atomically.
+  void link(const std::string& name, const std::string& dir) const;
+  /// The folder a link points to, or "" when it is missing or dangling.
+  std::string resolve_link(const std::string& name) const;
+
+  /// Removes all but the newest `keep_last` complete checkpoints, never removing `keep`
+  /// (the best one) or a link's target. keep_last <= 0 keeps everything.
+  void prune(int64_t keep_last, const std::string& keep) const;
+  /// Removes folders left by interrupted saves; returns how many.
+  int remove_partial() const;
+
+  /// The step a folder name `step-<S>` stands for, or -1.
+  static int64_t step_of(const std::string& dir);
+
+ private:
+  std::string root_;
+};
+
+/// CRC-32 (zlib's polynomial) of `size` bytes.
+uint32_t crc32_of(const char* data, size_t size);
+
+}  // namespace unitrain

@@ -1,0 +1,104 @@
+#include "unitrain/checkpoint/checkpointer.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "unitrain/core/error.h"
+#include "unitrain/log/console.h"
+
+namespace unitrain {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+Checkpointer::Checkpointer(const CheckpointOptions& options, std::string root)
+    : options_(options), store_(std::move(root)) {}
+
+Checkpointer::~Checkpointer() {
+  if (worker_.joinable()) worker_.join();
+  if (failure_) {
+    try {
+      std::rethrow_exception(failure_);
+    } catch (const std::exception& e) {
+      log::error(std::string("a background checkpoint save failed: ") + e.what());
+    }
+  }
+}
+
+void Checkpointer::clean_partial() {
+  if (int n = store_.remove_partial(); n > 0) {
+    log::warn(detail::concat("removed ", n, " incomplete checkpoint folder(s) in ", store_.root(),
+                             " left by an interrupted save"));
+  }
+}
+
+void Checkpointer::write(const CheckpointSave& save) {
+  auto start = std::chrono::steady_clock::now();
+  const std::string dir = store_.save(save.step, save.files);
+  store_.link("last", dir);
+  if (save.best) store_.link("best", dir);
+  store_.prune(options_.keep_last, store_.resolve_link("best"));
+  write_seconds_ += seconds_since(start);
+}
+
+void Checkpointer::wait() {
+  if (worker_.joinable()) worker_.join();
+  if (failure_) {
+    std::exception_ptr failure = failure_;
+    failure_ = nullptr;
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& e) {
+      throw TrainError(detail::concat("the background save of checkpoint step-", pending_step_,
+                                      " failed: ", e.what(), " (older checkpoints are intact)"));
+    }
+  }
+}
+
+void Checkpointer::save(CheckpointSave save) {
+  auto start = std::chrono::steady_clock::now();
+  wait();
+  if (!options_.async) {
+    write(save);
+    blocking_seconds_ += seconds_since(start);
+    return;
+  }
+  pending_step_ = save.step;
+  worker_ = std::thread([this, s = std::move(save)]() {
+    try {
+      write(s);
+    } catch (...) {
+      failure_ = std::current_exception();
+    }
+  });
+  blocking_seconds_ += seconds_since(start);
+}
+
+std::string Checkpointer::find_resume(const std::string& resume) const {
+  if (resume == "none") return "";
+  if (resume == "auto") {
+    std::vector<CheckpointRef> all = store_.list();
+    for (auto it = all.rbegin(); it != all.rend(); ++it) {
+      std::string problem = CheckpointStore::verify(it->dir);
+      if (problem.empty()) return it->dir;
+      log::warn("skipping an invalid checkpoint: " + problem);
+    }
+    return "";
+  }
+  std::string dir = resume;
+  if (resume == "last" || resume == "best") {
+    dir = store_.resolve_link(resume);
+    UT_CHECK(!dir.empty(), "checkpoint.resume: ", resume, ": there is no '", resume,
+             "' checkpoint in ", store_.root(),
+             resume == "best" ? " (is checkpoint.best.metric set?)" : "");
+  }
+  std::string problem = CheckpointStore::verify(dir);
+  UT_CHECK(problem.empty(), "checkpoint.resume: ", problem);
+  return dir;
+}
+
+}  // namespace unitrain

@@ -1,0 +1,302 @@
+// Saving and restoring the Trainer's loop: what a checkpoint holds and how a run resumes.
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fmt/format.h>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "unitrain/checkpoint/state_io.h"
+#include "unitrain/core/error.h"
+#include "unitrain/engine/stop_signal.h"
+#include "unitrain/engine/trainer_loop.h"
+#include "unitrain/log/console.h"
+
+namespace unitrain {
+namespace {
+
+constexpr int kFormatVersion = 1;
+constexpr const char* kState = "trainer_state.json";
+constexpr const char* kExtraPrefix = "extra-";
+
+using Json = nlohmann::ordered_json;
+
+// JSON has no NaN or infinity; they travel as strings. Finite doubles round-trip exactly.
+Json number(double v) {
+  if (std::isfinite(v)) return v;
+  return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+}
+
+double number(const Json& j) {
+  if (j.is_number()) return j.get<double>();
+  const std::string s = j.is_string() ? j.get<std::string>() : "nan";
+  if (s == "inf") return std::numeric_limits<double>::infinity();
+  if (s == "-inf") return -std::numeric_limits<double>::infinity();
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+std::vector<char> bytes_of(const std::string& text) { return {text.begin(), text.end()}; }
+
+std::string hash_of(const std::string& text) {
+  return fmt::format("{:08x}", crc32_of(text.data(), text.size()));
+}
+
+Json read_state_json(const std::string& dir) {
+  std::vector<char> bytes = CheckpointStore::read(dir, kState);
+  Json j = Json::parse(bytes.begin(), bytes.end(), nullptr, /*allow_exceptions=*/false);
+  UT_CHECK_TRAIN(!j.is_discarded() && j.is_object(), dir, "/", kState, " is not valid JSON");
+  UT_CHECK_TRAIN(j.value("format", 0) == kFormatVersion, dir, "/", kState, " has format version ",
+                 j.value("format", 0), "; this unitrain reads version ", kFormatVersion);
+  return j;
+}
+
+void flatten(const YAML::Node& node, const std::string& path, std::map<std::string, std::string>& out) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      const std::string key = kv.first.as<std::string>();
+      flatten(kv.second, path.empty() ? key : path + "." + key, out);
+    }
+  } else if (node.IsSequence() && node.size() > 0 && node[0].IsMap()) {
+    for (size_t i = 0; i < node.size(); ++i) flatten(node[i], path + "." + std::to_string(i), out);
+  } else if (node.IsScalar()) {
+    out[path] = node.Scalar();
+  } else {
+    YAML::Emitter e;
+    e << YAML::Flow << node;
+    out[path] = node.IsNull() ? "null" : e.c_str();
+  }
+}
+
+/// Keys whose change cannot work with a checkpoint's state, and why.
+const char* why_fixed(const std::string& key) {
+  auto under = [&key](const char* prefix) {
+    const std::string p(prefix);
+    return key == p || key.rfind(p + ".", 0) == 0;
+  };
+  if (under("model.type") || under("model.args")) return "the saved weights belong to that model";
+  if (under("objective.inputs") || under("objective.predictions")) {
+    return "the model's inputs and outputs are fixed";
+  }
+  if (under("optimizer") && key != "optimizer.lr") {
+    return "the saved optimizer state and options belong to that optimizer (only optimizer.lr may "
+           "change)";
+  }
+  if (under("scheduler.type") || under("scheduler.interval")) return "the schedule's state is saved";
+  if (under("seed")) return "the data order and random state follow the seed";
+  if (under("data.train") || under("data.validation_ratio") || under("data.normalize")) {
+    return "the position in the epoch refers to that training data";
+  }
+  if (under("data.loader.batch_size") || under("data.loader.drop_last") ||
+      under("data.loader.shuffle")) {
+    return "the position in the epoch refers to those batches";
+  }
+  if (under("train.accumulation_steps") || under("train.global_batch_size")) {
+    return "the position in the accumulation window refers to it";
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+ResumePoint read_resume_point(const std::string& dir) {
+  ResumePoint r;
+  if (dir.empty()) return r;
+  r.dir = dir;
+  r.log_events = read_state_json(dir)["loop"].value("log_events", int64_t(0));
+  return r;
+}
+
+std::vector<std::string> check_resume_config(const Config& saved, const Config& current,
+                                             const std::string& dir) {
+  std::map<std::string, std::string> a, b;
+  flatten(saved.node(), "", a);
+  flatten(current.node(), "", b);
+  std::vector<std::string> changes;
+  auto change = [&](const std::string& key, const std::string& was, const std::string& now) {
+    if (const char* why = why_fixed(key)) {
+      throw ConfigError(fmt::format(
+          "cannot resume from {}: {} changed from '{}' to '{}', but {}; restore it, or start a "
+          "fresh run with --checkpoint.resume none (or another run_dir)", dir, key, was, now, why));
+    }
+    changes.push_back(fmt::format("{}: {} -> {}", key, was, now));
+  };
+  for (const auto& [key, value] : a) {
+    auto it = b.find(key);
+    if (it == b.end()) {
+      change(key, value, "(unset)");
+    } else if (it->second != value) {
+      change(key, value, it->second);
+    }
+  }
+  for (const auto& [key, value] : b) {
+    if (!a.count(key)) change(key, "(unset)", value);
+  }
+  return changes;
+}
+
+void Trainer::Loop::maybe_save(bool stepped, int64_t samples_before, bool epoch_end, bool force) {
+  if (const int sig = StopSignalGuard::received(); sig != 0 && result.signal == 0) {
+    result.signal = sig;
+    log::warn(fmt::format("received signal {} ({}): {} and stopping", sig, strsignal(sig),
+                          checkpointer ? "saving a checkpoint" : "checkpoints are off,"));
+    force = true;
+  }
+  if (!checkpointer) return;
+  const TrainState& s = t.state_;
+  bool due = force || want_best_save;
+  if (const auto& every = ckpt_options.every) {
+    switch (every->unit) {
+      case TrainUnit::Unit::Steps: due |= stepped && s.step % every->count == 0; break;
+      case TrainUnit::Unit::Samples:
+        due |= !epoch_end && samples_before / every->count != s.samples / every->count;
+        break;
+      case TrainUnit::Unit::Epochs: due |= epoch_end && s.epoch % every->count == 0; break;
+    }
+  }
+  if (!due || saved_at_samples == s.samples) {
+    if (want_best_save && saved_at_samples == s.samples) {  // already saved here: just link
+      checkpointer->wait();
+      checkpointer->store().link("best", result.last_checkpoint);
+    }
+    want_best_save = false;
+    return;
+  }
+  save();
+}
+
+void Trainer::Loop::save() {
+  TrainState& s = t.state_;
+  torch::nn::Module& weights = module.weights();
+  std::vector<CheckpointFile> files;
+  files.push_back({"model.pt", save_tensor_dict(module_state(weights, /*copy=*/false))});
+  files.push_back({"optimizer.pt", save_optimizer_state(*t.optimizer_)});
+  files.push_back({"rng-rank-0.pt", save_tensor_dict(rng_state())});
+  if (s.micro_in_window != 0) {
+    files.push_back({"grads.pt", save_tensor_dict(gradient_state(module))});
+  }
+  std::map<std::string, std::string> extra;
+  for (auto& cb : t.callbacks_) cb->on_save_checkpoint(t, extra);
+  for (const auto& [name, bytes] : extra) {
+    UT_CHECK_TRAIN(!name.empty() && name.find('/') == std::string::npos, "a callback's checkpoint ",
+                   "entry name must be a plain file name, got '", name, "'");
+    files.push_back({kExtraPrefix + name, bytes_of(bytes)});
+  }
+
+  Json j;
+  j["format"] = kFormatVersion;
+  j["config_hash"] = hash_of(t.config_.dump());
+  j["world_size"] = 1;
+  j["state"] = {{"epoch", s.epoch},
+                {"step", s.step},
+                {"samples", s.samples},
+                {"batch_in_epoch", s.batch_in_epoch},
+                {"micro_in_window", s.micro_in_window},
+                {"skipped_steps", s.skipped_steps},
+                {"best_metric", number(s.best_metric)},
+                {"stall_count", s.stall_count}};
+  Json sums = Json::object();
+  for (const auto& [name, sum] : train_sums.sums()) {
+    sums[name] = {number(sum.weighted), number(sum.weight), sum.exp_of_mean};
+  }
+  j["loop"] = {{"log_events", logger.events()},
+               {"last_val_step", last_val_step},
+               {"elapsed", elapsed()},
+               {"best_checkpoint_value", number(best_value)},
+               {"window_bad", runner->window_bad()},
+               {"train_sums", sums}};
+  Json sched = Json::object();
+  if (Scheduler* sc = lr->scheduler()) {
+    for (const auto& [k, v] : sc->state()) sched[k] = number(v);
+  }
+  j["scheduler"] = sched;
+  files.push_back({kState, bytes_of(j.dump(1) + "\n")});
+  files.push_back({"config.yaml", bytes_of(t.config_.dump())});
+
+  CheckpointSave save;
+  save.step = s.step;
+  save.files = std::move(files);
+  save.best = want_best_save;
+  want_best_save = false;
+  checkpointer->save(std::move(save));
+  saved_at_samples = s.samples;
+  result.last_checkpoint = checkpointer->store().root() + "/step-" + std::to_string(s.step);
+  log::file_only(fmt::format("checkpoint step-{} ({})", s.step,
+                             ckpt_options.async ? "writing in the background" : "written"));
+}
+
+void Trainer::Loop::restore(const std::string& dir) {
+  Config saved = Config::from_string(
+      [&] {
+        std::vector<char> b = CheckpointStore::read(dir, "config.yaml");
+        return std::string(b.begin(), b.end());
+      }(),
+      dir + "/config.yaml");
+  for (const auto& line : check_resume_config(saved, t.config_, dir)) {
+    log::info("config changed since the checkpoint: " + line);
+  }
+  Json j = read_state_json(dir);
+  const std::string what = dir + "/";
+  load_module_state(module.weights(), load_tensor_dict(CheckpointStore::read(dir, "model.pt"),
+                                                       what + "model.pt"),
+                    /*strict=*/true, what + "model.pt");
+  load_optimizer_state(*t.optimizer_, CheckpointStore::read(dir, "optimizer.pt"),
+                       what + "optimizer.pt");
+  if (CheckpointStore::has(dir, "grads.pt")) {
+    load_gradient_state(module, load_tensor_dict(CheckpointStore::read(dir, "grads.pt"),
+                                                 what + "grads.pt"), what + "grads.pt");
+  }
+
+  TrainState& s = t.state_;
+  const Json& st = j["state"];
+  s.epoch = st.value("epoch", int64_t(0));
+  s.step = st.value("step", int64_t(0));
+  s.samples = st.value("samples", int64_t(0));
+  s.batch_in_epoch = st.value("batch_in_epoch", int64_t(0));
+  s.micro_in_window = st.value("micro_in_window", int64_t(0));
+  s.skipped_steps = st.value("skipped_steps", int64_t(0));
+  s.best_metric = number(st["best_metric"]);
+  s.stall_count = st.value("stall_count", int64_t(0));
+  UT_CHECK(s.batch_in_epoch <= batches_per_epoch, "cannot resume from ", dir, ": it stopped at batch ",
+           s.batch_in_epoch, " of an epoch that now has ", batches_per_epoch, " batches");
+
+  const Json& lp = j["loop"];
+  last_val_step = lp.value("last_val_step", int64_t(-1));
+  time_offset = lp.value("elapsed", 0.0);
+  best_value = number(lp["best_checkpoint_value"]);
+  runner->set_window_bad(lp.value("window_bad", false));
+  train_sums.clear();
+  for (const auto& [name, v] : lp["train_sums"].items()) {
+    auto& sum = train_sums.sums()[name];
+    sum.weighted = number(v.at(0));
+    sum.weight = number(v.at(1));
+    sum.exp_of_mean = v.at(2).get<bool>();
+  }
+  if (Scheduler* sc = lr->scheduler()) {
+    std::map<std::string, double> state;
+    for (const auto& [k, v] : j["scheduler"].items()) state[k] = number(v);
+    if (!state.empty()) sc->load_state(state);
+  }
+  lr->apply(lr->per_epoch() ? s.epoch : s.step);
+
+  std::map<std::string, std::string> extra;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(kExtraPrefix, 0) == 0 && CheckpointStore::has(dir, name)) {
+      std::vector<char> b = CheckpointStore::read(dir, name);
+      extra[name.substr(std::string(kExtraPrefix).size())] = std::string(b.begin(), b.end());
+    }
+  }
+  for (auto& cb : t.callbacks_) cb->on_load_checkpoint(t, extra);
+
+  load_rng_state(load_tensor_dict(CheckpointStore::read(dir, "rng-rank-0.pt"), what + "rng-rank-0.pt"),
+                 what + "rng-rank-0.pt");
+  saved_at_samples = s.samples;
+  result.resumed_from = dir;
+  result.last_checkpoint = dir;
+  log::info(fmt::format("resumed from {}: epoch {}, step {}, batch {} of the epoch, {} samples seen",
+                        dir, s.epoch, s.step, s.batch_in_epoch, s.samples));
+}
+
+}  // namespace unitrain

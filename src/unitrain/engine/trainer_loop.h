@@ -1,0 +1,84 @@
+#pragma once
+// Trainer::Loop: the state of one fit() — loaders, schedule, logger, checkpoints, running sums.
+// Private to the engine: trainer.cpp runs it, trainer_checkpoint.cpp saves and restores it.
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "unitrain/checkpoint/checkpoint_options.h"
+#include "unitrain/checkpoint/checkpointer.h"
+#include "unitrain/data/loader.h"
+#include "unitrain/engine/lr_controller.h"
+#include "unitrain/engine/step_runner.h"
+#include "unitrain/engine/trainer.h"
+#include "unitrain/log/run_logger.h"
+#include "unitrain/metrics/metric_accumulator.h"
+
+namespace unitrain {
+
+using Clock = std::chrono::steady_clock;
+
+/// What a checkpoint to resume from holds besides tensors, read before the loop is built.
+struct ResumePoint {
+  std::string dir;          ///< "" = a fresh start
+  int64_t log_events = -1;  ///< events in metrics.jsonl when it was saved
+};
+
+struct Trainer::Loop {
+  Trainer& t;
+  TrainModule& module;
+  Loader train_loader;
+  std::unique_ptr<Loader> val_loader;
+  int64_t accumulation = 1;
+  int64_t batches_per_epoch = 0;
+  int64_t steps_per_epoch = 0;
+  int64_t total_steps = 0;  ///< optimizer steps of the whole run (estimate for samples)
+  std::unique_ptr<LrController> lr;
+  std::unique_ptr<StepRunner> runner;
+  NoGradientSync sync;
+  RunLogger logger;
+  MetricAccumulator train_sums;
+  FitResult result;
+  Clock::time_point start = Clock::now();
+  double time_offset = 0;  ///< seconds of training before a resume
+  int64_t last_val_step = -1;
+
+  CheckpointOptions ckpt_options;
+  EarlyStoppingOptions early;
+  std::unique_ptr<Checkpointer> checkpointer;
+  double best_value;             ///< checkpoint.best.metric's best value (NaN: none yet)
+  bool want_best_save = false;   ///< validation just improved the best metric
+  int64_t saved_at_samples = -1; ///< the position of the last save (samples seen)
+
+  Loop(Trainer& trainer, TrainModule& m, DatasetPtr train, DatasetPtr val,
+       const ResumePoint& resume);
+
+  int64_t window_samples(int64_t b) const;
+  double elapsed() const;
+  LogEvent event(MetricMap metrics) const;
+  void log_train();
+  void validate();
+  void early_stopping(const MetricMap& m);
+  bool length_reached() const;
+  /// One epoch (or what is left of it); returns false when training must end.
+  bool run_epoch();
+
+  // trainer_checkpoint.cpp
+  /// Saves when the checkpoint policy asks for it at this point (period crossed, a new best,
+  /// a stop signal) or when `force`.
+  void maybe_save(bool stepped, int64_t samples_before, bool epoch_end, bool force = false);
+  void save();
+  /// Restores everything a checkpoint holds; called after the optimizer and schedule exist.
+  void restore(const std::string& dir);
+};
+
+/// Reads what must be known of `dir` before the loop is built (its trainer_state.json).
+ResumePoint read_resume_point(const std::string& dir);
+
+/// Differences between the config a checkpoint was saved with and `current`, one line each;
+/// ConfigError naming the key when a change cannot work with the saved state (model, optimizer
+/// type, data order, batch size, ...).
+std::vector<std::string> check_resume_config(const Config& saved, const Config& current,
+                                             const std::string& dir);
+
+}  // namespace unitrain
