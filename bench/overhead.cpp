@@ -48,7 +48,7 @@ Config run_config(const Case& c, int64_t steps, int64_t workers) {
       "optimizer: {type: adam, lr: 1.0e-3}\n"
       "data: {loader: {batch_size: " + std::to_string(c.batch) + ", workers: " +
       std::to_string(workers) + ", shuffle: true}}\n"
-      "log: {trackers: []}\n"
+      "log: {trackers: []}\ncheckpoint: {enabled: false}\n"
       "train: {threads: '2', max_length: " + std::to_string(steps) + " steps, log_every: 1000 steps}\n");
 }
 

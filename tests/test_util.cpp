@@ -44,4 +44,13 @@ std::string write_file(const std::string& path, const std::string& text) {
   return path;
 }
 
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace unitrain::test

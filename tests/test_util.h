@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by the unit tests.
+#include <functional>
 #include <string>
 
 namespace unitrain::test {
@@ -10,5 +11,7 @@ std::string source_dir();
 std::string temp_dir();
 /// Writes `text` to `path` (creating parent folders) and returns `path`.
 std::string write_file(const std::string& path, const std::string& text);
+/// The message of the exception `f` throws, or "" when it throws none.
+std::string message_of(const std::function<void()>& f);
 
 }  // namespace unitrain::test

@@ -1,6 +1,7 @@
 // unitrain: the command line. Parses arguments and calls the library; nothing else.
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <iostream>
 
 #include "unitrain/core/error.h"
@@ -9,6 +10,7 @@
 #include "unitrain/engine/config_run.h"
 #include "unitrain/engine/run_config.h"
 #include "unitrain/log/console.h"
+#include "unitrain/log/console_tracker.h"
 
 namespace {
 
@@ -55,6 +57,30 @@ int main(int argc, char** argv) {
   config->add_flag("--reference", reference,
                    "print the reference of every key and component as Markdown (docs/config.md)");
 
+  ConfigArgs eval_args;
+  std::string eval_checkpoint = "best", eval_split = "val";
+  CLI::App* eval = app.add_subcommand(
+      "eval", "evaluate a checkpoint on the val or test split; writes run_dir/results/<split>.json");
+  add_config_args(eval, eval_args, true);
+  eval->add_option("--checkpoint", eval_checkpoint,
+                   "best, last, or a checkpoint folder (run_dir/checkpoints/step-<S>); default best, "
+                   "else last when the run kept no best")
+      ->capture_default_str();
+  eval->add_option("--split", eval_split, "val or test")->capture_default_str();
+
+  ConfigArgs export_args;
+  std::string export_checkpoint = "last", export_format = "state_dict", export_out;
+  CLI::App* exp = app.add_subcommand(
+      "export", "write a checkpoint's model as a state dict (torch.load) or TorchScript (torch.jit.load)");
+  add_config_args(exp, export_args, true);
+  exp->add_option("--checkpoint", export_checkpoint, "best, last, or a checkpoint folder")
+      ->capture_default_str();
+  exp->add_option("--format", export_format,
+                  "state_dict (a dict of tensors named as the model's state_dict()) or torchscript "
+                  "(built-in and TorchScript models)")
+      ->capture_default_str();
+  exp->add_option("--out", export_out, "the file to write")->required();
+
   CLI::App* list = app.add_subcommand("list", "list every registered component by kind");
   list->add_option("--plugin", list_args.plugins, "a plugin (.so) to load first; repeatable");
 
@@ -66,7 +92,25 @@ int main(int argc, char** argv) {
 
   try {
     if (*train) {
-      unitrain::run_config(resolve(train_args, train));
+      const int signal = unitrain::run_config(resolve(train_args, train)).fit.signal;
+      if (signal != 0) return 128 + signal;  // stopped by SIGINT/SIGTERM after a checkpoint
+    } else if (*eval) {
+      const unitrain::Config cfg = resolve(eval_args, eval);
+      std::string choice = eval_checkpoint;
+      // The default `best` falls back to `last` when the run tracked no best metric.
+      if (eval->count("--checkpoint") == 0 &&
+          !std::filesystem::exists(cfg.get_string("run_dir") + "/checkpoints/best")) {
+        choice = "last";
+      }
+      auto r = unitrain::evaluate_checkpoint(cfg, choice, eval_split);
+      std::string line = unitrain::detail::concat(r.split, " at step ", r.step, ":");
+      for (const auto& [k, v] : r.metrics) line += " " + k + " " + unitrain::format_metric(v);
+      unitrain::log::info(line);
+      unitrain::log::info("results: " + r.results_file);
+    } else if (*exp) {
+      const std::string dir = unitrain::export_checkpoint(resolve(export_args, exp), export_checkpoint,
+                                                          export_format, export_out);
+      unitrain::log::info("exported " + dir + " as " + export_format + " to " + export_out);
     } else if (*config) {
       if (reference) {
         unitrain::register_builtins();

@@ -50,6 +50,17 @@ TEST(Schema, FillsDefaultsAndCanonicalisesDurations) {
   EXPECT_EQ(c.get_int_list("sizes"), (std::vector<int64_t>{1, 2}));
 }
 
+TEST(Schema, ExplicitNullWinsOverADefaultOnlyWhenNullable) {
+  Schema s;
+  s.add("every", Type::Duration).def("1 epoch").nullable();
+  s.add("lr", Type::Float).def(0.1);
+  EXPECT_EQ(s.resolve(Config::from_string("{}")).get_string("every"), "1 epoch");
+  Config c = s.resolve(Config::from_string("{every: null, lr: null}"));
+  EXPECT_FALSE(c.has("every"));
+  EXPECT_DOUBLE_EQ(c.get_double("lr"), 0.1);  // not nullable: null means "the default"
+  EXPECT_FALSE(s.resolve(c).has("every"));     // resolving again keeps it
+}
+
 TEST(Schema, ErrorsNameKeyAndValue) {
   Schema s = train_schema();
   std::string msg = error_of([&] { s.resolve(Config::from_string("name: x\nlrr: 1\n")); });

@@ -1,15 +1,18 @@
 #pragma once
 // CheckpointStore: the on-disk protocol of run_dir/checkpoints/ — complete-or-ignored folders.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace unitrain {
 
-/// One file of a checkpoint, already serialised.
+/// One file of a checkpoint: its bytes, or a function that serialises a snapshot into them
+/// (called by the Checkpointer just before writing, on its background thread for async saves).
 struct CheckpointFile {
   std::string name;         ///< file name inside the step folder, e.g. "model.pt"
   std::vector<char> bytes;
+  std::function<std::vector<char>()> produce;  ///< when set, replaces `bytes` before writing
 };
 
 /// A complete checkpoint folder found on disk.

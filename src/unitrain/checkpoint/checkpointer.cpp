@@ -36,8 +36,14 @@ void Checkpointer::clean_partial() {
   }
 }
 
-void Checkpointer::write(const CheckpointSave& save) {
+void Checkpointer::write(CheckpointSave& save) {
   auto start = std::chrono::steady_clock::now();
+  for (auto& file : save.files) {
+    if (file.produce) {
+      file.bytes = file.produce();
+      file.produce = nullptr;  // frees the snapshot
+    }
+  }
   const std::string dir = store_.save(save.step, save.files);
   store_.link("last", dir);
   if (save.best) store_.link("best", dir);
@@ -68,7 +74,7 @@ void Checkpointer::save(CheckpointSave save) {
     return;
   }
   pending_step_ = save.step;
-  worker_ = std::thread([this, s = std::move(save)]() {
+  worker_ = std::thread([this, s = std::move(save)]() mutable {
     try {
       write(s);
     } catch (...) {

@@ -12,7 +12,7 @@
 
 namespace unitrain {
 
-/// One save: the files (already serialised — the snapshot) and where it stands.
+/// One save: the files (serialised, or snapshots serialised by the writer) and where it stands.
 struct CheckpointSave {
   int64_t step = 0;
   std::vector<CheckpointFile> files;
@@ -48,7 +48,7 @@ class Checkpointer {
   const CheckpointStore& store() const { return store_; }
 
  private:
-  void write(const CheckpointSave& save);
+  void write(CheckpointSave& save);
   CheckpointOptions options_;
   CheckpointStore store_;
   std::thread worker_;

@@ -116,19 +116,67 @@ std::string load_module_state(torch::nn::Module& module, const NamedTensors& sta
   return summary;
 }
 
-std::vector<char> save_optimizer_state(const torch::optim::Optimizer& optimizer) {
-  torch::serialize::OutputArchive archive;
-  torch::serialize::OutputArchive state(archive.compilation_unit());
+namespace {
+
+std::shared_ptr<torch::serialize::OutputArchive> optimizer_archive(
+    const torch::optim::Optimizer& optimizer) {
+  auto archive = std::make_shared<torch::serialize::OutputArchive>();
+  torch::serialize::OutputArchive state(archive->compilation_unit());
   optimizer.save(state);
-  archive.write("optimizer", state);
+  archive->write("optimizer", state);
   const auto& groups = optimizer.param_groups();
-  archive.write("groups/size", torch::tensor(static_cast<int64_t>(groups.size())));
+  archive->write("groups/size", torch::tensor(static_cast<int64_t>(groups.size())));
   for (size_t i = 0; i < groups.size(); ++i) {
-    torch::serialize::OutputArchive options(archive.compilation_unit());
+    torch::serialize::OutputArchive options(archive->compilation_unit());
     groups[i].options().serialize(options);
-    archive.write("groups/" + std::to_string(i), options);
+    archive->write("groups/" + std::to_string(i), options);
   }
-  return archive_bytes(archive);
+  return archive;
+}
+
+torch::Tensor copy_of(const torch::Tensor& t) { return t.defined() ? t.clone() : t; }
+
+/// Points one parameter's optimizer state at copies of its tensors; false for a state type
+/// this does not know.
+bool swap_for_copies(torch::optim::OptimizerParamState& st) {
+  namespace o = torch::optim;
+  if (auto* a = dynamic_cast<o::AdamParamState*>(&st)) {
+    a->exp_avg(copy_of(a->exp_avg())).exp_avg_sq(copy_of(a->exp_avg_sq()));
+    a->max_exp_avg_sq(copy_of(a->max_exp_avg_sq()));
+  } else if (auto* w = dynamic_cast<o::AdamWParamState*>(&st)) {
+    w->exp_avg(copy_of(w->exp_avg())).exp_avg_sq(copy_of(w->exp_avg_sq()));
+    w->max_exp_avg_sq(copy_of(w->max_exp_avg_sq()));
+  } else if (auto* sgd = dynamic_cast<o::SGDParamState*>(&st)) {
+    sgd->momentum_buffer(copy_of(sgd->momentum_buffer()));
+  } else if (auto* ada = dynamic_cast<o::AdagradParamState*>(&st)) {
+    ada->sum(copy_of(ada->sum()));
+  } else if (auto* rms = dynamic_cast<o::RMSpropParamState*>(&st)) {
+    rms->square_avg(copy_of(rms->square_avg())).momentum_buffer(copy_of(rms->momentum_buffer()));
+    rms->grad_avg(copy_of(rms->grad_avg()));
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<char> save_optimizer_state(const torch::optim::Optimizer& optimizer) {
+  return archive_bytes(*optimizer_archive(optimizer));
+}
+
+std::function<std::vector<char>()> optimizer_state_snapshot(torch::optim::Optimizer& optimizer,
+                                                            bool detach) {
+  auto archive = optimizer_archive(optimizer);  // holds the state tensors themselves
+  if (detach) {
+    bool known = true;
+    for (auto& entry : optimizer.state()) known = known && swap_for_copies(*entry.second);
+    if (!known) {
+      auto bytes = std::make_shared<std::vector<char>>(archive_bytes(*archive));
+      return [bytes] { return *bytes; };
+    }
+  }
+  return [archive] { return archive_bytes(*archive); };
 }
 
 void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::vector<char>& bytes,

@@ -3,6 +3,7 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +34,13 @@ std::string load_module_state(torch::nn::Module& module, const NamedTensors& sta
 /// The optimizer's state and each parameter group's options (lr, betas, weight decay, ...):
 /// LibTorch's own optimizer archive (which does not restore options) plus the options.
 std::vector<char> save_optimizer_state(const torch::optim::Optimizer& optimizer);
+/// save_optimizer_state in two halves: the snapshot now, the bytes when the returned function
+/// runs. With `detach`, the optimizer's state tensors are first swapped for copies, so the
+/// function may run on another thread while training goes on (what it serialises is no longer
+/// changed by anyone). Optimizer states the swap does not know (other than sgd, adam, adamw,
+/// adagrad and rmsprop's) are serialised at once instead.
+std::function<std::vector<char>()> optimizer_state_snapshot(torch::optim::Optimizer& optimizer,
+                                                            bool detach);
 /// Restores save_optimizer_state; TrainError naming `what` when it does not fit the optimizer
 /// (another type, other parameter groups).
 void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::vector<char>& bytes,

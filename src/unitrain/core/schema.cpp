@@ -73,7 +73,9 @@ void check_known_keys(const YAML::Node& in, const std::vector<std::string>& know
   }
 }
 
-void resolve_field(const Field& f, const YAML::Node& in, YAML::Node& out, const std::string& path);
+/// `explicit_null`: the key is written as null (not just absent).
+void resolve_field(const Field& f, const YAML::Node& in, YAML::Node& out, const std::string& path,
+                   bool explicit_null);
 
 // Resolves a section that may be a component ({type, args, ...other declared keys}).
 void resolve_section(const Field& f, const YAML::Node& in, YAML::Node& out,
@@ -105,12 +107,16 @@ void resolve_section(const Field& f, const YAML::Node& in, YAML::Node& out,
 }
 
 void resolve_field(const Field& f, const YAML::Node& in, YAML::Node& out,
-                   const std::string& path) {
+                   const std::string& path, bool explicit_null) {
   // reset(), not operator=: `in` may be a zombie node of a missing key, and assigning to one
   // throws (yaml-cpp reference semantics).
   YAML::Node value;
   if (in.IsDefined()) value.reset(in);
   if (absent(value) && f.type() != Type::Section && f.type() != Type::SectionList) {
+    if (f.is_nullable() && explicit_null) {
+      out = YAML::Node(YAML::NodeType::Null);  // an explicit null wins over the default
+      return;
+    }
     if (f.default_yaml()) {
       value.reset(parse_default(*f.default_yaml()));
     } else if (f.is_nullable()) {
@@ -299,9 +305,11 @@ void Schema::resolve_node(const YAML::Node& in, YAML::Node& out, const std::stri
   for (const auto& f : fields_) known.push_back(f.name());
   check_known_keys(in, known, path);
   for (const auto& f : fields_) {
-    YAML::Node value = (in.IsDefined() && in.IsMap()) ? YAML::Node(in[f.name()]) : YAML::Node();
+    const bool is_map = in.IsDefined() && in.IsMap();
+    YAML::Node value = is_map ? YAML::Node(in[f.name()]) : YAML::Node();
     YAML::Node resolved;
-    resolve_field(f, value, resolved, join_path(path, f.name()));
+    resolve_field(f, value, resolved, join_path(path, f.name()),
+                  is_map && value.IsDefined() && value.IsNull());
     out[f.name()] = resolved;
   }
 }

@@ -47,7 +47,8 @@ class Field {
   Field& lt(double v) { max_ = v; max_exclusive_ = true; return *this; }  ///< value < v
   Field& choices(std::vector<std::string> c) { choices_ = std::move(c); return *this; }
   Field& help(std::string h) { help_ = std::move(h); return *this; }
-  Field& nullable() { nullable_ = true; return *this; }  ///< null is allowed (and the default)
+  /// null is allowed: the default without def(); with def(), an explicit null stays null.
+  Field& nullable() { nullable_ = true; return *this; }
   /// Nested keys of a Section or of each element of a SectionList.
   Field& section(std::shared_ptr<const Schema> s) { section_ = std::move(s); return *this; }
   /// The section picks a registered component: its `type` key names one of `kind`, and its

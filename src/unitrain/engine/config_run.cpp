@@ -2,25 +2,38 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "unitrain/checkpoint/checkpoint_options.h"
+#include "unitrain/checkpoint/checkpoint_store.h"
+#include "unitrain/checkpoint/checkpointer.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
 #include "unitrain/data/file_bytes.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/log/console.h"
+#include "unitrain/engine/run_env.h"
 #include "unitrain/log/console_tracker.h"
+#include "unitrain/models/torchscript_export.h"
 #include "unitrain/objective/objective_module.h"
 
 namespace unitrain {
 
-ConfigRunResult run_config(const Config& config) {
+namespace {
+
+void check_config_driven(const Config& config) {
   UT_CHECK(config.has("model"), "missing key model: a config-driven run needs model.type "
            "(see `unitrain list` for the models)");
   UT_CHECK(config.at("data").has("train"), "missing key data.train: a config-driven run needs "
            "a training dataset (see `unitrain list` for the datasets)");
-  Trainer trainer(config);  // seeds torch before the model is built
-  DataSplits data = build_data(config.at("data"), static_cast<uint64_t>(config.get_int("seed")));
+}
+
+/// The model and objective of `config`, initialised from model.init_from when given and
+/// `init` (a checkpoint's weights replace them otherwise).
+std::shared_ptr<ObjectiveModule> build_module(const Config& config, bool init) {
   auto module = std::make_shared<ObjectiveModule>(config.at("model"), config.at("objective"));
-  if (config.at("model").has("init_from")) {
+  if (init && config.at("model").has("init_from")) {
     const std::string path = config.at("model").get_string("init_from");
     const std::string bytes = read_file_bytes(path, "model.init_from");
     NamedTensors state;
@@ -32,18 +45,117 @@ ConfigRunResult run_config(const Config& config) {
     log::info(load_module_state(module->weights(), state, config.at("model").get_bool("init_strict"),
                                 "model.init_from " + path));
   }
+  return module;
+}
+
+/// A checkpoint of the run (`best`, `last` or a folder), verified; ConfigError naming it when
+/// there is none or it is damaged.
+std::string find_checkpoint(const Config& config, const std::string& choice) {
+  UT_CHECK(choice != "auto" && choice != "none" && !choice.empty(),
+           "--checkpoint ", choice, ": give best, last or a checkpoint folder");
+  const std::string root = config.get_string("run_dir") + "/checkpoints";
+  std::string dir;
+  try {
+    dir = Checkpointer(CheckpointOptions::from_config(config.at("checkpoint")), root)
+              .find_resume(choice);
+  } catch (const ConfigError& e) {  // find_resume speaks of checkpoint.resume
+    std::string m = e.what();
+    if (const std::string key = "checkpoint.resume: "; m.rfind(key, 0) == 0) m.erase(0, key.size());
+    throw ConfigError("--checkpoint: " + m);
+  }
+  UT_CHECK(!dir.empty(), "--checkpoint ", choice, ": no checkpoint in ", root);
+  return dir;
+}
+
+/// Loads the model tensors of checkpoint `dir` into `module` (strict: the config's model must
+/// be the checkpoint's). Returns the checkpoint's optimizer step.
+int64_t load_checkpoint_model(ObjectiveModule& module, const std::string& dir) {
+  const std::string what = "checkpoint " + dir + "/model.pt";
+  NamedTensors state;
+  nlohmann::json trainer_state;
+  try {
+    state = load_tensor_dict(CheckpointStore::read(dir, "model.pt"), what);
+    const std::vector<char> bytes = CheckpointStore::read(dir, "trainer_state.json");
+    trainer_state = nlohmann::json::parse(bytes.begin(), bytes.end());
+  } catch (const TrainError& e) {
+    throw ConfigError(e.what());
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(detail::concat(dir, "/trainer_state.json: ", e.what()));
+  }
+  log::info(load_module_state(module.weights(), state, true, what));
+  return trainer_state.at("state").at("step").get<int64_t>();
+}
+
+}  // namespace
+
+ConfigRunResult run_config(const Config& config) {
+  check_config_driven(config);
+  Trainer trainer(config);  // seeds torch before the model is built
+  DataSplits data = build_data(config.at("data"), static_cast<uint64_t>(config.get_int("seed")));
+  auto module = build_module(config, true);
   int64_t params = 0;
   for (const auto& p : module->parameters()) params += p.numel();
   log::info(fmt::format("model {}: {} parameters", config.at("model").get_string("type"), params));
   ConfigRunResult result;
   result.fit = trainer.fit(*module, data.train, data.val);
-  if (data.test) {
+  if (data.test && result.fit.signal == 0) {
     result.test = trainer.evaluate(*module, data.test, EvalSplit::Test, "test");
     std::string line = "test:";
     for (const auto& [k, v] : result.test) line += fmt::format(" {} {}", k, format_metric(v));
     log::info(line);
   }
   return result;
+}
+
+EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoint,
+                               const std::string& split) {
+  check_config_driven(config);
+  UT_CHECK(split == "val" || split == "test", "--split ", split, ": give val or test");
+  Trainer trainer(config);
+  const std::string dir = find_checkpoint(config, checkpoint);
+  DataSplits data = build_data(config.at("data"), static_cast<uint64_t>(config.get_int("seed")));
+  DatasetPtr dataset = split == "val" ? data.val : data.test;
+  UT_CHECK(dataset != nullptr, "--split ", split, ": the config has no ", split, " data (set ",
+           split == "val" ? "data.val or data.validation_ratio" : "data.test", ")");
+  auto module = build_module(config, false);
+  EvalResult result;
+  result.split = split;
+  result.checkpoint = dir;
+  result.step = load_checkpoint_model(*module, dir);
+  result.metrics = trainer.evaluate(*module, dataset,
+                                    split == "val" ? EvalSplit::Val : EvalSplit::Test, split);
+
+  nlohmann::json out;
+  out["split"] = split;
+  out["checkpoint"] = std::filesystem::absolute(dir).lexically_normal().string();
+  out["step"] = result.step;
+  out["examples"] = dataset->size();
+  for (const auto& [k, v] : result.metrics) out["metrics"][k] = v;
+  const std::string results_dir = config.get_string("run_dir") + "/results";
+  prepare_writable_dir(results_dir);
+  result.results_file = results_dir + "/" + split + ".json";
+  write_file_atomic(result.results_file, out.dump(1) + "\n");
+  return result;
+}
+
+std::string export_checkpoint(const Config& config, const std::string& checkpoint,
+                              const std::string& format, const std::string& out) {
+  check_config_driven(config);
+  UT_CHECK(format == "state_dict" || format == "torchscript", "--format ", format,
+           ": give state_dict or torchscript");
+  UT_CHECK(!out.empty(), "--out: give the file to write");
+  Trainer trainer(config);
+  const std::string dir = find_checkpoint(config, checkpoint);
+  auto module = build_module(config, false);
+  load_checkpoint_model(*module, dir);
+  module->eval();
+  if (format == "torchscript") {
+    save_torchscript(*module->model(), out);
+  } else {
+    const std::vector<char> bytes = save_tensor_dict(module_state(module->weights(), true));
+    write_file_atomic(out, std::string(bytes.begin(), bytes.end()));
+  }
+  return dir;
 }
 
 }  // namespace unitrain

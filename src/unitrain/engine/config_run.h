@@ -14,4 +14,25 @@ struct ConfigRunResult {
 /// given. ConfigError for bad setup, TrainError for failures during training.
 ConfigRunResult run_config(const Config& config);
 
+/// What `unitrain eval` measured.
+struct EvalResult {
+  std::string split;       ///< val | test
+  std::string checkpoint;  ///< the checkpoint folder evaluated
+  int64_t step = 0;        ///< its optimizer step
+  MetricMap metrics;       ///< `<split>/loss`, `<split>/<metric>`
+  std::string results_file;  ///< run_dir/results/<split>.json
+};
+
+/// Loads the model of checkpoint `checkpoint` (best | last | a checkpoint folder) of the run
+/// `config` describes, runs the validation loop over `split` (val | test) and writes
+/// run_dir/results/<split>.json. ConfigError when the checkpoint or the split is missing.
+EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoint,
+                               const std::string& split);
+
+/// Writes the model of `checkpoint` to `out` as `format`: state_dict (a dict of tensors for
+/// Python's torch.load, names as the model's state_dict()) or torchscript (torch.jit.load can
+/// run it; built-in and TorchScript models). Returns the checkpoint folder used.
+std::string export_checkpoint(const Config& config, const std::string& checkpoint,
+                              const std::string& format, const std::string& out);
+
 }  // namespace unitrain

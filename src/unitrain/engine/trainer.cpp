@@ -54,6 +54,7 @@ Trainer::Loop::Loop(Trainer& trainer, TrainModule& m, DatasetPtr train, DatasetP
                                                      : (len.count + samples_per_step - 1) / samples_per_step;
   if (ckpt_options.enabled && !t.options_.test_mode) {
     checkpointer = std::make_unique<Checkpointer>(ckpt_options, t.run_dir_ + "/checkpoints");
+    checkpointer->clean_partial();  // folders of saves that a crash or SIGKILL interrupted
   }
 }
 

@@ -1,6 +1,7 @@
 // Saving and restoring the Trainer's loop: what a checkpoint holds and how a run resumes.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -113,26 +114,36 @@ std::vector<std::string> check_resume_config(const Config& saved, const Config& 
   std::map<std::string, std::string> a, b;
   flatten(saved.node(), "", a);
   flatten(current.node(), "", b);
-  std::vector<std::string> changes;
-  auto change = [&](const std::string& key, const std::string& was, const std::string& now) {
-    if (const char* why = why_fixed(key)) {
-      throw ConfigError(fmt::format(
-          "cannot resume from {}: {} changed from '{}' to '{}', but {}; restore it, or start a "
-          "fresh run with --checkpoint.resume none (or another run_dir)", dir, key, was, now, why));
-    }
-    changes.push_back(fmt::format("{}: {} -> {}", key, was, now));
+  struct Change {
+    std::string key, was, now;
   };
+  std::vector<Change> all;
   for (const auto& [key, value] : a) {
     auto it = b.find(key);
     if (it == b.end()) {
-      change(key, value, "(unset)");
+      all.push_back({key, value, "(unset)"});
     } else if (it->second != value) {
-      change(key, value, it->second);
+      all.push_back({key, value, it->second});
     }
   }
   for (const auto& [key, value] : b) {
-    if (!a.count(key)) change(key, "(unset)", value);
+    if (!a.count(key)) all.push_back({key, "(unset)", value});
   }
+  // Refuse on the most telling change: a component's `type` before its arguments.
+  auto is_type = [](const Change& c) {
+    return c.key.size() >= 5 && c.key.compare(c.key.size() - 5, 5, ".type") == 0;
+  };
+  std::stable_partition(all.begin(), all.end(), is_type);
+  for (const Change& c : all) {
+    if (const char* why = why_fixed(c.key)) {
+      throw ConfigError(fmt::format(
+          "cannot resume from {}: {} changed from '{}' to '{}', but {}; restore it, or start a "
+          "fresh run with --checkpoint.resume none (or another run_dir)", dir, c.key, c.was, c.now,
+          why));
+    }
+  }
+  std::vector<std::string> changes;
+  for (const Change& c : all) changes.push_back(fmt::format("{}: {} -> {}", c.key, c.was, c.now));
   return changes;
 }
 
@@ -170,8 +181,12 @@ void Trainer::Loop::save() {
   TrainState& s = t.state_;
   torch::nn::Module& weights = module.weights();
   std::vector<CheckpointFile> files;
-  files.push_back({"model.pt", save_tensor_dict(module_state(weights, /*copy=*/false))});
-  files.push_back({"optimizer.pt", save_optimizer_state(*t.optimizer_)});
+  // Snapshots now, bytes later: an async save serialises on the writer thread, so training
+  // waits only for the copies (the optimizer keeps training on copies of its state).
+  const bool async = ckpt_options.async;
+  auto model_state = std::make_shared<NamedTensors>(module_state(weights, /*copy=*/async));
+  files.push_back({"model.pt", {}, [model_state] { return save_tensor_dict(*model_state); }});
+  files.push_back({"optimizer.pt", {}, optimizer_state_snapshot(*t.optimizer_, async)});
   files.push_back({"rng-rank-0.pt", save_tensor_dict(rng_state())});
   if (s.micro_in_window != 0) {
     files.push_back({"grads.pt", save_tensor_dict(gradient_state(module))});

@@ -43,6 +43,7 @@ class TorchScriptModel : public Model {
   void train(bool on = true) override;
 
   torch::jit::Module& jit_module() { return *module_; }
+  const torch::jit::Module& jit_module() const { return *module_; }
   const std::string& path() const { return path_; }
 
  private:

@@ -1,0 +1,388 @@
+"""Checkpoints, exact resume, stops and faults, eval and export: the real binary on real data.
+
+Python's torch (python3-torch) reads what unitrain wrote: checkpoints' model.pt, exported state
+dicts and TorchScript files.
+"""
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import zlib
+
+import torch
+
+import common
+from common import run, write, read_jsonl
+
+# Digits (1438 train examples after the 20% split): batch 32 and accumulation 2 make 45
+# micro-batches per epoch (the last one partial) and 23 optimizer steps; checkpoints every
+# 150 samples land inside epochs and inside accumulation windows.
+CONFIG = f"""
+name: ckpt
+seed: 7
+model: {{type: mlp, args: {{sizes: [64, 48, 10], dropout: 0.1}}}}
+objective:
+  losses: [{{type: cross_entropy, prediction: logits, target: y}}]
+  metrics: [{{type: accuracy, name: acc}}]
+data:
+  train: {{type: csv, args: {{path: {common.DIGITS}, header: false, target: "64"}}}}
+  validation_ratio: 0.2
+  normalize: {{enabled: true}}
+  loader: {{batch_size: 32, shuffle: true, workers: 2}}
+optimizer: {{type: adamw, lr: 3.0e-3, args: {{weight_decay: 0.01}}}}
+scheduler: {{type: cosine, args: {{warmup: 10 steps}}}}
+train:
+  max_length: 4 epochs
+  accumulation_steps: 2
+  log_every: 5 steps
+  val_every: 20 steps
+checkpoint: {{every: 150 samples, keep_last: 0}}
+"""
+
+
+def without_time(events):
+    return [{k: v for k, v in e.items() if k != "time"} for e in events]
+
+
+def load(path):
+    return torch.load(path)
+
+
+def state_of(ckpt):
+    with open(os.path.join(ckpt, "trainer_state.json")) as f:
+        return json.load(f)["state"]
+
+
+def checkpoints(run_dir):
+    """Complete step folders, oldest first."""
+    dirs = glob.glob(os.path.join(run_dir, "checkpoints", "step-*"))
+    return sorted(dirs, key=lambda d: int(d.rsplit("-", 1)[1]))
+
+
+def assert_same_tensors(case, a, b):
+    case.assertEqual(list(a.keys()), list(b.keys()))
+    for k in a:
+        case.assertTrue(torch.equal(a[k], b[k]), f"{k} differs")
+
+
+def wait_for(predicate, timeout=120):
+    end = time.time() + timeout
+    while time.time() < end:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+class Checkpoints(common.Case):
+    def config(self, extra=""):
+        return write(os.path.join(self.dir, "run.yaml"), CONFIG + extra)
+
+    def train(self, run_dir, *args, expect=0, env=None):
+        code, out = run(["train", self.config(), "--run_dir", run_dir] + list(args), env=env)
+        self.assertEqual(code, expect, out)
+        return out
+
+    def full_run(self, name="full", *args):
+        run_dir = os.path.join(self.dir, name)
+        self.train(run_dir, *args)
+        return run_dir
+
+    def test_resume_mid_epoch_mid_window_is_bitwise_exact(self):
+        full = self.full_run()
+        ckpts = checkpoints(full)
+        self.assertGreater(len(ckpts), 10)
+        # A checkpoint inside the second epoch and inside an accumulation window.
+        chosen = next(c for c in ckpts
+                      if state_of(c)["epoch"] == 1 and state_of(c)["micro_in_window"] == 1
+                      and state_of(c)["batch_in_epoch"] > 0)
+        k = state_of(chosen)["step"]
+        self.assertTrue(os.path.exists(os.path.join(chosen, "grads.pt")))
+
+        part = os.path.join(self.dir, "part")
+        shutil.copytree(full, part, symlinks=True)
+        for c in checkpoints(part):
+            if int(c.rsplit("-", 1)[1]) > k:
+                shutil.rmtree(c)
+        resumed_from = os.path.join(part, "checkpoints", os.path.basename(chosen))
+        out = self.train(part, "--checkpoint.resume", resumed_from)
+        self.assertIn("resumed from", out)
+        self.assertIn(f"step {k}", out)
+
+        last_full, last_part = checkpoints(full)[-1], checkpoints(part)[-1]
+        self.assertEqual(os.path.basename(last_full), os.path.basename(last_part))
+        assert_same_tensors(self, load(os.path.join(last_full, "model.pt")),
+                            load(os.path.join(last_part, "model.pt")))
+        a = without_time(read_jsonl(os.path.join(full, "metrics.jsonl")))
+        b = without_time(read_jsonl(os.path.join(part, "metrics.jsonl")))
+        self.assertGreater(len([e for e in a if e["step"] > k]), 5)
+        self.assertEqual(a, b)
+
+    def test_checkpoint_files_are_python_readable_with_state_dict_names(self):
+        full = self.full_run("full", "--train.max_length", "1 epoch")
+        last = os.path.realpath(os.path.join(full, "checkpoints", "last"))
+        self.assertEqual(last, checkpoints(full)[-1])
+        model = load(os.path.join(last, "model.pt"))
+        self.assertEqual({k: tuple(v.shape) for k, v in model.items()},
+                         {"layers.0.weight": (48, 64), "layers.0.bias": (48,),
+                          "layers.1.weight": (10, 48), "layers.1.bias": (10,)})
+        with open(os.path.join(last, "MANIFEST.json")) as f:
+            manifest = json.load(f)
+        for name, entry in manifest["files"].items():
+            with open(os.path.join(last, name), "rb") as f:
+                data = f.read()
+            self.assertEqual(len(data), entry["size"], name)
+            self.assertEqual(zlib.crc32(data), entry["crc32"], name)
+        with open(os.path.join(last, "trainer_state.json")) as f:
+            ts = json.load(f)
+        self.assertEqual(ts["state"]["epoch"], 1)
+        self.assertEqual(ts["state"]["step"], 23)
+        self.assertIn("config_hash", ts)
+
+    def test_keep_last_best_and_threshold(self):
+        run_dir = self.full_run("keep", "--checkpoint.keep_last", "2",
+                                "--checkpoint.best.metric", "val/acc",
+                                "--checkpoint.every", "20 steps")
+        events = [e for e in read_jsonl(os.path.join(run_dir, "metrics.jsonl")) if "val/acc" in e]
+        best_step = max(events, key=lambda e: (e["val/acc"], -e["step"]))["step"]
+        best = os.path.realpath(os.path.join(run_dir, "checkpoints", "best"))
+        self.assertEqual(os.path.basename(best), f"step-{best_step}")
+        names = {os.path.basename(c) for c in checkpoints(run_dir)}
+        # Saved at 20, 40, 60, 80 and 92 (the final one, 4 epochs x 23 steps): the newest two
+        # and the best remain.
+        self.assertEqual(names, {"step-80", "step-92", f"step-{best_step}"})
+
+        high = self.full_run("high", "--checkpoint.best.metric", "val/acc",
+                             "--checkpoint.best.threshold", "0.999")
+        self.assertFalse(os.path.lexists(os.path.join(high, "checkpoints", "best")))
+
+    def test_async_saves_the_same_checkpoints(self):
+        sync = self.full_run("sync", "--train.max_length", "2 epochs")
+        asyn = self.full_run("async", "--train.max_length", "2 epochs", "--checkpoint.async", "true")
+        self.assertEqual([os.path.basename(c) for c in checkpoints(sync)],
+                         [os.path.basename(c) for c in checkpoints(asyn)])
+        for a, b in zip(checkpoints(sync), checkpoints(asyn)):
+            assert_same_tensors(self, load(os.path.join(a, "model.pt")), load(os.path.join(b, "model.pt")))
+
+    def test_auto_resume_continues_and_completed_run_does_not_retrain(self):
+        run_dir = os.path.join(self.dir, "auto")
+        self.train(run_dir, "--train.max_length", "2 epochs")
+        out = self.train(run_dir, "--train.max_length", "3 epochs")
+        self.assertIn("train.max_length", out)  # the changed key is reported
+        self.assertIn("resumed from", out)
+        self.assertEqual(state_of(checkpoints(run_dir)[-1])["step"], 69)
+        out = self.train(run_dir, "--train.max_length", "3 epochs")
+        self.assertIn("already complete", out)
+        # none: a fresh run; the earlier one's files are archived, not lost.
+        self.train(run_dir, "--train.max_length", "1 epoch", "--checkpoint.resume", "none")
+        self.assertEqual(state_of(checkpoints(run_dir)[-1])["step"], 23)
+        archived = glob.glob(os.path.join(run_dir, "history", "*", "checkpoints", "step-69"))
+        self.assertEqual(len(archived), 1)
+
+    def test_resume_refuses_changes_that_cannot_work(self):
+        run_dir = os.path.join(self.dir, "refuse")
+        self.train(run_dir, "--train.max_length", "1 epoch")
+        for key, value in (("--model.args.sizes", "[64, 32, 10]"), ("--optimizer.type", "sgd"),
+                           ("--data.loader.batch_size", "16")):
+            code, out = run(["train", self.config(), "--run_dir", run_dir, key, value,
+                             "--train.max_length", "2 epochs"])
+            self.assertEqual(code, 2, out)
+            self.assertIn(key[2:], out)
+        # The lr can change on resume.
+        out = self.train(run_dir, "--optimizer.lr", "1e-3", "--train.max_length", "2 epochs")
+        self.assertIn("optimizer.lr", out)
+        self.assertIn("resumed from", out)
+
+    def test_corrupt_checkpoint_explicit_fails_auto_falls_back(self):
+        run_dir = os.path.join(self.dir, "corrupt")
+        self.train(run_dir, "--train.max_length", "1 epoch", "--checkpoint.every", "10 steps")
+        ckpts = checkpoints(run_dir)
+        newest, previous = ckpts[-1], ckpts[-2]
+        model = os.path.join(newest, "model.pt")
+        with open(model, "r+b") as f:
+            f.seek(100)
+            byte = f.read(1)
+            f.seek(100)
+            f.write(bytes([byte[0] ^ 0xFF]))
+        code, out = run(["train", self.config(), "--run_dir", run_dir, "--train.max_length", "2 epochs",
+                         "--checkpoint.resume", newest])
+        self.assertEqual(code, 2, out)
+        self.assertIn("model.pt", out)
+        self.assertIn("CRC-32", out)
+
+        os.remove(os.path.join(previous, "optimizer.pt"))  # a missing file: also skipped
+        out = self.train(run_dir, "--train.max_length", "2 epochs")
+        self.assertIn("warning", out)
+        fallback = ckpts[-3]
+        self.assertIn("resumed from " + fallback, out)
+
+    def test_sigterm_and_sigint_save_and_exit_then_resume_exactly(self):
+        full = self.full_run("full", "--checkpoint.every", "null", "--train.max_length", "30 epochs")
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            run_dir = os.path.join(self.dir, f"sig{int(sig)}")
+            p = subprocess.Popen([common.BIN, "train", self.config(), "--run_dir", run_dir,
+                                  "--checkpoint.every", "null", "--train.max_length", "30 epochs"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            metrics = os.path.join(run_dir, "metrics.jsonl")
+            self.assertTrue(wait_for(lambda: os.path.exists(metrics) and len(read_jsonl(metrics)) >= 4))
+            p.send_signal(sig)
+            out = p.communicate(timeout=120)[0]
+            self.assertEqual(p.returncode, 128 + int(sig), out)
+            ckpts = checkpoints(run_dir)
+            self.assertEqual(len(ckpts), 1, out)
+            self.assertLess(state_of(ckpts[0])["step"], 690, out)
+            out = self.train(run_dir, "--checkpoint.every", "null", "--train.max_length", "30 epochs")
+            self.assertIn("resumed from", out)
+            assert_same_tensors(self, load(os.path.join(checkpoints(full)[-1], "model.pt")),
+                                load(os.path.join(checkpoints(run_dir)[-1], "model.pt")))
+            self.assertEqual(without_time(read_jsonl(os.path.join(full, "metrics.jsonl"))),
+                             without_time(read_jsonl(metrics)))
+
+    def test_sigkill_during_a_save_keeps_the_previous_checkpoint(self):
+        run_dir = os.path.join(self.dir, "kill")
+        p = subprocess.Popen([common.BIN, "train", self.config(), "--run_dir", run_dir,
+                              "--checkpoint.every", "10 steps"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env=dict(os.environ, UNITRAIN_TEST_CHECKPOINT_PAUSE_MS="200"))
+        root = os.path.join(run_dir, "checkpoints")
+        partial = lambda: glob.glob(os.path.join(root, ".partial-*"))
+        # Wait until the second save is being written (the first is complete).
+        self.assertTrue(wait_for(lambda: len(checkpoints(run_dir)) >= 1 and partial()))
+        p.kill()
+        p.communicate(timeout=60)
+        self.assertEqual(p.returncode, -signal.SIGKILL)
+        self.assertTrue(partial())
+        complete = checkpoints(run_dir)
+        self.assertEqual(len(complete), 1)
+        out = self.train(run_dir, "--checkpoint.every", "10 steps")
+        self.assertIn("resumed from " + complete[0], out)
+        self.assertIn("incomplete checkpoint", out)
+        self.assertEqual(partial(), [])
+        self.assertEqual(state_of(checkpoints(run_dir)[-1])["step"], 92)
+
+    def test_unwritable_run_dir_and_full_disk(self):
+        mnt = os.path.join(self.dir, "mnt")
+        os.makedirs(mnt)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", mnt]).returncode != 0:
+            self.skipTest("cannot mount a tmpfs here (needs root)")
+        try:
+            # A disk that fills during the run: a clear error, the older checkpoints intact.
+            run_dir = os.path.join(mnt, "full")
+            code, out = run(["train", self.config(), "--run_dir", run_dir,
+                             "--checkpoint.every", "5 steps"])
+            self.assertEqual(code, 1, out)
+            self.assertIn("No space left", out)
+            ckpts = checkpoints(run_dir)
+            self.assertGreaterEqual(len(ckpts), 1, out)
+            for c in ckpts:
+                load(os.path.join(c, "model.pt"))
+                with open(os.path.join(c, "MANIFEST.json")) as f:
+                    for name, entry in json.load(f)["files"].items():
+                        with open(os.path.join(c, name), "rb") as g:
+                            self.assertEqual(zlib.crc32(g.read()), entry["crc32"])
+            # Read-only: fail at start, naming the path, before any training.
+            subprocess.run(["mount", "-o", "remount,ro", mnt], check=True)
+            ro_dir = os.path.join(mnt, "ro")
+            code, out = run(["train", self.config(), "--run_dir", ro_dir])
+            self.assertEqual(code, 2, out)
+            self.assertIn(ro_dir, out)
+            self.assertNotIn("step 5", out)
+        finally:
+            subprocess.run(["umount", mnt])
+
+    def test_early_stopping(self):
+        # val/loss falls, so with mode max it never improves: stop after patience validations.
+        run_dir = self.full_run("early", "--early_stopping.metric", "val/loss",
+                                "--early_stopping.mode", "max", "--early_stopping.patience", "2")
+        vals = [e for e in read_jsonl(os.path.join(run_dir, "metrics.jsonl")) if "val/loss" in e]
+        self.assertEqual(len(vals), 3)
+        self.assertEqual(state_of(checkpoints(run_dir)[-1])["step"], 60)
+
+
+class EvalExport(common.Case):
+    def setUp(self):
+        super().setUp()
+        self.cfg = write(os.path.join(self.dir, "run.yaml"), CONFIG)
+        self.run_dir = os.path.join(self.dir, "run")
+        code, out = run(["train", self.cfg, "--run_dir", self.run_dir, "--train.max_length", "2 epochs",
+                         "--checkpoint.every", "20 steps", "--checkpoint.best.metric", "val/acc"])
+        self.assertEqual(code, 0, out)
+
+    def test_eval_reproduces_the_logged_validation(self):
+        code, out = run(["eval", self.cfg, "--run_dir", self.run_dir])
+        self.assertEqual(code, 0, out)
+        with open(os.path.join(self.run_dir, "results", "val.json")) as f:
+            result = json.load(f)
+        best = os.path.realpath(os.path.join(self.run_dir, "checkpoints", "best"))
+        self.assertEqual(result["checkpoint"], best)
+        logged = next(e for e in read_jsonl(os.path.join(self.run_dir, "metrics.jsonl"))
+                      if e["step"] == result["step"] and "val/acc" in e)
+        self.assertEqual(result["examples"], 359)
+        self.assertAlmostEqual(result["metrics"]["val/acc"], logged["val/acc"], places=9)
+        self.assertAlmostEqual(result["metrics"]["val/loss"], logged["val/loss"], places=6)
+
+        code, out = run(["eval", self.cfg, "--run_dir", self.run_dir, "--split", "test"])
+        self.assertEqual(code, 2, out)
+        self.assertIn("data.test", out)
+        code, out = run(["eval", self.cfg, "--run_dir", self.run_dir, "--checkpoint",
+                         os.path.join(self.dir, "nowhere")])
+        self.assertEqual(code, 2, out)
+        self.assertIn("nowhere", out)
+
+    def test_export_state_dict_and_torchscript_run_in_python(self):
+        sd_file = os.path.join(self.dir, "model.pt")
+        code, out = run(["export", self.cfg, "--run_dir", self.run_dir, "--checkpoint", "last",
+                         "--format", "state_dict", "--out", sd_file])
+        self.assertEqual(code, 0, out)
+        sd = torch.load(sd_file)
+        last = os.path.realpath(os.path.join(self.run_dir, "checkpoints", "last"))
+        assert_same_tensors(self, sd, load(os.path.join(last, "model.pt")))
+
+        ts_file = os.path.join(self.dir, "model.ts")
+        code, out = run(["export", self.cfg, "--run_dir", self.run_dir, "--checkpoint", "last",
+                         "--format", "torchscript", "--out", ts_file])
+        self.assertEqual(code, 0, out)
+        scripted = torch.jit.load(ts_file)
+        x = torch.randn(5, 64)
+        expected = torch.relu(x @ sd["layers.0.weight"].T + sd["layers.0.bias"]) @ sd["layers.1.weight"].T \
+            + sd["layers.1.bias"]
+        self.assertTrue(torch.allclose(scripted(x), expected, atol=1e-5))
+
+    def test_init_from_a_python_state_dict(self):
+        sd = load(os.path.join(self.run_dir, "checkpoints", "last", "model.pt"))
+        good = os.path.join(self.dir, "good.pt")
+        torch.save(sd, good)
+        run_dir = os.path.join(self.dir, "init")
+        code, out = run(["train", self.cfg, "--run_dir", run_dir, "--model.init_from", good,
+                         "--train.test_mode", "true"])
+        self.assertEqual(code, 0, out)
+
+        partial = dict(sd)
+        del partial["layers.1.bias"]
+        partial["extra.weight"] = torch.zeros(3)
+        bad = os.path.join(self.dir, "partial.pt")
+        torch.save(partial, bad)
+        code, out = run(["train", self.cfg, "--run_dir", run_dir, "--model.init_from", bad,
+                         "--checkpoint.resume", "none", "--train.test_mode", "true"])
+        self.assertEqual(code, 2, out)
+        self.assertIn("layers.1.bias", out)
+        self.assertIn("extra.weight", out)
+        code, out = run(["train", self.cfg, "--run_dir", run_dir, "--model.init_from", bad,
+                         "--model.init_strict", "false", "--checkpoint.resume", "none",
+                         "--train.test_mode", "true"])
+        self.assertEqual(code, 0, out)
+
+        shapes = dict(sd)
+        shapes["layers.0.weight"] = torch.zeros(10, 10)
+        torch.save(shapes, bad)
+        code, out = run(["train", self.cfg, "--run_dir", run_dir, "--model.init_from", bad,
+                         "--model.init_strict", "false", "--checkpoint.resume", "none"])
+        self.assertEqual(code, 2, out)
+        self.assertIn("layers.0.weight", out)
+
+
+if __name__ == "__main__":
+    common.main()
