@@ -131,7 +131,8 @@ std::string CheckpointStore::save(int64_t step, const std::vector<CheckpointFile
     nlohmann::ordered_json listed = nlohmann::ordered_json::object();
     for (const auto& f : files) {
       write_synced(tmp + "/" + f.name, f.bytes.data(), f.bytes.size());
-      listed[f.name] = {{"size", f.bytes.size()}, {"crc32", crc32_of(f.bytes.data(), f.bytes.size())}};
+      const uint32_t crc = f.crc32 ? *f.crc32 : crc32_of(f.bytes.data(), f.bytes.size());
+      listed[f.name] = {{"size", f.bytes.size()}, {"crc32", crc}};
       maybe_pause_for_tests();
     }
     manifest["files"] = listed;

@@ -2,6 +2,7 @@
 // CheckpointStore: the on-disk protocol of run_dir/checkpoints/ — complete-or-ignored folders.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@ struct CheckpointFile {
   std::string name;         ///< file name inside the step folder, e.g. "model.pt"
   std::vector<char> bytes;
   std::function<std::vector<char>()> produce;  ///< when set, replaces `bytes` before writing
+  std::optional<uint32_t> crc32;  ///< of `bytes`, when already computed
 };
 
 /// A complete checkpoint folder found on disk.

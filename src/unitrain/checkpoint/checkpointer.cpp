@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <future>
 
 #include "unitrain/core/error.h"
 #include "unitrain/log/console.h"
@@ -38,12 +39,19 @@ void Checkpointer::clean_partial() {
 
 void Checkpointer::write(CheckpointSave& save) {
   auto start = std::chrono::steady_clock::now();
+  // Serialise the snapshots. A synchronous save runs them side by side (training waits for
+  // all of them anyway); an async one runs them one by one on this background thread, so it
+  // takes at most one core from training.
+  std::vector<std::future<void>> jobs;
   for (auto& file : save.files) {
-    if (file.produce) {
+    if (!file.produce) continue;
+    jobs.push_back(std::async(options_.async ? std::launch::deferred : std::launch::async, [&file] {
       file.bytes = file.produce();
       file.produce = nullptr;  // frees the snapshot
-    }
+      file.crc32 = crc32_of(file.bytes.data(), file.bytes.size());  // while the bytes are hot
+    }));
   }
+  for (auto& job : jobs) job.get();
   const std::string dir = store_.save(save.step, save.files);
   store_.link("last", dir);
   if (save.best) store_.link("best", dir);
@@ -68,6 +76,7 @@ void Checkpointer::wait() {
 void Checkpointer::save(CheckpointSave save) {
   auto start = std::chrono::steady_clock::now();
   wait();
+  ++saves_;
   if (!options_.async) {
     write(save);
     blocking_seconds_ += seconds_since(start);

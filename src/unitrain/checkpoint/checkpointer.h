@@ -39,6 +39,7 @@ class Checkpointer {
   /// synchronous) and seconds spent writing, summed over saves.
   double blocking_seconds() const { return blocking_seconds_; }
   double write_seconds() const { return write_seconds_; }
+  int64_t saves() const { return saves_; }
 
   /// The checkpoint folder `resume` (auto | none | last | best | <path>) points to, or "" for
   /// a fresh start. auto skips invalid checkpoints with a warning; an explicit choice that is
@@ -56,6 +57,7 @@ class Checkpointer {
   int64_t pending_step_ = -1;
   double blocking_seconds_ = 0;
   double write_seconds_ = 0;
+  int64_t saves_ = 0;
 };
 
 }  // namespace unitrain

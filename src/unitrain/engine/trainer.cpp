@@ -298,7 +298,14 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
     if (!options_.test_mode) loop.validate();
     if (loop.ckpt_options.final) loop.maybe_save(false, state_.samples, false, true);
   }
-  if (loop.checkpointer) loop.checkpointer->wait();
+  if (Checkpointer* c = loop.checkpointer.get()) {
+    c->wait();
+    loop.result.checkpoints_saved = c->saves();
+    loop.result.checkpoint_write_seconds = c->write_seconds();
+    log::file_only(fmt::format("checkpoints: {} saved; training waited {:.2f} s for them, writing "
+                               "took {:.2f} s", c->saves(), loop.result.checkpoint_blocking_seconds,
+                               c->write_seconds()));
+  }
   loop.logger.finish();
   for (auto& cb : callbacks_) cb->on_train_end(*this);
   loop.result.state = state_;

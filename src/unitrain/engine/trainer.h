@@ -27,6 +27,12 @@ struct FitResult {
   double data_wait_seconds = 0;  ///< time the loop waited for the loader
   std::string resumed_from;      ///< the checkpoint this run resumed from ("" = fresh start)
   std::string last_checkpoint;   ///< the last checkpoint written ("" = none)
+  int64_t checkpoints_saved = 0;
+  /// Seconds training waited for checkpoint saves (the whole save when synchronous; the
+  /// snapshot copies, or a previous save still being written, when async) and seconds spent
+  /// serialising and writing them.
+  double checkpoint_blocking_seconds = 0;
+  double checkpoint_write_seconds = 0;
   /// SIGINT/SIGTERM that stopped training (after a checkpoint), or 0. The CLI exits with
   /// 128 + signal.
   int signal = 0;

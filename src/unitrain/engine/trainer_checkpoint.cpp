@@ -178,6 +178,7 @@ void Trainer::Loop::maybe_save(bool stepped, int64_t samples_before, bool epoch_
 }
 
 void Trainer::Loop::save() {
+  const Clock::time_point start = Clock::now();
   TrainState& s = t.state_;
   torch::nn::Module& weights = module.weights();
   std::vector<CheckpointFile> files;
@@ -235,6 +236,7 @@ void Trainer::Loop::save() {
   save.best = want_best_save;
   want_best_save = false;
   checkpointer->save(std::move(save));
+  result.checkpoint_blocking_seconds += std::chrono::duration<double>(Clock::now() - start).count();
   saved_at_samples = s.samples;
   result.last_checkpoint = checkpointer->store().root() + "/step-" + std::to_string(s.step);
   log::file_only(fmt::format("checkpoint step-{} ({})", s.step,
