@@ -1,7 +1,7 @@
 // bench/overhead: unitrain's time per step against a minimal hand-written LibTorch loop on the
 // same model, data, optimizer and threads, interleaved round by round so machine noise hits
 // both alike. Also reports how long the loop waited for the loader.
-//   build/bench/bench_overhead [rounds=5] [steps=60] [fashion_dir]
+//   build/bench/bench_overhead [rounds=5] [steps=60] [case name filter, e.g. mlp]
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -121,7 +121,9 @@ int main(int argc, char** argv) {
                    32, {{"x", tokens.narrow(1, 0, 64).contiguous()}, {"y", tokens.narrow(1, 1, 64).contiguous()}}});
   std::printf("%-38s %9s | %9s %7s | %9s %7s %7s\n", "case (2 intra-op threads)", "hand ms",
               "w0 ms", "ratio", "w2 ms", "ratio", "wait");
+  const std::string only = argc > 3 ? argv[3] : "";  // run only cases whose name has this
   for (const Case& c : cases) {
+    if (!only.empty() && c.name.find(only) == std::string::npos) continue;
     // Per round: the hand loop, unitrain reading in the training thread (workers 0, as the
     // hand loop does), unitrain with 2 loader threads.
     std::vector<double> hand, ut0, ratio0, ut2, ratio2, wait2;
