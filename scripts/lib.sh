@@ -9,7 +9,7 @@ UNITRAIN_BUILD=${UNITRAIN_BUILD:-$UNITRAIN_ROOT/build}
 UNITRAIN_PACKAGES=(
   build-essential cmake pkg-config
   libtorch-dev libgloo-dev libopenblas0-openmp
-  libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev
+  libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev libisal-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist python3-torch python3-sklearn
 )

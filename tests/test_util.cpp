@@ -53,4 +53,8 @@ std::string message_of(const std::function<void()>& f) {
   return "";
 }
 
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
 }  // namespace unitrain::test

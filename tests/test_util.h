@@ -1,5 +1,8 @@
 #pragma once
 // Helpers shared by the unit tests.
+#include <gtest/gtest.h>
+
+#include <exception>
 #include <functional>
 #include <string>
 
@@ -13,5 +16,23 @@ std::string temp_dir();
 std::string write_file(const std::string& path, const std::string& text);
 /// The message of the exception `f` throws, or "" when it throws none.
 std::string message_of(const std::function<void()>& f);
+/// True when `haystack` contains `needle`.
+bool contains(const std::string& haystack, const std::string& needle);
+
+/// The message of the exception of type E that `f` throws; a test failure when it throws
+/// nothing or another type.
+template <typename E>
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected another exception type, got: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "nothing thrown";
+  return "";
+}
 
 }  // namespace unitrain::test

@@ -3,19 +3,33 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
+#include "test_util.h"
 #include "unitrain/core/error.h"
 
 namespace unitrain {
 namespace {
 
+using test::contains;
+using test::error_of;
+
+const double kNaN = std::nan("");
+const double kInf = std::numeric_limits<double>::infinity();
+
+/// The `checkpoint` section given as YAML, resolved against the schema.
 CheckpointOptions parse(const std::string& yaml) {
   return CheckpointOptions::from_config(
-      CheckpointOptions::schema()->resolve(Config::from_string(yaml)));
+      CheckpointOptions::schema()->resolve(Config(YAML::Load(yaml), "checkpoint")));
 }
 
-TEST(CheckpointOptions, Defaults) {
-  CheckpointOptions o = parse("{}");
+EarlyStoppingOptions parse_early(const std::string& yaml) {
+  return EarlyStoppingOptions::from_config(
+      EarlyStoppingOptions::schema()->resolve(Config(YAML::Load(yaml), "early_stopping")));
+}
+
+TEST(CheckpointOptions, SchemaDefaults) {
+  const CheckpointOptions o = parse("{}");
   EXPECT_TRUE(o.enabled);
   ASSERT_TRUE(o.every.has_value());
   EXPECT_EQ(o.every->unit, TrainUnit::Unit::Epochs);
@@ -23,15 +37,43 @@ TEST(CheckpointOptions, Defaults) {
   EXPECT_EQ(o.keep_last, 3);
   EXPECT_TRUE(o.final);
   EXPECT_EQ(o.best_metric, "");
+  EXPECT_EQ(o.best_mode, MetricMode::Max);
   EXPECT_FALSE(o.best_threshold.has_value());
   EXPECT_EQ(o.resume, "auto");
   EXPECT_FALSE(o.async);
+
+  // The struct's own defaults agree with the schema's.
+  const CheckpointOptions d;
+  EXPECT_EQ(d.enabled, o.enabled);
+  ASSERT_TRUE(d.every.has_value());
+  EXPECT_EQ(d.every->unit, o.every->unit);
+  EXPECT_EQ(d.every->count, o.every->count);
+  EXPECT_EQ(d.keep_last, o.keep_last);
+  EXPECT_EQ(d.final, o.final);
+  EXPECT_EQ(d.best_metric, o.best_metric);
+  EXPECT_EQ(d.best_mode, o.best_mode);
+  EXPECT_EQ(d.best_threshold, o.best_threshold);
+  EXPECT_EQ(d.resume, o.resume);
+  EXPECT_EQ(d.async, o.async);
+
+  // Every key is declared with help text (what `unitrain config --help` prints).
+  for (const auto& field : CheckpointOptions::schema()->fields()) {
+    EXPECT_FALSE(field.help_text().empty()) << field.name();
+  }
+  const Field* best = CheckpointOptions::schema()->find("best");
+  ASSERT_NE(best, nullptr);
+  ASSERT_NE(best->section_schema(), nullptr);
+  ASSERT_NE(best->section_schema()->find("mode"), nullptr);
+  EXPECT_EQ(best->section_schema()->find("mode")->default_yaml(),
+            std::optional<std::string>("auto"));
 }
 
 TEST(CheckpointOptions, ParsesEveryKey) {
-  CheckpointOptions o = parse(
-      "{every: 500 samples, keep_last: 0, final: false, async: true, resume: best,"
-      " best: {metric: val/acc, threshold: 0.9}}");
+  const CheckpointOptions o = parse(
+      "{enabled: false, every: 500 samples, keep_last: 0, final: false, async: true,"
+      " resume: best, best: {metric: val/acc, threshold: 0.9}}");
+  EXPECT_FALSE(o.enabled);
+  ASSERT_TRUE(o.every.has_value());
   EXPECT_EQ(o.every->unit, TrainUnit::Unit::Samples);
   EXPECT_EQ(o.every->count, 500);
   EXPECT_EQ(o.keep_last, 0);
@@ -40,52 +82,111 @@ TEST(CheckpointOptions, ParsesEveryKey) {
   EXPECT_EQ(o.resume, "best");
   EXPECT_EQ(o.best_metric, "val/acc");
   EXPECT_EQ(o.best_mode, MetricMode::Max);  // auto: accuracy grows
+  ASSERT_TRUE(o.best_threshold.has_value());
   EXPECT_DOUBLE_EQ(*o.best_threshold, 0.9);
+
   EXPECT_FALSE(parse("{every: null}").every.has_value());
-  EXPECT_THROW(parse("{keep_last: -1}"), ConfigError);
-  EXPECT_THROW(parse("{best: {mode: up}}"), ConfigError);
+  EXPECT_EQ(parse("{every: 200 steps}").every->unit, TrainUnit::Unit::Steps);
+  EXPECT_EQ(parse("{resume: /runs/a/checkpoints/step-10}").resume, "/runs/a/checkpoints/step-10");
+  EXPECT_EQ(parse("{best: {metric: val/loss}}").best_mode, MetricMode::Min);
+  EXPECT_EQ(parse("{best: {metric: val/loss, mode: max}}").best_mode, MetricMode::Max);
 }
 
-TEST(CheckpointOptions, ImprovesHonoursModeAndThreshold) {
-  CheckpointOptions o = parse("{best: {metric: val/loss}}");
-  EXPECT_EQ(o.best_mode, MetricMode::Min);
-  EXPECT_TRUE(o.improves(0.5, std::nan("")));
-  EXPECT_TRUE(o.improves(0.4, 0.5));
-  EXPECT_FALSE(o.improves(0.5, 0.5));
-  EXPECT_FALSE(o.improves(0.6, 0.5));
-  EXPECT_FALSE(o.improves(std::nan(""), 0.5));
+TEST(CheckpointOptions, BadValuesAreConfigErrorsNamingTheKey) {
+  EXPECT_TRUE(contains(error_of<ConfigError>([] { parse("{keep_last: -1}"); }), "checkpoint.keep_last"));
+  EXPECT_TRUE(
+      contains(error_of<ConfigError>([] { parse("{best: {mode: up}}"); }), "checkpoint.best.mode"));
+  std::string m = error_of<ConfigError>([] { parse("{best: {threshold: 0.5}}"); });
+  EXPECT_TRUE(contains(m, "checkpoint.best.threshold")) << m;
+  EXPECT_TRUE(contains(m, "checkpoint.best.metric")) << m;
+  m = error_of<ConfigError>([] { parse("{best: {metric: acc}}"); });
+  EXPECT_TRUE(contains(m, "checkpoint.best.metric")) << m;
+  EXPECT_TRUE(contains(m, "'acc'")) << m;
+  m = error_of<ConfigError>([] { parse("{every: 0 steps}"); });
+  EXPECT_TRUE(contains(m, "checkpoint.every")) << m;
+  m = error_of<ConfigError>([] { parse("{resume: ''}"); });
+  EXPECT_TRUE(contains(m, "checkpoint.resume")) << m;
+}
 
-  CheckpointOptions t = parse("{best: {metric: val/acc, mode: max, threshold: 0.8}}");
-  EXPECT_FALSE(t.improves(0.7, std::nan("")));  // better than nothing, not than the threshold
-  EXPECT_TRUE(t.improves(0.85, std::nan("")));
-  EXPECT_FALSE(t.improves(0.84, 0.85));
+TEST(CheckpointOptions, ImprovesForMinMode) {
+  const CheckpointOptions o = parse("{best: {metric: val/loss}}");
+  ASSERT_EQ(o.best_mode, MetricMode::Min);
+  EXPECT_TRUE(o.improves(0.5, kNaN));  // anything finite beats no best yet
+  EXPECT_TRUE(o.improves(0.4, 0.5));
+  EXPECT_TRUE(o.improves(-1.0, 0.5));
+  EXPECT_FALSE(o.improves(0.5, 0.5));  // equal is not better
+  EXPECT_FALSE(o.improves(0.6, 0.5));
+  EXPECT_FALSE(o.improves(kNaN, 0.5));
+  EXPECT_FALSE(o.improves(kNaN, kNaN));
+  EXPECT_FALSE(o.improves(-kInf, 0.5));  // a diverged value is never the best
+  EXPECT_FALSE(o.improves(kInf, kNaN));
+}
+
+TEST(CheckpointOptions, ImprovesForMaxMode) {
+  const CheckpointOptions o = parse("{best: {metric: val/acc}}");
+  ASSERT_EQ(o.best_mode, MetricMode::Max);
+  EXPECT_TRUE(o.improves(0.1, kNaN));
+  EXPECT_TRUE(o.improves(0.6, 0.5));
+  EXPECT_FALSE(o.improves(0.5, 0.5));
+  EXPECT_FALSE(o.improves(0.4, 0.5));
+  EXPECT_FALSE(o.improves(kInf, 0.5));
+  EXPECT_FALSE(o.improves(kNaN, 0.5));
+}
+
+TEST(CheckpointOptions, ImprovesHonoursTheThreshold) {
+  const CheckpointOptions max = parse("{best: {metric: val/acc, mode: max, threshold: 0.8}}");
+  EXPECT_FALSE(max.improves(0.7, kNaN));  // better than nothing, not than the threshold
+  EXPECT_FALSE(max.improves(0.8, kNaN));  // the threshold itself is not beyond it
+  EXPECT_TRUE(max.improves(0.85, kNaN));
+  EXPECT_TRUE(max.improves(0.9, 0.85));
+  EXPECT_FALSE(max.improves(0.84, 0.85));
+  EXPECT_FALSE(max.improves(0.75, 0.7));  // better than the best, not than the threshold
+
+  const CheckpointOptions min = parse("{best: {metric: val/loss, threshold: 0.3}}");
+  EXPECT_FALSE(min.improves(0.4, kNaN));
+  EXPECT_TRUE(min.improves(0.2, kNaN));
+  EXPECT_TRUE(min.improves(0.1, 0.2));
+  EXPECT_FALSE(min.improves(0.25, 0.2));
+  EXPECT_FALSE(min.improves(0.35, 0.5));
 }
 
 TEST(CheckpointOptions, AutoModeFollowsTheMetricName) {
-  for (const char* m : {"val/loss", "val/loss_cross_entropy", "val/perplexity", "val/mse", "val/mae"}) {
+  for (const char* m : {"val/loss", "val/perplexity", "val/mse", "val/mae",
+                        "val/loss_cross_entropy", "train/loss"}) {
     EXPECT_EQ(resolve_metric_mode("auto", m), MetricMode::Min) << m;
   }
-  for (const char* m : {"val/acc", "val/top3", "val/f1"}) {
+  for (const char* m : {"val/acc", "val/top3", "val/f1", ""}) {
     EXPECT_EQ(resolve_metric_mode("auto", m), MetricMode::Max) << m;
   }
   EXPECT_EQ(resolve_metric_mode("max", "val/loss"), MetricMode::Max);
   EXPECT_EQ(resolve_metric_mode("min", "val/acc"), MetricMode::Min);
 }
 
-TEST(EarlyStoppingOptions, DefaultsAndParse) {
-  auto resolve = [](const std::string& yaml) {
-    return EarlyStoppingOptions::from_config(
-        EarlyStoppingOptions::schema()->resolve(Config::from_string(yaml)));
-  };
-  EarlyStoppingOptions off = resolve("{}");
-  EXPECT_EQ(off.metric, "");
+TEST(CheckpointEarlyStoppingOptions, SchemaDefaults) {
+  const EarlyStoppingOptions off = parse_early("{}");
+  EXPECT_EQ(off.metric, "");  // off
   EXPECT_EQ(off.patience, 5);
   EXPECT_DOUBLE_EQ(off.min_delta, 0.0);
-  EarlyStoppingOptions on = resolve("{metric: val/acc, patience: 2, min_delta: 0.01}");
+  const EarlyStoppingOptions d;
+  EXPECT_EQ(d.metric, off.metric);
+  EXPECT_EQ(d.patience, off.patience);
+  EXPECT_EQ(d.min_delta, off.min_delta);
+}
+
+TEST(CheckpointEarlyStoppingOptions, ParsesEveryKeyAndResolvesMode) {
+  const EarlyStoppingOptions on = parse_early("{metric: val/acc, patience: 2, min_delta: 0.01}");
   EXPECT_EQ(on.metric, "val/acc");
   EXPECT_EQ(on.mode, MetricMode::Max);
   EXPECT_EQ(on.patience, 2);
-  EXPECT_THROW(resolve("{patience: 0}"), ConfigError);
+  EXPECT_DOUBLE_EQ(on.min_delta, 0.01);
+  EXPECT_EQ(parse_early("{metric: val/perplexity}").mode, MetricMode::Min);
+  EXPECT_EQ(parse_early("{metric: val/perplexity, mode: max}").mode, MetricMode::Max);
+  EXPECT_TRUE(
+      contains(error_of<ConfigError>([] { parse_early("{patience: 0}"); }), "early_stopping.patience"));
+  EXPECT_TRUE(contains(error_of<ConfigError>([] { parse_early("{min_delta: -0.1}"); }),
+                       "early_stopping.min_delta"));
+  EXPECT_TRUE(
+      contains(error_of<ConfigError>([] { parse_early("{mode: lower}"); }), "early_stopping.mode"));
 }
 
 }  // namespace

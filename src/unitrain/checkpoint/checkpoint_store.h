@@ -2,19 +2,36 @@
 // CheckpointStore: the on-disk protocol of run_dir/checkpoints/ — complete-or-ignored folders.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace unitrain {
 
-/// One file of a checkpoint: its bytes, or a function that serialises a snapshot into them
+/// The bytes of one file as pieces of memory written in order. `keep` owns what the pieces
+/// point at: a buffer, or for tensor files the tensors themselves, so nothing is copied.
+struct FileImage {
+  struct Piece {
+    const char* data;
+    size_t size;
+  };
+  FileImage() = default;
+  FileImage(std::vector<char> bytes);  // NOLINT(google-explicit-constructor): owned bytes
+  std::vector<Piece> pieces;
+  std::shared_ptr<const void> keep;
+  std::optional<uint32_t> crc32;  ///< of all pieces in order, when already computed
+
+  size_t size() const;
+  std::vector<char> bytes() const;  ///< the pieces joined
+};
+
+/// One file of a checkpoint: its image, or a function that serialises a snapshot into one
 /// (called by the Checkpointer just before writing, on its background thread for async saves).
 struct CheckpointFile {
-  std::string name;         ///< file name inside the step folder, e.g. "model.pt"
-  std::vector<char> bytes;
-  std::function<std::vector<char>()> produce;  ///< when set, replaces `bytes` before writing
-  std::optional<uint32_t> crc32;  ///< of `bytes`, when already computed
+  std::string name;  ///< file name inside the step folder, e.g. "model.pt"
+  FileImage image;
+  std::function<FileImage()> produce;  ///< when set, replaces `image` before writing
 };
 
 /// A complete checkpoint folder found on disk.
@@ -72,7 +89,11 @@ class CheckpointStore {
   std::string root_;
 };
 
-/// CRC-32 (zlib's polynomial) of `size` bytes.
-uint32_t crc32_of(const char* data, size_t size);
+/// CRC-32 (zlib's polynomial) of `size` bytes; continuing `crc` when given.
+uint32_t crc32_of(const char* data, size_t size, uint32_t crc = 0);
+/// The CRC-32 of A followed by B from A's and B's CRC-32s and B's size.
+uint32_t crc32_combine_of(uint32_t crc_a, uint32_t crc_b, uint64_t size_b);
+/// The CRC-32 of an image's pieces (its `crc32` when already computed).
+uint32_t crc32_of(const FileImage& image);
 
 }  // namespace unitrain

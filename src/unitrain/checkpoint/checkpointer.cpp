@@ -46,9 +46,9 @@ void Checkpointer::write(CheckpointSave& save) {
   for (auto& file : save.files) {
     if (!file.produce) continue;
     jobs.push_back(std::async(options_.async ? std::launch::deferred : std::launch::async, [&file] {
-      file.bytes = file.produce();
-      file.produce = nullptr;  // frees the snapshot
-      file.crc32 = crc32_of(file.bytes.data(), file.bytes.size());  // while the bytes are hot
+      file.image = file.produce();
+      file.produce = nullptr;  // the image holds what it needs of the snapshot
+      if (!file.image.crc32) file.image.crc32 = crc32_of(file.image);
     }));
   }
   for (auto& job : jobs) job.get();

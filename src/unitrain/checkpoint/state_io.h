@@ -5,24 +5,44 @@
 
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "unitrain/checkpoint/checkpoint_store.h"
 
 namespace unitrain {
 
 /// Named tensors in a fixed order.
 using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 
-/// Bytes of a dict name -> tensor in PyTorch's own pickle format: `torch.load` in Python gives
-/// a dict whose keys are the names.
+/// A dict name -> tensor as a file in PyTorch's own format: `torch.load` in Python gives a
+/// dict whose keys are the names. The image points at the tensors' memory (see torch_file.h).
+FileImage tensor_dict_image(const NamedTensors& tensors);
+/// tensor_dict_image's bytes.
 std::vector<char> save_tensor_dict(const NamedTensors& tensors);
 /// Reads save_tensor_dict's bytes or a dict of tensors saved by Python's `torch.save`
 /// (a state_dict). TrainError naming `what` when the bytes are not such a dict.
 NamedTensors load_tensor_dict(const std::vector<char>& bytes, const std::string& what);
 
+/// Copies for snapshots, kept from one save to the next: copying into last time's buffers
+/// spares a fresh allocation each save (for a large model, hundreds of MB of page faults and
+/// zeroing while training waits). A buffer must not be copied into while a write still reads
+/// it: wait for the previous save first. Not thread-safe.
+class SnapshotBuffers {
+ public:
+  /// `t` copied to the CPU, into the buffer kept under `name` when its shape and type fit.
+  torch::Tensor copy(const std::string& name, const torch::Tensor& t);
+
+ private:
+  std::unordered_map<std::string, torch::Tensor> buffers_;
+};
+
 /// The module's parameters then buffers by their state_dict() names (`layers.0.weight`),
-/// detached. With `copy`, on the CPU and cloned (a snapshot that training will not change).
-NamedTensors module_state(const torch::nn::Module& module, bool copy);
+/// detached. With `copy`, on the CPU and copied (a snapshot that training will not change),
+/// into `buffers` when given.
+NamedTensors module_state(const torch::nn::Module& module, bool copy,
+                          SnapshotBuffers* buffers = nullptr);
 
 /// Copies `state` into the module's parameters and buffers, matched by name. Strict: every
 /// name must be present and no name extra. Either way a shape or dtype mismatch is an error.
@@ -31,16 +51,18 @@ NamedTensors module_state(const torch::nn::Module& module, bool copy);
 std::string load_module_state(torch::nn::Module& module, const NamedTensors& state, bool strict,
                               const std::string& what);
 
-/// The optimizer's state and each parameter group's options (lr, betas, weight decay, ...):
-/// LibTorch's own optimizer archive (which does not restore options) plus the options.
+/// The optimizer's state and each parameter group's options (lr, betas, weight decay, ...),
+/// which LibTorch's own optimizer archive does not restore. For sgd, adam, adamw, adagrad and
+/// rmsprop a dict in PyTorch's format written straight from the state tensors:
+///   {"format": 2, "type": "adam", "groups": [{"params": n, "options": <LibTorch archive>}],
+///    "state": {"<i>": {"step": s, "exp_avg": ..., ...}}}   (i counts parameters over groups)
+/// for other optimizers LibTorch's whole optimizer archive inside such a dict ("archive").
 std::vector<char> save_optimizer_state(const torch::optim::Optimizer& optimizer);
-/// save_optimizer_state in two halves: the snapshot now, the bytes when the returned function
-/// runs. With `detach`, the optimizer's state tensors are first swapped for copies, so the
-/// function may run on another thread while training goes on (what it serialises is no longer
-/// changed by anyone). Optimizer states the swap does not know (other than sgd, adam, adamw,
-/// adagrad and rmsprop's) are serialised at once instead.
-std::function<std::vector<char>()> optimizer_state_snapshot(torch::optim::Optimizer& optimizer,
-                                                            bool detach);
+/// save_optimizer_state in two halves: the snapshot now, the file when the returned function
+/// runs. With `copy`, the state tensors are copied now (into `buffers` when given), so the
+/// function may run on another thread while training goes on and changes them.
+std::function<FileImage()> optimizer_state_snapshot(const torch::optim::Optimizer& optimizer,
+                                                    bool copy, SnapshotBuffers* buffers = nullptr);
 /// Restores save_optimizer_state; TrainError naming `what` when it does not fit the optimizer
 /// (another type, other parameter groups).
 void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::vector<char>& bytes,

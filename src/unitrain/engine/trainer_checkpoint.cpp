@@ -185,12 +185,18 @@ void Trainer::Loop::save() {
   // Snapshots now, bytes later: an async save serialises on the writer thread, so training
   // waits only for the copies (the optimizer keeps training on copies of its state).
   const bool async = ckpt_options.async;
-  auto model_state = std::make_shared<NamedTensors>(module_state(weights, /*copy=*/async));
-  files.push_back({"model.pt", {}, [model_state] { return save_tensor_dict(*model_state); }});
-  files.push_back({"optimizer.pt", {}, optimizer_state_snapshot(*t.optimizer_, async)});
-  files.push_back({"rng-rank-0.pt", save_tensor_dict(rng_state())});
+  SnapshotBuffers* buffers = nullptr;
+  if (async) {
+    checkpointer->wait();  // the previous save no longer reads the buffers
+    if (!snapshot_buffers) snapshot_buffers = std::make_shared<SnapshotBuffers>();
+    buffers = snapshot_buffers.get();
+  }
+  auto model_state = std::make_shared<NamedTensors>(module_state(weights, async, buffers));
+  files.push_back({"model.pt", {}, [model_state] { return tensor_dict_image(*model_state); }});
+  files.push_back({"optimizer.pt", {}, optimizer_state_snapshot(*t.optimizer_, async, buffers)});
+  files.push_back({"rng-rank-0.pt", tensor_dict_image(rng_state())});
   if (s.micro_in_window != 0) {
-    files.push_back({"grads.pt", save_tensor_dict(gradient_state(module))});
+    files.push_back({"grads.pt", tensor_dict_image(gradient_state(module))});
   }
   std::map<std::string, std::string> extra;
   for (auto& cb : t.callbacks_) cb->on_save_checkpoint(t, extra);

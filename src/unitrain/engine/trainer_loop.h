@@ -16,6 +16,8 @@
 
 namespace unitrain {
 
+class SnapshotBuffers;
+
 using Clock = std::chrono::steady_clock;
 
 /// What a checkpoint to resume from holds besides tensors, read before the loop is built.
@@ -46,6 +48,7 @@ struct Trainer::Loop {
   CheckpointOptions ckpt_options;
   EarlyStoppingOptions early;
   std::unique_ptr<Checkpointer> checkpointer;
+  std::shared_ptr<SnapshotBuffers> snapshot_buffers;  ///< reused by async saves
   double best_value;             ///< checkpoint.best.metric's best value (NaN: none yet)
   bool want_best_save = false;   ///< validation just improved the best metric
   int64_t saved_at_samples = -1; ///< the position of the last save (samples seen)

@@ -1,0 +1,193 @@
+#include "unitrain/checkpoint/torch_file.h"
+
+#include <torch/csrc/jit/serialization/pickler.h>
+
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace unitrain {
+namespace {
+
+// Zip record signatures and limits (PKWARE's APPNOTE).
+constexpr uint32_t kLocalHeader = 0x04034b50;
+constexpr uint32_t kCentralHeader = 0x02014b50;
+constexpr uint32_t kEndOfCentral = 0x06054b50;
+constexpr uint32_t kZip64EndOfCentral = 0x06064b50;
+constexpr uint32_t kZip64Locator = 0x07064b50;
+constexpr uint64_t kMax32 = 0xffffffffu;
+constexpr uint64_t kMax16 = 0xffffu;
+constexpr uint16_t kZip64Extra = 0x0001;
+constexpr uint16_t kPaddingExtra = 0x4246;  // "FB": PyTorch's alignment padding
+constexpr uint16_t kDosDate = (0 << 9) | (1 << 5) | 1;  // 1980-01-01: files are reproducible
+constexpr size_t kAlignment = 64;                      // where PyTorch puts record data
+
+/// Little-endian fields appended to a string.
+struct Out {
+  std::string bytes;
+  void u16(uint64_t v) { put(v, 2); }
+  void u32(uint64_t v) { put(v, 4); }
+  void u64(uint64_t v) { put(v, 8); }
+  void put(uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) bytes.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  }
+};
+
+struct Record {
+  std::string name;
+  const char* data;
+  uint64_t size;
+  uint32_t crc = 0;
+  uint64_t offset = 0;  ///< of its local header
+};
+
+/// What an image's pieces point at.
+struct Owned {
+  std::string pickle;
+  std::vector<torch::jit::WriteableTensorData> storages;
+  std::deque<std::string> headers;  // a deque: pieces keep pointing at its strings
+};
+
+std::string local_header(const Record& r, bool force_zip64) {
+  const bool zip64 = force_zip64 || r.size >= kMax32;
+  const size_t zip64_size = zip64 ? 4 + 16 : 0;
+  const uint64_t unpadded = r.offset + 30 + r.name.size() + zip64_size + 4;
+  const size_t padding = (kAlignment - unpadded % kAlignment) % kAlignment;
+  Out h;
+  h.u32(kLocalHeader);
+  h.u16(zip64 ? 45 : 20);  // version needed to extract
+  h.u16(0);                // flags
+  h.u16(0);                // stored
+  h.u16(0);                // time
+  h.u16(kDosDate);
+  h.u32(r.crc);
+  h.u32(zip64 ? kMax32 : r.size);  // compressed size
+  h.u32(zip64 ? kMax32 : r.size);  // uncompressed size
+  h.u16(r.name.size());
+  h.u16(zip64_size + 4 + padding);
+  h.bytes += r.name;
+  if (zip64) {
+    h.u16(kZip64Extra);
+    h.u16(16);
+    h.u64(r.size);
+    h.u64(r.size);
+  }
+  h.u16(kPaddingExtra);
+  h.u16(padding);
+  h.bytes.append(padding, '\0');
+  return h.bytes;
+}
+
+void central_header(Out& h, const Record& r, bool force_zip64) {
+  const bool big_size = force_zip64 || r.size >= kMax32;
+  const bool big_offset = force_zip64 || r.offset >= kMax32;
+  const size_t zip64_fields = (big_size ? 2 : 0) + (big_offset ? 1 : 0);
+  h.u32(kCentralHeader);
+  h.u16(zip64_fields ? 45 : 20);  // version made by
+  h.u16(zip64_fields ? 45 : 20);  // version needed to extract
+  h.u16(0);
+  h.u16(0);
+  h.u16(0);
+  h.u16(kDosDate);
+  h.u32(r.crc);
+  h.u32(big_size ? kMax32 : r.size);
+  h.u32(big_size ? kMax32 : r.size);
+  h.u16(r.name.size());
+  h.u16(zip64_fields ? 4 + 8 * zip64_fields : 0);
+  h.u16(0);  // comment
+  h.u16(0);  // disk
+  h.u16(0);  // internal attributes
+  h.u32(0);  // external attributes
+  h.u32(big_offset ? kMax32 : r.offset);
+  h.bytes += r.name;
+  if (zip64_fields) {
+    h.u16(kZip64Extra);
+    h.u16(8 * zip64_fields);
+    if (big_size) {
+      h.u64(r.size);
+      h.u64(r.size);
+    }
+    if (big_offset) h.u64(r.offset);
+  }
+}
+
+/// The central directory and the end records, for a directory starting at `offset`.
+std::string central_directory(const std::vector<Record>& records, uint64_t offset,
+                              bool force_zip64) {
+  Out h;
+  for (const Record& r : records) central_header(h, r, force_zip64);
+  const uint64_t size = h.bytes.size();
+  const uint64_t count = records.size();
+  const bool zip64 = force_zip64 || count >= kMax16 || size >= kMax32 || offset >= kMax32;
+  if (zip64) {
+    const uint64_t zip64_end = offset + size;
+    h.u32(kZip64EndOfCentral);
+    h.u64(44);  // size of the rest of this record
+    h.u16(45);
+    h.u16(45);
+    h.u32(0);
+    h.u32(0);
+    h.u64(count);
+    h.u64(count);
+    h.u64(size);
+    h.u64(offset);
+    h.u32(kZip64Locator);
+    h.u32(0);
+    h.u64(zip64_end);
+    h.u32(1);
+  }
+  h.u32(kEndOfCentral);
+  h.u16(0);
+  h.u16(0);
+  h.u16(zip64 ? kMax16 : count);
+  h.u16(zip64 ? kMax16 : count);
+  h.u32(zip64 ? kMax32 : size);
+  h.u32(zip64 ? kMax32 : offset);
+  h.u16(0);  // comment
+  return h.bytes;
+}
+
+}  // namespace
+
+FileImage encode_torch_file(const c10::IValue& value, bool force_zip64) {
+  auto owned = std::make_shared<Owned>();
+  {
+    torch::jit::Pickler pickler([&owned](const char* p, size_t n) { owned->pickle.append(p, n); });
+    pickler.protocol();
+    pickler.pushIValue(value);
+    pickler.stop();
+    for (const at::Tensor& t : pickler.tensorData()) {
+      owned->storages.push_back(torch::jit::getWriteableTensorData(t));
+    }
+  }
+  static const char kVersion[] = "3\n";  // the format version PyTorch 1.13 writes
+  std::vector<Record> records;
+  records.push_back({"archive/data.pkl", owned->pickle.data(), owned->pickle.size()});
+  for (size_t i = 0; i < owned->storages.size(); ++i) {
+    const auto& s = owned->storages[i];
+    records.push_back({"archive/data/" + std::to_string(i), s.data(), s.sizeInBytes()});
+  }
+  records.push_back({"archive/version", kVersion, 2});
+
+  FileImage image;
+  uint64_t offset = 0;
+  uint32_t crc = 0;
+  for (Record& r : records) {
+    r.crc = crc32_of(r.data, r.size);
+    r.offset = offset;
+    const std::string& header = owned->headers.emplace_back(local_header(r, force_zip64));
+    image.pieces.push_back({header.data(), header.size()});
+    image.pieces.push_back({r.data, r.size});
+    crc = crc32_of(header.data(), header.size(), crc);
+    crc = crc32_combine_of(crc, r.crc, r.size);
+    offset += header.size() + r.size;
+  }
+  const std::string& tail =
+      owned->headers.emplace_back(central_directory(records, offset, force_zip64));
+  image.pieces.push_back({tail.data(), tail.size()});
+  image.crc32 = crc32_of(tail.data(), tail.size(), crc);
+  image.keep = std::move(owned);
+  return image;
+}
+
+}  // namespace unitrain

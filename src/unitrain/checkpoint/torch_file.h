@@ -1,0 +1,24 @@
+#pragma once
+// Writing values in PyTorch's own file format (what `torch.save` writes) straight from the
+// tensors' memory.
+#include "unitrain/checkpoint/checkpoint_store.h"
+
+namespace c10 {
+struct IValue;
+}
+
+namespace unitrain {
+
+/// `value` (a dict of tensors, or any value LibTorch's pickler takes) as a file `torch.load` in
+/// Python and `torch::pickle_load` read: a zip archive (stored, not compressed) holding
+/// archive/data.pkl (the pickle, tensors as persistent storage ids), archive/data/<i> (each
+/// storage's bytes, 64-byte aligned as PyTorch aligns them) and archive/version.
+///
+/// Unlike `torch::pickle_save`, nothing is copied: the image's pieces point at the tensors'
+/// own storage (kept alive by the image), and the record and whole-file CRC-32s are computed
+/// in one pass over the bytes. CPU tensors only are referenced; others are copied to the CPU.
+/// Archives past 4 GiB (or with more than 65534 records) use the zip64 extensions;
+/// `force_zip64` uses them always (for tests).
+FileImage encode_torch_file(const c10::IValue& value, bool force_zip64 = false);
+
+}  // namespace unitrain

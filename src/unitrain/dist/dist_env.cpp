@@ -1,0 +1,149 @@
+#include "unitrain/dist/dist_env.h"
+
+#include <cstdlib>
+
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+namespace {
+
+using GetEnv = std::function<const char*(const char*)>;
+
+bool is_digits(const std::string& s) {
+  if (s.empty() || s.size() > 9) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+/// The whole number in variable `name`; `fallback` when unset.
+int number(const GetEnv& getenv, const char* name, int fallback) {
+  const char* v = getenv(name);
+  if (v == nullptr) return fallback;
+  UT_CHECK(is_digits(v), "environment variable ", name, "='", v, "' is not a whole number");
+  return std::atoi(v);
+}
+
+/// The leading number of Slurm's per-node task counts ("2(x3),1" -> 2).
+int leading_number(const char* v) {
+  std::string digits;
+  for (const char* p = v; *p >= '0' && *p <= '9'; ++p) digits += *p;
+  return is_digits(digits) ? std::atoi(digits.c_str()) : 0;
+}
+
+void check(const DistEnv& e, const char* rank_var, const char* size_var) {
+  UT_CHECK(e.world_size >= 1, size_var, " must be at least 1, got ", e.world_size);
+  UT_CHECK(e.rank < e.world_size, rank_var, "=", e.rank, " is outside the world of ", e.world_size,
+           " processes (", size_var, ")");
+  UT_CHECK(e.local_world_size >= 1 && e.local_rank < e.local_world_size, "the local rank ",
+           e.local_rank, " is outside the ", e.local_world_size, " processes on this machine");
+  UT_CHECK(e.master_port >= 1 && e.master_port <= 65535, "MASTER_PORT=", e.master_port,
+           " is not a port (1-65535)");
+}
+
+}  // namespace
+
+std::vector<std::string> expand_slurm_nodelist(const std::string& list) {
+  std::vector<std::string> hosts;
+  size_t i = 0;
+  auto bad = [&list](const std::string& why) {
+    return ConfigError("SLURM_JOB_NODELIST='" + list + "' is not a Slurm node list: " + why);
+  };
+  while (i < list.size()) {
+    std::string prefix;
+    while (i < list.size() && list[i] != ',' && list[i] != '[') prefix += list[i++];
+    if (i < list.size() && list[i] == '[') {
+      const size_t close = list.find(']', i);
+      if (close == std::string::npos) throw bad("a '[' is not closed");
+      std::string ranges = list.substr(i + 1, close - i - 1);
+      i = close + 1;
+      std::string suffix;
+      while (i < list.size() && list[i] != ',') suffix += list[i++];
+      size_t start = 0;
+      while (start <= ranges.size()) {
+        size_t comma = ranges.find(',', start);
+        if (comma == std::string::npos) comma = ranges.size();
+        const std::string r = ranges.substr(start, comma - start);
+        const size_t dash = r.find('-');
+        const std::string lo = r.substr(0, dash);
+        const std::string hi = dash == std::string::npos ? lo : r.substr(dash + 1);
+        if (!is_digits(lo) || !is_digits(hi)) throw bad("'" + r + "' is not a number or range");
+        const int a = std::atoi(lo.c_str()), b = std::atoi(hi.c_str());
+        if (b < a) throw bad("the range '" + r + "' runs backwards");
+        for (int n = a; n <= b; ++n) {
+          std::string digits = std::to_string(n);
+          if (digits.size() < lo.size()) digits.insert(0, lo.size() - digits.size(), '0');
+          hosts.push_back(prefix + digits + suffix);
+        }
+        start = comma + 1;
+      }
+    } else if (!prefix.empty()) {
+      hosts.push_back(prefix);
+    }
+    if (i < list.size() && list[i] == ',') ++i;
+  }
+  if (hosts.empty()) throw bad("no host in it");
+  return hosts;
+}
+
+DistEnv read_dist_env(const GetEnv& getenv) {
+  DistEnv e;
+  const char* rank_var = "RANK";
+  const char* size_var = "WORLD_SIZE";
+  if (getenv("RANK") != nullptr && getenv("WORLD_SIZE") != nullptr) {
+    e.launcher = "torchrun";
+    e.rank = number(getenv, "RANK", 0);
+    e.world_size = number(getenv, "WORLD_SIZE", 1);
+    e.local_rank = number(getenv, "LOCAL_RANK", e.rank);
+    e.local_world_size = number(getenv, "LOCAL_WORLD_SIZE", e.world_size);
+    const char* agent = getenv("TORCHELASTIC_USE_AGENT_STORE");
+    e.agent_store = agent != nullptr && std::string(agent) == "True";
+    UT_CHECK(e.world_size == 1 || getenv("MASTER_ADDR") != nullptr, "RANK and WORLD_SIZE are set ",
+             "but MASTER_ADDR is not: set it to the address of the machine running rank 0");
+  } else if (getenv("OMPI_COMM_WORLD_RANK") != nullptr) {
+    e.launcher = "openmpi";
+    rank_var = "OMPI_COMM_WORLD_RANK";
+    size_var = "OMPI_COMM_WORLD_SIZE";
+    e.rank = number(getenv, rank_var, 0);
+    e.world_size = number(getenv, size_var, 1);
+    e.local_rank = number(getenv, "OMPI_COMM_WORLD_LOCAL_RANK", e.rank);
+    e.local_world_size = number(getenv, "OMPI_COMM_WORLD_LOCAL_SIZE", e.world_size);
+    UT_CHECK(e.local_world_size == e.world_size || getenv("MASTER_ADDR") != nullptr,
+             "mpirun runs ranks on several machines but MASTER_ADDR is not set: pass the address of "
+             "the machine running rank 0, e.g. mpirun -x MASTER_ADDR=<host> -x MASTER_PORT=<port>");
+  } else if (getenv("SLURM_PROCID") != nullptr && getenv("SLURM_NTASKS") != nullptr) {
+    e.launcher = "slurm";
+    rank_var = "SLURM_PROCID";
+    size_var = "SLURM_NTASKS";
+    e.rank = number(getenv, rank_var, 0);
+    e.world_size = number(getenv, size_var, 1);
+    e.local_rank = number(getenv, "SLURM_LOCALID", 0);
+    const char* per_node = getenv("SLURM_NTASKS_PER_NODE");
+    if (per_node == nullptr) per_node = getenv("SLURM_TASKS_PER_NODE");
+    e.local_world_size = per_node ? leading_number(per_node) : 0;
+    if (e.local_world_size <= 0) e.local_world_size = e.world_size;
+    if (const char* nodes = getenv("SLURM_JOB_NODELIST")) {
+      e.master_addr = expand_slurm_nodelist(nodes).front();
+    }
+    if (const char* job = getenv("SLURM_JOB_ID")) {
+      std::string id = job;
+      if (is_digits(id.size() > 4 ? id.substr(id.size() - 4) : id)) {
+        e.master_port = 15000 + std::atoi((id.size() > 4 ? id.substr(id.size() - 4) : id).c_str());
+      }
+    }
+  }
+  if (const char* addr = getenv("MASTER_ADDR")) {
+    UT_CHECK(*addr != '\0', "MASTER_ADDR is set but empty");
+    e.master_addr = addr;
+  }
+  e.master_port = number(getenv, "MASTER_PORT", e.master_port);
+  check(e, rank_var, size_var);
+  return e;
+}
+
+DistEnv read_dist_env() {
+  return read_dist_env([](const char* name) { return std::getenv(name); });
+}
+
+}  // namespace unitrain

@@ -1,0 +1,42 @@
+#pragma once
+// Where this process stands in a distributed job, as its launcher tells it through the
+// environment: torchrun (and `unitrain launch`), Open MPI's mpirun, or Slurm's srun.
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace unitrain {
+
+struct DistEnv {
+  std::string launcher = "none";  ///< torchrun | openmpi | slurm | none (one process)
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  /// torchrun already hosts the TCPStore (TORCHELASTIC_USE_AGENT_STORE=True): rank 0 joins it
+  /// as a client instead of starting its own.
+  bool agent_store = false;
+
+  bool distributed() const { return world_size > 1; }
+};
+
+/// Reads, in this order: torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+/// MASTER_ADDR, MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE); Open MPI's (OMPI_COMM_WORLD_RANK,
+/// _SIZE, _LOCAL_RANK, _LOCAL_SIZE); Slurm's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
+/// SLURM_NTASKS_PER_NODE, SLURM_JOB_NODELIST, SLURM_JOB_ID); else a single process.
+/// MASTER_ADDR and MASTER_PORT, when set, win over what a launcher implies: Open MPI's default
+/// address is 127.0.0.1 (one machine; several need MASTER_ADDR), Slurm's the first host of the
+/// node list and its port 15000 + the job id's last four digits.
+/// ConfigError naming the variable when one is malformed (not a number, a rank outside the
+/// world, a port outside 1-65535).
+DistEnv read_dist_env(const std::function<const char*(const char*)>& getenv);
+/// read_dist_env of this process's environment.
+DistEnv read_dist_env();
+
+/// The host names of a Slurm node list: "node[01-03,7],login1" -> node01 node02 node03 node7
+/// login1. ConfigError naming the list when it is malformed.
+std::vector<std::string> expand_slurm_nodelist(const std::string& list);
+
+}  // namespace unitrain

@@ -1,0 +1,146 @@
+#include "unitrain/checkpoint/torch_file.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "test_util.h"
+
+namespace unitrain {
+namespace {
+
+c10::Dict<std::string, torch::Tensor> sample_dict() {
+  torch::manual_seed(3);
+  c10::Dict<std::string, torch::Tensor> d;
+  auto base = torch::randn({4, 6});
+  d.insert("weight", base);
+  d.insert("columns", base.slice(1, 2, 5));  // a view: shares base's storage
+  d.insert("ids", torch::arange(7, torch::kInt64));
+  d.insert("scalar", torch::tensor(2.5, torch::kFloat64));
+  d.insert("empty", torch::zeros({0, 3}));
+  d.insert("flags", torch::tensor({true, false, true}));
+  d.insert("half", torch::randn({5}).to(torch::kFloat16));
+  return d;
+}
+
+void expect_same_dict(const c10::IValue& loaded, const c10::Dict<std::string, torch::Tensor>& d) {
+  ASSERT_TRUE(loaded.isGenericDict());
+  auto got = loaded.toGenericDict();
+  ASSERT_EQ(got.size(), d.size());
+  for (const auto& e : d) {
+    ASSERT_TRUE(got.contains(e.key())) << e.key();
+    torch::Tensor t = got.at(e.key()).toTensor();
+    EXPECT_EQ(t.sizes(), e.value().sizes()) << e.key();
+    EXPECT_EQ(t.dtype(), e.value().dtype()) << e.key();
+    EXPECT_TRUE(torch::equal(t, e.value())) << e.key();
+  }
+}
+
+uint32_t u32_at(const std::vector<char>& b, size_t at) {
+  uint32_t v = 0;
+  std::memcpy(&v, b.data() + at, 4);
+  return v;
+}
+
+uint16_t u16_at(const std::vector<char>& b, size_t at) {
+  uint16_t v = 0;
+  std::memcpy(&v, b.data() + at, 2);
+  return v;
+}
+
+TEST(TorchFile, LibTorchReadsWhatItWrites) {
+  const auto d = sample_dict();
+  FileImage image = encode_torch_file(d);
+  std::vector<char> bytes = image.bytes();
+  EXPECT_EQ(bytes.size(), image.size());
+  expect_same_dict(torch::pickle_load(bytes), d);
+}
+
+TEST(TorchFile, ViewsShareOneStorageAndNothingIsCopied) {
+  const auto d = sample_dict();
+  FileImage image = encode_torch_file(d);
+  // The weight's own memory is one of the pieces (its view adds no second copy).
+  const char* weight = static_cast<const char*>(d.at("weight").data_ptr());
+  int pieces_at_weight = 0;
+  for (const auto& p : image.pieces) pieces_at_weight += p.data == weight;
+  EXPECT_EQ(pieces_at_weight, 1);
+  auto loaded = torch::pickle_load(image.bytes()).toGenericDict();
+  EXPECT_TRUE(torch::equal(loaded.at("columns").toTensor(), d.at("columns")));
+}
+
+TEST(TorchFile, ImageCrcIsTheCrcOfItsBytes) {
+  FileImage image = encode_torch_file(sample_dict());
+  ASSERT_TRUE(image.crc32.has_value());
+  std::vector<char> bytes = image.bytes();
+  EXPECT_EQ(*image.crc32, crc32_of(bytes.data(), bytes.size()));
+  FileImage forced = encode_torch_file(sample_dict(), /*force_zip64=*/true);
+  std::vector<char> forced_bytes = forced.bytes();
+  EXPECT_EQ(*forced.crc32, crc32_of(forced_bytes.data(), forced_bytes.size()));
+}
+
+TEST(TorchFile, RecordDataIsAlignedTo64BytesWithStoredRecordCrcs) {
+  const auto d = sample_dict();
+  std::vector<char> b = encode_torch_file(d).bytes();
+  size_t at = 0;
+  std::vector<std::string> names;
+  while (u32_at(b, at) == 0x04034b50) {
+    const uint32_t crc = u32_at(b, at + 14);
+    const uint32_t size = u32_at(b, at + 22);
+    const uint16_t name_len = u16_at(b, at + 26);
+    const uint16_t extra_len = u16_at(b, at + 28);
+    names.emplace_back(b.data() + at + 30, name_len);
+    const size_t data = at + 30 + name_len + extra_len;
+    EXPECT_EQ(data % 64, 0u) << names.back();
+    EXPECT_EQ(crc, crc32_of(b.data() + data, size)) << names.back();
+    at = data + size;
+  }
+  EXPECT_EQ(u32_at(b, at), 0x02014b50u);  // the central directory follows the records
+  // data.pkl, one record per storage (the view shares the weight's), version.
+  ASSERT_EQ(names.size(), 1 + (d.size() - 1) + 1);
+  EXPECT_EQ(names.front(), "archive/data.pkl");
+  EXPECT_EQ(names[1], "archive/data/0");
+  EXPECT_EQ(names.back(), "archive/version");
+}
+
+TEST(TorchFile, Zip64ArchivesReadBack) {
+  const auto d = sample_dict();
+  expect_same_dict(torch::pickle_load(encode_torch_file(d, /*force_zip64=*/true).bytes()), d);
+}
+
+TEST(TorchFile, SameValueGivesSameBytes) {
+  EXPECT_EQ(encode_torch_file(sample_dict()).bytes(), encode_torch_file(sample_dict()).bytes());
+}
+
+TEST(TorchFile, PythonLoadsBothLayouts) {
+  if (std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 has no torch";
+  }
+  const std::string dir = test::temp_dir();
+  for (bool zip64 : {false, true}) {
+    const std::string path = dir + (zip64 ? "/zip64.pt" : "/plain.pt");
+    std::vector<char> bytes = encode_torch_file(sample_dict(), zip64).bytes();
+    std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+    // zipfile checks every record's CRC; torch.load gives the same tensors.
+    const std::string script =
+        "import sys, zipfile, torch\n"
+        "z = zipfile.ZipFile(sys.argv[1]); assert z.testzip() is None\n"
+        "d = torch.load(sys.argv[1])\n"
+        "w = d['weight']\n"
+        "assert w.shape == (4, 6) and w.dtype == torch.float32\n"
+        "assert torch.equal(d['columns'], w[:, 2:5])\n"
+        "assert d['columns'].storage().data_ptr() == w.storage().data_ptr()\n"
+        "assert d['ids'].tolist() == list(range(7))\n"
+        "assert d['scalar'].item() == 2.5 and d['scalar'].dtype == torch.float64\n"
+        "assert d['empty'].shape == (0, 3)\n"
+        "assert d['flags'].tolist() == [True, False, True]\n"
+        "assert d['half'].dtype == torch.float16\n";
+    test::write_file(dir + "/check.py", script);
+    EXPECT_EQ(std::system(("/usr/bin/python3 " + dir + "/check.py " + path).c_str()), 0) << path;
+  }
+}
+
+}  // namespace
+}  // namespace unitrain

@@ -1,0 +1,128 @@
+#include "unitrain/dist/dist_env.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "test_util.h"
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+namespace {
+
+using test::contains;
+using test::error_of;
+using Vars = std::map<std::string, std::string>;
+
+DistEnv read(const Vars& vars) {
+  return read_dist_env([&vars](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  });
+}
+
+TEST(DistEnv, NothingSetIsOneProcess) {
+  DistEnv e = read({});
+  EXPECT_EQ(e.launcher, "none");
+  EXPECT_EQ(e.rank, 0);
+  EXPECT_EQ(e.world_size, 1);
+  EXPECT_FALSE(e.distributed());
+  EXPECT_EQ(e.master_addr, "127.0.0.1");
+  EXPECT_EQ(e.master_port, 29500);
+}
+
+TEST(DistEnv, TorchrunVariables) {
+  DistEnv e = read({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
+                    {"LOCAL_WORLD_SIZE", "4"}, {"MASTER_ADDR", "10.0.0.1"},
+                    {"MASTER_PORT", "29400"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                    {"OMPI_COMM_WORLD_RANK", "3"}});  // torchrun's win
+  EXPECT_EQ(e.launcher, "torchrun");
+  EXPECT_EQ(e.rank, 5);
+  EXPECT_EQ(e.world_size, 8);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.local_world_size, 4);
+  EXPECT_EQ(e.master_addr, "10.0.0.1");
+  EXPECT_EQ(e.master_port, 29400);
+  EXPECT_TRUE(e.agent_store);
+  EXPECT_TRUE(e.distributed());
+  EXPECT_FALSE(read({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"},
+                     {"TORCHELASTIC_USE_AGENT_STORE", "False"}})
+                   .agent_store);
+}
+
+TEST(DistEnv, OpenMpiVariables) {
+  DistEnv e = read({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+                    {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+  EXPECT_EQ(e.launcher, "openmpi");
+  EXPECT_EQ(e.rank, 1);
+  EXPECT_EQ(e.world_size, 2);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.master_addr, "127.0.0.1");  // all ranks on this machine
+  // Ranks on several machines need the address of rank 0's.
+  const std::string m = error_of<ConfigError>([] {
+    read({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+          {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+  });
+  EXPECT_TRUE(contains(m, "MASTER_ADDR")) << m;
+  EXPECT_EQ(read({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                  {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                  {"MASTER_ADDR", "node0"}})
+                .master_addr,
+            "node0");
+}
+
+TEST(DistEnv, SlurmVariables) {
+  DistEnv e = read({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"},
+                    {"SLURM_NTASKS_PER_NODE", "2(x2)"}, {"SLURM_JOB_NODELIST", "gpu[07-08]"},
+                    {"SLURM_JOB_ID", "4711234"}});
+  EXPECT_EQ(e.launcher, "slurm");
+  EXPECT_EQ(e.rank, 3);
+  EXPECT_EQ(e.world_size, 4);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.local_world_size, 2);
+  EXPECT_EQ(e.master_addr, "gpu07");
+  EXPECT_EQ(e.master_port, 15000 + 1234);
+  // MASTER_ADDR / MASTER_PORT win.
+  DistEnv o = read({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_NODELIST", "a,b"},
+                    {"MASTER_ADDR", "b"}, {"MASTER_PORT", "4000"}});
+  EXPECT_EQ(o.master_addr, "b");
+  EXPECT_EQ(o.master_port, 4000);
+  EXPECT_EQ(o.local_world_size, 2);
+}
+
+TEST(DistEnv, MalformedVariablesNameTheVariable) {
+  const std::vector<std::pair<Vars, std::string>> cases = {
+      {{{"RANK", "x"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}}, "RANK='x'"},
+      {{{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}}, "RANK=2"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "0"}, {"MASTER_ADDR", "h"}}, "WORLD_SIZE"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}}, "MASTER_ADDR"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", ""}}, "MASTER_ADDR"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "70000"}},
+       "MASTER_PORT=70000"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "-1"}},
+       "MASTER_PORT='-1'"},
+      {{{"OMPI_COMM_WORLD_RANK", "4"}, {"OMPI_COMM_WORLD_SIZE", "4"}}, "OMPI_COMM_WORLD_RANK=4"},
+      {{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_NODELIST", "n[1-"}},
+       "SLURM_JOB_NODELIST"},
+  };
+  for (const auto& [vars, want] : cases) {
+    const std::string m = error_of<ConfigError>([&vars = vars] { read(vars); });
+    EXPECT_TRUE(contains(m, want)) << want << " | " << m;
+  }
+}
+
+TEST(DistEnv, SlurmNodeLists) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(expand_slurm_nodelist("node1"), V{"node1"});
+  EXPECT_EQ(expand_slurm_nodelist("node[01-03,7],login1"),
+            (V{"node01", "node02", "node03", "node7", "login1"}));
+  EXPECT_EQ(expand_slurm_nodelist("a[9-11]-ib"), (V{"a9-ib", "a10-ib", "a11-ib"}));
+  EXPECT_EQ(expand_slurm_nodelist("x[1],y[2-3]"), (V{"x1", "y2", "y3"}));
+  for (const std::string bad : {"", "n[1-", "n[a-b]", "n[3-1]", "n[]"}) {
+    const std::string m = error_of<ConfigError>([&] { expand_slurm_nodelist(bad); });
+    EXPECT_TRUE(contains(m, "'" + bad + "'")) << m;
+  }
+}
+
+}  // namespace
+}  // namespace unitrain
