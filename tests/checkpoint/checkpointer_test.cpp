@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 
 #include "test_util.h"
@@ -113,6 +114,45 @@ TEST(Checkpointer, ProducedFilesAreSerialisedAtWriteTime) {
     EXPECT_EQ(CheckpointStore::read(dir, "rng.pt").size(), 1000u);
     EXPECT_EQ(text(CheckpointStore::read(dir, "model.pt")), "step 5");
   }
+}
+
+TEST(Checkpointer, SnapshotRunsBeforeFilesAndWaitSnapshotWaitsForIt) {
+  for (bool async : {false, true}) {
+    const std::string root = test::temp_dir() + "/ckpt";
+    Checkpointer c(options(async), root);
+    auto copied = std::make_shared<std::atomic<bool>>(false);
+    auto release = std::make_shared<std::atomic<bool>>(false);
+    CheckpointSave s = save_of(3);
+    s.snapshot = [copied, release, async] {
+      // Async: the snapshot runs on the writer thread, so it may wait for the test to let it go.
+      while (async && !*release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      *copied = true;
+    };
+    s.files.push_back({"state.pt", {}, [copied] {
+                         return bytes(*copied ? "after the snapshot" : "before the snapshot");
+                       }});
+    c.save(std::move(s));
+    EXPECT_EQ(copied->load(), !async);  // async: save() did not wait for the copies
+    *release = true;
+    c.wait_snapshot();
+    EXPECT_TRUE(copied->load()) << async;
+    c.wait();
+    EXPECT_EQ(text(CheckpointStore::read(root + "/step-3", "state.pt")), "after the snapshot");
+    c.wait_snapshot();  // nothing pending: returns at once
+  }
+}
+
+TEST(Checkpointer, FailedSnapshotReleasesTheFenceAndSurfacesAtWait) {
+  const std::string root = test::temp_dir() + "/ckpt";
+  Checkpointer c(options(true), root);
+  CheckpointSave s = save_of(4);
+  s.snapshot = [] { throw std::runtime_error("copy failed"); };
+  c.save(std::move(s));
+  c.wait_snapshot();  // must not hang
+  const std::string m = error_of<TrainError>([&] { c.wait(); });
+  EXPECT_TRUE(contains(m, "step-4")) << m;
+  EXPECT_TRUE(contains(m, "copy failed")) << m;
+  EXPECT_TRUE(steps(c).empty());
 }
 
 TEST(Checkpointer, KeepLastPrunesButKeepsBest) {

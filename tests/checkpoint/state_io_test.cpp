@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <map>
+
 #include "test_util.h"
 #include "unitrain/core/error.h"
 
@@ -394,6 +396,33 @@ TEST(StateIo, OptimizerFilesOfTheFirstFormatStillLoad) {
   train_step(a, opt_a, 12);
   train_step(b, opt_b, 12);
   expect_same_parameters(a, b);
+}
+
+TEST(StateIo, DeferredSnapshotBuffersCopyWhenTheQueueRuns) {
+  torch::manual_seed(6);
+  Net a;
+  SnapshotBuffers buffers(/*defer=*/true);
+  a.forward(torch::randn({8, 4}));  // batch-norm statistics move away from their initial values
+  const torch::Tensor weight_then = a.fc->weight.detach().clone();
+  const torch::Tensor mean_then = a.bn->running_mean.clone();
+  NamedTensors snap = module_state(a, true, &buffers);
+  auto copies = buffers.take_copies();
+  ASSERT_TRUE(static_cast<bool>(copies));
+  EXPECT_FALSE(static_cast<bool>(buffers.take_copies()));  // the queue was handed over
+  // Module buffers were copied at once (a forward changes them); parameters wait for the queue.
+  a.forward(torch::randn({8, 4}));
+  std::map<std::string, torch::Tensor> by_name(snap.begin(), snap.end());
+  EXPECT_TRUE(torch::equal(by_name.at("bn.running_mean"), mean_then));
+  EXPECT_FALSE(torch::equal(a.bn->running_mean, mean_then));
+  copies();
+  EXPECT_TRUE(torch::equal(by_name.at("fc.weight"), weight_then));
+  EXPECT_NE(by_name.at("fc.weight").data_ptr(), a.fc->weight.data_ptr());
+
+  // The next snapshot reuses the same buffers.
+  NamedTensors again = module_state(a, true, &buffers);
+  buffers.take_copies()();
+  std::map<std::string, torch::Tensor> again_by_name(again.begin(), again.end());
+  EXPECT_EQ(again_by_name.at("fc.weight").data_ptr(), by_name.at("fc.weight").data_ptr());
 }
 
 TEST(StateIo, DetachedOptimizerSnapshotIsTheStateAtSnapshotTime) {

@@ -161,11 +161,24 @@ class Checkpoints(common.Case):
 
     def test_async_saves_the_same_checkpoints(self):
         sync = self.full_run("sync", "--train.max_length", "2 epochs")
-        asyn = self.full_run("async", "--train.max_length", "2 epochs", "--checkpoint.async", "true")
+        # Async saves copy parameters and optimizer state on the writer thread while training
+        # runs its next forward and backward; the delay makes those copies come after the next
+        # optimizer step unless training waits for them (the snapshot fence).
+        asyn = os.path.join(self.dir, "async")
+        self.train(asyn, "--train.max_length", "2 epochs", "--checkpoint.async", "true",
+                   env=dict(os.environ, UNITRAIN_TEST_SNAPSHOT_DELAY_MS="150"))
         self.assertEqual([os.path.basename(c) for c in checkpoints(sync)],
                          [os.path.basename(c) for c in checkpoints(asyn)])
+
+        def optimizer_tensors(path):
+            state = load(path)["state"]
+            return {f"{i}/{k}": v for i, fields in state.items() for k, v in fields.items()
+                    if isinstance(v, torch.Tensor)}
+
         for a, b in zip(checkpoints(sync), checkpoints(asyn)):
             assert_same_tensors(self, load(os.path.join(a, "model.pt")), load(os.path.join(b, "model.pt")))
+            assert_same_tensors(self, optimizer_tensors(os.path.join(a, "optimizer.pt")),
+                                optimizer_tensors(os.path.join(b, "optimizer.pt")))
 
     def test_auto_resume_continues_and_completed_run_does_not_retrain(self):
         run_dir = os.path.join(self.dir, "auto")

@@ -1,6 +1,7 @@
 #include "unitrain/checkpoint/checkpointer.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <future>
 
@@ -12,6 +13,15 @@ namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+/// A delay before an async snapshot's copies, for tests: training must wait for them.
+void maybe_delay_snapshot_for_tests() {
+  static const long ms = [] {
+    const char* v = std::getenv("UNITRAIN_TEST_SNAPSHOT_DELAY_MS");
+    return v ? std::atol(v) : 0L;
+  }();
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 }  // namespace
@@ -78,19 +88,50 @@ void Checkpointer::save(CheckpointSave save) {
   wait();
   ++saves_;
   if (!options_.async) {
+    if (save.snapshot) save.snapshot();
     write(save);
     blocking_seconds_ += seconds_since(start);
     return;
   }
   pending_step_ = save.step;
+  {
+    std::lock_guard<std::mutex> lock(snapshot_mutex_);
+    snapshot_pending_ = static_cast<bool>(save.snapshot);
+  }
   worker_ = std::thread([this, s = std::move(save)]() mutable {
     try {
+      run_snapshot(s);
       write(s);
     } catch (...) {
       failure_ = std::current_exception();
+      snapshot_finished();  // a failed snapshot must not leave training waiting
     }
   });
   blocking_seconds_ += seconds_since(start);
+}
+
+void Checkpointer::run_snapshot(CheckpointSave& save) {
+  if (!save.snapshot) return;
+  maybe_delay_snapshot_for_tests();
+  save.snapshot();
+  save.snapshot = nullptr;
+  snapshot_finished();
+}
+
+void Checkpointer::snapshot_finished() {
+  {
+    std::lock_guard<std::mutex> lock(snapshot_mutex_);
+    snapshot_pending_ = false;
+  }
+  snapshot_done_.notify_all();
+}
+
+void Checkpointer::wait_snapshot() {
+  std::unique_lock<std::mutex> lock(snapshot_mutex_);
+  if (!snapshot_pending_) return;
+  auto start = std::chrono::steady_clock::now();
+  snapshot_done_.wait(lock, [this] { return !snapshot_pending_; });
+  snapshot_wait_seconds_ += seconds_since(start);
 }
 
 std::string Checkpointer::find_resume(const std::string& resume) const {

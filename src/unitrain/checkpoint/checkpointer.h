@@ -1,8 +1,11 @@
 #pragma once
 // Checkpointer: writes checkpoints (now or on a background thread), keeps the last/best links,
 // prunes, and finds the checkpoint to resume from.
+#include <condition_variable>
 #include <exception>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +20,10 @@ struct CheckpointSave {
   int64_t step = 0;
   std::vector<CheckpointFile> files;
   bool best = false;  ///< point the `best` link at it
+  /// Runs first, before any file is produced: for async saves, on the writer thread while
+  /// training goes on — the copies of tensors training leaves alone until its next update
+  /// (see Checkpointer::wait_snapshot).
+  std::function<void()> snapshot;
 };
 
 /// Owns the saves of one run into `root` (run_dir/checkpoints). With `async`, save() returns
@@ -35,9 +42,14 @@ class Checkpointer {
   void save(CheckpointSave save);
   /// Waits for a background write; rethrows its failure.
   void wait();
+  /// Waits until the pending save's `snapshot` has run (training calls this before it changes
+  /// what the snapshot copies: before each optimizer step). Returns at once when none is
+  /// pending; a failed snapshot surfaces at wait().
+  void wait_snapshot();
   /// Seconds the caller spent inside save() (snapshot hand-over, or the whole write when
-  /// synchronous) and seconds spent writing, summed over saves.
-  double blocking_seconds() const { return blocking_seconds_; }
+  /// synchronous) and in wait_snapshot(), and seconds spent writing, summed over saves.
+  double blocking_seconds() const { return blocking_seconds_ + snapshot_wait_seconds_; }
+  double snapshot_wait_seconds() const { return snapshot_wait_seconds_; }
   double write_seconds() const { return write_seconds_; }
   int64_t saves() const { return saves_; }
 
@@ -50,10 +62,16 @@ class Checkpointer {
 
  private:
   void write(CheckpointSave& save);
+  void run_snapshot(CheckpointSave& save);
+  void snapshot_finished();
   CheckpointOptions options_;
   CheckpointStore store_;
   std::thread worker_;
   std::exception_ptr failure_;
+  std::mutex snapshot_mutex_;
+  std::condition_variable snapshot_done_;
+  bool snapshot_pending_ = false;
+  double snapshot_wait_seconds_ = 0;
   int64_t pending_step_ = -1;
   double blocking_seconds_ = 0;
   double write_seconds_ = 0;

@@ -67,28 +67,53 @@ NamedTensors load_tensor_dict(const std::vector<char>& bytes, const std::string&
   return out;
 }
 
-torch::Tensor SnapshotBuffers::copy(const std::string& name, const torch::Tensor& t) {
-  torch::NoGradGuard no_grad;
+torch::Tensor& SnapshotBuffers::buffer_for(const std::string& name, const torch::Tensor& t) {
   torch::Tensor& buffer = buffers_[name];
   if (!buffer.defined() || !buffer.sizes().equals(t.sizes()) || buffer.dtype() != t.dtype()) {
     buffer = torch::empty(t.sizes(), t.options().device(torch::kCPU).requires_grad(false));
   }
+  return buffer;
+}
+
+torch::Tensor SnapshotBuffers::copy_now(const std::string& name, const torch::Tensor& t) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor& buffer = buffer_for(name, t);
   buffer.copy_(t.detach());
   return buffer;
 }
 
+torch::Tensor SnapshotBuffers::copy(const std::string& name, const torch::Tensor& t) {
+  if (!defer_) return copy_now(name, t);
+  torch::Tensor& buffer = buffer_for(name, t);
+  queued_.emplace_back(buffer, t.detach());
+  return buffer;
+}
+
+std::function<void()> SnapshotBuffers::take_copies() {
+  if (queued_.empty()) return nullptr;
+  auto queued = std::make_shared<std::vector<std::pair<torch::Tensor, torch::Tensor>>>(
+      std::move(queued_));
+  queued_.clear();
+  return [queued] {
+    torch::NoGradGuard no_grad;
+    for (auto& [buffer, source] : *queued) buffer.copy_(source);
+    queued->clear();  // drops the references to training's tensors
+  };
+}
+
 NamedTensors module_state(const torch::nn::Module& module, bool copy, SnapshotBuffers* buffers) {
   NamedTensors out;
-  auto add = [&](const std::string& name, const torch::Tensor& t) {
+  auto add = [&](const std::string& name, const torch::Tensor& t, bool parameter) {
     torch::Tensor d = t.detach();
-    if (copy) {
-      d = buffers ? buffers->copy("model/" + name, d)
-                  : d.to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true);
+    if (copy && buffers) {
+      d = parameter ? buffers->copy("model/" + name, d) : buffers->copy_now("model/" + name, d);
+    } else if (copy) {
+      d = d.to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true);
     }
     out.emplace_back(name, d);
   };
-  for (const auto& p : module.named_parameters(/*recurse=*/true)) add(p.key(), p.value());
-  for (const auto& b : module.named_buffers(/*recurse=*/true)) add(b.key(), b.value());
+  for (const auto& p : module.named_parameters(/*recurse=*/true)) add(p.key(), p.value(), true);
+  for (const auto& b : module.named_buffers(/*recurse=*/true)) add(b.key(), b.value(), false);
   return out;
 }
 

@@ -29,18 +29,33 @@ NamedTensors load_tensor_dict(const std::vector<char>& bytes, const std::string&
 /// spares a fresh allocation each save (for a large model, hundreds of MB of page faults and
 /// zeroing while training waits). A buffer must not be copied into while a write still reads
 /// it: wait for the previous save first. Not thread-safe.
+///
+/// With `defer`, copy() only reserves the buffer and queues the copy: take_copies() hands the
+/// queue over as one function, which an async save runs on its writer thread while training
+/// goes on — valid as long as training changes none of the sources before that function has
+/// run (the Trainer waits for it before each optimizer step).
 class SnapshotBuffers {
  public:
-  /// `t` copied to the CPU, into the buffer kept under `name` when its shape and type fit.
+  explicit SnapshotBuffers(bool defer = false) : defer_(defer) {}
+  /// `t` copied to the CPU (now, or queued with `defer`), into the buffer kept under `name`
+  /// when its shape and type fit.
   torch::Tensor copy(const std::string& name, const torch::Tensor& t);
+  /// copy() now whatever the mode: for tensors training changes before its next update (a
+  /// forward pass updates batch-norm statistics).
+  torch::Tensor copy_now(const std::string& name, const torch::Tensor& t);
+  /// The queued copies, to run once (empty function when none are queued).
+  std::function<void()> take_copies();
 
  private:
+  torch::Tensor& buffer_for(const std::string& name, const torch::Tensor& t);
+  bool defer_;
   std::unordered_map<std::string, torch::Tensor> buffers_;
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> queued_;  ///< (buffer, source)
 };
 
 /// The module's parameters then buffers by their state_dict() names (`layers.0.weight`),
 /// detached. With `copy`, on the CPU and copied (a snapshot that training will not change),
-/// into `buffers` when given.
+/// into `buffers` when given (parameters deferred when `buffers` defers, module buffers now).
 NamedTensors module_state(const torch::nn::Module& module, bool copy,
                           SnapshotBuffers* buffers = nullptr);
 

@@ -77,7 +77,10 @@ MicroStepResult StepRunner::run(const Batch& batch, double weight, bool last_in_
       skip = true;
     }
   }
-  if (!skip) optimizer_.step();
+  if (!skip) {
+    if (before_update_) before_update_();
+    optimizer_.step();
+  }
   r.skipped = skip;
   optimizer_.zero_grad();
   window_bad_ = false;
@@ -104,6 +107,7 @@ MicroStepResult StepRunner::run_with_closure(const Batch& batch, int64_t step) {
     }
     return out.loss.detach();
   };
+  if (before_update_) before_update_();
   optimizer_.step(closure);
   r.stepped = true;
   if (!std::isfinite(r.loss)) {

@@ -3,6 +3,7 @@
 // sync -> clip -> non-finite check -> optimizer.step() -> zero grads.
 #include <torch/optim/optimizer.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -35,6 +36,10 @@ class StepRunner {
   /// `step` (the optimizer step this micro-batch belongs to) and the loss terms.
   MicroStepResult run(const Batch& batch, double weight, bool last_in_window, int64_t step);
 
+  /// Called right before each optimizer step (the checkpoint snapshot fence: an async save
+  /// copies parameters and optimizer state while the next forward and backward run).
+  void set_before_update(std::function<void()> f) { before_update_ = std::move(f); }
+
   /// A non-finite loss was seen earlier in the current window (skip mode); checkpoints save it.
   bool window_bad() const { return window_bad_; }
   void set_window_bad(bool bad) { window_bad_ = bad; }
@@ -49,6 +54,7 @@ class StepRunner {
   std::vector<torch::Tensor> params_;
   bool closure_;
   bool window_bad_ = false;  ///< a non-finite loss was seen earlier in this window (skip mode)
+  std::function<void()> before_update_;
 };
 
 }  // namespace unitrain

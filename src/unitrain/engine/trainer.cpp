@@ -275,6 +275,9 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   loop.lr = std::make_unique<LrController>(*optimizer_, configure_scheduler(ctx), ctx.per_epoch);
   loop.lr->apply(0);
   loop.runner = std::make_unique<StepRunner>(module, *optimizer_, options_, loop.sync);
+  loop.runner->set_before_update([&loop] {
+    if (loop.checkpointer) loop.checkpointer->wait_snapshot();
+  });
   if (!resume.dir.empty()) loop.restore(resume.dir);
   log::info(fmt::format(
       "training: {} samples, {} batches/epoch of {}, accumulation {}, {} optimizer steps; "
@@ -302,6 +305,7 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
     c->wait();
     loop.result.checkpoints_saved = c->saves();
     loop.result.checkpoint_write_seconds = c->write_seconds();
+    loop.result.checkpoint_blocking_seconds += c->snapshot_wait_seconds();  // at the fence
     log::file_only(fmt::format("checkpoints: {} saved; training waited {:.2f} s for them, writing "
                                "took {:.2f} s", c->saves(), loop.result.checkpoint_blocking_seconds,
                                c->write_seconds()));

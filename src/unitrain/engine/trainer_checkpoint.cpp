@@ -188,7 +188,7 @@ void Trainer::Loop::save() {
   SnapshotBuffers* buffers = nullptr;
   if (async) {
     checkpointer->wait();  // the previous save no longer reads the buffers
-    if (!snapshot_buffers) snapshot_buffers = std::make_shared<SnapshotBuffers>();
+    if (!snapshot_buffers) snapshot_buffers = std::make_shared<SnapshotBuffers>(/*defer=*/true);
     buffers = snapshot_buffers.get();
   }
   auto model_state = std::make_shared<NamedTensors>(module_state(weights, async, buffers));
@@ -240,8 +240,14 @@ void Trainer::Loop::save() {
   save.step = s.step;
   save.files = std::move(files);
   save.best = want_best_save;
+  // Parameters and optimizer state are copied on the writer thread while the next forward and
+  // backward run; the step runner waits for those copies before the optimizer changes them.
+  if (buffers) save.snapshot = buffers->take_copies();
   want_best_save = false;
   checkpointer->save(std::move(save));
+  // Callbacks may change parameters outside optimizer steps: with any, the copies are made
+  // before training goes on.
+  if (!t.callbacks_.empty()) checkpointer->wait_snapshot();
   result.checkpoint_blocking_seconds += std::chrono::duration<double>(Clock::now() - start).count();
   saved_at_samples = s.samples;
   result.last_checkpoint = checkpointer->store().root() + "/step-" + std::to_string(s.step);
