@@ -1,0 +1,205 @@
+#include "unitrain/dist/data_parallel.h"
+
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+namespace {
+
+/// "name shape dtype" per line: what every rank must agree on.
+std::string signature(const torch::nn::Module& module) {
+  std::ostringstream s;
+  auto add = [&s](const char* kind, const std::string& name, const torch::Tensor& t) {
+    s << kind << " " << name << " " << t.sizes() << " " << t.dtype() << "\n";
+  };
+  for (const auto& p : module.named_parameters(true)) add("parameter", p.key(), p.value());
+  for (const auto& b : module.named_buffers(true)) add("buffer", b.key(), b.value());
+  return s.str();
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+}  // namespace
+
+void broadcast_module(ProcessGroup& group, torch::nn::Module& module) {
+  const std::vector<std::string> all = group.all_gather(signature(module));
+  const std::vector<std::string> want = lines(all[0]);
+  for (int r = 1; r < group.world_size(); ++r) {
+    const std::vector<std::string> got = lines(all[size_t(r)]);
+    for (size_t i = 0; i < std::max(want.size(), got.size()); ++i) {
+      const std::string a = i < want.size() ? want[i] : "(nothing)";
+      const std::string b = i < got.size() ? got[i] : "(nothing)";
+      UT_CHECK(a == b, "the model differs between ranks: rank 0 has ", a, " where rank ", r,
+               " has ", b, " (every rank must build the same model from the same config)");
+    }
+  }
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> tensors;
+  for (auto& p : module.parameters(true)) tensors.push_back(p);
+  for (auto& b : module.buffers(true)) tensors.push_back(b);
+  if (!tensors.empty()) group.broadcast(tensors, 0);
+}
+
+void broadcast_buffers(ProcessGroup& group, torch::nn::Module& module) {
+  std::vector<torch::Tensor> buffers = module.buffers(true);
+  if (buffers.empty()) return;
+  torch::NoGradGuard no_grad;
+  group.broadcast(buffers, 0);
+}
+
+DataParallelSync::DataParallelSync(std::shared_ptr<ProcessGroup> group,
+                                   std::vector<torch::Tensor> params, DataParallelOptions options)
+    : group_(std::move(group)), params_(std::move(params)), options_(options) {
+  UT_CHECK(options_.bucket_mb > 0, "distributed.bucket_mb must be positive, got ",
+           options_.bucket_mb);
+  const int64_t bucket_bytes = std::max<int64_t>(1, int64_t(options_.bucket_mb * 1024 * 1024));
+  bucket_of_.assign(params_.size(), 0);
+  has_grad_.assign(params_.size(), false);
+  // Reverse order: the last layers' gradients come first in backward. A bucket holds one dtype.
+  Bucket current;
+  int64_t bytes = 0;
+  torch::ScalarType dtype = torch::kFloat;
+  auto close = [&] {
+    if (current.members.empty()) return;
+    int64_t numel = 0;
+    for (size_t i : current.members) {
+      current.offsets.push_back(numel);
+      numel += params_[i].numel();
+    }
+    current.flat = torch::zeros({numel}, params_[current.members[0]].options().requires_grad(false));
+    buckets_.push_back(std::move(current));
+    current = Bucket();
+    bytes = 0;
+  };
+  for (size_t k = params_.size(); k-- > 0;) {
+    const torch::Tensor& p = params_[k];
+    if (!p.requires_grad()) continue;
+    if (!current.members.empty() && (p.scalar_type() != dtype || bytes >= bucket_bytes)) close();
+    dtype = p.scalar_type();
+    bucket_of_[k] = buckets_.size();
+    current.members.push_back(k);
+    bytes += p.numel() * static_cast<int64_t>(p.element_size());
+  }
+  close();
+  for (size_t k = 0; k < params_.size(); ++k) {
+    if (!params_[k].requires_grad()) continue;
+    auto acc = torch::autograd::impl::grad_accumulator(params_[k]);
+    UT_CHECK_TRAIN(acc != nullptr, "data parallel: parameter ", k, " has no gradient accumulator");
+    hook_keys_.push_back(acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+        [this, k](const torch::autograd::variable_list& outputs,
+                  const torch::autograd::variable_list&) {
+          grad_ready(k);
+          return outputs;
+        })));
+    accumulators_.push_back(std::move(acc));
+  }
+}
+
+DataParallelSync::~DataParallelSync() {
+  for (size_t i = 0; i < accumulators_.size(); ++i) accumulators_[i]->del_post_hook(hook_keys_[i]);
+  for (auto& b : buckets_) {
+    if (b.work) {
+      try {
+        b.work->wait();
+      } catch (...) {  // the group is failing; nothing to reduce any more
+      }
+    }
+  }
+}
+
+void DataParallelSync::before_backward(bool will_step) { active_ = will_step; }
+
+void DataParallelSync::grad_ready(size_t param) {
+  if (!active_ || has_grad_[param]) return;
+  has_grad_[param] = true;
+  Bucket& b = buckets_[bucket_of_[param]];
+  if (++b.ready == b.members.size()) launch_in_order();
+}
+
+void DataParallelSync::launch(Bucket& bucket) {
+  torch::NoGradGuard no_grad;
+  for (size_t j = 0; j < bucket.members.size(); ++j) {
+    const torch::Tensor& p = params_[bucket.members[j]];
+    torch::Tensor slot = bucket.flat.narrow(0, bucket.offsets[j], p.numel());
+    if (p.grad().defined()) {
+      slot.copy_(p.grad().reshape({-1}));
+    } else {
+      slot.zero_();
+    }
+  }
+  std::vector<torch::Tensor> tensors{bucket.flat};
+  bucket.work = group_->group().allreduce(tensors);
+}
+
+void DataParallelSync::launch_in_order() {
+  while (next_launch_ < buckets_.size() &&
+         buckets_[next_launch_].ready == buckets_[next_launch_].members.size()) {
+    launch(buckets_[next_launch_++]);
+    ++launched_in_backward_;
+  }
+}
+
+void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
+  // Buckets with a parameter that got no gradient in this backward go now, in order.
+  while (next_launch_ < buckets_.size()) {
+    launch(buckets_[next_launch_++]);
+    ++launched_in_finish_;
+  }
+  std::vector<bool> used(params_.size(), true);
+  if (options_.find_unused_parameters) {
+    torch::Tensor flags = torch::zeros({static_cast<int64_t>(params_.size())}, torch::kUInt8);
+    auto* f = flags.data_ptr<uint8_t>();
+    for (size_t k = 0; k < params_.size(); ++k) f[k] = has_grad_[k] ? 1 : 0;
+    std::vector<torch::Tensor> t{flags};
+    group_->all_reduce_max(t);
+    for (size_t k = 0; k < params_.size(); ++k) used[k] = f[k] != 0;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const double world = group_->world_size();
+  torch::NoGradGuard no_grad;
+  for (auto& b : buckets_) {
+    try {
+      b.work->wait();
+    } catch (const std::exception& e) {
+      b.work.reset();
+      throw TrainError(detail::concat("rank ", group_->rank(), ": the gradient all-reduce across ",
+                                      group_->world_size(), " processes failed (a rank stopped or ",
+                                      "is unreachable): ", std::string(e.what()).substr(0, 300)));
+    }
+    b.work.reset();
+    b.flat.div_(world);
+    for (size_t j = 0; j < b.members.size(); ++j) {
+      torch::Tensor& p = params_[b.members[j]];
+      if (!used[b.members[j]]) {
+        p.mutable_grad() = torch::Tensor();
+        continue;
+      }
+      torch::Tensor avg = b.flat.narrow(0, b.offsets[j], p.numel()).view(p.sizes());
+      if (p.grad().defined()) {
+        p.mutable_grad().copy_(avg);
+      } else {
+        p.mutable_grad() = avg.clone();
+      }
+    }
+    b.ready = 0;
+  }
+  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fill(has_grad_.begin(), has_grad_.end(), false);
+  next_launch_ = 0;
+  active_ = false;
+}
+
+}  // namespace unitrain

@@ -1,0 +1,88 @@
+#pragma once
+// Data parallelism over a ProcessGroup: identical starting weights on every rank, and gradients
+// all-reduced in buckets launched from autograd hooks while backward is still running.
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "unitrain/dist/process_group.h"
+#include "unitrain/engine/gradient_sync.h"
+
+namespace torch::autograd {
+struct Node;
+}
+
+namespace unitrain {
+
+/// Checks that every rank has the same parameter and buffer names, shapes and dtypes (a
+/// ConfigError naming the first difference and the ranks, never a hang), then copies rank 0's
+/// values to every rank.
+void broadcast_module(ProcessGroup& group, torch::nn::Module& module);
+
+/// Rank 0's buffers (batch-norm statistics...) to every rank.
+void broadcast_buffers(ProcessGroup& group, torch::nn::Module& module);
+
+struct DataParallelOptions {
+  double bucket_mb = 25;  ///< gradient bytes per all-reduce
+  /// Parameters may get no gradient in a step (on some or all ranks): one more small
+  /// all-reduce per step finds those no rank used, which keep no gradient (the optimizer skips
+  /// them, as in one process). Off: a missing gradient counts as zeros.
+  bool find_unused_parameters = false;
+};
+
+/// GradientSync for data-parallel training. Parameters are grouped, in reverse order (the
+/// order backward produces their gradients), into buckets of about `bucket_mb`; when the last
+/// gradient of a bucket is accumulated (an autograd post-hook on the parameter's gradient
+/// accumulator), the bucket is flattened and its all-reduce launched — in bucket order on every
+/// rank, so collectives always match — while backward goes on. finish() launches what is left,
+/// waits, and writes the averages back into the gradients. Micro-steps that do not end an
+/// accumulation window reduce nothing.
+class DataParallelSync : public GradientSync {
+ public:
+  DataParallelSync(std::shared_ptr<ProcessGroup> group, std::vector<torch::Tensor> params,
+                   DataParallelOptions options);
+  ~DataParallelSync() override;
+  DataParallelSync(const DataParallelSync&) = delete;
+  DataParallelSync& operator=(const DataParallelSync&) = delete;
+
+  void before_backward(bool will_step) override;
+  void finish(const std::vector<torch::Tensor>& params) override;
+
+  size_t buckets() const { return buckets_.size(); }
+  /// Seconds finish() spent waiting for reduces (the part backward did not hide), and the
+  /// number launched from hooks (overlapped) vs. from finish().
+  double wait_seconds() const { return wait_seconds_; }
+  int64_t launched_in_backward() const { return launched_in_backward_; }
+  int64_t launched_in_finish() const { return launched_in_finish_; }
+
+ private:
+  struct Bucket {
+    std::vector<size_t> members;  ///< indices into params_
+    std::vector<int64_t> offsets;
+    torch::Tensor flat;
+    size_t ready = 0;
+    c10::intrusive_ptr<c10d::Work> work;
+  };
+  void grad_ready(size_t param);
+  void launch(Bucket& bucket);
+  void launch_in_order();
+
+  std::shared_ptr<ProcessGroup> group_;
+  std::vector<torch::Tensor> params_;
+  DataParallelOptions options_;
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> bucket_of_;           ///< per parameter
+  std::vector<bool> has_grad_;              ///< per parameter, this step
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  ///< the hooked nodes
+  std::vector<uintptr_t> hook_keys_;
+  bool active_ = false;        ///< this backward ends the window: reduce
+  size_t next_launch_ = 0;     ///< buckets launch in index order
+  double wait_seconds_ = 0;
+  int64_t launched_in_backward_ = 0;
+  int64_t launched_in_finish_ = 0;
+};
+
+}  // namespace unitrain

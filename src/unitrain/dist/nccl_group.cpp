@@ -1,0 +1,17 @@
+// Compiled only with UNITRAIN_CUDA (CMakeLists.txt); tests/dist/nccl_syntax_check.sh checks it
+// compiles on machines without a GPU.
+#include "unitrain/dist/nccl_group.h"
+
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+
+namespace unitrain {
+
+c10::intrusive_ptr<c10d::ProcessGroup> make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                       int rank, int world_size,
+                                                       std::chrono::milliseconds timeout) {
+  auto options = c10d::ProcessGroupNCCL::Options::create();
+  options->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world_size, options);
+}
+
+}  // namespace unitrain

@@ -1,0 +1,15 @@
+#pragma once
+// The NCCL process group, built only where LibTorch has CUDA (UNITRAIN_CUDA): this machine has
+// no GPU, so a test compiles it against CUDA's and c10d's headers instead of running it.
+#include <chrono>
+
+#include "unitrain/dist/c10d_fwd.h"
+
+namespace unitrain {
+
+/// A ProcessGroupNCCL over `store` (one GPU per rank: the caller sets the device first).
+c10::intrusive_ptr<c10d::ProcessGroup> make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                       int rank, int world_size,
+                                                       std::chrono::milliseconds timeout);
+
+}  // namespace unitrain

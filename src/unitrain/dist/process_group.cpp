@@ -1,0 +1,179 @@
+#include "unitrain/dist/process_group.h"
+
+// Debian's LibTorch is built with Gloo; its header declares ProcessGroupGloo only with this.
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO
+#endif
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "unitrain/core/error.h"
+#ifdef UNITRAIN_CUDA
+#include "unitrain/dist/nccl_group.h"
+#endif
+
+namespace unitrain {
+namespace {
+
+std::string first_line(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  return line.size() > 300 ? line.substr(0, 300) + "..." : line;
+}
+
+std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& interface) {
+  std::string name = interface;
+  if (name.empty()) {
+    if (const char* env = std::getenv("GLOO_SOCKET_IFNAME")) name = env;
+  }
+  try {
+    if (!name.empty()) return c10d::ProcessGroupGloo::createDeviceForInterface(name);
+    return c10d::ProcessGroupGloo::createDefaultDevice();
+  } catch (const std::exception& e) {
+    throw ConfigError("distributed.interface: cannot use network interface '" + name +
+                      "': " + first_line(e.what()) +
+                      " (list them with `ip -brief address`; GLOO_SOCKET_IFNAME sets it too)");
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env,
+                                                 const ProcessGroupOptions& options) {
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<uint16_t>(env.master_port);
+  store_options.isServer = env.rank == 0 && !env.agent_store;
+  store_options.numWorkers = env.world_size;
+  store_options.waitWorkers = false;
+  store_options.timeout = options.timeout;
+  c10::intrusive_ptr<c10d::Store> store;
+  const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
+  try {
+    store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+  } catch (const std::exception& e) {
+    const std::string what = first_line(e.what());
+    if (store_options.isServer) {
+      throw TrainError("rank 0 cannot host the rendezvous at " + where + ": " + what +
+                       " (is the port in use? choose another with MASTER_PORT or --master-port)");
+    }
+    throw TrainError("rank " + std::to_string(env.rank) + " cannot reach the rendezvous at " +
+                     where + " within " + std::to_string(options.timeout.count() / 1000) +
+                     " s: " + what + " (is rank 0 running, and MASTER_ADDR its address?)");
+  }
+  return over_store(store, env.rank, env.world_size, options);
+}
+
+std::shared_ptr<ProcessGroup> ProcessGroup::over_store(const c10::intrusive_ptr<c10d::Store>& store,
+                                                       int rank, int world_size,
+                                                       const ProcessGroupOptions& options) {
+#ifdef UNITRAIN_CUDA
+  UT_CHECK(options.backend == "gloo" || options.backend == "nccl", "distributed.backend: '",
+           options.backend, "' is not one of gloo, nccl");
+#else
+  UT_CHECK(options.backend == "gloo", "distributed.backend: '", options.backend,
+           "' is not available in this build (LibTorch without CUDA); use gloo");
+#endif
+  std::shared_ptr<ProcessGroup> pg(new ProcessGroup());
+  pg->rank_ = rank;
+  pg->world_size_ = world_size;
+  pg->timeout_ = options.timeout;
+  pg->store_ = store;
+  auto prefixed = c10::make_intrusive<c10d::PrefixStore>("unitrain", store);
+  try {
+#ifdef UNITRAIN_CUDA
+    if (options.backend == "nccl") {
+      pg->group_ = make_nccl_group(prefixed, rank, world_size, options.timeout);
+      return pg;
+    }
+#endif
+    auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout);
+    gloo_options->devices.push_back(gloo_device(options.interface));
+    pg->group_ =
+        c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, world_size, gloo_options);
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw TrainError(detail::concat("rank ", rank, " could not connect to the other ", world_size - 1,
+                                    " rank(s): ", first_line(e.what())));
+  }
+  return pg;
+}
+
+ProcessGroup::~ProcessGroup() = default;
+
+void ProcessGroup::wait(const char* what, const std::function<void()>& run) {
+  try {
+    run();
+  } catch (const std::exception& e) {
+    throw TrainError(detail::concat("rank ", rank_, ": ", what, " across ", world_size_,
+                                    " processes failed (a rank stopped or is unreachable; timeout ",
+                                    timeout_.count() / 1000.0, " s): ", first_line(e.what())));
+  }
+}
+
+// c10d's tensor lists are one logical tensor per device; each of ours is its own: one
+// collective per tensor, all launched before any is waited for.
+void ProcessGroup::each(const char* what, std::vector<torch::Tensor>& tensors,
+                        const std::function<c10::intrusive_ptr<c10d::Work>(
+                            std::vector<torch::Tensor>&)>& launch) {
+  wait(what, [&] {
+    std::vector<c10::intrusive_ptr<c10d::Work>> works;
+    for (auto& t : tensors) {
+      std::vector<torch::Tensor> one{t};
+      works.push_back(launch(one));
+    }
+    for (auto& w : works) w->wait();
+  });
+}
+
+void ProcessGroup::all_reduce_sum(std::vector<torch::Tensor>& tensors) {
+  each("all-reduce", tensors, [this](std::vector<torch::Tensor>& one) {
+    return group_->allreduce(one);
+  });
+}
+
+void ProcessGroup::all_reduce_max(std::vector<torch::Tensor>& tensors) {
+  c10d::AllreduceOptions o;
+  o.reduceOp = c10d::ReduceOp::MAX;
+  each("all-reduce", tensors, [this, &o](std::vector<torch::Tensor>& one) {
+    return group_->allreduce(one, o);
+  });
+}
+
+void ProcessGroup::broadcast(std::vector<torch::Tensor>& tensors, int root) {
+  c10d::BroadcastOptions o;
+  o.rootRank = root;
+  each("broadcast", tensors, [this, &o](std::vector<torch::Tensor>& one) {
+    return group_->broadcast(one, o);
+  });
+}
+
+std::vector<std::string> ProcessGroup::all_gather(const std::string& text) {
+  std::vector<torch::Tensor> size{torch::tensor({static_cast<int64_t>(text.size())})};
+  std::vector<std::vector<torch::Tensor>> sizes(1);
+  for (int r = 0; r < world_size_; ++r) sizes[0].push_back(torch::zeros({1}, torch::kInt64));
+  wait("all-gather", [&] { group_->allgather(sizes, size)->wait(); });
+  int64_t longest = 0;
+  for (const auto& s : sizes[0]) longest = std::max(longest, s.item<int64_t>());
+  std::vector<torch::Tensor> mine{torch::zeros({longest}, torch::kUInt8)};
+  std::memcpy(mine[0].data_ptr(), text.data(), text.size());
+  std::vector<std::vector<torch::Tensor>> all(1);
+  for (int r = 0; r < world_size_; ++r) all[0].push_back(torch::zeros({longest}, torch::kUInt8));
+  wait("all-gather", [&] { group_->allgather(all, mine)->wait(); });
+  std::vector<std::string> out;
+  for (int r = 0; r < world_size_; ++r) {
+    const char* p = static_cast<const char*>(all[0][r].data_ptr());
+    out.emplace_back(p, static_cast<size_t>(sizes[0][r].item<int64_t>()));
+  }
+  return out;
+}
+
+void ProcessGroup::barrier() {
+  wait("barrier", [&] { group_->barrier()->wait(); });
+}
+
+}  // namespace unitrain

@@ -1,0 +1,69 @@
+#pragma once
+// ProcessGroup: the processes of one data-parallel job, joined through PyTorch's c10d engine
+// (a TCPStore for rendezvous, ProcessGroupGloo on the CPU; ProcessGroupNCCL where LibTorch has
+// CUDA). c10d's headers stay out of this one.
+#include <torch/types.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "unitrain/dist/dist_env.h"
+
+#include "unitrain/dist/c10d_fwd.h"
+
+namespace unitrain {
+
+struct ProcessGroupOptions {
+  std::string backend = "gloo";  ///< gloo | nccl
+  /// Network interface for Gloo (e.g. eth0, veth1); empty: GLOO_SOCKET_IFNAME, else the
+  /// address the host name resolves to.
+  std::string interface;
+  /// How long rendezvous and every collective may take before the job fails.
+  std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+};
+
+/// One process's membership of the job. Collectives block until every rank has called them
+/// (in the same order) or the timeout passes (TrainError naming what timed out).
+class ProcessGroup {
+ public:
+  /// Joins the job `env` describes: rank 0 hosts the TCPStore at master_addr:master_port
+  /// (unless torchrun's agent already does), everyone connects and builds the group.
+  /// TrainError naming the address when the master cannot be reached or its port is taken.
+  static std::shared_ptr<ProcessGroup> join(const DistEnv& env, const ProcessGroupOptions& options);
+  /// A group over an existing store (tests: threads as ranks over one in-memory store).
+  static std::shared_ptr<ProcessGroup> over_store(const c10::intrusive_ptr<c10d::Store>& store,
+                                                  int rank, int world_size,
+                                                  const ProcessGroupOptions& options);
+  ~ProcessGroup();
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+
+  /// In-place sum over all ranks, of each tensor (any shapes).
+  void all_reduce_sum(std::vector<torch::Tensor>& tensors);
+  /// In-place max over all ranks, of each tensor.
+  void all_reduce_max(std::vector<torch::Tensor>& tensors);
+  /// Rank `root`'s values of each tensor everywhere, in place.
+  void broadcast(std::vector<torch::Tensor>& tensors, int root = 0);
+  /// Every rank's `text`, by rank.
+  std::vector<std::string> all_gather(const std::string& text);
+  void barrier();
+
+  c10d::ProcessGroup& group() { return *group_; }
+
+ private:
+  ProcessGroup() = default;
+  void wait(const char* what, const std::function<void()>& run);
+  void each(const char* what, std::vector<torch::Tensor>& tensors,
+            const std::function<c10::intrusive_ptr<c10d::Work>(std::vector<torch::Tensor>&)>& launch);
+  int rank_ = 0;
+  int world_size_ = 1;
+  std::chrono::milliseconds timeout_{};
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+};
+
+}  // namespace unitrain

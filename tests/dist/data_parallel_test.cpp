@@ -1,0 +1,210 @@
+#include "unitrain/dist/data_parallel.h"
+
+#include <gtest/gtest.h>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/torch.h>
+
+#include <functional>
+#include <thread>
+
+#include "test_util.h"
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+namespace {
+
+using test::contains;
+
+/// Runs `body(rank, group)` on `world` threads, each a rank of one in-memory process group.
+void run_ranks(int world, const std::function<void(int, ProcessGroup&)>& body) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  ProcessGroupOptions options;
+  options.interface = "lo";
+  options.timeout = std::chrono::seconds(30);
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        auto group = ProcessGroup::over_store(store, r, world, options);
+        body(r, *group);
+      } catch (const std::exception& e) {
+        failures[size_t(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < world; ++r) EXPECT_EQ(failures[size_t(r)], "") << "rank " << r;
+}
+
+struct Net : torch::nn::Module {
+  Net() {
+    // Registered first, so its bucket comes last (buckets follow reverse registration order):
+    // the others can launch while backward runs.
+    unused = register_module("unused", torch::nn::Linear(3, 3));
+    a = register_module("a", torch::nn::Linear(6, 16));
+    b = register_module("b", torch::nn::Linear(16, 8));
+    c = register_module("c", torch::nn::Linear(8, 3));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    return c->forward(torch::relu(b->forward(torch::relu(a->forward(x)))));
+  }
+  torch::nn::Linear a{nullptr}, b{nullptr}, c{nullptr}, unused{nullptr};
+};
+
+torch::Tensor loss_of(Net& net, const torch::Tensor& x, const torch::Tensor& y) {
+  return torch::nn::functional::cross_entropy(net.forward(x), y);
+}
+
+struct Data {
+  torch::Tensor x = torch::randn({8, 6}, torch::TensorOptions().dtype(torch::kFloat));
+  torch::Tensor y = torch::randint(0, 3, {8});
+};
+
+TEST(ProcessGroup, CollectivesAcrossThreadsAsRanks) {
+  run_ranks(3, [](int rank, ProcessGroup& g) {
+    std::vector<torch::Tensor> t{torch::full({2}, double(rank + 1))};
+    g.all_reduce_sum(t);
+    EXPECT_TRUE(torch::equal(t[0], torch::full({2}, 6.0)));
+    std::vector<torch::Tensor> m{torch::full({1}, double(rank))};
+    g.all_reduce_max(m);
+    EXPECT_EQ(m[0].item<double>(), 2.0);
+    std::vector<torch::Tensor> b{torch::full({3}, double(rank))};
+    g.broadcast(b, 1);
+    EXPECT_TRUE(torch::equal(b[0], torch::full({3}, 1.0)));
+    auto texts = g.all_gather(std::string(size_t(rank) * 2, char('a' + rank)));
+    EXPECT_EQ(texts, (std::vector<std::string>{"", "bb", "cccc"}));
+    g.barrier();
+  });
+}
+
+TEST(DataParallel, BroadcastModuleGivesRankZerosWeights) {
+  torch::manual_seed(0);
+  Net reference;
+  run_ranks(2, [&](int rank, ProcessGroup& g) {
+    Net net;  // each rank its own random initialisation
+    if (rank == 0) {
+      torch::NoGradGuard no_grad;
+      for (size_t i = 0; i < net.parameters().size(); ++i) {
+        net.parameters()[i].copy_(reference.parameters()[i]);
+      }
+    }
+    broadcast_module(g, net);
+    for (size_t i = 0; i < net.parameters().size(); ++i) {
+      EXPECT_TRUE(torch::equal(net.parameters()[i], reference.parameters()[i])) << rank;
+    }
+  });
+}
+
+TEST(DataParallel, DifferentModelsAreAnErrorNamingTheFirstDifferenceOnEveryRank) {
+  std::vector<std::string> messages(2);
+  run_ranks(2, [&](int rank, ProcessGroup& g) {
+    torch::nn::Sequential net(torch::nn::Linear(4, rank == 0 ? 5 : 6), torch::nn::Linear(5, 2));
+    messages[size_t(rank)] = test::error_of<ConfigError>([&] { broadcast_module(g, *net); });
+  });
+  for (const auto& m : messages) {
+    EXPECT_TRUE(contains(m, "rank 0 has parameter 0.weight [5, 4]")) << m;
+    EXPECT_TRUE(contains(m, "rank 1 has parameter 0.weight [6, 4]")) << m;
+  }
+}
+
+/// Gradients of one process on all 8 samples against 2 ranks on 4 samples each (rank r takes
+/// samples r, r+2, ...), the way a sharded loader splits a batch.
+void expect_same_gradients_as_one_process(double bucket_mb, int accumulation) {
+  torch::manual_seed(1);
+  Data data;
+  Net single;
+  std::vector<torch::Tensor> reference;
+  {
+    const int64_t per = 8 / accumulation;
+    for (int m = 0; m < accumulation; ++m) {
+      auto xs = data.x.narrow(0, m * per, per), ys = data.y.narrow(0, m * per, per);
+      (loss_of(single, xs, ys) / accumulation).backward();
+    }
+    for (auto& p : single.parameters()) reference.push_back(p.grad().defined() ? p.grad().clone() : p.grad());
+  }
+  run_ranks(2, [&](int rank, ProcessGroup& g) {
+    Net net;
+    {
+      torch::NoGradGuard no_grad;
+      for (size_t i = 0; i < net.parameters().size(); ++i) {
+        net.parameters()[i].copy_(single.parameters()[i]);
+      }
+    }
+    DataParallelOptions options;
+    options.bucket_mb = bucket_mb;
+    DataParallelSync sync(std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}),
+                          net.parameters(), options);
+    const int64_t per = 8 / accumulation;
+    for (int m = 0; m < accumulation; ++m) {
+      // This micro-batch's samples on this rank: every second of the global micro-batch.
+      auto idx = torch::arange(m * per + rank, (m + 1) * per, 2);
+      sync.before_backward(m == accumulation - 1);
+      (loss_of(net, data.x.index_select(0, idx), data.y.index_select(0, idx)) / accumulation)
+          .backward();
+    }
+    sync.finish(net.parameters());
+    const auto params = net.parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (!reference[i].defined()) {
+        // unused: no rank produced a gradient; without find_unused_parameters it counts as 0
+        ASSERT_TRUE(params[i].grad().defined());
+        EXPECT_EQ(params[i].grad().abs().sum().item<double>(), 0.0);
+        continue;
+      }
+      EXPECT_TRUE(torch::allclose(params[i].grad(), reference[i], 1e-5, 1e-7))
+          << "parameter " << i << " rank " << rank;
+    }
+    if (bucket_mb < 0.001) {  // one parameter per bucket
+      EXPECT_GT(sync.buckets(), 3u);
+      EXPECT_GT(sync.launched_in_backward(), 0);  // reduces started while backward ran
+      EXPECT_GT(sync.launched_in_finish(), 0);    // the unused layer's bucket waited for finish
+    }
+  });
+}
+
+TEST(DataParallel, AveragedGradientsEqualOneProcessOnTheWholeBatch) {
+  expect_same_gradients_as_one_process(/*bucket_mb=*/25, /*accumulation=*/1);
+  expect_same_gradients_as_one_process(/*bucket_mb=*/0.00001, /*accumulation=*/1);
+}
+
+TEST(DataParallel, AccumulationMicroStepsReduceOnlyAtTheBoundary) {
+  expect_same_gradients_as_one_process(/*bucket_mb=*/0.00001, /*accumulation=*/2);
+}
+
+TEST(DataParallel, FindUnusedParametersLeavesParametersNoRankUsedWithoutGradient) {
+  torch::manual_seed(2);
+  Data data;
+  run_ranks(2, [&](int rank, ProcessGroup& g) {
+    torch::manual_seed(3);
+    Net net;
+    DataParallelOptions options;
+    options.find_unused_parameters = true;
+    options.bucket_mb = 0.0002;
+    DataParallelSync sync(std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}),
+                          net.parameters(), options);
+    sync.before_backward(true);
+    torch::Tensor out = net.forward(data.x);
+    // Layer `unused` takes part on rank 1 only.
+    if (rank == 1) out = net.unused->forward(out);
+    torch::nn::functional::cross_entropy(out, data.y).backward();
+    sync.finish(net.parameters());
+    EXPECT_TRUE(net.unused->weight.grad().defined()) << rank;  // used by some rank: averaged
+    // Both ranks hold the same averaged gradient.
+    std::vector<torch::Tensor> sum{net.unused->weight.grad().clone()};
+    g.all_reduce_sum(sum);
+    EXPECT_TRUE(torch::allclose(sum[0], 2 * net.unused->weight.grad()));
+
+    // A step where no rank uses it: no gradient at all, as in one process.
+    net.zero_grad();
+    for (auto& p : net.parameters()) p.mutable_grad() = torch::Tensor();
+    sync.before_backward(true);
+    torch::nn::functional::cross_entropy(net.forward(data.x), data.y).backward();
+    sync.finish(net.parameters());
+    EXPECT_FALSE(net.unused->weight.grad().defined()) << rank;
+    EXPECT_TRUE(net.a->weight.grad().defined()) << rank;
+  });
+}
+
+}  // namespace
+}  // namespace unitrain
