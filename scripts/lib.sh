@@ -11,7 +11,7 @@ UNITRAIN_PACKAGES=(
   libtorch-dev libgloo-dev libopenblas0-openmp
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev libisal-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  dataset-fashion-mnist python3-torch python3-sklearn
+  dataset-fashion-mnist python3-torch python3-sklearn openmpi-bin
 )
 
 unitrain_install() {

@@ -1,6 +1,8 @@
 // unitrain: the command line. Parses arguments and calls the library; nothing else.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <iostream>
 
@@ -9,6 +11,7 @@
 #include "unitrain/core/registry.h"
 #include "unitrain/engine/config_run.h"
 #include "unitrain/engine/run_config.h"
+#include "unitrain/launch/launcher.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"
 
@@ -37,6 +40,28 @@ unitrain::Config resolve(const ConfigArgs& args, const CLI::App* cmd) {
   unitrain::register_builtins();
   for (const auto& p : args.plugins) unitrain::load_plugin(p);
   return unitrain::load_run_config({args.file}, unitrain::parse_overrides(cmd->remaining()));
+}
+
+std::string self_path() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw unitrain::TrainError("launch: cannot find the unitrain executable: " + ec.message());
+  return p.string();
+}
+
+/// run_dir/logs of `train CONFIG [overrides]`, or "logs" when the config does not resolve
+/// (the workers will report why).
+std::string default_log_dir(const std::vector<std::string>& worker_args) {
+  if (worker_args.size() < 2 || worker_args[0] != "train") return "logs";
+  try {
+    unitrain::register_builtins();
+    std::vector<std::string> overrides(worker_args.begin() + 2, worker_args.end());
+    return unitrain::load_run_config({worker_args[1]}, unitrain::parse_overrides(overrides))
+               .get_string("run_dir") +
+           "/logs";
+  } catch (const std::exception&) {
+    return "logs";
+  }
 }
 
 }  // namespace
@@ -81,6 +106,38 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   exp->add_option("--out", export_out, "the file to write")->required();
 
+  unitrain::LaunchOptions launch_options;
+  std::string launch_log_dir;
+  bool launch_exec = false;
+  CLI::App* launch = app.add_subcommand(
+      "launch",
+      "start this machine's workers of a distributed run, e.g. unitrain launch --nproc-per-node 2 "
+      "-- train run.yaml [overrides]");
+  launch->add_option("--nproc-per-node", launch_options.nproc_per_node, "workers on this machine")
+      ->capture_default_str();
+  launch->add_option("--nnodes", launch_options.nnodes, "machines in the run")->capture_default_str();
+  launch->add_option("--node-rank", launch_options.node_rank, "this machine's index, 0..nnodes-1")
+      ->capture_default_str();
+  launch->add_option("--master-addr", launch_options.master_addr,
+                     "address of machine 0 (it hosts the rendezvous)")
+      ->capture_default_str();
+  launch->add_option("--master-port", launch_options.master_port, "port of the rendezvous")
+      ->capture_default_str();
+  launch->add_option("--max-restarts", launch_options.max_restarts,
+                     "restart the workers this many times after a failure (they resume from the "
+                     "last checkpoint)")
+      ->capture_default_str();
+  launch->add_option("--grace-period", launch_options.grace_seconds,
+                     "seconds between SIGTERM and SIGKILL when ending the other workers")
+      ->capture_default_str();
+  launch->add_option("--log-dir", launch_log_dir,
+                     "where rank-<R>.log files go; default run_dir/logs of the train config");
+  launch->add_flag("--exec", launch_exec,
+                   "run the command after -- as a program, not as a unitrain subcommand");
+  std::vector<std::string> launch_command;
+  launch->add_option("command", launch_command,
+                     "after --: each worker's command, e.g. -- train run.yaml --optimizer.lr 1e-3");
+
   CLI::App* list = app.add_subcommand("list", "list every registered component by kind");
   list->add_option("--plugin", list_args.plugins, "a plugin (.so) to load first; repeatable");
 
@@ -91,6 +148,20 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (*launch) {
+      std::vector<std::string> worker = launch_command;
+      if (worker.empty()) {
+        throw unitrain::ConfigError(
+            "launch: give the workers' command after --, e.g. unitrain launch --nproc-per-node 2 "
+            "-- train run.yaml");
+      }
+      launch_options.log_dir = !launch_log_dir.empty() ? launch_log_dir
+                               : launch_exec           ? "logs"
+                                                       : default_log_dir(worker);
+      if (!launch_exec) worker.insert(worker.begin(), self_path());
+      launch_options.command = worker;
+      return unitrain::launch(launch_options);
+    }
     if (*train) {
       const int signal = unitrain::run_config(resolve(train_args, train)).fit.signal;
       if (signal != 0) return 128 + signal;  // stopped by SIGINT/SIGTERM after a checkpoint

@@ -188,5 +188,77 @@ TEST(Loader, AutoWorkersReadInMemoryDataInTheTrainingThread) {
   EXPECT_THROW(LoaderOptions::from_config(bad), ConfigError);
 }
 
+TEST(LoaderShard, PaddedShardsAreEqualAndCoverEveryExample) {
+  DatasetPtr data = numbered(10);
+  auto options = LoaderOptions().batch_size(3).workers(0);
+  std::multiset<int64_t> all;
+  for (int r = 0; r < 3; ++r) {
+    Loader shard(data, options, 5);
+    shard.shard(r, 3, /*pad=*/true);
+    EXPECT_EQ(shard.epoch_size(), 4);
+    EXPECT_EQ(shard.batches_per_epoch(), 2);
+    for (const auto& b : read_epoch(shard, 1)) all.insert(b.begin(), b.end());
+  }
+  EXPECT_EQ(all.size(), 12u);  // 10 examples, 2 read twice
+  for (int64_t i = 0; i < 10; ++i) EXPECT_GE(all.count(i), 1u) << i;
+}
+
+TEST(LoaderShard, UnpaddedShardsAreDisjointAndReadEveryExampleOnce) {
+  DatasetPtr data = numbered(10);
+  auto options = LoaderOptions().batch_size(4).workers(0).shuffle(false);
+  std::multiset<int64_t> all;
+  std::vector<int64_t> sizes;
+  for (int r = 0; r < 3; ++r) {
+    Loader shard(data, options, 5);
+    shard.shard(r, 3, /*pad=*/false);
+    sizes.push_back(shard.epoch_size());
+    for (const auto& b : read_epoch(shard, 0)) all.insert(b.begin(), b.end());
+  }
+  EXPECT_EQ(sizes, (std::vector<int64_t>{4, 3, 3}));
+  EXPECT_EQ(all.size(), 10u);
+  for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(all.count(i), 1u) << i;
+}
+
+TEST(LoaderShard, WorldTimesBatchMatchesOneProcessBatchByBatch) {
+  // 2 ranks with batch 4 read, step by step, the examples one process reads with batch 8.
+  DatasetPtr data = numbered(48);
+  auto options = LoaderOptions().batch_size(4).workers(0);
+  const auto single = read_epoch(Loader(data, LoaderOptions(options).batch_size(8), 9), 3);
+  std::vector<std::vector<std::vector<int64_t>>> ranks;
+  for (int r = 0; r < 2; ++r) {
+    Loader shard(data, options, 9);
+    shard.shard(r, 2, true);
+    ranks.push_back(read_epoch(shard, 3));
+  }
+  ASSERT_EQ(single.size(), 6u);
+  for (size_t g = 0; g < single.size(); ++g) {
+    std::multiset<int64_t> want(single[g].begin(), single[g].end()), got;
+    for (const auto& rank : ranks) got.insert(rank[g].begin(), rank[g].end());
+    EXPECT_EQ(got, want) << "batch " << g;
+  }
+}
+
+TEST(LoaderShard, SeekInsideAShardMatchesReadingFromTheStart) {
+  DatasetPtr data = numbered(37);
+  Loader shard(data, LoaderOptions().batch_size(3).workers(2), 4);
+  shard.shard(1, 2, true);
+  auto whole = read_epoch(shard, 2);
+  auto tail = read_epoch(shard, 2, 4);
+  ASSERT_EQ(tail.size() + 4, whole.size());
+  for (size_t i = 0; i < tail.size(); ++i) EXPECT_EQ(tail[i], whole[i + 4]);
+}
+
+TEST(LoaderShard, ShardSmallerThanABatchWithDropLastIsAConfigError) {
+  Loader loader(numbered(10), LoaderOptions().batch_size(4).drop_last(true), 0, "data.train");
+  try {
+    loader.shard(0, 4, true);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("data.train has 10 examples, 3 per process of 4"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace unitrain

@@ -1,4 +1,5 @@
 #include "unitrain/dist/data_parallel.h"
+#include "unitrain/dist/reduce_metrics.h"
 
 #include <gtest/gtest.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
@@ -74,6 +75,7 @@ TEST(ProcessGroup, CollectivesAcrossThreadsAsRanks) {
     EXPECT_TRUE(torch::equal(b[0], torch::full({3}, 1.0)));
     auto texts = g.all_gather(std::string(size_t(rank) * 2, char('a' + rank)));
     EXPECT_EQ(texts, (std::vector<std::string>{"", "bb", "cccc"}));
+    EXPECT_EQ(g.all_gather(""), (std::vector<std::string>{"", "", ""}));  // nothing anywhere
     g.barrier();
   });
 }
@@ -203,6 +205,21 @@ TEST(DataParallel, FindUnusedParametersLeavesParametersNoRankUsedWithoutGradient
     sync.finish(net.parameters());
     EXPECT_FALSE(net.unused->weight.grad().defined()) << rank;
     EXPECT_TRUE(net.a->weight.grad().defined()) << rank;
+  });
+}
+
+TEST(ReduceMetrics, MeansOverEveryRanksSamplesCountedOnce) {
+  run_ranks(3, [](int rank, ProcessGroup& g) {
+    MetricAccumulator acc;
+    // Rank r saw r+1 samples of value r (loss), and only rank 2 saw "rare".
+    acc.add("loss", MetricValue(torch::tensor(double(rank), torch::kFloat64)), rank + 1);
+    if (rank == 2) acc.add("rare", MetricValue(torch::tensor(5.0, torch::kFloat64)), 2);
+    all_reduce_metrics(g, acc);
+    auto r = acc.result();
+    // (0*1 + 1*2 + 2*3) / (1 + 2 + 3)
+    EXPECT_DOUBLE_EQ(r.at("loss"), 8.0 / 6.0);
+    EXPECT_DOUBLE_EQ(r.at("rare"), 5.0);
+    EXPECT_DOUBLE_EQ(acc.sums().at("loss").weight, 6.0);
   });
 }
 

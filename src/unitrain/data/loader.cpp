@@ -64,24 +64,53 @@ Loader::Loader(DatasetPtr dataset, LoaderOptions options, uint64_t seed, std::st
 
 int64_t Loader::dataset_size() const { return dataset_->size(); }
 
+int64_t Loader::epoch_size() const {
+  const int64_t n = dataset_->size();
+  if (world_ == 1) return n;
+  return pad_ ? (n + world_ - 1) / world_ : (n - rank_ + world_ - 1) / world_;
+}
+
+void Loader::shard(int rank, int world, bool pad) {
+  UT_CHECK(world >= 1 && rank >= 0 && rank < world, name_, ": shard ", rank, " of ", world,
+           " does not exist");
+  rank_ = rank;
+  world_ = world;
+  pad_ = pad;
+  UT_CHECK(!options_.drop_last_ || epoch_size() >= options_.batch_size_, name_, " has ",
+           dataset_->size(), " examples, ", epoch_size(), " per process of ", world,
+           ": fewer than one batch (data.loader.batch_size = ", options_.batch_size_,
+           ") with data.loader.drop_last: true");
+}
+
 int64_t Loader::reader_threads() const {
   if (options_.workers_ >= 0) return options_.workers_;
   return dataset_->in_memory() ? 0 : 2;
 }
 
 int64_t Loader::batches_per_epoch() const {
-  const int64_t n = dataset_->size(), b = options_.batch_size_;
+  const int64_t n = epoch_size(), b = options_.batch_size_;
   return options_.drop_last_ ? n / b : (n + b - 1) / b;
 }
 
 std::vector<int64_t> Loader::order(int64_t epoch) const {
   const int64_t n = dataset_->size();
+  std::vector<int64_t> all;
   if (options_.shuffle_) {
-    return seeded_permutation(n, mix_seed(seed_, static_cast<uint64_t>(epoch)));
+    all = seeded_permutation(n, mix_seed(seed_, static_cast<uint64_t>(epoch)));
+  } else {
+    all.resize(static_cast<size_t>(n));
+    std::iota(all.begin(), all.end(), 0);
   }
-  std::vector<int64_t> out(static_cast<size_t>(n));
-  std::iota(out.begin(), out.end(), 0);
-  return out;
+  if (world_ == 1) return all;
+  if (pad_) {
+    const size_t total = static_cast<size_t>((n + world_ - 1) / world_ * world_);
+    for (size_t i = 0; all.size() < total; ++i) all.push_back(all[i]);
+  }
+  std::vector<int64_t> mine;
+  for (size_t i = static_cast<size_t>(rank_); i < all.size(); i += static_cast<size_t>(world_)) {
+    mine.push_back(all[i]);
+  }
+  return mine;
 }
 
 std::unique_ptr<EpochIterator> Loader::epoch(int64_t epoch, int64_t start_batch) const {

@@ -46,8 +46,19 @@ class Loader {
   /// `name`, e.g. "data.train", and both sizes).
   Loader(DatasetPtr dataset, LoaderOptions options, uint64_t seed, std::string name = "data");
 
+  /// Reads only shard `rank` of `world` of every epoch (data-parallel training): positions
+  /// rank, rank + world, ... of the epoch's order, so a step of `world` ranks with batch B reads
+  /// what one process with batch world*B would. With `pad`, the order is first extended by its
+  /// own beginning to a multiple of `world`, so every rank has as many examples and batches
+  /// (a few examples are read twice per epoch, as with PyTorch's DistributedSampler); without
+  /// it (validation) the shards are disjoint and together read every example once.
+  /// ConfigError when a shard is smaller than one batch with drop_last.
+  void shard(int rank, int world, bool pad);
+
   int64_t batches_per_epoch() const;
+  /// Examples in the whole dataset, and read per epoch (this rank's shard).
   int64_t dataset_size() const;
+  int64_t epoch_size() const;
   /// Reader threads used: `workers`, or for auto 0 when the dataset is in memory, else 2.
   int64_t reader_threads() const;
   const LoaderOptions& options() const { return options_; }
@@ -61,6 +72,9 @@ class Loader {
   LoaderOptions options_;
   uint64_t seed_;
   std::string name_;
+  int rank_ = 0;
+  int world_ = 1;
+  bool pad_ = true;
 };
 
 /// The datasets of a run, built from the `data` section: train, and val/test when given or

@@ -159,6 +159,8 @@ std::vector<std::string> ProcessGroup::all_gather(const std::string& text) {
   wait("all-gather", [&] { group_->allgather(sizes, size)->wait(); });
   int64_t longest = 0;
   for (const auto& s : sizes[0]) longest = std::max(longest, s.item<int64_t>());
+  if (longest == 0) return std::vector<std::string>(static_cast<size_t>(world_size_));  // Gloo
+  // cannot gather empty tensors (it divides by their size)
   std::vector<torch::Tensor> mine{torch::zeros({longest}, torch::kUInt8)};
   std::memcpy(mine[0].data_ptr(), text.data(), text.size());
   std::vector<std::vector<torch::Tensor>> all(1);

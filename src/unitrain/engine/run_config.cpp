@@ -4,6 +4,7 @@
 
 #include "unitrain/checkpoint/checkpoint_options.h"
 #include "unitrain/core/error.h"
+#include "unitrain/dist/distributed_options.h"
 #include "unitrain/core/registry.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/engine/train_options.h"
@@ -77,6 +78,9 @@ std::shared_ptr<const Schema> run_schema() {
         "checkpoints in run_dir/checkpoints and resuming from them");
     s->add("early_stopping", Type::Section).section(EarlyStoppingOptions::schema()).help(
         "stop when a validation metric stops improving");
+    s->add("distributed", Type::Section).section(DistributedOptions::schema()).help(
+        "data-parallel training over several processes (started by unitrain launch, torchrun, "
+        "mpirun or srun)");
     s->add("user", Type::Any).def("{}").help(
         "free-form keys for your own code (library users); not validated");
     return s;

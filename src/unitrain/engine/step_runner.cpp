@@ -51,9 +51,20 @@ MicroStepResult StepRunner::run(const Batch& batch, double weight, bool last_in_
   r.loss = out.loss.item<double>();
   r.metrics = detached(out.metrics);
   if (!std::isfinite(r.loss)) {
-    if (options_.on_nonfinite == OnNonFinite::Stop) nonfinite("loss", step, r);
+    // Data-parallel runs decide together at the window's end (below), so that every rank
+    // reaches the same collectives.
+    if (options_.on_nonfinite == OnNonFinite::Stop && !decide_) nonfinite("loss", step, r);
     window_bad_ = true;
-  } else if (!window_bad_) {
+  }
+  // Before the last backward, whose hooks launch the gradient reduces: the ranks agree whether
+  // any of them saw a non-finite loss in this window (one small all-reduce).
+  if (last_in_window && decide_) {
+    window_bad_ = decide_(window_bad_);
+    if (window_bad_ && options_.on_nonfinite == OnNonFinite::Stop) {
+      nonfinite(std::isfinite(r.loss) ? "loss (on another rank)" : "loss", step, r);
+    }
+  }
+  if (!window_bad_ && std::isfinite(r.loss)) {
     sync_.before_backward(last_in_window);
     (weight == 1.0 ? out.loss : out.loss * weight).backward();
   }

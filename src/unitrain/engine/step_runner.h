@@ -39,6 +39,10 @@ class StepRunner {
   /// Called right before each optimizer step (the checkpoint snapshot fence: an async save
   /// copies parameters and optimizer state while the next forward and backward run).
   void set_before_update(std::function<void()> f) { before_update_ = std::move(f); }
+  /// Data-parallel runs: called once per window, after the last micro-batch's forward and
+  /// before its backward, with whether this rank saw a non-finite loss in the window; returns
+  /// whether any rank did (the Trainer adds its own flags to the same all-reduce).
+  void set_decide(std::function<bool(bool)> f) { decide_ = std::move(f); }
 
   /// A non-finite loss was seen earlier in the current window (skip mode); checkpoints save it.
   bool window_bad() const { return window_bad_; }
@@ -55,6 +59,7 @@ class StepRunner {
   bool closure_;
   bool window_bad_ = false;  ///< a non-finite loss was seen earlier in this window (skip mode)
   std::function<void()> before_update_;
+  std::function<bool(bool)> decide_;
 };
 
 }  // namespace unitrain

@@ -3,10 +3,17 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <thread>
 #include <cmath>
 #include <fmt/format.h>
 
 #include "unitrain/core/error.h"
+#include "unitrain/dist/data_parallel.h"
+#include "unitrain/dist/dist_env.h"
+#include "unitrain/dist/distributed_options.h"
+#include "unitrain/dist/reduce_metrics.h"
+#include "unitrain/engine/evaluator.h"
 #include "unitrain/engine/run_config.h"
 #include "unitrain/engine/run_env.h"
 #include "unitrain/engine/stop_signal.h"
@@ -16,6 +23,15 @@
 
 namespace unitrain {
 namespace {
+
+/// A pause after each optimizer step, for fault-injection tests (kill a worker mid-run).
+void maybe_delay_step_for_tests() {
+  static const long ms = [] {
+    const char* v = std::getenv("UNITRAIN_TEST_STEP_DELAY_MS");
+    return v ? std::atol(v) : 0L;
+  }();
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
 
 // True when a period in steps or samples elapsed between two points of the run.
 bool crossed(const TrainUnit& period, int64_t steps, int64_t samples_before, int64_t samples) {
@@ -29,13 +45,30 @@ bool crossed(const TrainUnit& period, int64_t steps, int64_t samples_before, int
 
 }  // namespace
 
+namespace {
+
+/// The log options of this rank: metrics files, console metrics and progress from rank 0 only.
+LogOptions rank_log_options(const Config& log_section, int rank) {
+  LogOptions o = LogOptions::from_config(log_section);
+  if (rank != 0) {
+    o.trackers.clear();
+    o.progress_bar = "false";
+  }
+  return o;
+}
+
+}  // namespace
+
 Trainer::Loop::Loop(Trainer& trainer, TrainModule& m, DatasetPtr train, DatasetPtr val,
-                    const ResumePoint& resume)
+                    const ResumePoint& resume, std::shared_ptr<ProcessGroup> process_group)
     : t(trainer), module(m),
       train_loader(std::move(train), LoaderOptions::from_config(trainer.config_.at("data").at("loader")),
                    static_cast<uint64_t>(trainer.config_.get_int("seed")), "data.train"),
-      logger(LogOptions::from_config(trainer.config_.at("log")), trainer.run_dir_,
-             resume.log_events),
+      group(std::move(process_group)),
+      rank(group ? group->rank() : 0),
+      world(group ? group->world_size() : 1),
+      logger(rank_log_options(trainer.config_.at("log"), rank),
+             rank == 0 ? trainer.run_dir_ : std::string(), resume.log_events),
       ckpt_options(CheckpointOptions::from_config(trainer.config_.at("checkpoint"))),
       early(EarlyStoppingOptions::from_config(trainer.config_.at("early_stopping"))),
       best_value(std::numeric_limits<double>::quiet_NaN()) {
@@ -44,18 +77,49 @@ Trainer::Loop::Loop(Trainer& trainer, TrainModule& m, DatasetPtr train, DatasetP
     vo.shuffle(false).drop_last(false);
     val_loader = std::make_unique<Loader>(std::move(val), vo, 0, "data.val");
   }
-  accumulation = t.options_.resolve_accumulation(train_loader.options().batch_size_, 1);
+  if (group) {
+    // Each rank reads its shard: training padded to equal lengths (every rank takes the same
+    // steps), validation disjoint (every example counted once).
+    train_loader.shard(rank, world, /*pad=*/true);
+    if (val_loader) val_loader->shard(rank, world, /*pad=*/false);
+    const DistributedOptions d = DistributedOptions::from_config(t.config_.at("distributed"));
+    sync = std::make_unique<DataParallelSync>(group, module.weights().parameters(),
+                                              d.data_parallel_options());
+    broadcast_buffers = d.broadcast_buffers && !module.weights().buffers().empty();
+  } else {
+    sync = std::make_unique<NoGradientSync>();
+  }
+  accumulation = t.options_.resolve_accumulation(train_loader.options().batch_size_, world);
   batches_per_epoch = train_loader.batches_per_epoch();
   steps_per_epoch = (batches_per_epoch + accumulation - 1) / accumulation;
   const TrainUnit& len = t.options_.max_length;
-  const int64_t samples_per_step = train_loader.options().batch_size_ * accumulation;
+  const int64_t samples_per_step = train_loader.options().batch_size_ * accumulation * world;
   total_steps = len.unit == TrainUnit::Unit::Epochs  ? len.count * steps_per_epoch
                 : len.unit == TrainUnit::Unit::Steps ? len.count
                                                      : (len.count + samples_per_step - 1) / samples_per_step;
-  if (ckpt_options.enabled && !t.options_.test_mode) {
+  if (ckpt_options.enabled && !t.options_.test_mode && rank == 0) {  // rank 0 writes them
     checkpointer = std::make_unique<Checkpointer>(ckpt_options, t.run_dir_ + "/checkpoints");
     checkpointer->clean_partial();  // folders of saves that a crash or SIGKILL interrupted
   }
+}
+
+Trainer::Loop::~Loop() = default;
+
+bool Trainer::Loop::decide(bool bad) {
+  if (!group) return bad;
+  torch::Tensor flags = torch::tensor(
+      {bad ? 1.0 : 0.0, t.state_.should_stop ? 1.0 : 0.0, double(StopSignalGuard::received())},
+      torch::kFloat64);
+  std::vector<torch::Tensor> all{flags};
+  group->all_reduce_max(all);
+  const double* f = flags.data_ptr<double>();
+  if (f[1] > 0) t.state_.should_stop = true;
+  agreed_signal = static_cast<int>(f[2]);
+  return f[0] > 0;
+}
+
+int Trainer::Loop::stop_signal() const {
+  return group ? agreed_signal : StopSignalGuard::received();
 }
 
 /// Samples in the accumulation window that batch `b` of an epoch belongs to.
@@ -65,7 +129,7 @@ int64_t Trainer::Loop::window_samples(int64_t b) const {
   const int64_t bs = train_loader.options().batch_size_;
   int64_t n = (last - first) * bs;
   if (last == batches_per_epoch) {
-    const int64_t tail = train_loader.dataset_size() % bs;
+    const int64_t tail = train_loader.epoch_size() % bs;
     if (tail != 0 && !train_loader.options().drop_last_) n -= bs - tail;
   }
   return n;
@@ -81,6 +145,7 @@ LogEvent Trainer::Loop::event(MetricMap metrics) const {
 
 void Trainer::Loop::log_train() {
   if (train_sums.empty()) return;
+  if (group) all_reduce_metrics(*group, train_sums);  // every rank's samples
   MetricMap m;
   for (const auto& [k, v] : train_sums.result()) m["train/" + k] = v;
   m["train/lr"] = lr->lr();
@@ -112,8 +177,11 @@ double monitored(const MetricMap& m, const std::string& key, const std::string& 
 void Trainer::Loop::validate() {
   if (!val_loader || last_val_step == t.state_.step) return;
   last_val_step = t.state_.step;
-  MetricMap m = unitrain::evaluate(module, *val_loader, EvalSplit::Val, "val",
-                                   t.options_.test_mode ? 1 : -1);
+  MetricAccumulator sums =
+      evaluate_sums(module, *val_loader, EvalSplit::Val, t.options_.test_mode ? 1 : -1);
+  if (group) all_reduce_metrics(*group, sums);  // each rank read a disjoint shard
+  MetricMap m;
+  for (const auto& [name, value] : sums.result()) m["val/" + name] = value;
   logger.log(event(m));
   result.last_val = m;
   if (Scheduler* s = lr->scheduler(); s && s->needs_metric()) {
@@ -169,14 +237,18 @@ bool Trainer::Loop::run_epoch() {
     const int64_t b = s.batch_in_epoch;
     const int64_t n = batch->size();
     const bool last = (b + 1) % accumulation == 0 || b + 1 == batches_per_epoch;
+    if (broadcast_buffers && s.micro_in_window == 0) {
+      unitrain::broadcast_buffers(*group, module.weights());
+    }
     MicroStepResult r = runner->run(*batch, double(n) / window_samples(b), last, s.step + 1);
     const int64_t samples_before = s.samples;
     s.batch_in_epoch++;
     s.micro_in_window = last ? 0 : s.micro_in_window + 1;
-    s.samples += n;
+    s.samples += n * world;  // every rank read a batch of the same size
     train_sums.add("loss", MetricValue(torch::tensor(r.loss, torch::kFloat64)), n);
     train_sums.add(r.metrics, n);
     if (r.stepped) {
+      maybe_delay_step_for_tests();
       s.step++;
       if (r.skipped) s.skipped_steps++;
       if (!lr->per_epoch()) lr->apply(s.step);
@@ -260,21 +332,46 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
     resume = read_resume_point(
         Checkpointer(ckpt, run_dir_ + "/checkpoints").find_resume(ckpt.resume));
   }
-  prepare_run_dir(!resume.dir.empty());
-  torch::manual_seed(static_cast<uint64_t>(config_.get_int("seed")));
+  // A data-parallel run when the launcher says so (torchrun, unitrain launch, mpirun, srun).
+  std::shared_ptr<ProcessGroup> group;
+  const DistEnv env = read_dist_env();
+  if (env.distributed()) {
+    const DistributedOptions d = DistributedOptions::from_config(config_.at("distributed"));
+    group = ProcessGroup::join(env, d.group_options());
+    log::set_prefix(env.rank == 0 ? "" : fmt::format("[rank {}] ", env.rank));
+    if (env.rank != 0) log::console_warnings_only();
+  }
+  // Rank 0 prepares run_dir (archiving an earlier run's files) before the others log there.
+  if (!group || group->rank() == 0) prepare_run_dir(!resume.dir.empty());
+  if (group) {
+    group->barrier();
+    if (group->rank() != 0) {
+      prepare_writable_dir(run_dir_ + "/logs");
+      log::add_file(fmt::format("{}/logs/train-rank-{}.log", run_dir_, group->rank()));
+    }
+    log::info(fmt::format("data parallel: rank {} of {} ({} via {}:{})", group->rank(),
+                          group->world_size(), env.launcher, env.master_addr, env.master_port));
+    broadcast_module(*group, module.weights());  // every rank starts from rank 0's weights
+  }
+  torch::manual_seed(static_cast<uint64_t>(config_.get_int("seed")) +
+                     static_cast<uint64_t>(group ? group->rank() : 0));
   state_ = TrainState();
-  Loop loop(*this, module, std::move(train), std::move(val), resume);
+  Loop loop(*this, module, std::move(train), std::move(val), resume, group);
   optimizer_ = configure_optimizer(module);
+  UT_CHECK(!group || dynamic_cast<torch::optim::LBFGS*>(optimizer_.get()) == nullptr,
+           "optimizer.type: lbfgs re-evaluates the loss inside its step, which data-parallel "
+           "training does not support; use another optimizer or one process");
   ScheduleContext ctx;
   ctx.per_epoch = config_.at("scheduler").get_string("interval") == "epoch";
   ctx.steps_per_epoch = loop.steps_per_epoch;
-  ctx.samples_per_step = loop.train_loader.options().batch_size_ * loop.accumulation;
+  ctx.samples_per_step = loop.train_loader.options().batch_size_ * loop.accumulation * loop.world;
   ctx.total_steps = ctx.per_epoch ? (loop.total_steps + loop.steps_per_epoch - 1) / loop.steps_per_epoch
                                   : loop.total_steps;
   ctx.base_lr = get_lr(*optimizer_);
   loop.lr = std::make_unique<LrController>(*optimizer_, configure_scheduler(ctx), ctx.per_epoch);
   loop.lr->apply(0);
-  loop.runner = std::make_unique<StepRunner>(module, *optimizer_, options_, loop.sync);
+  loop.runner = std::make_unique<StepRunner>(module, *optimizer_, options_, *loop.sync);
+  if (group) loop.runner->set_decide([&loop](bool bad) { return loop.decide(bad); });
   loop.runner->set_before_update([&loop] {
     if (loop.checkpointer) loop.checkpointer->wait_snapshot();
   });

@@ -11,6 +11,8 @@
 
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
+#include "unitrain/dist/process_group.h"
+#include "unitrain/dist/reduce_metrics.h"
 #include "unitrain/engine/stop_signal.h"
 #include "unitrain/engine/trainer_loop.h"
 #include "unitrain/log/console.h"
@@ -148,13 +150,14 @@ std::vector<std::string> check_resume_config(const Config& saved, const Config& 
 }
 
 void Trainer::Loop::maybe_save(bool stepped, int64_t samples_before, bool epoch_end, bool force) {
-  if (const int sig = StopSignalGuard::received(); sig != 0 && result.signal == 0) {
+  const bool on = ckpt_options.enabled && !t.options_.test_mode;
+  if (const int sig = stop_signal(); sig != 0 && result.signal == 0) {
     result.signal = sig;
     log::warn(fmt::format("received signal {} ({}): {} and stopping", sig, strsignal(sig),
-                          checkpointer ? "saving a checkpoint" : "checkpoints are off,"));
+                          on ? "saving a checkpoint" : "checkpoints are off,"));
     force = true;
   }
-  if (!checkpointer) return;
+  if (!on) return;
   const TrainState& s = t.state_;
   bool due = force || want_best_save;
   if (const auto& every = ckpt_options.every) {
@@ -166,8 +169,16 @@ void Trainer::Loop::maybe_save(bool stepped, int64_t samples_before, bool epoch_
       case TrainUnit::Unit::Epochs: due |= epoch_end && s.epoch % every->count == 0; break;
     }
   }
+  // Data-parallel runs save at window boundaries only (gradients inside a window are each
+  // rank's own): a save due inside one waits for its end.
+  if (group && (due || save_pending) && s.micro_in_window != 0) {
+    save_pending = true;
+    return;
+  }
+  due |= save_pending;
+  save_pending = false;
   if (!due || saved_at_samples == s.samples) {
-    if (want_best_save && saved_at_samples == s.samples) {  // already saved here: just link
+    if (want_best_save && saved_at_samples == s.samples && checkpointer) {  // just link
       checkpointer->wait();
       checkpointer->store().link("best", result.last_checkpoint);
     }
@@ -181,6 +192,25 @@ void Trainer::Loop::save() {
   const Clock::time_point start = Clock::now();
   TrainState& s = t.state_;
   torch::nn::Module& weights = module.weights();
+  // Every rank's generator state goes to rank 0, which writes the checkpoint; so do the
+  // running training sums (a resumed rank 0 carries them for everyone).
+  std::vector<std::string> rng_files;
+  MetricAccumulator sums_to_save = train_sums;
+  if (group) {
+    const std::vector<char> mine = save_tensor_dict(rng_state());
+    rng_files = group->all_gather(std::string(mine.begin(), mine.end()));
+    all_reduce_metrics(*group, sums_to_save);
+  } else {
+    const std::vector<char> mine = save_tensor_dict(rng_state());
+    rng_files.emplace_back(mine.begin(), mine.end());
+  }
+  const std::string this_dir = t.run_dir_ + "/checkpoints/step-" + std::to_string(s.step);
+  if (!checkpointer) {  // another rank: rank 0 writes
+    want_best_save = false;
+    saved_at_samples = s.samples;
+    result.last_checkpoint = this_dir;
+    return;
+  }
   std::vector<CheckpointFile> files;
   // Snapshots now, bytes later: an async save serialises on the writer thread, so training
   // waits only for the copies (the optimizer keeps training on copies of its state).
@@ -194,7 +224,10 @@ void Trainer::Loop::save() {
   auto model_state = std::make_shared<NamedTensors>(module_state(weights, async, buffers));
   files.push_back({"model.pt", {}, [model_state] { return tensor_dict_image(*model_state); }});
   files.push_back({"optimizer.pt", {}, optimizer_state_snapshot(*t.optimizer_, async, buffers)});
-  files.push_back({"rng-rank-0.pt", tensor_dict_image(rng_state())});
+  for (size_t r = 0; r < rng_files.size(); ++r) {
+    files.push_back({"rng-rank-" + std::to_string(r) + ".pt",
+                     std::vector<char>(rng_files[r].begin(), rng_files[r].end())});
+  }
   if (s.micro_in_window != 0) {
     files.push_back({"grads.pt", tensor_dict_image(gradient_state(module))});
   }
@@ -209,7 +242,7 @@ void Trainer::Loop::save() {
   Json j;
   j["format"] = kFormatVersion;
   j["config_hash"] = hash_of(t.config_.dump());
-  j["world_size"] = 1;
+  j["world_size"] = world;
   j["state"] = {{"epoch", s.epoch},
                 {"step", s.step},
                 {"samples", s.samples},
@@ -219,7 +252,7 @@ void Trainer::Loop::save() {
                 {"best_metric", number(s.best_metric)},
                 {"stall_count", s.stall_count}};
   Json sums = Json::object();
-  for (const auto& [name, sum] : train_sums.sums()) {
+  for (const auto& [name, sum] : sums_to_save.sums()) {
     sums[name] = {number(sum.weighted), number(sum.weight), sum.exp_of_mean};
   }
   j["loop"] = {{"log_events", logger.events()},
@@ -267,6 +300,10 @@ void Trainer::Loop::restore(const std::string& dir) {
   }
   Json j = read_state_json(dir);
   const std::string what = dir + "/";
+  const int64_t saved_world = j.value("world_size", int64_t(1));
+  UT_CHECK(saved_world == world, "cannot resume from ", dir, ": it was written by ", saved_world,
+           " process(es), this run has ", world, "; resume with the same number of processes, or "
+           "start a fresh run with --checkpoint.resume none (or another run_dir)");
   load_module_state(module.weights(), load_tensor_dict(CheckpointStore::read(dir, "model.pt"),
                                                        what + "model.pt"),
                     /*strict=*/true, what + "model.pt");
@@ -296,7 +333,10 @@ void Trainer::Loop::restore(const std::string& dir) {
   best_value = number(lp["best_checkpoint_value"]);
   runner->set_window_bad(lp.value("window_bad", false));
   train_sums.clear();
-  for (const auto& [name, v] : lp["train_sums"].items()) {
+  // Saved summed over ranks: rank 0 carries them, the others start from nothing.
+  const Json no_sums = Json::object();
+  const Json& saved_sums = rank == 0 ? lp["train_sums"] : no_sums;
+  for (const auto& [name, v] : saved_sums.items()) {
     auto& sum = train_sums.sums()[name];
     sum.weighted = number(v.at(0));
     sum.weight = number(v.at(1));
@@ -319,8 +359,9 @@ void Trainer::Loop::restore(const std::string& dir) {
   }
   for (auto& cb : t.callbacks_) cb->on_load_checkpoint(t, extra);
 
-  load_rng_state(load_tensor_dict(CheckpointStore::read(dir, "rng-rank-0.pt"), what + "rng-rank-0.pt"),
-                 what + "rng-rank-0.pt");
+  const std::string rng_file = "rng-rank-" + std::to_string(rank) + ".pt";
+  load_rng_state(load_tensor_dict(CheckpointStore::read(dir, rng_file), what + rng_file),
+                 what + rng_file);
   saved_at_samples = s.samples;
   result.resumed_from = dir;
   result.last_checkpoint = dir;

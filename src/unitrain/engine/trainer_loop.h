@@ -17,6 +17,7 @@
 namespace unitrain {
 
 class SnapshotBuffers;
+class ProcessGroup;
 
 using Clock = std::chrono::steady_clock;
 
@@ -37,7 +38,13 @@ struct Trainer::Loop {
   int64_t total_steps = 0;  ///< optimizer steps of the whole run (estimate for samples)
   std::unique_ptr<LrController> lr;
   std::unique_ptr<StepRunner> runner;
-  NoGradientSync sync;
+  /// Data-parallel runs: the group of processes (null for one process), this one's rank.
+  std::shared_ptr<ProcessGroup> group;
+  int rank = 0;
+  int world = 1;
+  bool broadcast_buffers = false;  ///< rank 0's buffers to every rank at each window's start
+  int agreed_signal = 0;           ///< a stop signal any rank received (agreed each step)
+  std::unique_ptr<GradientSync> sync;
   RunLogger logger;
   MetricAccumulator train_sums;
   FitResult result;
@@ -52,14 +59,21 @@ struct Trainer::Loop {
   double best_value;             ///< checkpoint.best.metric's best value (NaN: none yet)
   bool want_best_save = false;   ///< validation just improved the best metric
   int64_t saved_at_samples = -1; ///< the position of the last save (samples seen)
+  bool save_pending = false;     ///< data-parallel: a save due inside a window, at its end
 
   Loop(Trainer& trainer, TrainModule& m, DatasetPtr train, DatasetPtr val,
-       const ResumePoint& resume);
+       const ResumePoint& resume, std::shared_ptr<ProcessGroup> group);
+  ~Loop();
 
   int64_t window_samples(int64_t b) const;
   double elapsed() const;
   LogEvent event(MetricMap metrics) const;
   void log_train();
+  /// The step's shared decisions (one all-reduce, data-parallel runs): whether any rank saw a
+  /// non-finite loss, asked to stop, or received a stop signal. Returns the first.
+  bool decide(bool bad);
+  /// The stop signal to act on: this process's, or in data-parallel runs the agreed one.
+  int stop_signal() const;
   void validate();
   void early_stopping(const MetricMap& m);
   bool length_reached() const;

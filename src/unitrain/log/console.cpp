@@ -57,6 +57,11 @@ void set_prefix(const std::string& prefix) {
   state().prefix = prefix;
 }
 
+void console_warnings_only() {
+  std::lock_guard<std::mutex> lock(state().mu);
+  state().console->set_level(spdlog::level::warn);
+}
+
 void info(const std::string& message) { write(spdlog::level::info, message, true); }
 void warn(const std::string& message) { write(spdlog::level::warn, message, true); }
 void error(const std::string& message) { write(spdlog::level::err, message, true); }

@@ -13,6 +13,9 @@ void set_prefix(const std::string& prefix);
 void info(const std::string& message);
 void warn(const std::string& message);
 void error(const std::string& message);
+/// From now on only warnings and errors reach the console (the other ranks of a
+/// data-parallel run); the file still gets everything.
+void console_warnings_only();
 /// Writes a message to train.log only (not the console).
 void file_only(const std::string& message);
 /// Called before a console line is printed, to clear a progress bar (set by the progress bar).

@@ -1,0 +1,30 @@
+#pragma once
+// The `distributed` section: how the processes of a data-parallel run talk and reduce.
+#include <memory>
+#include <string>
+
+#include "unitrain/core/config.h"
+#include "unitrain/core/schema.h"
+#include "unitrain/dist/data_parallel.h"
+#include "unitrain/dist/process_group.h"
+
+namespace unitrain {
+
+/// Options of the `distributed` section; every default and range is declared in schema().
+/// Where each process stands (rank, world size, master) comes from the launcher's environment
+/// (dist_env.h), not from here.
+struct DistributedOptions {
+  std::string backend = "auto";  ///< auto (nccl with CUDA, else gloo) | gloo | nccl
+  std::string interface;         ///< "" = GLOO_SOCKET_IFNAME, else the host name's address
+  double timeout_seconds = 300;
+  double bucket_mb = 25;
+  bool find_unused_parameters = false;
+  bool broadcast_buffers = true;
+
+  static std::shared_ptr<const Schema> schema();
+  static DistributedOptions from_config(const Config& section);
+  ProcessGroupOptions group_options() const;
+  DataParallelOptions data_parallel_options() const;
+};
+
+}  // namespace unitrain

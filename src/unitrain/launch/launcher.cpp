@@ -1,0 +1,394 @@
+#include "unitrain/launch/launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include "unitrain/core/error.h"
+#include "unitrain/log/console.h"
+
+extern char** environ;
+
+namespace unitrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int g_signal_pipe[2] = {-1, -1};
+
+void on_signal(int sig) {
+  const int saved = errno;
+  const char c = static_cast<char>(sig);
+  ssize_t ignored = ::write(g_signal_pipe[1], &c, 1);
+  (void)ignored;
+  errno = saved;
+}
+
+/// Routes SIGINT, SIGTERM and SIGCHLD into a pipe the poll loop reads; restores on exit.
+class SignalPipe {
+ public:
+  SignalPipe() {
+    UT_CHECK_TRAIN(::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) == 0, "launch: pipe: ",
+                   std::strerror(errno));
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    for (int sig : {SIGINT, SIGTERM, SIGCHLD}) ::sigaction(sig, &sa, &old_[sig]);
+  }
+  ~SignalPipe() {
+    for (auto& [sig, old] : old_) ::sigaction(sig, &old, nullptr);
+    ::close(g_signal_pipe[0]);
+    ::close(g_signal_pipe[1]);
+    g_signal_pipe[0] = g_signal_pipe[1] = -1;
+  }
+  int fd() const { return g_signal_pipe[0]; }
+
+ private:
+  std::map<int, struct sigaction> old_;
+};
+
+struct Stream {
+  int fd = -1;
+  std::string pending;  ///< a line not yet ended
+};
+
+struct Worker {
+  int rank = 0;
+  int local_rank = 0;
+  pid_t pid = -1;
+  bool running = false;
+  int status = 0;
+  Stream out, err;
+  std::unique_ptr<std::ofstream> log;
+};
+
+/// environ with `vars` set, as execve wants it.
+std::vector<std::string> environment(const std::map<std::string, std::string>& vars) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    if (!vars.count(name)) env.push_back(entry);
+  }
+  for (const auto& [k, v] : vars) env.push_back(k + "=" + v);
+  return env;
+}
+
+class Group {
+ public:
+  Group(const LaunchOptions& o, int attempt) : o_(o), attempt_(attempt) {}
+  ~Group() {
+    for (auto& w : workers_) {
+      if (w.running) ::kill(w.pid, SIGKILL);
+      if (w.running) ::waitpid(w.pid, nullptr, 0);
+      for (Stream* s : {&w.out, &w.err}) {
+        if (s->fd >= 0) ::close(s->fd);
+      }
+    }
+  }
+
+  void start() {
+    const int world = o_.nnodes * o_.nproc_per_node;
+    for (int local = 0; local < o_.nproc_per_node; ++local) {
+      Worker w;
+      w.local_rank = local;
+      w.rank = o_.node_rank * o_.nproc_per_node + local;
+      if (!o_.log_dir.empty()) {
+        const std::string path = o_.log_dir + "/rank-" + std::to_string(w.rank) + ".log";
+        w.log = std::make_unique<std::ofstream>(path, std::ios::app);
+        UT_CHECK_TRAIN(w.log->good(), "launch: cannot write ", path);
+        if (attempt_ > 0) *w.log << "--- restart " << attempt_ << " ---\n";
+      }
+      const std::map<std::string, std::string> vars = {
+          {"RANK", std::to_string(w.rank)},
+          {"WORLD_SIZE", std::to_string(world)},
+          {"LOCAL_RANK", std::to_string(local)},
+          {"LOCAL_WORLD_SIZE", std::to_string(o_.nproc_per_node)},
+          {"GROUP_RANK", std::to_string(o_.node_rank)},
+          {"MASTER_ADDR", o_.master_addr},
+          {"MASTER_PORT", std::to_string(o_.master_port)},
+          {"TORCHELASTIC_RESTART_COUNT", std::to_string(attempt_)},
+          {"TORCHELASTIC_MAX_RESTARTS", std::to_string(o_.max_restarts)},
+      };
+      spawn(w, environment(vars));
+      workers_.push_back(std::move(w));
+    }
+  }
+
+  /// Forwards a signal the launcher received.
+  void forward(int sig) {
+    for (auto& w : workers_) {
+      if (w.running) ::kill(w.pid, sig);
+    }
+  }
+
+  /// Asks the running workers to stop (after another one failed); SIGKILL after the grace.
+  void stop_all() {
+    if (stop_deadline_) return;
+    forward(SIGTERM);
+    stop_deadline_ = std::make_unique<Clock::time_point>(
+        Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(o_.grace_seconds * 1000)));
+  }
+
+  void kill_if_past_grace() {
+    if (stop_deadline_ && Clock::now() >= *stop_deadline_) forward(SIGKILL);
+  }
+
+  /// Collects exited workers; returns the first that failed (or null).
+  const Worker* reap() {
+    const Worker* failed = nullptr;
+    for (auto& w : workers_) {
+      if (!w.running) continue;
+      int status = 0;
+      pid_t r = ::waitpid(w.pid, &status, WNOHANG);
+      if (r != w.pid) continue;
+      w.running = false;
+      w.status = status;
+      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (!ok && !failed && !first_failure_) failed = &w;
+    }
+    if (failed) first_failure_ = failed;
+    return failed;
+  }
+
+  bool any_running() const {
+    for (const auto& w : workers_) {
+      if (w.running) return true;
+    }
+    return false;
+  }
+
+  /// Reads what is available (waiting up to `timeout_ms`) and passes on whole lines.
+  void pump(int signal_fd, int timeout_ms, std::vector<int>& signals) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<Worker*, Stream*>> owners;
+    fds.push_back({signal_fd, POLLIN, 0});
+    owners.push_back({nullptr, nullptr});
+    for (auto& w : workers_) {
+      for (Stream* s : {&w.out, &w.err}) {
+        if (s->fd < 0) continue;
+        fds.push_back({s->fd, POLLIN, 0});
+        owners.push_back({&w, s});
+      }
+    }
+    int n = ::poll(fds.data(), fds.size(), timeout_ms);
+    if (n <= 0) return;
+    if (fds[0].revents & POLLIN) {
+      char buf[64];
+      ssize_t got;
+      while ((got = ::read(signal_fd, buf, sizeof buf)) > 0) {
+        for (ssize_t i = 0; i < got; ++i) signals.push_back(buf[i]);
+      }
+    }
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      auto [w, s] = owners[i];
+      char buf[65536];
+      ssize_t got = ::read(s->fd, buf, sizeof buf);
+      if (got <= 0) {
+        if (got < 0 && errno == EINTR) continue;
+        flush(*w, *s, s == &w->err, true);
+        ::close(s->fd);
+        s->fd = -1;
+        continue;
+      }
+      s->pending.append(buf, static_cast<size_t>(got));
+      flush(*w, *s, s == &w->err, false);
+    }
+  }
+
+  bool streams_open() const {
+    for (const auto& w : workers_) {
+      if (w.out.fd >= 0 || w.err.fd >= 0) return true;
+    }
+    return false;
+  }
+
+  const std::vector<Worker>& workers() const { return workers_; }
+  const Worker* first_failure() const { return first_failure_; }
+
+ private:
+  void spawn(Worker& w, const std::vector<std::string>& env) {
+    int out[2], err[2];
+    UT_CHECK_TRAIN(::pipe2(out, O_CLOEXEC) == 0 && ::pipe2(err, O_CLOEXEC) == 0,
+                   "launch: pipe: ", std::strerror(errno));
+    std::vector<char*> argv, envp;
+    for (const auto& a : o_.command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    const pid_t pid = ::fork();
+    UT_CHECK_TRAIN(pid >= 0, "launch: cannot start a worker: ", std::strerror(errno));
+    if (pid == 0) {
+      // Only async-signal-safe calls from here to exec.
+      ::dup2(out[1], STDOUT_FILENO);
+      ::dup2(err[1], STDERR_FILENO);
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      for (int sig : {SIGINT, SIGTERM, SIGCHLD}) ::sigaction(sig, &dfl, nullptr);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::execvpe(argv[0], argv.data(), envp.data());
+      const char* msg = "launch: cannot run the worker command: ";
+      ssize_t ignored = ::write(STDERR_FILENO, msg, std::strlen(msg));
+      ignored = ::write(STDERR_FILENO, argv[0], std::strlen(argv[0]));
+      ignored = ::write(STDERR_FILENO, "\n", 1);
+      (void)ignored;
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    ::close(err[1]);
+    w.pid = pid;
+    w.running = true;
+    w.out.fd = out[0];
+    w.err.fd = err[0];
+  }
+
+  void flush(Worker& w, Stream& s, bool is_err, bool all) {
+    size_t start = 0, nl;
+    while ((nl = s.pending.find('\n', start)) != std::string::npos) {
+      emit(w, s.pending.substr(start, nl - start), is_err);
+      start = nl + 1;
+    }
+    s.pending.erase(0, start);
+    if (all && !s.pending.empty()) {
+      emit(w, s.pending, is_err);
+      s.pending.clear();
+    }
+  }
+
+  void emit(Worker& w, const std::string& line, bool is_err) {
+    if (w.log) *w.log << line << "\n" << std::flush;
+    const std::string prefixed = "[rank " + std::to_string(w.rank) + "] " + line;
+    if (o_.output) {
+      o_.output(prefixed, is_err);
+    } else {
+      const std::string text = prefixed + "\n";
+      ssize_t ignored = ::write(is_err ? STDERR_FILENO : STDOUT_FILENO, text.data(), text.size());
+      (void)ignored;
+    }
+  }
+
+  const LaunchOptions& o_;
+  int attempt_;
+  std::vector<Worker> workers_;
+  const Worker* first_failure_ = nullptr;
+  std::unique_ptr<Clock::time_point> stop_deadline_;
+};
+
+void say(const LaunchOptions& o, const std::string& message, bool is_err) {
+  if (o.output) {
+    o.output("[launch] " + message, is_err);
+  } else if (is_err) {
+    log::error("launch: " + message);
+  } else {
+    log::info("launch: " + message);
+  }
+}
+
+void check(const LaunchOptions& o) {
+  UT_CHECK(o.nproc_per_node >= 1, "launch: --nproc-per-node must be at least 1, got ",
+           o.nproc_per_node);
+  UT_CHECK(o.nnodes >= 1, "launch: --nnodes must be at least 1, got ", o.nnodes);
+  UT_CHECK(o.node_rank >= 0 && o.node_rank < o.nnodes, "launch: --node-rank ", o.node_rank,
+           " is outside 0..", o.nnodes - 1, " (--nnodes ", o.nnodes, ")");
+  UT_CHECK(o.master_port >= 1 && o.master_port <= 65535, "launch: --master-port ", o.master_port,
+           " is not a port (1-65535)");
+  UT_CHECK(o.max_restarts >= 0, "launch: --max-restarts must be >= 0, got ", o.max_restarts);
+  UT_CHECK(o.grace_seconds >= 0, "launch: the grace period must be >= 0 s");
+  UT_CHECK(!o.command.empty(), "launch: no worker command given (put it after --)");
+}
+
+}  // namespace
+
+std::string describe_exit(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const char* name = ::strsignal(sig);
+    return "was killed by signal " + std::to_string(sig) + " (" + (name ? name : "?") + ")";
+  }
+  return "ended with wait status " + std::to_string(status);
+}
+
+int launch(const LaunchOptions& o) {
+  check(o);
+  if (!o.log_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.log_dir, ec);
+    UT_CHECK(!ec, "launch: cannot create the log folder ", o.log_dir, ": ", ec.message());
+  }
+  SignalPipe signals;
+  for (int attempt = 0;; ++attempt) {
+    Group group(o, attempt);
+    group.start();
+    int forwarded = 0;
+    bool failed = false;
+    std::vector<int> received;
+    while (group.any_running() || group.streams_open()) {
+      received.clear();
+      group.pump(signals.fd(), group.any_running() ? 100 : 20, received);
+      for (int sig : received) {
+        if (sig == SIGINT || sig == SIGTERM) {
+          forwarded = sig;
+          group.forward(sig);
+        }
+      }
+      if (const Worker* w = group.reap(); w && !forwarded) {
+        failed = true;
+        say(o,
+            detail::concat("worker rank ", w->rank, " (pid ", w->pid, ") ",
+                           describe_exit(w->status), "; stopping the other workers"),
+            true);
+        group.stop_all();
+      }
+      group.kill_if_past_grace();
+      if (!group.any_running()) {
+        // Drain what the workers wrote last; a grandchild that keeps a pipe open is not
+        // waited for longer than 2 s.
+        const auto until = Clock::now() + std::chrono::seconds(2);
+        std::vector<int> late;
+        while (group.streams_open() && Clock::now() < until) group.pump(signals.fd(), 50, late);
+        break;
+      }
+    }
+    if (forwarded) {
+      for (const auto& w : group.workers()) {
+        if (!(WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0)) {
+          return WIFEXITED(w.status) ? WEXITSTATUS(w.status) : 128 + WTERMSIG(w.status);
+        }
+      }
+      return 0;
+    }
+    if (!failed) return 0;
+    const Worker* first = group.first_failure();
+    if (attempt < o.max_restarts) {
+      say(o,
+          detail::concat("restarting the workers (restart ", attempt + 1, " of ", o.max_restarts,
+                         ") after rank ", first->rank, " ", describe_exit(first->status)),
+          true);
+      continue;
+    }
+    say(o,
+        detail::concat("failed: worker rank ", first->rank, " ", describe_exit(first->status),
+                       o.max_restarts > 0
+                           ? detail::concat(" after ", o.max_restarts, " restart(s)")
+                           : std::string()),
+        true);
+    return 1;
+  }
+}
+
+}  // namespace unitrain

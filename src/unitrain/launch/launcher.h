@@ -1,0 +1,39 @@
+#pragma once
+// The launcher (`unitrain launch`): starts this machine's workers with torchrun's variables,
+// prefixes and logs their output, forwards SIGINT/SIGTERM, ends the group when one fails, and
+// restarts it when asked.
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace unitrain {
+
+struct LaunchOptions {
+  int nproc_per_node = 1;
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  /// Restarts of the whole group after a worker fails (workers resume from their checkpoint).
+  int max_restarts = 0;
+  /// After a failure: seconds between SIGTERM to the other workers and SIGKILL.
+  double grace_seconds = 10;
+  /// Folder for rank-<R>.log (each worker's output, both streams); "" = none.
+  std::string log_dir;
+  /// Each worker's command line; argv[0] is looked up in PATH.
+  std::vector<std::string> command;
+  /// Where prefixed output lines go (`stderr` for the worker's stderr); default: the
+  /// launcher's own stdout/stderr.
+  std::function<void(const std::string& line, bool stderr)> output;
+};
+
+/// Runs the workers of this node until they all end; returns the launcher's exit status:
+/// 0 when every worker succeeded; after a SIGINT/SIGTERM (forwarded to the workers) the
+/// workers' status (e.g. 130, 143); after a failure with no restarts left 1, with a message
+/// naming the rank and how it ended. ConfigError for bad options.
+int launch(const LaunchOptions& options);
+
+/// "exited with status 3" / "was killed by signal 9 (Killed)", for a waitpid status.
+std::string describe_exit(int wait_status);
+
+}  // namespace unitrain

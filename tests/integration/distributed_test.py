@@ -1,0 +1,201 @@
+"""Data-parallel training with the real binary: W processes with per-rank batch B end where one
+process with batch W*B ends."""
+import glob
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import torch
+
+import common
+from common import run, read_jsonl
+
+# Digits' first 1280 rows: every batch is full, for 2 ranks x 32 as for 1 x 64, with and without
+# accumulation.
+CONFIG = """
+run_dir: {run_dir}
+seed: 3
+model: {{type: mlp, args: {{sizes: [64, 32, 10]}}}}
+objective: {{losses: [{{type: cross_entropy}}], metrics: [{{type: accuracy}}]}}
+data:
+  train: {{type: csv, args: {{path: {data}, header: false, target: "64"}}}}
+  val: {{type: csv, args: {{path: {data}, header: false, target: "64"}}}}
+  loader: {{batch_size: {batch}, workers: 0, shuffle: true}}
+optimizer: {{type: sgd, lr: 0.05, args: {{momentum: 0.9}}}}
+train: {{max_length: {steps} steps, log_every: 5 steps, val_every: 10 steps, threads: 1,
+        accumulation_steps: {accumulation}}}
+checkpoint: {{enabled: false}}
+"""
+
+
+def digits_subset(path, rows):
+    import gzip
+    with gzip.open(common.DIGITS, "rt") as f:
+        lines = f.readlines()[:rows]
+    with open(path, "w") as f:
+        f.writelines(lines)
+    return path
+
+
+class Distributed(common.Case):
+    def config(self, name, batch, steps=20, accumulation=1):
+        """A run_dir and its config; checkpoints off unless a command line turns them on."""
+        run_dir = os.path.join(self.dir, name)
+        data = digits_subset(os.path.join(self.dir, "digits.csv"), 1280)
+        return common.write(os.path.join(self.dir, name + ".yaml"),
+                            CONFIG.format(run_dir=run_dir, data=data, batch=batch, steps=steps,
+                                          accumulation=accumulation)), run_dir
+
+    def final_weights(self, run_dir):
+        code, out = run(["export", os.path.join(run_dir, "config.yaml"), "--checkpoint", "last",
+                         "--out", os.path.join(run_dir, "w.pt")])
+        self.assertEqual(code, 0, out)
+        return torch.load(os.path.join(run_dir, "w.pt"))
+
+    def check_same_as_one_process(self, accumulation):
+        one_cfg, one_dir = self.config("one", batch=64, accumulation=accumulation)
+        two_cfg, two_dir = self.config("two", batch=32, accumulation=accumulation)
+        code, out = run(["train", one_cfg, "--checkpoint.enabled", "true", "--checkpoint.every", "null"])
+        self.assertEqual(code, 0, out)
+        code, out = run(["launch", "--nproc-per-node", "2", "--master-port", "29561", "--",
+                         "train", two_cfg, "--checkpoint.enabled", "true", "--checkpoint.every", "null"])
+        self.assertEqual(code, 0, out)
+        a, b = self.final_weights(one_dir), self.final_weights(two_dir)
+        self.assertEqual(list(a), list(b))
+        for k in a:
+            # Only the order of float additions differs (a mean of 64 against the mean of two
+            # means of 32); SGD keeps that at rounding level (Adam would amplify it where
+            # gradients are ~0, since its update is ~lr whatever their size).
+            self.assertTrue(torch.allclose(a[k], b[k], rtol=1e-5, atol=1e-6),
+                            f"{k}: max difference {(a[k] - b[k]).abs().max().item()}")
+        # Validation is sharded and reduced exactly: the same metrics as one process.
+        va = [e for e in read_jsonl(os.path.join(one_dir, "metrics.jsonl")) if "val/loss" in e]
+        vb = [e for e in read_jsonl(os.path.join(two_dir, "metrics.jsonl")) if "val/loss" in e]
+        self.assertEqual([e["step"] for e in va], [e["step"] for e in vb])
+        for x, y in zip(va, vb):
+            self.assertAlmostEqual(x["val/loss"], y["val/loss"], places=4)
+            self.assertAlmostEqual(x["val/accuracy"], y["val/accuracy"], places=6)
+            self.assertEqual(x["samples"], y["samples"])
+        # Rank 1 keeps its own log; only rank 0 writes the run's files.
+        self.assertTrue(os.path.exists(os.path.join(two_dir, "logs", "train-rank-1.log")))
+
+    def one_process_weights(self, **kw):
+        cfg, run_dir = self.config("one", batch=64, **kw)
+        code, out = run(["train", cfg, "--checkpoint.enabled", "true", "--checkpoint.every", "null"])
+        self.assertEqual(code, 0, out)
+        return self.final_weights(run_dir)
+
+    def assert_close(self, a, b):
+        self.assertEqual(list(a), list(b))
+        for k in a:
+            self.assertTrue(torch.allclose(a[k], b[k], rtol=1e-5, atol=1e-6),
+                            f"{k}: max difference {(a[k] - b[k]).abs().max().item()}")
+
+    def test_torchrun_starts_the_same_workers(self):
+        # Debian's torchrun (PyTorch 1.13, Python 3.11) spells it --no_python and needs --redirects 1
+        # --tee 1.
+        cfg, run_dir = self.config("two", batch=32)
+        p = subprocess.run(["torchrun", "--no_python", "--nproc_per_node", "2", "--master_port",
+                            "29562", "--redirects", "1", "--tee", "1", common.BIN, "train", cfg,
+                            "--checkpoint.enabled", "true", "--checkpoint.every", "null"],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("data parallel: rank 0 of 2 (torchrun", p.stdout + p.stderr)
+        self.assert_close(self.one_process_weights(), self.final_weights(run_dir))
+
+    def test_mpirun_starts_the_same_workers(self):
+        cfg, run_dir = self.config("two", batch=32)
+        p = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+                            "-x", "MASTER_PORT=29563", common.BIN, "train", cfg,
+                            "--checkpoint.enabled", "true", "--checkpoint.every", "null"],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("(openmpi via 127.0.0.1:29563)", p.stdout + p.stderr)
+        self.assert_close(self.one_process_weights(), self.final_weights(run_dir))
+
+    def pid_of_rank(self, rank, config):
+        """The pid of the unitrain worker of `rank` running `config`."""
+        for env_file in glob.glob("/proc/[0-9]*/environ"):
+            try:
+                with open(env_file, "rb") as f:
+                    env = f.read().split(b"\0")
+                with open(env_file.replace("environ", "cmdline"), "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            if config.encode() in cmd and f"RANK={rank}".encode() in env and b"train" in cmd:
+                return int(env_file.split("/")[2])
+        return None
+
+    def kill_rank_after_checkpoint(self, cfg, run_dir, restarts):
+        env = dict(os.environ, UNITRAIN_TEST_STEP_DELAY_MS="30")
+        p = subprocess.Popen([common.BIN, "launch", "--nproc-per-node", "2", "--master-port", "29564",
+                              "--max-restarts", str(restarts), "--grace-period", "5", "--",
+                              "train", cfg, "--checkpoint.enabled", "true", "--checkpoint.every",
+                              "10 steps", "--distributed.timeout", "20"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        deadline = time.time() + 120
+        while not os.path.exists(os.path.join(run_dir, "checkpoints", "step-10")):
+            self.assertLess(time.time(), deadline, "no checkpoint appeared")
+            time.sleep(0.05)
+        pid = self.pid_of_rank(1, cfg)
+        self.assertIsNotNone(pid)
+        os.kill(pid, signal.SIGKILL)
+        t0 = time.time()
+        out, _ = p.communicate(timeout=300)
+        return p.returncode, out, time.time() - t0
+
+    def test_killed_worker_ends_the_run_naming_it(self):
+        cfg, run_dir = self.config("killed", batch=32, steps=60)
+        code, out, took = self.kill_rank_after_checkpoint(cfg, run_dir, restarts=0)
+        self.assertEqual(code, 1, out)
+        self.assertIn("worker rank 1", out)
+        self.assertIn("killed by signal 9", out)
+        self.assertLess(took, 60, out)  # no hang: well within the 20 s timeout plus the grace
+
+    def test_restart_after_a_killed_worker_ends_like_an_uninterrupted_run(self):
+        cfg, run_dir = self.config("restarted", batch=32, steps=60)
+        code, out, _ = self.kill_rank_after_checkpoint(cfg, run_dir, restarts=1)
+        self.assertEqual(code, 0, out)
+        self.assertIn("restarting the workers (restart 1 of 1)", out)
+        self.assertIn("resumed from", out)
+        ref_cfg, ref_dir = self.config("uninterrupted", batch=32, steps=60)
+        code, out = run(["launch", "--nproc-per-node", "2", "--master-port", "29565", "--", "train",
+                         ref_cfg, "--checkpoint.enabled", "true", "--checkpoint.every", "10 steps"])
+        self.assertEqual(code, 0, out)
+        a, b = self.final_weights(ref_dir), self.final_weights(run_dir)
+        for k in a:
+            self.assertTrue(torch.equal(a[k], b[k]), k)  # exact resume: bitwise
+
+    def test_unreachable_master_and_port_in_use_are_clear_errors(self):
+        cfg, _ = self.config("lonely", batch=32)
+        env = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
+               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29566"}
+        t0 = time.time()
+        code, out = run(["train", cfg, "--distributed.timeout", "3"], env=env)
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("cannot reach the rendezvous at 127.0.0.1:29566", out)
+        self.assertLess(time.time() - t0, 60, out)
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen()
+            port = s.getsockname()[1]
+            env = dict(env, RANK="0", LOCAL_RANK="0", MASTER_PORT=str(port))
+            code, out = run(["train", cfg, "--distributed.timeout", "3"], env=env)
+        self.assertNotEqual(code, 0, out)
+        self.assertIn(f"cannot host the rendezvous at 127.0.0.1:{port}", out)
+        self.assertIn("port in use", out)
+
+    def test_two_processes_match_one_process_with_twice_the_batch(self):
+        self.check_same_as_one_process(accumulation=1)
+
+    def test_with_gradient_accumulation(self):
+        self.check_same_as_one_process(accumulation=2)
+
+
+if __name__ == "__main__":
+    common.main()
