@@ -170,6 +170,53 @@ class Distributed(common.Case):
         for k in a:
             self.assertTrue(torch.equal(a[k], b[k]), k)  # exact resume: bitwise
 
+    def test_sigterm_checkpoints_every_rank_and_resume_is_exact(self):
+        cfg, run_dir = self.config("stopped", batch=32, steps=60)
+        args = ["train", cfg, "--checkpoint.enabled", "true", "--checkpoint.every", "null"]
+        env = dict(os.environ, UNITRAIN_TEST_STEP_DELAY_MS="30")
+        p = subprocess.Popen([common.BIN, "launch", "--nproc-per-node", "2", "--master-port",
+                              "29567", "--"] + args, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, env=env)
+        deadline = time.time() + 120
+        while not os.path.exists(os.path.join(run_dir, "metrics.jsonl")):
+            self.assertLess(time.time(), deadline, "training did not start")
+            time.sleep(0.05)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGTERM)
+        out, _ = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 143, out)
+        saved = glob.glob(os.path.join(run_dir, "checkpoints", "step-*"))
+        self.assertEqual(len(saved), 1, out)
+        for r in (0, 1):  # every rank's generator state is in it
+            self.assertTrue(os.path.exists(os.path.join(saved[0], f"rng-rank-{r}.pt")))
+        code, out = run(["launch", "--nproc-per-node", "2", "--master-port", "29568", "--"] + args)
+        self.assertEqual(code, 0, out)
+        self.assertIn("resumed from", out)
+        ref_cfg, ref_dir = self.config("unstopped", batch=32, steps=60)
+        code, out = run(["launch", "--nproc-per-node", "2", "--master-port", "29569", "--", "train",
+                         ref_cfg, "--checkpoint.enabled", "true", "--checkpoint.every", "null"])
+        self.assertEqual(code, 0, out)
+        a, b = self.final_weights(ref_dir), self.final_weights(run_dir)
+        for k in a:
+            self.assertTrue(torch.equal(a[k], b[k]), k)
+
+    def test_slurm_variables_start_the_same_workers(self):
+        cfg, run_dir = self.config("slurm", batch=32)
+        procs = []
+        for r in (0, 1):
+            env = dict(os.environ, SLURM_PROCID=str(r), SLURM_NTASKS="2", SLURM_LOCALID=str(r),
+                       SLURM_NTASKS_PER_NODE="2", SLURM_JOB_NODELIST="localhost",
+                       SLURM_JOB_ID="99")
+            procs.append(subprocess.Popen([common.BIN, "train", cfg, "--checkpoint.enabled", "true",
+                                           "--checkpoint.every", "null"],
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                          text=True, env=env))
+        outs = [p.communicate(timeout=600)[0] for p in procs]
+        for p, out in zip(procs, outs):
+            self.assertEqual(p.returncode, 0, out)
+        self.assertIn("(slurm via localhost:15099)", outs[0])
+        self.assert_close(self.one_process_weights(), self.final_weights(run_dir))
+
     def test_unreachable_master_and_port_in_use_are_clear_errors(self):
         cfg, _ = self.config("lonely", batch=32)
         env = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
@@ -189,6 +236,54 @@ class Distributed(common.Case):
         self.assertNotEqual(code, 0, out)
         self.assertIn(f"cannot host the rendezvous at 127.0.0.1:{port}", out)
         self.assertIn("port in use", out)
+
+    def test_two_machines_in_network_namespaces_match_one_process(self):
+        # Two "machines": network namespaces joined by a veth pair, 2 workers in each (world 4,
+        # batch 16 per rank), launched as on two hosts; the result is one process's with batch 64.
+        tag = str(os.getpid() % 100000)
+        ns = [f"ut{tag}a", f"ut{tag}b"]
+        links = [f"ut{tag}x", f"ut{tag}y"]
+        addrs = ["10.77.0.1", "10.77.0.2"]
+
+        def ip(*args):
+            return subprocess.run(["ip"] + list(args), capture_output=True, text=True)
+
+        try:
+            made = ip("netns", "add", ns[0])
+            if made.returncode != 0:
+                self.skipTest("cannot create network namespaces here (needs root): " + made.stderr)
+            for cmd in (["netns", "add", ns[1]],
+                        ["link", "add", links[0], "type", "veth", "peer", "name", links[1]],
+                        ["link", "set", links[0], "netns", ns[0]],
+                        ["link", "set", links[1], "netns", ns[1]],
+                        ["-n", ns[0], "addr", "add", addrs[0] + "/24", "dev", links[0]],
+                        ["-n", ns[1], "addr", "add", addrs[1] + "/24", "dev", links[1]],
+                        ["-n", ns[0], "link", "set", links[0], "up"],
+                        ["-n", ns[1], "link", "set", links[1], "up"],
+                        ["-n", ns[0], "link", "set", "lo", "up"],
+                        ["-n", ns[1], "link", "set", "lo", "up"]):
+                r = ip(*cmd)
+                self.assertEqual(r.returncode, 0, f"ip {' '.join(cmd)}: {r.stderr}")
+            cfg, run_dir = self.config("two-machines", batch=16)
+            procs = []
+            for node in (0, 1):
+                env = dict(os.environ, GLOO_SOCKET_IFNAME=links[node])
+                procs.append(subprocess.Popen(
+                    ["ip", "netns", "exec", ns[node], common.BIN, "launch", "--nnodes", "2",
+                     "--node-rank", str(node), "--nproc-per-node", "2", "--master-addr", addrs[0],
+                     "--master-port", "29582", "--", "train", cfg, "--checkpoint.enabled", "true",
+                     "--checkpoint.every", "null", "--distributed.timeout", "60"],
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env))
+            outs = [p.communicate(timeout=600)[0] for p in procs]
+            for p, out in zip(procs, outs):
+                self.assertEqual(p.returncode, 0, out)
+            self.assertIn("data parallel: rank 0 of 4", outs[0])
+            with open(os.path.join(run_dir, "logs", "train-rank-3.log")) as f:
+                self.assertIn("data parallel: rank 3 of 4", f.read())
+            self.assert_close(self.one_process_weights(), self.final_weights(run_dir))
+        finally:
+            for name in ns:
+                ip("netns", "del", name)  # removes the veth pair with it
 
     def test_two_processes_match_one_process_with_twice_the_batch(self):
         self.check_same_as_one_process(accumulation=1)
