@@ -66,6 +66,9 @@ DataParallelSync::DataParallelSync(std::shared_ptr<ProcessGroup> group,
   UT_CHECK(options_.bucket_mb > 0, "distributed.bucket_mb must be positive, got ",
            options_.bucket_mb);
   const int64_t bucket_bytes = std::max<int64_t>(1, int64_t(options_.bucket_mb * 1024 * 1024));
+  // The first bucket (the last layers, whose gradients come first) is small, as in PyTorch's
+  // DDP, so that its reduce starts early in backward instead of waiting for 25 MB.
+  const int64_t first_bucket_bytes = std::min<int64_t>(bucket_bytes, 1024 * 1024);
   bucket_of_.assign(params_.size(), 0);
   has_grad_.assign(params_.size(), false);
   // Reverse order: the last layers' gradients come first in backward. A bucket holds one dtype.
@@ -87,11 +90,13 @@ DataParallelSync::DataParallelSync(std::shared_ptr<ProcessGroup> group,
   for (size_t k = params_.size(); k-- > 0;) {
     const torch::Tensor& p = params_[k];
     if (!p.requires_grad()) continue;
-    if (!current.members.empty() && (p.scalar_type() != dtype || bytes >= bucket_bytes)) close();
+    const int64_t limit = buckets_.empty() ? first_bucket_bytes : bucket_bytes;
+    const int64_t size = p.numel() * static_cast<int64_t>(p.element_size());
+    if (!current.members.empty() && (p.scalar_type() != dtype || bytes + size > limit)) close();
     dtype = p.scalar_type();
     bucket_of_[k] = buckets_.size();
     current.members.push_back(k);
-    bytes += p.numel() * static_cast<int64_t>(p.element_size());
+    bytes += size;
   }
   close();
   for (size_t k = 0; k < params_.size(); ++k) {
