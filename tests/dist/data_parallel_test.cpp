@@ -208,6 +208,33 @@ TEST(DataParallel, FindUnusedParametersLeavesParametersNoRankUsedWithoutGradient
   });
 }
 
+TEST(DataParallel, StepFlagsTravelWithTheGradientsAndComeBackSummed) {
+  torch::manual_seed(4);
+  Data data;
+  run_ranks(2, [&](int rank, ProcessGroup& g) {
+    Net net;
+    DataParallelOptions options;
+    options.bucket_mb = 0.00001;
+    DataParallelSync sync(std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}),
+                          net.parameters(), options);
+    ASSERT_TRUE(sync.carries_flags());
+    sync.set_flags(rank == 0 ? std::vector<float>{1, 0, 0, 0} : std::vector<float>{0, 0, 0, 1});
+    sync.before_backward(true);
+    if (rank == 0) {
+      // This rank skips its backward (say its loss was NaN): it still joins every reduce.
+    } else {
+      loss_of(net, data.x, data.y).backward();
+    }
+    sync.finish(net.parameters());
+    EXPECT_EQ(sync.flags(), (std::vector<float>{1, 0, 0, 1})) << rank;
+    // The next step starts with no flags set.
+    sync.before_backward(true);
+    loss_of(net, data.x, data.y).backward();
+    sync.finish(net.parameters());
+    EXPECT_EQ(sync.flags(), (std::vector<float>{0, 0, 0, 0})) << rank;
+  });
+}
+
 TEST(ReduceMetrics, MeansOverEveryRanksSamplesCountedOnce) {
   run_ranks(3, [](int rank, ProcessGroup& g) {
     MetricAccumulator acc;

@@ -99,6 +99,11 @@ DataParallelSync::DataParallelSync(std::shared_ptr<ProcessGroup> group,
     bytes += size;
   }
   close();
+  // The flags ride behind the last bucket's gradients (a bucket of their own when there are
+  // no gradients at all).
+  if (buckets_.empty()) buckets_.push_back(Bucket{{}, {}, torch::zeros({0}), 0, {}});
+  Bucket& last = buckets_.back();
+  last.flat = torch::cat({last.flat, torch::zeros({kFlagSlots}, last.flat.options())});
   for (size_t k = 0; k < params_.size(); ++k) {
     if (!params_[k].requires_grad()) continue;
     auto acc = torch::autograd::impl::grad_accumulator(params_[k]);
@@ -134,8 +139,19 @@ void DataParallelSync::grad_ready(size_t param) {
   if (++b.ready == b.members.size()) launch_in_order();
 }
 
+void DataParallelSync::set_flags(const std::vector<float>& flags) {
+  UT_CHECK_TRAIN(flags.size() <= size_t(kFlagSlots), "data parallel: at most ", kFlagSlots,
+                 " step flags");
+  std::fill(flags_.begin(), flags_.end(), 0.f);
+  std::copy(flags.begin(), flags.end(), flags_.begin());
+}
+
 void DataParallelSync::launch(Bucket& bucket) {
   torch::NoGradGuard no_grad;
+  if (&bucket == &buckets_.back()) {
+    torch::Tensor tail = bucket.flat.narrow(0, bucket.flat.numel() - kFlagSlots, kFlagSlots);
+    tail.copy_(torch::tensor(flags_, torch::kFloat32));
+  }
   for (size_t j = 0; j < bucket.members.size(); ++j) {
     const torch::Tensor& p = params_[bucket.members[j]];
     torch::Tensor slot = bucket.flat.narrow(0, bucket.offsets[j], p.numel());
@@ -185,6 +201,11 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
                                       "is unreachable): ", std::string(e.what()).substr(0, 300)));
     }
     b.work.reset();
+    if (&b == &buckets_.back()) {
+      torch::Tensor tail = b.flat.narrow(0, b.flat.numel() - kFlagSlots, kFlagSlots);
+      torch::Tensor f = tail.to(torch::kFloat32).contiguous();
+      reduced_flags_.assign(f.data_ptr<float>(), f.data_ptr<float>() + kFlagSlots);
+    }
     b.flat.div_(world);
     for (size_t j = 0; j < b.members.size(); ++j) {
       torch::Tensor& p = params_[b.members[j]];
@@ -203,6 +224,7 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
   }
   wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fill(has_grad_.begin(), has_grad_.end(), false);
+  std::fill(flags_.begin(), flags_.end(), 0.f);
   next_launch_ = 0;
   active_ = false;
 }

@@ -50,6 +50,11 @@ class DataParallelSync : public GradientSync {
 
   void before_backward(bool will_step) override;
   void finish(const std::vector<torch::Tensor>& params) override;
+  /// Up to kFlagSlots flags ride at the end of the last bucket (launched last on every rank).
+  bool carries_flags() const override { return true; }
+  void set_flags(const std::vector<float>& flags) override;
+  std::vector<float> flags() const override { return reduced_flags_; }
+  static constexpr int64_t kFlagSlots = 4;
 
   size_t buckets() const { return buckets_.size(); }
   /// Seconds finish() spent waiting for reduces (the part backward did not hide), and the
@@ -83,6 +88,8 @@ class DataParallelSync : public GradientSync {
   double wait_seconds_ = 0;
   int64_t launched_in_backward_ = 0;
   int64_t launched_in_finish_ = 0;
+  std::vector<float> flags_ = std::vector<float>(kFlagSlots, 0.f);
+  std::vector<float> reduced_flags_ = std::vector<float>(kFlagSlots, 0.f);
 };
 
 }  // namespace unitrain

@@ -18,6 +18,14 @@ class GradientSync {
   /// At the accumulation boundary, before clipping and the optimizer step: every gradient
   /// must be final (reduced and averaged) when this returns.
   virtual void finish(const std::vector<torch::Tensor>& params) {}
+
+  /// Data-parallel runs share a few per-step flags (non-finite loss, stop, signals) by
+  /// sending them with the window's gradients instead of in a collective of their own: set
+  /// before the window's last backward (values >= 0), read after finish() as their sums over
+  /// ranks. A single process has nothing to share.
+  virtual bool carries_flags() const { return false; }
+  virtual void set_flags(const std::vector<float>& flags) {}
+  virtual std::vector<float> flags() const { return {}; }
 };
 
 class NoGradientSync : public GradientSync {};

@@ -50,21 +50,15 @@ MicroStepResult StepRunner::run(const Batch& batch, double weight, bool last_in_
                               : std::string("no loss"));
   r.loss = out.loss.item<double>();
   r.metrics = detached(out.metrics);
+  // Data-parallel runs decide together at the window's end, from flags that travel with the
+  // gradients: every rank reaches the same collectives whatever its own loss was.
+  const bool shared = share_flags_ && sync_.carries_flags();
   if (!std::isfinite(r.loss)) {
-    // Data-parallel runs decide together at the window's end (below), so that every rank
-    // reaches the same collectives.
-    if (options_.on_nonfinite == OnNonFinite::Stop && !decide_) nonfinite("loss", step, r);
+    if (options_.on_nonfinite == OnNonFinite::Stop && !shared) nonfinite("loss", step, r);
     window_bad_ = true;
   }
-  // Before the last backward, whose hooks launch the gradient reduces: the ranks agree whether
-  // any of them saw a non-finite loss in this window (one small all-reduce).
-  if (last_in_window && decide_) {
-    window_bad_ = decide_(window_bad_);
-    if (window_bad_ && options_.on_nonfinite == OnNonFinite::Stop) {
-      nonfinite(std::isfinite(r.loss) ? "loss (on another rank)" : "loss", step, r);
-    }
-  }
-  if (!window_bad_ && std::isfinite(r.loss)) {
+  if (last_in_window && shared) sync_.set_flags(share_flags_(window_bad_));
+  if (!window_bad_) {
     sync_.before_backward(last_in_window);
     (weight == 1.0 ? out.loss : out.loss * weight).backward();
   }
@@ -72,8 +66,18 @@ MicroStepResult StepRunner::run(const Batch& batch, double weight, bool last_in_
 
   r.stepped = true;
   bool skip = window_bad_;
-  if (!skip) {
+  if (shared) {
+    // A rank that skipped its backward still joins every reduce (finish() launches them).
     sync_.finish(params_);
+    const std::vector<float> agreed = sync_.flags();
+    skip = !agreed.empty() && agreed[0] > 0;
+    if (agreed_flags_) agreed_flags_(agreed);
+    if (skip && options_.on_nonfinite == OnNonFinite::Stop) {
+      nonfinite(std::isfinite(r.loss) ? "loss (on another rank)" : "loss", step, r);
+    }
+  }
+  if (!skip) {
+    if (!shared) sync_.finish(params_);
     if (options_.clip_grad_norm > 0) {
       r.grad_norm = torch::nn::utils::clip_grad_norm_(params_, options_.clip_grad_norm);
     } else if (options_.on_nonfinite == OnNonFinite::Skip) {

@@ -39,10 +39,15 @@ class StepRunner {
   /// Called right before each optimizer step (the checkpoint snapshot fence: an async save
   /// copies parameters and optimizer state while the next forward and backward run).
   void set_before_update(std::function<void()> f) { before_update_ = std::move(f); }
-  /// Data-parallel runs: called once per window, after the last micro-batch's forward and
-  /// before its backward, with whether this rank saw a non-finite loss in the window; returns
-  /// whether any rank did (the Trainer adds its own flags to the same all-reduce).
-  void set_decide(std::function<bool(bool)> f) { decide_ = std::move(f); }
+  /// Data-parallel runs: `mine` gives this rank's flags for the window (the first: whether it
+  /// saw a non-finite loss, given; the Trainer adds its own), sent with the gradients; `agreed`
+  /// receives their sums over ranks after the reduce. A window any rank found bad is skipped
+  /// (or stops the run) on every rank.
+  void set_shared_flags(std::function<std::vector<float>(bool)> mine,
+                        std::function<void(const std::vector<float>&)> agreed) {
+    share_flags_ = std::move(mine);
+    agreed_flags_ = std::move(agreed);
+  }
 
   /// A non-finite loss was seen earlier in the current window (skip mode); checkpoints save it.
   bool window_bad() const { return window_bad_; }
@@ -59,7 +64,8 @@ class StepRunner {
   bool closure_;
   bool window_bad_ = false;  ///< a non-finite loss was seen earlier in this window (skip mode)
   std::function<void()> before_update_;
-  std::function<bool(bool)> decide_;
+  std::function<std::vector<float>(bool)> share_flags_;
+  std::function<void(const std::vector<float>&)> agreed_flags_;
 };
 
 }  // namespace unitrain

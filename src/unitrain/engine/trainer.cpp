@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <thread>
 #include <cmath>
@@ -105,17 +106,16 @@ Trainer::Loop::Loop(Trainer& trainer, TrainModule& m, DatasetPtr train, DatasetP
 
 Trainer::Loop::~Loop() = default;
 
-bool Trainer::Loop::decide(bool bad) {
-  if (!group) return bad;
-  torch::Tensor flags = torch::tensor(
-      {bad ? 1.0 : 0.0, t.state_.should_stop ? 1.0 : 0.0, double(StopSignalGuard::received())},
-      torch::kFloat64);
-  std::vector<torch::Tensor> all{flags};
-  group->all_reduce_max(all);
-  const double* f = flags.data_ptr<double>();
-  if (f[1] > 0) t.state_.should_stop = true;
-  agreed_signal = static_cast<int>(f[2]);
-  return f[0] > 0;
+std::vector<float> Trainer::Loop::shared_flags(bool bad) const {
+  const int sig = StopSignalGuard::received();
+  return {bad ? 1.f : 0.f, t.state_.should_stop ? 1.f : 0.f, sig == SIGINT ? 1.f : 0.f,
+          sig == SIGTERM ? 1.f : 0.f};
+}
+
+void Trainer::Loop::agree(const std::vector<float>& flags) {
+  if (flags.size() < 4) return;
+  if (flags[1] > 0) t.state_.should_stop = true;
+  if (agreed_signal == 0) agreed_signal = flags[2] > 0 ? SIGINT : flags[3] > 0 ? SIGTERM : 0;
 }
 
 int Trainer::Loop::stop_signal() const {
@@ -371,7 +371,10 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   loop.lr = std::make_unique<LrController>(*optimizer_, configure_scheduler(ctx), ctx.per_epoch);
   loop.lr->apply(0);
   loop.runner = std::make_unique<StepRunner>(module, *optimizer_, options_, *loop.sync);
-  if (group) loop.runner->set_decide([&loop](bool bad) { return loop.decide(bad); });
+  if (group) {
+    loop.runner->set_shared_flags([&loop](bool bad) { return loop.shared_flags(bad); },
+                                  [&loop](const std::vector<float>& f) { loop.agree(f); });
+  }
   loop.runner->set_before_update([&loop] {
     if (loop.checkpointer) loop.checkpointer->wait_snapshot();
   });

@@ -69,9 +69,11 @@ struct Trainer::Loop {
   double elapsed() const;
   LogEvent event(MetricMap metrics) const;
   void log_train();
-  /// The step's shared decisions (one all-reduce, data-parallel runs): whether any rank saw a
-  /// non-finite loss, asked to stop, or received a stop signal. Returns the first.
-  bool decide(bool bad);
+  /// The step's shared decisions (data-parallel runs), sent with the gradients: whether this
+  /// rank saw a non-finite loss, asked to stop, or received SIGINT / SIGTERM.
+  std::vector<float> shared_flags(bool bad) const;
+  /// The same summed over ranks: any stop or signal applies to every rank.
+  void agree(const std::vector<float>& flags);
   /// The stop signal to act on: this process's, or in data-parallel runs the agreed one.
   int stop_signal() const;
   void validate();

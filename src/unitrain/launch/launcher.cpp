@@ -228,7 +228,15 @@ class Group {
     argv.push_back(nullptr);
     for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
     envp.push_back(nullptr);
+    // Signals stay blocked across fork until the child has reset their handlers: a SIGTERM
+    // sent to a child that has not exec'd yet must not run the launcher's handler there
+    // (which would write into the launcher's signal pipe, as if the launcher had got it).
+    sigset_t block, old_mask;
+    sigemptyset(&block);
+    for (int sig : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&block, sig);
+    ::pthread_sigmask(SIG_BLOCK, &block, &old_mask);
     const pid_t pid = ::fork();
+    if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
     UT_CHECK_TRAIN(pid >= 0, "launch: cannot start a worker: ", std::strerror(errno));
     if (pid == 0) {
       // Only async-signal-safe calls from here to exec.
