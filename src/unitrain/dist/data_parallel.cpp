@@ -155,10 +155,10 @@ void DataParallelSync::launch(Bucket& bucket) {
   for (size_t j = 0; j < bucket.members.size(); ++j) {
     const torch::Tensor& p = params_[bucket.members[j]];
     torch::Tensor slot = bucket.flat.narrow(0, bucket.offsets[j], p.numel());
-    if (p.grad().defined()) {
-      slot.copy_(p.grad().reshape({-1}));
-    } else {
+    if (!p.grad().defined()) {
       slot.zero_();
+    } else if (p.grad().data_ptr() != slot.data_ptr()) {  // not (yet) a view of the bucket
+      slot.copy_(p.grad().reshape({-1}));
     }
   }
   std::vector<torch::Tensor> tensors{bucket.flat};
@@ -206,19 +206,17 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
       torch::Tensor f = tail.to(torch::kFloat32).contiguous();
       reduced_flags_.assign(f.data_ptr<float>(), f.data_ptr<float>() + kFlagSlots);
     }
-    b.flat.div_(world);
+    if (options_.average) b.flat.div_(world);
     for (size_t j = 0; j < b.members.size(); ++j) {
       torch::Tensor& p = params_[b.members[j]];
       if (!used[b.members[j]]) {
         p.mutable_grad() = torch::Tensor();
         continue;
       }
+      // The gradient becomes (or stays) a view of its slot: backward then accumulates straight
+      // into the bucket, and the next reduce needs no copy in or out.
       torch::Tensor avg = b.flat.narrow(0, b.offsets[j], p.numel()).view(p.sizes());
-      if (p.grad().defined()) {
-        p.mutable_grad().copy_(avg);
-      } else {
-        p.mutable_grad() = avg.clone();
-      }
+      if (!p.grad().defined() || p.grad().data_ptr() != avg.data_ptr()) p.mutable_grad() = avg;
     }
     b.ready = 0;
   }

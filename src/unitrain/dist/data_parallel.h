@@ -31,6 +31,10 @@ struct DataParallelOptions {
   /// all-reduce per step finds those no rank used, which keep no gradient (the optimizer skips
   /// them, as in one process). Off: a missing gradient counts as zeros.
   bool find_unused_parameters = false;
+  /// Divide the summed gradients by the number of ranks in finish(). The Trainer turns this
+  /// off and scales each rank's loss by 1/ranks instead: the same average, one pass over the
+  /// gradients less.
+  bool average = true;
 };
 
 /// GradientSync for data-parallel training. Parameters are grouped, in reverse order (the

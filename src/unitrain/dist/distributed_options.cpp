@@ -61,6 +61,7 @@ DataParallelOptions DistributedOptions::data_parallel_options() const {
   DataParallelOptions o;
   o.bucket_mb = bucket_mb;
   o.find_unused_parameters = find_unused_parameters;
+  o.average = false;  // the Trainer scales each rank's loss by 1 / ranks
   return o;
 }
 

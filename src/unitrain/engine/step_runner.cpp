@@ -39,6 +39,19 @@ void StepRunner::nonfinite(const std::string& what, int64_t step, const MicroSte
       "train.on_nonfinite: skip to skip such updates");
 }
 
+void StepRunner::zero_grads() {
+  // Not Optimizer::zero_grad(): it detaches in place, which gradients that are views of a
+  // data-parallel bucket do not allow. These have no history; zeroing them is enough.
+  for (auto& group : optimizer_.param_groups()) {
+    for (auto& p : group.params()) {
+      torch::Tensor& grad = p.mutable_grad();
+      if (!grad.defined()) continue;
+      if (grad.grad_fn()) grad = grad.detach();
+      grad.zero_();
+    }
+  }
+}
+
 MicroStepResult StepRunner::run(const Batch& batch, double weight, bool last_in_window,
                                 int64_t step) {
   if (closure_) return run_with_closure(batch, step);
@@ -97,7 +110,7 @@ MicroStepResult StepRunner::run(const Batch& batch, double weight, bool last_in_
     optimizer_.step();
   }
   r.skipped = skip;
-  optimizer_.zero_grad();
+  zero_grads();
   window_bad_ = false;
   return r;
 }
@@ -106,7 +119,7 @@ MicroStepResult StepRunner::run_with_closure(const Batch& batch, int64_t step) {
   MicroStepResult r;
   bool first = true;
   auto closure = [&]() -> torch::Tensor {
-    optimizer_.zero_grad();
+    zero_grads();
     StepOutput out = module_.training_step(batch);
     if (first) {
       r.loss = out.loss.item<double>();
@@ -129,7 +142,7 @@ MicroStepResult StepRunner::run_with_closure(const Batch& batch, int64_t step) {
     if (options_.on_nonfinite == OnNonFinite::Stop) nonfinite("loss", step, r);
     r.skipped = true;
   }
-  optimizer_.zero_grad();
+  zero_grads();
   return r;
 }
 

@@ -55,6 +55,7 @@ class StepRunner {
 
  private:
   MicroStepResult run_with_closure(const Batch& batch, int64_t step);
+  void zero_grads();
   void nonfinite(const std::string& what, int64_t step, const MicroStepResult& r);
   TrainModule& module_;
   torch::optim::Optimizer& optimizer_;

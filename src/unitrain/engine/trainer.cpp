@@ -240,7 +240,10 @@ bool Trainer::Loop::run_epoch() {
     if (broadcast_buffers && s.micro_in_window == 0) {
       unitrain::broadcast_buffers(*group, module.weights());
     }
-    MicroStepResult r = runner->run(*batch, double(n) / window_samples(b), last, s.step + 1);
+    // The loss is scaled by this micro-batch's share of the window and, across ranks, by
+    // 1 / ranks, so the summed gradients are the average (DataParallelOptions::average).
+    MicroStepResult r =
+        runner->run(*batch, double(n) / window_samples(b) / double(world), last, s.step + 1);
     const int64_t samples_before = s.samples;
     s.batch_in_epoch++;
     s.micro_in_window = last ? 0 : s.micro_in_window + 1;
