@@ -98,6 +98,21 @@ TEST(DataParallel, BroadcastModuleGivesRankZerosWeights) {
   });
 }
 
+TEST(DataParallel, BroadcastBuffersGivesRankZerosStatistics) {
+  run_ranks(2, [](int rank, ProcessGroup& g) {
+    torch::nn::BatchNorm1d bn(3);
+    bn->train();
+    bn->forward(torch::randn({8, 3}) + rank * 10.0);  // each rank's own statistics
+    const torch::Tensor weight = bn->weight.detach().clone();
+    broadcast_buffers(g, *bn);
+    std::vector<torch::Tensor> mean{bn->running_mean.clone()};
+    std::vector<torch::Tensor> from0{bn->running_mean.clone()};
+    g.broadcast(from0, 0);
+    EXPECT_TRUE(torch::equal(mean[0], from0[0])) << rank;   // every rank now has rank 0's
+    EXPECT_TRUE(torch::equal(bn->weight, weight)) << rank;  // parameters untouched
+  });
+}
+
 TEST(DataParallel, DifferentModelsAreAnErrorNamingTheFirstDifferenceOnEveryRank) {
   std::vector<std::string> messages(2);
   run_ranks(2, [&](int rank, ProcessGroup& g) {
