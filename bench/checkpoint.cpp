@@ -17,6 +17,7 @@
 
 #include "unitrain/checkpoint/checkpoint_store.h"
 #include "unitrain/checkpoint/checkpointer.h"
+#include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/registry.h"
 #include "unitrain/data/tensor_dataset.h"

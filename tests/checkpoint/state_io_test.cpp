@@ -6,6 +6,7 @@
 #include <map>
 
 #include "test_util.h"
+#include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/core/error.h"
 
 namespace unitrain {

@@ -148,6 +148,16 @@ class Distributed(common.Case):
         out, _ = p.communicate(timeout=300)
         return p.returncode, out, time.time() - t0
 
+    def assert_same_as_uninterrupted(self, run_dir, port, *checkpoint_args):
+        """A 2-worker run of 60 steps that never stopped ends bitwise where `run_dir` ended."""
+        cfg, ref_dir = self.config("uninterrupted", batch=32, steps=60)
+        code, out = run(["launch", "--nproc-per-node", "2", "--master-port", port, "--", "train",
+                         cfg, "--checkpoint.enabled", "true"] + list(checkpoint_args))
+        self.assertEqual(code, 0, out)
+        a, b = self.final_weights(ref_dir), self.final_weights(run_dir)
+        for k in a:
+            self.assertTrue(torch.equal(a[k], b[k]), k)  # exact resume: bitwise
+
     def test_killed_worker_ends_the_run_naming_it(self):
         cfg, run_dir = self.config("killed", batch=32, steps=60)
         code, out, took = self.kill_rank_after_checkpoint(cfg, run_dir, restarts=0)
@@ -162,13 +172,7 @@ class Distributed(common.Case):
         self.assertEqual(code, 0, out)
         self.assertIn("restarting the workers (restart 1 of 1)", out)
         self.assertIn("resumed from", out)
-        ref_cfg, ref_dir = self.config("uninterrupted", batch=32, steps=60)
-        code, out = run(["launch", "--nproc-per-node", "2", "--master-port", "29565", "--", "train",
-                         ref_cfg, "--checkpoint.enabled", "true", "--checkpoint.every", "10 steps"])
-        self.assertEqual(code, 0, out)
-        a, b = self.final_weights(ref_dir), self.final_weights(run_dir)
-        for k in a:
-            self.assertTrue(torch.equal(a[k], b[k]), k)  # exact resume: bitwise
+        self.assert_same_as_uninterrupted(run_dir, "29565", "--checkpoint.every", "10 steps")
 
     def test_sigterm_checkpoints_every_rank_and_resume_is_exact(self):
         cfg, run_dir = self.config("stopped", batch=32, steps=60)
@@ -192,13 +196,7 @@ class Distributed(common.Case):
         code, out = run(["launch", "--nproc-per-node", "2", "--master-port", "29568", "--"] + args)
         self.assertEqual(code, 0, out)
         self.assertIn("resumed from", out)
-        ref_cfg, ref_dir = self.config("unstopped", batch=32, steps=60)
-        code, out = run(["launch", "--nproc-per-node", "2", "--master-port", "29569", "--", "train",
-                         ref_cfg, "--checkpoint.enabled", "true", "--checkpoint.every", "null"])
-        self.assertEqual(code, 0, out)
-        a, b = self.final_weights(ref_dir), self.final_weights(run_dir)
-        for k in a:
-            self.assertTrue(torch.equal(a[k], b[k]), k)
+        self.assert_same_as_uninterrupted(run_dir, "29569", "--checkpoint.every", "null")
 
     def test_slurm_variables_start_the_same_workers(self):
         cfg, run_dir = self.config("slurm", batch=32)

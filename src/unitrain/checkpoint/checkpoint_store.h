@@ -2,29 +2,12 @@
 // CheckpointStore: the on-disk protocol of run_dir/checkpoints/ — complete-or-ignored folders.
 #include <cstdint>
 #include <functional>
-#include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
+#include "unitrain/checkpoint/file_image.h"
+
 namespace unitrain {
-
-/// The bytes of one file as pieces of memory written in order. `keep` owns what the pieces
-/// point at: a buffer, or for tensor files the tensors themselves, so nothing is copied.
-struct FileImage {
-  struct Piece {
-    const char* data;
-    size_t size;
-  };
-  FileImage() = default;
-  FileImage(std::vector<char> bytes);  // NOLINT(google-explicit-constructor): owned bytes
-  std::vector<Piece> pieces;
-  std::shared_ptr<const void> keep;
-  std::optional<uint32_t> crc32;  ///< of all pieces in order, when already computed
-
-  size_t size() const;
-  std::vector<char> bytes() const;  ///< the pieces joined
-};
 
 /// One file of a checkpoint: its image, or a function that serialises a snapshot into one
 /// (called by the Checkpointer just before writing, on its background thread for async saves).
@@ -88,12 +71,5 @@ class CheckpointStore {
  private:
   std::string root_;
 };
-
-/// CRC-32 (zlib's polynomial) of `size` bytes; continuing `crc` when given.
-uint32_t crc32_of(const char* data, size_t size, uint32_t crc = 0);
-/// The CRC-32 of A followed by B from A's and B's CRC-32s and B's size.
-uint32_t crc32_combine_of(uint32_t crc_a, uint32_t crc_b, uint64_t size_b);
-/// The CRC-32 of an image's pieces (its `crc32` when already computed).
-uint32_t crc32_of(const FileImage& image);
 
 }  // namespace unitrain

@@ -1,7 +1,7 @@
 #pragma once
-// Serialising the stateful parts of a run: tensors (Python-readable), optimizer, RNG.
+// Serialising the stateful parts of a run: tensors (Python-readable), gradients, RNG;
+// optimizer_state.h has the optimizer.
 #include <torch/nn/module.h>
-#include <torch/optim/optimizer.h>
 
 #include <functional>
 #include <string>
@@ -65,23 +65,6 @@ NamedTensors module_state(const torch::nn::Module& module, bool copy,
 /// Returns a one-line summary of what was loaded (and what was left as it was when not strict).
 std::string load_module_state(torch::nn::Module& module, const NamedTensors& state, bool strict,
                               const std::string& what);
-
-/// The optimizer's state and each parameter group's options (lr, betas, weight decay, ...),
-/// which LibTorch's own optimizer archive does not restore. For sgd, adam, adamw, adagrad and
-/// rmsprop a dict in PyTorch's format written straight from the state tensors:
-///   {"format": 2, "type": "adam", "groups": [{"params": n, "options": <LibTorch archive>}],
-///    "state": {"<i>": {"step": s, "exp_avg": ..., ...}}}   (i counts parameters over groups)
-/// for other optimizers LibTorch's whole optimizer archive inside such a dict ("archive").
-std::vector<char> save_optimizer_state(const torch::optim::Optimizer& optimizer);
-/// save_optimizer_state in two halves: the snapshot now, the file when the returned function
-/// runs. With `copy`, the state tensors are copied now (into `buffers` when given), so the
-/// function may run on another thread while training goes on and changes them.
-std::function<FileImage()> optimizer_state_snapshot(const torch::optim::Optimizer& optimizer,
-                                                    bool copy, SnapshotBuffers* buffers = nullptr);
-/// Restores save_optimizer_state; TrainError naming `what` when it does not fit the optimizer
-/// (another type, other parameter groups).
-void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::vector<char>& bytes,
-                          const std::string& what);
 
 /// The gradients of the parameters that have one (for a checkpoint inside an accumulation
 /// window), copied.

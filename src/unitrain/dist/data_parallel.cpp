@@ -6,7 +6,6 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/torch.h>
 
-#include <chrono>
 #include <sstream>
 
 #include "unitrain/core/error.h"
@@ -188,7 +187,6 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
     group_->all_reduce_max(t);
     for (size_t k = 0; k < params_.size(); ++k) used[k] = f[k] != 0;
   }
-  const auto start = std::chrono::steady_clock::now();
   const double world = group_->world_size();
   torch::NoGradGuard no_grad;
   for (auto& b : buckets_) {
@@ -220,7 +218,6 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
     }
     b.ready = 0;
   }
-  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fill(has_grad_.begin(), has_grad_.end(), false);
   std::fill(flags_.begin(), flags_.end(), 0.f);
   next_launch_ = 0;

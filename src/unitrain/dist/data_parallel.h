@@ -61,9 +61,7 @@ class DataParallelSync : public GradientSync {
   static constexpr int64_t kFlagSlots = 4;
 
   size_t buckets() const { return buckets_.size(); }
-  /// Seconds finish() spent waiting for reduces (the part backward did not hide), and the
-  /// number launched from hooks (overlapped) vs. from finish().
-  double wait_seconds() const { return wait_seconds_; }
+  /// Bucket reduces launched from hooks (while backward ran) and from finish().
   int64_t launched_in_backward() const { return launched_in_backward_; }
   int64_t launched_in_finish() const { return launched_in_finish_; }
 
@@ -89,7 +87,6 @@ class DataParallelSync : public GradientSync {
   std::vector<uintptr_t> hook_keys_;
   bool active_ = false;        ///< this backward ends the window: reduce
   size_t next_launch_ = 0;     ///< buckets launch in index order
-  double wait_seconds_ = 0;
   int64_t launched_in_backward_ = 0;
   int64_t launched_in_finish_ = 0;
   std::vector<float> flags_ = std::vector<float>(kFlagSlots, 0.f);

@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
 #include "unitrain/dist/process_group.h"
@@ -194,15 +195,12 @@ void Trainer::Loop::save() {
   torch::nn::Module& weights = module.weights();
   // Every rank's generator state goes to rank 0, which writes the checkpoint; so do the
   // running training sums (a resumed rank 0 carries them for everyone).
-  std::vector<std::string> rng_files;
+  const std::vector<char> my_rng = save_tensor_dict(rng_state());
+  std::vector<std::string> rng_files{std::string(my_rng.begin(), my_rng.end())};
   MetricAccumulator sums_to_save = train_sums;
   if (group) {
-    const std::vector<char> mine = save_tensor_dict(rng_state());
-    rng_files = group->all_gather(std::string(mine.begin(), mine.end()));
+    rng_files = group->all_gather(rng_files[0]);
     all_reduce_metrics(*group, sums_to_save);
-  } else {
-    const std::vector<char> mine = save_tensor_dict(rng_state());
-    rng_files.emplace_back(mine.begin(), mine.end());
   }
   const std::string this_dir = t.run_dir_ + "/checkpoints/step-" + std::to_string(s.step);
   if (!checkpointer) {  // another rank: rank 0 writes

@@ -1,0 +1,30 @@
+#pragma once
+// The optimizer's state in a checkpoint: per-parameter state tensors and each group's options.
+#include <torch/optim/optimizer.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "unitrain/checkpoint/state_io.h"
+
+namespace unitrain {
+
+/// The optimizer's state and each parameter group's options (lr, betas, weight decay, ...),
+/// which LibTorch's own optimizer archive does not restore. For sgd, adam, adamw, adagrad and
+/// rmsprop a dict in PyTorch's format written straight from the state tensors:
+///   {"format": 2, "type": "adam", "groups": [{"params": n, "options": <LibTorch archive>}],
+///    "state": {"<i>": {"step": s, "exp_avg": ..., ...}}}   (i counts parameters over groups)
+/// for other optimizers LibTorch's whole optimizer archive inside such a dict ("archive").
+std::vector<char> save_optimizer_state(const torch::optim::Optimizer& optimizer);
+/// save_optimizer_state in two halves: the snapshot now, the file when the returned function
+/// runs. With `copy`, the state tensors are copied now (into `buffers` when given), so the
+/// function may run on another thread while training goes on and changes them.
+std::function<FileImage()> optimizer_state_snapshot(const torch::optim::Optimizer& optimizer,
+                                                    bool copy, SnapshotBuffers* buffers = nullptr);
+/// Restores save_optimizer_state; TrainError naming `what` when it does not fit the optimizer
+/// (another type, other parameter groups).
+void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::vector<char>& bytes,
+                          const std::string& what);
+
+}  // namespace unitrain
