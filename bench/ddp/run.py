@@ -38,7 +38,7 @@ log: {{trackers: []}}
 
 
 def samples_per_s(out):
-    m = re.search(r"done: (\d+) steps, \d+ epochs, (\d+) samples in ([0-9.]+) s", out)
+    m = re.search(r"done: (\d+) steps, \d+ epochs? completed, (\d+) samples in ([0-9.]+) s", out)
     if not m:
         sys.exit("no 'done:' line in:\n" + out)
     return int(m.group(2)) / float(m.group(3))

@@ -1,5 +1,6 @@
 // The library path: your own TrainModule, trained by unitrain's Trainer from a few lines of C++.
-// Usage: library_classifier [run_dir]   (trains an MLP on scikit-learn's digits data)
+// Usage: library_classifier [run_dir]   (trains an MLP on scikit-learn's digits data; safe to
+// run again: a finished run is reported, not trained further)
 #include <torch/torch.h>
 
 #include <iostream>
@@ -51,9 +52,17 @@ int main(int argc, char** argv) try {
   auto split = unitrain::random_split(unitrain::load_csv(csv), 0.2, 42);
   Classifier module;
   trainer.add_callback(std::make_shared<StopAtAccuracy>(0.97));
+  // Run it again and it trains nothing: the run in run_dir is complete (the callback stopped it),
+  // and the result describes it from its last checkpoint.
   unitrain::FitResult result = trainer.fit(module, split.rest, split.held_out);
-  std::cout << "val/acc " << result.last_val.at("val/acc") << "\n";
-  return result.last_val.at("val/acc") >= 0.9 ? 0 : 1;
+  auto acc = result.last_val.find("val/acc");
+  if (acc == result.last_val.end()) {
+    std::cerr << "error: the run reported no val/acc\n";
+    return 1;
+  }
+  std::cout << (result.already_complete ? "already complete: " : "") << "step "
+            << result.state.step << " val/acc " << acc->second << "\n";
+  return acc->second >= 0.9 ? 0 : 1;
 } catch (const unitrain::ConfigError& e) {
   std::cerr << "error: " << e.what() << "\n";
   return 2;

@@ -311,8 +311,19 @@ TEST(StateIo, OptimizerStateIsADictPythonCanRead) {
   torch::optim::Adam opt(a.parameters(), torch::optim::AdamOptions(0.01));
   train_step(a, opt, 11);
   auto d = torch::pickle_load(save_optimizer_state(opt)).toGenericDict();
-  EXPECT_EQ(d.at("format").toInt(), 2);
+  EXPECT_EQ(d.at("format").toInt(), 3);
   EXPECT_EQ(d.at("type").toStringRef(), "adam");
+  // Group options read as PyTorch's optimizer.state_dict() shows them.
+  auto group = d.at("groups").toList().get(0).toGenericDict();
+  EXPECT_EQ(group.at(std::string("params")).toInt(), int64_t(a.parameters().size()));
+  auto options = group.at(std::string("options")).toGenericDict();
+  EXPECT_EQ(options.at(std::string("lr")).toDouble(), 0.01);
+  EXPECT_EQ(options.at(std::string("eps")).toDouble(), 1e-8);
+  EXPECT_FALSE(options.at(std::string("amsgrad")).toBool());
+  const auto& betas = options.at(std::string("betas")).toTupleRef().elements();
+  ASSERT_EQ(betas.size(), 2u);
+  EXPECT_EQ(betas[0].toDouble(), 0.9);
+  EXPECT_EQ(betas[1].toDouble(), 0.999);
   auto state = d.at("state").toGenericDict();
   ASSERT_EQ(state.size(), a.parameters().size());
   // Parameters are numbered in group order: 0 is fc.weight.
@@ -367,6 +378,38 @@ TEST(StateIo, OtherOptimizersTravelAsLibTorchArchives) {
   opt_a.step(closure_for(x_a, opt_a));
   opt_b.step(closure_for(x_b, opt_b));
   EXPECT_TRUE(torch::equal(x_a, x_b));
+}
+
+TEST(StateIo, OptimizerFilesOfFormatTwoStillLoad) {
+  // Format 2: group options as a LibTorch archive in a uint8 tensor.
+  torch::manual_seed(1);
+  Net a;
+  torch::optim::SGD opt_a(a.parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  train_step(a, opt_a, 11);
+  auto d = torch::pickle_load(save_optimizer_state(opt_a)).toGenericDict();
+  d.insert_or_assign(std::string("format"), int64_t(2));
+  auto group = d.at("groups").toList().get(0).toGenericDict();
+  torch::serialize::OutputArchive options;
+  opt_a.param_groups()[0].options().serialize(options);
+  std::vector<char> bytes;
+  options.save_to([&bytes](const void* p, size_t n) {
+    bytes.insert(bytes.end(), static_cast<const char*>(p), static_cast<const char*>(p) + n);
+    return n;
+  });
+  group.insert_or_assign(
+      std::string("options"),
+      torch::from_blob(bytes.data(), {int64_t(bytes.size())}, torch::kUInt8).clone());
+
+  Net b;
+  load_module_state(b, module_state(a, true), true, "model");
+  torch::optim::SGD opt_b(b.parameters(), torch::optim::SGDOptions(0.5));
+  load_optimizer_state(opt_b, torch::pickle_save(d), "optimizer.pt");
+  const auto& o = static_cast<const torch::optim::SGDOptions&>(opt_b.param_groups()[0].options());
+  EXPECT_EQ(o.lr(), 0.05);
+  EXPECT_EQ(o.momentum(), 0.9);
+  train_step(a, opt_a, 12);
+  train_step(b, opt_b, 12);
+  expect_same_parameters(a, b);
 }
 
 TEST(StateIo, OptimizerFilesOfTheFirstFormatStillLoad) {

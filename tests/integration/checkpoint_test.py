@@ -12,7 +12,9 @@ import subprocess
 import time
 import zlib
 
+import numpy
 import torch
+import yaml
 
 import common
 from common import run, write, read_jsonl
@@ -359,10 +361,41 @@ class EvalExport(common.Case):
                          "--format", "torchscript", "--out", ts_file])
         self.assertEqual(code, 0, out)
         scripted = torch.jit.load(ts_file)
-        x = torch.randn(5, 64)
-        expected = torch.relu(x @ sd["layers.0.weight"].T + sd["layers.0.bias"]) @ sd["layers.1.weight"].T \
+        # data.normalize was on: the checkpoint's config holds the statistics training used, and
+        # the exported module applies them to raw inputs before the model.
+        with open(os.path.join(last, "config.yaml")) as f:
+            norm = yaml.safe_load(f)["data"]["normalize"]
+        self.assertEqual(len(norm["mean"]), 64)
+        mean = torch.tensor(norm["mean"], dtype=torch.float64).float()
+        inv_std = (1.0 / torch.tensor(norm["std"], dtype=torch.float64)).float()
+        self.assertTrue(torch.equal(scripted.input_mean, mean))
+        self.assertTrue(torch.equal(scripted.input_inv_std, inv_std))
+        x = torch.rand(5, 64) * 16
+        z = (x - mean) * inv_std
+        expected = torch.relu(z @ sd["layers.0.weight"].T + sd["layers.0.bias"]) @ sd["layers.1.weight"].T \
             + sd["layers.1.bias"]
         self.assertTrue(torch.allclose(scripted(x), expected, atol=1e-5))
+
+    def test_exported_model_scores_raw_inputs_as_eval_does(self):
+        # The whole digits file, unnormalised, as the test split: unitrain eval normalises it
+        # with the train statistics; the exported model must give the same accuracy on raw rows.
+        code, out = run(["eval", self.cfg, "--run_dir", self.run_dir, "--checkpoint", "last",
+                         "--split", "test", "--data.test",
+                         f"{{type: csv, args: {{path: {common.DIGITS}, header: false, target: '64'}}}}"])
+        self.assertEqual(code, 0, out)
+        with open(os.path.join(self.run_dir, "results", "test.json")) as f:
+            evaluated = json.load(f)["metrics"]["test/acc"]
+        ts_file = os.path.join(self.dir, "model.ts")
+        code, out = run(["export", self.cfg, "--run_dir", self.run_dir, "--checkpoint", "last",
+                         "--format", "torchscript", "--out", ts_file])
+        self.assertEqual(code, 0, out)
+        self.assertIn("give it raw inputs", out)
+        rows = numpy.loadtxt(common.DIGITS, delimiter=",", dtype=numpy.float32)
+        x, y = torch.from_numpy(rows[:, :64]), torch.from_numpy(rows[:, 64]).long()
+        with torch.no_grad():
+            acc = (torch.jit.load(ts_file)(x).argmax(1) == y).double().mean().item()
+        self.assertGreater(acc, 0.9)
+        self.assertAlmostEqual(acc, evaluated, places=9)
 
     def test_init_from_a_python_state_dict(self):
         sd = load(os.path.join(self.run_dir, "checkpoints", "last", "model.pt"))

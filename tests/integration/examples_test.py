@@ -1,5 +1,6 @@
 """Every example in examples/ runs and does what its comment says."""
 import os
+import re
 import subprocess
 import common
 from common import run, read_jsonl
@@ -10,12 +11,22 @@ def last(events, key):
 
 
 class Examples(common.Case):
-    def test_library_example_trains_its_own_module(self):
+    def test_library_example_trains_its_own_module_and_is_safe_to_run_again(self):
         exe = os.path.join(common.BUILD, "examples", "library_classifier")
-        p = subprocess.run([exe, os.path.join(self.dir, "lib")], capture_output=True, text=True,
-                           timeout=900)
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        self.assertIn("val/acc", p.stdout)
+        outs = []
+        for _ in range(3):
+            p = subprocess.run([exe, os.path.join(self.dir, "lib")], capture_output=True, text=True,
+                               timeout=900)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            outs.append(p.stdout)
+        first = re.search(r"step (\d+) val/acc ([0-9.]+)", outs[0])
+        self.assertIsNotNone(first, outs[0])
+        self.assertNotIn("already complete", outs[0])
+        self.assertIn("reached val/acc", outs[0])  # its callback stopped it
+        # Run again, the stopped run is complete: nothing trains, the same step and accuracy.
+        for out in outs[1:]:
+            self.assertIn(f"already complete: step {first.group(1)} val/acc {first.group(2)}", out)
+            self.assertNotIn("reached val/acc", out)
 
     def test_plugin_registers_a_model_usable_from_yaml(self):
         plugin = os.path.join(common.BUILD, "examples", "libunitrain_example_plugin.so")

@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <future>
+#include <spdlog/spdlog.h>
 
 #include "unitrain/core/error.h"
-#include "unitrain/log/console.h"
 
 namespace unitrain {
 namespace {
@@ -35,15 +35,15 @@ Checkpointer::~Checkpointer() {
     try {
       std::rethrow_exception(failure_);
     } catch (const std::exception& e) {
-      log::error(std::string("a background checkpoint save failed: ") + e.what());
+      spdlog::error("a background checkpoint save failed: {}", e.what());
     }
   }
 }
 
 void Checkpointer::clean_partial() {
   if (int n = store_.remove_partial(); n > 0) {
-    log::warn(detail::concat("removed ", n, " incomplete checkpoint folder(s) in ", store_.root(),
-                             " left by an interrupted save"));
+    spdlog::warn("removed {} incomplete checkpoint folder(s) in {} left by an interrupted save", n,
+                 store_.root());
   }
 }
 
@@ -141,7 +141,7 @@ std::string Checkpointer::find_resume(const std::string& resume) const {
     for (auto it = all.rbegin(); it != all.rend(); ++it) {
       std::string problem = CheckpointStore::verify(it->dir);
       if (problem.empty()) return it->dir;
-      log::warn("skipping an invalid checkpoint: " + problem);
+      spdlog::warn("skipping an invalid checkpoint: {}", problem);
     }
     return "";
   }

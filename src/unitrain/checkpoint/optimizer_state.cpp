@@ -26,7 +26,10 @@ using ReadDict = c10::impl::GenericDict;
 /// A dict of string -> any value, as the files below hold.
 Dict new_dict() { return Dict(c10::StringType::get(), c10::AnyType::get()); }
 
-constexpr int64_t kOptimizerFormat = 2;
+/// Format 3 writes each group's options as a dict (format 2: a LibTorch archive in a uint8
+/// tensor); both load.
+constexpr int64_t kOptimizerFormat = 3;
+constexpr int64_t kArchiveOptionsFormat = 2;
 
 /// A LibTorch archive's bytes as a uint8 tensor (to travel inside a dict).
 torch::Tensor archive_tensor(torch::serialize::OutputArchive& archive) {
@@ -132,6 +135,96 @@ std::unique_ptr<o::OptimizerParamState> state_from(const std::string& type, cons
   return st;
 }
 
+c10::IValue pair(const std::tuple<double, double>& p) {
+  return c10::ivalue::Tuple::create({std::get<0>(p), std::get<1>(p)});
+}
+
+/// A group's options as the dict PyTorch's optimizer.state_dict() shows (lr, betas, eps, ...).
+Dict options_dict(const std::string& type, const o::OptimizerOptions& options) {
+  Dict d = new_dict();
+  auto adam_like = [&d](const auto& a) {
+    d.insert("lr", a.lr());
+    d.insert("betas", pair(a.betas()));
+    d.insert("eps", a.eps());
+    d.insert("weight_decay", a.weight_decay());
+    d.insert("amsgrad", a.amsgrad());
+  };
+  if (type == "adam") adam_like(static_cast<const o::AdamOptions&>(options));
+  if (type == "adamw") adam_like(static_cast<const o::AdamWOptions&>(options));
+  if (type == "sgd") {
+    const auto& s = static_cast<const o::SGDOptions&>(options);
+    d.insert("lr", s.lr());
+    d.insert("momentum", s.momentum());
+    d.insert("dampening", s.dampening());
+    d.insert("weight_decay", s.weight_decay());
+    d.insert("nesterov", s.nesterov());
+  }
+  if (type == "adagrad") {
+    const auto& a = static_cast<const o::AdagradOptions&>(options);
+    d.insert("lr", a.lr());
+    d.insert("lr_decay", a.lr_decay());
+    d.insert("weight_decay", a.weight_decay());
+    d.insert("initial_accumulator_value", a.initial_accumulator_value());
+    d.insert("eps", a.eps());
+  }
+  if (type == "rmsprop") {
+    const auto& r = static_cast<const o::RMSpropOptions&>(options);
+    d.insert("lr", r.lr());
+    d.insert("alpha", r.alpha());
+    d.insert("eps", r.eps());
+    d.insert("weight_decay", r.weight_decay());
+    d.insert("momentum", r.momentum());
+    d.insert("centered", r.centered());
+  }
+  return d;
+}
+
+/// options_dict's inverse: every field it writes must be there, with its type.
+void load_options_dict(const std::string& type, const ReadDict& d, o::OptimizerOptions& options,
+                       const std::string& what) {
+  auto value = [&](const char* key) {
+    auto it = d.find(std::string(key));
+    UT_CHECK_TRAIN(it != d.end(), what, ": a parameter group's ", type, " options have no '", key,
+                   "'");
+    return it->value();
+  };
+  auto real = [&](const char* key) {
+    const c10::IValue v = value(key);
+    UT_CHECK_TRAIN(v.isDouble() || v.isInt(), what, ": option '", key, "' is not a number");
+    return v.isDouble() ? v.toDouble() : static_cast<double>(v.toInt());
+  };
+  auto flag = [&](const char* key) {
+    const c10::IValue v = value(key);
+    UT_CHECK_TRAIN(v.isBool(), what, ": option '", key, "' is not true/false");
+    return v.toBool();
+  };
+  auto adam_like = [&](auto& a) {
+    const c10::IValue b = value("betas");
+    UT_CHECK_TRAIN(b.isTuple() && b.toTupleRef().elements().size() == 2, what,
+                   ": option 'betas' is not a pair");
+    const auto& e = b.toTupleRef().elements();
+    a.lr(real("lr")).betas({e[0].toDouble(), e[1].toDouble()}).eps(real("eps"));
+    a.weight_decay(real("weight_decay")).amsgrad(flag("amsgrad"));
+  };
+  if (type == "adam") adam_like(static_cast<o::AdamOptions&>(options));
+  if (type == "adamw") adam_like(static_cast<o::AdamWOptions&>(options));
+  if (type == "sgd") {
+    auto& s = static_cast<o::SGDOptions&>(options);
+    s.lr(real("lr")).momentum(real("momentum")).dampening(real("dampening"));
+    s.weight_decay(real("weight_decay")).nesterov(flag("nesterov"));
+  }
+  if (type == "adagrad") {
+    auto& a = static_cast<o::AdagradOptions&>(options);
+    a.lr(real("lr")).lr_decay(real("lr_decay")).weight_decay(real("weight_decay"));
+    a.initial_accumulator_value(real("initial_accumulator_value")).eps(real("eps"));
+  }
+  if (type == "rmsprop") {
+    auto& r = static_cast<o::RMSpropOptions&>(options);
+    r.lr(real("lr")).alpha(real("alpha")).eps(real("eps")).weight_decay(real("weight_decay"));
+    r.momentum(real("momentum")).centered(flag("centered"));
+  }
+}
+
 std::string state_key(const torch::Tensor& param) {
   return c10::guts::to_string(param.unsafeGetTensorImpl());
 }
@@ -152,11 +245,9 @@ Dict optimizer_dict(const o::Optimizer& optimizer, bool copy, SnapshotBuffers* b
   Dict state = new_dict();
   int64_t index = 0;
   for (const auto& group : optimizer.param_groups()) {
-    torch::serialize::OutputArchive options;
-    group.options().serialize(options);
     Dict g = new_dict();
     g.insert("params", static_cast<int64_t>(group.params().size()));
-    g.insert("options", archive_tensor(options));
+    g.insert("options", options_dict(type, group.options()));
     groups.push_back(g);
     for (const auto& p : group.params()) {
       auto it = optimizer.state().find(state_key(p));
@@ -199,7 +290,8 @@ c10::IValue entry(const ReadDict& d, const char* key, const std::string& what) {
   return it->value();
 }
 
-void load_optimizer_dict(o::Optimizer& optimizer, const ReadDict& d, const std::string& what) {
+void load_optimizer_dict(o::Optimizer& optimizer, const ReadDict& d, int64_t format,
+                         const std::string& what) {
   const std::string type = entry(d, "type", what).toStringRef();
   const std::string own = type_of(optimizer);
   UT_CHECK_TRAIN(type == own, what, " holds the state of optimizer type '",
@@ -237,9 +329,16 @@ void load_optimizer_dict(o::Optimizer& optimizer, const ReadDict& d, const std::
   for (auto& [key, st] : loaded) optimizer.state()[key] = std::move(st);
   for (size_t i = 0; i < groups.size(); ++i) {
     const ReadDict g = groups.get(i).toGenericDict();
-    torch::serialize::InputArchive options;
-    load_archive_tensor(options, entry(g, "options", what).toTensor());
-    own_groups[i].options().serialize(options);
+    if (format == kArchiveOptionsFormat) {
+      torch::serialize::InputArchive options;
+      load_archive_tensor(options, entry(g, "options", what).toTensor());
+      own_groups[i].options().serialize(options);
+    } else {
+      const c10::IValue options = entry(g, "options", what);
+      UT_CHECK_TRAIN(options.isGenericDict(), what, ": parameter group ", i,
+                     "'s options are not a dict");
+      load_options_dict(type, options.toGenericDict(), own_groups[i].options(), what);
+    }
   }
 }
 
@@ -268,9 +367,10 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::vector<
       const ReadDict d = value.toGenericDict();
       const c10::IValue format = d.contains(std::string("format")) ? d.at(std::string("format"))
                                                                    : c10::IValue();
-      UT_CHECK_TRAIN(format.isInt() && format.toInt() == kOptimizerFormat, what,
-                     " is not an optimizer state this version of unitrain writes");
-      load_optimizer_dict(optimizer, d, what);
+      UT_CHECK_TRAIN(format.isInt() && (format.toInt() == kOptimizerFormat ||
+                                        format.toInt() == kArchiveOptionsFormat),
+                     what, " is not an optimizer state this version of unitrain reads");
+      load_optimizer_dict(optimizer, d, format.toInt(), what);
     } else {
       load_legacy_optimizer_state(optimizer, bytes, what);
     }

@@ -107,6 +107,8 @@ DataSplits build_data(const Config& data_section, uint64_t seed) {
       spdlog::info("{}: {} channel(s) of '{}' normalized with train statistics", norm.path(),
                    mean.size(), key);
     }
+    out.normalize_mean = mean;
+    out.normalize_std = std;
     auto wrap = [&](DatasetPtr& d) {
       if (d) d = std::make_shared<NormalizeDataset>(d, key, mean, std, norm.path());
     };

@@ -95,7 +95,7 @@ std::vector<Line> split_lines(const std::string& text, int64_t skip) {
 
 Schema CsvOptions::schema() {
   Schema s;
-  s.add("path", Type::String).help("CSV file; .gz files are decompressed");
+  s.add("path", Type::String).help("CSV file; .gz files are decompressed; a relative path is read from the current directory");
   s.add("target", Type::String)
       .help("target column: a name, or an index (\"-1\" = last) when header is false");
   s.add("features", Type::StringList)

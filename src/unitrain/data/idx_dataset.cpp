@@ -64,7 +64,7 @@ torch::Tensor read_idx(const std::string& path, const std::string& key, int ndim
 
 Schema IdxOptions::schema() {
   Schema s;
-  s.add("images", Type::String).help("IDX images file (e.g. train-images-idx3-ubyte[.gz])");
+  s.add("images", Type::String).help("IDX images file (e.g. train-images-idx3-ubyte[.gz]); relative to the current directory");
   s.add("labels", Type::String).help("IDX labels file (e.g. train-labels-idx1-ubyte[.gz])");
   return s;
 }

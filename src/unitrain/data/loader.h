@@ -83,6 +83,9 @@ struct DataSplits {
   DatasetPtr train;
   DatasetPtr val;   ///< may be null
   DatasetPtr test;  ///< may be null
+  /// The per-channel statistics `normalize` applied (those given, or computed on train);
+  /// empty when it is off.
+  std::vector<double> normalize_mean, normalize_std;
 };
 DataSplits build_data(const Config& data_section, uint64_t seed);
 

@@ -1,5 +1,6 @@
 #include "unitrain/data/normalize_dataset.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -45,15 +46,22 @@ ChannelStats channel_stats(const Dataset& data, const std::string& key) {
   torch::Tensor mean = sum / static_cast<double>(count);
   torch::Tensor var = (sum_sq / static_cast<double>(count) - mean.square()).clamp_min(0);
   ChannelStats out;
+  std::vector<int64_t> constant;
   for (int64_t c = 0; c < mean.size(0); ++c) {
     double m = mean[c].item<double>(), sd = std::sqrt(var[c].item<double>());
     if (sd < 1e-12 * std::max(1.0, std::abs(m))) {
-      spdlog::warn("normalize: channel {} of '{}' is constant ({}); it is centred, not scaled", c,
-                   key, m);
+      constant.push_back(c);
       sd = 1.0;
     }
     out.mean.push_back(m);
     out.std.push_back(sd);
+  }
+  // Common and harmless (the always-blank border pixels of digit images): one line, not a
+  // warning per channel.
+  if (!constant.empty()) {
+    spdlog::info("normalize: {} of the {} channels of '{}' are constant in the train data ({}); "
+                 "they are centred, not scaled", constant.size(), mean.size(0), key,
+                 fmt::join(constant, ", "));
   }
   return out;
 }

@@ -26,7 +26,7 @@ std::string show_char(unsigned char c) {
 
 Schema TextCharsOptions::schema() {
   Schema s;
-  s.add("path", Type::String).help("text file (.gz is decompressed); one token per byte");
+  s.add("path", Type::String).help("text file (.gz is decompressed); one token per byte; relative to the current directory");
   s.add("seq_len", Type::Int).def(128).gt(0).help("tokens per example (x and y)");
   s.add("stride", Type::Int).def(0).min(0).help("tokens between example starts; 0 = seq_len");
   s.add("vocab", Type::String)

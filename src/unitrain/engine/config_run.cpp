@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "unitrain/checkpoint/checkpoint_options.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
@@ -13,6 +14,7 @@
 #include "unitrain/data/file_bytes.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/log/console.h"
+#include "unitrain/engine/run_config.h"
 #include "unitrain/engine/run_env.h"
 #include "unitrain/log/console_tracker.h"
 #include "unitrain/models/torchscript_export.h"
@@ -86,24 +88,69 @@ int64_t load_checkpoint_model(ObjectiveModule& module, const std::string& dir) {
   return trainer_state.at("state").at("step").get<int64_t>();
 }
 
+std::string yaml_list(const std::vector<double>& values) {
+  return fmt::format("[{}]", fmt::join(values, ", "));  // shortest text that reads back exactly
+}
+
+/// `config` with the normalisation statistics computed from the train data written into
+/// data.normalize.mean/std, so that the run's config.yaml (and every checkpoint's) holds them:
+/// `unitrain export` applies them inside the exported model.
+Config with_normalize_statistics(const Config& config, const DataSplits& data) {
+  const Config norm = config.at("data").at("normalize");
+  if (data.normalize_mean.empty() || !norm.get_bool("enabled")) return config;
+  Config out = config.clone();
+  if (norm.get_double_list("mean").empty()) {
+    out.set("data.normalize.mean", yaml_list(data.normalize_mean));
+  }
+  if (norm.get_double_list("std").empty()) {
+    out.set("data.normalize.std", yaml_list(data.normalize_std));
+  }
+  return out;
+}
+
+/// The input normalisation of the run checkpoint `dir` belongs to, when it normalised the
+/// model's input; statistics the checkpoint does not hold (written by an earlier unitrain) are
+/// computed again from `config`'s train data.
+std::optional<InputNormalization> saved_input_normalization(const Config& config,
+                                                            const std::string& dir) {
+  const std::vector<char> bytes = CheckpointStore::read(dir, "config.yaml");
+  const Config saved = resolve_run_config(
+      Config::from_string(std::string(bytes.begin(), bytes.end()), dir + "/config.yaml"));
+  const Config norm = saved.at("data").at("normalize");
+  if (!norm.get_bool("enabled")) return std::nullopt;
+  const std::string key = norm.get_string("key");
+  const std::vector<std::string> inputs = saved.at("objective").get_string_list("inputs");
+  if (inputs.size() != 1 || inputs[0] != key) {
+    log::warn(fmt::format("the exported model does not apply data.normalize: its key '{}' is not "
+                          "the model's one input ({}); normalize '{}' yourself with the mean and "
+                          "std in {}/config.yaml", key, fmt::join(inputs, ", "), key, dir));
+    return std::nullopt;
+  }
+  InputNormalization n{norm.get_double_list("mean"), norm.get_double_list("std")};
+  if (n.mean.empty() || n.std.empty()) {
+    const DataSplits data =
+        build_data(config.at("data"), static_cast<uint64_t>(config.get_int("seed")));
+    if (n.mean.empty()) n.mean = data.normalize_mean;
+    if (n.std.empty()) n.std = data.normalize_std;
+  }
+  return n;
+}
+
 }  // namespace
 
-ConfigRunResult run_config(const Config& config) {
-  check_config_driven(config);
+ConfigRunResult run_config(const Config& raw_config) {
+  check_config_driven(raw_config);
+  DataSplits data =
+      build_data(raw_config.at("data"), static_cast<uint64_t>(raw_config.get_int("seed")));
+  const Config config = with_normalize_statistics(raw_config, data);
   Trainer trainer(config);  // seeds torch before the model is built
-  DataSplits data = build_data(config.at("data"), static_cast<uint64_t>(config.get_int("seed")));
   auto module = build_module(config, true);
   int64_t params = 0;
   for (const auto& p : module->parameters()) params += p.numel();
   log::info(fmt::format("model {}: {} parameters", config.at("model").get_string("type"), params));
   ConfigRunResult result;
   result.fit = trainer.fit(*module, data.train, data.val);
-  if (data.test && result.fit.signal == 0) {
-    result.test = trainer.evaluate(*module, data.test, EvalSplit::Test, "test");
-    std::string line = "test:";
-    for (const auto& [k, v] : result.test) line += fmt::format(" {} {}", k, format_metric(v));
-    log::info(line);
-  }
+  if (data.test && result.fit.signal == 0) result.test = trainer.test(*module, data.test);
   return result;
 }
 
@@ -150,10 +197,20 @@ std::string export_checkpoint(const Config& config, const std::string& checkpoin
   load_checkpoint_model(*module, dir);
   module->eval();
   if (format == "torchscript") {
-    save_torchscript(*module->model(), out);
+    const std::optional<InputNormalization> norm = saved_input_normalization(config, dir);
+    save_torchscript(*module->model(), out, norm ? &*norm : nullptr);
+    if (norm) {
+      log::info(fmt::format("the exported model normalizes its input with data.normalize's "
+                            "statistics ({} channels): give it raw inputs", norm->mean.size()));
+    }
   } else {
     const std::vector<char> bytes = save_tensor_dict(module_state(module->weights(), true));
     write_file_atomic(out, std::string(bytes.begin(), bytes.end()));
+    if (saved_input_normalization(config, dir)) {
+      log::info(fmt::format("the model was trained on inputs normalized by data.normalize; a state "
+                            "dict holds only its tensors: normalize inputs with the mean and std "
+                            "in {}/config.yaml (or export --format torchscript, which does)", dir));
+    }
   }
   return dir;
 }

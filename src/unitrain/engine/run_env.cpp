@@ -50,7 +50,7 @@ void prepare_writable_dir(const std::string& run_dir) {
 
 std::string archive_previous_run(const std::string& run_dir) {
   static const char* kFiles[] = {"config.yaml", "metrics.jsonl", "metrics.csv", "train.log",
-                                 "checkpoints"};
+                                 "checkpoints", "results"};
   bool any = false;
   for (const char* f : kFiles) any |= fs::exists(fs::path(run_dir) / f);
   if (!any) return "";

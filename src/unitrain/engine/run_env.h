@@ -16,8 +16,8 @@ void set_threads(int64_t threads);
 /// the path otherwise.
 void prepare_writable_dir(const std::string& run_dir);
 
-/// Moves the logs of an earlier run in `run_dir` (config.yaml, metrics.jsonl, metrics.csv,
-/// train.log) into `run_dir/history/<UTC time>/`, so a new run never overwrites them. Returns the
+/// Moves the files of an earlier run in `run_dir` (config.yaml, metrics.jsonl, metrics.csv,
+/// train.log, checkpoints/, results/) into `run_dir/history/<UTC time>/`, so a new run never overwrites them. Returns the
 /// folder they went to, or "" when there was nothing to move.
 std::string archive_previous_run(const std::string& run_dir);
 

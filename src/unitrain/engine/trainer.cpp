@@ -1,9 +1,12 @@
 #include "unitrain/engine/trainer.h"
 
+#include <sys/resource.h>
 #include <torch/torch.h>
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <filesystem>
 #include <fmt/format.h>
 
 #include "unitrain/core/error.h"
@@ -12,10 +15,12 @@
 #include "unitrain/dist/distributed_options.h"
 #include "unitrain/engine/run_config.h"
 #include "unitrain/engine/run_env.h"
+#include "unitrain/engine/run_summary.h"
 #include "unitrain/engine/stop_signal.h"
 #include "unitrain/engine/trainer_loop.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"
+#include "unitrain/log/run_logger.h"
 
 namespace unitrain {
 Trainer::Trainer(const Config& config) : config_(resolve_run_config(config)) {
@@ -58,6 +63,89 @@ MetricMap Trainer::evaluate(TrainModule& module, DatasetPtr data, EvalSplit spli
   return unitrain::evaluate(module, loader, split, prefix, options_.test_mode ? 1 : -1);
 }
 
+namespace {
+
+bool reached(const TrainUnit& length, const TrainState& s) {
+  switch (length.unit) {
+    case TrainUnit::Unit::Epochs: return s.epoch >= length.count;
+    case TrainUnit::Unit::Steps: return s.step >= length.count;
+    case TrainUnit::Unit::Samples: return s.samples >= length.count;
+  }
+  return false;
+}
+
+std::string finished_how(const TrainState& s, const TrainUnit& length) {
+  return s.should_stop ? fmt::format("stopped early at step {}", s.step)
+                       : fmt::format("step {}, train.max_length {}", s.step, length.str());
+}
+
+}  // namespace
+
+void Trainer::check_resume_point(const ResumePoint& resume, int world) const {
+  if (resume.dir.empty()) return;
+  UT_CHECK(resume.world_size == world, "cannot resume from ", resume.dir, ": it was written by ",
+           resume.world_size, " process(es), this run has ", world, "; resume with the same "
+           "number of processes, or start a new run with --name <new-name> (or "
+           "--checkpoint.resume none to start over in ", run_dir_, ")");
+  if (!resume.state.should_stop && !reached(options_.max_length, resume.state)) return;
+  // Re-running a finished run with other settings would silently train nothing: refuse, before
+  // anything in run_dir changes.
+  std::vector<std::string> changed;
+  for (const ConfigChange& c : resume.config_changes) {
+    if (!changes_nothing_trained(c.key)) changed.push_back(c.str());
+  }
+  UT_CHECK(changed.empty(), run_dir_, " holds a finished run (",
+           finished_how(resume.state, options_.max_length), ") trained with other settings (",
+           fmt::format("{}", fmt::join(changed, "; ")), "), so nothing would be trained. To "
+           "train with the new settings start a new run: add --name <new-name> (its run_dir "
+           "becomes runs/<new-name>), or --checkpoint.resume none to start over in ", run_dir_,
+           " (the finished run's files move to ", run_dir_, "/history/)");
+}
+
+void Trainer::report_finished_run() const {
+  log::info(fmt::format("training already complete ({}): nothing to train. To train again, start a "
+                        "new run with --name <new-name> or --checkpoint.resume none",
+                        finished_how(state_, options_.max_length)));
+}
+
+void Trainer::write_summary(const Loop& loop) const {
+  RunSummary s;
+  s.name = config_.get_string("name");
+  const int sig = loop.result.signal;
+  s.status = sig == SIGINT ? "stopped by SIGINT" : sig == SIGTERM ? "stopped by SIGTERM"
+             : state_.should_stop ? "stopped early" : "finished";
+  s.state = state_;
+  s.seconds = loop.result.seconds;
+  s.final_train = loop.result.last_train;
+  s.final_val = loop.result.last_val;
+  s.best_metric = loop.ckpt_options.enabled ? loop.ckpt_options.best_metric : "";
+  s.best_value = loop.best_value;
+  std::error_code ec;
+  const auto best = std::filesystem::canonical(run_dir_ + "/checkpoints/best", ec);
+  if (!ec && loop.ckpt_options.enabled) s.best_checkpoint = best.string();
+  s.last_checkpoint = loop.result.last_checkpoint;
+  s.resumed_from = loop.result.resumed_from;
+  s.world_size = loop.world;
+  write_run_summary(run_dir_, s);
+}
+
+MetricMap Trainer::test(TrainModule& module, DatasetPtr data) {
+  UT_CHECK(data != nullptr, "test() needs test data (data.test)");
+  MetricMap m = evaluate(module, data, EvalSplit::Test, "test");
+  if (rank_ != 0) return m;
+  if (!run_dir_ready_ || options_.test_mode) {  // no run folder to write to: the console only
+    RunLogger(LogOptions::from_config(config_.at("log")), "").log({0, 0, 0, 0, m});
+    return m;
+  }
+  RunLogger logger(LogOptions::from_config(config_.at("log")), run_dir_, log_events_);
+  logger.log({state_.step, state_.epoch, state_.samples, seconds_, m});
+  logger.finish();
+  log_events_ = logger.events();
+  log::info("test results: " + write_test_results(run_dir_, m, state_.step, data->size(),
+                                                  last_checkpoint_));
+  return m;
+}
+
 FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   UT_CHECK(train != nullptr, "fit() needs training data (data.train)");
   const int64_t threads = options_.resolve_threads();
@@ -66,7 +154,7 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   ResumePoint resume;
   if (ckpt.enabled && !options_.test_mode) {
     resume = read_resume_point(
-        Checkpointer(ckpt, run_dir_ + "/checkpoints").find_resume(ckpt.resume));
+        Checkpointer(ckpt, run_dir_ + "/checkpoints").find_resume(ckpt.resume), config_);
   }
   // A data-parallel run when the launcher says so (torchrun, unitrain launch, mpirun, srun).
   std::shared_ptr<ProcessGroup> group;
@@ -77,6 +165,7 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
     log::set_prefix(env.rank == 0 ? "" : fmt::format("[rank {}] ", env.rank));
     if (env.rank != 0) log::console_warnings_only();
   }
+  check_resume_point(resume, group ? group->world_size() : 1);
   // Rank 0 prepares run_dir (archiving an earlier run's files) before the others log there.
   if (!group || group->rank() == 0) prepare_run_dir(!resume.dir.empty());
   if (group) {
@@ -114,7 +203,7 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   loop.runner->set_before_update([&loop] {
     if (loop.checkpointer) loop.checkpointer->wait_snapshot();
   });
-  if (!resume.dir.empty()) loop.restore(resume.dir);
+  if (!resume.dir.empty()) loop.restore(resume);
   log::info(fmt::format(
       "training: {} samples, {} batches/epoch of {}, accumulation {}, {} optimizer steps; "
       "threads {}, reader threads {}, BLAS {}", loop.train_loader.dataset_size(),
@@ -124,17 +213,16 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   StopSignalGuard signals;
   for (auto& cb : callbacks_) cb->on_train_start(*this);
   if (loop.length_reached()) {
-    log::info(fmt::format("training already complete at step {} (train.max_length {})",
-                          state_.step, options_.max_length.str()));
+    report_finished_run();
+    loop.result.already_complete = true;
   } else {
     while (true) {
       for (auto& cb : callbacks_) cb->on_epoch_start(*this);
       if (!loop.run_epoch()) break;
     }
   }
-  if (loop.result.signal == 0) {
-    loop.log_train();
-    if (!options_.test_mode) loop.validate();
+  if (loop.result.signal == 0 && !loop.result.already_complete) {
+    loop.finish_logs();
     if (loop.ckpt_options.final) loop.maybe_save(false, state_.samples, false, true);
   }
   if (Checkpointer* c = loop.checkpointer.get()) {
@@ -149,11 +237,19 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   loop.logger.finish();
   for (auto& cb : callbacks_) cb->on_train_end(*this);
   loop.result.state = state_;
-  loop.result.seconds = loop.elapsed();
-  log::info(fmt::format("{}: {} steps, {} epochs, {} samples in {:.1f} s; waited {:.2f} s for data",
-                        loop.result.signal ? "stopped by a signal" : "done", state_.step,
-                        state_.epoch, state_.samples, loop.result.seconds,
-                        loop.result.data_wait_seconds));
+  loop.result.seconds = loop.result.already_complete ? loop.time_offset : loop.elapsed();
+  rank_ = loop.rank;
+  log_events_ = loop.logger.events();
+  seconds_ = loop.result.seconds;
+  last_checkpoint_ = loop.result.last_checkpoint;
+  if (loop.rank == 0 && !options_.test_mode) write_summary(loop);
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  log::info(fmt::format("{}: {} steps, {} epoch{} completed, {} samples in {:.1f} s; waited {:.2f} s "
+                        "for data; peak RSS {} MB", loop.result.signal ? "stopped by a signal" : "done",
+                        state_.step, state_.epoch, state_.epoch == 1 ? "" : "s", state_.samples,
+                        loop.result.seconds, loop.result.data_wait_seconds,
+                        usage.ru_maxrss / 1024));
   optimizer_.reset();
   return loop.result;
 }

@@ -17,8 +17,9 @@
 namespace unitrain {
 
 class RunLogger;
+struct ResumePoint;
 
-/// What fit() returns.
+/// What fit() returns. Also written to run_dir/results/summary.json.
 struct FitResult {
   TrainState state;
   MetricMap last_train;  ///< the last training log event's metrics
@@ -36,6 +37,9 @@ struct FitResult {
   /// SIGINT/SIGTERM that stopped training (after a checkpoint), or 0. The CLI exits with
   /// 128 + signal.
   int signal = 0;
+  /// True when the run was already complete when fit() started (a finished run run again):
+  /// nothing was trained, and the fields above describe the run from its last checkpoint.
+  bool already_complete = false;
 };
 
 /// Trains a TrainModule as the config says (`optimizer`, `scheduler`, `train`, `data.loader`,
@@ -58,6 +62,10 @@ class Trainer {
   /// One pass of validation_step (or test_step) over `data`; metrics keyed `<prefix>/<name>`.
   MetricMap evaluate(TrainModule& module, DatasetPtr data, EvalSplit split,
                      const std::string& prefix);
+  /// Evaluates `data` as the test split after fit(): metrics `test/<name>`, logged to the
+  /// run's trackers (console, metrics.jsonl/csv) at the run's last step and written to
+  /// run_dir/results/test.json and results/summary.json (rank 0).
+  MetricMap test(TrainModule& module, DatasetPtr data);
 
   const Config& config() const { return config_; }
   const TrainOptions& options() const { return options_; }
@@ -79,11 +87,23 @@ class Trainer {
  private:
   struct Loop;
   void prepare_run_dir(bool resuming);
+  /// ConfigError, before run_dir is touched, when `resume` was written by another number of
+  /// processes, or is a finished run whose config changed since in a way that would train
+  /// something else.
+  void check_resume_point(const ResumePoint& resume, int world) const;
+  /// Says that a resumed run is already finished.
+  void report_finished_run() const;
+  void write_summary(const Loop& loop) const;
   Config config_;
   TrainOptions options_;
   TrainState state_;
   std::string run_dir_;
   bool run_dir_ready_ = false;
+  // What test() needs of the last fit(): where its logs and checkpoints stand.
+  int rank_ = 0;
+  int64_t log_events_ = -1;
+  double seconds_ = 0;
+  std::string last_checkpoint_;
   std::vector<std::shared_ptr<Callback>> callbacks_;
   OptimizerPtr optimizer_;
 };

@@ -104,22 +104,44 @@ const char* why_fixed(const std::string& key) {
 
 }  // namespace
 
-ResumePoint read_resume_point(const std::string& dir) {
+ResumePoint read_resume_point(const std::string& dir, const Config& current) {
   ResumePoint r;
   if (dir.empty()) return r;
   r.dir = dir;
-  r.log_events = read_state_json(dir)["loop"].value("log_events", int64_t(0));
+  const Config saved = Config::from_string(
+      [&] {
+        std::vector<char> b = CheckpointStore::read(dir, "config.yaml");
+        return std::string(b.begin(), b.end());
+      }(),
+      dir + "/config.yaml");
+  r.config_changes = check_resume_config(saved, current, dir);
+  const Json j = read_state_json(dir);
+  r.log_events = j["loop"].value("log_events", int64_t(0));
+  r.world_size = j.value("world_size", int64_t(1));
+  const Json& st = j["state"];
+  r.state.epoch = st.value("epoch", int64_t(0));
+  r.state.step = st.value("step", int64_t(0));
+  r.state.samples = st.value("samples", int64_t(0));
+  r.state.should_stop = st.value("stopped", false);
   return r;
 }
 
-std::vector<std::string> check_resume_config(const Config& saved, const Config& current,
-                                             const std::string& dir) {
+bool changes_nothing_trained(const std::string& key) {
+  for (const char* p : {"log", "train.threads", "train.max_length", "train.log_every",
+                        "data.loader.workers",
+                        "data.loader.prefetch", "data.test", "checkpoint", "distributed"}) {
+    const std::string prefix(p);
+    if (key == prefix || key.rfind(prefix + ".", 0) == 0) return true;
+  }
+  return false;
+}
+
+std::vector<ConfigChange> check_resume_config(const Config& saved, const Config& current,
+                                              const std::string& dir) {
   std::map<std::string, std::string> a, b;
   flatten(saved.node(), "", a);
   flatten(current.node(), "", b);
-  struct Change {
-    std::string key, was, now;
-  };
+  using Change = ConfigChange;
   std::vector<Change> all;
   for (const auto& [key, value] : a) {
     auto it = b.find(key);
@@ -141,13 +163,11 @@ std::vector<std::string> check_resume_config(const Config& saved, const Config& 
     if (const char* why = why_fixed(c.key)) {
       throw ConfigError(fmt::format(
           "cannot resume from {}: {} changed from '{}' to '{}', but {}; restore it, or start a "
-          "fresh run with --checkpoint.resume none (or another run_dir)", dir, c.key, c.was, c.now,
-          why));
+          "new run with --name <new-name> (or --checkpoint.resume none to start over here)", dir,
+          c.key, c.was, c.now, why));
     }
   }
-  std::vector<std::string> changes;
-  for (const Change& c : all) changes.push_back(fmt::format("{}: {} -> {}", c.key, c.was, c.now));
-  return changes;
+  return all;
 }
 
 void Trainer::Loop::maybe_save(bool stepped, int64_t samples_before, bool epoch_end, bool force) {
@@ -178,7 +198,10 @@ void Trainer::Loop::maybe_save(bool stepped, int64_t samples_before, bool epoch_
   }
   due |= save_pending;
   save_pending = false;
-  if (!due || saved_at_samples == s.samples) {
+  // A save at this position is redone when the run has stopped since (early stopping, a
+  // callback): the checkpoint must say the run is finished.
+  if (!due || (saved_at_samples == s.samples && saved_stopped == s.should_stop &&
+                saved_log_events == logger.events())) {
     if (want_best_save && saved_at_samples == s.samples && checkpointer) {  // just link
       checkpointer->wait();
       checkpointer->store().link("best", result.last_checkpoint);
@@ -206,6 +229,8 @@ void Trainer::Loop::save() {
   if (!checkpointer) {  // another rank: rank 0 writes
     want_best_save = false;
     saved_at_samples = s.samples;
+    saved_stopped = s.should_stop;
+    saved_log_events = logger.events();
     result.last_checkpoint = this_dir;
     return;
   }
@@ -248,7 +273,13 @@ void Trainer::Loop::save() {
                 {"micro_in_window", s.micro_in_window},
                 {"skipped_steps", s.skipped_steps},
                 {"best_metric", number(s.best_metric)},
-                {"stall_count", s.stall_count}};
+                {"stall_count", s.stall_count},
+                {"stopped", s.should_stop}};
+  // The last metrics logged, so that a finished run describes itself when resumed.
+  Json metrics = {{"train", Json::object()}, {"val", Json::object()}};
+  for (const auto& [k, v] : result.last_train) metrics["train"][k] = number(v);
+  for (const auto& [k, v] : result.last_val) metrics["val"][k] = number(v);
+  j["metrics"] = metrics;
   Json sums = Json::object();
   for (const auto& [name, sum] : sums_to_save.sums()) {
     sums[name] = {number(sum.weighted), number(sum.weight), sum.exp_of_mean};
@@ -281,27 +312,20 @@ void Trainer::Loop::save() {
   if (!t.callbacks_.empty()) checkpointer->wait_snapshot();
   result.checkpoint_blocking_seconds += std::chrono::duration<double>(Clock::now() - start).count();
   saved_at_samples = s.samples;
+  saved_stopped = s.should_stop;
+  saved_log_events = logger.events();
   result.last_checkpoint = checkpointer->store().root() + "/step-" + std::to_string(s.step);
   log::file_only(fmt::format("checkpoint step-{} ({})", s.step,
                              ckpt_options.async ? "writing in the background" : "written"));
 }
 
-void Trainer::Loop::restore(const std::string& dir) {
-  Config saved = Config::from_string(
-      [&] {
-        std::vector<char> b = CheckpointStore::read(dir, "config.yaml");
-        return std::string(b.begin(), b.end());
-      }(),
-      dir + "/config.yaml");
-  for (const auto& line : check_resume_config(saved, t.config_, dir)) {
-    log::info("config changed since the checkpoint: " + line);
+void Trainer::Loop::restore(const ResumePoint& resume) {
+  const std::string& dir = resume.dir;
+  for (const auto& c : resume.config_changes) {
+    log::info("config changed since the checkpoint: " + c.str());
   }
   Json j = read_state_json(dir);
   const std::string what = dir + "/";
-  const int64_t saved_world = j.value("world_size", int64_t(1));
-  UT_CHECK(saved_world == world, "cannot resume from ", dir, ": it was written by ", saved_world,
-           " process(es), this run has ", world, "; resume with the same number of processes, or "
-           "start a fresh run with --checkpoint.resume none (or another run_dir)");
   load_module_state(module.weights(), load_tensor_dict(CheckpointStore::read(dir, "model.pt"),
                                                        what + "model.pt"),
                     /*strict=*/true, what + "model.pt");
@@ -322,6 +346,7 @@ void Trainer::Loop::restore(const std::string& dir) {
   s.skipped_steps = st.value("skipped_steps", int64_t(0));
   s.best_metric = number(st["best_metric"]);
   s.stall_count = st.value("stall_count", int64_t(0));
+  s.should_stop = st.value("stopped", false);
   UT_CHECK(s.batch_in_epoch <= batches_per_epoch, "cannot resume from ", dir, ": it stopped at batch ",
            s.batch_in_epoch, " of an epoch that now has ", batches_per_epoch, " batches");
 
@@ -360,7 +385,13 @@ void Trainer::Loop::restore(const std::string& dir) {
   const std::string rng_file = "rng-rank-" + std::to_string(rank) + ".pt";
   load_rng_state(load_tensor_dict(CheckpointStore::read(dir, rng_file), what + rng_file),
                  what + rng_file);
+  if (j.contains("metrics")) {
+    for (const auto& [k, v] : j["metrics"]["train"].items()) result.last_train[k] = number(v);
+    for (const auto& [k, v] : j["metrics"]["val"].items()) result.last_val[k] = number(v);
+  }
   saved_at_samples = s.samples;
+  saved_stopped = s.should_stop;
+  saved_log_events = logger.events();
   result.resumed_from = dir;
   result.last_checkpoint = dir;
   log::info(fmt::format("resumed from {}: epoch {}, step {}, batch {} of the epoch, {} samples seen",

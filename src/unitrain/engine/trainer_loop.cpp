@@ -214,6 +214,11 @@ void Trainer::Loop::early_stopping(const MetricMap& m) {
   }
 }
 
+void Trainer::Loop::finish_logs() {
+  log_train();
+  if (!t.options_.test_mode) validate();
+}
+
 bool Trainer::Loop::length_reached() const {
   const TrainUnit& len = t.options_.max_length;
   const TrainState& s = t.state_;
@@ -253,7 +258,8 @@ bool Trainer::Loop::run_epoch() {
       if (!lr->per_epoch()) lr->apply(s.step);
       MetricMap step_metrics{{"train/loss", r.loss}};
       for (auto& cb : t.callbacks_) cb->on_step_end(t, step_metrics);
-      logger.progress(s.step, total_steps, s.epoch + 1, r.loss);
+      // `epoch` counts completed epochs everywhere: progress bar, log lines, metrics files.
+      logger.progress(s.step, total_steps, s.epoch, r.loss);
       if (t.options_.test_mode) {
         log_train();
         validate();
@@ -262,6 +268,7 @@ bool Trainer::Loop::run_epoch() {
       }
       if (crossed(t.options_.log_every, s.step, samples_before, s.samples)) log_train();
       if (crossed(t.options_.val_every, s.step, samples_before, s.samples)) validate();
+      if (length_reached()) finish_logs();
     }
     maybe_save(r.stepped, samples_before, false);
     if (result.signal != 0 || (r.stepped && length_reached())) break;
@@ -277,6 +284,7 @@ bool Trainer::Loop::run_epoch() {
   if (log_every.unit == TrainUnit::Unit::Epochs && s.epoch % log_every.count == 0) log_train();
   const TrainUnit& val_every = t.options_.val_every;
   if (val_every.unit == TrainUnit::Unit::Epochs && s.epoch % val_every.count == 0) validate();
+  if (length_reached()) finish_logs();
   maybe_save(false, s.samples, true);
   return result.signal == 0 && !length_reached();
 }

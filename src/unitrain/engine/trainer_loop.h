@@ -21,10 +21,20 @@ class ProcessGroup;
 
 using Clock = std::chrono::steady_clock;
 
-/// What a checkpoint to resume from holds besides tensors, read before the loop is built.
+/// One key whose value differs between a checkpoint's config and this run's.
+struct ConfigChange {
+  std::string key, was, now;
+  std::string str() const { return key + ": " + was + " -> " + now; }
+};
+
+/// What a checkpoint to resume from holds besides tensors, read (and checked against this run's
+/// config) before the run folder or the loop is touched.
 struct ResumePoint {
   std::string dir;          ///< "" = a fresh start
   int64_t log_events = -1;  ///< events in metrics.jsonl when it was saved
+  int64_t world_size = 1;   ///< processes that wrote it
+  TrainState state;         ///< its counters (epoch, step, samples, stopped)
+  std::vector<ConfigChange> config_changes;  ///< since it was saved
 };
 
 struct Trainer::Loop {
@@ -59,6 +69,8 @@ struct Trainer::Loop {
   double best_value;             ///< checkpoint.best.metric's best value (NaN: none yet)
   bool want_best_save = false;   ///< validation just improved the best metric
   int64_t saved_at_samples = -1; ///< the position of the last save (samples seen)
+  bool saved_stopped = false;    ///< whether that save recorded a stopped run
+  int64_t saved_log_events = -1; ///< and how many log events it had seen
   bool save_pending = false;     ///< data-parallel: a save due inside a window, at its end
 
   Loop(Trainer& trainer, TrainModule& m, DatasetPtr train, DatasetPtr val,
@@ -79,6 +91,9 @@ struct Trainer::Loop {
   void validate();
   void early_stopping(const MetricMap& m);
   bool length_reached() const;
+  /// The run's last log events (train sums left, a validation at the last step), logged before
+  /// its last checkpoint so that the checkpoint holds them.
+  void finish_logs();
   /// One epoch (or what is left of it); returns false when training must end.
   bool run_epoch();
 
@@ -88,16 +103,21 @@ struct Trainer::Loop {
   void maybe_save(bool stepped, int64_t samples_before, bool epoch_end, bool force = false);
   void save();
   /// Restores everything a checkpoint holds; called after the optimizer and schedule exist.
-  void restore(const std::string& dir);
+  void restore(const ResumePoint& resume);
 };
 
-/// Reads what must be known of `dir` before the loop is built (its trainer_state.json).
-ResumePoint read_resume_point(const std::string& dir);
+/// Reads what must be known of `dir` before the loop is built (trainer_state.json, config.yaml)
+/// and checks that `current` can resume from it (check_resume_config's ConfigError otherwise).
+ResumePoint read_resume_point(const std::string& dir, const Config& current);
 
-/// Differences between the config a checkpoint was saved with and `current`, one line each;
-/// ConfigError naming the key when a change cannot work with the saved state (model, optimizer
-/// type, data order, batch size, ...).
-std::vector<std::string> check_resume_config(const Config& saved, const Config& current,
-                                             const std::string& dir);
+/// Differences between the config a checkpoint was saved with and `current`; ConfigError
+/// naming the key when a change cannot work with the saved state (model, optimizer type, data
+/// order, batch size, ...).
+std::vector<ConfigChange> check_resume_config(const Config& saved, const Config& current,
+                                              const std::string& dir);
+
+/// True when changing `key` cannot change what training computes (logging, threads, reader
+/// threads, checkpoint writing, test data): such changes leave a finished run finished.
+bool changes_nothing_trained(const std::string& key);
 
 }  // namespace unitrain

@@ -213,6 +213,31 @@ JitModule export_transformer(const models::TransformerLmImpl& lm) {
   return j;
 }
 
+/// `inner` behind the input normalisation of `norm` (the arithmetic of NormalizeDataset, in
+/// float32, so that the exported module sees what the model saw in training).
+JitModule with_input_normalization(const JitModule& inner, const InputNormalization& norm) {
+  UT_CHECK(!norm.mean.empty() && norm.mean.size() == norm.std.size(),
+           "torchscript export: the input normalisation needs one mean and one std per channel, "
+           "got ", norm.mean.size(), " and ", norm.std.size());
+  JitModule j(c10::QualifiedName("__torch__.unitrain.NormalizedInput"),
+              std::make_shared<torch::jit::CompilationUnit>(), /*shouldMangle=*/true);
+  j.register_attribute("training", c10::BoolType::get(), false);
+  j.register_module("model", inner);
+  auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
+  j.register_buffer("input_mean", torch::tensor(norm.mean, f64).to(torch::kFloat32));
+  j.register_buffer("input_inv_std", (1.0 / torch::tensor(norm.std, f64)).to(torch::kFloat32));
+  j.define(
+      "def forward(self, x):\n"
+      "    if not torch.is_floating_point(x):\n"
+      "        x = x.to(self.input_mean.dtype)\n"
+      "    shape = [1] * x.dim()\n"
+      "    if x.dim() > 1:\n"
+      "        shape[1] = self.input_mean.size(0)\n"
+      "    x = (x - self.input_mean.view(shape)) * self.input_inv_std.view(shape)\n"
+      "    return self.model.forward(x)\n");
+  return j;
+}
+
 }  // namespace
 
 bool can_export_torchscript(const Model& model) {
@@ -222,7 +247,7 @@ bool can_export_torchscript(const Model& model) {
          dynamic_cast<const models::TorchScriptModel*>(&model) != nullptr;
 }
 
-torch::jit::Module to_torchscript(const Model& model) {
+torch::jit::Module to_torchscript(const Model& model, const InputNormalization* norm) {
   JitModule j;
   if (const auto* mlp = dynamic_cast<const models::MlpImpl*>(&model)) {
     j = export_mlp(*mlp);
@@ -238,12 +263,14 @@ torch::jit::Module to_torchscript(const Model& model) {
         "--format state_dict and load the weights into a Python twin of the model",
         model.name()));
   }
+  if (norm) j = with_input_normalization(j, *norm);
   j.eval();
   return j;
 }
 
-void save_torchscript(const Model& model, const std::string& path) {
-  JitModule j = to_torchscript(model);
+void save_torchscript(const Model& model, const std::string& path,
+                      const InputNormalization* norm) {
+  JitModule j = to_torchscript(model, norm);
   const std::string tmp = path + ".partial";
   try {
     j.save(tmp);

@@ -2,6 +2,7 @@
 // (transformers/optimization.py); the parity test checks them against those definitions.
 #include <algorithm>
 #include <cmath>
+#include <spdlog/spdlog.h>
 
 #include "unitrain/optim/builtin_schedules.h"
 
@@ -23,6 +24,20 @@ Schema with_warmup_and_total() {
 }
 
 // Fraction of the decay phase done after `steps` (may exceed 1 past `total`).
+/// The warmup in scheduler steps; a warning when it outlasts the run, whose lr then never
+/// reaches its base value.
+int64_t warmup_steps(const Config& args, const ScheduleContext& ctx) {
+  const int64_t warmup = arg_steps(args, "warmup", ctx);
+  if (ctx.total_steps > 0 && warmup > ctx.total_steps) {
+    const char* unit = ctx.per_epoch ? "epochs" : "optimizer steps";
+    spdlog::warn("{} is '{}' = {} {}, longer than the whole run ({} {}): the learning rate never "
+                 "reaches optimizer.lr; shorten the warmup or lengthen train.max_length",
+                 args.key_path("warmup"), args.get_duration("warmup").str(), warmup, unit,
+                 ctx.total_steps, unit);
+  }
+  return warmup;
+}
+
 double progress(int64_t steps, int64_t warmup, int64_t total) {
   return static_cast<double>(steps - warmup) /
          static_cast<double>(std::max<int64_t>(1, total - warmup));
@@ -33,7 +48,7 @@ void register_constant() {
       "constant",
       "the base lr, after an optional linear warmup (get_constant_schedule_with_warmup)",
       with_warmup(), [](const Config& args, const ScheduleContext& ctx) -> SchedulerPtr {
-        const int64_t warmup = arg_steps(args, "warmup", ctx);
+        const int64_t warmup = warmup_steps(args, ctx);
         return std::make_unique<LambdaSchedule>(
             [warmup](int64_t s) { return s < warmup ? warmup_factor(s, warmup) : 1.0; });
       });
@@ -50,7 +65,7 @@ void register_linear() {
       "linear",
       "linear warmup, then linear decay to min_lr_ratio (get_linear_schedule_with_warmup)",
       std::move(s), [](const Config& args, const ScheduleContext& ctx) -> SchedulerPtr {
-        const int64_t warmup = arg_steps(args, "warmup", ctx);
+        const int64_t warmup = warmup_steps(args, ctx);
         const int64_t total = run_length(args, "total", ctx);
         const double min_ratio = args.get_double("min_lr_ratio");
         return std::make_unique<LambdaSchedule>([=](int64_t s) {
@@ -79,7 +94,7 @@ void register_cosine() {
       "linear warmup, then cosine decay (get_cosine_schedule_with_warmup; with min_lr_ratio, "
       "get_cosine_with_min_lr_schedule_with_warmup)",
       std::move(s), [](const Config& args, const ScheduleContext& ctx) -> SchedulerPtr {
-        const int64_t warmup = arg_steps(args, "warmup", ctx);
+        const int64_t warmup = warmup_steps(args, ctx);
         const int64_t total = run_length(args, "total", ctx);
         const double min_ratio = args.get_double("min_lr_ratio");
         const double cycles = args.get_double("num_cycles");
@@ -99,7 +114,7 @@ void register_cosine_restarts() {
       "linear warmup, then cosine decays with hard restarts, 0 after total "
       "(get_cosine_with_hard_restarts_schedule_with_warmup)",
       std::move(s), [](const Config& args, const ScheduleContext& ctx) -> SchedulerPtr {
-        const int64_t warmup = arg_steps(args, "warmup", ctx);
+        const int64_t warmup = warmup_steps(args, ctx);
         const int64_t total = run_length(args, "total", ctx);
         const double cycles = static_cast<double>(args.get_int("cycles"));
         return std::make_unique<LambdaSchedule>([=](int64_t s) {
@@ -119,7 +134,7 @@ void register_polynomial() {
       "polynomial",
       "linear warmup, then polynomial decay to lr_end (get_polynomial_decay_schedule_with_warmup)",
       std::move(s), [](const Config& args, const ScheduleContext& ctx) -> SchedulerPtr {
-        const int64_t warmup = arg_steps(args, "warmup", ctx);
+        const int64_t warmup = warmup_steps(args, ctx);
         const int64_t total = run_length(args, "total", ctx);
         const double power = args.get_double("power");
         const double lr_end = args.get_double("lr_end");
@@ -149,7 +164,7 @@ void register_inverse_sqrt() {
       "inverse_sqrt",
       "linear warmup, then decay as 1/sqrt(step / timescale) (get_inverse_sqrt_schedule)",
       std::move(s), [](const Config& args, const ScheduleContext& ctx) -> SchedulerPtr {
-        const int64_t warmup = arg_steps(args, "warmup", ctx);
+        const int64_t warmup = warmup_steps(args, ctx);
         int64_t timescale = warmup > 0 ? warmup : 10000;
         if (args.has("timescale")) {
           timescale = arg_steps(args, "timescale", ctx);

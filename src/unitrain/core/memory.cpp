@@ -1,0 +1,23 @@
+#include "unitrain/core/memory.h"
+
+#include <malloc.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace unitrain {
+
+std::string keep_freed_memory() {
+  const char* choice = std::getenv("UNITRAIN_MALLOC");
+  if (choice != nullptr && std::strcmp(choice, "system") == 0) return "";
+  // 32 MB is the largest threshold glibc accepts (half its per-thread heap size on 64-bit);
+  // larger blocks are still mapped per allocation, which for them costs little per byte.
+  constexpr int kMmapThreshold = 32 << 20;
+  const bool mmap_ok = mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1;
+  const bool trim_ok = mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1;  // >= 1 GB free at the top
+  if (!mmap_ok || !trim_ok) return "";
+  return "malloc keeps freed memory (mmap threshold 32 MB, no trimming below 1 GB; "
+         "UNITRAIN_MALLOC=system turns this off)";
+}
+
+}  // namespace unitrain

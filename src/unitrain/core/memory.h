@@ -1,0 +1,17 @@
+#pragma once
+// How the process keeps freed memory: LibTorch frees and allocates megabytes every step
+// (gradients, optimizer temporaries, activations); glibc's defaults hand such blocks back to the
+// kernel and map them again, zeroed, on the next step. See docs/performance.md ("Memory").
+#include <string>
+
+namespace unitrain {
+
+/// Tells glibc's malloc to keep freed memory in the process (mallopt: blocks up to 32 MB come
+/// from the heap instead of fresh mmaps, and the heap is never trimmed), so a training step reuses
+/// the previous step's memory. Process-wide; call it once, early (the `unitrain` command does,
+/// first thing). The environment variable UNITRAIN_MALLOC=system leaves glibc's defaults alone.
+/// Returns what was done, for the log ("" when left alone). Costs memory: the peak of a step
+/// stays mapped (see docs/performance.md).
+std::string keep_freed_memory();
+
+}  // namespace unitrain

@@ -1,0 +1,34 @@
+#pragma once
+// results/summary.json: what a run did, in one file (the Hugging Face Trainer's
+// all_results.json / trainer_state.json, for unitrain runs).
+#include <cstdint>
+#include <string>
+
+#include "unitrain/engine/train_state.h"
+#include "unitrain/engine/callback.h"
+
+namespace unitrain {
+
+/// What summary.json says of a fit().
+struct RunSummary {
+  std::string name;
+  std::string status;  ///< finished | stopped early | stopped by SIGINT | stopped by SIGTERM
+  TrainState state;
+  double seconds = 0;       ///< training time, before a resume included
+  MetricMap final_train;    ///< the last training log event
+  MetricMap final_val;      ///< the last validation pass
+  std::string best_metric;  ///< checkpoint.best.metric ("" = none)
+  double best_value = 0;    ///< its best value (NaN: none yet)
+  std::string best_checkpoint, last_checkpoint, resumed_from;
+  int world_size = 1;
+};
+
+/// Writes run_dir/results/summary.json (atomically). TrainError when it cannot.
+void write_run_summary(const std::string& run_dir, const RunSummary& summary);
+
+/// Writes run_dir/results/test.json ({split, checkpoint, step, examples, metrics}) and adds the
+/// test metrics to summary.json (when it exists). Returns the path of test.json.
+std::string write_test_results(const std::string& run_dir, const MetricMap& metrics, int64_t step,
+                               int64_t examples, const std::string& checkpoint);
+
+}  // namespace unitrain

@@ -1,0 +1,159 @@
+"""A run's life as a user meets it: finished runs stay finished, results land on disk, train.log
+tells the whole story, and the console reads as one voice. The real binary on digits."""
+import csv
+import glob
+import json
+import os
+import re
+
+import common
+from common import run, write, read_jsonl
+
+CONFIG = f"""
+name: life
+seed: 3
+model: {{type: mlp, args: {{sizes: [64, 32, 10]}}}}
+objective:
+  losses: [{{type: cross_entropy, prediction: logits, target: y}}]
+  metrics: [{{type: accuracy, name: acc}}]
+data:
+  train: {{type: csv, args: {{path: {common.DIGITS}, header: false, target: "64"}}}}
+  validation_ratio: 0.2
+  normalize: {{enabled: true}}
+  loader: {{batch_size: 64}}
+optimizer: {{type: adamw, lr: 3.0e-3}}
+train: {{max_length: 3 epochs, log_every: 10 steps, val_every: 1 epoch}}
+"""
+
+
+def summary(run_dir):
+    with open(os.path.join(run_dir, "results", "summary.json")) as f:
+        return json.load(f)
+
+
+def step_folders(run_dir):
+    return sorted(os.path.basename(d) for d in glob.glob(os.path.join(run_dir, "checkpoints", "step-*")))
+
+
+class RunLifecycle(common.Case):
+    def setUp(self):
+        super().setUp()
+        self.cfg = write(os.path.join(self.dir, "run.yaml"), CONFIG)
+        self.run_dir = os.path.join(self.dir, "run")
+
+    def train(self, *args, expect=0, run_dir=None):
+        code, out = run(["train", self.cfg, "--run_dir", run_dir or self.run_dir] + list(args))
+        self.assertEqual(code, expect, out)
+        return out
+
+    def test_a_finished_run_run_again_trains_nothing_and_says_how_to_start_anew(self):
+        self.train()
+        events = read_jsonl(os.path.join(self.run_dir, "metrics.jsonl"))
+        folders = step_folders(self.run_dir)
+        first = summary(self.run_dir)
+        self.assertEqual(first["status"], "finished")
+        self.assertEqual(first["epoch"], 3)
+        self.assertGreater(first["final"]["val"]["val/acc"], 0.8)
+
+        out = self.train()  # the same command: complete, nothing trained, exit 0
+        self.assertIn("training already complete", out)
+        self.assertIn("--name", out)
+        self.assertEqual(read_jsonl(os.path.join(self.run_dir, "metrics.jsonl")), events)
+        self.assertEqual(step_folders(self.run_dir), folders)
+        # The summary still describes the run, read from its checkpoint.
+        again = summary(self.run_dir)
+        self.assertEqual(again["final"], first["final"])
+        self.assertEqual(again["step"], first["step"])
+
+        out = self.train("--log.progress_bar", "false", "--data.loader.workers", "2")  # harmless
+        self.assertIn("training already complete", out)
+
+        # Changed settings of a finished run would train nothing: refused, naming the key and the way out.
+        out = self.train("--optimizer.lr", "1e-3", expect=2)
+        self.assertRegex(out, r"optimizer\.lr: [0-9.e-]+ -> 1e-3")
+        self.assertIn("--name", out)
+        self.assertIn("--checkpoint.resume none", out)
+        self.assertEqual(read_jsonl(os.path.join(self.run_dir, "metrics.jsonl")), events)
+        self.assertEqual(step_folders(self.run_dir), folders)
+
+        # A longer max_length continues the run.
+        out = self.train("--train.max_length", "4 epochs")
+        self.assertIn("resumed from", out)
+        self.assertEqual(summary(self.run_dir)["epoch"], 4)
+
+    def test_an_early_stopped_run_is_complete(self):
+        args = ["--early_stopping.metric", "val/loss", "--early_stopping.mode", "max",
+                "--early_stopping.patience", "1", "--train.max_length", "10 epochs"]
+        self.train(*args)
+        first = summary(self.run_dir)
+        self.assertEqual(first["status"], "stopped early")
+        self.assertEqual(first["epoch"], 2)  # the second validation did not improve on the first
+        folders = step_folders(self.run_dir)
+        for _ in range(2):
+            out = self.train(*args)
+            self.assertIn("stopped early at step", out)
+            self.assertEqual(step_folders(self.run_dir), folders)
+            self.assertEqual(summary(self.run_dir)["step"], first["step"])
+
+    def test_test_results_and_the_summary_land_on_disk(self):
+        args = ["--data.test", f"{{type: csv, args: {{path: {common.DIGITS}, header: false, target: '64'}}}}",
+                "--checkpoint.best.metric", "val/acc"]
+        self.train(*args)
+        events = read_jsonl(os.path.join(self.run_dir, "metrics.jsonl"))
+        test = [e for e in events if "test/acc" in e]
+        self.assertEqual(len(test), 1)
+        self.assertEqual(test[0]["step"], summary(self.run_dir)["step"])  # at the run's last step
+        with open(os.path.join(self.run_dir, "metrics.csv")) as f:
+            rows = list(csv.DictReader(f))
+        self.assertAlmostEqual(float(rows[-1]["test/acc"]), test[0]["test/acc"], places=9)
+        with open(os.path.join(self.run_dir, "results", "test.json")) as f:
+            result = json.load(f)
+        self.assertEqual(result["examples"], 1797)
+        self.assertEqual(result["metrics"]["test/acc"], test[0]["test/acc"])
+        s = summary(self.run_dir)
+        self.assertEqual(s["test"]["test/acc"], test[0]["test/acc"])
+        self.assertEqual(s["best"]["metric"], "val/acc")
+        self.assertEqual(s["best"]["value"], max(e["val/acc"] for e in events if "val/acc" in e))
+        self.assertEqual(s["checkpoints"]["best"],
+                         os.path.realpath(os.path.join(self.run_dir, "checkpoints", "best")))
+        self.assertEqual(s["checkpoints"]["last"],
+                         os.path.realpath(os.path.join(self.run_dir, "checkpoints", "last")))
+        # Run again: still exactly one test line (the checkpoint's log position drops the old one).
+        self.train(*args)
+        events = read_jsonl(os.path.join(self.run_dir, "metrics.jsonl"))
+        self.assertEqual(len([e for e in events if "test/acc" in e]), 1)
+
+    def test_train_log_holds_the_start_and_the_console_one_format(self):
+        out = self.train("--scheduler.type", "linear", "--scheduler.args.warmup", "100 steps")
+        with open(os.path.join(self.run_dir, "train.log")) as f:
+            log = f.read()
+        # What happened before the run folder existed is in the file too, in order.
+        data_at = log.find("data: 1438 train, 359 val")
+        model_at = log.find("model mlp: 2410 parameters")
+        training_at = log.find("training: 1438 samples")
+        self.assertTrue(0 <= data_at < model_at < training_at, log[:2000])
+        # The warmup outlasts the run (3 epochs of 23 steps): a warning with both lengths.
+        self.assertIn("warning: scheduler.args.warmup is '100 steps' = 100 optimizer steps, longer "
+                      "than the whole run (69 optimizer steps)", out)
+        self.assertIn("[warning] scheduler.args.warmup", log)
+        # Console lines carry no spdlog timestamps or colours; constant pixels are one info line.
+        for line in out.splitlines():
+            self.assertFalse(re.match(r"^\[\d{4}-", line), line)
+            self.assertNotIn("\x1b[", line)
+        constant = [l for l in out.splitlines() if "constant" in l]
+        self.assertEqual(len(constant), 1, constant)
+        self.assertFalse(constant[0].startswith("warning"), constant[0])
+
+    def test_epoch_reads_the_same_in_the_bar_the_lines_and_the_end(self):
+        out = self.train("--log.progress_bar", "true", "--train.max_length", "2 epochs",
+                         "--train.log_every", "5 steps")
+        bars = [int(m) for m in re.findall(r"\x1b\[2Kepoch (\d+) \[", out)]
+        self.assertEqual(sorted(set(bars)), [0, 1], out[-3000:])
+        lines = [(int(s), int(e)) for s, e in re.findall(r"step (\d+) \| epoch (\d+) \|", out)]
+        self.assertIn((5, 0), lines)   # step 5 is in the first epoch: epoch 0 (none completed)
+        self.assertIn((25, 1), lines)  # 23 steps per epoch: step 25 is in the second
+        self.assertIn("2 epochs completed", out)
+
+
+if __name__ == "__main__":
+    common.main()
