@@ -3,14 +3,20 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "unitrain/core/error.h"
 #include "unitrain/core/plugin.h"
 #include "unitrain/core/registry.h"
+#include "unitrain/engine/bash_completion.h"
+#include "unitrain/engine/component_list.h"
 #include "unitrain/engine/config_run.h"
 #include "unitrain/engine/run_config.h"
+#include "unitrain/engine/starter_config.h"
 #include "unitrain/launch/launcher.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"
@@ -28,7 +34,8 @@ struct ConfigArgs {
 void add_config_args(CLI::App* cmd, ConfigArgs& args, bool required) {
   cmd->add_option("config", args.file, "the run's YAML file")->required(required);
   cmd->add_option("--plugin", args.plugins,
-                  "a shared library (.so) registering more components; repeatable");
+                  "a shared library (.so) registering more components; repeatable")
+      ->allow_extra_args(false);  // one value per --plugin, so the config may follow it
   cmd->allow_extras();
   cmd->footer(
       "Any key of the config can be overridden after the file: --optimizer.lr 3e-4, "
@@ -62,6 +69,83 @@ std::string default_log_dir(const std::vector<std::string>& worker_args) {
   } catch (const std::exception&) {
     return "logs";
   }
+}
+
+std::vector<std::string> subcommand_names(CLI::App& app) {
+  std::vector<std::string> names;
+  for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    names.push_back(sub->get_name());
+  }
+  return names;
+}
+
+/// The first word that is no option must name a subcommand: `unitrain trian` gets a suggestion.
+void check_subcommand_word(CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.rfind('-', 0) == 0) continue;  // the global options take no values
+    const auto names = subcommand_names(app);
+    if (std::find(names.begin(), names.end(), word) != names.end()) return;
+    const std::string hint = unitrain::closest_match(word, names);
+    std::string known;
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    throw unitrain::ConfigError("unknown command '" + word + "'" +
+                                (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+                                " (commands: " + known + ")");
+  }
+}
+
+/// `unitrain launch ...` whose worker command is not after `--`.
+bool launch_without_separator(int argc, char** argv) {
+  const auto end = argv + argc;
+  const auto launch = std::find_if(argv + 1, end, [](const char* w) { return w[0] != '-'; });
+  return launch != end && std::strcmp(*launch, "launch") == 0 &&
+         std::none_of(launch, end, [](const char* w) { return std::strcmp(w, "--") == 0; });
+}
+
+constexpr const char* kLaunchSeparatorHint =
+    "launch: put the workers' command after --, e.g. unitrain launch --nproc-per-node 2 -- "
+    "train run.yaml --optimizer.lr 1e-3 (without --, its options would be read as launch's)";
+
+/// Values to suggest for an option or positional, beside its declaration (for completion).
+using Choices = std::map<const CLI::Option*, std::vector<std::string>>;
+
+/// What `unitrain completion` completes, read from the app's own declarations.
+unitrain::CompletionSpec completion_spec(CLI::App& app, const Choices& choices,
+                                         const CLI::App* separated_command) {
+  auto names_of = [](const CLI::Option* o) {
+    std::vector<std::string> names;
+    for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+    for (const auto& s : o->get_snames()) names.push_back("-" + s);
+    return names;
+  };
+  unitrain::CompletionSpec spec;
+  for (const auto* o : app.get_options()) {
+    for (const auto& n : names_of(o)) spec.global_options.push_back(n);
+  }
+  for (auto* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    unitrain::CompletionCommand cmd;
+    cmd.name = sub->get_name();
+    cmd.config_overrides = sub->get_allow_extras();
+    cmd.command_after_separator = sub == separated_command;
+    for (const auto* o : sub->get_options()) {
+      const auto it = choices.find(o);
+      const std::vector<std::string> values =
+          it == choices.end() ? std::vector<std::string>{} : it->second;
+      if (!o->nonpositional()) {
+        if (!values.empty()) cmd.positional_choices = values;
+        cmd.positional_paths |= values.empty() && o->get_type_name() == "TEXT";
+        continue;
+      }
+      for (const auto& n : names_of(o)) {
+        const bool path = values.empty() && o->get_type_name() == "TEXT";
+        cmd.options.push_back({n, o->get_expected_max() != 0, path, values});
+      }
+    }
+    spec.commands.push_back(cmd);
+  }
+  spec.config_keys = unitrain::config_key_paths(*unitrain::run_schema());
+  return spec;
 }
 
 }  // namespace
@@ -138,18 +222,64 @@ int main(int argc, char** argv) {
   launch->add_option("command", launch_command,
                      "after --: each worker's command, e.g. -- train run.yaml --optimizer.lr 1e-3");
 
-  CLI::App* list = app.add_subcommand("list", "list every registered component by kind");
-  list->add_option("--plugin", list_args.plugins, "a plugin (.so) to load first; repeatable");
+  CLI::App* list = app.add_subcommand(
+      "list", "list every registered component by kind; with a kind, also their arguments");
+  list->add_option("--plugin", list_args.plugins, "a plugin (.so) to load first; repeatable")
+      ->allow_extra_args(false);
+  std::string list_kind;
+  CLI::Option* list_kind_option = list->add_option(
+      "kind", list_kind,
+      "a kind (model, dataset, loss, metric, ...; plural too): its components with each "
+      "argument's type, default and meaning");
+
+  unitrain::StarterOptions init_options;
+  std::string init_out = "run.yaml";
+  CLI::App* init = app.add_subcommand(
+      "init", "write a commented starter config for a task, filled in from your data");
+  CLI::Option* init_task =
+      init->add_option("--task", init_options.task,
+                       "classification or regression (CSV, MLP), image (IDX, CNN), language-model "
+                       "(text, char-level transformer)")
+          ->capture_default_str();
+  init->add_option("--data", init_options.data,
+                   "a CSV, IDX images or text file; default: the packaged example data");
+  init->add_option("--target", init_options.target,
+                   "the CSV column to predict (name, or index without a header); default: the "
+                   "last");
+  init->add_option("--out", init_out, "the file to write; an existing file is never overwritten")
+      ->capture_default_str();
+
+  std::string completion_shell;
+  CLI::App* completion = app.add_subcommand(
+      "completion", "print a shell completion script: source <(unitrain completion bash)");
+  CLI::Option* completion_shell_option =
+      completion->add_option("shell", completion_shell, "bash")->required();
+
+  Choices choices = {{init_task, unitrain::starter_tasks()},
+                     {completion_shell_option, {"bash"}},
+                     {eval->get_option("--split"), {"val", "test"}},
+                     {exp->get_option("--format"), {"state_dict", "torchscript"}}};
 
   try {
+    check_subcommand_word(app, argc, argv);
     app.parse(argc, argv);
+  } catch (const unitrain::ConfigError& e) {
+    unitrain::log::error(e.what());
+    return kExitUsage;
   } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() != 0 && launch_without_separator(argc, argv)) {
+      unitrain::log::error(std::string(e.what()) + "\n" + kLaunchSeparatorHint);
+      return kExitUsage;
+    }
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
 
   try {
     if (*launch) {
       std::vector<std::string> worker = launch_command;
+      if (!worker.empty() && launch_without_separator(argc, argv)) {
+        throw unitrain::ConfigError(kLaunchSeparatorHint);
+      }
       if (worker.empty()) {
         throw unitrain::ConfigError(
             "launch: give the workers' command after --, e.g. unitrain launch --nproc-per-node 2 "
@@ -194,13 +324,19 @@ int main(int argc, char** argv) {
     } else if (*list) {
       unitrain::register_builtins();
       for (const auto& p : list_args.plugins) unitrain::load_plugin(p);
-      for (const auto& kind : unitrain::catalog::kinds()) {
-        std::cout << kind << ":\n";
-        for (const auto* info : unitrain::catalog::of_kind(kind)) {
-          std::cout << "  " << info->name << std::string(info->name.size() < 18 ? 18 - info->name.size() : 1, ' ')
-                    << info->help << "\n";
-        }
+      std::cout << (list_kind.empty() ? unitrain::component_list()
+                                      : unitrain::component_list(list_kind));
+    } else if (*init) {
+      unitrain::write_starter_config(init_options, init_out);
+      unitrain::log::info("wrote " + init_out + "; train it with: unitrain train " + init_out);
+    } else if (*completion) {
+      if (completion_shell != "bash") {
+        throw unitrain::ConfigError("completion: only bash is supported, got '" + completion_shell +
+                                    "'");
       }
+      unitrain::register_builtins();
+      choices[list_kind_option] = unitrain::catalog::kinds();
+      std::cout << unitrain::bash_completion_script(completion_spec(app, choices, launch));
     }
   } catch (const unitrain::ConfigError& e) {
     unitrain::log::error(e.what());

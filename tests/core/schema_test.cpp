@@ -121,6 +121,21 @@ TEST(Schema, DuplicateRegistrationIsAnError) {
                ConfigError);
 }
 
+TEST(Schema, FloatDefaultsReadAsPeopleWriteThem) {
+  Schema s;
+  EXPECT_EQ(*s.add("a", Type::Float).def(0.1).default_yaml(), "0.1");
+  EXPECT_EQ(*s.add("b", Type::Float).def(0.99).default_yaml(), "0.99");
+  EXPECT_EQ(*s.add("c", Type::Float).def(1e-7).default_yaml(), "1.0e-07");  // a float in YAML 1.1
+  EXPECT_EQ(*s.add("d", Type::Float).def(100.0).default_yaml(), "100.0");
+  EXPECT_EQ(*s.add("e", Type::Float).def(3e-4).default_yaml(), "0.0003");
+  EXPECT_EQ(s.add("f", Type::Float).def(0.2).min(0.1).max(0.3).allowed(), "[0.1, 0.3]");
+  Config c = s.resolve(Config::from_string("{}"));
+  EXPECT_NE(c.dump().find("a: 0.1\n"), std::string::npos) << c.dump();
+  EXPECT_DOUBLE_EQ(c.get_double("c"), 1e-7);  // and they read back exactly
+  EXPECT_DOUBLE_EQ(c.get_double("e"), 3e-4);
+  EXPECT_NE(s.markdown("").find("`0.99`"), std::string::npos);
+}
+
 TEST(Schema, MarkdownListsEveryKey) {
   std::string md = train_schema().markdown("train");
   for (const char* key : {"`train.lr`", "`train.batch_size`", "`train.max_length`", "> 0",

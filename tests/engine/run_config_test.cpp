@@ -67,6 +67,20 @@ TEST(RunConfig, ParsesOverrideWords) {
   EXPECT_THROW(parse_overrides({"--optimizer.lr"}), ConfigError);
 }
 
+TEST(RunConfig, AnOverrideWithoutValueIsNamedNotTheWordAfterIt) {
+  // `train cfg.yaml --foo --run_dir X`: --foo is at fault, not X.
+  std::string msg = error_of([] { parse_overrides({"--foo", "--run_dir", "X"}); });
+  EXPECT_NE(msg.find("override --foo has no value"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--run_dir"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("'X'"), std::string::npos) << msg;
+  // Values may start with one dash, or with two when written with '='.
+  Overrides o = parse_overrides({"--optimizer.lr", "-0.1", "--name=--odd", "--run_dir", "X"});
+  ASSERT_EQ(o.size(), 3u);
+  EXPECT_EQ(o[0].second, "-0.1");
+  EXPECT_EQ(o[1].second, "--odd");
+  EXPECT_EQ(o[2], (std::pair<std::string, std::string>{"run_dir", "X"}));
+}
+
 TEST(RunConfig, ReferenceDocumentsEveryKey) {
   std::string md = config_reference_markdown();
   for (const char* key : {"`train.max_length`", "`optimizer.lr`", "`data.loader.batch_size`",

@@ -1,5 +1,7 @@
 #include "unitrain/core/schema.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -24,11 +26,8 @@ std::string describe(const YAML::Node& node) {
   return "a section";
 }
 
-std::string format_number(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
-}
+// The shortest text that reads back as `v`, as people write it: 0.1, 1e-08, 100.
+std::string format_number(double v) { return fmt::format("{}", v); }
 
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
@@ -189,11 +188,13 @@ const char* type_name(Type t) {
 }
 
 Field& Field::def(double v) {
-  std::ostringstream out;
-  out.precision(17);
-  out << v;
-  std::string s = out.str();
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // keep it a float in YAML
+  // Shortest round-trip text (0.1, not 0.10000000000000001), with a '.' so that every YAML
+  // reader (1.1 too) takes it as a float: 100 -> 100.0, 1e-07 -> 1.0e-07.
+  std::string s = format_number(v);
+  if (std::isfinite(v) && s.find('.') == std::string::npos) {
+    const size_t e = s.find('e');
+    s.insert(e == std::string::npos ? s.size() : e, ".0");
+  }
   default_ = s;
   return *this;
 }

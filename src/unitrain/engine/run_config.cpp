@@ -149,7 +149,12 @@ Overrides parse_overrides(const std::vector<std::string>& words) {
       key = key.substr(0, eq);
     } else {
       UT_CHECK(!is_set, "--set ", key, ": write --set ", key, "=value");
-      UT_CHECK(i + 1 < words.size(), "override --", key, " has no value");
+      UT_CHECK(i + 1 < words.size(), "override --", key, " has no value; write --", key, " VALUE");
+      // `--foo --run_dir X`: --foo has no value (a value may start with one dash: -0.1).
+      const std::string& next = words[i + 1];
+      UT_CHECK(next.rfind("--", 0) != 0 || next.size() == 2, "override --", key,
+               " has no value (the next word is the option ", next, "); write --", key,
+               " VALUE, or --", key, "=VALUE for a value starting with --");
       value = words[++i];
     }
     UT_CHECK(!key.empty(), "override '", w, "' has no key");
