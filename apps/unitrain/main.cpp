@@ -10,6 +10,7 @@
 #include <map>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/memory.h"
 #include "unitrain/core/plugin.h"
 #include "unitrain/core/registry.h"
 #include "unitrain/engine/bash_completion.h"
@@ -151,6 +152,11 @@ unitrain::CompletionSpec completion_spec(CLI::App& app, const Choices& choices,
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything allocates much: training steps reuse freed memory instead of mapping it
+  // anew each step (docs/performance.md, "Memory"). UNITRAIN_MALLOC=system turns it off.
+  if (const std::string note = unitrain::keep_freed_memory(); !note.empty()) {
+    unitrain::log::file_only(note);  // train.log's first line
+  }
   CLI::App app{"unitrain: train any LibTorch model from a YAML file or a few lines of C++"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "unitrain 0.1.0");

@@ -10,7 +10,8 @@ from the `done:` line: the training loop's own time) and the median peak RSS of 
 Variants (comma-separated names for the third argument):
   system    glibc malloc with its defaults (UNITRAIN_MALLOC=system turns unitrain's own setting off)
   tuned     glibc told at start-up to keep freed memory: unitrain's default (`mallopt`, see
-            src/unitrain/core/memory.h); before it existed this was GLIBC_TUNABLES
+            src/unitrain/core/memory.h)
+  tunables  the same through the environment (GLIBC_TUNABLES), what a user could do by hand
   jemalloc  Debian's libjemalloc2 through LD_PRELOAD
   tcmalloc  Debian's libtcmalloc-minimal4 through LD_PRELOAD
 Cases: mlp-big (MLP 784-1024-1024-10, Adam, batch 64, synthetic), cnn (the Fashion-MNIST demo's
@@ -30,6 +31,8 @@ LIB = "/usr/lib/x86_64-linux-gnu"
 VARIANTS = {
     "system": {"UNITRAIN_MALLOC": "system"},
     "tuned": {},
+    "tunables": {"UNITRAIN_MALLOC": "system", "GLIBC_TUNABLES":
+                 "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824"},
     "jemalloc": {"UNITRAIN_MALLOC": "system", "LD_PRELOAD": f"{LIB}/libjemalloc.so.2"},
     "tcmalloc": {"UNITRAIN_MALLOC": "system", "LD_PRELOAD": f"{LIB}/libtcmalloc_minimal.so.4"},
 }

@@ -52,23 +52,26 @@ class Examples(common.Case):
         self.assertEqual(code, 0, out)
         self.assertGreaterEqual(last(read_jsonl(os.path.join(run_dir, "metrics.jsonl")), "val/acc"), 0.93)
 
-    def test_char_lm_loss_falls_on_moby_dick(self):
+    def test_char_lm_does_what_its_comment_says(self):
+        # examples/moby_dick/char_lm.yaml promises numbers for its first 100 steps; those steps
+        # are the warmup, which does not depend on max_length, so a 100-step run of the example
+        # as written takes exactly the path of the full run.
         text = os.path.join(common.SOURCE, "examples/data/generated/moby_dick.txt")
         if not os.path.exists(text):
             subprocess.run([os.path.join(common.SOURCE, "examples/moby_dick/prepare.sh")], check=True,
                            timeout=600)
+        with open(os.path.join(common.SOURCE, "examples/moby_dick/char_lm.yaml")) as f:
+            comment = f.read()
+        self.assertIn("to below 2.6 at step 100", comment)
         run_dir = os.path.join(self.dir, "lm")
         code, out = run(["train", "examples/moby_dick/char_lm.yaml", "--run_dir", run_dir,
-                         "--train.max_length", "150 steps", "--train.val_every", "150 steps",
-                         "--train.log_every", "25 steps", "--model.args.d_model", "64",
-                         "--model.args.seq_len", "64", "--data.train.args.seq_len", "64"],
-                        cwd=common.SOURCE)
+                         "--train.max_length", "100 steps"], cwd=common.SOURCE)
         self.assertEqual(code, 0, out)
         events = read_jsonl(os.path.join(run_dir, "metrics.jsonl"))
-        losses = [e["train/loss"] for e in events if "train/loss" in e]
-        self.assertGreater(losses[0], 3.0, losses)
-        self.assertLess(losses[-1], 2.8, losses)
-        self.assertLess(last(events, "val/ppl"), 16.0)
+        losses = {e["step"]: e["train/loss"] for e in events if "train/loss" in e}
+        self.assertGreater(losses[50], 3.0, losses)  # from ~4.4 (uniform over 85 bytes) ...
+        self.assertLess(losses[50], 4.4, losses)
+        self.assertLess(losses[100], 2.6, losses)    # ... to below 2.6 at step 100
 
 
 if __name__ == "__main__":
