@@ -12,6 +12,7 @@ UNITRAIN_PACKAGES=(
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev libisal-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist python3-torch python3-sklearn openmpi-bin
+  ccache  # optional: CMake compiles through it when present (a rebuilt build/ is then quick)
 )
 
 unitrain_install() {
@@ -32,7 +33,18 @@ unitrain_install() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
+# Parallel compile jobs; each needs ~1 GB of memory (LibTorch's headers).
+UNITRAIN_JOBS=${UNITRAIN_JOBS:-$(nproc)}
+
+# unitrain_build [TARGET...]: configures build/ (always the same options, so that scripts/demo and
+# scripts/test share it without reconfiguring) and builds the given targets, or everything.
+# scripts/demo names unitrain_cli: the library and the command, not the tests, benchmarks and
+# examples that scripts/test builds next in the same folder.
 unitrain_build() {
-  cmake -S "$UNITRAIN_ROOT" -B "$UNITRAIN_BUILD" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-  cmake --build "$UNITRAIN_BUILD" -j2
+  cmake -S "$UNITRAIN_ROOT" -B "$UNITRAIN_BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  if [ $# -gt 0 ]; then
+    cmake --build "$UNITRAIN_BUILD" -j"$UNITRAIN_JOBS" --target "$@"
+  else
+    cmake --build "$UNITRAIN_BUILD" -j"$UNITRAIN_JOBS"
+  fi
 }

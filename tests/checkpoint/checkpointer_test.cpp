@@ -18,11 +18,11 @@ using test::error_of;
 
 namespace fs = std::filesystem;
 
-std::vector<char> bytes(const std::string& s) { return {s.begin(), s.end()}; }
-std::string text(const std::vector<char>& b) { return {b.begin(), b.end()}; }
+std::vector<char> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
+std::string text_of(const std::vector<char>& b) { return {b.begin(), b.end()}; }
 
 CheckpointSave save_of(int64_t step, bool best = false) {
-  return {step, {{"model.pt", bytes("step " + std::to_string(step))}}, best};
+  return {step, {{"model.pt", bytes_of("step " + std::to_string(step))}}, best};
 }
 
 CheckpointOptions options(bool async, int64_t keep_last = 0) {
@@ -54,7 +54,7 @@ TEST(Checkpointer, SyncSaveIsCompleteOnReturnAndLinksLast) {
   EXPECT_EQ(c.store().resolve_link("best"), "");
   c.save(save_of(20));
   EXPECT_EQ(c.store().resolve_link("last"), root + "/step-20");
-  EXPECT_EQ(text(CheckpointStore::read(root + "/step-20", "model.pt")), "step 20");
+  EXPECT_EQ(text_of(CheckpointStore::read(root + "/step-20", "model.pt")), "step 20");
   EXPECT_EQ(c.saves(), 2);
   EXPECT_GT(c.write_seconds(), 0);
   EXPECT_GE(c.blocking_seconds(), c.write_seconds());  // a sync save blocks for the write
@@ -71,7 +71,7 @@ TEST(Checkpointer, AsyncSaveIsCompleteAfterWaitAndLinksLastAndBest) {
   for (int64_t s : {10, 20, 30}) {
     const std::string dir = root + "/step-" + std::to_string(s);
     EXPECT_EQ(CheckpointStore::verify(dir), "") << dir;
-    EXPECT_EQ(text(CheckpointStore::read(dir, "model.pt")), "step " + std::to_string(s));
+    EXPECT_EQ(text_of(CheckpointStore::read(dir, "model.pt")), "step " + std::to_string(s));
   }
   EXPECT_EQ(c.store().resolve_link("last"), root + "/step-30");
   EXPECT_EQ(c.store().resolve_link("best"), root + "/step-10");
@@ -102,17 +102,17 @@ TEST(Checkpointer, ProducedFilesAreSerialisedAtWriteTime) {
     CheckpointSave s = save_of(5);
     s.files.push_back({"optimizer.pt", {}, [calls] {
                          ++*calls;
-                         return bytes("serialised later");
+                         return bytes_of("serialised later");
                        }});
-    s.files.push_back({"rng.pt", {}, [] { return bytes(std::string(1000, 'r')); }});
+    s.files.push_back({"rng.pt", {}, [] { return bytes_of(std::string(1000, 'r')); }});
     c.save(std::move(s));
     c.wait();
     EXPECT_EQ(calls->load(), 1) << async;
     const std::string dir = root + "/step-5";
     EXPECT_EQ(CheckpointStore::verify(dir), "") << async;  // the CRCs computed while serialising
-    EXPECT_EQ(text(CheckpointStore::read(dir, "optimizer.pt")), "serialised later");
+    EXPECT_EQ(text_of(CheckpointStore::read(dir, "optimizer.pt")), "serialised later");
     EXPECT_EQ(CheckpointStore::read(dir, "rng.pt").size(), 1000u);
-    EXPECT_EQ(text(CheckpointStore::read(dir, "model.pt")), "step 5");
+    EXPECT_EQ(text_of(CheckpointStore::read(dir, "model.pt")), "step 5");
   }
 }
 
@@ -129,7 +129,7 @@ TEST(Checkpointer, SnapshotRunsBeforeFilesAndWaitSnapshotWaitsForIt) {
       *copied = true;
     };
     s.files.push_back({"state.pt", {}, [copied] {
-                         return bytes(*copied ? "after the snapshot" : "before the snapshot");
+                         return bytes_of(*copied ? "after the snapshot" : "before the snapshot");
                        }});
     c.save(std::move(s));
     EXPECT_EQ(copied->load(), !async);  // async: save() did not wait for the copies
@@ -137,7 +137,7 @@ TEST(Checkpointer, SnapshotRunsBeforeFilesAndWaitSnapshotWaitsForIt) {
     c.wait_snapshot();
     EXPECT_TRUE(copied->load()) << async;
     c.wait();
-    EXPECT_EQ(text(CheckpointStore::read(root + "/step-3", "state.pt")), "after the snapshot");
+    EXPECT_EQ(text_of(CheckpointStore::read(root + "/step-3", "state.pt")), "after the snapshot");
     c.wait_snapshot();  // nothing pending: returns at once
   }
 }

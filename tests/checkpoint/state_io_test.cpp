@@ -25,7 +25,7 @@ struct Net : torch::nn::Module {
   torch::nn::BatchNorm1d bn{nullptr};
 };
 
-std::vector<char> bytes(const std::string& s) { return {s.begin(), s.end()}; }
+std::vector<char> as_bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
 TEST(StateIo, TensorDictRoundTripKeepsNamesOrderValuesAndDtypes) {
   torch::manual_seed(3);
@@ -57,7 +57,7 @@ TEST(StateIo, TensorDictRoundTripKeepsNamesOrderValuesAndDtypes) {
 
 TEST(StateIo, GarbageBytesAreATrainErrorNamingWhat) {
   std::string m =
-      error_of<TrainError>([] { load_tensor_dict(bytes("not a pickle"), "weights.pt"); });
+      error_of<TrainError>([] { load_tensor_dict(as_bytes("not a pickle"), "weights.pt"); });
   EXPECT_TRUE(contains(m, "weights.pt")) << m;
   m = error_of<TrainError>([] { load_tensor_dict({}, "empty.pt"); });
   EXPECT_TRUE(contains(m, "empty.pt")) << m;
@@ -517,7 +517,7 @@ TEST(StateIo, OptimizerStateOfAnotherTypeIsATrainError) {
   EXPECT_TRUE(contains(g, "1 parameter groups")) << g;
 
   EXPECT_TRUE(contains(
-      error_of<TrainError>([&] { load_optimizer_state(adam, bytes("junk"), "j.pt"); }), "j.pt"));
+      error_of<TrainError>([&] { load_optimizer_state(adam, as_bytes("junk"), "j.pt"); }), "j.pt"));
 }
 
 TEST(StateIo, GradientStateRoundTrip) {

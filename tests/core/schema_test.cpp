@@ -8,7 +8,7 @@
 namespace unitrain {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
+std::string schema_error_of(const std::function<void()>& f) {
   try {
     f();
   } catch (const ConfigError& e) {
@@ -33,7 +33,8 @@ Registry<int>& widgets() {
     auto* reg = new Registry<int>("widget");
     Schema args;
     args.add("size", Type::Int).def(3).min(1).help("widget size");
-    reg->add("round", "a round widget", args, [](const Config& a) { return int(a.get_int("size")); });
+    reg->add("round", "a round widget", args,
+             [](const Config& a) { return int(a.get_int("size")); });
     reg->add("square", "a square widget", Schema(), [](const Config&) { return 4; });
     return reg;
   }();
@@ -63,20 +64,20 @@ TEST(Schema, ExplicitNullWinsOverADefaultOnlyWhenNullable) {
 
 TEST(Schema, ErrorsNameKeyAndValue) {
   Schema s = train_schema();
-  std::string msg = error_of([&] { s.resolve(Config::from_string("name: x\nlrr: 1\n")); });
+  std::string msg = schema_error_of([&] { s.resolve(Config::from_string("name: x\nlrr: 1\n")); });
   EXPECT_NE(msg.find("unknown key 'lrr'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("did you mean 'lr'"), std::string::npos) << msg;
-  msg = error_of([&] { s.resolve(Config::from_string("name: x\nlr: -1\n")); });
+  msg = schema_error_of([&] { s.resolve(Config::from_string("name: x\nlr: -1\n")); });
   EXPECT_NE(msg.find("lr must be > 0, got -1"), std::string::npos) << msg;
-  msg = error_of([&] { s.resolve(Config::from_string("name: x\nbatch_size: many\n")); });
+  msg = schema_error_of([&] { s.resolve(Config::from_string("name: x\nbatch_size: many\n")); });
   EXPECT_NE(msg.find("batch_size: expected int, got 'many'"), std::string::npos) << msg;
-  msg = error_of([&] { s.resolve(Config::from_string("name: x\nbatch_size: 1e3\n")); });
+  msg = schema_error_of([&] { s.resolve(Config::from_string("name: x\nbatch_size: 1e3\n")); });
   EXPECT_NE(msg.find("whole number"), std::string::npos) << msg;
-  msg = error_of([&] { s.resolve(Config::from_string("name: x\nprecision: fp8\n")); });
+  msg = schema_error_of([&] { s.resolve(Config::from_string("name: x\nprecision: fp8\n")); });
   EXPECT_NE(msg.find("'fp8' is not one of: fp32, bf16-mixed"), std::string::npos) << msg;
-  msg = error_of([&] { s.resolve(Config::from_string("lr: 1\n")); });
+  msg = schema_error_of([&] { s.resolve(Config::from_string("lr: 1\n")); });
   EXPECT_NE(msg.find("missing required key name"), std::string::npos) << msg;
-  msg = error_of([&] { s.resolve(Config::from_string("name: x\nsizes: [1, 0]\n")); });
+  msg = schema_error_of([&] { s.resolve(Config::from_string("name: x\nsizes: [1, 0]\n")); });
   EXPECT_NE(msg.find("sizes[1] must be >= 1, got 0"), std::string::npos) << msg;
 }
 
@@ -84,7 +85,8 @@ TEST(Schema, NestedSectionsCarryTheirPath) {
   auto inner = std::make_shared<Schema>(train_schema());
   Schema outer;
   outer.add("train", Type::Section).section(inner);
-  std::string msg = error_of([&] { outer.resolve(Config::from_string("train: {name: a, lr: 0}\n")); });
+  std::string msg =
+      schema_error_of([&] { outer.resolve(Config::from_string("train: {name: a, lr: 0}\n")); });
   EXPECT_NE(msg.find("train.lr must be > 0, got 0"), std::string::npos) << msg;
 }
 
@@ -103,15 +105,16 @@ TEST(Schema, ComponentSectionsValidateTheirArgs) {
   Config d = s.resolve(Config());
   EXPECT_EQ(d.at("widget").get_string("type"), "square");
 
-  std::string msg = error_of([&] { s.resolve(Config::from_string("widget: {type: rund}\n")); });
+  std::string msg =
+      schema_error_of([&] { s.resolve(Config::from_string("widget: {type: rund}\n")); });
   EXPECT_NE(msg.find("unknown widget 'rund' at widget.type"), std::string::npos) << msg;
   EXPECT_NE(msg.find("did you mean 'round'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("known: round, square"), std::string::npos) << msg;
-  msg = error_of([&] {
+  msg = schema_error_of([&] {
     s.resolve(Config::from_string("widget: {type: round, args: {size: 0}}\n"));
   });
   EXPECT_NE(msg.find("widget.args.size must be >= 1, got 0"), std::string::npos) << msg;
-  msg = error_of([&] { s.resolve(Config::from_string("more: [{args: {}}]\n")); });
+  msg = schema_error_of([&] { s.resolve(Config::from_string("more: [{args: {}}]\n")); });
   EXPECT_NE(msg.find("missing required key more.0.type"), std::string::npos) << msg;
 }
 

@@ -11,7 +11,7 @@
 namespace unitrain {
 namespace {
 
-DatasetPtr numbered(int64_t n) {
+DatasetPtr numbered_x(int64_t n) {
   return std::make_shared<TensorDataset>(Batch{{"x", torch::arange(n, torch::kInt64)}});
 }
 
@@ -22,16 +22,16 @@ std::vector<int64_t> values(const Dataset& d) {
 }
 
 TEST(SubsetDataset, MapsIndicesAndBatches) {
-  SubsetDataset s(numbered(10), {7, 2, 5});
+  SubsetDataset s(numbered_x(10), {7, 2, 5});
   EXPECT_EQ(s.size(), 3);
   EXPECT_EQ(values(s), (std::vector<int64_t>{7, 2, 5}));
   EXPECT_TRUE(torch::equal(s.get_batch({2, 0}).at("x"), torch::tensor({5, 7}, torch::kInt64)));
-  std::string msg = test::config_error_of([] { SubsetDataset(numbered(3), {0, 3}); });
+  std::string msg = test::config_error_of([] { SubsetDataset(numbered_x(3), {0, 3}); });
   EXPECT_NE(msg.find("out of range"), std::string::npos) << msg;
 }
 
 TEST(RandomSplit, DeterministicDisjointAndComplete) {
-  DatasetPtr data = numbered(100);
+  DatasetPtr data = numbered_x(100);
   Split a = random_split(data, 0.2, 42);
   Split b = random_split(data, 0.2, 42);
   Split c = random_split(data, 0.2, 43);
@@ -51,11 +51,11 @@ TEST(RandomSplit, DeterministicDisjointAndComplete) {
 }
 
 TEST(RandomSplit, RatioErrors) {
-  std::string msg = test::config_error_of([] { random_split(numbered(10), 1.0, 1); });
+  std::string msg = test::config_error_of([] { random_split(numbered_x(10), 1.0, 1); });
   EXPECT_NE(msg.find("data.validation_ratio"), std::string::npos) << msg;
-  msg = test::config_error_of([] { random_split(numbered(1), 0.5, 1); });
+  msg = test::config_error_of([] { random_split(numbered_x(1), 0.5, 1); });
   EXPECT_NE(msg.find("leaves none for training"), std::string::npos) << msg;
-  EXPECT_EQ(random_split(numbered(10), 0.01, 1).held_out->size(), 1);  // at least one
+  EXPECT_EQ(random_split(numbered_x(10), 0.01, 1).held_out->size(), 1);  // at least one
 }
 
 }  // namespace

@@ -10,29 +10,30 @@
 namespace unitrain {
 namespace {
 
-ModelPtr make(const std::string& yaml) {
+ModelPtr make_model(const std::string& yaml) {
   register_builtin_models();
   return model_registry().create(Config::from_string(yaml).at("model"));
 }
 
-int64_t count(const torch::nn::Module& m) {
+int64_t parameter_count(const torch::nn::Module& m) {
   int64_t n = 0;
   for (const auto& p : m.parameters()) n += p.numel();
   return n;
 }
 
-std::vector<std::string> names(const torch::nn::Module& m) {
+std::vector<std::string> parameter_names(const torch::nn::Module& m) {
   std::vector<std::string> out;
   for (const auto& p : m.named_parameters()) out.push_back(p.key());
   return out;
 }
 
 TEST(Cnn, DefaultsFashionMnistShape) {
-  auto m = make("model: {type: cnn}");
-  EXPECT_EQ(count(*m), 421642);  // tests/models/param_counts.py
-  EXPECT_EQ(names(*m), (std::vector<std::string>{"convs.0.weight", "convs.0.bias", "convs.1.weight",
-                                                 "convs.1.bias", "fc.weight", "fc.bias",
-                                                 "head.weight", "head.bias"}));
+  auto m = make_model("model: {type: cnn}");
+  EXPECT_EQ(parameter_count(*m), 421642);  // tests/models/param_counts.py
+  EXPECT_EQ(
+      parameter_names(*m),
+      (std::vector<std::string>{"convs.0.weight", "convs.0.bias", "convs.1.weight", "convs.1.bias",
+                                "fc.weight", "fc.bias", "head.weight", "head.bias"}));
   auto* cnn = dynamic_cast<models::CnnImpl*>(m.get());
   ASSERT_NE(cnn, nullptr);
   EXPECT_DOUBLE_EQ(cnn->options.dropout(), 0.25);
@@ -43,7 +44,7 @@ TEST(Cnn, DefaultsFashionMnistShape) {
 }
 
 TEST(Cnn, AcceptsUnbatchedChannelAndFlatImages) {
-  auto m = make("model: {type: cnn, args: {channels: [4], hidden: 8}}");
+  auto m = make_model("model: {type: cnn, args: {channels: [4], hidden: 8}}");
   m->eval();
   torch::manual_seed(0);
   auto x = torch::randn({2, 1, 28, 28});
@@ -53,11 +54,11 @@ TEST(Cnn, AcceptsUnbatchedChannelAndFlatImages) {
 }
 
 TEST(Cnn, BatchNormConfig) {
-  auto m = make(
+  auto m = make_model(
       "model: {type: cnn, args: {in_channels: 3, image_size: [12, 10], channels: [8, 16], "
       "batch_norm: true, hidden: 20, classes: 5, dropout: 0}}");
-  EXPECT_EQ(count(*m), 3461);  // tests/models/param_counts.py
-  auto n = names(*m);
+  EXPECT_EQ(parameter_count(*m), 3461);  // tests/models/param_counts.py
+  auto n = parameter_names(*m);
   EXPECT_EQ(n.front(), "convs.0.weight");
   EXPECT_NE(std::find(n.begin(), n.end(), "norms.1.bias"), n.end());
   EXPECT_EQ(std::find(n.begin(), n.end(), "convs.0.bias"), n.end());  // no conv bias with BN
@@ -67,7 +68,7 @@ TEST(Cnn, BatchNormConfig) {
 }
 
 TEST(Cnn, WrongImageShapeNamesBothShapes) {
-  auto m = make("model: {type: cnn}");
+  auto m = make_model("model: {type: cnn}");
   try {
     m->forward_all({torch::randn({2, 3, 28, 28})});
     FAIL() << "expected ConfigError";
@@ -84,7 +85,7 @@ TEST(Cnn, WrongImageShapeNamesBothShapes) {
 TEST(Cnn, BadArgsNameTheKey) {
   auto expect_error = [](const std::string& yaml, const std::string& fragment) {
     try {
-      make(yaml);
+      make_model(yaml);
       ADD_FAILURE() << "expected ConfigError for " << yaml;
     } catch (const ConfigError& e) {
       EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
@@ -100,7 +101,7 @@ TEST(Cnn, BadArgsNameTheKey) {
 TEST(Cnn, SgdLowersLoss) {
   torch::set_num_threads(1);
   torch::manual_seed(0);
-  auto m = make(
+  auto m = make_model(
       "model: {type: cnn, args: {image_size: [8, 8], channels: [4], hidden: 16, classes: 2, "
       "dropout: 0}}");
   // Class 1 images are bright in the top half, class 0 in the bottom half.

@@ -10,7 +10,7 @@
 namespace unitrain {
 namespace {
 
-ModelPtr make(const std::string& yaml) {
+ModelPtr make_lm(const std::string& yaml) {
   register_builtin_models();
   return model_registry().create(Config::from_string(yaml).at("model"));
 }
@@ -29,7 +29,7 @@ std::string error_of(const std::function<void()>& fn) {
 }
 
 TEST(TransformerLm, ShapesAndParameterCount) {
-  auto m = make(kSmall);
+  auto m = make_lm(kSmall);
   int64_t n = 0;
   for (const auto& p : m->parameters()) n += p.numel();
   EXPECT_EQ(n, 29234);  // tests/models/param_counts.py
@@ -49,7 +49,7 @@ TEST(TransformerLm, ShapesAndParameterCount) {
 }
 
 TEST(TransformerLm, Defaults) {
-  auto m = make("model: {type: transformer_lm, args: {vocab: 7}}");
+  auto m = make_lm("model: {type: transformer_lm, args: {vocab: 7}}");
   auto* lm = dynamic_cast<models::TransformerLmImpl*>(m.get());
   ASSERT_NE(lm, nullptr);
   EXPECT_EQ(lm->options.d_model(), 128);
@@ -63,7 +63,7 @@ TEST(TransformerLm, Defaults) {
 
 TEST(TransformerLm, IsCausal) {
   torch::manual_seed(0);
-  auto m = make(kSmall);
+  auto m = make_lm(kSmall);
   m->eval();
   auto a = torch::randint(50, {2, 12});
   auto b = a.clone();
@@ -79,24 +79,24 @@ TEST(TransformerLm, IsCausal) {
 
 TEST(TransformerLm, HeadsMustDivideDModel) {
   std::string msg = error_of(
-      [] { make("model: {type: transformer_lm, args: {vocab: 10, d_model: 30, heads: 4}}"); });
+      [] { make_lm("model: {type: transformer_lm, args: {vocab: 10, d_model: 30, heads: 4}}"); });
   EXPECT_NE(msg.find("model.args.d_model"), std::string::npos) << msg;
   EXPECT_NE(msg.find("model.args.heads"), std::string::npos) << msg;
   EXPECT_THROW(models::TransformerLm(models::TransformerLmOptions(10).d_model(30)), ConfigError);
 }
 
 TEST(TransformerLm, BadArgsAndInputs) {
-  EXPECT_NE(error_of([] { make("model: {type: transformer_lm}"); }).find("vocab"),
+  EXPECT_NE(error_of([] { make_lm("model: {type: transformer_lm}"); }).find("vocab"),
             std::string::npos);
   EXPECT_NE(error_of([] {
-              make("model: {type: transformer_lm, args: {}}");
+              make_lm("model: {type: transformer_lm, args: {}}");
             }).find("missing required key model.args.vocab"),
             std::string::npos);
   EXPECT_NE(error_of([] {
-              make("model: {type: transformer_lm, args: {vocab: 0}}");
+              make_lm("model: {type: transformer_lm, args: {vocab: 0}}");
             }).find("model.args.vocab"),
             std::string::npos);
-  auto m = make(kSmall);
+  auto m = make_lm(kSmall);
   std::string too_long = error_of([&] { m->forward_all({torch::randint(50, {1, 17})}); });
   EXPECT_NE(too_long.find("seq_len = 16"), std::string::npos) << too_long;
   EXPECT_NE(too_long.find("[1, 17]"), std::string::npos) << too_long;
@@ -111,7 +111,7 @@ TEST(TransformerLm, BadArgsAndInputs) {
 TEST(TransformerLm, SgdLearnsToCopyThePreviousToken) {
   torch::set_num_threads(1);
   torch::manual_seed(0);
-  auto m = make(
+  auto m = make_lm(
       "model: {type: transformer_lm, args: {vocab: 8, d_model: 32, layers: 1, heads: 2, "
       "seq_len: 8, dropout: 0}}");
   // Targets are the inputs shifted by one: predict the next token of a fixed cycle.

@@ -53,7 +53,7 @@ metrics:
   - {type: mae, prediction: value, target: v, name: value_mae}
 )";
 
-std::string error_of(const std::function<void()>& f) {
+std::string objective_error_of(const std::function<void()>& f) {
   try {
     f();
   } catch (const ConfigError& e) {
@@ -136,7 +136,7 @@ TEST(ObjectiveModuleTest, ShapeMismatchNamesLossTensorsAndShapes) {
                          objective("{predictions: [logits, value], losses: [{type: mse}]}"));
   Batch b = batch();
   b.set("y", torch::zeros({2, 3}));
-  std::string msg = error_of([&] { module.training_step(b); });
+  std::string msg = objective_error_of([&] { module.training_step(b); });
   EXPECT_HAS(msg,
              "loss 'mse' (prediction 'logits' vs target 'y'): prediction shape [2, 4] "
              "does not fit target shape [2, 3]; mse expects");
@@ -144,7 +144,7 @@ TEST(ObjectiveModuleTest, ShapeMismatchNamesLossTensorsAndShapes) {
   ObjectiveModule ce(std::make_shared<TwoHeads>(),
                      objective("{predictions: [logits, value], losses: [{type: cross_entropy, "
                                "prediction: value, target: v}]}"));
-  msg = error_of([&] { ce.training_step(batch()); });
+  msg = objective_error_of([&] { ce.training_step(batch()); });
   EXPECT_HAS(msg, "loss 'cross_entropy' (prediction 'value' vs target 'v'):");
 
   ObjectiveModule metric(std::make_shared<TwoHeads>(),
@@ -152,7 +152,7 @@ TEST(ObjectiveModuleTest, ShapeMismatchNamesLossTensorsAndShapes) {
                                    " metrics: [{type: mse, prediction: value, target: z}]}"));
   b = batch();
   b.set("z", torch::zeros({2, 2}));
-  msg = error_of([&] { metric.training_step(b); });
+  msg = objective_error_of([&] { metric.training_step(b); });
   EXPECT_HAS(msg,
              "metric 'mse' (prediction 'value' vs target 'z'): prediction shape [2, 1] "
              "does not fit target shape [2, 2]");
@@ -160,18 +160,18 @@ TEST(ObjectiveModuleTest, ShapeMismatchNamesLossTensorsAndShapes) {
 
 TEST(ObjectiveModuleTest, UnknownPredictionIsAConfigError) {
   auto model = std::make_shared<TwoHeads>();
-  std::string msg = error_of([&] {
+  std::string msg = objective_error_of([&] {
     ObjectiveModule(model, objective("{predictions: [logits, value], "
                                      "losses: [{type: cross_entropy, prediction: logitz}]}"));
   });
   EXPECT_HAS(msg, "objective.losses.0.prediction: 'logitz' is not a prediction");
   EXPECT_HAS(msg, "logits, value");
-  msg = error_of([&] {
+  msg = objective_error_of([&] {
     ObjectiveModule(model, objective("{losses: [{type: cross_entropy}], "
                                      "metrics: [{type: accuracy, prediction: probs}]}"));
   });
   EXPECT_HAS(msg, "objective.metrics.0.prediction: 'probs' is not a prediction");
-  msg = error_of([&] {
+  msg = objective_error_of([&] {
     ObjectiveModule(model, objective("{losses: [{type: cross_entropy}], "
                                      "regularizers: [{type: l2, weight: 1, target: parms}]}"));
   });
@@ -180,26 +180,28 @@ TEST(ObjectiveModuleTest, UnknownPredictionIsAConfigError) {
 
 TEST(ObjectiveModuleTest, ConstructionChecks) {
   auto model = std::make_shared<TwoHeads>();
-  EXPECT_HAS(error_of([&] { ObjectiveModule(model, objective("{losses: []}")); }),
+  EXPECT_HAS(objective_error_of([&] { ObjectiveModule(model, objective("{losses: []}")); }),
              "objective.losses must list at least one loss");
-  EXPECT_HAS(error_of([&] { ObjectiveModule(model, objective("{}")); }),
+  EXPECT_HAS(objective_error_of([&] { ObjectiveModule(model, objective("{}")); }),
              "objective.losses must list at least one loss");
   // A standalone section (library use, no key path) still names objective.* keys.
-  EXPECT_HAS(error_of([&] { ObjectiveModule(model, Config::from_string("{losses: []}")); }),
-             "objective.losses must list at least one loss");
   EXPECT_HAS(
-      error_of([&] { ObjectiveModule(model, objective("{losses: [{type: mse}, {type: mse}]}")); }),
-      "objective.losses.1.name: the name 'loss_mse' is already used");
-  EXPECT_HAS(
-      error_of([&] { ObjectiveModule(model, objective("{losses: [{type: mse, wieght: 1}]}")); }),
-      "did you mean 'objective.losses.0.weight'");
-  EXPECT_HAS(
-      error_of([&] { ObjectiveModule(model, objective("{losses: [{type: mse, weight: -1}]}")); }),
-      "objective.losses.0.weight");
-  EXPECT_HAS(
-      error_of([&] { ObjectiveModule(model, objective("{losses: [{prediction: logits}]}")); }),
-      "objective.losses.0.type");
-  EXPECT_HAS(error_of([&] {
+      objective_error_of([&] { ObjectiveModule(model, Config::from_string("{losses: []}")); }),
+      "objective.losses must list at least one loss");
+  EXPECT_HAS(objective_error_of([&] {
+               ObjectiveModule(model, objective("{losses: [{type: mse}, {type: mse}]}"));
+             }),
+             "objective.losses.1.name: the name 'loss_mse' is already used");
+  EXPECT_HAS(objective_error_of(
+                 [&] { ObjectiveModule(model, objective("{losses: [{type: mse, wieght: 1}]}")); }),
+             "did you mean 'objective.losses.0.weight'");
+  EXPECT_HAS(objective_error_of(
+                 [&] { ObjectiveModule(model, objective("{losses: [{type: mse, weight: -1}]}")); }),
+             "objective.losses.0.weight");
+  EXPECT_HAS(objective_error_of(
+                 [&] { ObjectiveModule(model, objective("{losses: [{prediction: logits}]}")); }),
+             "objective.losses.0.type");
+  EXPECT_HAS(objective_error_of([&] {
                ObjectiveModule(model,
                                objective("{losses: [{type: mse}], regularizers: [{type: l2}]}"));
              }),
@@ -210,13 +212,13 @@ TEST(ObjectiveModuleTest, MissingBatchKeyListsBatchKeys) {
   ObjectiveModule module(std::make_shared<TwoHeads>(),
                          objective("{inputs: [features], predictions: [logits, value], "
                                    "losses: [{type: cross_entropy}]}"));
-  std::string msg = error_of([&] { module.training_step(batch()); });
+  std::string msg = objective_error_of([&] { module.training_step(batch()); });
   EXPECT_HAS(msg, "objective.inputs: the batch has no tensor 'features'; batch keys: x, y, v");
 
   ObjectiveModule target(std::make_shared<TwoHeads>(),
                          objective("{predictions: [logits, value], "
                                    "losses: [{type: cross_entropy, target: label}]}"));
-  msg = error_of([&] { target.training_step(batch()); });
+  msg = objective_error_of([&] { target.training_step(batch()); });
   EXPECT_HAS(msg,
              "objective.losses.0.target: the batch has no tensor 'label'; batch keys: x, y, v");
 }
@@ -224,7 +226,7 @@ TEST(ObjectiveModuleTest, MissingBatchKeyListsBatchKeys) {
 TEST(ObjectiveModuleTest, OutputCountMustMatchPredictions) {
   ObjectiveModule module(std::make_shared<TwoHeads>(),
                          objective("{losses: [{type: cross_entropy}]}"));
-  std::string msg = error_of([&] { module.training_step(batch()); });
+  std::string msg = objective_error_of([&] { module.training_step(batch()); });
   EXPECT_HAS(msg, "returned 2 output(s) but objective.predictions lists 1 (logits)");
 }
 
@@ -237,7 +239,7 @@ TEST(ObjectiveModuleTest, NamedModelOutputsAreMatchedByName) {
   EXPECT_NEAR(module.training_step(b).loss.item<double>(), ce, 1e-5);
 
   ObjectiveModule missing(model, objective("{predictions: [probs], losses: [{type: mse}]}"));
-  EXPECT_HAS(error_of([&] { missing.training_step(b); }),
+  EXPECT_HAS(objective_error_of([&] { missing.training_step(b); }),
              "has no output 'probs'; its outputs are: value, logits");
 }
 
@@ -252,7 +254,7 @@ TEST(ObjectiveModuleTest, BuildsTheModelFromTheRegistry) {
   EXPECT_EQ(module.parameters().size(), 4u);
   EXPECT_TRUE(module.named_parameters().contains("model.cls.weight"));
   EXPECT_TRUE(module.training_step(batch()).loss.defined());
-  EXPECT_HAS(error_of([&] {
+  EXPECT_HAS(objective_error_of([&] {
                ObjectiveModule(Config::from_string("{type: test_two_head}", "model"),
                                objective(kTwoLosses));
              }),

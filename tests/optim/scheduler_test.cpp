@@ -16,7 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string error_of(const std::function<void()>& f) {
+std::string scheduler_error_of(const std::function<void()>& f) {
   try {
     f();
   } catch (const ConfigError& e) {
@@ -25,7 +25,7 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
-Config section(const std::string& yaml) {
+Config scheduler_section(const std::string& yaml) {
   return Config(Config::from_string(yaml).node(), "scheduler");
 }
 
@@ -55,7 +55,7 @@ TEST_F(SchedulerTest, MatchesPyTorchAndTransformers) {
     const std::string name = c["name"];
     SCOPED_TRACE(name);
     json sec = {{"type", c["type"]}, {"args", c["args"]}};
-    auto sched = build_scheduler(section(sec.dump()), context(c["total_steps"], base_lr));
+    auto sched = build_scheduler(scheduler_section(sec.dump()), context(c["total_steps"], base_lr));
     covered.insert(c["type"].get<std::string>());
     const bool metric_driven = !c["metrics"].is_null();
     EXPECT_EQ(sched->needs_metric(), metric_driven);
@@ -91,14 +91,14 @@ TEST_F(SchedulerTest, DurationsBecomeSchedulerSteps) {
 TEST_F(SchedulerTest, WarmupInEpochsAndPerEpochInterval) {
   ScheduleContext c = context(1000);
   c.steps_per_epoch = 10;
-  auto s = build_scheduler(section("{type: constant, args: {warmup: 1 epoch}}"), c);
+  auto s = build_scheduler(scheduler_section("{type: constant, args: {warmup: 1 epoch}}"), c);
   EXPECT_DOUBLE_EQ(s->factor(5), 0.5);
   EXPECT_DOUBLE_EQ(s->factor(10), 1.0);
   // interval: epoch — the run is 8 epochs, warmup 2 epochs, then linear decay to 0.
   ScheduleContext e = context(8);
   e.steps_per_epoch = 10;
-  auto lin =
-      build_scheduler(section("{type: linear, interval: epoch, args: {warmup: 20 steps}}"), e);
+  auto lin = build_scheduler(
+      scheduler_section("{type: linear, interval: epoch, args: {warmup: 20 steps}}"), e);
   EXPECT_DOUBLE_EQ(lin->factor(1), 0.5);
   EXPECT_DOUBLE_EQ(lin->factor(2), 1.0);
   EXPECT_DOUBLE_EQ(lin->factor(5), 0.5);
@@ -106,7 +106,7 @@ TEST_F(SchedulerTest, WarmupInEpochsAndPerEpochInterval) {
 }
 
 TEST_F(SchedulerTest, DefaultIsConstant) {
-  auto s = build_scheduler(section("{}"), context(0));
+  auto s = build_scheduler(scheduler_section("{}"), context(0));
   EXPECT_DOUBLE_EQ(s->factor(0), 1.0);
   EXPECT_DOUBLE_EQ(s->factor(123456), 1.0);
   EXPECT_FALSE(s->needs_metric());
@@ -116,13 +116,13 @@ TEST_F(SchedulerTest, DefaultIsConstant) {
 TEST_F(SchedulerTest, ReduceOnPlateauStateResumesExactly) {
   const std::string yaml =
       "{type: reduce_on_plateau, args: {patience: 1, cooldown: 1, factor: 0.5}}";
-  auto a = build_scheduler(section(yaml), context(0));
+  auto a = build_scheduler(scheduler_section(yaml), context(0));
   EXPECT_TRUE(a->needs_metric());
   EXPECT_EQ(a->monitored_metric(), "val/loss");
   const std::vector<double> metrics = {1.0, 0.9, 0.95, 0.95, 0.95, 0.95, 0.8, 0.85, 0.85, 0.85};
   for (size_t i = 0; i < 5; ++i) a->observe(metrics[i]);
   EXPECT_DOUBLE_EQ(a->factor(0), 0.5);
-  auto b = build_scheduler(section(yaml), context(0));
+  auto b = build_scheduler(scheduler_section(yaml), context(0));
   b->load_state(a->state());
   for (size_t i = 5; i < metrics.size(); ++i) {
     a->observe(metrics[i]);
@@ -130,7 +130,7 @@ TEST_F(SchedulerTest, ReduceOnPlateauStateResumesExactly) {
     EXPECT_DOUBLE_EQ(a->factor(0), b->factor(0)) << i;
   }
   EXPECT_DOUBLE_EQ(b->factor(0), 0.25);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(scheduler_error_of([&] {
               b->load_state({{"factor", 1.0}});
             }).find("no 'best' entry"),
             std::string::npos);
@@ -138,7 +138,7 @@ TEST_F(SchedulerTest, ReduceOnPlateauStateResumesExactly) {
 
 TEST_F(SchedulerTest, BadSectionsGiveErrorsNamingTheKey) {
   auto err = [](const std::string& yaml, ScheduleContext c) {
-    return error_of([&] { build_scheduler(section(yaml), c); });
+    return scheduler_error_of([&] { build_scheduler(scheduler_section(yaml), c); });
   };
   std::string msg = err("{type: linear}", context(0));
   EXPECT_NE(msg.find("scheduler.args.total is needed"), std::string::npos) << msg;

@@ -11,7 +11,7 @@
 namespace unitrain {
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t) {
+double elapsed_seconds(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
@@ -66,7 +66,7 @@ void Checkpointer::write(CheckpointSave& save) {
   store_.link("last", dir);
   if (save.best) store_.link("best", dir);
   store_.prune(options_.keep_last, store_.resolve_link("best"));
-  write_seconds_ += seconds_since(start);
+  write_seconds_ += elapsed_seconds(start);
 }
 
 void Checkpointer::wait() {
@@ -90,7 +90,7 @@ void Checkpointer::save(CheckpointSave save) {
   if (!options_.async) {
     if (save.snapshot) save.snapshot();
     write(save);
-    blocking_seconds_ += seconds_since(start);
+    blocking_seconds_ += elapsed_seconds(start);
     return;
   }
   pending_step_ = save.step;
@@ -107,7 +107,7 @@ void Checkpointer::save(CheckpointSave save) {
       snapshot_finished();  // a failed snapshot must not leave training waiting
     }
   });
-  blocking_seconds_ += seconds_since(start);
+  blocking_seconds_ += elapsed_seconds(start);
 }
 
 void Checkpointer::run_snapshot(CheckpointSave& save) {
@@ -131,7 +131,7 @@ void Checkpointer::wait_snapshot() {
   if (!snapshot_pending_) return;
   auto start = std::chrono::steady_clock::now();
   snapshot_done_.wait(lock, [this] { return !snapshot_pending_; });
-  snapshot_wait_seconds_ += seconds_since(start);
+  snapshot_wait_seconds_ += elapsed_seconds(start);
 }
 
 std::string Checkpointer::find_resume(const std::string& resume) const {

@@ -17,7 +17,7 @@
 namespace unitrain {
 namespace {
 
-std::string errno_text() { return std::strerror(errno); }
+std::string errno_message() { return std::strerror(errno); }
 
 /// Writes an image to a new file and fsyncs it; TrainError naming the path on any failure
 /// (a full disk shows as a short write or ENOSPC).
@@ -37,7 +37,7 @@ class SyncedWriter {
       direct_ = false;
       fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     }
-    UT_CHECK_TRAIN(fd_ >= 0, "cannot create ", path_, ": ", errno_text());
+    UT_CHECK_TRAIN(fd_ >= 0, "cannot create ", path_, ": ", errno_message());
     if (direct_) {
       void* p = nullptr;
       if (::posix_memalign(&p, kAlign, kStaging) == 0) {

@@ -19,7 +19,7 @@ std::string join(const std::vector<std::string>& items, const std::string& sep) 
   return out;
 }
 
-std::string describe(const YAML::Node& node) {
+std::string describe_node(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return "null";
   if (node.IsScalar()) return "'" + node.Scalar() + "'";
   if (node.IsSequence()) return "a list";
@@ -80,7 +80,7 @@ void resolve_field(const Field& f, const YAML::Node& in, YAML::Node& out, const 
 void resolve_section(const Field& f, const YAML::Node& in, YAML::Node& out,
                      const std::string& path) {
   UT_CHECK(!in.IsDefined() || in.IsNull() || in.IsMap(), path,
-           ": expected a section (a map of keys), got ", describe(in));
+           ": expected a section (a map of keys), got ", describe_node(in));
   if (f.component_kind().empty()) {
     f.section_schema()->resolve_node(in, out, path);
     return;
@@ -141,7 +141,8 @@ void resolve_field(const Field& f, const YAML::Node& in, YAML::Node& out,
         out = YAML::Node(YAML::NodeType::Sequence);
         return;
       }
-      UT_CHECK(value.IsSequence(), path, ": expected a list of sections, got ", describe(value));
+      UT_CHECK(value.IsSequence(), path, ": expected a list of sections, got ",
+               describe_node(value));
       out = YAML::Node(YAML::NodeType::Sequence);
       for (size_t i = 0; i < value.size(); ++i) {
         YAML::Node item(YAML::NodeType::Map);
@@ -234,7 +235,7 @@ void Field::check_number(double v, const std::string& key, const std::string& te
 
 void Field::check_value(const YAML::Node& value, const std::string& key) const {
   auto scalar = [&](const YAML::Node& node, const std::string& k, Type t) {
-    UT_CHECK(node.IsScalar(), k, ": expected ", type_name(t), ", got ", describe(node));
+    UT_CHECK(node.IsScalar(), k, ": expected ", type_name(t), ", got ", describe_node(node));
     const std::string& text = node.Scalar();
     try {
       switch (t) {
@@ -248,7 +249,8 @@ void Field::check_value(const YAML::Node& value, const std::string& key) const {
       std::string hint = (t == Type::Int && text.find_first_of(".eE") != std::string::npos)
                              ? " (write a whole number, e.g. 1000)"
                              : "";
-      throw ConfigError(detail::concat(k, ": expected ", type_name(t), ", got ", describe(node), hint));
+      throw ConfigError(
+          detail::concat(k, ": expected ", type_name(t), ", got ", describe_node(node), hint));
     }
     if (!choices_.empty()) {
       UT_CHECK(std::find(choices_.begin(), choices_.end(), text) != choices_.end(), k, ": '",
@@ -263,7 +265,7 @@ void Field::check_value(const YAML::Node& value, const std::string& key) const {
                      : type_ == Type::FloatList ? Type::Float
                                                 : Type::String;
       UT_CHECK(value.IsSequence(), key, ": expected a ", type_name(type_), " such as [1, 2], got ",
-               describe(value));
+               describe_node(value));
       for (size_t i = 0; i < value.size(); ++i) {
         scalar(value[i], key + "[" + std::to_string(i) + "]", element);
       }
@@ -301,7 +303,7 @@ Config Schema::resolve(const Config& in) const {
 
 void Schema::resolve_node(const YAML::Node& in, YAML::Node& out, const std::string& path) const {
   UT_CHECK(!in.IsDefined() || in.IsNull() || in.IsMap(), path.empty() ? "config" : path,
-           ": expected a section (a map of keys), got ", describe(in));
+           ": expected a section (a map of keys), got ", describe_node(in));
   std::vector<std::string> known;
   for (const auto& f : fields_) known.push_back(f.name());
   check_known_keys(in, known, path);
@@ -319,7 +321,8 @@ void resolve_component(const std::string& kind, const std::string& default_type,
                        const YAML::Node& in, YAML::Node& out, const std::string& path) {
   std::string type = default_type;
   if (in.IsDefined() && in.IsMap() && !absent(in["type"])) {
-    UT_CHECK(in["type"].IsScalar(), path, ".type: expected a name, got ", describe(in["type"]));
+    UT_CHECK(in["type"].IsScalar(), path, ".type: expected a name, got ",
+             describe_node(in["type"]));
     type = in["type"].Scalar();
   }
   if (type.empty()) {

@@ -45,7 +45,7 @@ bool parse_number(std::string_view cell, double* out) {
   return ec == std::errc() && end == cell.data() + cell.size() && std::isfinite(*out);
 }
 
-std::string join(const std::vector<std::string>& items) {
+std::string join_columns(const std::vector<std::string>& items) {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
   return out;
@@ -66,7 +66,7 @@ size_t find_column(const std::string& spec, const std::vector<std::string>& name
   std::string hint = closest_match(spec, names);
   throw ConfigError(detail::concat("csv: ", what, " column '", spec, "' is not in '", path, "'",
                                    hint.empty() ? "" : " (did you mean '" + hint + "'?)",
-                                   "; its columns are: ", join(names),
+                                   "; its columns are: ", join_columns(names),
                                    " (or use an index, -1 for the last)"));
 }
 

@@ -306,7 +306,7 @@ void say(const LaunchOptions& o, const std::string& message, bool is_err) {
   }
 }
 
-void check(const LaunchOptions& o) {
+void check_options(const LaunchOptions& o) {
   UT_CHECK(o.nproc_per_node >= 1, "launch: --nproc-per-node must be at least 1, got ",
            o.nproc_per_node);
   UT_CHECK(o.nnodes >= 1, "launch: --nnodes must be at least 1, got ", o.nnodes);
@@ -332,7 +332,7 @@ std::string describe_exit(int status) {
 }
 
 int launch(const LaunchOptions& o) {
-  check(o);
+  check_options(o);
   if (!o.log_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.log_dir, ec);

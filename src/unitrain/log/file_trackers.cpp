@@ -15,7 +15,7 @@
 namespace unitrain {
 namespace {
 
-nlohmann::json number(double v) {
+nlohmann::json json_number(double v) {
   if (std::isfinite(v)) return v;
   return std::isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity");
 }
@@ -58,7 +58,7 @@ class JsonlTracker : public Tracker {
     j["epoch"] = e.epoch;
     j["samples"] = e.samples;
     j["time"] = std::round(e.time * 1000.0) / 1000.0;
-    for (const auto& [k, v] : e.metrics) j[k] = number(v);
+    for (const auto& [k, v] : e.metrics) j[k] = json_number(v);
     out_ << j.dump() << "\n";
     out_.flush();
     UT_CHECK_TRAIN(out_.good(), "writing ", path_, " failed (disk full?)");

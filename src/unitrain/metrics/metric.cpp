@@ -8,10 +8,10 @@
 namespace unitrain {
 namespace {
 
-const char* kClassExpects =
+const char* kMetricClassExpects =
     "expects class scores [B, C] with class indices [B] (or [B, 1]), or [B, T, C] with [B, T]; "
     "for one binary logit use [B] or [B, 1] with 0/1 targets";
-const char* kElementwiseExpects =
+const char* kMetricElementwiseExpects =
     "expects a prediction of the target's shape ([B, 1] vs [B] is accepted)";
 
 // Items that count: targets other than kIgnoreIndex.
@@ -44,11 +44,11 @@ MetricValue accuracy(const torch::Tensor& logits_in, const torch::Tensor& target
   torch::Tensor logits = logits_in.detach(), target = target_in.detach();
   if (is_binary_logit(logits)) {
     // One logit per item: a positive logit predicts class 1.
-    torch::Tensor t = elementwise_target(logits, target, "metric", "accuracy", kClassExpects);
+    torch::Tensor t = elementwise_target(logits, target, "metric", "accuracy", kMetricClassExpects);
     torch::Tensor hits = (logits > 0) == (t > 0.5);
     return {hits.to(torch::kDouble).mean(), static_cast<double>(hits.numel())};
   }
-  torch::Tensor t = class_index_target(logits, target, "metric", "accuracy", kClassExpects);
+  torch::Tensor t = class_index_target(logits, target, "metric", "accuracy", kMetricClassExpects);
   return fraction(logits.argmax(-1) == t, counted(t));
 }
 
@@ -70,14 +70,16 @@ MetricValue top_k_accuracy(const torch::Tensor& logits_in, const torch::Tensor& 
 MetricValue mse(const torch::Tensor& pred_in, const torch::Tensor& target) {
   torch::NoGradGuard no_grad;
   torch::Tensor pred = pred_in.detach();
-  torch::Tensor t = elementwise_target(pred, target.detach(), "metric", "mse", kElementwiseExpects);
+  torch::Tensor t =
+      elementwise_target(pred, target.detach(), "metric", "mse", kMetricElementwiseExpects);
   return {(pred - t).square().to(torch::kDouble).mean(), rows(pred)};
 }
 
 MetricValue mae(const torch::Tensor& pred_in, const torch::Tensor& target) {
   torch::NoGradGuard no_grad;
   torch::Tensor pred = pred_in.detach();
-  torch::Tensor t = elementwise_target(pred, target.detach(), "metric", "mae", kElementwiseExpects);
+  torch::Tensor t =
+      elementwise_target(pred, target.detach(), "metric", "mae", kMetricElementwiseExpects);
   return {(pred - t).abs().to(torch::kDouble).mean(), rows(pred)};
 }
 

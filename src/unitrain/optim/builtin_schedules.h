@@ -29,6 +29,8 @@ void add_warmup_field(Schema& schema);
 /// Declares the optional `total` duration of a schedule (null = the whole run).
 void add_total_field(Schema& schema);
 
+constexpr double kPi = 3.14159265358979323846;  ///< for the cosine schedules
+
 /// Linear warmup from 0: steps / max(1, warmup) (transformers' warmup ramp).
 inline double warmup_factor(int64_t steps, int64_t warmup) {
   return static_cast<double>(steps) / static_cast<double>(warmup > 1 ? warmup : 1);

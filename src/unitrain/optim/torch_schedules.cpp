@@ -8,8 +8,6 @@
 namespace unitrain::schedules {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
-
 void register_step() {
   Schema s;
   s.add("step_size", Type::Duration)

@@ -9,8 +9,6 @@
 namespace unitrain::schedules {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
-
 Schema with_warmup() {
   Schema s;
   add_warmup_field(s);
