@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/memory.h"
 #include "unitrain/data/csv_dataset.h"
 #include "unitrain/data/subset_dataset.h"
 #include "unitrain/engine/trainer.h"
@@ -38,6 +39,7 @@ struct StopAtAccuracy : unitrain::Callback {
 };
 
 int main(int argc, char** argv) try {
+  unitrain::keep_freed_memory();  // steps reuse freed memory (what the unitrain command does)
   std::string run_dir = argc > 1 ? argv[1] : "runs/library-digits";
   unitrain::Config config = unitrain::Config::from_string(
       "name: library-digits\nrun_dir: " + run_dir + "\n" +

@@ -45,7 +45,7 @@ class ReadmeTour(common.Case):
         work = self.dir  # a fresh folder: runs/ lands here
         os.symlink(os.path.join(common.SOURCE, "examples"), os.path.join(work, "examples"))
         cmds = commands(tour_section())
-        self.assertGreaterEqual(len(cmds), 7, cmds)
+        self.assertGreaterEqual(len(cmds), 10, cmds)
         ran = []
         for words in cmds:
             self.assertEqual(words[0], "build/unitrain", words)
@@ -75,6 +75,11 @@ class ReadmeTour(common.Case):
             self.assertGreater(json.load(f)["metrics"]["val/acc"], 0.95)
         model = torch.jit.load(os.path.join(work, "mlp.ts"))
         self.assertEqual(tuple(model(torch.rand(3, 64) * 16).shape), (3, 10))
+        # init wrote a config from the wine CSV that trained as written.
+        with open(os.path.join(work, "wine.yaml")) as f:
+            self.assertIn("wine_data.csv", f.read())
+        init_run = [out for words, out in ran if words[1:3] == ["train", "wine.yaml"]][0]
+        self.assertIn("done:", init_run)
         # launch: two processes, their own run.
         with open(os.path.join(runs, "digits-2proc", "checkpoints", "last", "trainer_state.json")) as f:
             self.assertEqual(json.load(f)["world_size"], 2)

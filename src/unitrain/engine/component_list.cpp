@@ -21,7 +21,7 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::string join(const std::vector<std::string>& items) {
+std::string join_kinds(const std::vector<std::string>& items) {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
   return out;
@@ -81,7 +81,7 @@ std::string component_list(const std::string& kind) {
   }
   throw ConfigError(detail::concat("list: unknown kind '", kind, "'",
                                    hint.empty() ? "" : " (did you mean '" + hint + "'?)",
-                                   "; known kinds: ", join(kinds)));
+                                   "; known kinds: ", join_kinds(kinds)));
 }
 
 }  // namespace unitrain

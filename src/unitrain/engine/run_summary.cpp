@@ -14,15 +14,15 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // JSON has no NaN or infinity: they are written as null.
-Json number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
+Json json_number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 
-Json metrics(const MetricMap& m) {
+Json metrics_json(const MetricMap& m) {
   Json j = Json::object();
-  for (const auto& [k, v] : m) j[k] = number(v);
+  for (const auto& [k, v] : m) j[k] = json_number(v);
   return j;
 }
 
-std::string absolute(const std::string& path) {
+std::string absolute_path(const std::string& path) {
   if (path.empty()) return "";
   return std::filesystem::absolute(path).lexically_normal().string();
 }
@@ -44,15 +44,15 @@ void write_run_summary(const std::string& run_dir, const RunSummary& s) {
   j["skipped_steps"] = s.state.skipped_steps;
   j["world_size"] = s.world_size;
   j["seconds"] = std::round(s.seconds * 1000.0) / 1000.0;
-  j["final"] = {{"train", metrics(s.final_train)}, {"val", metrics(s.final_val)}};
+  j["final"] = {{"train", metrics_json(s.final_train)}, {"val", metrics_json(s.final_val)}};
   if (!s.best_metric.empty()) {
     j["best"] = {{"metric", s.best_metric},
-                 {"value", number(s.best_value)},
-                 {"checkpoint", absolute(s.best_checkpoint)}};
+                 {"value", json_number(s.best_value)},
+                 {"checkpoint", absolute_path(s.best_checkpoint)}};
   }
-  j["checkpoints"] = {{"last", absolute(s.last_checkpoint)},
-                      {"best", absolute(s.best_checkpoint)},
-                      {"resumed_from", absolute(s.resumed_from)}};
+  j["checkpoints"] = {{"last", absolute_path(s.last_checkpoint)},
+                      {"best", absolute_path(s.best_checkpoint)},
+                      {"resumed_from", absolute_path(s.resumed_from)}};
   write_json(run_dir + "/results/summary.json", j);
 }
 
@@ -60,10 +60,10 @@ std::string write_test_results(const std::string& run_dir, const MetricMap& m, i
                                int64_t examples, const std::string& checkpoint) {
   Json j;
   j["split"] = "test";
-  j["checkpoint"] = absolute(checkpoint);
+  j["checkpoint"] = absolute_path(checkpoint);
   j["step"] = step;
   j["examples"] = examples;
-  j["metrics"] = metrics(m);
+  j["metrics"] = metrics_json(m);
   const std::string path = run_dir + "/results/test.json";
   write_json(path, j);
   const std::string summary = run_dir + "/results/summary.json";
@@ -73,7 +73,7 @@ std::string write_test_results(const std::string& run_dir, const MetricMap& m, i
     text << in.rdbuf();
     Json s = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
     if (s.is_object()) {
-      s["test"] = metrics(m);
+      s["test"] = metrics_json(m);
       write_json(summary, s);
     }
   }
