@@ -80,12 +80,13 @@ void expect_close(const torch::Tensor& actual, const json& expected, const std::
   }
 }
 
+}  // namespace
+
+// Outside the anonymous namespace, as the TEST_F classes derived from it are.
 class OptimizerTest : public ::testing::Test {
  protected:
   void SetUp() override { register_builtin_optimizers(); }
 };
-
-}  // namespace
 
 TEST_F(OptimizerTest, MatchesPyTorchOnAFixedProblem) {
   const json expected = load_expected();

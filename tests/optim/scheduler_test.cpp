@@ -36,12 +36,13 @@ ScheduleContext context(int64_t total, double base_lr = 0.1) {
   return c;
 }
 
+}  // namespace
+
+// Outside the anonymous namespace, as the TEST_F classes derived from it are.
 class SchedulerTest : public ::testing::Test {
  protected:
   void SetUp() override { register_builtin_schedulers(); }
 };
-
-}  // namespace
 
 // Every lr PyTorch 1.13 (and transformers' published lambdas) give, within 1e-9 relative.
 TEST_F(SchedulerTest, MatchesPyTorchAndTransformers) {
