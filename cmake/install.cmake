@@ -16,9 +16,12 @@ install(TARGETS unitrain_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/unitrain DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h")
 
-# Bash completion (not yet): when `unitrain completion bash` exists, generate its output at build
-# time (add_custom_command running $<TARGET_FILE:unitrain_cli> completion bash) and install it as
-#   ${CMAKE_INSTALL_DATADIR}/bash-completion/completions/unitrain
+# Bash completion, generated from the command's own declarations when the command is built.
+add_custom_command(TARGET unitrain_cli POST_BUILD
+                   COMMAND sh -c "$<TARGET_FILE:unitrain_cli> completion bash > ${PROJECT_BINARY_DIR}/unitrain.bash-completion"
+                   COMMENT "bash completion for unitrain" VERBATIM)
+install(FILES ${PROJECT_BINARY_DIR}/unitrain.bash-completion
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME unitrain)
 
 # The CMake package.
 install(EXPORT unitrainTargets NAMESPACE unitrain:: DESTINATION ${UNITRAIN_CMAKE_DIR})

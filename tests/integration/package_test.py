@@ -111,7 +111,8 @@ class Package(unittest.TestCase):
         for path in ["usr/bin/unitrain", "%s/%s" % (lib, soname()), "%s/libunitrain.so" % lib,
                      "%s/cmake/unitrain/unitrainConfig.cmake" % lib,
                      "%s/cmake/unitrain/unitrainTargets.cmake" % lib,
-                     "%s/pkgconfig/unitrain.pc" % lib]:
+                     "%s/pkgconfig/unitrain.pc" % lib,
+                     "usr/share/bash-completion/completions/unitrain"]:
             self.assertTrue(path in files or path + " ->" in listing, "%s not in\n%s" % (path, listing))
         headers = headers_under(os.path.join(common.SOURCE, "src", "unitrain"))
         self.assertIn("engine/trainer.h", headers)
