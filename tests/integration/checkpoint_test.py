@@ -143,6 +143,15 @@ class Checkpoints(common.Case):
         self.assertEqual(ts["state"]["epoch"], 1)
         self.assertEqual(ts["state"]["step"], 23)
         self.assertIn("config_hash", ts)
+        # The optimizer's group options read as PyTorch's optimizer.state_dict() shows them.
+        opt = load(os.path.join(last, "optimizer.pt"))
+        self.assertEqual(opt["type"], "adamw")
+        options = opt["groups"][0]["options"]
+        logged = [e["train/lr"] for e in read_jsonl(os.path.join(full, "metrics.jsonl")) if "train/lr" in e]
+        self.assertEqual(options["lr"], logged[-1])  # the lr after the last step (the cosine's end)
+        self.assertEqual(options["betas"], (0.9, 0.999))
+        self.assertEqual(options["weight_decay"], 0.01)
+        self.assertFalse(options["amsgrad"])
 
     def test_keep_last_best_and_threshold(self):
         run_dir = self.full_run("keep", "--checkpoint.keep_last", "2",
