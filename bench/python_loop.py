@@ -28,6 +28,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(SOURCE, "bench", "ddp"))
+from reference import Cnn  # noqa: E402  (unitrain's built-in cnn, in PyTorch)
 FASHION = "/usr/share/datasets/fashion-mnist"
 STEPS = {"mlp": 200, "cnn": 300}
 
@@ -44,23 +46,6 @@ train: {{max_length: {steps} steps, threads: {threads}, log_every: 100000 steps}
 checkpoint: {{enabled: false}}
 log: {{trackers: []}}
 """
-
-
-class Cnn(nn.Module):
-    """unitrain's built-in cnn with the demo's arguments (dropout 0.25 before fc and head)."""
-
-    def __init__(self):
-        super().__init__()
-        self.convs = nn.ModuleList([nn.Conv2d(1, 32, 3, padding=1), nn.Conv2d(32, 64, 3, padding=1)])
-        self.fc = nn.Linear(64 * 7 * 7, 128)
-        self.head = nn.Linear(128, 10)
-        self.drop = nn.Dropout(0.25)
-
-    def forward(self, x):
-        for conv in self.convs:
-            x = F.max_pool2d(F.relu(conv(x)), 2)
-        x = F.relu(self.fc(self.drop(x.flatten(1))))
-        return self.head(self.drop(x))
 
 
 def idx(path):
@@ -81,7 +66,7 @@ def python_loop(case, threads):
         x = torch.randn(steps * 64, 784)
         y = torch.randint(0, 10, (steps * 64,))
     else:
-        model = Cnn()
+        model = Cnn(dropout=0.25)  # the demo's cnn keeps the model's default dropout
         x = torch.from_numpy(idx(f"{FASHION}/train-images-idx3-ubyte.gz").astype(numpy.float32) / 255.0)
         x = x.unsqueeze(1)
         y = torch.from_numpy(idx(f"{FASHION}/train-labels-idx1-ubyte.gz").astype(numpy.int64))

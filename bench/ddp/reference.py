@@ -11,18 +11,21 @@ import torch.nn.functional as F
 
 
 class Cnn(nn.Module):
-    """unitrain's built-in cnn: conv3x3+ReLU+maxpool2 blocks of 32 and 64, fc 128, head 10."""
+    """unitrain's built-in cnn: conv3x3+ReLU+maxpool2 blocks of 32 and 64, fc 128, head 10, and
+    (as its `dropout` argument) dropout before fc and head; bench/python_loop.py uses it too."""
 
-    def __init__(self):
+    def __init__(self, dropout=0.0):
         super().__init__()
         self.convs = nn.ModuleList([nn.Conv2d(1, 32, 3, padding=1), nn.Conv2d(32, 64, 3, padding=1)])
         self.fc = nn.Linear(64 * 7 * 7, 128)
         self.head = nn.Linear(128, 10)
+        self.drop = nn.Dropout(dropout)
 
     def forward(self, x):
         for conv in self.convs:
             x = F.max_pool2d(F.relu(conv(x)), 2)
-        return self.head(F.relu(self.fc(x.flatten(1))))
+        x = F.relu(self.fc(self.drop(x.flatten(1))))
+        return self.head(self.drop(x))
 
 
 def main():

@@ -76,6 +76,7 @@ class Examples(common.Case):
         self.assertGreater(losses[50], 3.0, losses)  # from ~4.4 (uniform over 85 bytes) ...
         self.assertLess(losses[50], 4.4, losses)
         self.assertLess(losses[100], 2.6, losses)    # ... to below 2.6 at step 100
+        self.assertLess(last(events, "val/ppl"), 16.0)  # validated at the run's last step
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@
 #include "unitrain/data/file_bytes.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/log/console.h"
+#include "unitrain/engine/resume_config.h"
 #include "unitrain/engine/run_config.h"
 #include "unitrain/engine/run_env.h"
 #include "unitrain/log/console_tracker.h"
@@ -113,9 +114,7 @@ Config with_normalize_statistics(const Config& config, const DataSplits& data) {
 /// computed again from `config`'s train data.
 std::optional<InputNormalization> saved_input_normalization(const Config& config,
                                                             const std::string& dir) {
-  const std::vector<char> bytes = CheckpointStore::read(dir, "config.yaml");
-  const Config saved = resolve_run_config(
-      Config::from_string(std::string(bytes.begin(), bytes.end()), dir + "/config.yaml"));
+  const Config saved = resolve_run_config(read_checkpoint_config(dir));
   const Config norm = saved.at("data").at("normalize");
   if (!norm.get_bool("enabled")) return std::nullopt;
   const std::string key = norm.get_string("key");

@@ -7,14 +7,12 @@
 #include <sstream>
 
 #include "unitrain/engine/run_env.h"
+#include "unitrain/log/json_number.h"
 
 namespace unitrain {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-// JSON has no NaN or infinity: they are written as null.
-Json json_number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 
 Json metrics_json(const MetricMap& m) {
   Json j = Json::object();

@@ -47,59 +47,32 @@ std::string hash_of(const std::string& text) {
   return fmt::format("{:08x}", crc32_of(text.data(), text.size()));
 }
 
-Json read_state_json(const std::string& dir) {
-  std::vector<char> bytes = CheckpointStore::read(dir, kState);
-  Json j = Json::parse(bytes.begin(), bytes.end(), nullptr, /*allow_exceptions=*/false);
+std::string read_state_text(const std::string& dir) {
+  const std::vector<char> bytes = CheckpointStore::read(dir, kState);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+Json parse_state_json(const std::string& text, const std::string& dir) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   UT_CHECK_TRAIN(!j.is_discarded() && j.is_object(), dir, "/", kState, " is not valid JSON");
   UT_CHECK_TRAIN(j.value("format", 0) == kFormatVersion, dir, "/", kState, " has format version ",
                  j.value("format", 0), "; this unitrain reads version ", kFormatVersion);
   return j;
 }
 
-void flatten(const YAML::Node& node, const std::string& path, std::map<std::string, std::string>& out) {
-  if (node.IsMap()) {
-    for (const auto& kv : node) {
-      const std::string key = kv.first.as<std::string>();
-      flatten(kv.second, path.empty() ? key : path + "." + key, out);
-    }
-  } else if (node.IsSequence() && node.size() > 0 && node[0].IsMap()) {
-    for (size_t i = 0; i < node.size(); ++i) flatten(node[i], path + "." + std::to_string(i), out);
-  } else if (node.IsScalar()) {
-    out[path] = node.Scalar();
-  } else {
-    YAML::Emitter e;
-    e << YAML::Flow << node;
-    out[path] = node.IsNull() ? "null" : e.c_str();
-  }
-}
-
-/// Keys whose change cannot work with a checkpoint's state, and why.
-const char* why_fixed(const std::string& key) {
-  auto under = [&key](const char* prefix) {
-    const std::string p(prefix);
-    return key == p || key.rfind(p + ".", 0) == 0;
-  };
-  if (under("model.type") || under("model.args")) return "the saved weights belong to that model";
-  if (under("objective.inputs") || under("objective.predictions")) {
-    return "the model's inputs and outputs are fixed";
-  }
-  if (under("optimizer") && key != "optimizer.lr") {
-    return "the saved optimizer state and options belong to that optimizer (only optimizer.lr may "
-           "change)";
-  }
-  if (under("scheduler.type") || under("scheduler.interval")) return "the schedule's state is saved";
-  if (under("seed")) return "the data order and random state follow the seed";
-  if (under("data.train") || under("data.validation_ratio") || under("data.normalize")) {
-    return "the position in the epoch refers to that training data";
-  }
-  if (under("data.loader.batch_size") || under("data.loader.drop_last") ||
-      under("data.loader.shuffle")) {
-    return "the position in the epoch refers to those batches";
-  }
-  if (under("train.accumulation_steps") || under("train.global_batch_size")) {
-    return "the position in the accumulation window refers to it";
-  }
-  return nullptr;
+/// The counters of a trainer_state.json.
+TrainState train_state_of(Json st) {
+  TrainState s;
+  s.epoch = st.value("epoch", int64_t(0));
+  s.step = st.value("step", int64_t(0));
+  s.samples = st.value("samples", int64_t(0));
+  s.batch_in_epoch = st.value("batch_in_epoch", int64_t(0));
+  s.micro_in_window = st.value("micro_in_window", int64_t(0));
+  s.skipped_steps = st.value("skipped_steps", int64_t(0));
+  s.best_metric = number(st["best_metric"]);
+  s.stall_count = st.value("stall_count", int64_t(0));
+  s.should_stop = st.value("stopped", false);
+  return s;
 }
 
 }  // namespace
@@ -108,66 +81,13 @@ ResumePoint read_resume_point(const std::string& dir, const Config& current) {
   ResumePoint r;
   if (dir.empty()) return r;
   r.dir = dir;
-  const Config saved = Config::from_string(
-      [&] {
-        std::vector<char> b = CheckpointStore::read(dir, "config.yaml");
-        return std::string(b.begin(), b.end());
-      }(),
-      dir + "/config.yaml");
-  r.config_changes = check_resume_config(saved, current, dir);
-  const Json j = read_state_json(dir);
+  r.config_changes = check_resume_config(read_checkpoint_config(dir), current, dir);
+  r.state_text = read_state_text(dir);
+  Json j = parse_state_json(r.state_text, dir);
   r.log_events = j["loop"].value("log_events", int64_t(0));
   r.world_size = j.value("world_size", int64_t(1));
-  const Json& st = j["state"];
-  r.state.epoch = st.value("epoch", int64_t(0));
-  r.state.step = st.value("step", int64_t(0));
-  r.state.samples = st.value("samples", int64_t(0));
-  r.state.should_stop = st.value("stopped", false);
+  r.state = train_state_of(j["state"]);
   return r;
-}
-
-bool changes_nothing_trained(const std::string& key) {
-  for (const char* p : {"log", "train.threads", "train.max_length", "train.log_every",
-                        "data.loader.workers",
-                        "data.loader.prefetch", "data.test", "checkpoint", "distributed"}) {
-    const std::string prefix(p);
-    if (key == prefix || key.rfind(prefix + ".", 0) == 0) return true;
-  }
-  return false;
-}
-
-std::vector<ConfigChange> check_resume_config(const Config& saved, const Config& current,
-                                              const std::string& dir) {
-  std::map<std::string, std::string> a, b;
-  flatten(saved.node(), "", a);
-  flatten(current.node(), "", b);
-  using Change = ConfigChange;
-  std::vector<Change> all;
-  for (const auto& [key, value] : a) {
-    auto it = b.find(key);
-    if (it == b.end()) {
-      all.push_back({key, value, "(unset)"});
-    } else if (it->second != value) {
-      all.push_back({key, value, it->second});
-    }
-  }
-  for (const auto& [key, value] : b) {
-    if (!a.count(key)) all.push_back({key, "(unset)", value});
-  }
-  // Refuse on the most telling change: a component's `type` before its arguments.
-  auto is_type = [](const Change& c) {
-    return c.key.size() >= 5 && c.key.compare(c.key.size() - 5, 5, ".type") == 0;
-  };
-  std::stable_partition(all.begin(), all.end(), is_type);
-  for (const Change& c : all) {
-    if (const char* why = why_fixed(c.key)) {
-      throw ConfigError(fmt::format(
-          "cannot resume from {}: {} changed from '{}' to '{}', but {}; restore it, or start a "
-          "new run with --name <new-name> (or --checkpoint.resume none to start over here)", dir,
-          c.key, c.was, c.now, why));
-    }
-  }
-  return all;
 }
 
 void Trainer::Loop::maybe_save(bool stepped, int64_t samples_before, bool epoch_end, bool force) {
@@ -198,11 +118,8 @@ void Trainer::Loop::maybe_save(bool stepped, int64_t samples_before, bool epoch_
   }
   due |= save_pending;
   save_pending = false;
-  // A save at this position is redone when the run has stopped since (early stopping, a
-  // callback): the checkpoint must say the run is finished.
-  if (!due || (saved_at_samples == s.samples && saved_stopped == s.should_stop &&
-                saved_log_events == logger.events())) {
-    if (want_best_save && saved_at_samples == s.samples && checkpointer) {  // just link
+  if (!due || saved == here()) {
+    if (want_best_save && saved.samples == s.samples && checkpointer) {  // just link
       checkpointer->wait();
       checkpointer->store().link("best", result.last_checkpoint);
     }
@@ -228,9 +145,7 @@ void Trainer::Loop::save() {
   const std::string this_dir = t.run_dir_ + "/checkpoints/step-" + std::to_string(s.step);
   if (!checkpointer) {  // another rank: rank 0 writes
     want_best_save = false;
-    saved_at_samples = s.samples;
-    saved_stopped = s.should_stop;
-    saved_log_events = logger.events();
+    saved = here();
     result.last_checkpoint = this_dir;
     return;
   }
@@ -311,9 +226,7 @@ void Trainer::Loop::save() {
   // before training goes on.
   if (!t.callbacks_.empty()) checkpointer->wait_snapshot();
   result.checkpoint_blocking_seconds += std::chrono::duration<double>(Clock::now() - start).count();
-  saved_at_samples = s.samples;
-  saved_stopped = s.should_stop;
-  saved_log_events = logger.events();
+  saved = here();
   result.last_checkpoint = checkpointer->store().root() + "/step-" + std::to_string(s.step);
   log::file_only(fmt::format("checkpoint step-{} ({})", s.step,
                              ckpt_options.async ? "writing in the background" : "written"));
@@ -324,7 +237,7 @@ void Trainer::Loop::restore(const ResumePoint& resume) {
   for (const auto& c : resume.config_changes) {
     log::info("config changed since the checkpoint: " + c.str());
   }
-  Json j = read_state_json(dir);
+  Json j = parse_state_json(resume.state_text, dir);
   const std::string what = dir + "/";
   load_module_state(module.weights(), load_tensor_dict(CheckpointStore::read(dir, "model.pt"),
                                                        what + "model.pt"),
@@ -337,16 +250,7 @@ void Trainer::Loop::restore(const ResumePoint& resume) {
   }
 
   TrainState& s = t.state_;
-  const Json& st = j["state"];
-  s.epoch = st.value("epoch", int64_t(0));
-  s.step = st.value("step", int64_t(0));
-  s.samples = st.value("samples", int64_t(0));
-  s.batch_in_epoch = st.value("batch_in_epoch", int64_t(0));
-  s.micro_in_window = st.value("micro_in_window", int64_t(0));
-  s.skipped_steps = st.value("skipped_steps", int64_t(0));
-  s.best_metric = number(st["best_metric"]);
-  s.stall_count = st.value("stall_count", int64_t(0));
-  s.should_stop = st.value("stopped", false);
+  s = resume.state;
   UT_CHECK(s.batch_in_epoch <= batches_per_epoch, "cannot resume from ", dir, ": it stopped at batch ",
            s.batch_in_epoch, " of an epoch that now has ", batches_per_epoch, " batches");
 
@@ -389,9 +293,7 @@ void Trainer::Loop::restore(const ResumePoint& resume) {
     for (const auto& [k, v] : j["metrics"]["train"].items()) result.last_train[k] = number(v);
     for (const auto& [k, v] : j["metrics"]["val"].items()) result.last_val[k] = number(v);
   }
-  saved_at_samples = s.samples;
-  saved_stopped = s.should_stop;
-  saved_log_events = logger.events();
+  saved = here();
   result.resumed_from = dir;
   result.last_checkpoint = dir;
   log::info(fmt::format("resumed from {}: epoch {}, step {}, batch {} of the epoch, {} samples seen",

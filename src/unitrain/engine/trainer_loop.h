@@ -9,6 +9,7 @@
 #include "unitrain/checkpoint/checkpointer.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/engine/lr_controller.h"
+#include "unitrain/engine/resume_config.h"
 #include "unitrain/engine/step_runner.h"
 #include "unitrain/engine/trainer.h"
 #include "unitrain/log/run_logger.h"
@@ -21,19 +22,14 @@ class ProcessGroup;
 
 using Clock = std::chrono::steady_clock;
 
-/// One key whose value differs between a checkpoint's config and this run's.
-struct ConfigChange {
-  std::string key, was, now;
-  std::string str() const { return key + ": " + was + " -> " + now; }
-};
-
 /// What a checkpoint to resume from holds besides tensors, read (and checked against this run's
 /// config) before the run folder or the loop is touched.
 struct ResumePoint {
   std::string dir;          ///< "" = a fresh start
   int64_t log_events = -1;  ///< events in metrics.jsonl when it was saved
   int64_t world_size = 1;   ///< processes that wrote it
-  TrainState state;         ///< its counters (epoch, step, samples, stopped)
+  TrainState state;         ///< its counters
+  std::string state_text;   ///< its trainer_state.json, read once (restore() reads the rest)
   std::vector<ConfigChange> config_changes;  ///< since it was saved
 };
 
@@ -68,9 +64,18 @@ struct Trainer::Loop {
   std::shared_ptr<SnapshotBuffers> snapshot_buffers;  ///< reused by async saves
   double best_value;             ///< checkpoint.best.metric's best value (NaN: none yet)
   bool want_best_save = false;   ///< validation just improved the best metric
-  int64_t saved_at_samples = -1; ///< the position of the last save (samples seen)
-  bool saved_stopped = false;    ///< whether that save recorded a stopped run
-  int64_t saved_log_events = -1; ///< and how many log events it had seen
+  /// What the last save recorded: a save at the same point is skipped, unless the run has
+  /// stopped or logged since (its checkpoint must say so).
+  struct SavePoint {
+    int64_t samples = -1;
+    bool stopped = false;
+    int64_t log_events = -1;
+    bool operator==(const SavePoint& o) const {
+      return samples == o.samples && stopped == o.stopped && log_events == o.log_events;
+    }
+  };
+  SavePoint saved;
+  SavePoint here() const { return {t.state_.samples, t.state_.should_stop, logger.events()}; }
   bool save_pending = false;     ///< data-parallel: a save due inside a window, at its end
 
   Loop(Trainer& trainer, TrainModule& m, DatasetPtr train, DatasetPtr val,
@@ -109,15 +114,5 @@ struct Trainer::Loop {
 /// Reads what must be known of `dir` before the loop is built (trainer_state.json, config.yaml)
 /// and checks that `current` can resume from it (check_resume_config's ConfigError otherwise).
 ResumePoint read_resume_point(const std::string& dir, const Config& current);
-
-/// Differences between the config a checkpoint was saved with and `current`; ConfigError
-/// naming the key when a change cannot work with the saved state (model, optimizer type, data
-/// order, batch size, ...).
-std::vector<ConfigChange> check_resume_config(const Config& saved, const Config& current,
-                                              const std::string& dir);
-
-/// True when changing `key` cannot change what training computes (logging, threads, reader
-/// threads, checkpoint writing, test data): such changes leave a finished run finished.
-bool changes_nothing_trained(const std::string& key);
 
 }  // namespace unitrain

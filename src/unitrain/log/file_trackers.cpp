@@ -10,15 +10,11 @@
 
 #include "unitrain/core/error.h"
 #include "unitrain/log/console.h"
+#include "unitrain/log/json_number.h"
 #include "unitrain/log/tracker.h"
 
 namespace unitrain {
 namespace {
-
-nlohmann::json json_number(double v) {
-  if (std::isfinite(v)) return v;
-  return std::isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity");
-}
 
 /// The lines of a text file (none when it does not exist).
 std::vector<std::string> read_lines(const std::string& path) {

@@ -1,0 +1,29 @@
+#pragma once
+// What may change between a checkpoint's config and the run resuming from it.
+#include <string>
+#include <vector>
+
+#include "unitrain/core/config.h"
+
+namespace unitrain {
+
+/// One key whose value differs between a checkpoint's config and this run's.
+struct ConfigChange {
+  std::string key, was, now;
+  std::string str() const { return key + ": " + was + " -> " + now; }
+};
+
+/// The config.yaml a checkpoint folder was written with (TrainError when it is unreadable).
+Config read_checkpoint_config(const std::string& dir);
+
+/// Differences between the config a checkpoint was saved with and `current`; ConfigError
+/// naming the key when a change cannot work with the saved state (model, optimizer type, data
+/// order, batch size, ...).
+std::vector<ConfigChange> check_resume_config(const Config& saved, const Config& current,
+                                              const std::string& dir);
+
+/// True when changing `key` cannot change what training computes (logging, threads, reader
+/// threads, checkpoint writing, test data): such changes leave a finished run finished.
+bool changes_nothing_trained(const std::string& key);
+
+}  // namespace unitrain
