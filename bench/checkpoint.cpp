@@ -21,6 +21,7 @@
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/registry.h"
 #include "unitrain/data/tensor_dataset.h"
+#include "unitrain/engine/builtins.h"
 #include "unitrain/engine/trainer.h"
 #include "unitrain/models/mlp.h"
 

@@ -15,8 +15,8 @@
 #include <chrono>
 #include <cstdio>
 
-#include "unitrain/dist/data_parallel.h"
-#include "unitrain/dist/dist_env.h"
+#include "unitrain/parallel/data_parallel.h"
+#include "unitrain/parallel/dist_env.h"
 #include "unitrain/models/mlp.h"
 
 namespace {

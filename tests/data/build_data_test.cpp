@@ -3,7 +3,8 @@
 
 #include "data_test_util.h"
 #include "test_util.h"
-#include "unitrain/core/builtins.h"
+#include "unitrain/data/dataset.h"
+#include "unitrain/data/build_data.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/data/text_chars_dataset.h"
 

@@ -6,7 +6,6 @@
 
 #include <cmath>
 
-#include "unitrain/core/builtins.h"
 #include "unitrain/core/error.h"
 #include "unitrain/metrics/metric_accumulator.h"
 

@@ -4,7 +4,7 @@
 #include <torch/torch.h>
 
 #include "models/sgd_check.h"
-#include "unitrain/core/builtins.h"
+#include "unitrain/models/model.h"
 #include "unitrain/core/error.h"
 
 namespace unitrain {

@@ -9,7 +9,7 @@
 
 #include "models/sgd_check.h"
 #include "test_util.h"
-#include "unitrain/core/builtins.h"
+#include "unitrain/models/model.h"
 #include "unitrain/core/error.h"
 
 namespace unitrain {

@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
-#include "unitrain/core/builtins.h"
 #include "unitrain/core/error.h"
 #include "unitrain/metrics/shape_check.h"
 

@@ -9,7 +9,6 @@
 #include <set>
 
 #include "test_util.h"
-#include "unitrain/core/builtins.h"
 
 namespace unitrain {
 namespace {

@@ -65,8 +65,4 @@ class Registry {
   std::map<std::string, Factory> factories_;
 };
 
-/// Registers every built-in component once (idempotent). Called by the Trainer and the CLI;
-/// an explicit call (not static initializers) so registration survives static linking.
-void register_builtins();
-
 }  // namespace unitrain

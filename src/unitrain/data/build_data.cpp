@@ -1,6 +1,7 @@
+#include "unitrain/data/build_data.h"
+
 #include <spdlog/spdlog.h>
 
-#include "unitrain/core/builtins.h"
 #include "unitrain/core/error.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/data/normalize_dataset.h"

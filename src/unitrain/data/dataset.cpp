@@ -2,7 +2,6 @@
 
 #include <mutex>
 
-#include "unitrain/core/builtins.h"
 #include "unitrain/data/csv_dataset.h"
 #include "unitrain/data/idx_dataset.h"
 #include "unitrain/data/synthetic_dataset.h"

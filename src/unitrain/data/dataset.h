@@ -11,6 +11,10 @@
 
 namespace unitrain {
 
+/// Registers this area's built-in components (idempotent; engine's register_builtins()
+/// calls every area's).
+void register_builtin_datasets();
+
 /// A random-access collection of examples. Each example is a Batch of unbatched tensors with
 /// fixed names (e.g. `x` features, `y` target). Implementations must be safe to call from
 /// several loader threads at once (const methods, no shared mutable state).

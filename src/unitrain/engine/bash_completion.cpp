@@ -4,6 +4,7 @@
 #include <set>
 
 #include "unitrain/core/registry.h"
+#include "unitrain/engine/builtins.h"
 
 namespace unitrain {
 namespace {

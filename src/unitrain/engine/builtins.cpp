@@ -1,7 +1,13 @@
+#include "unitrain/engine/builtins.h"
+
 #include <mutex>
 
-#include "unitrain/core/builtins.h"
-#include "unitrain/core/registry.h"
+#include "unitrain/data/dataset.h"
+#include "unitrain/metrics/metric.h"
+#include "unitrain/models/model.h"
+#include "unitrain/objective/loss.h"
+#include "unitrain/optim/optimizer.h"
+#include "unitrain/optim/scheduler.h"
 
 namespace unitrain {
 

@@ -7,6 +7,7 @@
 #include "unitrain/core/error.h"
 #include "unitrain/core/registry.h"
 #include "unitrain/core/schema.h"
+#include "unitrain/engine/builtins.h"
 
 namespace unitrain {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "unitrain/data/loader.h"
-#include "unitrain/engine/train_module.h"
+#include "unitrain/core/train_module.h"
 #include "unitrain/metrics/metric_accumulator.h"
 
 namespace unitrain {

@@ -4,8 +4,10 @@
 
 #include "unitrain/checkpoint/checkpoint_options.h"
 #include "unitrain/core/error.h"
-#include "unitrain/dist/distributed_options.h"
+#include "unitrain/engine/builtins.h"
+#include "unitrain/parallel/distributed_options.h"
 #include "unitrain/core/registry.h"
+#include "unitrain/data/build_data.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/engine/train_options.h"
 #include "unitrain/log/tracker.h"

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "unitrain/engine/gradient_sync.h"
-#include "unitrain/engine/train_module.h"
+#include "unitrain/parallel/gradient_sync.h"
+#include "unitrain/core/train_module.h"
 #include "unitrain/engine/train_options.h"
 
 namespace unitrain {

@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 
 #include "unitrain/core/error.h"
-#include "unitrain/dist/data_parallel.h"
-#include "unitrain/dist/dist_env.h"
-#include "unitrain/dist/distributed_options.h"
+#include "unitrain/parallel/data_parallel.h"
+#include "unitrain/parallel/dist_env.h"
+#include "unitrain/parallel/distributed_options.h"
 #include "unitrain/engine/run_config.h"
 #include "unitrain/engine/run_env.h"
 #include "unitrain/engine/run_summary.h"

@@ -8,7 +8,7 @@
 #include "unitrain/data/dataset.h"
 #include "unitrain/engine/callback.h"
 #include "unitrain/engine/evaluator.h"
-#include "unitrain/engine/train_module.h"
+#include "unitrain/core/train_module.h"
 #include "unitrain/engine/train_options.h"
 #include "unitrain/engine/train_state.h"
 #include "unitrain/optim/optimizer.h"

@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "unitrain/core/error.h"
-#include "unitrain/dist/data_parallel.h"
-#include "unitrain/dist/distributed_options.h"
-#include "unitrain/dist/reduce_metrics.h"
+#include "unitrain/parallel/data_parallel.h"
+#include "unitrain/parallel/distributed_options.h"
+#include "unitrain/parallel/reduce_metrics.h"
 #include "unitrain/engine/evaluator.h"
 #include "unitrain/engine/stop_signal.h"
 #include "unitrain/engine/trainer_loop.h"

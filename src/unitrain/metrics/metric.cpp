@@ -2,7 +2,6 @@
 
 #include <mutex>
 
-#include "unitrain/core/builtins.h"
 #include "unitrain/metrics/shape_check.h"
 
 namespace unitrain {

@@ -4,23 +4,14 @@
 
 #include <functional>
 
+#include "unitrain/core/metric_value.h"
 #include "unitrain/core/registry.h"
 
 namespace unitrain {
 
-/// One batch's value of a metric: the mean over `weight` items (samples, or tokens for a
-/// language model). Accumulated over a pass as sum(value * weight) / sum(weight), then passed
-/// through exp() when `exp_of_mean` (perplexity = exp of the mean token NLL).
-struct MetricValue {
-  MetricValue() = default;
-  MetricValue(torch::Tensor v) : value(std::move(v)) {}  // NOLINT: implicit on purpose
-  MetricValue(torch::Tensor v, double w, bool exp = false)
-      : value(std::move(v)), weight(w), exp_of_mean(exp) {}
-
-  torch::Tensor value;  ///< a scalar
-  double weight = -1;   ///< items the mean is over; < 0 means the batch size
-  bool exp_of_mean = false;
-};
+/// Registers this area's built-in components (idempotent; engine's register_builtins()
+/// calls every area's).
+void register_builtin_metrics();
 
 /// A metric on a prediction and a target (both batched).
 using MetricFn = std::function<MetricValue(const torch::Tensor& pred, const torch::Tensor& target)>;

@@ -9,6 +9,10 @@
 
 namespace unitrain {
 
+/// Registers this area's built-in components (idempotent; engine's register_builtins()
+/// calls every area's).
+void register_builtin_models();
+
 /// A torch::nn::Module that maps the batch tensors listed in `objective.inputs` (in that order)
 /// to the predictions listed in `objective.predictions` (in that order).
 class Model : public torch::nn::Module {

@@ -3,7 +3,6 @@
 
 #include <mutex>
 
-#include "unitrain/core/builtins.h"
 #include "unitrain/models/cnn.h"
 #include "unitrain/models/mlp.h"
 #include "unitrain/models/model.h"

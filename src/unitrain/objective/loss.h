@@ -11,6 +11,11 @@
 
 namespace unitrain {
 
+/// Registers this area's built-in components (idempotent; engine's register_builtins()
+/// calls every area's).
+void register_builtin_losses();
+void register_builtin_regularizers();
+
 /// A loss on a prediction and its target, reduced to the mean over the batch (for sequence
 /// outputs: over all tokens). Throws PredictionTargetError (metrics/shape_check.h, a
 /// ConfigError) naming the loss and both shapes when they cannot fit.

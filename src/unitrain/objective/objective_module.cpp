@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <set>
 
-#include "unitrain/core/builtins.h"
+#include "unitrain/metrics/metric.h"
+#include "unitrain/objective/loss.h"
 #include "unitrain/metrics/shape_check.h"
 
 namespace unitrain {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "unitrain/core/config.h"
-#include "unitrain/engine/train_module.h"
+#include "unitrain/core/train_module.h"
 #include "unitrain/models/model.h"
 #include "unitrain/objective/loss.h"
 

@@ -1,6 +1,5 @@
 #include <mutex>
 
-#include "unitrain/core/builtins.h"
 #include "unitrain/objective/loss.h"
 
 namespace unitrain {

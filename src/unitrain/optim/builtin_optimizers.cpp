@@ -3,7 +3,6 @@
 
 #include <mutex>
 
-#include "unitrain/core/builtins.h"
 #include "unitrain/optim/optimizer.h"
 
 namespace unitrain {

@@ -12,6 +12,10 @@
 
 namespace unitrain {
 
+/// Registers this area's built-in components (idempotent; engine's register_builtins()
+/// calls every area's).
+void register_builtin_optimizers();
+
 using OptimizerPtr = std::unique_ptr<torch::optim::Optimizer>;
 
 /// Registered optimizers (`optimizer.type`): sgd, adam, adamw, adagrad, rmsprop, lbfgs.

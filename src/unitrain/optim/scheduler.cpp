@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <mutex>
 
-#include "unitrain/core/builtins.h"
 #include "unitrain/optim/builtin_schedules.h"
 #include "unitrain/optim/component_section.h"
 

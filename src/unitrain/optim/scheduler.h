@@ -10,6 +10,10 @@
 
 namespace unitrain {
 
+/// Registers this area's built-in components (idempotent; engine's register_builtins()
+/// calls every area's).
+void register_builtin_schedulers();
+
 /// What a schedule needs to know of the run to turn its durations into scheduler steps.
 struct ScheduleContext {
   int64_t total_steps = 0;       ///< scheduler steps in the whole run (optimizer steps or epochs)

@@ -1,4 +1,4 @@
-#include "unitrain/engine/config_run.h"
+#include "unitrain/engine/train_from_config.h"
 
 #include <fmt/format.h>
 
@@ -12,6 +12,7 @@
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
 #include "unitrain/data/file_bytes.h"
+#include "unitrain/data/build_data.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/log/console.h"
 #include "unitrain/engine/resume_config.h"

@@ -1,5 +1,5 @@
-#include "unitrain/dist/data_parallel.h"
-#include "unitrain/dist/reduce_metrics.h"
+#include "unitrain/parallel/data_parallel.h"
+#include "unitrain/parallel/reduce_metrics.h"
 
 #include <gtest/gtest.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>

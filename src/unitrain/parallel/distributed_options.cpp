@@ -1,4 +1,4 @@
-#include "unitrain/dist/distributed_options.h"
+#include "unitrain/parallel/distributed_options.h"
 
 #include <torch/cuda.h>
 

@@ -1,4 +1,4 @@
-#include "unitrain/dist/process_group.h"
+#include "unitrain/parallel/process_group.h"
 
 // Debian's LibTorch is built with Gloo; its header declares ProcessGroupGloo only with this.
 #ifndef USE_C10D_GLOO
@@ -14,7 +14,7 @@
 
 #include "unitrain/core/error.h"
 #ifdef UNITRAIN_CUDA
-#include "unitrain/dist/nccl_group.h"
+#include "unitrain/parallel/nccl_group.h"
 #endif
 
 namespace unitrain {

@@ -15,8 +15,8 @@ done
 mkdir -p "$work/c10/cuda/impl"
 echo '#define C10_CUDA_BUILD_SHARED_LIBS' > "$work/c10/cuda/impl/cuda_cmake_macros.h"
 for f in nccl_group.cpp process_group.cpp; do
-  echo "compiling src/unitrain/dist/$f with UNITRAIN_CUDA"
+  echo "compiling src/unitrain/parallel/$f with UNITRAIN_CUDA"
   "$cxx" -std=c++17 -fsyntax-only -DUNITRAIN_CUDA -DUSE_C10D_NCCL -DUSE_C10D_GLOO \
-    -I"$src/src" -I"$work" -I"$cuda" -I/usr/include/torch/csrc/api/include "$src/src/unitrain/dist/$f"
+    -I"$src/src" -I"$work" -I"$cuda" -I/usr/include/torch/csrc/api/include "$src/src/unitrain/parallel/$f"
 done
 echo "ok"

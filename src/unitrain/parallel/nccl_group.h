@@ -3,7 +3,7 @@
 // no GPU, so a test compiles it against CUDA's and c10d's headers instead of running it.
 #include <chrono>
 
-#include "unitrain/dist/c10d_fwd.h"
+#include "unitrain/parallel/c10d_fwd.h"
 
 namespace unitrain {
 

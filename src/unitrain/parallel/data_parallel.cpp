@@ -1,4 +1,4 @@
-#include "unitrain/dist/data_parallel.h"
+#include "unitrain/parallel/data_parallel.h"
 
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "unitrain/core/batch.h"
-#include "unitrain/metrics/metric.h"
+#include "unitrain/core/metric_value.h"
 
 namespace unitrain {
 

@@ -5,8 +5,8 @@
 
 #include "unitrain/core/config.h"
 #include "unitrain/core/schema.h"
-#include "unitrain/dist/data_parallel.h"
-#include "unitrain/dist/process_group.h"
+#include "unitrain/parallel/data_parallel.h"
+#include "unitrain/parallel/process_group.h"
 
 namespace unitrain {
 

@@ -1,4 +1,4 @@
-#include "unitrain/dist/dist_env.h"
+#include "unitrain/parallel/dist_env.h"
 
 #include <gtest/gtest.h>
 

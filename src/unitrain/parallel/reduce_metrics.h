@@ -1,7 +1,7 @@
 #pragma once
 // Metrics of a data-parallel run: each rank accumulates over its own samples; reducing sums
 // (value x count, count) over ranks gives the mean over all samples, each counted once.
-#include "unitrain/dist/process_group.h"
+#include "unitrain/parallel/process_group.h"
 #include "unitrain/metrics/metric_accumulator.h"
 
 namespace unitrain {

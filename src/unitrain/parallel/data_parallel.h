@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "unitrain/dist/process_group.h"
-#include "unitrain/engine/gradient_sync.h"
+#include "unitrain/parallel/process_group.h"
+#include "unitrain/parallel/gradient_sync.h"
 
 namespace torch::autograd {
 struct Node;

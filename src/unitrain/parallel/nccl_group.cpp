@@ -1,6 +1,6 @@
-// Compiled only with UNITRAIN_CUDA (CMakeLists.txt); tests/dist/nccl_syntax_check.sh checks it
+// Compiled only with UNITRAIN_CUDA (CMakeLists.txt); tests/parallel/nccl_syntax_check.sh checks it
 // compiles on machines without a GPU.
-#include "unitrain/dist/nccl_group.h"
+#include "unitrain/parallel/nccl_group.h"
 
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 

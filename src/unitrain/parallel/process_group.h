@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "unitrain/dist/dist_env.h"
+#include "unitrain/parallel/dist_env.h"
 
-#include "unitrain/dist/c10d_fwd.h"
+#include "unitrain/parallel/c10d_fwd.h"
 
 namespace unitrain {
 

@@ -1,4 +1,4 @@
-#include "unitrain/dist/reduce_metrics.h"
+#include "unitrain/parallel/reduce_metrics.h"
 
 #include <torch/torch.h>
 

@@ -1,0 +1,21 @@
+#pragma once
+// MetricValue: one batch's value of a metric, as a TrainModule's step returns it.
+#include <torch/types.h>
+
+namespace unitrain {
+
+/// One batch's value of a metric: the mean over `weight` items (samples, or tokens for a
+/// language model). Accumulated over a pass as sum(value * weight) / sum(weight), then passed
+/// through exp() when `exp_of_mean` (perplexity = exp of the mean token NLL).
+struct MetricValue {
+  MetricValue() = default;
+  MetricValue(torch::Tensor v) : value(std::move(v)) {}  // NOLINT: implicit on purpose
+  MetricValue(torch::Tensor v, double w, bool exp = false)
+      : value(std::move(v)), weight(w), exp_of_mean(exp) {}
+
+  torch::Tensor value;  ///< a scalar
+  double weight = -1;   ///< items the mean is over; < 0 means the batch size
+  bool exp_of_mean = false;
+};
+
+}  // namespace unitrain
