@@ -10,6 +10,7 @@
 #include "unitrain/data/csv_dataset.h"
 #include "unitrain/data/subset_dataset.h"
 #include "unitrain/engine/trainer.h"
+#include "unitrain/metrics/metric.h"
 #include "unitrain/models/mlp.h"
 
 struct Classifier : unitrain::TrainModule {
