@@ -117,6 +117,10 @@ def main():
         for case, cmd in todo.items():
             for v in names:
                 results[(case, v)].append(run_once(cmd, VARIANTS[v]))
+                rate, rss = results[(case, v)][-1]
+                # Each run as it ends (stderr), so that an interrupted bench keeps its numbers.
+                print(f"round {r + 1} {case} {v}: {rate:.1f} samples/s, {rss:.0f} MB",
+                      file=sys.stderr, flush=True)
         print(f"round {r + 1}/{rounds} done", file=sys.stderr)
     head = f"{'case':18}" + "".join(f" | {v + ' samples/s':>18} {'RSS MB':>7}" for v in names)
     print(head)

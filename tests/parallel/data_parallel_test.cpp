@@ -5,6 +5,7 @@
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/torch.h>
 
+#include <csignal>
 #include <functional>
 #include <thread>
 
@@ -223,7 +224,7 @@ TEST(DataParallel, FindUnusedParametersLeavesParametersNoRankUsedWithoutGradient
   });
 }
 
-TEST(DataParallel, StepFlagsTravelWithTheGradientsAndComeBackSummed) {
+TEST(DataParallel, StepDecisionsTravelWithTheGradientsAndComeBackCombined) {
   torch::manual_seed(4);
   Data data;
   run_ranks(2, [&](int rank, ProcessGroup& g) {
@@ -232,21 +233,28 @@ TEST(DataParallel, StepFlagsTravelWithTheGradientsAndComeBackSummed) {
     options.bucket_mb = 0.00001;
     DataParallelSync sync(std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}),
                           net.parameters(), options);
-    ASSERT_TRUE(sync.carries_flags());
-    sync.set_flags(rank == 0 ? std::vector<float>{1, 0, 0, 0} : std::vector<float>{0, 0, 0, 1});
+    ASSERT_TRUE(sync.shares_decisions());
+    StepDecision mine;
+    if (rank == 0) mine.nonfinite = true;  // say its loss was NaN
+    if (rank == 1) mine.signal = SIGTERM;
+    sync.share(mine);
     sync.before_backward(true);
     if (rank == 0) {
-      // This rank skips its backward (say its loss was NaN): it still joins every reduce.
+      // This rank skips its backward: it still joins every reduce.
     } else {
       loss_of(net, data.x, data.y).backward();
     }
     sync.finish(net.parameters());
-    EXPECT_EQ(sync.flags(), (std::vector<float>{1, 0, 0, 1})) << rank;
-    // The next step starts with no flags set.
+    StepDecision agreed = sync.agreed();
+    EXPECT_TRUE(agreed.nonfinite) << rank;
+    EXPECT_FALSE(agreed.stop) << rank;
+    EXPECT_EQ(agreed.signal, SIGTERM) << rank;
+    // The next step starts from no decision.
     sync.before_backward(true);
     loss_of(net, data.x, data.y).backward();
     sync.finish(net.parameters());
-    EXPECT_EQ(sync.flags(), (std::vector<float>{0, 0, 0, 0})) << rank;
+    agreed = sync.agreed();
+    EXPECT_FALSE(agreed.nonfinite || agreed.stop || agreed.signal != 0) << rank;
   });
 }
 

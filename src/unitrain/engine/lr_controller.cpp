@@ -10,9 +10,9 @@ LrController::LrController(torch::optim::Optimizer& optimizer, SchedulerPtr sche
   for (size_t g = 0; g < optimizer_.param_groups().size(); ++g) base_.push_back(get_lr(optimizer_, g));
 }
 
-void LrController::apply(int64_t scheduler_steps) {
+void LrController::follow(const TrainState& state) {
   if (!scheduler_) return;
-  const double f = scheduler_->factor(scheduler_steps);
+  const double f = scheduler_->factor(per_epoch_ ? state.epoch : state.step);
   for (size_t g = 0; g < base_.size(); ++g) set_lr(optimizer_, g, base_[g] * f);
 }
 

@@ -4,18 +4,20 @@
 
 #include <vector>
 
+#include "unitrain/engine/train_state.h"
 #include "unitrain/optim/scheduler.h"
 
 namespace unitrain {
 
-/// Holds the base lr of every group (as the optimizer was built) and applies
-/// `base * schedule.factor(steps)` after each scheduler step, so the lr never drifts by
+/// Holds the base lr of every group (as the optimizer was built) and sets
+/// `base * schedule.factor(steps)` as the run moves, so the lr never drifts by
 /// repeated multiplication. Without a schedule the lr stays at its base.
 class LrController {
  public:
   LrController(torch::optim::Optimizer& optimizer, SchedulerPtr scheduler, bool per_epoch);
-  /// Sets the lr for `scheduler_steps` steps taken.
-  void apply(int64_t scheduler_steps);
+  /// Sets the lr for where the run stands: its steps taken, or its completed epochs when the
+  /// schedule steps per epoch. Called whenever either changes (and after a metric is observed).
+  void follow(const TrainState& state);
   bool per_epoch() const { return per_epoch_; }
   Scheduler* scheduler() const { return scheduler_.get(); }
   double lr(size_t group = 0) const;

@@ -17,6 +17,15 @@ std::map<std::string, MetricValue> detached(const std::map<std::string, MetricVa
   return out;
 }
 
+StepOutput checked_training_step(TrainModule& module, const Batch& batch) {
+  StepOutput out = module.training_step(batch);
+  UT_CHECK(out.loss.defined() && out.loss.numel() == 1,
+           "training_step must return a scalar loss, got ",
+           out.loss.defined() ? "a tensor of " + std::to_string(out.loss.numel()) + " elements"
+                              : std::string("no loss"));
+  return out;
+}
+
 }  // namespace
 
 StepRunner::StepRunner(TrainModule& module, torch::optim::Optimizer& optimizer,
@@ -28,13 +37,13 @@ StepRunner::StepRunner(TrainModule& module, torch::optim::Optimizer& optimizer,
   }
 }
 
-void StepRunner::nonfinite(const std::string& what, int64_t step, const MicroStepResult& r) {
+void StepRunner::nonfinite(const std::string& what, int64_t step, const MicroStep& m) {
   std::ostringstream terms;
-  for (const auto& [k, v] : r.metrics) terms << " " << k << "=" << v.value.item<double>();
+  for (const auto& [k, v] : m.metrics) terms << " " << k << "=" << v.value.item<double>();
   throw TrainError(
       "non-finite " + what + " at step " + std::to_string(step) + ": loss=" +
-      std::to_string(r.loss) + (r.metrics.empty() ? "" : ";" + terms.str()) +
-      (r.grad_norm >= 0 || std::isnan(r.grad_norm) ? "; grad_norm=" + std::to_string(r.grad_norm) : "") +
+      std::to_string(m.loss) + (m.metrics.empty() ? "" : ";" + terms.str()) +
+      (m.grad_norm >= 0 || std::isnan(m.grad_norm) ? "; grad_norm=" + std::to_string(m.grad_norm) : "") +
       ". Lower optimizer.lr, set train.clip_grad_norm, check the data, or set "
       "train.on_nonfinite: skip to skip such updates");
 }
@@ -52,78 +61,79 @@ void StepRunner::zero_grads() {
   }
 }
 
-MicroStepResult StepRunner::run(const Batch& batch, double weight, bool last_in_window,
-                                int64_t step) {
-  if (closure_) return run_with_closure(batch, step);
-  MicroStepResult r;
-  StepOutput out = module_.training_step(batch);
-  UT_CHECK(out.loss.defined() && out.loss.numel() == 1,
-           "training_step must return a scalar loss, got ",
-           out.loss.defined() ? "a tensor of " + std::to_string(out.loss.numel()) + " elements"
-                              : std::string("no loss"));
-  r.loss = out.loss.item<double>();
-  r.metrics = detached(out.metrics);
-  // Data-parallel runs decide together at the window's end, from flags that travel with the
-  // gradients: every rank reaches the same collectives whatever its own loss was.
-  const bool shared = share_flags_ && sync_.carries_flags();
-  if (!std::isfinite(r.loss)) {
-    if (options_.on_nonfinite == OnNonFinite::Stop && !shared) nonfinite("loss", step, r);
+MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool window_end,
+                                       StepDecision mine, int64_t step) {
+  MicroStep m;
+  if (closure_) {  // the optimizer evaluates the loss itself, in update()
+    closure_batch_ = &batch;
+    m.window_end = true;
+    return m;
+  }
+  m.window_end = window_end;
+  StepOutput out = checked_training_step(module_, batch);
+  m.loss = out.loss.item<double>();
+  m.metrics = detached(out.metrics);
+  // Data-parallel runs decide together at the window's end, from decisions that travel with
+  // the gradients: every rank reaches the same collectives whatever its own loss was.
+  const bool shared = sync_.shares_decisions();
+  if (!std::isfinite(m.loss)) {
+    if (options_.on_nonfinite == OnNonFinite::Stop && !shared) nonfinite("loss", step, m);
     window_bad_ = true;
   }
-  if (last_in_window && shared) sync_.set_flags(share_flags_(window_bad_));
+  if (window_end) {
+    mine.nonfinite = window_bad_;
+    sync_.share(mine);
+  }
   if (!window_bad_) {
-    sync_.before_backward(last_in_window);
+    sync_.before_backward(window_end);
     (weight == 1.0 ? out.loss : out.loss * weight).backward();
   }
-  if (!last_in_window) return r;
-
-  r.stepped = true;
-  bool skip = window_bad_;
-  if (shared) {
-    // A rank that skipped its backward still joins every reduce (finish() launches them).
-    sync_.finish(params_);
-    const std::vector<float> agreed = sync_.flags();
-    skip = !agreed.empty() && agreed[0] > 0;
-    if (agreed_flags_) agreed_flags_(agreed);
-    if (skip && options_.on_nonfinite == OnNonFinite::Stop) {
-      nonfinite(std::isfinite(r.loss) ? "loss (on another rank)" : "loss", step, r);
-    }
-  }
-  if (!skip) {
-    if (!shared) sync_.finish(params_);
-    if (options_.clip_grad_norm > 0) {
-      r.grad_norm = torch::nn::utils::clip_grad_norm_(params_, options_.clip_grad_norm);
-    } else if (options_.on_nonfinite == OnNonFinite::Skip) {
-      std::vector<torch::Tensor> norms;
-      for (const auto& p : params_) {
-        if (p.grad().defined()) norms.push_back(p.grad().norm());
-      }
-      r.grad_norm = norms.empty() ? 0.0 : torch::stack(norms).norm().item<double>();
-    }
-    if (r.grad_norm != -1 && !std::isfinite(r.grad_norm)) {
-      if (options_.on_nonfinite == OnNonFinite::Stop) nonfinite("gradient", step, r);
-      skip = true;
-    }
-  }
-  if (!skip) {
-    if (before_update_) before_update_();
-    optimizer_.step();
-  }
-  r.skipped = skip;
-  zero_grads();
-  window_bad_ = false;
-  return r;
+  return m;
 }
 
-MicroStepResult StepRunner::run_with_closure(const Batch& batch, int64_t step) {
-  MicroStepResult r;
+void StepRunner::sync_gradients(MicroStep& m, int64_t step) {
+  if (closure_) return;  // the closure synchronises inside the optimizer's step
+  // A rank that skipped its backward still joins every reduce (finish() launches them).
+  if (sync_.shares_decisions() || !window_bad_) sync_.finish(params_);
+  m.decision = sync_.agreed();
+  m.skipped = m.decision.nonfinite;
+  if (m.skipped && options_.on_nonfinite == OnNonFinite::Stop) {
+    nonfinite(std::isfinite(m.loss) ? "loss (on another rank)" : "loss", step, m);
+  }
+}
+
+void StepRunner::clip_gradients(MicroStep& m, int64_t step) {
+  if (closure_ || m.skipped) return;
+  if (options_.clip_grad_norm > 0) {
+    m.grad_norm = torch::nn::utils::clip_grad_norm_(params_, options_.clip_grad_norm);
+  } else if (options_.on_nonfinite == OnNonFinite::Skip) {
+    std::vector<torch::Tensor> norms;
+    for (const auto& p : params_) {
+      if (p.grad().defined()) norms.push_back(p.grad().norm());
+    }
+    m.grad_norm = norms.empty() ? 0.0 : torch::stack(norms).norm().item<double>();
+  }
+  if (m.grad_norm != -1 && !std::isfinite(m.grad_norm)) {
+    if (options_.on_nonfinite == OnNonFinite::Stop) nonfinite("gradient", step, m);
+    m.skipped = true;
+  }
+}
+
+void StepRunner::update(MicroStep& m, int64_t step) {
+  if (closure_) return update_with_closure(m, step);
+  if (!m.skipped) optimizer_.step();
+  zero_grads();
+  window_bad_ = false;
+}
+
+void StepRunner::update_with_closure(MicroStep& m, int64_t step) {
   bool first = true;
   auto closure = [&]() -> torch::Tensor {
     zero_grads();
-    StepOutput out = module_.training_step(batch);
+    StepOutput out = checked_training_step(module_, *closure_batch_);
     if (first) {
-      r.loss = out.loss.item<double>();
-      r.metrics = detached(out.metrics);
+      m.loss = out.loss.item<double>();
+      m.metrics = detached(out.metrics);
       first = false;
     }
     if (!std::isfinite(out.loss.item<double>())) return out.loss.detach();
@@ -135,15 +145,13 @@ MicroStepResult StepRunner::run_with_closure(const Batch& batch, int64_t step) {
     }
     return out.loss.detach();
   };
-  if (before_update_) before_update_();
   optimizer_.step(closure);
-  r.stepped = true;
-  if (!std::isfinite(r.loss)) {
-    if (options_.on_nonfinite == OnNonFinite::Stop) nonfinite("loss", step, r);
-    r.skipped = true;
+  closure_batch_ = nullptr;
+  if (!std::isfinite(m.loss)) {
+    if (options_.on_nonfinite == OnNonFinite::Stop) nonfinite("loss", step, m);
+    m.skipped = true;
   }
   zero_grads();
-  return r;
 }
 
 }  // namespace unitrain

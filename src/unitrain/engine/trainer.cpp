@@ -12,9 +12,10 @@
 #include "unitrain/core/error.h"
 #include "unitrain/parallel/data_parallel.h"
 #include "unitrain/parallel/dist_env.h"
-#include "unitrain/parallel/distributed_options.h"
+#include "unitrain/engine/periods.h"
 #include "unitrain/engine/run_config.h"
 #include "unitrain/engine/run_env.h"
+#include "unitrain/engine/run_settings.h"
 #include "unitrain/engine/run_summary.h"
 #include "unitrain/engine/stop_signal.h"
 #include "unitrain/engine/trainer_loop.h"
@@ -23,11 +24,14 @@
 #include "unitrain/log/run_logger.h"
 
 namespace unitrain {
-Trainer::Trainer(const Config& config) : config_(resolve_run_config(config)) {
-  options_ = TrainOptions::from_config(config_.at("train"));
-  run_dir_ = config_.get_string("run_dir");
-  torch::manual_seed(static_cast<uint64_t>(config_.get_int("seed")));
+Trainer::Trainer(const Config& config)
+    : config_(resolve_run_config(config)),
+      settings_(std::make_unique<RunSettings>(RunSettings::from_config(config_))) {
+  run_dir_ = settings_->run_dir;
+  torch::manual_seed(settings_->seed);
 }
+
+const TrainOptions& Trainer::options() const { return settings_->train; }
 
 Trainer::~Trainer() = default;
 
@@ -57,22 +61,13 @@ SchedulerPtr Trainer::configure_scheduler(const ScheduleContext& context) {
 
 MetricMap Trainer::evaluate(TrainModule& module, DatasetPtr data, EvalSplit split,
                             const std::string& prefix) {
-  LoaderOptions o = LoaderOptions::from_config(config_.at("data").at("loader"));
+  LoaderOptions o = settings_->loader;
   o.shuffle(false).drop_last(false);
   Loader loader(std::move(data), o, 0, prefix == "test" ? "data.test" : "data.val");
-  return unitrain::evaluate(module, loader, split, prefix, options_.test_mode ? 1 : -1);
+  return unitrain::evaluate(module, loader, split, prefix, options().test_mode ? 1 : -1);
 }
 
 namespace {
-
-bool reached(const TrainUnit& length, const TrainState& s) {
-  switch (length.unit) {
-    case TrainUnit::Unit::Epochs: return s.epoch >= length.count;
-    case TrainUnit::Unit::Steps: return s.step >= length.count;
-    case TrainUnit::Unit::Samples: return s.samples >= length.count;
-  }
-  return false;
-}
 
 std::string finished_how(const TrainState& s, const TrainUnit& length) {
   return s.should_stop ? fmt::format("stopped early at step {}", s.step)
@@ -87,7 +82,7 @@ void Trainer::check_resume_point(const ResumePoint& resume, int world) const {
            resume.world_size, " process(es), this run has ", world, "; resume with the same "
            "number of processes, or start a new run with --name <new-name> (or "
            "--checkpoint.resume none to start over in ", run_dir_, ")");
-  if (!resume.state.should_stop && !reached(options_.max_length, resume.state)) return;
+  if (!resume.state.should_stop && !reached(options().max_length, resume.state)) return;
   // Re-running a finished run with other settings would silently train nothing: refuse, before
   // anything in run_dir changes.
   std::vector<std::string> changed;
@@ -95,7 +90,7 @@ void Trainer::check_resume_point(const ResumePoint& resume, int world) const {
     if (!changes_nothing_trained(c.key)) changed.push_back(c.str());
   }
   UT_CHECK(changed.empty(), run_dir_, " holds a finished run (",
-           finished_how(resume.state, options_.max_length), ") trained with other settings (",
+           finished_how(resume.state, options().max_length), ") trained with other settings (",
            fmt::format("{}", fmt::join(changed, "; ")), "), so nothing would be trained. To "
            "train with the new settings start a new run: add --name <new-name> (its run_dir "
            "becomes runs/<new-name>), or --checkpoint.resume none to start over in ", run_dir_,
@@ -105,7 +100,7 @@ void Trainer::check_resume_point(const ResumePoint& resume, int world) const {
 void Trainer::report_finished_run() const {
   log::info(fmt::format("training already complete ({}): nothing to train. To train again, start a "
                         "new run with --name <new-name> or --checkpoint.resume none",
-                        finished_how(state_, options_.max_length)));
+                        finished_how(state_, options().max_length)));
 }
 
 void Trainer::write_summary(const Loop& loop) const {
@@ -118,14 +113,15 @@ void Trainer::write_summary(const Loop& loop) const {
   s.seconds = loop.result.seconds;
   s.final_train = loop.result.last_train;
   s.final_val = loop.result.last_val;
-  s.best_metric = loop.ckpt_options.enabled ? loop.ckpt_options.best_metric : "";
+  const CheckpointOptions& ckpt = settings_->checkpoint;
+  s.best_metric = ckpt.enabled ? ckpt.best_metric : "";
   s.best_value = loop.best_value;
   std::error_code ec;
   const auto best = std::filesystem::canonical(run_dir_ + "/checkpoints/best", ec);
-  if (!ec && loop.ckpt_options.enabled) s.best_checkpoint = best.string();
+  if (!ec && ckpt.enabled) s.best_checkpoint = best.string();
   s.last_checkpoint = loop.result.last_checkpoint;
   s.resumed_from = loop.result.resumed_from;
-  s.world_size = loop.world;
+  s.world_size = loop.plan.world;
   write_run_summary(run_dir_, s);
 }
 
@@ -133,11 +129,11 @@ MetricMap Trainer::test(TrainModule& module, DatasetPtr data) {
   UT_CHECK(data != nullptr, "test() needs test data (data.test)");
   MetricMap m = evaluate(module, data, EvalSplit::Test, "test");
   if (rank_ != 0) return m;
-  if (!run_dir_ready_ || options_.test_mode) {  // no run folder to write to: the console only
-    RunLogger(LogOptions::from_config(config_.at("log")), "").log({0, 0, 0, 0, m});
+  if (!run_dir_ready_ || options().test_mode) {  // no run folder to write to: the console only
+    RunLogger(settings_->log, "").log({0, 0, 0, 0, m});
     return m;
   }
-  RunLogger logger(LogOptions::from_config(config_.at("log")), run_dir_, log_events_);
+  RunLogger logger(settings_->log, run_dir_, log_events_);
   logger.log({state_.step, state_.epoch, state_.samples, seconds_, m});
   logger.finish();
   log_events_ = logger.events();
@@ -146,22 +142,12 @@ MetricMap Trainer::test(TrainModule& module, DatasetPtr data) {
   return m;
 }
 
-FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
-  UT_CHECK(train != nullptr, "fit() needs training data (data.train)");
-  const int64_t threads = options_.resolve_threads();
-  set_threads(threads);
-  const CheckpointOptions ckpt = CheckpointOptions::from_config(config_.at("checkpoint"));
-  ResumePoint resume;
-  if (ckpt.enabled && !options_.test_mode) {
-    resume = read_resume_point(
-        Checkpointer(ckpt, run_dir_ + "/checkpoints").find_resume(ckpt.resume), config_);
-  }
+std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(const ResumePoint& resume) {
   // A data-parallel run when the launcher says so (torchrun, unitrain launch, mpirun, srun).
   std::shared_ptr<ProcessGroup> group;
   const DistEnv env = read_dist_env();
   if (env.distributed()) {
-    const DistributedOptions d = DistributedOptions::from_config(config_.at("distributed"));
-    group = ProcessGroup::join(env, d.group_options());
+    group = ProcessGroup::join(env, settings_->distributed.group_options());
     log::set_prefix(env.rank == 0 ? "" : fmt::format("[rank {}] ", env.rank));
     if (env.rank != 0) log::console_warnings_only();
   }
@@ -176,73 +162,75 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
     }
     log::info(fmt::format("data parallel: rank {} of {} ({} via {}:{})", group->rank(),
                           group->world_size(), env.launcher, env.master_addr, env.master_port));
-    broadcast_module(*group, module.weights());  // every rank starts from rank 0's weights
   }
-  torch::manual_seed(static_cast<uint64_t>(config_.get_int("seed")) +
-                     static_cast<uint64_t>(group ? group->rank() : 0));
+  return group;
+}
+
+FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
+  UT_CHECK(train != nullptr, "fit() needs training data (data.train)");
+  // Plan: threads, the checkpoint to resume from, the processes, the run folder, the parts.
+  const int64_t threads = options().resolve_threads();
+  set_threads(threads);
+  const CheckpointOptions& ckpt = settings_->checkpoint;
+  ResumePoint resume;
+  if (ckpt.enabled && !options().test_mode) {
+    resume = read_resume_point(
+        Checkpointer(ckpt, run_dir_ + "/checkpoints").find_resume(ckpt.resume), config_);
+  }
+  std::shared_ptr<ProcessGroup> group = join_group_and_prepare(resume);
+  if (group) broadcast_module(*group, module.weights());  // every rank starts from rank 0's weights
+  torch::manual_seed(settings_->seed + static_cast<uint64_t>(group ? group->rank() : 0));
   state_ = TrainState();
   Loop loop(*this, module, std::move(train), std::move(val), resume, group);
   optimizer_ = configure_optimizer(module);
   UT_CHECK(!group || dynamic_cast<torch::optim::LBFGS*>(optimizer_.get()) == nullptr,
            "optimizer.type: lbfgs re-evaluates the loss inside its step, which data-parallel "
            "training does not support; use another optimizer or one process");
-  ScheduleContext ctx;
-  ctx.per_epoch = config_.at("scheduler").get_string("interval") == "epoch";
-  ctx.steps_per_epoch = loop.steps_per_epoch;
-  ctx.samples_per_step = loop.train_loader.options().batch_size_ * loop.accumulation * loop.world;
-  ctx.total_steps = ctx.per_epoch ? (loop.total_steps + loop.steps_per_epoch - 1) / loop.steps_per_epoch
-                                  : loop.total_steps;
-  ctx.base_lr = get_lr(*optimizer_);
-  loop.lr = std::make_unique<LrController>(*optimizer_, configure_scheduler(ctx), ctx.per_epoch);
-  loop.lr->apply(0);
-  loop.runner = std::make_unique<StepRunner>(module, *optimizer_, options_, *loop.sync);
-  if (group) {
-    loop.runner->set_shared_flags([&loop](bool bad) { return loop.shared_flags(bad); },
-                                  [&loop](const std::vector<float>& f) { loop.agree(f); });
-  }
-  loop.runner->set_before_update([&loop] {
-    if (loop.checkpointer) loop.checkpointer->wait_snapshot();
-  });
+  loop.start(*optimizer_, configure_scheduler(loop.plan.schedule_context(
+                              settings_->schedule_per_epoch, get_lr(*optimizer_))));
+  // Restore: everything the checkpoint holds, exactly where it was saved.
   if (!resume.dir.empty()) loop.restore(resume);
   log::info(fmt::format(
       "training: {} samples, {} batches/epoch of {}, accumulation {}, {} optimizer steps; "
       "threads {}, reader threads {}, BLAS {}", loop.train_loader.dataset_size(),
-      loop.batches_per_epoch, loop.train_loader.options().batch_size_, loop.accumulation,
-      loop.total_steps, threads, loop.train_loader.reader_threads(), loaded_blas_library()));
+      loop.plan.batches_per_epoch, loop.plan.batch_size, loop.plan.accumulation,
+      loop.plan.total_steps, threads, loop.train_loader.reader_threads(), loaded_blas_library()));
   module.train();
   StopSignalGuard signals;
   for (auto& cb : callbacks_) cb->on_train_start(*this);
   if (loop.length_reached()) {
     report_finished_run();
     loop.result.already_complete = true;
-  } else {
-    while (true) {
-      for (auto& cb : callbacks_) cb->on_epoch_start(*this);
-      if (!loop.run_epoch()) break;
+  }
+  // The loop: one micro-batch per turn; a window's last one ends with the optimizer step.
+  while (!loop.result.already_complete && !loop.finished()) {
+    std::optional<Batch> batch = loop.next_batch();            // fetch
+    if (!batch) {
+      loop.end_epoch();
+      continue;
     }
+    MicroStep m = loop.forward_backward(*batch);               // forward, backward
+    if (m.window_end) {
+      const int64_t step = state_.step + 1;
+      loop.steps->sync_gradients(m, step);                     // gradient sync; ranks agree
+      loop.steps->clip_gradients(m, step);                     // clip
+      loop.fence_snapshot();
+      loop.steps->update(m, step);                             // optimizer step, zero grads
+    }
+    loop.count(*batch, m);                                     // counters, schedule, decisions
+    if (m.window_end) loop.log_and_validate();                 // log, validate
+    loop.save_if_due();                                        // save
+    if (loop.epoch_complete()) loop.end_epoch();
   }
-  if (loop.result.signal == 0 && !loop.result.already_complete) {
-    loop.finish_logs();
-    if (loop.ckpt_options.final) loop.maybe_save(false, state_.samples, false, true);
-  }
-  if (Checkpointer* c = loop.checkpointer.get()) {
-    c->wait();
-    loop.result.checkpoints_saved = c->saves();
-    loop.result.checkpoint_write_seconds = c->write_seconds();
-    loop.result.checkpoint_blocking_seconds += c->snapshot_wait_seconds();  // at the fence
-    log::file_only(fmt::format("checkpoints: {} saved; training waited {:.2f} s for them, writing "
-                               "took {:.2f} s", c->saves(), loop.result.checkpoint_blocking_seconds,
-                               c->write_seconds()));
-  }
-  loop.logger.finish();
+  loop.finish();                                               // last logs, final save
   for (auto& cb : callbacks_) cb->on_train_end(*this);
   loop.result.state = state_;
   loop.result.seconds = loop.result.already_complete ? loop.time_offset : loop.elapsed();
-  rank_ = loop.rank;
+  rank_ = loop.plan.rank;
   log_events_ = loop.logger.events();
   seconds_ = loop.result.seconds;
   last_checkpoint_ = loop.result.last_checkpoint;
-  if (loop.rank == 0 && !options_.test_mode) write_summary(loop);
+  if (rank_ == 0 && !options().test_mode) write_summary(loop);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   log::info(fmt::format("{}: {} steps, {} epoch{} completed, {} samples in {:.1f} s; waited {:.2f} s "

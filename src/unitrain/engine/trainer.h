@@ -16,8 +16,10 @@
 
 namespace unitrain {
 
+class ProcessGroup;
 class RunLogger;
 struct ResumePoint;
+struct RunSettings;
 
 /// What fit() returns. Also written to run_dir/results/summary.json.
 struct FitResult {
@@ -68,7 +70,7 @@ class Trainer {
   MetricMap test(TrainModule& module, DatasetPtr data);
 
   const Config& config() const { return config_; }
-  const TrainOptions& options() const { return options_; }
+  const TrainOptions& options() const;
   const TrainState& state() const { return state_; }
   const std::string& run_dir() const { return run_dir_; }
   /// Ends training after the current optimizer step (callbacks call this).
@@ -94,8 +96,11 @@ class Trainer {
   /// Says that a resumed run is already finished.
   void report_finished_run() const;
   void write_summary(const Loop& loop) const;
+  /// The parts of fit() before its loop: threads, where to resume, the process group, the
+  /// run folder. Null group: one process.
+  std::shared_ptr<ProcessGroup> join_group_and_prepare(const ResumePoint& resume);
   Config config_;
-  TrainOptions options_;
+  std::unique_ptr<const RunSettings> settings_;
   TrainState state_;
   std::string run_dir_;
   bool run_dir_ready_ = false;

@@ -90,8 +90,8 @@ ResumePoint read_resume_point(const std::string& dir, const Config& current) {
   return r;
 }
 
-void Trainer::Loop::maybe_save(bool stepped, int64_t samples_before, bool epoch_end, bool force) {
-  const bool on = ckpt_options.enabled && !t.options_.test_mode;
+void Trainer::Loop::save_if_due(bool force) {
+  const bool on = settings.checkpoint.enabled && !settings.train.test_mode;
   if (const int sig = stop_signal(); sig != 0 && result.signal == 0) {
     result.signal = sig;
     log::warn(fmt::format("received signal {} ({}): {} and stopping", sig, strsignal(sig),
@@ -99,27 +99,17 @@ void Trainer::Loop::maybe_save(bool stepped, int64_t samples_before, bool epoch_
     force = true;
   }
   if (!on) return;
-  const TrainState& s = t.state_;
-  bool due = force || want_best_save;
-  if (const auto& every = ckpt_options.every) {
-    switch (every->unit) {
-      case TrainUnit::Unit::Steps: due |= stepped && s.step % every->count == 0; break;
-      case TrainUnit::Unit::Samples:
-        due |= !epoch_end && samples_before / every->count != s.samples / every->count;
-        break;
-      case TrainUnit::Unit::Epochs: due |= epoch_end && s.epoch % every->count == 0; break;
-    }
-  }
+  bool due = periods.due(Periods::Save, state) || force || want_best_save;
   // Data-parallel runs save at window boundaries only (gradients inside a window are each
   // rank's own): a save due inside one waits for its end.
-  if (group && (due || save_pending) && s.micro_in_window != 0) {
+  if (group && (due || save_pending) && state.micro_in_window != 0) {
     save_pending = true;
     return;
   }
   due |= save_pending;
   save_pending = false;
   if (!due || saved == here()) {
-    if (want_best_save && saved.samples == s.samples && checkpointer) {  // just link
+    if (want_best_save && saved.samples == state.samples && checkpointer) {  // just link
       checkpointer->wait();
       checkpointer->store().link("best", result.last_checkpoint);
     }
@@ -131,7 +121,7 @@ void Trainer::Loop::maybe_save(bool stepped, int64_t samples_before, bool epoch_
 
 void Trainer::Loop::save() {
   const Clock::time_point start = Clock::now();
-  TrainState& s = t.state_;
+  TrainState& s = state;
   torch::nn::Module& weights = module.weights();
   // Every rank's generator state goes to rank 0, which writes the checkpoint; so do the
   // running training sums (a resumed rank 0 carries them for everyone).
@@ -142,7 +132,7 @@ void Trainer::Loop::save() {
     rng_files = group->all_gather(rng_files[0]);
     all_reduce_metrics(*group, sums_to_save);
   }
-  const std::string this_dir = t.run_dir_ + "/checkpoints/step-" + std::to_string(s.step);
+  const std::string this_dir = settings.run_dir + "/checkpoints/step-" + std::to_string(s.step);
   if (!checkpointer) {  // another rank: rank 0 writes
     want_best_save = false;
     saved = here();
@@ -152,7 +142,7 @@ void Trainer::Loop::save() {
   std::vector<CheckpointFile> files;
   // Snapshots now, bytes later: an async save serialises on the writer thread, so training
   // waits only for the copies (the optimizer keeps training on copies of its state).
-  const bool async = ckpt_options.async;
+  const bool async = settings.checkpoint.async;
   SnapshotBuffers* buffers = nullptr;
   if (async) {
     checkpointer->wait();  // the previous save no longer reads the buffers
@@ -161,7 +151,7 @@ void Trainer::Loop::save() {
   }
   auto model_state = std::make_shared<NamedTensors>(module_state(weights, async, buffers));
   files.push_back({"model.pt", {}, [model_state] { return tensor_dict_image(*model_state); }});
-  files.push_back({"optimizer.pt", {}, optimizer_state_snapshot(*t.optimizer_, async, buffers)});
+  files.push_back({"optimizer.pt", {}, optimizer_state_snapshot(*trainer.optimizer_, async, buffers)});
   for (size_t r = 0; r < rng_files.size(); ++r) {
     files.push_back({"rng-rank-" + std::to_string(r) + ".pt",
                      std::vector<char>(rng_files[r].begin(), rng_files[r].end())});
@@ -170,7 +160,7 @@ void Trainer::Loop::save() {
     files.push_back({"grads.pt", tensor_dict_image(gradient_state(module))});
   }
   std::map<std::string, std::string> extra;
-  for (auto& cb : t.callbacks_) cb->on_save_checkpoint(t, extra);
+  for (auto& cb : trainer.callbacks_) cb->on_save_checkpoint(trainer, extra);
   for (const auto& [name, bytes] : extra) {
     UT_CHECK_TRAIN(!name.empty() && name.find('/') == std::string::npos, "a callback's checkpoint ",
                    "entry name must be a plain file name, got '", name, "'");
@@ -179,8 +169,8 @@ void Trainer::Loop::save() {
 
   Json j;
   j["format"] = kFormatVersion;
-  j["config_hash"] = hash_of(t.config_.dump());
-  j["world_size"] = world;
+  j["config_hash"] = hash_of(trainer.config_.dump());
+  j["world_size"] = plan.world;
   j["state"] = {{"epoch", s.epoch},
                 {"step", s.step},
                 {"samples", s.samples},
@@ -203,7 +193,7 @@ void Trainer::Loop::save() {
                {"last_val_step", last_val_step},
                {"elapsed", elapsed()},
                {"best_checkpoint_value", number(best_value)},
-               {"window_bad", runner->window_bad()},
+               {"window_bad", steps->window_bad()},
                {"train_sums", sums}};
   Json sched = Json::object();
   if (Scheduler* sc = lr->scheduler()) {
@@ -211,7 +201,7 @@ void Trainer::Loop::save() {
   }
   j["scheduler"] = sched;
   files.push_back({kState, bytes_of(j.dump(1) + "\n")});
-  files.push_back({"config.yaml", bytes_of(t.config_.dump())});
+  files.push_back({"config.yaml", bytes_of(trainer.config_.dump())});
 
   CheckpointSave save;
   save.step = s.step;
@@ -224,12 +214,12 @@ void Trainer::Loop::save() {
   checkpointer->save(std::move(save));
   // Callbacks may change parameters outside optimizer steps: with any, the copies are made
   // before training goes on.
-  if (!t.callbacks_.empty()) checkpointer->wait_snapshot();
+  if (!trainer.callbacks_.empty()) checkpointer->wait_snapshot();
   result.checkpoint_blocking_seconds += std::chrono::duration<double>(Clock::now() - start).count();
   saved = here();
   result.last_checkpoint = checkpointer->store().root() + "/step-" + std::to_string(s.step);
   log::file_only(fmt::format("checkpoint step-{} ({})", s.step,
-                             ckpt_options.async ? "writing in the background" : "written"));
+                             settings.checkpoint.async ? "writing in the background" : "written"));
 }
 
 void Trainer::Loop::restore(const ResumePoint& resume) {
@@ -242,27 +232,28 @@ void Trainer::Loop::restore(const ResumePoint& resume) {
   load_module_state(module.weights(), load_tensor_dict(CheckpointStore::read(dir, "model.pt"),
                                                        what + "model.pt"),
                     /*strict=*/true, what + "model.pt");
-  load_optimizer_state(*t.optimizer_, CheckpointStore::read(dir, "optimizer.pt"),
+  load_optimizer_state(*trainer.optimizer_, CheckpointStore::read(dir, "optimizer.pt"),
                        what + "optimizer.pt");
   if (CheckpointStore::has(dir, "grads.pt")) {
     load_gradient_state(module, load_tensor_dict(CheckpointStore::read(dir, "grads.pt"),
                                                  what + "grads.pt"), what + "grads.pt");
   }
 
-  TrainState& s = t.state_;
+  TrainState& s = state;
   s = resume.state;
-  UT_CHECK(s.batch_in_epoch <= batches_per_epoch, "cannot resume from ", dir, ": it stopped at batch ",
-           s.batch_in_epoch, " of an epoch that now has ", batches_per_epoch, " batches");
+  periods.start_at(s);
+  UT_CHECK(s.batch_in_epoch <= plan.batches_per_epoch, "cannot resume from ", dir, ": it stopped at batch ",
+           s.batch_in_epoch, " of an epoch that now has ", plan.batches_per_epoch, " batches");
 
   const Json& lp = j["loop"];
   last_val_step = lp.value("last_val_step", int64_t(-1));
   time_offset = lp.value("elapsed", 0.0);
   best_value = number(lp["best_checkpoint_value"]);
-  runner->set_window_bad(lp.value("window_bad", false));
+  steps->set_window_bad(lp.value("window_bad", false));
   train_sums.clear();
   // Saved summed over ranks: rank 0 carries them, the others start from nothing.
   const Json no_sums = Json::object();
-  const Json& saved_sums = rank == 0 ? lp["train_sums"] : no_sums;
+  const Json& saved_sums = plan.rank == 0 ? lp["train_sums"] : no_sums;
   for (const auto& [name, v] : saved_sums.items()) {
     auto& sum = train_sums.sums()[name];
     sum.weighted = number(v.at(0));
@@ -274,7 +265,7 @@ void Trainer::Loop::restore(const ResumePoint& resume) {
     for (const auto& [k, v] : j["scheduler"].items()) state[k] = number(v);
     if (!state.empty()) sc->load_state(state);
   }
-  lr->apply(lr->per_epoch() ? s.epoch : s.step);
+  lr->follow(s);
 
   std::map<std::string, std::string> extra;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
@@ -284,9 +275,9 @@ void Trainer::Loop::restore(const ResumePoint& resume) {
       extra[name.substr(std::string(kExtraPrefix).size())] = std::string(b.begin(), b.end());
     }
   }
-  for (auto& cb : t.callbacks_) cb->on_load_checkpoint(t, extra);
+  for (auto& cb : trainer.callbacks_) cb->on_load_checkpoint(trainer, extra);
 
-  const std::string rng_file = "rng-rank-" + std::to_string(rank) + ".pt";
+  const std::string rng_file = "rng-rank-" + std::to_string(plan.rank) + ".pt";
   load_rng_state(load_tensor_dict(CheckpointStore::read(dir, rng_file), what + rng_file),
                  what + rng_file);
   if (j.contains("metrics")) {

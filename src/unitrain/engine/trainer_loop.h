@@ -1,15 +1,20 @@
 #pragma once
-// Trainer::Loop: the state of one fit() — loaders, schedule, logger, checkpoints, running sums.
-// Private to the engine: trainer.cpp runs it, trainer_checkpoint.cpp saves and restores it.
+// Trainer::Loop: the parts of one fit(), each owning its state — the plan and periods, the data,
+// the step, the schedule, the logs, the checkpoints — and the named calls fit() makes in order.
+// Private to the engine: trainer.cpp runs it, trainer_loop.cpp steps it, trainer_checkpoint.cpp
+// saves and restores it.
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
-#include "unitrain/checkpoint/checkpoint_options.h"
 #include "unitrain/checkpoint/checkpointer.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/engine/lr_controller.h"
+#include "unitrain/engine/periods.h"
 #include "unitrain/engine/resume_config.h"
+#include "unitrain/engine/run_plan.h"
+#include "unitrain/engine/run_settings.h"
 #include "unitrain/engine/step_runner.h"
 #include "unitrain/engine/trainer.h"
 #include "unitrain/log/run_logger.h"
@@ -33,82 +38,98 @@ struct ResumePoint {
   std::vector<ConfigChange> config_changes;  ///< since it was saved
 };
 
+/// What the last save recorded: a save at the same point is skipped, unless the run has stopped
+/// or logged since (its checkpoint must say so).
+struct SavePoint {
+  int64_t samples = -1;
+  bool stopped = false;
+  int64_t log_events = -1;
+  bool operator==(const SavePoint& o) const {
+    return samples == o.samples && stopped == o.stopped && log_events == o.log_events;
+  }
+};
+
 struct Trainer::Loop {
-  Trainer& t;
-  TrainModule& module;
-  Loader train_loader;
-  std::unique_ptr<Loader> val_loader;
-  int64_t accumulation = 1;
-  int64_t batches_per_epoch = 0;
-  int64_t steps_per_epoch = 0;
-  int64_t total_steps = 0;  ///< optimizer steps of the whole run (estimate for samples)
-  std::unique_ptr<LrController> lr;
-  std::unique_ptr<StepRunner> runner;
-  /// Data-parallel runs: the group of processes (null for one process), this one's rank.
-  std::shared_ptr<ProcessGroup> group;
-  int rank = 0;
-  int world = 1;
-  bool broadcast_buffers = false;  ///< rank 0's buffers to every rank at each window's start
-  int agreed_signal = 0;           ///< a stop signal any rank received (agreed each step)
-  std::unique_ptr<GradientSync> sync;
-  RunLogger logger;
-  MetricAccumulator train_sums;
-  FitResult result;
-  Clock::time_point start = Clock::now();
-  double time_offset = 0;  ///< seconds of training before a resume
-  int64_t last_val_step = -1;
-
-  CheckpointOptions ckpt_options;
-  EarlyStoppingOptions early;
-  std::unique_ptr<Checkpointer> checkpointer;
-  std::shared_ptr<SnapshotBuffers> snapshot_buffers;  ///< reused by async saves
-  double best_value;             ///< checkpoint.best.metric's best value (NaN: none yet)
-  bool want_best_save = false;   ///< validation just improved the best metric
-  /// What the last save recorded: a save at the same point is skipped, unless the run has
-  /// stopped or logged since (its checkpoint must say so).
-  struct SavePoint {
-    int64_t samples = -1;
-    bool stopped = false;
-    int64_t log_events = -1;
-    bool operator==(const SavePoint& o) const {
-      return samples == o.samples && stopped == o.stopped && log_events == o.log_events;
-    }
-  };
-  SavePoint saved;
-  SavePoint here() const { return {t.state_.samples, t.state_.should_stop, logger.events()}; }
-  bool save_pending = false;     ///< data-parallel: a save due inside a window, at its end
-
-  Loop(Trainer& trainer, TrainModule& m, DatasetPtr train, DatasetPtr val,
+  Loop(Trainer& trainer, TrainModule& module, DatasetPtr train, DatasetPtr val,
        const ResumePoint& resume, std::shared_ptr<ProcessGroup> group);
   ~Loop();
 
-  int64_t window_samples(int64_t b) const;
+  // --- The run, as fit() reads it --------------------------------------------------------
+  /// Builds the step and the schedule around the optimizer fit() configured.
+  void start(torch::optim::Optimizer& optimizer, SchedulerPtr schedule);
+  /// Restores everything a checkpoint holds (trainer_checkpoint.cpp).
+  void restore(const ResumePoint& resume);
+  /// Training is over: the length is reached at a window's end, a stop was decided, or a
+  /// signal arrived.
+  bool finished() const;
+  /// The next micro-batch of the current epoch (starting one when none is running); nullopt
+  /// when the epoch has none left.
+  std::optional<Batch> next_batch();
+  /// Forward and backward of `batch`, weighted by its share of its window.
+  MicroStep forward_backward(const Batch& batch);
+  /// Waits for an async save's parameter copies: the optimizer may change parameters now.
+  void fence_snapshot();
+  /// Counts the micro-batch (samples, running sums) and, at a window's end, the step: the
+  /// schedule, the decisions the ranks agreed on, on_step_end, the progress bar.
+  void count(const Batch& batch, const MicroStep& m);
+  /// At a window's end: logs and validates when their periods say so (and at the run's end).
+  void log_and_validate();
+  /// Saves when the checkpoint policy asks for it at this point (a period crossed, a new
+  /// best, a stop signal) or when `force` (trainer_checkpoint.cpp).
+  void save_if_due(bool force = false);
+  bool epoch_complete() const;
+  /// The epoch's end: counters, the per-epoch schedule, on_epoch_end, epoch-period logs,
+  /// validation and saves.
+  void end_epoch();
+  /// After the loop: the last log events and the final save, the writer drained.
+  void finish();
+
+  // --- Its parts -------------------------------------------------------------------------
+  Trainer& trainer;          ///< for callbacks, which receive it
+  TrainState& state;         ///< the Trainer's counters
+  const RunSettings& settings;
+  TrainModule& module;
+  std::shared_ptr<ProcessGroup> group;  ///< null for one process
+  RunPlan plan;
+  Periods periods;
+  Loader train_loader;
+  std::unique_ptr<Loader> val_loader;
+  std::unique_ptr<EpochIterator> epoch_batches;  ///< the running epoch's
+  std::unique_ptr<GradientSync> sync;
+  std::unique_ptr<StepRunner> steps;
+  std::unique_ptr<LrController> lr;
+  RunLogger logger;
+  MetricAccumulator train_sums;
+  FitResult result;
+  Clock::time_point start_time = Clock::now();
+  double time_offset = 0;  ///< seconds of training before a resume
+  int64_t last_val_step = -1;
+  bool broadcast_buffers = false;  ///< rank 0's buffers to every rank at each window's start
+  int agreed_signal = 0;           ///< a stop signal any rank received (agreed each step)
+
+  // Checkpoints (rank 0 writes them).
+  std::unique_ptr<Checkpointer> checkpointer;
+  std::shared_ptr<SnapshotBuffers> snapshot_buffers;  ///< reused by async saves
+  double best_value;            ///< checkpoint.best.metric's best value (NaN: none yet)
+  bool want_best_save = false;  ///< validation just improved the best metric
+  bool save_pending = false;    ///< data-parallel: a save due inside a window, at its end
+  SavePoint saved;
+
+  // --- Helpers ---------------------------------------------------------------------------
+  SavePoint here() const { return {state.samples, state.should_stop, logger.events()}; }
   double elapsed() const;
   LogEvent event(MetricMap metrics) const;
-  void log_train();
-  /// The step's shared decisions (data-parallel runs), sent with the gradients: whether this
-  /// rank saw a non-finite loss, asked to stop, or received SIGINT / SIGTERM.
-  std::vector<float> shared_flags(bool bad) const;
-  /// The same summed over ranks: any stop or signal applies to every rank.
-  void agree(const std::vector<float>& flags);
   /// The stop signal to act on: this process's, or in data-parallel runs the agreed one.
   int stop_signal() const;
+  bool length_reached() const;
+  void log_train();
   void validate();
   void early_stopping(const MetricMap& m);
-  bool length_reached() const;
-  /// The run's last log events (train sums left, a validation at the last step), logged before
-  /// its last checkpoint so that the checkpoint holds them.
+  /// The run's last log events (train sums left, a validation at the last step), logged
+  /// before its last checkpoint so that the checkpoint holds them.
   void finish_logs();
-  /// One epoch (or what is left of it); returns false when training must end.
-  bool run_epoch();
-
-  // trainer_checkpoint.cpp
-  /// Saves when the checkpoint policy asks for it at this point (period crossed, a new best,
-  /// a stop signal) or when `force`.
-  void maybe_save(bool stepped, int64_t samples_before, bool epoch_end, bool force = false);
+  void close_epoch_batches();
   void save();
-  /// Restores everything a checkpoint holds; called after the optimizer and schedule exist.
-  void restore(const ResumePoint& resume);
 };
 
 /// Reads what must be known of `dir` before the loop is built (trainer_state.json, config.yaml)

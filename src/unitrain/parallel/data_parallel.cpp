@@ -98,7 +98,7 @@ DataParallelSync::DataParallelSync(std::shared_ptr<ProcessGroup> group,
     bytes += size;
   }
   close();
-  // The flags ride behind the last bucket's gradients (a bucket of their own when there are
+  // The decision rides behind the last bucket's gradients (a bucket of their own when there are
   // no gradients at all).
   if (buckets_.empty()) buckets_.push_back(Bucket{{}, {}, torch::zeros({0}), 0, {}});
   Bucket& last = buckets_.back();
@@ -138,18 +138,11 @@ void DataParallelSync::grad_ready(size_t param) {
   if (++b.ready == b.members.size()) launch_in_order();
 }
 
-void DataParallelSync::set_flags(const std::vector<float>& flags) {
-  UT_CHECK_TRAIN(flags.size() <= size_t(kFlagSlots), "data parallel: at most ", kFlagSlots,
-                 " step flags");
-  std::fill(flags_.begin(), flags_.end(), 0.f);
-  std::copy(flags.begin(), flags.end(), flags_.begin());
-}
-
 void DataParallelSync::launch(Bucket& bucket) {
   torch::NoGradGuard no_grad;
   if (&bucket == &buckets_.back()) {
     torch::Tensor tail = bucket.flat.narrow(0, bucket.flat.numel() - kFlagSlots, kFlagSlots);
-    tail.copy_(torch::tensor(flags_, torch::kFloat32));
+    tail.copy_(torch::tensor(std::vector<float>(mine_.begin(), mine_.end()), torch::kFloat32));
   }
   for (size_t j = 0; j < bucket.members.size(); ++j) {
     const torch::Tensor& p = params_[bucket.members[j]];
@@ -202,7 +195,7 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
     if (&b == &buckets_.back()) {
       torch::Tensor tail = b.flat.narrow(0, b.flat.numel() - kFlagSlots, kFlagSlots);
       torch::Tensor f = tail.to(torch::kFloat32).contiguous();
-      reduced_flags_.assign(f.data_ptr<float>(), f.data_ptr<float>() + kFlagSlots);
+      std::copy(f.data_ptr<float>(), f.data_ptr<float>() + kFlagSlots, agreed_.begin());
     }
     if (options_.average) b.flat.div_(world);
     for (size_t j = 0; j < b.members.size(); ++j) {
@@ -219,7 +212,7 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
     b.ready = 0;
   }
   std::fill(has_grad_.begin(), has_grad_.end(), false);
-  std::fill(flags_.begin(), flags_.end(), 0.f);
+  mine_.fill(0.f);
   next_launch_ = 0;
   active_ = false;
 }

@@ -3,6 +3,7 @@
 // all-reduced in buckets launched from autograd hooks while backward is still running.
 #include <torch/nn/module.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -54,11 +55,11 @@ class DataParallelSync : public GradientSync {
 
   void before_backward(bool will_step) override;
   void finish(const std::vector<torch::Tensor>& params) override;
-  /// Up to kFlagSlots flags ride at the end of the last bucket (launched last on every rank).
-  bool carries_flags() const override { return true; }
-  void set_flags(const std::vector<float>& flags) override;
-  std::vector<float> flags() const override { return reduced_flags_; }
-  static constexpr int64_t kFlagSlots = 4;
+  /// The step's decision rides at the end of the last bucket (launched last on every rank).
+  bool shares_decisions() const override { return true; }
+  void share(const StepDecision& mine) override { mine_ = mine.encode(); }
+  StepDecision agreed() const override { return StepDecision::decode(agreed_.data()); }
+  static constexpr int64_t kFlagSlots = StepDecision::kSlots;
 
   size_t buckets() const { return buckets_.size(); }
   /// Bucket reduces launched from hooks (while backward ran) and from finish().
@@ -89,8 +90,8 @@ class DataParallelSync : public GradientSync {
   size_t next_launch_ = 0;     ///< buckets launch in index order
   int64_t launched_in_backward_ = 0;
   int64_t launched_in_finish_ = 0;
-  std::vector<float> flags_ = std::vector<float>(kFlagSlots, 0.f);
-  std::vector<float> reduced_flags_ = std::vector<float>(kFlagSlots, 0.f);
+  std::array<float, kFlagSlots> mine_{};    ///< this rank's encoded decision for the window
+  std::array<float, kFlagSlots> agreed_{};  ///< their sums over ranks, after finish()
 };
 
 }  // namespace unitrain

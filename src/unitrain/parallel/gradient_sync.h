@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "unitrain/parallel/step_decision.h"
+
 namespace unitrain {
 
 /// Called by the step runner around backward. A single process uses NoGradientSync; a
@@ -19,13 +21,16 @@ class GradientSync {
   /// must be final (reduced and averaged) when this returns.
   virtual void finish(const std::vector<torch::Tensor>& params) {}
 
-  /// Data-parallel runs share a few per-step flags (non-finite loss, stop, signals) by
-  /// sending them with the window's gradients instead of in a collective of their own: set
-  /// before the window's last backward (values >= 0), read after finish() as their sums over
-  /// ranks. A single process has nothing to share.
-  virtual bool carries_flags() const { return false; }
-  virtual void set_flags(const std::vector<float>& flags) {}
-  virtual std::vector<float> flags() const { return {}; }
+  /// Data-parallel runs agree on each step's decision by sending it with the window's
+  /// gradients instead of in a collective of their own: share() before the window's last
+  /// backward, agreed() after finish() combines every rank's. A single process agrees with
+  /// itself.
+  virtual bool shares_decisions() const { return false; }
+  virtual void share(const StepDecision& mine) { mine_ = mine; }
+  virtual StepDecision agreed() const { return mine_; }
+
+ private:
+  StepDecision mine_;
 };
 
 class NoGradientSync : public GradientSync {};

@@ -1,0 +1,83 @@
+#include "unitrain/engine/periods.h"
+
+#include <gtest/gtest.h>
+
+namespace unitrain {
+namespace {
+
+TrainState at(int64_t epoch, int64_t step, int64_t samples) {
+  TrainState s;
+  s.epoch = epoch;
+  s.step = step;
+  s.samples = samples;
+  return s;
+}
+
+TEST(Periods, StepPeriodsAreDueAtMultiplesOnce) {
+  Periods p(TrainUnit::steps(3), TrainUnit::epochs(1), std::nullopt);
+  p.start_at(at(0, 0, 0));
+  std::vector<int64_t> due;
+  for (int64_t step = 1; step <= 10; ++step) {
+    if (p.due(Periods::Log, at(0, step, step * 8))) due.push_back(step);
+    EXPECT_FALSE(p.due(Periods::Log, at(0, step, step * 8))) << "asked twice at " << step;
+  }
+  EXPECT_EQ(due, (std::vector<int64_t>{3, 6, 9}));
+}
+
+TEST(Periods, SamplePeriodsCrossedInsideAWindowAreDueAtItsEnd) {
+  // Windows of 2 micro-batches of 8: a 12-sample period ends inside windows; it is asked only
+  // at window ends (every 16 samples) and still fires once per crossing.
+  Periods p(TrainUnit::samples(12), TrainUnit::epochs(1), std::nullopt);
+  p.start_at(at(0, 0, 0));
+  std::vector<int64_t> due;
+  for (int64_t step = 1; step <= 6; ++step) {
+    if (p.due(Periods::Log, at(0, step, step * 16))) due.push_back(step);
+  }
+  // 16 crosses 12; 32 crosses 24; 48 crosses 36 and reaches 48; 64 crosses 60; 80 crosses 72;
+  // 96 crosses 84 and reaches 96.
+  EXPECT_EQ(due, (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  Periods q(TrainUnit::samples(40), TrainUnit::epochs(1), std::nullopt);
+  q.start_at(at(0, 0, 0));
+  due.clear();
+  for (int64_t step = 1; step <= 6; ++step) {
+    if (q.due(Periods::Log, at(0, step, step * 16))) due.push_back(step);
+  }
+  EXPECT_EQ(due, (std::vector<int64_t>{3, 5}));  // 48 crosses 40, 80 reaches 80
+}
+
+TEST(Periods, EpochPeriodsAreDueOnlyWhenAnEpochEnds) {
+  Periods p(TrainUnit::steps(100), TrainUnit::epochs(2), std::nullopt);
+  p.start_at(at(0, 0, 0));
+  EXPECT_FALSE(p.due(Periods::Validate, at(0, 5, 40)));
+  EXPECT_FALSE(p.due(Periods::Validate, at(1, 10, 80)));
+  EXPECT_FALSE(p.due(Periods::Validate, at(1, 15, 120)));
+  EXPECT_TRUE(p.due(Periods::Validate, at(2, 20, 160)));
+}
+
+TEST(Periods, ANullSavePeriodIsNeverDueAndEventsCountSeparately) {
+  Periods p(TrainUnit::steps(1), TrainUnit::steps(2), std::nullopt);
+  p.start_at(at(0, 0, 0));
+  EXPECT_FALSE(p.due(Periods::Save, at(0, 1, 1)));
+  EXPECT_TRUE(p.due(Periods::Log, at(0, 1, 1)));
+  EXPECT_FALSE(p.due(Periods::Validate, at(0, 1, 1)));
+  EXPECT_TRUE(p.due(Periods::Validate, at(0, 2, 2)));
+}
+
+TEST(Periods, AResumeCountsFromTheCheckpoint) {
+  Periods p(TrainUnit::steps(5), TrainUnit::epochs(1), TrainUnit::steps(5));
+  p.start_at(at(0, 7, 56));
+  EXPECT_FALSE(p.due(Periods::Save, at(0, 8, 64)));
+  EXPECT_FALSE(p.due(Periods::Save, at(0, 9, 72)));
+  EXPECT_TRUE(p.due(Periods::Save, at(0, 10, 80)));
+}
+
+TEST(Periods, ReachedMeasuresTheLengthInItsUnit) {
+  EXPECT_TRUE(reached(TrainUnit::steps(10), at(0, 10, 0)));
+  EXPECT_FALSE(reached(TrainUnit::steps(10), at(5, 9, 1000)));
+  EXPECT_TRUE(reached(TrainUnit::epochs(2), at(2, 1, 1)));
+  EXPECT_TRUE(reached(TrainUnit::samples(100), at(0, 1, 100)));
+  EXPECT_FALSE(reached(TrainUnit::samples(100), at(0, 1, 99)));
+}
+
+}  // namespace
+}  // namespace unitrain
