@@ -54,6 +54,13 @@ TEST(ReportCharts, ThroughputLeavesValidationTimeOut) {
   // 640 samples in the first second; then 640 more in the 1 s after validation ended.
   EXPECT_EQ(throughput_points(r.events),
             (std::vector<std::pair<double, double>>{{10, 640}, {20, 640}}));
+  // A validation pass ending an epoch between two training events: the interval that holds it
+  // gives no point; the next one starts after it.
+  std::vector<MetricEvent> epoch_end = {{100, 0, 6400, 10.0, {{"train/loss", 1.0}}},
+                                        {150, 1, 9600, 20.0, {{"val/loss", 1.0}}},
+                                        {200, 1, 12800, 25.0, {{"train/loss", 1.0}}}};
+  EXPECT_EQ(throughput_points(epoch_end),
+            (std::vector<std::pair<double, double>>{{100, 640}, {200, 640}}));
   // A restarted count (fewer samples) starts a new interval instead of a negative rate.
   std::vector<MetricEvent> restarted = {
       {5, 0, 500, 1.0, {}}, {2, 0, 200, 0.5, {}}, {4, 0, 400, 1.0, {}}};

@@ -34,6 +34,13 @@ bool has_finite(const ChartSeries& s) {
   });
 }
 
+/// An event of validation or test metrics only (val/..., test/...).
+bool evaluation_only(const MetricEvent& e) {
+  return !e.values.empty() && std::all_of(e.values.begin(), e.values.end(), [](const auto& kv) {
+    return kv.first.rfind("val/", 0) == 0 || kv.first.rfind("test/", 0) == 0;
+  });
+}
+
 }  // namespace
 
 std::string run_colour(size_t index) {
@@ -49,11 +56,12 @@ std::vector<std::pair<double, double>> throughput_points(const std::vector<Metri
   int64_t samples = 0;
   double time = 0;
   for (const auto& e : events) {
-    if (e.samples > samples && e.time > time) {
+    if (e.samples > samples && e.time > time && !evaluation_only(e)) {
       out.emplace_back(double(e.step), double(e.samples - samples) / (e.time - time));
     }
-    // Every event moves the start of the next interval: a validation event (same samples,
-    // later time) takes its pass out of the next interval; a restart (fewer samples) begins anew.
+    // Every event starts the next interval: an evaluation event (logged when its pass ended)
+    // takes the pass out of the next interval and gives no point itself, as the interval before
+    // it holds the pass; a restart (fewer samples) begins anew.
     samples = e.samples;
     time = e.time;
   }

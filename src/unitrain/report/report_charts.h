@@ -17,8 +17,10 @@ std::vector<LineChart> report_charts(const std::vector<RunData>& runs);
 /// The colour of the run at `index` (10 distinct colours, then again).
 std::string run_colour(size_t index);
 
-/// Training throughput of one run: (step, samples/s) for each log event at which the sample
-/// count grew, over the time since the previous event.
+/// Training throughput of one run: (step, samples/s) at each training log event, from the
+/// samples and time since the previous event of any kind. Validation and test passes are left
+/// out: an interval that ends with one (its event is logged when the pass ends) gives no point,
+/// and the next interval starts after it.
 std::vector<std::pair<double, double>> throughput_points(const std::vector<MetricEvent>& events);
 
 }  // namespace unitrain::report
