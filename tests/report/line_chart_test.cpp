@@ -48,6 +48,18 @@ TEST(LineChart, ANonFiniteValueBreaksTheLine) {
   EXPECT_EQ(occurrences(svg, " L"), 1u) << svg;
 }
 
+TEST(LineChart, LongSeriesDrawTheExtremesOfEachPixelColumn) {
+  ChartSeries s{"r", "train", "#000", {}};
+  for (int i = 0; i < 20000; ++i) s.points.emplace_back(i, i % 2 ? 1.0 : -1.0);
+  s.points[10000].second = 7;  // a spike survives
+  const std::string svg = render_line_chart({"x", "x", "step", "x", {s}});
+  EXPECT_TRUE(test::contains(svg, "data-points=\"20000\""));
+  EXPECT_LE(occurrences(svg, " L"), 2u * 481);  // at most 2 points per column of the 480 px plot
+  EXPECT_GE(occurrences(svg, " L"), 480u);
+  // y from -2 to 8 over the 244 px from 256 down to 12: 7 is drawn at 256 - 0.9 * 244 = 36.4.
+  EXPECT_TRUE(test::contains(svg, ",36.4 L")) << "the spike was dropped";
+}
+
 TEST(LineChart, ManyPointsDrawNoMarkers) {
   ChartSeries s{"r", "train", "#000", {}};
   for (int i = 0; i < 500; ++i) s.points.emplace_back(i, std::sin(i / 10.0));

@@ -16,6 +16,7 @@ namespace {
 constexpr double kWidth = 560, kHeight = 300;
 constexpr double kLeft = 66, kRight = 14, kTop = 12, kBottom = 44;
 constexpr size_t kMaxMarkers = 60;
+constexpr size_t kDrawAllBelow = 1000;
 
 struct Frame {
   AxisTicks x, y;
@@ -71,12 +72,41 @@ std::string axes_svg(const Frame& f, const LineChart& chart) {
   return out;
 }
 
+bool is_finite_point(const std::pair<double, double>& p) {
+  return std::isfinite(p.first) && std::isfinite(p.second);
+}
+
+/// The points to draw: all of them, or for a long series the lowest and highest value of each
+/// pixel column (in their order), which draws the same line from far fewer points.
+std::vector<std::pair<double, double>> drawn_points(
+    const Frame& f, const std::vector<std::pair<double, double>>& pts) {
+  if (pts.size() <= kDrawAllBelow) return pts;
+  std::vector<std::pair<double, double>> out;
+  for (size_t i = 0; i < pts.size();) {
+    if (!is_finite_point(pts[i])) {
+      out.push_back(pts[i++]);  // keeps the break in the line
+      continue;
+    }
+    const long column = std::lround(f.px(pts[i].first));
+    size_t lo = i, hi = i, j = i;
+    for (; j < pts.size() && is_finite_point(pts[j]) && std::lround(f.px(pts[j].first)) == column;
+         ++j) {
+      if (pts[j].second < pts[lo].second) lo = j;
+      if (pts[j].second > pts[hi].second) hi = j;
+    }
+    out.push_back(pts[std::min(lo, hi)]);
+    if (lo != hi) out.push_back(pts[std::max(lo, hi)]);
+    i = j;
+  }
+  return out;
+}
+
 std::string series_svg(const Frame& f, const ChartSeries& s, const std::string& x_label) {
   std::string path, markers;
   bool pen_down = false;
   size_t finite = 0;
-  for (const auto& [x, y] : s.points) finite += std::isfinite(x) && std::isfinite(y);
-  for (const auto& [x, y] : s.points) {
+  for (const auto& p : s.points) finite += is_finite_point(p);
+  for (const auto& [x, y] : drawn_points(f, s.points)) {
     if (!std::isfinite(x) || !std::isfinite(y)) {
       pen_down = false;
       continue;

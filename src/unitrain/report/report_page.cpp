@@ -27,7 +27,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bott
 h3{font-size:15px;margin:16px 0 6px}p.sub{color:#555;margin:0 0 12px}
 table{border-collapse:collapse;font-size:13px;margin:4px 0 12px;display:block;overflow-x:auto;max-width:100%}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f4f4f4;font-weight:600}
-td.num{text-align:right;font-variant-numeric:tabular-nums}td.absent{color:#999}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}td.absent{color:#999}
 table.config td{font-family:"DejaVu Sans Mono",monospace;font-size:12px;word-break:break-all;max-width:640px}
 .chip{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:baseline}
 button.run{font:inherit;border:0;background:none;padding:0;cursor:pointer;text-align:left}
