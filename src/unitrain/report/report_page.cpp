@@ -30,7 +30,7 @@ th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}t
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}td.absent{color:#999}
 table.config td{font-family:"DejaVu Sans Mono",monospace;font-size:12px;word-break:break-all;max-width:640px}
 .chip{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:baseline}
-button.run{font:inherit;border:0;background:none;padding:0;cursor:pointer;text-align:left}
+button.run{font:inherit;border:0;background:none;padding:0;cursor:pointer;text-align:left;white-space:nowrap}
 button.run.off{opacity:.4;text-decoration:line-through}
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:16px}
 figure{margin:0;border:1px solid #e2e2e2;border-radius:4px;padding:8px}
