@@ -9,8 +9,9 @@ namespace unitrain::report {
 
 TEST(ProfileSummary, ReadsPhasesAndDerivesWhatIsLeftOut) {
   const ProfileSummary p = parse_profile_summary(
-      R"({"steps": 10, "phases": [{"name": "forward", "total_seconds": 3.0, "mean_ms": 300, "share": 0.75},
-                                  {"name": "backward", "total_seconds": 1.0}], "other": 1})",
+      R"({"steps": 10, "phases": [
+            {"name": "forward", "total_seconds": 3.0, "mean_ms": 300, "share": 0.75},
+            {"name": "backward", "total_seconds": 1.0}], "other": 1})",
       "summary.json");
   EXPECT_EQ(p.steps, 10);
   ASSERT_EQ(p.phases.size(), 2u);

@@ -66,9 +66,10 @@ std::string axes_svg(const Frame& f, const LineChart& chart) {
   out += fmt::format(
       R"(<text class="axis-label" x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)",
       (kLeft + right) / 2, kHeight - 6, html_escape(chart.x_label));
-  out += fmt::format(
-      R"svg(<text class="axis-label" transform="translate(14 {:.1f}) rotate(-90)" text-anchor="middle">{}</text>)svg",
-      (kTop + bottom) / 2, html_escape(chart.y_label));
+  out +=
+      fmt::format(R"svg(<text class="axis-label" transform="translate(14 {:.1f}) rotate(-90)" )svg"
+                  R"(text-anchor="middle">{}</text>)",
+                  (kTop + bottom) / 2, html_escape(chart.y_label));
   return out;
 }
 
@@ -122,11 +123,11 @@ std::string series_svg(const Frame& f, const ChartSeries& s, const std::string& 
     }
   }
   const std::string dash = split_dash(s.split);
-  return fmt::format(
-      R"(<g class="series" data-series="{0} {1}" data-run="{0}" data-split="{1}" data-points="{2}" )"
-      R"(stroke="{3}" fill="{3}"><title>{0} {1}</title><path d="{4}" fill="none"{5}/>{6}</g>)",
-      html_escape(s.run), html_escape(s.split), finite, html_escape(s.colour), path,
-      dash.empty() ? "" : R"( stroke-dasharray=")" + dash + "\"", markers);
+  return fmt::format(R"(<g class="series" data-series="{0} {1}" data-run="{0}" data-split="{1}" )"
+                     R"(data-points="{2}" stroke="{3}" fill="{3}"><title>{0} {1}</title>)"
+                     R"(<path d="{4}" fill="none"{5}/>{6}</g>)",
+                     html_escape(s.run), html_escape(s.split), finite, html_escape(s.colour), path,
+                     dash.empty() ? "" : R"( stroke-dasharray=")" + dash + "\"", markers);
 }
 
 }  // namespace

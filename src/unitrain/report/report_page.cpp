@@ -22,26 +22,38 @@ namespace fs = std::filesystem;
 constexpr const char* kGeneratorTag = R"(<meta name="generator" content="unitrain report">)";
 
 constexpr const char* kStyle = R"(
-body{font-family:"DejaVu Sans",system-ui,sans-serif;margin:24px auto;max-width:1280px;padding:0 16px;color:#222;background:#fff}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
-h3{font-size:15px;margin:16px 0 6px}p.sub{color:#555;margin:0 0 12px}
-table{border-collapse:collapse;font-size:13px;margin:4px 0 12px;display:block;overflow-x:auto;max-width:100%}
-th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f4f4f4;font-weight:600}
-td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}td.absent{color:#999}
-table.config td{font-family:"DejaVu Sans Mono",monospace;font-size:12px;word-break:break-all;max-width:640px}
-.chip{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:baseline}
-button.run{font:inherit;border:0;background:none;padding:0;cursor:pointer;text-align:left;white-space:nowrap}
+body{font-family:"DejaVu Sans",system-ui,sans-serif;margin:24px auto;max-width:1280px;
+  padding:0 16px;color:#222;background:#fff}
+h1{font-size:22px;margin:0 0 4px}
+h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+h3{font-size:15px;margin:16px 0 6px}
+p.sub{color:#555;margin:0 0 12px}
+table{border-collapse:collapse;font-size:13px;margin:4px 0 12px;display:block;overflow-x:auto;
+  max-width:100%}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f4f4f4;font-weight:600}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.absent{color:#999}
+table.config td{font-family:"DejaVu Sans Mono",monospace;font-size:12px;word-break:break-all;
+  max-width:640px}
+.chip{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;
+  vertical-align:baseline}
+button.run{font:inherit;border:0;background:none;padding:0;cursor:pointer;text-align:left;
+  white-space:nowrap}
 button.run.off{opacity:.4;text-decoration:line-through}
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:16px}
 figure{margin:0;border:1px solid #e2e2e2;border-radius:4px;padding:8px}
 figcaption{font-weight:600;font-size:14px;margin-bottom:2px}
 svg.chart{width:100%;height:auto;display:block}
-svg .grid{stroke:#ebebeb;stroke-width:1}svg .axis{stroke:#555;stroke-width:1}
-svg .tick{font-size:11px;fill:#444}svg .axis-label{font-size:12px;fill:#222}
+svg .grid{stroke:#ebebeb;stroke-width:1}
+svg .axis{stroke:#555;stroke-width:1}
+svg .tick{font-size:11px;fill:#444}
+svg .axis-label{font-size:12px;fill:#222}
 svg .series path{stroke-width:1.8;stroke-linejoin:round}
 .legend{font-size:12px;color:#333;display:flex;flex-wrap:wrap;gap:4px 14px}
 .legend svg{width:28px;height:10px;vertical-align:middle;margin-right:4px}
-td.bar{width:200px}td.bar span{display:block;height:10px;background:#4e79a7}
+td.bar{width:200px}
+td.bar span{display:block;height:10px;background:#4e79a7}
 details summary{cursor:pointer;margin:6px 0}
 )";
 
