@@ -12,6 +12,7 @@ UNITRAIN_PACKAGES=(
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev libisal-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist python3-torch python3-sklearn openmpi-bin
+  chromium python3-pil fonts-dejavu-core  # the report test renders HTML headless and reads the PNG
   ccache  # optional: CMake compiles through it when present (a rebuilt build/ is then quick)
 )
 

@@ -22,6 +22,7 @@
 #include "unitrain/launch/launcher.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"
+#include "unitrain/report/report_page.h"
 
 namespace {
 
@@ -256,6 +257,16 @@ int main(int argc, char** argv) {
   init->add_option("--out", init_out, "the file to write; an existing file is never overwritten")
       ->capture_default_str();
 
+  std::vector<std::string> report_dirs;
+  std::string report_out;
+  CLI::App* report = app.add_subcommand(
+      "report", "write one self-contained HTML page of charts and tables about one or more runs");
+  report->add_option("run_dir", report_dirs, "run folders (a config's run_dir, e.g. runs/<name>)")
+      ->required();
+  report->add_option("-o,--out", report_out,
+                     "the HTML file to write; default RUN_DIR/report.html for one run, "
+                     "report.html for several");
+
   std::string completion_shell;
   CLI::App* completion = app.add_subcommand(
       "completion", "print a shell completion script: source <(unitrain completion bash)");
@@ -336,6 +347,8 @@ int main(int argc, char** argv) {
     } else if (*init) {
       unitrain::write_starter_config(init_options, init_out);
       unitrain::log::info("wrote " + init_out + "; train it with: unitrain train " + init_out);
+    } else if (*report) {
+      unitrain::log::info("wrote " + unitrain::report::write_report(report_dirs, report_out));
     } else if (*completion) {
       if (completion_shell != "bash") {
         throw unitrain::ConfigError("completion: only bash is supported, got '" + completion_shell +

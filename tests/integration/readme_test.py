@@ -64,6 +64,11 @@ class ReadmeTour(common.Case):
         with open(os.path.join(runs, "digits-lr1e-3", "config.yaml")) as f:
             self.assertRegex(f.read(), r"\blr: (1e-3|0\.001)\n")
         self.assertTrue(read_jsonl(os.path.join(runs, "digits-lr1e-3", "metrics.jsonl")))
+        # report: one page with both runs' series on the loss chart.
+        with open(os.path.join(work, "report.html")) as f:
+            page = f.read()
+        for name in ("digits-mlp", "digits-lr1e-3"):
+            self.assertIn('data-run="%s" data-split="val"' % name, page)
         # config prints every default; list names the components.
         config_out = next(out for words, out in ran if words[1] == "config")
         self.assertIn("accumulation_steps", config_out)

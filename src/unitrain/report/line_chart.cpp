@@ -1,0 +1,152 @@
+#include "unitrain/report/line_chart.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "unitrain/report/axis_ticks.h"
+#include "unitrain/report/html_text.h"
+
+namespace unitrain::report {
+namespace {
+
+// The drawing's coordinate system (the SVG scales it to the page).
+constexpr double kWidth = 560, kHeight = 300;
+constexpr double kLeft = 66, kRight = 14, kTop = 12, kBottom = 44;
+constexpr size_t kMaxMarkers = 60;
+constexpr size_t kDrawAllBelow = 1000;
+
+struct Frame {
+  AxisTicks x, y;
+  double px(double v) const {
+    return kLeft + (v - x.lo) / (x.hi - x.lo) * (kWidth - kLeft - kRight);
+  }
+  double py(double v) const {
+    return kHeight - kBottom - (v - y.lo) / (y.hi - y.lo) * (kHeight - kTop - kBottom);
+  }
+};
+
+Frame frame_of(const LineChart& chart) {
+  double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
+  for (const auto& s : chart.series) {
+    for (const auto& [x, y] : s.points) {
+      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
+    }
+  }
+  if (x0 > x1) x0 = 0, x1 = 1, y0 = 0, y1 = 1;  // nothing finite to draw
+  if (x0 >= 0) x0 = 0;  // steps count from 0: the chart shows where a run starts
+  if (x0 == x1) x1 += 1;
+  return {axis_ticks(x0, x1, 6), axis_ticks(y0, y1, 5)};
+}
+
+std::string axes_svg(const Frame& f, const LineChart& chart) {
+  std::string out;
+  const double bottom = kHeight - kBottom, right = kWidth - kRight;
+  for (size_t i = 0; i < f.y.values.size(); ++i) {
+    const double y = f.py(f.y.values[i]);
+    out += fmt::format(R"(<line class="grid" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>)",
+                       kLeft, y, right, y);
+    out += fmt::format(R"(<text class="tick" x="{:.1f}" y="{:.1f}" text-anchor="end">{}</text>)",
+                       kLeft - 6, y + 4, html_escape(f.y.labels[i]));
+  }
+  for (size_t i = 0; i < f.x.values.size(); ++i) {
+    const double x = f.px(f.x.values[i]);
+    out += fmt::format(R"(<line class="axis" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>)", x,
+                       bottom, x, bottom + 5);
+    out += fmt::format(R"(<text class="tick" x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)",
+                       x, bottom + 18, html_escape(f.x.labels[i]));
+  }
+  out += fmt::format(R"(<line class="axis" x1="{0:.1f}" y1="{1:.1f}" x2="{2:.1f}" y2="{1:.1f}"/>)",
+                     kLeft, bottom, right);
+  out += fmt::format(R"(<line class="axis" x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}"/>)",
+                     kLeft, kTop, bottom);
+  out += fmt::format(
+      R"(<text class="axis-label" x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)",
+      (kLeft + right) / 2, kHeight - 6, html_escape(chart.x_label));
+  out +=
+      fmt::format(R"svg(<text class="axis-label" transform="translate(14 {:.1f}) rotate(-90)" )svg"
+                  R"(text-anchor="middle">{}</text>)",
+                  (kTop + bottom) / 2, html_escape(chart.y_label));
+  return out;
+}
+
+bool is_finite_point(const std::pair<double, double>& p) {
+  return std::isfinite(p.first) && std::isfinite(p.second);
+}
+
+/// The points to draw: all of them, or for a long series the lowest and highest value of each
+/// pixel column (in their order), which draws the same line from far fewer points.
+std::vector<std::pair<double, double>> drawn_points(
+    const Frame& f, const std::vector<std::pair<double, double>>& pts) {
+  if (pts.size() <= kDrawAllBelow) return pts;
+  std::vector<std::pair<double, double>> out;
+  for (size_t i = 0; i < pts.size();) {
+    if (!is_finite_point(pts[i])) {
+      out.push_back(pts[i++]);  // keeps the break in the line
+      continue;
+    }
+    const long column = std::lround(f.px(pts[i].first));
+    size_t lo = i, hi = i, j = i;
+    for (; j < pts.size() && is_finite_point(pts[j]) && std::lround(f.px(pts[j].first)) == column;
+         ++j) {
+      if (pts[j].second < pts[lo].second) lo = j;
+      if (pts[j].second > pts[hi].second) hi = j;
+    }
+    out.push_back(pts[std::min(lo, hi)]);
+    if (lo != hi) out.push_back(pts[std::max(lo, hi)]);
+    i = j;
+  }
+  return out;
+}
+
+std::string series_svg(const Frame& f, const ChartSeries& s, const std::string& x_label) {
+  std::string path, markers;
+  bool pen_down = false;
+  size_t finite = 0;
+  for (const auto& p : s.points) finite += is_finite_point(p);
+  for (const auto& [x, y] : drawn_points(f, s.points)) {
+    if (!std::isfinite(x) || !std::isfinite(y)) {
+      pen_down = false;
+      continue;
+    }
+    path += fmt::format("{}{:.1f},{:.1f}", pen_down ? " L" : (path.empty() ? "M" : " M"), f.px(x),
+                        f.py(y));
+    pen_down = true;
+    if (finite <= kMaxMarkers) {
+      markers += fmt::format(
+          R"(<circle cx="{:.1f}" cy="{:.1f}" r="2.6"><title>{} {} · {} {}: {}</title></circle>)",
+          f.px(x), f.py(y), html_escape(s.run), html_escape(s.split), html_escape(x_label),
+          format_value(x), format_value(y));
+    }
+  }
+  const std::string dash = split_dash(s.split);
+  return fmt::format(R"(<g class="series" data-series="{0} {1}" data-run="{0}" data-split="{1}" )"
+                     R"(data-points="{2}" stroke="{3}" fill="{3}"><title>{0} {1}</title>)"
+                     R"(<path d="{4}" fill="none"{5}/>{6}</g>)",
+                     html_escape(s.run), html_escape(s.split), finite, html_escape(s.colour), path,
+                     dash.empty() ? "" : R"( stroke-dasharray=")" + dash + "\"", markers);
+}
+
+}  // namespace
+
+std::string split_dash(const std::string& split) {
+  if (split == "train") return "";
+  if (split == "val") return "7 4";
+  return "2 3";
+}
+
+std::string render_line_chart(const LineChart& chart) {
+  const Frame f = frame_of(chart);
+  std::string out = fmt::format(
+      R"(<svg class="chart" data-chart="{}" viewBox="0 0 {} {}" role="img" aria-label="{}">)",
+      html_escape(chart.id), kWidth, kHeight, html_escape(chart.title));
+  out += axes_svg(f, chart);
+  for (const auto& s : chart.series) out += series_svg(f, s, chart.x_label);
+  out += "</svg>";
+  return out;
+}
+
+}  // namespace unitrain::report

@@ -1,0 +1,31 @@
+#pragma once
+// The tables of the HTML report, one function per section. Each returns escaped HTML.
+#include <string>
+#include <vector>
+
+#include "unitrain/report/run_data.h"
+
+namespace unitrain::report {
+
+/// One row per run: status, duration, counters, mean throughput, world size, threads, BLAS,
+/// peak memory. A click on a run's name shows or hides its lines in every chart.
+std::string runs_section(const std::vector<RunData>& runs);
+
+/// The latest value of each metric (val first, then test, then train), a column per run, and
+/// the best checkpoint's metric.
+std::string results_section(const std::vector<RunData>& runs);
+
+/// Each run's checkpoints: step, epoch, samples, last/best, complete or not, saved metrics.
+std::string checkpoints_section(const std::vector<RunData>& runs);
+
+/// Each profiled run's phases (profile/summary.json); "" when no run has a profile.
+std::string profile_section(const std::vector<RunData>& runs);
+
+/// The resolved config: for one run every key; for several, the keys that differ, then the
+/// others folded.
+std::string config_section(const std::vector<RunData>& runs);
+
+/// What could not be read, per run; "" when nothing.
+std::string notes_section(const std::vector<RunData>& runs);
+
+}  // namespace unitrain::report

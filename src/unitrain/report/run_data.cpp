@@ -1,0 +1,193 @@
+#include "unitrain/report/run_data.h"
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include "unitrain/core/error.h"
+#include "unitrain/report/config_diff.h"
+#include "unitrain/report/json_read.h"
+
+namespace unitrain::report {
+namespace {
+
+namespace fs = std::filesystem;
+
+int64_t count_of(const nlohmann::json& o, const char* key) {
+  return o.contains(key) && o[key].is_number() ? o[key].get<int64_t>() : int64_t(0);
+}
+
+void read_events(const std::string& path, RunData& run) {
+  std::ifstream in(path);
+  int64_t line_no = 0, bad = 0, first_bad = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("step")) {
+      if (bad++ == 0) first_bad = line_no;
+      continue;
+    }
+    MetricEvent e;
+    e.step = count_of(j, "step");
+    e.epoch = count_of(j, "epoch");
+    e.samples = count_of(j, "samples");
+    e.time = j.contains("time") && j["time"].is_number() ? j["time"].get<double>() : 0.0;
+    for (const auto& [k, v] : j.items()) {
+      if (k == "step" || k == "epoch" || k == "samples" || k == "time") continue;
+      if (const auto d = json_double(v)) e.values[k] = *d;
+    }
+    run.events.push_back(std::move(e));
+  }
+  // A run in progress may be writing the last line: say so only for lines before it, or many.
+  if (bad > 1 || (bad == 1 && first_bad != line_no)) {
+    run.notes.push_back(detail::concat(path, ": ", bad,
+                                       " line(s) are not JSON objects with a step "
+                                       "(first: line ",
+                                       first_bad, "); skipped"));
+  }
+}
+
+void read_summary(const std::string& dir, RunData& run) {
+  const std::string path = dir + "/results/summary.json";
+  const auto j = read_json_object(path);
+  if (!j) {
+    run.status = "unfinished";
+    run.notes.push_back("no results/summary.json: the run is in progress or was interrupted");
+    return;
+  }
+  if (j->is_discarded()) {
+    run.status = "unknown";
+    run.notes.push_back(path + " is not valid JSON");
+    return;
+  }
+  run.has_summary = true;
+  run.status = j->value("status", std::string("unknown"));
+  run.step = count_of(*j, "step");
+  run.epoch = count_of(*j, "epoch");
+  run.samples = count_of(*j, "samples");
+  if (j->contains("seconds") && (*j)["seconds"].is_number()) run.seconds = (*j)["seconds"];
+  if (j->contains("world_size") && (*j)["world_size"].is_number())
+    run.world_size = count_of(*j, "world_size");
+  if (j->contains("best") && (*j)["best"].is_object()) {
+    const auto& b = (*j)["best"];
+    run.best_metric = b.value("metric", std::string());
+    run.best_checkpoint = b.value("checkpoint", std::string());
+    if (b.contains("value")) {
+      if (const auto v = json_double(b["value"]); v && !std::isnan(*v)) run.best_value = *v;
+    }
+  }
+}
+
+void read_test_results(const std::string& dir, RunData& run) {
+  const std::string path = dir + "/results/test.json";
+  const auto j = read_json_object(path);
+  if (!j) return;
+  if (j->is_discarded() || !j->contains("metrics") || !(*j)["metrics"].is_object()) {
+    run.notes.push_back(path + " has no \"metrics\" object; not shown");
+    return;
+  }
+  for (const auto& [k, v] : (*j)["metrics"].items()) {
+    if (const auto d = json_double(v)) run.test_metrics[k] = *d;
+  }
+}
+
+/// The hardware lines of train.log: the last "training: ..." line (a resumed run has several)
+/// and the last "done: ..." line.
+void read_train_log(const std::string& dir, RunData& run) {
+  std::ifstream in(dir + "/train.log");
+  if (!in) {
+    run.notes.push_back("no train.log: threads and BLAS unknown");
+    return;
+  }
+  static const std::regex training(
+      R"(training: .*threads (\d+), reader threads (\d+), BLAS (.*?)\s*$)");
+  static const std::regex peak(R"((?:done|stopped by a signal): .*peak RSS (\d+) MB)");
+  std::smatch m;
+  for (std::string line; std::getline(in, line);) {
+    if (std::regex_search(line, m, training)) {
+      run.threads = m[1];
+      run.reader_threads = m[2];
+      run.blas = m[3];
+    } else if (std::regex_search(line, m, peak)) {
+      run.peak_rss = std::string(m[1]) + " MB";
+    }
+  }
+}
+
+void read_profile(const std::string& dir, RunData& run) {
+  const std::string path = dir + "/profile/summary.json";
+  const auto text = read_text_file(path);
+  if (!text) return;
+  try {
+    run.profile = parse_profile_summary(*text, path);
+  } catch (const ConfigError& e) {
+    run.notes.push_back(std::string(e.what()) + "; the profile is not shown");
+  }
+}
+
+}  // namespace
+
+RunData read_run(const std::string& dir) {
+  UT_CHECK(fs::is_directory(dir), "report: ", dir,
+           " is not a folder; give run folders such as "
+           "runs/<name> (the run_dir of a config)");
+  for (const char* file : {"config.yaml", "metrics.jsonl"}) {
+    UT_CHECK(fs::is_regular_file(fs::path(dir) / file), "report: ", dir,
+             " is not a run folder: it "
+             "has no ",
+             file, "; give the run_dir of a run that has started (e.g. runs/<name>)");
+  }
+  RunData run;
+  run.dir = dir;
+  const Config config = Config::from_file(dir + "/config.yaml");
+  UT_CHECK(config.node().IsMap(), "report: ", dir, "/config.yaml is not a YAML map of keys");
+  run.config = flatten_config(config);
+  run.label = config.has("name") && config.node()["name"].IsScalar()
+                  ? config.get_string("name")
+                  : fs::path(dir).filename().string();
+  read_events(dir + "/metrics.jsonl", run);
+  read_summary(dir, run);
+  if (!run.has_summary && !run.events.empty()) {
+    const MetricEvent& last = run.events.back();
+    run.step = last.step;
+    run.epoch = last.epoch;
+    run.samples = last.samples;
+    run.seconds = last.time;
+  }
+  read_test_results(dir, run);
+  read_train_log(dir, run);
+  run.checkpoints = read_checkpoints(dir, run.notes);
+  if (!run.world_size) {
+    const auto state = read_json_object(dir + "/checkpoints/last/trainer_state.json");
+    if (state && !state->is_discarded() && state->contains("world_size")) {
+      run.world_size = count_of(*state, "world_size");
+    }
+  }
+  read_profile(dir, run);
+  if (run.events.empty()) run.notes.push_back("metrics.jsonl has no events yet");
+  return run;
+}
+
+std::map<std::string, double> last_values(const std::vector<MetricEvent>& events) {
+  std::map<std::string, double> out;
+  for (const auto& e : events) {
+    for (const auto& [k, v] : e.values) out[k] = v;
+  }
+  return out;
+}
+
+void label_runs(std::vector<RunData>& runs) {
+  std::map<std::string, int> uses;
+  for (const auto& r : runs) ++uses[r.label];
+  std::set<std::string> taken;
+  for (auto& r : runs) {
+    std::string label = uses[r.label] > 1 ? r.dir : r.label;
+    for (int n = 2; !taken.insert(label).second; ++n)
+      label = r.dir + " (" + std::to_string(n) + ")";
+    r.label = label;
+  }
+}
+
+}  // namespace unitrain::report

@@ -1,0 +1,137 @@
+#include "unitrain/report/run_data.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "test_util.h"
+#include "unitrain/core/error.h"
+
+namespace unitrain::report {
+namespace {
+
+std::string fixture_run(const std::string& name) {
+  return test::source_dir() + "/tests/report/fixture/" + name;
+}
+
+bool any_note_has(const RunData& run, const std::string& text) {
+  for (const auto& n : run.notes) {
+    if (n.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST(RunData, ReadsEveryFileOfAFinishedRun) {
+  const RunData run = read_run(fixture_run("run-a"));
+  EXPECT_EQ(run.label, "fixture-a");
+  ASSERT_EQ(run.events.size(), 6u);
+  EXPECT_EQ(run.events[2].step, 2);
+  EXPECT_DOUBLE_EQ(run.events[2].time, 1.5);
+  EXPECT_DOUBLE_EQ(run.events[2].values.at("val/acc"), 0.625);
+  EXPECT_TRUE(std::isnan(run.events[3].values.at("train/acc")));  // "NaN" in the file
+  EXPECT_TRUE(std::isinf(run.events[3].values.at("train/loss")));
+  EXPECT_EQ(run.status, "finished");
+  EXPECT_TRUE(run.has_summary);
+  EXPECT_DOUBLE_EQ(run.seconds, 2.5);
+  EXPECT_EQ(run.step, 4);
+  EXPECT_EQ(run.samples, 256);
+  EXPECT_EQ(run.world_size, 1);
+  EXPECT_EQ(run.threads, "2");
+  EXPECT_EQ(run.reader_threads, "0");
+  EXPECT_EQ(run.blas, "/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblasp-r0.3.21.so");
+  EXPECT_EQ(run.peak_rss, "173 MB");
+  EXPECT_EQ(run.best_metric, "val/acc");
+  EXPECT_EQ(run.best_value, 0.625);
+  EXPECT_DOUBLE_EQ(run.test_metrics.at("test/loss"), 1.1875);
+  EXPECT_EQ(run.config.front(), (std::pair<std::string, std::string>{"name", "fixture-a"}));
+  EXPECT_TRUE(run.notes.empty()) << run.notes.front();
+  const auto last = last_values(run.events);
+  EXPECT_DOUBLE_EQ(last.at("val/acc"), 0.5);
+  EXPECT_DOUBLE_EQ(last.at("train/lr"), 0.0005);
+}
+
+TEST(RunData, CheckpointsWithTheirLinksAndMetrics) {
+  const RunData run = read_run(fixture_run("run-a"));
+  ASSERT_EQ(run.checkpoints.size(), 2u);
+  const CheckpointInfo& first = run.checkpoints[0];
+  EXPECT_EQ(first.name, "step-2");
+  EXPECT_EQ(first.step, 2);
+  EXPECT_EQ(first.samples, 128);
+  EXPECT_TRUE(first.complete);
+  EXPECT_TRUE(first.best);
+  EXPECT_FALSE(first.last);
+  EXPECT_DOUBLE_EQ(first.metrics.at("val/acc"), 0.625);
+  EXPECT_TRUE(std::isnan(first.metrics.at("train/lr")));  // "nan" in trainer_state.json
+  EXPECT_TRUE(run.checkpoints[1].last);
+  EXPECT_EQ(run.checkpoints[1].epoch, 1);
+}
+
+TEST(RunData, ProfileSummaryIsRead) {
+  const RunData run = read_run(fixture_run("run-a"));
+  ASSERT_TRUE(run.profile.has_value());
+  EXPECT_EQ(run.profile->steps, 4);
+  ASSERT_EQ(run.profile->phases.size(), 4u);
+  EXPECT_EQ(run.profile->phases[3].name, "optimizer <step>");
+  EXPECT_DOUBLE_EQ(run.profile->phases[3].mean_ms, 25);  // derived: 0.1 s over 4 steps
+}
+
+TEST(RunData, ARunInProgressShowsWhatItHas) {
+  const RunData run = read_run(fixture_run("run-b"));
+  EXPECT_EQ(run.status, "unfinished");
+  EXPECT_FALSE(run.has_summary);
+  ASSERT_EQ(run.events.size(), 2u);  // the cut line in the middle and the one being written skipped
+  EXPECT_EQ(run.step, 2);
+  EXPECT_DOUBLE_EQ(run.seconds, 0.5);  // the last event's time
+  EXPECT_TRUE(run.checkpoints.empty());
+  EXPECT_FALSE(run.profile.has_value());
+  EXPECT_TRUE(any_note_has(run, "2 line(s) are not JSON objects with a step (first: line 2)"));
+  EXPECT_TRUE(any_note_has(run, "no results/summary.json"));
+  EXPECT_TRUE(any_note_has(run, "no train.log"));
+}
+
+TEST(RunData, OnlyTheLineBeingWrittenIsNoNote) {
+  const std::string dir = test::temp_dir() + "/writing";
+  test::write_file(dir + "/config.yaml", "name: w\n");
+  test::write_file(dir + "/metrics.jsonl", "{\"step\":1,\"train/loss\":1}\n{\"step\":2,\"tr");
+  const RunData run = read_run(dir);
+  EXPECT_EQ(run.events.size(), 1u);
+  EXPECT_FALSE(any_note_has(run, "not JSON"));
+}
+
+TEST(RunData, AFolderThatIsNoRunIsNamed) {
+  using test::error_of;
+  const std::string dir = test::temp_dir() + "/half";
+  test::write_file(dir + "/config.yaml", "name: x\n");
+  std::string msg = error_of<ConfigError>([&] { read_run(dir); });
+  EXPECT_NE(msg.find(dir + " is not a run folder: it has no metrics.jsonl"), std::string::npos)
+      << msg;
+  msg = error_of<ConfigError>([] { read_run("/nonexistent/run"); });
+  EXPECT_NE(msg.find("/nonexistent/run is not a folder"), std::string::npos) << msg;
+  test::write_file(dir + "/metrics.jsonl", "");
+  test::write_file(dir + "/config.yaml", "name: [unclosed\n");
+  msg = error_of<ConfigError>([&] { read_run(dir); });
+  EXPECT_NE(msg.find("config.yaml"), std::string::npos) << msg;
+}
+
+TEST(RunData, RunsWithOneNameAreLabelledByFolder) {
+  std::vector<RunData> runs(3);
+  runs[0].label = runs[1].label = "digits";
+  runs[2].label = "other";
+  runs[0].dir = "a/digits";
+  runs[1].dir = "b/digits";
+  runs[2].dir = "c";
+  label_runs(runs);
+  EXPECT_EQ(runs[0].label, "a/digits");
+  EXPECT_EQ(runs[1].label, "b/digits");
+  EXPECT_EQ(runs[2].label, "other");
+  std::vector<RunData> same(2);
+  same[0].label = same[1].label = "x";
+  same[0].dir = same[1].dir = "runs/x";
+  label_runs(same);
+  EXPECT_NE(same[0].label, same[1].label);
+}
+
+}  // namespace unitrain::report
