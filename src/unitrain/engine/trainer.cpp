@@ -234,7 +234,7 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
                                "took {:.2f} s", c->saves(), loop.result.checkpoint_blocking_seconds,
                                c->write_seconds()));
   }
-  loop.logger.finish();
+  loop.logger.finish(loop.result.signal == 0);
   for (auto& cb : callbacks_) cb->on_train_end(*this);
   loop.result.state = state_;
   loop.result.seconds = loop.result.already_complete ? loop.time_offset : loop.elapsed();

@@ -44,14 +44,29 @@ bool crossed(const TrainUnit& period, int64_t steps, int64_t samples_before, int
 
 namespace {
 
-/// The log options of this rank: metrics files, console metrics and progress from rank 0 only.
+/// The log options of this rank: metrics files, console metrics and progress from rank 0 only
+/// (with log.all_ranks, every rank's trackers, in LogOptions::rank_dir; no progress bar).
 LogOptions rank_log_options(const Config& log_section, int rank) {
   LogOptions o = LogOptions::from_config(log_section);
   if (rank != 0) {
-    o.trackers.clear();
+    if (!o.all_ranks) o.trackers.clear();
     o.progress_bar = "false";
   }
   return o;
+}
+
+/// What this rank's trackers are told of the run segment.
+RunInfo rank_run_info(const Config& config, const std::string& run_dir, int rank, int world,
+                      const ResumePoint& resume) {
+  RunInfo r;
+  r.config_yaml = config.dump();
+  r.run_dir = run_dir;
+  r.dir = LogOptions::from_config(config.at("log")).rank_dir(run_dir, rank);
+  r.rank = rank;
+  r.world_size = world;
+  r.first_step = (resume.dir.empty() ? 0 : resume.state.step) + 1;
+  r.keep_events = resume.log_events;
+  return r;
 }
 
 }  // namespace
@@ -65,7 +80,7 @@ Trainer::Loop::Loop(Trainer& trainer, TrainModule& m, DatasetPtr train, DatasetP
       rank(group ? group->rank() : 0),
       world(group ? group->world_size() : 1),
       logger(rank_log_options(trainer.config_.at("log"), rank),
-             rank == 0 ? trainer.run_dir_ : std::string(), resume.log_events),
+             rank_run_info(trainer.config_, trainer.run_dir_, rank, world, resume)),
       ckpt_options(CheckpointOptions::from_config(trainer.config_.at("checkpoint"))),
       early(EarlyStoppingOptions::from_config(trainer.config_.at("early_stopping"))),
       best_value(std::numeric_limits<double>::quiet_NaN()) {
