@@ -86,12 +86,14 @@ TEST(NewEventFileName, SortsAfterTheFilesThere) {
 
 TEST(TensorBoardTracker, OneFilePerSegmentWithValidRecords) {
   const std::string dir = test::temp_dir();
+  TensorBoardOptions options;
+  options.hparams = {"seed", "optimizer"};
   RunInfo run;
   run.config_yaml = "seed: 3\noptimizer: {lr: 0.1}\n";
   run.dir = dir;
   run.first_step = 1;
   {
-    TensorBoardTracker t(TensorBoardOptions{});
+    TensorBoardTracker t(options);
     t.start(run);
     t.log({10, 0, 100, 1.0, {{"train/loss", 0.5}, {"train/lr", 0.1}}});
     t.log({20, 1, 200, 2.0, {{"val/acc", 0.9}}});
@@ -104,7 +106,7 @@ TEST(TensorBoardTracker, OneFilePerSegmentWithValidRecords) {
   run.first_step = 21;  // resumed after the checkpoint at step 20
   run.keep_events = 2;
   {
-    TensorBoardTracker t(TensorBoardOptions{});
+    TensorBoardTracker t(options);
     t.start(run);
     t.log({30, 1, 300, 3.0, {{"train/loss", 0.4}}});
     t.finish({{{"train/loss", 0.4}}, true});

@@ -60,9 +60,9 @@ std::shared_ptr<const Schema> LogOptions::schema() {
     s->add("tracker_args", Type::Any)
         .def("{}")
         .help(
-            "settings of the listed trackers, by name, e.g. {tensorboard: {hparams: "
-            "[optimizer, train]}}; each is checked against that tracker's arguments "
-            "(unitrain list tracker) and filled with their defaults");
+            "settings of the listed trackers: a tracker's arguments (its args in the tracker "
+            "tables, unitrain list tracker) go under log.tracker_args.<name>, e.g. "
+            "{tensorboard: {hparams: [optimizer, train]}}; checked and filled with defaults");
     s->add("progress_bar", Type::String)
         .def("auto")
         .choices({"auto", "true", "false"})
