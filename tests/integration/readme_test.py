@@ -75,6 +75,7 @@ class ReadmeTour(common.Case):
         list_out = next(out for words, out in ran if words[1] == "list")
         self.assertIn("mlp", list_out)
         self.assertIn("adamw", list_out)
+        self.assertIn("tensorboard", list_out)  # trackers too
         # eval writes results/val.json; export writes a model Python runs on raw inputs.
         with open(os.path.join(runs, "digits-mlp", "results", "val.json")) as f:
             self.assertGreater(json.load(f)["metrics"]["val/acc"], 0.95)

@@ -57,6 +57,16 @@ class Registry {
     return it->second(args, std::forward<Extra>(extra)...);
   }
 
+  /// Builds `name` from its already resolved `args` (for kinds whose settings are not given
+  /// as a `{type, args}` section); ConfigError naming `key_path` for an unknown name.
+  Product create_named(const std::string& name, const Config& args, const std::string& key_path,
+                       Extra... extra) const {
+    catalog::find(kind_, name, key_path);
+    auto it = factories_.find(name);
+    UT_CHECK(it != factories_.end(), "component ", kind_, " '", name, "' is described but has no factory");
+    return it->second(args, std::forward<Extra>(extra)...);
+  }
+
   bool contains(const std::string& name) const { return factories_.count(name) > 0; }
   const std::string& kind() const { return kind_; }
 

@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "unitrain/data/dataset.h"
+#include "unitrain/log/tracker.h"
 #include "unitrain/metrics/metric.h"
 #include "unitrain/models/model.h"
 #include "unitrain/objective/loss.h"
@@ -21,6 +22,7 @@ void register_builtins() {
     register_builtin_metrics();
     register_builtin_optimizers();
     register_builtin_schedulers();
+    register_builtin_trackers();
   });
 }
 

@@ -10,7 +10,7 @@
 #include "unitrain/data/build_data.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/engine/train_options.h"
-#include "unitrain/log/tracker.h"
+#include "unitrain/log/log_options.h"
 #include "unitrain/models/model.h"
 #include "unitrain/objective/objective_module.h"
 #include "unitrain/optim/optimizer.h"
@@ -94,6 +94,8 @@ Config resolve_run_config(const Config& raw) {
   register_builtins();
   Config resolved = run_schema()->resolve(raw);
   interpolate(resolved.node(), resolved.clone(), "");
+  Config log = resolved.at("log");
+  LogOptions::resolve_trackers(log);  // names against the tracker registry, their settings
   return resolved;
 }
 

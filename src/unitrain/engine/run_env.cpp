@@ -7,6 +7,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "unitrain/core/error.h"
 
@@ -50,9 +51,19 @@ void prepare_writable_dir(const std::string& run_dir) {
 
 std::string archive_previous_run(const std::string& run_dir) {
   static const char* kFiles[] = {"config.yaml", "metrics.jsonl", "metrics.csv", "train.log",
-                                 "checkpoints", "results"};
+                                 "tensorboard", "checkpoints", "results"};
+  // logs/ itself stays (the launcher is writing this run's logs/rank-N.log there); the other
+  // ranks' tracker folders in it (log.all_ranks: logs/rank-N/) belong to the earlier run.
+  std::vector<fs::path> moved;
+  for (const char* f : kFiles) moved.push_back(f);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::path(run_dir) / "logs", ec)) {
+    if (entry.is_directory() && entry.path().filename().string().rfind("rank-", 0) == 0) {
+      moved.push_back(fs::path("logs") / entry.path().filename());
+    }
+  }
   bool any = false;
-  for (const char* f : kFiles) any |= fs::exists(fs::path(run_dir) / f);
+  for (const auto& f : moved) any |= fs::exists(fs::path(run_dir) / f);
   if (!any) return "";
   std::time_t now = std::time(nullptr);
   char stamp[32];
@@ -60,9 +71,11 @@ std::string archive_previous_run(const std::string& run_dir) {
   fs::path dest = fs::path(run_dir) / "history" / stamp;
   for (int i = 1; fs::exists(dest); ++i) dest = fs::path(run_dir) / "history" / (std::string(stamp) + "-" + std::to_string(i));
   fs::create_directories(dest);
-  for (const char* f : kFiles) {
+  for (const auto& f : moved) {
     fs::path from = fs::path(run_dir) / f;
-    if (fs::exists(from)) fs::rename(from, dest / f);
+    if (!fs::exists(from)) continue;
+    fs::create_directories((dest / f).parent_path());
+    fs::rename(from, dest / f);
   }
   return dest.string();
 }

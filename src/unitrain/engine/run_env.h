@@ -17,7 +17,7 @@ void set_threads(int64_t threads);
 void prepare_writable_dir(const std::string& run_dir);
 
 /// Moves the files of an earlier run in `run_dir` (config.yaml, metrics.jsonl, metrics.csv,
-/// train.log, checkpoints/, results/) into `run_dir/history/<UTC time>/`, so a new run never overwrites them. Returns the
+/// train.log, tensorboard/, logs/rank-N/, checkpoints/, results/) into `run_dir/history/<UTC time>/`, so a new run never overwrites them. Returns the
 /// folder they went to, or "" when there was nothing to move.
 std::string archive_previous_run(const std::string& run_dir);
 

@@ -7,7 +7,7 @@
 #include "unitrain/core/config.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/engine/train_options.h"
-#include "unitrain/log/tracker.h"
+#include "unitrain/log/log_options.h"
 #include "unitrain/parallel/distributed_options.h"
 
 namespace unitrain {

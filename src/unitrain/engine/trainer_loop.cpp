@@ -30,13 +30,28 @@ void maybe_delay_step_for_tests() {
   if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
-/// The log options of this rank: metrics files, console metrics and progress from rank 0 only.
+/// The log options of this rank: metrics files, console metrics and progress from rank 0 only
+/// (with log.all_ranks, every rank's trackers, in LogOptions::rank_dir; no progress bar).
 LogOptions rank_log_options(LogOptions o, int rank) {
   if (rank != 0) {
-    o.trackers.clear();
+    if (!o.all_ranks) o.trackers.clear();
     o.progress_bar = "false";
   }
   return o;
+}
+
+/// What this rank's trackers are told of the run segment.
+RunInfo rank_run_info(const Config& config, const LogOptions& log, const std::string& run_dir,
+                      int rank, int world, const ResumePoint& resume) {
+  RunInfo r;
+  r.config_yaml = config.dump();
+  r.run_dir = run_dir;
+  r.dir = log.rank_dir(run_dir, rank);
+  r.rank = rank;
+  r.world_size = world;
+  r.first_step = (resume.dir.empty() ? 0 : resume.state.step) + 1;
+  r.keep_events = resume.log_events;
+  return r;
 }
 
 LoaderOptions in_order(LoaderOptions o) { return o.shuffle(false).drop_last(false); }
@@ -64,7 +79,8 @@ Trainer::Loop::Loop(Trainer& t, TrainModule& m, DatasetPtr train, DatasetPtr val
       periods(settings.train.log_every, settings.train.val_every, settings.checkpoint.every),
       train_loader(std::move(train), settings.loader, settings.seed, "data.train"),
       logger(rank_log_options(settings.log, group ? group->rank() : 0),
-             !group || group->rank() == 0 ? settings.run_dir : std::string(), resume.log_events),
+             rank_run_info(t.config_, settings.log, settings.run_dir, group ? group->rank() : 0,
+                           group ? group->world_size() : 1, resume)),
       best_value(std::numeric_limits<double>::quiet_NaN()) {
   const int rank = group ? group->rank() : 0;
   const int world = group ? group->world_size() : 1;
@@ -206,7 +222,7 @@ void Trainer::Loop::finish() {
                                "took {:.2f} s", c->saves(), result.checkpoint_blocking_seconds,
                                c->write_seconds()));
   }
-  logger.finish();
+  logger.finish(result.signal == 0);
 }
 
 double Trainer::Loop::elapsed() const {

@@ -1,10 +1,13 @@
 #include "unitrain/log/console_tracker.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <fmt/format.h>
 
 #include "unitrain/log/console.h"
+#include "unitrain/log/log_options.h"
 
 namespace unitrain {
 namespace {
@@ -40,7 +43,7 @@ ConsoleTracker::ConsoleTracker(bool progress_bar)
   if (bar_) log::set_before_print(&clear_bar);
 }
 
-ConsoleTracker::~ConsoleTracker() { finish(); }
+ConsoleTracker::~ConsoleTracker() { end_bar(); }
 
 void ConsoleTracker::log(const LogEvent& e) {
   std::string line = fmt::format("step {} | epoch {} | samples {}", e.step, e.epoch, e.samples);
@@ -78,12 +81,24 @@ void ConsoleTracker::progress(int64_t step, int64_t total_steps, int64_t epoch,
   g_bar_visible = true;
 }
 
-void ConsoleTracker::finish() {
+void ConsoleTracker::end_bar() {
   if (bar_) {
     clear_bar();
     log::set_before_print(nullptr);
     bar_ = false;
   }
+}
+
+void register_console_tracker() {
+  tracker_registry().add(
+      "console",
+      "one line per log event on the console (and train.log); with log.progress_bar, "
+      "a live progress bar",
+      Schema(), [](const Config&, const LogOptions& o) -> TrackerPtr {
+        const bool bar =
+            o.progress_bar == "true" || (o.progress_bar == "auto" && isatty(STDOUT_FILENO));
+        return std::make_unique<ConsoleTracker>(bar);
+      });
 }
 
 }  // namespace unitrain

@@ -8,6 +8,9 @@
 
 namespace unitrain {
 
+/// Registers `console` (called by register_builtin_trackers()).
+void register_console_tracker();
+
 /// Prints log events. With `progress_bar`, also keeps one self-updating line showing steps
 /// done, rate, ETA and the running loss (redrawn at most 10 times a second); event lines
 /// are printed above it.
@@ -16,11 +19,12 @@ class ConsoleTracker : public Tracker {
   explicit ConsoleTracker(bool progress_bar);
   ~ConsoleTracker() override;
   void log(const LogEvent& event) override;
-  /// After each optimizer step. `total_steps` <= 0 when unknown.
-  void progress(int64_t step, int64_t total_steps, int64_t epoch, double running_loss);
-  void finish();
+  void progress(int64_t step, int64_t total_steps, int64_t epoch, double running_loss) override;
+  /// Clears the progress bar.
+  void finish(const RunEnd& end) override { end_bar(); }
 
  private:
+  void end_bar();
   bool bar_;
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_, last_draw_;

@@ -1,4 +1,5 @@
-// metrics.jsonl and metrics.csv.
+#include "unitrain/log/file_trackers.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -11,7 +12,6 @@
 #include "unitrain/core/error.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/json_number.h"
-#include "unitrain/log/tracker.h"
 
 namespace unitrain {
 namespace {
@@ -163,32 +163,53 @@ class CsvTracker : public Tracker {
 
 }  // namespace
 
-std::unique_ptr<Tracker> make_jsonl_tracker(const std::string& path, int64_t keep_events) {
+TrackerPtr make_jsonl_tracker(const std::string& path, int64_t keep_events) {
   return std::make_unique<JsonlTracker>(path, keep_events);
 }
 
-std::unique_ptr<Tracker> make_csv_tracker(const std::string& path, int64_t keep_events) {
+TrackerPtr make_csv_tracker(const std::string& path, int64_t keep_events) {
   return std::make_unique<CsvTracker>(path, keep_events);
 }
 
-std::shared_ptr<const Schema> LogOptions::schema() {
-  static auto s = [] {
-    auto s = std::make_shared<Schema>();
-    s->add("trackers", Type::StringList).def("[console, jsonl, csv]")
-        .choices({"console", "jsonl", "csv"})
-        .help("where log events go: console lines, run_dir/metrics.jsonl, run_dir/metrics.csv");
-    s->add("progress_bar", Type::String).def("auto").choices({"auto", "true", "false"})
-        .help("a progress bar with rate, ETA and running loss; auto = when stdout is a terminal");
-    return s;
-  }();
-  return s;
-}
+namespace {
 
-LogOptions LogOptions::from_config(const Config& c) {
-  LogOptions o;
-  o.trackers = c.get_string_list("trackers");
-  o.progress_bar = c.get_string("progress_bar");
-  return o;
+/// A metrics file in the run's tracker folder (RunInfo::dir), opened when the run starts.
+class MetricsFileTracker : public Tracker {
+ public:
+  using Make = TrackerPtr (*)(const std::string& path, int64_t keep_events);
+  MetricsFileTracker(std::string file_name, Make make)
+      : file_name_(std::move(file_name)), make_(make) {}
+  void start(const RunInfo& run) override {
+    if (!run.dir.empty()) file_ = make_(run.dir + "/" + file_name_, run.keep_events);
+  }
+  void log(const LogEvent& e) override {
+    if (file_) file_->log(e);
+  }
+  void flush() override {
+    if (file_) file_->flush();
+  }
+
+ private:
+  std::string file_name_;
+  Make make_;
+  TrackerPtr file_;
+};
+
+}  // namespace
+
+void register_file_trackers() {
+  tracker_registry().add(
+      "jsonl",
+      "run_dir/metrics.jsonl: one JSON object per log event (step, epoch, samples, time, "
+      "metrics)",
+      Schema(), [](const Config&, const LogOptions&) -> TrackerPtr {
+        return std::make_unique<MetricsFileTracker>("metrics.jsonl", &make_jsonl_tracker);
+      });
+  tracker_registry().add("csv", "run_dir/metrics.csv: one row per log event, a column per metric",
+                         Schema(), [](const Config&, const LogOptions&) -> TrackerPtr {
+                           return std::make_unique<MetricsFileTracker>("metrics.csv",
+                                                                       &make_csv_tracker);
+                         });
 }
 
 }  // namespace unitrain

@@ -1,40 +1,67 @@
 #include "unitrain/log/run_logger.h"
 
-#include <unistd.h>
-
 #include <algorithm>
+#include <filesystem>
+
+#include "unitrain/core/error.h"
 
 namespace unitrain {
+namespace {
+
+RunInfo run_info_for_dir(const std::string& run_dir, int64_t keep_events) {
+  RunInfo run;
+  run.run_dir = run_dir;
+  run.dir = run_dir;
+  run.keep_events = keep_events;
+  return run;
+}
+
+}  // namespace
+
+RunLogger::RunLogger(const LogOptions& options, const RunInfo& run)
+    : events_(std::max<int64_t>(run.keep_events, 0)) {
+  for (const std::string& name : options.trackers) {
+    // LogOptions::from_config fills in every listed tracker's settings; a LogOptions made in
+    // code may leave them out: the tracker's defaults then.
+    auto given = options.tracker_args.find(name);
+    const Config args = given != options.tracker_args.end()
+                            ? given->second
+                            : catalog::find(tracker_registry().kind(), name, "log.trackers")
+                                  .args->resolve(Config(YAML::Node(YAML::NodeType::Map),
+                                                        "log.tracker_args." + name));
+    trackers_.push_back(tracker_registry().create_named(name, args, "log.trackers", options));
+  }
+  if (!run.dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(run.dir, ec);
+    UT_CHECK_TRAIN(!ec, "cannot create ", run.dir, ": ", ec.message());
+  }
+  for (auto& t : trackers_) t->start(run);
+}
 
 RunLogger::RunLogger(const LogOptions& options, const std::string& run_dir, int64_t keep_events)
-    : events_(std::max<int64_t>(keep_events, 0)) {
-  auto wants = [&](const char* name) {
-    return std::find(options.trackers.begin(), options.trackers.end(), name) !=
-           options.trackers.end();
-  };
-  if (wants("console")) {
-    bool bar = options.progress_bar == "true" ||
-               (options.progress_bar == "auto" && isatty(STDOUT_FILENO));
-    auto console = std::make_unique<ConsoleTracker>(bar);
-    console_ = console.get();
-    trackers_.push_back(std::move(console));
-  }
-  if (!run_dir.empty() && wants("jsonl")) trackers_.push_back(make_jsonl_tracker(run_dir + "/metrics.jsonl", keep_events));
-  if (!run_dir.empty() && wants("csv")) trackers_.push_back(make_csv_tracker(run_dir + "/metrics.csv", keep_events));
-}
+    : RunLogger(options, run_info_for_dir(run_dir, keep_events)) {}
 
 void RunLogger::log(const LogEvent& event) {
   ++events_;
+  for (const auto& [k, v] : event.metrics) last_[k] = v;
   for (auto& t : trackers_) t->log(event);
 }
 
 void RunLogger::progress(int64_t step, int64_t total_steps, int64_t epoch, double running_loss) {
-  if (console_) console_->progress(step, total_steps, epoch, running_loss);
+  for (auto& t : trackers_) t->progress(step, total_steps, epoch, running_loss);
 }
 
-void RunLogger::finish() {
-  if (console_) console_->finish();
-  for (auto& t : trackers_) t->flush();
+void RunLogger::finish(bool completed) {
+  if (finished_) return;
+  finished_ = true;
+  RunEnd end;
+  end.final_metrics = last_;
+  end.completed = completed;
+  for (auto& t : trackers_) {
+    t->finish(end);
+    t->flush();
+  }
 }
 
 }  // namespace unitrain

@@ -1,15 +1,20 @@
 #pragma once
-// Trackers: where log events go (console, metrics.jsonl, metrics.csv).
+// Trackers: where a run's log events go (console, metrics.jsonl, metrics.csv, TensorBoard, or a
+// plugin's), built by name from the tracker registry.
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
-#include <vector>
 
-#include "unitrain/core/config.h"
-#include "unitrain/core/schema.h"
+#include "unitrain/core/registry.h"
 
 namespace unitrain {
+
+struct LogOptions;
+
+/// Registers this area's built-in trackers: console, jsonl, csv, tensorboard (idempotent;
+/// engine's register_builtins() calls every area's).
+void register_builtin_trackers();
 
 /// One log event: a set of metrics at a point of the run. Metric keys carry their split
 /// (`train/loss`, `val/acc`).
@@ -21,29 +26,58 @@ struct LogEvent {
   std::map<std::string, double> metrics;
 };
 
-/// A destination for log events.
+/// What a tracker is told of the run segment it logs (a run resumed from a checkpoint is a new
+/// segment of the same run).
+struct RunInfo {
+  std::string config_yaml;  ///< the resolved config (config.yaml's text); "" when not known
+  std::string run_dir;      ///< the run folder ("" = none)
+  /// Where this process's tracker files go: run_dir on rank 0, run_dir/logs/rank-<N> on the
+  /// other ranks with `log.all_ranks`; "" = write no files (console only).
+  std::string dir;
+  int rank = 0;
+  int world_size = 1;
+  /// The first optimizer step this segment trains (the checkpoint's step + 1 when resuming);
+  /// < 0 when not known.
+  int64_t first_step = -1;
+  /// < 0: a new run (files start empty). >= 0: resuming; files keep the first `keep_events`
+  /// events they hold (those logged before the checkpoint) and grow from there.
+  int64_t keep_events = -1;
+  bool resuming() const { return keep_events >= 0; }
+};
+
+/// How a run segment ended, told to Tracker::finish.
+struct RunEnd {
+  /// The last value of every metric logged in this segment.
+  std::map<std::string, double> final_metrics;
+  /// False when the segment stopped before the run's end (a signal): it will be resumed.
+  bool completed = true;
+};
+
+/// A destination for log events. The RunLogger calls start() once, then log() and progress()
+/// any number of times, then finish() once (not when training throws: a tracker must leave
+/// complete files after every log()). A tracker writing files writes them under RunInfo::dir
+/// and writes nothing when it is "". Errors writing are TrainError; bad settings ConfigError
+/// (thrown by the factory, before training).
+///
+/// A plugin adds one by registering a factory (see docs/api.md):
+///   tracker_registry().add("mine", "one line for unitrain list", schema_of_its_args,
+///       [](const Config& args, const LogOptions&) { return std::make_unique<Mine>(args); });
 class Tracker {
  public:
   virtual ~Tracker() = default;
+  virtual void start(const RunInfo& run) {}
   virtual void log(const LogEvent& event) = 0;
+  /// After each optimizer step (for progress displays). `total_steps` <= 0 when unknown.
+  virtual void progress(int64_t step, int64_t total_steps, int64_t epoch, double running_loss) {}
+  virtual void finish(const RunEnd& end) {}
   virtual void flush() {}
 };
 
-/// Writes one JSON object per event: {"step":..,"epoch":..,"samples":..,"time":..,<metrics>}.
-/// `keep_events` < 0 starts a new file; >= 0 resumes a run: the file keeps its first
-/// `keep_events` events (those logged before the checkpoint) and grows from there.
-std::unique_ptr<Tracker> make_jsonl_tracker(const std::string& path, int64_t keep_events = -1);
-/// A CSV with columns step, epoch, samples, time and every metric key seen so far; the file is
-/// rewritten with a wider header when a new key appears, so every row has every column.
-/// `keep_events` as for make_jsonl_tracker.
-std::unique_ptr<Tracker> make_csv_tracker(const std::string& path, int64_t keep_events = -1);
+using TrackerPtr = std::unique_ptr<Tracker>;
 
-/// Settings of the `log` section.
-struct LogOptions {
-  std::vector<std::string> trackers = {"console", "jsonl", "csv"};
-  std::string progress_bar = "auto";  ///< auto (when stdout is a terminal) | true | false
-  static LogOptions from_config(const Config& log_section);
-  static std::shared_ptr<const Schema> schema();
-};
+/// Registered trackers (names in `log.trackers`). The factory gets the tracker's resolved
+/// arguments (`log.tracker_args.<name>`, checked by the schema it registered) and the `log`
+/// section's options.
+Registry<TrackerPtr, const LogOptions&>& tracker_registry();
 
 }  // namespace unitrain

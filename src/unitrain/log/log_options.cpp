@@ -1,0 +1,104 @@
+#include "unitrain/log/log_options.h"
+
+#include <algorithm>
+
+#include "unitrain/core/error.h"
+#include "unitrain/core/registry.h"
+#include "unitrain/log/tracker.h"
+
+namespace unitrain {
+namespace {
+
+/// `log.tracker_args` resolved: an entry for every tracker of `trackers` that has settings
+/// (ConfigError for unknown or repeated names, and for settings of a tracker that is not
+/// listed).
+YAML::Node resolved_tracker_args(const Config& log_section) {
+  const std::vector<std::string> trackers = log_section.get_string_list("trackers");
+  for (size_t i = 0; i < trackers.size(); ++i) {
+    const std::string key = log_section.key_path("trackers") + "[" + std::to_string(i) + "]";
+    catalog::find(tracker_registry().kind(), trackers[i], key);  // did-you-mean when unknown
+    UT_CHECK(std::count(trackers.begin(), trackers.begin() + i, trackers[i]) == 0, key,
+             ": tracker '", trackers[i], "' is listed twice; list each tracker once");
+  }
+  const YAML::Node given = log_section.has("tracker_args") ? log_section.at("tracker_args").node()
+                                                           : YAML::Node(YAML::NodeType::Map);
+  const std::string args_path = log_section.key_path("tracker_args");
+  UT_CHECK(given.IsMap(), args_path,
+           ": expected a section of tracker settings by tracker name, "
+           "e.g. {tensorboard: {hparams: [optimizer]}}");
+  for (const auto& kv : given) {
+    const std::string name = kv.first.as<std::string>();
+    if (std::find(trackers.begin(), trackers.end(), name) != trackers.end()) continue;
+    std::string hint = closest_match(name, trackers);
+    throw ConfigError(detail::concat(
+        args_path, ".", name, ": settings of a tracker that ", log_section.key_path("trackers"),
+        " does not list", hint.empty() ? "" : " (did you mean '" + hint + "'?)", "; add '", name,
+        "' to ", log_section.key_path("trackers"), " or remove its settings"));
+  }
+  YAML::Node out(YAML::NodeType::Map);
+  for (const std::string& name : trackers) {
+    const ComponentInfo& info = catalog::find(tracker_registry().kind(), name, args_path);
+    if (info.args->fields().empty() && !given[name].IsDefined()) continue;  // nothing to set
+    YAML::Node resolved(YAML::NodeType::Map);
+    info.args->resolve_node(given[name], resolved, args_path + "." + name);
+    out[name] = resolved;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const Schema> LogOptions::schema() {
+  static auto s = [] {
+    auto s = std::make_shared<Schema>();
+    s->add("trackers", Type::StringList)
+        .def("[console, jsonl, csv]")
+        .help(
+            "where log events go, by registered tracker name (unitrain list tracker): console "
+            "lines, run_dir/metrics.jsonl, run_dir/metrics.csv, run_dir/tensorboard/ event "
+            "files, or a plugin's");
+    s->add("tracker_args", Type::Any)
+        .def("{}")
+        .help(
+            "settings of the listed trackers: a tracker's arguments (its args in the tracker "
+            "tables, unitrain list tracker) go under log.tracker_args.<name>, e.g. "
+            "{tensorboard: {hparams: [optimizer, train]}}; checked and filled with defaults");
+    s->add("progress_bar", Type::String)
+        .def("auto")
+        .choices({"auto", "true", "false"})
+        .help("a progress bar with rate, ETA and running loss; auto = when stdout is a terminal");
+    s->add("all_ranks", Type::Bool)
+        .def(false)
+        .help(
+            "data-parallel runs: every rank writes its own tracker files (rank 0 in run_dir, "
+            "rank N in run_dir/logs/rank-N/) instead of rank 0 only; the other ranks' console "
+            "lines go to their logs/train-rank-N.log");
+    return s;
+  }();
+  return s;
+}
+
+LogOptions LogOptions::from_config(const Config& c) {
+  LogOptions o;
+  o.trackers = c.get_string_list("trackers");
+  o.progress_bar = c.get_string("progress_bar");
+  o.all_ranks = c.get_bool("all_ranks");
+  const YAML::Node args = resolved_tracker_args(c);
+  for (const auto& kv : args) {
+    const std::string name = kv.first.as<std::string>();
+    o.tracker_args.emplace(name, Config(kv.second, c.key_path("tracker_args") + "." + name));
+  }
+  return o;
+}
+
+void LogOptions::resolve_trackers(Config& log_section) {
+  log_section.node()["tracker_args"] = resolved_tracker_args(log_section);
+}
+
+std::string LogOptions::rank_dir(const std::string& run_dir, int rank) const {
+  if (run_dir.empty()) return "";
+  if (rank == 0) return run_dir;
+  return all_ranks ? run_dir + "/logs/rank-" + std::to_string(rank) : "";
+}
+
+}  // namespace unitrain

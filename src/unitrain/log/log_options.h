@@ -1,0 +1,37 @@
+#pragma once
+// LogOptions: the `log` section — which trackers, their settings, the progress bar, all ranks.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "unitrain/core/config.h"
+#include "unitrain/core/schema.h"
+
+namespace unitrain {
+
+/// Settings of the `log` section. Tracker names are checked against the tracker registry
+/// (ConfigError with a "did you mean" and the registered names); each listed tracker's settings
+/// are `log.tracker_args.<name>`, checked against the schema it registered.
+struct LogOptions {
+  std::vector<std::string> trackers = {"console", "jsonl", "csv"};
+  std::string progress_bar = "auto";  ///< auto (when stdout is a terminal) | true | false
+  /// Data-parallel runs: every rank writes its own tracker files (rank_dir()), not rank 0 only.
+  bool all_ranks = false;
+  /// The resolved settings of each tracker in `trackers` that has settings, by name (defaults
+  /// filled in).
+  std::map<std::string, Config> tracker_args;
+
+  static LogOptions from_config(const Config& log_section);
+  static std::shared_ptr<const Schema> schema();
+  /// Checks `log.trackers` and resolves `log.tracker_args` of a resolved `log` section in place:
+  /// every listed tracker that has settings gets them with their defaults, so the run's
+  /// config.yaml shows them. Called when a run config is resolved (a bad name fails before anything runs).
+  static void resolve_trackers(Config& log_section);
+
+  /// Where the tracker files of `rank` go: `run_dir` on rank 0; with all_ranks,
+  /// `run_dir/logs/rank-<rank>` on the others; "" (no files) otherwise or without a run_dir.
+  std::string rank_dir(const std::string& run_dir, int rank) const;
+};
+
+}  // namespace unitrain
