@@ -19,12 +19,19 @@ Registry<ModelPtr>& model_registry() {
 std::shared_ptr<const Schema> model_section_schema() {
   static const auto schema = [] {
     auto s = std::make_shared<Schema>();
-    s->add("init_from", Type::String).nullable().help(
-        "a state_dict file (torch.save(model.state_dict()) in Python, or `unitrain export`) whose "
-        "tensors initialise the model; not used when resuming from a checkpoint");
-    s->add("init_strict", Type::Bool).def(true).help(
-        "init_from must hold exactly the model's tensors; false loads the names that match and "
-        "reports the rest (shapes must still agree)");
+    s->add("init_from", Type::String)
+        .nullable()
+        .free()
+        .help(
+            "a state_dict file (torch.save(model.state_dict()) in Python, or `unitrain export`) "
+            "whose "
+            "tensors initialise the model; not used when resuming from a checkpoint");
+    s->add("init_strict", Type::Bool)
+        .def(true)
+        .free()
+        .help(
+            "init_from must hold exactly the model's tensors; false loads the names that match and "
+            "reports the rest (shapes must still agree)");
     return std::shared_ptr<const Schema>(s);
   }();
   return schema;

@@ -11,8 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "unitrain/core/config.h"
-#include "unitrain/core/schema.h"
+#include "unitrain/core/options.h"
 #include "unitrain/models/model.h"
 
 namespace unitrain::models {
@@ -33,10 +32,15 @@ struct TransformerLmOptions {
   TORCH_ARG(int64_t, ff_mult) = 4;
 
  public:
-  /// The `transformer_lm` args schema.
-  static Schema schema();
-  /// Reads resolved args; ConfigError naming the key(s) on a bad value.
-  static TransformerLmOptions from_config(const Config& args);
+  /// Declares the args (key, range, help; defaults are the fields' own).
+  static void declare(Options<TransformerLmOptions>& o);
+  /// The defaults declare() starts from (vocab is required).
+  static TransformerLmOptions option_defaults() { return TransformerLmOptions(0); }
+  static Schema schema() { return *options_of<TransformerLmOptions>().schema(); }
+  /// Reads args (raw or resolved); ConfigError naming the key on a bad value.
+  static TransformerLmOptions from_config(const Config& c) {
+    return options_of<TransformerLmOptions>().parse(c);
+  }
   /// ConfigError naming `<key_prefix><key>` when an option is out of range or d_model is not a
   /// multiple of heads (naming both keys).
   void validate(const std::string& key_prefix = "") const;
