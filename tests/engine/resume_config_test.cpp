@@ -77,7 +77,7 @@ TEST(ResumeConfig, RefusesAFixedChangeNamingTheTypeFirstAndListsTheRest) {
   current.set("log.progress_bar", "false");
   auto changes = check_resume_config(saved, current, "ckpt");
   ASSERT_EQ(changes.size(), 2u);
-  EXPECT_EQ(changes[0].str(), "log.progress_bar: true -> false");
+  EXPECT_EQ(changes[0].str(), "log.progress_bar: auto -> false");
   EXPECT_EQ(changes[1].key, "optimizer.lr");
 
   current.set("model.args.sizes", "[4, 5, 3]");

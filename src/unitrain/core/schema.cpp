@@ -274,9 +274,14 @@ void Field::check_value(const YAML::Node& value, const std::string& key) const {
           break;
       }
     } catch (const YAML::Exception&) {
-      std::string hint = (t == Type::Int && text.find_first_of(".eE") != std::string::npos)
-                             ? " (write a whole number, e.g. 1000)"
-                             : "";
+      std::string hint;
+      if (t == Type::Int) {
+        try {
+          node.as<double>();  // a number, but not a whole one as written: 1e3, 2.0
+          hint = " (write a whole number, e.g. 1000)";
+        } catch (const YAML::Exception&) {
+        }
+      }
       throw ConfigError(
           detail::concat(k, ": expected ", expected, ", got ", describe_node(node), hint));
     }

@@ -29,11 +29,9 @@ struct CnnOptions {
   TORCH_ARG(double, dropout) = 0.25;
 
  public:
-  /// Declares the args (key, range, help; defaults are the fields' own).
+  /// Declares the args (key, range, help; defaults are the fields' own): the model
+  /// registry's schema and parser (options_of<CnnOptions>()).
   static void declare(Options<CnnOptions>& o);
-  static Schema schema() { return *options_of<CnnOptions>().schema(); }
-  /// Reads args (raw or resolved); ConfigError naming the key on a bad value.
-  static CnnOptions from_config(const Config& c) { return options_of<CnnOptions>().parse(c); }
   /// ConfigError naming `<key_prefix><key>` when an option is out of range.
   void validate(const std::string& key_prefix = "") const;
   /// H and W after every conv block (each max-pool halves them, rounding down).

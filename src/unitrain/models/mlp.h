@@ -26,13 +26,11 @@ struct MlpOptions {
   TORCH_ARG(bool, flatten) = true;
 
  public:
-  /// Declares the args (key, range, help; defaults are the fields' own).
+  /// Declares the args (key, range, help; defaults are the fields' own): the model
+  /// registry's schema and parser (options_of<MlpOptions>()).
   static void declare(Options<MlpOptions>& o);
   /// The defaults declare() starts from (sizes is required).
   static MlpOptions option_defaults() { return MlpOptions(std::vector<int64_t>{}); }
-  static Schema schema() { return *options_of<MlpOptions>().schema(); }
-  /// Reads args (raw or resolved); ConfigError naming the key on a bad value.
-  static MlpOptions from_config(const Config& c) { return options_of<MlpOptions>().parse(c); }
   /// ConfigError naming `<key_prefix><key>` when an option is out of range.
   void validate(const std::string& key_prefix = "") const;
 };

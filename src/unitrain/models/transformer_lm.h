@@ -32,15 +32,11 @@ struct TransformerLmOptions {
   TORCH_ARG(int64_t, ff_mult) = 4;
 
  public:
-  /// Declares the args (key, range, help; defaults are the fields' own).
+  /// Declares the args (key, range, help; defaults are the fields' own): the model
+  /// registry's schema and parser (options_of<TransformerLmOptions>()).
   static void declare(Options<TransformerLmOptions>& o);
   /// The defaults declare() starts from (vocab is required).
   static TransformerLmOptions option_defaults() { return TransformerLmOptions(0); }
-  static Schema schema() { return *options_of<TransformerLmOptions>().schema(); }
-  /// Reads args (raw or resolved); ConfigError naming the key on a bad value.
-  static TransformerLmOptions from_config(const Config& c) {
-    return options_of<TransformerLmOptions>().parse(c);
-  }
   /// ConfigError naming `<key_prefix><key>` when an option is out of range or d_model is not a
   /// multiple of heads (naming both keys).
   void validate(const std::string& key_prefix = "") const;
