@@ -183,9 +183,12 @@ TEST(Loader, AutoWorkersReadInMemoryDataInTheTrainingThread) {
   EXPECT_EQ(Loader(numbered(10), LoaderOptions(), 0).reader_threads(), 0);
   EXPECT_EQ(Loader(std::make_shared<OnDisk>(), LoaderOptions(), 0).reader_threads(), 2);
   EXPECT_EQ(Loader(numbered(10), LoaderOptions().workers(3), 0).reader_threads(), 3);
-  Config bad = Config::from_string("{workers: some}");
-  bad = LoaderOptions::schema()->resolve(bad);
-  EXPECT_THROW(LoaderOptions::from_config(bad), ConfigError);
+  // A bad value is refused when the section is resolved, naming the key.
+  Config bad = Config(YAML::Load("{workers: some}"), "data.loader");
+  EXPECT_THROW(LoaderOptions::schema()->resolve(bad), ConfigError);
+  const std::string msg = test::config_error_of([&] { LoaderOptions::from_config(bad); });
+  EXPECT_NE(msg.find("data.loader.workers: expected int or auto, got 'some'"), std::string::npos)
+      << msg;
 }
 
 TEST(LoaderShard, PaddedShardsAreEqualAndCoverEveryExample) {

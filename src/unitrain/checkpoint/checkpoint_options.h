@@ -5,8 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "unitrain/core/config.h"
-#include "unitrain/core/schema.h"
+#include "unitrain/core/options.h"
 #include "unitrain/core/train_unit.h"
 
 namespace unitrain {
@@ -17,7 +16,8 @@ enum class MetricMode { Min, Max };
 /// `auto` resolves to Min for metrics whose name says loss, perplexity, mse or mae, else Max.
 MetricMode resolve_metric_mode(const std::string& mode, const std::string& metric);
 
-/// Options of the `checkpoint` section; every default and range is declared in schema().
+/// Options of the `checkpoint` section; each key is declared once in declare(), its default
+/// being the field's own.
 struct CheckpointOptions {
   bool enabled = true;
   std::optional<TrainUnit> every = TrainUnit::epochs(1);  ///< null: only final (and signal) saves
@@ -29,8 +29,11 @@ struct CheckpointOptions {
   std::string resume = "auto";           ///< auto | none | last | best | <path>
   bool async = false;                    ///< write on a background thread
 
-  static std::shared_ptr<const Schema> schema();
-  static CheckpointOptions from_config(const Config& checkpoint_section);
+  static void declare(Options<CheckpointOptions>& o);
+  static std::shared_ptr<const Schema> schema() { return options_of<CheckpointOptions>().schema(); }
+  static CheckpointOptions from_config(const Config& c) {
+    return options_of<CheckpointOptions>().parse(c);
+  }
   /// True when `value` is better than `best` (NaN best: anything finite is) and than the
   /// threshold.
   bool improves(double value, double best) const;
@@ -44,8 +47,13 @@ struct EarlyStoppingOptions {
   int64_t patience = 5;
   double min_delta = 0;
 
-  static std::shared_ptr<const Schema> schema();
-  static EarlyStoppingOptions from_config(const Config& section);
+  static void declare(Options<EarlyStoppingOptions>& o);
+  static std::shared_ptr<const Schema> schema() {
+    return options_of<EarlyStoppingOptions>().schema();
+  }
+  static EarlyStoppingOptions from_config(const Config& c) {
+    return options_of<EarlyStoppingOptions>().parse(c);
+  }
 };
 
 }  // namespace unitrain

@@ -188,6 +188,22 @@ const char* type_name(Type t) {
   return "?";
 }
 
+const char* on_resume_name(OnResume r) {
+  switch (r) {
+    case OnResume::Free:
+      return "free";
+    case OnResume::Harmless:
+      return "harmless";
+    case OnResume::Fixed:
+      return "fixed";
+  }
+  return "?";
+}
+
+std::string Field::type_text() const {
+  return std::string(type_name(type_)) + (or_auto_ ? " or auto" : "");
+}
+
 Field& Field::def(double v) {
   // Shortest round-trip text (0.1, not 0.10000000000000001), with a '.' so that every YAML
   // reader (1.1 too) takes it as a float: 100 -> 100.0, 1e-07 -> 1.0e-07.
@@ -224,6 +240,7 @@ std::string Field::allowed() const {
     parts.push_back((max_exclusive_ ? "< " : "<= ") + format_number(max_));
   }
   if (!component_kind_.empty()) parts.push_back("a registered " + component_kind_);
+  if (or_auto_ && !parts.empty()) parts[0] = "auto or " + parts[0];
   return join(parts, "; ");
 }
 
@@ -234,23 +251,39 @@ void Field::check_number(double v, const std::string& key, const std::string& te
 }
 
 void Field::check_value(const YAML::Node& value, const std::string& key) const {
+  if (or_auto_ && value.IsScalar() && value.Scalar() == "auto") return;
   auto scalar = [&](const YAML::Node& node, const std::string& k, Type t) {
-    UT_CHECK(node.IsScalar(), k, ": expected ", type_name(t), ", got ", describe_node(node));
+    const std::string expected = t == type_ ? type_text() : type_name(t);
+    UT_CHECK(node.IsScalar(), k, ": expected ", expected, ", got ", describe_node(node));
     const std::string& text = node.Scalar();
     try {
       switch (t) {
-        case Type::Bool: node.as<bool>(); break;
-        case Type::Int: check_number(static_cast<double>(node.as<int64_t>()), k, text); break;
-        case Type::Float: check_number(node.as<double>(), k, text); break;
-        case Type::Duration: TrainUnit::parse(text, k); break;
-        default: break;
+        case Type::Bool:
+          node.as<bool>();
+          break;
+        case Type::Int:
+          check_number(static_cast<double>(node.as<int64_t>()), k, text);
+          break;
+        case Type::Float:
+          check_number(node.as<double>(), k, text);
+          break;
+        case Type::Duration:
+          TrainUnit::parse(text, k);
+          break;
+        default:
+          break;
       }
     } catch (const YAML::Exception&) {
-      std::string hint = (t == Type::Int && text.find_first_of(".eE") != std::string::npos)
-                             ? " (write a whole number, e.g. 1000)"
-                             : "";
+      std::string hint;
+      if (t == Type::Int) {
+        try {
+          node.as<double>();  // a number, but not a whole one as written: 1e3, 2.0
+          hint = " (write a whole number, e.g. 1000)";
+        } catch (const YAML::Exception&) {
+        }
+      }
       throw ConfigError(
-          detail::concat(k, ": expected ", type_name(t), ", got ", describe_node(node), hint));
+          detail::concat(k, ": expected ", expected, ", got ", describe_node(node), hint));
     }
     if (!choices_.empty()) {
       UT_CHECK(std::find(choices_.begin(), choices_.end(), text) != choices_.end(), k, ": '",
@@ -337,40 +370,6 @@ void resolve_component(const std::string& kind, const std::string& default_type,
   YAML::Node resolved(YAML::NodeType::Map);
   info.args->resolve_node(args, resolved, path + ".args");
   out["args"] = resolved;
-}
-
-std::string Schema::markdown(const std::string& prefix) const {
-  std::ostringstream out;
-  auto escape = [](std::string s) {
-    std::string r;
-    for (char c : s) r += (c == '|') ? std::string("\\|") : std::string(1, c);
-    return r;
-  };
-  for (const auto& f : fields_) {
-    std::string key = join_path(prefix, f.name());
-    std::string def = f.default_yaml() ? "`" + *f.default_yaml() + "`"
-                      : f.is_nullable()  ? "`null`"
-                      : (f.type() == Type::Section || f.type() == Type::SectionList) ? ""
-                                                                                       : "required";
-    std::string type = type_name(f.type());
-    if (!f.component_kind().empty()) {
-      type = f.type() == Type::SectionList ? "list of " + f.component_kind() + " sections"
-                                           : f.component_kind() + " section";
-    }
-    out << "| `" << key << "` | " << type << " | " << def << " | " << escape(f.allowed())
-        << " | " << escape(f.help_text()) << " |\n";
-    std::string sub_prefix = f.type() == Type::SectionList ? key + "[]" : key;
-    if (!f.component_kind().empty()) {
-      out << "| `" << sub_prefix << ".type` | string | "
-          << (f.default_type().empty() ? "required" : "`" + f.default_type() + "`")
-          << " | a registered " << f.component_kind() << " | which " << f.component_kind()
-          << " (see its own table below) |\n";
-      out << "| `" << sub_prefix << ".args` | section | | | arguments of the chosen "
-          << f.component_kind() << " |\n";
-    }
-    if (f.section_schema()) out << f.section_schema()->markdown(sub_prefix);
-  }
-  return out.str();
 }
 
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {

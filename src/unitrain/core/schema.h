@@ -30,6 +30,22 @@ enum class Type {
 
 const char* type_name(Type t);
 
+/// What a resumed run may do with a key whose value differs from the checkpoint's config.
+enum class OnResume {
+  Free,      ///< may change; the change applies from the resume on (a finished run is not
+             ///< re-opened for it: that would train nothing)
+  Harmless,  ///< may change and changes nothing trained (logging, threads, checkpoint
+             ///< writing): a finished run stays finished
+  Fixed,     ///< may not change: the checkpoint's state depends on it; the resume is refused
+};
+const char* on_resume_name(OnResume r);  ///< "free", "harmless", "fixed"
+
+/// A key's resume class, and for Fixed keys why (ends the refusal's "but ..." sentence).
+struct ResumeRule {
+  OnResume on = OnResume::Free;
+  std::string why;
+};
+
 /// One declared key. Setters chain: `s.add("lr", Type::Float).def(1e-3).gt(0).help("...")`.
 class Field {
  public:
@@ -49,6 +65,38 @@ class Field {
   Field& help(std::string h) { help_ = std::move(h); return *this; }
   /// null is allowed: the default without def(); with def(), an explicit null stays null.
   Field& nullable() { nullable_ = true; return *this; }
+  /// No default: the key must be given (also clears nullable()).
+  Field& required() {
+    default_.reset();
+    nullable_ = false;
+    return *this;
+  }
+  /// The word `auto` is accepted besides values of the type (then it is the default): options
+  /// bound to a struct read it as the struct's default (e.g. threads: auto = 0).
+  Field& or_auto() {
+    or_auto_ = true;
+    default_ = "auto";
+    return *this;
+  }
+  /// Resume classes (see OnResume). A key without one takes its section's; the root's is free.
+  /// `why` completes "cannot resume: <key> changed ..., but <why>".
+  Field& fixed(std::string why) {
+    resume_ = ResumeRule{OnResume::Fixed, std::move(why)};
+    return *this;
+  }
+  Field& free() {
+    resume_ = ResumeRule{OnResume::Free, ""};
+    return *this;
+  }
+  Field& harmless() {
+    resume_ = ResumeRule{OnResume::Harmless, ""};
+    return *this;
+  }
+  /// A component section whose `type` is fixed on resume while its args follow the section.
+  Field& fixed_type(std::string why) {
+    type_resume_ = ResumeRule{OnResume::Fixed, std::move(why)};
+    return *this;
+  }
   /// Nested keys of a Section or of each element of a SectionList.
   Field& section(std::shared_ptr<const Schema> s) { section_ = std::move(s); return *this; }
   /// The section picks a registered component: its `type` key names one of `kind`, and its
@@ -64,6 +112,11 @@ class Field {
   const std::string& default_type() const { return default_type_; }
   const std::shared_ptr<const Schema>& section_schema() const { return section_; }
   bool is_nullable() const { return nullable_; }
+  bool accepts_auto() const { return or_auto_; }
+  const std::optional<ResumeRule>& resume_rule() const { return resume_; }
+  const std::optional<ResumeRule>& type_resume_rule() const { return type_resume_; }
+  /// type_name(), with " or auto" when or_auto().
+  std::string type_text() const;
   /// "> 0", "[0, 1]", "one of: a, b", or "" when unconstrained.
   std::string allowed() const;
 
@@ -82,6 +135,8 @@ class Field {
   std::vector<std::string> choices_;
   std::string help_;
   bool nullable_ = false;
+  bool or_auto_ = false;
+  std::optional<ResumeRule> resume_, type_resume_;
   std::shared_ptr<const Schema> section_;
   std::string component_kind_;
   std::string default_type_;
@@ -99,8 +154,16 @@ class Schema {
   /// the registered ones) and missing required keys all throw ConfigError naming the key path.
   Config resolve(const Config& in) const;
 
-  /// Markdown tables of this schema's keys (recursing into sections), key paths under `prefix`.
-  std::string markdown(const std::string& prefix) const;
+  /// Markdown table rows of this schema's keys (recursing into sections), key paths under
+  /// `prefix`. With `resume`, a column says whether each key may change on resume (keys without
+  /// a class of their own take `resume`'s); without, that column is left out.
+  std::string markdown(const std::string& prefix,
+                       std::optional<ResumeRule> resume = std::nullopt) const;
+
+  /// The resume class of dotted `key` (`data.loader.batch_size`, `objective.losses.0.weight`,
+  /// `model.args.sizes`): the class of the deepest declared key on its path, else free. Keys of
+  /// a component's `args` and of free-form (Any) sections take their section's class.
+  ResumeRule resume_rule(const std::string& key) const;
 
   /// resolve() on raw YAML, writing into `out`, key paths under `path`.
   void resolve_node(const YAML::Node& in, YAML::Node& out, const std::string& path) const;

@@ -10,21 +10,6 @@
 namespace unitrain {
 namespace {
 
-std::shared_ptr<const Schema> normalize_schema() {
-  auto s = std::make_shared<Schema>();
-  s->add("enabled", Type::Bool)
-      .def(false)
-      .help("normalize `key` of every split by the train statistics");
-  s->add("key", Type::String).def("x").help("the example tensor to normalize");
-  s->add("mean", Type::FloatList)
-      .def("[]")
-      .help("one per channel (dim 0 of the example); [] = computed on the train split");
-  s->add("std", Type::FloatList)
-      .def("[]")
-      .help("one per channel; [] = computed on the train split");
-  return s;
-}
-
 // Builds the dataset of component section `key`; its errors are prefixed with the key.
 DatasetPtr build_dataset(const Config& data, const std::string& key) {
   const Config section = data.at(key);
@@ -39,41 +24,49 @@ DatasetPtr build_dataset(const Config& data, const std::string& key) {
 
 }  // namespace
 
+void NormalizeOptions::declare(Options<NormalizeOptions>& o) {
+  using T = NormalizeOptions;
+  o.field("enabled", &T::enabled).help("normalize `key` of every split by the train statistics");
+  o.field("key", &T::key).help("the example tensor to normalize");
+  o.field("mean", &T::mean)
+      .help("one per channel (dim 0 of the example); [] = computed on the train split");
+  o.field("std", &T::stddev).help("one per channel; [] = computed on the train split");
+}
+
+void DataOptions::declare(Options<DataOptions>& o) {
+  using T = DataOptions;
+  const char* train_data = "the position in the epoch refers to that training data";
+  o.key("train", Type::Section)
+      .component("dataset")
+      .nullable()
+      .fixed(train_data)
+      .help("the training dataset (required by `unitrain train`; library users pass data to fit)");
+  o.key("val", Type::Section)
+      .component("dataset")
+      .nullable()
+      .help("the validation dataset; null = none, or split off train by validation_ratio");
+  o.key("test", Type::Section)
+      .component("dataset")
+      .nullable()
+      .harmless()
+      .help("the test dataset, evaluated after training");
+  o.field("validation_ratio", &T::validation_ratio)
+      .min(0)
+      .lt(1)
+      .fixed(train_data)
+      .help("fraction of train held out as val by a seeded random split, in [0, 1); 0 = none");
+  o.section("normalize", &T::normalize).fixed(train_data).help("per-channel (x - mean) / std");
+  o.section("loader", &T::loader).help("batching and reader threads");
+}
+
 std::shared_ptr<const Schema> data_section_schema() {
   register_builtin_datasets();  // resolving the section looks the dataset types up
-  static const auto schema = [] {
-    auto s = std::make_shared<Schema>();
-    s->add("train", Type::Section)
-        .component("dataset")
-        .nullable()
-        .help("the training dataset (required by `unitrain train`; library users pass data to fit)");
-    s->add("val", Type::Section)
-        .component("dataset")
-        .nullable()
-        .help("the validation dataset; null = none, or split off train by validation_ratio");
-    s->add("test", Type::Section)
-        .component("dataset")
-        .nullable()
-        .help("the test dataset, evaluated after training");
-    s->add("validation_ratio", Type::Float)
-        .def(0.0)
-        .min(0)
-        .lt(1)
-        .help("fraction of train held out as val by a seeded random split, in [0, 1); 0 = none");
-    s->add("normalize", Type::Section)
-        .section(normalize_schema())
-        .help("per-channel (x - mean) / std");
-    s->add("loader", Type::Section)
-        .section(LoaderOptions::schema())
-        .help("batching and reader threads");
-    return std::shared_ptr<const Schema>(s);
-  }();
-  return schema;
+  return options_of<DataOptions>().schema();
 }
 
 DataSplits build_data(const Config& data_section, uint64_t seed) {
-  register_builtin_datasets();
   const Config data = data_section_schema()->resolve(data_section);
+  const DataOptions options = DataOptions::from_config(data);
   DataSplits out;
   UT_CHECK(data.has("train"), "missing key ", data.key_path("train"),
            ": give a training dataset, e.g. {type: csv, args: {path: ..., target: ...}}");
@@ -81,8 +74,7 @@ DataSplits build_data(const Config& data_section, uint64_t seed) {
   if (data.has("val")) out.val = build_dataset(data, "val");
   if (data.has("test")) out.test = build_dataset(data, "test");
 
-  const double ratio = data.get_double("validation_ratio");
-  UT_CHECK(ratio < 1, data.key_path("validation_ratio"), " must be in [0, 1), got ", ratio);
+  const double ratio = options.validation_ratio;
   if (ratio > 0) {
     UT_CHECK(!out.val, data.key_path("val"), " and ", data.key_path("validation_ratio"),
              " are both set; give a val dataset or split train, not both");
@@ -92,10 +84,10 @@ DataSplits build_data(const Config& data_section, uint64_t seed) {
   }
 
   const Config norm = data.at("normalize");
-  if (norm.get_bool("enabled")) {
-    const std::string key = norm.get_string("key");
-    std::vector<double> mean = norm.get_double_list("mean");
-    std::vector<double> std = norm.get_double_list("std");
+  if (options.normalize.enabled) {
+    const std::string& key = options.normalize.key;
+    std::vector<double> mean = options.normalize.mean;
+    std::vector<double> std = options.normalize.stddev;
     if (mean.empty() || std.empty()) {
       ChannelStats stats;
       try {

@@ -4,11 +4,35 @@
 #include <memory>
 #include <vector>
 
-#include "unitrain/core/config.h"
-#include "unitrain/core/schema.h"
+#include "unitrain/core/options.h"
 #include "unitrain/data/dataset.h"
+#include "unitrain/data/loader.h"
 
 namespace unitrain {
+
+/// `data.normalize`: per-channel (x - mean) / std of example tensor `key` in every split.
+struct NormalizeOptions {
+  bool enabled = false;
+  std::string key = "x";
+  std::vector<double> mean;    ///< one per channel; empty = computed on the train split
+  std::vector<double> stddev;  ///< `std`; one per channel; empty = computed on the train split
+
+  static void declare(Options<NormalizeOptions>& o);
+  static NormalizeOptions from_config(const Config& c) {
+    return options_of<NormalizeOptions>().parse(c);
+  }
+};
+
+/// The `data` section's own keys; its datasets (`train`, `val`, `test`) are component
+/// sections read by build_data().
+struct DataOptions {
+  double validation_ratio = 0;
+  NormalizeOptions normalize;
+  LoaderOptions loader;
+
+  static void declare(Options<DataOptions>& o);
+  static DataOptions from_config(const Config& c) { return options_of<DataOptions>().parse(c); }
+};
 
 /// The datasets of a run, built from the `data` section: train, and val/test when given or
 /// split off train by `validation_ratio` (a seeded random split), with `normalize` applied.

@@ -93,38 +93,27 @@ std::vector<Line> split_lines(const std::string& text, int64_t skip) {
 
 }  // namespace
 
-Schema CsvOptions::schema() {
-  Schema s;
-  s.add("path", Type::String).help("CSV file; .gz files are decompressed; a relative path is read from the current directory");
-  s.add("target", Type::String)
+void CsvOptions::declare(Options<CsvOptions>& o) {
+  using T = CsvOptions;
+  o.field("path", &T::path)
+      .required()
+      .help(
+          "CSV file; .gz files are decompressed; a relative path is read from the current "
+          "directory");
+  o.field("target", &T::target)
+      .required()
       .help("target column: a name, or an index (\"-1\" = last) when header is false");
-  s.add("features", Type::StringList)
-      .def("[]")
-      .help("feature columns (names or indices); [] = all others");
-  s.add("target_type", Type::String)
-      .def("class")
+  o.field("features", &T::features).help("feature columns (names or indices); [] = all others");
+  o.field("target_type", &T::target_type)
       .choices({"class", "float"})
       .help("class: int64 class index; float: float32 regression target of shape [1]");
-  s.add("delimiter", Type::String).def("','").help("the one-character cell separator");
-  s.add("header", Type::Bool)
-      .def(true)
-      .help("the first row names the columns; false: named 0, 1, ...");
-  s.add("skip_rows", Type::Int).def(0).min(0).help("lines to skip before the header or first row");
-  return s;
-}
-
-CsvOptions CsvOptions::from_config(const Config& args) {
-  CsvOptions o;
-  o.path = args.get_string("path");
-  o.target = args.get_string("target");
-  o.features = args.get_string_list("features");
-  o.target_type = args.get_string("target_type");
-  o.delimiter = args.get_string("delimiter");
-  o.header = args.get_bool("header");
-  o.skip_rows = args.get_int("skip_rows");
-  UT_CHECK(o.delimiter.size() == 1, args.key_path("delimiter"), " must be one character, got '",
-           o.delimiter, "'");
-  return o;
+  o.field("delimiter", &T::delimiter).help("the one-character cell separator");
+  o.field("header", &T::header).help("the first row names the columns; false: named 0, 1, ...");
+  o.field("skip_rows", &T::skip_rows).min(0).help("lines to skip before the header or first row");
+  o.check([](T& t, const Config& c) {
+    UT_CHECK(t.delimiter.size() == 1, c.key_path("delimiter"), " must be one character, got '",
+             t.delimiter, "'");
+  });
 }
 
 DatasetPtr load_csv(const CsvOptions& o) {

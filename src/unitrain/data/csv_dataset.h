@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "unitrain/core/options.h"
 #include "unitrain/data/dataset.h"
 
 namespace unitrain {
@@ -17,8 +18,9 @@ struct CsvOptions {
   bool header = true;                 ///< false: columns are named "0", "1", ...
   int64_t skip_rows = 0;              ///< lines skipped before the header / first row
 
-  static CsvOptions from_config(const Config& args);
-  static Schema schema();
+  static void declare(Options<CsvOptions>& o);
+  static CsvOptions from_config(const Config& c) { return options_of<CsvOptions>().parse(c); }
+  static Schema schema() { return *options_of<CsvOptions>().schema(); }
 };
 
 /// Reads a CSV into a TensorDataset with `x` float32 [F] and `y` (int64 [] for class targets,

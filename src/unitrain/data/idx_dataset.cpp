@@ -62,15 +62,14 @@ torch::Tensor read_idx(const std::string& path, const std::string& key, int ndim
 
 }  // namespace
 
-Schema IdxOptions::schema() {
-  Schema s;
-  s.add("images", Type::String).help("IDX images file (e.g. train-images-idx3-ubyte[.gz]); relative to the current directory");
-  s.add("labels", Type::String).help("IDX labels file (e.g. train-labels-idx1-ubyte[.gz])");
-  return s;
-}
-
-IdxOptions IdxOptions::from_config(const Config& args) {
-  return {args.get_string("images"), args.get_string("labels")};
+void IdxOptions::declare(Options<IdxOptions>& o) {
+  o.field("images", &IdxOptions::images)
+      .required()
+      .help(
+          "IDX images file (e.g. train-images-idx3-ubyte[.gz]); relative to the current directory");
+  o.field("labels", &IdxOptions::labels)
+      .required()
+      .help("IDX labels file (e.g. train-labels-idx1-ubyte[.gz])");
 }
 
 IdxDataset::IdxDataset(const IdxOptions& options) {

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "unitrain/core/options.h"
 #include "unitrain/data/dataset.h"
 
 namespace unitrain {
@@ -13,8 +14,9 @@ struct IdxOptions {
   std::string images;  ///< idx3-ubyte file: magic 0x00000803, N x rows x cols bytes
   std::string labels;  ///< idx1-ubyte file: magic 0x00000801, N bytes
 
-  static IdxOptions from_config(const Config& args);
-  static Schema schema();
+  static void declare(Options<IdxOptions>& o);
+  static IdxOptions from_config(const Config& c) { return options_of<IdxOptions>().parse(c); }
+  static Schema schema() { return *options_of<IdxOptions>().schema(); }
 };
 
 /// MNIST / Fashion-MNIST images and labels. Examples: `x` float32 [1, H, W] in [0, 1] and `y`

@@ -1,6 +1,5 @@
 #include "unitrain/data/loader.h"
 
-#include <cstdlib>
 #include <numeric>
 
 #include "unitrain/core/error.h"
@@ -8,44 +7,26 @@
 #include "unitrain/data/permutation.h"
 
 namespace unitrain {
-namespace {
 
-// `auto` -> -1 (decided per dataset by the Loader), else a count >= 0.
-int64_t parse_workers(const Config& loader_section) {
-  const std::string text = loader_section.get_string("workers");
-  if (text == "auto") return -1;
-  char* end = nullptr;
-  const long n = std::strtol(text.c_str(), &end, 10);
-  UT_CHECK(!text.empty() && *end == '\0' && n >= 0, loader_section.key_path("workers"),
-           " must be 'auto' or a whole number >= 0, got '", text, "'");
-  return n;
-}
-
-}  // namespace
-
-std::shared_ptr<const Schema> LoaderOptions::schema() {
-  static const auto schema = [] {
-    auto s = std::make_shared<Schema>();
-    s->add("batch_size", Type::Int).def(32).gt(0).help("examples per batch (per process)");
-    s->add("workers", Type::String)
-        .def("auto")
-        .help("reader threads; 0 = read in the training thread; auto = 0 for in-memory "
-              "datasets (all built-ins), else 2");
-    s->add("shuffle", Type::Bool).def(true).help("a new seeded order every epoch (train only)");
-    s->add("drop_last", Type::Bool).def(false).help("drop the last batch when it is short");
-    s->add("prefetch", Type::Int).def(4).gt(0).help("batches each worker reads ahead");
-    return std::shared_ptr<const Schema>(s);
-  }();
-  return schema;
-}
-
-LoaderOptions LoaderOptions::from_config(const Config& loader_section) {
-  return LoaderOptions()
-      .batch_size(loader_section.get_int("batch_size"))
-      .workers(parse_workers(loader_section))
-      .shuffle(loader_section.get_bool("shuffle"))
-      .drop_last(loader_section.get_bool("drop_last"))
-      .prefetch(loader_section.get_int("prefetch"));
+void LoaderOptions::declare(Options<LoaderOptions>& o) {
+  using T = LoaderOptions;
+  const char* batches = "the position in the epoch refers to those batches";
+  o.field("batch_size", &T::batch_size_)
+      .gt(0)
+      .fixed(batches)
+      .help("examples per batch (per process)");
+  o.field("workers", &T::workers_)
+      .or_auto()
+      .min(0)
+      .harmless()
+      .help(
+          "reader threads; 0 = read in the training thread; auto = 0 for in-memory datasets (all "
+          "built-ins), else 2");
+  o.field("shuffle", &T::shuffle_)
+      .fixed(batches)
+      .help("a new seeded order every epoch (train only)");
+  o.field("drop_last", &T::drop_last_).fixed(batches).help("drop the last batch when it is short");
+  o.field("prefetch", &T::prefetch_).gt(0).harmless().help("batches each worker reads ahead");
 }
 
 Loader::Loader(DatasetPtr dataset, LoaderOptions options, uint64_t seed, std::string name)

@@ -4,12 +4,13 @@
 #include <memory>
 #include <optional>
 
-#include "unitrain/core/config.h"
+#include "unitrain/core/options.h"
 #include "unitrain/data/dataset.h"
 
 namespace unitrain {
 
-/// Loader settings (`data.loader`). Defaults on the fields; chained setters.
+/// Loader settings (`data.loader`). Defaults on the fields; chained setters; each key declared
+/// once in declare().
 struct LoaderOptions {
   int64_t batch_size_ = 32;
   int64_t workers_ = -1;  ///< -1 = auto: 0 for in-memory datasets, else 2
@@ -23,8 +24,9 @@ struct LoaderOptions {
   LoaderOptions& drop_last(bool v) { drop_last_ = v; return *this; }
   LoaderOptions& prefetch(int64_t v) { prefetch_ = v; return *this; }
 
-  static LoaderOptions from_config(const Config& loader_section);
-  static std::shared_ptr<const Schema> schema();
+  static void declare(Options<LoaderOptions>& o);
+  static LoaderOptions from_config(const Config& c) { return options_of<LoaderOptions>().parse(c); }
+  static std::shared_ptr<const Schema> schema() { return options_of<LoaderOptions>().schema(); }
 };
 
 /// One pass over the data. next() returns batches in the epoch's order (which depends only on

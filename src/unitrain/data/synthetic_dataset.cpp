@@ -10,36 +10,18 @@
 
 namespace unitrain {
 
-Schema SyntheticOptions::schema() {
-  Schema s;
-  s.add("task", Type::String)
-      .def("classification")
+void SyntheticOptions::declare(Options<SyntheticOptions>& o) {
+  using T = SyntheticOptions;
+  o.field("task", &T::task)
       .choices({"classification", "regression"})
       .help("classification: y = argmax of a random linear map of x; regression: y = x.w + noise");
-  s.add("n", Type::Int).def(1000).gt(0).help("number of examples");
-  s.add("features", Type::Int).def(16).gt(0).help("x is float32 [features] (unless shape is set)");
-  s.add("shape", Type::IntList).def("[]").help("x's shape, e.g. [1, 28, 28]; [] = [features]");
-  s.add("classes", Type::Int).def(2).min(2).help("classification: number of classes");
-  s.add("outputs", Type::Int).def(1).gt(0).help("regression: y is float32 [outputs]");
-  s.add("noise", Type::Float).def(0.1).min(0).help("regression: std of the noise added to y");
-  s.add("seed", Type::Int).def(0).min(0).help("same seed and args -> same data");
-  return s;
-}
-
-SyntheticOptions SyntheticOptions::from_config(const Config& args) {
-  SyntheticOptions o;
-  o.task = args.get_string("task");
-  o.n = args.get_int("n");
-  o.features = args.get_int("features");
-  o.shape = args.get_int_list("shape");
-  o.classes = args.get_int("classes");
-  o.outputs = args.get_int("outputs");
-  o.noise = args.get_double("noise");
-  o.seed = static_cast<uint64_t>(args.get_int("seed"));
-  for (size_t i = 0; i < o.shape.size(); ++i) {
-    UT_CHECK(o.shape[i] > 0, args.key_path("shape"), "[", i, "] must be > 0, got ", o.shape[i]);
-  }
-  return o;
+  o.field("n", &T::n).gt(0).help("number of examples");
+  o.field("features", &T::features).gt(0).help("x is float32 [features] (unless shape is set)");
+  o.field("shape", &T::shape).gt(0).help("x's shape, e.g. [1, 28, 28]; [] = [features]");
+  o.field("classes", &T::classes).min(2).help("classification: number of classes");
+  o.field("outputs", &T::outputs).gt(0).help("regression: y is float32 [outputs]");
+  o.field("noise", &T::noise).min(0).help("regression: std of the noise added to y");
+  o.field("seed", &T::seed).help("same seed and args -> same data");
 }
 
 DatasetPtr make_synthetic(const SyntheticOptions& o) {

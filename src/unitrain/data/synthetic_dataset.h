@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "unitrain/core/options.h"
 #include "unitrain/data/dataset.h"
 
 namespace unitrain {
@@ -18,8 +19,11 @@ struct SyntheticOptions {
   double noise = 0.1;                   ///< regression: std of the Gaussian noise added to y
   uint64_t seed = 0;
 
-  static SyntheticOptions from_config(const Config& args);
-  static Schema schema();
+  static void declare(Options<SyntheticOptions>& o);
+  static SyntheticOptions from_config(const Config& c) {
+    return options_of<SyntheticOptions>().parse(c);
+  }
+  static Schema schema() { return *options_of<SyntheticOptions>().schema(); }
 };
 
 /// x ~ N(0, 1) float32 of `shape` (or [features]). A fixed random linear map W (drawn first, so

@@ -24,24 +24,16 @@ std::string show_char(unsigned char c) {
 
 }  // namespace
 
-Schema TextCharsOptions::schema() {
-  Schema s;
-  s.add("path", Type::String).help("text file (.gz is decompressed); one token per byte; relative to the current directory");
-  s.add("seq_len", Type::Int).def(128).gt(0).help("tokens per example (x and y)");
-  s.add("stride", Type::Int).def(0).min(0).help("tokens between example starts; 0 = seq_len");
-  s.add("vocab", Type::String)
-      .nullable()
+void TextCharsOptions::declare(Options<TextCharsOptions>& o) {
+  using T = TextCharsOptions;
+  o.field("path", &T::path)
+      .required()
+      .help(
+          "text file (.gz is decompressed); one token per byte; relative to the current directory");
+  o.field("seq_len", &T::seq_len).gt(0).help("tokens per example (x and y)");
+  o.field("stride", &T::stride).min(0).help("tokens between example starts; 0 = seq_len");
+  o.field("vocab", &T::vocab)
       .help("the characters in id order; null = the file's sorted distinct bytes");
-  return s;
-}
-
-TextCharsOptions TextCharsOptions::from_config(const Config& args) {
-  TextCharsOptions o;
-  o.path = args.get_string("path");
-  o.seq_len = args.get_int("seq_len");
-  o.stride = args.get_int("stride");
-  if (args.has("vocab")) o.vocab = args.get_string("vocab");
-  return o;
 }
 
 TextCharsDataset::TextCharsDataset(const TextCharsOptions& o)

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "unitrain/core/options.h"
 #include "unitrain/data/dataset.h"
 
 namespace unitrain {
@@ -16,8 +17,11 @@ struct TextCharsOptions {
   int64_t stride = 0;                ///< step between windows; 0 = seq_len (no overlap)
   std::optional<std::string> vocab;  ///< the characters, in id order; unset = the file's
 
-  static TextCharsOptions from_config(const Config& args);
-  static Schema schema();
+  static void declare(Options<TextCharsOptions>& o);
+  static TextCharsOptions from_config(const Config& c) {
+    return options_of<TextCharsOptions>().parse(c);
+  }
+  static Schema schema() { return *options_of<TextCharsOptions>().schema(); }
 };
 
 /// Windows of a text file, one token per byte (so UTF-8 text is modelled byte by byte).

@@ -40,12 +40,12 @@ std::string arguments_text(const Schema& args) {
   size_t name_w = 0, type_w = 0, def_w = 0;
   for (const auto& f : args.fields()) {
     name_w = std::max(name_w, f.name().size());
-    type_w = std::max(type_w, std::string(type_name(f.type())).size());
+    type_w = std::max(type_w, f.type_text().size());
     def_w = std::max(def_w, default_text(f).size());
   }
   std::string out;
   for (const auto& f : args.fields()) {
-    out += "      " + pad(f.name(), name_w + 2) + pad(type_name(f.type()), type_w + 2) +
+    out += "      " + pad(f.name(), name_w + 2) + pad(f.type_text(), type_w + 2) +
            pad(default_text(f), def_w + 2) + f.help_text() + "\n";
   }
   return out;

@@ -9,6 +9,7 @@
 
 #include "unitrain/checkpoint/checkpoint_store.h"
 #include "unitrain/core/error.h"
+#include "unitrain/engine/run_config.h"
 
 namespace unitrain {
 namespace {
@@ -30,37 +31,6 @@ void flatten(const YAML::Node& node, const std::string& path, std::map<std::stri
   }
 }
 
-/// True when `key` is `prefix` or a key inside it.
-bool key_under(const std::string& key, const std::string& prefix) {
-  return key == prefix || key.rfind(prefix + ".", 0) == 0;
-}
-
-/// Keys whose change cannot work with a checkpoint's state, and why.
-const char* why_fixed(const std::string& key) {
-  auto under = [&key](const char* prefix) { return key_under(key, prefix); };
-  if (under("model.type") || under("model.args")) return "the saved weights belong to that model";
-  if (under("objective.inputs") || under("objective.predictions")) {
-    return "the model's inputs and outputs are fixed";
-  }
-  if (under("optimizer") && key != "optimizer.lr") {
-    return "the saved optimizer state and options belong to that optimizer (only optimizer.lr may "
-           "change)";
-  }
-  if (under("scheduler.type") || under("scheduler.interval")) return "the schedule's state is saved";
-  if (under("seed")) return "the data order and random state follow the seed";
-  if (under("data.train") || under("data.validation_ratio") || under("data.normalize")) {
-    return "the position in the epoch refers to that training data";
-  }
-  if (under("data.loader.batch_size") || under("data.loader.drop_last") ||
-      under("data.loader.shuffle")) {
-    return "the position in the epoch refers to those batches";
-  }
-  if (under("train.accumulation_steps") || under("train.global_batch_size")) {
-    return "the position in the accumulation window refers to it";
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 Config read_checkpoint_config(const std::string& dir) {
@@ -69,12 +39,7 @@ Config read_checkpoint_config(const std::string& dir) {
 }
 
 bool changes_nothing_trained(const std::string& key) {
-  for (const char* p : {"log", "train.threads", "train.max_length", "train.log_every",
-                        "data.loader.workers", "data.loader.prefetch", "data.test", "checkpoint",
-                        "distributed"}) {
-    if (key_under(key, p)) return true;
-  }
-  return false;
+  return run_schema()->resume_rule(key).on == OnResume::Harmless;
 }
 
 std::vector<ConfigChange> check_resume_config(const Config& saved, const Config& current,
@@ -100,12 +65,14 @@ std::vector<ConfigChange> check_resume_config(const Config& saved, const Config&
     return c.key.size() >= 5 && c.key.compare(c.key.size() - 5, 5, ".type") == 0;
   };
   std::stable_partition(all.begin(), all.end(), is_type);
+  const auto schema = run_schema();
   for (const Change& c : all) {
-    if (const char* why = why_fixed(c.key)) {
+    const ResumeRule rule = schema->resume_rule(c.key);
+    if (rule.on == OnResume::Fixed) {
       throw ConfigError(fmt::format(
           "cannot resume from {}: {} changed from '{}' to '{}', but {}; restore it, or start a "
-          "new run with --name <new-name> (or --checkpoint.resume none to start over here)", dir,
-          c.key, c.was, c.now, why));
+          "new run with --name <new-name> (or --checkpoint.resume none to start over here)",
+          dir, c.key, c.was, c.now, rule.why));
     }
   }
   return all;

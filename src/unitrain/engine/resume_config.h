@@ -17,13 +17,14 @@ struct ConfigChange {
 Config read_checkpoint_config(const std::string& dir);
 
 /// Differences between the config a checkpoint was saved with and `current`; ConfigError
-/// naming the key when a change cannot work with the saved state (model, optimizer type, data
-/// order, batch size, ...).
+/// naming the key when a key declared fixed on resume changed (run_schema()'s resume classes:
+/// model, optimizer, data order, batch size, ...), with the declaration's reason.
 std::vector<ConfigChange> check_resume_config(const Config& saved, const Config& current,
                                               const std::string& dir);
 
-/// True when changing `key` cannot change what training computes (logging, threads, reader
-/// threads, checkpoint writing, test data): such changes leave a finished run finished.
+/// True when `key` is declared harmless on resume: changing it cannot change what training
+/// computes (logging, threads, reader threads, checkpoint writing, test data), so such changes
+/// leave a finished run finished.
 bool changes_nothing_trained(const std::string& key);
 
 }  // namespace unitrain

@@ -98,13 +98,13 @@ std::string yaml_list(const std::vector<double>& values) {
 /// data.normalize.mean/std, so that the run's config.yaml (and every checkpoint's) holds them:
 /// `unitrain export` applies them inside the exported model.
 Config with_normalize_statistics(const Config& config, const DataSplits& data) {
-  const Config norm = config.at("data").at("normalize");
-  if (data.normalize_mean.empty() || !norm.get_bool("enabled")) return config;
+  const NormalizeOptions norm = NormalizeOptions::from_config(config.at("data").at("normalize"));
+  if (data.normalize_mean.empty() || !norm.enabled) return config;
   Config out = config.clone();
-  if (norm.get_double_list("mean").empty()) {
+  if (norm.mean.empty()) {
     out.set("data.normalize.mean", yaml_list(data.normalize_mean));
   }
-  if (norm.get_double_list("std").empty()) {
+  if (norm.stddev.empty()) {
     out.set("data.normalize.std", yaml_list(data.normalize_std));
   }
   return out;
@@ -116,9 +116,9 @@ Config with_normalize_statistics(const Config& config, const DataSplits& data) {
 std::optional<InputNormalization> saved_input_normalization(const Config& config,
                                                             const std::string& dir) {
   const Config saved = resolve_run_config(read_checkpoint_config(dir));
-  const Config norm = saved.at("data").at("normalize");
-  if (!norm.get_bool("enabled")) return std::nullopt;
-  const std::string key = norm.get_string("key");
+  const NormalizeOptions norm = NormalizeOptions::from_config(saved.at("data").at("normalize"));
+  if (!norm.enabled) return std::nullopt;
+  const std::string& key = norm.key;
   const std::vector<std::string> inputs = saved.at("objective").get_string_list("inputs");
   if (inputs.size() != 1 || inputs[0] != key) {
     log::warn(fmt::format("the exported model does not apply data.normalize: its key '{}' is not "
@@ -126,7 +126,7 @@ std::optional<InputNormalization> saved_input_normalization(const Config& config
                           "std in {}/config.yaml", key, fmt::join(inputs, ", "), key, dir));
     return std::nullopt;
   }
-  InputNormalization n{norm.get_double_list("mean"), norm.get_double_list("std")};
+  InputNormalization n{norm.mean, norm.stddev};
   if (n.mean.empty() || n.std.empty()) {
     const DataSplits data =
         build_data(config.at("data"), static_cast<uint64_t>(config.get_int("seed")));

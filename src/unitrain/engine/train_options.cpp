@@ -7,52 +7,44 @@
 
 namespace unitrain {
 
-std::shared_ptr<const Schema> TrainOptions::schema() {
-  static auto s = [] {
-    auto s = std::make_shared<Schema>();
-    s->add("max_length", Type::Duration).def("10 epochs").help("how long to train (epochs, steps or samples)");
-    s->add("accumulation_steps", Type::Int).def(1).min(1).help(
-        "micro-batches whose gradients are summed before one optimizer step");
-    s->add("global_batch_size", Type::Int).nullable().gt(0).help(
-        "samples per optimizer step over all processes; sets accumulation_steps (both given must agree)");
-    s->add("clip_grad_norm", Type::Float).def(0.0).min(0).help(
-        "clip the global gradient L2 norm to this value before each step; 0 = off");
-    s->add("threads", Type::String).def("auto").help(
-        "intra-op threads; auto = cores available / worker processes on this machine");
-    s->add("on_nonfinite", Type::String).def("stop").choices({"stop", "skip"}).help(
-        "a NaN/Inf loss or gradient: stop with a message, or skip that update and count it");
-    s->add("val_every", Type::Duration).def("1 epoch").help("how often to run validation");
-    s->add("log_every", Type::Duration).def("10 steps").help("how often to log training metrics");
-    s->add("test_mode", Type::Bool).def(false).help(
-        "run one training batch and one validation batch, then exit (a smoke test of the setup)");
-    return s;
-  }();
-  return s;
-}
-
-TrainOptions TrainOptions::from_config(const Config& c) {
-  TrainOptions o;
-  o.max_length = c.get_duration("max_length");
-  o.accumulation_steps = c.get_int("accumulation_steps");
-  if (c.has("global_batch_size")) o.global_batch_size = c.get_int("global_batch_size");
-  o.clip_grad_norm = c.get_double("clip_grad_norm");
-  std::string threads = c.get_string("threads");
-  if (threads != "auto") {
-    char* end = nullptr;
-    long n = std::strtol(threads.c_str(), &end, 10);
-    UT_CHECK(end && *end == '\0' && n > 0, c.key_path("threads"),
-             " must be 'auto' or a positive integer, got '", threads, "'");
-    o.threads = n;
-  }
-  o.on_nonfinite = c.get_string("on_nonfinite") == "skip" ? OnNonFinite::Skip : OnNonFinite::Stop;
-  o.val_every = c.get_duration("val_every");
-  o.log_every = c.get_duration("log_every");
-  o.test_mode = c.get_bool("test_mode");
-  UT_CHECK(o.max_length.count > 0, c.key_path("max_length"), " must be more than 0, got '",
-           o.max_length.str(), "'");
-  UT_CHECK(o.val_every.count > 0, c.key_path("val_every"), " must be more than 0");
-  UT_CHECK(o.log_every.count > 0, c.key_path("log_every"), " must be more than 0");
-  return o;
+void TrainOptions::declare(Options<TrainOptions>& o) {
+  using T = TrainOptions;
+  const char* window = "the position in the accumulation window refers to it";
+  o.field("max_length", &T::max_length)
+      .harmless()
+      .help("how long to train (epochs, steps or samples)");
+  o.field("accumulation_steps", &T::accumulation_steps)
+      .min(1)
+      .fixed(window)
+      .help("micro-batches whose gradients are summed before one optimizer step");
+  o.field("global_batch_size", &T::global_batch_size)
+      .gt(0)
+      .fixed(window)
+      .help(
+          "samples per optimizer step over all processes; sets accumulation_steps (both given must "
+          "agree)");
+  o.field("clip_grad_norm", &T::clip_grad_norm)
+      .min(0)
+      .help("clip the global gradient L2 norm to this value before each step; 0 = off");
+  o.field("threads", &T::threads)
+      .or_auto()
+      .min(1)
+      .harmless()
+      .help("intra-op threads; auto = cores available / worker processes on this machine");
+  o.field("on_nonfinite", &T::on_nonfinite,
+          {{"stop", OnNonFinite::Stop}, {"skip", OnNonFinite::Skip}})
+      .help("a NaN/Inf loss or gradient: stop with a message, or skip that update and count it");
+  o.field("val_every", &T::val_every).help("how often to run validation");
+  o.field("log_every", &T::log_every).harmless().help("how often to log training metrics");
+  o.field("test_mode", &T::test_mode)
+      .help(
+          "run one training batch and one validation batch, then exit (a smoke test of the setup)");
+  o.check([](T& t, const Config& c) {
+    UT_CHECK(t.max_length.count > 0, c.key_path("max_length"), " must be more than 0, got '",
+             t.max_length.str(), "'");
+    UT_CHECK(t.val_every.count > 0, c.key_path("val_every"), " must be more than 0");
+    UT_CHECK(t.log_every.count > 0, c.key_path("log_every"), " must be more than 0");
+  });
 }
 
 int64_t TrainOptions::resolve_accumulation(int64_t batch_size, int64_t world_size) const {

@@ -4,15 +4,15 @@
 #include <memory>
 #include <optional>
 
-#include "unitrain/core/config.h"
-#include "unitrain/core/schema.h"
+#include "unitrain/core/options.h"
 #include "unitrain/core/train_unit.h"
 
 namespace unitrain {
 
 enum class OnNonFinite { Stop, Skip };
 
-/// Options of the training loop. Every field's default and range is declared in schema().
+/// Options of the training loop (the `train` section). Each field's key, range, help and
+/// resume class is declared once in declare(); the default is the field's own.
 struct TrainOptions {
   TrainUnit max_length = TrainUnit::epochs(10);
   int64_t accumulation_steps = 1;           ///< micro-batches per optimizer step
@@ -24,8 +24,9 @@ struct TrainOptions {
   TrainUnit log_every = TrainUnit::steps(10);
   bool test_mode = false;
 
-  static TrainOptions from_config(const Config& train_section);
-  static std::shared_ptr<const Schema> schema();
+  static void declare(Options<TrainOptions>& o);
+  static TrainOptions from_config(const Config& c) { return options_of<TrainOptions>().parse(c); }
+  static std::shared_ptr<const Schema> schema() { return options_of<TrainOptions>().schema(); }
 
   /// The accumulation steps implied by accumulation_steps and global_batch_size for a per-
   /// process batch of `batch_size` and `world_size` processes; ConfigError when they disagree.

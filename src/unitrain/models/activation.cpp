@@ -11,6 +11,14 @@ const std::vector<std::string>& activation_names() {
   return names;
 }
 
+std::vector<std::pair<std::string, Activation>> activation_table() {
+  std::vector<std::pair<std::string, Activation>> table;
+  for (size_t i = 0; i < activation_names().size(); ++i) {
+    table.emplace_back(activation_names()[i], static_cast<Activation>(i));
+  }
+  return table;
+}
+
 Activation activation_from_name(const std::string& name, const std::string& key) {
   const auto& names = activation_names();
   for (size_t i = 0; i < names.size(); ++i) {

@@ -3,6 +3,7 @@
 #include <torch/types.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace unitrain::models {
@@ -13,6 +14,8 @@ enum class Activation { ReLU, GELU, Tanh, Sigmoid, SiLU };
 
 /// The config names, in the order of the enum.
 const std::vector<std::string>& activation_names();
+/// The config names with their values, for binding an Activation field (Options::field).
+std::vector<std::pair<std::string, Activation>> activation_table();
 /// Parses a config name; ConfigError naming `key`, the bad value and the accepted names.
 Activation activation_from_name(const std::string& name, const std::string& key = "activation");
 const char* activation_name(Activation a);

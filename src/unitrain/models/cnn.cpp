@@ -7,35 +7,20 @@
 
 namespace unitrain::models {
 
-Schema CnnOptions::schema() {
-  Schema s;
-  s.add("in_channels", Type::Int).def(1).min(1).help("channels of the input images");
-  s.add("image_size", Type::IntList).def("[28, 28]").help("[H, W] of the input images");
-  s.add("channels", Type::IntList)
-      .def("[32, 64]")
+void CnnOptions::declare(Options<CnnOptions>& o) {
+  using T = CnnOptions;
+  o.field("in_channels", &T::in_channels_).min(1).help("channels of the input images");
+  o.field("image_size", &T::image_size_).help("[H, W] of the input images");
+  o.field("channels", &T::channels_)
       .help("output channels of each conv3x3 + ReLU + maxpool2 block");
-  s.add("batch_norm", Type::Bool).def(false).help("batch norm after each convolution");
-  s.add("hidden", Type::Int).def(128).min(1).help("width of the fully connected hidden layer");
-  s.add("classes", Type::Int).def(10).min(1).help("number of output logits");
-  s.add("dropout", Type::Float)
-      .def(0.25)
+  o.field("batch_norm", &T::batch_norm_).help("batch norm after each convolution");
+  o.field("hidden", &T::hidden_).min(1).help("width of the fully connected hidden layer");
+  o.field("classes", &T::classes_).min(1).help("number of output logits");
+  o.field("dropout", &T::dropout_)
       .min(0)
       .max(1)
       .help("dropout before the hidden and the output layer, < 1");
-  return s;
-}
-
-CnnOptions CnnOptions::from_config(const Config& args) {
-  CnnOptions o;
-  o.in_channels(args.get_int("in_channels"))
-      .image_size(args.get_int_list("image_size"))
-      .channels(args.get_int_list("channels"))
-      .batch_norm(args.get_bool("batch_norm"))
-      .hidden(args.get_int("hidden"))
-      .classes(args.get_int("classes"))
-      .dropout(args.get_double("dropout"));
-  o.validate(args.path().empty() ? "" : args.path() + ".");
-  return o;
+  o.check([](T& m, const Config& c) { m.validate(c.path().empty() ? "" : c.path() + "."); });
 }
 
 void CnnOptions::validate(const std::string& key_prefix) const {

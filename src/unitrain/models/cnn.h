@@ -8,8 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "unitrain/core/config.h"
-#include "unitrain/core/schema.h"
+#include "unitrain/core/options.h"
 #include "unitrain/models/model.h"
 
 namespace unitrain::models {
@@ -30,10 +29,9 @@ struct CnnOptions {
   TORCH_ARG(double, dropout) = 0.25;
 
  public:
-  /// The `cnn` args schema.
-  static Schema schema();
-  /// Reads resolved args; ConfigError naming the key on a bad value.
-  static CnnOptions from_config(const Config& args);
+  /// Declares the args (key, range, help; defaults are the fields' own): the model
+  /// registry's schema and parser (options_of<CnnOptions>()).
+  static void declare(Options<CnnOptions>& o);
   /// ConfigError naming `<key_prefix><key>` when an option is out of range.
   void validate(const std::string& key_prefix = "") const;
   /// H and W after every conv block (each max-pool halves them, rounding down).

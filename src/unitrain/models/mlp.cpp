@@ -7,26 +7,20 @@
 
 namespace unitrain::models {
 
-Schema MlpOptions::schema() {
-  Schema s;
-  s.add("sizes", Type::IntList)
+void MlpOptions::declare(Options<MlpOptions>& o) {
+  o.field("sizes", &MlpOptions::sizes_)
+      .required()
       .help("layer widths: input, hidden..., output (at least 2 entries), e.g. [64, 256, 10]");
-  s.add("activation", Type::String)
-      .def("relu")
-      .choices(activation_names())
+  o.field("activation", &MlpOptions::activation_, activation_table())
       .help("nonlinearity between layers");
-  s.add("dropout", Type::Float).def(0.0).min(0).max(1).help("dropout after each hidden layer, < 1");
-  s.add("flatten", Type::Bool).def(true).help("flatten all but the batch dimension of the input");
-  return s;
-}
-
-MlpOptions MlpOptions::from_config(const Config& args) {
-  MlpOptions o(args.get_int_list("sizes"));
-  o.activation(activation_from_name(args.get_string("activation"), args.key_path("activation")))
-      .dropout(args.get_double("dropout"))
-      .flatten(args.get_bool("flatten"));
-  o.validate(args.path().empty() ? "" : args.path() + ".");
-  return o;
+  o.field("dropout", &MlpOptions::dropout_)
+      .min(0)
+      .max(1)
+      .help("dropout after each hidden layer, < 1");
+  o.field("flatten", &MlpOptions::flatten_)
+      .help("flatten all but the batch dimension of the input");
+  o.check(
+      [](MlpOptions& m, const Config& c) { m.validate(c.path().empty() ? "" : c.path() + "."); });
 }
 
 void MlpOptions::validate(const std::string& key_prefix) const {

@@ -7,8 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "unitrain/core/config.h"
-#include "unitrain/core/schema.h"
+#include "unitrain/core/options.h"
 #include "unitrain/models/activation.h"
 #include "unitrain/models/model.h"
 
@@ -27,10 +26,11 @@ struct MlpOptions {
   TORCH_ARG(bool, flatten) = true;
 
  public:
-  /// The `mlp` args schema: sizes, activation, dropout, flatten.
-  static Schema schema();
-  /// Reads resolved args; ConfigError naming the key on a bad value.
-  static MlpOptions from_config(const Config& args);
+  /// Declares the args (key, range, help; defaults are the fields' own): the model
+  /// registry's schema and parser (options_of<MlpOptions>()).
+  static void declare(Options<MlpOptions>& o);
+  /// The defaults declare() starts from (sizes is required).
+  static MlpOptions option_defaults() { return MlpOptions(std::vector<int64_t>{}); }
   /// ConfigError naming `<key_prefix><key>` when an option is out of range.
   void validate(const std::string& key_prefix = "") const;
 };

@@ -19,12 +19,18 @@ Registry<ModelPtr>& model_registry() {
 std::shared_ptr<const Schema> model_section_schema() {
   static const auto schema = [] {
     auto s = std::make_shared<Schema>();
-    s->add("init_from", Type::String).nullable().help(
-        "a state_dict file (torch.save(model.state_dict()) in Python, or `unitrain export`) whose "
-        "tensors initialise the model; not used when resuming from a checkpoint");
-    s->add("init_strict", Type::Bool).def(true).help(
-        "init_from must hold exactly the model's tensors; false loads the names that match and "
-        "reports the rest (shapes must still agree)");
+    s->add("init_from", Type::String)
+        .nullable()
+        .free()
+        .help(
+            "a state_dict file (torch.save(model.state_dict()) in Python, or `unitrain export`) "
+            "whose tensors initialise the model; not used when resuming from a checkpoint");
+    s->add("init_strict", Type::Bool)
+        .def(true)
+        .free()
+        .help(
+            "init_from must hold exactly the model's tensors; false loads the names that match and "
+            "reports the rest (shapes must still agree)");
     return std::shared_ptr<const Schema>(s);
   }();
   return schema;
@@ -43,25 +49,28 @@ void add_model(const std::string& name, const std::string& help, const Schema& s
   });
 }
 
+/// Registers `name`, a Model built from the args its options struct declares.
+template <typename ModelOptions, typename ModelImpl>
+void add_declared_model(const std::string& name, const std::string& help) {
+  const Options<ModelOptions>& args = options_of<ModelOptions>();
+  model_registry().add(name, help, *args.schema(), [&args](const Config& c) -> ModelPtr {
+    return std::make_shared<ModelImpl>(args.parse(c));
+  });
+}
+
 }  // namespace
 
 void register_builtin_models() {
   static std::once_flag once;
   std::call_once(once, [] {
     using namespace models;  // NOLINT
-    add_model("mlp", "multilayer perceptron: Linear layers `sizes` with an activation between",
-              MlpOptions::schema(), [](const Config& args) {
-                return std::make_shared<MlpImpl>(MlpOptions::from_config(args));
-              });
-    add_model("cnn", "LeNet-style convnet: conv3x3+ReLU+maxpool blocks, then 2 Linear layers",
-              CnnOptions::schema(), [](const Config& args) {
-                return std::make_shared<CnnImpl>(CnnOptions::from_config(args));
-              });
-    add_model("transformer_lm",
-              "decoder-only transformer language model: token ids [B, T] -> logits [B, T, vocab]",
-              TransformerLmOptions::schema(), [](const Config& args) {
-                return std::make_shared<TransformerLmImpl>(TransformerLmOptions::from_config(args));
-              });
+    add_declared_model<MlpOptions, MlpImpl>(
+        "mlp", "multilayer perceptron: Linear layers `sizes` with an activation between");
+    add_declared_model<CnnOptions, CnnImpl>(
+        "cnn", "LeNet-style convnet: conv3x3+ReLU+maxpool blocks, then 2 Linear layers");
+    add_declared_model<TransformerLmOptions, TransformerLmImpl>(
+        "transformer_lm",
+        "decoder-only transformer language model: token ids [B, T] -> logits [B, T, vocab]");
     add_model("torchscript", "a TorchScript module saved from Python, trained as is",
               TorchScriptModel::schema(),
               [](const Config& args) { return TorchScriptModel::from_config(args); });

@@ -82,32 +82,22 @@ TORCH_MODULE(Block);
 
 }  // namespace
 
-Schema TransformerLmOptions::schema() {
-  Schema s;
-  s.add("vocab", Type::Int).gt(0).help("vocabulary size: token ids are in [0, vocab)");
-  s.add("d_model", Type::Int).def(128).min(1).help("embedding width; a multiple of heads");
-  s.add("layers", Type::Int).def(2).min(1).help("number of transformer blocks");
-  s.add("heads", Type::Int).def(4).min(1).help("attention heads; must divide d_model");
-  s.add("seq_len", Type::Int).def(128).min(1).help("maximum context length (learned positions)");
-  s.add("dropout", Type::Float)
-      .def(0.1)
+void TransformerLmOptions::declare(Options<TransformerLmOptions>& o) {
+  using T = TransformerLmOptions;
+  o.field("vocab", &T::vocab_)
+      .required()
+      .gt(0)
+      .help("vocabulary size: token ids are in [0, vocab)");
+  o.field("d_model", &T::d_model_).min(1).help("embedding width; a multiple of heads");
+  o.field("layers", &T::layers_).min(1).help("number of transformer blocks");
+  o.field("heads", &T::heads_).min(1).help("attention heads; must divide d_model");
+  o.field("seq_len", &T::seq_len_).min(1).help("maximum context length (learned positions)");
+  o.field("dropout", &T::dropout_)
       .min(0)
       .max(1)
       .help("dropout on embeddings, attention weights and residual branches, < 1");
-  s.add("ff_mult", Type::Int).def(4).min(1).help("feed-forward width = ff_mult * d_model");
-  return s;
-}
-
-TransformerLmOptions TransformerLmOptions::from_config(const Config& args) {
-  TransformerLmOptions o(args.get_int("vocab"));
-  o.d_model(args.get_int("d_model"))
-      .layers(args.get_int("layers"))
-      .heads(args.get_int("heads"))
-      .seq_len(args.get_int("seq_len"))
-      .dropout(args.get_double("dropout"))
-      .ff_mult(args.get_int("ff_mult"));
-  o.validate(args.path().empty() ? "" : args.path() + ".");
-  return o;
+  o.field("ff_mult", &T::ff_mult_).min(1).help("feed-forward width = ff_mult * d_model");
+  o.check([](T& m, const Config& c) { m.validate(c.path().empty() ? "" : c.path() + "."); });
 }
 
 void TransformerLmOptions::validate(const std::string& p) const {

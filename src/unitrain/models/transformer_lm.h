@@ -11,8 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "unitrain/core/config.h"
-#include "unitrain/core/schema.h"
+#include "unitrain/core/options.h"
 #include "unitrain/models/model.h"
 
 namespace unitrain::models {
@@ -33,10 +32,11 @@ struct TransformerLmOptions {
   TORCH_ARG(int64_t, ff_mult) = 4;
 
  public:
-  /// The `transformer_lm` args schema.
-  static Schema schema();
-  /// Reads resolved args; ConfigError naming the key(s) on a bad value.
-  static TransformerLmOptions from_config(const Config& args);
+  /// Declares the args (key, range, help; defaults are the fields' own): the model
+  /// registry's schema and parser (options_of<TransformerLmOptions>()).
+  static void declare(Options<TransformerLmOptions>& o);
+  /// The defaults declare() starts from (vocab is required).
+  static TransformerLmOptions option_defaults() { return TransformerLmOptions(0); }
   /// ConfigError naming `<key_prefix><key>` when an option is out of range or d_model is not a
   /// multiple of heads (naming both keys).
   void validate(const std::string& key_prefix = "") const;

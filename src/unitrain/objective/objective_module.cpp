@@ -107,11 +107,14 @@ std::shared_ptr<const Schema> objective_section_schema() {
         .help("unique name it is logged under (default: the type)");
 
     auto s = std::make_shared<Schema>();
+    const char* io = "the model's inputs and outputs are fixed";
     s->add("inputs", Type::StringList)
         .def("[x]")
+        .fixed(io)
         .help("batch tensors passed to the model, in order");
     s->add("predictions", Type::StringList)
         .def("[logits]")
+        .fixed(io)
         .help("names of the model's outputs, in order");
     s->add("losses", Type::SectionList)
         .component("loss")

@@ -71,7 +71,11 @@ void set_lr(torch::optim::Optimizer& optimizer, size_t group, double lr) {
 std::shared_ptr<const Schema> optimizer_section_schema() {
   static const std::shared_ptr<const Schema> schema = [] {
     auto s = std::make_shared<Schema>();
-    s->add("lr", Type::Float).def(1e-3).gt(0).help("base learning rate (schedulers scale it)");
+    s->add("lr", Type::Float)
+        .def(1e-3)
+        .gt(0)
+        .free()
+        .help("base learning rate (schedulers scale it)");
     s->add("no_decay_bias_norm", Type::Bool)
         .def(false)
         .help("biases and 1-d parameters (norm scales) get weight_decay 0");

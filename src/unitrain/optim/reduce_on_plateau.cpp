@@ -2,23 +2,50 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
+#include "unitrain/core/options.h"
 #include "unitrain/optim/builtin_schedules.h"
 
 namespace unitrain::schedules {
 namespace {
 
 struct PlateauOptions {
-  std::string metric;
+  std::string metric = "val/loss";
   bool maximize = false;
   bool relative = true;
   double factor = 0.1;
   int64_t patience = 10;
   double threshold = 1e-4;
   int64_t cooldown = 0;
-  double min_factor = 0;  ///< lowest multiplier
-  double lr_unit = 1;     ///< the base lr, so eps compares lrs as PyTorch does
+  double min_factor = 0;         ///< lowest multiplier
+  std::optional<double> min_lr;  ///< lowest lr, absolute: sets min_factor for the base lr
+  double lr_unit = 1;            ///< the base lr, so eps compares lrs as PyTorch does
   double eps = 1e-8;
+
+  static void declare(Options<PlateauOptions>& o) {
+    using T = PlateauOptions;
+    o.field("metric", &T::metric).help("the logged metric to watch");
+    o.field("mode", &T::maximize, {{"min", false}, {"max", true}})
+        .help("whether lower or higher is better");
+    o.field("factor", &T::factor).gt(0).max(1).help("multiplier applied on a plateau (< 1)");
+    o.field("patience", &T::patience)
+        .min(0)
+        .help("observations without improvement before reducing");
+    o.field("threshold", &T::threshold).min(0).help("least change that counts as an improvement");
+    o.field("threshold_mode", &T::relative, {{"rel", true}, {"abs", false}})
+        .help("threshold relative to the best value or absolute");
+    o.field("cooldown", &T::cooldown).min(0).help("observations to wait after a reduction");
+    o.field("min_lr_ratio", &T::min_factor)
+        .min(0)
+        .max(1)
+        .help("lowest lr as a fraction of the base lr");
+    o.field("min_lr", &T::min_lr).min(0).help("lowest lr, absolute (overrides min_lr_ratio)");
+    o.field("eps", &T::eps).min(0).help("reductions smaller than this (in lr) are skipped");
+    o.check([](T& p, const Config& c) {
+      UT_CHECK(p.factor < 1, c.key_path("factor"), " must be < 1, got ", p.factor);
+    });
+  }
 };
 
 /// Multiplies the lr by `factor` when the metric has not improved for more than `patience`
@@ -89,62 +116,20 @@ class ReduceOnPlateau : public Scheduler {
 }  // namespace
 
 void register_reduce_on_plateau() {
-  Schema s;
-  s.add("metric", Type::String).def("val/loss").help("the logged metric to watch");
-  s.add("mode", Type::String)
-      .def("min")
-      .choices({"min", "max"})
-      .help("whether lower or higher is better");
-  s.add("factor", Type::Float).def(0.1).gt(0).max(1).help("multiplier applied on a plateau (< 1)");
-  s.add("patience", Type::Int)
-      .def(10)
-      .min(0)
-      .help("observations without improvement before reducing");
-  s.add("threshold", Type::Float)
-      .def(1e-4)
-      .min(0)
-      .help("least change that counts as an improvement");
-  s.add("threshold_mode", Type::String)
-      .def("rel")
-      .choices({"rel", "abs"})
-      .help("threshold relative to the best value or absolute");
-  s.add("cooldown", Type::Int).def(0).min(0).help("observations to wait after a reduction");
-  s.add("min_lr_ratio", Type::Float)
-      .def(0.0)
-      .min(0)
-      .max(1)
-      .help("lowest lr as a fraction of the base lr");
-  s.add("min_lr", Type::Float)
-      .nullable()
-      .min(0)
-      .help("lowest lr, absolute (overrides min_lr_ratio)");
-  s.add("eps", Type::Float)
-      .def(1e-8)
-      .min(0)
-      .help("reductions smaller than this (in lr) are skipped");
   scheduler_registry().add(
       "reduce_on_plateau",
       "multiply by factor when a validation metric stops improving (ReduceLROnPlateau)",
-      std::move(s), [](const Config& args, const ScheduleContext& ctx) -> SchedulerPtr {
-        PlateauOptions o;
-        o.metric = args.get_string("metric");
-        o.maximize = args.get_string("mode") == "max";
-        o.relative = args.get_string("threshold_mode") == "rel";
-        o.factor = args.get_double("factor");
-        UT_CHECK(o.factor < 1, args.key_path("factor"), " must be < 1, got ", o.factor);
-        o.patience = args.get_int("patience");
-        o.threshold = args.get_double("threshold");
-        o.cooldown = args.get_int("cooldown");
-        o.min_factor = args.get_double("min_lr_ratio");
-        if (args.has("min_lr")) {
+      *options_of<PlateauOptions>().schema(),
+      [](const Config& args, const ScheduleContext& ctx) -> SchedulerPtr {
+        PlateauOptions o = options_of<PlateauOptions>().parse(args);
+        if (o.min_lr) {
           UT_CHECK(ctx.base_lr > 0,
                    "scheduler 'reduce_on_plateau' needs the optimizer's base lr "
                    "(ScheduleContext::base_lr) to use ",
                    args.key_path("min_lr"), "; or set min_lr_ratio");
-          o.min_factor = args.get_double("min_lr") / ctx.base_lr;
+          o.min_factor = *o.min_lr / ctx.base_lr;
         }
         o.lr_unit = ctx.base_lr > 0 ? ctx.base_lr : 1.0;
-        o.eps = args.get_double("eps");
         return std::make_unique<ReduceOnPlateau>(std::move(o));
       });
 }

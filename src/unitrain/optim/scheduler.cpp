@@ -34,6 +34,7 @@ std::shared_ptr<const Schema> scheduler_section_schema() {
     s->add("interval", Type::String)
         .def("step")
         .choices({"step", "epoch"})
+        .fixed("the schedule's state is saved")
         .help("the schedule advances once per optimizer step or once per epoch");
     return s;
   }();

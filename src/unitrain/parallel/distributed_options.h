@@ -3,14 +3,14 @@
 #include <memory>
 #include <string>
 
-#include "unitrain/core/config.h"
-#include "unitrain/core/schema.h"
+#include "unitrain/core/options.h"
 #include "unitrain/parallel/data_parallel.h"
 #include "unitrain/parallel/process_group.h"
 
 namespace unitrain {
 
-/// Options of the `distributed` section; every default and range is declared in schema().
+/// Options of the `distributed` section; each key is declared once in declare(), its default
+/// being the field's own.
 /// Where each process stands (rank, world size, master) comes from the launcher's environment
 /// (dist_env.h), not from here.
 struct DistributedOptions {
@@ -21,8 +21,13 @@ struct DistributedOptions {
   bool find_unused_parameters = false;
   bool broadcast_buffers = true;
 
-  static std::shared_ptr<const Schema> schema();
-  static DistributedOptions from_config(const Config& section);
+  static void declare(Options<DistributedOptions>& o);
+  static std::shared_ptr<const Schema> schema() {
+    return options_of<DistributedOptions>().schema();
+  }
+  static DistributedOptions from_config(const Config& c) {
+    return options_of<DistributedOptions>().parse(c);
+  }
   ProcessGroupOptions group_options() const;
   DataParallelOptions data_parallel_options() const;
 };

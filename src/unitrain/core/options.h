@@ -1,0 +1,258 @@
+#pragma once
+// Options<T>: every config key declared once, next to the field of T it fills. That one
+// declaration gives the Schema (validation, defaults, docs/config.md, completion, resume classes)
+// and the parsing of a section into T.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "unitrain/core/config.h"
+#include "unitrain/core/schema.h"
+#include "unitrain/core/train_unit.h"
+
+namespace unitrain {
+
+template <typename T>
+class Options;
+template <typename T>
+const Options<T>& options_of();
+
+/// The config names of an enum's (or any comparable member's) values:
+/// `{{"stop", OnNonFinite::Stop}, {"skip", OnNonFinite::Skip}}`, `{{"min", false}, {"max", true}}`.
+template <typename E>
+using EnumNames = std::vector<std::pair<std::string, E>>;
+
+namespace option_detail {
+
+// YAML text of a default (plain when it reads back as itself, else single-quoted).
+std::string yaml_text(const std::string& s);
+std::string yaml_text(const std::vector<int64_t>& v);
+std::string yaml_text(const std::vector<double>& v);
+std::string yaml_text(const std::vector<std::string>& v);
+// ConfigError naming `key`: `name` is not one of `names` (cannot happen after resolve()).
+[[noreturn]] void throw_unknown_name(const std::string& key, const std::string& name);
+
+/// How a member type maps to a config Type, declares its default and is read. A member type
+/// without a specialisation does not compile: add one here.
+template <typename M, typename = void>
+struct Traits;
+
+template <>
+struct Traits<bool> {
+  static constexpr Type type = Type::Bool;
+  static void set_default(Field& f, bool v) { f.def(v); }
+  static bool read(const Config& c, const std::string& k) { return c.get_bool(k); }
+};
+template <typename M>
+struct Traits<M, std::enable_if_t<std::is_integral_v<M> && !std::is_same_v<M, bool>>> {
+  static constexpr Type type = Type::Int;
+  static void set_default(Field& f, M v) {
+    f.def(static_cast<int64_t>(v));
+    if (std::is_unsigned_v<M>) f.min(0);
+  }
+  static M read(const Config& c, const std::string& k) { return static_cast<M>(c.get_int(k)); }
+};
+template <>
+struct Traits<double> {
+  static constexpr Type type = Type::Float;
+  static void set_default(Field& f, double v) { f.def(v); }
+  static double read(const Config& c, const std::string& k) { return c.get_double(k); }
+};
+template <>
+struct Traits<std::string> {
+  static constexpr Type type = Type::String;
+  // An empty string default is written null: "not set".
+  static void set_default(Field& f, const std::string& v) {
+    v.empty() ? f.nullable() : f.def(yaml_text(v));
+  }
+  static std::string read(const Config& c, const std::string& k) { return c.get_string(k); }
+};
+template <>
+struct Traits<TrainUnit> {
+  static constexpr Type type = Type::Duration;
+  static void set_default(Field& f, const TrainUnit& v) { f.def(v.str()); }
+  static TrainUnit read(const Config& c, const std::string& k) { return c.get_duration(k); }
+};
+template <typename E, Type ListType, typename Get>
+struct ListTraits {
+  static constexpr Type type = ListType;
+  static void set_default(Field& f, const std::vector<E>& v) { f.def(yaml_text(v)); }
+  static std::vector<E> read(const Config& c, const std::string& k) { return (c.*Get::get)(k); }
+};
+struct GetInts {
+  static constexpr auto get = &Config::get_int_list;
+};
+struct GetFloats {
+  static constexpr auto get = &Config::get_double_list;
+};
+struct GetStrings {
+  static constexpr auto get = &Config::get_string_list;
+};
+template <>
+struct Traits<std::vector<int64_t>> : ListTraits<int64_t, Type::IntList, GetInts> {};
+template <>
+struct Traits<std::vector<double>> : ListTraits<double, Type::FloatList, GetFloats> {};
+template <>
+struct Traits<std::vector<std::string>> : ListTraits<std::string, Type::StringList, GetStrings> {};
+/// std::optional<M>: nullable; unset (null) is the default when the struct leaves it unset.
+template <typename M>
+struct Traits<std::optional<M>> {
+  static constexpr Type type = Traits<M>::type;
+  static void set_default(Field& f, const std::optional<M>& v) {
+    f.nullable();
+    if (v) Traits<M>::set_default(f, *v);
+  }
+  static std::optional<M> read(const Config& c, const std::string& k) {
+    return c.has(k) ? std::optional<M>(Traits<M>::read(c, k)) : std::nullopt;
+  }
+};
+
+template <typename M>
+constexpr bool kIsOptional = false;
+template <typename M>
+constexpr bool kIsOptional<std::optional<M>> = true;
+
+}  // namespace option_detail
+
+/// The declared keys of options struct T, each bound to the member it fills. Declare them in
+/// `static void T::declare(Options<T>& o)`, one line a key:
+///
+///   o.field("keep_last", &CheckpointOptions::keep_last).min(0).harmless().help("...");
+///
+/// field() deduces the config type from the member's C++ type (bool, integers, double,
+/// std::string, TrainUnit, std::vector of int64_t/double/std::string, std::optional of those =
+/// nullable; enums with an EnumNames table) and takes the default from the struct's own
+/// default member initializer (an empty string and an unset optional are written null). The
+/// returned Field sets range, choices, help, `required()`, `or_auto()` and the resume class.
+/// Rules that span keys go in check(). options_of<T>() builds the set once; parse() resolves a
+/// section against the schema (unknown keys with a "did you mean", types, ranges, defaults)
+/// and reads it into a copy of the struct's defaults.
+template <typename T>
+class Options {
+ public:
+  using Check = std::function<void(T&, const Config&)>;
+
+  Options() : Options(T{}) {}
+  /// For a struct without a default constructor: the defaults are `prototype`'s fields.
+  explicit Options(T prototype)
+      : schema_(std::make_shared<Schema>()),
+        prototype_(std::make_shared<const T>(std::move(prototype))) {}
+
+  template <typename M>
+  Field& field(const std::string& name, M T::*member) {
+    using Traits = option_detail::Traits<M>;
+    Field& f = schema_->add(name, Traits::type);
+    Traits::set_default(f, (*prototype_).*member);
+    readers_.push_back([&f, name, member](T& out, const Config& c) {
+      if (keeps_default(f, c, name, option_detail::kIsOptional<M>)) return;
+      out.*member = Traits::read(c, name);
+    });
+    return f;
+  }
+
+  template <typename E>
+  Field& field(const std::string& name, E T::*member, EnumNames<E> names) {
+    Field& f = schema_->add(name, Type::String);
+    std::vector<std::string> choices;
+    for (const auto& [text, value] : names) {
+      choices.push_back(text);
+      if (value == (*prototype_).*member) f.def(option_detail::yaml_text(text));
+    }
+    f.choices(choices);
+    readers_.push_back([&f, name, member, names](T& out, const Config& c) {
+      if (keeps_default(f, c, name, false)) return;
+      const std::string text = c.get_string(name);
+      for (const auto& [n, value] : names) {
+        if (n == text) return void(out.*member = value);
+      }
+      option_detail::throw_unknown_name(c.key_path(name), text);
+    });
+    return f;
+  }
+
+  /// A declared key no field receives as is: a check() reads it (e.g. `mode: auto` resolved
+  /// with another key).
+  Field& key(const std::string& name, Type type) { return schema_->add(name, type); }
+
+  /// A nested section `name` whose keys fill fields of the same T (`checkpoint.best.metric`
+  /// -> CheckpointOptions::best_metric). Returns its Options to declare them in.
+  Options<T>& group(const std::string& name, const std::string& help) {
+    auto child = std::shared_ptr<Options<T>>(new Options<T>(prototype_));
+    schema_->add(name, Type::Section).section(child->schema_).help(help);
+    readers_.push_back([child, name](T& out, const Config& c) { child->read(out, c.at(name)); });
+    return *child;
+  }
+
+  /// A nested section `name` filling member struct M, whose keys M declares itself
+  /// (options_of<M>(); their defaults are M's own).
+  template <typename M>
+  Field& section(const std::string& name, M T::*member) {
+    const Options<M>& sub = options_of<M>();
+    Field& f = schema_->add(name, Type::Section).section(sub.schema());
+    readers_.push_back(
+        [&sub, name, member](T& out, const Config& c) { sub.read(out.*member, c.at(name)); });
+    return f;
+  }
+
+  /// Runs after the fields are read, with the resolved section (for key paths in errors).
+  void check(Check f) { checks_.push_back(std::move(f)); }
+
+  std::shared_ptr<const Schema> schema() const { return schema_; }
+
+  /// `section` (raw or already resolved) resolved against schema() and read into a copy of
+  /// the defaults; ConfigError naming the key on any bad value.
+  T parse(const Config& section) const {
+    T out = *prototype_;
+    read(out, schema_->resolve(section));
+    return out;
+  }
+
+ private:
+  template <typename U>
+  friend class Options;
+
+  explicit Options(std::shared_ptr<const T> prototype)
+      : schema_(std::make_shared<Schema>()), prototype_(std::move(prototype)) {}
+
+  // Null (where allowed) or `auto` leave the default; an optional reads null itself.
+  static bool keeps_default(const Field& f, const Config& c, const std::string& name,
+                            bool optional) {
+    if (!optional && !c.has(name)) return true;
+    const YAML::Node node = c.node()[name];
+    return f.accepts_auto() && node.IsScalar() && node.Scalar() == "auto";
+  }
+
+  void read(T& out, const Config& resolved) const {
+    for (const auto& r : readers_) r(out, resolved);
+    for (const auto& c : checks_) c(out, resolved);
+  }
+
+  std::shared_ptr<Schema> schema_;
+  std::shared_ptr<const T> prototype_;
+  std::vector<std::function<void(T&, const Config&)>> readers_;
+  std::vector<Check> checks_;
+};
+
+/// T's options, declared once by `static void T::declare(Options<T>&)` on first use. A struct
+/// without a default constructor also provides `static T T::option_defaults()`.
+template <typename T>
+const Options<T>& options_of() {
+  static const Options<T> options = [] {
+    Options<T> o = [] {
+      if constexpr (std::is_default_constructible_v<T>) {
+        return Options<T>();
+      } else {
+        return Options<T>(T::option_defaults());
+      }
+    }();
+    T::declare(o);
+    return o;
+  }();
+  return options;
+}
+
+}  // namespace unitrain

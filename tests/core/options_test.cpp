@@ -1,0 +1,276 @@
+#include "unitrain/core/options.h"
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+namespace {
+
+enum class Shade { Light, Dark };
+
+/// Every kind of member Options binds, with its default on the field.
+struct Widget {
+  int64_t count = 3;
+  uint64_t seed = 7;
+  double rate = 0.25;
+  bool on = true;
+  std::string label = "plain";
+  std::string note;  // empty: written null
+  std::string path;  // required
+  TrainUnit every = TrainUnit::epochs(1);
+  std::optional<TrainUnit> until;
+  std::optional<int64_t> limit;
+  std::optional<double> cap = 1.5;
+  std::vector<int64_t> sizes = {28, 28};
+  std::vector<double> betas = {0.9, 0.999};
+  std::vector<std::string> tags;
+  Shade shade = Shade::Dark;
+  int64_t threads = 0;  // auto
+  std::string best_metric;
+  int64_t best_patience = 2;
+
+  static void declare(Options<Widget>& o) {
+    o.field("count", &Widget::count).min(1).fixed("the saved widgets count them").help("how many");
+    o.field("seed", &Widget::seed);
+    o.field("rate", &Widget::rate).gt(0).lt(1);
+    o.field("on", &Widget::on).harmless();
+    o.field("label", &Widget::label);
+    o.field("note", &Widget::note);
+    o.field("path", &Widget::path).required();
+    o.field("every", &Widget::every);
+    o.field("until", &Widget::until);
+    o.field("limit", &Widget::limit).gt(0);
+    o.field("cap", &Widget::cap);
+    o.field("sizes", &Widget::sizes).gt(0);
+    o.field("betas", &Widget::betas);
+    o.field("tags", &Widget::tags);
+    o.field("shade", &Widget::shade, {{"light", Shade::Light}, {"dark", Shade::Dark}});
+    o.field("threads", &Widget::threads).or_auto().min(1);
+    Options<Widget>& best = o.group("best", "the best widget");
+    best.field("metric", &Widget::best_metric).free();
+    best.field("patience", &Widget::best_patience).min(1);
+    best.check([](Widget& w, const Config& c) {
+      UT_CHECK(w.best_metric.empty() || w.best_metric.find('/') != std::string::npos,
+               c.key_path("metric"), " must name a split, got '", w.best_metric, "'");
+    });
+  }
+};
+
+/// A struct without a default constructor, as TORCH_ARG options often are.
+struct Sized {
+  explicit Sized(int64_t width) : width(width) {}
+  int64_t width;
+  int64_t depth = 2;
+  static Sized option_defaults() { return Sized(0); }
+  static void declare(Options<Sized>& o) {
+    o.field("width", &Sized::width).required().gt(0);
+    o.field("depth", &Sized::depth).min(1);
+  }
+};
+
+/// A struct holding another options struct as a nested section.
+struct Outer {
+  double ratio = 0;
+  Sized inner = Sized(0);
+  static void declare(Options<Outer>& o) {
+    o.field("ratio", &Outer::ratio).min(0);
+    o.section("inner", &Outer::inner).harmless().help("the inner part");
+  }
+};
+
+Widget widget(const std::string& yaml) {
+  return options_of<Widget>().parse(Config::from_string(yaml).at("w"));
+}
+
+std::string widget_error(const std::string& yaml) {
+  return test::error_of<ConfigError>([&] { widget(yaml); });
+}
+
+const Field& widget_field(const std::string& name) {
+  const Field* f = options_of<Widget>().schema()->find(name);
+  EXPECT_NE(f, nullptr) << name;
+  return *f;
+}
+
+TEST(Options, DefaultsComeFromTheStruct) {
+  const Widget w = widget("w: {path: a.csv}");
+  const Widget d;
+  EXPECT_EQ(w.count, d.count);
+  EXPECT_EQ(w.seed, d.seed);
+  EXPECT_DOUBLE_EQ(w.rate, d.rate);
+  EXPECT_EQ(w.label, "plain");
+  EXPECT_EQ(w.sizes, d.sizes);
+  EXPECT_EQ(w.betas, d.betas);
+  EXPECT_EQ(w.shade, Shade::Dark);
+  EXPECT_EQ(w.every.str(), "1 epoch");
+  EXPECT_EQ(w.best_patience, 2);
+  // ... and are what the schema documents.
+  EXPECT_EQ(*widget_field("count").default_yaml(), "3");
+  EXPECT_EQ(*widget_field("rate").default_yaml(), "0.25");
+  EXPECT_EQ(*widget_field("on").default_yaml(), "true");
+  EXPECT_EQ(*widget_field("label").default_yaml(), "plain");
+  EXPECT_EQ(*widget_field("every").default_yaml(), "1 epoch");
+  EXPECT_EQ(*widget_field("sizes").default_yaml(), "[28, 28]");
+  EXPECT_EQ(*widget_field("betas").default_yaml(), "[0.9, 0.999]");
+  EXPECT_EQ(*widget_field("tags").default_yaml(), "[]");
+  EXPECT_EQ(*widget_field("shade").default_yaml(), "dark");
+  EXPECT_EQ(widget_field("count").type(), Type::Int);
+  EXPECT_EQ(widget_field("betas").type(), Type::FloatList);
+  EXPECT_EQ(widget_field("every").type(), Type::Duration);
+  EXPECT_EQ(widget_field("shade").allowed(), "one of: light, dark");
+  EXPECT_EQ(widget_field("seed").allowed(), ">= 0");  // unsigned
+}
+
+TEST(Options, ReadsEveryType) {
+  const Widget w = widget(
+      "w: {path: p, count: 5, seed: 9, rate: 0.5, on: false, label: x, note: hi, every: 3st,"
+      " until: 100 samples, limit: 4, cap: 2.5, sizes: [1, 2, 3], betas: [0.5, 0.6], tags: [a, b],"
+      " shade: light, threads: 6, best: {metric: val/acc, patience: 4}}");
+  EXPECT_EQ(w.path, "p");
+  EXPECT_EQ(w.count, 5);
+  EXPECT_EQ(w.seed, 9u);
+  EXPECT_DOUBLE_EQ(w.rate, 0.5);
+  EXPECT_FALSE(w.on);
+  EXPECT_EQ(w.label, "x");
+  EXPECT_EQ(w.note, "hi");
+  EXPECT_EQ(w.every.str(), "3 steps");
+  ASSERT_TRUE(w.until.has_value());
+  EXPECT_EQ(w.until->str(), "100 samples");
+  EXPECT_EQ(w.limit, 4);
+  EXPECT_EQ(w.cap, 2.5);
+  EXPECT_EQ(w.sizes, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(w.betas, (std::vector<double>{0.5, 0.6}));
+  EXPECT_EQ(w.tags, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(w.shade, Shade::Light);
+  EXPECT_EQ(w.threads, 6);
+  EXPECT_EQ(w.best_metric, "val/acc");
+  EXPECT_EQ(w.best_patience, 4);
+}
+
+TEST(Options, NullableAndOptional) {
+  const Widget w = widget("w: {path: p}");
+  EXPECT_FALSE(w.until.has_value());  // an unset optional is null by default
+  EXPECT_FALSE(w.limit.has_value());
+  EXPECT_EQ(w.cap, 1.5);  // a set one keeps its value as the default
+  EXPECT_EQ(w.note, "");  // an empty string is null
+  EXPECT_TRUE(widget_field("until").is_nullable());
+  EXPECT_FALSE(widget_field("until").default_yaml().has_value());
+  EXPECT_TRUE(widget_field("note").is_nullable());
+  EXPECT_FALSE(widget_field("note").default_yaml().has_value());
+  EXPECT_TRUE(widget_field("cap").is_nullable());
+  EXPECT_EQ(*widget_field("cap").default_yaml(), "1.5");
+  // An explicit null wins over a set default.
+  EXPECT_FALSE(widget("w: {path: p, cap: null}").cap.has_value());
+  EXPECT_EQ(widget("w: {path: p, note: null}").note, "");
+  // Not nullable: null is the default.
+  EXPECT_EQ(widget("w: {path: p, count: null}").count, 3);
+}
+
+TEST(Options, RangesTypesAndRequiredKeysNameTheKey) {
+  EXPECT_TRUE(
+      test::contains(widget_error("w: {path: p, count: 0}"), "w.count must be >= 1, got 0"));
+  EXPECT_TRUE(
+      test::contains(widget_error("w: {path: p, rate: 1}"), "w.rate must be (0, 1), got 1"));
+  EXPECT_TRUE(test::contains(widget_error("w: {path: p, limit: 0}"), "w.limit must be > 0"));
+  EXPECT_TRUE(
+      test::contains(widget_error("w: {path: p, sizes: [3, 0]}"), "w.sizes[1] must be > 0"));
+  EXPECT_TRUE(test::contains(widget_error("w: {path: p, count: many}"), "w.count: expected int"));
+  EXPECT_TRUE(test::contains(widget_error("w: {path: p, every: 3 weeks}"), "w.every"));
+  EXPECT_TRUE(test::contains(widget_error("w: {}"), "missing required key w.path"));
+  EXPECT_TRUE(test::contains(widget_error("w: {path: p, shade: grey}"),
+                             "w.shade: 'grey' is not one of: light, dark"));
+}
+
+TEST(Options, UnknownKeysSuggestTheClosest) {
+  const std::string msg = widget_error("w: {path: p, cuont: 2}");
+  EXPECT_TRUE(test::contains(msg, "unknown key 'w.cuont'; did you mean 'w.count'?")) << msg;
+  const std::string nested = widget_error("w: {path: p, best: {metrc: val/x}}");
+  EXPECT_TRUE(test::contains(nested, "did you mean 'w.best.metric'?")) << nested;
+}
+
+TEST(Options, AutoMeansTheStructDefault) {
+  EXPECT_EQ(widget("w: {path: p}").threads, 0);
+  EXPECT_EQ(widget("w: {path: p, threads: auto}").threads, 0);
+  EXPECT_EQ(widget("w: {path: p, threads: 3}").threads, 3);
+  EXPECT_EQ(*widget_field("threads").default_yaml(), "auto");
+  EXPECT_EQ(widget_field("threads").type_text(), "int or auto");
+  EXPECT_TRUE(test::contains(widget_error("w: {path: p, threads: 0}"),
+                             "w.threads must be auto or >= 1, got 0"));
+  EXPECT_TRUE(test::contains(widget_error("w: {path: p, threads: lots}"),
+                             "w.threads: expected int or auto, got 'lots'"));
+}
+
+TEST(Options, ChecksSpanKeysWithKeyPaths) {
+  EXPECT_TRUE(test::contains(widget_error("w: {path: p, best: {metric: acc}}"),
+                             "w.best.metric must name a split, got 'acc'"));
+}
+
+TEST(Options, StructsWithoutDefaultConstructorAndNestedStructs) {
+  const Sized s = options_of<Sized>().parse(Config::from_string("{width: 4}"));
+  EXPECT_EQ(s.width, 4);
+  EXPECT_EQ(s.depth, 2);
+  EXPECT_FALSE(options_of<Sized>().schema()->find("width")->default_yaml().has_value());
+  const Outer o =
+      options_of<Outer>().parse(Config::from_string("o: {inner: {width: 5, depth: 3}}").at("o"));
+  EXPECT_EQ(o.inner.width, 5);
+  EXPECT_EQ(o.inner.depth, 3);
+  const std::string msg = test::error_of<ConfigError>(
+      [] { options_of<Outer>().parse(Config::from_string("o: {inner: {width: 0}}").at("o")); });
+  EXPECT_TRUE(test::contains(msg, "o.inner.width must be > 0")) << msg;
+}
+
+TEST(Options, ParsingAResolvedSectionGivesTheSame) {
+  const Config raw = Config::from_string("w: {path: p, every: 2ep, threads: auto}").at("w");
+  const Config resolved = options_of<Widget>().schema()->resolve(raw);
+  EXPECT_EQ(options_of<Widget>().parse(resolved).every.str(), "2 epochs");
+  EXPECT_EQ(options_of<Widget>().parse(resolved).threads, 0);
+}
+
+TEST(Options, ResumeClassesAreDeclaredAndInherited) {
+  Schema root;
+  root.add("w", Type::Section).section(options_of<Widget>().schema()).harmless();
+  root.add("outer", Type::Section).section(options_of<Outer>().schema());
+  EXPECT_EQ(root.resume_rule("w.count").on, OnResume::Fixed);
+  EXPECT_EQ(root.resume_rule("w.count").why, "the saved widgets count them");
+  EXPECT_EQ(root.resume_rule("w.on").on, OnResume::Harmless);
+  EXPECT_EQ(root.resume_rule("w.rate").on, OnResume::Harmless);  // from its section
+  EXPECT_EQ(root.resume_rule("w.best.patience").on, OnResume::Harmless);
+  EXPECT_EQ(root.resume_rule("w.best.metric").on, OnResume::Free);       // its own
+  EXPECT_EQ(root.resume_rule("w.nothing.here").on, OnResume::Harmless);  // unknown: the section's
+  EXPECT_EQ(root.resume_rule("outer.ratio").on, OnResume::Free);         // the root's default
+  EXPECT_EQ(root.resume_rule("outer.inner.width").on, OnResume::Harmless);
+  EXPECT_EQ(root.resume_rule("elsewhere").on, OnResume::Free);
+  const std::string md = root.markdown("", ResumeRule{});
+  EXPECT_TRUE(test::contains(md, "| `w.count` | int | `3` | >= 1 | fixed | how many |")) << md;
+  EXPECT_TRUE(test::contains(md, "| `outer.ratio` | float | `0.0` | >= 0 | free |")) << md;
+  EXPECT_FALSE(test::contains(root.markdown(""), "| fixed |"));  // no column without a class
+}
+
+TEST(Options, ResumeClassesOfComponentsAndLists) {
+  Schema extra;
+  extra.add("lr", Type::Float).def(0.1).free();
+  extra.add("interval", Type::String).def("step").fixed("the schedule's state is saved");
+  Schema root;
+  root.add("opt", Type::Section)
+      .component("widget", "round")
+      .section(std::make_shared<Schema>(extra))
+      .fixed("the state belongs to it");
+  root.add("sched", Type::Section).component("widget", "round").fixed_type("types differ");
+  Schema item;
+  item.add("weight", Type::Float).def(1.0);
+  item.add("input", Type::String).def("x").fixed("inputs are fixed");
+  root.add("terms", Type::SectionList).section(std::make_shared<Schema>(item));
+  EXPECT_EQ(root.resume_rule("opt.type").on, OnResume::Fixed);
+  EXPECT_EQ(root.resume_rule("opt.args.size").why, "the state belongs to it");
+  EXPECT_EQ(root.resume_rule("opt.lr").on, OnResume::Free);
+  EXPECT_EQ(root.resume_rule("opt.interval").why, "the schedule's state is saved");
+  EXPECT_EQ(root.resume_rule("sched.type").why, "types differ");
+  EXPECT_EQ(root.resume_rule("sched.args.size").on, OnResume::Free);
+  EXPECT_EQ(root.resume_rule("terms.1.weight").on, OnResume::Free);
+  EXPECT_EQ(root.resume_rule("terms.0.input").why, "inputs are fixed");
+}
+
+}  // namespace
+}  // namespace unitrain
