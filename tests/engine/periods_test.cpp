@@ -24,25 +24,25 @@ TEST(Periods, StepPeriodsAreDueAtMultiplesOnce) {
   EXPECT_EQ(due, (std::vector<int64_t>{3, 6, 9}));
 }
 
-TEST(Periods, SamplePeriodsCrossedInsideAWindowAreDueAtItsEnd) {
-  // Windows of 2 micro-batches of 8: a 12-sample period ends inside windows; it is asked only
-  // at window ends (every 16 samples) and still fires once per crossing.
-  Periods p(TrainUnit::samples(12), TrainUnit::epochs(1), std::nullopt);
+/// The steps (1..steps) at which a log period is due when asked once per step of `per_step`
+/// samples.
+std::vector<int64_t> due_steps(TrainUnit every, int64_t steps, int64_t per_step) {
+  Periods p(every, TrainUnit::epochs(1), std::nullopt);
   p.start_at(at(0, 0, 0));
   std::vector<int64_t> due;
-  for (int64_t step = 1; step <= 6; ++step) {
-    if (p.due(Periods::Log, at(0, step, step * 16))) due.push_back(step);
+  for (int64_t step = 1; step <= steps; ++step) {
+    if (p.due(Periods::Log, at(0, step, step * per_step))) due.push_back(step);
   }
-  // 16 crosses 12; 32 crosses 24; 48 crosses 36 and reaches 48; 64 crosses 60; 80 crosses 72;
-  // 96 crosses 84 and reaches 96.
-  EXPECT_EQ(due, (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
-  Periods q(TrainUnit::samples(40), TrainUnit::epochs(1), std::nullopt);
-  q.start_at(at(0, 0, 0));
-  due.clear();
-  for (int64_t step = 1; step <= 6; ++step) {
-    if (q.due(Periods::Log, at(0, step, step * 16))) due.push_back(step);
-  }
-  EXPECT_EQ(due, (std::vector<int64_t>{3, 5}));  // 48 crosses 40, 80 reaches 80
+  return due;
+}
+
+TEST(Periods, SamplePeriodsCrossedInsideAWindowAreDueAtItsEnd) {
+  // Windows of 2 micro-batches of 8: the period ends inside windows; it is asked only at window
+  // ends (every 16 samples) and still fires once per crossing. 12 samples: 16 crosses 12, 32
+  // crosses 24, 48 crosses 36 (and reaches 48), ... every window.
+  EXPECT_EQ(due_steps(TrainUnit::samples(12), 6, 16), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  // 40 samples: 48 crosses 40, 80 reaches 80.
+  EXPECT_EQ(due_steps(TrainUnit::samples(40), 6, 16), (std::vector<int64_t>{3, 5}));
 }
 
 TEST(Periods, EpochPeriodsAreDueOnlyWhenAnEpochEnds) {

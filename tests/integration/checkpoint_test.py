@@ -9,7 +9,6 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 import zlib
 
 import numpy
@@ -17,7 +16,7 @@ import torch
 import yaml
 
 import common
-from common import run, write, read_jsonl
+from common import wait_for, run, write, read_jsonl
 
 # Digits (1438 train examples after the 20% split): batch 32 and accumulation 2 make 45
 # micro-batches per epoch (the last one partial) and 23 optimizer steps; checkpoints every
@@ -68,15 +67,6 @@ def assert_same_tensors(case, a, b):
     case.assertEqual(list(a.keys()), list(b.keys()))
     for k in a:
         case.assertTrue(torch.equal(a[k], b[k]), f"{k} differs")
-
-
-def wait_for(predicate, timeout=120):
-    end = time.time() + timeout
-    while time.time() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 class Checkpoints(common.Case):

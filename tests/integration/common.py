@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 BIN = os.environ.get("UNITRAIN_BIN", "")
@@ -26,6 +27,16 @@ def write(path, text):
     with open(path, "w") as f:
         f.write(text)
     return path
+
+
+def wait_for(predicate, timeout=120):
+    """Polls `predicate` until it holds (True) or `timeout` seconds pass (False)."""
+    end = time.time() + timeout
+    while time.time() < end:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
 
 
 def read_jsonl(path):

@@ -10,12 +10,11 @@ import struct
 import subprocess
 import sys
 import tempfile
-import time
 
 import crc32c
 
 import common
-from common import run, write, read_jsonl
+from common import wait_for, run, write, read_jsonl
 
 # Digits (1438 train examples after the 20% split), batch 64: 23 optimizer steps an epoch.
 CONFIG = f"""
@@ -130,15 +129,6 @@ def jsonl_points(run_dir):
 
 def same_value(a, b):
     return (math.isnan(a) and math.isnan(b)) or a == b
-
-
-def wait_for(predicate, timeout=120):
-    end = time.time() + timeout
-    while time.time() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 class TensorBoard(common.Case):

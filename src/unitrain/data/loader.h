@@ -23,6 +23,11 @@ struct LoaderOptions {
   LoaderOptions& shuffle(bool v) { shuffle_ = v; return *this; }
   LoaderOptions& drop_last(bool v) { drop_last_ = v; return *this; }
   LoaderOptions& prefetch(int64_t v) { prefetch_ = v; return *this; }
+  /// The same options reading every example once, in order: what evaluation passes use.
+  LoaderOptions in_order() const {
+    LoaderOptions o = *this;
+    return o.shuffle(false).drop_last(false);
+  }
 
   static void declare(Options<LoaderOptions>& o);
   static LoaderOptions from_config(const Config& c) { return options_of<LoaderOptions>().parse(c); }

@@ -27,11 +27,12 @@ namespace unitrain {
 Trainer::Trainer(const Config& config)
     : config_(resolve_run_config(config)),
       settings_(std::make_unique<RunSettings>(RunSettings::from_config(config_))) {
-  run_dir_ = settings_->run_dir;
   torch::manual_seed(settings_->seed);
 }
 
 const TrainOptions& Trainer::options() const { return settings_->train; }
+
+const std::string& Trainer::run_dir() const { return settings_->run_dir; }
 
 Trainer::~Trainer() = default;
 
@@ -43,11 +44,11 @@ void Trainer::print(const std::string& message) const { log::info(message); }
 
 void Trainer::prepare_run_dir(bool resuming) {
   if (run_dir_ready_) return;
-  prepare_writable_dir(run_dir_);
-  const std::string archived = resuming ? "" : archive_previous_run(run_dir_);
-  log::add_file(run_dir_ + "/train.log");
+  prepare_writable_dir(run_dir());
+  const std::string archived = resuming ? "" : archive_previous_run(run_dir());
+  log::add_file(run_dir() + "/train.log");
   if (!archived.empty()) log::info("run_dir held an earlier run: its files moved to " + archived);
-  write_file_atomic(run_dir_ + "/config.yaml", config_.dump());
+  write_file_atomic(run_dir() + "/config.yaml", config_.dump());
   run_dir_ready_ = true;
 }
 
@@ -61,9 +62,7 @@ SchedulerPtr Trainer::configure_scheduler(const ScheduleContext& context) {
 
 MetricMap Trainer::evaluate(TrainModule& module, DatasetPtr data, EvalSplit split,
                             const std::string& prefix) {
-  LoaderOptions o = settings_->loader;
-  o.shuffle(false).drop_last(false);
-  Loader loader(std::move(data), o, 0, prefix == "test" ? "data.test" : "data.val");
+  Loader loader(std::move(data), settings_->loader.in_order(), 0, prefix == "test" ? "data.test" : "data.val");
   return unitrain::evaluate(module, loader, split, prefix, options().test_mode ? 1 : -1);
 }
 
@@ -81,7 +80,7 @@ void Trainer::check_resume_point(const ResumePoint& resume, int world) const {
   UT_CHECK(resume.world_size == world, "cannot resume from ", resume.dir, ": it was written by ",
            resume.world_size, " process(es), this run has ", world, "; resume with the same "
            "number of processes, or start a new run with --name <new-name> (or "
-           "--checkpoint.resume none to start over in ", run_dir_, ")");
+           "--checkpoint.resume none to start over in ", run_dir(), ")");
   if (!resume.state.should_stop && !reached(options().max_length, resume.state)) return;
   // Re-running a finished run with other settings would silently train nothing: refuse, before
   // anything in run_dir changes.
@@ -89,12 +88,12 @@ void Trainer::check_resume_point(const ResumePoint& resume, int world) const {
   for (const ConfigChange& c : resume.config_changes) {
     if (!changes_nothing_trained(c.key)) changed.push_back(c.str());
   }
-  UT_CHECK(changed.empty(), run_dir_, " holds a finished run (",
+  UT_CHECK(changed.empty(), run_dir(), " holds a finished run (",
            finished_how(resume.state, options().max_length), ") trained with other settings (",
            fmt::format("{}", fmt::join(changed, "; ")), "), so nothing would be trained. To "
            "train with the new settings start a new run: add --name <new-name> (its run_dir "
-           "becomes runs/<new-name>), or --checkpoint.resume none to start over in ", run_dir_,
-           " (the finished run's files move to ", run_dir_, "/history/)");
+           "becomes runs/<new-name>), or --checkpoint.resume none to start over in ", run_dir(),
+           " (the finished run's files move to ", run_dir(), "/history/)");
 }
 
 void Trainer::report_finished_run() const {
@@ -117,12 +116,12 @@ void Trainer::write_summary(const Loop& loop) const {
   s.best_metric = ckpt.enabled ? ckpt.best_metric : "";
   s.best_value = loop.best_value;
   std::error_code ec;
-  const auto best = std::filesystem::canonical(run_dir_ + "/checkpoints/best", ec);
+  const auto best = std::filesystem::canonical(run_dir() + "/checkpoints/best", ec);
   if (!ec && ckpt.enabled) s.best_checkpoint = best.string();
   s.last_checkpoint = loop.result.last_checkpoint;
   s.resumed_from = loop.result.resumed_from;
   s.world_size = loop.plan.world;
-  write_run_summary(run_dir_, s);
+  write_run_summary(run_dir(), s);
 }
 
 MetricMap Trainer::test(TrainModule& module, DatasetPtr data) {
@@ -133,11 +132,11 @@ MetricMap Trainer::test(TrainModule& module, DatasetPtr data) {
     RunLogger(settings_->log, "").log({0, 0, 0, 0, m});
     return m;
   }
-  RunLogger logger(settings_->log, run_dir_, log_events_);
+  RunLogger logger(settings_->log, run_dir(), log_events_);
   logger.log({state_.step, state_.epoch, state_.samples, seconds_, m});
   logger.finish();
   log_events_ = logger.events();
-  log::info("test results: " + write_test_results(run_dir_, m, state_.step, data->size(),
+  log::info("test results: " + write_test_results(run_dir(), m, state_.step, data->size(),
                                                   last_checkpoint_));
   return m;
 }
@@ -157,8 +156,8 @@ std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(const ResumePoint&
   if (group) {
     group->barrier();
     if (group->rank() != 0) {
-      prepare_writable_dir(run_dir_ + "/logs");
-      log::add_file(fmt::format("{}/logs/train-rank-{}.log", run_dir_, group->rank()));
+      prepare_writable_dir(run_dir() + "/logs");
+      log::add_file(fmt::format("{}/logs/train-rank-{}.log", run_dir(), group->rank()));
     }
     log::info(fmt::format("data parallel: rank {} of {} ({} via {}:{})", group->rank(),
                           group->world_size(), env.launcher, env.master_addr, env.master_port));
@@ -175,7 +174,7 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   ResumePoint resume;
   if (ckpt.enabled && !options().test_mode) {
     resume = read_resume_point(
-        Checkpointer(ckpt, run_dir_ + "/checkpoints").find_resume(ckpt.resume), config_);
+        Checkpointer(ckpt, run_dir() + "/checkpoints").find_resume(ckpt.resume), config_);
   }
   std::shared_ptr<ProcessGroup> group = join_group_and_prepare(resume);
   if (group) broadcast_module(*group, module.weights());  // every rank starts from rank 0's weights

@@ -72,7 +72,7 @@ class Trainer {
   const Config& config() const { return config_; }
   const TrainOptions& options() const;
   const TrainState& state() const { return state_; }
-  const std::string& run_dir() const { return run_dir_; }
+  const std::string& run_dir() const;
   /// Ends training after the current optimizer step (callbacks call this).
   void request_stop() { state_.should_stop = true; }
   /// The optimizer of the current fit() (null outside fit).
@@ -102,7 +102,6 @@ class Trainer {
   Config config_;
   std::unique_ptr<const RunSettings> settings_;
   TrainState state_;
-  std::string run_dir_;
   bool run_dir_ready_ = false;
   // What test() needs of the last fit(): where its logs and checkpoints stand.
   int rank_ = 0;

@@ -54,8 +54,6 @@ RunInfo rank_run_info(const Config& config, const LogOptions& log, const std::st
   return r;
 }
 
-LoaderOptions in_order(LoaderOptions o) { return o.shuffle(false).drop_last(false); }
-
 std::vector<std::string> keys(const MetricMap& m) {
   std::vector<std::string> out;
   for (const auto& kv : m) out.push_back(kv.first);
@@ -84,7 +82,7 @@ Trainer::Loop::Loop(Trainer& t, TrainModule& m, DatasetPtr train, DatasetPtr val
       best_value(std::numeric_limits<double>::quiet_NaN()) {
   const int rank = group ? group->rank() : 0;
   const int world = group ? group->world_size() : 1;
-  if (val) val_loader = std::make_unique<Loader>(std::move(val), in_order(settings.loader), 0, "data.val");
+  if (val) val_loader = std::make_unique<Loader>(std::move(val), settings.loader.in_order(), 0, "data.val");
   if (group) {
     // Each rank reads its shard: training padded to equal lengths (every rank takes the same
     // steps), validation disjoint (every example counted once).

@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "unitrain/core/error.h"
+#include "unitrain/launch/signal_pipe.h"
 #include "unitrain/log/console.h"
 
 extern char** environ;
@@ -23,40 +24,6 @@ namespace unitrain {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int g_signal_pipe[2] = {-1, -1};
-
-void on_signal(int sig) {
-  const int saved = errno;
-  const char c = static_cast<char>(sig);
-  ssize_t ignored = ::write(g_signal_pipe[1], &c, 1);
-  (void)ignored;
-  errno = saved;
-}
-
-/// Routes SIGINT, SIGTERM and SIGCHLD into a pipe the poll loop reads; restores on exit.
-class SignalPipe {
- public:
-  SignalPipe() {
-    UT_CHECK_TRAIN(::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) == 0, "launch: pipe: ",
-                   std::strerror(errno));
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    for (int sig : {SIGINT, SIGTERM, SIGCHLD}) ::sigaction(sig, &sa, &old_[sig]);
-  }
-  ~SignalPipe() {
-    for (auto& [sig, old] : old_) ::sigaction(sig, &old, nullptr);
-    ::close(g_signal_pipe[0]);
-    ::close(g_signal_pipe[1]);
-    g_signal_pipe[0] = g_signal_pipe[1] = -1;
-  }
-  int fd() const { return g_signal_pipe[0]; }
-
- private:
-  std::map<int, struct sigaction> old_;
-};
 
 struct Stream {
   int fd = -1;

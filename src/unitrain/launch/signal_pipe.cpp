@@ -1,0 +1,45 @@
+#include "unitrain/launch/signal_pipe.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+namespace {
+
+int g_signal_pipe[2] = {-1, -1};
+
+void on_signal(int sig) {
+  const int saved = errno;
+  const char c = static_cast<char>(sig);
+  ssize_t ignored = ::write(g_signal_pipe[1], &c, 1);
+  (void)ignored;
+  errno = saved;
+}
+
+}  // namespace
+
+SignalPipe::SignalPipe() {
+  UT_CHECK_TRAIN(::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) == 0, "launch: pipe: ",
+                 std::strerror(errno));
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGINT, SIGTERM, SIGCHLD}) ::sigaction(sig, &sa, &old_[sig]);
+}
+
+SignalPipe::~SignalPipe() {
+  for (auto& [sig, old] : old_) ::sigaction(sig, &old, nullptr);
+  ::close(g_signal_pipe[0]);
+  ::close(g_signal_pipe[1]);
+  g_signal_pipe[0] = g_signal_pipe[1] = -1;
+}
+
+int SignalPipe::fd() const { return g_signal_pipe[0]; }
+
+}  // namespace unitrain

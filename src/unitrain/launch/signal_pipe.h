@@ -1,0 +1,25 @@
+#pragma once
+// SignalPipe: the launcher's signals as bytes on a pipe, so that one poll loop waits for workers'
+// output and for signals alike.
+#include <signal.h>
+
+#include <map>
+
+namespace unitrain {
+
+/// While alive, SIGINT, SIGTERM and SIGCHLD each write their number as one byte into a pipe
+/// (read end: fd()) instead of running other handlers; the previous handlers come back on
+/// destruction. One at a time per process.
+class SignalPipe {
+ public:
+  SignalPipe();
+  ~SignalPipe();
+  SignalPipe(const SignalPipe&) = delete;
+  SignalPipe& operator=(const SignalPipe&) = delete;
+  int fd() const;
+
+ private:
+  std::map<int, struct sigaction> old_;
+};
+
+}  // namespace unitrain
