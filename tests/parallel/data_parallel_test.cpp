@@ -237,6 +237,7 @@ TEST(DataParallel, StepDecisionsTravelWithTheGradientsAndComeBackCombined) {
     StepDecision mine;
     if (rank == 0) mine.nonfinite = true;  // say its loss was NaN
     if (rank == 1) mine.signal = SIGTERM;
+    if (rank == 1) mine.pause = true;
     sync.share(mine);
     sync.before_backward(true);
     if (rank == 0) {
@@ -249,12 +250,13 @@ TEST(DataParallel, StepDecisionsTravelWithTheGradientsAndComeBackCombined) {
     EXPECT_TRUE(agreed.nonfinite) << rank;
     EXPECT_FALSE(agreed.stop) << rank;
     EXPECT_EQ(agreed.signal, SIGTERM) << rank;
+    EXPECT_TRUE(agreed.pause) << rank;
     // The next step starts from no decision.
     sync.before_backward(true);
     loss_of(net, data.x, data.y).backward();
     sync.finish(net.parameters());
     agreed = sync.agreed();
-    EXPECT_FALSE(agreed.nonfinite || agreed.stop || agreed.signal != 0) << rank;
+    EXPECT_FALSE(agreed.nonfinite || agreed.stop || agreed.signal != 0 || agreed.pause) << rank;
   });
 }
 

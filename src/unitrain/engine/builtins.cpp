@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "unitrain/data/dataset.h"
+#include "unitrain/engine/callback_registry.h"
 #include "unitrain/log/tracker.h"
 #include "unitrain/metrics/metric.h"
 #include "unitrain/models/model.h"
@@ -23,6 +24,7 @@ void register_builtins() {
     register_builtin_optimizers();
     register_builtin_schedulers();
     register_builtin_trackers();
+    register_builtin_callbacks();
   });
 }
 

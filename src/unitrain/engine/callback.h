@@ -1,38 +1,120 @@
 #pragma once
-// Callback: observe and steer a run from outside the loop (Lightning/Marian observers).
+// Callback: observe and steer a run from outside the loop (Lightning's callbacks, nnScaler's
+// trainer hooks). docs/api.md lists the order in which the hooks fire for one step.
+#include <exception>
 #include <map>
 #include <string>
 
+#include "unitrain/core/batch.h"
+#include "unitrain/core/train_module.h"
 #include "unitrain/engine/train_state.h"
 
 namespace unitrain {
 
 class Trainer;
+struct MicroStep;
+struct FitResult;
 
 /// Metric values of one log event, e.g. {"train/loss": 0.3, "train/lr": 1e-3}.
 using MetricMap = std::map<std::string, double>;
 
-/// Hooks called by the Trainer, in registration order. Default implementations do nothing.
-/// A callback may set `state.should_stop` (through Trainer::request_stop) to end training.
+/// Named entries of callbacks' own state in a checkpoint: name (a file name, without '/') ->
+/// bytes.
+using CheckpointEntries = std::map<std::string, std::string>;
+
+/// The value of `key` in `metrics` (a validation pass's); ConfigError naming `who` (the key
+/// that monitors it) and the metrics there are otherwise.
+double monitored(const MetricMap& metrics, const std::string& key, const std::string& who);
+
+/// A non-finite loss or gradient norm the step met (on_nonfinite).
+struct NonFinite {
+  int64_t step = 0;      ///< the optimizer step it belongs to
+  std::string what;      ///< "loss", "loss (on another rank)" or "gradient"
+  double loss = 0;       ///< the micro-batch's loss
+  double grad_norm = -1; ///< the gradient norm, when it was measured
+  bool stops = false;    ///< true: the run stops (on_nonfinite: stop); false: the update is skipped
+};
+
+/// Hooks called by the Trainer, in the order callbacks were added. Every hook does nothing by
+/// default: override the ones you need. A hook that throws ends the run: the others'
+/// on_exception run first, then fit() throws an error naming the callback and the hook.
+/// In data-parallel runs every rank runs its callbacks (each on its own shard of the data);
+/// checkpoints hold rank 0's callback state.
 class Callback {
  public:
   virtual ~Callback() = default;
+  /// The callback's name in errors and logs (the registry's type for callbacks built from the
+  /// config; the C++ type's name otherwise).
+  virtual std::string name() const;
+
+  // --- The run ---------------------------------------------------------------------------
+  /// fit() has begun: processes joined, run folder ready, optimizer built; before a resume's
+  /// restore. `trainer.state()` is all zeros here.
+  virtual void on_fit_start(Trainer& trainer) {}
+  /// Training is about to take its first batch (after a resume's restore: the state is the
+  /// checkpoint's).
   virtual void on_train_start(Trainer& trainer) {}
-  virtual void on_train_end(Trainer& trainer) {}
   virtual void on_epoch_start(Trainer& trainer) {}
   virtual void on_epoch_end(Trainer& trainer) {}
-  /// After each optimizer step; `metrics` holds this step's loss and metrics.
+  /// The loop is over (last logs, validation and the final checkpoint done).
+  virtual void on_train_end(Trainer& trainer) {}
+  /// fit() returns `result` (results/summary.json written).
+  virtual void on_fit_end(Trainer& trainer, const FitResult& result) {}
+
+  // --- One training micro-batch, and at its window's end the optimizer step ---------------
+  /// Before the forward pass of `batch` (micro-batch `state().batch_in_epoch` of the epoch).
+  virtual void on_train_batch_start(Trainer& trainer, const Batch& batch) {}
+  /// `loss` is the micro-batch's loss as backward() receives it (scaled by its share of the
+  /// window and of the ranks).
+  virtual void on_before_backward(Trainer& trainer, const torch::Tensor& loss) {}
+  virtual void on_after_backward(Trainer& trainer) {}
+  /// At a window's end, around the wait for gradients reduced across ranks (one process: the
+  /// gradients are final already).
+  virtual void on_before_gradient_sync(Trainer& trainer) {}
+  virtual void on_after_gradient_sync(Trainer& trainer) {}
+  /// Around clipping (train.clip_grad_norm). `norm` is the global gradient norm before
+  /// clipping; -1 when it was not measured (no clipping and no non-finite check).
+  virtual void on_before_clip(Trainer& trainer) {}
+  virtual void on_after_clip(Trainer& trainer, double norm) {}
+  /// Around the optimizer's update (both fire for a skipped update too: `skipped` says so).
+  virtual void on_before_optimizer_step(Trainer& trainer, bool skipped) {}
+  virtual void on_after_optimizer_step(Trainer& trainer, bool skipped) {}
+  virtual void on_before_zero_grad(Trainer& trainer) {}
+  virtual void on_after_zero_grad(Trainer& trainer) {}
+  /// After the micro-batch (and at a window's end after its optimizer step), counters updated:
+  /// `m` holds the micro-batch's loss and metrics and, at a window's end, the step's decisions
+  /// and gradient norm.
+  virtual void on_train_batch_end(Trainer& trainer, const Batch& batch, const MicroStep& m) {}
+  /// After each optimizer step; `metrics` holds this step's loss.
   virtual void on_step_end(Trainer& trainer, const MetricMap& metrics) {}
-  /// After each validation pass with its reduced metrics (`val/loss`, `val/acc`, ...).
-  virtual void on_validation_end(Trainer& trainer, const MetricMap& metrics) {}
+  /// A non-finite loss or gradient: the update is skipped, or the run stops after this hook.
+  virtual void on_nonfinite(Trainer& trainer, const NonFinite& what) {}
+
+  // --- Logs, validation, test -------------------------------------------------------------
+  /// Before a training log event reaches the trackers: add metrics to it or change them.
+  virtual void on_before_log(Trainer& trainer, MetricMap& metrics) {}
   /// After each log event of training metrics.
   virtual void on_log(Trainer& trainer, const MetricMap& metrics) {}
-  /// While a checkpoint is written: add named entries of this callback's own state (any
-  /// bytes; a name is a file name in the checkpoint folder, without '/').
-  virtual void on_save_checkpoint(Trainer& trainer, std::map<std::string, std::string>& entries) {}
-  /// When a run resumes: the entries saved by on_save_checkpoint (all callbacks' entries).
-  virtual void on_load_checkpoint(Trainer& trainer,
-                                  const std::map<std::string, std::string>& entries) {}
+  virtual void on_validation_start(Trainer& trainer) {}
+  virtual void on_validation_batch_start(Trainer& trainer, const Batch& batch) {}
+  virtual void on_validation_batch_end(Trainer& trainer, const Batch& batch,
+                                       const StepOutput& outputs) {}
+  /// After each validation pass with its reduced metrics (`val/loss`, `val/acc`, ...).
+  virtual void on_validation_end(Trainer& trainer, const MetricMap& metrics) {}
+  virtual void on_test_start(Trainer& trainer) {}
+  virtual void on_test_batch_start(Trainer& trainer, const Batch& batch) {}
+  virtual void on_test_batch_end(Trainer& trainer, const Batch& batch, const StepOutput& outputs) {}
+  virtual void on_test_end(Trainer& trainer, const MetricMap& metrics) {}
+
+  // --- Checkpoints and failures -----------------------------------------------------------
+  /// While a checkpoint is written (rank 0): add named entries of this callback's own state
+  /// (any bytes; a name is a file name in the checkpoint folder, without '/').
+  virtual void on_save_checkpoint(Trainer& trainer, CheckpointEntries& entries) {}
+  /// When a run resumes (every rank): the entries saved by on_save_checkpoint (all callbacks').
+  virtual void on_load_checkpoint(Trainer& trainer, const CheckpointEntries& entries) {}
+  /// fit() is ending with `error` (after training failed, or another callback threw), before
+  /// the process exits. Exceptions thrown here are logged and ignored.
+  virtual void on_exception(Trainer& trainer, const std::exception& error) {}
 };
 
 }  // namespace unitrain

@@ -2,10 +2,13 @@
 
 #include <torch/torch.h>
 
+#include "unitrain/engine/callback_list.h"
+
 namespace unitrain {
 
 MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalSplit split,
-                                int64_t max_batches) {
+                                int64_t max_batches, CallbackList* hooks) {
+  const bool test = split == EvalSplit::Test;
   torch::NoGradGuard no_grad;
   const bool was_training = module.is_training();
   module.eval();
@@ -15,8 +18,15 @@ MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalS
   while (max_batches < 0 || seen++ < max_batches) {
     auto batch = it->next();
     if (!batch) break;
-    StepOutput out = split == EvalSplit::Test ? module.test_step(*batch)
-                                              : module.validation_step(*batch);
+    if (hooks && test) hooks->call("on_test_batch_start", &Callback::on_test_batch_start, *batch);
+    if (hooks && !test) {
+      hooks->call("on_validation_batch_start", &Callback::on_validation_batch_start, *batch);
+    }
+    StepOutput out = test ? module.test_step(*batch) : module.validation_step(*batch);
+    if (hooks && test) hooks->call("on_test_batch_end", &Callback::on_test_batch_end, *batch, out);
+    if (hooks && !test) {
+      hooks->call("on_validation_batch_end", &Callback::on_validation_batch_end, *batch, out);
+    }
     const int64_t n = batch->size();
     if (out.loss.defined()) acc.add("loss", MetricValue(out.loss.detach()), n);
     acc.add(out.metrics, n);

@@ -9,6 +9,8 @@
 
 namespace unitrain {
 
+class CallbackList;
+
 enum class EvalSplit { Val, Test };
 
 /// Runs the module in eval mode under NoGradGuard over every batch of `loader` (epoch 0, in
@@ -20,7 +22,8 @@ std::map<std::string, double> evaluate(TrainModule& module, const Loader& loader
                                        int64_t max_batches = -1);
 
 /// The same pass, returning the raw sums (for reducing across processes before dividing).
+/// With `hooks`, each batch runs on_validation_batch_start/end (on_test_batch_start/end).
 MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalSplit split,
-                                int64_t max_batches = -1);
+                                int64_t max_batches = -1, CallbackList* hooks = nullptr);
 
 }  // namespace unitrain

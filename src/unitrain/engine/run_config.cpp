@@ -99,6 +99,13 @@ std::shared_ptr<const Schema> run_schema() {
         .help("checkpoints in run_dir/checkpoints and resuming from them");
     s->add("early_stopping", Type::Section).section(EarlyStoppingOptions::schema()).help(
         "stop when a validation metric stops improving");
+    s->add("callbacks", Type::SectionList)
+        .component("callback")
+        .section(std::make_shared<Schema>())
+        .def("[]")
+        .free()
+        .help("callbacks run at the loop's hook points, in order: [{type: ema, args: {...}}]; "
+              "unitrain list callbacks");
     s->add("distributed", Type::Section)
         .section(DistributedOptions::schema())
         .harmless()

@@ -29,15 +29,26 @@ StepOutput checked_training_step(TrainModule& module, const Batch& batch) {
 }  // namespace
 
 StepRunner::StepRunner(TrainModule& module, torch::optim::Optimizer& optimizer,
-                       const TrainOptions& options, GradientSync& sync)
-    : module_(module), optimizer_(optimizer), options_(options), sync_(sync),
+                       const TrainOptions& options, GradientSync& sync, CallbackList& hooks)
+    : module_(module), optimizer_(optimizer), options_(options), sync_(sync), hooks_(hooks),
       closure_(needs_closure(optimizer)) {
   for (const auto& group : optimizer_.param_groups()) {
     for (const auto& p : group.params()) params_.push_back(p);
   }
 }
 
-void StepRunner::nonfinite(const std::string& what, int64_t step, const MicroStep& m) {
+void StepRunner::nonfinite(const std::string& what, int64_t step, const MicroStep& m, bool stops) {
+  NonFinite info;
+  info.step = step;
+  info.what = what;
+  info.loss = m.loss;
+  info.grad_norm = m.grad_norm;
+  info.stops = stops;
+  hooks_.call("on_nonfinite", &Callback::on_nonfinite, info);
+  if (stops) throw_nonfinite(what, step, m);
+}
+
+void StepRunner::throw_nonfinite(const std::string& what, int64_t step, const MicroStep& m) {
   std::ostringstream terms;
   for (const auto& [k, v] : m.metrics) terms << " " << k << "=" << v.value.item<double>();
   throw TrainError(
@@ -49,6 +60,7 @@ void StepRunner::nonfinite(const std::string& what, int64_t step, const MicroSte
 }
 
 void StepRunner::zero_grads() {
+  hooks_.call("on_before_zero_grad", &Callback::on_before_zero_grad);
   // Not Optimizer::zero_grad(): it detaches in place, which gradients that are views of a
   // data-parallel bucket do not allow. These have no history; zeroing them is enough.
   for (auto& group : optimizer_.param_groups()) {
@@ -59,6 +71,20 @@ void StepRunner::zero_grads() {
       grad.zero_();
     }
   }
+  hooks_.call("on_after_zero_grad", &Callback::on_after_zero_grad);
+}
+
+void StepRunner::backward(const torch::Tensor& loss, bool window_end) {
+  hooks_.call("on_before_backward", &Callback::on_before_backward, loss);
+  sync_.before_backward(window_end);
+  loss.backward();
+  hooks_.call("on_after_backward", &Callback::on_after_backward);
+}
+
+void StepRunner::finish_sync() {
+  hooks_.call("on_before_gradient_sync", &Callback::on_before_gradient_sync);
+  sync_.finish(params_);
+  hooks_.call("on_after_gradient_sync", &Callback::on_after_gradient_sync);
 }
 
 MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool window_end,
@@ -77,33 +103,32 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
   // the gradients: every rank reaches the same collectives whatever its own loss was.
   const bool shared = sync_.shares_decisions();
   if (!std::isfinite(m.loss)) {
-    if (options_.on_nonfinite == OnNonFinite::Stop && !shared) nonfinite("loss", step, m);
+    if (options_.on_nonfinite == OnNonFinite::Stop && !shared) nonfinite("loss", step, m, true);
     window_bad_ = true;
   }
   if (window_end) {
     mine.nonfinite = window_bad_;
     sync_.share(mine);
   }
-  if (!window_bad_) {
-    sync_.before_backward(window_end);
-    (weight == 1.0 ? out.loss : out.loss * weight).backward();
-  }
+  if (!window_bad_) backward(weight == 1.0 ? out.loss : out.loss * weight, window_end);
   return m;
 }
 
 void StepRunner::sync_gradients(MicroStep& m, int64_t step) {
   if (closure_) return;  // the closure synchronises inside the optimizer's step
   // A rank that skipped its backward still joins every reduce (finish() launches them).
-  if (sync_.shares_decisions() || !window_bad_) sync_.finish(params_);
+  if (sync_.shares_decisions() || !window_bad_) finish_sync();
   m.decision = sync_.agreed();
   m.skipped = m.decision.nonfinite;
-  if (m.skipped && options_.on_nonfinite == OnNonFinite::Stop) {
-    nonfinite(std::isfinite(m.loss) ? "loss (on another rank)" : "loss", step, m);
+  if (m.skipped) {
+    nonfinite(std::isfinite(m.loss) ? "loss (on another rank)" : "loss", step, m,
+              options_.on_nonfinite == OnNonFinite::Stop);
   }
 }
 
 void StepRunner::clip_gradients(MicroStep& m, int64_t step) {
   if (closure_ || m.skipped) return;
+  hooks_.call("on_before_clip", &Callback::on_before_clip);
   if (options_.clip_grad_norm > 0) {
     m.grad_norm = torch::nn::utils::clip_grad_norm_(params_, options_.clip_grad_norm);
   } else if (options_.on_nonfinite == OnNonFinite::Skip) {
@@ -113,15 +138,18 @@ void StepRunner::clip_gradients(MicroStep& m, int64_t step) {
     }
     m.grad_norm = norms.empty() ? 0.0 : torch::stack(norms).norm().item<double>();
   }
+  hooks_.call("on_after_clip", &Callback::on_after_clip, m.grad_norm);
   if (m.grad_norm != -1 && !std::isfinite(m.grad_norm)) {
-    if (options_.on_nonfinite == OnNonFinite::Stop) nonfinite("gradient", step, m);
+    nonfinite("gradient", step, m, options_.on_nonfinite == OnNonFinite::Stop);
     m.skipped = true;
   }
 }
 
 void StepRunner::update(MicroStep& m, int64_t step) {
   if (closure_) return update_with_closure(m, step);
+  hooks_.call("on_before_optimizer_step", &Callback::on_before_optimizer_step, m.skipped);
   if (!m.skipped) optimizer_.step();
+  hooks_.call("on_after_optimizer_step", &Callback::on_after_optimizer_step, m.skipped);
   zero_grads();
   window_bad_ = false;
 }
@@ -137,20 +165,23 @@ void StepRunner::update_with_closure(MicroStep& m, int64_t step) {
       first = false;
     }
     if (!std::isfinite(out.loss.item<double>())) return out.loss.detach();
-    sync_.before_backward(true);
-    out.loss.backward();
-    sync_.finish(params_);
+    backward(out.loss, true);
+    finish_sync();
     if (options_.clip_grad_norm > 0) {
-      torch::nn::utils::clip_grad_norm_(params_, options_.clip_grad_norm);
+      hooks_.call("on_before_clip", &Callback::on_before_clip);
+      const double norm = torch::nn::utils::clip_grad_norm_(params_, options_.clip_grad_norm);
+      hooks_.call("on_after_clip", &Callback::on_after_clip, norm);
     }
     return out.loss.detach();
   };
+  hooks_.call("on_before_optimizer_step", &Callback::on_before_optimizer_step, false);
   optimizer_.step(closure);
   closure_batch_ = nullptr;
   if (!std::isfinite(m.loss)) {
-    if (options_.on_nonfinite == OnNonFinite::Stop) nonfinite("loss", step, m);
     m.skipped = true;
+    nonfinite("loss", step, m, options_.on_nonfinite == OnNonFinite::Stop);
   }
+  hooks_.call("on_after_optimizer_step", &Callback::on_after_optimizer_step, m.skipped);
   zero_grads();
 }
 

@@ -10,6 +10,7 @@
 #include "unitrain/core/batch.h"
 #include "unitrain/core/metric_value.h"
 #include "unitrain/core/train_module.h"
+#include "unitrain/engine/callback_list.h"
 #include "unitrain/engine/train_options.h"
 #include "unitrain/parallel/gradient_sync.h"
 #include "unitrain/parallel/step_decision.h"
@@ -32,10 +33,12 @@ struct MicroStep {
 /// across ranks), so N micro-batches give the update of one batch of all their samples.
 /// Optimizers that re-evaluate the loss (L-BFGS) step on every micro-batch: forward_backward()
 /// only holds the batch, and update() runs the optimizer with a closure over it.
+/// Each phase runs the callbacks' hooks around it (before/after backward, gradient sync, clip,
+/// optimizer step, zero_grad; on_nonfinite).
 class StepRunner {
  public:
   StepRunner(TrainModule& module, torch::optim::Optimizer& optimizer, const TrainOptions& options,
-             GradientSync& sync);
+             GradientSync& sync, CallbackList& hooks);
 
   /// Forward, and backward unless the window already saw a non-finite loss. At the window's
   /// end `mine` (this rank's stop and signal) goes with the gradients to the other ranks.
@@ -59,11 +62,16 @@ class StepRunner {
  private:
   void update_with_closure(MicroStep& m, int64_t step);
   void zero_grads();
-  [[noreturn]] void nonfinite(const std::string& what, int64_t step, const MicroStep& m);
+  void backward(const torch::Tensor& loss, bool window_end);
+  void finish_sync();
+  /// on_nonfinite, then (`stops`) the TrainError that ends the run.
+  void nonfinite(const std::string& what, int64_t step, const MicroStep& m, bool stops);
+  [[noreturn]] void throw_nonfinite(const std::string& what, int64_t step, const MicroStep& m);
   TrainModule& module_;
   torch::optim::Optimizer& optimizer_;
   const TrainOptions& options_;
   GradientSync& sync_;
+  CallbackList& hooks_;
   std::vector<torch::Tensor> params_;
   bool closure_;
   const Batch* closure_batch_ = nullptr;  ///< the micro-batch update() re-evaluates

@@ -1,7 +1,6 @@
 #pragma once
 // TrainState: the counters of a run, a plain struct that callbacks observe and checkpoints save.
 #include <cstdint>
-#include <limits>
 
 namespace unitrain {
 
@@ -12,8 +11,6 @@ struct TrainState {
   int64_t batch_in_epoch = 0;   ///< micro-batches consumed in the current epoch
   int64_t micro_in_window = 0;  ///< micro-batches in the current accumulation window
   int64_t skipped_steps = 0;    ///< updates skipped for a non-finite loss or gradient
-  double best_metric = std::numeric_limits<double>::quiet_NaN();
-  int64_t stall_count = 0;      ///< validations without improvement (early stopping)
   bool should_stop = false;     ///< set by a callback to end training after this step
 };
 

@@ -12,6 +12,7 @@
 #include "unitrain/core/error.h"
 #include "unitrain/parallel/data_parallel.h"
 #include "unitrain/parallel/dist_env.h"
+#include "unitrain/engine/callback_registry.h"
 #include "unitrain/engine/periods.h"
 #include "unitrain/engine/run_config.h"
 #include "unitrain/engine/run_env.h"
@@ -28,6 +29,7 @@ Trainer::Trainer(const Config& config)
     : config_(resolve_run_config(config)),
       settings_(std::make_unique<RunSettings>(RunSettings::from_config(config_))) {
   torch::manual_seed(settings_->seed);
+  for (CallbackPtr& c : build_callbacks(config_)) callbacks_.add(std::move(c));
 }
 
 const TrainOptions& Trainer::options() const { return settings_->train; }
@@ -37,7 +39,28 @@ const std::string& Trainer::run_dir() const { return settings_->run_dir; }
 Trainer::~Trainer() = default;
 
 void Trainer::add_callback(std::shared_ptr<Callback> callback) {
-  callbacks_.push_back(std::move(callback));
+  callbacks_.add(std::move(callback));
+}
+
+int Trainer::rank() const { return loop_ ? loop_->plan.rank : rank_; }
+
+int Trainer::world_size() const { return loop_ ? loop_->plan.world : 1; }
+
+void Trainer::request_stop() {
+  if (loop_ && loop_->group) {
+    stop_requested_ = true;  // the ranks agree on it (Loop::agree_on_stop, or with the step)
+  } else {
+    state_.should_stop = true;
+  }
+}
+
+void Trainer::request_pause(const std::string& reason) {
+  if (pause_reason_.empty()) pause_reason_ = reason.empty() ? "a callback asked to pause" : reason;
+}
+
+void Trainer::log_mean(const std::string& name, double value) {
+  UT_CHECK(loop_ != nullptr, "log_mean('", name, "') is only possible during fit()");
+  loop_->train_sums.add(name, MetricValue(torch::tensor(value, torch::kFloat64), 1.0), 1);
 }
 
 void Trainer::print(const std::string& message) const { log::info(message); }
@@ -107,6 +130,7 @@ void Trainer::write_summary(const Loop& loop) const {
   s.name = config_.get_string("name");
   const int sig = loop.result.signal;
   s.status = sig == SIGINT ? "stopped by SIGINT" : sig == SIGTERM ? "stopped by SIGTERM"
+             : !loop.result.paused.empty() ? "paused: " + loop.result.paused
              : state_.should_stop ? "stopped early" : "finished";
   s.state = state_;
   s.seconds = loop.result.seconds;
@@ -126,7 +150,22 @@ void Trainer::write_summary(const Loop& loop) const {
 
 MetricMap Trainer::test(TrainModule& module, DatasetPtr data) {
   UT_CHECK(data != nullptr, "test() needs test data (data.test)");
-  MetricMap m = evaluate(module, data, EvalSplit::Test, "test");
+  const int64_t size = data->size();
+  MetricMap m;
+  module_ = &module;
+  try {
+    callbacks_.call("on_test_start", &Callback::on_test_start);
+    Loader loader(std::move(data), settings_->loader.in_order(), 0, "data.test");
+    const MetricAccumulator sums = evaluate_sums(module, loader, EvalSplit::Test,
+                                                 options().test_mode ? 1 : -1, &callbacks_);
+    for (const auto& [name, value] : sums.result()) m["test/" + name] = value;
+    callbacks_.call("on_test_end", &Callback::on_test_end, m);
+  } catch (const std::exception& e) {
+    module_ = nullptr;
+    callbacks_.on_exception(e);
+    throw;
+  }
+  module_ = nullptr;
   if (rank_ != 0) return m;
   if (!run_dir_ready_ || options().test_mode) {  // no run folder to write to: the console only
     RunLogger(settings_->log, "").log({0, 0, 0, 0, m});
@@ -136,7 +175,7 @@ MetricMap Trainer::test(TrainModule& module, DatasetPtr data) {
   logger.log({state_.step, state_.epoch, state_.samples, seconds_, m});
   logger.finish();
   log_events_ = logger.events();
-  log::info("test results: " + write_test_results(run_dir(), m, state_.step, data->size(),
+  log::info("test results: " + write_test_results(run_dir(), m, state_.step, size,
                                                   last_checkpoint_));
   return m;
 }
@@ -166,6 +205,17 @@ std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(const ResumePoint&
 }
 
 FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
+  try {
+    return run_fit(module, std::move(train), std::move(val));
+  } catch (const std::exception& e) {
+    loop_ = nullptr;
+    module_ = nullptr;
+    callbacks_.on_exception(e);
+    throw;
+  }
+}
+
+FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   UT_CHECK(train != nullptr, "fit() needs training data (data.train)");
   // Plan: threads, the checkpoint to resume from, the processes, the run folder, the parts.
   const int64_t threads = options().resolve_threads();
@@ -180,29 +230,26 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   if (group) broadcast_module(*group, module.weights());  // every rank starts from rank 0's weights
   torch::manual_seed(settings_->seed + static_cast<uint64_t>(group ? group->rank() : 0));
   state_ = TrainState();
+  stop_requested_ = false;
+  pause_reason_.clear();
   Loop loop(*this, module, std::move(train), std::move(val), resume, group);
+  loop_ = &loop;
+  module_ = &module;
   optimizer_ = configure_optimizer(module);
   UT_CHECK(!group || dynamic_cast<torch::optim::LBFGS*>(optimizer_.get()) == nullptr,
            "optimizer.type: lbfgs re-evaluates the loss inside its step, which data-parallel "
            "training does not support; use another optimizer or one process");
   loop.start(*optimizer_, configure_scheduler(loop.plan.schedule_context(
                               settings_->schedule_per_epoch, get_lr(*optimizer_))));
+  callbacks_.call("on_fit_start", &Callback::on_fit_start);
   // Restore: everything the checkpoint holds, exactly where it was saved.
   if (!resume.dir.empty()) loop.restore(resume);
-  log::info(fmt::format(
-      "training: {} samples, {} batches/epoch of {}, accumulation {}, {} optimizer steps; "
-      "threads {}, reader threads {}, BLAS {}", loop.train_loader.dataset_size(),
-      loop.plan.batches_per_epoch, loop.plan.batch_size, loop.plan.accumulation,
-      loop.plan.total_steps, threads, loop.train_loader.reader_threads(), loaded_blas_library()));
+  loop.announce(threads);
   module.train();
   StopSignalGuard signals;
-  for (auto& cb : callbacks_) cb->on_train_start(*this);
-  if (loop.length_reached()) {
-    report_finished_run();
-    loop.result.already_complete = true;
-  }
+  callbacks_.call("on_train_start", &Callback::on_train_start);
   // The loop: one micro-batch per turn; a window's last one ends with the optimizer step.
-  while (!loop.result.already_complete && !loop.finished()) {
+  while (!loop.finished()) {
     std::optional<Batch> batch = loop.next_batch();            // fetch
     if (!batch) {
       loop.end_epoch();
@@ -222,7 +269,16 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
     if (loop.epoch_complete()) loop.end_epoch();
   }
   loop.finish();                                               // last logs, final save
-  for (auto& cb : callbacks_) cb->on_train_end(*this);
+  callbacks_.call("on_train_end", &Callback::on_train_end);
+  const FitResult result = conclude(loop);                     // summary.json, the last line
+  callbacks_.call("on_fit_end", &Callback::on_fit_end, result);
+  optimizer_.reset();
+  loop_ = nullptr;
+  module_ = nullptr;
+  return result;
+}
+
+FitResult Trainer::conclude(Loop& loop) {
   loop.result.state = state_;
   loop.result.seconds = loop.result.already_complete ? loop.time_offset : loop.elapsed();
   rank_ = loop.plan.rank;
@@ -232,13 +288,13 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   if (rank_ == 0 && !options().test_mode) write_summary(loop);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
+  const FitResult& r = loop.result;
+  const std::string how = r.signal ? "stopped by a signal" : !r.paused.empty() ? "paused" : "done";
   log::info(fmt::format("{}: {} steps, {} epoch{} completed, {} samples in {:.1f} s; waited {:.2f} s "
-                        "for data; peak RSS {} MB", loop.result.signal ? "stopped by a signal" : "done",
-                        state_.step, state_.epoch, state_.epoch == 1 ? "" : "s", state_.samples,
-                        loop.result.seconds, loop.result.data_wait_seconds,
-                        usage.ru_maxrss / 1024));
-  optimizer_.reset();
-  return loop.result;
+                        "for data; peak RSS {} MB", how, state_.step, state_.epoch,
+                        state_.epoch == 1 ? "" : "s", state_.samples, r.seconds,
+                        r.data_wait_seconds, usage.ru_maxrss / 1024));
+  return r;
 }
 
 }  // namespace unitrain

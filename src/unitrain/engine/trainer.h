@@ -7,6 +7,7 @@
 #include "unitrain/core/config.h"
 #include "unitrain/data/dataset.h"
 #include "unitrain/engine/callback.h"
+#include "unitrain/engine/callback_list.h"
 #include "unitrain/engine/evaluator.h"
 #include "unitrain/core/train_module.h"
 #include "unitrain/engine/train_options.h"
@@ -39,6 +40,9 @@ struct FitResult {
   /// SIGINT/SIGTERM that stopped training (after a checkpoint), or 0. The CLI exits with
   /// 128 + signal.
   int signal = 0;
+  /// Why the run paused (Trainer::request_pause: a time budget), or "". A paused run saved a
+  /// checkpoint and resumes from it when run again.
+  std::string paused;
   /// True when the run was already complete when fit() started (a finished run run again):
   /// nothing was trained, and the fields above describe the run from its last checkpoint.
   bool already_complete = false;
@@ -59,6 +63,7 @@ class Trainer {
   explicit Trainer(const Config& config);
   virtual ~Trainer();
 
+  /// Callbacks run in the order added; `early_stopping` (when its metric is set) comes first.
   void add_callback(std::shared_ptr<Callback> callback);
   FitResult fit(TrainModule& module, DatasetPtr train, DatasetPtr val = nullptr);
   /// One pass of validation_step (or test_step) over `data`; metrics keyed `<prefix>/<name>`.
@@ -73,10 +78,24 @@ class Trainer {
   const TrainOptions& options() const;
   const TrainState& state() const { return state_; }
   const std::string& run_dir() const;
-  /// Ends training after the current optimizer step (callbacks call this).
-  void request_stop() { state_.should_stop = true; }
+  /// Ends training (callbacks call this): in one process after the current optimizer step. In
+  /// data-parallel runs the ranks agree: a stop asked for on any rank ends the run on every
+  /// rank, after the validation pass it was asked in, or else after the next optimizer step.
+  /// The run is finished: running it again trains nothing.
+  void request_stop();
+  /// Ends training with a checkpoint that a later run resumes from (what a time budget needs);
+  /// `reason` goes to the log and results/summary.json. Agreed across ranks like a stop.
+  void request_pause(const std::string& reason);
+  /// Adds `value` to the next training log event as `train/<name>`: the mean of the values
+  /// added (on every rank) since the last log. Checkpoints save the running sums.
+  void log_mean(const std::string& name, double value);
   /// The optimizer of the current fit() (null outside fit).
   torch::optim::Optimizer* optimizer() const { return optimizer_.get(); }
+  /// The module of the current fit() (null outside fit).
+  TrainModule* module() const { return module_; }
+  /// This process's rank and the number of processes of the current fit() (0 and 1 outside).
+  int rank() const;
+  int world_size() const;
   /// Writes a message to the console and train.log.
   void print(const std::string& message) const;
 
@@ -96,9 +115,14 @@ class Trainer {
   /// Says that a resumed run is already finished.
   void report_finished_run() const;
   void write_summary(const Loop& loop) const;
+  /// After the loop: the result (and what test() needs of it), results/summary.json, the
+  /// run's last log line.
+  FitResult conclude(Loop& loop);
   /// The parts of fit() before its loop: threads, where to resume, the process group, the
   /// run folder. Null group: one process.
   std::shared_ptr<ProcessGroup> join_group_and_prepare(const ResumePoint& resume);
+  /// fit() without its on_exception funnel.
+  FitResult run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val);
   Config config_;
   std::unique_ptr<const RunSettings> settings_;
   TrainState state_;
@@ -108,8 +132,12 @@ class Trainer {
   int64_t log_events_ = -1;
   double seconds_ = 0;
   std::string last_checkpoint_;
-  std::vector<std::shared_ptr<Callback>> callbacks_;
+  CallbackList callbacks_{*this};
   OptimizerPtr optimizer_;
+  TrainModule* module_ = nullptr;
+  Loop* loop_ = nullptr;          ///< the running fit()'s
+  bool stop_requested_ = false;   ///< data-parallel: a stop to agree on
+  std::string pause_reason_;      ///< request_pause()'s, until the ranks act on it
 };
 
 }  // namespace unitrain

@@ -69,8 +69,6 @@ TrainState train_state_of(Json st) {
   s.batch_in_epoch = st.value("batch_in_epoch", int64_t(0));
   s.micro_in_window = st.value("micro_in_window", int64_t(0));
   s.skipped_steps = st.value("skipped_steps", int64_t(0));
-  s.best_metric = number(st["best_metric"]);
-  s.stall_count = st.value("stall_count", int64_t(0));
   s.should_stop = st.value("stopped", false);
   return s;
 }
@@ -96,6 +94,12 @@ void Trainer::Loop::save_if_due(bool force) {
     result.signal = sig;
     log::warn(fmt::format("received signal {} ({}): {} and stopping", sig, strsignal(sig),
                           on ? "saving a checkpoint" : "checkpoints are off,"));
+    force = true;
+  }
+  if (pause_requested() && result.paused.empty() && result.signal == 0) {
+    result.paused = trainer.pause_reason_.empty() ? "another rank asked to pause" : trainer.pause_reason_;
+    log::info(fmt::format("pausing ({}): {}; run the same command again to resume", result.paused,
+                          on ? "saving a checkpoint" : "checkpoints are off, nothing to resume from"));
     force = true;
   }
   if (!on) return;
@@ -159,8 +163,8 @@ void Trainer::Loop::save() {
   if (s.micro_in_window != 0) {
     files.push_back({"grads.pt", tensor_dict_image(gradient_state(module))});
   }
-  std::map<std::string, std::string> extra;
-  for (auto& cb : trainer.callbacks_) cb->on_save_checkpoint(trainer, extra);
+  CheckpointEntries extra;
+  hooks.call("on_save_checkpoint", &Callback::on_save_checkpoint, extra);
   for (const auto& [name, bytes] : extra) {
     UT_CHECK_TRAIN(!name.empty() && name.find('/') == std::string::npos, "a callback's checkpoint ",
                    "entry name must be a plain file name, got '", name, "'");
@@ -177,8 +181,6 @@ void Trainer::Loop::save() {
                 {"batch_in_epoch", s.batch_in_epoch},
                 {"micro_in_window", s.micro_in_window},
                 {"skipped_steps", s.skipped_steps},
-                {"best_metric", number(s.best_metric)},
-                {"stall_count", s.stall_count},
                 {"stopped", s.should_stop}};
   // The last metrics logged, so that a finished run describes itself when resumed.
   Json metrics = {{"train", Json::object()}, {"val", Json::object()}};
@@ -214,7 +216,7 @@ void Trainer::Loop::save() {
   checkpointer->save(std::move(save));
   // Callbacks may change parameters outside optimizer steps: with any, the copies are made
   // before training goes on.
-  if (!trainer.callbacks_.empty()) checkpointer->wait_snapshot();
+  if (!hooks.empty()) checkpointer->wait_snapshot();
   result.checkpoint_blocking_seconds += std::chrono::duration<double>(Clock::now() - start).count();
   saved = here();
   result.last_checkpoint = checkpointer->store().root() + "/step-" + std::to_string(s.step);
@@ -267,7 +269,7 @@ void Trainer::Loop::restore(const ResumePoint& resume) {
   }
   lr->follow(s);
 
-  std::map<std::string, std::string> extra;
+  CheckpointEntries extra;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind(kExtraPrefix, 0) == 0 && CheckpointStore::has(dir, name)) {
@@ -275,7 +277,7 @@ void Trainer::Loop::restore(const ResumePoint& resume) {
       extra[name.substr(std::string(kExtraPrefix).size())] = std::string(b.begin(), b.end());
     }
   }
-  for (auto& cb : trainer.callbacks_) cb->on_load_checkpoint(trainer, extra);
+  hooks.call("on_load_checkpoint", &Callback::on_load_checkpoint, extra);
 
   const std::string rng_file = "rng-rank-" + std::to_string(plan.rank) + ".pt";
   load_rng_state(load_tensor_dict(CheckpointStore::read(dir, rng_file), what + rng_file),

@@ -13,6 +13,7 @@
 
 #include "unitrain/core/error.h"
 #include "unitrain/engine/evaluator.h"
+#include "unitrain/engine/run_env.h"
 #include "unitrain/engine/stop_signal.h"
 #include "unitrain/log/console.h"
 #include "unitrain/parallel/data_parallel.h"
@@ -54,25 +55,11 @@ RunInfo rank_run_info(const Config& config, const LogOptions& log, const std::st
   return r;
 }
 
-std::vector<std::string> keys(const MetricMap& m) {
-  std::vector<std::string> out;
-  for (const auto& kv : m) out.push_back(kv.first);
-  return out;
-}
-
-/// The value of `key` in a validation pass's metrics; ConfigError naming `who` otherwise.
-double monitored(const MetricMap& m, const std::string& key, const std::string& who) {
-  auto it = m.find(key);
-  UT_CHECK(it != m.end(), who, " monitors '", key, "' but validation reports: ",
-           fmt::format("{}", fmt::join(keys(m), ", ")));
-  return it->second;
-}
-
 }  // namespace
 
 Trainer::Loop::Loop(Trainer& t, TrainModule& m, DatasetPtr train, DatasetPtr val,
                     const ResumePoint& resume, std::shared_ptr<ProcessGroup> process_group)
-    : trainer(t), state(t.state_), settings(*t.settings_), module(m),
+    : trainer(t), hooks(t.callbacks_), state(t.state_), settings(*t.settings_), module(m),
       group(std::move(process_group)),
       periods(settings.train.log_every, settings.train.val_every, settings.checkpoint.every),
       train_loader(std::move(train), settings.loader, settings.seed, "data.train"),
@@ -107,7 +94,7 @@ Trainer::Loop::~Loop() = default;
 void Trainer::Loop::start(torch::optim::Optimizer& optimizer, SchedulerPtr schedule) {
   lr = std::make_unique<LrController>(optimizer, std::move(schedule), settings.schedule_per_epoch);
   lr->follow(state);
-  steps = std::make_unique<StepRunner>(module, optimizer, settings.train, *sync);
+  steps = std::make_unique<StepRunner>(module, optimizer, settings.train, *sync, hooks);
   periods.start_at(state);
 }
 
@@ -120,13 +107,30 @@ bool Trainer::Loop::length_reached() const {
 }
 
 bool Trainer::Loop::finished() const {
-  return result.signal != 0 || (state.micro_in_window == 0 && length_reached());
+  return result.already_complete || result.signal != 0 || !result.paused.empty() ||
+         (state.micro_in_window == 0 && length_reached());
+}
+
+bool Trainer::Loop::pause_requested() const {
+  return group ? agreed_pause : !trainer.pause_reason_.empty();
+}
+
+void Trainer::Loop::announce(int64_t threads) {
+  log::info(fmt::format(
+      "training: {} samples, {} batches/epoch of {}, accumulation {}, {} optimizer steps; "
+      "threads {}, reader threads {}, BLAS {}", train_loader.dataset_size(),
+      plan.batches_per_epoch, plan.batch_size, plan.accumulation, plan.total_steps, threads,
+      train_loader.reader_threads(), loaded_blas_library()));
+  if (length_reached()) {
+    trainer.report_finished_run();
+    result.already_complete = true;
+  }
 }
 
 std::optional<Batch> Trainer::Loop::next_batch() {
   if (!epoch_batches) {
     epoch_batches = train_loader.epoch(state.epoch, state.batch_in_epoch);
-    for (auto& cb : trainer.callbacks_) cb->on_epoch_start(trainer);
+    hooks.call("on_epoch_start", &Callback::on_epoch_start);
   }
   return epoch_batches->next();
 }
@@ -139,9 +143,11 @@ MicroStep Trainer::Loop::forward_backward(const Batch& batch) {
   // The loss is scaled by this micro-batch's share of the window and, across ranks, by
   // 1 / ranks, so the summed gradients are the average (DataParallelOptions::average).
   const double weight = double(batch.size()) / plan.window_samples(b) / double(plan.world);
+  hooks.call("on_train_batch_start", &Callback::on_train_batch_start, batch);
   StepDecision mine;
-  mine.stop = state.should_stop;
+  mine.stop = state.should_stop || trainer.stop_requested_;
   mine.signal = StopSignalGuard::received();
+  mine.pause = !trainer.pause_reason_.empty();
   return steps->forward_backward(batch, weight, plan.ends_window(b), mine, state.step + 1);
 }
 
@@ -156,17 +162,19 @@ void Trainer::Loop::count(const Batch& batch, const MicroStep& m) {
   state.samples += n * plan.world;  // every rank read a batch of the same size
   train_sums.add("loss", MetricValue(torch::tensor(m.loss, torch::kFloat64)), n);
   train_sums.add(m.metrics, n);
-  if (!m.window_end) return;
+  if (!m.window_end) return hooks.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
   maybe_delay_step_for_tests();
   state.step++;
   if (m.skipped) state.skipped_steps++;
   if (group) {  // what any rank decided holds for all
     if (m.decision.stop) state.should_stop = true;
     if (agreed_signal == 0) agreed_signal = m.decision.signal;
+    if (m.decision.pause) agreed_pause = true;
   }
   if (!lr->per_epoch()) lr->follow(state);
-  MetricMap step_metrics{{"train/loss", m.loss}};
-  for (auto& cb : trainer.callbacks_) cb->on_step_end(trainer, step_metrics);
+  hooks.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
+  const MetricMap step_metrics{{"train/loss", m.loss}};
+  hooks.call("on_step_end", &Callback::on_step_end, step_metrics);
   // `epoch` counts completed epochs everywhere: progress bar, log lines, metrics files.
   logger.progress(state.step, plan.total_steps, state.epoch, m.loss);
 }
@@ -198,7 +206,7 @@ void Trainer::Loop::end_epoch() {
   state.epoch++;
   state.batch_in_epoch = 0;
   if (lr->per_epoch()) lr->follow(state);
-  for (auto& cb : trainer.callbacks_) cb->on_epoch_end(trainer);
+  hooks.call("on_epoch_end", &Callback::on_epoch_end);
   if (periods.due(Periods::Log, state)) log_train();
   if (periods.due(Periods::Validate, state)) validate();
   if (length_reached()) finish_logs();
@@ -207,7 +215,7 @@ void Trainer::Loop::end_epoch() {
 
 void Trainer::Loop::finish() {
   close_epoch_batches();
-  if (result.signal == 0 && !result.already_complete) {
+  if (result.signal == 0 && result.paused.empty() && !result.already_complete) {
     finish_logs();
     if (settings.checkpoint.final) save_if_due(/*force=*/true);
   }
@@ -220,7 +228,7 @@ void Trainer::Loop::finish() {
                                "took {:.2f} s", c->saves(), result.checkpoint_blocking_seconds,
                                c->write_seconds()));
   }
-  logger.finish(result.signal == 0);
+  logger.finish(result.signal == 0 && result.paused.empty());
 }
 
 double Trainer::Loop::elapsed() const {
@@ -239,16 +247,18 @@ void Trainer::Loop::log_train() {
   m["train/lr"] = lr->lr();
   if (state.skipped_steps > 0) m["train/skipped_steps"] = double(state.skipped_steps);
   train_sums.clear();
+  hooks.call("on_before_log", &Callback::on_before_log, m);
   logger.log(event(m));
   result.last_train = m;
-  for (auto& cb : trainer.callbacks_) cb->on_log(trainer, m);
+  hooks.call("on_log", &Callback::on_log, m);
 }
 
 void Trainer::Loop::validate() {
   if (!val_loader || last_val_step == state.step) return;
   last_val_step = state.step;
-  MetricAccumulator sums =
-      evaluate_sums(module, *val_loader, EvalSplit::Val, settings.train.test_mode ? 1 : -1);
+  hooks.call("on_validation_start", &Callback::on_validation_start);
+  MetricAccumulator sums = evaluate_sums(module, *val_loader, EvalSplit::Val,
+                                         settings.train.test_mode ? 1 : -1, &hooks);
   if (group) all_reduce_metrics(*group, sums);  // each rank read a disjoint shard
   MetricMap m;
   for (const auto& [name, value] : sums.result()) m["val/" + name] = value;
@@ -266,27 +276,14 @@ void Trainer::Loop::validate() {
       want_best_save = true;
     }
   }
-  early_stopping(m);
-  for (auto& cb : trainer.callbacks_) cb->on_validation_end(trainer, m);
+  hooks.call("on_validation_end", &Callback::on_validation_end, m);
+  if (group) agree_on_stop();
 }
 
-void Trainer::Loop::early_stopping(const MetricMap& m) {
-  const EarlyStoppingOptions& early = settings.early_stopping;
-  if (early.metric.empty()) return;
-  const double v = monitored(m, early.metric, "early_stopping.metric");
-  const bool better = std::isnan(state.best_metric) ||
-                      (early.mode == MetricMode::Min ? v < state.best_metric - early.min_delta
-                                                     : v > state.best_metric + early.min_delta);
-  if (better) {
-    state.best_metric = v;
-    state.stall_count = 0;
-    return;
-  }
-  if (++state.stall_count >= early.patience) {
-    log::info(fmt::format("early stopping: {} has not improved on {} for {} validations",
-                          early.metric, format_metric(state.best_metric), state.stall_count));
-    state.should_stop = true;
-  }
+void Trainer::Loop::agree_on_stop() {
+  std::vector<torch::Tensor> asked{torch::tensor(trainer.stop_requested_ ? 1.0f : 0.0f)};
+  group->all_reduce_max(asked);
+  if (asked[0].item<float>() > 0) state.should_stop = true;
 }
 
 void Trainer::Loop::finish_logs() {

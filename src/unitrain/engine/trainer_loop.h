@@ -59,8 +59,10 @@ struct Trainer::Loop {
   void start(torch::optim::Optimizer& optimizer, SchedulerPtr schedule);
   /// Restores everything a checkpoint holds (trainer_checkpoint.cpp).
   void restore(const ResumePoint& resume);
-  /// Training is over: the length is reached at a window's end, a stop was decided, or a
-  /// signal arrived.
+  /// Logs what the run will do; notes a run that is already complete.
+  void announce(int64_t threads);
+  /// Training is over: the length is reached at a window's end, a stop was decided, a pause
+  /// or a signal acted on, or the run was complete before it started.
   bool finished() const;
   /// The next micro-batch of the current epoch (starting one when none is running); nullopt
   /// when the epoch has none left.
@@ -86,6 +88,7 @@ struct Trainer::Loop {
 
   // --- Its parts -------------------------------------------------------------------------
   Trainer& trainer;          ///< for callbacks, which receive it
+  CallbackList& hooks;       ///< the Trainer's callbacks
   TrainState& state;         ///< the Trainer's counters
   const RunSettings& settings;
   TrainModule& module;
@@ -106,6 +109,7 @@ struct Trainer::Loop {
   int64_t last_val_step = -1;
   bool broadcast_buffers = false;  ///< rank 0's buffers to every rank at each window's start
   int agreed_signal = 0;           ///< a stop signal any rank received (agreed each step)
+  bool agreed_pause = false;       ///< a pause any rank asked for (agreed each step)
 
   // Checkpoints (rank 0 writes them).
   std::unique_ptr<Checkpointer> checkpointer;
@@ -121,10 +125,14 @@ struct Trainer::Loop {
   LogEvent event(MetricMap metrics) const;
   /// The stop signal to act on: this process's, or in data-parallel runs the agreed one.
   int stop_signal() const;
+  /// A pause to act on: this process's request, or in data-parallel runs the agreed one.
+  bool pause_requested() const;
   bool length_reached() const;
   void log_train();
   void validate();
-  void early_stopping(const MetricMap& m);
+  /// Data-parallel: after a validation pass (every rank runs it), a stop any rank's callbacks
+  /// asked for stops every rank now.
+  void agree_on_stop();
   /// The run's last log events (train sums left, a validation at the last step), logged
   /// before its last checkpoint so that the checkpoint holds them.
   void finish_logs();

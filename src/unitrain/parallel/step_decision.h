@@ -7,17 +7,19 @@ namespace unitrain {
 
 /// The decisions one step ends with. In data-parallel runs each rank's own travel with the
 /// window's gradients (GradientSync::share) and every rank acts on their combination (agreed):
-/// any rank's non-finite loss skips the update everywhere, any rank's stop or signal stops all.
+/// any rank's non-finite loss skips the update everywhere, any rank's stop, pause or signal
+/// stops all.
 struct StepDecision {
   bool nonfinite = false;  ///< a non-finite loss in the window: skip the update (or stop)
   bool stop = false;       ///< end training after this step (early stopping, a callback)
   int signal = 0;          ///< SIGINT or SIGTERM received: save a checkpoint and end
+  bool pause = false;      ///< save a checkpoint and end, to resume later (a time budget)
 
   /// The decision as numbers whose sum over ranks decode() reads back.
-  static constexpr int kSlots = 4;
+  static constexpr int kSlots = 5;
   std::array<float, kSlots> encode() const {
     return {nonfinite ? 1.f : 0.f, stop ? 1.f : 0.f, signal == SIGINT ? 1.f : 0.f,
-            signal == SIGTERM ? 1.f : 0.f};
+            signal == SIGTERM ? 1.f : 0.f, pause ? 1.f : 0.f};
   }
   /// The combined decision of ranks whose encode()d values were summed into `sums`; SIGINT
   /// wins over SIGTERM.
@@ -26,6 +28,7 @@ struct StepDecision {
     d.nonfinite = sums[0] > 0;
     d.stop = sums[1] > 0;
     d.signal = sums[2] > 0 ? SIGINT : sums[3] > 0 ? SIGTERM : 0;
+    d.pause = sums[4] > 0;
     return d;
   }
 };

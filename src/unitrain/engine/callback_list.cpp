@@ -1,0 +1,66 @@
+#include "unitrain/engine/callback_list.h"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <typeinfo>
+
+#include <fmt/format.h>
+
+#include "unitrain/core/error.h"
+#include "unitrain/log/console.h"
+
+namespace unitrain {
+
+std::string Callback::name() const {
+  const char* mangled = typeid(*this).name();
+  int status = 0;
+  char* readable = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string out = status == 0 && readable ? readable : mangled;
+  std::free(readable);
+  return out;
+}
+
+double monitored(const MetricMap& metrics, const std::string& key, const std::string& who) {
+  auto it = metrics.find(key);
+  if (it != metrics.end()) return it->second;
+  std::vector<std::string> names;
+  for (const auto& kv : metrics) names.push_back(kv.first);
+  throw ConfigError(fmt::format("{} monitors '{}' but validation reports: {}", who, key,
+                                fmt::join(names, ", ")));
+}
+
+void CallbackList::add(std::shared_ptr<Callback> callback) {
+  UT_CHECK(callback != nullptr, "add_callback: the callback is null");
+  list_.push_back(std::move(callback));
+}
+
+void CallbackList::rethrow_named(const Callback& c, const char* hook) {
+  failed_ = &c;
+  const std::string where = "callback '" + c.name() + "' failed in " + hook + ": ";
+  try {
+    throw;
+  } catch (const ConfigError& e) {
+    throw ConfigError(where + e.what());
+  } catch (const std::exception& e) {
+    throw TrainError(where + e.what());
+  } catch (...) {
+    throw TrainError(where + "an exception that is not a std::exception");
+  }
+}
+
+void CallbackList::on_exception(const std::exception& error) noexcept {
+  for (const auto& c : list_) {
+    if (c.get() == failed_) continue;
+    try {
+      c->on_exception(trainer_, error);
+    } catch (const std::exception& e) {
+      log::warn("callback '" + c->name() + "' failed in on_exception (ignored): " + e.what());
+    } catch (...) {
+      log::warn("callback '" + c->name() + "' failed in on_exception (ignored)");
+    }
+  }
+  failed_ = nullptr;
+}
+
+}  // namespace unitrain

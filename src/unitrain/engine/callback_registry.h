@@ -1,0 +1,27 @@
+#pragma once
+// The callback registry: callbacks built by name from the config's `callbacks` list.
+#include <memory>
+#include <vector>
+
+#include "unitrain/core/config.h"
+#include "unitrain/core/registry.h"
+#include "unitrain/engine/callback.h"
+
+namespace unitrain {
+
+using CallbackPtr = std::shared_ptr<Callback>;
+
+/// Registered callbacks (`callbacks: [{type: ..., args: {...}}]`). A plugin adds one with
+///   callback_registry().add("mine", "one line for unitrain list", schema_of_its_args,
+///       [](const Config& args) { return std::make_shared<Mine>(args); });
+Registry<CallbackPtr>& callback_registry();
+
+/// Registers the built-in callbacks: early_stopping, lr_monitor, grad_norm, throughput, timer,
+/// ema, model_summary (idempotent; engine's register_builtins() calls it).
+void register_builtin_callbacks();
+
+/// The callbacks a resolved run config asks for, in order: early_stopping when the
+/// `early_stopping` section names a metric, then each of `callbacks`.
+std::vector<CallbackPtr> build_callbacks(const Config& resolved);
+
+}  // namespace unitrain

@@ -1,0 +1,102 @@
+#include "unitrain/engine/callbacks/ema.h"
+
+#include <torch/torch.h>
+
+#include "unitrain/checkpoint/state_io.h"
+#include "unitrain/core/error.h"
+#include "unitrain/engine/trainer.h"
+
+namespace unitrain {
+namespace {
+constexpr const char* kEntry = "ema.pt";
+}  // namespace
+
+void EmaOptions::declare(Options<EmaOptions>& o) {
+  o.field("decay", &EmaOptions::decay)
+      .min(0)
+      .lt(1)
+      .help("average = decay * average + (1 - decay) * weights after each update");
+  o.field("every", &EmaOptions::every).min(1).help("update after every N-th optimizer step");
+  o.field("evaluate", &EmaOptions::evaluate)
+      .help("validate and test with the averaged weights (training weights restored after)");
+}
+
+Ema::Ema(EmaOptions options) : options_(options) {}
+
+std::vector<torch::Tensor> Ema::params(Trainer& trainer) const {
+  std::vector<torch::Tensor> out;
+  for (const auto& p : trainer.module()->weights().named_parameters()) out.push_back(p.value());
+  return out;
+}
+
+void Ema::on_fit_start(Trainer& trainer) {
+  torch::NoGradGuard no_grad;
+  names_.clear();
+  average_.clear();
+  kept_.clear();
+  for (const auto& p : trainer.module()->weights().named_parameters()) {
+    names_.push_back(p.key());
+    average_.push_back(p.value().detach().clone());
+  }
+}
+
+void Ema::on_after_optimizer_step(Trainer& trainer, bool skipped) {
+  // state().step counts steps before this one: this is step + 1.
+  if (skipped || (trainer.state().step + 1) % options_.every != 0) return;
+  torch::NoGradGuard no_grad;
+  const std::vector<torch::Tensor> now = params(trainer);
+  for (size_t i = 0; i < average_.size(); ++i) {
+    average_[i].mul_(options_.decay).add_(now[i].detach(), 1.0 - options_.decay);
+  }
+}
+
+void Ema::on_test_start(Trainer& trainer) {
+  if (average_.empty()) on_fit_start(trainer);  // test() without fit(): the weights as they are
+  swap_in(trainer);
+}
+
+void Ema::swap_in(Trainer& trainer) {
+  if (!options_.evaluate || !kept_.empty()) return;
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> now = params(trainer);
+  for (size_t i = 0; i < now.size(); ++i) {
+    kept_.push_back(now[i].detach().clone());
+    now[i].copy_(average_[i]);
+  }
+}
+
+void Ema::swap_out(Trainer& trainer) {
+  if (kept_.empty() || trainer.module() == nullptr) return;
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> now = params(trainer);
+  for (size_t i = 0; i < now.size(); ++i) now[i].copy_(kept_[i]);
+  kept_.clear();
+}
+
+void Ema::on_save_checkpoint(Trainer&, CheckpointEntries& entries) {
+  NamedTensors dict;
+  for (size_t i = 0; i < names_.size(); ++i) dict.emplace_back(names_[i], average_[i]);
+  const std::vector<char> bytes = save_tensor_dict(dict);
+  entries[kEntry] = std::string(bytes.begin(), bytes.end());
+}
+
+void Ema::on_load_checkpoint(Trainer& trainer, const CheckpointEntries& entries) {
+  auto it = entries.find(kEntry);
+  if (it == entries.end()) {
+    trainer.print("ema: the checkpoint holds no average; it starts from the resumed weights");
+    return on_fit_start(trainer);
+  }
+  const NamedTensors saved =
+      load_tensor_dict(std::vector<char>(it->second.begin(), it->second.end()), kEntry);
+  UT_CHECK_TRAIN(saved.size() == names_.size(), "the checkpoint's ", kEntry, " holds ",
+                 saved.size(), " tensors; the model has ", names_.size(), " parameters");
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < names_.size(); ++i) {
+    UT_CHECK_TRAIN(saved[i].first == names_[i] && saved[i].second.sizes() == average_[i].sizes(),
+                   "the checkpoint's ", kEntry, " does not match the model at parameter ",
+                   names_[i]);
+    average_[i].copy_(saved[i].second);
+  }
+}
+
+}  // namespace unitrain

@@ -1,0 +1,51 @@
+#pragma once
+// Ema: an exponential moving average of the weights, for validation and in checkpoints.
+#include <string>
+#include <vector>
+
+#include "unitrain/core/options.h"
+#include "unitrain/engine/callback.h"
+
+namespace unitrain {
+
+struct EmaOptions {
+  double decay = 0.999;  ///< average = decay * average + (1 - decay) * weights
+  int64_t every = 1;     ///< update after every N-th optimizer step
+  bool evaluate = true;  ///< validate and test with the averaged weights
+  static void declare(Options<EmaOptions>& o);
+};
+
+/// Keeps average = decay * average + (1 - decay) * parameter after every `every`-th optimizer
+/// step whose update was not skipped, starting from the weights at the start of training.
+/// With `evaluate`, validation and test passes run with the averaged parameters (the module's
+/// own buffers, e.g. batch norm statistics, are used as they are), and the training weights
+/// are put back after. Checkpoints save the average (ema.pt, a dict of tensors by parameter
+/// name, readable with torch.load); a resumed run continues it exactly.
+class Ema : public Callback {
+ public:
+  explicit Ema(EmaOptions options);
+  std::string name() const override { return "ema"; }
+  void on_fit_start(Trainer& trainer) override;
+  void on_after_optimizer_step(Trainer& trainer, bool skipped) override;
+  void on_validation_start(Trainer& trainer) override { swap_in(trainer); }
+  void on_validation_end(Trainer& trainer, const MetricMap&) override { swap_out(trainer); }
+  void on_test_start(Trainer& trainer) override;
+  void on_test_end(Trainer& trainer, const MetricMap&) override { swap_out(trainer); }
+  void on_save_checkpoint(Trainer& trainer, CheckpointEntries& entries) override;
+  void on_load_checkpoint(Trainer& trainer, const CheckpointEntries& entries) override;
+  void on_exception(Trainer& trainer, const std::exception& error) override { swap_out(trainer); }
+
+  /// The averaged parameters, in the module's named_parameters() order.
+  const std::vector<torch::Tensor>& average() const { return average_; }
+
+ private:
+  std::vector<torch::Tensor> params(Trainer& trainer) const;
+  void swap_in(Trainer& trainer);
+  void swap_out(Trainer& trainer);
+  EmaOptions options_;
+  std::vector<std::string> names_;
+  std::vector<torch::Tensor> average_;
+  std::vector<torch::Tensor> kept_;  ///< the training weights while the average is swapped in
+};
+
+}  // namespace unitrain
