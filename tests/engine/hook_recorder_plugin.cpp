@@ -1,6 +1,8 @@
 // A test plugin: the callback `record_hooks` writes each hook it sees, one line each, to
-// `<args.file>.rank-<rank>` (tests/integration/callbacks_test.py reads them).
+// `<args.file>.rank-<rank>` (tests/integration/callbacks_test.py reads them), and throws in the
+// hook `args.fail_in` when set.
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 #include "unitrain/engine/callback_registry.h"
@@ -15,7 +17,8 @@ using unitrain::Trainer;
 
 class RecordHooks : public unitrain::Callback {
  public:
-  explicit RecordHooks(std::string file) : file_(std::move(file)) {}
+  RecordHooks(std::string file, std::string fail_in)
+      : file_(std::move(file)), fail_in_(std::move(fail_in)) {}
   std::string name() const override { return "record_hooks"; }
 
   void on_fit_start(Trainer& t) override { note(t, "fit_start"); }
@@ -70,18 +73,22 @@ class RecordHooks : public unitrain::Callback {
   void note(Trainer& t, const char* hook) {
     if (!out_.is_open()) out_.open(file_ + ".rank-" + std::to_string(t.rank()), std::ios::app);
     out_ << hook << '\n' << std::flush;
+    if (fail_in_ == hook) throw std::runtime_error(std::string("asked to fail in ") + hook);
   }
   std::string file_;
+  std::string fail_in_;
   std::ofstream out_;
 };
 
 const bool registered = [] {
   unitrain::Schema args;
   args.add("file", unitrain::Type::String).help("where the hooks go (.rank-<N> is appended)");
+  args.add("fail_in", unitrain::Type::String).nullable().help("a hook to throw in, e.g. step_end");
   unitrain::callback_registry().add(
       "record_hooks", "writes each hook it sees to a file (test plugin)", args,
       [](const unitrain::Config& a) -> unitrain::CallbackPtr {
-        return std::make_shared<RecordHooks>(a.get_string("file"));
+        return std::make_shared<RecordHooks>(a.get_string("file"),
+                                             a.has("fail_in") ? a.get_string("fail_in") : "");
       });
   return true;
 }();

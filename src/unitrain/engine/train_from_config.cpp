@@ -150,7 +150,7 @@ ConfigRunResult run_config(const Config& raw_config) {
   log::info(fmt::format("model {}: {} parameters", config.at("model").get_string("type"), params));
   ConfigRunResult result;
   result.fit = trainer.fit(*module, data.train, data.val);
-  if (data.test && result.fit.signal == 0) result.test = trainer.test(*module, data.test);
+  if (data.test && result.fit.signal == 0 && result.fit.paused.empty()) result.test = trainer.test(*module, data.test);
   return result;
 }
 

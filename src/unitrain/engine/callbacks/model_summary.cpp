@@ -67,8 +67,10 @@ std::string model_summary(const torch::nn::Module& model, int64_t max_depth) {
                        type_w, count_text(r.trainable + r.frozen), count_text(r.trainable),
                        count_text(r.frozen));
   }
-  out += fmt::format("{} parameters: {} trainable, {} frozen; {:.2f} MB", total.trainable + total.frozen,
-                     total.trainable, total.frozen, total.bytes / 1048576.0);
+  const double kb = total.bytes / 1024.0;
+  out += fmt::format("{} parameters: {} trainable, {} frozen; {}", total.trainable + total.frozen,
+                     total.trainable, total.frozen,
+                     kb < 1024 ? fmt::format("{:.1f} KB", kb) : fmt::format("{:.1f} MB", kb / 1024));
   return out;
 }
 

@@ -1,0 +1,63 @@
+#include "unitrain/engine/callbacks/ema.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/regression_fixture.h"
+#include "test_util.h"
+#include "unitrain/engine/trainer.h"
+
+namespace unitrain {
+namespace {
+
+// Records the weights after each update and at each validation's start (after Ema's).
+struct Watch : Callback {
+  std::vector<torch::Tensor> start;
+  std::vector<std::vector<torch::Tensor>> updates, validated;
+  static std::vector<torch::Tensor> weights(Trainer& t) {
+    std::vector<torch::Tensor> out;
+    for (const auto& p : t.module()->weights().parameters()) out.push_back(p.detach().clone());
+    return out;
+  }
+  void on_fit_start(Trainer& t) override { start = weights(t); }
+  void on_after_optimizer_step(Trainer& t, bool) override { updates.push_back(weights(t)); }
+  void on_validation_start(Trainer& t) override { validated.push_back(weights(t)); }
+};
+
+TEST(Ema, AveragesEveryUpdateAndValidatesWithTheAverage) {
+  EmaOptions o;
+  o.decay = 0.75;
+  o.every = 2;
+  auto ema = std::make_shared<Ema>(o);
+  auto watch = std::make_shared<Watch>();
+  Trainer trainer(test::base_config(test::temp_dir() + "/run", "checkpoint: {enabled: false}\n"));
+  trainer.add_callback(ema);
+  trainer.add_callback(watch);
+  test::Regression module;
+  auto data = test::regression_data(64);
+  trainer.fit(module, data, data);
+  // The same arithmetic, in the same order: bitwise equal.
+  std::vector<torch::Tensor> expect = watch->start;
+  for (size_t k = 1; k < watch->updates.size(); k += 2) {  // steps 2, 4, ...
+    for (size_t i = 0; i < expect.size(); ++i) expect[i].mul_(0.75).add_(watch->updates[k][i], 0.25);
+  }
+  ASSERT_EQ(ema->average().size(), expect.size());
+  for (size_t i = 0; i < expect.size(); ++i) EXPECT_TRUE(torch::equal(ema->average()[i], expect[i]));
+  // Validation ran with the average of its time, and training went on with its own weights.
+  ASSERT_EQ(watch->validated.size(), 2u);  // after epoch 1 and at the end
+  for (size_t i = 0; i < expect.size(); ++i) {
+    EXPECT_TRUE(torch::equal(watch->validated[1][i], expect[i]));
+    EXPECT_TRUE(torch::equal(module.parameters()[i], watch->updates.back()[i]));
+  }
+}
+
+TEST(Ema, OptionsAreCheckedByTheirDeclaration) {
+  const auto& o = options_of<EmaOptions>();
+  EXPECT_TRUE(test::contains(test::error_of<ConfigError>([&] {
+                               o.parse(Config::from_string("decay: 1.0"));
+                             }),
+                             "decay"));
+  EXPECT_EQ(o.parse(Config::from_string("every: 3")).every, 3);
+}
+
+}  // namespace
+}  // namespace unitrain
