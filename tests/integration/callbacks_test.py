@@ -25,7 +25,11 @@ checkpoint: {{every: 2 steps}}
 callbacks: {callbacks}
 """
 
-PLUGIN = os.path.join(common.BUILD, "tests", "libunitrain_test_hook_recorder.so")
+
+
+def plugin():
+    """The test plugin with the callback record_hooks (tests/engine/hook_recorder_plugin.cpp)."""
+    return os.path.join(common.BUILD, "tests", "libunitrain_test_hook_recorder.so")
 
 MICRO = ["train_batch_start", "before_backward", "after_backward"]
 WINDOW_END = ["before_gradient_sync", "after_gradient_sync", "before_clip", "after_clip(norm)",
@@ -73,7 +77,7 @@ class CallbacksTest(common.Case):
 
     def test_hook_order_in_one_process(self):
         cfg, _ = self.config("one", json.dumps([self.recorder("one")]))
-        code, out = run(["train", cfg, "--plugin", PLUGIN])
+        code, out = run(["train", cfg, "--plugin", plugin()])
         self.assertEqual(code, 0, out)
         self.assertEqual(self.hooks("one"), expected(0))
 
@@ -81,7 +85,7 @@ class CallbacksTest(common.Case):
         # 32 rows: each rank reads 16, the same steps as one process with 16.
         cfg, _ = self.config("two", json.dumps([self.recorder("two")]), train_rows=32)
         code, out = run(["launch", "--nproc-per-node", "2", "--master-port", "29571", "--", "train",
-                         cfg, "--plugin", PLUGIN])
+                         cfg, "--plugin", plugin()])
         self.assertEqual(code, 0, out)
         self.assertEqual(self.hooks("two", 0), expected(0))
         self.assertEqual(self.hooks("two", 1), expected(1))
@@ -89,7 +93,7 @@ class CallbacksTest(common.Case):
     def test_a_callback_that_throws_is_named_after_the_others_on_exception(self):
         callbacks = [self.recorder("first", fail_in="step_end"), self.recorder("second")]
         cfg, run_dir = self.config("fail", json.dumps(callbacks))
-        code, out = run(["train", cfg, "--plugin", PLUGIN])
+        code, out = run(["train", cfg, "--plugin", plugin()])
         self.assertEqual(code, 1, out)
         self.assertIn("callback 'record_hooks' failed in on_step_end: asked to fail in step_end", out)
         first, second = self.hooks("first"), self.hooks("second")
