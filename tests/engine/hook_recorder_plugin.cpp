@@ -1,6 +1,7 @@
 // A test plugin: the callback `record_hooks` writes each hook it sees, one line each, to
-// `<args.file>.rank-<rank>` (tests/integration/callbacks_test.py reads them), and throws in the
-// hook `args.fail_in` when set.
+// `<args.file>.rank-<rank>` (tests/integration/callbacks_test.py reads them), throws in the
+// hook `args.fail_in` when set, and on rank `args.stop_rank` asks to stop in the hook
+// `args.stop_in`.
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -17,8 +18,9 @@ using unitrain::Trainer;
 
 class RecordHooks : public unitrain::Callback {
  public:
-  RecordHooks(std::string file, std::string fail_in)
-      : file_(std::move(file)), fail_in_(std::move(fail_in)) {}
+  RecordHooks(std::string file, std::string fail_in, std::string stop_in, int64_t stop_rank)
+      : file_(std::move(file)), fail_in_(std::move(fail_in)), stop_in_(std::move(stop_in)),
+        stop_rank_(stop_rank) {}
   std::string name() const override { return "record_hooks"; }
 
   void on_fit_start(Trainer& t) override { note(t, "fit_start"); }
@@ -74,9 +76,11 @@ class RecordHooks : public unitrain::Callback {
     if (!out_.is_open()) out_.open(file_ + ".rank-" + std::to_string(t.rank()), std::ios::app);
     out_ << hook << '\n' << std::flush;
     if (fail_in_ == hook) throw std::runtime_error(std::string("asked to fail in ") + hook);
+    if (stop_in_ == hook && t.rank() == stop_rank_) t.request_stop();
   }
   std::string file_;
-  std::string fail_in_;
+  std::string fail_in_, stop_in_;
+  int64_t stop_rank_;
   std::ofstream out_;
 };
 
@@ -84,11 +88,14 @@ const bool registered = [] {
   unitrain::Schema args;
   args.add("file", unitrain::Type::String).help("where the hooks go (.rank-<N> is appended)");
   args.add("fail_in", unitrain::Type::String).nullable().help("a hook to throw in, e.g. step_end");
+  args.add("stop_in", unitrain::Type::String).nullable().help("a hook to ask to stop in");
+  args.add("stop_rank", unitrain::Type::Int).def(0).help("the rank that asks");
   unitrain::callback_registry().add(
       "record_hooks", "writes each hook it sees to a file (test plugin)", args,
       [](const unitrain::Config& a) -> unitrain::CallbackPtr {
-        return std::make_shared<RecordHooks>(a.get_string("file"),
-                                             a.has("fail_in") ? a.get_string("fail_in") : "");
+        auto text = [&a](const char* key) { return a.has(key) ? a.get_string(key) : ""; };
+        return std::make_shared<RecordHooks>(a.get_string("file"), text("fail_in"),
+                                             text("stop_in"), a.get_int("stop_rank"));
       });
   return true;
 }();

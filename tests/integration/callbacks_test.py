@@ -65,10 +65,8 @@ class CallbacksTest(common.Case):
                              callbacks=callbacks) + extra
         return common.write(os.path.join(self.dir, name + ".yaml"), text), run_dir
 
-    def recorder(self, name, fail_in=None):
-        args = {"file": os.path.join(self.dir, name)}
-        if fail_in:
-            args["fail_in"] = fail_in
+    def recorder(self, name, **args):
+        args["file"] = os.path.join(self.dir, name)
         return {"type": "record_hooks", "args": args}
 
     def hooks(self, name, rank=0):
@@ -89,6 +87,22 @@ class CallbacksTest(common.Case):
         self.assertEqual(code, 0, out)
         self.assertEqual(self.hooks("two", 0), expected(0))
         self.assertEqual(self.hooks("two", 1), expected(1))
+
+    def test_a_stop_asked_on_one_rank_ends_every_rank_at_the_same_step(self):
+        # In on_step_end of step 1: shared with step 2's gradients, every rank ends after step 2.
+        # In on_validation_end (step 2): agreed right after the validation pass.
+        for hook, port in (("step_end", "29573"), ("validation_end", "29574")):
+            name = "stop-" + hook
+            cfg, run_dir = self.config(name, json.dumps([self.recorder(name, stop_in=hook,
+                                                                        stop_rank=1)]),
+                                       train_rows=32, length="3 epochs")
+            code, out = run(["launch", "--nproc-per-node", "2", "--master-port", port, "--",
+                             "train", cfg, "--plugin", plugin()])
+            self.assertEqual(code, 0, out)
+            summary = self.summary(run_dir)
+            self.assertEqual((summary["status"], summary["step"]), ("stopped early", 2), hook)
+            for rank in (0, 1):
+                self.assertEqual(self.hooks(name, rank).count("step_end"), 2, (hook, rank))
 
     def test_a_callback_that_throws_is_named_after_the_others_on_exception(self):
         callbacks = [self.recorder("first", fail_in="step_end"), self.recorder("second")]
