@@ -106,6 +106,19 @@ bool launch_without_separator(int argc, char** argv) {
          std::none_of(launch, end, [](const char* w) { return std::strcmp(w, "--") == 0; });
 }
 
+/// `launch ... -- <command>`: the workers' command, word for word (CLI11 would read a value like
+/// "[console, tensorboard]" as a list and split it); `argc` then ends before the "--".
+std::vector<std::string> take_worker_command(int& argc, char** argv) {
+  const auto end = argv + argc;
+  const auto launch = std::find_if(argv + 1, end, [](const char* w) { return w[0] != '-'; });
+  if (launch == end || std::strcmp(*launch, "launch") != 0) return {};
+  const auto dashes = std::find_if(launch, end, [](const char* w) { return std::strcmp(w, "--") == 0; });
+  if (dashes == end) return {};
+  std::vector<std::string> command(dashes + 1, end);
+  argc = static_cast<int>(dashes - argv);
+  return command;
+}
+
 constexpr const char* kLaunchSeparatorHint =
     "launch: put the workers' command after --, e.g. unitrain launch --nproc-per-node 2 -- "
     "train run.yaml --optimizer.lr 1e-3 (without --, its options would be read as launch's)";
@@ -278,6 +291,8 @@ int main(int argc, char** argv) {
                      {eval->get_option("--split"), {"val", "test"}},
                      {exp->get_option("--format"), {"state_dict", "torchscript"}}};
 
+  const int all_words = argc;
+  const std::vector<std::string> worker_command = take_worker_command(argc, argv);
   try {
     check_subcommand_word(app, argc, argv);
     app.parse(argc, argv);
@@ -285,7 +300,7 @@ int main(int argc, char** argv) {
     unitrain::log::error(e.what());
     return kExitUsage;
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() != 0 && launch_without_separator(argc, argv)) {
+    if (e.get_exit_code() != 0 && launch_without_separator(all_words, argv)) {
       unitrain::log::error(std::string(e.what()) + "\n" + kLaunchSeparatorHint);
       return kExitUsage;
     }
@@ -294,8 +309,9 @@ int main(int argc, char** argv) {
 
   try {
     if (*launch) {
-      std::vector<std::string> worker = launch_command;
-      if (!worker.empty() && launch_without_separator(argc, argv)) {
+      std::vector<std::string> worker = worker_command;
+      // Words where launch's options go, with no -- before them.
+      if (!launch_command.empty()) {
         throw unitrain::ConfigError(kLaunchSeparatorHint);
       }
       if (worker.empty()) {

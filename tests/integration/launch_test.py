@@ -54,11 +54,14 @@ class Launch(common.Case):
 
     def test_train_workers_log_to_run_dir(self):
         # Without --exec the command is a unitrain subcommand; logs go to the config's run_dir.
+        # The command reaches the workers word for word: a list value stays one word.
         run_dir = os.path.join(self.dir, "run")
         config = common.write(os.path.join(self.dir, "run.yaml"), MLP_DIGITS % (run_dir, common.DIGITS))
         code, out = run(["launch", "--nproc-per-node", "1", "--", "train", config,
-                         "--checkpoint.enabled", "false"])
+                         "--checkpoint.enabled", "false", "--log.trackers", "[console, jsonl]"])
         self.assertEqual(code, 0, out)
+        self.assertTrue(os.path.exists(os.path.join(run_dir, "metrics.jsonl")))
+        self.assertFalse(os.path.exists(os.path.join(run_dir, "metrics.csv")))
         self.assertIn("[rank 0] ", out)
         with open(os.path.join(run_dir, "logs", "rank-0.log")) as f:
             self.assertIn("done:", f.read())
@@ -70,6 +73,9 @@ class Launch(common.Case):
         code, out = run(["launch", "--nproc-per-node", "2"])
         self.assertEqual(code, 2, out)
         self.assertIn("after --", out)
+        code, out = run(["launch", "--nproc-per-node", "2", "train", "x.yaml"])
+        self.assertEqual(code, 2, out)
+        self.assertIn("put the workers' command after --", out)
         code, out = run(["launch", "--nnodes", "2", "--node-rank", "2", "--", "train", "x.yaml"])
         self.assertEqual(code, 2, out)
         self.assertIn("--node-rank 2", out)
