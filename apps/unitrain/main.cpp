@@ -46,10 +46,14 @@ void add_config_args(CLI::App* cmd, ConfigArgs& args, bool required) {
       "Precedence: built-in defaults < YAML < command line.");
 }
 
-unitrain::Config resolve(const ConfigArgs& args, const CLI::App* cmd) {
+/// The config file with the command's overrides, then `more` override words.
+unitrain::Config resolve(const ConfigArgs& args, const CLI::App* cmd,
+                         const std::vector<std::string>& more = {}) {
   unitrain::register_builtins();
   for (const auto& p : args.plugins) unitrain::load_plugin(p);
-  return unitrain::load_run_config({args.file}, unitrain::parse_overrides(cmd->remaining()));
+  std::vector<std::string> words = cmd->remaining();
+  words.insert(words.end(), more.begin(), more.end());
+  return unitrain::load_run_config({args.file}, unitrain::parse_overrides(words));
 }
 
 std::string self_path() {
@@ -179,6 +183,10 @@ int main(int argc, char** argv) {
   ConfigArgs train_args, config_args, list_args;
   CLI::App* train = app.add_subcommand("train", "train the model a YAML file describes");
   add_config_args(train, train_args, true);
+  bool train_profile = false;
+  train->add_flag("--profile", train_profile,
+                  "profile the training step (profile.enabled: true): a per-phase table at the end, "
+                  "run_dir/profile/summary.json and a Chrome trace");
 
   CLI::App* config = app.add_subcommand(
       "config", "print the fully resolved config (every default filled in) and exit");
@@ -327,7 +335,10 @@ int main(int argc, char** argv) {
       return unitrain::launch(launch_options);
     }
     if (*train) {
-      const int signal = unitrain::run_config(resolve(train_args, train)).fit.signal;
+      const int signal = unitrain::run_config(resolve(
+          train_args, train,
+          train_profile ? std::vector<std::string>{"--profile.enabled", "true"}
+                        : std::vector<std::string>{})).fit.signal;
       if (signal != 0) return 128 + signal;  // stopped by SIGINT/SIGTERM after a checkpoint
     } else if (*eval) {
       const unitrain::Config cfg = resolve(eval_args, eval);

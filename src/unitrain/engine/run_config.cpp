@@ -15,6 +15,7 @@
 #include "unitrain/objective/objective_module.h"
 #include "unitrain/optim/optimizer.h"
 #include "unitrain/optim/scheduler.h"
+#include "unitrain/profile/profile_options.h"
 
 namespace unitrain {
 namespace {
@@ -99,6 +100,10 @@ std::shared_ptr<const Schema> run_schema() {
         .help("checkpoints in run_dir/checkpoints and resuming from them");
     s->add("early_stopping", Type::Section).section(EarlyStoppingOptions::schema()).help(
         "stop when a validation metric stops improving");
+    s->add("profile", Type::Section)
+        .section(ProfileOptions::schema())
+        .harmless()
+        .help("the profiler: which optimizer steps it records (PyTorch's schedule words)");
     s->add("callbacks", Type::SectionList)
         .component("callback")
         .section(std::make_shared<Schema>())

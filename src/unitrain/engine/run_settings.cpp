@@ -10,6 +10,7 @@ RunSettings RunSettings::from_config(const Config& c) {
   s.early_stopping = EarlyStoppingOptions::from_config(c.at("early_stopping"));
   s.distributed = DistributedOptions::from_config(c.at("distributed"));
   s.log = LogOptions::from_config(c.at("log"));
+  s.profile = ProfileOptions::from_config(c.at("profile"));
   s.seed = static_cast<uint64_t>(c.get_int("seed"));
   s.run_dir = c.get_string("run_dir");
   s.schedule_per_epoch = c.at("scheduler").get_string("interval") == "epoch";

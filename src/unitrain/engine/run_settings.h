@@ -9,6 +9,7 @@
 #include "unitrain/engine/train_options.h"
 #include "unitrain/log/log_options.h"
 #include "unitrain/parallel/distributed_options.h"
+#include "unitrain/profile/profile_options.h"
 
 namespace unitrain {
 
@@ -20,6 +21,7 @@ struct RunSettings {
   EarlyStoppingOptions early_stopping;
   DistributedOptions distributed;
   LogOptions log;
+  ProfileOptions profile;
   uint64_t seed = 0;
   std::string run_dir;
   bool schedule_per_epoch = false;  ///< scheduler.interval: epoch

@@ -29,8 +29,10 @@ StepOutput checked_training_step(TrainModule& module, const Batch& batch) {
 }  // namespace
 
 StepRunner::StepRunner(TrainModule& module, torch::optim::Optimizer& optimizer,
-                       const TrainOptions& options, GradientSync& sync, CallbackList& hooks)
+                       const TrainOptions& options, GradientSync& sync, CallbackList& hooks,
+                       Profiler* profiler)
     : module_(module), optimizer_(optimizer), options_(options), sync_(sync), hooks_(hooks),
+      profiler_(profiler),
       closure_(needs_closure(optimizer)) {
   for (const auto& group : optimizer_.param_groups()) {
     for (const auto& p : group.params()) params_.push_back(p);
@@ -75,6 +77,7 @@ void StepRunner::zero_grads() {
 }
 
 void StepRunner::backward(const torch::Tensor& loss, bool window_end) {
+  Profiler::Range range(profiler_, Phase::Backward);
   hooks_.call("on_before_backward", &Callback::on_before_backward, loss);
   sync_.before_backward(window_end);
   loss.backward();
@@ -82,6 +85,7 @@ void StepRunner::backward(const torch::Tensor& loss, bool window_end) {
 }
 
 void StepRunner::finish_sync() {
+  Profiler::Range range(profiler_, Phase::GradientSync);
   hooks_.call("on_before_gradient_sync", &Callback::on_before_gradient_sync);
   sync_.finish(params_);
   hooks_.call("on_after_gradient_sync", &Callback::on_after_gradient_sync);
@@ -96,6 +100,7 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
     return m;
   }
   m.window_end = window_end;
+  Profiler::Range forward(profiler_, Phase::Forward);
   StepOutput out = checked_training_step(module_, batch);
   m.loss = out.loss.item<double>();
   m.metrics = detached(out.metrics);
@@ -128,6 +133,7 @@ void StepRunner::sync_gradients(MicroStep& m, int64_t step) {
 
 void StepRunner::clip_gradients(MicroStep& m, int64_t step) {
   if (closure_ || m.skipped) return;
+  Profiler::Range range(profiler_, Phase::Clip);
   hooks_.call("on_before_clip", &Callback::on_before_clip);
   if (options_.clip_grad_norm > 0) {
     m.grad_norm = torch::nn::utils::clip_grad_norm_(params_, options_.clip_grad_norm);
@@ -146,6 +152,7 @@ void StepRunner::clip_gradients(MicroStep& m, int64_t step) {
 }
 
 void StepRunner::update(MicroStep& m, int64_t step) {
+  Profiler::Range range(profiler_, Phase::Optimizer);
   if (closure_) return update_with_closure(m, step);
   hooks_.call("on_before_optimizer_step", &Callback::on_before_optimizer_step, m.skipped);
   if (!m.skipped) optimizer_.step();

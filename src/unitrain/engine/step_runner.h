@@ -14,6 +14,7 @@
 #include "unitrain/engine/train_options.h"
 #include "unitrain/parallel/gradient_sync.h"
 #include "unitrain/parallel/step_decision.h"
+#include "unitrain/profile/profiler.h"
 
 namespace unitrain {
 
@@ -38,7 +39,7 @@ struct MicroStep {
 class StepRunner {
  public:
   StepRunner(TrainModule& module, torch::optim::Optimizer& optimizer, const TrainOptions& options,
-             GradientSync& sync, CallbackList& hooks);
+             GradientSync& sync, CallbackList& hooks, Profiler* profiler = nullptr);
 
   /// Forward, and backward unless the window already saw a non-finite loss. At the window's
   /// end `mine` (this rank's stop and signal) goes with the gradients to the other ranks.
@@ -72,6 +73,7 @@ class StepRunner {
   const TrainOptions& options_;
   GradientSync& sync_;
   CallbackList& hooks_;
+  Profiler* profiler_;  ///< null: not profiling
   std::vector<torch::Tensor> params_;
   bool closure_;
   const Batch* closure_batch_ = nullptr;  ///< the micro-batch update() re-evaluates

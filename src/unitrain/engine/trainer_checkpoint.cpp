@@ -124,6 +124,7 @@ void Trainer::Loop::save_if_due(bool force) {
 }
 
 void Trainer::Loop::save() {
+  Profiler::Range range(profiler.get(), Phase::Checkpoint);
   const Clock::time_point start = Clock::now();
   TrainState& s = state;
   torch::nn::Module& weights = module.weights();

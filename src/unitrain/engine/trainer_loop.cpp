@@ -82,6 +82,7 @@ Trainer::Loop::Loop(Trainer& t, TrainModule& m, DatasetPtr train, DatasetPtr val
     sync = std::make_unique<NoGradientSync>();
   }
   plan = RunPlan::make(settings.train, train_loader, rank, world);
+  if (settings.profile.enabled) profiler = std::make_unique<Profiler>(settings.profile, rank);
   const CheckpointOptions& ckpt = settings.checkpoint;
   if (ckpt.enabled && !settings.train.test_mode && rank == 0) {  // rank 0 writes them
     checkpointer = std::make_unique<Checkpointer>(ckpt, settings.run_dir + "/checkpoints");
@@ -94,7 +95,8 @@ Trainer::Loop::~Loop() = default;
 void Trainer::Loop::start(torch::optim::Optimizer& optimizer, SchedulerPtr schedule) {
   lr = std::make_unique<LrController>(optimizer, std::move(schedule), settings.schedule_per_epoch);
   lr->follow(state);
-  steps = std::make_unique<StepRunner>(module, optimizer, settings.train, *sync, hooks);
+  steps = std::make_unique<StepRunner>(module, optimizer, settings.train, *sync, hooks,
+                                       profiler.get());
   periods.start_at(state);
 }
 
@@ -132,6 +134,9 @@ std::optional<Batch> Trainer::Loop::next_batch() {
     epoch_batches = train_loader.epoch(state.epoch, state.batch_in_epoch);
     hooks.call("on_epoch_start", &Callback::on_epoch_start);
   }
+  // A step lasts from the fetch of its first micro-batch to that of the next step's.
+  if (profiler) profiler->begin_step(state.step + 1);
+  Profiler::Range wait(profiler.get(), Phase::DataWait);
   return epoch_batches->next();
 }
 
@@ -152,6 +157,7 @@ MicroStep Trainer::Loop::forward_backward(const Batch& batch) {
 }
 
 void Trainer::Loop::fence_snapshot() {
+  Profiler::Range range(profiler.get(), Phase::Checkpoint);
   if (checkpointer) checkpointer->wait_snapshot();
 }
 
@@ -229,6 +235,28 @@ void Trainer::Loop::finish() {
                                c->write_seconds()));
   }
   logger.finish(result.signal == 0 && result.paused.empty());
+  if (profiler) write_profile();
+}
+
+void Trainer::Loop::write_profile() {
+  const ProfileResult p = profiler->finish();
+  if (p.steps == 0) {
+    log::warn(fmt::format("profile: no step was recorded (the run took {} steps; profile.wait + "
+                          "profile.warmup is {})", state.step,
+                          settings.profile.wait + settings.profile.warmup));
+    return;
+  }
+  log::info(p.table);
+  if (settings.train.test_mode) return;  // no run folder
+  const std::string dir = settings.run_dir + "/profile";
+  prepare_writable_dir(dir);
+  const std::string suffix = plan.rank == 0 ? "" : fmt::format("-rank-{}", plan.rank);
+  write_file_atomic(dir + "/summary" + suffix + ".json", p.summary_json);
+  if (!p.trace_json.empty()) {
+    write_file_atomic(fmt::format("{}/trace-rank-{}.json", dir, plan.rank), p.trace_json);
+  }
+  log::file_only("profile: " + dir + "/summary" + suffix + ".json" +
+                 (p.trace_json.empty() ? "" : fmt::format(", trace-rank-{}.json", plan.rank)));
 }
 
 double Trainer::Loop::elapsed() const {
@@ -241,6 +269,7 @@ LogEvent Trainer::Loop::event(MetricMap metrics) const {
 
 void Trainer::Loop::log_train() {
   if (train_sums.empty()) return;
+  Profiler::Range range(profiler.get(), Phase::Logging);
   if (group) all_reduce_metrics(*group, train_sums);  // every rank's samples
   MetricMap m;
   for (const auto& [k, v] : train_sums.result()) m["train/" + k] = v;
@@ -256,6 +285,7 @@ void Trainer::Loop::log_train() {
 void Trainer::Loop::validate() {
   if (!val_loader || last_val_step == state.step) return;
   last_val_step = state.step;
+  Profiler::Range range(profiler.get(), Phase::Validation);
   hooks.call("on_validation_start", &Callback::on_validation_start);
   MetricAccumulator sums = evaluate_sums(module, *val_loader, EvalSplit::Val,
                                          settings.train.test_mode ? 1 : -1, &hooks);

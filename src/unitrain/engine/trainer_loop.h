@@ -19,6 +19,7 @@
 #include "unitrain/engine/trainer.h"
 #include "unitrain/log/run_logger.h"
 #include "unitrain/metrics/metric_accumulator.h"
+#include "unitrain/profile/profiler.h"
 
 namespace unitrain {
 
@@ -102,6 +103,7 @@ struct Trainer::Loop {
   std::unique_ptr<StepRunner> steps;
   std::unique_ptr<LrController> lr;
   RunLogger logger;
+  std::unique_ptr<Profiler> profiler;  ///< null unless profile.enabled
   MetricAccumulator train_sums;
   FitResult result;
   Clock::time_point start_time = Clock::now();
@@ -137,6 +139,8 @@ struct Trainer::Loop {
   /// before its last checkpoint so that the checkpoint holds them.
   void finish_logs();
   void close_epoch_batches();
+  /// The profile's table to the log, its files to run_dir/profile.
+  void write_profile();
   void save();
 };
 

@@ -1,0 +1,83 @@
+#include "unitrain/profile/trace_recorder.h"
+
+#include <ATen/record_function.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+
+
+namespace unitrain {
+namespace legacy = torch::autograd::profiler;
+
+struct TraceRecorder::Scope {
+  at::RecordFunction record{at::RecordScope::USER_SCOPE};
+};
+
+TraceRecorder::TraceRecorder() = default;
+
+TraceRecorder::~TraceRecorder() {
+  if (running_) stop(false);
+}
+
+void TraceRecorder::start() {
+  using torch::profiler::impl::ProfilerConfig;
+  using torch::profiler::impl::ProfilerState;
+  legacy::enableProfilerLegacy(ProfilerConfig(ProfilerState::CPU));
+  running_ = true;
+}
+
+void TraceRecorder::stop(bool keep) {
+  scopes_.clear();  // ranges still open end here
+  const legacy::thread_event_lists lists = legacy::disableProfilerLegacy();
+  running_ = false;
+  if (!keep) return;
+  // Each push has its pop with the same handle (on the same thread); marks are skipped.
+  for (const auto& list : lists) {
+    std::map<at::RecordFunctionHandle, const legacy::LegacyEvent*> open;
+    for (const auto& e : list) {
+      if (e.kindStr() == "push") {
+        open[e.handle()] = &e;
+      } else if (e.kindStr() == "pop") {
+        auto it = open.find(e.handle());
+        if (it == open.end()) continue;
+        const legacy::LegacyEvent& s = *it->second;
+        events_.push_back({s.name(), s.threadId(), s.cpuUs(), s.cpuElapsedUs(e)});
+        open.erase(it);
+      }
+    }
+  }
+}
+
+void TraceRecorder::push(const char* name) {
+  auto scope = std::make_unique<Scope>();
+  if (scope->record.isActive()) scope->record.before(name);
+  scopes_.push_back(std::move(scope));
+}
+
+void TraceRecorder::pop() {
+  if (!scopes_.empty()) scopes_.pop_back();
+}
+
+std::string TraceRecorder::json(int rank) const {
+  double origin = 0;
+  if (!events_.empty()) {
+    origin = std::min_element(events_.begin(), events_.end(), [](const Event& a, const Event& b) {
+               return a.start_us < b.start_us;
+             })->start_us;
+  }
+  nlohmann::json out;
+  out["displayTimeUnit"] = "ms";
+  nlohmann::json& list = out["traceEvents"] = nlohmann::json::array();
+  list.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", rank},
+                  {"args", {{"name", "rank " + std::to_string(rank)}}}});
+  for (const Event& e : events_) {
+    const bool phase = e.name.rfind("unitrain/", 0) == 0;
+    list.push_back({{"name", e.name}, {"cat", phase ? "phase" : "operator"}, {"ph", "X"},
+                    {"ts", e.start_us - origin}, {"dur", e.dur_us}, {"pid", rank}, {"tid", e.tid}});
+  }
+  return out.dump() + "\n";
+}
+
+}  // namespace unitrain

@@ -1,0 +1,39 @@
+#pragma once
+// TraceRecorder: LibTorch's (legacy, CPU) autograd profiler around the profiled steps, and its
+// events as a Chrome trace (chrome://tracing, Perfetto).
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace unitrain {
+
+/// Runs LibTorch's profiler between start() and stop(); phase ranges pushed with push()/pop()
+/// become RecordFunction user scopes, so that the operators run inside a phase nest under it.
+/// Events of the windows kept accumulate; json() gives them as one Chrome trace.
+class TraceRecorder {
+ public:
+  TraceRecorder();
+  ~TraceRecorder();
+  void start();
+  /// Ends the profiler; keeps its events when `keep` (an active window; not a warmup).
+  void stop(bool keep);
+  bool running() const { return running_; }
+  void push(const char* name);
+  void pop();
+  /// The kept events as a Chrome trace's JSON text (ts and dur in microseconds, pid = `rank`).
+  std::string json(int rank) const;
+  size_t events() const { return events_.size(); }
+
+ private:
+  struct Scope;
+  bool running_ = false;
+  std::vector<std::unique_ptr<Scope>> scopes_;
+  struct Event {
+    std::string name;
+    uint64_t tid;
+    double start_us, dur_us;
+  };
+  std::vector<Event> events_;
+};
+
+}  // namespace unitrain
