@@ -142,8 +142,12 @@ class Options {
       : schema_(std::make_shared<Schema>()),
         prototype_(std::make_shared<const T>(std::move(prototype))) {}
 
-  template <typename M>
-  Field& field(const std::string& name, M T::*member) {
+  /// `member` may be a member of a base of T (args shared by several components: a schedule's
+  /// `warmup`).
+  template <typename M, typename Owner>
+  Field& field(const std::string& name, M Owner::*owner_member) {
+    static_assert(std::is_base_of_v<Owner, T>, "field(): not a member of T or of a base of T");
+    M T::*member = owner_member;
     using Traits = option_detail::Traits<M>;
     Field& f = schema_->add(name, Traits::type);
     Traits::set_default(f, (*prototype_).*member);
