@@ -59,33 +59,17 @@ void register_builtin_schedulers() {
 
 namespace schedules {
 
-int64_t arg_steps(const Config& args, const std::string& key, const ScheduleContext& context) {
-  return context.to_sched_steps(args.get_duration(key));
-}
-
-int64_t run_length(const Config& args, const std::string& key, const ScheduleContext& context) {
-  if (args.has(key)) {
-    const TrainUnit d = args.get_duration(key);
-    const int64_t steps = context.to_sched_steps(d);
-    UT_CHECK(steps > 0, args.key_path(key), " must be at least one scheduler step, got '", d.str(),
-             "' (", steps, context.per_epoch ? " epochs)" : " steps)");
+int64_t run_length(const std::optional<TrainUnit>& length, const std::string& key,
+                   const ScheduleContext& context) {
+  if (length) {
+    const int64_t steps = context.to_sched_steps(*length);
+    UT_CHECK(steps > 0, key, " must be at least one scheduler step, got '", length->str(), "' (",
+             steps, context.per_epoch ? " epochs)" : " steps)");
     return steps;
   }
-  UT_CHECK(context.total_steps > 0, args.key_path(key),
+  UT_CHECK(context.total_steps > 0, key,
            " is needed: the length of the run is unknown here; set it, e.g. '10000 steps'");
   return context.total_steps;
-}
-
-void add_warmup_field(Schema& schema) {
-  schema.add("warmup", Type::Duration)
-      .def("0 steps")
-      .help("linear warmup from 0 to the base lr, e.g. '100 steps' or '1 epoch'");
-}
-
-void add_total_field(Schema& schema) {
-  schema.add("total", Type::Duration)
-      .nullable()
-      .help("length of the schedule (null = the whole run)");
 }
 
 }  // namespace schedules
