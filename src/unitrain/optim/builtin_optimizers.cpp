@@ -1,9 +1,11 @@
-// The built-in optimizers: LibTorch's six, with args mirroring their Options (LibTorch 1.13).
+// The built-in optimizers: LibTorch's six, with args mirroring their Options (LibTorch 1.13),
+// and the checkpoint state serializers of those whose state PyTorch's layout describes.
 #include <torch/torch.h>
 
 #include <mutex>
 #include <optional>
 
+#include "unitrain/core/optimizer_state_serializer.h"
 #include "unitrain/optim/optimizer.h"
 
 namespace unitrain {
@@ -59,6 +61,35 @@ OptimizerPtr make_adam(const AdamArgs& a, Groups groups, double lr) {
   return std::make_unique<Optimizer>(with_options(std::move(groups), o), o);
 }
 
+/// Adam's and AdamW's checkpoint state (their states and options have the same fields).
+template <typename Optimizer, typename State, typename TorchOptions>
+void register_adam_state(const std::string& type) {
+  register_optimizer_state<Optimizer, State, TorchOptions>(
+      type,
+      [](const State& s, StateWriter& w) {
+        w.integer("step", s.step());
+        w.tensor("exp_avg", s.exp_avg());
+        w.tensor("exp_avg_sq", s.exp_avg_sq());
+        w.tensor("max_exp_avg_sq", s.max_exp_avg_sq());
+      },
+      [](StateReader& r, State& s) {
+        s.step(r.integer("step")).exp_avg(r.tensor("exp_avg", true));
+        s.exp_avg_sq(r.tensor("exp_avg_sq", true))
+            .max_exp_avg_sq(r.tensor("max_exp_avg_sq", false));
+      },
+      [](const TorchOptions& o, StateWriter& w) {
+        w.real("lr", o.lr());
+        w.pair("betas", o.betas());
+        w.real("eps", o.eps());
+        w.real("weight_decay", o.weight_decay());
+        w.flag("amsgrad", o.amsgrad());
+      },
+      [](StateReader& r, TorchOptions& o) {
+        o.lr(r.real("lr")).betas(r.pair("betas")).eps(r.real("eps"));
+        o.weight_decay(r.real("weight_decay")).amsgrad(r.flag("amsgrad"));
+      });
+}
+
 struct SgdArgs {
   double momentum = 0;
   double dampening = 0;
@@ -89,16 +120,37 @@ void register_sgd() {
         o.nesterov(a.nesterov);
         return std::make_unique<topt::SGD>(with_options(std::move(groups), o), o);
       });
+  register_optimizer_state<topt::SGD, topt::SGDParamState, topt::SGDOptions>(
+      "sgd",
+      [](const topt::SGDParamState& s, StateWriter& w) {
+        w.tensor("momentum_buffer", s.momentum_buffer());
+      },
+      [](StateReader& r, topt::SGDParamState& s) {
+        s.momentum_buffer(r.tensor("momentum_buffer", true));
+      },
+      [](const topt::SGDOptions& o, StateWriter& w) {
+        w.real("lr", o.lr());
+        w.real("momentum", o.momentum());
+        w.real("dampening", o.dampening());
+        w.real("weight_decay", o.weight_decay());
+        w.flag("nesterov", o.nesterov());
+      },
+      [](StateReader& r, topt::SGDOptions& o) {
+        o.lr(r.real("lr")).momentum(r.real("momentum")).dampening(r.real("dampening"));
+        o.weight_decay(r.real("weight_decay")).nesterov(r.flag("nesterov"));
+      });
 }
 
 void register_adam() {
   optimizer_registry().add("adam", "Adam (torch::optim::Adam)",
                            adam_args(0.0, "L2 penalty added to the gradient"),
                            make_adam<topt::Adam, topt::AdamOptions>);
+  register_adam_state<topt::Adam, topt::AdamParamState, topt::AdamOptions>("adam");
   optimizer_registry().add(
       "adamw", "Adam with decoupled weight decay (torch::optim::AdamW)",
       adam_args(0.01, "decoupled weight decay (parameters shrink by lr * weight_decay)"),
       make_adam<topt::AdamW, topt::AdamWOptions>);
+  register_adam_state<topt::AdamW, topt::AdamWParamState, topt::AdamWOptions>("adamw");
 }
 
 struct AdagradArgs {
@@ -126,6 +178,26 @@ void register_adagrad() {
                              return std::make_unique<topt::Adagrad>(
                                  with_options(std::move(groups), o), o);
                            });
+  register_optimizer_state<topt::Adagrad, topt::AdagradParamState, topt::AdagradOptions>(
+      "adagrad",
+      [](const topt::AdagradParamState& s, StateWriter& w) {
+        w.integer("step", s.step());
+        w.tensor("sum", s.sum());
+      },
+      [](StateReader& r, topt::AdagradParamState& s) {
+        s.step(r.integer("step")).sum(r.tensor("sum", true));
+      },
+      [](const topt::AdagradOptions& o, StateWriter& w) {
+        w.real("lr", o.lr());
+        w.real("lr_decay", o.lr_decay());
+        w.real("weight_decay", o.weight_decay());
+        w.real("initial_accumulator_value", o.initial_accumulator_value());
+        w.real("eps", o.eps());
+      },
+      [](StateReader& r, topt::AdagradOptions& o) {
+        o.lr(r.real("lr")).lr_decay(r.real("lr_decay")).weight_decay(r.real("weight_decay"));
+        o.initial_accumulator_value(r.real("initial_accumulator_value")).eps(r.real("eps"));
+      });
 }
 
 struct RmspropArgs {
@@ -155,6 +227,31 @@ void register_rmsprop() {
         o.alpha(a.alpha).eps(a.eps).weight_decay(a.weight_decay).momentum(a.momentum);
         o.centered(a.centered);
         return std::make_unique<topt::RMSprop>(with_options(std::move(groups), o), o);
+      });
+  register_optimizer_state<topt::RMSprop, topt::RMSpropParamState, topt::RMSpropOptions>(
+      "rmsprop",
+      [](const topt::RMSpropParamState& s, StateWriter& w) {
+        w.integer("step", s.step());
+        w.tensor("square_avg", s.square_avg());
+        w.tensor("momentum_buffer", s.momentum_buffer());
+        w.tensor("grad_avg", s.grad_avg());
+      },
+      [](StateReader& r, topt::RMSpropParamState& s) {
+        s.step(r.integer("step")).square_avg(r.tensor("square_avg", true));
+        s.momentum_buffer(r.tensor("momentum_buffer", false)).grad_avg(r.tensor("grad_avg", false));
+      },
+      [](const topt::RMSpropOptions& o, StateWriter& w) {
+        w.real("lr", o.lr());
+        w.real("alpha", o.alpha());
+        w.real("eps", o.eps());
+        w.real("weight_decay", o.weight_decay());
+        w.real("momentum", o.momentum());
+        w.flag("centered", o.centered());
+      },
+      [](StateReader& r, topt::RMSpropOptions& o) {
+        o.lr(r.real("lr")).alpha(r.real("alpha")).eps(r.real("eps"));
+        o.weight_decay(r.real("weight_decay")).momentum(r.real("momentum"));
+        o.centered(r.flag("centered"));
       });
 }
 
