@@ -52,15 +52,18 @@ class DictWriter : public StateWriter {
       : copy_(copy), buffers_(buffers), prefix_(std::move(prefix)) {}
 
   void tensor(const std::string& name, const torch::Tensor& t) override {
-    if (!t.defined()) return;
+    if (!t.defined()) return;  // as a missing required entry, it fails the load, not the save
     torch::Tensor v = t.detach();
     if (copy_) v = buffers_ ? buffers_->copy(prefix_ + name, v) : v.clone();
     dict_.insert(name, v);
   }
+  void optional_tensor(const std::string& name, const torch::Tensor& t) override {
+    tensor(name, t);
+  }
   void integer(const std::string& name, int64_t v) override { dict_.insert(name, v); }
   void real(const std::string& name, double v) override { dict_.insert(name, v); }
   void flag(const std::string& name, bool v) override { dict_.insert(name, v); }
-  void pair(const std::string& name, std::tuple<double, double> v) override {
+  void pair(const std::string& name, const std::tuple<double, double>& v) override {
     dict_.insert(name, c10::ivalue::Tuple::create({std::get<0>(v), std::get<1>(v)}));
   }
   const Dict& dict() const { return dict_; }
@@ -77,11 +80,47 @@ class DictWriter : public StateWriter {
 /// `whose` starts the message for a missing entry, e.g. "a parameter's adam state has".
 class DictReader : public StateReader {
  public:
-  DictReader(const ReadDict& d, std::string whose, const torch::Tensor* param,
-             const std::string& what)
-      : dict_(d), whose_(std::move(whose)), param_(param), what_(what) {}
+  DictReader(ReadDict d, std::string whose, const torch::Tensor* param, std::string what)
+      : dict_(std::move(d)), whose_(std::move(whose)), param_(param), what_(std::move(what)) {}
 
-  torch::Tensor tensor(const std::string& name, bool required) override {
+  void tensor(const std::string& name, torch::Tensor& value) override {
+    value = read_tensor(name, /*required=*/true);
+  }
+  void optional_tensor(const std::string& name, torch::Tensor& value) override {
+    value = read_tensor(name, /*required=*/false);
+  }
+  void integer(const std::string& name, int64_t& value) override {
+    auto it = dict_.find(name);
+    UT_CHECK_TRAIN(it != dict_.end() && it->value().isInt(), what_, ": ", whose_, " no ", name,
+                   " count");
+    value = it->value().toInt();
+  }
+  void real(const std::string& name, double& value) override {
+    const c10::IValue v = entry(name);
+    UT_CHECK_TRAIN(v.isDouble() || v.isInt(), what_, ": option '", name, "' is not a number");
+    value = v.isDouble() ? v.toDouble() : static_cast<double>(v.toInt());
+  }
+  void flag(const std::string& name, bool& value) override {
+    const c10::IValue v = entry(name);
+    UT_CHECK_TRAIN(v.isBool(), what_, ": option '", name, "' is not true/false");
+    value = v.toBool();
+  }
+  void pair(const std::string& name, std::tuple<double, double>& value) override {
+    const c10::IValue v = entry(name);
+    UT_CHECK_TRAIN(v.isTuple() && v.toTupleRef().elements().size() == 2, what_, ": option '", name,
+                   "' is not a pair");
+    const auto& e = v.toTupleRef().elements();
+    value = {e[0].toDouble(), e[1].toDouble()};
+  }
+
+ private:
+  c10::IValue entry(const std::string& name) const {
+    auto it = dict_.find(name);
+    UT_CHECK_TRAIN(it != dict_.end(), what_, ": ", whose_, " no '", name, "'");
+    return it->value();
+  }
+
+  torch::Tensor read_tensor(const std::string& name, bool required) const {
     auto it = dict_.find(name);
     UT_CHECK_TRAIN(it != dict_.end() || !required, what_, ": ", whose_, " no '", name, "'");
     if (it == dict_.end()) return {};
@@ -94,36 +133,6 @@ class DictReader : public StateReader {
     // Freshly read: it can be used as it is unless it is a view into a larger storage.
     torch::Tensor r = t.to(param_->device(), param_->scalar_type());
     return r.storage().nbytes() == r.nbytes() && r.is_contiguous() ? r : r.clone();
-  }
-  int64_t integer(const std::string& name) override {
-    auto it = dict_.find(name);
-    UT_CHECK_TRAIN(it != dict_.end() && it->value().isInt(), what_, ": ", whose_, " no ", name,
-                   " count");
-    return it->value().toInt();
-  }
-  double real(const std::string& name) override {
-    const c10::IValue v = value(name);
-    UT_CHECK_TRAIN(v.isDouble() || v.isInt(), what_, ": option '", name, "' is not a number");
-    return v.isDouble() ? v.toDouble() : static_cast<double>(v.toInt());
-  }
-  bool flag(const std::string& name) override {
-    const c10::IValue v = value(name);
-    UT_CHECK_TRAIN(v.isBool(), what_, ": option '", name, "' is not true/false");
-    return v.toBool();
-  }
-  std::tuple<double, double> pair(const std::string& name) override {
-    const c10::IValue v = value(name);
-    UT_CHECK_TRAIN(v.isTuple() && v.toTupleRef().elements().size() == 2, what_, ": option '", name,
-                   "' is not a pair");
-    const auto& e = v.toTupleRef().elements();
-    return {e[0].toDouble(), e[1].toDouble()};
-  }
-
- private:
-  c10::IValue value(const std::string& name) const {
-    auto it = dict_.find(name);
-    UT_CHECK_TRAIN(it != dict_.end(), what_, ": ", whose_, " no '", name, "'");
-    return it->value();
   }
 
   ReadDict dict_;

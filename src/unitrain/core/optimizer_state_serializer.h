@@ -23,31 +23,33 @@ class OptimizerParamState;
 
 namespace unitrain {
 
-/// Where a serializer puts one parameter's state or one parameter group's options: named
-/// entries, kept in the order written (PyTorch's state_dict layout: `step`, then tensors).
+/// What a serializer's field function is given when a checkpoint is written: each call adds
+/// one named entry, kept in call order (PyTorch's state_dict layout: `step`, then tensors).
 class StateWriter {
  public:
   virtual ~StateWriter() = default;
-  /// An undefined tensor (a buffer the optimizer has not created) is left out.
   virtual void tensor(const std::string& name, const at::Tensor& value) = 0;
+  /// Left out when undefined (a buffer the optimizer has not created).
+  virtual void optional_tensor(const std::string& name, const at::Tensor& value) = 0;
   virtual void integer(const std::string& name, int64_t value) = 0;
   virtual void real(const std::string& name, double value) = 0;
   virtual void flag(const std::string& name, bool value) = 0;
-  virtual void pair(const std::string& name, std::tuple<double, double> value) = 0;
+  virtual void pair(const std::string& name, const std::tuple<double, double>& value) = 0;
 };
 
-/// Reads back what a StateWriter wrote. Each getter throws TrainError naming the file and the
-/// entry when it is missing or of another type; tensor() also checks the shape against the
-/// parameter's and returns it on the parameter's device and dtype.
+/// What the same field function is given when a checkpoint is read: each call sets `value`
+/// from the entry `name`. TrainError naming the file and the entry when it is missing or of
+/// another type; a state tensor must have its parameter's shape and comes on its device and
+/// dtype; an absent optional tensor is set undefined.
 class StateReader {
  public:
   virtual ~StateReader() = default;
-  /// Undefined when absent and not `required`.
-  virtual at::Tensor tensor(const std::string& name, bool required) = 0;
-  virtual int64_t integer(const std::string& name) = 0;
-  virtual double real(const std::string& name) = 0;
-  virtual bool flag(const std::string& name) = 0;
-  virtual std::tuple<double, double> pair(const std::string& name) = 0;
+  virtual void tensor(const std::string& name, at::Tensor& value) = 0;
+  virtual void optional_tensor(const std::string& name, at::Tensor& value) = 0;
+  virtual void integer(const std::string& name, int64_t& value) = 0;
+  virtual void real(const std::string& name, double& value) = 0;
+  virtual void flag(const std::string& name, bool& value) = 0;
+  virtual void pair(const std::string& name, std::tuple<double, double>& value) = 0;
 };
 
 /// One optimizer type's state in a checkpoint. `type` is written into the file and must match
@@ -82,33 +84,34 @@ Derived& as(Base& from, const std::string& type, const char* what) {
 }  // namespace optimizer_state_detail
 
 /// Registers the serializer of optimizer class `Optimizer` (and its subclasses) whose
-/// per-parameter state is `State` and group options `GroupOptions`, from four functions on
-/// those types:
-///   save_state(const State&, StateWriter&),   load_state(StateReader&, State&),
-///   save_options(const GroupOptions&, StateWriter&), load_options(StateReader&, GroupOptions&).
-template <typename Optimizer, typename State, typename GroupOptions, typename SaveState,
-          typename LoadState, typename SaveOptions, typename LoadOptions>
-void register_optimizer_state(std::string type, SaveState save_state, LoadState load_state,
-                              SaveOptions save_options, LoadOptions load_options) {
+/// per-parameter state is `State` and group options `GroupOptions`. `state_fields` and
+/// `option_fields` name each field once for both directions: generic lambdas called with
+/// (const State&, StateWriter&) to save and (State&, StateReader&) to load (LibTorch's
+/// TORCH_ARG accessors return a reference the reader sets), e.g.
+///   [](auto& s, auto& io) { io.integer("step", s.step()); io.tensor("sum", s.sum()); }
+template <typename Optimizer, typename State, typename GroupOptions, typename StateFields,
+          typename OptionFields>
+void register_optimizer_state(const std::string& type, StateFields state_fields,
+                              OptionFields option_fields) {
   using optimizer_state_detail::as;
   OptimizerStateSerializer s;
   s.type = type;
   s.handles = [](const torch::optim::Optimizer& o) {
     return dynamic_cast<const Optimizer*>(&o) != nullptr;
   };
-  s.save_state = [type, save_state](const torch::optim::OptimizerParamState& st, StateWriter& w) {
-    save_state(as<const State>(st, type, "parameter state"), w);
+  s.save_state = [type, state_fields](const torch::optim::OptimizerParamState& st, StateWriter& w) {
+    state_fields(as<const State>(st, type, "parameter state"), w);
   };
-  s.load_state = [load_state](StateReader& r) {
+  s.load_state = [state_fields](StateReader& r) {
     auto st = std::make_unique<State>();
-    load_state(r, *st);
+    state_fields(*st, r);
     return std::unique_ptr<torch::optim::OptimizerParamState>(std::move(st));
   };
-  s.save_options = [type, save_options](const torch::optim::OptimizerOptions& o, StateWriter& w) {
-    save_options(as<const GroupOptions>(o, type, "parameter group's options"), w);
+  s.save_options = [type, option_fields](const torch::optim::OptimizerOptions& o, StateWriter& w) {
+    option_fields(as<const GroupOptions>(o, type, "parameter group's options"), w);
   };
-  s.load_options = [type, load_options](StateReader& r, torch::optim::OptimizerOptions& o) {
-    load_options(r, as<GroupOptions>(o, type, "parameter group's options"));
+  s.load_options = [type, option_fields](StateReader& r, torch::optim::OptimizerOptions& o) {
+    option_fields(as<GroupOptions>(o, type, "parameter group's options"), r);
   };
   optimizer_state_serializers::add(std::move(s));
 }

@@ -66,27 +66,18 @@ template <typename Optimizer, typename State, typename TorchOptions>
 void register_adam_state(const std::string& type) {
   register_optimizer_state<Optimizer, State, TorchOptions>(
       type,
-      [](const State& s, StateWriter& w) {
-        w.integer("step", s.step());
-        w.tensor("exp_avg", s.exp_avg());
-        w.tensor("exp_avg_sq", s.exp_avg_sq());
-        w.tensor("max_exp_avg_sq", s.max_exp_avg_sq());
+      [](auto& s, auto& io) {
+        io.integer("step", s.step());
+        io.tensor("exp_avg", s.exp_avg());
+        io.tensor("exp_avg_sq", s.exp_avg_sq());
+        io.optional_tensor("max_exp_avg_sq", s.max_exp_avg_sq());
       },
-      [](StateReader& r, State& s) {
-        s.step(r.integer("step")).exp_avg(r.tensor("exp_avg", true));
-        s.exp_avg_sq(r.tensor("exp_avg_sq", true))
-            .max_exp_avg_sq(r.tensor("max_exp_avg_sq", false));
-      },
-      [](const TorchOptions& o, StateWriter& w) {
-        w.real("lr", o.lr());
-        w.pair("betas", o.betas());
-        w.real("eps", o.eps());
-        w.real("weight_decay", o.weight_decay());
-        w.flag("amsgrad", o.amsgrad());
-      },
-      [](StateReader& r, TorchOptions& o) {
-        o.lr(r.real("lr")).betas(r.pair("betas")).eps(r.real("eps"));
-        o.weight_decay(r.real("weight_decay")).amsgrad(r.flag("amsgrad"));
+      [](auto& o, auto& io) {
+        io.real("lr", o.lr());
+        io.pair("betas", o.betas());
+        io.real("eps", o.eps());
+        io.real("weight_decay", o.weight_decay());
+        io.flag("amsgrad", o.amsgrad());
       });
 }
 
@@ -121,29 +112,18 @@ void register_sgd() {
         return std::make_unique<topt::SGD>(with_options(std::move(groups), o), o);
       });
   register_optimizer_state<topt::SGD, topt::SGDParamState, topt::SGDOptions>(
-      "sgd",
-      [](const topt::SGDParamState& s, StateWriter& w) {
-        w.tensor("momentum_buffer", s.momentum_buffer());
-      },
-      [](StateReader& r, topt::SGDParamState& s) {
-        s.momentum_buffer(r.tensor("momentum_buffer", true));
-      },
-      [](const topt::SGDOptions& o, StateWriter& w) {
-        w.real("lr", o.lr());
-        w.real("momentum", o.momentum());
-        w.real("dampening", o.dampening());
-        w.real("weight_decay", o.weight_decay());
-        w.flag("nesterov", o.nesterov());
-      },
-      [](StateReader& r, topt::SGDOptions& o) {
-        o.lr(r.real("lr")).momentum(r.real("momentum")).dampening(r.real("dampening"));
-        o.weight_decay(r.real("weight_decay")).nesterov(r.flag("nesterov"));
+      "sgd", [](auto& s, auto& io) { io.tensor("momentum_buffer", s.momentum_buffer()); },
+      [](auto& o, auto& io) {
+        io.real("lr", o.lr());
+        io.real("momentum", o.momentum());
+        io.real("dampening", o.dampening());
+        io.real("weight_decay", o.weight_decay());
+        io.flag("nesterov", o.nesterov());
       });
 }
 
 void register_adam() {
-  optimizer_registry().add("adam", "Adam (torch::optim::Adam)",
-                           adam_args(0.0, "L2 penalty added to the gradient"),
+  optimizer_registry().add("adam", "Adam (torch::optim::Adam)", adam_args(0.0, "L2 penalty added to the gradient"),
                            make_adam<topt::Adam, topt::AdamOptions>);
   register_adam_state<topt::Adam, topt::AdamParamState, topt::AdamOptions>("adam");
   optimizer_registry().add(
@@ -180,23 +160,16 @@ void register_adagrad() {
                            });
   register_optimizer_state<topt::Adagrad, topt::AdagradParamState, topt::AdagradOptions>(
       "adagrad",
-      [](const topt::AdagradParamState& s, StateWriter& w) {
-        w.integer("step", s.step());
-        w.tensor("sum", s.sum());
+      [](auto& s, auto& io) {
+        io.integer("step", s.step());
+        io.tensor("sum", s.sum());
       },
-      [](StateReader& r, topt::AdagradParamState& s) {
-        s.step(r.integer("step")).sum(r.tensor("sum", true));
-      },
-      [](const topt::AdagradOptions& o, StateWriter& w) {
-        w.real("lr", o.lr());
-        w.real("lr_decay", o.lr_decay());
-        w.real("weight_decay", o.weight_decay());
-        w.real("initial_accumulator_value", o.initial_accumulator_value());
-        w.real("eps", o.eps());
-      },
-      [](StateReader& r, topt::AdagradOptions& o) {
-        o.lr(r.real("lr")).lr_decay(r.real("lr_decay")).weight_decay(r.real("weight_decay"));
-        o.initial_accumulator_value(r.real("initial_accumulator_value")).eps(r.real("eps"));
+      [](auto& o, auto& io) {
+        io.real("lr", o.lr());
+        io.real("lr_decay", o.lr_decay());
+        io.real("weight_decay", o.weight_decay());
+        io.real("initial_accumulator_value", o.initial_accumulator_value());
+        io.real("eps", o.eps());
       });
 }
 
@@ -230,28 +203,19 @@ void register_rmsprop() {
       });
   register_optimizer_state<topt::RMSprop, topt::RMSpropParamState, topt::RMSpropOptions>(
       "rmsprop",
-      [](const topt::RMSpropParamState& s, StateWriter& w) {
-        w.integer("step", s.step());
-        w.tensor("square_avg", s.square_avg());
-        w.tensor("momentum_buffer", s.momentum_buffer());
-        w.tensor("grad_avg", s.grad_avg());
+      [](auto& s, auto& io) {
+        io.integer("step", s.step());
+        io.tensor("square_avg", s.square_avg());
+        io.optional_tensor("momentum_buffer", s.momentum_buffer());
+        io.optional_tensor("grad_avg", s.grad_avg());
       },
-      [](StateReader& r, topt::RMSpropParamState& s) {
-        s.step(r.integer("step")).square_avg(r.tensor("square_avg", true));
-        s.momentum_buffer(r.tensor("momentum_buffer", false)).grad_avg(r.tensor("grad_avg", false));
-      },
-      [](const topt::RMSpropOptions& o, StateWriter& w) {
-        w.real("lr", o.lr());
-        w.real("alpha", o.alpha());
-        w.real("eps", o.eps());
-        w.real("weight_decay", o.weight_decay());
-        w.real("momentum", o.momentum());
-        w.flag("centered", o.centered());
-      },
-      [](StateReader& r, topt::RMSpropOptions& o) {
-        o.lr(r.real("lr")).alpha(r.real("alpha")).eps(r.real("eps"));
-        o.weight_decay(r.real("weight_decay")).momentum(r.real("momentum"));
-        o.centered(r.flag("centered"));
+      [](auto& o, auto& io) {
+        io.real("lr", o.lr());
+        io.real("alpha", o.alpha());
+        io.real("eps", o.eps());
+        io.real("weight_decay", o.weight_decay());
+        io.real("momentum", o.momentum());
+        io.flag("centered", o.centered());
       });
 }
 
