@@ -26,6 +26,20 @@ Groups with_options(Groups groups, const TorchOptions& defaults) {
   return groups;
 }
 
+constexpr const char* kL2Penalty = "L2 penalty added to the gradient";
+
+/// The `weight_decay` of an optimizer's args T (all but lbfgs have one).
+template <typename T>
+void declare_weight_decay(Options<T>& args, const char* help = kL2Penalty) {
+  args.field("weight_decay", &T::weight_decay).min(0).help(help);
+}
+
+/// The `eps` of an optimizer's args T (adam, adamw, adagrad, rmsprop).
+template <typename T>
+void declare_eps(Options<T>& args) {
+  args.field("eps", &T::eps).min(0).help("added to the denominator for stability");
+}
+
 /// The args of adam and adamw (their weight decays differ in default and meaning).
 struct AdamArgs {
   std::vector<double> betas = {0.9, 0.999};
@@ -40,8 +54,8 @@ Options<AdamArgs> adam_args(double weight_decay, const char* decay_help) {
   Options<AdamArgs> args(defaults);
   args.field("betas", &AdamArgs::betas)
       .help("[beta1, beta2]: decay rates of the moment estimates, each in [0, 1)");
-  args.field("eps", &AdamArgs::eps).min(0).help("added to the denominator for stability");
-  args.field("weight_decay", &AdamArgs::weight_decay).min(0).help(decay_help);
+  declare_eps(args);
+  declare_weight_decay(args, decay_help);
   args.field("amsgrad", &AdamArgs::amsgrad)
       .help("use the maximum of past squared gradients (AMSGrad)");
   args.check([](AdamArgs& a, const Config& c) {
@@ -92,9 +106,7 @@ void register_sgd() {
   Options<SgdArgs> args;
   args.field("momentum", &SgdArgs::momentum).min(0).help("momentum factor (0 = plain SGD)");
   args.field("dampening", &SgdArgs::dampening).min(0).max(1).help("dampening of the momentum");
-  args.field("weight_decay", &SgdArgs::weight_decay)
-      .min(0)
-      .help("L2 penalty added to the gradient");
+  declare_weight_decay(args);
   args.field("nesterov", &SgdArgs::nesterov)
       .help("Nesterov momentum (needs momentum > 0, dampening 0)");
   args.check([](SgdArgs& a, const Config& c) {
@@ -123,7 +135,7 @@ void register_sgd() {
 }
 
 void register_adam() {
-  optimizer_registry().add("adam", "Adam (torch::optim::Adam)", adam_args(0.0, "L2 penalty added to the gradient"),
+  optimizer_registry().add("adam", "Adam (torch::optim::Adam)", adam_args(0.0, kL2Penalty),
                            make_adam<topt::Adam, topt::AdamOptions>);
   register_adam_state<topt::Adam, topt::AdamParamState, topt::AdamOptions>("adam");
   optimizer_registry().add(
@@ -143,13 +155,11 @@ struct AdagradArgs {
 void register_adagrad() {
   Options<AdagradArgs> args;
   args.field("lr_decay", &AdagradArgs::lr_decay).min(0).help("lr / (1 + (step - 1) * lr_decay)");
-  args.field("weight_decay", &AdagradArgs::weight_decay)
-      .min(0)
-      .help("L2 penalty added to the gradient");
+  declare_weight_decay(args);
   args.field("initial_accumulator_value", &AdagradArgs::initial_accumulator_value)
       .min(0)
       .help("initial sum of squared gradients");
-  args.field("eps", &AdagradArgs::eps).min(0).help("added to the denominator for stability");
+  declare_eps(args);
   optimizer_registry().add("adagrad", "Adagrad (torch::optim::Adagrad)", std::move(args),
                            [](const AdagradArgs& a, Groups groups, double lr) -> OptimizerPtr {
                              topt::AdagradOptions o(lr);
@@ -186,10 +196,8 @@ void register_rmsprop() {
   args.field("alpha", &RmspropArgs::alpha)
       .min(0)
       .help("smoothing constant of the squared-gradient average");
-  args.field("eps", &RmspropArgs::eps).min(0).help("added to the denominator for stability");
-  args.field("weight_decay", &RmspropArgs::weight_decay)
-      .min(0)
-      .help("L2 penalty added to the gradient");
+  declare_eps(args);
+  declare_weight_decay(args);
   args.field("momentum", &RmspropArgs::momentum).min(0).help("momentum factor");
   args.field("centered", &RmspropArgs::centered)
       .help("normalise by the estimated gradient variance");
