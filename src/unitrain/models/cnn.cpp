@@ -130,9 +130,8 @@ torch::jit::Module export_cnn(const CnnImpl& cnn) {
 }  // namespace
 
 void register_cnn() {
-  model_registry().add<CnnOptions>(
-      "cnn", "LeNet-style convnet: conv3x3+ReLU+maxpool blocks, then 2 Linear layers",
-      [](const CnnOptions& o) -> ModelPtr { return std::make_shared<CnnImpl>(o); });
+  register_declared_model<CnnOptions, CnnImpl>(
+      "cnn", "LeNet-style convnet: conv3x3+ReLU+maxpool blocks, then 2 Linear layers");
   register_torchscript_export<CnnImpl>("cnn", export_cnn);
 }
 

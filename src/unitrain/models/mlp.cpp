@@ -110,9 +110,8 @@ torch::jit::Module export_mlp(const MlpImpl& mlp) {
 }  // namespace
 
 void register_mlp() {
-  model_registry().add<MlpOptions>(
-      "mlp", "multilayer perceptron: Linear layers `sizes` with an activation between",
-      [](const MlpOptions& o) -> ModelPtr { return std::make_shared<MlpImpl>(o); });
+  register_declared_model<MlpOptions, MlpImpl>(
+      "mlp", "multilayer perceptron: Linear layers `sizes` with an activation between");
   register_torchscript_export<MlpImpl>("mlp", export_mlp);
 }
 

@@ -217,12 +217,9 @@ torch::jit::Module export_transformer(const TransformerLmImpl& lm) {
 }  // namespace
 
 void register_transformer_lm() {
-  model_registry().add<TransformerLmOptions>(
+  register_declared_model<TransformerLmOptions, TransformerLmImpl>(
       "transformer_lm",
-      "decoder-only transformer language model: token ids [B, T] -> logits [B, T, vocab]",
-      [](const TransformerLmOptions& o) -> ModelPtr {
-        return std::make_shared<TransformerLmImpl>(o);
-      });
+      "decoder-only transformer language model: token ids [B, T] -> logits [B, T, vocab]");
   register_torchscript_export<TransformerLmImpl>("transformer_lm", export_transformer);
 }
 
