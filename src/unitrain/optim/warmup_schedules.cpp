@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 
 #include "unitrain/optim/builtin_schedules.h"
@@ -30,6 +31,13 @@ int64_t total_steps(const WarmupTotalArgs& a, const Config& at, const ScheduleCo
   return run_length(a.total, at.key_path("total"), ctx);
 }
 
+/// Linear warmup over `warmup` scheduler steps, then `decay(steps)`.
+SchedulerPtr warmup_then(int64_t warmup, std::function<double(int64_t)> decay) {
+  return std::make_unique<LambdaSchedule>([warmup, decay = std::move(decay)](int64_t s) {
+    return s < warmup ? warmup_factor(s, warmup) : decay(s);
+  });
+}
+
 // Fraction of the decay phase done after `steps` (may exceed 1 past `total`).
 double progress(int64_t steps, int64_t warmup, int64_t total) {
   return static_cast<double>(steps - warmup) /
@@ -45,8 +53,7 @@ void register_constant() {
       std::move(args),
       [](const WarmupArgs& a, const Config& at, const ScheduleContext& ctx) -> SchedulerPtr {
         const int64_t warmup = warmup_steps(a, at, ctx);
-        return std::make_unique<LambdaSchedule>(
-            [warmup](int64_t s) { return s < warmup ? warmup_factor(s, warmup) : 1.0; });
+        return warmup_then(warmup, [](int64_t) { return 1.0; });
       });
 }
 
@@ -69,8 +76,7 @@ void register_linear() {
         const int64_t warmup = warmup_steps(a, at, ctx);
         const int64_t total = total_steps(a, at, ctx);
         const double min_ratio = a.min_lr_ratio;
-        return std::make_unique<LambdaSchedule>([=](int64_t s) {
-          if (s < warmup) return warmup_factor(s, warmup);
+        return warmup_then(warmup, [=](int64_t s) {
           const double left =
               std::max(0.0, static_cast<double>(total - s) /
                                 static_cast<double>(std::max<int64_t>(1, total - warmup)));
@@ -104,8 +110,7 @@ void register_cosine() {
         const int64_t total = total_steps(a, at, ctx);
         const double min_ratio = a.min_lr_ratio;
         const double cycles = a.num_cycles;
-        return std::make_unique<LambdaSchedule>([=](int64_t s) {
-          if (s < warmup) return warmup_factor(s, warmup);
+        return warmup_then(warmup, [=](int64_t s) {
           const double f = 0.5 * (1.0 + std::cos(kPi * cycles * 2.0 * progress(s, warmup, total)));
           return std::max(0.0, f * (1 - min_ratio) + min_ratio);
         });
@@ -132,8 +137,7 @@ void register_cosine_restarts() {
         const int64_t warmup = warmup_steps(a, at, ctx);
         const int64_t total = total_steps(a, at, ctx);
         const double cycles = static_cast<double>(a.cycles);
-        return std::make_unique<LambdaSchedule>([=](int64_t s) {
-          if (s < warmup) return warmup_factor(s, warmup);
+        return warmup_then(warmup, [=](int64_t s) {
           const double p = progress(s, warmup, total);
           if (p >= 1.0) return 0.0;
           return std::max(0.0, 0.5 * (1.0 + std::cos(kPi * std::fmod(cycles * p, 1.0))));
@@ -170,8 +174,7 @@ void register_polynomial() {
                  at.key_path("lr_end"), " into a ratio");
         UT_CHECK(lr_end < lr_init, at.key_path("lr_end"), " (", lr_end,
                  ") must be smaller than the base lr optimizer.lr (", lr_init, ")");
-        return std::make_unique<LambdaSchedule>([=](int64_t s) {
-          if (s < warmup) return warmup_factor(s, warmup);
+        return warmup_then(warmup, [=](int64_t s) {
           if (s > total) return lr_end / lr_init;
           const double decay_steps = static_cast<double>(std::max<int64_t>(1, total - warmup));
           const double remaining = 1 - static_cast<double>(s - warmup) / decay_steps;
@@ -201,8 +204,7 @@ void register_inverse_sqrt() {
           UT_CHECK(timescale > 0, at.key_path("timescale"),
                    " must be at least one scheduler step, got '", a.timescale->str(), "'");
         }
-        return std::make_unique<LambdaSchedule>([=](int64_t s) {
-          if (s < warmup) return warmup_factor(s, warmup);
+        return warmup_then(warmup, [=](int64_t s) {
           const int64_t shift = timescale - warmup;
           return 1.0 / std::sqrt(static_cast<double>(s + shift) / static_cast<double>(timescale));
         });
