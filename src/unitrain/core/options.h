@@ -209,9 +209,13 @@ class Options {
 
   /// `section` (raw or already resolved) resolved against schema() and read into a copy of
   /// the defaults; ConfigError naming the key on any bad value.
-  T parse(const Config& section) const {
+  T parse(const Config& section) const { return read_resolved(schema_->resolve(section)); }
+
+  /// The fields of a section already resolved by a schema that declares these keys among
+  /// others (a component section: `type` and `args` beside them), checks included.
+  T read_resolved(const Config& resolved) const {
     T out = *prototype_;
-    read(out, schema_->resolve(section));
+    read(out, resolved);
     return out;
   }
 

@@ -28,23 +28,29 @@ Registry<SchedulerPtr, const ScheduleContext&>& scheduler_registry() {
   return registry;
 }
 
-std::shared_ptr<const Schema> scheduler_section_schema() {
-  static const std::shared_ptr<const Schema> schema = [] {
-    auto s = std::make_shared<Schema>();
-    s->add("interval", Type::String)
-        .def("step")
-        .choices({"step", "epoch"})
+namespace {
+
+/// The keys of the `scheduler` section besides `type` and `args`.
+struct SchedulerSection {
+  bool per_epoch = false;
+
+  static void declare(Options<SchedulerSection>& o) {
+    o.field("interval", &SchedulerSection::per_epoch, {{"step", false}, {"epoch", true}})
         .fixed("the schedule's state is saved")
         .help("the schedule advances once per optimizer step or once per epoch");
-    return s;
-  }();
-  return schema;
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const Schema> scheduler_section_schema() {
+  return options_of<SchedulerSection>().schema();
 }
 
 SchedulerPtr build_scheduler(const Config& scheduler_section, ScheduleContext context) {
   const Config section = resolve_component_section(scheduler_section, "scheduler", "constant",
                                                    scheduler_section_schema());
-  context.per_epoch = section.get_string("interval") == "epoch";
+  context.per_epoch = options_of<SchedulerSection>().read_resolved(section).per_epoch;
   return scheduler_registry().create(section, context);
 }
 
