@@ -12,8 +12,8 @@ namespace {
 /// `log.tracker_args` resolved: an entry for every tracker of `trackers` that has settings
 /// (ConfigError for unknown or repeated names, and for settings of a tracker that is not
 /// listed).
-YAML::Node resolved_tracker_args(const Config& log_section) {
-  const std::vector<std::string> trackers = log_section.get_string_list("trackers");
+YAML::Node resolved_tracker_args(const Config& log_section,
+                                 const std::vector<std::string>& trackers) {
   for (size_t i = 0; i < trackers.size(); ++i) {
     const std::string key = log_section.key_path("trackers") + "[" + std::to_string(i) + "]";
     catalog::find(tracker_registry().kind(), trackers[i], key);  // did-you-mean when unknown
@@ -69,7 +69,7 @@ void LogOptions::declare(Options<LogOptions>& o) {
           "rank N in run_dir/logs/rank-N/) instead of rank 0 only; the other ranks' console "
           "lines go to their logs/train-rank-N.log");
   o.check([](LogOptions& out, const Config& c) {
-    for (const auto& kv : resolved_tracker_args(c)) {
+    for (const auto& kv : resolved_tracker_args(c, out.trackers)) {
       const std::string name = kv.first.as<std::string>();
       out.tracker_args.emplace(name, Config(kv.second, c.key_path("tracker_args") + "." + name));
     }
@@ -77,7 +77,9 @@ void LogOptions::declare(Options<LogOptions>& o) {
 }
 
 void LogOptions::resolve_trackers(Config& log_section) {
-  log_section.node()["tracker_args"] = resolved_tracker_args(log_section);
+  // In the order of `trackers`, as config.yaml shows them (tracker_args is sorted by name).
+  const std::vector<std::string> trackers = from_config(log_section).trackers;
+  log_section.node()["tracker_args"] = resolved_tracker_args(log_section, trackers);
 }
 
 std::string LogOptions::rank_dir(const std::string& run_dir, int rank) const {
