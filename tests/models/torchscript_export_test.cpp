@@ -166,6 +166,34 @@ TEST_F(TorchScriptExport, OtherModelsAreAConfigError) {
   }
 }
 
+/// A model class of this test's own: it becomes exportable by registering its export.
+struct DoubledLinear : Model {
+  DoubledLinear() { fc = register_module("fc", torch::nn::Linear(3, 2)); }
+  std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& in) override {
+    return {fc->forward(in[0]) * 2};
+  }
+  torch::nn::Linear fc{nullptr};
+};
+
+torch::jit::Module export_doubled_linear(const DoubledLinear& m) {
+  torch::jit::Module j = torchscript::mirror(m, "doubled_linear");  // fc's forward comes along
+  j.define("def forward(self, x):\n    return self.fc.forward(x) * 2\n");
+  return j;
+}
+
+TEST_F(TorchScriptExport, AModelClassRegistersItsOwnExport) {
+  static const bool registered = [] {
+    register_torchscript_export<DoubledLinear>("doubled_linear", export_doubled_linear);
+    return true;
+  }();
+  ASSERT_TRUE(registered);
+  DoubledLinear model;
+  EXPECT_TRUE(can_export_torchscript(model));
+  expect_same(model, torch::randn({4, 3}));
+  EXPECT_THROW(register_torchscript_export<DoubledLinear>("doubled_linear", export_doubled_linear),
+               ConfigError);
+}
+
 TEST_F(TorchScriptExport, UnwritablePathIsATrainErrorNamingIt) {
   auto mlp = models::mlp({2, 2});
   EXPECT_THROW(save_torchscript(*mlp, "/nonexistent-dir/x.ts"), TrainError);
