@@ -26,15 +26,25 @@ class GatedMlp : public unitrain::Model {
   torch::nn::Linear value_{nullptr}, gate_{nullptr}, head_{nullptr};
 };
 
+// Its args, each declared once next to the field it fills: key, range, help; the default is the
+// field's own (in and out have none: they must be given).
+struct GatedMlpArgs {
+  int64_t in = 0;
+  int64_t hidden = 128;
+  int64_t out = 0;
+
+  static void declare(unitrain::Options<GatedMlpArgs>& o) {
+    o.field("in", &GatedMlpArgs::in).required().gt(0).help("input features");
+    o.field("hidden", &GatedMlpArgs::hidden).gt(0).help("gated hidden units");
+    o.field("out", &GatedMlpArgs::out).required().gt(0).help("outputs");
+  }
+};
+
 const bool registered = [] {
-  unitrain::Schema args;
-  args.add("in", unitrain::Type::Int).gt(0).help("input features");
-  args.add("hidden", unitrain::Type::Int).def(128).gt(0).help("gated hidden units");
-  args.add("out", unitrain::Type::Int).gt(0).help("outputs");
-  unitrain::model_registry().add(
-      "gated_mlp", "an MLP with one gated (GLU) hidden layer (example plugin)", args,
-      [](const unitrain::Config& a) -> unitrain::ModelPtr {
-        return std::make_shared<GatedMlp>(a.get_int("in"), a.get_int("hidden"), a.get_int("out"));
+  unitrain::model_registry().add<GatedMlpArgs>(
+      "gated_mlp", "an MLP with one gated (GLU) hidden layer (example plugin)",
+      [](const GatedMlpArgs& a) -> unitrain::ModelPtr {
+        return std::make_shared<GatedMlp>(a.in, a.hidden, a.out);
       });
   return true;
 }();

@@ -8,6 +8,7 @@
 #include "test_util.h"
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/core/error.h"
+#include "unitrain/optim/optimizer.h"
 
 namespace unitrain {
 namespace {
@@ -27,7 +28,14 @@ struct Net : torch::nn::Module {
 
 std::vector<char> as_bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
-TEST(StateIo, TensorDictRoundTripKeepsNamesOrderValuesAndDtypes) {
+/// The optimizer files hold PyTorch's layout for the optimizers whose state serializers are
+/// registered: the built-ins register theirs with their factories.
+class StateIo : public ::testing::Test {
+ protected:
+  void SetUp() override { register_builtin_optimizers(); }
+};
+
+TEST_F(StateIo, TensorDictRoundTripKeepsNamesOrderValuesAndDtypes) {
   torch::manual_seed(3);
   NamedTensors in = {{"z.weight", torch::randn({3, 2})},
                      {"a.count", torch::tensor({int64_t(1) << 40, int64_t(-2), int64_t(3)})},
@@ -55,7 +63,7 @@ TEST(StateIo, TensorDictRoundTripKeepsNamesOrderValuesAndDtypes) {
   EXPECT_TRUE(load_tensor_dict(save_tensor_dict({}), "empty").empty());
 }
 
-TEST(StateIo, GarbageBytesAreATrainErrorNamingWhat) {
+TEST_F(StateIo, GarbageBytesAreATrainErrorNamingWhat) {
   std::string m =
       error_of<TrainError>([] { load_tensor_dict(as_bytes("not a pickle"), "weights.pt"); });
   EXPECT_TRUE(contains(m, "weights.pt")) << m;
@@ -68,7 +76,7 @@ TEST(StateIo, GarbageBytesAreATrainErrorNamingWhat) {
   EXPECT_TRUE(contains(m, "cut.pt")) << m;
 }
 
-TEST(StateIo, PicklesThatAreNotADictOfTensorsAreATrainError) {
+TEST_F(StateIo, PicklesThatAreNotADictOfTensorsAreATrainError) {
   std::string m = error_of<TrainError>(
       [] { load_tensor_dict(torch::pickle_save(torch::ones({2})), "tensor.pt"); });
   EXPECT_TRUE(contains(m, "tensor.pt")) << m;
@@ -81,7 +89,7 @@ TEST(StateIo, PicklesThatAreNotADictOfTensorsAreATrainError) {
   EXPECT_TRUE(contains(m, "names to tensors")) << m;
 }
 
-TEST(StateIo, ModuleStateNamesAndCopies) {
+TEST_F(StateIo, ModuleStateNamesAndCopies) {
   Net net;
   NamedTensors view = module_state(net, /*copy=*/false);
   NamedTensors copy = module_state(net, /*copy=*/true);
@@ -100,7 +108,7 @@ TEST(StateIo, ModuleStateNamesAndCopies) {
   EXPECT_FALSE(copy[0].second.requires_grad());
 }
 
-TEST(StateIo, LoadModuleStateStrictCopiesEveryTensor) {
+TEST_F(StateIo, LoadModuleStateStrictCopiesEveryTensor) {
   torch::manual_seed(5);
   Net source;
   source.forward(torch::randn({6, 4}));  // running stats differ from a fresh module's
@@ -117,7 +125,7 @@ TEST(StateIo, LoadModuleStateStrictCopiesEveryTensor) {
   EXPECT_TRUE(target.fc->weight.requires_grad());  // still a trainable parameter
 }
 
-TEST(StateIo, LoadModuleStateStrictListsMissingUnexpectedAndMismatched) {
+TEST_F(StateIo, LoadModuleStateStrictListsMissingUnexpectedAndMismatched) {
   torch::manual_seed(6);
   Net source;
   NamedTensors state = module_state(source, true);
@@ -159,7 +167,7 @@ TEST(StateIo, LoadModuleStateStrictListsMissingUnexpectedAndMismatched) {
   EXPECT_TRUE(torch::equal(target.fc->weight, weight_before));
 }
 
-TEST(StateIo, LoadModuleStateNonStrictLoadsWhatMatchesAndReportsTheRest) {
+TEST_F(StateIo, LoadModuleStateNonStrictLoadsWhatMatchesAndReportsTheRest) {
   torch::manual_seed(7);
   Net source, target;
   NamedTensors state = module_state(source, true);
@@ -253,7 +261,7 @@ void expect_optimizer_round_trip(const Options& saved, const Options& other) {
   EXPECT_FALSE(torch::equal(c.fc->weight, b.fc->weight));
 }
 
-TEST(StateIo, AdamStateRestoresGroupOptionsAndContinuesBitwise) {
+TEST_F(StateIo, AdamStateRestoresGroupOptionsAndContinuesBitwise) {
   expect_optimizer_round_trip<torch::optim::Adam>(
       torch::optim::AdamOptions(0.01).betas({0.8, 0.95}).weight_decay(0.1).eps(1e-6),
       torch::optim::AdamOptions(0.5));
@@ -261,7 +269,7 @@ TEST(StateIo, AdamStateRestoresGroupOptionsAndContinuesBitwise) {
                                                   torch::optim::AdamOptions(0.02));
 }
 
-TEST(StateIo, SgdStateRestoresGroupOptionsAndContinuesBitwise) {
+TEST_F(StateIo, SgdStateRestoresGroupOptionsAndContinuesBitwise) {
   expect_optimizer_round_trip<torch::optim::SGD>(
       torch::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(0.01),
       torch::optim::SGDOptions(1.0));
@@ -295,7 +303,7 @@ void expect_state_and_lr_round_trip(const Options& saved, double other_lr) {
   expect_same_parameters(a, b);
 }
 
-TEST(StateIo, AdamwAdagradRmspropStatesContinueBitwise) {
+TEST_F(StateIo, AdamwAdagradRmspropStatesContinueBitwise) {
   namespace o = torch::optim;
   expect_state_and_lr_round_trip<o::AdamW>(o::AdamWOptions(0.01).weight_decay(0.1), 0.5);
   expect_state_and_lr_round_trip<o::AdamW>(o::AdamWOptions(0.01).amsgrad(true), 0.5);
@@ -305,7 +313,7 @@ TEST(StateIo, AdamwAdagradRmspropStatesContinueBitwise) {
       o::RMSpropOptions(0.01).momentum(0.9).centered(true), 0.5);
 }
 
-TEST(StateIo, OptimizerStateIsADictPythonCanRead) {
+TEST_F(StateIo, OptimizerStateIsADictPythonCanRead) {
   torch::manual_seed(1);
   Net a;
   torch::optim::Adam opt(a.parameters(), torch::optim::AdamOptions(0.01));
@@ -334,7 +342,7 @@ TEST(StateIo, OptimizerStateIsADictPythonCanRead) {
   EXPECT_TRUE(torch::equal(first.at(std::string("exp_avg")).toTensor(), live.exp_avg()));
 }
 
-TEST(StateIo, OptimizerStateWithAnotherShapeIsATrainErrorAndChangesNothing) {
+TEST_F(StateIo, OptimizerStateWithAnotherShapeIsATrainErrorAndChangesNothing) {
   torch::manual_seed(1);
   Net a(4, 3), b(5, 3);
   torch::optim::Adam opt_a(a.parameters(), torch::optim::AdamOptions(0.01));
@@ -348,7 +356,7 @@ TEST(StateIo, OptimizerStateWithAnotherShapeIsATrainErrorAndChangesNothing) {
   EXPECT_EQ(opt_b.param_groups()[0].options().get_lr(), 0.02);
 }
 
-TEST(StateIo, OtherOptimizersTravelAsLibTorchArchives) {
+TEST_F(StateIo, OtherOptimizersTravelAsLibTorchArchives) {
   // LBFGS is not written field by field: its whole LibTorch archive goes in the dict.
   torch::manual_seed(4);
   auto target = torch::randn({6});
@@ -380,7 +388,7 @@ TEST(StateIo, OtherOptimizersTravelAsLibTorchArchives) {
   EXPECT_TRUE(torch::equal(x_a, x_b));
 }
 
-TEST(StateIo, OptimizerFilesOfFormatTwoStillLoad) {
+TEST_F(StateIo, OptimizerFilesOfFormatTwoStillLoad) {
   // Format 2: group options as a LibTorch archive in a uint8 tensor.
   torch::manual_seed(1);
   Net a;
@@ -412,7 +420,7 @@ TEST(StateIo, OptimizerFilesOfFormatTwoStillLoad) {
   expect_same_parameters(a, b);
 }
 
-TEST(StateIo, OptimizerFilesOfTheFirstFormatStillLoad) {
+TEST_F(StateIo, OptimizerFilesOfTheFirstFormatStillLoad) {
   // Format 1: LibTorch's optimizer archive under "optimizer", group options beside it.
   torch::manual_seed(1);
   Net a;
@@ -442,7 +450,7 @@ TEST(StateIo, OptimizerFilesOfTheFirstFormatStillLoad) {
   expect_same_parameters(a, b);
 }
 
-TEST(StateIo, DeferredSnapshotBuffersCopyWhenTheQueueRuns) {
+TEST_F(StateIo, DeferredSnapshotBuffersCopyWhenTheQueueRuns) {
   torch::manual_seed(6);
   Net a;
   SnapshotBuffers buffers(/*defer=*/true);
@@ -469,7 +477,7 @@ TEST(StateIo, DeferredSnapshotBuffersCopyWhenTheQueueRuns) {
   EXPECT_EQ(again_by_name.at("fc.weight").data_ptr(), by_name.at("fc.weight").data_ptr());
 }
 
-TEST(StateIo, DetachedOptimizerSnapshotIsTheStateAtSnapshotTime) {
+TEST_F(StateIo, DetachedOptimizerSnapshotIsTheStateAtSnapshotTime) {
   torch::manual_seed(1);
   Net a;
   torch::optim::Adam opt_a(a.parameters(), torch::optim::AdamOptions(0.01));
@@ -496,7 +504,7 @@ TEST(StateIo, DetachedOptimizerSnapshotIsTheStateAtSnapshotTime) {
   expect_same_parameters(a, b);
 }
 
-TEST(StateIo, OptimizerStateOfAnotherTypeIsATrainError) {
+TEST_F(StateIo, OptimizerStateOfAnotherTypeIsATrainError) {
   Net a, b;
   torch::optim::SGD sgd(a.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   train_step(a, sgd, 11);
@@ -520,7 +528,7 @@ TEST(StateIo, OptimizerStateOfAnotherTypeIsATrainError) {
       error_of<TrainError>([&] { load_optimizer_state(adam, as_bytes("junk"), "j.pt"); }), "j.pt"));
 }
 
-TEST(StateIo, GradientStateRoundTrip) {
+TEST_F(StateIo, GradientStateRoundTrip) {
   torch::manual_seed(8);
   Net a;
   a.forward(torch::randn({4, 4})).pow(2).sum().backward();
@@ -552,7 +560,7 @@ TEST(StateIo, GradientStateRoundTrip) {
   EXPECT_TRUE(contains(m, "fc.weight")) << m;
 }
 
-TEST(StateIo, RngStateRepeatsRandomNumbers) {
+TEST_F(StateIo, RngStateRepeatsRandomNumbers) {
   torch::manual_seed(123);
   torch::rand({3});
   NamedTensors state = rng_state();

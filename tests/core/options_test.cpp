@@ -4,6 +4,7 @@
 
 #include "test_util.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/registry.h"
 
 namespace unitrain {
 namespace {
@@ -270,6 +271,85 @@ TEST(Options, ResumeClassesOfComponentsAndLists) {
   EXPECT_EQ(root.resume_rule("sched.args.size").on, OnResume::Free);
   EXPECT_EQ(root.resume_rule("terms.1.weight").on, OnResume::Free);
   EXPECT_EQ(root.resume_rule("terms.0.input").why, "inputs are fixed");
+}
+
+/// Args several components share through a base struct, declared once (a schedule's warmup).
+struct RampArgs {
+  TrainUnit warmup = TrainUnit::steps(0);
+};
+struct RampDecayArgs : RampArgs {
+  double floor = 0.1;
+};
+
+template <typename T>
+void declare_ramp(Options<T>& o) {
+  o.field("warmup", &T::warmup).help("linear ramp");
+}
+
+Options<RampDecayArgs> ramp_decay_options() {
+  Options<RampDecayArgs> o;
+  declare_ramp(o);
+  o.field("floor", &RampDecayArgs::floor).min(0).max(1);
+  return o;
+}
+
+TEST(Options, FieldsOfABaseStructAreDeclaredOnceForEveryDerivedStruct) {
+  const Options<RampDecayArgs> o = ramp_decay_options();
+  const RampDecayArgs d = o.parse(Config::from_string("a: {warmup: 5 steps, floor: 0.5}").at("a"));
+  EXPECT_EQ(d.warmup.str(), "5 steps");
+  EXPECT_DOUBLE_EQ(d.floor, 0.5);
+  EXPECT_EQ(*o.schema()->find("warmup")->default_yaml(), "0 steps");
+  EXPECT_EQ(o.schema()->fields().front().name(), "warmup");  // in declaration order
+}
+
+TEST(Options, ReadResolvedReadsItsKeysOfALargerSection) {
+  // As the optimizer section's lr beside the type and args its parent schema declares.
+  const RampDecayArgs d = ramp_decay_options().read_resolved(
+      Config::from_string("s: {type: x, args: {}, floor: 0.25}").at("s"));
+  EXPECT_DOUBLE_EQ(d.floor, 0.25);
+  EXPECT_EQ(d.warmup.str(), "0 steps");
+}
+
+/// A component kind whose factories take an extra argument (an offset), registered from
+/// declared args.
+struct GadgetArgs {
+  int64_t size = 3;
+  static void declare(Options<GadgetArgs>& o) {
+    o.field("size", &GadgetArgs::size).min(1).help("gadget size");
+  }
+};
+
+Registry<int, int>& gadgets() {
+  static Registry<int, int>* r = [] {
+    auto* reg = new Registry<int, int>("gadget");
+    reg->add<GadgetArgs>("plain", "size + offset",
+                         [](const GadgetArgs& a, int offset) { return int(a.size) + offset; });
+    Options<GadgetArgs> big(GadgetArgs{10});  // its own default
+    big.field("size", &GadgetArgs::size).min(2).help("an even size");
+    reg->add("big", "an even size + offset", std::move(big),
+             [](const GadgetArgs& a, const Config& at, int offset) {
+               UT_CHECK(a.size % 2 == 0, at.key_path("size"), " must be even, got ", a.size);
+               return int(a.size) + offset;
+             });
+    return reg;
+  }();
+  return *r;
+}
+
+TEST(Options, RegistryBuildsComponentsFromTheirDeclaredArgs) {
+  auto section = [](const std::string& yaml) { return Config::from_string("g: " + yaml).at("g"); };
+  EXPECT_EQ(gadgets().create(section("{type: plain}"), 1), 4);
+  EXPECT_EQ(gadgets().create(section("{type: plain, args: {size: 5}}"), 1), 6);
+  EXPECT_EQ(gadgets().create(section("{type: big}"), 0), 10);
+  // The catalog documents what the factory reads.
+  EXPECT_EQ(*catalog::find("gadget", "plain", "g.type").args->find("size")->default_yaml(), "3");
+  EXPECT_EQ(*catalog::find("gadget", "big", "g.type").args->find("size")->default_yaml(), "10");
+  std::string msg = test::error_of<ConfigError>(
+      [&] { gadgets().create(section("{type: plain, args: {size: 0}}"), 0); });
+  EXPECT_TRUE(test::contains(msg, "g.args.size must be >= 1, got 0")) << msg;
+  msg = test::error_of<ConfigError>(
+      [&] { gadgets().create(section("{type: big, args: {size: 7}}"), 0); });
+  EXPECT_TRUE(test::contains(msg, "g.args.size must be even, got 7")) << msg;
 }
 
 }  // namespace

@@ -135,16 +135,16 @@ TEST(CsvDataset, HeaderlessGzipWithSkippedRowsAndIndexTarget) {
 TEST(CsvDataset, ArgsFromConfig) {
   Config args =
       Config::from_string("{path: a.csv, target: '64', header: false}", "data.train.args");
-  Config resolved = CsvOptions::schema().resolve(Config(args.node(), "data.train.args"));
-  CsvOptions o = CsvOptions::from_config(resolved);
+  Config resolved =
+      options_of<CsvOptions>().schema()->resolve(Config(args.node(), "data.train.args"));
+  CsvOptions o = options_of<CsvOptions>().parse(resolved);
   EXPECT_EQ(o.target, "64");
   EXPECT_FALSE(o.header);
   EXPECT_EQ(o.delimiter, ",");
   EXPECT_EQ(o.target_type, "class");
   Config bad = Config::from_string("{path: a.csv, target: y, delimiter: '::'}");
-  std::string msg = config_error_of([&] {
-    CsvOptions::from_config(CsvOptions::schema().resolve(Config(bad.node(), "data.train.args")));
-  });
+  std::string msg = config_error_of(
+      [&] { options_of<CsvOptions>().parse(Config(bad.node(), "data.train.args")); });
   EXPECT_TRUE(contains(msg, "data.train.args.delimiter must be one character")) << msg;
 }
 

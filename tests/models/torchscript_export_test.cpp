@@ -19,6 +19,12 @@
 namespace unitrain {
 namespace {
 
+/// The built-in models register their exports with their factories.
+class TorchScriptExport : public ::testing::Test {
+ protected:
+  void SetUp() override { register_builtin_models(); }
+};
+
 std::set<std::string> names_of(const torch::nn::Module& m) {
   std::set<std::string> names;
   for (const auto& p : m.named_parameters()) names.insert(p.key());
@@ -52,7 +58,7 @@ void expect_same(Model& model, const torch::Tensor& input, double tol = 1e-5) {
   EXPECT_TRUE(torch::allclose(loaded.forward({input}).toTensor(), expected, tol, tol));
 }
 
-TEST(TorchScriptExport, MlpEveryActivationFlattenOrNot) {
+TEST_F(TorchScriptExport, MlpEveryActivationFlattenOrNot) {
   for (const auto& name : models::activation_names()) {
     torch::manual_seed(1);
     auto mlp = models::mlp({12, 16, 8, 3}, models::activation_from_name(name), 0.2);
@@ -65,7 +71,7 @@ TEST(TorchScriptExport, MlpEveryActivationFlattenOrNot) {
   expect_same(*ints, torch::randint(0, 5, {3, 4}));  // integer inputs become float
 }
 
-TEST(TorchScriptExport, CnnWithAndWithoutBatchNorm) {
+TEST_F(TorchScriptExport, CnnWithAndWithoutBatchNorm) {
   for (bool bn : {false, true}) {
     torch::manual_seed(2);
     models::Cnn cnn(models::CnnOptions().in_channels(1).image_size({12, 12}).channels({4, 6})
@@ -84,7 +90,7 @@ TEST(TorchScriptExport, CnnWithAndWithoutBatchNorm) {
   }
 }
 
-TEST(TorchScriptExport, TransformerLm) {
+TEST_F(TorchScriptExport, TransformerLm) {
   torch::manual_seed(3);
   models::TransformerLm lm(models::TransformerLmOptions(11).d_model(16).layers(2).heads(4)
                                .seq_len(9));
@@ -93,7 +99,7 @@ TEST(TorchScriptExport, TransformerLm) {
   EXPECT_TRUE(names_of(to_torchscript(*lm)).count("blocks.1.attention.qkv.weight"));
 }
 
-TEST(TorchScriptExport, ExportCopiesTheWeights) {
+TEST_F(TorchScriptExport, ExportCopiesTheWeights) {
   auto mlp = models::mlp({3, 2});
   torch::jit::Module scripted = to_torchscript(*mlp);
   {
@@ -105,7 +111,7 @@ TEST(TorchScriptExport, ExportCopiesTheWeights) {
                             torch::full({2, 3}, 7.0)));
 }
 
-TEST(TorchScriptExport, TorchScriptModelRoundTrip) {
+TEST_F(TorchScriptExport, TorchScriptModelRoundTrip) {
   torch::manual_seed(4);
   auto mlp = models::mlp({5, 4, 2}, models::Activation::GELU);
   const std::string file = test::temp_dir() + "/mlp.ts";
@@ -122,7 +128,7 @@ TEST(TorchScriptExport, TorchScriptModelRoundTrip) {
       wrapped.named_parameters()["layers.0.weight"]));
 }
 
-TEST(TorchScriptExport, PythonRunsTheFile) {
+TEST_F(TorchScriptExport, PythonRunsTheFile) {
   if (std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") != 0) {
     GTEST_SKIP() << "/usr/bin/python3 has no torch";
   }
@@ -148,7 +154,7 @@ struct Custom : Model {
   std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& in) override { return in; }
 };
 
-TEST(TorchScriptExport, OtherModelsAreAConfigError) {
+TEST_F(TorchScriptExport, OtherModelsAreAConfigError) {
   Custom custom;
   EXPECT_FALSE(can_export_torchscript(custom));
   EXPECT_TRUE(can_export_torchscript(*models::mlp({2, 2})));
@@ -160,7 +166,35 @@ TEST(TorchScriptExport, OtherModelsAreAConfigError) {
   }
 }
 
-TEST(TorchScriptExport, UnwritablePathIsATrainErrorNamingIt) {
+/// A model class of this test's own: it becomes exportable by registering its export.
+struct DoubledLinear : Model {
+  DoubledLinear() { fc = register_module("fc", torch::nn::Linear(3, 2)); }
+  std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& in) override {
+    return {fc->forward(in[0]) * 2};
+  }
+  torch::nn::Linear fc{nullptr};
+};
+
+torch::jit::Module export_doubled_linear(const DoubledLinear& m) {
+  torch::jit::Module j = torchscript::mirror(m, "doubled_linear");  // fc's forward comes along
+  j.define("def forward(self, x):\n    return self.fc.forward(x) * 2\n");
+  return j;
+}
+
+TEST_F(TorchScriptExport, AModelClassRegistersItsOwnExport) {
+  static const bool registered = [] {
+    register_torchscript_export<DoubledLinear>("doubled_linear", export_doubled_linear);
+    return true;
+  }();
+  ASSERT_TRUE(registered);
+  DoubledLinear model;
+  EXPECT_TRUE(can_export_torchscript(model));
+  expect_same(model, torch::randn({4, 3}));
+  EXPECT_THROW(register_torchscript_export<DoubledLinear>("doubled_linear", export_doubled_linear),
+               ConfigError);
+}
+
+TEST_F(TorchScriptExport, UnwritablePathIsATrainErrorNamingIt) {
   auto mlp = models::mlp({2, 2});
   EXPECT_THROW(save_torchscript(*mlp, "/nonexistent-dir/x.ts"), TrainError);
 }

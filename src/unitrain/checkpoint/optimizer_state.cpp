@@ -4,6 +4,7 @@
 
 #include "unitrain/checkpoint/torch_file.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/optimizer_state_serializer.h"
 
 namespace unitrain {
 namespace {
@@ -43,187 +44,102 @@ void load_archive_tensor(torch::serialize::InputArchive& archive, const torch::T
   archive.load_from(static_cast<const char*>(bytes.data_ptr()), static_cast<size_t>(bytes.numel()));
 }
 
-/// The optimizer types whose state is written field by field.
-std::string type_of(const o::Optimizer& optimizer) {
-  if (dynamic_cast<const o::AdamW*>(&optimizer)) return "adamw";
-  if (dynamic_cast<const o::Adam*>(&optimizer)) return "adam";
-  if (dynamic_cast<const o::SGD*>(&optimizer)) return "sgd";
-  if (dynamic_cast<const o::Adagrad*>(&optimizer)) return "adagrad";
-  if (dynamic_cast<const o::RMSprop*>(&optimizer)) return "rmsprop";
-  return "";
-}
+/// A serializer's StateWriter: entries into a dict, tensors detached (copied with `copy`, into
+/// `buffers` under `prefix` when given).
+class DictWriter : public StateWriter {
+ public:
+  DictWriter(bool copy = false, SnapshotBuffers* buffers = nullptr, std::string prefix = "")
+      : copy_(copy), buffers_(buffers), prefix_(std::move(prefix)) {}
 
-/// One parameter's state as a dict ("step" an int, the rest tensors; undefined ones left out).
-/// Copies go into `buffers` under `prefix` when given.
-Dict state_dict_of(const o::OptimizerParamState& st, bool copy, SnapshotBuffers* buffers,
-                   const std::string& prefix) {
-  Dict d = new_dict();
-  auto put = [&](const char* name, const torch::Tensor& t) {
-    if (!t.defined()) return;
+  void tensor(const std::string& name, const torch::Tensor& t) override {
+    if (!t.defined()) return;  // as a missing required entry, it fails the load, not the save
     torch::Tensor v = t.detach();
-    if (copy) v = buffers ? buffers->copy(prefix + name, v) : v.clone();
-    d.insert(name, v);
-  };
-  auto adam_like = [&](const auto& a) {  // Adam's and AdamW's states have the same fields
-    d.insert("step", a.step());
-    put("exp_avg", a.exp_avg());
-    put("exp_avg_sq", a.exp_avg_sq());
-    put("max_exp_avg_sq", a.max_exp_avg_sq());
-  };
-  if (auto* a = dynamic_cast<const o::AdamParamState*>(&st)) {
-    adam_like(*a);
-  } else if (auto* w = dynamic_cast<const o::AdamWParamState*>(&st)) {
-    adam_like(*w);
-  } else if (auto* sgd = dynamic_cast<const o::SGDParamState*>(&st)) {
-    put("momentum_buffer", sgd->momentum_buffer());
-  } else if (auto* ada = dynamic_cast<const o::AdagradParamState*>(&st)) {
-    d.insert("step", ada->step());
-    put("sum", ada->sum());
-  } else if (auto* rms = dynamic_cast<const o::RMSpropParamState*>(&st)) {
-    d.insert("step", rms->step());
-    put("square_avg", rms->square_avg());
-    put("momentum_buffer", rms->momentum_buffer());
-    put("grad_avg", rms->grad_avg());
+    if (copy_) v = buffers_ ? buffers_->copy(prefix_ + name, v) : v.clone();
+    dict_.insert(name, v);
   }
-  return d;
-}
+  void optional_tensor(const std::string& name, const torch::Tensor& t) override {
+    tensor(name, t);
+  }
+  void integer(const std::string& name, int64_t v) override { dict_.insert(name, v); }
+  void real(const std::string& name, double v) override { dict_.insert(name, v); }
+  void flag(const std::string& name, bool v) override { dict_.insert(name, v); }
+  void pair(const std::string& name, const std::tuple<double, double>& v) override {
+    dict_.insert(name, c10::ivalue::Tuple::create({std::get<0>(v), std::get<1>(v)}));
+  }
+  const Dict& dict() const { return dict_; }
 
-/// state_dict_of's inverse for an optimizer of `type`; `param` gives shapes to check against.
-std::unique_ptr<o::OptimizerParamState> state_from(const std::string& type, const ReadDict& d,
-                                                   const torch::Tensor& param,
-                                                   const std::string& what) {
-  auto tensor = [&](const char* name, bool required) -> torch::Tensor {
-    auto it = d.find(std::string(name));
-    UT_CHECK_TRAIN(it != d.end() || !required, what, ": a parameter's ", type, " state has no '",
-                   name, "'");
-    if (it == d.end()) return {};
-    UT_CHECK_TRAIN(it->value().isTensor(), what, ": '", name, "' is not a tensor");
+ private:
+  bool copy_;
+  SnapshotBuffers* buffers_;
+  std::string prefix_;
+  Dict dict_ = new_dict();
+};
+
+/// A serializer's StateReader over one dict of the file `what`: a parameter's state (`param`
+/// gives the shape its tensors must have) or, without `param`, a parameter group's options.
+/// `whose` starts the message for a missing entry, e.g. "a parameter's adam state has".
+class DictReader : public StateReader {
+ public:
+  DictReader(ReadDict d, std::string whose, const torch::Tensor* param, std::string what)
+      : dict_(std::move(d)), whose_(std::move(whose)), param_(param), what_(std::move(what)) {}
+
+  void tensor(const std::string& name, torch::Tensor& value) override {
+    value = read_tensor(name, /*required=*/true);
+  }
+  void optional_tensor(const std::string& name, torch::Tensor& value) override {
+    value = read_tensor(name, /*required=*/false);
+  }
+  void integer(const std::string& name, int64_t& value) override {
+    auto it = dict_.find(name);
+    UT_CHECK_TRAIN(it != dict_.end() && it->value().isInt(), what_, ": ", whose_, " no ", name,
+                   " count");
+    value = it->value().toInt();
+  }
+  void real(const std::string& name, double& value) override {
+    const c10::IValue v = entry(name);
+    UT_CHECK_TRAIN(v.isDouble() || v.isInt(), what_, ": option '", name, "' is not a number");
+    value = v.isDouble() ? v.toDouble() : static_cast<double>(v.toInt());
+  }
+  void flag(const std::string& name, bool& value) override {
+    const c10::IValue v = entry(name);
+    UT_CHECK_TRAIN(v.isBool(), what_, ": option '", name, "' is not true/false");
+    value = v.toBool();
+  }
+  void pair(const std::string& name, std::tuple<double, double>& value) override {
+    const c10::IValue v = entry(name);
+    UT_CHECK_TRAIN(v.isTuple() && v.toTupleRef().elements().size() == 2, what_, ": option '", name,
+                   "' is not a pair");
+    const auto& e = v.toTupleRef().elements();
+    value = {e[0].toDouble(), e[1].toDouble()};
+  }
+
+ private:
+  c10::IValue entry(const std::string& name) const {
+    auto it = dict_.find(name);
+    UT_CHECK_TRAIN(it != dict_.end(), what_, ": ", whose_, " no '", name, "'");
+    return it->value();
+  }
+
+  torch::Tensor read_tensor(const std::string& name, bool required) const {
+    auto it = dict_.find(name);
+    UT_CHECK_TRAIN(it != dict_.end() || !required, what_, ": ", whose_, " no '", name, "'");
+    if (it == dict_.end()) return {};
+    UT_CHECK_TRAIN(it->value().isTensor(), what_, ": '", name, "' is not a tensor");
     torch::Tensor t = it->value().toTensor();
-    UT_CHECK_TRAIN(t.sizes().equals(param.sizes()), what, ": optimizer state '", name,
-                   "' has shape ", t.sizes(), ", its parameter ", param.sizes(),
+    if (param_ == nullptr) return t;
+    UT_CHECK_TRAIN(t.sizes().equals(param_->sizes()), what_, ": optimizer state '", name,
+                   "' has shape ", t.sizes(), ", its parameter ", param_->sizes(),
                    " (was it saved for another model?)");
     // Freshly read: it can be used as it is unless it is a view into a larger storage.
-    torch::Tensor r = t.to(param.device(), param.scalar_type());
+    torch::Tensor r = t.to(param_->device(), param_->scalar_type());
     return r.storage().nbytes() == r.nbytes() && r.is_contiguous() ? r : r.clone();
-  };
-  auto step = [&]() -> int64_t {
-    auto it = d.find(std::string("step"));
-    UT_CHECK_TRAIN(it != d.end() && it->value().isInt(), what, ": a parameter's ", type,
-                   " state has no step count");
-    return it->value().toInt();
-  };
-  auto adam_like = [&](auto st) {
-    st->step(step()).exp_avg(tensor("exp_avg", true)).exp_avg_sq(tensor("exp_avg_sq", true));
-    st->max_exp_avg_sq(tensor("max_exp_avg_sq", false));
-    return std::unique_ptr<o::OptimizerParamState>(std::move(st));
-  };
-  if (type == "adam") return adam_like(std::make_unique<o::AdamParamState>());
-  if (type == "adamw") return adam_like(std::make_unique<o::AdamWParamState>());
-  if (type == "sgd") {
-    auto st = std::make_unique<o::SGDParamState>();
-    st->momentum_buffer(tensor("momentum_buffer", true));
-    return st;
   }
-  if (type == "adagrad") {
-    auto st = std::make_unique<o::AdagradParamState>();
-    st->step(step()).sum(tensor("sum", true));
-    return st;
-  }
-  auto st = std::make_unique<o::RMSpropParamState>();
-  st->step(step()).square_avg(tensor("square_avg", true));
-  st->momentum_buffer(tensor("momentum_buffer", false)).grad_avg(tensor("grad_avg", false));
-  return st;
-}
 
-c10::IValue pair(const std::tuple<double, double>& p) {
-  return c10::ivalue::Tuple::create({std::get<0>(p), std::get<1>(p)});
-}
-
-/// A group's options as the dict PyTorch's optimizer.state_dict() shows (lr, betas, eps, ...).
-Dict options_dict(const std::string& type, const o::OptimizerOptions& options) {
-  Dict d = new_dict();
-  auto adam_like = [&d](const auto& a) {
-    d.insert("lr", a.lr());
-    d.insert("betas", pair(a.betas()));
-    d.insert("eps", a.eps());
-    d.insert("weight_decay", a.weight_decay());
-    d.insert("amsgrad", a.amsgrad());
-  };
-  if (type == "adam") adam_like(static_cast<const o::AdamOptions&>(options));
-  if (type == "adamw") adam_like(static_cast<const o::AdamWOptions&>(options));
-  if (type == "sgd") {
-    const auto& s = static_cast<const o::SGDOptions&>(options);
-    d.insert("lr", s.lr());
-    d.insert("momentum", s.momentum());
-    d.insert("dampening", s.dampening());
-    d.insert("weight_decay", s.weight_decay());
-    d.insert("nesterov", s.nesterov());
-  }
-  if (type == "adagrad") {
-    const auto& a = static_cast<const o::AdagradOptions&>(options);
-    d.insert("lr", a.lr());
-    d.insert("lr_decay", a.lr_decay());
-    d.insert("weight_decay", a.weight_decay());
-    d.insert("initial_accumulator_value", a.initial_accumulator_value());
-    d.insert("eps", a.eps());
-  }
-  if (type == "rmsprop") {
-    const auto& r = static_cast<const o::RMSpropOptions&>(options);
-    d.insert("lr", r.lr());
-    d.insert("alpha", r.alpha());
-    d.insert("eps", r.eps());
-    d.insert("weight_decay", r.weight_decay());
-    d.insert("momentum", r.momentum());
-    d.insert("centered", r.centered());
-  }
-  return d;
-}
-
-/// options_dict's inverse: every field it writes must be there, with its type.
-void load_options_dict(const std::string& type, const ReadDict& d, o::OptimizerOptions& options,
-                       const std::string& what) {
-  auto value = [&](const char* key) {
-    auto it = d.find(std::string(key));
-    UT_CHECK_TRAIN(it != d.end(), what, ": a parameter group's ", type, " options have no '", key,
-                   "'");
-    return it->value();
-  };
-  auto real = [&](const char* key) {
-    const c10::IValue v = value(key);
-    UT_CHECK_TRAIN(v.isDouble() || v.isInt(), what, ": option '", key, "' is not a number");
-    return v.isDouble() ? v.toDouble() : static_cast<double>(v.toInt());
-  };
-  auto flag = [&](const char* key) {
-    const c10::IValue v = value(key);
-    UT_CHECK_TRAIN(v.isBool(), what, ": option '", key, "' is not true/false");
-    return v.toBool();
-  };
-  auto adam_like = [&](auto& a) {
-    const c10::IValue b = value("betas");
-    UT_CHECK_TRAIN(b.isTuple() && b.toTupleRef().elements().size() == 2, what,
-                   ": option 'betas' is not a pair");
-    const auto& e = b.toTupleRef().elements();
-    a.lr(real("lr")).betas({e[0].toDouble(), e[1].toDouble()}).eps(real("eps"));
-    a.weight_decay(real("weight_decay")).amsgrad(flag("amsgrad"));
-  };
-  if (type == "adam") adam_like(static_cast<o::AdamOptions&>(options));
-  if (type == "adamw") adam_like(static_cast<o::AdamWOptions&>(options));
-  if (type == "sgd") {
-    auto& s = static_cast<o::SGDOptions&>(options);
-    s.lr(real("lr")).momentum(real("momentum")).dampening(real("dampening"));
-    s.weight_decay(real("weight_decay")).nesterov(flag("nesterov"));
-  }
-  if (type == "adagrad") {
-    auto& a = static_cast<o::AdagradOptions&>(options);
-    a.lr(real("lr")).lr_decay(real("lr_decay")).weight_decay(real("weight_decay"));
-    a.initial_accumulator_value(real("initial_accumulator_value")).eps(real("eps"));
-  }
-  if (type == "rmsprop") {
-    auto& r = static_cast<o::RMSpropOptions&>(options);
-    r.lr(real("lr")).alpha(real("alpha")).eps(real("eps")).weight_decay(real("weight_decay"));
-    r.momentum(real("momentum")).centered(flag("centered"));
-  }
-}
+  ReadDict dict_;
+  std::string whose_;
+  const torch::Tensor* param_;
+  std::string what_;
+};
 
 std::string state_key(const torch::Tensor& param) {
   return c10::guts::to_string(param.unsafeGetTensorImpl());
@@ -233,9 +149,9 @@ std::string state_key(const torch::Tensor& param) {
 Dict optimizer_dict(const o::Optimizer& optimizer, bool copy, SnapshotBuffers* buffers) {
   Dict out = new_dict();
   out.insert("format", kOptimizerFormat);
-  const std::string type = type_of(optimizer);
-  out.insert("type", type);
-  if (type.empty()) {
+  const OptimizerStateSerializer* serializer = optimizer_state_serializers::find(optimizer);
+  out.insert("type", serializer ? serializer->type : std::string());
+  if (serializer == nullptr) {
     torch::serialize::OutputArchive archive;
     optimizer.save(archive);
     out.insert("archive", archive_tensor(archive));
@@ -247,14 +163,16 @@ Dict optimizer_dict(const o::Optimizer& optimizer, bool copy, SnapshotBuffers* b
   for (const auto& group : optimizer.param_groups()) {
     Dict g = new_dict();
     g.insert("params", static_cast<int64_t>(group.params().size()));
-    g.insert("options", options_dict(type, group.options()));
+    DictWriter options;
+    serializer->save_options(group.options(), options);
+    g.insert("options", options.dict());
     groups.push_back(g);
     for (const auto& p : group.params()) {
       auto it = optimizer.state().find(state_key(p));
       if (it != optimizer.state().end()) {
-        state.insert(std::to_string(index),
-                     state_dict_of(*it->second, copy, buffers,
-                                   "optimizer/" + std::to_string(index) + "/"));
+        DictWriter param_state(copy, buffers, "optimizer/" + std::to_string(index) + "/");
+        serializer->save_state(*it->second, param_state);
+        state.insert(std::to_string(index), param_state.dict());
       }
       ++index;
     }
@@ -293,11 +211,12 @@ c10::IValue entry(const ReadDict& d, const char* key, const std::string& what) {
 void load_optimizer_dict(o::Optimizer& optimizer, const ReadDict& d, int64_t format,
                          const std::string& what) {
   const std::string type = entry(d, "type", what).toStringRef();
-  const std::string own = type_of(optimizer);
+  const OptimizerStateSerializer* serializer = optimizer_state_serializers::find(optimizer);
+  const std::string own = serializer ? serializer->type : "";
   UT_CHECK_TRAIN(type == own, what, " holds the state of optimizer type '",
                  type.empty() ? "custom" : type, "', this run's optimizer is '",
                  own.empty() ? "custom" : own, "'");
-  if (type.empty()) {
+  if (serializer == nullptr) {
     torch::serialize::InputArchive archive;
     load_archive_tensor(archive, entry(d, "archive", what).toTensor());
     optimizer.load(archive);
@@ -322,7 +241,9 @@ void load_optimizer_dict(o::Optimizer& optimizer, const ReadDict& d, int64_t for
     for (const auto& p : group.params()) {
       auto it = state.find(c10::IValue(std::to_string(index++)));
       if (it == state.end()) continue;
-      loaded.emplace_back(state_key(p), state_from(type, it->value().toGenericDict(), p, what));
+      DictReader param_state(it->value().toGenericDict(), "a parameter's " + type + " state has",
+                             &p, what);
+      loaded.emplace_back(state_key(p), serializer->load_state(param_state));
     }
   }
   optimizer.state().clear();
@@ -337,7 +258,9 @@ void load_optimizer_dict(o::Optimizer& optimizer, const ReadDict& d, int64_t for
       const c10::IValue options = entry(g, "options", what);
       UT_CHECK_TRAIN(options.isGenericDict(), what, ": parameter group ", i,
                      "'s options are not a dict");
-      load_options_dict(type, options.toGenericDict(), own_groups[i].options(), what);
+      DictReader reader(options.toGenericDict(), "a parameter group's " + type + " options have",
+                        nullptr, what);
+      serializer->load_options(reader, own_groups[i].options());
     }
   }
 }

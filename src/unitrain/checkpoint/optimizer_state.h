@@ -11,9 +11,11 @@
 namespace unitrain {
 
 /// The optimizer's state and each parameter group's options (lr, betas, weight decay, ...),
-/// which LibTorch's own optimizer archive does not restore. For sgd, adam, adamw, adagrad and
-/// rmsprop a dict in PyTorch's format written straight from the state tensors:
-///   {"format": 2, "type": "adam", "groups": [{"params": n, "options": <LibTorch archive>}],
+/// which LibTorch's own optimizer archive does not restore. For an optimizer with a registered
+/// OptimizerStateSerializer (core/optimizer_state_serializer.h; the built-in sgd, adam, adamw,
+/// adagrad and rmsprop register theirs in register_builtin_optimizers()) a dict in PyTorch's
+/// format written straight from the state tensors:
+///   {"format": 3, "type": "adam", "groups": [{"params": n, "options": {"lr": ..., ...}}],
 ///    "state": {"<i>": {"step": s, "exp_avg": ..., ...}}}   (i counts parameters over groups)
 /// for other optimizers LibTorch's whole optimizer archive inside such a dict ("archive").
 std::vector<char> save_optimizer_state(const torch::optim::Optimizer& optimizer);

@@ -142,8 +142,12 @@ class Options {
       : schema_(std::make_shared<Schema>()),
         prototype_(std::make_shared<const T>(std::move(prototype))) {}
 
-  template <typename M>
-  Field& field(const std::string& name, M T::*member) {
+  /// `member` may be a member of a base of T (args shared by several components: a schedule's
+  /// `warmup`).
+  template <typename M, typename Owner>
+  Field& field(const std::string& name, M Owner::*owner_member) {
+    static_assert(std::is_base_of_v<Owner, T>, "field(): not a member of T or of a base of T");
+    M T::*member = owner_member;
     using Traits = option_detail::Traits<M>;
     Field& f = schema_->add(name, Traits::type);
     Traits::set_default(f, (*prototype_).*member);
@@ -205,9 +209,13 @@ class Options {
 
   /// `section` (raw or already resolved) resolved against schema() and read into a copy of
   /// the defaults; ConfigError naming the key on any bad value.
-  T parse(const Config& section) const {
+  T parse(const Config& section) const { return read_resolved(schema_->resolve(section)); }
+
+  /// The fields of a section already resolved by a schema that declares these keys among
+  /// others (a component section: `type` and `args` beside them), checks included.
+  T read_resolved(const Config& resolved) const {
     T out = *prototype_;
-    read(out, schema_->resolve(section));
+    read(out, resolved);
     return out;
   }
 

@@ -4,10 +4,13 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "unitrain/core/config.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/options.h"
 #include "unitrain/core/schema.h"
 
 namespace unitrain {
@@ -43,6 +46,28 @@ class Registry {
   void add(const std::string& name, const std::string& help, Schema args, Factory factory) {
     catalog::add({kind_, name, help, std::make_shared<Schema>(std::move(args))});
     factories_[name] = std::move(factory);
+  }
+
+  /// Registers `name` whose args are the fields of `Args`, each declared once in `args`
+  /// (key, default, range, help): the catalog shows its schema, and `make` gets the args
+  /// parsed into an Args. `make` takes `(const Args&, Extra...)`, or `(const Args&, const
+  /// Config& at, Extra...)` when its own errors name keys (`at.key_path("total")`).
+  template <typename Args, typename Make>
+  void add(const std::string& name, const std::string& help, Options<Args> args, Make make) {
+    Schema schema = *args.schema();
+    add(name, help, std::move(schema),
+        [args = std::move(args), make = std::move(make)](const Config& c, Extra... extra) {
+          if constexpr (std::is_invocable_v<const Make&, const Args&, const Config&, Extra...>) {
+            return Product(make(args.parse(c), c, std::forward<Extra>(extra)...));
+          } else {
+            return Product(make(args.parse(c), std::forward<Extra>(extra)...));
+          }
+        });
+  }
+  /// The same with Args's own declaration, `static void Args::declare(Options<Args>&)`.
+  template <typename Args, typename Make>
+  void add(const std::string& name, const std::string& help, Make make) {
+    add(name, help, options_of<Args>(), std::move(make));
   }
 
   /// Builds from a resolved component section `{type: ..., args: {...}}`.

@@ -19,8 +19,6 @@ struct CsvOptions {
   int64_t skip_rows = 0;              ///< lines skipped before the header / first row
 
   static void declare(Options<CsvOptions>& o);
-  static CsvOptions from_config(const Config& c) { return options_of<CsvOptions>().parse(c); }
-  static Schema schema() { return *options_of<CsvOptions>().schema(); }
 };
 
 /// Reads a CSV into a TensorDataset with `x` float32 [F] and `y` (int64 [] for class targets,

@@ -25,23 +25,22 @@ void register_builtin_datasets() {
   static std::once_flag once;
   std::call_once(once, [] {
     auto& r = dataset_registry();
-    r.add("csv", "numeric columns of a CSV file (.gz too): x float32 [F], y class or float",
-          CsvOptions::schema(),
-          [](const Config& args) { return load_csv(CsvOptions::from_config(args)); });
-    r.add("idx",
-          "MNIST-style IDX images + labels (.gz too): x float32 [1, H, W] in [0, 1], y int64",
-          IdxOptions::schema(), [](const Config& args) -> DatasetPtr {
-            return std::make_shared<IdxDataset>(IdxOptions::from_config(args));
-          });
-    r.add("text_chars",
-          "a text file as a byte-level LM stream: x, y int64 [seq_len], y = x shifted by one",
-          TextCharsOptions::schema(), [](const Config& args) -> DatasetPtr {
-            return std::make_shared<TextCharsDataset>(TextCharsOptions::from_config(args));
-          });
-    r.add("synthetic",
-          "seeded random learnable data: classification (y int64) or regression (y float32)",
-          SyntheticOptions::schema(),
-          [](const Config& args) { return make_synthetic(SyntheticOptions::from_config(args)); });
+    r.add<CsvOptions>("csv",
+                      "numeric columns of a CSV file (.gz too): x float32 [F], y class or float",
+                      load_csv);
+    r.add<IdxOptions>(
+        "idx", "MNIST-style IDX images + labels (.gz too): x float32 [1, H, W] in [0, 1], y int64",
+        [](const IdxOptions& o) -> DatasetPtr { return std::make_shared<IdxDataset>(o); });
+    r.add<TextCharsOptions>(
+        "text_chars",
+        "a text file as a byte-level LM stream: x, y int64 [seq_len], y = x shifted by one",
+        [](const TextCharsOptions& o) -> DatasetPtr {
+          return std::make_shared<TextCharsDataset>(o);
+        });
+    r.add<SyntheticOptions>(
+        "synthetic",
+        "seeded random learnable data: classification (y int64) or regression (y float32)",
+        make_synthetic);
   });
 }
 

@@ -15,8 +15,6 @@ struct IdxOptions {
   std::string labels;  ///< idx1-ubyte file: magic 0x00000801, N bytes
 
   static void declare(Options<IdxOptions>& o);
-  static IdxOptions from_config(const Config& c) { return options_of<IdxOptions>().parse(c); }
-  static Schema schema() { return *options_of<IdxOptions>().schema(); }
 };
 
 /// MNIST / Fashion-MNIST images and labels. Examples: `x` float32 [1, H, W] in [0, 1] and `y`

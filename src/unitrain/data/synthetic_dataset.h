@@ -20,10 +20,6 @@ struct SyntheticOptions {
   uint64_t seed = 0;
 
   static void declare(Options<SyntheticOptions>& o);
-  static SyntheticOptions from_config(const Config& c) {
-    return options_of<SyntheticOptions>().parse(c);
-  }
-  static Schema schema() { return *options_of<SyntheticOptions>().schema(); }
 };
 
 /// x ~ N(0, 1) float32 of `shape` (or [features]). A fixed random linear map W (drawn first, so

@@ -18,10 +18,6 @@ struct TextCharsOptions {
   std::optional<std::string> vocab;  ///< the characters, in id order; unset = the file's
 
   static void declare(Options<TextCharsOptions>& o);
-  static TextCharsOptions from_config(const Config& c) {
-    return options_of<TextCharsOptions>().parse(c);
-  }
-  static Schema schema() { return *options_of<TextCharsOptions>().schema(); }
 };
 
 /// Windows of a text file, one token per byte (so UTF-8 text is modelled byte by byte).

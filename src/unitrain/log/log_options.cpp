@@ -12,8 +12,8 @@ namespace {
 /// `log.tracker_args` resolved: an entry for every tracker of `trackers` that has settings
 /// (ConfigError for unknown or repeated names, and for settings of a tracker that is not
 /// listed).
-YAML::Node resolved_tracker_args(const Config& log_section) {
-  const std::vector<std::string> trackers = log_section.get_string_list("trackers");
+YAML::Node resolved_tracker_args(const Config& log_section,
+                                 const std::vector<std::string>& trackers) {
   for (size_t i = 0; i < trackers.size(); ++i) {
     const std::string key = log_section.key_path("trackers") + "[" + std::to_string(i) + "]";
     catalog::find(tracker_registry().kind(), trackers[i], key);  // did-you-mean when unknown
@@ -48,51 +48,38 @@ YAML::Node resolved_tracker_args(const Config& log_section) {
 
 }  // namespace
 
-std::shared_ptr<const Schema> LogOptions::schema() {
-  static auto s = [] {
-    auto s = std::make_shared<Schema>();
-    s->add("trackers", Type::StringList)
-        .def("[console, jsonl, csv]")
-        .help(
-            "where log events go, by registered tracker name (unitrain list tracker): console "
-            "lines, run_dir/metrics.jsonl, run_dir/metrics.csv, run_dir/tensorboard/ event "
-            "files, or a plugin's");
-    s->add("tracker_args", Type::Any)
-        .def("{}")
-        .help(
-            "settings of the listed trackers: a tracker's arguments (its args in the tracker "
-            "tables, unitrain list tracker) go under log.tracker_args.<name>, e.g. "
-            "{tensorboard: {hparams: [optimizer, train]}}; checked and filled with defaults");
-    s->add("progress_bar", Type::String)
-        .def("auto")
-        .choices({"auto", "true", "false"})
-        .help("a progress bar with rate, ETA and running loss; auto = when stdout is a terminal");
-    s->add("all_ranks", Type::Bool)
-        .def(false)
-        .help(
-            "data-parallel runs: every rank writes its own tracker files (rank 0 in run_dir, "
-            "rank N in run_dir/logs/rank-N/) instead of rank 0 only; the other ranks' console "
-            "lines go to their logs/train-rank-N.log");
-    return s;
-  }();
-  return s;
-}
-
-LogOptions LogOptions::from_config(const Config& c) {
-  LogOptions o;
-  o.trackers = c.get_string_list("trackers");
-  o.progress_bar = c.get_string("progress_bar");
-  o.all_ranks = c.get_bool("all_ranks");
-  const YAML::Node args = resolved_tracker_args(c);
-  for (const auto& kv : args) {
-    const std::string name = kv.first.as<std::string>();
-    o.tracker_args.emplace(name, Config(kv.second, c.key_path("tracker_args") + "." + name));
-  }
-  return o;
+void LogOptions::declare(Options<LogOptions>& o) {
+  o.field("trackers", &LogOptions::trackers)
+      .help(
+          "where log events go, by registered tracker name (unitrain list tracker): console "
+          "lines, run_dir/metrics.jsonl, run_dir/metrics.csv, run_dir/tensorboard/ event "
+          "files, or a plugin's");
+  o.key("tracker_args", Type::Any)
+      .def("{}")
+      .help(
+          "settings of the listed trackers: a tracker's arguments (its args in the tracker "
+          "tables, unitrain list tracker) go under log.tracker_args.<name>, e.g. "
+          "{tensorboard: {hparams: [optimizer, train]}}; checked and filled with defaults");
+  o.field("progress_bar", &LogOptions::progress_bar)
+      .choices({"auto", "true", "false"})
+      .help("a progress bar with rate, ETA and running loss; auto = when stdout is a terminal");
+  o.field("all_ranks", &LogOptions::all_ranks)
+      .help(
+          "data-parallel runs: every rank writes its own tracker files (rank 0 in run_dir, "
+          "rank N in run_dir/logs/rank-N/) instead of rank 0 only; the other ranks' console "
+          "lines go to their logs/train-rank-N.log");
+  o.check([](LogOptions& out, const Config& c) {
+    for (const auto& kv : resolved_tracker_args(c, out.trackers)) {
+      const std::string name = kv.first.as<std::string>();
+      out.tracker_args.emplace(name, Config(kv.second, c.key_path("tracker_args") + "." + name));
+    }
+  });
 }
 
 void LogOptions::resolve_trackers(Config& log_section) {
-  log_section.node()["tracker_args"] = resolved_tracker_args(log_section);
+  // In the order of `trackers`, as config.yaml shows them (tracker_args is sorted by name).
+  const std::vector<std::string> trackers = from_config(log_section).trackers;
+  log_section.node()["tracker_args"] = resolved_tracker_args(log_section, trackers);
 }
 
 std::string LogOptions::rank_dir(const std::string& run_dir, int rank) const {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "unitrain/core/config.h"
-#include "unitrain/core/schema.h"
+#include "unitrain/core/options.h"
 
 namespace unitrain {
 
@@ -22,8 +22,12 @@ struct LogOptions {
   /// filled in).
   std::map<std::string, Config> tracker_args;
 
-  static LogOptions from_config(const Config& log_section);
-  static std::shared_ptr<const Schema> schema();
+  /// Declares the section's keys (options_of<LogOptions>()).
+  static void declare(Options<LogOptions>& o);
+  static LogOptions from_config(const Config& log_section) {
+    return options_of<LogOptions>().parse(log_section);
+  }
+  static std::shared_ptr<const Schema> schema() { return options_of<LogOptions>().schema(); }
   /// Checks `log.trackers` and resolves `log.tracker_args` of a resolved `log` section in place:
   /// every listed tracker that has settings gets them with their defaults, so the run's
   /// config.yaml shows them. Called when a run config is resolved (a bad name fails before anything runs).

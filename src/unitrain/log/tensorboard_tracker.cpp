@@ -101,20 +101,11 @@ std::string config_markdown(const std::string& yaml) {
 
 }  // namespace
 
-TensorBoardOptions TensorBoardOptions::from_config(const Config& args) {
-  TensorBoardOptions o;
-  o.hparams = args.get_string_list("hparams");
-  return o;
-}
-
-Schema TensorBoardOptions::schema() {
-  Schema s;
-  s.add("hparams", Type::StringList)
-      .def("[seed, model, optimizer, scheduler, train, data.loader]")
+void TensorBoardOptions::declare(Options<TensorBoardOptions>& o) {
+  o.field("hparams", &TensorBoardOptions::hparams)
       .help(
           "config key paths whose values (and those of the sections below them) are the run's "
           "hyperparameters in TensorBoard's hparams dashboard; [] = none");
-  return s;
 }
 
 std::vector<HParam> config_hparams(const std::string& config_yaml,
@@ -216,12 +207,12 @@ void TensorBoardTracker::finish(const RunEnd& end) {
 }
 
 void register_tensorboard_tracker() {
-  tracker_registry().add(
+  tracker_registry().add<TensorBoardOptions>(
       "tensorboard",
       "TensorBoard event files in run_dir/tensorboard/: every metric as a scalar, "
       "the config as text, hyperparameters and final metrics for the hparams dashboard",
-      TensorBoardOptions::schema(), [](const Config& args, const LogOptions&) -> TrackerPtr {
-        return std::make_unique<TensorBoardTracker>(TensorBoardOptions::from_config(args));
+      [](const TensorBoardOptions& o, const LogOptions&) -> TrackerPtr {
+        return std::make_unique<TensorBoardTracker>(o);
       });
 }
 

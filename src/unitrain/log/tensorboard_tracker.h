@@ -20,8 +20,8 @@ struct TensorBoardOptions {
   /// them) are the run's hyperparameters in TensorBoard's hparams dashboard.
   std::vector<std::string> hparams = {"seed",      "model", "optimizer",
                                       "scheduler", "train", "data.loader"};
-  static TensorBoardOptions from_config(const Config& args);
-  static Schema schema();
+  /// Declares the tracker's args (options_of<TensorBoardOptions>()).
+  static void declare(Options<TensorBoardOptions>& o);
 };
 
 /// Writes one TensorBoard event file per run segment into <RunInfo::dir>/tensorboard/ (a

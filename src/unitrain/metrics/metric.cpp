@@ -29,6 +29,10 @@ bool is_binary_logit(const torch::Tensor& logits) {
   return logits.dim() <= 1 || (logits.size(-1) == 1);
 }
 
+struct TopKArgs {
+  int64_t k = 5;
+};
+
 }  // namespace
 
 Registry<MetricFn>& metric_registry() {
@@ -119,15 +123,13 @@ void register_builtin_metrics() {
     fixed("perplexity",
           "exp of the mean token cross entropy over the pass; targets -100 are skipped",
           &metrics::perplexity);
-    Schema top_k;
-    top_k.add("k", Type::Int)
-        .def(5)
+    Options<TopKArgs> top_k;
+    top_k.field("k", &TopKArgs::k)
         .min(1)
         .help("how many of the largest scores may hold the target");
     r.add("top_k_accuracy", "share of items whose target is among the k largest scores",
-          std::move(top_k), [](const Config& args) {
-            int64_t k = args.get_int("k");
-            return MetricFn([k](const torch::Tensor& pred, const torch::Tensor& target) {
+          std::move(top_k), [](const TopKArgs& a) {
+            return MetricFn([k = a.k](const torch::Tensor& pred, const torch::Tensor& target) {
               return metrics::top_k_accuracy(pred, target, k);
             });
           });

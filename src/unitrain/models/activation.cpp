@@ -48,4 +48,20 @@ torch::Tensor apply_activation(Activation a, const torch::Tensor& x) {
   return x;
 }
 
+std::string activation_torchscript(Activation a, const std::string& x) {
+  switch (a) {
+    case Activation::ReLU:
+      return "torch.relu(" + x + ")";
+    case Activation::GELU:
+      return "torch.gelu(" + x + ")";
+    case Activation::Tanh:
+      return "torch.tanh(" + x + ")";
+    case Activation::Sigmoid:
+      return "torch.sigmoid(" + x + ")";
+    case Activation::SiLU:
+      return "torch.silu(" + x + ")";
+  }
+  throw ConfigError("torchscript export: unknown activation");
+}
+
 }  // namespace unitrain::models

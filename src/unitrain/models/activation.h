@@ -20,5 +20,7 @@ std::vector<std::pair<std::string, Activation>> activation_table();
 Activation activation_from_name(const std::string& name, const std::string& key = "activation");
 const char* activation_name(Activation a);
 torch::Tensor apply_activation(Activation a, const torch::Tensor& x);
+/// TorchScript source applying `a` to the expression `x`, e.g. "torch.relu(x)".
+std::string activation_torchscript(Activation a, const std::string& x);
 
 }  // namespace unitrain::models

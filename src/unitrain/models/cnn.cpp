@@ -1,9 +1,12 @@
 #include "unitrain/models/cnn.h"
 
+#include <fmt/format.h>
+#include <torch/script.h>
 #include <torch/torch.h>
 
 #include "unitrain/core/error.h"
 #include "unitrain/models/model_checks.h"
+#include "unitrain/models/torchscript_export.h"
 
 namespace unitrain::models {
 
@@ -94,6 +97,42 @@ torch::Tensor CnnImpl::forward(torch::Tensor x) {
 std::vector<torch::Tensor> CnnImpl::forward_all(const std::vector<torch::Tensor>& inputs) {
   check_input_count("cnn", inputs, 1, 1);
   return forward_with_context("cnn", inputs, [&] { return std::vector{forward(inputs[0])}; });
+}
+
+namespace {
+
+/// The TorchScript twin of a cnn: its layers mirrored, forward written out.
+torch::jit::Module export_cnn(const CnnImpl& cnn) {
+  torch::jit::Module j = torchscript::mirror(cnn, "cnn");
+  const auto& o = cnn.options;
+  const int64_t c = o.in_channels(), h = o.image_size()[0], w = o.image_size()[1];
+  std::string s = "def forward(self, x):\n";
+  s += fmt::format("    if x.dim() == 2 and x.size(1) == {}:\n", c * h * w);
+  s += fmt::format("        x = x.view([x.size(0), {}, {}, {}])\n", c, h, w);
+  if (c == 1) {
+    s += fmt::format("    elif x.dim() == 3 and x.size(1) == {} and x.size(2) == {}:\n", h, w);
+    s += "        x = x.unsqueeze(1)\n";
+  }
+  s += "    if not torch.is_floating_point(x):\n";
+  s += "        x = x.to(self.fc.weight.dtype)\n";
+  for (size_t i = 0; i < cnn.convs->size(); ++i) {
+    s += "    x = " + torchscript::item("convs", i) + ".forward(x)\n";
+    if (cnn.norms) s += "    x = " + torchscript::item("norms", i) + ".forward(x)\n";
+    s += "    x = torch.max_pool2d(torch.relu(x), [2, 2])\n";
+  }
+  s += "    x = torch.flatten(x, 1)\n";
+  s += "    x = torch.relu(self.fc.forward(x))\n";
+  s += "    return self.head.forward(x)\n";
+  j.define(s);
+  return j;
+}
+
+}  // namespace
+
+void register_cnn() {
+  register_declared_model<CnnOptions, CnnImpl>(
+      "cnn", "LeNet-style convnet: conv3x3+ReLU+maxpool blocks, then 2 Linear layers");
+  register_torchscript_export<CnnImpl>("cnn", export_cnn);
 }
 
 }  // namespace unitrain::models

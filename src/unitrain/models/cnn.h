@@ -13,6 +13,10 @@
 
 namespace unitrain::models {
 
+/// Registers `cnn`: its factory and its TorchScript export (called by
+/// register_builtin_models()).
+void register_cnn();
+
 /// Options of a Cnn, with chained setters: `CnnOptions().channels({16, 32}).classes(10)`.
 struct CnnOptions {
   TORCH_ARG(int64_t, in_channels) = 1;

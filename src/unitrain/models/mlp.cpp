@@ -1,9 +1,12 @@
 #include "unitrain/models/mlp.h"
 
+#include <fmt/format.h>
+#include <torch/script.h>
 #include <torch/torch.h>
 
 #include "unitrain/core/error.h"
 #include "unitrain/models/model_checks.h"
+#include "unitrain/models/torchscript_export.h"
 
 namespace unitrain::models {
 
@@ -82,6 +85,34 @@ void MlpImpl::pretty_print(std::ostream& stream) const {
 
 Mlp mlp(std::vector<int64_t> sizes, Activation activation, double dropout, bool flatten) {
   return Mlp(MlpOptions(std::move(sizes)).activation(activation).dropout(dropout).flatten(flatten));
+}
+
+namespace {
+
+/// The TorchScript twin of a mlp: its layers mirrored, forward written out.
+torch::jit::Module export_mlp(const MlpImpl& mlp) {
+  torch::jit::Module j = torchscript::mirror(mlp, "mlp");
+  const auto& o = mlp.options;
+  const size_t n = mlp.layers->size();
+  std::string s = "def forward(self, x):\n";
+  if (o.flatten()) s += "    x = torch.flatten(x, 1)\n";
+  s += "    if not torch.is_floating_point(x):\n";
+  s += "        x = x.to(" + torchscript::item("layers", 0) + ".weight.dtype)\n";
+  for (size_t i = 0; i < n; ++i) {
+    s += "    x = " + torchscript::item("layers", i) + ".forward(x)\n";
+    if (i + 1 < n) s += "    x = " + activation_torchscript(o.activation(), "x") + "\n";
+  }
+  s += "    return x\n";
+  j.define(s);
+  return j;
+}
+
+}  // namespace
+
+void register_mlp() {
+  register_declared_model<MlpOptions, MlpImpl>(
+      "mlp", "multilayer perceptron: Linear layers `sizes` with an activation between");
+  register_torchscript_export<MlpImpl>("mlp", export_mlp);
 }
 
 }  // namespace unitrain::models

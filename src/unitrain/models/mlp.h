@@ -13,6 +13,10 @@
 
 namespace unitrain::models {
 
+/// Registers `mlp`: its factory (`model: {type: mlp}`) and its TorchScript export (called by
+/// register_builtin_models()).
+void register_mlp();
+
 /// Options of an Mlp, with chained setters: `MlpOptions({64, 256, 10}).dropout(0.1)`.
 struct MlpOptions {
   /* implicit */ MlpOptions(std::vector<int64_t> sizes) : sizes_(std::move(sizes)) {}  // NOLINT

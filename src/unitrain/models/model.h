@@ -3,6 +3,7 @@
 #include <torch/nn/module.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "unitrain/core/registry.h"
@@ -27,6 +28,14 @@ using ModelPtr = std::shared_ptr<Model>;
 
 /// Registered models (`model.type`), built from their resolved `args`.
 Registry<ModelPtr>& model_registry();
+
+/// Registers model `name`, a ModelImpl built from the args its options struct declares
+/// (`static void ModelOptions::declare(Options<ModelOptions>&)`).
+template <typename ModelOptions, typename ModelImpl>
+void register_declared_model(const std::string& name, const std::string& help) {
+  model_registry().add<ModelOptions>(
+      name, help, [](const ModelOptions& o) -> ModelPtr { return std::make_shared<ModelImpl>(o); });
+}
 
 /// The keys of the `model` section besides `type` and `args`: `init_from` (a state_dict file
 /// saved from Python or by `unitrain export`, loaded into the new model) and `init_strict`.

@@ -1,6 +1,4 @@
-// The model registry and the built-in models.
-#include <torch/torch.h>
-
+// The model registry and the built-in models (each registers itself: mlp.cpp, cnn.cpp, ...).
 #include <mutex>
 
 #include "unitrain/models/cnn.h"
@@ -36,44 +34,13 @@ std::shared_ptr<const Schema> model_section_schema() {
   return schema;
 }
 
-namespace {
-
-/// Registers `name` with `schema`; the factory resolves its args against the schema again
-/// (a no-op on resolved args) so it also accepts a bare `{type, args}` section.
-template <typename Build>
-void add_model(const std::string& name, const std::string& help, const Schema& schema,
-               Build build) {
-  auto shared = std::make_shared<Schema>(schema);
-  model_registry().add(name, help, schema, [shared, build](const Config& args) -> ModelPtr {
-    return build(shared->resolve(args));
-  });
-}
-
-/// Registers `name`, a Model built from the args its options struct declares.
-template <typename ModelOptions, typename ModelImpl>
-void add_declared_model(const std::string& name, const std::string& help) {
-  const Options<ModelOptions>& args = options_of<ModelOptions>();
-  model_registry().add(name, help, *args.schema(), [&args](const Config& c) -> ModelPtr {
-    return std::make_shared<ModelImpl>(args.parse(c));
-  });
-}
-
-}  // namespace
-
 void register_builtin_models() {
   static std::once_flag once;
   std::call_once(once, [] {
-    using namespace models;  // NOLINT
-    add_declared_model<MlpOptions, MlpImpl>(
-        "mlp", "multilayer perceptron: Linear layers `sizes` with an activation between");
-    add_declared_model<CnnOptions, CnnImpl>(
-        "cnn", "LeNet-style convnet: conv3x3+ReLU+maxpool blocks, then 2 Linear layers");
-    add_declared_model<TransformerLmOptions, TransformerLmImpl>(
-        "transformer_lm",
-        "decoder-only transformer language model: token ids [B, T] -> logits [B, T, vocab]");
-    add_model("torchscript", "a TorchScript module saved from Python, trained as is",
-              TorchScriptModel::schema(),
-              [](const Config& args) { return TorchScriptModel::from_config(args); });
+    models::register_mlp();
+    models::register_cnn();
+    models::register_transformer_lm();
+    models::register_torchscript_model();
   });
 }
 

@@ -4,41 +4,20 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <deque>
 #include <filesystem>
+#include <mutex>
 
 #include "unitrain/core/error.h"
-#include "unitrain/models/cnn.h"
-#include "unitrain/models/mlp.h"
-#include "unitrain/models/torchscript_model.h"
-#include "unitrain/models/transformer_lm.h"
+#include "unitrain/models/model.h"
 
 namespace unitrain {
 namespace {
 
 using JitModule = torch::jit::Module;
 
-/// `getattr(self.<list>, "<i>")`: a child of a ModuleList (its name is a number, which
-/// TorchScript source cannot spell as an attribute).
-std::string item(const std::string& list, size_t i) {
-  return fmt::format("getattr(self.{}, \"{}\")", list, i);
-}
-
 std::string int_list(c10::ArrayRef<int64_t> values) {
   return fmt::format("[{}]", fmt::join(values, ", "));
-}
-
-/// A double written so that TorchScript reads back the same value.
-std::string literal(double v) { return fmt::format("{:.17g}", v); }
-
-std::string activation_source(models::Activation a, const std::string& x) {
-  switch (a) {
-    case models::Activation::ReLU: return "torch.relu(" + x + ")";
-    case models::Activation::GELU: return "torch.gelu(" + x + ")";
-    case models::Activation::Tanh: return "torch.tanh(" + x + ")";
-    case models::Activation::Sigmoid: return "torch.sigmoid(" + x + ")";
-    case models::Activation::SiLU: return "torch.silu(" + x + ")";
-  }
-  throw ConfigError("torchscript export: unknown activation");
 }
 
 /// The forward of a LibTorch layer, or "" for a container without one.
@@ -65,14 +44,15 @@ std::string layer_forward(const torch::nn::Module& m, const std::string& where) 
                       "torch.batch_norm(x, {}, {}, self.running_mean, self.running_var, False, "
                       "0.0, {}, False)\n",
                       o.affine() ? "self.weight" : "None", o.affine() ? "self.bias" : "None",
-                      literal(o.eps()));
+                      torchscript::literal(o.eps()));
   }
   if (const auto* ln = m.as<torch::nn::LayerNorm>()) {
     const auto& o = ln->options;
     return head + fmt::format("torch.layer_norm(x, {}, {}, {}, {}, False)\n",
                               int_list(o.normalized_shape()),
                               o.elementwise_affine() ? "self.weight" : "None",
-                              o.elementwise_affine() ? "self.bias" : "None", literal(o.eps()));
+                              o.elementwise_affine() ? "self.bias" : "None",
+                              torchscript::literal(o.eps()));
   }
   if (const auto* emb = m.as<torch::nn::Embedding>()) {
     const auto& o = emb->options;
@@ -116,103 +96,6 @@ class Mirror {
   std::shared_ptr<torch::jit::CompilationUnit> cu_ = std::make_shared<torch::jit::CompilationUnit>();
 };
 
-JitModule child(const JitModule& m, const std::string& path) {
-  JitModule c = m;
-  size_t start = 0;
-  while (start <= path.size()) {
-    const size_t dot = path.find('.', start);
-    const std::string name = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    c = c.attr(name).toModule();
-    if (dot == std::string::npos) break;
-    start = dot + 1;
-  }
-  return c;
-}
-
-JitModule export_mlp(const models::MlpImpl& mlp) {
-  JitModule j = Mirror().build(mlp, "mlp");
-  const auto& o = mlp.options;
-  const size_t n = mlp.layers->size();
-  std::string s = "def forward(self, x):\n";
-  if (o.flatten()) s += "    x = torch.flatten(x, 1)\n";
-  s += "    if not torch.is_floating_point(x):\n";
-  s += "        x = x.to(" + item("layers", 0) + ".weight.dtype)\n";
-  for (size_t i = 0; i < n; ++i) {
-    s += "    x = " + item("layers", i) + ".forward(x)\n";
-    if (i + 1 < n) s += "    x = " + activation_source(o.activation(), "x") + "\n";
-  }
-  s += "    return x\n";
-  j.define(s);
-  return j;
-}
-
-JitModule export_cnn(const models::CnnImpl& cnn) {
-  JitModule j = Mirror().build(cnn, "cnn");
-  const auto& o = cnn.options;
-  const int64_t c = o.in_channels(), h = o.image_size()[0], w = o.image_size()[1];
-  std::string s = "def forward(self, x):\n";
-  s += fmt::format("    if x.dim() == 2 and x.size(1) == {}:\n", c * h * w);
-  s += fmt::format("        x = x.view([x.size(0), {}, {}, {}])\n", c, h, w);
-  if (c == 1) {
-    s += fmt::format("    elif x.dim() == 3 and x.size(1) == {} and x.size(2) == {}:\n", h, w);
-    s += "        x = x.unsqueeze(1)\n";
-  }
-  s += "    if not torch.is_floating_point(x):\n";
-  s += "        x = x.to(self.fc.weight.dtype)\n";
-  for (size_t i = 0; i < cnn.convs->size(); ++i) {
-    s += "    x = " + item("convs", i) + ".forward(x)\n";
-    if (cnn.norms) s += "    x = " + item("norms", i) + ".forward(x)\n";
-    s += "    x = torch.max_pool2d(torch.relu(x), [2, 2])\n";
-  }
-  s += "    x = torch.flatten(x, 1)\n";
-  s += "    x = torch.relu(self.fc.forward(x))\n";
-  s += "    return self.head.forward(x)\n";
-  j.define(s);
-  return j;
-}
-
-JitModule export_transformer(const models::TransformerLmImpl& lm) {
-  JitModule j = Mirror().build(lm, "transformer_lm");
-  const auto& o = lm.options;
-  const int64_t heads = o.heads(), head_dim = o.d_model() / o.heads();
-  for (size_t i = 0; i < lm.blocks->size(); ++i) {
-    const std::string block = "blocks." + std::to_string(i);
-    child(j, block + ".attention").define(fmt::format(
-        "def forward(self, x):\n"
-        "    b = x.size(0)\n"
-        "    t = x.size(1)\n"
-        "    c = x.size(2)\n"
-        "    qkv = self.qkv.forward(x).view([b, t, 3, {heads}, {head_dim}]).permute([2, 0, 3, 1, 4])\n"
-        "    q = qkv[0]\n"
-        "    k = qkv[1]\n"
-        "    v = qkv[2]\n"
-        "    scores = torch.matmul(q, k.transpose(-2, -1)) / {scale}\n"
-        "    future = torch.ones([t, t], device=x.device).triu(1) != 0\n"
-        "    scores = scores.masked_fill(future, float('-inf'))\n"
-        "    y = torch.matmul(torch.softmax(scores, -1), v).transpose(1, 2).reshape([b, t, c])\n"
-        "    return self.out.forward(y)\n",
-        fmt::arg("heads", heads), fmt::arg("head_dim", head_dim),
-        fmt::arg("scale", literal(std::sqrt(static_cast<double>(head_dim))))));
-    child(j, block + ".feed_forward")
-        .define("def forward(self, x):\n"
-                "    return self.proj.forward(torch.gelu(self.fc.forward(x)))\n");
-    child(j, block).define(
-        "def forward(self, x):\n"
-        "    x = x + self.attention.forward(self.norm1.forward(x))\n"
-        "    return x + self.feed_forward.forward(self.norm2.forward(x))\n");
-  }
-  std::string s = "def forward(self, tokens):\n";
-  // (torch.long cannot be named here: TorchScript compiled from C++ resolves no Python
-  // names; arange of an int is int64.)
-  s += "    positions = torch.arange(tokens.size(1), device=tokens.device)\n";
-  s += "    tokens = tokens.to(positions.dtype)\n";
-  s += "    x = self.token_embedding.forward(tokens) + self.position_embedding.forward(positions)\n";
-  for (size_t i = 0; i < lm.blocks->size(); ++i) s += "    x = " + item("blocks", i) + ".forward(x)\n";
-  s += "    return self.head.forward(self.norm.forward(x))\n";
-  j.define(s);
-  return j;
-}
-
 /// `inner` behind the input normalisation of `norm` (the arithmetic of NormalizeDataset, in
 /// float32, so that the exported module sees what the model saw in training).
 JitModule with_input_normalization(const JitModule& inner, const InputNormalization& norm) {
@@ -238,31 +121,54 @@ JitModule with_input_normalization(const JitModule& inner, const InputNormalizat
   return j;
 }
 
-}  // namespace
+struct Exporter {
+  std::string model;
+  std::function<bool(const Model&)> handles;
+  std::function<torch::jit::Module(const Model&)> to_jit;
+};
 
-bool can_export_torchscript(const Model& model) {
-  return dynamic_cast<const models::MlpImpl*>(&model) != nullptr ||
-         dynamic_cast<const models::CnnImpl*>(&model) != nullptr ||
-         dynamic_cast<const models::TransformerLmImpl*>(&model) != nullptr ||
-         dynamic_cast<const models::TorchScriptModel*>(&model) != nullptr;
+struct Exporters {
+  std::mutex mu;
+  std::deque<Exporter> list;  // never shrinks: exporter_of's pointers stay valid
+};
+
+Exporters& exporters() {
+  static Exporters all;
+  return all;
 }
 
+const Exporter* exporter_of(const Model& model) {
+  Exporters& all = exporters();
+  std::lock_guard<std::mutex> lock(all.mu);
+  for (const auto& e : all.list) {
+    if (e.handles(model)) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void add_torchscript_exporter(const std::string& model, std::function<bool(const Model&)> handles,
+                              std::function<torch::jit::Module(const Model&)> exporter) {
+  Exporters& all = exporters();
+  std::lock_guard<std::mutex> lock(all.mu);
+  for (const auto& e : all.list) {
+    UT_CHECK(e.model != model, "torchscript export of model '", model, "' is registered twice");
+  }
+  all.list.push_back({model, std::move(handles), std::move(exporter)});
+}
+
+bool can_export_torchscript(const Model& model) { return exporter_of(model) != nullptr; }
+
 torch::jit::Module to_torchscript(const Model& model, const InputNormalization* norm) {
-  JitModule j;
-  if (const auto* mlp = dynamic_cast<const models::MlpImpl*>(&model)) {
-    j = export_mlp(*mlp);
-  } else if (const auto* cnn = dynamic_cast<const models::CnnImpl*>(&model)) {
-    j = export_cnn(*cnn);
-  } else if (const auto* lm = dynamic_cast<const models::TransformerLmImpl*>(&model)) {
-    j = export_transformer(*lm);
-  } else if (const auto* ts = dynamic_cast<const models::TorchScriptModel*>(&model)) {
-    j = ts->jit_module().clone();
-  } else {
+  const Exporter* exporter = exporter_of(model);
+  if (exporter == nullptr) {
     throw ConfigError(fmt::format(
         "torchscript export: the model {} is not a built-in or TorchScript model; export it as "
         "--format state_dict and load the weights into a Python twin of the model",
         model.name()));
   }
+  JitModule j = exporter->to_jit(model);
   if (norm) j = with_input_normalization(j, *norm);
   j.eval();
   return j;
@@ -282,4 +188,31 @@ void save_torchscript(const Model& model, const std::string& path,
   }
 }
 
+namespace torchscript {
+
+torch::jit::Module mirror(const torch::nn::Module& module, const std::string& where) {
+  return Mirror().build(module, where);
+}
+
+torch::jit::Module child(const torch::jit::Module& module, const std::string& path) {
+  JitModule c = module;
+  size_t start = 0;
+  while (start <= path.size()) {
+    const size_t dot = path.find('.', start);
+    const std::string name =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    c = c.attr(name).toModule();
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return c;
+}
+
+std::string item(const std::string& list, size_t i) {
+  return fmt::format("getattr(self.{}, \"{}\")", list, i);
+}
+
+std::string literal(double v) { return fmt::format("{:.17g}", v); }
+
+}  // namespace torchscript
 }  // namespace unitrain

@@ -8,6 +8,7 @@
 
 #include "unitrain/core/error.h"
 #include "unitrain/models/model_checks.h"
+#include "unitrain/models/torchscript_export.h"
 
 namespace unitrain::models {
 namespace {
@@ -57,20 +58,6 @@ TorchScriptModel::TorchScriptModel(const std::string& path) : path_(path) {
 }
 
 TorchScriptModel::~TorchScriptModel() = default;
-
-Schema TorchScriptModel::schema() {
-  Schema s;
-  s.add("path", Type::String)
-      .help("TorchScript file saved from Python (torch.jit.script(model).save(path))");
-  return s;
-}
-
-std::shared_ptr<TorchScriptModel> TorchScriptModel::from_config(const Config& args) {
-  const std::string path = args.get_string("path");
-  UT_CHECK(std::filesystem::is_regular_file(path), args.key_path("path"), ": TorchScript file '",
-           path, "' not found; export one from Python with torch.jit.script(model).save(path)");
-  return std::make_shared<TorchScriptModel>(path);
-}
 
 std::vector<torch::Tensor> TorchScriptModel::forward_all(const std::vector<torch::Tensor>& inputs) {
   check_input_count(name(), inputs, min_inputs_, max_inputs_);
@@ -128,6 +115,31 @@ std::vector<std::string> TorchScriptModel::prediction_names() const { return pre
 void TorchScriptModel::train(bool on) {
   torch::nn::Module::train(on);
   module_->train(on);
+}
+
+namespace {
+
+struct TorchScriptModelArgs {
+  std::string path;
+};
+
+}  // namespace
+
+void register_torchscript_model() {
+  Options<TorchScriptModelArgs> args;
+  args.field("path", &TorchScriptModelArgs::path)
+      .required()
+      .help("TorchScript file saved from Python (torch.jit.script(model).save(path))");
+  model_registry().add(
+      "torchscript", "a TorchScript module saved from Python, trained as is", std::move(args),
+      [](const TorchScriptModelArgs& a, const Config& at) -> ModelPtr {
+        UT_CHECK(std::filesystem::is_regular_file(a.path), at.key_path("path"),
+                 ": TorchScript file '", a.path,
+                 "' not found; export one from Python with torch.jit.script(model).save(path)");
+        return std::make_shared<TorchScriptModel>(a.path);
+      });
+  register_torchscript_export<TorchScriptModel>(
+      "torchscript", [](const TorchScriptModel& m) { return m.jit_module().clone(); });
 }
 
 }  // namespace unitrain::models

@@ -5,8 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "unitrain/core/config.h"
-#include "unitrain/core/schema.h"
 #include "unitrain/models/model.h"
 
 namespace torch::jit {
@@ -14,6 +12,11 @@ struct Module;
 }
 
 namespace unitrain::models {
+
+/// Registers `torchscript` (`args: {path}`; a missing file is a ConfigError naming the key and
+/// the path) and its TorchScript export, a copy of the loaded module (called by
+/// register_builtin_models()).
+void register_torchscript_model();
 
 /// Wraps a TorchScript module loaded with torch::jit::load.
 /// - Its parameters and buffers are registered on this torch::nn::Module (and on child
@@ -32,11 +35,6 @@ class TorchScriptModel : public Model {
  public:
   explicit TorchScriptModel(const std::string& path);
   ~TorchScriptModel() override;
-
-  /// The `torchscript` args schema: path.
-  static Schema schema();
-  /// Loads `args.path`; a missing file is a ConfigError naming the key and the path.
-  static std::shared_ptr<TorchScriptModel> from_config(const Config& args);
 
   std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& inputs) override;
   std::vector<std::string> prediction_names() const override;

@@ -1,11 +1,14 @@
 #include "unitrain/models/transformer_lm.h"
 
+#include <fmt/format.h>
+#include <torch/script.h>
 #include <torch/torch.h>
 
 #include <cmath>
 
 #include "unitrain/core/error.h"
 #include "unitrain/models/model_checks.h"
+#include "unitrain/models/torchscript_export.h"
 
 namespace unitrain::models {
 namespace {
@@ -162,6 +165,62 @@ std::vector<torch::Tensor> TransformerLmImpl::forward_all(
   check_input_count("transformer_lm", inputs, 1, 1);
   return forward_with_context("transformer_lm", inputs,
                               [&] { return std::vector{forward(inputs[0])}; });
+}
+
+namespace {
+
+/// The TorchScript twin of a transformer_lm: its layers mirrored, forward written out.
+torch::jit::Module export_transformer(const TransformerLmImpl& lm) {
+  torch::jit::Module j = torchscript::mirror(lm, "transformer_lm");
+  const auto& o = lm.options;
+  const int64_t heads = o.heads(), head_dim = o.d_model() / o.heads();
+  for (size_t i = 0; i < lm.blocks->size(); ++i) {
+    const std::string block = "blocks." + std::to_string(i);
+    torchscript::child(j, block + ".attention").define(fmt::format(
+        "def forward(self, x):\n"
+        "    b = x.size(0)\n"
+        "    t = x.size(1)\n"
+        "    c = x.size(2)\n"
+        "    qkv = self.qkv.forward(x).view([b, t, 3, {heads}, {head_dim}]).permute([2, 0, 3, 1, 4])\n"
+        "    q = qkv[0]\n"
+        "    k = qkv[1]\n"
+        "    v = qkv[2]\n"
+        "    scores = torch.matmul(q, k.transpose(-2, -1)) / {scale}\n"
+        "    future = torch.ones([t, t], device=x.device).triu(1) != 0\n"
+        "    scores = scores.masked_fill(future, float('-inf'))\n"
+        "    y = torch.matmul(torch.softmax(scores, -1), v).transpose(1, 2).reshape([b, t, c])\n"
+        "    return self.out.forward(y)\n",
+        fmt::arg("heads", heads), fmt::arg("head_dim", head_dim),
+        fmt::arg("scale", torchscript::literal(std::sqrt(static_cast<double>(head_dim))))));
+    torchscript::child(j, block + ".feed_forward")
+        .define("def forward(self, x):\n"
+                "    return self.proj.forward(torch.gelu(self.fc.forward(x)))\n");
+    torchscript::child(j, block).define(
+        "def forward(self, x):\n"
+        "    x = x + self.attention.forward(self.norm1.forward(x))\n"
+        "    return x + self.feed_forward.forward(self.norm2.forward(x))\n");
+  }
+  std::string s = "def forward(self, tokens):\n";
+  // (torch.long cannot be named here: TorchScript compiled from C++ resolves no Python
+  // names; arange of an int is int64.)
+  s += "    positions = torch.arange(tokens.size(1), device=tokens.device)\n";
+  s += "    tokens = tokens.to(positions.dtype)\n";
+  s += "    x = self.token_embedding.forward(tokens) + self.position_embedding.forward(positions)\n";
+  for (size_t i = 0; i < lm.blocks->size(); ++i) {
+    s += "    x = " + torchscript::item("blocks", i) + ".forward(x)\n";
+  }
+  s += "    return self.head.forward(self.norm.forward(x))\n";
+  j.define(s);
+  return j;
+}
+
+}  // namespace
+
+void register_transformer_lm() {
+  register_declared_model<TransformerLmOptions, TransformerLmImpl>(
+      "transformer_lm",
+      "decoder-only transformer language model: token ids [B, T] -> logits [B, T, vocab]");
+  register_torchscript_export<TransformerLmImpl>("transformer_lm", export_transformer);
 }
 
 }  // namespace unitrain::models

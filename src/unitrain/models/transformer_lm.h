@@ -16,6 +16,10 @@
 
 namespace unitrain::models {
 
+/// Registers `transformer_lm`: its factory and its TorchScript export (called by
+/// register_builtin_models()).
+void register_transformer_lm();
+
 /// Options of a TransformerLm: `TransformerLmOptions(65).d_model(64).layers(2).heads(4)`.
 struct TransformerLmOptions {
   explicit TransformerLmOptions(int64_t vocab) : vocab_(vocab) {}

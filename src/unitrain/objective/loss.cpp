@@ -1,6 +1,7 @@
 #include "unitrain/objective/loss.h"
 
 #include <mutex>
+#include <optional>
 
 #include "unitrain/metrics/shape_check.h"
 
@@ -66,6 +67,26 @@ LossFn elementwise(const std::string& type, F compute) {
   };
 }
 
+/// The args of nll (and, with label_smoothing, of cross_entropy).
+struct ClassLossArgs {
+  int64_t ignore_index = kIgnoreIndex;
+};
+struct CrossEntropyArgs : ClassLossArgs {
+  double label_smoothing = 0;
+};
+struct SmoothL1Args {
+  double beta = 1;
+};
+struct BceWithLogitsArgs {
+  std::optional<double> pos_weight;  ///< null: 1
+};
+
+template <typename T>
+void declare_ignore_index(Options<T>& args) {
+  args.field("ignore_index", &T::ignore_index)
+      .help("targets equal to this index add nothing and are not counted in the mean");
+}
+
 }  // namespace
 
 Registry<LossFn>& loss_registry() {
@@ -78,35 +99,27 @@ void register_builtin_losses() {
   std::call_once(once, [] {
     auto& r = loss_registry();
 
-    Schema ce;
-    ce.add("label_smoothing", Type::Float)
-        .def(0.0)
+    Options<CrossEntropyArgs> ce;
+    ce.field("label_smoothing", &CrossEntropyArgs::label_smoothing)
         .min(0)
         .max(1)
         .help("mix the one-hot target with the uniform distribution by this share");
-    ce.add("ignore_index", Type::Int)
-        .def(kIgnoreIndex)
-        .help("targets equal to this index add nothing and are not counted in the mean");
+    declare_ignore_index(ce);
     r.add("cross_entropy",
           "softmax cross entropy of logits [B, C] or [B, T, C] with class indices (or "
           "probabilities); mean over counted targets",
-          std::move(ce), [](const Config& args) {
-            int64_t ignore = args.get_int("ignore_index");
-            double smoothing = args.get_double("label_smoothing");
-            return LossFn([=](const torch::Tensor& pred, const torch::Tensor& target) {
-              return class_loss("cross_entropy", pred, target, ignore, smoothing);
+          std::move(ce), [](const CrossEntropyArgs& a) {
+            return LossFn([a](const torch::Tensor& pred, const torch::Tensor& target) {
+              return class_loss("cross_entropy", pred, target, a.ignore_index, a.label_smoothing);
             });
           });
 
-    Schema nll;
-    nll.add("ignore_index", Type::Int)
-        .def(kIgnoreIndex)
-        .help("targets equal to this index add nothing and are not counted in the mean");
+    Options<ClassLossArgs> nll;
+    declare_ignore_index(nll);
     r.add("nll", "negative log-likelihood of log-probabilities [B, C] or [B, T, C]", std::move(nll),
-          [](const Config& args) {
-            int64_t ignore = args.get_int("ignore_index");
-            return LossFn([=](const torch::Tensor& pred, const torch::Tensor& target) {
-              return class_loss("nll", pred, target, ignore, 0.0);
+          [](const ClassLossArgs& a) {
+            return LossFn([a](const torch::Tensor& pred, const torch::Tensor& target) {
+              return class_loss("nll", pred, target, a.ignore_index, 0.0);
             });
           });
 
@@ -119,35 +132,32 @@ void register_builtin_losses() {
           "l1", [](const torch::Tensor& p, const torch::Tensor& t) { return at::l1_loss(p, t); });
     });
 
-    Schema smooth;
-    smooth.add("beta", Type::Float)
-        .def(1.0)
+    Options<SmoothL1Args> smooth;
+    smooth.field("beta", &SmoothL1Args::beta)
         .min(0)
         .help("below this absolute error the loss is quadratic, above it linear (0: l1)");
     r.add("smooth_l1", "Huber-like loss: quadratic for small errors, linear for large ones",
-          std::move(smooth), [](const Config& args) {
-            double beta = args.get_double("beta");
-            return elementwise("smooth_l1", [beta](const torch::Tensor& p, const torch::Tensor& t) {
+          std::move(smooth), [](const SmoothL1Args& a) {
+            return elementwise("smooth_l1", [beta = a.beta](const torch::Tensor& p,
+                                                            const torch::Tensor& t) {
               return beta == 0 ? at::l1_loss(p, t)
                                : at::smooth_l1_loss(p, t, at::Reduction::Mean, beta);
             });
           });
 
-    Schema bce;
-    bce.add("pos_weight", Type::Float)
-        .nullable()
+    Options<BceWithLogitsArgs> bce;
+    bce.field("pos_weight", &BceWithLogitsArgs::pos_weight)
         .gt(0)
         .help("weight of the positive targets' term (e.g. negatives / positives)");
     r.add("bce_with_logits", "binary cross entropy of logits with 0/1 (or soft) targets",
-          std::move(bce), [](const Config& args) {
-            std::optional<double> pos_weight;
-            if (args.has("pos_weight")) pos_weight = args.get_double("pos_weight");
-            return elementwise("bce_with_logits",
-                               [pos_weight](const torch::Tensor& p, const torch::Tensor& t) {
-                                 c10::optional<at::Tensor> pw;
-                                 if (pos_weight) pw = torch::full({}, *pos_weight, p.options());
-                                 return at::binary_cross_entropy_with_logits(p, t, {}, pw);
-                               });
+          std::move(bce), [](const BceWithLogitsArgs& a) {
+            return elementwise(
+                "bce_with_logits",
+                [pos_weight = a.pos_weight](const torch::Tensor& p, const torch::Tensor& t) {
+                  c10::optional<at::Tensor> pw;
+                  if (pos_weight) pw = torch::full({}, *pos_weight, p.options());
+                  return at::binary_cross_entropy_with_logits(p, t, {}, pw);
+                });
           });
   });
 }

@@ -1,176 +1,269 @@
-// The built-in optimizers: LibTorch's six, with args mirroring their Options (LibTorch 1.13).
+// The built-in optimizers: LibTorch's six, with args mirroring their Options (LibTorch 1.13),
+// and the checkpoint state serializers of those whose state PyTorch's layout describes.
 #include <torch/torch.h>
 
 #include <mutex>
+#include <optional>
 
+#include "unitrain/core/optimizer_state_serializer.h"
 #include "unitrain/optim/optimizer.h"
 
 namespace unitrain {
 namespace {
 
-using torch::optim::OptimizerParamGroup;
+namespace topt = torch::optim;
+using topt::OptimizerParamGroup;
 using Groups = std::vector<OptimizerParamGroup>;
 
 /// Gives each group a copy of `defaults`, with weight_decay 0 in the no-decay group.
-template <typename Options>
-Groups with_options(Groups groups, const Options& defaults) {
+template <typename TorchOptions>
+Groups with_options(Groups groups, const TorchOptions& defaults) {
   for (size_t i = 0; i < groups.size(); ++i) {
-    Options options = defaults;
+    TorchOptions options = defaults;
     if (i == no_decay_group_index()) options.weight_decay(0);
-    groups[i].set_options(std::make_unique<Options>(options));
+    groups[i].set_options(std::make_unique<TorchOptions>(options));
   }
   return groups;
 }
 
-std::tuple<double, double> read_betas(const Config& args) {
-  const auto betas = args.get_double_list("betas");
-  UT_CHECK(betas.size() == 2, args.key_path("betas"), " must be two numbers [beta1, beta2], got ",
-           betas.size(), " value(s)");
-  for (double b : betas) {
-    UT_CHECK(b >= 0 && b < 1, args.key_path("betas"), " values must be in [0, 1), got ", b);
-  }
-  return {betas[0], betas[1]};
+constexpr const char* kL2Penalty = "L2 penalty added to the gradient";
+
+/// The `weight_decay` of an optimizer's args T (all but lbfgs have one).
+template <typename T>
+void declare_weight_decay(Options<T>& args, const char* help = kL2Penalty) {
+  args.field("weight_decay", &T::weight_decay).min(0).help(help);
 }
 
-void add_adam_fields(Schema& s, double weight_decay, const char* decay_help) {
-  s.add("betas", Type::FloatList)
-      .def("[0.9, 0.999]")
+/// The `eps` of an optimizer's args T (adam, adamw, adagrad, rmsprop).
+template <typename T>
+void declare_eps(Options<T>& args) {
+  args.field("eps", &T::eps).min(0).help("added to the denominator for stability");
+}
+
+/// The args of adam and adamw (their weight decays differ in default and meaning).
+struct AdamArgs {
+  std::vector<double> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 0;
+  bool amsgrad = false;
+};
+
+Options<AdamArgs> adam_args(double weight_decay, const char* decay_help) {
+  AdamArgs defaults;
+  defaults.weight_decay = weight_decay;
+  Options<AdamArgs> args(defaults);
+  args.field("betas", &AdamArgs::betas)
       .help("[beta1, beta2]: decay rates of the moment estimates, each in [0, 1)");
-  s.add("eps", Type::Float).def(1e-8).min(0).help("added to the denominator for stability");
-  s.add("weight_decay", Type::Float).def(weight_decay).min(0).help(decay_help);
-  s.add("amsgrad", Type::Bool)
-      .def(false)
+  declare_eps(args);
+  declare_weight_decay(args, decay_help);
+  args.field("amsgrad", &AdamArgs::amsgrad)
       .help("use the maximum of past squared gradients (AMSGrad)");
+  args.check([](AdamArgs& a, const Config& c) {
+    UT_CHECK(a.betas.size() == 2, c.key_path("betas"), " must be two numbers [beta1, beta2], got ",
+             a.betas.size(), " value(s)");
+    for (double b : a.betas) {
+      UT_CHECK(b >= 0 && b < 1, c.key_path("betas"), " values must be in [0, 1), got ", b);
+    }
+  });
+  return args;
 }
 
-template <typename Optimizer, typename Options>
-OptimizerPtr make_adam(const Config& args, Groups groups, double lr) {
-  Options o(lr);
-  o.betas(read_betas(args))
-      .eps(args.get_double("eps"))
-      .weight_decay(args.get_double("weight_decay"))
-      .amsgrad(args.get_bool("amsgrad"));
+template <typename Optimizer, typename TorchOptions>
+OptimizerPtr make_adam(const AdamArgs& a, Groups groups, double lr) {
+  TorchOptions o(lr);
+  o.betas({a.betas[0], a.betas[1]}).eps(a.eps).weight_decay(a.weight_decay).amsgrad(a.amsgrad);
   return std::make_unique<Optimizer>(with_options(std::move(groups), o), o);
 }
 
+/// Adam's and AdamW's checkpoint state (their states and options have the same fields).
+template <typename Optimizer, typename State, typename TorchOptions>
+void register_adam_state(const std::string& type) {
+  register_optimizer_state<Optimizer, State, TorchOptions>(
+      type,
+      [](auto& s, auto& io) {
+        io.integer("step", s.step());
+        io.tensor("exp_avg", s.exp_avg());
+        io.tensor("exp_avg_sq", s.exp_avg_sq());
+        io.optional_tensor("max_exp_avg_sq", s.max_exp_avg_sq());
+      },
+      [](auto& o, auto& io) {
+        io.real("lr", o.lr());
+        io.pair("betas", o.betas());
+        io.real("eps", o.eps());
+        io.real("weight_decay", o.weight_decay());
+        io.flag("amsgrad", o.amsgrad());
+      });
+}
+
+struct SgdArgs {
+  double momentum = 0;
+  double dampening = 0;
+  double weight_decay = 0;
+  bool nesterov = false;
+};
+
 void register_sgd() {
-  Schema s;
-  s.add("momentum", Type::Float).def(0.0).min(0).help("momentum factor (0 = plain SGD)");
-  s.add("dampening", Type::Float).def(0.0).min(0).max(1).help("dampening of the momentum");
-  s.add("weight_decay", Type::Float).def(0.0).min(0).help("L2 penalty added to the gradient");
-  s.add("nesterov", Type::Bool)
-      .def(false)
+  Options<SgdArgs> args;
+  args.field("momentum", &SgdArgs::momentum).min(0).help("momentum factor (0 = plain SGD)");
+  args.field("dampening", &SgdArgs::dampening).min(0).max(1).help("dampening of the momentum");
+  declare_weight_decay(args);
+  args.field("nesterov", &SgdArgs::nesterov)
       .help("Nesterov momentum (needs momentum > 0, dampening 0)");
+  args.check([](SgdArgs& a, const Config& c) {
+    UT_CHECK(!a.nesterov || (a.momentum > 0 && a.dampening == 0), c.key_path("nesterov"),
+             ": Nesterov momentum needs momentum > 0 and dampening 0, got momentum ", a.momentum,
+             " and dampening ", a.dampening, "; set ", c.key_path("momentum"),
+             " (e.g. 0.9) or nesterov: false");
+  });
   optimizer_registry().add(
-      "sgd", "stochastic gradient descent with momentum (torch::optim::SGD)", std::move(s),
-      [](const Config& args, Groups groups, double lr) -> OptimizerPtr {
-        const double momentum = args.get_double("momentum");
-        const double dampening = args.get_double("dampening");
-        const bool nesterov = args.get_bool("nesterov");
-        UT_CHECK(!nesterov || (momentum > 0 && dampening == 0), args.key_path("nesterov"),
-                 ": Nesterov momentum needs momentum > 0 and dampening 0, got momentum ", momentum,
-                 " and dampening ", dampening, "; set ", args.key_path("momentum"),
-                 " (e.g. 0.9) or nesterov: false");
-        torch::optim::SGDOptions o(lr);
-        o.momentum(momentum)
-            .dampening(dampening)
-            .weight_decay(args.get_double("weight_decay"))
-            .nesterov(nesterov);
-        return std::make_unique<torch::optim::SGD>(with_options(std::move(groups), o), o);
+      "sgd", "stochastic gradient descent with momentum (torch::optim::SGD)", std::move(args),
+      [](const SgdArgs& a, Groups groups, double lr) -> OptimizerPtr {
+        topt::SGDOptions o(lr);
+        o.momentum(a.momentum).dampening(a.dampening).weight_decay(a.weight_decay);
+        o.nesterov(a.nesterov);
+        return std::make_unique<topt::SGD>(with_options(std::move(groups), o), o);
+      });
+  register_optimizer_state<topt::SGD, topt::SGDParamState, topt::SGDOptions>(
+      "sgd", [](auto& s, auto& io) { io.tensor("momentum_buffer", s.momentum_buffer()); },
+      [](auto& o, auto& io) {
+        io.real("lr", o.lr());
+        io.real("momentum", o.momentum());
+        io.real("dampening", o.dampening());
+        io.real("weight_decay", o.weight_decay());
+        io.flag("nesterov", o.nesterov());
       });
 }
 
 void register_adam() {
-  Schema adam;
-  add_adam_fields(adam, 0.0, "L2 penalty added to the gradient");
-  optimizer_registry().add("adam", "Adam (torch::optim::Adam)", std::move(adam),
-                           make_adam<torch::optim::Adam, torch::optim::AdamOptions>);
-  Schema adamw;
-  add_adam_fields(adamw, 0.01, "decoupled weight decay (parameters shrink by lr * weight_decay)");
-  optimizer_registry().add("adamw", "Adam with decoupled weight decay (torch::optim::AdamW)",
-                           std::move(adamw),
-                           make_adam<torch::optim::AdamW, torch::optim::AdamWOptions>);
+  optimizer_registry().add("adam", "Adam (torch::optim::Adam)", adam_args(0.0, kL2Penalty),
+                           make_adam<topt::Adam, topt::AdamOptions>);
+  register_adam_state<topt::Adam, topt::AdamParamState, topt::AdamOptions>("adam");
+  optimizer_registry().add(
+      "adamw", "Adam with decoupled weight decay (torch::optim::AdamW)",
+      adam_args(0.01, "decoupled weight decay (parameters shrink by lr * weight_decay)"),
+      make_adam<topt::AdamW, topt::AdamWOptions>);
+  register_adam_state<topt::AdamW, topt::AdamWParamState, topt::AdamWOptions>("adamw");
 }
 
+struct AdagradArgs {
+  double lr_decay = 0;
+  double weight_decay = 0;
+  double initial_accumulator_value = 0;
+  double eps = 1e-10;
+};
+
 void register_adagrad() {
-  Schema s;
-  s.add("lr_decay", Type::Float).def(0.0).min(0).help("lr / (1 + (step - 1) * lr_decay)");
-  s.add("weight_decay", Type::Float).def(0.0).min(0).help("L2 penalty added to the gradient");
-  s.add("initial_accumulator_value", Type::Float)
-      .def(0.0)
+  Options<AdagradArgs> args;
+  args.field("lr_decay", &AdagradArgs::lr_decay).min(0).help("lr / (1 + (step - 1) * lr_decay)");
+  declare_weight_decay(args);
+  args.field("initial_accumulator_value", &AdagradArgs::initial_accumulator_value)
       .min(0)
       .help("initial sum of squared gradients");
-  s.add("eps", Type::Float).def(1e-10).min(0).help("added to the denominator for stability");
-  optimizer_registry().add(
-      "adagrad", "Adagrad (torch::optim::Adagrad)", std::move(s),
-      [](const Config& args, Groups groups, double lr) -> OptimizerPtr {
-        torch::optim::AdagradOptions o(lr);
-        o.lr_decay(args.get_double("lr_decay"))
-            .weight_decay(args.get_double("weight_decay"))
-            .initial_accumulator_value(args.get_double("initial_accumulator_value"))
-            .eps(args.get_double("eps"));
-        return std::make_unique<torch::optim::Adagrad>(with_options(std::move(groups), o), o);
+  declare_eps(args);
+  optimizer_registry().add("adagrad", "Adagrad (torch::optim::Adagrad)", std::move(args),
+                           [](const AdagradArgs& a, Groups groups, double lr) -> OptimizerPtr {
+                             topt::AdagradOptions o(lr);
+                             o.lr_decay(a.lr_decay).weight_decay(a.weight_decay);
+                             o.initial_accumulator_value(a.initial_accumulator_value).eps(a.eps);
+                             return std::make_unique<topt::Adagrad>(
+                                 with_options(std::move(groups), o), o);
+                           });
+  register_optimizer_state<topt::Adagrad, topt::AdagradParamState, topt::AdagradOptions>(
+      "adagrad",
+      [](auto& s, auto& io) {
+        io.integer("step", s.step());
+        io.tensor("sum", s.sum());
+      },
+      [](auto& o, auto& io) {
+        io.real("lr", o.lr());
+        io.real("lr_decay", o.lr_decay());
+        io.real("weight_decay", o.weight_decay());
+        io.real("initial_accumulator_value", o.initial_accumulator_value());
+        io.real("eps", o.eps());
       });
 }
 
+struct RmspropArgs {
+  double alpha = 0.99;
+  double eps = 1e-8;
+  double weight_decay = 0;
+  double momentum = 0;
+  bool centered = false;
+};
+
 void register_rmsprop() {
-  Schema s;
-  s.add("alpha", Type::Float)
-      .def(0.99)
+  Options<RmspropArgs> args;
+  args.field("alpha", &RmspropArgs::alpha)
       .min(0)
       .help("smoothing constant of the squared-gradient average");
-  s.add("eps", Type::Float).def(1e-8).min(0).help("added to the denominator for stability");
-  s.add("weight_decay", Type::Float).def(0.0).min(0).help("L2 penalty added to the gradient");
-  s.add("momentum", Type::Float).def(0.0).min(0).help("momentum factor");
-  s.add("centered", Type::Bool).def(false).help("normalise by the estimated gradient variance");
-  optimizer_registry().add("rmsprop", "RMSprop (torch::optim::RMSprop)", std::move(s),
-                           [](const Config& args, Groups groups, double lr) -> OptimizerPtr {
-                             torch::optim::RMSpropOptions o(lr);
-                             o.alpha(args.get_double("alpha"))
-                                 .eps(args.get_double("eps"))
-                                 .weight_decay(args.get_double("weight_decay"))
-                                 .momentum(args.get_double("momentum"))
-                                 .centered(args.get_bool("centered"));
-                             return std::make_unique<torch::optim::RMSprop>(
-                                 with_options(std::move(groups), o), o);
-                           });
+  declare_eps(args);
+  declare_weight_decay(args);
+  args.field("momentum", &RmspropArgs::momentum).min(0).help("momentum factor");
+  args.field("centered", &RmspropArgs::centered)
+      .help("normalise by the estimated gradient variance");
+  optimizer_registry().add(
+      "rmsprop", "RMSprop (torch::optim::RMSprop)", std::move(args),
+      [](const RmspropArgs& a, Groups groups, double lr) -> OptimizerPtr {
+        topt::RMSpropOptions o(lr);
+        o.alpha(a.alpha).eps(a.eps).weight_decay(a.weight_decay).momentum(a.momentum);
+        o.centered(a.centered);
+        return std::make_unique<topt::RMSprop>(with_options(std::move(groups), o), o);
+      });
+  register_optimizer_state<topt::RMSprop, topt::RMSpropParamState, topt::RMSpropOptions>(
+      "rmsprop",
+      [](auto& s, auto& io) {
+        io.integer("step", s.step());
+        io.tensor("square_avg", s.square_avg());
+        io.optional_tensor("momentum_buffer", s.momentum_buffer());
+        io.optional_tensor("grad_avg", s.grad_avg());
+      },
+      [](auto& o, auto& io) {
+        io.real("lr", o.lr());
+        io.real("alpha", o.alpha());
+        io.real("eps", o.eps());
+        io.real("weight_decay", o.weight_decay());
+        io.real("momentum", o.momentum());
+        io.flag("centered", o.centered());
+      });
 }
 
+struct LbfgsArgs {
+  int64_t max_iter = 20;
+  std::optional<int64_t> max_eval;  ///< null: max_iter * 5 / 4
+  double tolerance_grad = 1e-7;
+  double tolerance_change = 1e-9;
+  int64_t history_size = 100;
+  bool strong_wolfe = false;
+};
+
 void register_lbfgs() {
-  Schema s;
-  s.add("max_iter", Type::Int).def(20).min(1).help("iterations per optimizer step");
-  s.add("max_eval", Type::Int)
-      .nullable()
+  Options<LbfgsArgs> args;
+  args.field("max_iter", &LbfgsArgs::max_iter).min(1).help("iterations per optimizer step");
+  args.field("max_eval", &LbfgsArgs::max_eval)
       .min(1)
       .help("loss evaluations per step (null = max_iter * 5 / 4)");
-  s.add("tolerance_grad", Type::Float)
-      .def(1e-7)
+  args.field("tolerance_grad", &LbfgsArgs::tolerance_grad)
       .min(0)
       .help("stop when the gradient's max-norm is below this");
-  s.add("tolerance_change", Type::Float)
-      .def(1e-9)
+  args.field("tolerance_change", &LbfgsArgs::tolerance_change)
       .min(0)
       .help("stop when loss or parameters change less than this");
-  s.add("history_size", Type::Int).def(100).min(1).help("number of past updates kept");
-  s.add("line_search_fn", Type::String)
-      .def("none")
-      .choices({"none", "strong_wolfe"})
+  args.field("history_size", &LbfgsArgs::history_size).min(1).help("number of past updates kept");
+  args.field("line_search_fn", &LbfgsArgs::strong_wolfe, {{"none", false}, {"strong_wolfe", true}})
       .help("line search");
   optimizer_registry().add(
       "lbfgs", "L-BFGS; step() re-evaluates the loss through a closure (torch::optim::LBFGS)",
-      std::move(s), [](const Config& args, Groups groups, double lr) -> OptimizerPtr {
-        torch::optim::LBFGSOptions o(lr);
-        o.max_iter(args.get_int("max_iter"))
-            .tolerance_grad(args.get_double("tolerance_grad"))
-            .tolerance_change(args.get_double("tolerance_change"))
-            .history_size(args.get_int("history_size"));
-        if (args.has("max_eval")) o.max_eval(args.get_int("max_eval"));
-        if (args.get_string("line_search_fn") != "none") o.line_search_fn("strong_wolfe");
+      std::move(args), [](const LbfgsArgs& a, Groups groups, double lr) -> OptimizerPtr {
+        topt::LBFGSOptions o(lr);
+        o.max_iter(a.max_iter).tolerance_grad(a.tolerance_grad);
+        o.tolerance_change(a.tolerance_change).history_size(a.history_size);
+        if (a.max_eval) o.max_eval(*a.max_eval);
+        if (a.strong_wolfe) o.line_search_fn("strong_wolfe");
         // LBFGS takes a single group and has no weight decay: merge the groups.
         std::vector<torch::Tensor> params;
         for (const auto& g : groups)
           params.insert(params.end(), g.params().begin(), g.params().end());
-        return std::make_unique<torch::optim::LBFGS>(std::move(params), o);
+        return std::make_unique<topt::LBFGS>(std::move(params), o);
       });
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // Internal to optim/: what the built-in schedules share.
 #include <functional>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "unitrain/optim/scheduler.h"
@@ -17,17 +19,32 @@ class LambdaSchedule : public Scheduler {
   std::function<double(int64_t)> f_;
 };
 
-/// The duration `args.key` in scheduler steps.
-int64_t arg_steps(const Config& args, const std::string& key, const ScheduleContext& context);
+/// `length` in scheduler steps when given, else the whole run; ConfigError naming `key` (its
+/// key path) when that is unknown or zero.
+int64_t run_length(const std::optional<TrainUnit>& length, const std::string& key,
+                   const ScheduleContext& context);
 
-/// The duration `args.key` in scheduler steps when given, else the whole run; ConfigError
-/// naming the key when that is unknown or zero.
-int64_t run_length(const Config& args, const std::string& key, const ScheduleContext& context);
+/// The args of the schedules with a linear warmup.
+struct WarmupArgs {
+  TrainUnit warmup = TrainUnit::steps(0);
+};
+/// The args of the schedules with a warmup and a length.
+struct WarmupTotalArgs : WarmupArgs {
+  std::optional<TrainUnit> total;  ///< null: the whole run
+};
 
-/// Declares the optional `warmup` duration of a schedule.
-void add_warmup_field(Schema& schema);
-/// Declares the optional `total` duration of a schedule (null = the whole run).
-void add_total_field(Schema& schema);
+/// Declares the `warmup` of a schedule's args T (a WarmupArgs).
+template <typename T>
+void declare_warmup(Options<T>& args) {
+  args.field("warmup", &T::warmup)
+      .help("linear warmup from 0 to the base lr, e.g. '100 steps' or '1 epoch'");
+}
+/// Declares `warmup` and `total` of a schedule's args T (a WarmupTotalArgs).
+template <typename T>
+void declare_warmup_total(Options<T>& args) {
+  declare_warmup(args);
+  args.field("total", &T::total).help("length of the schedule (null = the whole run)");
+}
 
 constexpr double kPi = 3.14159265358979323846;  ///< for the cosine schedules
 

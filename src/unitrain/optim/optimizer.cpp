@@ -22,6 +22,21 @@ const torch::optim::OptimizerParamGroup& group_at(const torch::optim::Optimizer&
   return groups[group];
 }
 
+/// The keys of the `optimizer` section besides `type` and `args`.
+struct OptimizerSection {
+  double lr = 1e-3;
+  bool no_decay_bias_norm = false;
+
+  static void declare(Options<OptimizerSection>& o) {
+    o.field("lr", &OptimizerSection::lr)
+        .gt(0)
+        .free()
+        .help("base learning rate (schedulers scale it)");
+    o.field("no_decay_bias_norm", &OptimizerSection::no_decay_bias_norm)
+        .help("biases and 1-d parameters (norm scales) get weight_decay 0");
+  }
+};
+
 }  // namespace
 
 Registry<OptimizerPtr, std::vector<torch::optim::OptimizerParamGroup>, double>&
@@ -45,14 +60,15 @@ ParamGroups split_params(const torch::nn::Module& module, bool no_decay_bias_nor
 OptimizerPtr build_optimizer(const Config& optimizer_section, const torch::nn::Module& module) {
   const Config section =
       resolve_component_section(optimizer_section, "optimizer", "adam", optimizer_section_schema());
-  const bool split = section.get_bool("no_decay_bias_norm");
+  const OptimizerSection o = options_of<OptimizerSection>().read_resolved(section);
+  const bool split = o.no_decay_bias_norm;
   ParamGroups params = split_params(module, split);
   UT_CHECK(!params.decay.empty() || !params.no_decay.empty(), section.path(),
            ": the model has no trainable parameters (none has requires_grad set)");
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(std::move(params.decay));
   if (split) groups.emplace_back(std::move(params.no_decay));
-  return optimizer_registry().create(section, std::move(groups), section.get_double("lr"));
+  return optimizer_registry().create(section, std::move(groups), o.lr);
 }
 
 bool needs_closure(const torch::optim::Optimizer& optimizer) {
@@ -69,19 +85,7 @@ void set_lr(torch::optim::Optimizer& optimizer, size_t group, double lr) {
 }
 
 std::shared_ptr<const Schema> optimizer_section_schema() {
-  static const std::shared_ptr<const Schema> schema = [] {
-    auto s = std::make_shared<Schema>();
-    s->add("lr", Type::Float)
-        .def(1e-3)
-        .gt(0)
-        .free()
-        .help("base learning rate (schedulers scale it)");
-    s->add("no_decay_bias_norm", Type::Bool)
-        .def(false)
-        .help("biases and 1-d parameters (norm scales) get weight_decay 0");
-    return s;
-  }();
-  return schema;
+  return options_of<OptimizerSection>().schema();
 }
 
 }  // namespace unitrain

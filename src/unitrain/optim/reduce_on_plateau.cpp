@@ -116,17 +116,15 @@ class ReduceOnPlateau : public Scheduler {
 }  // namespace
 
 void register_reduce_on_plateau() {
-  scheduler_registry().add(
+  scheduler_registry().add<PlateauOptions>(
       "reduce_on_plateau",
       "multiply by factor when a validation metric stops improving (ReduceLROnPlateau)",
-      *options_of<PlateauOptions>().schema(),
-      [](const Config& args, const ScheduleContext& ctx) -> SchedulerPtr {
-        PlateauOptions o = options_of<PlateauOptions>().parse(args);
+      [](PlateauOptions o, const Config& at, const ScheduleContext& ctx) -> SchedulerPtr {
         if (o.min_lr) {
           UT_CHECK(ctx.base_lr > 0,
                    "scheduler 'reduce_on_plateau' needs the optimizer's base lr "
                    "(ScheduleContext::base_lr) to use ",
-                   args.key_path("min_lr"), "; or set min_lr_ratio");
+                   at.key_path("min_lr"), "; or set min_lr_ratio");
           o.min_factor = *o.min_lr / ctx.base_lr;
         }
         o.lr_unit = ctx.base_lr > 0 ? ctx.base_lr : 1.0;

@@ -28,23 +28,29 @@ Registry<SchedulerPtr, const ScheduleContext&>& scheduler_registry() {
   return registry;
 }
 
-std::shared_ptr<const Schema> scheduler_section_schema() {
-  static const std::shared_ptr<const Schema> schema = [] {
-    auto s = std::make_shared<Schema>();
-    s->add("interval", Type::String)
-        .def("step")
-        .choices({"step", "epoch"})
+namespace {
+
+/// The keys of the `scheduler` section besides `type` and `args`.
+struct SchedulerSection {
+  bool per_epoch = false;
+
+  static void declare(Options<SchedulerSection>& o) {
+    o.field("interval", &SchedulerSection::per_epoch, {{"step", false}, {"epoch", true}})
         .fixed("the schedule's state is saved")
         .help("the schedule advances once per optimizer step or once per epoch");
-    return s;
-  }();
-  return schema;
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const Schema> scheduler_section_schema() {
+  return options_of<SchedulerSection>().schema();
 }
 
 SchedulerPtr build_scheduler(const Config& scheduler_section, ScheduleContext context) {
   const Config section = resolve_component_section(scheduler_section, "scheduler", "constant",
                                                    scheduler_section_schema());
-  context.per_epoch = section.get_string("interval") == "epoch";
+  context.per_epoch = options_of<SchedulerSection>().read_resolved(section).per_epoch;
   return scheduler_registry().create(section, context);
 }
 
@@ -59,33 +65,17 @@ void register_builtin_schedulers() {
 
 namespace schedules {
 
-int64_t arg_steps(const Config& args, const std::string& key, const ScheduleContext& context) {
-  return context.to_sched_steps(args.get_duration(key));
-}
-
-int64_t run_length(const Config& args, const std::string& key, const ScheduleContext& context) {
-  if (args.has(key)) {
-    const TrainUnit d = args.get_duration(key);
-    const int64_t steps = context.to_sched_steps(d);
-    UT_CHECK(steps > 0, args.key_path(key), " must be at least one scheduler step, got '", d.str(),
-             "' (", steps, context.per_epoch ? " epochs)" : " steps)");
+int64_t run_length(const std::optional<TrainUnit>& length, const std::string& key,
+                   const ScheduleContext& context) {
+  if (length) {
+    const int64_t steps = context.to_sched_steps(*length);
+    UT_CHECK(steps > 0, key, " must be at least one scheduler step, got '", length->str(), "' (",
+             steps, context.per_epoch ? " epochs)" : " steps)");
     return steps;
   }
-  UT_CHECK(context.total_steps > 0, args.key_path(key),
+  UT_CHECK(context.total_steps > 0, key,
            " is needed: the length of the run is unknown here; set it, e.g. '10000 steps'");
   return context.total_steps;
-}
-
-void add_warmup_field(Schema& schema) {
-  schema.add("warmup", Type::Duration)
-      .def("0 steps")
-      .help("linear warmup from 0 to the base lr, e.g. '100 steps' or '1 epoch'");
-}
-
-void add_total_field(Schema& schema) {
-  schema.add("total", Type::Duration)
-      .nullable()
-      .help("length of the schedule (null = the whole run)");
 }
 
 }  // namespace schedules
