@@ -10,7 +10,7 @@
 
 namespace unitrain {
 namespace {
-constexpr const char* kEntry = "early_stopping.json";
+constexpr const char* kEarlyStoppingEntry = "early_stopping.json";
 }  // namespace
 
 EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(std::move(options)) {
@@ -40,14 +40,14 @@ void EarlyStopping::on_save_checkpoint(Trainer&, CheckpointEntries& entries) {
   j["metric"] = options_.metric;
   j["best"] = std::isnan(best_) ? nlohmann::json() : nlohmann::json(best_);  // null: none yet
   j["stalls"] = stalls_;
-  entries[kEntry] = j.dump() + "\n";
+  entries[kEarlyStoppingEntry] = j.dump() + "\n";
 }
 
 void EarlyStopping::on_load_checkpoint(Trainer&, const CheckpointEntries& entries) {
-  auto it = entries.find(kEntry);
+  auto it = entries.find(kEarlyStoppingEntry);
   if (it == entries.end()) return;  // saved before early stopping was on: start counting now
   const nlohmann::json j = nlohmann::json::parse(it->second, nullptr, false);
-  UT_CHECK_TRAIN(j.is_object(), "the checkpoint's ", kEntry, " is not valid JSON");
+  UT_CHECK_TRAIN(j.is_object(), "the checkpoint's ", kEarlyStoppingEntry, " is not valid JSON");
   if (j.value("metric", std::string()) != options_.metric) return;  // it watched another metric
   best_ = j["best"].is_number() ? j["best"].get<double>() : std::numeric_limits<double>::quiet_NaN();
   stalls_ = j.value("stalls", int64_t(0));

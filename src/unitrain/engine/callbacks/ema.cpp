@@ -8,7 +8,7 @@
 
 namespace unitrain {
 namespace {
-constexpr const char* kEntry = "ema.pt";
+constexpr const char* kEmaEntry = "ema.pt";
 }  // namespace
 
 void EmaOptions::declare(Options<EmaOptions>& o) {
@@ -77,23 +77,23 @@ void Ema::on_save_checkpoint(Trainer&, CheckpointEntries& entries) {
   NamedTensors dict;
   for (size_t i = 0; i < names_.size(); ++i) dict.emplace_back(names_[i], average_[i]);
   const std::vector<char> bytes = save_tensor_dict(dict);
-  entries[kEntry] = std::string(bytes.begin(), bytes.end());
+  entries[kEmaEntry] = std::string(bytes.begin(), bytes.end());
 }
 
 void Ema::on_load_checkpoint(Trainer& trainer, const CheckpointEntries& entries) {
-  auto it = entries.find(kEntry);
+  auto it = entries.find(kEmaEntry);
   if (it == entries.end()) {
     trainer.print("ema: the checkpoint holds no average; it starts from the resumed weights");
     return on_fit_start(trainer);
   }
   const NamedTensors saved =
-      load_tensor_dict(std::vector<char>(it->second.begin(), it->second.end()), kEntry);
-  UT_CHECK_TRAIN(saved.size() == names_.size(), "the checkpoint's ", kEntry, " holds ",
+      load_tensor_dict(std::vector<char>(it->second.begin(), it->second.end()), kEmaEntry);
+  UT_CHECK_TRAIN(saved.size() == names_.size(), "the checkpoint's ", kEmaEntry, " holds ",
                  saved.size(), " tensors; the model has ", names_.size(), " parameters");
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < names_.size(); ++i) {
     UT_CHECK_TRAIN(saved[i].first == names_[i] && saved[i].second.sizes() == average_[i].sizes(),
-                   "the checkpoint's ", kEntry, " does not match the model at parameter ",
+                   "the checkpoint's ", kEmaEntry, " does not match the model at parameter ",
                    names_[i]);
     average_[i].copy_(saved[i].second);
   }
