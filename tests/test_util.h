@@ -6,6 +6,8 @@
 #include <functional>
 #include <string>
 
+#include "unitrain/core/error.h"
+
 namespace unitrain::test {
 
 /// The repository root (for checked-in data such as tests/**/expected values).
@@ -18,6 +20,16 @@ std::string write_file(const std::string& path, const std::string& text);
 std::string message_of(const std::function<void()>& f);
 /// True when `haystack` contains `needle`.
 bool contains(const std::string& haystack, const std::string& needle);
+
+/// The message of the ConfigError `f` throws, or "(no error)" (for tests that expect either).
+inline std::string config_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 /// The message of the exception of type E that `f` throws; a test failure when it throws
 /// nothing or another type.

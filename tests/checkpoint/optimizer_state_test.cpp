@@ -115,7 +115,7 @@ TEST(OptimizerStateSerializer, AMissingEntryNamesTheFileTheTypeAndTheEntry) {
   Nudge opt({w}, NudgeOptions());
   nudge_step(w, opt, 0.0);
   auto d = torch::pickle_load(save_optimizer_state(opt)).toGenericDict();
-  d.at("state").toGenericDict().at("0").toGenericDict().erase("velocity");
+  ASSERT_EQ(d.at("state").toGenericDict().at("0").toGenericDict().erase("velocity"), 1u);
   const std::string msg = test::error_of<TrainError>(
       [&] { load_optimizer_state(opt, torch::pickle_save(d), "optimizer.pt"); });
   EXPECT_TRUE(test::contains(msg, "optimizer.pt: a parameter's nudge state has no 'velocity'"))

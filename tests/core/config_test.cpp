@@ -6,44 +6,31 @@
 #include "unitrain/core/error.h"
 
 namespace unitrain {
-namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-}  // namespace
-
 TEST(Config, TypedGettersNameTheKey) {
   Config c = Config::from_string("optimizer: {lr: 3e-4, type: adam, betas: [0.9, 0.99]}\n");
   Config opt = c.at("optimizer");
   EXPECT_DOUBLE_EQ(opt.get_double("lr"), 3e-4);
   EXPECT_EQ(opt.get_string("type"), "adam");
   EXPECT_EQ(opt.get_double_list("betas"), (std::vector<double>{0.9, 0.99}));
-  std::string msg = error_of([&] { opt.get_int("type"); });
+  std::string msg = test::config_error_of([&] { opt.get_int("type"); });
   EXPECT_NE(msg.find("optimizer.type"), std::string::npos) << msg;
   EXPECT_NE(msg.find("'adam'"), std::string::npos) << msg;
-  msg = error_of([&] { c.at("model"); });
+  msg = test::config_error_of([&] { c.at("model"); });
   EXPECT_NE(msg.find("missing key model"), std::string::npos) << msg;
 }
 
 TEST(Config, BrokenYamlNamesTheLine) {
-  std::string msg = error_of([] { Config::from_string("a: 1\nb: [1, 2\nc: 3\n", "run.yaml"); });
+  std::string msg = test::config_error_of([] { Config::from_string("a: 1\nb: [1, 2\nc: 3\n", "run.yaml"); });
   EXPECT_NE(msg.find("run.yaml:"), std::string::npos) << msg;
   EXPECT_NE(msg.find("broken YAML"), std::string::npos) << msg;
 }
 
 TEST(Config, MissingAndEmptyFiles) {
   std::string dir = test::temp_dir();
-  std::string msg = error_of([&] { Config::from_file(dir + "/nope.yaml"); });
+  std::string msg = test::config_error_of([&] { Config::from_file(dir + "/nope.yaml"); });
   EXPECT_NE(msg.find("nope.yaml' does not exist"), std::string::npos) << msg;
   test::write_file(dir + "/empty.yaml", "  \n");
-  msg = error_of([&] { Config::from_file(dir + "/empty.yaml"); });
+  msg = test::config_error_of([&] { Config::from_file(dir + "/empty.yaml"); });
   EXPECT_NE(msg.find("is empty"), std::string::npos) << msg;
 }
 

@@ -2,20 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "test_util.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/registry.h"
 
 namespace unitrain {
 namespace {
-
-std::string schema_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 Schema train_schema() {
   Schema s;
@@ -64,20 +56,20 @@ TEST(Schema, ExplicitNullWinsOverADefaultOnlyWhenNullable) {
 
 TEST(Schema, ErrorsNameKeyAndValue) {
   Schema s = train_schema();
-  std::string msg = schema_error_of([&] { s.resolve(Config::from_string("name: x\nlrr: 1\n")); });
+  std::string msg = test::config_error_of([&] { s.resolve(Config::from_string("name: x\nlrr: 1\n")); });
   EXPECT_NE(msg.find("unknown key 'lrr'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("did you mean 'lr'"), std::string::npos) << msg;
-  msg = schema_error_of([&] { s.resolve(Config::from_string("name: x\nlr: -1\n")); });
+  msg = test::config_error_of([&] { s.resolve(Config::from_string("name: x\nlr: -1\n")); });
   EXPECT_NE(msg.find("lr must be > 0, got -1"), std::string::npos) << msg;
-  msg = schema_error_of([&] { s.resolve(Config::from_string("name: x\nbatch_size: many\n")); });
+  msg = test::config_error_of([&] { s.resolve(Config::from_string("name: x\nbatch_size: many\n")); });
   EXPECT_NE(msg.find("batch_size: expected int, got 'many'"), std::string::npos) << msg;
-  msg = schema_error_of([&] { s.resolve(Config::from_string("name: x\nbatch_size: 1e3\n")); });
+  msg = test::config_error_of([&] { s.resolve(Config::from_string("name: x\nbatch_size: 1e3\n")); });
   EXPECT_NE(msg.find("whole number"), std::string::npos) << msg;
-  msg = schema_error_of([&] { s.resolve(Config::from_string("name: x\nprecision: fp8\n")); });
+  msg = test::config_error_of([&] { s.resolve(Config::from_string("name: x\nprecision: fp8\n")); });
   EXPECT_NE(msg.find("'fp8' is not one of: fp32, bf16-mixed"), std::string::npos) << msg;
-  msg = schema_error_of([&] { s.resolve(Config::from_string("lr: 1\n")); });
+  msg = test::config_error_of([&] { s.resolve(Config::from_string("lr: 1\n")); });
   EXPECT_NE(msg.find("missing required key name"), std::string::npos) << msg;
-  msg = schema_error_of([&] { s.resolve(Config::from_string("name: x\nsizes: [1, 0]\n")); });
+  msg = test::config_error_of([&] { s.resolve(Config::from_string("name: x\nsizes: [1, 0]\n")); });
   EXPECT_NE(msg.find("sizes[1] must be >= 1, got 0"), std::string::npos) << msg;
 }
 
@@ -86,7 +78,7 @@ TEST(Schema, NestedSectionsCarryTheirPath) {
   Schema outer;
   outer.add("train", Type::Section).section(inner);
   std::string msg =
-      schema_error_of([&] { outer.resolve(Config::from_string("train: {name: a, lr: 0}\n")); });
+      test::config_error_of([&] { outer.resolve(Config::from_string("train: {name: a, lr: 0}\n")); });
   EXPECT_NE(msg.find("train.lr must be > 0, got 0"), std::string::npos) << msg;
 }
 
@@ -106,15 +98,15 @@ TEST(Schema, ComponentSectionsValidateTheirArgs) {
   EXPECT_EQ(d.at("widget").get_string("type"), "square");
 
   std::string msg =
-      schema_error_of([&] { s.resolve(Config::from_string("widget: {type: rund}\n")); });
+      test::config_error_of([&] { s.resolve(Config::from_string("widget: {type: rund}\n")); });
   EXPECT_NE(msg.find("unknown widget 'rund' at widget.type"), std::string::npos) << msg;
   EXPECT_NE(msg.find("did you mean 'round'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("known: round, square"), std::string::npos) << msg;
-  msg = schema_error_of([&] {
+  msg = test::config_error_of([&] {
     s.resolve(Config::from_string("widget: {type: round, args: {size: 0}}\n"));
   });
   EXPECT_NE(msg.find("widget.args.size must be >= 1, got 0"), std::string::npos) << msg;
-  msg = schema_error_of([&] { s.resolve(Config::from_string("more: [{args: {}}]\n")); });
+  msg = test::config_error_of([&] { s.resolve(Config::from_string("more: [{args: {}}]\n")); });
   EXPECT_NE(msg.find("missing required key more.0.type"), std::string::npos) << msg;
 }
 

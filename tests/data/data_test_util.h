@@ -4,19 +4,10 @@
 #include <functional>
 #include <string>
 
+#include "test_util.h"
 #include "unitrain/core/error.h"
 
 namespace unitrain::test {
-
-/// The message of the ConfigError `f` throws, or "(no error)".
-inline std::string config_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 inline uint32_t crc32_of(const std::string& data) {
   uint32_t crc = 0xFFFFFFFFu;

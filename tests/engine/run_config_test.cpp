@@ -6,19 +6,6 @@
 #include "unitrain/core/error.h"
 
 namespace unitrain {
-namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-}  // namespace
-
 TEST(RunConfig, PrecedenceDefaultsThenYamlThenCommandLine) {
   std::string path = test::write_file(test::temp_dir() + "/run.yaml",
                                       "name: demo\noptimizer: {type: sgd, lr: 0.5}\n"
@@ -41,18 +28,18 @@ TEST(RunConfig, ResolvingTwiceChangesNothing) {
 }
 
 TEST(RunConfig, ErrorsNameTheKey) {
-  std::string msg = error_of([] { resolve_run_config(Config::from_string("optimiser: {lr: 1}\n")); });
+  std::string msg = test::config_error_of([] { resolve_run_config(Config::from_string("optimiser: {lr: 1}\n")); });
   EXPECT_NE(msg.find("unknown key 'optimiser'; did you mean 'optimizer'?"), std::string::npos) << msg;
-  msg = error_of([] { resolve_run_config(Config::from_string("optimizer: {lr: 0}\n")); });
+  msg = test::config_error_of([] { resolve_run_config(Config::from_string("optimizer: {lr: 0}\n")); });
   EXPECT_NE(msg.find("optimizer.lr must be > 0, got 0"), std::string::npos) << msg;
-  msg = error_of([] { resolve_run_config(Config::from_string("optimizer: {type: adamx}\n")); });
+  msg = test::config_error_of([] { resolve_run_config(Config::from_string("optimizer: {type: adamx}\n")); });
   EXPECT_NE(msg.find("unknown optimizer 'adamx' at optimizer.type"), std::string::npos) << msg;
   EXPECT_NE(msg.find("adamw"), std::string::npos) << msg;
-  msg = error_of([] { resolve_run_config(Config::from_string("data: {loader: {batch_size: 0}}\n")); });
+  msg = test::config_error_of([] { resolve_run_config(Config::from_string("data: {loader: {batch_size: 0}}\n")); });
   EXPECT_NE(msg.find("data.loader.batch_size must be > 0, got 0"), std::string::npos) << msg;
-  msg = error_of([] { resolve_run_config(Config::from_string("train: {max_length: soon}\n")); });
+  msg = test::config_error_of([] { resolve_run_config(Config::from_string("train: {max_length: soon}\n")); });
   EXPECT_NE(msg.find("train.max_length"), std::string::npos) << msg;
-  msg = error_of([] { resolve_run_config(Config::from_string("seed: abc\n")); });
+  msg = test::config_error_of([] { resolve_run_config(Config::from_string("seed: abc\n")); });
   EXPECT_NE(msg.find("seed: expected int, got 'abc'"), std::string::npos) << msg;
 }
 
@@ -69,7 +56,7 @@ TEST(RunConfig, ParsesOverrideWords) {
 
 TEST(RunConfig, AnOverrideWithoutValueIsNamedNotTheWordAfterIt) {
   // `train cfg.yaml --foo --run_dir X`: --foo is at fault, not X.
-  std::string msg = error_of([] { parse_overrides({"--foo", "--run_dir", "X"}); });
+  std::string msg = test::config_error_of([] { parse_overrides({"--foo", "--run_dir", "X"}); });
   EXPECT_NE(msg.find("override --foo has no value"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--run_dir"), std::string::npos) << msg;
   EXPECT_EQ(msg.find("'X'"), std::string::npos) << msg;

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "models/sgd_check.h"
+#include "test_util.h"
 #include "unitrain/models/model.h"
 #include "unitrain/core/error.h"
 
@@ -18,15 +19,6 @@ ModelPtr make_lm(const std::string& yaml) {
 const char* kSmall =
     "model: {type: transformer_lm, args: {vocab: 50, d_model: 32, layers: 2, heads: 4, "
     "seq_len: 16}}";
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no ConfigError)";
-}
 
 TEST(TransformerLm, ShapesAndParameterCount) {
   auto m = make_lm(kSmall);
@@ -78,7 +70,7 @@ TEST(TransformerLm, IsCausal) {
 }
 
 TEST(TransformerLm, HeadsMustDivideDModel) {
-  std::string msg = error_of(
+  std::string msg = test::config_error_of(
       [] { make_lm("model: {type: transformer_lm, args: {vocab: 10, d_model: 30, heads: 4}}"); });
   EXPECT_NE(msg.find("model.args.d_model"), std::string::npos) << msg;
   EXPECT_NE(msg.find("model.args.heads"), std::string::npos) << msg;
@@ -86,23 +78,23 @@ TEST(TransformerLm, HeadsMustDivideDModel) {
 }
 
 TEST(TransformerLm, BadArgsAndInputs) {
-  EXPECT_NE(error_of([] { make_lm("model: {type: transformer_lm}"); }).find("vocab"),
+  EXPECT_NE(test::config_error_of([] { make_lm("model: {type: transformer_lm}"); }).find("vocab"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(test::config_error_of([] {
               make_lm("model: {type: transformer_lm, args: {}}");
             }).find("missing required key model.args.vocab"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(test::config_error_of([] {
               make_lm("model: {type: transformer_lm, args: {vocab: 0}}");
             }).find("model.args.vocab"),
             std::string::npos);
   auto m = make_lm(kSmall);
-  std::string too_long = error_of([&] { m->forward_all({torch::randint(50, {1, 17})}); });
+  std::string too_long = test::config_error_of([&] { m->forward_all({torch::randint(50, {1, 17})}); });
   EXPECT_NE(too_long.find("seq_len = 16"), std::string::npos) << too_long;
   EXPECT_NE(too_long.find("[1, 17]"), std::string::npos) << too_long;
-  std::string bad_id = error_of([&] { m->forward_all({torch::full({1, 3}, 50, torch::kLong)}); });
+  std::string bad_id = test::config_error_of([&] { m->forward_all({torch::full({1, 3}, 50, torch::kLong)}); });
   EXPECT_NE(bad_id.find("[0, vocab = 50)"), std::string::npos) << bad_id;
-  std::string floats = error_of([&] { m->forward_all({torch::randn({2, 4})}); });
+  std::string floats = test::config_error_of([&] { m->forward_all({torch::randn({2, 4})}); });
   EXPECT_NE(floats.find("integer token ids"), std::string::npos) << floats;
   EXPECT_THROW(m->forward_all({torch::randint(50, {4})}), ConfigError);
   EXPECT_THROW(m->forward_all({}), ConfigError);

@@ -7,6 +7,7 @@
 
 #include <mutex>
 
+#include "test_util.h"
 #include "unitrain/core/error.h"
 
 namespace unitrain {
@@ -52,15 +53,6 @@ metrics:
   - {type: accuracy}
   - {type: mae, prediction: value, target: v, name: value_mae}
 )";
-
-std::string objective_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 #define EXPECT_HAS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
@@ -136,7 +128,7 @@ TEST(ObjectiveModuleTest, ShapeMismatchNamesLossTensorsAndShapes) {
                          objective("{predictions: [logits, value], losses: [{type: mse}]}"));
   Batch b = batch();
   b.set("y", torch::zeros({2, 3}));
-  std::string msg = objective_error_of([&] { module.training_step(b); });
+  std::string msg = test::config_error_of([&] { module.training_step(b); });
   EXPECT_HAS(msg,
              "loss 'mse' (prediction 'logits' vs target 'y'): prediction shape [2, 4] "
              "does not fit target shape [2, 3]; mse expects");
@@ -144,7 +136,7 @@ TEST(ObjectiveModuleTest, ShapeMismatchNamesLossTensorsAndShapes) {
   ObjectiveModule ce(std::make_shared<TwoHeads>(),
                      objective("{predictions: [logits, value], losses: [{type: cross_entropy, "
                                "prediction: value, target: v}]}"));
-  msg = objective_error_of([&] { ce.training_step(batch()); });
+  msg = test::config_error_of([&] { ce.training_step(batch()); });
   EXPECT_HAS(msg, "loss 'cross_entropy' (prediction 'value' vs target 'v'):");
 
   ObjectiveModule metric(std::make_shared<TwoHeads>(),
@@ -152,7 +144,7 @@ TEST(ObjectiveModuleTest, ShapeMismatchNamesLossTensorsAndShapes) {
                                    " metrics: [{type: mse, prediction: value, target: z}]}"));
   b = batch();
   b.set("z", torch::zeros({2, 2}));
-  msg = objective_error_of([&] { metric.training_step(b); });
+  msg = test::config_error_of([&] { metric.training_step(b); });
   EXPECT_HAS(msg,
              "metric 'mse' (prediction 'value' vs target 'z'): prediction shape [2, 1] "
              "does not fit target shape [2, 2]");
@@ -160,18 +152,18 @@ TEST(ObjectiveModuleTest, ShapeMismatchNamesLossTensorsAndShapes) {
 
 TEST(ObjectiveModuleTest, UnknownPredictionIsAConfigError) {
   auto model = std::make_shared<TwoHeads>();
-  std::string msg = objective_error_of([&] {
+  std::string msg = test::config_error_of([&] {
     ObjectiveModule(model, objective("{predictions: [logits, value], "
                                      "losses: [{type: cross_entropy, prediction: logitz}]}"));
   });
   EXPECT_HAS(msg, "objective.losses.0.prediction: 'logitz' is not a prediction");
   EXPECT_HAS(msg, "logits, value");
-  msg = objective_error_of([&] {
+  msg = test::config_error_of([&] {
     ObjectiveModule(model, objective("{losses: [{type: cross_entropy}], "
                                      "metrics: [{type: accuracy, prediction: probs}]}"));
   });
   EXPECT_HAS(msg, "objective.metrics.0.prediction: 'probs' is not a prediction");
-  msg = objective_error_of([&] {
+  msg = test::config_error_of([&] {
     ObjectiveModule(model, objective("{losses: [{type: cross_entropy}], "
                                      "regularizers: [{type: l2, weight: 1, target: parms}]}"));
   });
@@ -180,28 +172,28 @@ TEST(ObjectiveModuleTest, UnknownPredictionIsAConfigError) {
 
 TEST(ObjectiveModuleTest, ConstructionChecks) {
   auto model = std::make_shared<TwoHeads>();
-  EXPECT_HAS(objective_error_of([&] { ObjectiveModule(model, objective("{losses: []}")); }),
+  EXPECT_HAS(test::config_error_of([&] { ObjectiveModule(model, objective("{losses: []}")); }),
              "objective.losses must list at least one loss");
-  EXPECT_HAS(objective_error_of([&] { ObjectiveModule(model, objective("{}")); }),
+  EXPECT_HAS(test::config_error_of([&] { ObjectiveModule(model, objective("{}")); }),
              "objective.losses must list at least one loss");
   // A standalone section (library use, no key path) still names objective.* keys.
   EXPECT_HAS(
-      objective_error_of([&] { ObjectiveModule(model, Config::from_string("{losses: []}")); }),
+      test::config_error_of([&] { ObjectiveModule(model, Config::from_string("{losses: []}")); }),
       "objective.losses must list at least one loss");
-  EXPECT_HAS(objective_error_of([&] {
+  EXPECT_HAS(test::config_error_of([&] {
                ObjectiveModule(model, objective("{losses: [{type: mse}, {type: mse}]}"));
              }),
              "objective.losses.1.name: the name 'loss_mse' is already used");
-  EXPECT_HAS(objective_error_of(
+  EXPECT_HAS(test::config_error_of(
                  [&] { ObjectiveModule(model, objective("{losses: [{type: mse, wieght: 1}]}")); }),
              "did you mean 'objective.losses.0.weight'");
-  EXPECT_HAS(objective_error_of(
+  EXPECT_HAS(test::config_error_of(
                  [&] { ObjectiveModule(model, objective("{losses: [{type: mse, weight: -1}]}")); }),
              "objective.losses.0.weight");
-  EXPECT_HAS(objective_error_of(
+  EXPECT_HAS(test::config_error_of(
                  [&] { ObjectiveModule(model, objective("{losses: [{prediction: logits}]}")); }),
              "objective.losses.0.type");
-  EXPECT_HAS(objective_error_of([&] {
+  EXPECT_HAS(test::config_error_of([&] {
                ObjectiveModule(model,
                                objective("{losses: [{type: mse}], regularizers: [{type: l2}]}"));
              }),
@@ -212,13 +204,13 @@ TEST(ObjectiveModuleTest, MissingBatchKeyListsBatchKeys) {
   ObjectiveModule module(std::make_shared<TwoHeads>(),
                          objective("{inputs: [features], predictions: [logits, value], "
                                    "losses: [{type: cross_entropy}]}"));
-  std::string msg = objective_error_of([&] { module.training_step(batch()); });
+  std::string msg = test::config_error_of([&] { module.training_step(batch()); });
   EXPECT_HAS(msg, "objective.inputs: the batch has no tensor 'features'; batch keys: x, y, v");
 
   ObjectiveModule target(std::make_shared<TwoHeads>(),
                          objective("{predictions: [logits, value], "
                                    "losses: [{type: cross_entropy, target: label}]}"));
-  msg = objective_error_of([&] { target.training_step(batch()); });
+  msg = test::config_error_of([&] { target.training_step(batch()); });
   EXPECT_HAS(msg,
              "objective.losses.0.target: the batch has no tensor 'label'; batch keys: x, y, v");
 }
@@ -226,7 +218,7 @@ TEST(ObjectiveModuleTest, MissingBatchKeyListsBatchKeys) {
 TEST(ObjectiveModuleTest, OutputCountMustMatchPredictions) {
   ObjectiveModule module(std::make_shared<TwoHeads>(),
                          objective("{losses: [{type: cross_entropy}]}"));
-  std::string msg = objective_error_of([&] { module.training_step(batch()); });
+  std::string msg = test::config_error_of([&] { module.training_step(batch()); });
   EXPECT_HAS(msg, "returned 2 output(s) but objective.predictions lists 1 (logits)");
 }
 
@@ -239,7 +231,7 @@ TEST(ObjectiveModuleTest, NamedModelOutputsAreMatchedByName) {
   EXPECT_NEAR(module.training_step(b).loss.item<double>(), ce, 1e-5);
 
   ObjectiveModule missing(model, objective("{predictions: [probs], losses: [{type: mse}]}"));
-  EXPECT_HAS(objective_error_of([&] { missing.training_step(b); }),
+  EXPECT_HAS(test::config_error_of([&] { missing.training_step(b); }),
              "has no output 'probs'; its outputs are: value, logits");
 }
 
@@ -254,7 +246,7 @@ TEST(ObjectiveModuleTest, BuildsTheModelFromTheRegistry) {
   EXPECT_EQ(module.parameters().size(), 4u);
   EXPECT_TRUE(module.named_parameters().contains("model.cls.weight"));
   EXPECT_TRUE(module.training_step(batch()).loss.defined());
-  EXPECT_HAS(objective_error_of([&] {
+  EXPECT_HAS(test::config_error_of([&] {
                ObjectiveModule(Config::from_string("{type: test_two_head}", "model"),
                                objective(kTwoLosses));
              }),

@@ -15,15 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 Config section(const std::string& yaml) {
   return Config(Config::from_string(yaml).node(), "optimizer");
 }
@@ -186,7 +177,7 @@ TEST_F(OptimizerTest, DefaultsToAdamAndReadsAndWritesLr) {
   set_lr(*opt, 0, 0.25);
   EXPECT_DOUBLE_EQ(get_lr(*opt, 0), 0.25);
   EXPECT_DOUBLE_EQ(opt->param_groups()[0].options().get_lr(), 0.25);
-  EXPECT_NE(error_of([&] { get_lr(*opt, 3); }).find("group 3 does not exist"), std::string::npos);
+  EXPECT_NE(test::config_error_of([&] { get_lr(*opt, 3); }).find("group 3 does not exist"), std::string::npos);
   EXPECT_FALSE(needs_closure(*opt));
 }
 
@@ -211,7 +202,7 @@ TEST_F(OptimizerTest, ArgsMapToLibTorchOptions) {
 TEST_F(OptimizerTest, BadSectionsGiveErrorsNamingTheKey) {
   Net net;
   auto err = [&](const std::string& yaml) {
-    return error_of([&] { build_optimizer(section(yaml), net); });
+    return test::config_error_of([&] { build_optimizer(section(yaml), net); });
   };
   std::string msg = err("{type: sgd, lr: -1}");
   EXPECT_NE(msg.find("optimizer.lr must be > 0, got -1"), std::string::npos) << msg;
@@ -237,7 +228,7 @@ TEST_F(OptimizerTest, BadSectionsGiveErrorsNamingTheKey) {
   EXPECT_NE(msg.find("unknown key 'optimizer.weight_decay'"), std::string::npos) << msg;
 
   torch::nn::Module empty;
-  msg = error_of([&] { build_optimizer(section("{}"), empty); });
+  msg = test::config_error_of([&] { build_optimizer(section("{}"), empty); });
   EXPECT_NE(msg.find("no trainable parameters"), std::string::npos) << msg;
 }
 

@@ -15,15 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string scheduler_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 Config scheduler_section(const std::string& yaml) {
   return Config(Config::from_string(yaml).node(), "scheduler");
 }
@@ -130,7 +121,7 @@ TEST_F(SchedulerTest, ReduceOnPlateauStateResumesExactly) {
     EXPECT_DOUBLE_EQ(a->factor(0), b->factor(0)) << i;
   }
   EXPECT_DOUBLE_EQ(b->factor(0), 0.25);
-  EXPECT_NE(scheduler_error_of([&] {
+  EXPECT_NE(test::config_error_of([&] {
               b->load_state({{"factor", 1.0}});
             }).find("no 'best' entry"),
             std::string::npos);
@@ -138,7 +129,7 @@ TEST_F(SchedulerTest, ReduceOnPlateauStateResumesExactly) {
 
 TEST_F(SchedulerTest, BadSectionsGiveErrorsNamingTheKey) {
   auto err = [](const std::string& yaml, ScheduleContext c) {
-    return scheduler_error_of([&] { build_scheduler(scheduler_section(yaml), c); });
+    return test::config_error_of([&] { build_scheduler(scheduler_section(yaml), c); });
   };
   std::string msg = err("{type: linear}", context(0));
   EXPECT_NE(msg.find("scheduler.args.total is needed"), std::string::npos) << msg;
