@@ -28,6 +28,8 @@ struct Case {
   std::string model_yaml;  // the `model` section
   int64_t batch;
   unitrain::Batch data;    // x, y for every example
+  int threads = 2;         // intra-op threads
+  int64_t step_factor = 1; // steps = the command line's steps x this (tiny steps need more)
 };
 
 // Times steps 2..K of a fit (the first step warms up allocations).
@@ -43,6 +45,7 @@ double seconds(Clock::time_point a, Clock::time_point b) {
 }
 
 Config run_config(const Case& c, int64_t steps, int64_t workers) {
+  const std::string threads = std::to_string(c.threads);
   return Config::from_string(
       "run_dir: /tmp/unitrain-bench-overhead-" + std::to_string(::getpid()) + "\nseed: 1\nmodel: " + c.model_yaml + "\n" +
       "objective: {losses: [{type: cross_entropy}]}\n"
@@ -50,7 +53,8 @@ Config run_config(const Case& c, int64_t steps, int64_t workers) {
       "data: {loader: {batch_size: " + std::to_string(c.batch) + ", workers: " +
       std::to_string(workers) + ", shuffle: true}}\n"
       "log: {trackers: []}\ncheckpoint: {enabled: false}\n"
-      "train: {threads: '2', max_length: " + std::to_string(steps) + " steps, log_every: 1000 steps}\n");
+      "train: {threads: '" + threads + "', max_length: " + std::to_string(steps) +
+      " steps, log_every: 1000000 steps}\n");
 }
 
 struct UnitrainResult {
@@ -72,6 +76,7 @@ UnitrainResult time_unitrain(const Case& c, int64_t steps, int64_t workers) {
 
 double time_hand_loop(const Case& c, int64_t steps) {
   Config cfg = unitrain::resolve_run_config(run_config(c, steps, 0));
+  torch::set_num_threads(c.threads);
   torch::manual_seed(1);
   unitrain::ModelPtr model = unitrain::model_registry().create(cfg.at("model"));
   torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-3));
@@ -120,7 +125,10 @@ int main(int argc, char** argv) {
   cases.push_back({"transformer_lm d128 L2 T64, batch 32",
                    "{type: transformer_lm, args: {vocab: 64, d_model: 128, layers: 2, heads: 4, seq_len: 64, dropout: 0.0}}",
                    32, {{"x", tokens.narrow(1, 0, 64).contiguous()}, {"y", tokens.narrow(1, 1, 64).contiguous()}}});
-  std::printf("%-38s %9s | %9s %7s | %9s %7s %7s\n", "case (2 intra-op threads)", "hand ms",
+  // The tiny case is all overhead: a Linear 16x16 at batch 8 takes microseconds per step.
+  cases.push_back({"linear 16x16, batch 8, 1 thread", "{type: mlp, args: {sizes: [16, 16]}}", 8,
+                   {{"x", torch::randn({8 * 40, 16})}, {"y", torch::randint(16, {8 * 40})}}, 1, 50});
+  std::printf("%-38s %9s | %9s %7s | %9s %7s %7s\n", "case (2 intra-op threads unless said)", "hand ms",
               "w0 ms", "ratio", "w2 ms", "ratio", "wait");
   const std::string only = argc > 3 ? argv[3] : "";  // run only cases whose name has this
   for (const Case& c : cases) {
@@ -129,9 +137,10 @@ int main(int argc, char** argv) {
     // hand loop does), unitrain with 2 loader threads.
     std::vector<double> hand, ut0, ratio0, ut2, ratio2, wait2;
     for (int r = 0; r < rounds; ++r) {
-      double h = time_hand_loop(c, steps);
-      UnitrainResult u0 = time_unitrain(c, steps, 0);
-      UnitrainResult u2 = time_unitrain(c, steps, 2);
+      const int64_t n = steps * c.step_factor;
+      double h = time_hand_loop(c, n);
+      UnitrainResult u0 = time_unitrain(c, n, 0);
+      UnitrainResult u2 = time_unitrain(c, n, 2);
       hand.push_back(h);
       ut0.push_back(u0.per_step);
       ratio0.push_back(u0.per_step / h);
@@ -139,7 +148,7 @@ int main(int argc, char** argv) {
       ratio2.push_back(u2.per_step / h);
       wait2.push_back(u2.wait_fraction);
     }
-    std::printf("%-38s %9.3f | %9.3f %7.3f | %9.3f %7.3f %6.2f%%\n", c.name.c_str(),
+    std::printf("%-38s %9.4f | %9.4f %7.3f | %9.4f %7.3f %6.2f%%\n", c.name.c_str(),
                 1e3 * median(hand), 1e3 * median(ut0), median(ratio0), 1e3 * median(ut2),
                 median(ratio2), 100 * median(wait2));
   }

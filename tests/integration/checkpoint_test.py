@@ -81,8 +81,9 @@ class Checkpoints(common.Case):
         self.train(run_dir, *args)
         return run_dir
 
-    def test_resume_mid_epoch_mid_window_is_bitwise_exact(self):
-        full = self.full_run()
+    def assert_resume_is_exact(self, *args, tag=""):
+        """A run resumed mid-epoch, mid-window equals the run trained straight through."""
+        full = self.full_run(tag + "full", *args)
         ckpts = checkpoints(full)
         self.assertGreater(len(ckpts), 10)
         # A checkpoint inside the second epoch and inside an accumulation window.
@@ -92,13 +93,13 @@ class Checkpoints(common.Case):
         k = state_of(chosen)["step"]
         self.assertTrue(os.path.exists(os.path.join(chosen, "grads.pt")))
 
-        part = os.path.join(self.dir, "part")
+        part = os.path.join(self.dir, tag + "part")
         shutil.copytree(full, part, symlinks=True)
         for c in checkpoints(part):
             if int(c.rsplit("-", 1)[1]) > k:
                 shutil.rmtree(c)
         resumed_from = os.path.join(part, "checkpoints", os.path.basename(chosen))
-        out = self.train(part, "--checkpoint.resume", resumed_from)
+        out = self.train(part, "--checkpoint.resume", resumed_from, *args)
         self.assertIn("resumed from", out)
         self.assertIn(f"step {k}", out)
 
@@ -110,6 +111,18 @@ class Checkpoints(common.Case):
         b = without_time(read_jsonl(os.path.join(part, "metrics.jsonl")))
         self.assertGreater(len([e for e in a if e["step"] > k]), 5)
         self.assertEqual(a, b)
+        return full
+
+    def test_resume_mid_epoch_mid_window_is_bitwise_exact(self):
+        self.assert_resume_is_exact()
+
+    def test_resume_is_bitwise_exact_in_every_precision(self):
+        for precision in ("bf16-mixed", "bf16-true"):
+            with self.subTest(precision=precision):
+                full = self.assert_resume_is_exact("--train.precision", precision, tag=precision)
+                # bf16-true's model.pt holds the float32 master weights.
+                model = load(os.path.join(checkpoints(full)[-1], "model.pt"))
+                self.assertEqual({t.dtype for t in model.values()}, {torch.float32})
 
     def test_checkpoint_files_are_python_readable_with_state_dict_names(self):
         full = self.full_run("full", "--train.max_length", "1 epoch")

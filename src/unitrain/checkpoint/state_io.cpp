@@ -91,7 +91,8 @@ std::function<void()> SnapshotBuffers::take_copies() {
   };
 }
 
-NamedTensors module_state(const torch::nn::Module& module, bool copy, SnapshotBuffers* buffers) {
+NamedTensors named_state(const NamedTensors& params, const NamedTensors& buffers_of_module,
+                            bool copy, SnapshotBuffers* buffers) {
   NamedTensors out;
   auto add = [&](const std::string& name, const torch::Tensor& t, bool parameter) {
     torch::Tensor d = t.detach();
@@ -102,9 +103,16 @@ NamedTensors module_state(const torch::nn::Module& module, bool copy, SnapshotBu
     }
     out.emplace_back(name, d);
   };
-  for (const auto& p : module.named_parameters(/*recurse=*/true)) add(p.key(), p.value(), true);
-  for (const auto& b : module.named_buffers(/*recurse=*/true)) add(b.key(), b.value(), false);
+  for (const auto& [name, t] : params) add(name, t, true);
+  for (const auto& [name, t] : buffers_of_module) add(name, t, false);
   return out;
+}
+
+NamedTensors module_state(const torch::nn::Module& module, bool copy, SnapshotBuffers* buffers) {
+  NamedTensors params, module_buffers;
+  for (const auto& p : module.named_parameters(/*recurse=*/true)) params.emplace_back(p.key(), p.value());
+  for (const auto& b : module.named_buffers(/*recurse=*/true)) module_buffers.emplace_back(b.key(), b.value());
+  return named_state(params, module_buffers, copy, buffers);
 }
 
 std::string load_module_state(torch::nn::Module& module, const NamedTensors& state, bool strict,

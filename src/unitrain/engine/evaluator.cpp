@@ -3,11 +3,13 @@
 #include <torch/torch.h>
 
 #include "unitrain/engine/callback_list.h"
+#include "unitrain/precision/precision.h"
 
 namespace unitrain {
 
 MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalSplit split,
-                                int64_t max_batches, CallbackList* hooks) {
+                                int64_t max_batches, CallbackList* hooks,
+                                const Precision* precision) {
   const bool test = split == EvalSplit::Test;
   torch::NoGradGuard no_grad;
   const bool was_training = module.is_training();
@@ -22,7 +24,12 @@ MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalS
     if (hooks && !test) {
       hooks->call("on_validation_batch_start", &Callback::on_validation_batch_start, *batch);
     }
-    StepOutput out = test ? module.test_step(*batch) : module.validation_step(*batch);
+    StepOutput out;
+    {
+      AutocastScope autocast = precision ? precision->autocast() : AutocastScope(false, {}, {});
+      const Batch& in = precision && precision->casts_inputs() ? precision->inputs(*batch) : *batch;
+      out = test ? module.test_step(in) : module.validation_step(in);
+    }
     if (hooks && test) hooks->call("on_test_batch_end", &Callback::on_test_batch_end, *batch, out);
     if (hooks && !test) {
       hooks->call("on_validation_batch_end", &Callback::on_validation_batch_end, *batch, out);
@@ -36,9 +43,11 @@ MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalS
 }
 
 std::map<std::string, double> evaluate(TrainModule& module, const Loader& loader, EvalSplit split,
-                                       const std::string& prefix, int64_t max_batches) {
+                                       const std::string& prefix, int64_t max_batches,
+                                       const Precision* precision) {
   std::map<std::string, double> out;
-  for (const auto& [name, value] : evaluate_sums(module, loader, split, max_batches).result()) {
+  const MetricAccumulator sums = evaluate_sums(module, loader, split, max_batches, nullptr, precision);
+  for (const auto& [name, value] : sums.result()) {
     out[prefix + "/" + name] = value;
   }
   return out;

@@ -17,8 +17,15 @@ std::map<std::string, MetricValue> detached(const std::map<std::string, MetricVa
   return out;
 }
 
-StepOutput checked_training_step(TrainModule& module, const Batch& batch) {
-  StepOutput out = module.training_step(batch);
+}  // namespace
+
+StepOutput StepRunner::training_step(const Batch& batch) {
+  StepOutput out;
+  {
+    AutocastScope autocast = precision_.autocast();
+    out = precision_.casts_inputs() ? module_.training_step(precision_.inputs(batch))
+                                    : module_.training_step(batch);
+  }
   UT_CHECK(out.loss.defined() && out.loss.numel() == 1,
            "training_step must return a scalar loss, got ",
            out.loss.defined() ? "a tensor of " + std::to_string(out.loss.numel()) + " elements"
@@ -26,17 +33,21 @@ StepOutput checked_training_step(TrainModule& module, const Batch& batch) {
   return out;
 }
 
-}  // namespace
-
 StepRunner::StepRunner(TrainModule& module, torch::optim::Optimizer& optimizer,
                        const TrainOptions& options, GradientSync& sync, CallbackList& hooks,
-                       Profiler* profiler)
+                       Precision& precision, Profiler* profiler)
     : module_(module), optimizer_(optimizer), options_(options), sync_(sync), hooks_(hooks),
-      profiler_(profiler),
-      closure_(needs_closure(optimizer)) {
+      precision_(precision), profiler_(profiler), closure_(needs_closure(optimizer)) {
+  UT_CHECK(!closure_ || precision.mode() == PrecisionMode::Fp32 ||
+               precision.mode() == PrecisionMode::Bf16Mixed,
+           "train.precision: ", precision_name(precision.mode()), " does not work with an "
+           "optimizer that re-evaluates the loss in its step (optimizer.type: lbfgs); use fp32 "
+           "or bf16-mixed");
   for (const auto& group : optimizer_.param_groups()) {
     for (const auto& p : group.params()) params_.push_back(p);
   }
+  precision_.adopt(optimizer_);  // bf16-true: the groups now hold the float32 masters
+  clip_params_ = precision_.clip_targets(params_);
 }
 
 void StepRunner::nonfinite(const std::string& what, int64_t step, const MicroStep& m, bool stops) {
@@ -64,14 +75,13 @@ void StepRunner::throw_nonfinite(const std::string& what, int64_t step, const Mi
 void StepRunner::zero_grads() {
   hooks_.call("on_before_zero_grad", &Callback::on_before_zero_grad);
   // Not Optimizer::zero_grad(): it detaches in place, which gradients that are views of a
-  // data-parallel bucket do not allow. These have no history; zeroing them is enough.
-  for (auto& group : optimizer_.param_groups()) {
-    for (auto& p : group.params()) {
-      torch::Tensor& grad = p.mutable_grad();
-      if (!grad.defined()) continue;
-      if (grad.grad_fn()) grad = grad.detach();
-      grad.zero_();
-    }
+  // data-parallel bucket do not allow. These have no history; zeroing them is enough. (The
+  // model's gradients: bf16-true's masters get theirs overwritten each step.)
+  for (auto& p : params_) {
+    torch::Tensor& grad = p.mutable_grad();
+    if (!grad.defined()) continue;
+    if (grad.grad_fn()) grad = grad.detach();
+    grad.zero_();
   }
   hooks_.call("on_after_zero_grad", &Callback::on_after_zero_grad);
 }
@@ -101,7 +111,7 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
   }
   m.window_end = window_end;
   Profiler::Range forward(profiler_, Phase::Forward);
-  StepOutput out = checked_training_step(module_, batch);
+  StepOutput out = training_step(batch);
   m.loss = out.loss.item<double>();
   m.metrics = detached(out.metrics);
   // Data-parallel runs decide together at the window's end, from decisions that travel with
@@ -115,7 +125,9 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
     mine.nonfinite = window_bad_;
     sync_.share(mine);
   }
-  if (!window_bad_) backward(weight == 1.0 ? out.loss : out.loss * weight, window_end);
+  if (!window_bad_) {
+    backward(precision_.scale_loss(weight == 1.0 ? out.loss : out.loss * weight), window_end);
+  }
   return m;
 }
 
@@ -134,12 +146,18 @@ void StepRunner::sync_gradients(MicroStep& m, int64_t step) {
 void StepRunner::clip_gradients(MicroStep& m, int64_t step) {
   if (closure_ || m.skipped) return;
   Profiler::Range range(profiler_, Phase::Clip);
+  // Gradients as the optimizer will see them: unscaled (fp16-mixed: an overflow means the
+  // scale was too high, not that training diverged: skip the step, back off, go on).
+  if (precision_.unscale_and_check(params_)) {
+    m.skipped = true;
+    return;
+  }
   hooks_.call("on_before_clip", &Callback::on_before_clip);
   if (options_.clip_grad_norm > 0) {
-    m.grad_norm = torch::nn::utils::clip_grad_norm_(params_, options_.clip_grad_norm);
+    m.grad_norm = torch::nn::utils::clip_grad_norm_(clip_params_, options_.clip_grad_norm);
   } else if (options_.on_nonfinite == OnNonFinite::Skip) {
     std::vector<torch::Tensor> norms;
-    for (const auto& p : params_) {
+    for (const auto& p : clip_params_) {
       if (p.grad().defined()) norms.push_back(p.grad().norm());
     }
     m.grad_norm = norms.empty() ? 0.0 : torch::stack(norms).norm().item<double>();
@@ -156,6 +174,7 @@ void StepRunner::update(MicroStep& m, int64_t step) {
   if (closure_) return update_with_closure(m, step);
   hooks_.call("on_before_optimizer_step", &Callback::on_before_optimizer_step, m.skipped);
   if (!m.skipped) optimizer_.step();
+  precision_.finish_step(m.skipped);
   hooks_.call("on_after_optimizer_step", &Callback::on_after_optimizer_step, m.skipped);
   zero_grads();
   window_bad_ = false;
@@ -165,7 +184,7 @@ void StepRunner::update_with_closure(MicroStep& m, int64_t step) {
   bool first = true;
   auto closure = [&]() -> torch::Tensor {
     zero_grads();
-    StepOutput out = checked_training_step(module_, *closure_batch_);
+    StepOutput out = training_step(*closure_batch_);
     if (first) {
       m.loss = out.loss.item<double>();
       m.metrics = detached(out.metrics);

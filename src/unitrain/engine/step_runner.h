@@ -14,6 +14,7 @@
 #include "unitrain/engine/train_options.h"
 #include "unitrain/parallel/gradient_sync.h"
 #include "unitrain/parallel/step_decision.h"
+#include "unitrain/precision/precision.h"
 #include "unitrain/profile/profiler.h"
 
 namespace unitrain {
@@ -24,7 +25,8 @@ struct MicroStep {
   std::map<std::string, MetricValue> metrics;  ///< its metrics, detached
   bool window_end = false;   ///< the micro-batch ends its accumulation window: a step follows
   StepDecision decision;     ///< what every rank agreed on at the window's end
-  bool skipped = false;      ///< the update was skipped (non-finite, on_nonfinite: skip)
+  bool skipped = false;      ///< the update was skipped (non-finite, on_nonfinite: skip; or
+                             ///< a loss-scale overflow under fp16-mixed)
   double grad_norm = -1;     ///< the gradient norm before clipping, when computed
 };
 
@@ -35,11 +37,13 @@ struct MicroStep {
 /// Optimizers that re-evaluate the loss (L-BFGS) step on every micro-batch: forward_backward()
 /// only holds the batch, and update() runs the optimizer with a closure over it.
 /// Each phase runs the callbacks' hooks around it (before/after backward, gradient sync, clip,
-/// optimizer step, zero_grad; on_nonfinite).
+/// optimizer step, zero_grad; on_nonfinite). `precision` shapes the phases (autocast around
+/// the forward, loss scaling, master weights); the runner hands it the optimizer (adopt()).
 class StepRunner {
  public:
   StepRunner(TrainModule& module, torch::optim::Optimizer& optimizer, const TrainOptions& options,
-             GradientSync& sync, CallbackList& hooks, Profiler* profiler = nullptr);
+             GradientSync& sync, CallbackList& hooks, Precision& precision,
+             Profiler* profiler = nullptr);
 
   /// Forward, and backward unless the window already saw a non-finite loss. At the window's
   /// end `mine` (this rank's stop and signal) goes with the gradients to the other ranks.
@@ -50,10 +54,12 @@ class StepRunner {
   /// Waits until every gradient is final (reduced across ranks) and sets `m.decision` to what
   /// every rank agreed; a non-finite loss on any rank skips the update (or stops the run).
   void sync_gradients(MicroStep& m, int64_t step);
-  /// Clips the global gradient norm to train.clip_grad_norm (or measures it, to skip a
-  /// non-finite one, under on_nonfinite: skip).
+  /// Unscales the gradients (fp16-mixed: an overflow skips the step) and clips the global
+  /// gradient norm to train.clip_grad_norm (or measures it, to skip a non-finite one, under
+  /// on_nonfinite: skip).
   void clip_gradients(MicroStep& m, int64_t step);
   /// The optimizer's step, unless the update is skipped; then gradients are zeroed.
+  /// (precision's finish_step between: the loss scale's update, master weights into the model.)
   void update(MicroStep& m, int64_t step);
 
   /// A non-finite loss was seen earlier in the current window (skip mode); checkpoints save it.
@@ -62,6 +68,8 @@ class StepRunner {
 
  private:
   void update_with_closure(MicroStep& m, int64_t step);
+  /// training_step under the precision's autocast, on its inputs; checks the loss is a scalar.
+  StepOutput training_step(const Batch& batch);
   void zero_grads();
   void backward(const torch::Tensor& loss, bool window_end);
   void finish_sync();
@@ -73,8 +81,10 @@ class StepRunner {
   const TrainOptions& options_;
   GradientSync& sync_;
   CallbackList& hooks_;
+  Precision& precision_;
   Profiler* profiler_;  ///< null: not profiling
-  std::vector<torch::Tensor> params_;
+  std::vector<torch::Tensor> params_;       ///< the model's tensors the optimizer trains
+  std::vector<torch::Tensor> clip_params_;  ///< those clipping measures (bf16-true: masters)
   bool closure_;
   const Batch* closure_batch_ = nullptr;  ///< the micro-batch update() re-evaluates
   bool window_bad_ = false;  ///< a non-finite loss was seen earlier in this window (skip mode)

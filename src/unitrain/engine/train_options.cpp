@@ -34,6 +34,17 @@ void TrainOptions::declare(Options<TrainOptions>& o) {
   o.field("on_nonfinite", &T::on_nonfinite,
           {{"stop", OnNonFinite::Stop}, {"skip", OnNonFinite::Skip}})
       .help("a NaN/Inf loss or gradient: stop with a message, or skip that update and count it");
+  o.field("precision", &T::precision,
+          {{"fp32", PrecisionMode::Fp32},
+           {"bf16-mixed", PrecisionMode::Bf16Mixed},
+           {"fp16-mixed", PrecisionMode::Fp16Mixed},
+           {"bf16-true", PrecisionMode::Bf16True}})
+      .help(
+          "number formats: fp32; bf16-mixed / fp16-mixed = float32 weights and optimizer, forward "
+          "and loss under autocast (fp16-mixed needs CUDA, scales the loss); bf16-true = bfloat16 "
+          "model with float32 master weights in the optimizer (docs/precision.md)");
+  o.section("loss_scaler", &T::loss_scaler)
+      .help("fp16-mixed's dynamic loss scale (PyTorch's GradScaler defaults)");
   o.field("val_every", &T::val_every).help("how often to run validation");
   o.field("log_every", &T::log_every).harmless().help("how often to log training metrics");
   o.field("test_mode", &T::test_mode)

@@ -6,6 +6,8 @@
 
 #include "unitrain/core/options.h"
 #include "unitrain/core/train_unit.h"
+#include "unitrain/precision/loss_scaler_options.h"
+#include "unitrain/precision/precision_mode.h"
 
 namespace unitrain {
 
@@ -20,6 +22,8 @@ struct TrainOptions {
   double clip_grad_norm = 0;                ///< 0 = no clipping
   int64_t threads = 0;                      ///< intra-op threads; 0 = auto
   OnNonFinite on_nonfinite = OnNonFinite::Stop;
+  PrecisionMode precision = PrecisionMode::Fp32;
+  LossScalerOptions loss_scaler;            ///< fp16-mixed's
   TrainUnit val_every = TrainUnit::epochs(1);
   TrainUnit log_every = TrainUnit::steps(10);
   bool test_mode = false;

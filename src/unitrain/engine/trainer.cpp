@@ -79,6 +79,10 @@ OptimizerPtr Trainer::configure_optimizer(TrainModule& module) {
   return build_optimizer(config_.at("optimizer"), module);
 }
 
+std::unique_ptr<Precision> Trainer::configure_precision(torch::nn::Module& weights) {
+  return std::make_unique<Precision>(options().precision, weights, options().loss_scaler);
+}
+
 SchedulerPtr Trainer::configure_scheduler(const ScheduleContext& context) {
   return scheduler_registry().create(config_.at("scheduler"), context);
 }
@@ -86,7 +90,15 @@ SchedulerPtr Trainer::configure_scheduler(const ScheduleContext& context) {
 MetricMap Trainer::evaluate(TrainModule& module, DatasetPtr data, EvalSplit split,
                             const std::string& prefix) {
   Loader loader(std::move(data), settings_->loader.in_order(), 0, prefix == "test" ? "data.test" : "data.val");
-  return unitrain::evaluate(module, loader, split, prefix, options().test_mode ? 1 : -1);
+  // After fit(), as it trained; otherwise (unitrain eval) the mixed modes' autocast, and
+  // float32 for bf16-true (its checkpoints hold the float32 master weights).
+  std::unique_ptr<Precision> mixed;
+  const PrecisionMode mode = options().precision;
+  if (!precision_ && (mode == PrecisionMode::Bf16Mixed || mode == PrecisionMode::Fp16Mixed)) {
+    mixed = std::make_unique<Precision>(mode, module.weights(), options().loss_scaler);
+  }
+  return unitrain::evaluate(module, loader, split, prefix, options().test_mode ? 1 : -1,
+                            precision_ ? precision_.get() : mixed.get());
 }
 
 namespace {
@@ -157,7 +169,8 @@ MetricMap Trainer::test(TrainModule& module, DatasetPtr data) {
     callbacks_.call("on_test_start", &Callback::on_test_start);
     Loader loader(std::move(data), settings_->loader.in_order(), 0, "data.test");
     const MetricAccumulator sums = evaluate_sums(module, loader, EvalSplit::Test,
-                                                 options().test_mode ? 1 : -1, &callbacks_);
+                                                 options().test_mode ? 1 : -1, &callbacks_,
+                                                 precision_.get());
     for (const auto& [name, value] : sums.result()) m["test/" + name] = value;
     callbacks_.call("on_test_end", &Callback::on_test_end, m);
   } catch (const std::exception& e) {
@@ -226,8 +239,12 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
     resume = read_resume_point(
         Checkpointer(ckpt, run_dir() + "/checkpoints").find_resume(ckpt.resume), config_);
   }
+  Precision::check(options().precision, module.weights());  // before the run folder changes
   std::shared_ptr<ProcessGroup> group = join_group_and_prepare(resume);
   if (group) broadcast_module(*group, module.weights());  // every rank starts from rank 0's weights
+  // bf16-true casts the model here, before the gradient buckets are laid out for its dtype.
+  precision_ = configure_precision(module.weights());
+  UT_CHECK(precision_ != nullptr, "configure_precision() returned no Precision");
   torch::manual_seed(settings_->seed + static_cast<uint64_t>(group ? group->rank() : 0));
   state_ = TrainState();
   stop_requested_ = false;

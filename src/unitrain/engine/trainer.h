@@ -17,6 +17,7 @@
 
 namespace unitrain {
 
+class Precision;
 class ProcessGroup;
 class RunLogger;
 struct ResumePoint;
@@ -104,6 +105,11 @@ class Trainer {
   virtual OptimizerPtr configure_optimizer(TrainModule& module);
   /// The lr schedule; the default builds the `scheduler` section (null = constant lr).
   virtual SchedulerPtr configure_scheduler(const ScheduleContext& context);
+  /// How steps compute (autocast, loss scaling, master weights); the default follows
+  /// train.precision and train.loss_scaler. Called once per fit(), before the optimizer is
+  /// built: bf16-true casts `weights` here. (E.g. Precision::loss_scaling_only for a model that
+  /// runs its own float16 forward.)
+  virtual std::unique_ptr<Precision> configure_precision(torch::nn::Module& weights);
 
  private:
   struct Loop;
@@ -134,6 +140,8 @@ class Trainer {
   std::string last_checkpoint_;
   CallbackList callbacks_{*this};
   OptimizerPtr optimizer_;
+  /// train.precision as set up by the last fit() (its test() and evaluate() use it), or null.
+  std::unique_ptr<Precision> precision_;
   TrainModule* module_ = nullptr;
   Loop* loop_ = nullptr;          ///< the running fit()'s
   bool stop_requested_ = false;   ///< data-parallel: a stop to agree on

@@ -24,6 +24,7 @@ namespace {
 constexpr int kFormatVersion = 1;
 constexpr const char* kState = "trainer_state.json";
 constexpr const char* kExtraPrefix = "extra-";
+constexpr const char* kLossScaler = "loss_scaler.json";
 
 using Json = nlohmann::ordered_json;
 
@@ -154,7 +155,11 @@ void Trainer::Loop::save() {
     if (!snapshot_buffers) snapshot_buffers = std::make_shared<SnapshotBuffers>(/*defer=*/true);
     buffers = snapshot_buffers.get();
   }
-  auto model_state = std::make_shared<NamedTensors>(module_state(weights, async, buffers));
+  // bf16-true: the float32 master weights (and buffers widened), not the bfloat16 copies.
+  const MasterWeights* masters = trainer.precision_->masters();
+  auto model_state = std::make_shared<NamedTensors>(
+      masters ? named_state(masters->parameters(), masters->buffers(), async, buffers)
+              : module_state(weights, async, buffers));
   files.push_back({"model.pt", {}, [model_state] { return tensor_dict_image(*model_state); }});
   files.push_back({"optimizer.pt", {}, optimizer_state_snapshot(*trainer.optimizer_, async, buffers)});
   for (size_t r = 0; r < rng_files.size(); ++r) {
@@ -163,6 +168,9 @@ void Trainer::Loop::save() {
   }
   if (s.micro_in_window != 0) {
     files.push_back({"grads.pt", tensor_dict_image(gradient_state(module))});
+  }
+  if (const LossScaler* scaler = trainer.precision_->scaler()) {
+    files.push_back({kLossScaler, bytes_of(scaler->state_json())});
   }
   CheckpointEntries extra;
   hooks.call("on_save_checkpoint", &Callback::on_save_checkpoint, extra);
@@ -225,6 +233,24 @@ void Trainer::Loop::save() {
                              settings.checkpoint.async ? "writing in the background" : "written"));
 }
 
+void Trainer::Loop::restore_model(const std::string& dir) {
+  const std::string file = dir + "/model.pt";
+  NamedTensors state = load_tensor_dict(CheckpointStore::read(dir, "model.pt"), file);
+  MasterWeights* masters = trainer.precision_->masters();
+  if (!masters) {
+    load_module_state(module.weights(), state, /*strict=*/true, file);
+    return;
+  }
+  // bf16-true: the module takes the weights in bfloat16 (names and shapes checked there), the
+  // masters the float32 values.
+  NamedTensors low = state;
+  for (auto& [name, t] : low) {
+    if (t.is_floating_point()) t = t.to(torch::kBFloat16);
+  }
+  load_module_state(module.weights(), low, /*strict=*/true, file);
+  masters->load(state);
+}
+
 void Trainer::Loop::restore(const ResumePoint& resume) {
   const std::string& dir = resume.dir;
   for (const auto& c : resume.config_changes) {
@@ -232,9 +258,7 @@ void Trainer::Loop::restore(const ResumePoint& resume) {
   }
   Json j = parse_state_json(resume.state_text, dir);
   const std::string what = dir + "/";
-  load_module_state(module.weights(), load_tensor_dict(CheckpointStore::read(dir, "model.pt"),
-                                                       what + "model.pt"),
-                    /*strict=*/true, what + "model.pt");
+  restore_model(dir);
   load_optimizer_state(*trainer.optimizer_, CheckpointStore::read(dir, "optimizer.pt"),
                        what + "optimizer.pt");
   if (CheckpointStore::has(dir, "grads.pt")) {
@@ -279,6 +303,15 @@ void Trainer::Loop::restore(const ResumePoint& resume) {
     }
   }
   hooks.call("on_load_checkpoint", &Callback::on_load_checkpoint, extra);
+  if (LossScaler* scaler = trainer.precision_->scaler()) {
+    if (CheckpointStore::has(dir, kLossScaler)) {
+      const std::vector<char> b = CheckpointStore::read(dir, kLossScaler);
+      scaler->load_state_json(std::string(b.begin(), b.end()), what + kLossScaler);
+    } else {
+      log::info(fmt::format("{} has no loss scaler state (saved with another train.precision): "
+                            "the loss scale starts at {}", dir, scaler->scale()));
+    }
+  }
 
   const std::string rng_file = "rng-rank-" + std::to_string(plan.rank) + ".pt";
   load_rng_state(load_tensor_dict(CheckpointStore::read(dir, rng_file), what + rng_file),

@@ -96,7 +96,7 @@ void Trainer::Loop::start(torch::optim::Optimizer& optimizer, SchedulerPtr sched
   lr = std::make_unique<LrController>(optimizer, std::move(schedule), settings.schedule_per_epoch);
   lr->follow(state);
   steps = std::make_unique<StepRunner>(module, optimizer, settings.train, *sync, hooks,
-                                       profiler.get());
+                                       *trainer.precision_, profiler.get());
   periods.start_at(state);
 }
 
@@ -274,6 +274,7 @@ void Trainer::Loop::log_train() {
   MetricMap m;
   for (const auto& [k, v] : train_sums.result()) m["train/" + k] = v;
   m["train/lr"] = lr->lr();
+  if (const LossScaler* scaler = trainer.precision_->scaler()) m["train/loss_scale"] = scaler->scale();
   if (state.skipped_steps > 0) m["train/skipped_steps"] = double(state.skipped_steps);
   train_sums.clear();
   hooks.call("on_before_log", &Callback::on_before_log, m);
@@ -288,7 +289,8 @@ void Trainer::Loop::validate() {
   Profiler::Range range(profiler.get(), Phase::Validation);
   hooks.call("on_validation_start", &Callback::on_validation_start);
   MetricAccumulator sums = evaluate_sums(module, *val_loader, EvalSplit::Val,
-                                         settings.train.test_mode ? 1 : -1, &hooks);
+                                         settings.train.test_mode ? 1 : -1, &hooks,
+                                         trainer.precision_.get());
   if (group) all_reduce_metrics(*group, sums);  // each rank read a disjoint shard
   MetricMap m;
   for (const auto& [name, value] : sums.result()) m["val/" + name] = value;

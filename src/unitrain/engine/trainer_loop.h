@@ -60,6 +60,8 @@ struct Trainer::Loop {
   void start(torch::optim::Optimizer& optimizer, SchedulerPtr schedule);
   /// Restores everything a checkpoint holds (trainer_checkpoint.cpp).
   void restore(const ResumePoint& resume);
+  /// The model's weights from `dir`/model.pt (bf16-true: into the float32 masters too).
+  void restore_model(const std::string& dir);
   /// Logs what the run will do; notes a run that is already complete.
   void announce(int64_t threads);
   /// Training is over: the length is reached at a window's end, a stop was decided, a pause

@@ -100,9 +100,12 @@ DataParallelSync::DataParallelSync(std::shared_ptr<ProcessGroup> group,
   close();
   // The decision rides behind the last bucket's gradients (a bucket of their own when there are
   // no gradients at all).
-  if (buckets_.empty()) buckets_.push_back(Bucket{{}, {}, torch::zeros({0}), 0, {}});
+  if (buckets_.empty()) buckets_.push_back(Bucket{{}, {}, torch::zeros({0}), {}, 0, {}});
   Bucket& last = buckets_.back();
   last.flat = torch::cat({last.flat, torch::zeros({kFlagSlots}, last.flat.options())});
+  for (auto& b : buckets_) {
+    if (group_->needs_widening(b.flat.scalar_type())) b.wide = torch::zeros_like(b.flat, torch::kFloat32);
+  }
   for (size_t k = 0; k < params_.size(); ++k) {
     if (!params_[k].requires_grad()) continue;
     auto acc = torch::autograd::impl::grad_accumulator(params_[k]);
@@ -153,7 +156,8 @@ void DataParallelSync::launch(Bucket& bucket) {
       slot.copy_(p.grad().reshape({-1}));
     }
   }
-  std::vector<torch::Tensor> tensors{bucket.flat};
+  if (bucket.wide.defined()) bucket.wide.copy_(bucket.flat);
+  std::vector<torch::Tensor> tensors{bucket.wide.defined() ? bucket.wide : bucket.flat};
   bucket.work = group_->group().allreduce(tensors);
 }
 
@@ -192,6 +196,7 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
                                       "is unreachable): ", std::string(e.what()).substr(0, 300)));
     }
     b.work.reset();
+    if (b.wide.defined()) b.flat.copy_(b.wide);  // the sum, rounded once
     if (&b == &buckets_.back()) {
       torch::Tensor tail = b.flat.narrow(0, b.flat.numel() - kFlagSlots, kFlagSlots);
       torch::Tensor f = tail.to(torch::kFloat32).contiguous();

@@ -71,6 +71,7 @@ class DataParallelSync : public GradientSync {
     std::vector<size_t> members;  ///< indices into params_
     std::vector<int64_t> offsets;
     torch::Tensor flat;
+    torch::Tensor wide;  ///< float32 stand-in reduced instead of `flat` (bfloat16 on Gloo)
     size_t ready = 0;
     c10::intrusive_ptr<c10d::Work> work;
   };

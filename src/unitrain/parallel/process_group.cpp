@@ -122,12 +122,23 @@ void ProcessGroup::each(const char* what, std::vector<torch::Tensor>& tensors,
                             std::vector<torch::Tensor>&)>& launch) {
   wait(what, [&] {
     std::vector<c10::intrusive_ptr<c10d::Work>> works;
+    std::vector<std::pair<torch::Tensor, torch::Tensor>> widened;  // (tensor, float32 stand-in)
     for (auto& t : tensors) {
       std::vector<torch::Tensor> one{t};
+      if (needs_widening(t.scalar_type())) {
+        one[0] = t.to(torch::kFloat32);
+        widened.emplace_back(t, one[0]);
+      }
       works.push_back(launch(one));
     }
     for (auto& w : works) w->wait();
+    torch::NoGradGuard no_grad;
+    for (auto& [t, wide] : widened) t.copy_(wide);
   });
+}
+
+bool ProcessGroup::needs_widening(c10::ScalarType dtype) const {
+  return dtype == torch::kBFloat16 && group_->getBackendName() == "gloo";
 }
 
 void ProcessGroup::all_reduce_sum(std::vector<torch::Tensor>& tensors) {

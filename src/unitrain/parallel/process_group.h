@@ -53,6 +53,9 @@ class ProcessGroup {
   void barrier();
 
   c10d::ProcessGroup& group() { return *group_; }
+  /// True when collectives on `dtype` tensors must run on float32 copies: Gloo in LibTorch
+  /// 1.13 has no bfloat16 ("Invalid scalar type"). The collectives above do that themselves.
+  bool needs_widening(c10::ScalarType dtype) const;
 
  private:
   ProcessGroup() = default;
