@@ -5,8 +5,9 @@
 
 Cases (bench/whole_runs.py): the MLP 784-1024-1024-10 (synthetic, Adam, batch 64, 200 steps), the
 Fashion-MNIST demo's CNN (300 steps) and the Moby-Dick char transformer LM (60 steps; run
-examples/moby_dick/prepare.sh first), at 1 and 2 intra-op threads: samples/s of the training
-loop and peak RSS per precision. `accuracy` trains the whole Fashion-MNIST demo
+examples/moby_dick/prepare.sh first), at 1 and 2 intra-op threads, and the same transformer at
+d_model 512 with 8 layers (8 steps, 2 threads): samples/s of the training loop and peak RSS per
+precision. `accuracy` trains the whole Fashion-MNIST demo
 (examples/fashion_mnist/cnn.yaml) in the given precision and prints its test accuracy.
 """
 import json
@@ -40,7 +41,13 @@ def main():
     names = sys.argv[3].split(",") if len(sys.argv) > 3 else ["fp32", "bf16-mixed", "bf16-true"]
     only = sys.argv[4] if len(sys.argv) > 4 else ""
     tmp = tempfile.mkdtemp(prefix="unitrain-bench-precision-")
-    todo = {k: v for k, v in whole_runs.standard_cases(build, tmp).items() if only in k}
+    todo = whole_runs.standard_cases(build, tmp)
+    # A transformer whose weights and optimizer state outweigh LibTorch's own ~250 MB: d_model
+    # 512, 8 layers (25M parameters: 100 MB in float32), where bf16-true's halving shows.
+    todo["lm-512x8 t2"] = whole_runs.example(
+        os.path.join(build, "unitrain"), tmp, "lm-big", "examples/moby_dick/char_lm.yaml", 8, 2) + [
+        "--model.args.d_model", "512", "--model.args.layers", "8", "--model.args.heads", "8"]
+    todo = {k: v for k, v in todo.items() if only in k}
     whole_runs.compare(todo, {p: {"args": ["--train.precision", p]} for p in names}, rounds)
 
 

@@ -8,8 +8,7 @@ namespace unitrain {
 
 torch::Tensor index_tensor(const std::vector<int64_t>& indices) {
   return torch::from_blob(const_cast<int64_t*>(indices.data()),
-                          {static_cast<int64_t>(indices.size())}, torch::kInt64)
-      .clone();
+                          {static_cast<int64_t>(indices.size())}, torch::kInt64);
 }
 
 TensorDataset::TensorDataset(Batch columns, std::map<std::string, int64_t> info,

@@ -32,7 +32,8 @@ class TensorDataset : public Dataset {
   std::map<std::string, int64_t> info_;
 };
 
-/// An int64 tensor holding `indices`, for index_select.
+/// An int64 tensor over `indices`' own memory (no copy), for an index_select while `indices`
+/// lives.
 torch::Tensor index_tensor(const std::vector<int64_t>& indices);
 
 }  // namespace unitrain

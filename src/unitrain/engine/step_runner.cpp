@@ -36,11 +36,18 @@ StepOutput StepRunner::training_step(const Batch& batch) {
 StepRunner::StepRunner(TrainModule& module, torch::optim::Optimizer& optimizer,
                        const TrainOptions& options, GradientSync& sync, CallbackList& hooks,
                        Precision& precision, Profiler* profiler)
-    : module_(module), optimizer_(optimizer), options_(options), sync_(sync), hooks_(hooks),
-      precision_(precision), profiler_(profiler), closure_(needs_closure(optimizer)) {
+    : module_(module),
+      optimizer_(optimizer),
+      options_(options),
+      sync_(sync),
+      hooks_(hooks),
+      precision_(precision),
+      profiler_(profiler),
+      closure_(needs_closure(optimizer)) {
   UT_CHECK(!closure_ || precision.mode() == PrecisionMode::Fp32 ||
                precision.mode() == PrecisionMode::Bf16Mixed,
-           "train.precision: ", precision_name(precision.mode()), " does not work with an "
+           "train.precision: ", precision_name(precision.mode()),
+           " does not work with an "
            "optimizer that re-evaluates the loss in its step (optimizer.type: lbfgs); use fp32 "
            "or bf16-mixed");
   for (const auto& group : optimizer_.param_groups()) {
@@ -65,21 +72,29 @@ void StepRunner::throw_nonfinite(const std::string& what, int64_t step, const Mi
   std::ostringstream terms;
   for (const auto& [k, v] : m.metrics) terms << " " << k << "=" << v.value.item<double>();
   throw TrainError(
-      "non-finite " + what + " at step " + std::to_string(step) + ": loss=" +
-      std::to_string(m.loss) + (m.metrics.empty() ? "" : ";" + terms.str()) +
-      (m.grad_norm >= 0 || std::isnan(m.grad_norm) ? "; grad_norm=" + std::to_string(m.grad_norm) : "") +
+      "non-finite " + what + " at step " + std::to_string(step) +
+      ": loss=" + std::to_string(m.loss) + (m.metrics.empty() ? "" : ";" + terms.str()) +
+      (m.grad_norm >= 0 || std::isnan(m.grad_norm) ? "; grad_norm=" + std::to_string(m.grad_norm)
+                                                   : "") +
       ". Lower optimizer.lr, set train.clip_grad_norm, check the data, or set "
       "train.on_nonfinite: skip to skip such updates");
 }
 
 void StepRunner::zero_grads() {
   hooks_.call("on_before_zero_grad", &Callback::on_before_zero_grad);
-  // Not Optimizer::zero_grad(): it detaches in place, which gradients that are views of a
-  // data-parallel bucket do not allow. These have no history; zeroing them is enough. (The
-  // model's gradients: bf16-true's masters get theirs overwritten each step.)
+  // Data-parallel gradients are views of the reduce buckets: zeroed in place (not with
+  // Optimizer::zero_grad(), which detaches in place, which views do not allow; these have no
+  // history). Otherwise they are freed, and the next backward writes fresh ones instead of
+  // adding to zeros (PyTorch's set_to_none). (The model's gradients: bf16-true's masters get
+  // theirs from the model's each step.)
+  const bool keep = sync_.keeps_gradients();
   for (auto& p : params_) {
     torch::Tensor& grad = p.mutable_grad();
     if (!grad.defined()) continue;
+    if (!keep) {
+      grad = torch::Tensor();
+      continue;
+    }
     if (grad.grad_fn()) grad = grad.detach();
     grad.zero_();
   }

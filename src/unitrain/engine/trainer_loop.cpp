@@ -166,7 +166,7 @@ void Trainer::Loop::count(const Batch& batch, const MicroStep& m) {
   state.batch_in_epoch++;
   state.micro_in_window = m.window_end ? 0 : state.micro_in_window + 1;
   state.samples += n * plan.world;  // every rank read a batch of the same size
-  train_sums.add("loss", MetricValue(torch::tensor(m.loss, torch::kFloat64)), n);
+  train_sums.add("loss", m.loss, static_cast<double>(n));
   train_sums.add(m.metrics, n);
   if (!m.window_end) return hooks.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
   maybe_delay_step_for_tests();
@@ -179,8 +179,7 @@ void Trainer::Loop::count(const Batch& batch, const MicroStep& m) {
   }
   if (!lr->per_epoch()) lr->follow(state);
   hooks.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
-  const MetricMap step_metrics{{"train/loss", m.loss}};
-  hooks.call("on_step_end", &Callback::on_step_end, step_metrics);
+  if (!hooks.empty()) hooks.call("on_step_end", &Callback::on_step_end, MetricMap{{"train/loss", m.loss}});
   // `epoch` counts completed epochs everywhere: progress bar, log lines, metrics files.
   logger.progress(state.step, plan.total_steps, state.epoch, m.loss);
 }

@@ -29,6 +29,14 @@ void MetricAccumulator::add(const std::string& name, const MetricValue& value, i
   sum.weight += weight;
 }
 
+void MetricAccumulator::add(const std::string& name, double value, double weight) {
+  Sum& sum = sums_[name];
+  UT_CHECK_TRAIN(!sum.exp_of_mean, "metric '", name, "' changed exp_of_mean between batches");
+  if (weight == 0) return;
+  sum.weighted += value * weight;
+  sum.weight += weight;
+}
+
 std::map<std::string, double> MetricAccumulator::result() const {
   std::map<std::string, double> out;
   for (const auto& [name, sum] : sums_) {

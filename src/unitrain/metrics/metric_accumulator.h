@@ -15,6 +15,8 @@ class MetricAccumulator {
   /// Adds one batch's values; `batch_size` stands in for weights < 0.
   void add(const std::map<std::string, MetricValue>& values, int64_t batch_size);
   void add(const std::string& name, const MetricValue& value, int64_t batch_size);
+  /// A value already on the host (the training loss the step read), weighted by `weight`.
+  void add(const std::string& name, double value, double weight);
   /// Weighted means; a name whose total weight is 0 (nothing counted) has no entry.
   std::map<std::string, double> result() const;
   /// Raw sums, for reducing across processes: name -> (sum of value*weight, sum of weight).

@@ -55,7 +55,7 @@ torch::Tensor class_index_target(const torch::Tensor& pred, const torch::Tensor&
   } else if (t.scalar_type() == torch::kBool) {
     fail();
   }
-  return t.to(torch::kLong);
+  return t.scalar_type() == torch::kLong ? t : t.to(torch::kLong);
 }
 
 torch::Tensor elementwise_target(const torch::Tensor& pred, const torch::Tensor& target,

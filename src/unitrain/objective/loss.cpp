@@ -50,8 +50,10 @@ torch::Tensor class_loss(const std::string& type, const torch::Tensor& pred,
   torch::Tensor t =
       class_index_target(pred, target, "loss", type, log_probs ? kLogProbExpects : kClassExpects);
   return guarded(type, pred, target, [&] {
-    torch::Tensor p = pred.reshape({-1, pred.size(-1)});
-    torch::Tensor flat_t = t.reshape({-1});
+    // Already [N, C] and [N]: no reshape (on a tiny model a reshape and its backward node
+    // cost as much as the loss itself).
+    torch::Tensor p = pred.dim() == 2 ? pred : pred.reshape({-1, pred.size(-1)});
+    torch::Tensor flat_t = t.dim() == 1 ? t : t.reshape({-1});
     return log_probs ? at::nll_loss(p, flat_t, {}, at::Reduction::Mean, ignore_index)
                      : at::cross_entropy_loss(p, flat_t, {}, at::Reduction::Mean, ignore_index,
                                               label_smoothing);

@@ -4,8 +4,8 @@
 #include <set>
 
 #include "unitrain/metrics/metric.h"
-#include "unitrain/objective/loss.h"
 #include "unitrain/metrics/shape_check.h"
+#include "unitrain/objective/loss.h"
 
 namespace unitrain {
 namespace {
@@ -38,12 +38,15 @@ std::string name_of(const Config& section) {
   return section.has("name") ? section.get_string("name") : section.get_string("type");
 }
 
+// The batch's tensor `name`; ConfigError naming `key` + `suffix` (built only then) without it.
 const torch::Tensor& batch_tensor(const Batch& batch, const std::string& name,
-                                  const std::string& key) {
-  UT_CHECK(batch.has(name), key, ": the batch has no tensor '", name,
+                                  const std::string& key, const char* suffix = "") {
+  UT_CHECK(batch.has(name), key, suffix, ": the batch has no tensor '", name,
            "'; batch keys: ", join(batch.names()));
   return batch.at(name);
 }
+
+const std::string kInputsKey = "objective.inputs";
 
 }  // namespace
 
@@ -219,22 +222,31 @@ void ObjectiveModule::configure(const Config& section) {
 
 std::vector<torch::Tensor> ObjectiveModule::gather_predictions(const Batch& batch) {
   std::vector<torch::Tensor> inputs;
-  for (const auto& name : inputs_) inputs.push_back(batch_tensor(batch, name, "objective.inputs"));
+  for (const auto& name : inputs_) inputs.push_back(batch_tensor(batch, name, kInputsKey));
   std::vector<torch::Tensor> outputs = model_->forward_all(inputs);
-  std::vector<std::string> names = model_->prediction_names();
-  if (names.empty()) {
-    UT_CHECK(outputs.size() == predictions_.size(), "model '", model_type_, "' returned ",
-             outputs.size(), " output(s) but objective.predictions lists ", predictions_.size(),
-             " (", join(predictions_), "); list one name per output, in order");
-    return outputs;
+  if (output_order_.empty()) {
+    // Named outputs are matched to objective.predictions once (a TorchScript model knows its
+    // names after its first forward); unnamed ones are taken in order.
+    const std::vector<std::string> names = model_->prediction_names();
+    if (names.empty()) {
+      UT_CHECK(outputs.size() == predictions_.size(), "model '", model_type_, "' returned ",
+               outputs.size(), " output(s) but objective.predictions lists ", predictions_.size(),
+               " (", join(predictions_), "); list one name per output, in order");
+      return outputs;
+    }
+    UT_CHECK(names.size() == outputs.size(), "model '", model_type_, "' returned ", outputs.size(),
+             " output(s) but names ", names.size(), " (", join(names), ")");
+    for (const auto& p : predictions_) {
+      UT_CHECK(contains(names, p), "objective.predictions: model '", model_type_,
+               "' has no output '", p, "'; its outputs are: ", join(names));
+      output_order_.push_back(index_of(names, p));
+    }
   }
-  UT_CHECK(names.size() == outputs.size(), "model '", model_type_, "' returned ", outputs.size(),
-           " output(s) but names ", names.size(), " (", join(names), ")");
   std::vector<torch::Tensor> ordered;
-  for (const auto& p : predictions_) {
-    UT_CHECK(contains(names, p), "objective.predictions: model '", model_type_, "' has no output '",
-             p, "'; its outputs are: ", join(names));
-    ordered.push_back(outputs[index_of(names, p)]);
+  for (size_t i : output_order_) {
+    UT_CHECK(i < outputs.size(), "model '", model_type_, "' returned ", outputs.size(),
+             " output(s), fewer than its first forward");
+    ordered.push_back(outputs[i]);
   }
   return ordered;
 }
@@ -247,14 +259,14 @@ StepOutput ObjectiveModule::run(const Batch& batch) {
   auto add = [&total](const torch::Tensor& t) { total = total.defined() ? total + t : t; };
 
   for (const auto& term : losses_) {
-    const torch::Tensor& target = batch_tensor(batch, term->target, term->key + ".target");
+    const torch::Tensor& target = batch_tensor(batch, term->target, term->key, ".target");
     torch::Tensor value;
     try {
       value = term->fn(preds[term->prediction], target);
     } catch (const PredictionTargetError& e) {
       throw ConfigError(e.named(predictions_[term->prediction], term->target));
     }
-    add(term->weight * value);
+    add(term->weight == 1.0 ? value : term->weight * value);
     if (report_terms) out.metrics["loss_" + term->name] = MetricValue(value.detach());
   }
 
@@ -277,7 +289,7 @@ StepOutput ObjectiveModule::run(const Batch& batch) {
 
   torch::NoGradGuard no_grad;
   for (const auto& term : metrics_) {
-    const torch::Tensor& target = batch_tensor(batch, term->target, term->key + ".target");
+    const torch::Tensor& target = batch_tensor(batch, term->target, term->key, ".target");
     try {
       out.metrics[term->name] = term->fn(preds[term->prediction].detach(), target);
     } catch (const PredictionTargetError& e) {

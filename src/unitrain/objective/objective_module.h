@@ -51,6 +51,7 @@ class ObjectiveModule : public TrainModule {
   std::string model_type_ = "model";
   std::vector<std::string> inputs_;
   std::vector<std::string> predictions_;
+  std::vector<size_t> output_order_;  ///< named model outputs: the index of each prediction
   std::vector<std::shared_ptr<LossTerm>> losses_;
   std::vector<std::shared_ptr<RegularizerTerm>> regularizers_;
   std::vector<std::shared_ptr<MetricTerm>> metrics_;

@@ -55,6 +55,7 @@ class DataParallelSync : public GradientSync {
 
   void before_backward(bool will_step) override;
   void finish(const std::vector<torch::Tensor>& params) override;
+  bool keeps_gradients() const override { return true; }  ///< views of the buckets
   /// The step's decision rides at the end of the last bucket (launched last on every rank).
   bool shares_decisions() const override { return true; }
   void share(const StepDecision& mine) override { mine_ = mine.encode(); }

@@ -20,6 +20,10 @@ class GradientSync {
   /// At the accumulation boundary, before clipping and the optimizer step: every gradient
   /// must be final (reduced and averaged) when this returns.
   virtual void finish(const std::vector<torch::Tensor>& params) {}
+  /// True when gradients must stay allocated between steps (zeroed in place): data-parallel
+  /// gradients are views of the reduce buckets. Otherwise the step runner frees them after
+  /// each update and the next backward writes fresh ones (no zeroing and no accumulation pass).
+  virtual bool keeps_gradients() const { return false; }
 
   /// Data-parallel runs agree on each step's decision by sending it with the window's
   /// gradients instead of in a collective of their own: share() before the window's last

@@ -59,9 +59,13 @@ void MasterWeights::gradients_to_masters() {
     } else if (!wide.defined()) {
       wide = g.detach().to(torch::kFloat32, /*non_blocking=*/false, /*copy=*/true);
     } else {
-      wide.copy_(g);
+      wide.copy_(g);  // widened again (a skipped step kept them)
     }
   }
+}
+
+void MasterWeights::release_master_gradients() {
+  for (auto& m : masters_) m.mutable_grad() = torch::Tensor();
 }
 
 void MasterWeights::masters_to_model() {

@@ -32,6 +32,10 @@ class MasterWeights {
   void gradients_to_masters();
   /// The masters rounded into the module's parameters.
   void masters_to_model();
+  /// Frees the masters' gradients (after the optimizer step): between steps bf16-true then
+  /// holds 2 + 2 + 4 bytes per parameter (model, its gradient, master) besides the optimizer's
+  /// state, as float32 training holds 4 + 4.
+  void release_master_gradients();
 
   /// The module's parameters by state_dict() name with the masters' values, then its buffers
   /// widened to float32 (copies): what model.pt holds.

@@ -99,7 +99,10 @@ std::vector<torch::Tensor> Precision::clip_targets(const std::vector<torch::Tens
 
 void Precision::finish_step(bool skipped) {
   if (scaler_) scaler_->update(found_inf_ || skipped);  // a skipped step backs off too
-  if (masters_ && !skipped) masters_->masters_to_model();
+  if (masters_) {
+    if (!skipped) masters_->masters_to_model();
+    masters_->release_master_gradients();
+  }
   found_inf_ = false;
 }
 
