@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "unitrain/core/optimizer_state_serializer.h"
+#include "unitrain/optim/fused_adam.h"
 #include "unitrain/optim/optimizer.h"
 
 namespace unitrain {
@@ -46,6 +47,7 @@ struct AdamArgs {
   double eps = 1e-8;
   double weight_decay = 0;
   bool amsgrad = false;
+  bool fused = true;
 };
 
 Options<AdamArgs> adam_args(double weight_decay, const char* decay_help) {
@@ -58,6 +60,10 @@ Options<AdamArgs> adam_args(double weight_decay, const char* decay_help) {
   declare_weight_decay(args, decay_help);
   args.field("amsgrad", &AdamArgs::amsgrad)
       .help("use the maximum of past squared gradients (AMSGrad)");
+  args.field("fused", &AdamArgs::fused)
+      .help(
+          "step each float32 CPU parameter in one pass over its memory (same algorithm and state; "
+          "equal to LibTorch's to float rounding); false = LibTorch's step, op by op");
   args.check([](AdamArgs& a, const Config& c) {
     UT_CHECK(a.betas.size() == 2, c.key_path("betas"), " must be two numbers [beta1, beta2], got ",
              a.betas.size(), " value(s)");
@@ -68,10 +74,11 @@ Options<AdamArgs> adam_args(double weight_decay, const char* decay_help) {
   return args;
 }
 
-template <typename Optimizer, typename TorchOptions>
+template <typename Optimizer, typename Fused, typename TorchOptions>
 OptimizerPtr make_adam(const AdamArgs& a, Groups groups, double lr) {
   TorchOptions o(lr);
   o.betas({a.betas[0], a.betas[1]}).eps(a.eps).weight_decay(a.weight_decay).amsgrad(a.amsgrad);
+  if (a.fused) return std::make_unique<Fused>(with_options(std::move(groups), o), o);
   return std::make_unique<Optimizer>(with_options(std::move(groups), o), o);
 }
 
@@ -135,13 +142,14 @@ void register_sgd() {
 }
 
 void register_adam() {
-  optimizer_registry().add("adam", "Adam (torch::optim::Adam)", adam_args(0.0, kL2Penalty),
-                           make_adam<topt::Adam, topt::AdamOptions>);
+  optimizer_registry().add("adam", "Adam (torch::optim::Adam, fused on the CPU)",
+                           adam_args(0.0, kL2Penalty),
+                           make_adam<topt::Adam, FusedAdam, topt::AdamOptions>);
   register_adam_state<topt::Adam, topt::AdamParamState, topt::AdamOptions>("adam");
   optimizer_registry().add(
-      "adamw", "Adam with decoupled weight decay (torch::optim::AdamW)",
+      "adamw", "Adam with decoupled weight decay (torch::optim::AdamW, fused on the CPU)",
       adam_args(0.01, "decoupled weight decay (parameters shrink by lr * weight_decay)"),
-      make_adam<topt::AdamW, topt::AdamWOptions>);
+      make_adam<topt::AdamW, FusedAdamW, topt::AdamWOptions>);
   register_adam_state<topt::AdamW, topt::AdamWParamState, topt::AdamWOptions>("adamw");
 }
 

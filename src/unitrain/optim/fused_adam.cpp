@@ -1,0 +1,165 @@
+#include "unitrain/optim/fused_adam.h"
+
+#include <ATen/Parallel.h>
+#include <c10/util/string_utils.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <memory>
+
+namespace unitrain {
+namespace {
+
+/// One parameter's step constants, in float as LibTorch's kernels apply them.
+struct AdamStep {
+  float beta1, one_minus_beta1, beta2, one_minus_beta2;
+  float bias_correction2_sqrt;  ///< sqrt(1 - beta2^t)
+  float eps;
+  float neg_step_size;  ///< -lr / (1 - beta1^t)
+  float l2;             ///< Adam's weight decay, added to the gradient (0: none)
+  float decay;          ///< AdamW's factor 1 - lr * weight_decay on the parameter (1: none)
+};
+
+// Every element is independent: any split into chunks gives the same bits. Each operation is
+// rounded on its own (CMakeLists.txt compiles this file with -ffp-contract=off and
+// -fno-math-errno), in any of the clones.
+template <bool kL2, bool kDecay>
+__attribute__((target_clones("avx512f", "avx2", "default"))) void adam_chunk(
+    float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v,
+    int64_t n, const AdamStep& step) {
+  // Constants in locals: the stores below cannot change them, so the loop vectorises.
+  const float beta1 = step.beta1, one_minus_beta1 = step.one_minus_beta1;
+  const float beta2 = step.beta2, one_minus_beta2 = step.one_minus_beta2;
+  const float bias_correction2_sqrt = step.bias_correction2_sqrt, eps = step.eps;
+  const float neg_step_size = step.neg_step_size, l2 = step.l2, decay = step.decay;
+  for (int64_t i = 0; i < n; ++i) {
+    float grad = g[i];
+    float param = p[i];
+    if (kL2) grad = grad + l2 * param;
+    if (kDecay) param = param * decay;
+    const float mi = m[i] * beta1 + one_minus_beta1 * grad;
+    const float vi = v[i] * beta2 + one_minus_beta2 * grad * grad;
+    m[i] = mi;
+    v[i] = vi;
+    const float denom = std::sqrt(vi) / bias_correction2_sqrt + eps;
+    p[i] = param + neg_step_size * mi / denom;
+  }
+}
+
+void adam_update(torch::Tensor& p, const torch::Tensor& grad, torch::Tensor& m, torch::Tensor& v,
+                 const AdamStep& s) {
+  float* pp = p.data_ptr<float>();
+  const float* gp = grad.data_ptr<float>();
+  float* mp = m.data_ptr<float>();
+  float* vp = v.data_ptr<float>();
+  const bool l2 = s.l2 != 0, decay = s.decay != 1;
+  at::parallel_for(0, p.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
+    const int64_t n = end - begin;
+    if (l2 && decay)
+      adam_chunk<true, true>(pp + begin, gp + begin, mp + begin, vp + begin, n, s);
+    else if (l2)
+      adam_chunk<true, false>(pp + begin, gp + begin, mp + begin, vp + begin, n, s);
+    else if (decay)
+      adam_chunk<false, true>(pp + begin, gp + begin, mp + begin, vp + begin, n, s);
+    else
+      adam_chunk<false, false>(pp + begin, gp + begin, mp + begin, vp + begin, n, s);
+  });
+}
+
+bool fusable(const torch::Tensor& t) {
+  return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat32 &&
+         t.is_contiguous() && !t.is_sparse();
+}
+
+/// True when every parameter with a gradient (and its state, when it has one) can take the
+/// fused step.
+template <typename Options, typename State>
+bool all_fusable(
+    const std::vector<torch::optim::OptimizerParamGroup>& groups,
+    const ska::flat_hash_map<std::string, std::unique_ptr<torch::optim::OptimizerParamState>>&
+        state) {
+  for (const auto& group : groups) {
+    if (static_cast<const Options&>(group.options()).amsgrad()) return false;
+    for (const auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      if (!fusable(p) || !fusable(p.grad())) return false;
+      auto it = state.find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+      if (it == state.end()) continue;
+      const auto& s = static_cast<const State&>(*it->second);
+      if (!fusable(s.exp_avg()) || !fusable(s.exp_avg_sq())) return false;
+    }
+  }
+  return true;
+}
+
+/// The fused step over every group of an Adam-like optimizer; `decoupled`: AdamW's decay.
+template <typename Options, typename State>
+void fused_step(
+    std::vector<torch::optim::OptimizerParamGroup>& groups,
+    ska::flat_hash_map<std::string, std::unique_ptr<torch::optim::OptimizerParamState>>& state,
+    bool decoupled) {
+  torch::NoGradGuard no_grad;
+  for (auto& group : groups) {
+    const auto& o = static_cast<const Options&>(group.options());
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      auto it = state.find(key);
+      if (it == state.end()) {  // as LibTorch initialises it
+        auto s = std::make_unique<State>();
+        s->step(0);
+        s->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        s->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        it = state.emplace(key, std::move(s)).first;
+      }
+      auto& s = static_cast<State&>(*it->second);
+      s.step(s.step() + 1);
+      const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
+      const double bias_correction1 = 1 - std::pow(beta1, s.step());
+      const double bias_correction2 = 1 - std::pow(beta2, s.step());
+      AdamStep k;
+      k.beta1 = static_cast<float>(beta1);
+      k.one_minus_beta1 = static_cast<float>(1 - beta1);
+      k.beta2 = static_cast<float>(beta2);
+      k.one_minus_beta2 = static_cast<float>(1 - beta2);
+      k.bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
+      k.eps = static_cast<float>(o.eps());
+      k.neg_step_size = static_cast<float>(-(o.lr() / bias_correction1));
+      k.l2 = decoupled ? 0.f : static_cast<float>(o.weight_decay());
+      k.decay = decoupled && o.weight_decay() != 0
+                    ? static_cast<float>(1 - o.lr() * o.weight_decay())
+                    : 1.f;
+      adam_update(p, p.grad(), s.exp_avg(), s.exp_avg_sq(), k);
+    }
+  }
+}
+
+torch::Tensor closure_loss(const torch::optim::Optimizer::LossClosure& closure) {
+  if (!closure) return {};
+  at::AutoGradMode enable_grad(true);
+  return closure();
+}
+
+}  // namespace
+
+torch::Tensor FusedAdam::step(LossClosure closure) {
+  using Options = torch::optim::AdamOptions;
+  using State = torch::optim::AdamParamState;
+  torch::Tensor loss = closure_loss(closure);
+  if (!all_fusable<Options, State>(param_groups_, state_))
+    return Adam::step([loss] { return loss; });
+  fused_step<Options, State>(param_groups_, state_, /*decoupled=*/false);
+  return loss;
+}
+
+torch::Tensor FusedAdamW::step(LossClosure closure) {
+  using Options = torch::optim::AdamWOptions;
+  using State = torch::optim::AdamWParamState;
+  torch::Tensor loss = closure_loss(closure);
+  if (!all_fusable<Options, State>(param_groups_, state_))
+    return AdamW::step([loss] { return loss; });
+  fused_step<Options, State>(param_groups_, state_, /*decoupled=*/true);
+  return loss;
+}
+
+}  // namespace unitrain
