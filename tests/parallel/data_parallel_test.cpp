@@ -9,6 +9,7 @@
 #include <functional>
 #include <thread>
 
+#include "parallel/run_ranks.h"
 #include "test_util.h"
 #include "unitrain/core/error.h"
 
@@ -16,28 +17,7 @@ namespace unitrain {
 namespace {
 
 using test::contains;
-
-/// Runs `body(rank, group)` on `world` threads, each a rank of one in-memory process group.
-void run_ranks(int world, const std::function<void(int, ProcessGroup&)>& body) {
-  auto store = c10::make_intrusive<c10d::HashStore>();
-  ProcessGroupOptions options;
-  options.interface = "lo";
-  options.timeout = std::chrono::seconds(30);
-  std::vector<std::thread> threads;
-  std::vector<std::string> failures(static_cast<size_t>(world));
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        auto group = ProcessGroup::over_store(store, r, world, options);
-        body(r, *group);
-      } catch (const std::exception& e) {
-        failures[size_t(r)] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < world; ++r) EXPECT_EQ(failures[size_t(r)], "") << "rank " << r;
-}
+using test::run_ranks;
 
 struct Net : torch::nn::Module {
   Net() {

@@ -267,6 +267,24 @@ void load_optimizer_dict(o::Optimizer& optimizer, const ReadDict& d, int64_t for
 
 }  // namespace
 
+int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer) {
+  const OptimizerStateSerializer* serializer = optimizer_state_serializers::find(optimizer);
+  if (serializer == nullptr) return -1;
+  struct ByteCounter : StateWriter {
+    int64_t bytes = 0;
+    void tensor(const std::string&, const torch::Tensor& t) override {
+      if (t.defined()) bytes += static_cast<int64_t>(t.nbytes());
+    }
+    void optional_tensor(const std::string& n, const torch::Tensor& t) override { tensor(n, t); }
+    void integer(const std::string&, int64_t) override {}
+    void real(const std::string&, double) override {}
+    void flag(const std::string&, bool) override {}
+    void pair(const std::string&, const std::tuple<double, double>&) override {}
+  } counter;
+  for (const auto& [key, state] : optimizer.state()) serializer->save_state(*state, counter);
+  return counter.bytes;
+}
+
 std::vector<char> save_optimizer_state(const torch::optim::Optimizer& optimizer) {
   return encode_torch_file(optimizer_dict(optimizer, /*copy=*/false, nullptr)).bytes();
 }
@@ -275,6 +293,56 @@ std::function<FileImage()> optimizer_state_snapshot(const torch::optim::Optimize
                                                     bool copy, SnapshotBuffers* buffers) {
   auto dict = std::make_shared<Dict>(optimizer_dict(optimizer, copy, buffers));
   return [dict] { return encode_torch_file(*dict); };
+}
+
+void load_optimizer_state(torch::optim::Optimizer& optimizer,
+                          const std::vector<OptimizerFile>& files) {
+  UT_CHECK_TRAIN(!files.empty(), "no optimizer state files to load");
+  if (files.size() == 1) return load_optimizer_state(optimizer, files[0].bytes, files[0].what);
+  const std::string what = files[0].what + " and " + std::to_string(files.size() - 1) + " more";
+  ReadDict merged = new_dict();
+  ReadDict state = new_dict();
+  for (const OptimizerFile& f : files) {
+    c10::IValue value;
+    try {
+      value = torch::pickle_load(f.bytes);
+    } catch (const std::exception& e) {
+      throw TrainError(detail::concat(f.what, " is not an optimizer state file: ",
+                                      std::string(e.what()).substr(0, 200)));
+    }
+    UT_CHECK_TRAIN(value.isGenericDict(), f.what, " is not an optimizer state file");
+    const ReadDict d = value.toGenericDict();
+    auto format = d.find(std::string("format"));
+    UT_CHECK_TRAIN(format != d.end() && format->value().isInt() &&
+                       format->value().toInt() == kOptimizerFormat,
+                   f.what, " is not a partition of an optimizer state this unitrain reads");
+    const std::string type = entry(d, "type", f.what).toStringRef();
+    UT_CHECK_TRAIN(!type.empty(), f.what, ": the state of an optimizer unitrain cannot save by "
+                   "parameter cannot be merged from several files");
+    if (merged.empty()) {
+      for (const auto& e : d) {
+        if (e.key().toStringRef() != "state") merged.insert(e.key(), e.value());
+      }
+    } else {
+      UT_CHECK_TRAIN(entry(merged, "type", what).toStringRef() == type, f.what,
+                     " holds the state of optimizer type '", type, "', ", files[0].what, " '",
+                     entry(merged, "type", what).toStringRef(), "'");
+    }
+    for (const auto& e : entry(d, "state", f.what).toGenericDict()) {
+      UT_CHECK_TRAIN(!state.contains(e.key()), f.what, " holds parameter ", e.key().toStringRef(),
+                     "'s state, which an earlier file holds too");
+      state.insert(e.key(), e.value());
+    }
+  }
+  merged.insert("state", state);
+  try {
+    load_optimizer_dict(optimizer, merged, kOptimizerFormat, what);
+  } catch (const TrainError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw TrainError(detail::concat(what, " do not fit this optimizer: ",
+                                    std::string(e.what()).substr(0, 300)));
+  }
 }
 
 void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::vector<char>& bytes,

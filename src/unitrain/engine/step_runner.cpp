@@ -188,7 +188,13 @@ void StepRunner::update(MicroStep& m, int64_t step) {
   Profiler::Range range(profiler_, Phase::Optimizer);
   if (closure_) return update_with_closure(m, step);
   hooks_.call("on_before_optimizer_step", &Callback::on_before_optimizer_step, m.skipped);
-  if (!m.skipped) optimizer_.step();
+  if (!m.skipped) {
+    if (sharding_) {
+      sharding_->step();
+    } else {
+      optimizer_.step();
+    }
+  }
   precision_.finish_step(m.skipped);
   hooks_.call("on_after_optimizer_step", &Callback::on_after_optimizer_step, m.skipped);
   zero_grads();

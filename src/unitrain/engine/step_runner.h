@@ -13,6 +13,7 @@
 #include "unitrain/engine/callback_list.h"
 #include "unitrain/engine/train_options.h"
 #include "unitrain/parallel/gradient_sync.h"
+#include "unitrain/parallel/optimizer_sharding.h"
 #include "unitrain/parallel/step_decision.h"
 #include "unitrain/precision/precision.h"
 #include "unitrain/profile/profiler.h"
@@ -62,6 +63,10 @@ class StepRunner {
   /// (precision's finish_step between: the loss scale's update, master weights into the model.)
   void update(MicroStep& m, int64_t step);
 
+  /// ZeRO stage 1: the optimizer steps through `sharding` (this rank's partition, then the
+  /// parameters from their owners); null: the optimizer steps every parameter.
+  void shard(OptimizerSharding* sharding) { sharding_ = sharding; }
+
   /// A non-finite loss was seen earlier in the current window (skip mode); checkpoints save it.
   bool window_bad() const { return window_bad_; }
   void set_window_bad(bool bad) { window_bad_ = bad; }
@@ -83,6 +88,7 @@ class StepRunner {
   CallbackList& hooks_;
   Precision& precision_;
   Profiler* profiler_;  ///< null: not profiling
+  OptimizerSharding* sharding_ = nullptr;
   std::vector<torch::Tensor> params_;       ///< the model's tensors the optimizer trains
   std::vector<torch::Tensor> clip_params_;  ///< those clipping measures (bf16-true: masters)
   bool closure_;

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/core/error.h"
 #include "unitrain/parallel/data_parallel.h"
 #include "unitrain/parallel/dist_env.h"
@@ -311,6 +312,10 @@ FitResult Trainer::conclude(Loop& loop) {
                         "for data; peak RSS {} MB", how, state_.step, state_.epoch,
                         state_.epoch == 1 ? "" : "s", state_.samples, r.seconds,
                         r.data_wait_seconds, usage.ru_maxrss / 1024));
+  if (loop.group && optimizer_) {  // what ZeRO saves, in each rank's log
+    log::info(fmt::format("optimizer state on rank {}: {} bytes (distributed.zero: {})", rank_,
+                          optimizer_state_bytes(*optimizer_), loop.sharding ? 1 : 0));
+  }
   return r;
 }
 

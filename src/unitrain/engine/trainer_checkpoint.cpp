@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/checkpoint/state_io.h"
@@ -74,6 +75,51 @@ TrainState train_state_of(Json st) {
   return s;
 }
 
+std::string shard_name(int rank) { return "optimizer-rank-" + std::to_string(rank) + ".pt"; }
+
+/// ZeRO: every rank's optimizer partition goes into the checkpoint as optimizer-rank-<R>.pt.
+/// The ranks other than 0 write theirs now, beside the checkpoints (a .partial- file: a save
+/// that fails leaves it to clean_partial), and tell rank 0 its path, size and CRC in an
+/// all-gather that is also the barrier: rank 0 lists the files once all are written, and its
+/// save moves them into the checkpoint folder. A rank that cannot write says so instead, and
+/// every rank fails naming it (none waits for a file that will not come).
+std::vector<CheckpointFile> write_optimizer_partitions(ProcessGroup& group,
+                                                       const torch::optim::Optimizer& optimizer,
+                                                       const std::string& root, int64_t step) {
+  std::string mine;
+  if (group.rank() != 0) {
+    const std::string path = fmt::format("{}/.partial-optimizer-step-{}-rank-{}.pt", root, step,
+                                         group.rank());
+    try {
+      std::error_code ec;
+      std::filesystem::create_directories(root, ec);
+      const FileImage image(save_optimizer_state(optimizer));
+      write_synced(path, image);
+      mine = fmt::format("{}\n{}\n{}", image.size(), crc32_of(image), path);
+    } catch (const std::exception& e) {
+      mine = std::string("!") + e.what();
+    }
+  }
+  const std::vector<std::string> all = group.all_gather(mine);
+  std::vector<CheckpointFile> files;
+  for (int r = 1; r < group.world_size(); ++r) {
+    const std::string& said = all[static_cast<size_t>(r)];
+    UT_CHECK_TRAIN(said.empty() || said[0] != '!', "rank ", r, " could not write its optimizer "
+                   "partition for the checkpoint of step ", step, ": ", said.substr(1));
+    std::istringstream in(said);
+    CheckpointFile f;
+    f.name = shard_name(r);
+    std::string size, crc;
+    std::getline(in, size);
+    std::getline(in, crc);
+    std::getline(in, f.move_from);
+    f.moved_size = std::stoull(size);
+    f.moved_crc32 = static_cast<uint32_t>(std::stoul(crc));
+    files.push_back(std::move(f));
+  }
+  return files;
+}
+
 }  // namespace
 
 ResumePoint read_resume_point(const std::string& dir, const Config& current) {
@@ -138,6 +184,11 @@ void Trainer::Loop::save() {
     rng_files = group->all_gather(rng_files[0]);
     all_reduce_metrics(*group, sums_to_save);
   }
+  std::vector<CheckpointFile> partitions;
+  if (sharding) {
+    partitions = write_optimizer_partitions(*group, *trainer.optimizer_,
+                                            settings.run_dir + "/checkpoints", s.step);
+  }
   const std::string this_dir = settings.run_dir + "/checkpoints/step-" + std::to_string(s.step);
   if (!checkpointer) {  // another rank: rank 0 writes
     want_best_save = false;
@@ -161,7 +212,9 @@ void Trainer::Loop::save() {
       masters ? named_state(masters->parameters(), masters->buffers(), async, buffers)
               : module_state(weights, async, buffers));
   files.push_back({"model.pt", {}, [model_state] { return tensor_dict_image(*model_state); }});
-  files.push_back({"optimizer.pt", {}, optimizer_state_snapshot(*trainer.optimizer_, async, buffers)});
+  files.push_back({sharding ? shard_name(0) : "optimizer.pt", {},
+                   optimizer_state_snapshot(*trainer.optimizer_, async, buffers)});
+  for (CheckpointFile& f : partitions) files.push_back(std::move(f));
   for (size_t r = 0; r < rng_files.size(); ++r) {
     files.push_back({"rng-rank-" + std::to_string(r) + ".pt",
                      std::vector<char>(rng_files[r].begin(), rng_files[r].end())});
@@ -184,6 +237,7 @@ void Trainer::Loop::save() {
   j["format"] = kFormatVersion;
   j["config_hash"] = hash_of(trainer.config_.dump());
   j["world_size"] = plan.world;
+  j["zero"] = sharding ? 1 : 0;  // 1: the optimizer's state is in optimizer-rank-<R>.pt
   j["state"] = {{"epoch", s.epoch},
                 {"step", s.step},
                 {"samples", s.samples},
@@ -251,6 +305,23 @@ void Trainer::Loop::restore_model(const std::string& dir) {
   masters->load(state);
 }
 
+void Trainer::Loop::restore_optimizer(const std::string& dir) {
+  // optimizer.pt, or a ZeRO run's partitions (from any number of ranks): this run takes what
+  // it needs (with ZeRO, its own partition's state).
+  std::vector<OptimizerFile> files;
+  if (CheckpointStore::has(dir, "optimizer.pt")) {
+    files.push_back({CheckpointStore::read(dir, "optimizer.pt"), dir + "/optimizer.pt"});
+  } else {
+    for (int r = 0; CheckpointStore::has(dir, shard_name(r)); ++r) {
+      files.push_back({CheckpointStore::read(dir, shard_name(r)), dir + "/" + shard_name(r)});
+    }
+  }
+  UT_CHECK_TRAIN(!files.empty(), dir, " holds no optimizer state (optimizer.pt or ",
+                 shard_name(0), ")");
+  load_optimizer_state(*trainer.optimizer_, files);
+  if (sharding) sharding->drop_foreign_state();
+}
+
 void Trainer::Loop::restore(const ResumePoint& resume) {
   const std::string& dir = resume.dir;
   for (const auto& c : resume.config_changes) {
@@ -259,8 +330,7 @@ void Trainer::Loop::restore(const ResumePoint& resume) {
   Json j = parse_state_json(resume.state_text, dir);
   const std::string what = dir + "/";
   restore_model(dir);
-  load_optimizer_state(*trainer.optimizer_, CheckpointStore::read(dir, "optimizer.pt"),
-                       what + "optimizer.pt");
+  restore_optimizer(dir);
   if (CheckpointStore::has(dir, "grads.pt")) {
     load_gradient_state(module, load_tensor_dict(CheckpointStore::read(dir, "grads.pt"),
                                                  what + "grads.pt"), what + "grads.pt");

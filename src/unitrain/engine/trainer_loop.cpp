@@ -97,6 +97,11 @@ void Trainer::Loop::start(torch::optim::Optimizer& optimizer, SchedulerPtr sched
   lr->follow(state);
   steps = std::make_unique<StepRunner>(module, optimizer, settings.train, *sync, hooks,
                                        *trainer.precision_, profiler.get());
+  // After the runner: bf16-true's precision has put the float32 masters into the groups.
+  if (group && settings.distributed.zero >= 1) {
+    sharding = std::make_unique<OptimizerSharding>(group, optimizer);
+    steps->shard(sharding.get());
+  }
   periods.start_at(state);
 }
 

@@ -62,6 +62,8 @@ struct Trainer::Loop {
   void restore(const ResumePoint& resume);
   /// The model's weights from `dir`/model.pt (bf16-true: into the float32 masters too).
   void restore_model(const std::string& dir);
+  /// The optimizer's state from `dir`: optimizer.pt, or the partitions of a ZeRO run.
+  void restore_optimizer(const std::string& dir);
   /// Logs what the run will do; notes a run that is already complete.
   void announce(int64_t threads);
   /// Training is over: the length is reached at a window's end, a stop was decided, a pause
@@ -103,6 +105,7 @@ struct Trainer::Loop {
   std::unique_ptr<EpochIterator> epoch_batches;  ///< the running epoch's
   std::unique_ptr<GradientSync> sync;
   std::unique_ptr<StepRunner> steps;
+  std::unique_ptr<OptimizerSharding> sharding;  ///< distributed.zero >= 1 with several ranks
   std::unique_ptr<LrController> lr;
   RunLogger logger;
   std::unique_ptr<Profiler> profiler;  ///< null unless profile.enabled

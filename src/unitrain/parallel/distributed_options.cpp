@@ -36,6 +36,13 @@ void DistributedOptions::declare(Options<DistributedOptions>& o) {
       .help(
           "copy rank 0's buffers (batch-norm statistics) to every rank at the start of each "
           "accumulation window; false = each rank keeps its own");
+  o.field("zero", &T::zero)
+      .min(0)
+      .max(1)
+      .help(
+          "ZeRO stage. 0: every rank keeps the optimizer's state for every parameter; 1: each "
+          "rank keeps it for its partition of the parameters (balanced by size), steps those and "
+          "broadcasts them (optimizer-state memory / ranks). No effect in one process");
 }
 
 ProcessGroupOptions DistributedOptions::group_options() const {

@@ -163,6 +163,17 @@ void ProcessGroup::broadcast(std::vector<torch::Tensor>& tensors, int root) {
   });
 }
 
+void ProcessGroup::broadcast_from(std::vector<torch::Tensor>& tensors,
+                                  const std::vector<int>& roots) {
+  TORCH_INTERNAL_ASSERT(tensors.size() == roots.size());
+  size_t next = 0;  // `each` launches in order: the i-th launch is tensors[i]'s
+  each("broadcast", tensors, [this, &roots, &next](std::vector<torch::Tensor>& one) {
+    c10d::BroadcastOptions o;
+    o.rootRank = roots[next++];
+    return group_->broadcast(one, o);
+  });
+}
+
 std::vector<std::string> ProcessGroup::all_gather(const std::string& text) {
   std::vector<torch::Tensor> size{torch::tensor({static_cast<int64_t>(text.size())})};
   std::vector<std::vector<torch::Tensor>> sizes(1);

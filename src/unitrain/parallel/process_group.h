@@ -48,6 +48,9 @@ class ProcessGroup {
   void all_reduce_max(std::vector<torch::Tensor>& tensors);
   /// Rank `root`'s values of each tensor everywhere, in place.
   void broadcast(std::vector<torch::Tensor>& tensors, int root = 0);
+  /// Each tensor from its own root (`roots[i]` for `tensors[i]`) everywhere, in place; all
+  /// launched before any is waited for.
+  void broadcast_from(std::vector<torch::Tensor>& tensors, const std::vector<int>& roots);
   /// Every rank's `text`, by rank.
   std::vector<std::string> all_gather(const std::string& text);
   void barrier();
