@@ -21,6 +21,7 @@
 #include "unitrain/engine/run_summary.h"
 #include "unitrain/engine/stop_signal.h"
 #include "unitrain/engine/trainer_loop.h"
+#include "unitrain/engine/world_change.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"
 #include "unitrain/log/run_logger.h"
@@ -111,12 +112,37 @@ std::string finished_how(const TrainState& s, const TrainUnit& length) {
 
 }  // namespace
 
-void Trainer::check_resume_point(const ResumePoint& resume, int world) const {
+void Trainer::fit_resume_to_world(ResumePoint& resume, int world) {
   if (resume.dir.empty()) return;
-  UT_CHECK(resume.world_size == world, "cannot resume from ", resume.dir, ": it was written by ",
-           resume.world_size, " process(es), this run has ", world, "; resume with the same "
-           "number of processes, or start a new run with --name <new-name> (or "
-           "--checkpoint.resume none to start over in ", run_dir(), ")");
+  const int64_t batch = settings_->loader.batch_size_;
+  SavedLayout saved;
+  saved.world = static_cast<int>(resume.world_size);
+  saved.batch_size = resume.batch_size > 0 ? resume.batch_size : batch;
+  saved.accumulation = resume.accumulation > 0
+                           ? resume.accumulation
+                           : options().resolve_accumulation(batch, resume.world_size);
+  saved.batch_in_epoch = resume.state.batch_in_epoch;
+  saved.micro_in_window = resume.state.micro_in_window;
+  const WorldChange change = plan_world_change(saved, world, batch, resume.dir);
+  resume.state.batch_in_epoch = change.batch_in_epoch;
+  if (change.changes()) {
+    auto settings = std::make_unique<RunSettings>(*settings_);
+    settings->loader.batch_size(change.batch_size);
+    settings->train.accumulation_steps = change.accumulation;
+    settings_ = std::move(settings);
+  }
+  if (saved.world != world) {
+    log::info(fmt::format(
+        "resuming on {} process(es) a checkpoint written by {}: the global batch of {} samples "
+        "per step is kept ({}), training continues at sample {} of epoch {}",
+        world, saved.world, saved.world * saved.batch_size * saved.accumulation,
+        change.describe(), saved.batch_in_epoch * saved.world * saved.batch_size,
+        resume.state.epoch));
+  }
+}
+
+void Trainer::check_resume_point(const ResumePoint& resume) const {
+  if (resume.dir.empty()) return;
   if (!resume.state.should_stop && !reached(options().max_length, resume.state)) return;
   // Re-running a finished run with other settings would silently train nothing: refuse, before
   // anything in run_dir changes.
@@ -194,7 +220,7 @@ MetricMap Trainer::test(TrainModule& module, DatasetPtr data) {
   return m;
 }
 
-std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(const ResumePoint& resume) {
+std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(ResumePoint& resume) {
   // A data-parallel run when the launcher says so (torchrun, unitrain launch, mpirun, srun).
   std::shared_ptr<ProcessGroup> group;
   const DistEnv env = read_dist_env();
@@ -203,7 +229,8 @@ std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(const ResumePoint&
     log::set_prefix(env.rank == 0 ? "" : fmt::format("[rank {}] ", env.rank));
     if (env.rank != 0) log::console_warnings_only();
   }
-  check_resume_point(resume, group ? group->world_size() : 1);
+  fit_resume_to_world(resume, group ? group->world_size() : 1);
+  check_resume_point(resume);
   // Rank 0 prepares run_dir (archiving an earlier run's files) before the others log there.
   if (!group || group->rank() == 0) prepare_run_dir(!resume.dir.empty());
   if (group) {

@@ -114,10 +114,14 @@ class Trainer {
  private:
   struct Loop;
   void prepare_run_dir(bool resuming);
-  /// ConfigError, before run_dir is touched, when `resume` was written by another number of
-  /// processes, or is a finished run whose config changed since in a way that would train
-  /// something else.
-  void check_resume_point(const ResumePoint& resume, int world) const;
+  /// A resume on `world` processes of a checkpoint written by another number of them (or
+  /// with another batch layout): keeps its global batch by adjusting the per-process batch or
+  /// the accumulation in this fit's settings, and carries its position in the epoch over
+  /// (world_change.h). ConfigError, before run_dir is touched, when that cannot be done.
+  void fit_resume_to_world(ResumePoint& resume, int world);
+  /// ConfigError, before run_dir is touched, when `resume` is a finished run whose config
+  /// changed since in a way that would train something else.
+  void check_resume_point(const ResumePoint& resume) const;
   /// Says that a resumed run is already finished.
   void report_finished_run() const;
   void write_summary(const Loop& loop) const;
@@ -126,11 +130,11 @@ class Trainer {
   FitResult conclude(Loop& loop);
   /// The parts of fit() before its loop: threads, where to resume, the process group, the
   /// run folder. Null group: one process.
-  std::shared_ptr<ProcessGroup> join_group_and_prepare(const ResumePoint& resume);
+  std::shared_ptr<ProcessGroup> join_group_and_prepare(ResumePoint& resume);
   /// fit() without its on_exception funnel.
   FitResult run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val);
   Config config_;
-  std::unique_ptr<const RunSettings> settings_;
+  std::unique_ptr<const RunSettings> settings_;  ///< fit_resume_to_world may replace them
   TrainState state_;
   bool run_dir_ready_ = false;
   // What test() needs of the last fit(): where its logs and checkpoints stand.

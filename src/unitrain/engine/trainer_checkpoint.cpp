@@ -131,6 +131,8 @@ ResumePoint read_resume_point(const std::string& dir, const Config& current) {
   Json j = parse_state_json(r.state_text, dir);
   r.log_events = j["loop"].value("log_events", int64_t(0));
   r.world_size = j.value("world_size", int64_t(1));
+  r.batch_size = j.value("batch_size", int64_t(0));
+  r.accumulation = j.value("accumulation", int64_t(0));
   r.state = train_state_of(j["state"]);
   return r;
 }
@@ -237,6 +239,8 @@ void Trainer::Loop::save() {
   j["format"] = kFormatVersion;
   j["config_hash"] = hash_of(trainer.config_.dump());
   j["world_size"] = plan.world;
+  j["batch_size"] = plan.batch_size;      // per process: with world_size, what a resume on
+  j["accumulation"] = plan.accumulation;  // another number of processes keeps (world_change.h)
   j["zero"] = sharding ? 1 : 0;  // 1: the optimizer's state is in optimizer-rank-<R>.pt
   j["state"] = {{"epoch", s.epoch},
                 {"step", s.step},
@@ -383,9 +387,17 @@ void Trainer::Loop::restore(const ResumePoint& resume) {
     }
   }
 
+  // A rank the checkpoint had restores its generators; a rank it did not have (a resume on
+  // more processes) keeps the one seeded at the start, seed + rank, as a fresh run's would be.
   const std::string rng_file = "rng-rank-" + std::to_string(plan.rank) + ".pt";
-  load_rng_state(load_tensor_dict(CheckpointStore::read(dir, rng_file), what + rng_file),
-                 what + rng_file);
+  if (plan.rank < resume.world_size) {
+    load_rng_state(load_tensor_dict(CheckpointStore::read(dir, rng_file), what + rng_file),
+                   what + rng_file);
+  } else {
+    log::info(fmt::format("{} has no generator state of rank {} (it was written by {} "
+                          "process(es)): rank {} keeps its generator seeded with seed + rank",
+                          dir, plan.rank, resume.world_size, plan.rank));
+  }
   if (j.contains("metrics")) {
     for (const auto& [k, v] : j["metrics"]["train"].items()) result.last_train[k] = number(v);
     for (const auto& [k, v] : j["metrics"]["val"].items()) result.last_val[k] = number(v);

@@ -34,6 +34,8 @@ struct ResumePoint {
   std::string dir;          ///< "" = a fresh start
   int64_t log_events = -1;  ///< events in metrics.jsonl when it was saved
   int64_t world_size = 1;   ///< processes that wrote it
+  int64_t batch_size = 0;   ///< per process, as it trained (0: not recorded, the config's)
+  int64_t accumulation = 0; ///< micro-batches per step, as it trained (0: the config's)
   TrainState state;         ///< its counters
   std::string state_text;   ///< its trainer_state.json, read once (restore() reads the rest)
   std::vector<ConfigChange> config_changes;  ///< since it was saved
