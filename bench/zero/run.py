@@ -4,7 +4,7 @@
 
 The Moby-Dick char transformer at d_model 512, 8 layers, 8 heads (25M parameters; run
 examples/moby_dick/prepare.sh first), AdamW, batch 16 per process, 1 thread per process, for
-W = 1 (one process) and W = 2, 3 (`unitrain launch`) with distributed.zero 0 and 1. Per rank:
+W = 1 (one process) and W = 2, 3 (`unitrain launch`) with distributed.zero 0, 1 and 2. Per rank:
 the optimizer-state bytes the run reports at its end ("optimizer state on rank R: N bytes") and
 the peak RSS ("peak RSS N MB" of its `done:` line); per run: training samples/s (all ranks, the
 loop's own time). On this 2-core machine W = 3 oversubscribes the cores: compare zero 0 and 1 at
@@ -63,7 +63,7 @@ def main():
     print("|---|---|---|---|---|")
     port = 29601
     for world in worlds:
-        for zero in ((0,) if world == 1 else (0, 1)):
+        for zero in ((0,) if world == 1 else (0, 1, 2)):
             rate, rss, state, cmd = one_run(build, tmp, world, zero, steps, port)
             port += 1
             shown = "(all: see W=2 zero 0)" if state[0] is None else ", ".join(map(str, state))

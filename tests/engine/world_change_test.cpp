@@ -55,8 +55,9 @@ TEST(WorldChange, ThePerProcessBatchWhenTheAccumulationCannot) {
 TEST(WorldChange, AGlobalBatchThatCannotBeSplitIsAClearError) {
   const std::string m = test::config_error_of(
       [] { plan_world_change(layout(2, 32, 1, 0), 3, 32, "runs/x/checkpoints/step-10"); });
-  EXPECT_TRUE(test::contains(m, "cannot resume from runs/x/checkpoints/step-10 on 3 process(es): "
-                                "its global batch of 64 samples per step"))
+  EXPECT_TRUE(test::contains(m,
+                             "cannot resume from runs/x/checkpoints/step-10 on 3 process(es): "
+                             "its global batch of 64 samples per step"))
       << m;
   EXPECT_TRUE(test::contains(m, "resume on 1, 2, 4, 8, 16, 32, 64 process(es)")) << m;
 }

@@ -101,6 +101,45 @@ class Zero(common.Case):
                 with open(os.path.join(step, "trainer_state.json")) as f:
                     self.assertIn('"zero": 1', f.read())
 
+    def test_zero2_trains_as_plain_data_parallel_with_clipping(self):
+        for world, port in ((2, 29592), (3, 29594)):
+            with self.subTest(world=world):
+                clip = ["--train.clip_grad_norm", "0.5"]
+                cfg, plain = self.config(f"plain2-{world}")
+                self.launch(world, port, cfg, *clip)
+                cfg, zero = self.config(f"zero2-{world}")
+                out = self.launch(world, port + 1, cfg, "--distributed.zero", "2", *clip)
+                # Gloo's reduce may add the ranks' gradients in another order than its
+                # all-reduce, and the clipping norm is summed per rank: rounding only, within
+                # 1e-6 of each tensor's scale (measured: 2e-7 at most).
+                a, b = self.final_weights(plain), self.final_weights(zero)
+                for k in a:
+                    worst = ((a[k] - b[k]).abs().max() / a[k].abs().max()).item()
+                    self.assertLess(worst, 1e-6, k)
+                whole, parts = self.state_bytes(plain, world), self.state_bytes(zero, world)
+                self.assertEqual(sum(parts), whole[0], parts)
+                with open(os.path.join(zero, "checkpoints", "last", "trainer_state.json")) as f:
+                    self.assertIn('"zero": 2', f.read())
+
+    def test_zero2_resume_is_bitwise_exact(self):
+        cfg, ref = self.config("zero2-ref")
+        self.launch(2, 29597, cfg, "--distributed.zero", "2")
+        cfg, run_dir = self.config("zero2-resumed")
+        self.launch(2, 29598, cfg, "--distributed.zero", "2", "--train.max_length", "15 steps")
+        out = self.launch(2, 29599, cfg, "--distributed.zero", "2")
+        self.assertIn("resumed from", out)
+        a, b = self.final_weights(ref), self.final_weights(run_dir)
+        for k in a:
+            self.assertTrue(torch.equal(a[k], b[k]), k)
+
+    def test_zero2_refuses_bf16_true_naming_the_keys(self):
+        cfg, _ = self.config("zero2-bf16")
+        code, out = run(["launch", "--nproc-per-node", "2", "--master-port", "29596", "--",
+                         "train", cfg, "--distributed.zero", "2", "--train.precision", "bf16-true"])
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("distributed.zero: 2 works with train.precision fp32 or bf16-mixed, not "
+                      "bf16-true", out)
+
     def test_zero_switched_on_and_off_on_resume_continues_exactly(self):
         cfg, ref = self.config("ref", steps=40)
         self.launch(2, 29585, cfg)

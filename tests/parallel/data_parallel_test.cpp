@@ -1,17 +1,17 @@
 #include "unitrain/parallel/data_parallel.h"
-#include "unitrain/parallel/reduce_metrics.h"
 
 #include <gtest/gtest.h>
-#include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/torch.h>
 
 #include <csignal>
 #include <functional>
 #include <thread>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
 
 #include "parallel/run_ranks.h"
 #include "test_util.h"
 #include "unitrain/core/error.h"
+#include "unitrain/parallel/reduce_metrics.h"
 
 namespace unitrain {
 namespace {
@@ -108,7 +108,8 @@ TEST(DataParallel, DifferentModelsAreAnErrorNamingTheFirstDifferenceOnEveryRank)
 
 /// Gradients of one process on all 8 samples against 2 ranks on 4 samples each (rank r takes
 /// samples r, r+2, ...), the way a sharded loader splits a batch.
-void expect_same_gradients_as_one_process(double bucket_mb, int accumulation) {
+void expect_same_gradients_as_one_process(double bucket_mb, int accumulation,
+                                          bool partitioned = false) {
   torch::manual_seed(1);
   Data data;
   Net single;
@@ -119,7 +120,8 @@ void expect_same_gradients_as_one_process(double bucket_mb, int accumulation) {
       auto xs = data.x.narrow(0, m * per, per), ys = data.y.narrow(0, m * per, per);
       (loss_of(single, xs, ys) / accumulation).backward();
     }
-    for (auto& p : single.parameters()) reference.push_back(p.grad().defined() ? p.grad().clone() : p.grad());
+    for (auto& p : single.parameters())
+      reference.push_back(p.grad().defined() ? p.grad().clone() : p.grad());
   }
   run_ranks(2, [&](int rank, ProcessGroup& g) {
     Net net;
@@ -131,8 +133,10 @@ void expect_same_gradients_as_one_process(double bucket_mb, int accumulation) {
     }
     DataParallelOptions options;
     options.bucket_mb = bucket_mb;
-    DataParallelSync sync(std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}),
-                          net.parameters(), options);
+    if (partitioned) options.owners = bucket_owners(net.parameters(), 2);
+    DataParallelSync sync(std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}), net.parameters(),
+                          options);
+    EXPECT_EQ(sync.gradients_partitioned(), partitioned);
     const int64_t per = 8 / accumulation;
     for (int m = 0; m < accumulation; ++m) {
       // This micro-batch's samples on this rank: every second of the global micro-batch.
@@ -144,6 +148,10 @@ void expect_same_gradients_as_one_process(double bucket_mb, int accumulation) {
     sync.finish(net.parameters());
     const auto params = net.parameters();
     for (size_t i = 0; i < params.size(); ++i) {
+      if (partitioned && options.owners[i] != rank) {  // ZeRO-2: its owner alone keeps it
+        EXPECT_FALSE(params[i].grad().defined()) << "parameter " << i << " rank " << rank;
+        continue;
+      }
       if (!reference[i].defined()) {
         // unused: no rank produced a gradient; without find_unused_parameters it counts as 0
         ASSERT_TRUE(params[i].grad().defined());
@@ -170,6 +178,19 @@ TEST(DataParallel, AccumulationMicroStepsReduceOnlyAtTheBoundary) {
   expect_same_gradients_as_one_process(/*bucket_mb=*/0.00001, /*accumulation=*/2);
 }
 
+TEST(DataParallel, ZeroStageTwoReducesEachBucketToItsOwnerOnly) {
+  expect_same_gradients_as_one_process(/*bucket_mb=*/25, /*accumulation=*/1, true);
+  expect_same_gradients_as_one_process(/*bucket_mb=*/0.00001, /*accumulation=*/2, true);
+}
+
+TEST(DataParallel, PartitionContiguousBalancesRunsInOrder) {
+  EXPECT_EQ(partition_contiguous({10, 10, 10, 10}, 2), (std::vector<int>{0, 0, 1, 1}));
+  EXPECT_EQ(partition_contiguous({100, 1, 1, 1}, 2), (std::vector<int>{0, 1, 1, 1}));
+  EXPECT_EQ(partition_contiguous({5, 5, 5}, 1), (std::vector<int>{0, 0, 0}));
+  EXPECT_EQ(partition_contiguous({1, 1, 1, 1, 1, 1}, 3), (std::vector<int>{0, 0, 1, 1, 2, 2}));
+  EXPECT_EQ(partition_contiguous({0, 0}, 2), (std::vector<int>{0, 0}));
+}
+
 TEST(DataParallel, FindUnusedParametersLeavesParametersNoRankUsedWithoutGradient) {
   torch::manual_seed(2);
   Data data;
@@ -179,8 +200,8 @@ TEST(DataParallel, FindUnusedParametersLeavesParametersNoRankUsedWithoutGradient
     DataParallelOptions options;
     options.find_unused_parameters = true;
     options.bucket_mb = 0.0002;
-    DataParallelSync sync(std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}),
-                          net.parameters(), options);
+    DataParallelSync sync(std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}), net.parameters(),
+                          options);
     sync.before_backward(true);
     torch::Tensor out = net.forward(data.x);
     // Layer `unused` takes part on rank 1 only.
@@ -204,15 +225,16 @@ TEST(DataParallel, FindUnusedParametersLeavesParametersNoRankUsedWithoutGradient
   });
 }
 
-TEST(DataParallel, StepDecisionsTravelWithTheGradientsAndComeBackCombined) {
+void expect_decisions_combined(bool partitioned) {
   torch::manual_seed(4);
   Data data;
   run_ranks(2, [&](int rank, ProcessGroup& g) {
     Net net;
     DataParallelOptions options;
     options.bucket_mb = 0.00001;
-    DataParallelSync sync(std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}),
-                          net.parameters(), options);
+    if (partitioned) options.owners = bucket_owners(net.parameters(), 2);
+    DataParallelSync sync(std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}), net.parameters(),
+                          options);
     ASSERT_TRUE(sync.shares_decisions());
     StepDecision mine;
     if (rank == 0) mine.nonfinite = true;  // say its loss was NaN
@@ -237,6 +259,22 @@ TEST(DataParallel, StepDecisionsTravelWithTheGradientsAndComeBackCombined) {
     sync.finish(net.parameters());
     agreed = sync.agreed();
     EXPECT_FALSE(agreed.nonfinite || agreed.stop || agreed.signal != 0 || agreed.pause) << rank;
+  });
+}
+
+TEST(DataParallel, StepDecisionsTravelWithTheGradientsAndComeBackCombined) {
+  expect_decisions_combined(false);
+}
+
+TEST(DataParallel, ZeroStageTwoAgreesOnDecisionsAndSumsNormsAcrossRanks) {
+  expect_decisions_combined(true);
+  run_ranks(3, [](int rank, ProcessGroup& g) {
+    Net net;
+    DataParallelOptions options;
+    options.owners = bucket_owners(net.parameters(), 3);
+    DataParallelSync sync(std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}), net.parameters(),
+                          options);
+    EXPECT_EQ(sync.sum_across_ranks(rank + 0.5), 4.5);
   });
 }
 

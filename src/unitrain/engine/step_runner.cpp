@@ -168,7 +168,11 @@ void StepRunner::clip_gradients(MicroStep& m, int64_t step) {
     return;
   }
   hooks_.call("on_before_clip", &Callback::on_before_clip);
-  if (options_.clip_grad_norm > 0) {
+  if (sync_.gradients_partitioned()) {
+    if (options_.clip_grad_norm > 0 || options_.on_nonfinite == OnNonFinite::Skip) {
+      m.grad_norm = clip_partitioned();
+    }
+  } else if (options_.clip_grad_norm > 0) {
     m.grad_norm = torch::nn::utils::clip_grad_norm_(clip_params_, options_.clip_grad_norm);
   } else if (options_.on_nonfinite == OnNonFinite::Skip) {
     std::vector<torch::Tensor> norms;
@@ -182,6 +186,30 @@ void StepRunner::clip_gradients(MicroStep& m, int64_t step) {
     nonfinite("gradient", step, m, options_.on_nonfinite == OnNonFinite::Stop);
     m.skipped = true;
   }
+}
+
+double StepRunner::clip_partitioned() {
+  // ZeRO stage 2: each rank holds its partition's gradients; the global norm is the root of
+  // the sum over ranks of each part's squared norm, and each rank scales its own part, as
+  // clip_grad_norm_ would scale them all (the same coefficient: max / (norm + 1e-6)).
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : clip_params_) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  double local = 0;
+  for (const auto& g : grads) {
+    const double n = g.norm().item<double>();
+    local += n * n;
+  }
+  const double norm = std::sqrt(sync_.sum_across_ranks(local));
+  if (options_.clip_grad_norm > 0) {
+    const double coef = options_.clip_grad_norm / (norm + 1e-6);
+    if (coef < 1) {
+      torch::NoGradGuard no_grad;
+      for (auto& g : grads) g.mul_(coef);
+    }
+  }
+  return norm;
 }
 
 void StepRunner::update(MicroStep& m, int64_t step) {

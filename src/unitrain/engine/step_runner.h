@@ -24,11 +24,11 @@ namespace unitrain {
 struct MicroStep {
   double loss = 0;                             ///< the micro-batch's (unscaled) loss
   std::map<std::string, MetricValue> metrics;  ///< its metrics, detached
-  bool window_end = false;   ///< the micro-batch ends its accumulation window: a step follows
-  StepDecision decision;     ///< what every rank agreed on at the window's end
-  bool skipped = false;      ///< the update was skipped (non-finite, on_nonfinite: skip; or
-                             ///< a loss-scale overflow under fp16-mixed)
-  double grad_norm = -1;     ///< the gradient norm before clipping, when computed
+  bool window_end = false;  ///< the micro-batch ends its accumulation window: a step follows
+  StepDecision decision;    ///< what every rank agreed on at the window's end
+  bool skipped = false;     ///< the update was skipped (non-finite, on_nonfinite: skip; or
+                            ///< a loss-scale overflow under fp16-mixed)
+  double grad_norm = -1;    ///< the gradient norm before clipping, when computed
 };
 
 /// Runs the phases of a step for the Trainer, in this order per window: forward_backward()
@@ -50,8 +50,8 @@ class StepRunner {
   /// end `mine` (this rank's stop and signal) goes with the gradients to the other ranks.
   /// Throws TrainError on a non-finite loss with on_nonfinite: stop in a single process,
   /// naming `step` (the optimizer step this micro-batch belongs to) and the loss terms.
-  MicroStep forward_backward(const Batch& batch, double weight, bool window_end,
-                             StepDecision mine, int64_t step);
+  MicroStep forward_backward(const Batch& batch, double weight, bool window_end, StepDecision mine,
+                             int64_t step);
   /// Waits until every gradient is final (reduced across ranks) and sets `m.decision` to what
   /// every rank agreed; a non-finite loss on any rank skips the update (or stops the run).
   void sync_gradients(MicroStep& m, int64_t step);
@@ -76,6 +76,9 @@ class StepRunner {
   /// training_step under the precision's autocast, on its inputs; checks the loss is a scalar.
   StepOutput training_step(const Batch& batch);
   void zero_grads();
+  /// clip_gradients when each rank holds only its partition's gradients: the global norm
+  /// (returned) from one all-reduce of squared norms, each rank clipping its part.
+  double clip_partitioned();
   void backward(const torch::Tensor& loss, bool window_end);
   void finish_sync();
   /// on_nonfinite, then (`stops`) the TrainError that ends the run.

@@ -341,7 +341,8 @@ FitResult Trainer::conclude(Loop& loop) {
                         r.data_wait_seconds, usage.ru_maxrss / 1024));
   if (loop.group && optimizer_) {  // what ZeRO saves, in each rank's log
     log::info(fmt::format("optimizer state on rank {}: {} bytes (distributed.zero: {})", rank_,
-                          optimizer_state_bytes(*optimizer_), loop.sharding ? 1 : 0));
+                          optimizer_state_bytes(*optimizer_),
+                          loop.sharding ? settings_->distributed.zero : 0));
   }
   return r;
 }

@@ -241,7 +241,7 @@ void Trainer::Loop::save() {
   j["world_size"] = plan.world;
   j["batch_size"] = plan.batch_size;      // per process: with world_size, what a resume on
   j["accumulation"] = plan.accumulation;  // another number of processes keeps (world_change.h)
-  j["zero"] = sharding ? 1 : 0;  // 1: the optimizer's state is in optimizer-rank-<R>.pt
+  j["zero"] = sharding ? settings.distributed.zero : 0;  // >= 1: optimizer-rank-<R>.pt files
   j["state"] = {{"epoch", s.epoch},
                 {"step", s.step},
                 {"samples", s.samples},

@@ -75,8 +75,17 @@ Trainer::Loop::Loop(Trainer& t, TrainModule& m, DatasetPtr train, DatasetPtr val
     // steps), validation disjoint (every example counted once).
     train_loader.shard(rank, world, /*pad=*/true);
     if (val_loader) val_loader->shard(rank, world, /*pad=*/false);
-    sync = std::make_unique<DataParallelSync>(group, module.weights().parameters(),
-                                              settings.distributed.data_parallel_options());
+    DataParallelOptions dp = settings.distributed.data_parallel_options();
+    if (settings.distributed.zero >= 2) {
+      const PrecisionMode mode = t.precision_->mode();
+      UT_CHECK(mode == PrecisionMode::Fp32 || mode == PrecisionMode::Bf16Mixed,
+               "distributed.zero: 2 works with train.precision fp32 or bf16-mixed, not ",
+               precision_name(mode), " (its gradients go to float32 master weights or through "
+               "a loss scaler that sees every gradient); use distributed.zero: 1");
+      gradient_owners = bucket_owners(module.weights().parameters(), world);
+      dp.owners = gradient_owners;
+    }
+    sync = std::make_unique<DataParallelSync>(group, module.weights().parameters(), dp);
     broadcast_buffers = settings.distributed.broadcast_buffers && !module.weights().buffers().empty();
   } else {
     sync = std::make_unique<NoGradientSync>();
@@ -98,10 +107,13 @@ void Trainer::Loop::start(torch::optim::Optimizer& optimizer, SchedulerPtr sched
   steps = std::make_unique<StepRunner>(module, optimizer, settings.train, *sync, hooks,
                                        *trainer.precision_, profiler.get());
   // After the runner: bf16-true's precision has put the float32 masters into the groups.
-  if (group && settings.distributed.zero >= 1) {
+  if (group && settings.distributed.zero == 1) {
     sharding = std::make_unique<OptimizerSharding>(group, optimizer);
-    steps->shard(sharding.get());
+  } else if (group && settings.distributed.zero >= 2) {  // the owners of the gradient buckets
+    sharding = std::make_unique<OptimizerSharding>(group, optimizer, module.weights().parameters(),
+                                                   gradient_owners);
   }
+  if (sharding) steps->shard(sharding.get());
   periods.start_at(state);
 }
 

@@ -108,6 +108,7 @@ struct Trainer::Loop {
   std::unique_ptr<GradientSync> sync;
   std::unique_ptr<StepRunner> steps;
   std::unique_ptr<OptimizerSharding> sharding;  ///< distributed.zero >= 1 with several ranks
+  std::vector<int> gradient_owners;  ///< distributed.zero: 2: each parameter's, by model order
   std::unique_ptr<LrController> lr;
   RunLogger logger;
   std::unique_ptr<Profiler> profiler;  ///< null unless profile.enabled

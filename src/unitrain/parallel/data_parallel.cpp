@@ -3,10 +3,10 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/torch.h>
 
 #include <sstream>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include "unitrain/core/error.h"
 
@@ -52,6 +52,30 @@ void broadcast_module(ProcessGroup& group, torch::nn::Module& module) {
   if (!tensors.empty()) group.broadcast(tensors, 0);
 }
 
+std::vector<int> partition_contiguous(const std::vector<int64_t>& sizes, int world) {
+  int64_t total = 0;
+  for (int64_t n : sizes) total += n;
+  std::vector<int> owners;
+  int64_t before = 0;
+  for (int64_t n : sizes) {
+    // The rank whose share [r, r + 1) * total / world holds this parameter's middle.
+    const double middle = (static_cast<double>(before) + 0.5 * static_cast<double>(n)) * world;
+    const int r = total == 0 ? 0 : static_cast<int>(middle / static_cast<double>(total));
+    owners.push_back(std::min(std::max(r, owners.empty() ? 0 : owners.back()), world - 1));
+    before += n;
+  }
+  return owners;
+}
+
+std::vector<int> bucket_owners(const std::vector<torch::Tensor>& params, int world) {
+  std::vector<int64_t> sizes;  // reverse order, as the buckets take them
+  for (size_t k = params.size(); k-- > 0;) {
+    sizes.push_back(params[k].requires_grad() ? params[k].numel() : 0);
+  }
+  const std::vector<int> reversed = partition_contiguous(sizes, world);
+  return std::vector<int>(reversed.rbegin(), reversed.rend());
+}
+
 void broadcast_buffers(ProcessGroup& group, torch::nn::Module& module) {
   std::vector<torch::Tensor> buffers = module.buffers(true);
   if (buffers.empty()) return;
@@ -64,6 +88,10 @@ DataParallelSync::DataParallelSync(std::shared_ptr<ProcessGroup> group,
     : group_(std::move(group)), params_(std::move(params)), options_(options) {
   UT_CHECK(options_.bucket_mb > 0, "distributed.bucket_mb must be positive, got ",
            options_.bucket_mb);
+  const bool partitioned = !options_.owners.empty();
+  UT_CHECK_TRAIN(!partitioned || options_.owners.size() == params_.size(),
+                 "data parallel: ", options_.owners.size(), " owners for ", params_.size(),
+                 " parameters");
   const int64_t bucket_bytes = std::max<int64_t>(1, int64_t(options_.bucket_mb * 1024 * 1024));
   // The first bucket (the last layers, whose gradients come first) is small, as in PyTorch's
   // DDP, so that its reduce starts early in backward instead of waiting for 25 MB.
@@ -74,6 +102,7 @@ DataParallelSync::DataParallelSync(std::shared_ptr<ProcessGroup> group,
   Bucket current;
   int64_t bytes = 0;
   torch::ScalarType dtype = torch::kFloat;
+  int owner = -1;
   auto close = [&] {
     if (current.members.empty()) return;
     int64_t numel = 0;
@@ -81,7 +110,13 @@ DataParallelSync::DataParallelSync(std::shared_ptr<ProcessGroup> group,
       current.offsets.push_back(numel);
       numel += params_[i].numel();
     }
-    current.flat = torch::zeros({numel}, params_[current.members[0]].options().requires_grad(false));
+    current.numel = numel;
+    current.owner = owner;
+    // A bucket another rank owns has a buffer only while its reduce is under way.
+    if (owner < 0 || owner == group_->rank()) {
+      current.flat =
+          torch::zeros({numel}, params_[current.members[0]].options().requires_grad(false));
+    }
     buckets_.push_back(std::move(current));
     current = Bucket();
     bytes = 0;
@@ -91,31 +126,44 @@ DataParallelSync::DataParallelSync(std::shared_ptr<ProcessGroup> group,
     if (!p.requires_grad()) continue;
     const int64_t limit = buckets_.empty() ? first_bucket_bytes : bucket_bytes;
     const int64_t size = p.numel() * static_cast<int64_t>(p.element_size());
-    if (!current.members.empty() && (p.scalar_type() != dtype || bytes + size > limit)) close();
+    const int p_owner = partitioned ? options_.owners[k] : -1;
+    if (!current.members.empty() &&
+        (p.scalar_type() != dtype || bytes + size > limit || p_owner != owner)) {
+      close();
+    }
     dtype = p.scalar_type();
+    owner = p_owner;
     bucket_of_[k] = buckets_.size();
     current.members.push_back(k);
     bytes += size;
   }
   close();
-  // The decision rides behind the last bucket's gradients (a bucket of their own when there are
-  // no gradients at all).
-  if (buckets_.empty()) buckets_.push_back(Bucket{{}, {}, torch::zeros({0}), {}, 0, {}});
-  Bucket& last = buckets_.back();
-  last.flat = torch::cat({last.flat, torch::zeros({kFlagSlots}, last.flat.options())});
+  if (partitioned) {
+    decision_ = torch::zeros({kFlagSlots}, torch::kFloat32);
+  } else {
+    // The decision rides behind the last bucket's gradients (a bucket of their own when there
+    // are no gradients at all).
+    if (buckets_.empty()) buckets_.push_back(Bucket{{}, {}, torch::zeros({0}), {}, 0, {}});
+    Bucket& last = buckets_.back();
+    last.flat = torch::cat({last.flat, torch::zeros({kFlagSlots}, last.flat.options())});
+    last.numel = last.flat.numel();
+  }
   for (auto& b : buckets_) {
-    if (group_->needs_widening(b.flat.scalar_type())) b.wide = torch::zeros_like(b.flat, torch::kFloat32);
+    if (b.flat.defined() && group_->needs_widening(b.flat.scalar_type())) {
+      b.wide = torch::zeros_like(b.flat, torch::kFloat32);
+    }
   }
   for (size_t k = 0; k < params_.size(); ++k) {
     if (!params_[k].requires_grad()) continue;
     auto acc = torch::autograd::impl::grad_accumulator(params_[k]);
     UT_CHECK_TRAIN(acc != nullptr, "data parallel: parameter ", k, " has no gradient accumulator");
-    hook_keys_.push_back(acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
-        [this, k](const torch::autograd::variable_list& outputs,
-                  const torch::autograd::variable_list&) {
-          grad_ready(k);
-          return outputs;
-        })));
+    hook_keys_.push_back(
+        acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+            [this, k](const torch::autograd::variable_list& outputs,
+                      const torch::autograd::variable_list&) {
+              grad_ready(k);
+              return outputs;
+            })));
     accumulators_.push_back(std::move(acc));
   }
 }
@@ -143,7 +191,12 @@ void DataParallelSync::grad_ready(size_t param) {
 
 void DataParallelSync::launch(Bucket& bucket) {
   torch::NoGradGuard no_grad;
-  if (&bucket == &buckets_.back()) {
+  const bool mine = bucket.owner < 0 || bucket.owner == group_->rank();
+  if (!bucket.flat.defined()) {
+    bucket.flat =
+        torch::empty({bucket.numel}, params_[bucket.members[0]].options().requires_grad(false));
+  }
+  if (!decision_.defined() && &bucket == &buckets_.back()) {
     torch::Tensor tail = bucket.flat.narrow(0, bucket.flat.numel() - kFlagSlots, kFlagSlots);
     tail.copy_(torch::tensor(std::vector<float>(mine_.begin(), mine_.end()), torch::kFloat32));
   }
@@ -158,7 +211,16 @@ void DataParallelSync::launch(Bucket& bucket) {
   }
   if (bucket.wide.defined()) bucket.wide.copy_(bucket.flat);
   std::vector<torch::Tensor> tensors{bucket.wide.defined() ? bucket.wide : bucket.flat};
-  bucket.work = group_->group().allreduce(tensors);
+  if (bucket.owner < 0) {
+    bucket.work = group_->group().allreduce(tensors);
+    return;
+  }
+  if (!mine) {  // its owner alone keeps the sum: this rank's copies go now
+    for (size_t i : bucket.members) params_[i].mutable_grad() = torch::Tensor();
+  }
+  c10d::ReduceOptions o;
+  o.rootRank = bucket.owner;
+  bucket.work = group_->group().reduce(tensors, o);
 }
 
 void DataParallelSync::launch_in_order() {
@@ -174,6 +236,12 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
   while (next_launch_ < buckets_.size()) {
     launch(buckets_[next_launch_++]);
     ++launched_in_finish_;
+  }
+  c10::intrusive_ptr<c10d::Work> decision_work;
+  if (decision_.defined()) {  // ZeRO stage 2: after the buckets, on every rank
+    decision_.copy_(torch::tensor(std::vector<float>(mine_.begin(), mine_.end()), torch::kFloat32));
+    std::vector<torch::Tensor> t{decision_};
+    decision_work = group_->group().allreduce(t);
   }
   std::vector<bool> used(params_.size(), true);
   if (options_.find_unused_parameters) {
@@ -196,8 +264,14 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
                                       "is unreachable): ", std::string(e.what()).substr(0, 300)));
     }
     b.work.reset();
+    if (b.owner >= 0 && b.owner != group_->rank()) {  // another rank's: nothing kept here
+      b.flat = torch::Tensor();
+      for (size_t i : b.members) params_[i].mutable_grad() = torch::Tensor();
+      b.ready = 0;
+      continue;
+    }
     if (b.wide.defined()) b.flat.copy_(b.wide);  // the sum, rounded once
-    if (&b == &buckets_.back()) {
+    if (!decision_.defined() && &b == &buckets_.back()) {
       torch::Tensor tail = b.flat.narrow(0, b.flat.numel() - kFlagSlots, kFlagSlots);
       torch::Tensor f = tail.to(torch::kFloat32).contiguous();
       std::copy(f.data_ptr<float>(), f.data_ptr<float>() + kFlagSlots, agreed_.begin());
@@ -216,10 +290,28 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
     }
     b.ready = 0;
   }
+  if (decision_work) {
+    try {
+      decision_work->wait();
+    } catch (const std::exception& e) {
+      throw TrainError(detail::concat("rank ", group_->rank(),
+                                      ": the step's decision all-reduce "
+                                      "failed (a rank stopped or is unreachable): ",
+                                      std::string(e.what()).substr(0, 300)));
+    }
+    std::copy(decision_.data_ptr<float>(), decision_.data_ptr<float>() + kFlagSlots,
+              agreed_.begin());
+  }
   std::fill(has_grad_.begin(), has_grad_.end(), false);
   mine_.fill(0.f);
   next_launch_ = 0;
   active_ = false;
+}
+
+double DataParallelSync::sum_across_ranks(double local) {
+  std::vector<torch::Tensor> t{torch::full({1}, local, torch::kFloat64)};
+  group_->all_reduce_sum(t);
+  return t[0].item<double>();
 }
 
 }  // namespace unitrain

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "unitrain/parallel/process_group.h"
 #include "unitrain/parallel/gradient_sync.h"
+#include "unitrain/parallel/process_group.h"
 
 namespace torch::autograd {
 struct Node;
@@ -36,7 +36,20 @@ struct DataParallelOptions {
   /// off and scales each rank's loss by 1/ranks instead: the same average, one pass over the
   /// gradients less.
   bool average = true;
+  /// ZeRO stage 2: the owner rank of each parameter (by index into the parameter list; see
+  /// partition_contiguous). Each bucket then holds one owner's parameters and is reduced to
+  /// that rank only; the other ranks free their copies of its gradients as soon as the bucket
+  /// is launched and its buffer once the reduce is done. Empty: every bucket is all-reduced.
+  std::vector<int> owners;
 };
+
+/// The owner of each of `sizes` (element counts in the order the gradient buckets take the
+/// parameters: reverse registration order) for ZeRO stage 2: W contiguous runs balanced by size
+/// (each parameter goes to the rank whose equal share its middle falls in), so buckets never
+/// straddle owners. A function of `sizes` and `world` alone.
+std::vector<int> partition_contiguous(const std::vector<int64_t>& sizes, int world);
+/// partition_contiguous of `params` in the buckets' order, as owners by index into `params`.
+std::vector<int> bucket_owners(const std::vector<torch::Tensor>& params, int world);
 
 /// GradientSync for data-parallel training. Parameters are grouped, in reverse order (the
 /// order backward produces their gradients), into buckets of about `bucket_mb`; when the last
@@ -56,8 +69,11 @@ class DataParallelSync : public GradientSync {
   void before_backward(bool will_step) override;
   void finish(const std::vector<torch::Tensor>& params) override;
   bool keeps_gradients() const override { return true; }  ///< views of the buckets
-  /// The step's decision rides at the end of the last bucket (launched last on every rank).
+  /// The step's decision rides at the end of the last bucket (launched last on every rank);
+  /// under ZeRO stage 2 in a small all-reduce of its own, launched in finish().
   bool shares_decisions() const override { return true; }
+  bool gradients_partitioned() const override { return !options_.owners.empty(); }
+  double sum_across_ranks(double local) override;
   void share(const StepDecision& mine) override { mine_ = mine.encode(); }
   StepDecision agreed() const override { return StepDecision::decode(agreed_.data()); }
   static constexpr int64_t kFlagSlots = StepDecision::kSlots;
@@ -75,6 +91,8 @@ class DataParallelSync : public GradientSync {
     torch::Tensor wide;  ///< float32 stand-in reduced instead of `flat` (bfloat16 on Gloo)
     size_t ready = 0;
     c10::intrusive_ptr<c10d::Work> work;
+    int owner = -1;  ///< ZeRO stage 2: the rank it is reduced to; -1: all-reduced
+    int64_t numel = 0;
   };
   void grad_ready(size_t param);
   void launch(Bucket& bucket);
@@ -84,16 +102,17 @@ class DataParallelSync : public GradientSync {
   std::vector<torch::Tensor> params_;
   DataParallelOptions options_;
   std::vector<Bucket> buckets_;
-  std::vector<size_t> bucket_of_;           ///< per parameter
-  std::vector<bool> has_grad_;              ///< per parameter, this step
+  std::vector<size_t> bucket_of_;                                     ///< per parameter
+  std::vector<bool> has_grad_;                                        ///< per parameter, this step
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  ///< the hooked nodes
   std::vector<uintptr_t> hook_keys_;
-  bool active_ = false;        ///< this backward ends the window: reduce
-  size_t next_launch_ = 0;     ///< buckets launch in index order
+  bool active_ = false;     ///< this backward ends the window: reduce
+  size_t next_launch_ = 0;  ///< buckets launch in index order
   int64_t launched_in_backward_ = 0;
   int64_t launched_in_finish_ = 0;
   std::array<float, kFlagSlots> mine_{};    ///< this rank's encoded decision for the window
   std::array<float, kFlagSlots> agreed_{};  ///< their sums over ranks, after finish()
+  torch::Tensor decision_;                  ///< ZeRO stage 2: the decision's own all-reduce
 };
 
 }  // namespace unitrain

@@ -38,11 +38,12 @@ void DistributedOptions::declare(Options<DistributedOptions>& o) {
           "accumulation window; false = each rank keeps its own");
   o.field("zero", &T::zero)
       .min(0)
-      .max(1)
+      .max(2)
       .help(
           "ZeRO stage. 0: every rank keeps the optimizer's state for every parameter; 1: each "
           "rank keeps it for its partition of the parameters (balanced by size), steps those and "
-          "broadcasts them (optimizer-state memory / ranks). No effect in one process");
+          "broadcasts them (optimizer-state memory / ranks); 2: also gradients, each bucket "
+          "reduced to its owner only and freed elsewhere. No effect in one process");
 }
 
 ProcessGroupOptions DistributedOptions::group_options() const {

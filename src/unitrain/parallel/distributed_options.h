@@ -20,7 +20,8 @@ struct DistributedOptions {
   double bucket_mb = 25;
   bool find_unused_parameters = false;
   bool broadcast_buffers = true;
-  int64_t zero = 0;  ///< ZeRO stage: 0 = every rank holds all optimizer state, 1 = sharded
+  int64_t zero =
+      0;  ///< ZeRO stage: 0 = all optimizer state everywhere, 1 = sharded, 2 = and gradients
 
   static void declare(Options<DistributedOptions>& o);
   static std::shared_ptr<const Schema> schema() {

@@ -24,6 +24,11 @@ class GradientSync {
   /// gradients are views of the reduce buckets. Otherwise the step runner frees them after
   /// each update and the next backward writes fresh ones (no zeroing and no accumulation pass).
   virtual bool keeps_gradients() const { return false; }
+  /// True when after finish() each rank holds only its own partition's gradients (ZeRO stage
+  /// 2; the others are undefined): a norm over all gradients is then the sum over ranks of
+  /// each rank's part, through sum_across_ranks (one small all-reduce).
+  virtual bool gradients_partitioned() const { return false; }
+  virtual double sum_across_ranks(double local) { return local; }
 
   /// Data-parallel runs agree on each step's decision by sending it with the window's
   /// gradients instead of in a collective of their own: share() before the window's last

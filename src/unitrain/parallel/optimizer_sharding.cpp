@@ -23,13 +23,22 @@ std::vector<int> partition_by_size(const std::vector<int64_t>& sizes, int world)
   return owners;
 }
 
+namespace {
+
+/// Sharded state is saved and merged parameter by parameter: the optimizer needs a serializer.
+void require_state_by_parameter(const torch::optim::Optimizer& optimizer, int stage) {
+  UT_CHECK(optimizer_state_serializers::find(optimizer) != nullptr, "distributed.zero: ", stage,
+           " needs an optimizer whose state unitrain saves parameter by parameter (sgd, adam, "
+           "adamw, adagrad, rmsprop, or one that registers an OptimizerStateSerializer); use "
+           "distributed.zero: 0 with this one");
+}
+
+}  // namespace
+
 OptimizerSharding::OptimizerSharding(std::shared_ptr<ProcessGroup> group,
                                      torch::optim::Optimizer& optimizer)
     : group_(std::move(group)), optimizer_(optimizer) {
-  UT_CHECK(optimizer_state_serializers::find(optimizer) != nullptr,
-           "distributed.zero: 1 needs an optimizer whose state unitrain saves parameter by "
-           "parameter (sgd, adam, adamw, adagrad, rmsprop, or one that registers an "
-           "OptimizerStateSerializer); use distributed.zero: 0 with this one");
+  require_state_by_parameter(optimizer, 1);
   std::vector<int64_t> sizes;
   for (const auto& g : optimizer_.param_groups()) {
     for (const auto& p : g.params()) {
@@ -38,26 +47,27 @@ OptimizerSharding::OptimizerSharding(std::shared_ptr<ProcessGroup> group,
     }
   }
   owners_ = partition_by_size(sizes, group_->world_size());
-  // One slot per (owner, dtype), numbered in order of first appearance: the same on every
-  // rank (the same parameter list), so the broadcasts match.
-  std::map<std::pair<int, int>, size_t> slot_of;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const auto key = std::make_pair(owners_[i], static_cast<int>(params_[i].scalar_type()));
-    auto [it, added] = slot_of.emplace(key, 0);
-    if (added) it->second = slot_of.size() - 1;
-  }
-  slots_.resize(slot_of.size());
-  std::vector<int64_t> numel(slots_.size(), 0);
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const auto key = std::make_pair(owners_[i], static_cast<int>(params_[i].scalar_type()));
-    const size_t s = slot_of.at(key);
-    slots_[s].owner = owners_[i];
-    slots_[s].members.push_back(i);
-    numel[s] += params_[i].numel();
-  }
-  for (size_t s = 0; s < slots_.size(); ++s) {
-    const torch::Tensor& first = params_[slots_[s].members.front()];
-    slots_[s].flat = torch::empty({numel[s]}, first.options().requires_grad(false));
+  drop_foreign_state();
+}
+
+OptimizerSharding::OptimizerSharding(std::shared_ptr<ProcessGroup> group,
+                                     torch::optim::Optimizer& optimizer,
+                                     const std::vector<torch::Tensor>& params,
+                                     const std::vector<int>& owners)
+    : group_(std::move(group)), optimizer_(optimizer) {
+  require_state_by_parameter(optimizer, 2);
+  std::map<const void*, int> owner_of;
+  for (size_t i = 0; i < params.size(); ++i) owner_of[params[i].unsafeGetTensorImpl()] = owners[i];
+  for (const auto& g : optimizer_.param_groups()) {
+    for (const auto& p : g.params()) {
+      auto it = owner_of.find(p.unsafeGetTensorImpl());
+      UT_CHECK_TRAIN(it != owner_of.end(),
+                     "distributed.zero: 2: the optimizer trains a tensor "
+                     "of shape ",
+                     p.sizes(), " that is not a parameter of the model");
+      params_.push_back(p);
+      owners_.push_back(it->second);
+    }
   }
   drop_foreign_state();
 }
@@ -93,30 +103,14 @@ void OptimizerSharding::step() {
   }
   restore();
 
+  // Every parameter from its owner, in place: no buffer beside the parameters (which would
+  // cost what sharding saves). Non-contiguous ones travel as contiguous copies.
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> flats;
-  std::vector<int> roots;
-  for (Slot& slot : slots_) {
-    if (slot.owner == me) {
-      int64_t offset = 0;
-      for (size_t i : slot.members) {
-        const int64_t n = params_[i].numel();
-        slot.flat.narrow(0, offset, n).view(params_[i].sizes()).copy_(params_[i]);
-        offset += n;
-      }
-    }
-    flats.push_back(slot.flat);
-    roots.push_back(slot.owner);
-  }
-  group_->broadcast_from(flats, roots);
-  for (const Slot& slot : slots_) {
-    if (slot.owner == me) continue;
-    int64_t offset = 0;
-    for (size_t i : slot.members) {
-      const int64_t n = params_[i].numel();
-      params_[i].copy_(slot.flat.narrow(0, offset, n).view(params_[i].sizes()));
-      offset += n;
-    }
+  std::vector<torch::Tensor> tensors;
+  for (const auto& p : params_) tensors.push_back(p.is_contiguous() ? p : p.contiguous());
+  group_->broadcast_from(tensors, owners_);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!tensors[i].is_same(params_[i])) params_[i].copy_(tensors[i]);
   }
 }
 

@@ -27,8 +27,8 @@ std::vector<int> partition_by_size(const std::vector<int64_t>& sizes, int world)
 /// - step() runs the optimizer with only this rank's parameters' gradients visible, so it
 ///   updates those and creates state for those alone (every LibTorch optimizer skips a
 ///   parameter without a gradient; a custom optimizer must too), then sends the updated
-///   parameters from their owners to every rank: one broadcast per owner and dtype, of
-///   persistent flat buffers, all launched before any is waited for.
+///   parameters from their owners to every rank: one broadcast per parameter, in place (no
+///   buffer beside the parameters), all launched before any is waited for.
 /// - drop_foreign_state() forgets state held for parameters this rank does not own (Adagrad
 ///   makes state for every parameter when built; a whole checkpoint loaded into a sharded run).
 /// Requires: the same optimizer (groups, parameter shapes and dtypes) on every rank, and
@@ -37,6 +37,10 @@ std::vector<int> partition_by_size(const std::vector<int64_t>& sizes, int world)
 class OptimizerSharding {
  public:
   OptimizerSharding(std::shared_ptr<ProcessGroup> group, torch::optim::Optimizer& optimizer);
+  /// With the owners given for the model's parameters (ZeRO stage 2: those of the gradient
+  /// buckets); TrainError when the optimizer trains a tensor not among `params`.
+  OptimizerSharding(std::shared_ptr<ProcessGroup> group, torch::optim::Optimizer& optimizer,
+                    const std::vector<torch::Tensor>& params, const std::vector<int>& owners);
   ~OptimizerSharding();
 
   void step();
@@ -47,17 +51,10 @@ class OptimizerSharding {
   int rank() const;
 
  private:
-  /// The parameters one owner sends, of one dtype, and the buffer they travel in.
-  struct Slot {
-    int owner = 0;
-    std::vector<size_t> members;  ///< indices into params_
-    torch::Tensor flat;
-  };
   std::shared_ptr<ProcessGroup> group_;
   torch::optim::Optimizer& optimizer_;
   std::vector<torch::Tensor> params_;  ///< over the optimizer's groups, in order
   std::vector<int> owners_;
-  std::vector<Slot> slots_;
 };
 
 }  // namespace unitrain
