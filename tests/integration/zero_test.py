@@ -101,13 +101,14 @@ class Zero(common.Case):
                 with open(os.path.join(step, "trainer_state.json")) as f:
                     self.assertIn('"zero": 1', f.read())
 
-    def test_zero2_trains_as_plain_data_parallel_with_clipping(self):
-        for world, port in ((2, 29592), (3, 29594)):
-            with self.subTest(world=world):
-                clip = ["--train.clip_grad_norm", "0.5"]
-                cfg, plain = self.config(f"plain2-{world}")
+    def test_zero2_trains_as_plain_data_parallel_with_clipping_and_accumulation(self):
+        for world, port, accumulation in ((2, 29592, 1), (3, 29594, 1), (2, 29600, 2)):
+            with self.subTest(world=world, accumulation=accumulation):
+                clip = ["--train.clip_grad_norm", "0.5", "--train.accumulation_steps",
+                        str(accumulation)]
+                cfg, plain = self.config(f"plain2-{world}-{accumulation}")
                 self.launch(world, port, cfg, *clip)
-                cfg, zero = self.config(f"zero2-{world}")
+                cfg, zero = self.config(f"zero2-{world}-{accumulation}")
                 out = self.launch(world, port + 1, cfg, "--distributed.zero", "2", *clip)
                 # Gloo's reduce may add the ranks' gradients in another order than its
                 # all-reduce, and the clipping norm is summed per rank: rounding only, within
