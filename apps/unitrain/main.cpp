@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 
+#include "unitrain/checkpoint/checkpoint_tools.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/memory.h"
 #include "unitrain/core/plugin.h"
@@ -168,6 +169,29 @@ unitrain::CompletionSpec completion_spec(CLI::App& app, const Choices& choices,
   return spec;
 }
 
+/// `unitrain checkpoint ACTION DIR`: the exit code (verify: 1 when a checkpoint is invalid).
+int run_checkpoint_tool(const std::string& action, const std::string& path, bool json,
+                        const std::string& out) {
+  if (action == "inspect") {
+    std::cout << unitrain::inspect_checkpoint(path, json);
+    return 0;
+  }
+  if (action == "verify") {
+    std::string report;
+    const int bad = unitrain::verify_checkpoints(path, report);
+    std::cout << report;
+    return bad == 0 ? 0 : kExitFailure;
+  }
+  if (action == "merge") {
+    if (out.empty()) throw unitrain::ConfigError("checkpoint merge: give --out NEW_DIR");
+    unitrain::log::info("wrote " + unitrain::merge_checkpoint(path, out) +
+                        ": one optimizer.pt; resume from it with --checkpoint.resume " + out);
+    return 0;
+  }
+  throw unitrain::ConfigError("checkpoint: unknown action '" + action +
+                              "'; use inspect, verify or merge");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -288,6 +312,22 @@ int main(int argc, char** argv) {
                      "the HTML file to write; default RUN_DIR/report.html for one run, "
                      "report.html for several");
 
+  std::string checkpoint_action, checkpoint_path, checkpoint_out;
+  bool checkpoint_json = false;
+  CLI::App* checkpoint = app.add_subcommand(
+      "checkpoint",
+      "look at, check or merge a checkpoint: inspect DIR [--json] | verify DIR | merge DIR --out NEW_DIR");
+  CLI::Option* checkpoint_action_option =
+      checkpoint->add_option("action", checkpoint_action, "inspect, verify or merge")->required();
+  checkpoint
+      ->add_option("dir", checkpoint_path,
+                   "a checkpoint folder (run_dir/checkpoints/step-<S>), or a run_dir or its "
+                   "checkpoints/ folder (inspect and merge: its last checkpoint; verify: every one)")
+      ->required();
+  checkpoint->add_flag("--json", checkpoint_json, "inspect: one JSON object");
+  checkpoint->add_option("--out", checkpoint_out,
+                         "merge: the new checkpoint folder to write (must not exist)");
+
   std::string completion_shell;
   CLI::App* completion = app.add_subcommand(
       "completion", "print a shell completion script: source <(unitrain completion bash)");
@@ -297,7 +337,8 @@ int main(int argc, char** argv) {
   Choices choices = {{init_task, unitrain::starter_tasks()},
                      {completion_shell_option, {"bash"}},
                      {eval->get_option("--split"), {"val", "test"}},
-                     {exp->get_option("--format"), {"state_dict", "torchscript"}}};
+                     {exp->get_option("--format"), {"state_dict", "torchscript"}},
+                     {checkpoint_action_option, {"inspect", "verify", "merge"}}};
 
   const int all_words = argc;
   const std::vector<std::string> worker_command = take_worker_command(argc, argv);
@@ -376,6 +417,9 @@ int main(int argc, char** argv) {
       unitrain::log::info("wrote " + init_out + "; train it with: unitrain train " + init_out);
     } else if (*report) {
       unitrain::log::info("wrote " + unitrain::report::write_report(report_dirs, report_out));
+    } else if (*checkpoint) {
+      return run_checkpoint_tool(checkpoint_action, checkpoint_path, checkpoint_json,
+                                 checkpoint_out);
     } else if (*completion) {
       if (completion_shell != "bash") {
         throw unitrain::ConfigError("completion: only bash is supported, got '" + completion_shell +

@@ -63,6 +63,34 @@ void maybe_pause_for_tests() {
   if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
+/// Writes `files`, then their manifest, into the folder `tmp`, and syncs it.
+void write_files(const std::string& tmp, int64_t step, const std::vector<CheckpointFile>& files) {
+  nlohmann::ordered_json manifest;
+  manifest["format"] = kFormat;
+  manifest["step"] = step;
+  nlohmann::ordered_json listed = nlohmann::ordered_json::object();
+  std::error_code ec;
+  for (const auto& f : files) {
+    if (!f.move_from.empty()) {
+      const uintmax_t size = fs::file_size(f.move_from, ec);
+      UT_CHECK_TRAIN(!ec && size == f.moved_size, "checkpoint file ", f.move_from, " is ",
+                     ec ? "missing" : std::to_string(size) + " bytes", ", its writer said ",
+                     f.moved_size, " bytes");
+      fs::rename(f.move_from, tmp + "/" + f.name, ec);
+      UT_CHECK_TRAIN(!ec, "cannot move ", f.move_from, " into ", tmp, ": ", ec.message());
+      listed[f.name] = {{"size", f.moved_size}, {"crc32", f.moved_crc32}};
+      continue;
+    }
+    write_synced(tmp + "/" + f.name, f.image);
+    listed[f.name] = {{"size", f.image.size()}, {"crc32", crc32_of(f.image)}};
+    maybe_pause_for_tests();
+  }
+  manifest["files"] = listed;
+  const std::string text = manifest.dump(1) + "\n";
+  write_synced(tmp + "/" + kManifest, FileImage(std::vector<char>(text.begin(), text.end())));
+  fsync_path(tmp, true);
+}
+
 }  // namespace
 
 CheckpointStore::CheckpointStore(std::string root) : root_(std::move(root)) {}
@@ -88,29 +116,7 @@ std::string CheckpointStore::save(int64_t step, const std::vector<CheckpointFile
   fs::remove_all(tmp, ec);
   UT_CHECK_TRAIN(::mkdir(tmp.c_str(), 0755) == 0, "cannot create ", tmp, ": ", errno_text());
   try {
-    nlohmann::ordered_json manifest;
-    manifest["format"] = kFormat;
-    manifest["step"] = step;
-    nlohmann::ordered_json listed = nlohmann::ordered_json::object();
-    for (const auto& f : files) {
-      if (!f.move_from.empty()) {
-        const uintmax_t size = fs::file_size(f.move_from, ec);
-        UT_CHECK_TRAIN(!ec && size == f.moved_size, "checkpoint file ", f.move_from, " is ",
-                       ec ? "missing" : std::to_string(size) + " bytes", ", its writer said ",
-                       f.moved_size, " bytes");
-        fs::rename(f.move_from, tmp + "/" + f.name, ec);
-        UT_CHECK_TRAIN(!ec, "cannot move ", f.move_from, " into ", tmp, ": ", ec.message());
-        listed[f.name] = {{"size", f.moved_size}, {"crc32", f.moved_crc32}};
-        continue;
-      }
-      write_synced(tmp + "/" + f.name, f.image);
-      listed[f.name] = {{"size", f.image.size()}, {"crc32", crc32_of(f.image)}};
-      maybe_pause_for_tests();
-    }
-    manifest["files"] = listed;
-    const std::string text = manifest.dump(1) + "\n";
-    write_synced(tmp + "/" + kManifest, FileImage(std::vector<char>(text.begin(), text.end())));
-    fsync_path(tmp, true);
+    write_files(tmp, step, files);
     // An older folder of the same step (a re-run after resuming from an earlier one) goes
     // aside first and only away once the new one is in place.
     std::string old_aside;
@@ -133,6 +139,29 @@ std::string CheckpointStore::save(int64_t step, const std::vector<CheckpointFile
     throw;
   }
   return final_dir;
+}
+
+std::string CheckpointStore::write_new(const std::string& dir, int64_t step,
+                                       const std::vector<CheckpointFile>& files) {
+  std::error_code ec;
+  UT_CHECK_TRAIN(!fs::exists(dir, ec), dir, " exists already; choose a new path (nothing is "
+                 "overwritten)");
+  const fs::path parent = fs::absolute(dir).parent_path();
+  fs::create_directories(parent, ec);
+  UT_CHECK_TRAIN(!ec, "cannot create ", parent.string(), ": ", ec.message());
+  const std::string tmp = dir + ".partial-" + std::to_string(::getpid());
+  fs::remove_all(tmp, ec);
+  UT_CHECK_TRAIN(::mkdir(tmp.c_str(), 0755) == 0, "cannot create ", tmp, ": ", errno_text());
+  try {
+    write_files(tmp, step, files);
+    fs::rename(tmp, dir, ec);
+    UT_CHECK_TRAIN(!ec, "cannot rename ", tmp, " to ", dir, ": ", ec.message());
+    fsync_path(parent.string(), true);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  return dir;
 }
 
 std::vector<CheckpointRef> CheckpointStore::list() const {
@@ -182,6 +211,16 @@ std::string CheckpointStore::verify(const std::string& dir) {
     }
   }
   return "";
+}
+
+std::vector<std::pair<std::string, uint64_t>> CheckpointStore::files_of(const std::string& dir) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  nlohmann::json m = manifest_of(dir);
+  if (m.is_null()) return out;
+  for (const auto& [name, info] : m["files"].items()) {
+    out.emplace_back(name, info.value("size", uint64_t(0)));
+  }
+  return out;
 }
 
 bool CheckpointStore::has(const std::string& dir, const std::string& name) {

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "unitrain/checkpoint/file_image.h"
@@ -45,6 +46,11 @@ class CheckpointStore {
   /// new one is complete) and returns its path.
   std::string save(int64_t step, const std::vector<CheckpointFile>& files) const;
 
+  /// Writes `files` as a new complete checkpoint folder `dir` anywhere (written beside it as
+  /// `<dir>.partial-<pid>`, manifest last, then renamed); TrainError when `dir` exists.
+  static std::string write_new(const std::string& dir, int64_t step,
+                               const std::vector<CheckpointFile>& files);
+
   /// Complete checkpoints (manifest present, every file of the listed size), oldest first.
   /// Checksums are not read here: load() verifies them.
   std::vector<CheckpointRef> list() const;
@@ -56,6 +62,9 @@ class CheckpointStore {
   /// The bytes of `name` in checkpoint `dir`, checked against the manifest; TrainError naming
   /// the file when it is missing, truncated or corrupt.
   static std::vector<char> read(const std::string& dir, const std::string& name);
+  /// The files the manifest of `dir` lists, with their sizes, in its order; empty when it has
+  /// no valid manifest.
+  static std::vector<std::pair<std::string, uint64_t>> files_of(const std::string& dir);
   /// True when the manifest of `dir` lists `name`.
   static bool has(const std::string& dir, const std::string& name);
 

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <map>
+
 #include "unitrain/checkpoint/torch_file.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/optimizer_state_serializer.h"
@@ -295,13 +297,14 @@ std::function<FileImage()> optimizer_state_snapshot(const torch::optim::Optimize
   return [dict] { return encode_torch_file(*dict); };
 }
 
-void load_optimizer_state(torch::optim::Optimizer& optimizer,
-                          const std::vector<OptimizerFile>& files) {
-  UT_CHECK_TRAIN(!files.empty(), "no optimizer state files to load");
-  if (files.size() == 1) return load_optimizer_state(optimizer, files[0].bytes, files[0].what);
-  const std::string what = files[0].what + " and " + std::to_string(files.size() - 1) + " more";
+namespace {
+
+/// The dicts of `files` as one: the first file's entries, with the union of every file's
+/// "state" (by parameter index, in index order).
+ReadDict merged_optimizer_dict(const std::vector<OptimizerFile>& files) {
   ReadDict merged = new_dict();
-  ReadDict state = new_dict();
+  std::map<int64_t, std::pair<c10::IValue, c10::IValue>> states;
+  std::string first_type;
   for (const OptimizerFile& f : files) {
     c10::IValue value;
     try {
@@ -319,22 +322,47 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer,
     const std::string type = entry(d, "type", f.what).toStringRef();
     UT_CHECK_TRAIN(!type.empty(), f.what, ": the state of an optimizer unitrain cannot save by "
                    "parameter cannot be merged from several files");
-    if (merged.empty()) {
+    if (first_type.empty()) {
+      first_type = type;
       for (const auto& e : d) {
         if (e.key().toStringRef() != "state") merged.insert(e.key(), e.value());
       }
     } else {
-      UT_CHECK_TRAIN(entry(merged, "type", what).toStringRef() == type, f.what,
-                     " holds the state of optimizer type '", type, "', ", files[0].what, " '",
-                     entry(merged, "type", what).toStringRef(), "'");
+      UT_CHECK_TRAIN(first_type == type, f.what, " holds the state of optimizer type '", type,
+                     "', ", files[0].what, " '", first_type, "'");
     }
     for (const auto& e : entry(d, "state", f.what).toGenericDict()) {
-      UT_CHECK_TRAIN(!state.contains(e.key()), f.what, " holds parameter ", e.key().toStringRef(),
+      const std::string& key = e.key().toStringRef();
+      int64_t index = -1;
+      try {
+        index = std::stoll(key);
+      } catch (const std::exception&) {
+      }
+      UT_CHECK_TRAIN(index >= 0, f.what, ": state entry '", key, "' is not a parameter index");
+      UT_CHECK_TRAIN(states.count(index) == 0, f.what, " holds parameter ", key,
                      "'s state, which an earlier file holds too");
-      state.insert(e.key(), e.value());
+      states.emplace(index, std::make_pair(e.key(), e.value()));
     }
   }
+  ReadDict state = new_dict();
+  for (const auto& [index, kv] : states) state.insert(kv.first, kv.second);
   merged.insert("state", state);
+  return merged;
+}
+
+}  // namespace
+
+std::vector<char> merge_optimizer_files(const std::vector<OptimizerFile>& files) {
+  UT_CHECK_TRAIN(!files.empty(), "no optimizer state files to merge");
+  return encode_torch_file(merged_optimizer_dict(files)).bytes();
+}
+
+void load_optimizer_state(torch::optim::Optimizer& optimizer,
+                          const std::vector<OptimizerFile>& files) {
+  UT_CHECK_TRAIN(!files.empty(), "no optimizer state files to load");
+  if (files.size() == 1) return load_optimizer_state(optimizer, files[0].bytes, files[0].what);
+  const std::string what = files[0].what + " and " + std::to_string(files.size() - 1) + " more";
+  const ReadDict merged = merged_optimizer_dict(files);
   try {
     load_optimizer_dict(optimizer, merged, kOptimizerFormat, what);
   } catch (const TrainError&) {

@@ -45,5 +45,9 @@ struct OptimizerFile {
 /// one is not such a file or the files disagree (optimizer type, groups).
 void load_optimizer_state(torch::optim::Optimizer& optimizer,
                           const std::vector<OptimizerFile>& files);
+/// The files load_optimizer_state(optimizer, files) reads, as one optimizer file (the same
+/// format, every parameter's state in index order), without an optimizer: for `unitrain
+/// checkpoint merge`. TrainError naming the file as there.
+std::vector<char> merge_optimizer_files(const std::vector<OptimizerFile>& files);
 
 }  // namespace unitrain

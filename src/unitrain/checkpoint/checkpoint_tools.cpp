@@ -1,0 +1,154 @@
+#include "unitrain/checkpoint/checkpoint_tools.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
+
+#include "unitrain/checkpoint/checkpoint_store.h"
+#include "unitrain/checkpoint/optimizer_state.h"
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kPartitionPrefix = "optimizer-rank-";
+
+bool is_partition(const std::string& name) { return name.rfind(kPartitionPrefix, 0) == 0; }
+
+std::string human_size(uint64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  if (bytes < 1024 * 1024) return fmt::format("{:.1f} KB", bytes / 1024.0);
+  if (bytes < 1024ull * 1024 * 1024) return fmt::format("{:.1f} MB", bytes / 1048576.0);
+  return fmt::format("{:.2f} GB", bytes / 1073741824.0);
+}
+
+nlohmann::ordered_json read_state(const std::string& dir) {
+  const std::vector<char> bytes = CheckpointStore::read(dir, "trainer_state.json");
+  auto j = nlohmann::ordered_json::parse(bytes.begin(), bytes.end(), nullptr, false);
+  UT_CHECK_TRAIN(!j.is_discarded() && j.is_object(), dir, "/trainer_state.json is not valid JSON");
+  return j;
+}
+
+/// The checkpoint folders `path` holds: itself, or the step-<S> folders of a checkpoints/
+/// folder or run_dir.
+std::vector<std::string> step_folders(const std::string& path) {
+  std::error_code ec;
+  if (fs::exists(fs::path(path) / "MANIFEST.json", ec)) return {path};
+  std::string root = path;
+  if (fs::is_directory(fs::path(path) / "checkpoints", ec)) root = path + "/checkpoints";
+  std::vector<std::pair<int64_t, std::string>> found;
+  if (fs::is_directory(root, ec)) {
+    for (const auto& e : fs::directory_iterator(root, ec)) {
+      const int64_t step = CheckpointStore::step_of(e.path().string());
+      if (step >= 0 && e.is_directory() && !e.is_symlink())
+        found.emplace_back(step, e.path().string());
+    }
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& [step, dir] : found) out.push_back(dir);
+  return out;
+}
+
+}  // namespace
+
+std::string checkpoint_folder(const std::string& path) {
+  std::error_code ec;
+  UT_CHECK(fs::exists(path, ec), "checkpoint: ", path, " does not exist");
+  if (fs::exists(fs::path(path) / "MANIFEST.json", ec)) return path;
+  for (const std::string& root : {path + "/checkpoints", path}) {
+    if (fs::exists(root + "/last", ec)) return CheckpointStore(root).resolve_link("last");
+  }
+  throw ConfigError(detail::concat("checkpoint: ", path,
+                                   " is not a checkpoint folder (no "
+                                   "MANIFEST.json), nor a run_dir or checkpoints/ folder with a "
+                                   "`last` checkpoint"));
+}
+
+std::string inspect_checkpoint(const std::string& path, bool json) {
+  const std::string dir = checkpoint_folder(path);
+  const nlohmann::ordered_json j = read_state(dir);
+  const nlohmann::ordered_json state = j.value("state", nlohmann::ordered_json::object());
+  nlohmann::ordered_json out;
+  out["checkpoint"] = dir;
+  for (const char* k : {"step", "epoch", "samples", "batch_in_epoch", "micro_in_window"}) {
+    out[k] = state.value(k, int64_t(0));
+  }
+  out["world_size"] = j.value("world_size", int64_t(1));
+  out["batch_size"] = j.value("batch_size", int64_t(0));
+  out["accumulation"] = j.value("accumulation", int64_t(0));
+  out["zero"] = j.value("zero", int64_t(0));
+  out["config_hash"] = j.value("config_hash", std::string());
+  out["stopped"] = state.value("stopped", false);
+  out["metrics"] = j.value("metrics", nlohmann::ordered_json::object());
+  nlohmann::ordered_json files = nlohmann::ordered_json::object();
+  for (const auto& [name, size] : CheckpointStore::files_of(dir)) files[name] = size;
+  out["files"] = files;
+  if (json) return out.dump(1) + "\n";
+
+  std::ostringstream s;
+  s << "checkpoint " << dir << "\n";
+  s << fmt::format("  step {}, epoch {} completed, {} samples seen, batch {} of its epoch{}\n",
+                   out["step"].get<int64_t>(), out["epoch"].get<int64_t>(),
+                   out["samples"].get<int64_t>(), out["batch_in_epoch"].get<int64_t>(),
+                   out["stopped"].get<bool>() ? " (the run stopped early)" : "");
+  s << fmt::format("  {} process(es), batch {} per process, accumulation {}, distributed.zero {}\n",
+                   out["world_size"].get<int64_t>(), out["batch_size"].get<int64_t>(),
+                   out["accumulation"].get<int64_t>(), out["zero"].get<int64_t>());
+  s << "  config hash " << out["config_hash"].get<std::string>() << "\n";
+  for (const char* split : {"train", "val"}) {
+    if (!out["metrics"].contains(split) || out["metrics"][split].empty()) continue;
+    s << "  " << split << " metrics at save:";
+    for (const auto& [k, v] : out["metrics"][split].items()) s << " " << k << "=" << v.dump();
+    s << "\n";
+  }
+  s << "  files:\n";
+  uint64_t total = 0;
+  for (const auto& [name, size] : CheckpointStore::files_of(dir)) {
+    s << fmt::format("    {:<24} {:>10}\n", name, human_size(size));
+    total += size;
+  }
+  s << fmt::format("    {:<24} {:>10}\n", "(total)", human_size(total));
+  return s.str();
+}
+
+int verify_checkpoints(const std::string& path, std::string& report) {
+  std::error_code ec;
+  UT_CHECK(fs::exists(path, ec), "checkpoint verify: ", path, " does not exist");
+  const std::vector<std::string> dirs = step_folders(path);
+  UT_CHECK(!dirs.empty(), "checkpoint verify: ", path,
+           " holds no checkpoint (no MANIFEST.json, "
+           "no step-<S> folders)");
+  int bad = 0;
+  for (const std::string& dir : dirs) {
+    const std::string problem = CheckpointStore::verify(dir);
+    report += dir + ": " + (problem.empty() ? "ok" : problem) + "\n";
+    bad += !problem.empty();
+  }
+  return bad;
+}
+
+std::string merge_checkpoint(const std::string& path, const std::string& out) {
+  const std::string dir = checkpoint_folder(path);
+  std::vector<OptimizerFile> partitions;
+  for (int r = 0; CheckpointStore::has(dir, kPartitionPrefix + std::to_string(r) + ".pt"); ++r) {
+    const std::string name = kPartitionPrefix + std::to_string(r) + ".pt";
+    partitions.push_back({CheckpointStore::read(dir, name), dir + "/" + name});
+  }
+  UT_CHECK_TRAIN(!partitions.empty(), dir, " holds no optimizer partitions (", kPartitionPrefix,
+                 "<R>.pt): its optimizer state is one file already");
+  std::vector<CheckpointFile> files;
+  files.push_back({"optimizer.pt", merge_optimizer_files(partitions), nullptr});
+  for (const auto& [name, size] : CheckpointStore::files_of(dir)) {
+    if (!is_partition(name)) files.push_back({name, CheckpointStore::read(dir, name), nullptr});
+  }
+  const int64_t step = read_state(dir)["state"].value("step", int64_t(0));
+  return CheckpointStore::write_new(out, step, files);
+}
+
+}  // namespace unitrain

@@ -1,0 +1,32 @@
+#pragma once
+// `unitrain checkpoint inspect | verify | merge`: looking at, checking and reshaping checkpoints
+// without a config, a model or an optimizer.
+#include <string>
+
+namespace unitrain {
+
+/// The checkpoint folder `path` names: a step folder (it has a MANIFEST.json), or a run's
+/// `checkpoints/` folder or its run_dir, meaning their `last` checkpoint. ConfigError naming
+/// `path` otherwise.
+std::string checkpoint_folder(const std::string& path);
+
+/// What a checkpoint holds: step, epoch, samples, position in the epoch, world size, per-process
+/// batch, accumulation, ZeRO stage, config hash, the metrics last logged before it was saved, and
+/// every file with its size; as text, or (`json`) one JSON object. trainer_state.json is read
+/// through its CRC (TrainError naming it when corrupt).
+std::string inspect_checkpoint(const std::string& path, bool json);
+
+/// Checks every file of a checkpoint against its manifest (size and CRC-32). `path`: a step
+/// folder, or a run's `checkpoints/` folder or run_dir (then every step-<S> folder in it). Writes
+/// one line per folder ("ok" or what is wrong, naming the file) to `report`; returns how many
+/// are invalid.
+int verify_checkpoints(const std::string& path, std::string& report);
+
+/// A checkpoint whose optimizer state is split over ranks (ZeRO: optimizer-rank-<R>.pt) as a
+/// new complete checkpoint folder `out` with one optimizer.pt (torch.load reads it; a run of any
+/// number of processes resumes from it with --checkpoint.resume <out>); the other files copied
+/// as they are. Nothing existing is overwritten: TrainError when `out` exists, when the
+/// checkpoint is not sharded, or when a file is corrupt or the partitions disagree.
+std::string merge_checkpoint(const std::string& path, const std::string& out);
+
+}  // namespace unitrain
