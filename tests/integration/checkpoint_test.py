@@ -132,13 +132,7 @@ class Checkpoints(common.Case):
         self.assertEqual({k: tuple(v.shape) for k, v in model.items()},
                          {"layers.0.weight": (48, 64), "layers.0.bias": (48,),
                           "layers.1.weight": (10, 48), "layers.1.bias": (10,)})
-        with open(os.path.join(last, "MANIFEST.json")) as f:
-            manifest = json.load(f)
-        for name, entry in manifest["files"].items():
-            with open(os.path.join(last, name), "rb") as f:
-                data = f.read()
-            self.assertEqual(len(data), entry["size"], name)
-            self.assertEqual(zlib.crc32(data), entry["crc32"], name)
+        self.assertEqual(common.manifest_problems(last), [])
         with open(os.path.join(last, "trainer_state.json")) as f:
             ts = json.load(f)
         self.assertEqual(ts["state"]["epoch"], 1)

@@ -44,6 +44,36 @@ def read_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def pid_of_rank(rank, config):
+    """The pid of the unitrain worker of `rank` training `config`, or None."""
+    import glob
+    for env_file in glob.glob("/proc/[0-9]*/environ"):
+        try:
+            with open(env_file, "rb") as f:
+                env = f.read().split(b"\0")
+            with open(env_file.replace("environ", "cmdline"), "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if config.encode() in cmd and f"RANK={rank}".encode() in env and b"train" in cmd:
+            return int(env_file.split("/")[2])
+    return None
+
+
+def manifest_problems(step_dir):
+    """What differs between a checkpoint folder's files and its MANIFEST.json (sizes, CRC-32s)."""
+    import zlib
+    with open(os.path.join(step_dir, "MANIFEST.json")) as f:
+        manifest = json.load(f)
+    problems = []
+    for name, entry in manifest["files"].items():
+        with open(os.path.join(step_dir, name), "rb") as f:
+            data = f.read()
+        if len(data) != entry["size"] or zlib.crc32(data) != entry["crc32"]:
+            problems.append(name)
+    return problems
+
+
 class Case(unittest.TestCase):
     def setUp(self):
         self._tmp = tempfile.TemporaryDirectory(prefix="unitrain-it-")
@@ -51,6 +81,14 @@ class Case(unittest.TestCase):
 
     def tearDown(self):
         self._tmp.cleanup()
+
+    def final_weights(self, run_dir):
+        """The last checkpoint's model of `run_dir`, exported and read by torch.load."""
+        import torch
+        code, out = run(["export", os.path.join(run_dir, "config.yaml"), "--checkpoint", "last",
+                         "--out", os.path.join(run_dir, "w.pt")])
+        self.assertEqual(code, 0, out)
+        return torch.load(os.path.join(run_dir, "w.pt"))
 
 
 def main():

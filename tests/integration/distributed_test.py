@@ -49,12 +49,6 @@ class Distributed(common.Case):
                             CONFIG.format(run_dir=run_dir, data=data, batch=batch, steps=steps,
                                           accumulation=accumulation)), run_dir
 
-    def final_weights(self, run_dir):
-        code, out = run(["export", os.path.join(run_dir, "config.yaml"), "--checkpoint", "last",
-                         "--out", os.path.join(run_dir, "w.pt")])
-        self.assertEqual(code, 0, out)
-        return torch.load(os.path.join(run_dir, "w.pt"))
-
     def check_same_as_one_process(self, accumulation):
         one_cfg, one_dir = self.config("one", batch=64, accumulation=accumulation)
         two_cfg, two_dir = self.config("two", batch=32, accumulation=accumulation)
@@ -116,20 +110,6 @@ class Distributed(common.Case):
         self.assertIn("(openmpi via 127.0.0.1:29563)", p.stdout + p.stderr)
         self.assert_close(self.one_process_weights(), self.final_weights(run_dir))
 
-    def pid_of_rank(self, rank, config):
-        """The pid of the unitrain worker of `rank` running `config`."""
-        for env_file in glob.glob("/proc/[0-9]*/environ"):
-            try:
-                with open(env_file, "rb") as f:
-                    env = f.read().split(b"\0")
-                with open(env_file.replace("environ", "cmdline"), "rb") as f:
-                    cmd = f.read()
-            except OSError:
-                continue
-            if config.encode() in cmd and f"RANK={rank}".encode() in env and b"train" in cmd:
-                return int(env_file.split("/")[2])
-        return None
-
     def kill_rank_after_checkpoint(self, cfg, run_dir, restarts):
         env = dict(os.environ, UNITRAIN_TEST_STEP_DELAY_MS="30")
         p = subprocess.Popen([common.BIN, "launch", "--nproc-per-node", "2", "--master-port", "29564",
@@ -141,7 +121,7 @@ class Distributed(common.Case):
         while not os.path.exists(os.path.join(run_dir, "checkpoints", "step-10")):
             self.assertLess(time.time(), deadline, "no checkpoint appeared")
             time.sleep(0.05)
-        pid = self.pid_of_rank(1, cfg)
+        pid = common.pid_of_rank(1, cfg)
         self.assertIsNotNone(pid)
         os.kill(pid, signal.SIGKILL)
         t0 = time.time()

@@ -47,12 +47,6 @@ class Elastic(common.Case):
         self.assertEqual(code, 0, out)
         return out
 
-    def weights(self, run_dir):
-        code, out = run(["export", os.path.join(run_dir, "config.yaml"), "--checkpoint", "last",
-                         "--out", os.path.join(run_dir, "w.pt")])
-        self.assertEqual(code, 0, out)
-        return torch.load(os.path.join(run_dir, "w.pt"))
-
     def check(self, before, after, zero="0", **config):
         cfg, ref = self.config(f"ref-{before}-{after}-{zero}", **config)
         self.train(after, cfg, "--distributed.zero", zero)
@@ -62,7 +56,7 @@ class Elastic(common.Case):
         self.assertIn("resumed from", out)
         if before != after:
             self.assertIn(f"resuming on {after} process(es) a checkpoint written by {before}", out)
-        a, b = self.weights(ref), self.weights(run_dir)
+        a, b = self.final_weights(ref), self.final_weights(run_dir)
         self.assertEqual(list(a), list(b))
         for k in a:
             self.assertTrue(torch.allclose(a[k], b[k], rtol=1e-5, atol=1e-6),
@@ -95,7 +89,7 @@ class Elastic(common.Case):
         self.train(2, cfg, "--train.max_length", "15 steps")
         out = self.train(1, cfg)
         self.assertIn("(train.accumulation_steps 1 -> 2)", out)
-        a, b = self.weights(ref), self.weights(run_dir)
+        a, b = self.final_weights(ref), self.final_weights(run_dir)
         for k in a:
             self.assertTrue(torch.allclose(a[k], b[k], rtol=1e-5, atol=1e-6), k)
 
