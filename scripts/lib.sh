@@ -12,7 +12,7 @@ UNITRAIN_PACKAGES=(
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev libisal-dev
   libprotobuf-dev protobuf-compiler  # the tensorboard tracker's event files
   libgtest-dev libgmock-dev libbenchmark-dev
-  dataset-fashion-mnist python3-torch python3-sklearn openmpi-bin
+  dataset-fashion-mnist python3-torch python3-sklearn python3-numpy openmpi-bin
   chromium python3-pil fonts-dejavu-core  # the report test renders HTML headless and reads the PNG
   python3-protobuf python3-crc32c  # tests/integration/tensorboard_test.py reads the event files
   ccache  # optional: CMake compiles through it when present (a rebuilt build/ is then quick)

@@ -79,5 +79,20 @@ class Examples(common.Case):
         self.assertLess(last(events, "val/ppl"), 16.0)  # validated at the run's last step
 
 
+    def test_tokens_lm_trains_on_the_memory_mapped_token_file(self):
+        subprocess.run([os.path.join(common.SOURCE, "examples/moby_dick/prepare.sh")], check=True,
+                       timeout=600)  # writes moby_dick.u16.bin beside the text if missing
+        run_dir = os.path.join(self.dir, "tokens")
+        code, out = run(["train", "examples/moby_dick/tokens_lm.yaml", "--run_dir", run_dir,
+                         "--train.max_length", "100 steps", "--train.threads", "1",
+                         "--train.log_every", "25 steps"], cwd=common.SOURCE)
+        self.assertEqual(code, 0, out)
+        self.assertIn("data: 9226 train, 188 val", out)  # char_lm.yaml's windows
+        events = read_jsonl(os.path.join(run_dir, "metrics.jsonl"))
+        losses = {e["step"]: e["train/loss"] for e in events if "train/loss" in e}
+        self.assertGreater(losses[25], 4.0, losses)  # from ~5.5 (uniform over 256 ids) ...
+        self.assertLess(losses[100], 2.7, losses)    # ... to about 2.5 at step 100
+
+
 if __name__ == "__main__":
     common.main()
