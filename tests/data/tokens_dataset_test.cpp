@@ -16,7 +16,8 @@ using test::config_error_of;
 
 /// `np.array(ids, dtype=dtype).tofile(path)` run by Debian's python3-numpy; a test failure
 /// (never a skip) when it cannot run.
-std::string numpy_tokens(const std::string& name, const std::string& ids, const std::string& dtype) {
+std::string numpy_tokens(const std::string& name, const std::string& ids,
+                         const std::string& dtype) {
   const std::string path = test::temp_dir() + "/" + name;
   const std::string cmd = "/usr/bin/python3 -c 'import numpy as np; np.array(" + ids +
                           ", dtype=np." + dtype + ").tofile(\"" + path + "\")'";
@@ -24,8 +25,8 @@ std::string numpy_tokens(const std::string& name, const std::string& ids, const 
   return path;
 }
 
-TokensOptions tokens_options(const std::string& path, int64_t seq_len, const std::string& dtype = "uint16",
-                             int64_t stride = 0) {
+TokensOptions tokens_options(const std::string& path, int64_t seq_len,
+                             const std::string& dtype = "uint16", int64_t stride = 0) {
   TokensOptions o;
   o.path = path;
   o.seq_len = seq_len;
@@ -36,7 +37,8 @@ TokensOptions tokens_options(const std::string& path, int64_t seq_len, const std
 
 TEST(TokensDataset, WindowsOfANumpyUint16FileShiftedByOne) {
   // 11 ids: windows of 4 start at 0 and 4 (a third would need ids up to 12).
-  const std::string path = numpy_tokens("train.bin", "[5, 1, 60000, 7, 2, 9, 3, 3, 8, 0, 4]", "uint16");
+  const std::string path =
+      numpy_tokens("train.bin", "[5, 1, 60000, 7, 2, 9, 3, 3, 8, 0, 4]", "uint16");
   TokensDataset d(tokens_options(path, 4));
   ASSERT_EQ(d.size(), 2);
   EXPECT_EQ(d.info().at("num_tokens"), 11);
@@ -64,8 +66,9 @@ TEST(TokensDataset, Uint32IdsAboveSixtyFiveThousand) {
 
 TEST(TokensDataset, BadFilesAreNamed) {
   const std::string dir = test::temp_dir();
-  EXPECT_TRUE(test::contains(config_error_of([&] { TokensDataset(tokens_options(dir + "/none.bin", 4)); }),
-                             "tokens: cannot open '" + dir + "/none.bin'"));
+  EXPECT_TRUE(
+      test::contains(config_error_of([&] { TokensDataset(tokens_options(dir + "/none.bin", 4)); }),
+                     "tokens: cannot open '" + dir + "/none.bin'"));
   const std::string odd = test::write_file(dir + "/odd.bin", "abcde");  // 5 bytes: 2.5 uint16
   EXPECT_TRUE(test::contains(config_error_of([&] { TokensDataset(tokens_options(odd, 1)); }),
                              "has 5 bytes, not a whole number of uint16 ids"));

@@ -34,9 +34,8 @@ std::shared_ptr<const void> map_file(const std::string& path, size_t& bytes) {
   ::close(fd);  // the mapping keeps the file
   UT_CHECK(p != MAP_FAILED, "tokens: cannot map '", path, "': ", std::strerror(map_err));
   ::madvise(p, bytes, MADV_RANDOM);  // windows are read in shuffled order
-  return std::shared_ptr<const void>(p, [bytes](const void* q) {
-    ::munmap(const_cast<void*>(q), bytes);
-  });
+  return std::shared_ptr<const void>(
+      p, [bytes](const void* q) { ::munmap(const_cast<void*>(q), bytes); });
 }
 
 }  // namespace
@@ -61,14 +60,19 @@ TokensDataset::TokensDataset(const TokensOptions& o)
       seq_len_(o.seq_len),
       stride_(o.stride == 0 ? o.seq_len : o.stride),
       path_(o.path) {
-  UT_CHECK(o.dtype == "uint16" || o.dtype == "uint32", "tokens: dtype must be uint16 or uint32, "
-           "got '", o.dtype, "'");
+  UT_CHECK(o.dtype == "uint16" || o.dtype == "uint32",
+           "tokens: dtype must be uint16 or uint32, "
+           "got '",
+           o.dtype, "'");
   UT_CHECK(seq_len_ > 0 && stride_ > 0, "tokens: seq_len and stride must be positive");
   size_t bytes = 0;
   mapping_ = map_file(o.path, bytes);
   data_ = static_cast<const unsigned char*>(mapping_.get());
-  UT_CHECK(bytes % element_size_ == 0, "tokens: '", o.path, "' has ", bytes, " bytes, not a "
-           "whole number of ", o.dtype, " ids (", element_size_, " bytes each): truncated, or "
+  UT_CHECK(bytes % element_size_ == 0, "tokens: '", o.path, "' has ", bytes,
+           " bytes, not a "
+           "whole number of ",
+           o.dtype, " ids (", element_size_,
+           " bytes each): truncated, or "
            "another dtype (data.*.args.dtype)?");
   num_tokens_ = static_cast<int64_t>(bytes) / element_size_;
   UT_CHECK(num_tokens_ >= seq_len_ + 1, "tokens: '", o.path, "' holds ", num_tokens_,
@@ -78,7 +82,8 @@ TokensDataset::TokensDataset(const TokensOptions& o)
   for (int64_t i = 0; i < num_tokens_; ++i) largest = std::max(largest, token(i));
   vocab_size_ = o.vocab_size.value_or(largest + 1);
   UT_CHECK(largest < vocab_size_, "tokens: '", o.path, "' holds id ", largest,
-           ", not below vocab_size ", vocab_size_, " (raise data.*.args.vocab_size, or check "
+           ", not below vocab_size ", vocab_size_,
+           " (raise data.*.args.vocab_size, or check "
            "data.*.args.dtype)");
 }
 

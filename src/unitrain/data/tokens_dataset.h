@@ -13,10 +13,10 @@ namespace unitrain {
 /// Settings of the `tokens` dataset (its `args`).
 struct TokensOptions {
   std::string path;
-  std::string dtype = "uint16";         ///< uint16 | uint32, little-endian
+  std::string dtype = "uint16";  ///< uint16 | uint32, little-endian
   int64_t seq_len = 128;
-  int64_t stride = 0;                   ///< tokens between window starts; 0 = seq_len
-  std::optional<int64_t> vocab_size;    ///< unset: the largest id in the file + 1
+  int64_t stride = 0;                 ///< tokens between window starts; 0 = seq_len
+  std::optional<int64_t> vocab_size;  ///< unset: the largest id in the file + 1
 
   static void declare(Options<TokensOptions>& o);
 };
