@@ -82,6 +82,14 @@ class Case(unittest.TestCase):
     def tearDown(self):
         self._tmp.cleanup()
 
+    def assert_weights_close(self, a, b, rtol, atol):
+        """Two state dicts with the same names, every tensor within rtol/atol."""
+        import torch
+        self.assertEqual(list(a), list(b))
+        for k in a:
+            self.assertTrue(torch.allclose(a[k], b[k], rtol=rtol, atol=atol),
+                            f"{k}: max difference {(a[k] - b[k]).abs().max().item()}")
+
     def final_weights(self, run_dir):
         """The last checkpoint's model of `run_dir`, exported and read by torch.load."""
         import torch

@@ -4,8 +4,6 @@ relative), its loss curve continuing."""
 import gzip
 import os
 
-import torch
-
 import common
 from common import run, read_jsonl
 
@@ -56,11 +54,7 @@ class Elastic(common.Case):
         self.assertIn("resumed from", out)
         if before != after:
             self.assertIn(f"resuming on {after} process(es) a checkpoint written by {before}", out)
-        a, b = self.final_weights(ref), self.final_weights(run_dir)
-        self.assertEqual(list(a), list(b))
-        for k in a:
-            self.assertTrue(torch.allclose(a[k], b[k], rtol=1e-5, atol=1e-6),
-                            f"{k}: max difference {(a[k] - b[k]).abs().max().item()}")
+        self.assert_weights_close(self.final_weights(ref), self.final_weights(run_dir), 1e-5, 1e-6)
         # The loss curve continues: one event per 5 steps, never restarting, close to the
         # reference's after the resume.
         ea = [e for e in read_jsonl(os.path.join(ref, "metrics.jsonl")) if "train/loss" in e]
@@ -89,9 +83,7 @@ class Elastic(common.Case):
         self.train(2, cfg, "--train.max_length", "15 steps")
         out = self.train(1, cfg)
         self.assertIn("(train.accumulation_steps 1 -> 2)", out)
-        a, b = self.final_weights(ref), self.final_weights(run_dir)
-        for k in a:
-            self.assertTrue(torch.allclose(a[k], b[k], rtol=1e-5, atol=1e-6), k)
+        self.assert_weights_close(self.final_weights(ref), self.final_weights(run_dir), 1e-5, 1e-6)
 
     def test_a_global_batch_that_does_not_split_is_refused_before_anything_changes(self):
         cfg, run_dir = self.config("odd", batch=32, batching="accumulation_steps: 1")

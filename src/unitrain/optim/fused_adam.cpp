@@ -140,26 +140,29 @@ torch::Tensor closure_loss(const torch::optim::Optimizer::LossClosure& closure) 
   return closure();
 }
 
-}  // namespace
-
-torch::Tensor FusedAdam::step(LossClosure closure) {
-  using Options = torch::optim::AdamOptions;
-  using State = torch::optim::AdamParamState;
+/// The step of Adam-like `Torch` (Adam or AdamW; `decoupled`: AdamW's decay): fused when every
+/// parameter can be, else `Torch`'s own.
+template <typename Torch, typename Options, typename State>
+torch::Tensor step_of(Torch& optimizer, const torch::optim::Optimizer::LossClosure& closure,
+                      bool decoupled) {
   torch::Tensor loss = closure_loss(closure);
-  if (!all_fusable<Options, State>(param_groups_, state_))
-    return Adam::step([loss] { return loss; });
-  fused_step<Options, State>(param_groups_, state_, /*decoupled=*/false);
+  if (!all_fusable<Options, State>(optimizer.param_groups(), optimizer.state())) {
+    return optimizer.Torch::step([loss] { return loss; });
+  }
+  fused_step<Options, State>(optimizer.param_groups(), optimizer.state(), decoupled);
   return loss;
 }
 
+}  // namespace
+
+torch::Tensor FusedAdam::step(LossClosure closure) {
+  using namespace torch::optim;
+  return step_of<Adam, AdamOptions, AdamParamState>(*this, closure, /*decoupled=*/false);
+}
+
 torch::Tensor FusedAdamW::step(LossClosure closure) {
-  using Options = torch::optim::AdamWOptions;
-  using State = torch::optim::AdamWParamState;
-  torch::Tensor loss = closure_loss(closure);
-  if (!all_fusable<Options, State>(param_groups_, state_))
-    return AdamW::step([loss] { return loss; });
-  fused_step<Options, State>(param_groups_, state_, /*decoupled=*/true);
-  return loss;
+  using namespace torch::optim;
+  return step_of<AdamW, AdamWOptions, AdamWParamState>(*this, closure, /*decoupled=*/true);
 }
 
 }  // namespace unitrain
