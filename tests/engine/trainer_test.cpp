@@ -134,6 +134,81 @@ TEST(Trainer, SkipsNonFiniteUpdatesWhenAsked) {
   for (const auto& p : module.parameters()) EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
 }
 
+// train.loss_reads: deferred (what a GPU gets by default) on the CPU: losses, metrics and the
+// non-finite check stay tensors until a log event or the window's end.
+std::vector<double> logged_train_losses(const std::string& dir) {
+  std::ifstream jsonl(dir + "/metrics.jsonl");
+  std::vector<double> out;
+  for (std::string line; std::getline(jsonl, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j.contains("train/loss")) out.push_back(j["train/loss"].get<double>());
+  }
+  return out;
+}
+
+TEST(Trainer, DeferredLossReadsTrainAndLogTheSameRun) {
+  auto data = regression_data(64);
+  const std::string dir = test::temp_dir();
+  Config now = base_config(dir + "/now");
+  now.set("train.loss_reads", "immediate");
+  now.set("train.accumulation_steps", "2");
+  Config later = now.clone();
+  later.set("run_dir", dir + "/later");
+  later.set("train.loss_reads", "deferred");
+  expect_equal_params(fit_params(now, data), fit_params(later, data), 0);
+  const auto a = logged_train_losses(dir + "/now"), b = logged_train_losses(dir + "/later");
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a, b);  // bit for bit
+}
+
+TEST(Trainer, DeferredLossReadsStopOnNonFiniteLossNamingTheStep) {
+  Config c = base_config(test::temp_dir() + "/run");
+  c.set("train.loss_reads", "deferred");
+  Trainer trainer(c);
+  Regression module;
+  module.poison_at = 3;
+  try {
+    trainer.fit(module, regression_data(64));
+    FAIL() << "expected a TrainError";
+  } catch (const TrainError& e) {
+    EXPECT_NE(std::string(e.what()).find("non-finite loss at step 3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nan"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Trainer, DeferredLossReadsSkipABadWindowWithoutReadingEachLoss) {
+  // Accumulation 2, the 3rd micro-batch's loss NaN: the 2nd window is skipped either way.
+  // Read immediately, the window's later backwards are left out; deferred, the host does not
+  // know until the window's end, so they run, and their gradients go with the skipped update.
+  struct Backwards : Callback {
+    int n = 0;
+    void on_before_backward(Trainer&, const torch::Tensor&) override { ++n; }
+  };
+  auto data = regression_data(64);
+  std::vector<std::vector<torch::Tensor>> params;
+  std::vector<int> backwards;
+  for (const char* reads : {"immediate", "deferred"}) {
+    Config c = base_config(test::temp_dir() + "/" + reads);
+    c.set("train.loss_reads", reads);
+    c.set("train.on_nonfinite", "skip");
+    c.set("train.accumulation_steps", "2");
+    Trainer trainer(c);
+    auto counter = std::make_shared<Backwards>();
+    trainer.add_callback(counter);
+    Regression module;
+    module.poison_at = 3;
+    FitResult r = trainer.fit(module, data);
+    EXPECT_EQ(r.state.skipped_steps, 1) << reads;
+    EXPECT_EQ(r.state.step, 8) << reads;
+    backwards.push_back(counter->n);
+    params.emplace_back();
+    for (const auto& p : module.parameters()) params.back().push_back(p.detach().clone());
+  }
+  EXPECT_EQ(backwards[0], 16 - 2);
+  EXPECT_EQ(backwards[1], 16);
+  expect_equal_params(params[0], params[1], 0);
+}
+
 TEST(Trainer, StepAndSampleLengths) {
   auto data = regression_data(64);
   Config c = base_config(test::temp_dir() + "/a");

@@ -37,7 +37,7 @@ class RecordingTracker : public Tracker {
   explicit RecordingTracker(std::string greeting) { g_calls.greeting = std::move(greeting); }
   void start(const RunInfo& run) override { g_calls.run = run; }
   void log(const LogEvent& e) override { g_calls.steps.push_back(e.step); }
-  void progress(int64_t, int64_t, int64_t, double) override { ++g_calls.progress; }
+  void progress(int64_t, int64_t, int64_t, const LossReader&) override { ++g_calls.progress; }
   void finish(const RunEnd& end) override {
     g_calls.end = end;
     ++g_calls.finished;
@@ -124,7 +124,7 @@ TEST(RunLogger, PluginTrackerGetsTheRunAndFinalMetrics) {
     EXPECT_TRUE(std::filesystem::is_directory(run.dir));  // made for the trackers
     logger.log({12, 1, 100, 1.0, {{"train/loss", 2.0}, {"train/lr", 0.1}}});
     logger.log({14, 1, 120, 2.0, {{"train/loss", 1.5}}});
-    logger.progress(14, 20, 1, 1.5);
+    logger.progress(14, 20, 1, [] { return 1.5; });
     EXPECT_EQ(logger.events(), 6);  // 4 kept + 2
     logger.finish(false);
     logger.finish(true);  // once only

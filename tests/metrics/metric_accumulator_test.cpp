@@ -57,5 +57,31 @@ TEST(MetricAccumulatorTest, RejectsNonScalars) {
   EXPECT_THROW(acc.add("m", MetricValue(), 2), TrainError);
 }
 
+TEST(MetricAccumulatorTest, DeferredReadsGiveTheSameBitsAsReadingEachValue) {
+  // Values summed on their device and read once equal values read as added, bit for bit: also
+  // when the sums continue from restored ones and host values come in between.
+  torch::manual_seed(3);
+  torch::Tensor losses = torch::rand({50}) * 7;  // float32, as losses are
+  MetricAccumulator now, later(MetricAccumulator::Reads::Deferred);
+  for (MetricAccumulator* acc : {&now, &later}) {
+    acc->sums()["loss"].weighted = 0.1;  // restored from a checkpoint
+    acc->sums()["loss"].weight = 3;
+    for (int64_t i = 0; i < 50; ++i) {
+      acc->add("loss", MetricValue(losses[i]), 1 + i % 3);
+      acc->add("acc", MetricValue(losses[i] / 7, 2.5), 8);
+      if (i == 20) acc->add("loss", 0.3, 2.0);
+    }
+  }
+  EXPECT_EQ(now.sums().at("loss").weight, later.sums().at("loss").weight);
+  EXPECT_EQ(now.result().at("loss"), later.result().at("loss"));  // exactly
+  EXPECT_EQ(now.result().at("acc"), later.result().at("acc"));
+  // Read once, the sums stay: another read gives the same, clear() empties.
+  EXPECT_EQ(later.result().at("loss"), now.result().at("loss"));
+  later.add("loss", MetricValue(losses[0]), 1);
+  later.clear();
+  EXPECT_TRUE(later.empty());
+  EXPECT_TRUE(later.result().empty());
+}
+
 }  // namespace
 }  // namespace unitrain

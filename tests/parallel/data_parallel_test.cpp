@@ -259,6 +259,15 @@ void expect_decisions_combined(bool partitioned) {
     sync.finish(net.parameters());
     agreed = sync.agreed();
     EXPECT_FALSE(agreed.nonfinite || agreed.stop || agreed.signal != 0 || agreed.pause) << rank;
+    // train.loss_reads: deferred — a rank's non-finite loss known only on its device joins
+    // the decision unread; a false flag adds nothing.
+    for (bool bad : {true, false}) {
+      sync.share(StepDecision{}, torch::tensor(rank == 1 && bad));
+      sync.before_backward(true);
+      loss_of(net, data.x, data.y).backward();
+      sync.finish(net.parameters());
+      EXPECT_EQ(sync.agreed().nonfinite, bad) << rank;
+    }
   });
 }
 

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "unitrain/core/error.h"
@@ -55,13 +56,22 @@ StepRunner::StepRunner(TrainModule& module, torch::optim::Optimizer& optimizer,
   }
   precision_.adopt(optimizer_);  // bf16-true: the groups now hold the float32 masters
   clip_params_ = precision_.clip_targets(params_);
+  defer_reads_ = !closure_ && options_.defers_reads(!params_.empty() && !params_[0].is_cpu());
+}
+
+double MicroStep::loss_value() const {
+  return loss.defined() ? loss.item<double>() : std::numeric_limits<double>::quiet_NaN();
+}
+
+bool StepRunner::window_bad() const {
+  return window_bad_ || (bad_on_device_.defined() && bad_on_device_.item<bool>());
 }
 
 void StepRunner::nonfinite(const std::string& what, int64_t step, const MicroStep& m, bool stops) {
   NonFinite info;
   info.step = step;
   info.what = what;
-  info.loss = m.loss;
+  info.loss = m.loss_value();
   info.grad_norm = m.grad_norm;
   info.stops = stops;
   hooks_.call("on_nonfinite", &Callback::on_nonfinite, info);
@@ -73,7 +83,7 @@ void StepRunner::throw_nonfinite(const std::string& what, int64_t step, const Mi
   for (const auto& [k, v] : m.metrics) terms << " " << k << "=" << v.value.item<double>();
   throw TrainError(
       "non-finite " + what + " at step " + std::to_string(step) +
-      ": loss=" + std::to_string(m.loss) + (m.metrics.empty() ? "" : ";" + terms.str()) +
+      ": loss=" + std::to_string(m.loss_value()) + (m.metrics.empty() ? "" : ";" + terms.str()) +
       (m.grad_norm >= 0 || std::isnan(m.grad_norm) ? "; grad_norm=" + std::to_string(m.grad_norm)
                                                    : "") +
       ". Lower optimizer.lr, set train.clip_grad_norm, check the data, or set "
@@ -127,18 +137,22 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
   m.window_end = window_end;
   Profiler::Range forward(profiler_, Phase::Forward);
   StepOutput out = training_step(batch);
-  m.loss = out.loss.item<double>();
+  m.loss = out.loss.detach();
   m.metrics = detached(out.metrics);
   // Data-parallel runs decide together at the window's end, from decisions that travel with
   // the gradients: every rank reaches the same collectives whatever its own loss was.
-  const bool shared = sync_.shares_decisions();
-  if (!std::isfinite(m.loss)) {
-    if (options_.on_nonfinite == OnNonFinite::Stop && !shared) nonfinite("loss", step, m, true);
+  if (defer_reads_) {  // no host read: the flag stays on the device until the window's end
+    torch::Tensor bad = torch::isfinite(m.loss).logical_not();
+    bad_on_device_ = bad_on_device_.defined() ? bad_on_device_.logical_or(bad) : bad;
+  } else if (!std::isfinite(m.loss_value())) {
+    if (options_.on_nonfinite == OnNonFinite::Stop && !sync_.shares_decisions()) {
+      nonfinite("loss", step, m, true);
+    }
     window_bad_ = true;
   }
   if (window_end) {
     mine.nonfinite = window_bad_;
-    sync_.share(mine);
+    sync_.share(mine, bad_on_device_);
   }
   if (!window_bad_) {
     backward(precision_.scale_loss(weight == 1.0 ? out.loss : out.loss * weight), window_end);
@@ -150,10 +164,10 @@ void StepRunner::sync_gradients(MicroStep& m, int64_t step) {
   if (closure_) return;  // the closure synchronises inside the optimizer's step
   // A rank that skipped its backward still joins every reduce (finish() launches them).
   if (sync_.shares_decisions() || !window_bad_) finish_sync();
-  m.decision = sync_.agreed();
+  m.decision = sync_.agreed();  // deferred: the one host read of the window's flag
   m.skipped = m.decision.nonfinite;
   if (m.skipped) {
-    nonfinite(std::isfinite(m.loss) ? "loss (on another rank)" : "loss", step, m,
+    nonfinite(window_bad() ? "loss" : "loss (on another rank)", step, m,
               options_.on_nonfinite == OnNonFinite::Stop);
   }
 }
@@ -227,6 +241,7 @@ void StepRunner::update(MicroStep& m, int64_t step) {
   hooks_.call("on_after_optimizer_step", &Callback::on_after_optimizer_step, m.skipped);
   zero_grads();
   window_bad_ = false;
+  bad_on_device_ = torch::Tensor();
 }
 
 void StepRunner::update_with_closure(MicroStep& m, int64_t step) {
@@ -235,7 +250,7 @@ void StepRunner::update_with_closure(MicroStep& m, int64_t step) {
     zero_grads();
     StepOutput out = training_step(*closure_batch_);
     if (first) {
-      m.loss = out.loss.item<double>();
+      m.loss = out.loss.detach();
       m.metrics = detached(out.metrics);
       first = false;
     }
@@ -252,7 +267,7 @@ void StepRunner::update_with_closure(MicroStep& m, int64_t step) {
   hooks_.call("on_before_optimizer_step", &Callback::on_before_optimizer_step, false);
   optimizer_.step(closure);
   closure_batch_ = nullptr;
-  if (!std::isfinite(m.loss)) {
+  if (!std::isfinite(m.loss_value())) {
     m.skipped = true;
     nonfinite("loss", step, m, options_.on_nonfinite == OnNonFinite::Stop);
   }

@@ -22,13 +22,19 @@ namespace unitrain {
 
 /// What one micro-batch did; the fields after `window_end` are filled at a window's end.
 struct MicroStep {
-  double loss = 0;                             ///< the micro-batch's (unscaled) loss
-  std::map<std::string, MetricValue> metrics;  ///< its metrics, detached
+  /// The micro-batch's (unscaled) loss: a detached scalar on the model's device. Reading it
+  /// (loss_value()) waits for the device; the loop reads it only at log time when
+  /// train.loss_reads defers reads.
+  torch::Tensor loss;
+  std::map<std::string, MetricValue> metrics;  ///< its metrics, detached, on the device
   bool window_end = false;  ///< the micro-batch ends its accumulation window: a step follows
   StepDecision decision;    ///< what every rank agreed on at the window's end
   bool skipped = false;     ///< the update was skipped (non-finite, on_nonfinite: skip; or
                             ///< a loss-scale overflow under fp16-mixed)
   double grad_norm = -1;    ///< the gradient norm before clipping, when computed
+
+  /// The loss on the host (NaN when no loss was computed: L-BFGS's closure had not run).
+  double loss_value() const;
 };
 
 /// Runs the phases of a step for the Trainer, in this order per window: forward_backward()
@@ -40,6 +46,11 @@ struct MicroStep {
 /// Each phase runs the callbacks' hooks around it (before/after backward, gradient sync, clip,
 /// optimizer step, zero_grad; on_nonfinite). `precision` shapes the phases (autocast around
 /// the forward, loss scaling, master weights); the runner hands it the optimizer (adopt()).
+/// Non-finite losses: read and checked on every micro-batch (train.loss_reads: immediate), or
+/// (deferred: no host sync per micro-batch on a GPU) or-ed into a flag on the device that the
+/// window's decision carries; the host learns of it once per step, in sync_gradients(). Then a
+/// bad window's later backwards run anyway (their gradients are dropped with the update), and
+/// on_nonfinite: stop stops at the window's end instead of at the bad micro-batch.
 class StepRunner {
  public:
   StepRunner(TrainModule& module, torch::optim::Optimizer& optimizer, const TrainOptions& options,
@@ -67,8 +78,12 @@ class StepRunner {
   /// parameters from their owners); null: the optimizer steps every parameter.
   void shard(OptimizerSharding* sharding) { sharding_ = sharding; }
 
+  /// Losses, metrics and non-finite checks are read at log time and at the window's end
+  /// (train.loss_reads), not on every micro-batch.
+  bool defers_reads() const { return defer_reads_; }
+
   /// A non-finite loss was seen earlier in the current window (skip mode); checkpoints save it.
-  bool window_bad() const { return window_bad_; }
+  bool window_bad() const;
   void set_window_bad(bool bad) { window_bad_ = bad; }
 
  private:
@@ -97,6 +112,8 @@ class StepRunner {
   bool closure_;
   const Batch* closure_batch_ = nullptr;  ///< the micro-batch update() re-evaluates
   bool window_bad_ = false;  ///< a non-finite loss was seen earlier in this window (skip mode)
+  bool defer_reads_;         ///< train.loss_reads resolved for the model's device
+  torch::Tensor bad_on_device_;  ///< deferred: a non-finite loss in this window (bool scalar)
 };
 
 }  // namespace unitrain

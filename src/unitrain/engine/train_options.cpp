@@ -34,6 +34,16 @@ void TrainOptions::declare(Options<TrainOptions>& o) {
   o.field("on_nonfinite", &T::on_nonfinite,
           {{"stop", OnNonFinite::Stop}, {"skip", OnNonFinite::Skip}})
       .help("a NaN/Inf loss or gradient: stop with a message, or skip that update and count it");
+  o.field("loss_reads", &T::loss_reads,
+          {{"auto", LossReads::Auto},
+           {"immediate", LossReads::Immediate},
+           {"deferred", LossReads::Deferred}})
+      .harmless()
+      .help(
+          "when the host reads training losses and metrics: immediate = every micro-batch (free "
+          "on CPU); deferred = kept as device tensors and read once per log event, non-finite "
+          "losses checked on the device and agreed with the step's decision (no host sync per "
+          "micro-batch on a GPU); auto = deferred on accelerators, immediate on CPU");
   o.field("precision", &T::precision,
           {{"fp32", PrecisionMode::Fp32},
            {"bf16-mixed", PrecisionMode::Bf16Mixed},

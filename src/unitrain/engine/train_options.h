@@ -12,6 +12,8 @@
 namespace unitrain {
 
 enum class OnNonFinite { Stop, Skip };
+/// When the host reads a training step's loss, metrics and non-finite check (train.loss_reads).
+enum class LossReads { Auto, Immediate, Deferred };
 
 /// Options of the training loop (the `train` section). Each field's key, range, help and
 /// resume class is declared once in declare(); the default is the field's own.
@@ -22,6 +24,7 @@ struct TrainOptions {
   double clip_grad_norm = 0;                ///< 0 = no clipping
   int64_t threads = 0;                      ///< intra-op threads; 0 = auto
   OnNonFinite on_nonfinite = OnNonFinite::Stop;
+  LossReads loss_reads = LossReads::Auto;
   PrecisionMode precision = PrecisionMode::Fp32;
   LossScalerOptions loss_scaler;            ///< fp16-mixed's
   TrainUnit val_every = TrainUnit::epochs(1);
@@ -38,6 +41,10 @@ struct TrainOptions {
   /// Intra-op threads to use: `threads`, or the cores available divided by the worker
   /// processes on this machine (LOCAL_WORLD_SIZE, else 1), at least 1.
   int64_t resolve_threads() const;
+  /// Whether losses on `device` are read at log time (deferred) rather than every micro-batch.
+  bool defers_reads(bool accelerator) const {
+    return loss_reads == LossReads::Deferred || (loss_reads == LossReads::Auto && accelerator);
+  }
 };
 
 }  // namespace unitrain

@@ -114,6 +114,7 @@ void Trainer::Loop::start(torch::optim::Optimizer& optimizer, SchedulerPtr sched
                                                    gradient_owners);
   }
   if (sharding) steps->shard(sharding.get());
+  if (steps->defers_reads()) train_sums = MetricAccumulator(MetricAccumulator::Reads::Deferred);
   periods.start_at(state);
 }
 
@@ -183,7 +184,7 @@ void Trainer::Loop::count(const Batch& batch, const MicroStep& m) {
   state.batch_in_epoch++;
   state.micro_in_window = m.window_end ? 0 : state.micro_in_window + 1;
   state.samples += n * plan.world;  // every rank read a batch of the same size
-  train_sums.add("loss", m.loss, static_cast<double>(n));
+  train_sums.add("loss", MetricValue(m.loss), n);  // read at log time when deferred
   train_sums.add(m.metrics, n);
   if (!m.window_end) return hooks.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
   maybe_delay_step_for_tests();
@@ -196,9 +197,12 @@ void Trainer::Loop::count(const Batch& batch, const MicroStep& m) {
   }
   if (!lr->per_epoch()) lr->follow(state);
   hooks.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
-  if (!hooks.empty()) hooks.call("on_step_end", &Callback::on_step_end, MetricMap{{"train/loss", m.loss}});
-  // `epoch` counts completed epochs everywhere: progress bar, log lines, metrics files.
-  logger.progress(state.step, plan.total_steps, state.epoch, m.loss);
+  if (!hooks.empty()) {  // (a host read of the loss each step: callbacks see it as a number)
+    hooks.call("on_step_end", &Callback::on_step_end, MetricMap{{"train/loss", m.loss_value()}});
+  }
+  // `epoch` counts completed epochs everywhere: progress bar, log lines, metrics files. The
+  // loss is read only when a bar is drawn (at most 10 times a second).
+  logger.progress(state.step, plan.total_steps, state.epoch, [&m] { return m.loss_value(); });
 }
 
 void Trainer::Loop::log_and_validate() {

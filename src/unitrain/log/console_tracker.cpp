@@ -52,7 +52,7 @@ void ConsoleTracker::log(const LogEvent& e) {
 }
 
 void ConsoleTracker::progress(int64_t step, int64_t total_steps, int64_t epoch,
-                              double running_loss) {
+                              const LossReader& loss) {
   if (!bar_) return;
   auto now = std::chrono::steady_clock::now();
   if (start_step_ < 0) {
@@ -75,7 +75,7 @@ void ConsoleTracker::progress(int64_t step, int64_t total_steps, int64_t epoch,
   double eta = (total_steps > 0 && rate > 0) ? (total_steps - step) / rate : NAN;
   std::string text = fmt::format("\r\033[2Kepoch {} {}{}/{} {:.1f} it/s ETA {} loss {}", epoch,
                                  bar, step, total_steps > 0 ? std::to_string(total_steps) : "?",
-                                 rate, format_duration(eta), format_metric(running_loss));
+                                 rate, format_duration(eta), format_metric(loss()));
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
   g_bar_visible = true;

@@ -19,7 +19,7 @@ class ConsoleTracker : public Tracker {
   explicit ConsoleTracker(bool progress_bar);
   ~ConsoleTracker() override;
   void log(const LogEvent& event) override;
-  void progress(int64_t step, int64_t total_steps, int64_t epoch, double running_loss) override;
+  void progress(int64_t step, int64_t total_steps, int64_t epoch, const LossReader& loss) override;
   /// Clears the progress bar.
   void finish(const RunEnd& end) override { end_bar(); }
 

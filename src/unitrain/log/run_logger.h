@@ -24,7 +24,7 @@ class RunLogger {
   void log(const LogEvent& event);
   /// Events logged in this run, those kept from before a resume included.
   int64_t events() const { return events_; }
-  void progress(int64_t step, int64_t total_steps, int64_t epoch, double running_loss);
+  void progress(int64_t step, int64_t total_steps, int64_t epoch, const LossReader& loss);
   /// Ends the trackers' segment (once; later calls do nothing): `completed` false when the run
   /// stopped before its end (a signal) and will be resumed. The trackers get the last value
   /// of every metric logged through this logger.

@@ -2,6 +2,7 @@
 // Trackers: where a run's log events go (console, metrics.jsonl, metrics.csv, TensorBoard, or a
 // plugin's), built by name from the tracker registry.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -45,6 +46,9 @@ struct RunInfo {
   bool resuming() const { return keep_events >= 0; }
 };
 
+/// Reads a step's loss on demand (Tracker::progress).
+using LossReader = std::function<double()>;
+
 /// How a run segment ended, told to Tracker::finish.
 struct RunEnd {
   /// The last value of every metric logged in this segment.
@@ -68,7 +72,9 @@ class Tracker {
   virtual void start(const RunInfo& run) {}
   virtual void log(const LogEvent& event) = 0;
   /// After each optimizer step (for progress displays). `total_steps` <= 0 when unknown.
-  virtual void progress(int64_t step, int64_t total_steps, int64_t epoch, double running_loss) {}
+  /// `loss()` reads the step's loss, which on a GPU waits for the device: call it only when
+  /// something is displayed.
+  virtual void progress(int64_t step, int64_t total_steps, int64_t epoch, const LossReader& loss) {}
   virtual void finish(const RunEnd& end) {}
   virtual void flush() {}
 };

@@ -1,5 +1,7 @@
 #include "unitrain/metrics/metric_accumulator.h"
 
+#include <torch/torch.h>
+
 #include <cmath>
 
 #include "unitrain/core/error.h"
@@ -25,19 +27,45 @@ void MetricAccumulator::add(const std::string& name, const MetricValue& value, i
                    "' changed exp_of_mean between batches");
   }
   if (weight == 0) return;  // nothing counted in this batch (e.g. every token ignored)
-  sum.weighted += value.value.item<double>() * weight;
   sum.weight += weight;
+  if (reads_ == Reads::Auto && value.value.is_cpu()) {
+    sum.weighted += value.value.item<double>() * weight;
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  torch::Tensor term = value.value.detach().reshape({}).to(torch::kFloat64) * weight;
+  // The sum continues from what was already read (restored from a checkpoint), in the order the
+  // host would have added: the same bits as reading each value when added.
+  torch::Tensor& pending = pending_[name];
+  pending = pending.defined() ? pending + term : term + sum.weighted;
+}
+
+void MetricAccumulator::settle() const {
+  if (pending_.empty()) return;
+  std::vector<torch::Tensor> values;
+  for (const auto& [name, t] : pending_) values.push_back(t.to(torch::kCPU));
+  torch::Tensor host = torch::stack(values);  // the copies above: the one wait for the device
+  const double* v = host.data_ptr<double>();
+  size_t i = 0;
+  for (const auto& [name, t] : pending_) sums_[name].weighted = v[i++];
+  pending_.clear();
 }
 
 void MetricAccumulator::add(const std::string& name, double value, double weight) {
   Sum& sum = sums_[name];
   UT_CHECK_TRAIN(!sum.exp_of_mean, "metric '", name, "' changed exp_of_mean between batches");
   if (weight == 0) return;
-  sum.weighted += value * weight;
   sum.weight += weight;
+  auto pending = pending_.find(name);
+  if (pending != pending_.end()) {  // continue the sum on the device, unread
+    pending->second = pending->second + value * weight;
+  } else {
+    sum.weighted += value * weight;
+  }
 }
 
 std::map<std::string, double> MetricAccumulator::result() const {
+  settle();
   std::map<std::string, double> out;
   for (const auto& [name, sum] : sums_) {
     if (sum.weight <= 0) continue;  // no items seen: no value rather than 0/0

@@ -189,6 +189,15 @@ void DataParallelSync::grad_ready(size_t param) {
   if (++b.ready == b.members.size()) launch_in_order();
 }
 
+void DataParallelSync::write_decision(torch::Tensor slots) const {
+  slots.copy_(torch::tensor(std::vector<float>(mine_.begin(), mine_.end()), torch::kFloat32));
+  // The device's flag goes in on the device (no host read): slot 0 is then 1 when either says so.
+  if (nonfinite_flag_.defined()) {
+    torch::Tensor first = slots.narrow(0, 0, 1);
+    first.copy_(first.to(torch::kBool).logical_or(nonfinite_flag_.reshape({1})));
+  }
+}
+
 void DataParallelSync::launch(Bucket& bucket) {
   torch::NoGradGuard no_grad;
   const bool mine = bucket.owner < 0 || bucket.owner == group_->rank();
@@ -197,8 +206,7 @@ void DataParallelSync::launch(Bucket& bucket) {
         torch::empty({bucket.numel}, params_[bucket.members[0]].options().requires_grad(false));
   }
   if (!decision_.defined() && &bucket == &buckets_.back()) {
-    torch::Tensor tail = bucket.flat.narrow(0, bucket.flat.numel() - kFlagSlots, kFlagSlots);
-    tail.copy_(torch::tensor(std::vector<float>(mine_.begin(), mine_.end()), torch::kFloat32));
+    write_decision(bucket.flat.narrow(0, bucket.flat.numel() - kFlagSlots, kFlagSlots));
   }
   for (size_t j = 0; j < bucket.members.size(); ++j) {
     const torch::Tensor& p = params_[bucket.members[j]];
@@ -239,7 +247,7 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
   }
   c10::intrusive_ptr<c10d::Work> decision_work;
   if (decision_.defined()) {  // ZeRO stage 2: after the buckets, on every rank
-    decision_.copy_(torch::tensor(std::vector<float>(mine_.begin(), mine_.end()), torch::kFloat32));
+    write_decision(decision_);
     std::vector<torch::Tensor> t{decision_};
     decision_work = group_->group().allreduce(t);
   }
@@ -304,6 +312,7 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
   }
   std::fill(has_grad_.begin(), has_grad_.end(), false);
   mine_.fill(0.f);
+  nonfinite_flag_ = torch::Tensor();
   next_launch_ = 0;
   active_ = false;
 }

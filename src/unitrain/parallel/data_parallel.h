@@ -74,7 +74,10 @@ class DataParallelSync : public GradientSync {
   bool shares_decisions() const override { return true; }
   bool gradients_partitioned() const override { return !options_.owners.empty(); }
   double sum_across_ranks(double local) override;
-  void share(const StepDecision& mine) override { mine_ = mine.encode(); }
+  void share(const StepDecision& mine, const torch::Tensor& nonfinite_on_device = {}) override {
+    mine_ = mine.encode();
+    nonfinite_flag_ = nonfinite_on_device;
+  }
   StepDecision agreed() const override { return StepDecision::decode(agreed_.data()); }
   static constexpr int64_t kFlagSlots = StepDecision::kSlots;
 
@@ -95,6 +98,8 @@ class DataParallelSync : public GradientSync {
     int64_t numel = 0;
   };
   void grad_ready(size_t param);
+  /// This rank's decision (and its device-side non-finite flag) into the slots that carry it.
+  void write_decision(torch::Tensor slots) const;
   void launch(Bucket& bucket);
   void launch_in_order();
 
@@ -112,6 +117,7 @@ class DataParallelSync : public GradientSync {
   int64_t launched_in_finish_ = 0;
   std::array<float, kFlagSlots> mine_{};    ///< this rank's encoded decision for the window
   std::array<float, kFlagSlots> agreed_{};  ///< their sums over ranks, after finish()
+  torch::Tensor nonfinite_flag_;  ///< a device-side non-finite flag joining mine_[0], or none
   torch::Tensor decision_;                  ///< ZeRO stage 2: the decision's own all-reduce
 };
 

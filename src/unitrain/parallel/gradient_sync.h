@@ -35,11 +35,21 @@ class GradientSync {
   /// backward, agreed() after finish() combines every rank's. A single process agrees with
   /// itself.
   virtual bool shares_decisions() const { return false; }
-  virtual void share(const StepDecision& mine) { mine_ = mine; }
-  virtual StepDecision agreed() const { return mine_; }
+  /// `nonfinite_on_device`, when defined, is a bool scalar on the model's device (a loss of the
+  /// window was not finite) that joins `mine.nonfinite` without a host read before agreed().
+  virtual void share(const StepDecision& mine, const torch::Tensor& nonfinite_on_device = {}) {
+    mine_ = mine;
+    flag_ = nonfinite_on_device;
+  }
+  virtual StepDecision agreed() const {
+    StepDecision d = mine_;
+    if (flag_.defined() && flag_.item<bool>()) d.nonfinite = true;
+    return d;
+  }
 
  private:
   StepDecision mine_;
+  torch::Tensor flag_;
 };
 
 class NoGradientSync : public GradientSync {};
