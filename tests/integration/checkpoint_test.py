@@ -42,6 +42,40 @@ checkpoint: {{every: 150 samples, keep_last: 0}}
 """
 
 
+# Per-example random transforms read by 2 loader threads (Fashion-MNIST's test images: 9000
+# train examples after the split, 141 steps an epoch): a resume must read the same augmented
+# batches (data.transforms draws from (seed, epoch, index)).
+TRANSFORM_CONFIG = f"""
+name: ckpt-transforms
+seed: 3
+model: {{type: mlp, args: {{sizes: [784, 32, 10]}}}}
+objective:
+  losses: [{{type: cross_entropy, prediction: logits, target: y}}]
+  metrics: [{{type: accuracy, name: acc}}]
+data:
+  train:
+    type: idx
+    args: {{images: {common.FASHION}/t10k-images-idx3-ubyte.gz,
+            labels: {common.FASHION}/t10k-labels-idx1-ubyte.gz}}
+  validation_ratio: 0.1
+  transforms:
+    train:
+      - {{type: random_crop, args: {{size: [28], padding: 3}}}}
+      - {{type: horizontal_flip}}
+      - {{type: random_erasing, args: {{p: 0.3}}}}
+      - {{type: normalize, args: {{mean: [0.29], std: [0.35]}}}}
+    val: [{{type: normalize, args: {{mean: [0.29], std: [0.35]}}}}]
+  loader: {{batch_size: 32, shuffle: true, workers: 2}}
+optimizer: {{type: adam, lr: 1.0e-3}}
+train:
+  max_length: 2 epochs
+  accumulation_steps: 2
+  log_every: 10 steps
+  val_every: 50 steps
+checkpoint: {{every: 1000 samples, keep_last: 0}}
+"""
+
+
 def without_time(events):
     return [{k: v for k, v in e.items() if k != "time"} for e in events]
 
@@ -68,8 +102,10 @@ def assert_same_tensors(case, a, b):
 
 
 class Checkpoints(common.Case):
+    base = CONFIG
+
     def config(self, extra=""):
-        return write(os.path.join(self.dir, "run.yaml"), CONFIG + extra)
+        return write(os.path.join(self.dir, "run.yaml"), self.base + extra)
 
     def train(self, run_dir, *args, expect=0, env=None):
         code, out = run(["train", self.config(), "--run_dir", run_dir] + list(args), env=env)
@@ -115,6 +151,10 @@ class Checkpoints(common.Case):
 
     def test_resume_mid_epoch_mid_window_is_bitwise_exact(self):
         self.assert_resume_is_exact()
+
+    def test_resume_with_random_transforms_in_two_threads_is_bitwise_exact(self):
+        self.base = TRANSFORM_CONFIG
+        self.assert_resume_is_exact(tag="transforms")
 
     def test_resume_is_bitwise_exact_in_every_precision(self):
         for precision in ("bf16-mixed", "bf16-true"):

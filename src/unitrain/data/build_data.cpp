@@ -6,6 +6,7 @@
 #include "unitrain/data/loader.h"
 #include "unitrain/data/normalize_dataset.h"
 #include "unitrain/data/subset_dataset.h"
+#include "unitrain/data/transform.h"
 
 namespace unitrain {
 namespace {
@@ -20,6 +21,28 @@ DatasetPtr build_dataset(const Config& data, const std::string& key) {
     if (what.rfind(section.path(), 0) == 0) throw;
     throw ConfigError(section.path() + ": " + what);
   }
+}
+
+// Wraps each split whose transforms or collate function are not the plain stack.
+void apply_pipelines(const Config& data, DataSplits& out) {
+  const Config collate_section = data.at("collate");
+  CollatePtr collate;
+  if (collate_section.get_string("type") != "stack") {
+    collate = collate_registry().create(collate_section);
+  }
+  auto wrap = [&](DatasetPtr& d, const char* split) {
+    std::vector<TransformPtr> transforms;
+    const Config section = data.at("transforms");
+    if (section.has(split)) {
+      for (const Config& t : section.list(split)) transforms.push_back(transform_registry().create(t));
+    }
+    if (d && (collate || !transforms.empty())) {
+      d = std::make_shared<TransformedDataset>(d, std::move(transforms), collate);
+    }
+  };
+  wrap(out.train, "train");
+  wrap(out.val, "val");
+  wrap(out.test, "test");
 }
 
 }  // namespace
@@ -56,6 +79,22 @@ void DataOptions::declare(Options<DataOptions>& o) {
       .fixed(train_data)
       .help("fraction of train held out as val by a seeded random split, in [0, 1); 0 = none");
   o.section("normalize", &T::normalize).fixed(train_data).help("per-channel (x - mean) / std");
+  auto transforms = std::make_shared<Schema>();
+  for (const char* split : {"train", "val", "test"}) {
+    transforms->add(split, Type::SectionList)
+        .component("transform")
+        .section(std::make_shared<Schema>())
+        .def("[]")
+        .help(std::string("per-example transforms of the ") + split +
+              " split, in order, in the loader threads: [{type: random_crop, args: {size: [28], "
+              "padding: 4}}, ...]; unitrain list transforms");
+  }
+  o.key("transforms", Type::Section)
+      .section(transforms)
+      .help("per-example transforms by split; randomness is a function of (seed, epoch, index)");
+  o.key("collate", Type::Section)
+      .component("collate", "stack")
+      .help("how examples become a batch: stack, pad (variable lengths, attention mask), mlm");
   o.section("loader", &T::loader).help("batching and reader threads");
 }
 
@@ -109,6 +148,7 @@ DataSplits build_data(const Config& data_section, uint64_t seed) {
     wrap(out.val);
     wrap(out.test);
   }
+  apply_pipelines(data, out);
   spdlog::info("{}: {} train, {} val, {} test examples", data.path().empty() ? "data" : data.path(),
                out.train->size(), out.val ? out.val->size() : 0, out.test ? out.test->size() : 0);
   return out;

@@ -7,6 +7,7 @@
 #include "unitrain/data/synthetic_dataset.h"
 #include "unitrain/data/text_chars_dataset.h"
 #include "unitrain/data/tokens_dataset.h"
+#include "unitrain/data/transform.h"
 
 namespace unitrain {
 
@@ -25,6 +26,7 @@ Registry<DatasetPtr>& dataset_registry() {
 void register_builtin_datasets() {
   static std::once_flag once;
   std::call_once(once, [] {
+    register_builtin_transforms();
     auto& r = dataset_registry();
     r.add<CsvOptions>("csv",
                       "numeric columns of a CSV file (.gz too): x float32 [F], y class or float",

@@ -15,6 +15,14 @@ namespace unitrain {
 /// calls every area's).
 void register_builtin_datasets();
 
+/// What a loader's read knows beyond the indices: the run's seed and the epoch, of which
+/// per-example randomness (data.transforms, mlm masking) is a function, with the example's
+/// index, so that a resumed run reads the same bits.
+struct ReadContext {
+  uint64_t seed = 0;
+  int64_t epoch = 0;
+};
+
 /// A random-access collection of examples. Each example is a Batch of unbatched tensors with
 /// fixed names (e.g. `x` features, `y` target). Implementations must be safe to call from
 /// several loader threads at once (const methods, no shared mutable state).
@@ -26,6 +34,11 @@ class Dataset {
   /// A collated batch of the given examples. The default stacks get(i); tensor-backed datasets
   /// override it with one index_select per key.
   virtual Batch get_batch(const std::vector<int64_t>& indices) const;
+  /// What the loader calls: get_batch, unless the dataset draws per-example randomness from
+  /// `context` (TransformedDataset).
+  virtual Batch read_batch(const std::vector<int64_t>& indices, const ReadContext& context) const {
+    return get_batch(indices);
+  }
   /// Facts a model config may need, e.g. `vocab_size` (text_chars), `num_classes`,
   /// `num_features`. Wrappers (split, normalize) forward their inner dataset's.
   virtual std::map<std::string, int64_t> info() const { return {}; }

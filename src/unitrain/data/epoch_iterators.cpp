@@ -153,7 +153,7 @@ Batch EpochPlan::read(int64_t b) const {
                           " of the epoch): ");
   };
   try {
-    return dataset->get_batch(indices);
+    return dataset->read_batch(indices, context);
   } catch (const ConfigError& e) {
     throw ConfigError(where() + e.what());
   } catch (const TrainError& e) {

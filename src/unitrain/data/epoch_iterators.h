@@ -15,6 +15,7 @@ struct EpochPlan {
   int64_t batch_size = 0;
   int64_t num_batches = 0;
   std::string name;  ///< e.g. "data.train", for error messages
+  ReadContext context;  ///< the seed and epoch, for per-example randomness
 
   /// Reads batch b; a failure becomes a ConfigError/TrainError naming `name` and the batch.
   Batch read(int64_t b) const;

@@ -1,5 +1,6 @@
 #include "unitrain/data/loader.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "unitrain/core/error.h"
@@ -27,6 +28,15 @@ void LoaderOptions::declare(Options<LoaderOptions>& o) {
       .help("a new seeded order every epoch (train only)");
   o.field("drop_last", &T::drop_last_).fixed(batches).help("drop the last batch when it is short");
   o.field("prefetch", &T::prefetch_).gt(0).harmless().help("batches each worker reads ahead");
+  o.field("bucket_window", &T::bucket_window_)
+      .min(0)
+      .fixed(batches)
+      .help(
+          "length bucketing (train): the shuffled order sorted by length within windows of this "
+          "many batches, whose order is then shuffled; 0 = off. Pair with data.collate: pad");
+  o.field("bucket_key", &T::bucket_key_)
+      .fixed(batches)
+      .help("the sequence whose length (first dimension) bucketing sorts by");
 }
 
 Loader::Loader(DatasetPtr dataset, LoaderOptions options, uint64_t seed, std::string name)
@@ -41,6 +51,18 @@ Loader::Loader(DatasetPtr dataset, LoaderOptions options, uint64_t seed, std::st
   UT_CHECK(!options_.drop_last_ || n >= options_.batch_size_, name_, " has ", n,
            " examples, fewer than one batch (data.loader.batch_size = ", options_.batch_size_,
            ") with data.loader.drop_last: true; lower the batch size or set drop_last: false");
+  UT_CHECK(options_.bucket_window_ >= 0, "data.loader.bucket_window must be >= 0, got ",
+           options_.bucket_window_);
+  if (options_.bucket_window_ > 0) {  // one pass over the examples for their lengths
+    lengths_.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const Batch e = dataset_->get(i);
+      UT_CHECK(e.has(options_.bucket_key_) && e.at(options_.bucket_key_).dim() >= 1, name_,
+               ": data.loader.bucket_key '", options_.bucket_key_,
+               "' must name a sequence of the examples (example ", i, ")");
+      lengths_[static_cast<size_t>(i)] = e.at(options_.bucket_key_).size(0);
+    }
+  }
 }
 
 int64_t Loader::dataset_size() const { return dataset_->size(); }
@@ -73,6 +95,33 @@ int64_t Loader::batches_per_epoch() const {
   return options_.drop_last_ ? n / b : (n + b - 1) / b;
 }
 
+void Loader::bucket(std::vector<int64_t>& order, int64_t epoch) const {
+  // Across ranks: a window holds world x batch examples per batch, so that after sharding each
+  // rank's batches are still runs of similar lengths.
+  const auto batch = static_cast<size_t>(options_.batch_size_ * world_);
+  const size_t window = batch * static_cast<size_t>(options_.bucket_window_);
+  for (size_t start = 0, w = 0; start < order.size(); start += window, ++w) {
+    const auto first = order.begin() + static_cast<std::ptrdiff_t>(start);
+    const auto last = order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), start + window));
+    std::stable_sort(first, last, [&](int64_t a, int64_t b) {
+      return lengths_[static_cast<size_t>(a)] < lengths_[static_cast<size_t>(b)];
+    });
+    // Shuffle the window's whole batches (a short last one stays last: drop_last drops it).
+    const auto size = static_cast<size_t>(last - first);
+    const int64_t whole = static_cast<int64_t>(size / batch);
+    const std::vector<int64_t> perm =
+        seeded_permutation(whole, mix_seed(mix_seed(seed_, static_cast<uint64_t>(epoch)), w + 1));
+    std::vector<int64_t> shuffled;
+    shuffled.reserve(size);
+    for (int64_t p : perm) {
+      shuffled.insert(shuffled.end(), first + p * static_cast<int64_t>(batch),
+                      first + (p + 1) * static_cast<int64_t>(batch));
+    }
+    shuffled.insert(shuffled.end(), first + whole * static_cast<int64_t>(batch), last);
+    std::copy(shuffled.begin(), shuffled.end(), first);
+  }
+}
+
 std::vector<int64_t> Loader::order(int64_t epoch) const {
   const int64_t n = dataset_->size();
   std::vector<int64_t> all;
@@ -82,6 +131,7 @@ std::vector<int64_t> Loader::order(int64_t epoch) const {
     all.resize(static_cast<size_t>(n));
     std::iota(all.begin(), all.end(), 0);
   }
+  if (!lengths_.empty()) bucket(all, epoch);
   if (world_ == 1) return all;
   if (pad_) {
     const size_t total = static_cast<size_t>((n + world_ - 1) / world_ * world_);
@@ -98,7 +148,8 @@ std::unique_ptr<EpochIterator> Loader::epoch(int64_t epoch, int64_t start_batch)
   const int64_t batches = batches_per_epoch();
   UT_CHECK(start_batch >= 0 && start_batch <= batches, name_, ": cannot start epoch ", epoch,
            " at batch ", start_batch, "; it has ", batches, " batches");
-  detail::EpochPlan plan{dataset_, order(epoch), options_.batch_size_, batches, name_};
+  detail::EpochPlan plan{dataset_, order(epoch), options_.batch_size_, batches, name_,
+                         ReadContext{seed_, epoch}};
   const int64_t workers = reader_threads();
   if (workers == 0) return detail::make_serial_iterator(std::move(plan), start_batch);
   return detail::make_threaded_iterator(std::move(plan), start_batch, workers, options_.prefetch_);

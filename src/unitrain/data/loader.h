@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "unitrain/core/options.h"
 #include "unitrain/data/dataset.h"
@@ -17,16 +19,20 @@ struct LoaderOptions {
   bool shuffle_ = true;
   bool drop_last_ = false;
   int64_t prefetch_ = 4;  ///< batches read ahead per worker
+  int64_t bucket_window_ = 0;     ///< length bucketing: batches per sorted window; 0 = off
+  std::string bucket_key_ = "x";  ///< the sequence whose length bucketing sorts by
 
   LoaderOptions& batch_size(int64_t v) { batch_size_ = v; return *this; }
   LoaderOptions& workers(int64_t v) { workers_ = v; return *this; }
   LoaderOptions& shuffle(bool v) { shuffle_ = v; return *this; }
   LoaderOptions& drop_last(bool v) { drop_last_ = v; return *this; }
   LoaderOptions& prefetch(int64_t v) { prefetch_ = v; return *this; }
+  LoaderOptions& bucket_window(int64_t v) { bucket_window_ = v; return *this; }
+  LoaderOptions& bucket_key(std::string v) { bucket_key_ = std::move(v); return *this; }
   /// The same options reading every example once, in order: what evaluation passes use.
   LoaderOptions in_order() const {
     LoaderOptions o = *this;
-    return o.shuffle(false).drop_last(false);
+    return o.shuffle(false).drop_last(false).bucket_window(0);
   }
 
   static void declare(Options<LoaderOptions>& o);
@@ -71,7 +77,10 @@ class Loader {
   const LoaderOptions& options() const { return options_; }
   /// The batches of `epoch`, starting at batch `start_batch` (a seek, not a replay).
   std::unique_ptr<EpochIterator> epoch(int64_t epoch, int64_t start_batch = 0) const;
-  /// The example indices of `epoch` in the order they are read.
+  /// The example indices of `epoch` in the order they are read. With bucket_window W > 0 the
+  /// seeded order is cut into windows of W batches, each sorted by length (stable) and cut into
+  /// batches whose order within the window is shuffled (seeded by seed, epoch and window):
+  /// batches of similar lengths (little padding), still a function of seed and epoch.
   std::vector<int64_t> order(int64_t epoch) const;
 
  private:
@@ -82,6 +91,9 @@ class Loader {
   int rank_ = 0;
   int world_ = 1;
   bool pad_ = true;
+  /// Sorts `order` by length within windows and shuffles the windows' batches (bucket_window).
+  void bucket(std::vector<int64_t>& order, int64_t epoch) const;
+  std::vector<int64_t> lengths_;  ///< bucketing: each example's length, read once
 };
 
 }  // namespace unitrain
