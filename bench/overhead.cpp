@@ -2,6 +2,7 @@
 // same model, data, optimizer and threads, interleaved round by round so machine noise hits
 // both alike. Also reports how long the loop waited for the loader.
 //   build/bench/bench_overhead [rounds=5] [steps=60] [case name filter, e.g. mlp]
+//       [train.loss_reads: auto|immediate|deferred]
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -44,6 +45,8 @@ double seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+std::string g_loss_reads = "auto";  // train.loss_reads of unitrain's runs (4th argument)
+
 Config run_config(const Case& c, int64_t steps, int64_t workers) {
   const std::string threads = std::to_string(c.threads);
   return Config::from_string(
@@ -54,7 +57,7 @@ Config run_config(const Case& c, int64_t steps, int64_t workers) {
       std::to_string(workers) + ", shuffle: true}}\n"
       "log: {trackers: []}\ncheckpoint: {enabled: false}\n"
       "train: {threads: '" + threads + "', max_length: " + std::to_string(steps) +
-      " steps, log_every: 1000000 steps}\n");
+      " steps, log_every: 1000000 steps, loss_reads: " + g_loss_reads + "}\n");
 }
 
 struct UnitrainResult {
@@ -131,6 +134,7 @@ int main(int argc, char** argv) {
   std::printf("%-38s %9s | %9s %7s | %9s %7s %7s\n", "case (2 intra-op threads unless said)", "hand ms",
               "w0 ms", "ratio", "w2 ms", "ratio", "wait");
   const std::string only = argc > 3 ? argv[3] : "";  // run only cases whose name has this
+  if (argc > 4) g_loss_reads = argv[4];
   for (const Case& c : cases) {
     if (!only.empty() && c.name.find(only) == std::string::npos) continue;
     // Per round: the hand loop, unitrain reading in the training thread (workers 0, as the

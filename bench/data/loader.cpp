@@ -5,6 +5,8 @@
 //   build/bench/bench_data_loader tokens THREADS BATCHES FILE  (uint16 windows of 256, batch 64)
 // Prints one line: `samples_per_s N` (examples or windows per second over BATCHES batches,
 // after a warm-up of 20 batches).
+#include "unitrain/data/loader.h"
+
 #include <torch/torch.h>
 
 #include <chrono>
@@ -13,7 +15,6 @@
 
 #include "unitrain/core/config.h"
 #include "unitrain/data/build_data.h"
-#include "unitrain/data/loader.h"
 
 namespace {
 

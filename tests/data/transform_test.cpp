@@ -16,29 +16,29 @@
 namespace unitrain {
 namespace {
 
-TransformPtr transform_of(const std::string& yaml) {
+TransformPtr tf_transform(const std::string& yaml) {
   register_builtin_datasets();
   auto schema = std::make_shared<Schema>();
   schema->add("t", Type::Section).component("transform");
   return transform_registry().create(schema->resolve(Config::from_string("t: " + yaml)).at("t"));
 }
 
-CollatePtr collate_of(const std::string& yaml) {
+CollatePtr tf_collate(const std::string& yaml) {
   register_builtin_datasets();
   auto schema = std::make_shared<Schema>();
   schema->add("c", Type::Section).component("collate");
   return collate_registry().create(schema->resolve(Config::from_string("c: " + yaml)).at("c"));
 }
 
-Batch transformed(const TransformPtr& t, const torch::Tensor& x, int64_t index = 0,
-                  int64_t epoch = 0) {
+Batch tf_apply(const TransformPtr& t, const torch::Tensor& x, int64_t index = 0,
+               int64_t epoch = 0) {
   Batch e{{"x", x}};
   SampleRng rng(ReadContext{7, epoch}, index);
   t->apply(e, rng);
   return e;
 }
 
-torch::Tensor image(int64_t c, int64_t h, int64_t w) {
+torch::Tensor tf_image(int64_t c, int64_t h, int64_t w) {
   return torch::arange(c * h * w, torch::kFloat32).reshape({c, h, w}) / 100.0;
 }
 
@@ -65,12 +65,12 @@ TEST(SampleRng, AFunctionOfSeedEpochAndIndex) {
 }
 
 TEST(ImageTransforms, RandomCropIsAWindowOfThePaddedImage) {
-  const torch::Tensor x = image(2, 6, 5);
+  const torch::Tensor x = tf_image(2, 6, 5);
   const torch::Tensor padded = torch::constant_pad_nd(x, {2, 2, 2, 2}, -1.0);
-  auto t = transform_of("{type: random_crop, args: {size: [4, 3], padding: 2, fill: -1}}");
+  auto t = tf_transform("{type: random_crop, args: {size: [4, 3], padding: 2, fill: -1}}");
   std::set<std::pair<int64_t, int64_t>> offsets;
   for (int64_t index = 0; index < 40; ++index) {
-    const torch::Tensor out = transformed(t, x, index).at("x");
+    const torch::Tensor out = tf_apply(t, x, index).at("x");
     ASSERT_EQ(out.sizes(), (std::vector<int64_t>{2, 4, 3}));
     bool found = false;
     for (int64_t top = 0; top + 4 <= 10 && !found; ++top) {
@@ -83,20 +83,20 @@ TEST(ImageTransforms, RandomCropIsAWindowOfThePaddedImage) {
     }
     EXPECT_TRUE(found) << index;
     // The same example in the same epoch: the same crop.
-    EXPECT_TRUE(torch::equal(out, transformed(t, x, index).at("x")));
+    EXPECT_TRUE(torch::equal(out, tf_apply(t, x, index).at("x")));
   }
   EXPECT_GT(offsets.size(), 10u);  // the offsets vary with the index
   // A 2-D image stays 2-D.
-  EXPECT_EQ(transformed(t, x[0], 1).at("x").dim(), 2);
-  EXPECT_THROW(transformed(transform_of("{type: random_crop, args: {size: [20]}}"), x), ConfigError);
+  EXPECT_EQ(tf_apply(t, x[0], 1).at("x").dim(), 2);
+  EXPECT_THROW(tf_apply(tf_transform("{type: random_crop, args: {size: [20]}}"), x), ConfigError);
 }
 
 TEST(ImageTransforms, CenterCropResizeFlipAndNormalizeMatchTorch) {
-  const torch::Tensor x = image(3, 7, 6);
-  auto center = transform_of("{type: center_crop, args: {size: [3, 4]}}");
+  const torch::Tensor x = tf_image(3, 7, 6);
+  auto center = tf_transform("{type: center_crop, args: {size: [3, 4]}}");
   // torchvision: top = round((7 - 3) / 2) = 2, left = round((6 - 4) / 2) = 1.
-  EXPECT_TRUE(torch::equal(transformed(center, x).at("x"), x.narrow(1, 2, 3).narrow(2, 1, 4)));
-  auto resize = transform_of("{type: resize, args: {size: [14, 3]}}");
+  EXPECT_TRUE(torch::equal(tf_apply(center, x).at("x"), x.narrow(1, 2, 3).narrow(2, 1, 4)));
+  auto resize = tf_transform("{type: resize, args: {size: [14, 3]}}");
   namespace F = torch::nn::functional;
   const torch::Tensor expected =
       F::interpolate(x.unsqueeze(0), F::InterpolateFuncOptions()
@@ -104,47 +104,47 @@ TEST(ImageTransforms, CenterCropResizeFlipAndNormalizeMatchTorch) {
                                          .mode(torch::kBilinear)
                                          .align_corners(false))
           .squeeze(0);
-  EXPECT_TRUE(torch::allclose(transformed(resize, x).at("x"), expected));
-  EXPECT_TRUE(torch::equal(
-      transformed(transform_of("{type: horizontal_flip, args: {p: 1}}"), x).at("x"),
-      torch::flip(x, {2})));
-  EXPECT_TRUE(torch::equal(
-      transformed(transform_of("{type: vertical_flip, args: {p: 1}}"), x).at("x"),
-      torch::flip(x, {1})));
-  EXPECT_TRUE(torch::equal(
-      transformed(transform_of("{type: horizontal_flip, args: {p: 0}}"), x).at("x"), x));
-  auto norm = transform_of("{type: normalize, args: {mean: [0.1, 0.2, 0.3], std: [0.5, 2, 4]}}");
+  EXPECT_TRUE(torch::allclose(tf_apply(resize, x).at("x"), expected));
+  EXPECT_TRUE(
+      torch::equal(tf_apply(tf_transform("{type: horizontal_flip, args: {p: 1}}"), x).at("x"),
+                   torch::flip(x, {2})));
+  EXPECT_TRUE(torch::equal(tf_apply(tf_transform("{type: vertical_flip, args: {p: 1}}"), x).at("x"),
+                           torch::flip(x, {1})));
+  EXPECT_TRUE(
+      torch::equal(tf_apply(tf_transform("{type: horizontal_flip, args: {p: 0}}"), x).at("x"), x));
+  auto norm = tf_transform("{type: normalize, args: {mean: [0.1, 0.2, 0.3], std: [0.5, 2, 4]}}");
   const torch::Tensor m = torch::tensor({0.1f, 0.2f, 0.3f}).view({3, 1, 1});
   const torch::Tensor s = torch::tensor({0.5f, 2.0f, 4.0f}).view({3, 1, 1});
-  EXPECT_TRUE(torch::allclose(transformed(norm, x).at("x"), (x - m) / s, 1e-6, 1e-6));
-  EXPECT_THROW(transform_of("{type: normalize, args: {mean: [0.1], std: [0]}}"), ConfigError);
-  EXPECT_THROW(transformed(norm, image(2, 3, 3)), ConfigError);  // 3 values, 2 channels
+  EXPECT_TRUE(torch::allclose(tf_apply(norm, x).at("x"), (x - m) / s, 1e-6, 1e-6));
+  EXPECT_THROW(tf_transform("{type: normalize, args: {mean: [0.1], std: [0]}}"), ConfigError);
+  EXPECT_THROW(tf_apply(norm, tf_image(2, 3, 3)), ConfigError);  // 3 values, 2 channels
   // The dataset's own tensor is never written to.
   const torch::Tensor before = x.clone();
-  transformed(transform_of("{type: horizontal_flip, args: {p: 1}}"), x);
-  transformed(norm, x);
+  tf_apply(tf_transform("{type: horizontal_flip, args: {p: 1}}"), x);
+  tf_apply(norm, x);
   EXPECT_TRUE(torch::equal(x, before));
 }
 
 TEST(ImageTransforms, RandomResizedCropAndRandomErasing) {
-  const torch::Tensor x = image(1, 8, 8);
+  const torch::Tensor x = tf_image(1, 8, 8);
   // The whole image at ratio 1: a resize.
-  auto whole = transform_of(
-      "{type: random_resized_crop, args: {size: [4], scale: [1, 1], ratio: [1, 1]}}");
-  EXPECT_TRUE(torch::allclose(transformed(whole, x).at("x"),
-                              transformed(transform_of("{type: resize, args: {size: [4]}}"), x).at("x")));
-  auto rrc = transform_of("{type: random_resized_crop, args: {size: [5, 6]}}");
+  auto whole =
+      tf_transform("{type: random_resized_crop, args: {size: [4], scale: [1, 1], ratio: [1, 1]}}");
+  EXPECT_TRUE(
+      torch::allclose(tf_apply(whole, x).at("x"),
+                      tf_apply(tf_transform("{type: resize, args: {size: [4]}}"), x).at("x")));
+  auto rrc = tf_transform("{type: random_resized_crop, args: {size: [5, 6]}}");
   std::set<double> firsts;
   for (int64_t i = 0; i < 20; ++i) {
-    const torch::Tensor out = transformed(rrc, x, i).at("x");
+    const torch::Tensor out = tf_apply(rrc, x, i).at("x");
     ASSERT_EQ(out.sizes(), (std::vector<int64_t>{1, 5, 6}));
     firsts.insert(out[0][0][0].item<double>());
   }
   EXPECT_GT(firsts.size(), 5u);
-  auto erase = transform_of("{type: random_erasing, args: {p: 1, value: -5}}");
+  auto erase = tf_transform("{type: random_erasing, args: {p: 1, value: -5}}");
   int erased_examples = 0;
   for (int64_t i = 0; i < 20; ++i) {
-    const torch::Tensor out = transformed(erase, x + 1, i).at("x");
+    const torch::Tensor out = tf_apply(erase, x + 1, i).at("x");
     const torch::Tensor hit = out == -5;
     const int64_t n = hit.sum().item<int64_t>();
     if (n == 0) continue;
@@ -162,10 +162,10 @@ TEST(SequenceTransforms, TruncateAndRandomWindowCutKeysAlike) {
   const torch::Tensor ids = torch::arange(10, torch::kInt64);
   Batch e{{"x", ids}, {"y", ids + 100}};
   SampleRng rng(ReadContext{1, 0}, 0);
-  transform_of("{type: truncate, args: {keys: [x, y], length: 4}}")->apply(e, rng);
+  tf_transform("{type: truncate, args: {keys: [x, y], length: 4}}")->apply(e, rng);
   EXPECT_TRUE(torch::equal(e.at("x"), torch::arange(4, torch::kInt64)));
   EXPECT_TRUE(torch::equal(e.at("y"), torch::arange(4, torch::kInt64) + 100));
-  auto window = transform_of("{type: random_window, args: {keys: [x, y], length: 3}}");
+  auto window = tf_transform("{type: random_window, args: {keys: [x, y], length: 3}}");
   std::set<int64_t> starts;
   for (int64_t i = 0; i < 30; ++i) {
     Batch w{{"x", ids}, {"y", ids + 100}};
@@ -183,18 +183,21 @@ TEST(SequenceTransforms, TruncateAndRandomWindowCutKeysAlike) {
 }
 
 TEST(Collate, PadsToTheLongestWithLabelsIgnoredAndAMask) {
-  std::vector<Batch> examples{
-      {{"x", torch::tensor({5, 6, 7}, torch::kInt64)}, {"y", torch::tensor({1, 2, 3})}, {"c", torch::tensor(4)}},
-      {{"x", torch::tensor({8}, torch::kInt64)}, {"y", torch::tensor({9})}, {"c", torch::tensor(2)}}};
+  std::vector<Batch> examples{{{"x", torch::tensor({5, 6, 7}, torch::kInt64)},
+                               {"y", torch::tensor({1, 2, 3})},
+                               {"c", torch::tensor(4)}},
+                              {{"x", torch::tensor({8}, torch::kInt64)},
+                               {"y", torch::tensor({9})},
+                               {"c", torch::tensor(2)}}};
   std::vector<SampleRng> rngs{SampleRng({}, 0), SampleRng({}, 1)};
-  Batch b = collate_of("{type: pad, args: {multiple_of: 2}}")->collate(examples, rngs);
+  Batch b = tf_collate("{type: pad, args: {multiple_of: 2}}")->collate(examples, rngs);
   EXPECT_TRUE(torch::equal(b.at("x"), torch::tensor({{5, 6, 7, 0}, {8, 0, 0, 0}}, torch::kInt64)));
   EXPECT_TRUE(torch::equal(b.at("y"), torch::tensor({{1, 2, 3, -100}, {9, -100, -100, -100}})));
   EXPECT_TRUE(torch::equal(b.at("attention_mask"),
                            torch::tensor({{1, 1, 1, 0}, {1, 0, 0, 0}}, torch::kInt64)));
   EXPECT_TRUE(torch::equal(b.at("c"), torch::tensor({4, 2})));
   std::vector<Batch> odd{{{"x", torch::zeros({2, 3})}}, {{"x", torch::zeros({2, 4})}}};
-  EXPECT_THROW(collate_of("{type: pad}")->collate(odd, rngs), ConfigError);
+  EXPECT_THROW(tf_collate("{type: pad}")->collate(odd, rngs), ConfigError);
 }
 
 TEST(Collate, MlmMasksFifteenPercentEightyTenTen) {
@@ -208,7 +211,7 @@ TEST(Collate, MlmMasksFifteenPercentEightyTenTen) {
     examples.push_back({{"x", ids}});
     rngs.emplace_back(ReadContext{11, 2}, i);
   }
-  auto mlm = collate_of("{type: mlm, args: {mask_token_id: 1, vocab_size: 110, special_ids: [3]}}");
+  auto mlm = tf_collate("{type: mlm, args: {mask_token_id: 1, vocab_size: 110, special_ids: [3]}}");
   std::vector<SampleRng> again = rngs;
   Batch b = mlm->collate(examples, rngs);
   Batch b2 = mlm->collate(examples, again);
@@ -222,17 +225,17 @@ TEST(Collate, MlmMasksFifteenPercentEightyTenTen) {
   EXPECT_NEAR((x.masked_select(selected) == 1).sum().item<double>() / n, 0.8, 0.02);
   const torch::Tensor kept = x.masked_select(selected) == y.masked_select(selected);
   EXPECT_NEAR(kept.sum().item<double>() / n, 0.1 + 0.1 / 110, 0.02);
-  EXPECT_TRUE((x.select(1, 0) == 3).all().item<bool>());          // specials never selected
-  EXPECT_FALSE((selected & (mask == 0)).any().item<bool>());      // nor padding
+  EXPECT_TRUE((x.select(1, 0) == 3).all().item<bool>());      // specials never selected
+  EXPECT_FALSE((selected & (mask == 0)).any().item<bool>());  // nor padding
 }
 
 TEST(TransformedDataset, ReadsTheSameBitsInAnyThreadAndAfterAResume) {
   const torch::Tensor images = torch::rand({40, 1, 6, 6});
   auto inner = std::make_shared<TensorDataset>(Batch{{"x", images}, {"y", torch::arange(40)}});
   auto data = std::make_shared<TransformedDataset>(
-      inner, std::vector<TransformPtr>{
-                 transform_of("{type: random_crop, args: {size: [6], padding: 2}}"),
-                 transform_of("{type: horizontal_flip}")});
+      inner,
+      std::vector<TransformPtr>{tf_transform("{type: random_crop, args: {size: [6], padding: 2}}"),
+                                tf_transform("{type: horizontal_flip}")});
   EXPECT_FALSE(data->in_memory());
   auto epoch_batches = [&](int64_t workers, int64_t epoch, int64_t start) {
     Loader loader(data, LoaderOptions().batch_size(8).workers(workers).shuffle(false), 5, "t");
@@ -257,7 +260,7 @@ TEST(TransformedDataset, ReadsTheSameBitsInAnyThreadAndAfterAResume) {
 }
 
 // Example i is a sequence of 1 + (i * 7) % 23 ids.
-class Ragged : public Dataset {
+class RaggedSequences : public Dataset {
  public:
   int64_t size() const override { return 400; }
   Batch get(int64_t i) const override {
@@ -266,7 +269,7 @@ class Ragged : public Dataset {
 };
 
 TEST(Loader, LengthBucketingGivesBatchesOfSimilarLengthsInASeededOrder) {
-  auto data = std::make_shared<Ragged>();
+  auto data = std::make_shared<RaggedSequences>();
   auto spread = [&](const Loader& loader, int64_t epoch) {
     int64_t total = 0;
     std::vector<int64_t> order = loader.order(epoch);
@@ -290,8 +293,8 @@ TEST(Loader, LengthBucketingGivesBatchesOfSimilarLengthsInASeededOrder) {
   EXPECT_EQ(bucketed.order(1), bucketed.order(1));
   EXPECT_NE(bucketed.order(1), bucketed.order(2));
   // Padded batches through the pad collate, read by the loader.
-  auto padded = std::make_shared<TransformedDataset>(data, std::vector<TransformPtr>{},
-                                                     collate_of("{type: pad, args: {label_keys: []}}"));
+  auto padded = std::make_shared<TransformedDataset>(
+      data, std::vector<TransformPtr>{}, tf_collate("{type: pad, args: {label_keys: []}}"));
   Loader loader(padded, LoaderOptions().batch_size(8).bucket_window(10), 3, "t");
   auto it = loader.epoch(0);
   auto first = it->next();
@@ -312,8 +315,8 @@ TEST(TransformedDataset, BuiltFromTheDataSection) {
   Batch b = splits.train->read_batch({0, 1}, ReadContext{1, 0});
   EXPECT_EQ(b.at("x").sizes(), (std::vector<int64_t>{2, 3}));
   EXPECT_TRUE(b.has("attention_mask"));
-  const Config bad = Config::from_string(
-      "train: {type: synthetic}\ntransforms: {train: [{type: random_flop}]}\n");
+  const Config bad =
+      Config::from_string("train: {type: synthetic}\ntransforms: {train: [{type: random_flop}]}\n");
   const std::string message = test::config_error_of([&] { build_data(bad, 1); });
   EXPECT_NE(message.find("random_flop"), std::string::npos) << message;
   EXPECT_NE(message.find("random_crop"), std::string::npos) << message;  // the known names

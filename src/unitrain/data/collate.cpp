@@ -12,11 +12,11 @@
 namespace unitrain {
 namespace {
 
-struct NoArgs {
-  static void declare(Options<NoArgs>&) {}
+struct StackArgs {
+  static void declare(Options<StackArgs>&) {}
 };
 
-class Stack : public Collate {
+class StackCollate : public Collate {
  public:
   Batch collate(std::vector<Batch>& examples, std::vector<SampleRng>&) const override {
     return unitrain::collate(examples);
@@ -61,8 +61,8 @@ Batch pad_batch(const std::vector<Batch>& examples, const PadArgs& a, const char
     for (const auto& e : examples) {
       const torch::Tensor& t = e.at(name);
       UT_CHECK(t.dim() == first.dim() && t.sizes().slice(1) == first.sizes().slice(1), who,
-               ": examples of '", name, "' differ in more than their length: ", t.sizes(),
-               " vs ", first.sizes());
+               ": examples of '", name, "' differ in more than their length: ", t.sizes(), " vs ",
+               first.sizes());
       longest = std::max(longest, t.size(0));
     }
     longest = (longest + a.multiple_of - 1) / a.multiple_of * a.multiple_of;
@@ -89,9 +89,9 @@ Batch pad_batch(const std::vector<Batch>& examples, const PadArgs& a, const char
   return out;
 }
 
-class Pad : public Collate {
+class PadCollate : public Collate {
  public:
-  explicit Pad(const PadArgs& a) : a_(a) {}
+  explicit PadCollate(const PadArgs& a) : a_(a) {}
   Batch collate(std::vector<Batch>& examples, std::vector<SampleRng>&) const override {
     return pad_batch(examples, a_, "pad");
   }
@@ -127,9 +127,9 @@ struct MlmArgs : PadArgs {
 /// non-special token is selected with `probability`; a selected token becomes [MASK] (80%), a
 /// random id (10%) or stays (10%), and its label is the original id. Drawn from each
 /// example's own stream, so a batch is a function of (seed, epoch, indices).
-class Mlm : public Collate {
+class MlmCollate : public Collate {
  public:
-  explicit Mlm(MlmArgs a) : a_(std::move(a)) {
+  explicit MlmCollate(MlmArgs a) : a_(std::move(a)) {
     a_.label_keys = {};
     a_.lengths_of = a_.key;
     special_.insert(a_.special_ids.begin(), a_.special_ids.end());
@@ -176,16 +176,16 @@ namespace detail {
 
 void register_collates() {
   auto& r = collate_registry();
-  r.add<NoArgs>("stack", "stacks examples of equal shapes (the default)",
-                [](const NoArgs&) -> CollatePtr { return std::make_shared<Stack>(); });
+  r.add<StackArgs>("stack", "stacks examples of equal shapes (the default)",
+                   [](const StackArgs&) -> CollatePtr { return std::make_shared<StackCollate>(); });
   r.add<PadArgs>("pad",
                  "pads sequences to the batch's longest (labels with ignore_index) and adds an "
                  "attention mask",
-                 [](const PadArgs& a) -> CollatePtr { return std::make_shared<Pad>(a); });
+                 [](const PadArgs& a) -> CollatePtr { return std::make_shared<PadCollate>(a); });
   r.add<MlmArgs>("mlm",
                  "pad, then BERT's masking: 15% of tokens selected, 80/10/10 mask/random/keep, "
                  "labels on the selected",
-                 [](const MlmArgs& a) -> CollatePtr { return std::make_shared<Mlm>(a); });
+                 [](const MlmArgs& a) -> CollatePtr { return std::make_shared<MlmCollate>(a); });
 }
 
 }  // namespace detail

@@ -15,7 +15,7 @@ namespace unitrain {
 namespace {
 
 /// An example's image as a contiguous float32 [C, H, W]; `flat` records a [H, W] original.
-struct Image {
+struct ChwImage {
   torch::Tensor t;
   bool flat = false;
   int64_t c() const { return t.size(0); }
@@ -23,23 +23,23 @@ struct Image {
   int64_t w() const { return t.size(2); }
 };
 
-Image image_of(const Batch& example, const std::string& key, const char* who) {
+ChwImage chw_image_of(const Batch& example, const std::string& key, const char* who) {
   const torch::Tensor& t = example.at(key);
   UT_CHECK(t.dim() == 2 || t.dim() == 3, who, ": '", key,
            "' must be an image [C, H, W] or [H, W], got ", t.dim(), " dimensions");
-  Image img;
+  ChwImage img;
   img.flat = t.dim() == 2;
   torch::Tensor f = t.scalar_type() == torch::kFloat32 ? t : t.to(torch::kFloat32);
   img.t = (img.flat ? f.unsqueeze(0) : f).contiguous();
   return img;
 }
 
-void put(Batch& example, const std::string& key, const Image& like, torch::Tensor out) {
+void put_chw(Batch& example, const std::string& key, const ChwImage& like, torch::Tensor out) {
   example.set(key, like.flat ? out.squeeze(0) : std::move(out));
 }
 
 /// [h, w] from a `size` list of one (square) or two values; ConfigError naming `who`.
-std::pair<int64_t, int64_t> size_of(const std::vector<int64_t>& size, const char* who) {
+std::pair<int64_t, int64_t> hw_of_size(const std::vector<int64_t>& size, const char* who) {
   UT_CHECK(size.size() == 1 || size.size() == 2, who, ": size must be [S] or [H, W], got ",
            size.size(), " values");
   const int64_t h = size[0], w = size.size() == 2 ? size[1] : size[0];
@@ -48,7 +48,8 @@ std::pair<int64_t, int64_t> size_of(const std::vector<int64_t>& size, const char
 }
 
 /// The window [top, top + h) x [left, left + w) of `img`, positions outside it set to `fill`.
-torch::Tensor crop(const Image& img, int64_t top, int64_t left, int64_t h, int64_t w, float fill) {
+torch::Tensor crop_window(const ChwImage& img, int64_t top, int64_t left, int64_t h, int64_t w,
+                          float fill) {
   torch::Tensor out = torch::empty({img.c(), h, w}, torch::kFloat32);
   const float* src = img.t.data_ptr<float>();
   float* dst = out.data_ptr<float>();
@@ -64,14 +65,15 @@ torch::Tensor crop(const Image& img, int64_t top, int64_t left, int64_t h, int64
         continue;
       }
       std::fill(row, row + x0, fill);
-      if (x1 > x0) std::memcpy(row + x0, src + (c * H + sy) * W + left + x0, (x1 - x0) * sizeof(float));
+      if (x1 > x0)
+        std::memcpy(row + x0, src + (c * H + sy) * W + left + x0, (x1 - x0) * sizeof(float));
       std::fill(row + x1, row + w, fill);
     }
   }
   return out;
 }
 
-torch::Tensor resized(const torch::Tensor& chw, int64_t h, int64_t w) {
+torch::Tensor resize_chw(const torch::Tensor& chw, int64_t h, int64_t w) {
   if (chw.size(1) == h && chw.size(2) == w) return chw;
   namespace F = torch::nn::functional;
   return F::interpolate(chw.unsqueeze(0), F::InterpolateFuncOptions()
@@ -95,16 +97,17 @@ struct NormalizeArgs {
   }
 };
 
-class Normalize : public Transform {
+class NormalizeImage : public Transform {
  public:
-  explicit Normalize(const NormalizeArgs& a) : a_(a) {
-    UT_CHECK(!a.mean.empty() && a.mean.size() == a.stddev.size(), "normalize: mean and std must "
-             "have the same number of values (one per channel), got ", a.mean.size(), " and ",
-             a.stddev.size());
+  explicit NormalizeImage(const NormalizeArgs& a) : a_(a) {
+    UT_CHECK(!a.mean.empty() && a.mean.size() == a.stddev.size(),
+             "normalize: mean and std must "
+             "have the same number of values (one per channel), got ",
+             a.mean.size(), " and ", a.stddev.size());
     for (double s : a.stddev) UT_CHECK(s > 0, "normalize: std values must be > 0, got ", s);
   }
   void apply(Batch& e, SampleRng&) const override {
-    Image img = image_of(e, a_.key, "normalize");
+    ChwImage img = chw_image_of(e, a_.key, "normalize");
     const size_t n = a_.mean.size();
     UT_CHECK(n == 1 || static_cast<int64_t>(n) == img.c(), "normalize: ", n,
              " mean/std values for an image of ", img.c(), " channels");
@@ -117,7 +120,7 @@ class Normalize : public Transform {
       const auto inv = static_cast<float>(1.0 / a_.stddev[n == 1 ? 0 : c]);
       for (int64_t i = c * plane; i < (c + 1) * plane; ++i) dst[i] = (src[i] - m) * inv;
     }
-    put(e, a_.key, img, out);
+    put_chw(e, a_.key, img, out);
   }
 
  private:
@@ -141,16 +144,16 @@ struct CropArgs {
 
 class RandomCrop : public Transform {
  public:
-  explicit RandomCrop(const CropArgs& a) : a_(a) { size_of(a.size, "random_crop"); }
+  explicit RandomCrop(const CropArgs& a) : a_(a) { hw_of_size(a.size, "random_crop"); }
   void apply(Batch& e, SampleRng& rng) const override {
-    Image img = image_of(e, a_.key, "random_crop");
-    const auto [h, w] = size_of(a_.size, "random_crop");
+    ChwImage img = chw_image_of(e, a_.key, "random_crop");
+    const auto [h, w] = hw_of_size(a_.size, "random_crop");
     const int64_t p = a_.padding;
     UT_CHECK(h <= img.h() + 2 * p && w <= img.w() + 2 * p, "random_crop: a crop of [", h, ", ", w,
              "] does not fit an image of [", img.h(), ", ", img.w(), "] padded by ", p);
     const int64_t top = rng.integer(0, img.h() + 2 * p - h) - p;
     const int64_t left = rng.integer(0, img.w() + 2 * p - w) - p;
-    put(e, a_.key, img, crop(img, top, left, h, w, static_cast<float>(a_.fill)));
+    put_chw(e, a_.key, img, crop_window(img, top, left, h, w, static_cast<float>(a_.fill)));
   }
 
  private:
@@ -159,14 +162,14 @@ class RandomCrop : public Transform {
 
 class CenterCrop : public Transform {
  public:
-  explicit CenterCrop(const CropArgs& a) : a_(a) { size_of(a.size, "center_crop"); }
+  explicit CenterCrop(const CropArgs& a) : a_(a) { hw_of_size(a.size, "center_crop"); }
   void apply(Batch& e, SampleRng&) const override {
-    Image img = image_of(e, a_.key, "center_crop");
-    const auto [h, w] = size_of(a_.size, "center_crop");
+    ChwImage img = chw_image_of(e, a_.key, "center_crop");
+    const auto [h, w] = hw_of_size(a_.size, "center_crop");
     // torchvision's offsets: round((H - h) / 2); a crop larger than the image pads with fill.
     const auto top = static_cast<int64_t>(std::lround((img.h() - h) / 2.0));
     const auto left = static_cast<int64_t>(std::lround((img.w() - w) / 2.0));
-    put(e, a_.key, img, crop(img, top, left, h, w, static_cast<float>(a_.fill)));
+    put_chw(e, a_.key, img, crop_window(img, top, left, h, w, static_cast<float>(a_.fill)));
   }
 
  private:
@@ -184,13 +187,13 @@ struct ResizeArgs {
   }
 };
 
-class Resize : public Transform {
+class ResizeImage : public Transform {
  public:
-  explicit Resize(const ResizeArgs& a) : a_(a) { size_of(a.size, "resize"); }
+  explicit ResizeImage(const ResizeArgs& a) : a_(a) { hw_of_size(a.size, "resize"); }
   void apply(Batch& e, SampleRng&) const override {
-    Image img = image_of(e, a_.key, "resize");
-    const auto [h, w] = size_of(a_.size, "resize");
-    put(e, a_.key, img, resized(img.t, h, w));
+    ChwImage img = chw_image_of(e, a_.key, "resize");
+    const auto [h, w] = hw_of_size(a_.size, "resize");
+    put_chw(e, a_.key, img, resize_chw(img.t, h, w));
   }
 
  private:
@@ -208,12 +211,12 @@ struct FlipArgs {
   }
 };
 
-class Flip : public Transform {
+class FlipImage : public Transform {
  public:
-  Flip(const FlipArgs& a, bool horizontal) : a_(a), horizontal_(horizontal) {}
+  FlipImage(const FlipArgs& a, bool horizontal) : a_(a), horizontal_(horizontal) {}
   void apply(Batch& e, SampleRng& rng) const override {
     if (!rng.chance(a_.p)) return;
-    Image img = image_of(e, a_.key, horizontal_ ? "horizontal_flip" : "vertical_flip");
+    ChwImage img = chw_image_of(e, a_.key, horizontal_ ? "horizontal_flip" : "vertical_flip");
     torch::Tensor out = torch::empty_like(img.t);
     const int64_t H = img.h(), W = img.w();
     const float* src = img.t.data_ptr<float>();
@@ -229,7 +232,7 @@ class Flip : public Transform {
         }
       }
     }
-    put(e, a_.key, img, out);
+    put_chw(e, a_.key, img, out);
   }
 
  private:
@@ -241,14 +244,14 @@ class Flip : public Transform {
 
 struct AreaArgs {
   std::string key = "x";
-  std::vector<int64_t> size;        ///< random_resized_crop's output
-  std::vector<double> scale;        ///< the share of the area, [min, max]
-  std::vector<double> ratio;        ///< the aspect ratio w / h, [min, max]
-  double p = 0.5;                   ///< random_erasing's probability
-  double value = 0;                 ///< random_erasing's fill
+  std::vector<int64_t> size;  ///< random_resized_crop's output
+  std::vector<double> scale;  ///< the share of the area, [min, max]
+  std::vector<double> ratio;  ///< the aspect ratio w / h, [min, max]
+  double p = 0.5;             ///< random_erasing's probability
+  double value = 0;           ///< random_erasing's fill
 };
 
-void check_range(const std::vector<double>& r, const char* who, const char* name) {
+void check_area_range(const std::vector<double>& r, const char* who, const char* name) {
   UT_CHECK(r.size() == 2 && r[0] > 0 && r[0] <= r[1], who, ": ", name,
            " must be [min, max] with 0 < min <= max, got ", option_detail::yaml_text(r));
 }
@@ -256,8 +259,8 @@ void check_range(const std::vector<double>& r, const char* who, const char* name
 /// A window of `img` covering a random share in `scale` of its area with an aspect ratio in
 /// `ratio` (log-uniform), as torchvision draws them: up to 10 tries. Returns false when none
 /// fits.
-bool random_window(const Image& img, const AreaArgs& a, SampleRng& rng, int64_t& top,
-                   int64_t& left, int64_t& h, int64_t& w, bool strictly_inside) {
+bool random_area_window(const ChwImage& img, const AreaArgs& a, SampleRng& rng, int64_t& top,
+                        int64_t& left, int64_t& h, int64_t& w, bool strictly_inside) {
   const double area = static_cast<double>(img.h() * img.w());
   const double log_lo = std::log(a.ratio[0]), log_hi = std::log(a.ratio[1]);
   for (int attempt = 0; attempt < 10; ++attempt) {
@@ -279,15 +282,15 @@ bool random_window(const Image& img, const AreaArgs& a, SampleRng& rng, int64_t&
 class RandomResizedCrop : public Transform {
  public:
   explicit RandomResizedCrop(const AreaArgs& a) : a_(a) {
-    size_of(a.size, "random_resized_crop");
-    check_range(a.scale, "random_resized_crop", "scale");
-    check_range(a.ratio, "random_resized_crop", "ratio");
+    hw_of_size(a.size, "random_resized_crop");
+    check_area_range(a.scale, "random_resized_crop", "scale");
+    check_area_range(a.ratio, "random_resized_crop", "ratio");
   }
   void apply(Batch& e, SampleRng& rng) const override {
-    Image img = image_of(e, a_.key, "random_resized_crop");
-    const auto [oh, ow] = size_of(a_.size, "random_resized_crop");
+    ChwImage img = chw_image_of(e, a_.key, "random_resized_crop");
+    const auto [oh, ow] = hw_of_size(a_.size, "random_resized_crop");
     int64_t top = 0, left = 0, h = img.h(), w = img.w();
-    if (!random_window(img, a_, rng, top, left, h, w, false)) {
+    if (!random_area_window(img, a_, rng, top, left, h, w, false)) {
       // torchvision's fallback: the largest centred window whose ratio is within range.
       const double r = double(img.w()) / double(img.h());
       h = img.h();
@@ -300,7 +303,7 @@ class RandomResizedCrop : public Transform {
       top = (img.h() - h) / 2;
       left = (img.w() - w) / 2;
     }
-    put(e, a_.key, img, resized(crop(img, top, left, h, w, 0), oh, ow));
+    put_chw(e, a_.key, img, resize_chw(crop_window(img, top, left, h, w, 0), oh, ow));
   }
 
  private:
@@ -310,14 +313,14 @@ class RandomResizedCrop : public Transform {
 class RandomErasing : public Transform {
  public:
   explicit RandomErasing(const AreaArgs& a) : a_(a) {
-    check_range(a.scale, "random_erasing", "scale");
-    check_range(a.ratio, "random_erasing", "ratio");
+    check_area_range(a.scale, "random_erasing", "scale");
+    check_area_range(a.ratio, "random_erasing", "ratio");
   }
   void apply(Batch& e, SampleRng& rng) const override {
     if (!rng.chance(a_.p)) return;
-    Image img = image_of(e, a_.key, "random_erasing");
+    ChwImage img = chw_image_of(e, a_.key, "random_erasing");
     int64_t top = 0, left = 0, h = 0, w = 0;
-    if (!random_window(img, a_, rng, top, left, h, w, true)) return;
+    if (!random_area_window(img, a_, rng, top, left, h, w, true)) return;
     torch::Tensor out = img.t.clone();
     float* d = out.data_ptr<float>();
     const auto v = static_cast<float>(a_.value);
@@ -327,7 +330,7 @@ class RandomErasing : public Transform {
         std::fill(row, row + w, v);
       }
     }
-    put(e, a_.key, img, out);
+    put_chw(e, a_.key, img, out);
   }
 
  private:
@@ -363,20 +366,24 @@ namespace detail {
 
 void register_image_transforms() {
   auto& r = transform_registry();
-  r.add<NormalizeArgs>("normalize", "(x - mean) / std per channel of an image",
-                       [](const NormalizeArgs& a) -> TransformPtr {
-                         return std::make_shared<Normalize>(a);
-                       });
-  r.add<CropArgs>("random_crop", "a random window of an image, after padding it",
-                  [](const CropArgs& a) -> TransformPtr { return std::make_shared<RandomCrop>(a); });
-  r.add<CropArgs>("center_crop", "the centred window of an image (padded with fill if larger)",
-                  [](const CropArgs& a) -> TransformPtr { return std::make_shared<CenterCrop>(a); });
-  r.add<ResizeArgs>("resize", "an image resized (bilinear, no antialiasing)",
-                    [](const ResizeArgs& a) -> TransformPtr { return std::make_shared<Resize>(a); });
-  r.add<FlipArgs>("horizontal_flip", "an image mirrored left-right with probability p",
-                  [](const FlipArgs& a) -> TransformPtr { return std::make_shared<Flip>(a, true); });
-  r.add<FlipArgs>("vertical_flip", "an image mirrored top-bottom with probability p",
-                  [](const FlipArgs& a) -> TransformPtr { return std::make_shared<Flip>(a, false); });
+  r.add<NormalizeArgs>(
+      "normalize", "(x - mean) / std per channel of an image",
+      [](const NormalizeArgs& a) -> TransformPtr { return std::make_shared<NormalizeImage>(a); });
+  r.add<CropArgs>(
+      "random_crop", "a random window of an image, after padding it",
+      [](const CropArgs& a) -> TransformPtr { return std::make_shared<RandomCrop>(a); });
+  r.add<CropArgs>(
+      "center_crop", "the centred window of an image (padded with fill if larger)",
+      [](const CropArgs& a) -> TransformPtr { return std::make_shared<CenterCrop>(a); });
+  r.add<ResizeArgs>(
+      "resize", "an image resized (bilinear, no antialiasing)",
+      [](const ResizeArgs& a) -> TransformPtr { return std::make_shared<ResizeImage>(a); });
+  r.add<FlipArgs>(
+      "horizontal_flip", "an image mirrored left-right with probability p",
+      [](const FlipArgs& a) -> TransformPtr { return std::make_shared<FlipImage>(a, true); });
+  r.add<FlipArgs>(
+      "vertical_flip", "an image mirrored top-bottom with probability p",
+      [](const FlipArgs& a) -> TransformPtr { return std::make_shared<FlipImage>(a, false); });
   r.add("random_resized_crop",
         "a random window (share of the area, aspect ratio) resized to size (torchvision's)",
         resized_crop_args(),

@@ -102,7 +102,8 @@ void Loader::bucket(std::vector<int64_t>& order, int64_t epoch) const {
   const size_t window = batch * static_cast<size_t>(options_.bucket_window_);
   for (size_t start = 0, w = 0; start < order.size(); start += window, ++w) {
     const auto first = order.begin() + static_cast<std::ptrdiff_t>(start);
-    const auto last = order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), start + window));
+    const auto last =
+        order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), start + window));
     std::stable_sort(first, last, [&](int64_t a, int64_t b) {
       return lengths_[static_cast<size_t>(a)] < lengths_[static_cast<size_t>(b)];
     });
@@ -148,8 +149,8 @@ std::unique_ptr<EpochIterator> Loader::epoch(int64_t epoch, int64_t start_batch)
   const int64_t batches = batches_per_epoch();
   UT_CHECK(start_batch >= 0 && start_batch <= batches, name_, ": cannot start epoch ", epoch,
            " at batch ", start_batch, "; it has ", batches, " batches");
-  detail::EpochPlan plan{dataset_, order(epoch), options_.batch_size_, batches, name_,
-                         ReadContext{seed_, epoch}};
+  detail::EpochPlan plan{dataset_, order(epoch), options_.batch_size_,
+                         batches,  name_,        ReadContext{seed_, epoch}};
   const int64_t workers = reader_threads();
   if (workers == 0) return detail::make_serial_iterator(std::move(plan), start_batch);
   return detail::make_threaded_iterator(std::move(plan), start_batch, workers, options_.prefetch_);

@@ -21,9 +21,9 @@ struct SequenceArgs {
 
 /// Elements [start, start + length) of the first dimension of every key (shorter sequences
 /// are left whole); `random` draws start uniformly, else it is 0.
-class Window : public Transform {
+class SequenceWindow : public Transform {
  public:
-  Window(const SequenceArgs& a, bool random) : a_(a), random_(random) {
+  SequenceWindow(const SequenceArgs& a, bool random) : a_(a), random_(random) {
     UT_CHECK(!a.keys.empty(), random ? "random_window" : "truncate", ": keys is empty");
   }
   void apply(Batch& e, SampleRng& rng) const override {
@@ -53,12 +53,12 @@ void register_sequence_transforms() {
   auto& r = transform_registry();
   r.add<SequenceArgs>("truncate", "the first `length` elements of sequences (longer ones cut)",
                       [](const SequenceArgs& a) -> TransformPtr {
-                        return std::make_shared<Window>(a, false);
+                        return std::make_shared<SequenceWindow>(a, false);
                       });
   r.add<SequenceArgs>("random_window",
                       "a random window of `length` elements of sequences (the same for all keys)",
                       [](const SequenceArgs& a) -> TransformPtr {
-                        return std::make_shared<Window>(a, true);
+                        return std::make_shared<SequenceWindow>(a, true);
                       });
 }
 

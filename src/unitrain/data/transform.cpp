@@ -52,10 +52,22 @@ Batch TransformedDataset::read_batch(const std::vector<int64_t>& indices,
   std::vector<SampleRng> rngs;
   examples.reserve(indices.size());
   rngs.reserve(indices.size());
-  for (int64_t i : indices) {
-    rngs.emplace_back(context, i);
-    examples.push_back(inner_->get(i));
-    for (const auto& t : transforms_) t->apply(examples.back(), rngs.back());
+  // In-memory data: one gather for the whole batch, cut into example views (cheaper than a
+  // get() per example; transforms write new tensors, never into these views). Otherwise
+  // (files, decoding, variable lengths) example by example.
+  if (inner_->in_memory()) {
+    const Batch whole = inner_->get_batch(indices);
+    examples.resize(indices.size());
+    for (const auto& [name, tensor] : whole) {
+      std::vector<torch::Tensor> parts = tensor.unbind(0);
+      for (size_t j = 0; j < parts.size(); ++j) examples[j].set(name, std::move(parts[j]));
+    }
+  } else {
+    for (int64_t i : indices) examples.push_back(inner_->get(i));
+  }
+  for (size_t j = 0; j < indices.size(); ++j) {
+    rngs.emplace_back(context, indices[j]);
+    for (const auto& t : transforms_) t->apply(examples[j], rngs.back());
   }
   if (collate_) return collate_->collate(examples, rngs);
   return collate(examples);

@@ -111,8 +111,8 @@ class StepRunner {
   std::vector<torch::Tensor> clip_params_;  ///< those clipping measures (bf16-true: masters)
   bool closure_;
   const Batch* closure_batch_ = nullptr;  ///< the micro-batch update() re-evaluates
-  bool window_bad_ = false;  ///< a non-finite loss was seen earlier in this window (skip mode)
-  bool defer_reads_;         ///< train.loss_reads resolved for the model's device
+  bool window_bad_ = false;      ///< a non-finite loss was seen earlier in this window (skip mode)
+  bool defer_reads_;             ///< train.loss_reads resolved for the model's device
   torch::Tensor bad_on_device_;  ///< deferred: a non-finite loss in this window (bool scalar)
 };
 

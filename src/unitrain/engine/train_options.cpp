@@ -75,8 +75,8 @@ int64_t TrainOptions::resolve_accumulation(int64_t batch_size, int64_t world_siz
            " is not a multiple of data.loader.batch_size x processes = ", batch_size, " x ",
            world_size, " = ", per_step);
   int64_t steps = *global_batch_size / per_step;
-  UT_CHECK(accumulation_steps == 1 || accumulation_steps == steps,
-           "train.global_batch_size ", *global_batch_size, " implies accumulation_steps ", steps,
+  UT_CHECK(accumulation_steps == 1 || accumulation_steps == steps, "train.global_batch_size ",
+           *global_batch_size, " implies accumulation_steps ", steps,
            " but train.accumulation_steps is ", accumulation_steps, "; give only one of them");
   return steps;
 }
@@ -85,7 +85,8 @@ int64_t TrainOptions::resolve_threads() const {
   if (threads > 0) return threads;
   int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
   int64_t local_workers = 1;
-  if (const char* env = std::getenv("LOCAL_WORLD_SIZE")) local_workers = std::max(1L, std::atol(env));
+  if (const char* env = std::getenv("LOCAL_WORLD_SIZE"))
+    local_workers = std::max(1L, std::atol(env));
   return std::max<int64_t>(1, cores / local_workers);
 }
 
