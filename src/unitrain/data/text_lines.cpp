@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -29,9 +28,10 @@ std::string json_type(const nlohmann::json& j) {
   return j.is_number() ? "a number" : j.is_null() ? "null" : std::string("an ") + j.type_name();
 }
 
-/// The string `field` of the JSON object on one line; `where` names the line in errors.
-std::string json_field(std::string_view line, const std::string& field,
-                       const std::function<std::string()>& where) {
+/// The string `field` of the JSON object on line `number` of `path`.
+std::string json_field(std::string_view line, const std::string& field, const std::string& who,
+                       const std::string& path, uint64_t number) {
+  auto where = [&] { return detail::concat(who, ": '", path, "' line ", number); };
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(line.begin(), line.end());
@@ -88,8 +88,7 @@ void TextLines::read(const std::string& path, TextFormat format, const std::stri
     if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
     if (is_blank(text)) continue;
     if (jsonl) {
-      decoded = json_field(text, field,
-                           [&] { return detail::concat(who, ": '", path, "' line ", line); });
+      decoded = json_field(text, field, who, path, line);
       text = decoded;
       if (is_blank(text)) continue;
     }
