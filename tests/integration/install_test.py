@@ -119,7 +119,7 @@ class Install(common.Case):
         self.assertIn("mlp", out)
         # SentencePiece's module is found beside the moved library.
         text = common.write(os.path.join(self.dir, "text.txt"), "call me ishmael\nsome years ago\n" * 20)
-        out = check_run(self, [exe, "tokenizer", "train", "--input", text, "--vocab-size", "20",
+        out = check_run(self, [exe, "tokenizer", "train", "--input", text, "--vocab-size", "16",
                                "--out", os.path.join(self.dir, "tok")], env=CLEAN_ENV)
         self.assertIn("wrote " + os.path.join(self.dir, "tok.model"), out)
 

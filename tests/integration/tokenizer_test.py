@@ -8,6 +8,10 @@ import common
 from common import run, read_jsonl, write
 
 MOBY_DICK = os.path.join(common.SOURCE, "examples/data/generated/moby_dick.txt")
+# Enough distinct text for 62 pieces at the most.
+SMALL_TEXT = ("call me ishmael. some years ago, never mind how long precisely, having little or no money\n"
+              "in my purse, and nothing particular to interest me on shore, i thought i would sail about a "
+              "little and see the watery part of the world\n") * 10
 
 
 class Tokenizer(common.Case):
@@ -66,7 +70,7 @@ train: {max_length: 30 steps, log_every: 10 steps, threads: 1}
         self.assertTrue(all(math.isfinite(v) and 0 < v < 9 for v in losses), losses)  # ln 2000 = 7.6
 
     def test_errors_exit_cleanly_and_write_nothing(self):
-        small = write(os.path.join(self.dir, "small.txt"), "call me ishmael\nsome years ago\n" * 20)
+        small = write(os.path.join(self.dir, "small.txt"), SMALL_TEXT)
         out_prefix = os.path.join(self.dir, "small")
         code, out = run(["tokenizer", "train", "--input", small, "--vocab-size", "5000",
                          "--out", out_prefix])
@@ -77,16 +81,16 @@ train: {max_length: 30 steps, log_every: 10 steps, threads: 1}
                          "--vocab-size", "20", "--out", out_prefix])
         self.assertEqual(code, 2, out)
         self.assertIn("tokenizer train: file '%s.missing' does not exist" % small, out)
-        code, out = run(["tokenizer", "train", "--input", small, "--vocab-size", "20", "--out", out_prefix])
+        code, out = run(["tokenizer", "train", "--input", small, "--vocab-size", "40", "--out", out_prefix])
         self.assertEqual(code, 0, out)
-        code, out = run(["tokenizer", "train", "--input", small, "--vocab-size", "21", "--out", out_prefix])
+        code, out = run(["tokenizer", "train", "--input", small, "--vocab-size", "41", "--out", out_prefix])
         self.assertEqual(code, 2, out)
         self.assertIn("'%s.model' exists; pass --force to replace it" % out_prefix, out)
-        code, out = run(["tokenizer", "train", "--input", small, "--vocab-size", "21", "--out", out_prefix,
+        code, out = run(["tokenizer", "train", "--input", small, "--vocab-size", "41", "--out", out_prefix,
                          "--force"])
         self.assertEqual(code, 0, out)
         import sentencepiece as spm
-        self.assertEqual(spm.SentencePieceProcessor(model_file=out_prefix + ".model").get_piece_size(), 21)
+        self.assertEqual(spm.SentencePieceProcessor(model_file=out_prefix + ".model").get_piece_size(), 41)
         jsonl = write(os.path.join(self.dir, "t.jsonl"), '{"body": "call me"}\n{"text": "x"}\n')
         code, out = run(["tokenizer", "train", "--input", jsonl, "--field", "body", "--vocab-size", "20",
                          "--out", os.path.join(self.dir, "j")])
