@@ -1,6 +1,7 @@
 # `cmake --install build --prefix P` installs
 #   bin/unitrain                     the command; finds its library through RPATH $ORIGIN/../lib
 #   lib/libunitrain.so.<version>     and its SONAME and development links
+#   lib/libunitrain_sentencepiece.so SentencePiece's module (the text dataset, tokenizer train)
 #   include/unitrain/...             every header under src/unitrain, folders kept
 #   lib/cmake/unitrain/              find_package(unitrain CONFIG) -> unitrain::unitrain
 #   lib/pkgconfig/unitrain.pc        pkg-config --cflags --libs unitrain
@@ -12,6 +13,8 @@ set(UNITRAIN_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/unitrain)
 
 install(TARGETS unitrain EXPORT unitrainTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS unitrain_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# SentencePiece's module, which libunitrain opens from its own folder.
+install(TARGETS unitrain_sentencepiece LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 # A pattern, not a list: headers added, moved or renamed (dist/ -> parallel/) need no edit here.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/unitrain DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h")

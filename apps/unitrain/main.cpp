@@ -14,6 +14,7 @@
 #include "unitrain/core/memory.h"
 #include "unitrain/core/plugin.h"
 #include "unitrain/core/registry.h"
+#include "unitrain/data/tokenizer_trainer.h"
 #include "unitrain/engine/bash_completion.h"
 #include "unitrain/engine/builtins.h"
 #include "unitrain/engine/component_list.h"
@@ -192,6 +193,17 @@ int run_checkpoint_tool(const std::string& action, const std::string& path, bool
                               "'; use inspect, verify or merge");
 }
 
+/// `unitrain tokenizer ACTION ...`: the exit code.
+int run_tokenizer_tool(const std::string& action, const unitrain::TokenizerTrainOptions& options) {
+  if (action != "train") {
+    throw unitrain::ConfigError("tokenizer: unknown action '" + action + "'; use train");
+  }
+  const std::string model = unitrain::train_tokenizer(options);
+  unitrain::log::info("wrote " + model + " and " + options.out +
+                      ".vocab; use it with data.<split>.args.tokenizer: " + model);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -328,6 +340,47 @@ int main(int argc, char** argv) {
   checkpoint->add_option("--out", checkpoint_out,
                          "merge: the new checkpoint folder to write (must not exist)");
 
+  unitrain::TokenizerTrainOptions tokenizer_options;
+  std::string tokenizer_action;
+  std::vector<std::string> text_formats;
+  for (const auto& [name, value] : unitrain::kTextFormatNames) text_formats.push_back(name);
+  CLI::App* tokenizer = app.add_subcommand(
+      "tokenizer",
+      "train a SentencePiece tokenizer for the text dataset: train --input FILE --vocab-size N "
+      "[--out PREFIX]");
+  CLI::Option* tokenizer_action_option =
+      tokenizer->add_option("action", tokenizer_action, "train")->required();
+  tokenizer
+      ->add_option("--input", tokenizer_options.inputs,
+                   "a text file (.gz too): one text a line, or JSON Lines; repeatable")
+      ->required()
+      ->allow_extra_args(false);
+  tokenizer
+      ->add_option("--vocab-size", tokenizer_options.vocab_size,
+                   "pieces in the model, <unk> <s> </s> <pad> (ids 0-3) included")
+      ->required();
+  CLI::Option* tokenizer_type =
+      tokenizer
+          ->add_option("--model-type", tokenizer_options.model_type, "unigram, bpe, char or word")
+          ->capture_default_str();
+  tokenizer->add_option("--out", tokenizer_options.out, "writes OUT.model and OUT.vocab")
+      ->capture_default_str();
+  CLI::Option* tokenizer_format_option =
+      tokenizer
+          ->add_option("--format", tokenizer_options.format,
+                       "lines, jsonl, or auto (jsonl for names ending .jsonl/.json)")
+          ->transform(CLI::CheckedTransformer(std::map<std::string, unitrain::TextFormat>(
+              unitrain::kTextFormatNames.begin(), unitrain::kTextFormatNames.end())))
+          ->default_str("auto");
+  tokenizer->add_option("--field", tokenizer_options.field, "jsonl: the key holding the text")
+      ->capture_default_str();
+  tokenizer
+      ->add_option("--character-coverage", tokenizer_options.character_coverage,
+                   "share of the text's characters the pieces cover (rarer ones become <unk>); "
+                   "1.0 for small alphabets")
+      ->capture_default_str();
+  tokenizer->add_flag("--force", tokenizer_options.force, "replace an existing OUT.model/.vocab");
+
   std::string completion_shell;
   CLI::App* completion = app.add_subcommand(
       "completion", "print a shell completion script: source <(unitrain completion bash)");
@@ -338,7 +391,10 @@ int main(int argc, char** argv) {
                      {completion_shell_option, {"bash"}},
                      {eval->get_option("--split"), {"val", "test"}},
                      {exp->get_option("--format"), {"state_dict", "torchscript"}},
-                     {checkpoint_action_option, {"inspect", "verify", "merge"}}};
+                     {checkpoint_action_option, {"inspect", "verify", "merge"}},
+                     {tokenizer_action_option, {"train"}},
+                     {tokenizer_type, unitrain::kTokenizerModelTypes},
+                     {tokenizer_format_option, text_formats}};
 
   const int all_words = argc;
   const std::vector<std::string> worker_command = take_worker_command(argc, argv);
@@ -420,6 +476,8 @@ int main(int argc, char** argv) {
     } else if (*checkpoint) {
       return run_checkpoint_tool(checkpoint_action, checkpoint_path, checkpoint_json,
                                  checkpoint_out);
+    } else if (*tokenizer) {
+      return run_tokenizer_tool(tokenizer_action, tokenizer_options);
     } else if (*completion) {
       if (completion_shell != "bash") {
         throw unitrain::ConfigError("completion: only bash is supported, got '" + completion_shell +

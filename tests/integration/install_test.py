@@ -117,6 +117,11 @@ class Install(common.Case):
         self.assertRegex(out, r"^unitrain \d+\.\d+\.\d+")
         out = check_run(self, [exe, "list"], env=CLEAN_ENV)
         self.assertIn("mlp", out)
+        # SentencePiece's module is found beside the moved library.
+        text = common.write(os.path.join(self.dir, "text.txt"), "call me ishmael\nsome years ago\n" * 20)
+        out = check_run(self, [exe, "tokenizer", "train", "--input", text, "--vocab-size", "16",
+                               "--out", os.path.join(self.dir, "tok")], env=CLEAN_ENV)
+        self.assertIn("wrote " + os.path.join(self.dir, "tok.model"), out)
 
     def test_library_headers_and_package_files_are_installed(self):
         prefix = self.install()

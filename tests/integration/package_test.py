@@ -87,7 +87,8 @@ class Package(unittest.TestCase):
     def test_depends_bring_every_library_the_binaries_load_and_openblas(self):
         depends = names(self.field("Depends"))
         # Made by dpkg-shlibdeps from the libraries linked, plus OpenBLAS named in package.cmake.
-        for package in ["libtorch1.13", "libyaml-cpp0.7", "libfmt9", "libc6", "libopenblas0-openmp"]:
+        for package in ["libtorch1.13", "libyaml-cpp0.7", "libfmt9", "libc6", "libopenblas0-openmp",
+                        "libsentencepiece0"]:  # the last from libunitrain_sentencepiece.so
             self.assertIn(package, depends)
         installed = installed_with(depends)
         loaded = []
@@ -109,6 +110,7 @@ class Package(unittest.TestCase):
         files = set(re.findall(r"\s\./(\S+)$", listing, re.M))
         lib = "usr/lib"
         for path in ["usr/bin/unitrain", "%s/%s" % (lib, soname()), "%s/libunitrain.so" % lib,
+                     "%s/libunitrain_sentencepiece.so" % lib,
                      "%s/cmake/unitrain/unitrainConfig.cmake" % lib,
                      "%s/cmake/unitrain/unitrainTargets.cmake" % lib,
                      "%s/pkgconfig/unitrain.pc" % lib,

@@ -15,6 +15,18 @@ std::string shape_str(const torch::Tensor& t) {
   return out.str();
 }
 
+/// Why example `i`'s `t` cannot be stacked with example 0's `first`.
+std::string shape_mismatch(const std::string& name, const torch::Tensor& first,
+                           const torch::Tensor& t, size_t i) {
+  const bool only_length =
+      t.dim() == first.dim() && t.dim() > 0 && t.sizes().slice(1) == first.sizes().slice(1);
+  return detail::concat("examples disagree on the shape of '", name, "': ", shape_str(first),
+                        " (example 0) vs ", shape_str(t), " (example ", i, ")",
+                        only_length ? "; examples of varying length are batched by padding "
+                                      "them to the longest: set data.collate: {type: pad}"
+                                    : "");
+}
+
 }  // namespace
 
 Batch::Batch(std::initializer_list<Entry> entries) {
@@ -74,8 +86,7 @@ Batch collate(const std::vector<Batch>& examples) {
     parts.reserve(examples.size());
     for (size_t i = 0; i < examples.size(); ++i) {
       const torch::Tensor& t = examples[i].at(name);
-      UT_CHECK(t.sizes() == tensor.sizes(), "examples disagree on the shape of '", name, "': ",
-               shape_str(tensor), " (example 0) vs ", shape_str(t), " (example ", i, ")");
+      if (t.sizes() != tensor.sizes()) throw ConfigError(shape_mismatch(name, tensor, t, i));
       parts.push_back(t);
     }
     out.set(name, torch::stack(parts));

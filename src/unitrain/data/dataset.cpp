@@ -6,6 +6,7 @@
 #include "unitrain/data/idx_dataset.h"
 #include "unitrain/data/synthetic_dataset.h"
 #include "unitrain/data/text_chars_dataset.h"
+#include "unitrain/data/text_dataset.h"
 #include "unitrain/data/tokens_dataset.h"
 #include "unitrain/data/transform.h"
 
@@ -45,6 +46,11 @@ void register_builtin_datasets() {
         "a flat file of uint16/uint32 token ids (nanoGPT's train.bin), memory-mapped: x, y int64 "
         "[seq_len], y = x shifted by one",
         [](const TokensOptions& o) -> DatasetPtr { return std::make_shared<TokensDataset>(o); });
+    r.add<TextOptions>(
+        "text",
+        "lines or JSON Lines of text, tokenised by a SentencePiece model in the loader threads: "
+        "x (and y for lm) int64 [L] of varying length",
+        [](const TextOptions& o) -> DatasetPtr { return std::make_shared<TextDataset>(o); });
     r.add<SyntheticOptions>(
         "synthetic",
         "seeded random learnable data: classification (y int64) or regression (y float32)",

@@ -1,0 +1,60 @@
+#pragma once
+// The `text` dataset: lines or JSON Lines of text, tokenised by a SentencePiece model in the
+// loader threads.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "unitrain/core/options.h"
+#include "unitrain/data/dataset.h"
+#include "unitrain/data/sentencepiece_model.h"
+#include "unitrain/data/text_lines.h"
+
+namespace unitrain {
+
+/// What an example is made for: `lm` (causal language modelling: x = ids[:-1], y = ids[1:])
+/// or `sequence` (x = ids, for masked language modelling or classification inputs).
+enum class TextTask { Lm, Sequence };
+
+/// Settings of the `text` dataset (its `args`).
+struct TextOptions {
+  std::vector<std::string> paths;
+  TextFormat format = TextFormat::Auto;
+  std::string field = "text";  ///< jsonl: the key holding the text
+  std::string tokenizer;       ///< a SentencePiece .model file
+  bool add_bos = false;
+  bool add_eos = false;
+  std::optional<int64_t> max_length;  ///< the most tokens in x; unset = no limit
+  TextTask task = TextTask::Lm;
+
+  static void declare(Options<TextOptions>& o);
+};
+
+/// One example per non-blank line (or JSON object) of the files, tokenised on demand by get()
+/// in the loader threads: nothing is encoded up front, and the texts are held in one buffer
+/// (TextLines). Example i: the ids of text i (bos first when add_bos, eos last when add_eos),
+/// cut to max_length (+1 for lm) by dropping text tokens from the end, bos and eos kept; then
+/// `x` int64 [L] and, for lm, `y` int64 [L] shifted by one. Lengths vary: batch them with a
+/// padding collate (`data.collate: {type: pad}`). info: vocab_size (the model's pieces),
+/// num_examples. ConfigError when built: a missing or corrupt file or tokenizer (named), a bad
+/// JSON line (file, line, key), add_bos/add_eos without such a piece in the model. get() throws
+/// ConfigError naming the file and line when an lm example would have fewer than 2 tokens.
+class TextDataset : public Dataset {
+ public:
+  explicit TextDataset(const TextOptions& options);
+
+  int64_t size() const override { return lines_.size(); }
+  Batch get(int64_t index) const override;
+  std::map<std::string, int64_t> info() const override;
+
+ private:
+  TextLines lines_;
+  SentencePieceModel tokenizer_;
+  int64_t bos_ = -1;        ///< the id put first, or -1
+  int64_t eos_ = -1;        ///< the id put last, or -1
+  int64_t max_tokens_ = 0;  ///< the most ids of an example (bos and eos included); 0 = any
+  TextTask task_;
+};
+
+}  // namespace unitrain
