@@ -76,7 +76,7 @@ class Cli(common.Case):
         self.assertEqual(code, 0, losses)
         self.assertIn("label_smoothing", losses)
         self.expect_usage_error(["list", "modle"], "unknown kind 'modle' (did you mean 'model'?)",
-                                "known kinds: callback, dataset, loss, metric, model, optimizer")
+                                "known kinds: callback, collate, dataset, loss, metric, model, optimizer")
 
     def test_list_alone_keeps_one_line_per_component(self):
         code, out = run(["list"])

@@ -344,7 +344,7 @@ Options<AreaArgs> resized_crop_args() {
   o.field("size", &A::size).required().help("[S] (square) or [H, W] of the output");
   o.field("scale", &A::scale).def("[0.08, 1.0]").help("share of the image's area, [min, max]");
   o.field("ratio", &A::ratio)
-      .def("[0.75, 1.3333333333333333]")
+      .def("[0.75, 1.3333333]")
       .help("aspect ratio w / h, [min, max], drawn log-uniform");
   return o;
 }
