@@ -69,7 +69,8 @@ def torch_rate(dataset, workers, batches):
 def unitrain_rate(build, what, threads, batches, *extra):
     out = subprocess.run([os.path.join(build, "bench", "bench_data_loader"), what, str(threads),
                           str(batches)] + list(extra), capture_output=True, text=True, check=True)
-    return float(out.stdout.split()[1])
+    line = next(l for l in out.stdout.splitlines() if l.startswith("samples_per_s "))
+    return float(line.split()[1])
 
 
 def main():
