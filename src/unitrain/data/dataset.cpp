@@ -4,6 +4,7 @@
 
 #include "unitrain/data/csv_dataset.h"
 #include "unitrain/data/idx_dataset.h"
+#include "unitrain/data/npy_dataset.h"
 #include "unitrain/data/synthetic_dataset.h"
 #include "unitrain/data/text_chars_dataset.h"
 #include "unitrain/data/tokens_dataset.h"
@@ -43,6 +44,14 @@ void register_builtin_datasets() {
         "a flat file of uint16/uint32 token ids (nanoGPT's train.bin), memory-mapped: x, y int64 "
         "[seq_len], y = x shifted by one",
         [](const TokensOptions& o) -> DatasetPtr { return std::make_shared<TokensDataset>(o); });
+    r.add<NpyOptions>("npy",
+                      "NumPy .npy files, one per batch key, memory-mapped: each key's rows, "
+                      "dtype kept or converted",
+                      load_npy);
+    r.add<NpzOptions>("npz",
+                      "the arrays of a NumPy .npz archive (np.savez, compressed too): each key's "
+                      "rows, dtype kept or converted",
+                      load_npz);
     r.add<SyntheticOptions>(
         "synthetic",
         "seeded random learnable data: classification (y int64) or regression (y float32)",
