@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "unitrain/data/csv_dataset.h"
+#include "unitrain/data/hdf5_dataset.h"
 #include "unitrain/data/idx_dataset.h"
 #include "unitrain/data/npy_dataset.h"
 #include "unitrain/data/synthetic_dataset.h"
@@ -52,6 +53,10 @@ void register_builtin_datasets() {
                       "the arrays of a NumPy .npz archive (np.savez, compressed too): each key's "
                       "rows, dtype kept or converted",
                       load_npz);
+    r.add<Hdf5Options>("hdf5",
+                       "datasets of HDF5 files (h5py), concatenated over files and read row by "
+                       "row: each key's rows, dtype kept or converted",
+                       load_hdf5);
     r.add<SyntheticOptions>(
         "synthetic",
         "seeded random learnable data: classification (y int64) or regression (y float32)",
