@@ -82,18 +82,29 @@ torch::ScalarType array_dtype_named(const std::string& name, const std::string& 
 NamedStrings string_map_of(const Config& section, const std::string& key,
                            const std::string& example);
 
+/// Declares key `name` of options struct T: a map batch key -> string (YAML `{x: a, y: b}`),
+/// read into `member` in the file's order; ConfigError naming the key path when it is not such
+/// a map (`example` shows one). Returns the Field for required(), nullable(), help().
+template <typename T>
+Field& declare_named_strings(Options<T>& o, const std::string& name, NamedStrings T::*member,
+                             const std::string& example) {
+  o.check([name, member, example](T& out, const Config& c) {
+    out.*member = string_map_of(c, name, example);
+  });
+  return o.key(name, Type::Any);
+}
+
 /// Declares the `dtypes` key (a map batch key -> dtype name) of an options struct with a
 /// `NamedStrings dtypes` member; names are checked when the section is read.
 template <typename T>
 void declare_array_dtypes(Options<T>& o) {
-  o.key("dtypes", Type::Any)
+  declare_named_strings(o, "dtypes", &T::dtypes, "{x: float32, y: int64}")
       .def("{}")
       .help(
           "dtype to convert each batch key's array to, e.g. {x: float32, y: int64} (bool, "
           "uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64); a key not "
           "named keeps its array's type (uint16 read as int32, uint32 and uint64 as int64)");
   o.check([](T& out, const Config& c) {
-    out.dtypes = string_map_of(c, "dtypes", "{x: float32, y: int64}");
     for (const auto& [key, name] : out.dtypes) array_dtype_named(name, c.key_path("dtypes." + key));
   });
 }

@@ -252,15 +252,12 @@ void Hdf5Options::declare(Options<Hdf5Options>& o) {
       .help(
           "HDF5 files (e.g. written by h5py), one or several: their rows are concatenated in "
           "this order");
-  o.key("datasets", Type::Any)
+  declare_named_strings(o, "datasets", &Hdf5Options::datasets, "{x: /images, y: /labels}")
       .required()
       .help(
           "batch key -> dataset path inside each file, e.g. {x: /images, y: /labels}; every "
           "dataset's first dimension counts the examples");
   declare_array_dtypes(o);
-  o.check([](Hdf5Options& out, const Config& c) {
-    out.datasets = string_map_of(c, "datasets", "{x: /images, y: /labels}");
-  });
 }
 
 DatasetPtr load_hdf5(const Hdf5Options& o) {

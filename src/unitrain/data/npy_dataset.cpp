@@ -111,30 +111,24 @@ std::string single_quoted(const std::string& s) { return "'" + s + "'"; }
 }  // namespace
 
 void NpyOptions::declare(Options<NpyOptions>& o) {
-  o.key("arrays", Type::Any)
+  declare_named_strings(o, "arrays", &NpyOptions::arrays, "{x: images.npy, y: labels.npy}")
       .required()
       .help(
           "batch key -> .npy file written by np.save, e.g. {x: images.npy, y: labels.npy}; "
           "memory-mapped; every array's first dimension counts the examples");
   declare_array_dtypes(o);
-  o.check([](NpyOptions& out, const Config& c) {
-    out.arrays = string_map_of(c, "arrays", "{x: images.npy, y: labels.npy}");
-  });
 }
 
 void NpzOptions::declare(Options<NpzOptions>& o) {
   o.field("path", &NpzOptions::path)
       .required()
       .help("the .npz archive written by np.savez or np.savez_compressed");
-  o.key("arrays", Type::Any)
+  declare_named_strings(o, "arrays", &NpzOptions::arrays, "{x: images, y: labels}")
       .nullable()
       .help(
           "batch key -> array name in the archive (its keyword in np.savez), e.g. {x: images, "
           "y: labels}; null = every array under its own name");
   declare_array_dtypes(o);
-  o.check([](NpzOptions& out, const Config& c) {
-    out.arrays = string_map_of(c, "arrays", "{x: images, y: labels}");
-  });
 }
 
 DatasetPtr load_npy(const NpyOptions& o) {

@@ -6,19 +6,13 @@
 #include <cstring>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/zip_format.h"
 
 namespace unitrain {
 namespace {
 
-constexpr uint32_t kLocalHeader = 0x04034b50;
-constexpr uint32_t kCentralHeader = 0x02014b50;
-constexpr uint32_t kEndOfDirectory = 0x06054b50;
-constexpr uint32_t kZip64EndOfDirectory = 0x06064b50;
-constexpr uint32_t kZip64Locator = 0x07064b50;
-constexpr uint16_t kZip64ExtraId = 0x0001;
 constexpr size_t kEndOfDirectorySize = 22;
 constexpr size_t kLocatorSize = 20;
-constexpr uint32_t kUnset32 = 0xFFFFFFFFu;
 
 /// Little-endian fields read in order from `pos`; a read past the end is a ConfigError.
 class FieldReader {
@@ -73,7 +67,7 @@ Directory find_directory(const unsigned char* bytes, size_t size, const std::str
     const size_t lowest =
         size - kEndOfDirectorySize - std::min<size_t>(size - kEndOfDirectorySize, 0xFFFF);
     for (size_t p = size - kEndOfDirectorySize + 1; p-- > lowest;) {
-      if (FieldReader(bytes, size, p, where).u32() == kEndOfDirectory) {
+      if (FieldReader(bytes, size, p, where).u32() == zip::kEndOfCentral) {
         end = p;
         break;
       }
@@ -94,10 +88,10 @@ Directory find_directory(const unsigned char* bytes, size_t size, const std::str
   r.skip(4);
   d.offset = r.u32();
   if (end >= kLocatorSize &&
-      FieldReader(bytes, size, end - kLocatorSize, where).u32() == kZip64Locator) {
+      FieldReader(bytes, size, end - kLocatorSize, where).u32() == zip::kZip64Locator) {
     FieldReader locator(bytes, size, end - kLocatorSize + 8, where);
     FieldReader z(bytes, size, locator.u64(), where);
-    UT_CHECK(z.u32() == kZip64EndOfDirectory, where,
+    UT_CHECK(z.u32() == zip::kZip64EndOfCentral, where,
              ": damaged zip archive (its ZIP64 end record is not where the locator says)");
     z.skip(8 + 2 + 2);
     const uint32_t disk64 = z.u32(), directory_disk64 = z.u32();
@@ -121,7 +115,7 @@ void read_zip64_extra(FieldReader extra, uint64_t extra_end, ZipEntry& e, bool s
   while (extra.pos() + 4 <= extra_end) {
     const uint16_t id = extra.u16(), length = extra.u16();
     const uint64_t next = extra.pos() + length;
-    if (id == kZip64ExtraId) {
+    if (id == zip::kZip64Extra) {
       if (size_unset) e.uncompressed_size = extra.u64();
       if (compressed_unset) e.compressed_size = extra.u64();
       if (offset_unset) local_offset = extra.u64();
@@ -140,8 +134,9 @@ std::vector<ZipEntry> read_zip_directory(const unsigned char* bytes, size_t size
   std::vector<ZipEntry> entries;
   FieldReader r(bytes, size, directory.offset, where);
   for (uint64_t i = 0; i < directory.entries; ++i) {
-    UT_CHECK(r.u32() == kCentralHeader, where, ": damaged zip archive (central directory entry ", i,
-             " at byte ", r.pos() - 4, " has no signature)");
+    UT_CHECK(r.u32() == zip::kCentralHeader, where,
+             ": damaged zip archive (central directory entry ", i, " at byte ", r.pos() - 4,
+             " has no signature)");
     ZipEntry e;
     r.skip(4);
     const uint16_t flags = r.u16();
@@ -159,7 +154,7 @@ std::vector<ZipEntry> read_zip_directory(const unsigned char* bytes, size_t size
     const uint64_t extra_start = r.pos();
     r.skip(extra_size);
     read_zip64_extra(FieldReader(bytes, size, extra_start, where), extra_start + extra_size, e,
-                     uncompressed == kUnset32, compressed == kUnset32, offset == kUnset32,
+                     uncompressed == zip::kMax32, compressed == zip::kMax32, offset == zip::kMax32,
                      local_offset);
     r.skip(comment_size);
     UT_CHECK((flags & 1) == 0, where, ": member '", e.name,
@@ -168,7 +163,7 @@ std::vector<ZipEntry> read_zip_directory(const unsigned char* bytes, size_t size
              "' uses zip compression method ", e.method,
              "; only stored (np.savez) and deflate (np.savez_compressed) are read");
     FieldReader local(bytes, size, local_offset, where);
-    UT_CHECK(local.u32() == kLocalHeader, where, ": damaged zip archive (member '", e.name,
+    UT_CHECK(local.u32() == zip::kLocalHeader, where, ": damaged zip archive (member '", e.name,
              "' has no local header at byte ", local_offset, ")");
     local.skip(22);
     const uint16_t local_name = local.u16(), local_extra = local.u16();
