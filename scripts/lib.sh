@@ -12,6 +12,7 @@ UNITRAIN_PACKAGES=(
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev libisal-dev
   libprotobuf-dev protobuf-compiler  # the tensorboard tracker's event files
   libsentencepiece-dev python3-sentencepiece  # the text dataset's tokenizer; its tests' reference
+  libhdf5-dev python3-h5py  # the hdf5 dataset; its tests write files with h5py
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist python3-torch python3-sklearn python3-numpy openmpi-bin
   chromium python3-pil fonts-dejavu-core  # the report test renders HTML headless and reads the PNG

@@ -1,6 +1,9 @@
 #pragma once
-// Helpers for the data tests: error capture and a dependency-free gzip writer.
+// Helpers for the data tests: a dependency-free gzip writer, and files written by Python tools.
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <string>
 
@@ -40,6 +43,18 @@ inline std::string gzip_stored(const std::string& data) {
   put32(crc32_of(data));
   put32(static_cast<uint32_t>(data.size()));
   return out;
+}
+
+/// Runs `script` with Debian's /usr/bin/python3 (python3-numpy and python3-h5py, which
+/// scripts/lib.sh installs), as users' files are written, with the variable `d` set to `dir`
+/// and a slash (files go to d + 'name'); a test failure (never a skip) when it cannot run or
+/// fails.
+inline void run_python(const std::string& dir, const std::string& script) {
+  const std::string path = write_file(temp_dir() + "/script.py", "d = '" + dir + "/'\n" + script);
+  const std::string cmd = "/usr/bin/python3 " + path;
+  EXPECT_EQ(std::system(cmd.c_str()), 0)
+      << cmd << " failed:\n"
+      << script << "\n(python3-numpy, python3-h5py: scripts/lib.sh installs them)";
 }
 
 }  // namespace unitrain::test

@@ -68,7 +68,7 @@ TEST(TokensDataset, BadFilesAreNamed) {
   const std::string dir = test::temp_dir();
   EXPECT_TRUE(
       test::contains(config_error_of([&] { TokensDataset(tokens_options(dir + "/none.bin", 4)); }),
-                     "tokens: cannot open '" + dir + "/none.bin'"));
+                     "tokens: file '" + dir + "/none.bin' does not exist"));
   const std::string odd = test::write_file(dir + "/odd.bin", "abcde");  // 5 bytes: 2.5 uint16
   EXPECT_TRUE(test::contains(config_error_of([&] { TokensDataset(tokens_options(odd, 1)); }),
                              "has 5 bytes, not a whole number of uint16 ids"));

@@ -6,21 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "unitrain/core/zip_format.h"
+
 namespace unitrain {
 namespace {
 
-// Zip record signatures and limits (PKWARE's APPNOTE).
-constexpr uint32_t kLocalHeader = 0x04034b50;
-constexpr uint32_t kCentralHeader = 0x02014b50;
-constexpr uint32_t kEndOfCentral = 0x06054b50;
-constexpr uint32_t kZip64EndOfCentral = 0x06064b50;
-constexpr uint32_t kZip64Locator = 0x07064b50;
-constexpr uint64_t kMax32 = 0xffffffffu;
-constexpr uint64_t kMax16 = 0xffffu;
-constexpr uint16_t kZip64Extra = 0x0001;
-constexpr uint16_t kPaddingExtra = 0x4246;  // "FB": PyTorch's alignment padding
+constexpr uint16_t kPaddingExtra = 0x4246;              // "FB": PyTorch's alignment padding
 constexpr uint16_t kDosDate = (0 << 9) | (1 << 5) | 1;  // 1980-01-01: files are reproducible
-constexpr size_t kAlignment = 64;                      // where PyTorch puts record data
+constexpr size_t kAlignment = 64;                       // where PyTorch puts record data
 
 /// Little-endian fields appended to a string.
 struct Out {
@@ -49,25 +42,25 @@ struct Owned {
 };
 
 std::string local_header(const Record& r, bool force_zip64) {
-  const bool zip64 = force_zip64 || r.size >= kMax32;
+  const bool zip64 = force_zip64 || r.size >= zip::kMax32;
   const size_t zip64_size = zip64 ? 4 + 16 : 0;
   const uint64_t unpadded = r.offset + 30 + r.name.size() + zip64_size + 4;
   const size_t padding = (kAlignment - unpadded % kAlignment) % kAlignment;
   Out h;
-  h.u32(kLocalHeader);
+  h.u32(zip::kLocalHeader);
   h.u16(zip64 ? 45 : 20);  // version needed to extract
   h.u16(0);                // flags
   h.u16(0);                // stored
   h.u16(0);                // time
   h.u16(kDosDate);
   h.u32(r.crc);
-  h.u32(zip64 ? kMax32 : r.size);  // compressed size
-  h.u32(zip64 ? kMax32 : r.size);  // uncompressed size
+  h.u32(zip64 ? zip::kMax32 : r.size);  // compressed size
+  h.u32(zip64 ? zip::kMax32 : r.size);  // uncompressed size
   h.u16(r.name.size());
   h.u16(zip64_size + 4 + padding);
   h.bytes += r.name;
   if (zip64) {
-    h.u16(kZip64Extra);
+    h.u16(zip::kZip64Extra);
     h.u16(16);
     h.u64(r.size);
     h.u64(r.size);
@@ -79,10 +72,10 @@ std::string local_header(const Record& r, bool force_zip64) {
 }
 
 void central_header(Out& h, const Record& r, bool force_zip64) {
-  const bool big_size = force_zip64 || r.size >= kMax32;
-  const bool big_offset = force_zip64 || r.offset >= kMax32;
+  const bool big_size = force_zip64 || r.size >= zip::kMax32;
+  const bool big_offset = force_zip64 || r.offset >= zip::kMax32;
   const size_t zip64_fields = (big_size ? 2 : 0) + (big_offset ? 1 : 0);
-  h.u32(kCentralHeader);
+  h.u32(zip::kCentralHeader);
   h.u16(zip64_fields ? 45 : 20);  // version made by
   h.u16(zip64_fields ? 45 : 20);  // version needed to extract
   h.u16(0);
@@ -90,18 +83,18 @@ void central_header(Out& h, const Record& r, bool force_zip64) {
   h.u16(0);
   h.u16(kDosDate);
   h.u32(r.crc);
-  h.u32(big_size ? kMax32 : r.size);
-  h.u32(big_size ? kMax32 : r.size);
+  h.u32(big_size ? zip::kMax32 : r.size);
+  h.u32(big_size ? zip::kMax32 : r.size);
   h.u16(r.name.size());
   h.u16(zip64_fields ? 4 + 8 * zip64_fields : 0);
   h.u16(0);  // comment
   h.u16(0);  // disk
   h.u16(0);  // internal attributes
   h.u32(0);  // external attributes
-  h.u32(big_offset ? kMax32 : r.offset);
+  h.u32(big_offset ? zip::kMax32 : r.offset);
   h.bytes += r.name;
   if (zip64_fields) {
-    h.u16(kZip64Extra);
+    h.u16(zip::kZip64Extra);
     h.u16(8 * zip64_fields);
     if (big_size) {
       h.u64(r.size);
@@ -118,10 +111,11 @@ std::string central_directory(const std::vector<Record>& records, uint64_t offse
   for (const Record& r : records) central_header(h, r, force_zip64);
   const uint64_t size = h.bytes.size();
   const uint64_t count = records.size();
-  const bool zip64 = force_zip64 || count >= kMax16 || size >= kMax32 || offset >= kMax32;
+  const bool zip64 =
+      force_zip64 || count >= zip::kMax16 || size >= zip::kMax32 || offset >= zip::kMax32;
   if (zip64) {
     const uint64_t zip64_end = offset + size;
-    h.u32(kZip64EndOfCentral);
+    h.u32(zip::kZip64EndOfCentral);
     h.u64(44);  // size of the rest of this record
     h.u16(45);
     h.u16(45);
@@ -131,18 +125,18 @@ std::string central_directory(const std::vector<Record>& records, uint64_t offse
     h.u64(count);
     h.u64(size);
     h.u64(offset);
-    h.u32(kZip64Locator);
+    h.u32(zip::kZip64Locator);
     h.u32(0);
     h.u64(zip64_end);
     h.u32(1);
   }
-  h.u32(kEndOfCentral);
+  h.u32(zip::kEndOfCentral);
   h.u16(0);
   h.u16(0);
-  h.u16(zip64 ? kMax16 : count);
-  h.u16(zip64 ? kMax16 : count);
-  h.u32(zip64 ? kMax32 : size);
-  h.u32(zip64 ? kMax32 : offset);
+  h.u16(zip64 ? zip::kMax16 : count);
+  h.u16(zip64 ? zip::kMax16 : count);
+  h.u32(zip64 ? zip::kMax32 : size);
+  h.u32(zip64 ? zip::kMax32 : offset);
   h.u16(0);  // comment
   return h.bytes;
 }

@@ -3,7 +3,9 @@
 #include <mutex>
 
 #include "unitrain/data/csv_dataset.h"
+#include "unitrain/data/hdf5_dataset.h"
 #include "unitrain/data/idx_dataset.h"
+#include "unitrain/data/npy_dataset.h"
 #include "unitrain/data/synthetic_dataset.h"
 #include "unitrain/data/text_chars_dataset.h"
 #include "unitrain/data/text_dataset.h"
@@ -51,6 +53,18 @@ void register_builtin_datasets() {
         "lines or JSON Lines of text, tokenised by a SentencePiece model in the loader threads: "
         "x (and y for lm) int64 [L] of varying length",
         [](const TextOptions& o) -> DatasetPtr { return std::make_shared<TextDataset>(o); });
+    r.add<NpyOptions>("npy",
+                      "NumPy .npy files, one per batch key, memory-mapped: each key's rows, "
+                      "dtype kept or converted",
+                      load_npy);
+    r.add<NpzOptions>("npz",
+                      "the arrays of a NumPy .npz archive (np.savez, compressed too): each key's "
+                      "rows, dtype kept or converted",
+                      load_npz);
+    r.add<Hdf5Options>("hdf5",
+                       "datasets of HDF5 files (h5py), concatenated over files and read row by "
+                       "row: each key's rows, dtype kept or converted",
+                       load_hdf5);
     r.add<SyntheticOptions>(
         "synthetic",
         "seeded random learnable data: classification (y int64) or regression (y float32)",

@@ -9,7 +9,7 @@
 
 namespace unitrain {
 
-std::string read_file_bytes(const std::string& path, const std::string& key) {
+void require_file(const std::string& path, const std::string& key) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(path, ec)) {
@@ -25,6 +25,10 @@ std::string read_file_bytes(const std::string& path, const std::string& key) {
     throw ConfigError(detail::concat(key, ": file '", path, "' does not exist", where));
   }
   UT_CHECK(!fs::is_directory(path, ec), key, ": '", path, "' is a directory, not a file");
+}
+
+std::string read_file_bytes(const std::string& path, const std::string& key) {
+  require_file(path, key);
   std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"), &gzclose);
   UT_CHECK(file != nullptr, key, ": cannot open '", path, "'");
   gzbuffer(file.get(), 1 << 20);

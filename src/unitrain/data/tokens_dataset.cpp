@@ -1,45 +1,12 @@
 #include "unitrain/data/tokens_dataset.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 
 #include "unitrain/core/error.h"
 
 namespace unitrain {
-namespace {
-
-/// `path` mapped read-only; its size in `bytes`. ConfigError naming it when it cannot be.
-std::shared_ptr<const void> map_file(const std::string& path, size_t& bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  UT_CHECK(fd >= 0, "tokens: cannot open '", path, "': ", std::strerror(errno));
-  struct stat st {};
-  const int rc = ::fstat(fd, &st);
-  const int err = errno;
-  if (rc != 0) ::close(fd);
-  UT_CHECK(rc == 0, "tokens: cannot stat '", path, "': ", std::strerror(err));
-  bytes = static_cast<size_t>(st.st_size);
-  if (bytes == 0) {
-    ::close(fd);
-    return nullptr;
-  }
-  void* p = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
-  const int map_err = errno;
-  ::close(fd);  // the mapping keeps the file
-  UT_CHECK(p != MAP_FAILED, "tokens: cannot map '", path, "': ", std::strerror(map_err));
-  ::madvise(p, bytes, MADV_RANDOM);  // windows are read in shuffled order
-  return std::shared_ptr<const void>(
-      p, [bytes](const void* q) { ::munmap(const_cast<void*>(q), bytes); });
-}
-
-}  // namespace
-
 void TokensOptions::declare(Options<TokensOptions>& o) {
   using T = TokensOptions;
   o.field("path", &T::path)
@@ -56,7 +23,9 @@ void TokensOptions::declare(Options<TokensOptions>& o) {
 }
 
 TokensDataset::TokensDataset(const TokensOptions& o)
-    : element_size_(o.dtype == "uint32" ? 4 : 2),
+    : file_(o.path, "tokens"),
+      data_(file_.data()),
+      element_size_(o.dtype == "uint32" ? 4 : 2),
       seq_len_(o.seq_len),
       stride_(o.stride == 0 ? o.seq_len : o.stride),
       path_(o.path) {
@@ -65,9 +34,7 @@ TokensDataset::TokensDataset(const TokensOptions& o)
            "got '",
            o.dtype, "'");
   UT_CHECK(seq_len_ > 0 && stride_ > 0, "tokens: seq_len and stride must be positive");
-  size_t bytes = 0;
-  mapping_ = map_file(o.path, bytes);
-  data_ = static_cast<const unsigned char*>(mapping_.get());
+  const size_t bytes = file_.size();
   UT_CHECK(bytes % element_size_ == 0, "tokens: '", o.path, "' has ", bytes,
            " bytes, not a "
            "whole number of ",

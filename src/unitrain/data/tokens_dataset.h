@@ -1,12 +1,12 @@
 #pragma once
 // The `tokens` dataset: a flat binary file of token ids (nanoGPT's train.bin), memory-mapped.
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 
 #include "unitrain/core/options.h"
 #include "unitrain/data/dataset.h"
+#include "unitrain/data/mapped_file.h"
 
 namespace unitrain {
 
@@ -42,8 +42,8 @@ class TokensDataset : public Dataset {
  private:
   /// Token `i` of the file as an id.
   int64_t token(int64_t i) const;
-  std::shared_ptr<const void> mapping_;  ///< the mapped file (unmapped when the last user goes)
-  const unsigned char* data_ = nullptr;
+  MappedFile file_;
+  const unsigned char* data_;
   int element_size_;
   int64_t num_tokens_ = 0;
   int64_t seq_len_;

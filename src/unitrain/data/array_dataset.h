@@ -1,0 +1,112 @@
+#pragma once
+// ArrayDataset: named arrays read row by row from files (npy, npz, hdf5), one array per batch key.
+#include <torch/types.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "unitrain/core/options.h"
+#include "unitrain/data/dataset.h"
+
+namespace unitrain {
+
+/// Batch key -> a string (a file, an array or dataset name, a dtype), in the config's order.
+using NamedStrings = std::vector<std::pair<std::string, std::string>>;
+
+/// One array of an ArrayDataset: `shape()[0]` rows of shape `shape()[1:]`, read on demand.
+/// read() is const and safe to call from several loader threads at once.
+class ArrayColumn {
+ public:
+  ArrayColumn(std::string name, std::vector<int64_t> shape, torch::ScalarType dtype)
+      : name_(std::move(name)), shape_(std::move(shape)), dtype_(dtype) {}
+  virtual ~ArrayColumn() = default;
+
+  /// How messages name it: "'images.npy'", "'data.npz' array 'x'", "'a.h5' dataset '/x'".
+  const std::string& name() const { return name_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  /// What read() returns: the file's type, or the closest LibTorch has (see docs/data.md).
+  torch::ScalarType dtype() const { return dtype_; }
+  /// Rows `indices` (each in [0, shape()[0])), in that order: [indices.size(), shape()[1:]...].
+  virtual torch::Tensor read(const std::vector<int64_t>& indices) const = 0;
+  /// True when the rows are held in memory (read() does no file I/O).
+  virtual bool in_memory() const { return false; }
+
+ private:
+  std::string name_;
+  std::vector<int64_t> shape_;
+  torch::ScalarType dtype_;
+};
+
+using ArrayColumns = std::vector<std::pair<std::string, std::shared_ptr<const ArrayColumn>>>;
+
+/// Examples made of one row of each named array: key `k` of example i is row i of array k,
+/// converted to the dtype `dtypes` gives for `k` (else kept). get_batch reads only the
+/// requested rows. info: `num_features` when `x` is 2-D ([N, F]); `num_classes` when `y` is of
+/// an integer type (its largest value + 1, from one pass over `y` when built). ConfigError,
+/// prefixed with `kind`, when there are no arrays, an array is 0-d or holds no rows, two arrays
+/// disagree on their number of rows (naming both and their counts), or `dtypes` names an
+/// unknown key or dtype.
+class ArrayDataset : public Dataset {
+ public:
+  ArrayDataset(std::string kind, ArrayColumns columns, const NamedStrings& dtypes);
+
+  int64_t size() const override { return size_; }
+  Batch get(int64_t index) const override;
+  Batch get_batch(const std::vector<int64_t>& indices) const override;
+  std::map<std::string, int64_t> info() const override { return info_; }
+  bool in_memory() const override;
+
+ private:
+  struct Key {
+    std::string name;
+    std::shared_ptr<const ArrayColumn> column;
+    torch::ScalarType dtype;  ///< what the batch holds
+  };
+  /// The largest value of `key`'s array, read in slices of rows; none when it has no elements.
+  std::optional<int64_t> largest_value(const Key& key) const;
+  std::string kind_;
+  std::vector<Key> keys_;
+  int64_t size_ = 0;
+  std::map<std::string, int64_t> info_;
+};
+
+/// The dtype named `name` (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32,
+/// float64); ConfigError naming `where` and listing them otherwise.
+torch::ScalarType array_dtype_named(const std::string& name, const std::string& where);
+
+/// The string map at `key` of a resolved section ({} when absent or null), in file order;
+/// ConfigError naming the key path when it is not a map of strings (`example` shows one).
+NamedStrings string_map_of(const Config& section, const std::string& key,
+                           const std::string& example);
+
+/// Declares key `name` of options struct T: a map batch key -> string (YAML `{x: a, y: b}`),
+/// read into `member` in the file's order; ConfigError naming the key path when it is not such
+/// a map (`example` shows one). Returns the Field for required(), nullable(), help().
+template <typename T>
+Field& declare_named_strings(Options<T>& o, const std::string& name, NamedStrings T::*member,
+                             const std::string& example) {
+  o.check([name, member, example](T& out, const Config& c) {
+    out.*member = string_map_of(c, name, example);
+  });
+  return o.key(name, Type::Any);
+}
+
+/// Declares the `dtypes` key (a map batch key -> dtype name) of an options struct with a
+/// `NamedStrings dtypes` member; names are checked when the section is read.
+template <typename T>
+void declare_array_dtypes(Options<T>& o) {
+  declare_named_strings(o, "dtypes", &T::dtypes, "{x: float32, y: int64}")
+      .def("{}")
+      .help(
+          "dtype to convert each batch key's array to, e.g. {x: float32, y: int64} (bool, "
+          "uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64); a key not "
+          "named keeps its array's type (uint16 read as int32, uint32 and uint64 as int64)");
+  o.check([](T& out, const Config& c) {
+    for (const auto& [key, name] : out.dtypes) array_dtype_named(name, c.key_path("dtypes." + key));
+  });
+}
+
+}  // namespace unitrain

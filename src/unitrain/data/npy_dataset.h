@@ -1,0 +1,43 @@
+#pragma once
+// The `npy` and `npz` datasets: arrays saved by NumPy (np.save, np.savez, np.savez_compressed).
+#include <string>
+
+#include "unitrain/core/options.h"
+#include "unitrain/data/array_dataset.h"
+
+namespace unitrain {
+
+/// Settings of the `npy` dataset (its `args`).
+struct NpyOptions {
+  NamedStrings arrays;  ///< batch key -> .npy file, e.g. {x: images.npy, y: labels.npy}
+  NamedStrings dtypes;  ///< batch key -> dtype to convert to; keys not named keep theirs
+
+  static void declare(Options<NpyOptions>& o);
+};
+
+/// Settings of the `npz` dataset (its `args`).
+struct NpzOptions {
+  std::string path;     ///< the .npz archive
+  NamedStrings arrays;  ///< batch key -> array name in it; empty = every array under its name
+  NamedStrings dtypes;  ///< batch key -> dtype to convert to; keys not named keep theirs
+
+  static void declare(Options<NpzOptions>& o);
+};
+
+/// An ArrayDataset over .npy files, one a key. Each file is memory-mapped, not read: files
+/// larger than memory work and a batch reads only its rows' pages. C and Fortran order,
+/// little- and big-endian b1, i1, u1, i2, u2, i4, u4, i8, u8, f2, f4, f8 (parse_npy_header);
+/// uint16 is read as int32, uint32 and uint64 as int64 (a uint64 value beyond int64 is a
+/// ConfigError when read). ConfigError naming the file for the errors of parse_npy_header and
+/// ArrayDataset.
+///
+/// Example: `load_npy({.arrays = {{"x", "images.npy"}, {"y", "labels.npy"}}})`.
+DatasetPtr load_npy(const NpyOptions& options);
+
+/// An ArrayDataset over the arrays of one .npz archive (read_zip_directory). Stored members
+/// (np.savez) are read in place from the mapped archive like .npy files; compressed members
+/// (np.savez_compressed) are inflated into memory once, when built. ConfigError naming the
+/// archive and the array, listing the arrays it holds when a name is not among them.
+DatasetPtr load_npz(const NpzOptions& options);
+
+}  // namespace unitrain
