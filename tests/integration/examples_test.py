@@ -93,6 +93,32 @@ class Examples(common.Case):
         self.assertGreater(losses[25], 4.0, losses)  # from ~5.5 (uniform over 256 ids) ...
         self.assertLess(losses[100], 2.7, losses)    # ... to about 2.5 at step 100
 
+    def test_text_lm_trains_on_paragraphs_with_its_own_tokenizer(self):
+        subprocess.run([os.path.join(common.SOURCE, "examples/moby_dick/prepare.sh")], check=True,
+                       timeout=600)  # writes moby_dick.paragraphs.jsonl beside the text if missing
+        with open(os.path.join(common.SOURCE, "examples/moby_dick/text_lm.yaml")) as f:
+            example = f.read()
+        self.assertIn("to about 5.9 at step 100", example)
+        # The example's own commands, with the tokenizer written to this test's folder.
+        prefix = os.path.join(self.dir, "moby_dick_sp")
+        code, out = run(["tokenizer", "train", "--input",
+                         "examples/data/generated/moby_dick.paragraphs.jsonl", "--vocab-size", "4000",
+                         "--out", prefix], cwd=common.SOURCE)
+        self.assertEqual(code, 0, out)
+        self.assertIn("2557 texts", out)
+        run_dir = os.path.join(self.dir, "text")
+        code, out = run(["train", "examples/moby_dick/text_lm.yaml", "--run_dir", run_dir,
+                         "--data.train.args.tokenizer", prefix + ".model",
+                         "--train.max_length", "100 steps", "--train.threads", "1",
+                         "--train.log_every", "25 steps"], cwd=common.SOURCE)
+        self.assertEqual(code, 0, out)
+        self.assertIn("data: 2506 train, 51 val", out)
+        events = read_jsonl(os.path.join(run_dir, "metrics.jsonl"))
+        losses = {e["step"]: e["train/loss"] for e in events if "train/loss" in e}
+        self.assertGreater(losses[25], 7.5, losses)  # from ~8.3 (uniform over 4000 pieces) ...
+        self.assertLess(losses[100], 6.2, losses)    # ... to about 5.9 at step 100
+        self.assertLess(last(events, "val/ppl"), 600)
+
 
 if __name__ == "__main__":
     common.main()
