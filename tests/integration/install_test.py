@@ -118,8 +118,10 @@ class Install(common.Case):
         out = check_run(self, [exe, "list"], env=CLEAN_ENV)
         self.assertIn("mlp", out)
         # SentencePiece's module is found beside the moved library.
-        text = common.write(os.path.join(self.dir, "text.txt"), "call me ishmael\nsome years ago\n" * 20)
-        out = check_run(self, [exe, "tokenizer", "train", "--input", text, "--vocab-size", "16",
+        text = common.write(os.path.join(self.dir, "text.txt"),
+                            "call me ishmael\nsome years ago never mind how long precisely\n"
+                            "having little or no money in my purse\n" * 20)  # 24 to 37 pieces
+        out = check_run(self, [exe, "tokenizer", "train", "--input", text, "--vocab-size", "30",
                                "--out", os.path.join(self.dir, "tok")], env=CLEAN_ENV)
         self.assertIn("wrote " + os.path.join(self.dir, "tok.model"), out)
 

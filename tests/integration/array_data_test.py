@@ -1,0 +1,70 @@
+"""Training from NumPy and HDF5 files written by Debian's python3-numpy and python3-h5py: the same
+digits as examples/digits/mlp.yaml's CSV, so the same seed gives the same metrics from every format."""
+import os
+import re
+import common
+from common import run, write, read_jsonl
+
+
+def metrics(run_dir):
+    return [{k: v for k, v in e.items() if k != "time"}
+            for e in read_jsonl(os.path.join(run_dir, "metrics.jsonl"))]
+
+
+class ArrayData(common.Case):
+    def setUp(self):
+        super().setUp()
+        import h5py
+        import numpy as np
+        table = np.loadtxt(common.DIGITS, delimiter=",", dtype=np.int64)
+        x, y = table[:, :64], table[:, 64]
+        # Types the config converts back: uint8 pixels, big-endian float64 in HDF5, int16 labels.
+        np.savez_compressed(os.path.join(self.dir, "digits.npz"), pixels=x.astype(np.uint8),
+                            labels=y)
+        half = len(y) // 2
+        for name, rows in (("a.h5", slice(0, half)), ("b.h5", slice(half, None))):
+            with h5py.File(os.path.join(self.dir, name), "w") as f:
+                f.create_dataset("images/pixels", data=x[rows].astype(">f8"), chunks=(64, 64))
+                f["labels"] = y[rows].astype(np.int16)
+        with open(os.path.join(common.SOURCE, "examples/digits/mlp.yaml")) as f:
+            self.example = f.read()
+
+    def config_with_train(self, name, train):
+        """examples/digits/mlp.yaml with `train` in place of its CSV dataset, for 3 epochs."""
+        text, count = re.subn(r"  train:\n    type: csv\n    args: \{[^\n]*\}\n",
+                              "  train: " + train + "\n", self.example)
+        self.assertEqual(count, 1, "examples/digits/mlp.yaml's data.train changed shape")
+        return write(os.path.join(self.dir, name + ".yaml"),
+                     text.replace("max_length: 20 epochs", "max_length: 3 epochs"))
+
+    def train(self, config, name):
+        run_dir = os.path.join(self.dir, name)
+        code, out = run(["train", config, "--run_dir", run_dir], cwd=common.SOURCE)
+        self.assertEqual(code, 0, out)
+        return metrics(run_dir)
+
+    def test_npz_and_hdf5_train_as_the_csv_does(self):
+        csv = self.train(self.config_with_train("csv", "{type: csv, args: {path: " + common.DIGITS +
+                                                ", header: false, target: '64'}}"), "csv")
+        npz = self.train(self.config_with_train(
+            "npz", "{type: npz, args: {path: " + os.path.join(self.dir, "digits.npz") +
+            ", arrays: {x: pixels, y: labels}, dtypes: {x: float32}}}"), "npz")
+        hdf5 = self.train(self.config_with_train(
+            "hdf5", "{type: hdf5, args: {paths: [" + os.path.join(self.dir, "a.h5") + ", " +
+            os.path.join(self.dir, "b.h5") + "], datasets: {x: /images/pixels, y: /labels}, "
+            "dtypes: {x: float32}}}"), "hdf5")
+        self.assertGreater(csv[-1]["val/acc"], 0.8)
+        self.assertEqual(npz, csv)
+        self.assertEqual(hdf5, csv)
+
+    def test_a_missing_array_is_named(self):
+        code, out = run(["train", self.config_with_train(
+            "bad", "{type: npz, args: {path: " + os.path.join(self.dir, "digits.npz") +
+            ", arrays: {x: pixel, y: labels}}}"), "--run_dir", os.path.join(self.dir, "bad")])
+        self.assertEqual(code, 2, out)
+        self.assertIn("has no array 'pixel' (arrays.x) (did you mean 'pixels'?); it holds: "
+                      "pixels, labels", out)
+
+
+if __name__ == "__main__":
+    common.main()
