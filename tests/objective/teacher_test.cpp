@@ -13,6 +13,7 @@
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
 #include "unitrain/models/mlp.h"
+#include "unitrain/models/model.h"
 #include "unitrain/models/torchscript_export.h"
 #include "unitrain/objective/objective_module.h"
 
@@ -162,6 +163,7 @@ TEST(TeacherTest, WeightsFromACheckpointFolderAndItsLink) {
 }
 
 TEST(TeacherTest, ATorchScriptTeacherBringsItsOwnWeights) {
+  register_builtin_models();  // the mlp's TorchScript export, as in a run (each test runs alone)
   ModelPtr reference = fixed_teacher_model();
   const std::string file = test::temp_dir() + "/teacher_ts.pt";
   save_torchscript(*reference, file);
