@@ -147,10 +147,11 @@ TEST(LossTest, MeanIsOverCountedTargetsAsInPyTorch) {
   auto ce = make_loss("cross_entropy");
   torch::Tensor logits = torch::randn({2, 3, 4});
   torch::Tensor target = torch::tensor({{0, -100, 2}, {-100, -100, 1}});
-  torch::Tensor expected = (torch::nn::functional::cross_entropy(
-                                logits.reshape({-1, 4}), target.reshape({-1}),
-                                torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)) /
-                            3.0);
+  torch::Tensor expected =
+      (torch::nn::functional::cross_entropy(
+           logits.reshape({-1, 4}), target.reshape({-1}),
+           torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)) /
+       3.0);
   EXPECT_TRUE(torch::allclose(ce(logits, target), expected));
   EXPECT_TRUE(std::isnan(ce(logits, torch::full({2, 3}, -100, torch::kLong)).item<double>()));
 }
@@ -167,6 +168,24 @@ TEST(LossTest, ArgsAreValidated) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("cross_entropy"), std::string::npos) << e.what();
   }
+}
+
+TEST(LossTest, KlDivTakesLogitsOfOneShape) {
+  auto kl = make_loss("kl_div", "{temperature: 4}");
+  torch::Tensor logits = torch::randn({3, 5});
+  EXPECT_NEAR(kl(logits, logits.clone()).item<double>(), 0.0, 1e-6);  // agreeing: nothing
+  EXPECT_NEAR(kl(logits, logits + 2.5).item<double>(), 0.0, 1e-6);    // softmax ignores a shift
+  std::string msg = error_of(kl, logits, torch::zeros({3}, torch::kLong));
+  EXPECT_NE(msg.find("loss 'kl_div': prediction shape [3, 5] does not fit target shape [3]; "
+                     "kl_div expects student logits"),
+            std::string::npos)
+      << msg;
+  msg = error_of(kl, torch::randn({5}), torch::randn({5}));
+  EXPECT_NE(msg.find("prediction shape [5] does not fit"), std::string::npos) << msg;
+  EXPECT_THROW(component("loss", "kl_div", "{temperature: 0}"), ConfigError);
+  // Every token counts: a [B, T, C] loss equals the [B * T, C] one.
+  torch::Tensor s = torch::randn({2, 3, 4}), t = torch::randn({2, 3, 4});
+  EXPECT_NEAR(kl(s, t).item<double>(), kl(s.view({6, 4}), t.view({6, 4})).item<double>(), 1e-6);
 }
 
 TEST(RegularizerTest, EmptySetIsZeroAndL2IsHalfSumOfSquares) {

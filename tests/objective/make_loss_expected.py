@@ -98,6 +98,30 @@ cases.append(case("reg_l1", "regularizer", "l1", {}, both, split,
 cases.append(case("reg_l2", "regularizer", "l2", {}, both, split,
                   lambda p, t: 0.5 * (p[:12].view(3, 4).pow(2).sum() + p[12:].pow(2).sum())))
 
+# Distillation (after the other cases: their random draws stay as they were). The reference is
+# Hinton's term as written with PyTorch's functional kl_div on [N, C] rows.
+def distill(temperature):
+    def fn(p, t):
+        c = p.shape[-1]
+        s, q = p.reshape(-1, c) / temperature, t.reshape(-1, c) / temperature
+        return F.kl_div(F.log_softmax(s, dim=1), F.softmax(q, dim=1),
+                        reduction="batchmean") * temperature * temperature
+    return fn
+
+
+student, teacher = randn(4, 5), 2 * randn(4, 5)
+cases.append(case("kl_div_t1", "loss", "kl_div", {}, student, teacher, distill(1.0)))
+cases.append(case("kl_div_t4", "loss", "kl_div", {"temperature": 4}, student, teacher,
+                  distill(4.0)))
+cases.append(case("kl_div_sequence_t2", "loss", "kl_div", {"temperature": 2}, seq,
+                  randn(2, 3, 6), distill(2.0)))
+# A confident teacher (probabilities that underflow in float32 at T = 1).
+sharp = randn(3, 4) * 60
+cases.append(case("kl_div_confident_teacher", "loss", "kl_div", {}, randn(3, 4), sharp,
+                  distill(1.0)))
+cases.append(case("kl_div_confident_teacher_t4", "loss", "kl_div", {"temperature": 4.0},
+                  randn(3, 4), sharp, distill(4.0)))
+
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "loss_expected.json")
 with open(path, "w") as f:  # one case per line: readable diffs
     f.write('{"torch_version": %s, "cases": [\n' % json.dumps(torch.__version__))

@@ -116,7 +116,7 @@ NamedTensors module_state(const torch::nn::Module& module, bool copy, SnapshotBu
 }
 
 std::string load_module_state(torch::nn::Module& module, const NamedTensors& state, bool strict,
-                              const std::string& what) {
+                              const std::string& what, const std::string& strict_key) {
   std::map<std::string, torch::Tensor> given(state.begin(), state.end());
   std::map<std::string, torch::Tensor> own;
   for (const auto& p : module.named_parameters(true)) own[p.key()] = p.value();
@@ -140,9 +140,9 @@ std::string load_module_state(torch::nn::Module& module, const NamedTensors& sta
   if (strict && !unexpected.empty()) problems += "; unexpected: " + list_names(unexpected);
   if (!problems.empty()) {
     throw ConfigError(what + " does not fit the model" + problems +
-                      (strict && mismatched.empty() ? " (set model.init_strict: false to load the "
-                                                      "matching names only)"
-                                                    : ""));
+                      (strict && mismatched.empty() && !strict_key.empty()
+                           ? " (set " + strict_key + ": false to load the matching names only)"
+                           : ""));
   }
   torch::NoGradGuard no_grad;
   size_t loaded = 0;

@@ -65,10 +65,12 @@ NamedTensors named_state(const NamedTensors& params, const NamedTensors& buffers
 
 /// Copies `state` into the module's parameters and buffers, matched by name. Strict: every
 /// name must be present and no name extra. Either way a shape or dtype mismatch is an error.
-/// ConfigError naming `what` and listing missing, unexpected and mismatched names.
+/// ConfigError naming `what` and listing missing, unexpected and mismatched names (when strict
+/// and only names differ, suggesting to set `strict_key` to false, unless it is empty).
 /// Returns a one-line summary of what was loaded (and what was left as it was when not strict).
 std::string load_module_state(torch::nn::Module& module, const NamedTensors& state, bool strict,
-                              const std::string& what);
+                              const std::string& what,
+                              const std::string& strict_key = "model.init_strict");
 
 /// The gradients of the parameters that have one (for a checkpoint inside an accumulation
 /// window), copied.

@@ -21,6 +21,7 @@
 #include "unitrain/log/console_tracker.h"
 #include "unitrain/models/torchscript_export.h"
 #include "unitrain/objective/objective_module.h"
+#include "unitrain/objective/teacher.h"
 
 namespace unitrain {
 
@@ -148,6 +149,14 @@ ConfigRunResult run_config(const Config& raw_config) {
   int64_t params = 0;
   for (const auto& p : module->parameters()) params += p.numel();
   log::info(fmt::format("model {}: {} parameters", config.at("model").get_string("type"), params));
+  if (const auto& teacher = module->teacher()) {
+    int64_t frozen = 0;
+    for (const auto& p : teacher->model()->parameters()) frozen += p.numel();
+    const Config section = config.at("objective").at("teacher");
+    log::info(fmt::format("teacher {}: {} parameters, frozen, weights {}",
+                          section.at("model").get_string("type"), frozen,
+                          section.has("weights") ? section.get_string("weights") : "its own"));
+  }
   ConfigRunResult result;
   result.fit = trainer.fit(*module, data.train, data.val);
   if (data.test && result.fit.signal == 0 && result.fit.paused.empty()) result.test = trainer.test(*module, data.test);

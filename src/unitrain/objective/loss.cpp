@@ -1,5 +1,6 @@
 #include "unitrain/objective/loss.h"
 
+#include <algorithm>
 #include <mutex>
 #include <optional>
 
@@ -14,6 +15,9 @@ const char* kClassExpects =
 const char* kLogProbExpects =
     "expects log-probabilities [B, C] with class indices [B] (or [B, 1]), or [B, T, C] with "
     "[B, T] (the class dimension is last)";
+const char* kDistributionExpects =
+    "expects student logits [B, C] or [B, T, C] and teacher logits of the same shape (the "
+    "class dimension is last)";
 const char* kElementwiseExpects =
     "expects a prediction of the target's shape; [B, 1] vs [B] is accepted, nothing else is "
     "broadcast (reshape the model output or the target to match)";
@@ -69,6 +73,30 @@ LossFn elementwise(const std::string& type, F compute) {
   };
 }
 
+// Hinton's distillation term T^2 * KL(softmax(t / T) || softmax(s / T)), summed over the classes
+// and averaged over the rows ([B, T, C]: over the B * T tokens), as PyTorch's
+// kl_div(log_softmax(s / T), softmax(t / T), reduction='batchmean') * T * T on [N, C]. Both
+// sides go through log_softmax (log_target): a teacher probability that underflows to 0 adds
+// 0, not NaN.
+torch::Tensor distillation_loss(const torch::Tensor& student, const torch::Tensor& teacher,
+                                double temperature) {
+  if (student.dim() < 2 || student.sizes() != teacher.sizes()) {
+    throw_shape_mismatch("loss", "kl_div", student, teacher, kDistributionExpects);
+  }
+  return guarded("kl_div", student, teacher, [&] {
+    const int64_t classes = student.size(-1);
+    torch::Tensor s = student.reshape({-1, classes});
+    torch::Tensor t = teacher.reshape({-1, classes}).to(s.scalar_type());
+    if (temperature != 1.0) {
+      s = s / temperature;
+      t = t / temperature;
+    }
+    torch::Tensor kl = at::kl_div(at::log_softmax(s, 1), at::log_softmax(t, 1), at::Reduction::Sum,
+                                  /*log_target=*/true);
+    return kl * (temperature * temperature / static_cast<double>(std::max<int64_t>(s.size(0), 1)));
+  });
+}
+
 /// The args of nll (and, with label_smoothing, of cross_entropy).
 struct ClassLossArgs {
   int64_t ignore_index = kIgnoreIndex;
@@ -78,6 +106,9 @@ struct CrossEntropyArgs : ClassLossArgs {
 };
 struct SmoothL1Args {
   double beta = 1;
+};
+struct KlDivArgs {
+  double temperature = 1;
 };
 struct BceWithLogitsArgs {
   std::optional<double> pos_weight;  ///< null: 1
@@ -140,10 +171,23 @@ void register_builtin_losses() {
         .help("below this absolute error the loss is quadratic, above it linear (0: l1)");
     r.add("smooth_l1", "Huber-like loss: quadratic for small errors, linear for large ones",
           std::move(smooth), [](const SmoothL1Args& a) {
-            return elementwise("smooth_l1", [beta = a.beta](const torch::Tensor& p,
-                                                            const torch::Tensor& t) {
-              return beta == 0 ? at::l1_loss(p, t)
-                               : at::smooth_l1_loss(p, t, at::Reduction::Mean, beta);
+            return elementwise(
+                "smooth_l1", [beta = a.beta](const torch::Tensor& p, const torch::Tensor& t) {
+                  return beta == 0 ? at::l1_loss(p, t)
+                                   : at::smooth_l1_loss(p, t, at::Reduction::Mean, beta);
+                });
+          });
+
+    Options<KlDivArgs> kl;
+    kl.field("temperature", &KlDivArgs::temperature)
+        .gt(0)
+        .help("T: both logits are divided by it before the softmax, the loss multiplied by T^2");
+    r.add("kl_div",
+          "distillation: T^2 * KL(softmax(target / T) || softmax(prediction / T)) between teacher "
+          "logits (target) and student logits [B, C] or [B, T, C]; mean over rows or tokens",
+          std::move(kl), [](const KlDivArgs& a) {
+            return LossFn([a](const torch::Tensor& pred, const torch::Tensor& target) {
+              return distillation_loss(pred, target, a.temperature);
             });
           });
 

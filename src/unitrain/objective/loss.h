@@ -24,11 +24,13 @@ void register_builtin_regularizers();
 /// is 0, not NaN, when every target is ignored); cross_entropy also takes class probabilities
 /// of the logits' shape. mse, l1, smooth_l1 and bce_with_logits are element-wise: equal shapes,
 /// or [B, 1] vs [B] (exactly squeezable); nothing is broadcast, unlike PyTorch's silent
-/// mse([B, 1], [B]) -> [B, B].
+/// mse([B, 1], [B]) -> [B, B]. kl_div takes student logits and teacher logits of one shape,
+/// [B, C] or [B, T, C] (tokens flattened, every token counted).
 using LossFn = std::function<torch::Tensor(const torch::Tensor& pred, const torch::Tensor& target)>;
 
 /// Registered losses (`objective.losses[].type`): cross_entropy, nll, mse, l1, smooth_l1,
-/// bce_with_logits.
+/// bce_with_logits, kl_div (Hinton's distillation term with a temperature; its target is
+/// usually a prediction of objective.teacher).
 Registry<LossFn>& loss_registry();
 
 /// A penalty on a set of tensors (the trainable parameters, or one prediction).

@@ -6,15 +6,10 @@
 #include "unitrain/metrics/metric.h"
 #include "unitrain/metrics/shape_check.h"
 #include "unitrain/objective/loss.h"
+#include "unitrain/objective/teacher.h"
 
 namespace unitrain {
 namespace {
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
-  return out.empty() ? "(none)" : out;
-}
 
 bool contains(const std::vector<std::string>& items, const std::string& x) {
   return std::find(items.begin(), items.end(), x) != items.end();
@@ -29,7 +24,7 @@ size_t prediction_of(const Config& section, const std::vector<std::string>& pred
   if (!section.has("prediction")) return 0;
   std::string name = section.get_string("prediction");
   UT_CHECK(contains(predictions, name), section.key_path("prediction"), ": '", name,
-           "' is not a prediction; objective.predictions lists: ", join(predictions),
+           "' is not a prediction; objective.predictions lists: ", join_names(predictions),
            " (add it there or fix the name)");
   return index_of(predictions, name);
 }
@@ -37,16 +32,6 @@ size_t prediction_of(const Config& section, const std::vector<std::string>& pred
 std::string name_of(const Config& section) {
   return section.has("name") ? section.get_string("name") : section.get_string("type");
 }
-
-// The batch's tensor `name`; ConfigError naming `key` + `suffix` (built only then) without it.
-const torch::Tensor& batch_tensor(const Batch& batch, const std::string& name,
-                                  const std::string& key, const char* suffix = "") {
-  UT_CHECK(batch.has(name), key, suffix, ": the batch has no tensor '", name,
-           "'; batch keys: ", join(batch.names()));
-  return batch.at(name);
-}
-
-const std::string kInputsKey = "objective.inputs";
 
 }  // namespace
 
@@ -131,6 +116,14 @@ std::shared_ptr<const Schema> objective_section_schema() {
         .component("metric")
         .section(metric)
         .help("metrics logged next to the loss terms");
+    s->add("teacher", Type::Section)
+        .section(teacher_section_schema())
+        .nullable()
+        .free()
+        .help(
+            "a frozen model run on each batch before the losses (distillation): {model: {type, "
+            "args}, weights, inputs, predictions}; its outputs join the batch under its "
+            "prediction names, for losses to take as targets; null = none");
     return s;
   }();
   return schema;
@@ -157,15 +150,17 @@ void ObjectiveModule::configure(const Config& section) {
   Config objective = objective_section_schema()->resolve(
       section.path().empty() ? Config(section.node(), "objective") : section);
 
-  inputs_ = objective.get_string_list("inputs");
-  predictions_ = objective.get_string_list("predictions");
-  UT_CHECK(!inputs_.empty(), objective.key_path("inputs"), " must name at least one batch tensor");
-  UT_CHECK(!predictions_.empty(), objective.key_path("predictions"),
+  const std::vector<std::string> inputs = objective.get_string_list("inputs");
+  const std::vector<std::string> predictions = objective.get_string_list("predictions");
+  UT_CHECK(!inputs.empty(), objective.key_path("inputs"), " must name at least one batch tensor");
+  UT_CHECK(!predictions.empty(), objective.key_path("predictions"),
            " must name at least one model output");
-  for (size_t i = 0; i < predictions_.size(); ++i) {
-    UT_CHECK(index_of(predictions_, predictions_[i]) == i, objective.key_path("predictions"), ": '",
-             predictions_[i], "' is listed twice");
+  for (size_t i = 0; i < predictions.size(); ++i) {
+    UT_CHECK(index_of(predictions, predictions[i]) == i, objective.key_path("predictions"), ": '",
+             predictions[i], "' is listed twice");
   }
+  outputs_ = std::make_unique<ModelOutputs>("model '" + model_type_ + "'", "objective", inputs,
+                                            predictions);
 
   std::set<std::string> logged;  // every name reported as a metric
   auto claim = [&logged](const std::string& metric, const std::string& key) {
@@ -177,7 +172,7 @@ void ObjectiveModule::configure(const Config& section) {
     auto term = std::make_shared<LossTerm>();
     term->type = s.get_string("type");
     term->name = name_of(s);
-    term->prediction = prediction_of(s, predictions_);
+    term->prediction = prediction_of(s, predictions);
     term->target = s.get_string("target");
     term->weight = s.get_double("weight");
     term->key = s.path();
@@ -186,8 +181,8 @@ void ObjectiveModule::configure(const Config& section) {
     losses_.push_back(term);
   }
   UT_CHECK(!losses_.empty(), objective.key_path("losses"),
-           " must list at least one loss, e.g. [{type: cross_entropy, prediction: ",
-           predictions_[0], ", target: y}]");
+           " must list at least one loss, e.g. [{type: cross_entropy, prediction: ", predictions[0],
+           ", target: y}]");
 
   for (const Config& s : objective.list("regularizers")) {
     auto term = std::make_shared<RegularizerTerm>();
@@ -197,10 +192,10 @@ void ObjectiveModule::configure(const Config& section) {
     std::string target = s.get_string("target");
     term->on_params = target == "params";
     if (!term->on_params) {
-      UT_CHECK(contains(predictions_, target), s.key_path("target"), ": '", target,
+      UT_CHECK(contains(predictions, target), s.key_path("target"), ": '", target,
                "' is neither 'params' nor a prediction; objective.predictions lists: ",
-               join(predictions_));
-      term->prediction = index_of(predictions_, target);
+               join_names(predictions));
+      term->prediction = index_of(predictions, target);
     }
     term->fn = regularizer_registry().create(s);
     claim("reg_" + term->name, s.key_path("name"));
@@ -211,48 +206,52 @@ void ObjectiveModule::configure(const Config& section) {
     auto term = std::make_shared<MetricTerm>();
     term->type = s.get_string("type");
     term->name = name_of(s);
-    term->prediction = prediction_of(s, predictions_);
+    term->prediction = prediction_of(s, predictions);
     term->target = s.get_string("target");
     term->key = s.path();
     term->fn = metric_registry().create(s);
     claim(term->name, s.key_path("name"));
     metrics_.push_back(term);
   }
+
+  if (objective.has("teacher")) {
+    const Config teacher = objective.at("teacher");
+    check_teacher_names(teacher.get_string_list("predictions"));  // before loading its weights
+    teacher_ = std::make_shared<Teacher>(teacher);
+  }
 }
 
-std::vector<torch::Tensor> ObjectiveModule::gather_predictions(const Batch& batch) {
-  std::vector<torch::Tensor> inputs;
-  for (const auto& name : inputs_) inputs.push_back(batch_tensor(batch, name, kInputsKey));
-  std::vector<torch::Tensor> outputs = model_->forward_all(inputs);
-  if (output_order_.empty()) {
-    // Named outputs are matched to objective.predictions once (a TorchScript model knows its
-    // names after its first forward); unnamed ones are taken in order.
-    const std::vector<std::string> names = model_->prediction_names();
-    if (names.empty()) {
-      UT_CHECK(outputs.size() == predictions_.size(), "model '", model_type_, "' returned ",
-               outputs.size(), " output(s) but objective.predictions lists ", predictions_.size(),
-               " (", join(predictions_), "); list one name per output, in order");
-      return outputs;
-    }
-    UT_CHECK(names.size() == outputs.size(), "model '", model_type_, "' returned ", outputs.size(),
-             " output(s) but names ", names.size(), " (", join(names), ")");
-    for (const auto& p : predictions_) {
-      UT_CHECK(contains(names, p), "objective.predictions: model '", model_type_,
-               "' has no output '", p, "'; its outputs are: ", join(names));
-      output_order_.push_back(index_of(names, p));
-    }
+void ObjectiveModule::check_teacher_names(
+    const std::vector<std::string>& teacher_predictions) const {
+  for (const auto& name : teacher_predictions) {
+    UT_CHECK(
+        !contains(predictions(), name), "objective.teacher.predictions: '", name,
+        "' is also a prediction of the student (objective.predictions: ", join_names(predictions()),
+        "); give the teacher's output another name, e.g. teacher_", name);
   }
-  std::vector<torch::Tensor> ordered;
-  for (size_t i : output_order_) {
-    UT_CHECK(i < outputs.size(), "model '", model_type_, "' returned ", outputs.size(),
-             " output(s), fewer than its first forward");
-    ordered.push_back(outputs[i]);
-  }
-  return ordered;
 }
 
-StepOutput ObjectiveModule::run(const Batch& batch) {
-  std::vector<torch::Tensor> preds = gather_predictions(batch);
+void ObjectiveModule::set_teacher(std::shared_ptr<Teacher> teacher) {
+  if (teacher) check_teacher_names(teacher->predictions());
+  teacher_ = std::move(teacher);
+}
+
+torch::Device ObjectiveModule::student_device(const Batch& batch) {
+  if (!device_probe_.defined()) {
+    const std::vector<torch::Tensor> params = model_->parameters();
+    if (!params.empty()) device_probe_ = params.front();  // follows the model's to(device)
+  }
+  return device_probe_.defined()
+             ? device_probe_.device()
+             : batch_tensor(batch, inputs().front(), "objective.inputs").device();
+}
+
+StepOutput ObjectiveModule::run(const Batch& input) {
+  // The teacher first: its outputs join the batch as targets.
+  Batch with_teacher;
+  if (teacher_) with_teacher = teacher_->annotate(input, student_device(input));
+  const Batch& batch = teacher_ ? with_teacher : input;
+  std::vector<torch::Tensor> preds = outputs_->run(*model_, batch);
   StepOutput out;
   const bool report_terms = losses_.size() > 1 || !regularizers_.empty();
   torch::Tensor total;
@@ -264,7 +263,7 @@ StepOutput ObjectiveModule::run(const Batch& batch) {
     try {
       value = term->fn(preds[term->prediction], target);
     } catch (const PredictionTargetError& e) {
-      throw ConfigError(e.named(predictions_[term->prediction], term->target));
+      throw ConfigError(e.named(predictions()[term->prediction], term->target));
     }
     add(term->weight == 1.0 ? value : term->weight * value);
     if (report_terms) out.metrics["loss_" + term->name] = MetricValue(value.detach());
@@ -293,7 +292,7 @@ StepOutput ObjectiveModule::run(const Batch& batch) {
     try {
       out.metrics[term->name] = term->fn(preds[term->prediction].detach(), target);
     } catch (const PredictionTargetError& e) {
-      throw ConfigError(e.named(predictions_[term->prediction], term->target));
+      throw ConfigError(e.named(predictions()[term->prediction], term->target));
     }
   }
   return out;

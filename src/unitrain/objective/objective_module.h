@@ -8,8 +8,11 @@
 #include "unitrain/core/train_module.h"
 #include "unitrain/models/model.h"
 #include "unitrain/objective/loss.h"
+#include "unitrain/objective/model_outputs.h"
 
 namespace unitrain {
+
+class Teacher;
 
 /// Runs the model on the batch tensors named in `objective.inputs`, names its outputs by
 /// `objective.predictions`, and computes the weighted sum of the losses (each tying a
@@ -18,11 +21,15 @@ namespace unitrain {
 /// When there is more than one term (several losses, or any regularizer) each unweighted term
 /// is reported as a metric `loss_<name>` (losses) or `reg_<name>` (regularizers); configured
 /// metrics are reported under their names. The model is the submodule "model", so parameter
-/// names are `model.<name>`.
+/// names are `model.<name>`. With `objective.teacher` (or set_teacher()), a frozen Teacher runs
+/// on the batch first, on the student's device, and its outputs join the batch under its
+/// prediction names: losses and metrics take them as targets.
 /// Throws ConfigError at construction for a loss, metric or regularizer naming an unknown
-/// prediction, no loss, or duplicate names; and during a step for a batch missing an input or
-/// target (listing the batch keys), a model returning the wrong number of predictions, or a
-/// prediction whose shape cannot fit its target (naming the loss, both tensors and both shapes).
+/// prediction, no loss, duplicate names, or a teacher (see Teacher) whose weights are missing or
+/// do not fit or whose prediction names clash with the student's; and during a step for a batch
+/// missing an input or target (listing the batch keys) or holding a tensor named as a teacher
+/// prediction, a model returning the wrong number of predictions, or a prediction whose shape
+/// cannot fit its target (naming the loss, both tensors and both shapes).
 class ObjectiveModule : public TrainModule {
  public:
   /// `model_section` is the resolved `model`, `objective_section` the resolved `objective`.
@@ -37,21 +44,29 @@ class ObjectiveModule : public TrainModule {
   /// The model alone: checkpoints and exports name its tensors as the model does
   /// (`layers.0.weight`), as a Python module of the same structure would.
   torch::nn::Module& weights() override { return *model_; }
-  const std::vector<std::string>& inputs() const { return inputs_; }
-  const std::vector<std::string>& predictions() const { return predictions_; }
+  const std::vector<std::string>& inputs() const { return outputs_->inputs(); }
+  const std::vector<std::string>& predictions() const { return outputs_->predictions(); }
+
+  /// The frozen model whose outputs join each batch before the losses (objective.teacher), or
+  /// null. It is not a submodule: parameters() and weights() do not hold it.
+  const std::shared_ptr<Teacher>& teacher() const { return teacher_; }
+  /// Sets (or, with null, removes) the teacher: the library's way to objective.teacher.
+  /// ConfigError when one of its prediction names is also a student prediction.
+  void set_teacher(std::shared_ptr<Teacher> teacher);
 
  private:
   struct LossTerm;
   struct RegularizerTerm;
   struct MetricTerm;
   void configure(const Config& objective_section);
-  StepOutput run(const Batch& batch);
-  std::vector<torch::Tensor> gather_predictions(const Batch& batch);
+  void check_teacher_names(const std::vector<std::string>& teacher_predictions) const;
+  torch::Device student_device(const Batch& batch);
+  StepOutput run(const Batch& input);
   ModelPtr model_;
   std::string model_type_ = "model";
-  std::vector<std::string> inputs_;
-  std::vector<std::string> predictions_;
-  std::vector<size_t> output_order_;  ///< named model outputs: the index of each prediction
+  std::unique_ptr<ModelOutputs> outputs_;  ///< the student's inputs and predictions
+  std::shared_ptr<Teacher> teacher_;
+  torch::Tensor device_probe_;  ///< a parameter of the student: where it is
   std::vector<std::shared_ptr<LossTerm>> losses_;
   std::vector<std::shared_ptr<RegularizerTerm>> regularizers_;
   std::vector<std::shared_ptr<MetricTerm>> metrics_;
