@@ -15,10 +15,11 @@ namespace unitrain {
 struct CheckpointFile {
   std::string name;  ///< file name inside the step folder, e.g. "model.pt"
   FileImage image;
-  std::function<FileImage()> produce;  ///< when set, replaces `image` before writing
+  // `{}`: brace-initialised files may leave the fields below out (-Wmissing-field-initializers).
+  std::function<FileImage()> produce{};  ///< when set, replaces `image` before writing
   /// When set, a file another process wrote and synced already (a ZeRO rank's optimizer
   /// partition), moved into the folder instead of written, and listed with these:
-  std::string move_from;
+  std::string move_from{};
   uint64_t moved_size = 0;
   uint32_t moved_crc32 = 0;
 };
