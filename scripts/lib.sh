@@ -13,6 +13,7 @@ UNITRAIN_PACKAGES=(
   libprotobuf-dev protobuf-compiler  # the tensorboard tracker's event files
   libsentencepiece-dev python3-sentencepiece  # the text dataset's tokenizer; its tests' reference
   libhdf5-dev python3-h5py  # the hdf5 dataset; its tests write files with h5py
+  libpng-dev libturbojpeg0-dev  # the image_folder dataset decodes PNG and JPEG with them
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist python3-torch python3-sklearn python3-numpy openmpi-bin
   chromium python3-pil fonts-dejavu-core  # the report test renders HTML headless and reads the PNG

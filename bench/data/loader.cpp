@@ -3,6 +3,8 @@
 //   build/bench/bench_data_loader pipeline THREADS BATCHES   (Fashion-MNIST train images:
 //       pad 4 + random crop 28 + horizontal flip + normalize, batch 64)
 //   build/bench/bench_data_loader tokens THREADS BATCHES FILE  (uint16 windows of 256, batch 64)
+//   build/bench/bench_data_loader image_folder THREADS BATCHES ROOT CHANNELS  (PNG/JPEG files
+//       in class folders decoded to float32 [CHANNELS, H, W], batch 64; bench/data/image_folder.py)
 // Prints one line: `samples_per_s N` (examples or windows per second over BATCHES batches,
 // after a warm-up of 20 batches).
 #include "unitrain/data/loader.h"
@@ -55,7 +57,10 @@ double samples_per_second(const unitrain::DatasetPtr& data, int64_t threads, int
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s pipeline|tokens THREADS BATCHES [TOKEN_FILE]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s pipeline|tokens|image_folder THREADS BATCHES [TOKEN_FILE | ROOT "
+                 "CHANNELS]\n",
+                 argv[0]);
     return 2;
   }
   const std::string what = argv[1];
@@ -65,6 +70,11 @@ int main(int argc, char** argv) {
   if (what == "tokens") {
     if (argc < 5) return 2;
     yaml = std::string("train: {type: tokens, args: {path: ") + argv[4] + ", seq_len: 256}}\n";
+  }
+  if (what == "image_folder") {
+    if (argc < 6) return 2;
+    yaml = std::string("train: {type: image_folder, args: {root: ") + argv[4] +
+           ", channels: " + argv[5] + "}}\n";
   }
   const unitrain::DataSplits data = unitrain::build_data(unitrain::Config::from_string(yaml), 1);
   std::printf("samples_per_s %.0f\n", samples_per_second(data.train, threads, batches));

@@ -20,11 +20,17 @@ std::string shape_mismatch(const std::string& name, const torch::Tensor& first,
                            const torch::Tensor& t, size_t i) {
   const bool only_length =
       t.dim() == first.dim() && t.dim() > 0 && t.sizes().slice(1) == first.sizes().slice(1);
+  // Images [C, H, W] of one channel count but different sizes.
+  const bool image_sizes = t.dim() == 3 && first.dim() == 3 && t.size(0) == first.size(0);
   return detail::concat("examples disagree on the shape of '", name, "': ", shape_str(first),
                         " (example 0) vs ", shape_str(t), " (example ", i, ")",
                         only_length ? "; examples of varying length are batched by padding "
                                       "them to the longest: set data.collate: {type: pad}"
-                                    : "");
+                        : image_sizes
+                            ? "; images of different sizes are batched after resizing or "
+                              "cropping them to one size: add a resize, center_crop or "
+                              "random_resized_crop to data.transforms"
+                            : "");
 }
 
 }  // namespace

@@ -23,6 +23,25 @@ DatasetPtr build_dataset(const Config& data, const std::string& key) {
   }
 }
 
+// `other` (data.val or data.test) must name its classes as train does: with image_folder, a
+// class folder missing from one split would shift the other classes' indices.
+void check_same_classes(const Config& data, const DatasetPtr& train, const DatasetPtr& other,
+                        const std::string& key) {
+  if (!other) return;
+  const std::vector<std::string> a = train->class_names(), b = other->class_names();
+  if (a.empty() || b.empty() || a == b) return;
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  const auto name = [](const std::vector<std::string>& v, size_t k) {
+    return k < v.size() ? "'" + v[k] + "'" : std::string("none");
+  };
+  throw ConfigError(detail::concat(
+      data.key_path(key), ": its classes differ from ", data.key_path("train"), "'s (", a.size(),
+      " and ", b.size(), " classes; class ", i, " is ", name(a, i), " in train and ", name(b, i),
+      " in ", key, "), so a class index would not mean the same class: give both splits the same "
+      "class folders"));
+}
+
 // Wraps each split whose transforms or collate function are not the plain stack.
 void apply_pipelines(const Config& data, DataSplits& out) {
   const Config collate_section = data.at("collate");
@@ -112,6 +131,8 @@ DataSplits build_data(const Config& data_section, uint64_t seed) {
   out.train = build_dataset(data, "train");
   if (data.has("val")) out.val = build_dataset(data, "val");
   if (data.has("test")) out.test = build_dataset(data, "test");
+  check_same_classes(data, out.train, out.val, "val");
+  check_same_classes(data, out.train, out.test, "test");
 
   const double ratio = options.validation_ratio;
   if (ratio > 0) {

@@ -5,6 +5,7 @@
 #include "unitrain/data/csv_dataset.h"
 #include "unitrain/data/hdf5_dataset.h"
 #include "unitrain/data/idx_dataset.h"
+#include "unitrain/data/image_folder_dataset.h"
 #include "unitrain/data/npy_dataset.h"
 #include "unitrain/data/synthetic_dataset.h"
 #include "unitrain/data/text_chars_dataset.h"
@@ -65,6 +66,13 @@ void register_builtin_datasets() {
                        "datasets of HDF5 files (h5py), concatenated over files and read row by "
                        "row: each key's rows, dtype kept or converted",
                        load_hdf5);
+    r.add<ImageFolderOptions>(
+        "image_folder",
+        "PNG and JPEG images in one folder per class (torchvision's ImageFolder), decoded in the "
+        "loader threads: x float32 [C, H, W] in [0, 1], y int64 class index",
+        [](const ImageFolderOptions& o) -> DatasetPtr {
+          return std::make_shared<ImageFolderDataset>(o);
+        });
     r.add<SyntheticOptions>(
         "synthetic",
         "seeded random learnable data: classification (y int64) or regression (y float32)",

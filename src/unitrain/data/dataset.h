@@ -42,6 +42,10 @@ class Dataset {
   /// Facts a model config may need, e.g. `vocab_size` (text_chars), `num_classes`,
   /// `num_features`. Wrappers (split, normalize) forward their inner dataset's.
   virtual std::map<std::string, int64_t> info() const { return {}; }
+  /// The names of the classes `y` indexes (class i is the i-th name), when the data names
+  /// them (image_folder's folders); empty otherwise. fit() writes them to run_dir/classes.json.
+  /// Wrappers forward their inner dataset's.
+  virtual std::vector<std::string> class_names() const { return {}; }
   /// True when get_batch is a cheap gather from memory (no file I/O, no decoding): then
   /// `data.loader.workers: auto` reads batches in the training thread, where a hand-off to
   /// reader threads would cost more than the read.

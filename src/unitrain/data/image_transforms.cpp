@@ -73,17 +73,6 @@ torch::Tensor crop_window(const ChwImage& img, int64_t top, int64_t left, int64_
   return out;
 }
 
-torch::Tensor resize_chw(const torch::Tensor& chw, int64_t h, int64_t w) {
-  if (chw.size(1) == h && chw.size(2) == w) return chw;
-  namespace F = torch::nn::functional;
-  return F::interpolate(chw.unsqueeze(0), F::InterpolateFuncOptions()
-                                              .size(std::vector<int64_t>{h, w})
-                                              .mode(torch::kBilinear)
-                                              .align_corners(false))
-      .squeeze(0)
-      .contiguous();
-}
-
 // ---- normalize -----------------------------------------------------------------------------
 
 struct NormalizeArgs {
@@ -193,7 +182,7 @@ class ResizeImage : public Transform {
   void apply(Batch& e, SampleRng&) const override {
     ChwImage img = chw_image_of(e, a_.key, "resize");
     const auto [h, w] = hw_of_size(a_.size, "resize");
-    put_chw(e, a_.key, img, resize_chw(img.t, h, w));
+    put_chw(e, a_.key, img, resize_image(img.t, h, w));
   }
 
  private:
@@ -303,7 +292,7 @@ class RandomResizedCrop : public Transform {
       top = (img.h() - h) / 2;
       left = (img.w() - w) / 2;
     }
-    put_chw(e, a_.key, img, resize_chw(crop_window(img, top, left, h, w, 0), oh, ow));
+    put_chw(e, a_.key, img, resize_image(crop_window(img, top, left, h, w, 0), oh, ow));
   }
 
  private:
@@ -361,6 +350,17 @@ Options<AreaArgs> erasing_args() {
 }
 
 }  // namespace
+
+torch::Tensor resize_image(const torch::Tensor& chw, int64_t h, int64_t w) {
+  if (chw.size(1) == h && chw.size(2) == w) return chw;
+  namespace F = torch::nn::functional;
+  return F::interpolate(chw.unsqueeze(0), F::InterpolateFuncOptions()
+                                              .size(std::vector<int64_t>{h, w})
+                                              .mode(torch::kBilinear)
+                                              .align_corners(false))
+      .squeeze(0)
+      .contiguous();
+}
 
 namespace detail {
 

@@ -31,6 +31,7 @@ class NormalizeDataset : public Dataset {
   Batch get(int64_t index) const override;
   Batch get_batch(const std::vector<int64_t>& indices) const override;
   std::map<std::string, int64_t> info() const override { return inner_->info(); }
+  std::vector<std::string> class_names() const override { return inner_->class_names(); }
   bool in_memory() const override { return inner_->in_memory(); }
 
  private:

@@ -42,6 +42,11 @@ void register_sequence_transforms();  // sequence_transforms.cpp
 void register_collates();             // collate.cpp
 }  // namespace detail
 
+/// `image` (float32 [C, H, W], contiguous) resized to [C, h, w], bilinear without
+/// antialiasing: what the `resize` transform does (image_folder's `size` too). `image` itself
+/// when it has that size already.
+torch::Tensor resize_image(const torch::Tensor& image, int64_t h, int64_t w);
+
 /// `inner` read example by example through `transforms` (in order), then batched by `collate`
 /// (null: stacked). The loader's read_batch gives each example a SampleRng of (seed, epoch,
 /// index); get()/get_batch() read as epoch 0 of seed 0. Not in memory when it transforms: the
@@ -56,6 +61,7 @@ class TransformedDataset : public Dataset {
   Batch get_batch(const std::vector<int64_t>& indices) const override;
   Batch read_batch(const std::vector<int64_t>& indices, const ReadContext& context) const override;
   std::map<std::string, int64_t> info() const override { return inner_->info(); }
+  std::vector<std::string> class_names() const override { return inner_->class_names(); }
   bool in_memory() const override { return transforms_.empty() && inner_->in_memory(); }
 
  private:

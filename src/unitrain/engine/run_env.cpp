@@ -9,6 +9,8 @@
 #include <fstream>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "unitrain/core/error.h"
 
 namespace unitrain {
@@ -51,7 +53,7 @@ void prepare_writable_dir(const std::string& run_dir) {
 
 std::string archive_previous_run(const std::string& run_dir) {
   static const char* kFiles[] = {"config.yaml", "metrics.jsonl", "metrics.csv", "train.log",
-                                 "tensorboard", "checkpoints", "results"};
+                                 "classes.json", "tensorboard", "checkpoints", "results"};
   // logs/ itself stays (the launcher is writing this run's logs/rank-N.log there); the other
   // ranks' tracker folders in it (log.all_ranks: logs/rank-N/) belong to the earlier run.
   std::vector<fs::path> moved;
@@ -98,6 +100,13 @@ void write_file_atomic(const std::string& path, const std::string& text) {
   ::fsync(fd);
   ::close(fd);
   UT_CHECK_TRAIN(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename ", tmp, " to ", path);
+}
+
+void write_class_names(const std::string& run_dir, const std::vector<std::string>& classes) {
+  if (classes.empty()) return;
+  nlohmann::json out;
+  out["classes"] = classes;
+  write_file_atomic(run_dir + "/classes.json", out.dump(1) + "\n");
 }
 
 }  // namespace unitrain

@@ -2,6 +2,7 @@
 // The environment a run starts in: threads, BLAS, the run folder.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace unitrain {
 
@@ -17,9 +18,14 @@ void set_threads(int64_t threads);
 void prepare_writable_dir(const std::string& run_dir);
 
 /// Moves the files of an earlier run in `run_dir` (config.yaml, metrics.jsonl, metrics.csv,
-/// train.log, tensorboard/, logs/rank-N/, checkpoints/, results/) into `run_dir/history/<UTC time>/`, so a new run never overwrites them. Returns the
+/// train.log, classes.json, tensorboard/, logs/rank-N/, checkpoints/, results/) into `run_dir/history/<UTC time>/`, so a new run never overwrites them. Returns the
 /// folder they went to, or "" when there was nothing to move.
 std::string archive_previous_run(const std::string& run_dir);
+
+/// Writes run_dir/classes.json, `{"classes": [name of class 0, name of class 1, ...]}`: what
+/// the training data's class indices mean (Dataset::class_names). Nothing when `classes` is
+/// empty.
+void write_class_names(const std::string& run_dir, const std::vector<std::string>& classes);
 
 /// Writes `text` to `path` atomically (temporary file, fsync, rename).
 void write_file_atomic(const std::string& path, const std::string& text);

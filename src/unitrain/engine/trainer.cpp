@@ -269,6 +269,7 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   }
   Precision::check(options().precision, module.weights());  // before the run folder changes
   std::shared_ptr<ProcessGroup> group = join_group_and_prepare(resume);
+  if (!group || group->rank() == 0) write_class_names(run_dir(), train->class_names());
   if (group) broadcast_module(*group, module.weights());  // every rank starts from rank 0's weights
   // bf16-true casts the model here, before the gradient buckets are laid out for its dtype.
   precision_ = configure_precision(module.weights());
