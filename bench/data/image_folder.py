@@ -15,47 +15,22 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import torch
 import torchvision
 import torchvision.transforms as T
 from PIL import Image
 
+from run import torch_rate, unitrain_rate  # bench/data/run.py: the same loops, timed the same way
+
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BATCHES = 150  # about one epoch of 10,000 images
 
 
-def init_worker(_):
-    torch.set_num_threads(1)
-
-
-def torch_rate(root, mode, workers):
-    dataset = torchvision.datasets.ImageFolder(
+def image_folder(root, mode):
+    """torchvision's ImageFolder decoding each file with PIL, as float32 [C, H, W] in [0, 1]."""
+    return torchvision.datasets.ImageFolder(
         root, transform=T.ToTensor(), loader=lambda path: Image.open(path).convert(mode))
-    loader = torch.utils.data.DataLoader(dataset, batch_size=64, shuffle=True, num_workers=workers,
-                                         worker_init_fn=init_worker, persistent_workers=workers > 0)
-    it = iter(loader)
-    for _ in range(20):
-        next(it)
-    start = time.perf_counter()
-    seen = 0
-    for _ in range(BATCHES):
-        try:
-            x, _ = next(it)
-        except StopIteration:
-            it = iter(loader)
-            x, _ = next(it)
-        seen += len(x)
-    return seen / (time.perf_counter() - start)
-
-
-def unitrain_rate(build, root, channels, threads):
-    out = subprocess.run([os.path.join(build, "bench", "bench_data_loader"), "image_folder",
-                          str(threads), str(BATCHES), root, str(channels)],
-                         capture_output=True, text=True, check=True)
-    line = next(l for l in out.stdout.splitlines() if l.startswith("samples_per_s "))
-    return float(line.split()[1])
 
 
 def main():
@@ -69,13 +44,17 @@ def main():
             root = os.path.join(tmp, name.replace(" ", "-"))
             subprocess.run(["/usr/bin/python3", script, root, "--format", "jpeg"] + extra,
                            check=True, capture_output=True)
+            dataset = image_folder(root, mode)
             rates = {k: [] for k in ("unitrain, 1 loader thread", "unitrain, 2 loader threads",
                                      "DataLoader, 0 workers", "DataLoader, 2 worker processes")}
+            args = (root, str(channels))
             for _ in range(rounds):
-                rates["unitrain, 1 loader thread"].append(unitrain_rate(build, root, channels, 1))
-                rates["unitrain, 2 loader threads"].append(unitrain_rate(build, root, channels, 2))
-                rates["DataLoader, 0 workers"].append(torch_rate(root, mode, 0))
-                rates["DataLoader, 2 worker processes"].append(torch_rate(root, mode, 2))
+                for threads, key in ((1, "unitrain, 1 loader thread"),
+                                     (2, "unitrain, 2 loader threads")):
+                    rates[key].append(unitrain_rate(build, "image_folder", threads, BATCHES, *args))
+                for workers, key in ((0, "DataLoader, 0 workers"),
+                                     (2, "DataLoader, 2 worker processes")):
+                    rates[key].append(torch_rate(dataset, workers, BATCHES))
             print(f"\n{name} JPEG, 10000 files, batch 64:\n")
             print("| loader | images/s (median) | rounds |")
             print("|---|---|---|")
