@@ -18,6 +18,7 @@ UNITRAIN_PACKAGES=(
   dataset-fashion-mnist python3-torch python3-sklearn python3-numpy openmpi-bin
   chromium python3-pil fonts-dejavu-core  # the report test renders HTML headless and reads the PNG
   python3-protobuf python3-crc32c  # tests/integration/tensorboard_test.py reads the event files
+  python3-torchvision  # bench/data measures against torchvision's transforms and ImageFolder
   ccache  # optional: CMake compiles through it when present (a rebuilt build/ is then quick)
 )
 
