@@ -1,7 +1,11 @@
 #include "unitrain/checkpoint/checkpoint_store.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -345,6 +349,62 @@ TEST(CheckpointStore, StepOf) {
   EXPECT_EQ(CheckpointStore::step_of("/x/.partial-step-3-99"), -1);
   EXPECT_EQ(CheckpointStore::step_of("/x/other"), -1);
   EXPECT_EQ(CheckpointStore::step_of("/step-5/last"), -1);
+}
+
+TEST(CheckpointStore, RemovePartialLeavesASaveWhoseWriterIsRunning) {
+  CheckpointStore store(test::temp_dir() + "/ckpt");
+  const std::string tag = CheckpointStore::writer_tag();
+  const std::string host = tag.substr(tag.find('@') + 1);
+  EXPECT_EQ(tag, std::to_string(::getpid()) + "@" + host);
+  // A live writer on this machine: a child that waits to be killed.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  // A writer that has ended: a child already reaped.
+  const pid_t gone = ::fork();
+  ASSERT_GE(gone, 0);
+  if (gone == 0) ::_exit(0);
+  ::waitpid(gone, nullptr, 0);
+  const std::string live = ".partial-step-5-" + std::to_string(child) + "@" + host;
+  const std::string live_file =
+      ".partial-optimizer-step-5-rank-1-" + std::to_string(child) + "@" + host + ".pt";
+  fs::create_directories(store.root() + "/" + live);
+  test::write_file(store.root() + "/" + live_file, "partition");
+  fs::create_directories(store.root() + "/.partial-step-6-" + std::to_string(gone) + "@" + host);
+  // This process is not a writer yet when it cleans (a pid reused after a restart, as in
+  // containers); another machine's writer cannot be asked: both count as gone.
+  fs::create_directories(store.root() + "/.partial-step-7-" + tag);
+  fs::create_directories(store.root() + "/.partial-step-8-" + std::to_string(child) + "@other-host");
+  EXPECT_TRUE(CheckpointStore::writer_alive(live));
+  EXPECT_TRUE(CheckpointStore::writer_alive(live_file));
+  EXPECT_FALSE(CheckpointStore::writer_alive(".partial-step-7-" + tag));
+  EXPECT_FALSE(CheckpointStore::writer_alive(".partial-step-2-999"));  // no writer named
+
+  std::vector<std::string> in_use;
+  EXPECT_EQ(store.remove_partial(&in_use), 3);
+  EXPECT_EQ(entries(store.root()), (std::vector<std::string>{live_file, live}));
+  std::sort(in_use.begin(), in_use.end());
+  EXPECT_EQ(in_use, (std::vector<std::string>{store.root() + "/" + live_file,
+                                              store.root() + "/" + live}));
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_EQ(store.remove_partial(), 2);  // its writer is gone now
+  EXPECT_EQ(entries(store.root()), std::vector<std::string>{});
+}
+
+TEST(CheckpointStore, SaveNamesItsPartialFolderAfterItsWriter) {
+  CheckpointStore store(test::temp_dir() + "/ckpt");
+  // The message of a failed save names the folder it was writing.
+  fs::create_directories(store.root());
+  const std::string m = test::message_of([&] {
+    std::vector<CheckpointFile> bad = files("x");
+    bad.push_back({"sub/dir.pt", bytes("1")});
+    store.save(9, bad);
+  });
+  EXPECT_TRUE(contains(m, ".partial-step-9-" + CheckpointStore::writer_tag())) << m;
 }
 
 }  // namespace

@@ -107,3 +107,52 @@ def main():
     if len(sys.argv) > 1 and os.path.isdir(sys.argv[1]):
         BUILD = os.path.abspath(sys.argv.pop(1))
     unittest.main(verbosity=2)
+
+
+def listening_sockets(pids):
+    """The (address, port) of every TCP socket in LISTEN state that one of `pids` holds, read
+    from /proc (each pid's own network namespace); IPv4-mapped IPv6 addresses as IPv4."""
+    import ipaddress
+    out = set()
+    for pid in pids:
+        try:
+            inodes = set()
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+            for table, width in (("tcp", 4), ("tcp6", 16)):
+                with open(f"/proc/{pid}/net/{table}") as f:
+                    next(f)
+                    for line in f:
+                        fields = line.split()
+                        local, state, inode = fields[1], fields[3], fields[9]
+                        if state != "0A" or inode not in inodes:
+                            continue
+                        hex_addr, hex_port = local.split(":")
+                        raw = bytes.fromhex(hex_addr)
+                        # /proc writes each 32-bit word in host (little-endian) order.
+                        raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+                        addr = ipaddress.ip_address(raw)
+                        if addr.version == 6 and addr.ipv4_mapped:
+                            addr = addr.ipv4_mapped
+                        out.add((str(addr), int(hex_port, 16)))
+        except OSError:
+            continue  # the process ended meanwhile
+    return out
+
+
+def children_of(parent):
+    """The pids of the running processes whose parent is `parent`."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if int(stat[stat.rindex(")") + 2:].split()[1]) == parent:
+            pids.append(int(entry))
+    return pids

@@ -245,9 +245,18 @@ class Distributed(common.Case):
                      "--master-port", "29582", "--", "train", cfg, "--checkpoint.enabled", "true",
                      "--checkpoint.every", "null", "--distributed.timeout", "60"],
                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env))
+            # Every socket listens on its machine's address (the rendezvous store on
+            # MASTER_ADDR, Gloo on the named interface), none on every interface.
+            seen = set()
+            while any(p.poll() is None for p in procs):
+                for p in procs:
+                    seen |= common.listening_sockets(common.children_of(p.pid) + [p.pid])
+                time.sleep(0.05)
             outs = [p.communicate(timeout=600)[0] for p in procs]
             for p, out in zip(procs, outs):
                 self.assertEqual(p.returncode, 0, out)
+            self.assertIn(("10.77.0.1", 29582), seen)
+            self.assertEqual({a for a, _ in seen} - set(addrs), set(), seen)
             self.assertIn("data parallel: rank 0 of 4", outs[0])
             with open(os.path.join(run_dir, "logs", "train-rank-3.log")) as f:
                 self.assertIn("data parallel: rank 3 of 4", f.read())

@@ -80,6 +80,34 @@ class Launch(common.Case):
         self.assertEqual(code, 2, out)
         self.assertIn("--node-rank 2", out)
 
+    def test_one_machine_exposes_nothing_to_the_network(self):
+        # Two workers on this machine meet through a file in a private folder (no rendezvous
+        # port) and talk over loopback: no socket of theirs listens outside 127.0.0.0/8.
+        run_dir = os.path.join(self.dir, "run")
+        config = common.write(os.path.join(self.dir, "run.yaml"), MLP_DIGITS % (run_dir, common.DIGITS))
+        tmp = os.path.join(self.dir, "tmp")
+        os.makedirs(tmp)
+        env = dict(os.environ, TMPDIR=tmp, UNITRAIN_TEST_CHECKPOINT_PAUSE_MS="100")
+        p = subprocess.Popen([common.BIN, "launch", "--nproc-per-node", "2", "--", "train", config,
+                              "--train.max_length", "3 epochs", "--checkpoint.every", "5 steps"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        seen, folders = set(), set()
+        while p.poll() is None:
+            seen |= common.listening_sockets(common.children_of(p.pid) + [p.pid])
+            for d in os.listdir(tmp):
+                folders.add((d, oct(os.stat(os.path.join(tmp, d)).st_mode & 0o777)))
+            time.sleep(0.05)
+        out = p.communicate()[0]
+        self.assertEqual(p.returncode, 0, out)
+        self.assertIn("data parallel: rank 0 of 2", out)
+        outside = [(a, port) for a, port in seen if not a.startswith("127.")]
+        self.assertEqual(outside, [], f"listening outside loopback: {outside}")
+        self.assertEqual(len(folders), 1, folders)
+        name, mode = folders.pop()
+        self.assertTrue(name.startswith("unitrain-rendezvous-"), name)
+        self.assertEqual(mode, "0o700")
+        self.assertEqual(os.listdir(tmp), [])  # removed when the workers ended
+
 
 if __name__ == "__main__":
     common.main()

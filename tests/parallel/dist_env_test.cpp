@@ -124,5 +124,20 @@ TEST(DistEnv, SlurmNodeLists) {
   }
 }
 
+TEST(DistEnv, StoreFileAndOneMachine) {
+  DistEnv e = read({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"},
+                    {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+                    {"UNITRAIN_STORE_FILE", "/tmp/unitrain-rendezvous-x/store"}});
+  EXPECT_EQ(e.store_file, "/tmp/unitrain-rendezvous-x/store");
+  EXPECT_TRUE(e.one_machine());
+  EXPECT_EQ(read({}).store_file, "");
+  EXPECT_FALSE(read({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
+                     {"LOCAL_WORLD_SIZE", "4"},
+                     {"MASTER_ADDR", "10.0.0.1"}})
+                   .one_machine());
+  const std::string m = error_of<ConfigError>([] { read({{"UNITRAIN_STORE_FILE", ""}}); });
+  EXPECT_TRUE(contains(m, "UNITRAIN_STORE_FILE is set but empty")) << m;
+}
+
 }  // namespace
 }  // namespace unitrain

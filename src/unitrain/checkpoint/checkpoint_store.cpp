@@ -1,6 +1,7 @@
 #include "unitrain/checkpoint/checkpoint_store.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -111,8 +112,7 @@ std::string CheckpointStore::save(int64_t step, const std::vector<CheckpointFile
   fs::create_directories(root_, ec);
   UT_CHECK_TRAIN(!ec, "cannot create checkpoint folder ", root_, ": ", ec.message());
   const std::string final_dir = root_ + "/step-" + std::to_string(step);
-  const std::string tmp =
-      root_ + "/.partial-step-" + std::to_string(step) + "-" + std::to_string(::getpid());
+  const std::string tmp = root_ + "/.partial-step-" + std::to_string(step) + "-" + writer_tag();
   fs::remove_all(tmp, ec);
   UT_CHECK_TRAIN(::mkdir(tmp.c_str(), 0755) == 0, "cannot create ", tmp, ": ", errno_text());
   try {
@@ -282,7 +282,31 @@ void CheckpointStore::prune(int64_t keep_last, const std::string& keep) const {
   }
 }
 
-int CheckpointStore::remove_partial() const {
+std::string CheckpointStore::writer_tag() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "localhost");
+  return std::to_string(::getpid()) + "@" + host;
+}
+
+bool CheckpointStore::writer_alive(const std::string& name) {
+  std::string stem = name;
+  if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".pt") == 0) stem.resize(stem.size() - 3);
+  const size_t at = stem.rfind('@');
+  if (at == std::string::npos) return false;  // written by an unitrain that did not say who
+  size_t begin = at;
+  while (begin > 0 && stem[begin - 1] >= '0' && stem[begin - 1] <= '9') --begin;
+  if (begin == at) return false;
+  const long pid = std::atol(stem.substr(begin, at - begin).c_str());
+  const std::string mine = writer_tag();
+  const std::string my_host = mine.substr(mine.find('@') + 1);
+  // Another machine's writer cannot be asked; the caller holds the run folder's lock, so it is
+  // a rank of an earlier run on this folder, which is over. This process has written nothing
+  // yet when it cleans (a reused pid, as in containers, is not a writer).
+  if (stem.compare(at + 1, std::string::npos, my_host) != 0 || pid == ::getpid()) return false;
+  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
+
+int CheckpointStore::remove_partial(std::vector<std::string>* in_use) const {
   int removed = 0;
   std::error_code ec;
   if (!fs::is_directory(root_, ec)) return 0;
@@ -300,6 +324,10 @@ int CheckpointStore::remove_partial() const {
       if (!back_ec) continue;
     }
     if (name.rfind(".partial-", 0) == 0 || name.find(".partial-link") != std::string::npos) {
+      if (writer_alive(name)) {  // a save still being written by a live process: not ours
+        if (in_use) in_use->push_back(entry.path().string());
+        continue;
+      }
       partial.push_back(entry.path());
     } else if (step_of(name) >= 0 && !entry.is_symlink() && manifest_of(entry.path()).is_null()) {
       partial.push_back(entry.path());  // a step folder without a manifest was never complete

@@ -33,7 +33,8 @@ struct CheckpointRef {
 /// The checkpoints of one run under `root` (run_dir/checkpoints):
 ///   step-<S>/            one folder per checkpoint; MANIFEST.json (file sizes, CRC-32s) is written
 ///                        last, so a folder without a valid manifest is not a checkpoint
-///   .partial-step-<S>-*  a folder being written (write, fsync, then rename to step-<S>)
+///   .partial-step-<S>-<pid>@<host>  a folder being written (write, fsync, then rename to
+///                        step-<S>); its name says which process writes it
 ///   last, best           symbolic links to step folders, replaced atomically
 /// A save never touches an existing complete checkpoint until the new one is complete.
 /// I/O failures throw TrainError naming the path; nothing older is lost.
@@ -77,8 +78,17 @@ class CheckpointStore {
   /// Removes all but the newest `keep_last` complete checkpoints, never removing `keep`
   /// (the best one) or a link's target. keep_last <= 0 keeps everything.
   void prune(int64_t keep_last, const std::string& keep) const;
-  /// Removes folders left by interrupted saves; returns how many.
-  int remove_partial() const;
+  /// Removes folders left by interrupted saves; returns how many. Call it only while holding
+  /// the run folder's lock (RunDirLock). A `.partial-` entry whose writer (named by its
+  /// writer_tag) is a live process of this machine other than this one is left alone and
+  /// listed in `in_use`.
+  int remove_partial(std::vector<std::string>* in_use = nullptr) const;
+  /// "<pid>@<host>": ends the name of every `.partial-` entry this process writes, so that
+  /// remove_partial can tell whether its writer is gone.
+  static std::string writer_tag();
+  /// True when the `.partial-` entry `name` (a file name, no folder) was written by a process
+  /// of this machine, other than this one, that is still running.
+  static bool writer_alive(const std::string& name);
 
   /// The step a folder name `step-<S>` stands for, or -1.
   static int64_t step_of(const std::string& dir);

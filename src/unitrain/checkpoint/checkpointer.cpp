@@ -41,9 +41,13 @@ Checkpointer::~Checkpointer() {
 }
 
 void Checkpointer::clean_partial() {
-  if (int n = store_.remove_partial(); n > 0) {
+  std::vector<std::string> in_use;
+  if (int n = store_.remove_partial(&in_use); n > 0) {
     spdlog::warn("removed {} incomplete checkpoint folder(s) in {} left by an interrupted save", n,
                  store_.root());
+  }
+  for (const std::string& path : in_use) {
+    spdlog::warn("left {}: the process writing it is still running", path);
   }
 }
 

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <tuple>
+#include <utility>
 
 #include "unitrain/checkpoint/checkpoint_options.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
@@ -91,6 +93,25 @@ int64_t load_checkpoint_model(ObjectiveModule& module, const std::string& dir) {
   return trainer_state.at("state").at("step").get<int64_t>();
 }
 
+/// find_checkpoint then load_checkpoint_model. A run training in the same folder meanwhile
+/// (read-only commands need no lock) may prune the checkpoint between the two (keep_last, or
+/// `last` moving on): then the newest one the choice names is found and read again.
+std::pair<std::string, int64_t> load_chosen_checkpoint(const Config& config,
+                                                       const std::string& choice,
+                                                       ObjectiveModule& module) {
+  for (int attempt = 1;; ++attempt) {
+    const std::string dir = find_checkpoint(config, choice);
+    try {
+      return {dir, load_checkpoint_model(module, dir)};
+    } catch (const ConfigError&) {
+      std::error_code ec;
+      if (attempt == 3 || std::filesystem::exists(dir, ec)) throw;
+      log::info(fmt::format("checkpoint {} was removed while it was read (a run is training "
+                            "there); reading the current one", dir));
+    }
+  }
+}
+
 std::string yaml_list(const std::vector<double>& values) {
   return fmt::format("[{}]", fmt::join(values, ", "));  // shortest text that reads back exactly
 }
@@ -168,7 +189,7 @@ EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoi
   check_config_driven(config);
   UT_CHECK(split == "val" || split == "test", "--split ", split, ": give val or test");
   Trainer trainer(config);
-  const std::string dir = find_checkpoint(config, checkpoint);
+  find_checkpoint(config, checkpoint);  // a bad --checkpoint is said before data is read
   DataSplits data = build_data(config.at("data"), static_cast<uint64_t>(config.get_int("seed")));
   DatasetPtr dataset = split == "val" ? data.val : data.test;
   UT_CHECK(dataset != nullptr, "--split ", split, ": the config has no ", split, " data (set ",
@@ -176,8 +197,8 @@ EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoi
   auto module = build_module(config, false);
   EvalResult result;
   result.split = split;
-  result.checkpoint = dir;
-  result.step = load_checkpoint_model(*module, dir);
+  std::tie(result.checkpoint, result.step) = load_chosen_checkpoint(config, checkpoint, *module);
+  const std::string& dir = result.checkpoint;
   result.metrics = trainer.evaluate(*module, dataset,
                                     split == "val" ? EvalSplit::Val : EvalSplit::Test, split);
 
@@ -201,9 +222,8 @@ std::string export_checkpoint(const Config& config, const std::string& checkpoin
            ": give state_dict or torchscript");
   UT_CHECK(!out.empty(), "--out: give the file to write");
   Trainer trainer(config);
-  const std::string dir = find_checkpoint(config, checkpoint);
   auto module = build_module(config, false);
-  load_checkpoint_model(*module, dir);
+  const std::string dir = load_chosen_checkpoint(config, checkpoint, *module).first;
   module->eval();
   if (format == "torchscript") {
     const std::optional<InputNormalization> norm = saved_input_normalization(config, dir);

@@ -16,6 +16,7 @@
 #include "unitrain/engine/callback_registry.h"
 #include "unitrain/engine/periods.h"
 #include "unitrain/engine/run_config.h"
+#include "unitrain/engine/run_dir_lock.h"
 #include "unitrain/engine/run_env.h"
 #include "unitrain/engine/run_settings.h"
 #include "unitrain/engine/run_summary.h"
@@ -220,10 +221,10 @@ MetricMap Trainer::test(TrainModule& module, DatasetPtr data) {
   return m;
 }
 
-std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(ResumePoint& resume) {
+std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(const DistEnv& env,
+                                                               ResumePoint& resume) {
   // A data-parallel run when the launcher says so (torchrun, unitrain launch, mpirun, srun).
   std::shared_ptr<ProcessGroup> group;
-  const DistEnv env = read_dist_env();
   if (env.distributed()) {
     group = ProcessGroup::join(env, settings_->distributed.group_options());
     log::set_prefix(env.rank == 0 ? "" : fmt::format("[rank {}] ", env.rank));
@@ -258,7 +259,11 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
 
 FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   UT_CHECK(train != nullptr, "fit() needs training data (data.train)");
-  // Plan: threads, the checkpoint to resume from, the processes, the run folder, the parts.
+  // Plan: the run folder's lock, threads, the checkpoint to resume from, the processes, the
+  // run folder, the parts. The process that writes the run folder (rank 0) holds its lock
+  // before it reads anything there: a second run on the folder stops here.
+  const DistEnv env = read_dist_env();
+  if (env.rank == 0 && !run_dir_lock_) run_dir_lock_ = RunDirLock::acquire(run_dir());
   const int64_t threads = options().resolve_threads();
   set_threads(threads);
   const CheckpointOptions& ckpt = settings_->checkpoint;
@@ -268,7 +273,7 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
         Checkpointer(ckpt, run_dir() + "/checkpoints").find_resume(ckpt.resume), config_);
   }
   Precision::check(options().precision, module.weights());  // before the run folder changes
-  std::shared_ptr<ProcessGroup> group = join_group_and_prepare(resume);
+  std::shared_ptr<ProcessGroup> group = join_group_and_prepare(env, resume);
   if (!group || group->rank() == 0) write_class_names(run_dir(), train->class_names());
   if (group) broadcast_module(*group, module.weights());  // every rank starts from rank 0's weights
   // bf16-true casts the model here, before the gradient buckets are laid out for its dtype.

@@ -19,6 +19,8 @@ namespace unitrain {
 
 class Precision;
 class ProcessGroup;
+class RunDirLock;
+struct DistEnv;
 class RunLogger;
 struct ResumePoint;
 struct RunSettings;
@@ -130,13 +132,16 @@ class Trainer {
   FitResult conclude(Loop& loop);
   /// The parts of fit() before its loop: threads, where to resume, the process group, the
   /// run folder. Null group: one process.
-  std::shared_ptr<ProcessGroup> join_group_and_prepare(ResumePoint& resume);
+  std::shared_ptr<ProcessGroup> join_group_and_prepare(const DistEnv& env, ResumePoint& resume);
   /// fit() without its on_exception funnel.
   FitResult run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val);
   Config config_;
   std::unique_ptr<const RunSettings> settings_;  ///< fit_resume_to_world may replace them
   TrainState state_;
   bool run_dir_ready_ = false;
+  /// run_dir's lock, held from the first fit() of the process that writes the run folder
+  /// (rank 0) until this Trainer is destroyed.
+  std::unique_ptr<RunDirLock> run_dir_lock_;
   // What test() needs of the last fit(): where its logs and checkpoints stand.
   int rank_ = 0;
   int64_t log_events_ = -1;

@@ -88,8 +88,8 @@ std::vector<CheckpointFile> write_optimizer_partitions(ProcessGroup& group,
                                                        const std::string& root, int64_t step) {
   std::string mine;
   if (group.rank() != 0) {
-    const std::string path = fmt::format("{}/.partial-optimizer-step-{}-rank-{}.pt", root, step,
-                                         group.rank());
+    const std::string path = fmt::format("{}/.partial-optimizer-step-{}-rank-{}-{}.pt", root,
+                                         step, group.rank(), CheckpointStore::writer_tag());
     try {
       std::error_code ec;
       std::filesystem::create_directories(root, ec);

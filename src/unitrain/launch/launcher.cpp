@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -52,6 +53,30 @@ std::vector<std::string> environment(const std::map<std::string, std::string>& v
   return env;
 }
 
+/// A new folder only this user can open, under $TMPDIR (or /tmp), removed with everything in
+/// it when the object goes.
+class PrivateFolder {
+ public:
+  PrivateFolder() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/unitrain-rendezvous-XXXXXX";
+    UT_CHECK_TRAIN(::mkdtemp(pattern.data()) != nullptr, "launch: cannot create a folder for the "
+                   "rendezvous in ", pattern.substr(0, pattern.rfind('/')), ": ",
+                   std::strerror(errno), " (set TMPDIR to a writable folder)");
+    path_ = pattern;
+  }
+  ~PrivateFolder() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  PrivateFolder(const PrivateFolder&) = delete;
+  PrivateFolder& operator=(const PrivateFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 class Group {
  public:
   Group(const LaunchOptions& o, int attempt) : o_(o), attempt_(attempt) {}
@@ -67,6 +92,10 @@ class Group {
 
   void start() {
     const int world = o_.nnodes * o_.nproc_per_node;
+    // One machine: the workers meet through a file in a fresh private folder (c10d's
+    // FileStore), so nothing listens on the network and no port can be taken by another job.
+    // Each attempt has its own, so a restart never reads an earlier attempt's keys.
+    if (o_.nnodes == 1) rendezvous_ = std::make_unique<PrivateFolder>();
     for (int local = 0; local < o_.nproc_per_node; ++local) {
       Worker w;
       w.local_rank = local;
@@ -88,7 +117,9 @@ class Group {
           {"TORCHELASTIC_RESTART_COUNT", std::to_string(attempt_)},
           {"TORCHELASTIC_MAX_RESTARTS", std::to_string(o_.max_restarts)},
       };
-      spawn(w, environment(vars));
+      std::map<std::string, std::string> all = vars;
+      if (rendezvous_) all["UNITRAIN_STORE_FILE"] = rendezvous_->path() + "/store";
+      spawn(w, environment(all));
       workers_.push_back(std::move(w));
     }
   }
@@ -258,6 +289,7 @@ class Group {
 
   const LaunchOptions& o_;
   int attempt_;
+  std::unique_ptr<PrivateFolder> rendezvous_;  ///< removed after the workers are gone
   std::vector<Worker> workers_;
   const Worker* first_failure_ = nullptr;
   std::unique_ptr<Clock::time_point> stop_deadline_;

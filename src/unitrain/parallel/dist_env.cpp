@@ -138,6 +138,10 @@ DistEnv read_dist_env(const GetEnv& getenv) {
     e.master_addr = addr;
   }
   e.master_port = number(getenv, "MASTER_PORT", e.master_port);
+  if (const char* file = getenv("UNITRAIN_STORE_FILE")) {
+    UT_CHECK(*file != '\0', "UNITRAIN_STORE_FILE is set but empty");
+    e.store_file = file;
+  }
   check(e, rank_var, size_var);
   return e;
 }

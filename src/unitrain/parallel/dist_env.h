@@ -18,14 +18,21 @@ struct DistEnv {
   /// torchrun already hosts the TCPStore (TORCHELASTIC_USE_AGENT_STORE=True): rank 0 joins it
   /// as a client instead of starting its own.
   bool agent_store = false;
+  /// UNITRAIN_STORE_FILE: the rendezvous goes through this file (c10d's FileStore) instead of
+  /// a TCP store, so no socket listens for it. `unitrain launch` on one machine sets it to a
+  /// file in a fresh folder only its user can open.
+  std::string store_file;
 
   bool distributed() const { return world_size > 1; }
+  /// Every rank runs on this machine (LOCAL_WORLD_SIZE == WORLD_SIZE).
+  bool one_machine() const { return local_world_size == world_size; }
 };
 
 /// Reads, in this order: torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
 /// MASTER_ADDR, MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE); Open MPI's (OMPI_COMM_WORLD_RANK,
 /// _SIZE, _LOCAL_RANK, _LOCAL_SIZE); Slurm's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
 /// SLURM_NTASKS_PER_NODE, SLURM_JOB_NODELIST, SLURM_JOB_ID); else a single process.
+/// UNITRAIN_STORE_FILE (any launcher) names a rendezvous file instead of MASTER_ADDR:PORT.
 /// MASTER_ADDR and MASTER_PORT, when set, win over what a launcher implies: Open MPI's default
 /// address is 127.0.0.1 (one machine; several need MASTER_ADDR), Slurm's the first host of the
 /// node list and its port 15000 + the job id's last four digits.

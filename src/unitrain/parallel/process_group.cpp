@@ -4,15 +4,20 @@
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO
 #endif
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/torch.h>
 
+#include <spdlog/spdlog.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "unitrain/core/error.h"
+#include "unitrain/parallel/listen_address.h"
 #ifdef UNITRAIN_CUDA
 #include "unitrain/parallel/nccl_group.h"
 #endif
@@ -25,13 +30,15 @@ std::string first_line(const std::string& text) {
   return line.size() > 300 ? line.substr(0, 300) + "..." : line;
 }
 
-std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& interface) {
-  std::string name = interface;
+std::shared_ptr<::gloo::transport::Device> gloo_device(const ProcessGroupOptions& options) {
+  std::string name = options.interface;
   if (name.empty()) {
     if (const char* env = std::getenv("GLOO_SOCKET_IFNAME")) name = env;
   }
   try {
     if (!name.empty()) return c10d::ProcessGroupGloo::createDeviceForInterface(name);
+    // Every rank on this machine: Gloo's connections on loopback, nothing open to the network.
+    if (options.loopback) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
     return c10d::ProcessGroupGloo::createDefaultDevice();
   } catch (const std::exception& e) {
     throw ConfigError("distributed.interface: cannot use network interface '" + name +
@@ -44,6 +51,19 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& interf
 
 std::shared_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env,
                                                  const ProcessGroupOptions& options) {
+  ProcessGroupOptions group_options = options;
+  group_options.loopback = env.one_machine();
+  if (!env.store_file.empty()) {  // a file, no socket (unitrain launch on one machine)
+    c10::intrusive_ptr<c10d::Store> store;
+    try {
+      store = c10::make_intrusive<c10d::FileStore>(env.store_file, env.world_size);
+      store->setTimeout(options.timeout);
+    } catch (const std::exception& e) {
+      throw TrainError("rank " + std::to_string(env.rank) + " cannot use the rendezvous file " +
+                       env.store_file + " (UNITRAIN_STORE_FILE): " + first_line(e.what()));
+    }
+    return over_store(store, env.rank, env.world_size, group_options);
+  }
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<uint16_t>(env.master_port);
   store_options.isServer = env.rank == 0 && !env.agent_store;
@@ -52,6 +72,9 @@ std::shared_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env,
   store_options.timeout = options.timeout;
   c10::intrusive_ptr<c10d::Store> store;
   const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
+  // Rank 0's store listens on MASTER_ADDR only, not on every interface.
+  std::optional<ListenAddressScope> listen;
+  if (store_options.isServer) listen.emplace(env.master_addr, "MASTER_ADDR");
   try {
     store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
   } catch (const std::exception& e) {
@@ -64,7 +87,11 @@ std::shared_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env,
                      where + " within " + std::to_string(options.timeout.count() / 1000) +
                      " s: " + what + " (is rank 0 running, and MASTER_ADDR its address?)");
   }
-  return over_store(store, env.rank, env.world_size, options);
+  if (listen && listen->redirected() == 0) {
+    spdlog::warn("the rendezvous store listens on every interface at port {}: binding it to {} "
+                 "was not in effect in this process", env.master_port, listen->address());
+  }
+  return over_store(store, env.rank, env.world_size, group_options);
 }
 
 std::shared_ptr<ProcessGroup> ProcessGroup::over_store(const c10::intrusive_ptr<c10d::Store>& store,
@@ -91,7 +118,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::over_store(const c10::intrusive_ptr<
     }
 #endif
     auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout);
-    gloo_options->devices.push_back(gloo_device(options.interface));
+    gloo_options->devices.push_back(gloo_device(options));
     pg->group_ =
         c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, world_size, gloo_options);
   } catch (const ConfigError&) {

@@ -21,6 +21,9 @@ struct ProcessGroupOptions {
   /// Network interface for Gloo (e.g. eth0, veth1); empty: GLOO_SOCKET_IFNAME, else the
   /// address the host name resolves to.
   std::string interface;
+  /// With no interface named: Gloo over 127.0.0.1 (join() sets it when every rank runs on
+  /// this machine), else over the address the host name resolves to.
+  bool loopback = false;
   /// How long rendezvous and every collective may take before the job fails.
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
 };
@@ -29,8 +32,10 @@ struct ProcessGroupOptions {
 /// (in the same order) or the timeout passes (TrainError naming what timed out).
 class ProcessGroup {
  public:
-  /// Joins the job `env` describes: rank 0 hosts the TCPStore at master_addr:master_port
-  /// (unless torchrun's agent already does), everyone connects and builds the group.
+  /// Joins the job `env` describes: through its store_file when set (c10d's FileStore, no
+  /// socket), else rank 0 hosts the TCPStore at master_addr:master_port, listening on that
+  /// address only (unless torchrun's agent already hosts it), and everyone connects; then the
+  /// group is built (Gloo over loopback when every rank runs on this machine).
   /// TrainError naming the address when the master cannot be reached or its port is taken.
   static std::shared_ptr<ProcessGroup> join(const DistEnv& env, const ProcessGroupOptions& options);
   /// A group over an existing store (tests: threads as ranks over one in-memory store).

@@ -1,0 +1,110 @@
+#include "unitrain/engine/run_dir_lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+namespace {
+
+std::string this_host() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) return "localhost";
+  return host;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return stamp;
+}
+
+/// What the lock file says of its holder; nothing when it is empty or unreadable (a holder
+/// that has the lock but has not written it yet).
+std::optional<RunDirHolder> read_holder(int fd) {
+  std::string text;
+  char buf[1024];
+  for (off_t at = 0;;) {
+    const ssize_t n = ::pread(fd, buf, sizeof buf, at);
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    at += n;
+  }
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  RunDirHolder h;
+  h.pid = j.value("pid", 0L);
+  h.host = j.value("host", std::string());
+  h.since = j.value("since", std::string());
+  return h;
+}
+
+void write_holder(int fd) {
+  nlohmann::json j;
+  j["pid"] = static_cast<long>(::getpid());
+  j["host"] = this_host();
+  j["since"] = utc_now();
+  const std::string text = j.dump() + "\n";
+  if (::ftruncate(fd, 0) != 0) return;  // the lock holds without it; only the message suffers
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::pwrite(fd, text.data() + done, text.size() - done, off_t(done));
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+std::string RunDirHolder::describe() const {
+  std::string out = "pid " + std::to_string(pid);
+  if (!host.empty()) out += " on host " + host;
+  if (!since.empty()) out += " since " + since;
+  if (pid == ::getpid() && host == this_host()) out += " (this process)";
+  return out;
+}
+
+std::string RunDirLock::path_of(const std::string& run_dir) {
+  return (std::filesystem::path(run_dir) / ".lock").string();
+}
+
+std::unique_ptr<RunDirLock> RunDirLock::acquire(const std::string& run_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(run_dir, ec);
+  UT_CHECK(!ec && std::filesystem::is_directory(run_dir), "cannot create run_dir '", run_dir,
+           "': ", ec ? ec.message() : "not a directory", "; set run_dir to a writable folder");
+  const std::string path = path_of(run_dir);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  UT_CHECK(fd >= 0, "cannot open the lock file ", path, " of run_dir '", run_dir,
+           "': ", std::strerror(errno), "; set run_dir to a writable folder");
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    const std::optional<RunDirHolder> h = err == EWOULDBLOCK ? read_holder(fd) : std::nullopt;
+    ::close(fd);
+    UT_CHECK(err != EWOULDBLOCK, "run folder ", run_dir, " is in use by ",
+             h ? h->describe() : std::string("another process (starting up)"),
+             "; use another --name, or stop that run");
+    throw ConfigError(detail::concat("cannot lock run_dir '", run_dir, "' (", path,
+                                     "): ", std::strerror(err),
+                                     "; the file system must support flock, or set run_dir to "
+                                     "a local folder"));
+  }
+  write_holder(fd);
+  return std::unique_ptr<RunDirLock>(new RunDirLock(run_dir, fd));
+}
+
+RunDirLock::~RunDirLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the lock
+}
+
+}  // namespace unitrain

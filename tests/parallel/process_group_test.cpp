@@ -1,0 +1,52 @@
+#include "unitrain/parallel/process_group.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "test_util.h"
+
+namespace unitrain {
+namespace {
+
+TEST(ProcessGroup, RanksMeetThroughAStoreFileWithoutASocket) {
+  // What `unitrain launch` on one machine gives its workers: UNITRAIN_STORE_FILE.
+  const std::string file = test::temp_dir() + "/rendezvous/store";
+  std::filesystem::create_directories(std::filesystem::path(file).parent_path());
+  const int world = 2;
+  std::vector<std::thread> threads;
+  std::vector<double> sums(world, 0.0);
+  std::vector<std::string> failures(world);
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        DistEnv env;
+        env.launcher = "torchrun";
+        env.rank = r;
+        env.world_size = world;
+        env.local_rank = r;
+        env.local_world_size = world;
+        env.master_port = 1;  // never used: no TCP store
+        env.store_file = file;
+        ProcessGroupOptions options;
+        options.timeout = std::chrono::seconds(30);
+        auto group = ProcessGroup::join(env, options);
+        std::vector<torch::Tensor> t{torch::full({3}, double(r + 1), torch::kFloat64)};
+        group->all_reduce_sum(t);
+        sums[size_t(r)] = t[0].sum().item<double>();
+      } catch (const std::exception& e) {
+        failures[size_t(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < world; ++r) {
+    EXPECT_EQ(failures[size_t(r)], "") << "rank " << r;
+    EXPECT_EQ(sums[size_t(r)], 9.0);  // (1 + 2) x 3
+  }
+}
+
+}  // namespace
+}  // namespace unitrain
