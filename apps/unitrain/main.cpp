@@ -10,6 +10,7 @@
 #include <map>
 
 #include "unitrain/checkpoint/checkpoint_tools.h"
+#include "unitrain/core/cpu_budget.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/memory.h"
 #include "unitrain/core/plugin.h"
@@ -212,6 +213,8 @@ int main(int argc, char** argv) {
   if (const std::string note = unitrain::keep_freed_memory(); !note.empty()) {
     unitrain::log::file_only(note);  // train.log's first line
   }
+  // Other programs' CPU load is measured from here to the start of training (threads: auto).
+  unitrain::startup_load_probe();
   CLI::App app{"unitrain: train any LibTorch model from a YAML file or a few lines of C++"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "unitrain 0.1.0");

@@ -21,6 +21,9 @@ class MappedFile {
   const unsigned char* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  /// True for a file small enough (64 MiB at most) to stay in the page cache once read:
+  /// gathers from it are memory copies, so `data.loader.workers: auto` reads it inline.
+  bool small() const { return size_ <= (size_t(64) << 20); }
   /// Keeps the mapping alive for whoever holds it (e.g. a column reading from it).
   const std::shared_ptr<const void>& keepalive() const { return mapping_; }
 

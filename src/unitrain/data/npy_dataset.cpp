@@ -136,7 +136,7 @@ DatasetPtr load_npy(const NpyOptions& o) {
   for (const auto& [key, path] : o.arrays) {
     const MappedFile file(path, "npy: arrays." + key);
     columns.emplace_back(key, npy_column("npy", single_quoted(path), file.data(), file.size(),
-                                         file.keepalive(), false));
+                                         file.keepalive(), file.small()));
   }
   return std::make_shared<ArrayDataset>("npy", std::move(columns), o.dtypes);
 }
@@ -173,7 +173,7 @@ DatasetPtr load_npz(const NpzOptions& o) {
     const std::string where = single_quoted(o.path) + " array " + single_quoted(name);
     if (it->method == 0) {
       columns.emplace_back(key, npy_column("npz", where, file.data() + it->data_offset,
-                                           it->uncompressed_size, file.keepalive(), false));
+                                           it->uncompressed_size, file.keepalive(), file.small()));
     } else {
       auto inflated = inflate_zip_entry(file.data(), *it, "npz: " + single_quoted(o.path));
       columns.emplace_back(

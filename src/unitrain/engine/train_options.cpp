@@ -30,7 +30,10 @@ void TrainOptions::declare(Options<TrainOptions>& o) {
       .or_auto()
       .min(1)
       .harmless()
-      .help("intra-op threads; auto = cores available / worker processes on this machine");
+      .help(
+          "intra-op threads; auto = the CPUs this process may use (affinity, cgroup quota) less "
+          "what other programs keep busy, shared by the job's processes on this machine, and "
+          "following that load while training (OMP_NUM_THREADS, when set, is used instead)");
   o.field("on_nonfinite", &T::on_nonfinite,
           {{"stop", OnNonFinite::Stop}, {"skip", OnNonFinite::Skip}})
       .help("a NaN/Inf loss or gradient: stop with a message, or skip that update and count it");
@@ -79,15 +82,6 @@ int64_t TrainOptions::resolve_accumulation(int64_t batch_size, int64_t world_siz
            *global_batch_size, " implies accumulation_steps ", steps,
            " but train.accumulation_steps is ", accumulation_steps, "; give only one of them");
   return steps;
-}
-
-int64_t TrainOptions::resolve_threads() const {
-  if (threads > 0) return threads;
-  int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  int64_t local_workers = 1;
-  if (const char* env = std::getenv("LOCAL_WORLD_SIZE"))
-    local_workers = std::max(1L, std::atol(env));
-  return std::max<int64_t>(1, cores / local_workers);
 }
 
 }  // namespace unitrain

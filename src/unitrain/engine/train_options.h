@@ -38,9 +38,6 @@ struct TrainOptions {
   /// The accumulation steps implied by accumulation_steps and global_batch_size for a per-
   /// process batch of `batch_size` and `world_size` processes; ConfigError when they disagree.
   int64_t resolve_accumulation(int64_t batch_size, int64_t world_size) const;
-  /// Intra-op threads to use: `threads`, or the cores available divided by the worker
-  /// processes on this machine (LOCAL_WORLD_SIZE, else 1), at least 1.
-  int64_t resolve_threads() const;
   /// Whether losses on `device` are read at log time (deferred) rather than every micro-batch.
   bool defers_reads(bool accelerator) const {
     return loss_reads == LossReads::Deferred || (loss_reads == LossReads::Auto && accelerator);

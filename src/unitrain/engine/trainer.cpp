@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "unitrain/checkpoint/optimizer_state.h"
+#include "unitrain/core/cpu_budget.h"
 #include "unitrain/core/error.h"
 #include "unitrain/parallel/data_parallel.h"
 #include "unitrain/parallel/dist_env.h"
@@ -21,6 +22,7 @@
 #include "unitrain/engine/run_settings.h"
 #include "unitrain/engine/run_summary.h"
 #include "unitrain/engine/stop_signal.h"
+#include "unitrain/engine/thread_governor.h"
 #include "unitrain/engine/trainer_loop.h"
 #include "unitrain/engine/world_change.h"
 #include "unitrain/log/console.h"
@@ -29,7 +31,7 @@
 
 namespace unitrain {
 Trainer::Trainer(const Config& config)
-    : config_(resolve_run_config(config)),
+    : config_((startup_load_probe(), resolve_run_config(config))),
       settings_(std::make_unique<RunSettings>(RunSettings::from_config(config_))) {
   torch::manual_seed(settings_->seed);
   for (CallbackPtr& c : build_callbacks(config_)) callbacks_.add(std::move(c));
@@ -264,8 +266,7 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   // before it reads anything there: a second run on the folder stops here.
   const DistEnv env = read_dist_env();
   if (env.rank == 0 && !run_dir_lock_) run_dir_lock_ = RunDirLock::acquire(run_dir());
-  const int64_t threads = options().resolve_threads();
-  set_threads(threads);
+  auto threads = std::make_unique<ThreadGovernor>(options().threads, env.local_world_size);
   const CheckpointOptions& ckpt = settings_->checkpoint;
   ResumePoint resume;
   if (ckpt.enabled && !options().test_mode) {
@@ -284,6 +285,7 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   stop_requested_ = false;
   pause_reason_.clear();
   Loop loop(*this, module, std::move(train), std::move(val), resume, group);
+  loop.threads = std::move(threads);
   loop_ = &loop;
   module_ = &module;
   optimizer_ = configure_optimizer(module);
@@ -295,7 +297,7 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   callbacks_.call("on_fit_start", &Callback::on_fit_start);
   // Restore: everything the checkpoint holds, exactly where it was saved.
   if (!resume.dir.empty()) loop.restore(resume);
-  loop.announce(threads);
+  loop.announce();
   module.train();
   StopSignalGuard signals;
   callbacks_.call("on_train_start", &Callback::on_train_start);

@@ -135,12 +135,13 @@ bool Trainer::Loop::pause_requested() const {
   return group ? agreed_pause : !trainer.pause_reason_.empty();
 }
 
-void Trainer::Loop::announce(int64_t threads) {
+void Trainer::Loop::announce() {
   log::info(fmt::format(
       "training: {} samples, {} batches/epoch of {}, accumulation {}, {} optimizer steps; "
       "threads {}, reader threads {}, BLAS {}", train_loader.dataset_size(),
-      plan.batches_per_epoch, plan.batch_size, plan.accumulation, plan.total_steps, threads,
-      train_loader.reader_threads(), loaded_blas_library()));
+      plan.batches_per_epoch, plan.batch_size, plan.accumulation, plan.total_steps,
+      threads->threads(), train_loader.reader_threads(), loaded_blas_library()));
+  log::info(threads->why());
   if (length_reached()) {
     trainer.report_finished_run();
     result.already_complete = true;
@@ -196,6 +197,7 @@ void Trainer::Loop::count(const Batch& batch, const MicroStep& m) {
     if (m.decision.pause) agreed_pause = true;
   }
   if (!lr->per_epoch()) lr->follow(state);
+  if (auto changed = threads->follow()) log::info(*changed);
   hooks.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
   if (!hooks.empty()) {  // (a host read of the loss each step: callbacks see it as a number)
     hooks.call("on_step_end", &Callback::on_step_end, MetricMap{{"train/loss", m.loss_value()}});

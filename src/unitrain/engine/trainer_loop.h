@@ -16,6 +16,7 @@
 #include "unitrain/engine/run_plan.h"
 #include "unitrain/engine/run_settings.h"
 #include "unitrain/engine/step_runner.h"
+#include "unitrain/engine/thread_governor.h"
 #include "unitrain/engine/trainer.h"
 #include "unitrain/log/run_logger.h"
 #include "unitrain/metrics/metric_accumulator.h"
@@ -67,7 +68,8 @@ struct Trainer::Loop {
   /// The optimizer's state from `dir`: optimizer.pt, or the partitions of a ZeRO run.
   void restore_optimizer(const std::string& dir);
   /// Logs what the run will do; notes a run that is already complete.
-  void announce(int64_t threads);
+  /// The run's first lines: sizes, threads (and why), loader, BLAS.
+  void announce();
   /// Training is over: the length is reached at a window's end, a stop was decided, a pause
   /// or a signal acted on, or the run was complete before it started.
   bool finished() const;
@@ -112,6 +114,7 @@ struct Trainer::Loop {
   std::unique_ptr<LrController> lr;
   RunLogger logger;
   std::unique_ptr<Profiler> profiler;  ///< null unless profile.enabled
+  std::unique_ptr<ThreadGovernor> threads;  ///< intra-op threads; follows the load when auto
   MetricAccumulator train_sums;
   FitResult result;
   Clock::time_point start_time = Clock::now();
