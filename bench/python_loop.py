@@ -57,7 +57,8 @@ def idx(path):
 
 
 def python_loop(case, threads):
-    torch.set_num_threads(threads)
+    if threads > 0:  # 0: torch's default, as a Python user gets it
+        torch.set_num_threads(threads)
     torch.manual_seed(1)
     steps = STEPS[case]
     if case == "mlp":

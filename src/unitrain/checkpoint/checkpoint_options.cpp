@@ -19,7 +19,20 @@ void CheckpointOptions::declare(Options<CheckpointOptions>& o) {
   using T = CheckpointOptions;
   o.field("enabled", &T::enabled).help("write checkpoints into run_dir/checkpoints");
   o.field("every", &T::every)
-      .help("how often to save (epochs, steps or samples); null = only the final and signal saves");
+      .or_auto()
+      .def("auto")
+      .help(
+          "how often to save (epochs, steps or samples); null = only the final and signal saves; "
+          "auto = at an epoch's end once auto_min_seconds (10 minutes) have passed since the "
+          "last save, and inside a longer epoch once auto_max_seconds (30 minutes) have");
+  o.field("auto_min_seconds", &T::auto_min_seconds)
+      .min(0)
+      .help("every: auto saves at an epoch's end only when this many seconds (wall time) have "
+            "passed since the last save or the start");
+  o.field("auto_max_seconds", &T::auto_max_seconds)
+      .gt(0)
+      .help("every: auto saves inside an epoch once this many seconds have passed since the "
+            "last save or the start");
   o.field("keep_last", &T::keep_last)
       .min(0)
       .help(
@@ -52,6 +65,12 @@ void CheckpointOptions::declare(Options<CheckpointOptions>& o) {
   o.field("async", &T::async)
       .help("snapshot to memory and write on a background thread; the next save waits for it");
   o.check([](T& t, const Config& c) {
+    const YAML::Node every = c.node()["every"];
+    t.every_auto = every.IsScalar() && every.Scalar() == "auto";
+    if (t.every_auto) t.every = TrainUnit::epochs(1);
+    UT_CHECK(t.auto_max_seconds >= t.auto_min_seconds, c.key_path("auto_max_seconds"), " (",
+             t.auto_max_seconds, ") must be at least ", c.key_path("auto_min_seconds"), " (",
+             t.auto_min_seconds, ")");
     UT_CHECK(!t.every || t.every->count > 0, c.key_path("every"),
              " must be more than 0 (or null for no periodic saves), got '", t.every->str(), "'");
     UT_CHECK(!t.resume.empty(), c.key_path("resume"),

@@ -20,7 +20,14 @@ MetricMode resolve_metric_mode(const std::string& mode, const std::string& metri
 /// being the field's own.
 struct CheckpointOptions {
   bool enabled = true;
-  std::optional<TrainUnit> every = TrainUnit::epochs(1);  ///< null: only final (and signal) saves
+  /// null: only final (and signal) saves. With every_auto, one epoch (see below).
+  std::optional<TrainUnit> every = TrainUnit::epochs(1);
+  /// `every: auto` (the default): at an epoch's end when auto_min_seconds have passed since the
+  /// last save (or the start), and inside an epoch once auto_max_seconds have: saves never cost
+  /// more than a small share of a run whose epochs take seconds, and a long epoch is not lost.
+  bool every_auto = true;
+  double auto_min_seconds = 600;
+  double auto_max_seconds = 1800;
   int64_t keep_last = 3;                 ///< complete checkpoints kept; 0 = all
   bool final = true;                     ///< save when training ends
   std::string best_metric;               ///< "" = no best tracking, e.g. "val/acc"

@@ -156,6 +156,10 @@ void resolve_field(const Field& f, const YAML::Node& in, YAML::Node& out,
       return;
     case Type::Duration:
       f.check_value(value, path);
+      if (f.accepts_auto() && value.Scalar() == "auto") {
+        out = YAML::Node("auto");
+        return;
+      }
       out = YAML::Node(TrainUnit::parse(value.Scalar(), path).str());
       return;
     default:

@@ -152,7 +152,11 @@ void Trainer::Loop::save_if_due(bool force) {
     force = true;
   }
   if (!on) return;
-  bool due = periods.due(Periods::Save, state) || force || want_best_save;
+  bool periodic = periods.due(Periods::Save, state);
+  if (settings.checkpoint.every_auto) {  // an epoch's end once saves are due, or a long epoch
+    periodic = (periodic && auto_save_soon) || auto_save_now;
+  }
+  bool due = periodic || force || want_best_save;
   // Data-parallel runs save at window boundaries only (gradients inside a window are each
   // rank's own): a save due inside one waits for its end.
   if (group && (due || save_pending) && state.micro_in_window != 0) {
@@ -175,6 +179,8 @@ void Trainer::Loop::save_if_due(bool force) {
 void Trainer::Loop::save() {
   Profiler::Range range(profiler.get(), Phase::Checkpoint);
   const Clock::time_point start = Clock::now();
+  last_save_time = start;
+  auto_save_soon = auto_save_now = false;
   TrainState& s = state;
   torch::nn::Module& weights = module.weights();
   // Every rank's generator state goes to rank 0, which writes the checkpoint; so do the

@@ -172,7 +172,16 @@ MicroStep Trainer::Loop::forward_backward(const Batch& batch) {
   mine.stop = state.should_stop || trainer.stop_requested_;
   mine.signal = StopSignalGuard::received();
   mine.pause = !trainer.pause_reason_.empty();
+  if (plan.rank == 0) read_save_clock(mine);
   return steps->forward_backward(batch, weight, plan.ends_window(b), mine, state.step + 1);
+}
+
+void Trainer::Loop::read_save_clock(StepDecision& d) const {
+  const CheckpointOptions& c = settings.checkpoint;
+  if (!c.every_auto) return;
+  const double since = std::chrono::duration<double>(Clock::now() - last_save_time).count();
+  d.save_soon = since >= c.auto_min_seconds;
+  d.save_now = since >= c.auto_max_seconds;
 }
 
 void Trainer::Loop::fence_snapshot() {
@@ -191,6 +200,10 @@ void Trainer::Loop::count(const Batch& batch, const MicroStep& m) {
   maybe_delay_step_for_tests();
   state.step++;
   if (m.skipped) state.skipped_steps++;
+  StepDecision clock;  // one process: its own clock, now
+  if (!group) read_save_clock(clock);
+  auto_save_soon = group ? m.decision.save_soon : clock.save_soon;
+  auto_save_now = group ? m.decision.save_now : clock.save_now;
   if (group) {  // what any rank decided holds for all
     if (m.decision.stop) state.should_stop = true;
     if (agreed_signal == 0) agreed_signal = m.decision.signal;

@@ -130,6 +130,13 @@ struct Trainer::Loop {
   double best_value;            ///< checkpoint.best.metric's best value (NaN: none yet)
   bool want_best_save = false;  ///< validation just improved the best metric
   bool save_pending = false;    ///< data-parallel: a save due inside a window, at its end
+  /// checkpoint.every: auto — the last save on rank 0's clock (or the start), and what the
+  /// ranks agreed of it at the last optimizer step.
+  Clock::time_point last_save_time = Clock::now();
+  bool auto_save_soon = false;
+  bool auto_save_now = false;
+  /// Sets `d`'s save_soon/save_now from this process's clock (rank 0's is the one that counts).
+  void read_save_clock(StepDecision& d) const;
   SavePoint saved;
 
   // --- Helpers ---------------------------------------------------------------------------

@@ -14,12 +14,17 @@ struct StepDecision {
   bool stop = false;       ///< end training after this step (early stopping, a callback)
   int signal = 0;          ///< SIGINT or SIGTERM received: save a checkpoint and end
   bool pause = false;      ///< save a checkpoint and end, to resume later (a time budget)
+  /// Rank 0's clock for `checkpoint.every: auto`: the least (most) time between periodic
+  /// saves has passed since the last save.
+  bool save_soon = false;
+  bool save_now = false;
 
   /// The decision as numbers whose sum over ranks decode() reads back.
-  static constexpr int kSlots = 5;
+  static constexpr int kSlots = 7;
   std::array<float, kSlots> encode() const {
     return {nonfinite ? 1.f : 0.f, stop ? 1.f : 0.f, signal == SIGINT ? 1.f : 0.f,
-            signal == SIGTERM ? 1.f : 0.f, pause ? 1.f : 0.f};
+            signal == SIGTERM ? 1.f : 0.f, pause ? 1.f : 0.f, save_soon ? 1.f : 0.f,
+            save_now ? 1.f : 0.f};
   }
   /// The combined decision of ranks whose encode()d values were summed into `sums`; SIGINT
   /// wins over SIGTERM.
@@ -29,6 +34,8 @@ struct StepDecision {
     d.stop = sums[1] > 0;
     d.signal = sums[2] > 0 ? SIGINT : sums[3] > 0 ? SIGTERM : 0;
     d.pause = sums[4] > 0;
+    d.save_soon = sums[5] > 0;
+    d.save_now = sums[6] > 0;
     return d;
   }
 };
