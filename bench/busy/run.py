@@ -9,6 +9,7 @@ do :; done'`, as another user's job would be), each case runs as:
   t1, t2   unitrain with train.threads 1 and 2 (the manual settings; "best" is the faster)
   python   the same model, data, optimizer and batch in a plain PyTorch loop, as a Python user
            runs it (python3 script.py; torch's default thread count)
+  py2      the same with torch.set_num_threads(2) (torch's default where it counts 2 cores)
 OMP_* and GOMP_* variables are removed from every run's environment (defaults are measured).
 Cases: bench/python_loop.py's mlp (784-1024-1024-10, synthetic, 200 steps) and cnn (the
 Fashion-MNIST demo's CNN, 300 steps). Throughput in samples/s of the training loop (unitrain's
@@ -32,11 +33,11 @@ def clean_env():
             if not k.startswith(("OMP_", "GOMP_")) and k not in ("LD_PRELOAD",)}
 
 
-def python_run(case):
+def python_run(case, threads=0):
     env = clean_env()
     r = subprocess.run([sys.executable, os.path.join(SOURCE, "bench", "python_loop.py"),
-                        "--python-only", case, "0"], capture_output=True, text=True, check=True,
-                       env=env)
+                        "--python-only", case, str(threads)], capture_output=True, text=True,
+                       check=True, env=env)
     return float(r.stdout.strip())
 
 
@@ -47,22 +48,24 @@ def main():
     tmp = tempfile.mkdtemp(prefix="unitrain-bench-busy-")
     os.environ.clear()
     os.environ.update(clean_env())
-    print(f"{'hogs':>4} {'case':5} {'auto':>8} {'t1':>8} {'t2':>8} {'python':>8} "
+    print(f"{'hogs':>4} {'case':5} {'auto':>8} {'t1':>8} {'t2':>8} {'python':>8} {'py2':>8} "
           f"{'auto/best':>10} {'auto/python':>12}   (samples/s, medians of {rounds})", flush=True)
     for hogs in hog_counts:
         procs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(hogs)]
         try:
             for case in ("mlp", "cnn"):
-                runs = {"auto": [], "t1": [], "t2": [], "python": []}
+                runs = {"auto": [], "t1": [], "t2": [], "python": [], "py2": []}
                 for _ in range(rounds):
                     runs["auto"].append(python_loop.unitrain_run(binary, case, "auto", tmp))
                     runs["t1"].append(python_loop.unitrain_run(binary, case, 1, tmp))
                     runs["t2"].append(python_loop.unitrain_run(binary, case, 2, tmp))
                     runs["python"].append(python_run(case))
+                    runs["py2"].append(python_run(case, 2))
                 m = {k: statistics.median(v) for k, v in runs.items()}
                 best = max(m["t1"], m["t2"])
                 print(f"{hogs:4} {case:5} {m['auto']:8.0f} {m['t1']:8.0f} {m['t2']:8.0f} "
-                      f"{m['python']:8.0f} {m['auto'] / best:10.2f} {m['auto'] / m['python']:12.2f}",
+                      f"{m['python']:8.0f} {m['py2']:8.0f} {m['auto'] / best:10.2f} "
+                      f"{m['auto'] / m['python']:12.2f}",
                       flush=True)
         finally:
             for p in procs:

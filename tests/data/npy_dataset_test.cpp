@@ -116,7 +116,21 @@ assert np.load(d + 'f.npy', mmap_mode='r').flags.f_contiguous
   EXPECT_TRUE(torch::equal(b.at("y"), rows.select(2, 0).to(torch::kFloat64)));
   EXPECT_FALSE(d->info().count("num_features"));  // x is 3-D
   EXPECT_FALSE(d->info().count("num_classes"));   // y is float
-  EXPECT_FALSE(d->in_memory());
+  EXPECT_TRUE(d->in_memory());  // small mapped files stay in the page cache: read inline
+}
+
+TEST(NpyDataset, OnlySmallMappedFilesCountAsInMemory) {
+  // workers: auto reads in-memory data in the training thread; a mapped file over 64 MiB may
+  // need the disk on every batch, so it gets reader threads.
+  const std::string dir = test::temp_dir();
+  test::run_python(dir, R"(import numpy as np
+np.lib.format.open_memmap(d + 'big.npy', mode='w+', dtype=np.float32, shape=(17 * 2**20 // 16, 16)).flush()
+np.save(d + 'small.npy', np.zeros((17 * 2**20 // 16, 1), np.uint8))
+)");
+  EXPECT_FALSE(load_npy(npy_arrays({{"x", dir + "/big.npy"}}))->in_memory());
+  EXPECT_TRUE(load_npy(npy_arrays({{"x", dir + "/small.npy"}}))->in_memory());
+  EXPECT_FALSE(
+      load_npy(npy_arrays({{"x", dir + "/small.npy"}, {"y", dir + "/big.npy"}}))->in_memory());
 }
 
 TEST(NpyDataset, DtypeConversionAndInfo) {
@@ -160,7 +174,7 @@ np.savez_compressed(d + 'c.npz', images=images, labels=labels)
     EXPECT_TRUE(torch::equal(b.at("y"), torch::tensor({1, 0}, torch::kInt64)));
     EXPECT_EQ(d->info().at("num_features"), 4);
     EXPECT_EQ(d->info().at("num_classes"), 4);
-    EXPECT_EQ(d->in_memory(), name == "c.npz");  // compressed members are inflated
+    EXPECT_TRUE(d->in_memory());  // inflated, or a small mapped file
     // No arrays given: every array under its own name, in the archive's order.
     DatasetPtr all = load_npz(npz_arrays(dir + "/" + name));
     EXPECT_EQ(all->get(0).names(), (std::vector<std::string>{"images", "labels"}));
