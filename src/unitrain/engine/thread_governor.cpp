@@ -19,9 +19,11 @@ namespace {
 ThreadGovernor::LoadReader proc_stat_reader() {
   auto probe = std::make_shared<std::unique_ptr<CpuLoadProbe>>();
   return [probe] {
-    // The kernel counts CPU time in 10 ms ticks: a reading spans 100 ms at least.
+    // The kernel counts CPU time in 10 ms ticks: a reading spans 50 ms at least (the set-up of
+    // a run from the command line usually takes longer; a wrong first count is corrected by
+    // the first reading while training, 2 s later).
     const double span = *probe ? (*probe)->seconds() : startup_load_probe().seconds();
-    if (span < 0.1) std::this_thread::sleep_for(std::chrono::duration<double>(0.1 - span));
+    if (span < 0.05) std::this_thread::sleep_for(std::chrono::duration<double>(0.05 - span));
     const double busy = *probe ? (*probe)->others_busy() : startup_load_probe().others_busy();
     *probe = std::make_unique<CpuLoadProbe>(sibling_workers());
     return busy;
