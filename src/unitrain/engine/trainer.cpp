@@ -31,8 +31,9 @@
 
 namespace unitrain {
 Trainer::Trainer(const Config& config)
-    : config_((startup_load_probe(), resolve_run_config(config))),
+    : config_(resolve_run_config(config)),
       settings_(std::make_unique<RunSettings>(RunSettings::from_config(config_))) {
+  startup_load_probe();  // other programs' CPU load, from here to fit() (train.threads: auto)
   torch::manual_seed(settings_->seed);
   for (CallbackPtr& c : build_callbacks(config_)) callbacks_.add(std::move(c));
 }
