@@ -173,7 +173,7 @@ unitrain::CompletionSpec completion_spec(CLI::App& app, const Choices& choices,
 
 /// `unitrain checkpoint ACTION DIR`: the exit code (verify: 1 when a checkpoint is invalid).
 int run_checkpoint_tool(const std::string& action, const std::string& path, bool json,
-                        const std::string& out) {
+                        const std::string& out, const std::string& format) {
   if (action == "inspect") {
     std::cout << unitrain::inspect_checkpoint(path, json);
     return 0;
@@ -186,8 +186,12 @@ int run_checkpoint_tool(const std::string& action, const std::string& path, bool
   }
   if (action == "merge") {
     if (out.empty()) throw unitrain::ConfigError("checkpoint merge: give --out NEW_DIR");
-    unitrain::log::info("wrote " + unitrain::merge_checkpoint(path, out) +
-                        ": one optimizer.pt; resume from it with --checkpoint.resume " + out);
+    const std::string written = unitrain::merge_checkpoint(path, out, format);
+    unitrain::log::info(format == "safetensors"
+                            ? "wrote " + written + ": the checkpoint's model as safetensors"
+                            : "wrote " + written +
+                                  ": one optimizer.pt; resume from it with --checkpoint.resume " +
+                                  out);
     return 0;
   }
   throw unitrain::ConfigError("checkpoint: unknown action '" + action +
@@ -248,13 +252,16 @@ int main(int argc, char** argv) {
   ConfigArgs export_args;
   std::string export_checkpoint = "last", export_format = "state_dict", export_out;
   CLI::App* exp = app.add_subcommand(
-      "export", "write a checkpoint's model as a state dict (torch.load) or TorchScript (torch.jit.load)");
+      "export",
+      "write a checkpoint's model as a state dict (torch.load), safetensors or TorchScript "
+      "(torch.jit.load)");
   add_config_args(exp, export_args, true);
   exp->add_option("--checkpoint", export_checkpoint, "best, last, or a checkpoint folder")
       ->capture_default_str();
   exp->add_option("--format", export_format,
-                  "state_dict (a dict of tensors named as the model's state_dict()) or torchscript "
-                  "(built-in and TorchScript models)")
+                  "state_dict (a dict of tensors named as the model's state_dict()), safetensors "
+                  "(the same tensors, for Hugging Face's safetensors) or torchscript (built-in and "
+                  "TorchScript models)")
       ->capture_default_str();
   exp->add_option("--out", export_out, "the file to write")->required();
 
@@ -327,11 +334,12 @@ int main(int argc, char** argv) {
                      "the HTML file to write; default RUN_DIR/report.html for one run, "
                      "report.html for several");
 
-  std::string checkpoint_action, checkpoint_path, checkpoint_out;
+  std::string checkpoint_action, checkpoint_path, checkpoint_out, checkpoint_format = "checkpoint";
   bool checkpoint_json = false;
   CLI::App* checkpoint = app.add_subcommand(
       "checkpoint",
-      "look at, check or merge a checkpoint: inspect DIR [--json] | verify DIR | merge DIR --out NEW_DIR");
+      "look at, check or merge a checkpoint: inspect DIR [--json] | verify DIR | merge DIR --out "
+      "NEW [--format checkpoint|safetensors]");
   CLI::Option* checkpoint_action_option =
       checkpoint->add_option("action", checkpoint_action, "inspect, verify or merge")->required();
   checkpoint
@@ -341,7 +349,13 @@ int main(int argc, char** argv) {
       ->required();
   checkpoint->add_flag("--json", checkpoint_json, "inspect: one JSON object");
   checkpoint->add_option("--out", checkpoint_out,
-                         "merge: the new checkpoint folder to write (must not exist)");
+                         "merge: the new checkpoint folder, or safetensors file, to write (must "
+                         "not exist)");
+  checkpoint
+      ->add_option("--format", checkpoint_format,
+                   "merge: checkpoint (one optimizer.pt from a ZeRO checkpoint's partitions) or "
+                   "safetensors (the checkpoint's model as one .safetensors file)")
+      ->capture_default_str();
 
   unitrain::TokenizerTrainOptions tokenizer_options;
   std::string tokenizer_action;
@@ -393,7 +407,8 @@ int main(int argc, char** argv) {
   Choices choices = {{init_task, unitrain::starter_tasks()},
                      {completion_shell_option, {"bash"}},
                      {eval->get_option("--split"), {"val", "test"}},
-                     {exp->get_option("--format"), {"state_dict", "torchscript"}},
+                     {exp->get_option("--format"), {"state_dict", "safetensors", "torchscript"}},
+                     {checkpoint->get_option("--format"), {"checkpoint", "safetensors"}},
                      {checkpoint_action_option, {"inspect", "verify", "merge"}},
                      {tokenizer_action_option, {"train"}},
                      {tokenizer_type, unitrain::kTokenizerModelTypes},
@@ -478,7 +493,7 @@ int main(int argc, char** argv) {
       unitrain::log::info("wrote " + unitrain::report::write_report(report_dirs, report_out));
     } else if (*checkpoint) {
       return run_checkpoint_tool(checkpoint_action, checkpoint_path, checkpoint_json,
-                                 checkpoint_out);
+                                 checkpoint_out, checkpoint_format);
     } else if (*tokenizer) {
       return run_tokenizer_tool(tokenizer_action, tokenizer_options);
     } else if (*completion) {

@@ -10,6 +10,8 @@
 
 #include "unitrain/checkpoint/checkpoint_store.h"
 #include "unitrain/checkpoint/optimizer_state.h"
+#include "unitrain/checkpoint/safetensors.h"
+#include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
 
 namespace unitrain {
@@ -133,8 +135,21 @@ int verify_checkpoints(const std::string& path, std::string& report) {
   return bad;
 }
 
-std::string merge_checkpoint(const std::string& path, const std::string& out) {
+std::string merge_checkpoint(const std::string& path, const std::string& out,
+                             const std::string& format) {
+  UT_CHECK(format == "checkpoint" || format == "safetensors", "--format ", format,
+           ": give checkpoint or safetensors");
   const std::string dir = checkpoint_folder(path);
+  if (format == "safetensors") {
+    std::error_code ec;
+    UT_CHECK(!fs::exists(out, ec), "--out ", out,
+             " exists already; choose a new path (nothing is overwritten)");
+    const NamedTensors model =
+        load_tensor_dict(CheckpointStore::read(dir, "model.pt"), dir + "/model.pt");
+    const int64_t step = read_state(dir)["state"].value("step", int64_t(0));
+    write_safetensors(out, model, {{"format", "pt"}, {"unitrain.step", std::to_string(step)}});
+    return out;
+  }
   std::vector<OptimizerFile> partitions;
   for (int r = 0; CheckpointStore::has(dir, kPartitionPrefix + std::to_string(r) + ".pt"); ++r) {
     const std::string name = kPartitionPrefix + std::to_string(r) + ".pt";

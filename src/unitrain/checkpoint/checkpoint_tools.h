@@ -22,11 +22,17 @@ std::string inspect_checkpoint(const std::string& path, bool json);
 /// are invalid.
 int verify_checkpoints(const std::string& path, std::string& report);
 
-/// A checkpoint whose optimizer state is split over ranks (ZeRO: optimizer-rank-<R>.pt) as a
-/// new complete checkpoint folder `out` with one optimizer.pt (torch.load reads it; a run of any
-/// number of processes resumes from it with --checkpoint.resume <out>); the other files copied
-/// as they are. Nothing existing is overwritten: TrainError when `out` exists, when the
-/// checkpoint is not sharded, or when a file is corrupt or the partitions disagree.
-std::string merge_checkpoint(const std::string& path, const std::string& out);
+/// `format` checkpoint: a checkpoint whose optimizer state is split over ranks (ZeRO:
+/// optimizer-rank-<R>.pt) as a new complete checkpoint folder `out` with one optimizer.pt
+/// (torch.load reads it; a run of any number of processes resumes from it with
+/// --checkpoint.resume <out>); the other files copied as they are. Nothing existing is
+/// overwritten: TrainError when `out` exists, when the checkpoint is not sharded, or when a file
+/// is corrupt or the partitions disagree.
+/// `format` safetensors: the checkpoint's model (model.pt, any checkpoint) as one safetensors
+/// file `out`, named as the model's state_dict(), metadata {"format": "pt", "unitrain.step":
+/// "<S>"}; no config or model needed. ConfigError when `out` exists, TrainError when model.pt
+/// is corrupt. Returns what was written.
+std::string merge_checkpoint(const std::string& path, const std::string& out,
+                             const std::string& format = "checkpoint");
 
 }  // namespace unitrain

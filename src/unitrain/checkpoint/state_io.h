@@ -10,11 +10,9 @@
 #include <vector>
 
 #include "unitrain/checkpoint/checkpoint_store.h"
+#include "unitrain/checkpoint/named_tensors.h"
 
 namespace unitrain {
-
-/// Named tensors in a fixed order.
-using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 
 /// A dict name -> tensor as a file in PyTorch's own format: `torch.load` in Python gives a
 /// dict whose keys are the names. The image points at the tensors' memory (see torch_file.h).

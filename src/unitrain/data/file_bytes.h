@@ -2,11 +2,9 @@
 // Reading a whole data file, plain or gzip-compressed.
 #include <string>
 
-namespace unitrain {
+#include "unitrain/core/mapped_file.h"  // require_file
 
-/// ConfigError naming `key` and `path` when `path` does not exist (saying where a relative path
-/// is read from) or is a directory.
-void require_file(const std::string& path, const std::string& key);
+namespace unitrain {
 
 /// The whole content of `path`, decompressed when it is gzip (detected from the bytes, not the
 /// name; plain files pass through). ConfigError naming `key` and `path` when the file is missing,

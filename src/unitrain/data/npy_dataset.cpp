@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "unitrain/core/error.h"
-#include "unitrain/data/mapped_file.h"
+#include "unitrain/core/mapped_file.h"
 #include "unitrain/data/npy_format.h"
 #include "unitrain/data/tensor_dataset.h"
 #include "unitrain/data/zip_archive.h"

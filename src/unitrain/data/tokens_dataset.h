@@ -4,9 +4,9 @@
 #include <optional>
 #include <string>
 
+#include "unitrain/core/mapped_file.h"
 #include "unitrain/core/options.h"
 #include "unitrain/data/dataset.h"
-#include "unitrain/data/mapped_file.h"
 
 namespace unitrain {
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <tuple>
@@ -11,15 +12,18 @@
 #include "unitrain/checkpoint/checkpoint_options.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
 #include "unitrain/checkpoint/checkpointer.h"
+#include "unitrain/checkpoint/model_weights.h"
+#include "unitrain/checkpoint/safetensors.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
-#include "unitrain/data/file_bytes.h"
+#include "unitrain/data/array_dataset.h"  // string_map_of
 #include "unitrain/data/build_data.h"
+#include "unitrain/data/file_bytes.h"
 #include "unitrain/data/loader.h"
-#include "unitrain/log/console.h"
 #include "unitrain/engine/resume_config.h"
 #include "unitrain/engine/run_config.h"
 #include "unitrain/engine/run_env.h"
+#include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"
 #include "unitrain/models/torchscript_export.h"
 #include "unitrain/objective/objective_module.h"
@@ -36,22 +40,61 @@ void check_config_driven(const Config& config) {
            "a training dataset (see `unitrain list` for the datasets)");
 }
 
-/// The model and objective of `config`, initialised from model.init_from when given and
-/// `init` (a checkpoint's weights replace them otherwise).
-std::shared_ptr<ObjectiveModule> build_module(const Config& config, bool init) {
-  auto module = std::make_shared<ObjectiveModule>(config.at("model"), config.at("objective"));
-  if (init && config.at("model").has("init_from")) {
-    const std::string path = config.at("model").get_string("init_from");
+/// Loads model.init_from (a state_dict, possibly gzipped, or a safetensors file) into `module`,
+/// its names renamed by model.init_key_map; logs what was loaded.
+void load_init_weights(ObjectiveModule& module, const Config& model) {
+  const std::string path = model.get_string("init_from");
+  NamedTensors state;
+  if (is_safetensors(path)) {
+    state = read_safetensors(path, "model.init_from").tensors;
+  } else {
     const std::string bytes = read_file_bytes(path, "model.init_from");
-    NamedTensors state;
     try {
       state = load_tensor_dict({bytes.begin(), bytes.end()}, "model.init_from " + path);
     } catch (const TrainError& e) {
       throw ConfigError(e.what());  // bad input, found before training
     }
-    log::info(load_module_state(module->weights(), state, config.at("model").get_bool("init_strict"),
-                                "model.init_from " + path));
   }
+  const KeyMap key_map = string_map_of(model, "init_key_map", R"({"transformer.": ""})");
+  std::string what = "model.init_from " + path;
+  if (!key_map.empty()) {
+    state = rename_keys(std::move(state), key_map, model.key_path("init_key_map"));
+    what += " (names renamed by model.init_key_map)";
+  }
+  // Floating-point tensors of another precision (bf16 or fp16 weights for an fp32 model) are
+  // converted, as PyTorch's load_state_dict does; other dtype differences stay errors.
+  std::map<std::string, torch::Tensor> own;
+  for (auto& [name, t] : module_state(module.weights(), false)) own.emplace(name, t);
+  std::map<std::string, int> converted;  // "BFloat16 to Float" -> count
+  std::vector<std::string> file_names, model_names;
+  for (auto& [name, t] : state) {
+    file_names.push_back(name);
+    const auto it = own.find(name);
+    if (it != own.end() && t.scalar_type() != it->second.scalar_type() && t.is_floating_point() &&
+        it->second.is_floating_point() && t.sizes().equals(it->second.sizes())) {
+      ++converted[fmt::format("{} to {}", c10::toString(t.scalar_type()),
+                              c10::toString(it->second.scalar_type()))];
+      t = t.to(it->second.scalar_type());
+    }
+  }
+  for (const auto& [name, t] : own) model_names.push_back(name);
+  for (const auto& [how, count] : converted) {
+    log::info(fmt::format("model.init_from {}: converted {} tensors from {}", path, count, how));
+  }
+  const std::string hint = key_map_hint(file_names, model_names, model.key_path("init_key_map"));
+  try {
+    log::info(load_module_state(module.weights(), state, model.get_bool("init_strict"), what) +
+              hint);
+  } catch (const ConfigError& e) {
+    throw ConfigError(e.what() + hint);
+  }
+}
+
+/// The model and objective of `config`, initialised from model.init_from when given and
+/// `init` (a checkpoint's weights replace them otherwise).
+std::shared_ptr<ObjectiveModule> build_module(const Config& config, bool init) {
+  auto module = std::make_shared<ObjectiveModule>(config.at("model"), config.at("objective"));
+  if (init && config.at("model").has("init_from")) load_init_weights(*module, config.at("model"));
   return module;
 }
 
@@ -218,8 +261,8 @@ EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoi
 std::string export_checkpoint(const Config& config, const std::string& checkpoint,
                               const std::string& format, const std::string& out) {
   check_config_driven(config);
-  UT_CHECK(format == "state_dict" || format == "torchscript", "--format ", format,
-           ": give state_dict or torchscript");
+  UT_CHECK(format == "state_dict" || format == "safetensors" || format == "torchscript",
+           "--format ", format, ": give state_dict, safetensors or torchscript");
   UT_CHECK(!out.empty(), "--out: give the file to write");
   Trainer trainer(config);
   auto module = build_module(config, false);
@@ -233,12 +276,19 @@ std::string export_checkpoint(const Config& config, const std::string& checkpoin
                             "statistics ({} channels): give it raw inputs", norm->mean.size()));
     }
   } else {
-    const std::vector<char> bytes = save_tensor_dict(module_state(module->weights(), true));
-    write_file_atomic(out, std::string(bytes.begin(), bytes.end()));
+    const NamedTensors state = module_state(module->weights(), true);
+    if (format == "safetensors") {
+      write_safetensors(out, state, {{"format", "pt"}});
+    } else {
+      const std::vector<char> bytes = save_tensor_dict(state);
+      write_file_atomic(out, std::string(bytes.begin(), bytes.end()));
+    }
     if (saved_input_normalization(config, dir)) {
-      log::info(fmt::format("the model was trained on inputs normalized by data.normalize; a state "
-                            "dict holds only its tensors: normalize inputs with the mean and std "
-                            "in {}/config.yaml (or export --format torchscript, which does)", dir));
+      log::info(
+          fmt::format("the model was trained on inputs normalized by data.normalize; a {} "
+                      "file holds only its tensors: normalize inputs with the mean and std "
+                      "in {}/config.yaml (or export --format torchscript, which does)",
+                      format, dir));
     }
   }
   return dir;

@@ -30,8 +30,9 @@ EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoi
                                const std::string& split);
 
 /// Writes the model of `checkpoint` to `out` as `format`: state_dict (a dict of tensors for
-/// Python's torch.load, names as the model's state_dict()) or torchscript (torch.jit.load can
-/// run it; built-in and TorchScript models). Returns the checkpoint folder used.
+/// Python's torch.load, names as the model's state_dict()), safetensors (the same tensors and
+/// names; metadata {"format": "pt"}) or torchscript (torch.jit.load can run it; built-in and
+/// TorchScript models). Returns the checkpoint folder used.
 std::string export_checkpoint(const Config& config, const std::string& checkpoint,
                               const std::string& format, const std::string& out);
 

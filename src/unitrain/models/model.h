@@ -38,7 +38,8 @@ void register_declared_model(const std::string& name, const std::string& help) {
 }
 
 /// The keys of the `model` section besides `type` and `args`: `init_from` (a state_dict file
-/// saved from Python or by `unitrain export`, loaded into the new model) and `init_strict`.
+/// saved from Python or by `unitrain export`, or a safetensors file, loaded into the new
+/// model), `init_key_map` (prefix renames of its names) and `init_strict`.
 std::shared_ptr<const Schema> model_section_schema();
 
 }  // namespace unitrain

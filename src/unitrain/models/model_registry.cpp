@@ -21,8 +21,18 @@ std::shared_ptr<const Schema> model_section_schema() {
         .nullable()
         .free()
         .help(
-            "a state_dict file (torch.save(model.state_dict()) in Python, or `unitrain export`) "
-            "whose tensors initialise the model; not used when resuming from a checkpoint");
+            "a weights file whose tensors initialise the model: a state_dict "
+            "(torch.save(model.state_dict()) in Python, or `unitrain export`) or a safetensors "
+            "file (its name ends in .safetensors, or its bytes say so); floating-point tensors of "
+            "another precision (bf16, fp16) are converted to the model's; not used when resuming "
+            "from a checkpoint");
+    s->add("init_key_map", Type::Any)
+        .def("{}")
+        .free()
+        .help(
+            "prefix renames applied to init_from's tensor names before loading, e.g. "
+            "{\"transformer.\": \"\"} drops a prefix, {\"\": \"net.\"} adds one; the longest "
+            "matching prefix wins; a prefix that matches no name is an error");
     s->add("init_strict", Type::Bool)
         .def(true)
         .free()

@@ -1,10 +1,15 @@
 #pragma once
-// A data file mapped read-only into memory, shared by the datasets that read files in place.
+// A file mapped read-only into memory, shared by the readers that read files in place (datasets,
+// safetensors weights).
 #include <cstddef>
 #include <memory>
 #include <string>
 
 namespace unitrain {
+
+/// ConfigError naming `key` and `path` when `path` does not exist (saying where a relative path
+/// is read from) or is a directory.
+void require_file(const std::string& path, const std::string& key);
 
 /// A whole file mapped read-only (mmap): its bytes are read from disk when touched, so a file
 /// larger than memory can be indexed and a batch reads only its own pages. Copies share the
