@@ -154,9 +154,8 @@ const char* kSklearnData = "/usr/lib/python3/dist-packages/sklearn/datasets/data
 TEST(CsvDataset, SklearnDigitsAndIris) {
   std::string digits = std::string(kSklearnData) + "/digits.csv.gz";
   std::string iris = std::string(kSklearnData) + "/iris.csv";
-  if (!std::filesystem::exists(digits) || !std::filesystem::exists(iris)) {
-    GTEST_SKIP() << "scikit-learn's data files are not installed";
-  }
+  ASSERT_TRUE(std::filesystem::exists(digits) && std::filesystem::exists(iris))
+      << "scikit-learn's data files are missing: scripts/test installs python3-sklearn";
   CsvOptions o = options_for(digits, "64");
   o.header = false;
   DatasetPtr d = load_csv(o);

@@ -99,9 +99,8 @@ TEST(IdxDataset, CountMismatchTruncationAndMissingFile) {
 
 TEST(IdxDataset, FashionMnistWhenInstalled) {
   const std::string dir = "/usr/share/datasets/fashion-mnist";
-  if (!std::filesystem::exists(dir + "/t10k-images-idx3-ubyte.gz")) {
-    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-  }
+  ASSERT_TRUE(std::filesystem::exists(dir + "/t10k-images-idx3-ubyte.gz"))
+      << "Fashion-MNIST is missing: scripts/test installs dataset-fashion-mnist";
   IdxDataset d({dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz"});
   EXPECT_EQ(d.size(), 10000);
   Batch b = d.get_batch({0, 1, 2});

@@ -37,8 +37,8 @@ class Cli(common.Case):
                                       "/nonexistent/libx.so")
         self.assertNotIn("required", out)
         plugin = os.path.join(common.BUILD, "examples", "libunitrain_example_plugin.so")
-        if not os.path.exists(plugin):
-            self.skipTest("the example plugin is not built: " + plugin)
+        self.assertTrue(os.path.exists(plugin),
+                        "the example plugin is not built: " + plugin + " (scripts/test builds it)")
         config = os.path.join(common.SOURCE, "examples/plugin/digits_gated.yaml")
         for args in (["--plugin", plugin, config], [config, "--plugin", plugin]):
             code, out = run(["config"] + args)

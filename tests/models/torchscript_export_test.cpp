@@ -129,9 +129,8 @@ TEST_F(TorchScriptExport, TorchScriptModelRoundTrip) {
 }
 
 TEST_F(TorchScriptExport, PythonRunsTheFile) {
-  if (std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "/usr/bin/python3 has no torch";
-  }
+  ASSERT_EQ(std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1"), 0)
+      << "/usr/bin/python3 has no torch: scripts/test installs python3-torch";
   torch::manual_seed(5);
   models::TransformerLm lm(
       models::TransformerLmOptions(7).d_model(8).layers(1).heads(2).seq_len(6));

@@ -31,7 +31,7 @@ class TorchScriptModelTest : public ::testing::Test {
     dir_ = nullptr;
   }
   void SetUp() override {
-    if (!has_torch_) GTEST_SKIP() << "/usr/bin/python3 has no torch";
+    ASSERT_TRUE(has_torch_) << "/usr/bin/python3 has no torch: scripts/test installs python3-torch";
     ASSERT_TRUE(made_) << "the Python scripts failed";
     register_builtin_models();
   }
