@@ -50,7 +50,7 @@ class BusyDefaults(common.Case):
         self.assertIn("threads 1 (auto: ", out)
         self.assertIn("other programs kept ", out)
         self.assertIn("follows their load while training", out)
-        self.assertIn("; threads 1, reader threads 0", out)
+        self.assertIn("; precision fp32, threads 1, reader threads 0", out)
         # A number, or OMP_NUM_THREADS, is kept as given.
         code, out = run(["train", cfg, "--train.threads", "2", "--checkpoint.resume", "none"])
         self.assertEqual(code, 0, out)

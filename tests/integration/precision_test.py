@@ -72,6 +72,7 @@ class Precision(common.Case):
         for precision in ("fp32", "bf16-mixed", "bf16-true"):
             code, out, run_dir = self.digits(precision, 64, "--train.precision", precision)
             self.assertEqual(code, 0, out)
+            self.assertIn(f"optimizer steps; precision {precision}, threads ", out)  # said at start
             accuracy[precision] = self.val_accuracy(run_dir)
             model = self.final_model(run_dir)
             self.assertEqual({t.dtype for t in model.values()}, {torch.float32}, precision)

@@ -138,9 +138,10 @@ bool Trainer::Loop::pause_requested() const {
 void Trainer::Loop::announce() {
   log::info(fmt::format(
       "training: {} samples, {} batches/epoch of {}, accumulation {}, {} optimizer steps; "
-      "threads {}, reader threads {}, BLAS {}", train_loader.dataset_size(),
+      "precision {}, threads {}, reader threads {}, BLAS {}", train_loader.dataset_size(),
       plan.batches_per_epoch, plan.batch_size, plan.accumulation, plan.total_steps,
-      threads->threads(), train_loader.reader_threads(), loaded_blas_library()));
+      precision_name(trainer.precision_->mode()), threads->threads(),
+      train_loader.reader_threads(), loaded_blas_library()));
   log::info(threads->why());
   if (length_reached()) {
     trainer.report_finished_run();
