@@ -15,6 +15,10 @@ struct TraceRecorder::Scope {
   at::RecordFunction record{at::RecordScope::USER_SCOPE};
 };
 
+struct TraceRecorder::Origin {
+  legacy::LegacyEvent event;
+};
+
 TraceRecorder::TraceRecorder() = default;
 
 TraceRecorder::~TraceRecorder() {
@@ -43,7 +47,9 @@ void TraceRecorder::stop(bool keep) {
         auto it = open.find(e.handle());
         if (it == open.end()) continue;
         const legacy::LegacyEvent& s = *it->second;
-        events_.push_back({s.name(), s.threadId(), s.cpuUs(), s.cpuElapsedUs(e)});
+        if (!origin_) origin_ = std::make_unique<Origin>(Origin{s});
+        events_.push_back(
+            {s.name(), s.threadId(), origin_->event.cpuElapsedUs(s), s.cpuElapsedUs(e)});
         open.erase(it);
       }
     }

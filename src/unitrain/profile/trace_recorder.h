@@ -26,12 +26,17 @@ class TraceRecorder {
 
  private:
   struct Scope;
+  struct Origin;
   bool running_ = false;
   std::vector<std::unique_ptr<Scope>> scopes_;
+  /// The first event kept: every time is taken relative to it, in the profiler's integer
+  /// nanoseconds (its absolute microseconds, as doubles, are only ~0.25 us precise, which
+  /// could end an operator after the phase it ran in).
+  std::unique_ptr<Origin> origin_;
   struct Event {
     std::string name;
     uint64_t tid;
-    double start_us, dur_us;
+    double start_us, dur_us;  ///< start relative to origin_
   };
   std::vector<Event> events_;
 };
