@@ -84,6 +84,21 @@ class CliErrors(common.Case):
         with open(keep) as f:
             self.assertEqual(f.read(), '{"step": 1}\n')
 
+    def test_a_monitored_validation_metric_without_validation_data(self):
+        # Said at start (nothing written), not after a silent run whose best is NaN.
+        for extra, key in ((["--checkpoint.best.metric", "val/accuracy"], "checkpoint.best.metric"),
+                           (["--early_stopping.metric", "val/loss"], "early_stopping.metric")):
+            out = self.expect_usage_error(MLP_DIGITS, f"{key}: '", "is a validation metric, but "
+                                          "this run has no validation data",
+                                          "data.validation_ratio", extra=extra)
+            self.assertFalse(os.path.exists(os.path.join(self.dir, "run", "config.yaml")), out)
+        # With validation data it trains.
+        cfg = write(os.path.join(self.dir, "val.yaml"),
+                    MLP_DIGITS.replace("  loader:", "  validation_ratio: 0.2\n  loader:"))
+        code, out = run(["train", cfg, "--run_dir", os.path.join(self.dir, "ok"),
+                         "--checkpoint.best.metric", "val/accuracy"])
+        self.assertEqual(code, 0, out)
+
     def test_help_on_every_subcommand(self):
         for sub in ([], ["train"], ["config"], ["list"]):
             code, out = run(sub + ["--help"])

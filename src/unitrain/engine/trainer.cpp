@@ -162,6 +162,17 @@ void Trainer::check_resume_point(const ResumePoint& resume) const {
            " (the finished run's files move to ", run_dir(), "/history/)");
 }
 
+void Trainer::check_monitored_metrics(bool has_val) const {
+  if (has_val) return;
+  auto check = [](const std::string& key, const std::string& metric) {
+    UT_CHECK(metric.rfind("val/", 0) != 0, key, ": '", metric, "' is a validation metric, but "
+             "this run has no validation data, so it would never be reported: set data.val or "
+             "data.validation_ratio (in C++: pass validation data to fit()), or unset ", key);
+  };
+  if (settings_->checkpoint.enabled) check("checkpoint.best.metric", settings_->checkpoint.best_metric);
+  check("early_stopping.metric", settings_->early_stopping.metric);
+}
+
 void Trainer::report_finished_run() const {
   log::info(fmt::format("training already complete ({}): nothing to train. To train again, start a "
                         "new run with --name <new-name> or --checkpoint.resume none",
@@ -262,6 +273,7 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
 
 FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   UT_CHECK(train != nullptr, "fit() needs training data (data.train)");
+  check_monitored_metrics(val != nullptr);
   // Plan: the run folder's lock, threads, the checkpoint to resume from, the processes, the
   // run folder, the parts. The process that writes the run folder (rank 0) holds its lock
   // before it reads anything there: a second run on the folder stops here.

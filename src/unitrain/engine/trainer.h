@@ -124,6 +124,9 @@ class Trainer {
   /// ConfigError, before run_dir is touched, when `resume` is a finished run whose config
   /// changed since in a way that would train something else.
   void check_resume_point(const ResumePoint& resume) const;
+  /// ConfigError, before anything is read or written, when checkpoint.best.metric or
+  /// early_stopping.metric names a validation metric and fit() got no validation data.
+  void check_monitored_metrics(bool has_val) const;
   /// Says that a resumed run is already finished.
   void report_finished_run() const;
   void write_summary(const Loop& loop) const;
