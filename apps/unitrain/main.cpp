@@ -12,6 +12,7 @@
 #include "unitrain/checkpoint/checkpoint_tools.h"
 #include "unitrain/core/cpu_budget.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
 #include "unitrain/core/memory.h"
 #include "unitrain/core/plugin.h"
 #include "unitrain/core/registry.h"
@@ -31,6 +32,7 @@ namespace {
 
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
+constexpr size_t kNoLimit = std::string::npos;  // error_text: the whole message
 
 struct ConfigArgs {
   std::string file;
@@ -491,10 +493,10 @@ int main(int argc, char** argv) {
       std::cout << unitrain::bash_completion_script(completion_spec(app, choices, launch));
     }
   } catch (const unitrain::ConfigError& e) {
-    unitrain::log::error(e.what());
+    unitrain::log::error(unitrain::error_text(e, kNoLimit));
     return kExitUsage;
-  } catch (const std::exception& e) {
-    unitrain::log::error(e.what());
+  } catch (const std::exception& e) {  // a c10::Error here would print a C++ backtrace
+    unitrain::log::error(unitrain::error_text(e, kNoLimit));
     return kExitFailure;
   }
   return 0;

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
 
 namespace unitrain {
 namespace {
@@ -35,7 +36,7 @@ Checkpointer::~Checkpointer() {
     try {
       std::rethrow_exception(failure_);
     } catch (const std::exception& e) {
-      spdlog::error("a background checkpoint save failed: {}", e.what());
+      spdlog::error("a background checkpoint save failed: {}", error_text(e));
     }
   }
 }
@@ -82,7 +83,7 @@ void Checkpointer::wait() {
       std::rethrow_exception(failure);
     } catch (const std::exception& e) {
       throw TrainError(detail::concat("the background save of checkpoint step-", pending_step_,
-                                      " failed: ", e.what(), " (older checkpoints are intact)"));
+                                      " failed: ", error_text(e), " (older checkpoints are intact)"));
     }
   }
 }

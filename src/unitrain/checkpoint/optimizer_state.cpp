@@ -7,6 +7,7 @@
 #include "unitrain/checkpoint/torch_file.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/optimizer_state_serializer.h"
+#include "unitrain/core/error_text.h"
 
 namespace unitrain {
 namespace {
@@ -311,7 +312,7 @@ ReadDict merged_optimizer_dict(const std::vector<OptimizerFile>& files) {
       value = torch::pickle_load(f.bytes);
     } catch (const std::exception& e) {
       throw TrainError(detail::concat(f.what, " is not an optimizer state file: ",
-                                      std::string(e.what()).substr(0, 200)));
+                                      error_text(e, 200)));
     }
     UT_CHECK_TRAIN(value.isGenericDict(), f.what, " is not an optimizer state file");
     const ReadDict d = value.toGenericDict();
@@ -369,7 +370,7 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer,
     throw;
   } catch (const std::exception& e) {
     throw TrainError(detail::concat(what, " do not fit this optimizer: ",
-                                    std::string(e.what()).substr(0, 300)));
+                                    error_text(e)));
   }
 }
 
@@ -398,7 +399,7 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::vector<
   } catch (const std::exception& e) {
     throw TrainError(detail::concat(what, " does not fit this optimizer (was it saved by another "
                                           "optimizer type or model?): ",
-                                    std::string(e.what()).substr(0, 300)));
+                                    error_text(e)));
   }
 }
 

@@ -18,6 +18,7 @@
 #include "unitrain/engine/stop_signal.h"
 #include "unitrain/engine/trainer_loop.h"
 #include "unitrain/log/console.h"
+#include "unitrain/core/error_text.h"
 
 namespace unitrain {
 namespace {
@@ -97,7 +98,7 @@ std::vector<CheckpointFile> write_optimizer_partitions(ProcessGroup& group,
       write_synced(path, image);
       mine = fmt::format("{}\n{}\n{}", image.size(), crc32_of(image), path);
     } catch (const std::exception& e) {
-      mine = std::string("!") + e.what();
+      mine = "!" + error_text(e);
     }
   }
   const std::vector<std::string> all = group.all_gather(mine);

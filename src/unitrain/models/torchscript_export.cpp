@@ -10,6 +10,7 @@
 
 #include "unitrain/core/error.h"
 #include "unitrain/models/model.h"
+#include "unitrain/core/error_text.h"
 
 namespace unitrain {
 namespace {
@@ -184,7 +185,7 @@ void save_torchscript(const Model& model, const std::string& path,
   } catch (const std::exception& e) {
     std::error_code ignored;
     std::filesystem::remove(tmp, ignored);
-    throw TrainError(fmt::format("cannot write the TorchScript file {}: {}", path, e.what()));
+    throw TrainError(fmt::format("cannot write the TorchScript file {}: {}", path, error_text(e)));
   }
 }
 
