@@ -1,8 +1,7 @@
 // unitrain: the command line. Parses arguments and calls the library; nothing else.
-#include <CLI/CLI.hpp>
-
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -20,9 +19,9 @@
 #include "unitrain/engine/bash_completion.h"
 #include "unitrain/engine/builtins.h"
 #include "unitrain/engine/component_list.h"
-#include "unitrain/engine/train_from_config.h"
 #include "unitrain/engine/run_config.h"
 #include "unitrain/engine/starter_config.h"
+#include "unitrain/engine/train_from_config.h"
 #include "unitrain/launch/launcher.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"

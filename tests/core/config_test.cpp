@@ -32,7 +32,8 @@ TEST(Config, DuplicateKeyNamesTheKeyAndBothLines) {
   EXPECT_NE(msg.find("run.yaml:4"), std::string::npos) << msg;
   EXPECT_NE(msg.find("'optimizer.lr'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("lines 2 and 4"), std::string::npos) << msg;
-  msg = test::config_error_of([] { Config::from_string("epochs: 1\nseed: 3\nepochs: 2\n", "r.yaml"); });
+  msg = test::config_error_of(
+      [] { Config::from_string("epochs: 1\nseed: 3\nepochs: 2\n", "r.yaml"); });
   EXPECT_NE(msg.find("'epochs' is set twice (lines 1 and 3)"), std::string::npos) << msg;
   // Inside a list of sections, and in flow style.
   msg = test::config_error_of(

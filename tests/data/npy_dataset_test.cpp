@@ -3,15 +3,14 @@
 #include "unitrain/data/npy_dataset.h"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
-
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 
 #include "data_test_util.h"
 #include "test_util.h"

@@ -1,10 +1,11 @@
 #include "unitrain/checkpoint/checkpointer.h"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <future>
-#include <spdlog/spdlog.h>
 
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
@@ -83,7 +84,8 @@ void Checkpointer::wait() {
       std::rethrow_exception(failure);
     } catch (const std::exception& e) {
       throw TrainError(detail::concat("the background save of checkpoint step-", pending_step_,
-                                      " failed: ", error_text(e), " (older checkpoints are intact)"));
+                                      " failed: ", error_text(e),
+                                      " (older checkpoints are intact)"));
     }
   }
 }

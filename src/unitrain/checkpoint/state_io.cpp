@@ -55,8 +55,8 @@ NamedTensors load_tensor_dict(const std::vector<char>& bytes, const std::string&
                    "weights with torch.save(model.state_dict(), \"weights.pt\") in Python, or "
                    "from a unitrain run with `unitrain export run.yaml --format state_dict "
                    "--out weights.pt`");
-    throw TrainError(detail::concat(what, " is not a tensor file PyTorch can read: ",
-                                    error_text(e)));
+    throw TrainError(
+        detail::concat(what, " is not a tensor file PyTorch can read: ", error_text(e)));
   }
   UT_CHECK_TRAIN(value.isGenericDict(), what, " holds a ", value.tagKind(),
                  ", expected a dict of name -> tensor (a state_dict)");

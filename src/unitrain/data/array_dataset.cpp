@@ -1,11 +1,10 @@
 #include "unitrain/data/array_dataset.h"
 
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <numeric>
-
-#include <spdlog/spdlog.h>
 
 #include "unitrain/core/error.h"
 

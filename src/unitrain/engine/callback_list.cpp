@@ -1,15 +1,14 @@
 #include "unitrain/engine/callback_list.h"
 
 #include <cxxabi.h>
+#include <fmt/format.h>
 
 #include <cstdlib>
 #include <typeinfo>
 
-#include <fmt/format.h>
-
 #include "unitrain/core/error.h"
-#include "unitrain/log/console.h"
 #include "unitrain/core/error_text.h"
+#include "unitrain/log/console.h"
 
 namespace unitrain {
 

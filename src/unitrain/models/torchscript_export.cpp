@@ -9,8 +9,8 @@
 #include <mutex>
 
 #include "unitrain/core/error.h"
-#include "unitrain/models/model.h"
 #include "unitrain/core/error_text.h"
+#include "unitrain/models/model.h"
 
 namespace unitrain {
 namespace {
