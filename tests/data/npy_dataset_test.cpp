@@ -3,14 +3,11 @@
 #include "unitrain/data/npy_dataset.h"
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 
 #include "data_test_util.h"
 #include "test_util.h"
@@ -41,22 +38,6 @@ std::string bytes_of_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
-
-// Copies what spdlog's default logger writes into `out` while it lives.
-class LogCapture {
- public:
-  explicit LogCapture(std::ostringstream& out)
-      : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out)) {
-    spdlog::default_logger()->sinks().push_back(sink_);
-  }
-  ~LogCapture() {
-    auto& sinks = spdlog::default_logger()->sinks();
-    sinks.erase(std::find(sinks.begin(), sinks.end(), sink_));
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-};
 
 TEST(NpyDataset, EveryDtypeLittleAndBigEndian) {
   // Rows [0 1 2] [3 4 5] [6 7 8] [M 1 0], M the type's largest value (below 2^63): the
@@ -158,18 +139,14 @@ TEST(NpyDataset, DtypeConversionAndInfo) {
 np.save(d + 'x.npy', np.linspace(0, 1, 12).reshape(6, 2))
 np.save(d + 'y.npy', np.array([0, 2, 1, 4, 2, 0], dtype=np.uint8))
 )");
-  std::ostringstream log;
-  DatasetPtr kept;
-  {
-    LogCapture capture(log);
-    kept = load_npy(npy_arrays({{"x", dir + "/x.npy"}, {"y", dir + "/y.npy"}}));
-  }
+  testing::internal::CaptureStdout();  // the console log
+  DatasetPtr kept = load_npy(npy_arrays({{"x", dir + "/x.npy"}, {"y", dir + "/y.npy"}}));
+  const std::string log = testing::internal::GetCapturedStdout();
   // NumPy's default float is float64; models are float32: read as float32, said once.
   EXPECT_EQ(kept->get(0).at("x").scalar_type(), torch::kFloat32);
-  EXPECT_NE(log.str().find("x.npy' (key x) is float64; read as float32"), std::string::npos)
-      << log.str();
-  EXPECT_NE(log.str().find("set dtypes: {x: float64}"), std::string::npos) << log.str();
-  EXPECT_EQ(log.str().find("y.npy"), std::string::npos) << log.str();  // integer targets kept
+  EXPECT_NE(log.find("x.npy' (key x) is float64; read as float32"), std::string::npos) << log;
+  EXPECT_NE(log.find("set dtypes: {x: float64}"), std::string::npos) << log;
+  EXPECT_EQ(log.find("y.npy"), std::string::npos) << log;  // integer targets stay as they are
   EXPECT_EQ(kept->get(0).at("y").scalar_type(), torch::kUInt8);
   DatasetPtr wide = load_npy(npy_arrays({{"x", dir + "/x.npy"}}, {{"x", "float64"}}));
   EXPECT_EQ(wide->get_batch({1, 2}).at("x").scalar_type(), torch::kFloat64);
