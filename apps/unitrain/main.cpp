@@ -1,8 +1,7 @@
 // unitrain: the command line. Parses arguments and calls the library; nothing else.
-#include <CLI/CLI.hpp>
-
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +11,7 @@
 #include "unitrain/checkpoint/checkpoint_tools.h"
 #include "unitrain/core/cpu_budget.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
 #include "unitrain/core/memory.h"
 #include "unitrain/core/plugin.h"
 #include "unitrain/core/registry.h"
@@ -19,9 +19,9 @@
 #include "unitrain/engine/bash_completion.h"
 #include "unitrain/engine/builtins.h"
 #include "unitrain/engine/component_list.h"
-#include "unitrain/engine/train_from_config.h"
 #include "unitrain/engine/run_config.h"
 #include "unitrain/engine/starter_config.h"
+#include "unitrain/engine/train_from_config.h"
 #include "unitrain/launch/launcher.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"
@@ -31,6 +31,7 @@ namespace {
 
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
+constexpr size_t kNoLimit = std::string::npos;  // error_text: the whole message
 
 struct ConfigArgs {
   std::string file;
@@ -506,10 +507,10 @@ int main(int argc, char** argv) {
       std::cout << unitrain::bash_completion_script(completion_spec(app, choices, launch));
     }
   } catch (const unitrain::ConfigError& e) {
-    unitrain::log::error(e.what());
+    unitrain::log::error(unitrain::error_text(e, kNoLimit));
     return kExitUsage;
-  } catch (const std::exception& e) {
-    unitrain::log::error(e.what());
+  } catch (const std::exception& e) {  // a c10::Error here would print a C++ backtrace
+    unitrain::log::error(unitrain::error_text(e, kNoLimit));
     return kExitFailure;
   }
   return 0;

@@ -25,6 +25,25 @@ TEST(Config, BrokenYamlNamesTheLine) {
   EXPECT_NE(msg.find("broken YAML"), std::string::npos) << msg;
 }
 
+TEST(Config, DuplicateKeyNamesTheKeyAndBothLines) {
+  std::string msg = test::config_error_of([] {
+    Config::from_string("optimizer:\n  lr: 0.1\n  type: sgd\n  lr: 0.5\nepochs: 2\n", "run.yaml");
+  });
+  EXPECT_NE(msg.find("run.yaml:4"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'optimizer.lr'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("lines 2 and 4"), std::string::npos) << msg;
+  msg = test::config_error_of(
+      [] { Config::from_string("epochs: 1\nseed: 3\nepochs: 2\n", "r.yaml"); });
+  EXPECT_NE(msg.find("'epochs' is set twice (lines 1 and 3)"), std::string::npos) << msg;
+  // Inside a list of sections, and in flow style.
+  msg = test::config_error_of(
+      [] { Config::from_string("callbacks:\n  - {type: a, every: 1, every: 2}\n", "r.yaml"); });
+  EXPECT_NE(msg.find("'callbacks[0].every'"), std::string::npos) << msg;
+  // The same key in different sections is fine.
+  Config c = Config::from_string("a: {lr: 1}\nb: {lr: 2}\n");
+  EXPECT_EQ(c.at("b").get_int("lr"), 2);
+}
+
 TEST(Config, MissingAndEmptyFiles) {
   std::string dir = test::temp_dir();
   std::string msg = test::config_error_of([&] { Config::from_file(dir + "/nope.yaml"); });

@@ -93,6 +93,23 @@ TEST(CsvDataset, UnknownColumnListsColumns) {
   EXPECT_TRUE(contains(msg, "feature column 'gamma'")) << msg;
 }
 
+TEST(CsvDataset, HeaderlessMissingIndexSaysHowManyColumns) {
+  // Issue 26: target '31' once drew "did you mean '1'?", a different column that does exist.
+  std::string path = test::write_file(test::temp_dir() + "/t.csv", "1,2,0\n3,4,1\n");
+  CsvOptions o = options_for(path, "31");
+  o.header = false;
+  std::string msg = config_error_of([&] { load_csv(o); });
+  EXPECT_TRUE(contains(msg, "target column '31'")) << msg;
+  EXPECT_FALSE(contains(msg, "did you mean")) << msg;
+  EXPECT_TRUE(contains(msg, "3 columns: 0..2, or -1 for the last")) << msg;
+  EXPECT_TRUE(contains(msg, "header: false")) << msg;
+  // With a header, an index past the end also says how many columns there are.
+  std::string named = test::write_file(test::temp_dir() + "/n.csv", "a,b,label\n1,2,0\n");
+  msg = config_error_of([&] { load_csv(options_for(named, "7")); });
+  EXPECT_TRUE(contains(msg, "a, b, label")) << msg;
+  EXPECT_TRUE(contains(msg, "3 columns: 0..2")) << msg;
+}
+
 TEST(CsvDataset, MissingOrEmptyFileNamesThePath) {
   std::string dir = test::temp_dir();
   std::string msg = config_error_of([&] { load_csv(options_for(dir + "/nope.csv", "y")); });

@@ -61,12 +61,12 @@ TEST(NpyDataset, EveryDtypeLittleAndBigEndian) {
                                    {">i8", torch::kInt64, INT64_MAX},
                                    {"<u8", torch::kInt64, INT64_MAX},
                                    {">u8", torch::kInt64, INT64_MAX},
-                                   {"<f2", torch::kHalf, 1024},
-                                   {">f2", torch::kHalf, 1024},
+                                   {"<f2", torch::kFloat32, 1024},  // floats: float32
+                                   {">f2", torch::kFloat32, 1024},
                                    {"<f4", torch::kFloat32, 1 << 24},
                                    {">f4", torch::kFloat32, 1 << 24},
-                                   {"<f8", torch::kFloat64, int64_t{1} << 53},
-                                   {">f8", torch::kFloat64, int64_t{1} << 53}};
+                                   {"<f8", torch::kFloat32, int64_t{1} << 53},
+                                   {">f8", torch::kFloat32, int64_t{1} << 53}};
   const std::string dir = test::temp_dir();
   std::string script = "import numpy as np\n";
   for (size_t k = 0; k < cases.size(); ++k) {
@@ -113,7 +113,7 @@ assert np.load(d + 'f.npy', mmap_mode='r').flags.f_contiguous
   EXPECT_EQ(b.at("x").sizes(), (std::vector<int64_t>{3, 3, 4}));
   EXPECT_TRUE(torch::equal(b.at("x"), rows.to(torch::kFloat32)));
   EXPECT_TRUE(torch::equal(b.at("c"), rows.to(torch::kInt16)));
-  EXPECT_TRUE(torch::equal(b.at("y"), rows.select(2, 0).to(torch::kFloat64)));
+  EXPECT_TRUE(torch::equal(b.at("y"), rows.select(2, 0).to(torch::kFloat32)));
   EXPECT_FALSE(d->info().count("num_features"));  // x is 3-D
   EXPECT_FALSE(d->info().count("num_classes"));   // y is float
   EXPECT_TRUE(d->in_memory());  // small mapped files stay in the page cache: read inline
@@ -139,9 +139,18 @@ TEST(NpyDataset, DtypeConversionAndInfo) {
 np.save(d + 'x.npy', np.linspace(0, 1, 12).reshape(6, 2))
 np.save(d + 'y.npy', np.array([0, 2, 1, 4, 2, 0], dtype=np.uint8))
 )");
+  testing::internal::CaptureStdout();  // the console log
   DatasetPtr kept = load_npy(npy_arrays({{"x", dir + "/x.npy"}, {"y", dir + "/y.npy"}}));
-  EXPECT_EQ(kept->get(0).at("x").scalar_type(), torch::kFloat64);  // NumPy's default float
+  const std::string log = testing::internal::GetCapturedStdout();
+  // NumPy's default float is float64; models are float32: read as float32, said once.
+  EXPECT_EQ(kept->get(0).at("x").scalar_type(), torch::kFloat32);
+  EXPECT_NE(log.find("x.npy' (key x) is float64; read as float32"), std::string::npos) << log;
+  EXPECT_NE(log.find("set dtypes: {x: float64}"), std::string::npos) << log;
+  EXPECT_EQ(log.find("y.npy"), std::string::npos) << log;  // integer targets stay as they are
   EXPECT_EQ(kept->get(0).at("y").scalar_type(), torch::kUInt8);
+  DatasetPtr wide = load_npy(npy_arrays({{"x", dir + "/x.npy"}}, {{"x", "float64"}}));
+  EXPECT_EQ(wide->get_batch({1, 2}).at("x").scalar_type(), torch::kFloat64);
+  EXPECT_DOUBLE_EQ(wide->get(1).at("x")[0].item<double>(), 2.0 / 11);
   EXPECT_EQ(kept->info().at("num_features"), 2);
   EXPECT_EQ(kept->info().at("num_classes"), 5);
   DatasetPtr d = load_npy(npy_arrays({{"x", dir + "/x.npy"}, {"y", dir + "/y.npy"}},

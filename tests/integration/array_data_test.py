@@ -57,6 +57,20 @@ class ArrayData(common.Case):
         self.assertEqual(npz, csv)
         self.assertEqual(hdf5, csv)
 
+    def test_float64_features_train_as_float32_and_the_log_says_so(self):
+        import numpy as np
+        table = np.loadtxt(common.DIGITS, delimiter=",", dtype=np.int64)
+        path = os.path.join(self.dir, "f64.npz")
+        np.savez(path, x=table[:, :64].astype(np.float64), y=table[:, 64])  # numpy's default
+        config = self.config_with_train("f64", "{type: npz, args: {path: " + path + "}}")
+        run_dir = os.path.join(self.dir, "f64")
+        code, out = run(["train", config, "--run_dir", run_dir, "--train.max_length", "5 steps"],
+                        cwd=common.SOURCE)
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out.count("(key x) is float64; read as float32"), 1, out)
+        self.assertIn("set dtypes: {x: float64}", out)
+        self.assertNotIn("(key y)", out)  # integer targets stay as they are
+
     def test_a_missing_array_is_named(self):
         code, out = run(["train", self.config_with_train(
             "bad", "{type: npz, args: {path: " + os.path.join(self.dir, "digits.npz") +

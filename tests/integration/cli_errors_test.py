@@ -57,6 +57,16 @@ class CliErrors(common.Case):
         out = self.expect_usage_error(MLP_DIGITS.replace("[64, 32, 10]", "[64, 32, 3]")
                                       .replace("cross_entropy", "mse"), "mse", "[32, 3]", "[32]")
 
+    def test_init_from_a_torchscript_file_names_the_fix_without_a_backtrace(self):
+        import torch
+        script = os.path.join(self.dir, "net.pt")
+        torch.jit.script(torch.nn.Linear(64, 10)).save(script)
+        out = self.expect_usage_error(MLP_DIGITS, "model.init_from " + script,
+                                      "is a TorchScript module", "--format state_dict",
+                                      extra=["--model.init_from", script])
+        self.assertNotIn("frame #", out)
+        self.assertNotIn("Exception raised from", out)
+
     def test_dataset_smaller_than_one_batch_with_drop_last(self):
         csv = write(os.path.join(self.dir, "tiny.csv"), "a,label\n1,0\n2,1\n")
         self.expect_usage_error(MLP_DIGITS.replace(common.DIGITS, csv)

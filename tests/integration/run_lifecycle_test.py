@@ -57,7 +57,9 @@ class RunLifecycle(common.Case):
 
         out = self.train()  # the same command: complete, nothing trained, exit 0
         self.assertIn("training already complete", out)
-        self.assertIn("--name", out)
+        # run_dir is given, so --name would not change the folder: the advice is --run_dir.
+        self.assertIn("--run_dir <new-folder>", out)
+        self.assertNotIn("--name <new-name>", out)
         self.assertEqual(read_jsonl(os.path.join(self.run_dir, "metrics.jsonl")), events)
         self.assertEqual(step_folders(self.run_dir), folders)
         # The summary still describes the run, read from its checkpoint.
@@ -71,7 +73,8 @@ class RunLifecycle(common.Case):
         # Changed settings of a finished run would train nothing: refused, naming the key and the way out.
         out = self.train("--optimizer.lr", "1e-3", expect=2)
         self.assertRegex(out, r"optimizer\.lr: [0-9.e-]+ -> 1e-3")
-        self.assertIn("--name", out)
+        self.assertIn("--run_dir <new-folder>", out)
+        self.assertNotIn("--name <new-name>", out)
         self.assertIn("--checkpoint.resume none", out)
         self.assertEqual(read_jsonl(os.path.join(self.run_dir, "metrics.jsonl")), events)
         self.assertEqual(step_folders(self.run_dir), folders)
@@ -80,6 +83,31 @@ class RunLifecycle(common.Case):
         out = self.train("--train.max_length", "4 epochs")
         self.assertIn("resumed from", out)
         self.assertEqual(summary(self.run_dir)["epoch"], 4)
+
+    def test_the_new_run_advice_follows_how_run_dir_is_set(self):
+        # run_dir left at its default runs/${name}: --name moves the run to a new folder.
+        one_epoch = ["train", self.cfg, "--train.max_length", "1 epoch"]
+        for _ in range(2):
+            code, out = run(one_epoch, cwd=self.dir)
+            self.assertEqual(code, 0, out)
+        self.assertIn("training already complete", out)
+        self.assertIn("--name <new-name> (its run_dir becomes runs/<new-name>)", out)
+        code, out = run(one_epoch + ["--optimizer.lr", "1e-3"], cwd=self.dir)
+        self.assertEqual(code, 2, out)
+        self.assertIn("--name <new-name>", out)
+        code, out = run(one_epoch + ["--optimizer.lr", "1e-3", "--name", "other"], cwd=self.dir)
+        self.assertEqual(code, 0, out)
+        self.assertTrue(os.path.isdir(os.path.join(self.dir, "runs", "other", "checkpoints")))
+
+        # run_dir set in the YAML: --name does not move it, so the advice is --run_dir.
+        explicit = write(os.path.join(self.dir, "explicit.yaml"),
+                         CONFIG + "run_dir: %s\n" % os.path.join(self.dir, "fixed"))
+        for _ in range(2):
+            code, out = run(["train", explicit, "--train.max_length", "1 epoch"], cwd=self.dir)
+            self.assertEqual(code, 0, out)
+        self.assertIn("training already complete", out)
+        self.assertIn("--run_dir <new-folder>", out)
+        self.assertNotIn("--name <new-name>", out)
 
     def test_an_early_stopped_run_is_complete(self):
         args = ["--early_stopping.metric", "val/loss", "--early_stopping.mode", "max",

@@ -1,12 +1,14 @@
 #include "unitrain/checkpoint/checkpointer.h"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <future>
-#include <spdlog/spdlog.h>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
 
 namespace unitrain {
 namespace {
@@ -35,7 +37,7 @@ Checkpointer::~Checkpointer() {
     try {
       std::rethrow_exception(failure_);
     } catch (const std::exception& e) {
-      spdlog::error("a background checkpoint save failed: {}", e.what());
+      spdlog::error("a background checkpoint save failed: {}", error_text(e));
     }
   }
 }
@@ -82,7 +84,8 @@ void Checkpointer::wait() {
       std::rethrow_exception(failure);
     } catch (const std::exception& e) {
       throw TrainError(detail::concat("the background save of checkpoint step-", pending_step_,
-                                      " failed: ", e.what(), " (older checkpoints are intact)"));
+                                      " failed: ", error_text(e),
+                                      " (older checkpoints are intact)"));
     }
   }
 }

@@ -6,6 +6,7 @@
 
 #include "unitrain/checkpoint/torch_file.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
 #include "unitrain/core/optimizer_state_serializer.h"
 
 namespace unitrain {
@@ -310,8 +311,8 @@ ReadDict merged_optimizer_dict(const std::vector<OptimizerFile>& files) {
     try {
       value = torch::pickle_load(f.bytes);
     } catch (const std::exception& e) {
-      throw TrainError(detail::concat(f.what, " is not an optimizer state file: ",
-                                      std::string(e.what()).substr(0, 200)));
+      throw TrainError(
+          detail::concat(f.what, " is not an optimizer state file: ", error_text(e, 200)));
     }
     UT_CHECK_TRAIN(value.isGenericDict(), f.what, " is not an optimizer state file");
     const ReadDict d = value.toGenericDict();
@@ -368,8 +369,7 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer,
   } catch (const TrainError&) {
     throw;
   } catch (const std::exception& e) {
-    throw TrainError(detail::concat(what, " do not fit this optimizer: ",
-                                    std::string(e.what()).substr(0, 300)));
+    throw TrainError(detail::concat(what, " do not fit this optimizer: ", error_text(e)));
   }
 }
 
@@ -396,9 +396,10 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::vector<
   } catch (const TrainError&) {
     throw;
   } catch (const std::exception& e) {
-    throw TrainError(detail::concat(what, " does not fit this optimizer (was it saved by another "
-                                          "optimizer type or model?): ",
-                                    std::string(e.what()).substr(0, 300)));
+    throw TrainError(detail::concat(what,
+                                    " does not fit this optimizer (was it saved by another "
+                                    "optimizer type or model?): ",
+                                    error_text(e)));
   }
 }
 

@@ -5,9 +5,11 @@
 
 #include <map>
 #include <sstream>
+#include <string_view>
 
 #include "unitrain/checkpoint/torch_file.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
 
 namespace unitrain {
 namespace {
@@ -23,6 +25,12 @@ std::string shape_of(const torch::Tensor& t) {
   std::ostringstream s;
   s << t.sizes() << " " << t.dtype();
   return s.str();
+}
+
+// torch.jit.save writes a zip holding constants.pkl and code/; a state_dict file has neither.
+bool is_torchscript_archive(const std::vector<char>& bytes) {
+  const std::string_view text(bytes.data(), bytes.size());
+  return text.rfind("PK", 0) == 0 && text.find("/constants.pkl") != std::string_view::npos;
 }
 
 }  // namespace
@@ -42,8 +50,13 @@ NamedTensors load_tensor_dict(const std::vector<char>& bytes, const std::string&
   try {
     value = torch::pickle_load(bytes);
   } catch (const std::exception& e) {
-    throw TrainError(detail::concat(what, " is not a tensor file PyTorch can read: ",
-                                    std::string(e.what()).substr(0, 300)));
+    UT_CHECK_TRAIN(!is_torchscript_archive(bytes), what,
+                   " is a TorchScript module (torch.jit.save), not a state_dict; save the "
+                   "weights with torch.save(model.state_dict(), \"weights.pt\") in Python, or "
+                   "from a unitrain run with `unitrain export run.yaml --format state_dict "
+                   "--out weights.pt`");
+    throw TrainError(
+        detail::concat(what, " is not a tensor file PyTorch can read: ", error_text(e)));
   }
   UT_CHECK_TRAIN(value.isGenericDict(), what, " holds a ", value.tagKind(),
                  ", expected a dict of name -> tensor (a state_dict)");

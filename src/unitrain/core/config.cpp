@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "unitrain/core/error.h"
@@ -53,6 +54,30 @@ std::vector<T> convert_list(const YAML::Node& node, const std::string& key, cons
   return out;
 }
 
+// YAML allows a key only once per map, but yaml-cpp keeps the duplicates and a lookup sees only
+// one of them: a silent override a user never meant. Refuse it, naming the key and both lines.
+void check_unique_keys(const YAML::Node& node, const std::string& path, const std::string& source) {
+  if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      check_unique_keys(node[i], path + "[" + std::to_string(i) + "]", source);
+    }
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, int> first_line;
+  for (const auto& kv : node) {
+    const int line = kv.first.Mark().line + 1;
+    if (kv.first.IsScalar()) {
+      const std::string& key = kv.first.Scalar();
+      const std::string key_path = path.empty() ? key : path + "." + key;
+      auto [it, inserted] = first_line.emplace(key, line);
+      UT_CHECK(inserted, source, ":", line, ": key '", key_path, "' is set twice (lines ",
+               it->second, " and ", line, "); keep one of them");
+      check_unique_keys(kv.second, key_path, source);
+    }
+  }
+}
+
 }  // namespace
 
 Config::Config() : node_(YAML::NodeType::Map) {}
@@ -70,6 +95,7 @@ Config Config::from_string(const std::string& text, const std::string& source) {
   UT_CHECK(root.IsDefined() && !root.IsNull(), source, ": the config is empty");
   UT_CHECK(root.IsMap(), source, ": the config must be a map of keys (like 'model: ...'), got ",
            describe(root));
+  check_unique_keys(root, "", source);
   return Config(root, "");
 }
 

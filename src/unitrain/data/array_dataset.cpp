@@ -1,5 +1,6 @@
 #include "unitrain/data/array_dataset.h"
 
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -17,6 +18,13 @@ const std::vector<std::pair<std::string, torch::ScalarType>>& dtype_names() {
       {"float16", torch::kHalf},   {"bfloat16", torch::kBFloat16}, {"float32", torch::kFloat32},
       {"float64", torch::kFloat64}};
   return names;
+}
+
+std::string dtype_name(torch::ScalarType t) {
+  for (const auto& [text, type] : dtype_names()) {
+    if (type == t) return text;
+  }
+  return c10::toString(t);
 }
 
 bool is_integer(torch::ScalarType t) { return c10::isIntegralType(t, /*includeBool=*/false); }
@@ -74,6 +82,7 @@ ArrayDataset::ArrayDataset(std::string kind, ArrayColumns columns, const NamedSt
     }
     it->dtype = array_dtype_named(name, kind_ + ": dtypes." + key);
   }
+  read_floats_as_float32(dtypes);
   for (const Key& k : keys_) {
     if (k.name == "x" && k.column->shape().size() == 2) {
       info_["num_features"] = k.column->shape()[1];
@@ -82,6 +91,20 @@ ArrayDataset::ArrayDataset(std::string kind, ArrayColumns columns, const NamedSt
       const std::optional<int64_t> largest = largest_value(k);
       if (largest) info_["num_classes"] = *largest + 1;
     }
+  }
+}
+
+void ArrayDataset::read_floats_as_float32(const NamedStrings& dtypes) {
+  for (Key& k : keys_) {
+    const bool named = std::any_of(dtypes.begin(), dtypes.end(),
+                                   [&](const auto& entry) { return entry.first == k.name; });
+    if (named || !c10::isFloatingType(k.dtype) || k.dtype == torch::kFloat32) continue;
+    spdlog::info(
+        "{}: {} (key {}) is {}; read as float32, the dtype of the model's weights (to keep {}, "
+        "set dtypes: {{{}: {}}})",
+        kind_, k.column->name(), k.name, dtype_name(k.dtype), dtype_name(k.dtype), k.name,
+        dtype_name(k.dtype));
+    k.dtype = torch::kFloat32;
   }
 }
 

@@ -43,7 +43,8 @@ class ArrayColumn {
 using ArrayColumns = std::vector<std::pair<std::string, std::shared_ptr<const ArrayColumn>>>;
 
 /// Examples made of one row of each named array: key `k` of example i is row i of array k,
-/// converted to the dtype `dtypes` gives for `k` (else kept). get_batch reads only the
+/// converted to the dtype `dtypes` gives for `k`, else kept, except that a floating-point array
+/// other than float32 is read as float32 (logged once, naming the array). get_batch reads only the
 /// requested rows. info: `num_features` when `x` is 2-D ([N, F]); `num_classes` when `y` is of
 /// an integer type (its largest value + 1, from one pass over `y` when built). ConfigError,
 /// prefixed with `kind`, when there are no arrays, an array is 0-d or holds no rows, two arrays
@@ -65,6 +66,9 @@ class ArrayDataset : public Dataset {
     std::shared_ptr<const ArrayColumn> column;
     torch::ScalarType dtype;  ///< what the batch holds
   };
+  /// Floating-point arrays (float64, float16, bfloat16) that `dtypes` does not name are read
+  /// as float32, the dtype of a model's weights, and said once in the log with how to keep them.
+  void read_floats_as_float32(const NamedStrings& dtypes);
   /// The largest value of `key`'s array, read in slices of rows; none when it has no elements.
   std::optional<int64_t> largest_value(const Key& key) const;
   std::string kind_;
@@ -103,7 +107,8 @@ void declare_array_dtypes(Options<T>& o) {
       .help(
           "dtype to convert each batch key's array to, e.g. {x: float32, y: int64} (bool, "
           "uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64); a key not "
-          "named keeps its array's type (uint16 read as int32, uint32 and uint64 as int64)");
+          "named keeps its array's type (uint16 read as int32, uint32 and uint64 as int64), "
+          "except float64, float16 and bfloat16, read as float32 (the log says so)");
   o.check([](T& out, const Config& c) {
     for (const auto& [key, name] : out.dtypes) array_dtype_named(name, c.key_path("dtypes." + key));
   });

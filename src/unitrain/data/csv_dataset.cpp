@@ -51,8 +51,10 @@ std::string join_columns(const std::vector<std::string>& items) {
   return out;
 }
 
-// The index of column `spec` (a name, else an integer index, negative from the end).
-size_t find_column(const std::string& spec, const std::vector<std::string>& names,
+// The index of column `spec` (a name, else an integer index, negative from the end). Without a
+// header the names are the indexes themselves, so a miss says how many columns there are instead
+// of suggesting a near-looking index ('1' for '31') that is a different column.
+size_t find_column(const std::string& spec, const std::vector<std::string>& names, bool header,
                    const std::string& what, const std::string& path) {
   for (size_t i = 0; i < names.size(); ++i) {
     if (names[i] == spec) return i;
@@ -63,11 +65,18 @@ size_t find_column(const std::string& spec, const std::vector<std::string>& name
   if (ec == std::errc() && end == spec.data() + spec.size() && index >= -n && index < n) {
     return static_cast<size_t>(index < 0 ? index + n : index);
   }
+  const std::string range = detail::concat(n, " columns: 0..", n - 1, ", or -1 for the last");
+  if (!header) {
+    throw ConfigError(detail::concat("csv: ", what, " column '", spec, "' is not in '", path,
+                                     "'; it has no header (header: false), so columns are named "
+                                     "by index and it has ",
+                                     range));
+  }
   std::string hint = closest_match(spec, names);
   throw ConfigError(detail::concat("csv: ", what, " column '", spec, "' is not in '", path, "'",
                                    hint.empty() ? "" : " (did you mean '" + hint + "'?)",
                                    "; its columns are: ", join_columns(names),
-                                   " (or use an index, -1 for the last)"));
+                                   " (or use an index; it has ", range, ")"));
 }
 
 struct Line {
@@ -138,10 +147,10 @@ DatasetPtr load_csv(const CsvOptions& o) {
   }
   UT_CHECK(lines.size() > first_row, "csv: '", o.path, "' has a header but no data rows");
 
-  const size_t target = find_column(o.target, names, "target", o.path);
+  const size_t target = find_column(o.target, names, o.header, "target", o.path);
   std::vector<size_t> features;
   for (const auto& f : o.features) {
-    size_t c = find_column(f, names, "feature", o.path);
+    size_t c = find_column(f, names, o.header, "feature", o.path);
     UT_CHECK(c != target, "csv: feature column '", f, "' is the target column '", names[c],
              "' of '", o.path, "'");
     features.push_back(c);

@@ -1,13 +1,13 @@
 #include "unitrain/engine/callback_list.h"
 
 #include <cxxabi.h>
+#include <fmt/format.h>
 
 #include <cstdlib>
 #include <typeinfo>
 
-#include <fmt/format.h>
-
 #include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
 #include "unitrain/log/console.h"
 
 namespace unitrain {
@@ -43,7 +43,7 @@ void CallbackList::rethrow_named(const Callback& c, const char* hook) {
   } catch (const ConfigError& e) {
     throw ConfigError(where + e.what());
   } catch (const std::exception& e) {
-    throw TrainError(where + e.what());
+    throw TrainError(where + error_text(e));
   } catch (...) {
     throw TrainError(where + "an exception that is not a std::exception");
   }
@@ -55,7 +55,7 @@ void CallbackList::on_exception(const std::exception& error) noexcept {
     try {
       c->on_exception(trainer_, error);
     } catch (const std::exception& e) {
-      log::warn("callback '" + c->name() + "' failed in on_exception (ignored): " + e.what());
+      log::warn("callback '" + c->name() + "' failed in on_exception (ignored): " + error_text(e));
     } catch (...) {
       log::warn("callback '" + c->name() + "' failed in on_exception (ignored)");
     }

@@ -71,8 +71,8 @@ std::vector<ConfigChange> check_resume_config(const Config& saved, const Config&
     if (rule.on == OnResume::Fixed) {
       throw ConfigError(fmt::format(
           "cannot resume from {}: {} changed from '{}' to '{}', but {}; restore it, or start a "
-          "new run with --name <new-name> (or --checkpoint.resume none to start over here)",
-          dir, c.key, c.was, c.now, rule.why));
+          "new run with {} (or --checkpoint.resume none to start over here)",
+          dir, c.key, c.was, c.now, rule.why, new_run_option(current)));
     }
   }
   return all;

@@ -140,6 +140,15 @@ Config load_run_config(const std::vector<std::string>& files, const Overrides& o
   return resolve_run_config(merged);
 }
 
+std::string new_run_option(const Config& resolved) {
+  const std::string name = resolved.get_string("name");
+  if (resolved.get_string("run_dir") == "runs/" + name) {
+    return "--name <new-name> (its run_dir becomes runs/<new-name>)";
+  }
+  return "--run_dir <new-folder> (run_dir is set to " + resolved.get_string("run_dir") +
+         ", so --name does not change the folder)";
+}
+
 std::string config_reference_markdown() {
   register_builtins();
   std::string md =

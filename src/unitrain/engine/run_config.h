@@ -27,6 +27,11 @@ Config load_run_config(const std::vector<std::string>& files, const Overrides& o
 /// interpolation. Idempotent.
 Config resolve_run_config(const Config& raw);
 
+/// The option that starts a new run in a fresh folder, for advice in messages about the run in
+/// `resolved`'s run_dir: `--name <new-name>` when run_dir is runs/<name> (the default
+/// `runs/${name}`), else `--run_dir <new-folder>`, since --name does not move an explicit run_dir.
+std::string new_run_option(const Config& resolved);
+
 /// docs/config.md: every key of the root schema and every registered component's args.
 std::string config_reference_markdown();
 

@@ -156,9 +156,10 @@ void Trainer::check_resume_point(const ResumePoint& resume) const {
   }
   UT_CHECK(changed.empty(), run_dir(), " holds a finished run (",
            finished_how(resume.state, options().max_length), ") trained with other settings (",
-           fmt::format("{}", fmt::join(changed, "; ")), "), so nothing would be trained. To "
-           "train with the new settings start a new run: add --name <new-name> (its run_dir "
-           "becomes runs/<new-name>), or --checkpoint.resume none to start over in ", run_dir(),
+           fmt::format("{}", fmt::join(changed, "; ")),
+           "), so nothing would be trained. To "
+           "train with the new settings start a new run: add ",
+           new_run_option(config_), ", or --checkpoint.resume none to start over in ", run_dir(),
            " (the finished run's files move to ", run_dir(), "/history/)");
 }
 
@@ -174,9 +175,10 @@ void Trainer::check_monitored_metrics(bool has_val) const {
 }
 
 void Trainer::report_finished_run() const {
-  log::info(fmt::format("training already complete ({}): nothing to train. To train again, start a "
-                        "new run with --name <new-name> or --checkpoint.resume none",
-                        finished_how(state_, options().max_length)));
+  log::info(
+      fmt::format("training already complete ({}): nothing to train. To train again, start a "
+                  "new run with {} or --checkpoint.resume none",
+                  finished_how(state_, options().max_length), new_run_option(config_)));
 }
 
 void Trainer::write_summary(const Loop& loop) const {

@@ -1,11 +1,11 @@
 // Saving and restoring the Trainer's loop: what a checkpoint holds and how a run resumes.
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -13,11 +13,12 @@
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
-#include "unitrain/parallel/process_group.h"
-#include "unitrain/parallel/reduce_metrics.h"
+#include "unitrain/core/error_text.h"
 #include "unitrain/engine/stop_signal.h"
 #include "unitrain/engine/trainer_loop.h"
 #include "unitrain/log/console.h"
+#include "unitrain/parallel/process_group.h"
+#include "unitrain/parallel/reduce_metrics.h"
 
 namespace unitrain {
 namespace {
@@ -97,7 +98,7 @@ std::vector<CheckpointFile> write_optimizer_partitions(ProcessGroup& group,
       write_synced(path, image);
       mine = fmt::format("{}\n{}\n{}", image.size(), crc32_of(image), path);
     } catch (const std::exception& e) {
-      mine = std::string("!") + e.what();
+      mine = "!" + error_text(e);
     }
   }
   const std::vector<std::string> all = group.all_gather(mine);

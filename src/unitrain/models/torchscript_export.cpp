@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
 #include "unitrain/models/model.h"
 
 namespace unitrain {
@@ -184,7 +185,7 @@ void save_torchscript(const Model& model, const std::string& path,
   } catch (const std::exception& e) {
     std::error_code ignored;
     std::filesystem::remove(tmp, ignored);
-    throw TrainError(fmt::format("cannot write the TorchScript file {}: {}", path, e.what()));
+    throw TrainError(fmt::format("cannot write the TorchScript file {}: {}", path, error_text(e)));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
 
 namespace unitrain {
 namespace {
@@ -269,7 +270,7 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
       b.work.reset();
       throw TrainError(detail::concat("rank ", group_->rank(), ": the gradient all-reduce across ",
                                       group_->world_size(), " processes failed (a rank stopped or ",
-                                      "is unreachable): ", std::string(e.what()).substr(0, 300)));
+                                      "is unreachable): ", error_text(e)));
     }
     b.work.reset();
     if (b.owner >= 0 && b.owner != group_->rank()) {  // another rank's: nothing kept here
@@ -305,7 +306,7 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
       throw TrainError(detail::concat("rank ", group_->rank(),
                                       ": the step's decision all-reduce "
                                       "failed (a rank stopped or is unreachable): ",
-                                      std::string(e.what()).substr(0, 300)));
+                                      error_text(e)));
     }
     std::copy(decision_.data_ptr<float>(), decision_.data_ptr<float>() + kFlagSlots,
               agreed_.begin());
