@@ -38,7 +38,11 @@ TEST(RunDirLock, ASecondHolderIsRefusedNamingTheFirst) {
                               held["host"].get<std::string>() + " since " +
                               held["since"].get<std::string>() + " (this process)"))
       << m;
-  EXPECT_TRUE(contains(m, "use another --name, or stop that run")) << m;
+  EXPECT_TRUE(contains(m, "; start another run with --name <new-name>, or stop that run")) << m;
+  const std::string other = test::error_of<ConfigError>(
+      [&] { RunDirLock::acquire(run_dir, "--run_dir <new-folder>"); });
+  EXPECT_TRUE(contains(other, "; start another run with --run_dir <new-folder>, or stop that run"))
+      << other;
 
   lock.reset();  // released: the next run takes it, and the file says who now holds it
   auto again = RunDirLock::acquire(run_dir);

@@ -69,7 +69,9 @@ class RunDirLock(common.Case):
             self.assertLess(time.time() - t0, 30, out)
             self.assertIn(f"run folder {run_dir} is in use by pid {first.pid} on host ", out)
             self.assertIn(" since 20", out)
-            self.assertIn("use another --name, or stop that run", out)
+            # run_dir is set in the YAML: --name would not change the folder, --run_dir does.
+            self.assertIn("; start another run with --run_dir <new-folder> (run_dir is set to "
+                          f"{run_dir}, so --name does not change the folder), or stop that run", out)
             self.assertNotIn("removed", out)  # it cleaned nothing
             self.assertFalse(os.path.exists(os.path.join(run_dir, "history")))
             with open(os.path.join(run_dir, "train.log")) as f:

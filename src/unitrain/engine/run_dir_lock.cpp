@@ -78,7 +78,8 @@ std::string RunDirLock::path_of(const std::string& run_dir) {
   return (std::filesystem::path(run_dir) / ".lock").string();
 }
 
-std::unique_ptr<RunDirLock> RunDirLock::acquire(const std::string& run_dir) {
+std::unique_ptr<RunDirLock> RunDirLock::acquire(const std::string& run_dir,
+                                                 const std::string& new_run) {
   std::error_code ec;
   std::filesystem::create_directories(run_dir, ec);
   UT_CHECK(!ec && std::filesystem::is_directory(run_dir), "cannot create run_dir '", run_dir,
@@ -93,7 +94,7 @@ std::unique_ptr<RunDirLock> RunDirLock::acquire(const std::string& run_dir) {
     ::close(fd);
     UT_CHECK(err != EWOULDBLOCK, "run folder ", run_dir, " is in use by ",
              h ? h->describe() : std::string("another process (starting up)"),
-             "; use another --name, or stop that run");
+             "; start another run with ", new_run, ", or stop that run");
     throw ConfigError(detail::concat("cannot lock run_dir '", run_dir, "' (", path,
                                      "): ", std::strerror(err),
                                      "; the file system must support flock, or set run_dir to "

@@ -25,10 +25,12 @@ struct RunDirHolder {
 class RunDirLock {
  public:
   /// Creates `run_dir` when missing and takes its lock. ConfigError when another process (or
-  /// another RunDirLock of this process) holds it, naming the holder:
-  /// "run folder X is in use by pid N on host H since T; use another --name, or stop that
-  /// run"; ConfigError naming the folder when it cannot be created or locked.
-  static std::unique_ptr<RunDirLock> acquire(const std::string& run_dir);
+  /// another RunDirLock of this process) holds it, naming the holder and what to do:
+  /// "run folder X is in use by pid N on host H since T; start another run with <new_run>, or
+  /// stop that run" (`new_run`: how this run's folder changes, e.g. "--name <new-name>");
+  /// ConfigError naming the folder when it cannot be created or locked.
+  static std::unique_ptr<RunDirLock> acquire(const std::string& run_dir,
+                                             const std::string& new_run = "--name <new-name>");
   /// The lock file of `run_dir`.
   static std::string path_of(const std::string& run_dir);
 

@@ -280,7 +280,9 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   // run folder, the parts. The process that writes the run folder (rank 0) holds its lock
   // before it reads anything there: a second run on the folder stops here.
   const DistEnv env = read_dist_env();
-  if (env.rank == 0 && !run_dir_lock_) run_dir_lock_ = RunDirLock::acquire(run_dir());
+  if (env.rank == 0 && !run_dir_lock_) {
+    run_dir_lock_ = RunDirLock::acquire(run_dir(), new_run_option(config_));
+  }
   auto threads = std::make_unique<ThreadGovernor>(options().threads, env.local_world_size);
   const CheckpointOptions& ckpt = settings_->checkpoint;
   ResumePoint resume;
