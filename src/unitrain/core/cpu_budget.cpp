@@ -23,39 +23,50 @@ std::optional<std::string> first_line_of(const std::string& path) {
   return line;
 }
 
-/// cgroup v2's cpu.max at `dir` and above: the smallest quota, in CPUs.
-std::optional<double> quota_v2(fs::path dir, const fs::path& root) {
+/// The smallest quota (in CPUs) that `read(dir)` finds at `dir` or any folder above it up to
+/// `root`: a limit set on an ancestor group holds for the groups under it.
+template <typename ReadQuota>
+std::optional<double> smallest_quota_up(fs::path dir, const fs::path& root, ReadQuota read) {
   std::optional<double> out;
   for (;;) {
-    if (auto line = first_line_of((dir / "cpu.max").string())) {
-      std::istringstream in(*line);
-      std::string quota;
-      double period = 0;
-      if (in >> quota >> period && quota != "max" && period > 0) {
-        const double cpus = std::atof(quota.c_str()) / period;
-        if (cpus > 0 && (!out || cpus < *out)) out = cpus;
-      }
-    }
+    if (const std::optional<double> q = read(dir); q && *q > 0 && (!out || *q < *out)) out = q;
     if (dir == root || !dir.has_parent_path() || dir.parent_path() == dir) break;
     dir = dir.parent_path();
   }
   return out;
 }
 
-/// cgroup v1's cpu.cfs_quota_us / cpu.cfs_period_us at `dir` and above.
-std::optional<double> quota_v1(fs::path dir, const fs::path& root) {
-  std::optional<double> out;
-  for (;;) {
-    const auto quota = first_line_of((dir / "cpu.cfs_quota_us").string());
-    const auto period = first_line_of((dir / "cpu.cfs_period_us").string());
-    if (quota && period) {
-      const double q = std::atof(quota->c_str()), p = std::atof(period->c_str());
-      if (q > 0 && p > 0 && (!out || q / p < *out)) out = q / p;
-    }
-    if (dir == root || !dir.has_parent_path() || dir.parent_path() == dir) break;
-    dir = dir.parent_path();
-  }
-  return out;
+/// cgroup v2's cpu.max ("<quota> <period>" or "max <period>") of one folder.
+std::optional<double> quota_v2(const fs::path& dir) {
+  const auto line = first_line_of((dir / "cpu.max").string());
+  if (!line) return std::nullopt;
+  std::istringstream in(*line);
+  std::string quota;
+  double period = 0;
+  if (!(in >> quota >> period) || quota == "max" || period <= 0) return std::nullopt;
+  return std::atof(quota.c_str()) / period;
+}
+
+/// cgroup v1's cpu.cfs_quota_us / cpu.cfs_period_us of one folder (-1: none).
+std::optional<double> quota_v1(const fs::path& dir) {
+  const auto quota = first_line_of((dir / "cpu.cfs_quota_us").string());
+  const auto period = first_line_of((dir / "cpu.cfs_period_us").string());
+  if (!quota || !period) return std::nullopt;
+  const double q = std::atof(quota->c_str()), p = std::atof(period->c_str());
+  if (q <= 0 || p <= 0) return std::nullopt;
+  return q / p;
+}
+
+/// The fields of /proc/<pid>/stat after "pid (comm)": [0] is field 3 (state), [1] the parent
+/// pid, [11] utime, [12] stime. Empty when the process is gone.
+std::vector<std::string> stat_fields(const std::string& pid) {
+  std::vector<std::string> fields;
+  const auto line = first_line_of("/proc/" + pid + "/stat");
+  const size_t close = line ? line->rfind(')') : std::string::npos;
+  if (close == std::string::npos) return fields;
+  std::istringstream in(line->substr(close + 2));
+  for (std::string f; in >> f;) fields.push_back(f);
+  return fields;
 }
 
 std::vector<int> affinity_cpus() {
@@ -72,18 +83,9 @@ std::vector<int> affinity_cpus() {
 
 /// Seconds of CPU time process `pid` used (utime + stime), or 0 when it is gone.
 double process_seconds(int pid) {
-  const auto line = first_line_of("/proc/" + std::to_string(pid) + "/stat");
-  if (!line) return 0;
-  const size_t close = line->rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream in(line->substr(close + 2));
-  std::string field;
-  double utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && in >> field; ++i) {  // fields 3.. after "pid (comm)"
-    if (i == 14) utime = std::atof(field.c_str());
-    if (i == 15) stime = std::atof(field.c_str());
-  }
-  return (utime + stime) / double(::sysconf(_SC_CLK_TCK));
+  const std::vector<std::string> f = stat_fields(std::to_string(pid));
+  if (f.size() < 13) return 0;
+  return (std::atof(f[11].c_str()) + std::atof(f[12].c_str())) / double(::sysconf(_SC_CLK_TCK));
 }
 
 }  // namespace
@@ -109,7 +111,7 @@ CpuLimits read_cpu_limits(const std::string& cgroup_root, const std::string& pro
     std::optional<double> q;
     if (controllers.empty()) {  // cgroup v2
       for (const fs::path& mount : {root, root / "unified"}) {
-        if (auto v = quota_v2(mount / rel, mount); v && (!q || *v < *q)) q = v;
+        if (auto v = smallest_quota_up(mount / rel, mount, quota_v2); v && (!q || *v < *q)) q = v;
       }
     } else {
       std::istringstream names(controllers);
@@ -119,7 +121,7 @@ CpuLimits read_cpu_limits(const std::string& cgroup_root, const std::string& pro
       for (const std::string& mount : {controllers, std::string("cpu"), std::string("cpu,cpuacct")}) {
         std::error_code ec;
         if (fs::is_directory(root / mount, ec)) {
-          q = quota_v1(root / mount / rel, root / mount);
+          q = smallest_quota_up(root / mount / rel, root / mount, quota_v1);
           break;
         }
       }
@@ -178,16 +180,9 @@ std::vector<int> sibling_workers() {
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
     const int pid = std::atoi(name.c_str());
     if (pid == self) continue;
-    const auto line = first_line_of("/proc/" + name + "/stat");
-    if (!line) continue;
-    const size_t close = line->rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream in(line->substr(close + 2));
-    std::string state;
-    int ppid = 0;
-    in >> state >> ppid;
+    const std::vector<std::string> f = stat_fields(name);
     std::error_code exe_ec;
-    if (ppid == parent && fs::read_symlink("/proc/" + name + "/exe", exe_ec) == exe) {
+    if (f.size() > 1 && std::atoi(f[1].c_str()) == parent && fs::read_symlink("/proc/" + name + "/exe", exe_ec) == exe) {
       out.push_back(pid);
     }
   }
