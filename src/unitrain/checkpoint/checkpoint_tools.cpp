@@ -8,32 +8,27 @@
 #include <sstream>
 #include <vector>
 
+#include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/checkpoint/safetensors.h"
 #include "unitrain/checkpoint/state_io.h"
+#include "unitrain/checkpoint/trainer_state_file.h"
 #include "unitrain/core/error.h"
 
 namespace unitrain {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char* kPartitionPrefix = "optimizer-rank-";
+namespace files = checkpoint_files;
 
-bool is_partition(const std::string& name) { return name.rfind(kPartitionPrefix, 0) == 0; }
+bool is_partition(const std::string& name) { return name.rfind(files::kPartitionPrefix, 0) == 0; }
 
 std::string human_size(uint64_t bytes) {
   if (bytes < 1024) return fmt::format("{} B", bytes);
   if (bytes < 1024 * 1024) return fmt::format("{:.1f} KB", bytes / 1024.0);
   if (bytes < 1024ull * 1024 * 1024) return fmt::format("{:.1f} MB", bytes / 1048576.0);
   return fmt::format("{:.2f} GB", bytes / 1073741824.0);
-}
-
-nlohmann::ordered_json read_state(const std::string& dir) {
-  const std::vector<char> bytes = CheckpointStore::read(dir, "trainer_state.json");
-  auto j = nlohmann::ordered_json::parse(bytes.begin(), bytes.end(), nullptr, false);
-  UT_CHECK_TRAIN(!j.is_discarded() && j.is_object(), dir, "/trainer_state.json is not valid JSON");
-  return j;
 }
 
 /// The checkpoint folders `path` holds: itself, or the step-<S> folders of a checkpoints/
@@ -74,20 +69,21 @@ std::string checkpoint_folder(const std::string& path) {
 
 std::string inspect_checkpoint(const std::string& path, bool json) {
   const std::string dir = checkpoint_folder(path);
-  const nlohmann::ordered_json j = read_state(dir);
-  const nlohmann::ordered_json state = j.value("state", nlohmann::ordered_json::object());
+  const TrainerStateFile f = TrainerStateFile::read(dir);
   nlohmann::ordered_json out;
   out["checkpoint"] = dir;
-  for (const char* k : {"step", "epoch", "samples", "batch_in_epoch", "micro_in_window"}) {
-    out[k] = state.value(k, int64_t(0));
-  }
-  out["world_size"] = j.value("world_size", int64_t(1));
-  out["batch_size"] = j.value("batch_size", int64_t(0));
-  out["accumulation"] = j.value("accumulation", int64_t(0));
-  out["zero"] = j.value("zero", int64_t(0));
-  out["config_hash"] = j.value("config_hash", std::string());
-  out["stopped"] = state.value("stopped", false);
-  out["metrics"] = j.value("metrics", nlohmann::ordered_json::object());
+  out["step"] = f.state.step;
+  out["epoch"] = f.state.epoch;
+  out["samples"] = f.state.samples;
+  out["batch_in_epoch"] = f.state.batch_in_epoch;
+  out["micro_in_window"] = f.state.micro_in_window;
+  out["world_size"] = f.world_size;
+  out["batch_size"] = f.batch_size;
+  out["accumulation"] = f.accumulation;
+  out["zero"] = f.zero;
+  out["config_hash"] = f.config_hash;
+  out["stopped"] = f.state.should_stop;
+  out["metrics"] = nlohmann::ordered_json::parse(f.metrics_json());
   nlohmann::ordered_json files = nlohmann::ordered_json::object();
   for (const auto& [name, size] : CheckpointStore::files_of(dir)) files[name] = size;
   out["files"] = files;
@@ -144,26 +140,26 @@ std::string merge_checkpoint(const std::string& path, const std::string& out,
     std::error_code ec;
     UT_CHECK(!fs::exists(out, ec), "--out ", out,
              " exists already; choose a new path (nothing is overwritten)");
-    const NamedTensors model =
-        load_tensor_dict(CheckpointStore::read(dir, "model.pt"), dir + "/model.pt");
-    const int64_t step = read_state(dir)["state"].value("step", int64_t(0));
+    const NamedTensors model = load_tensor_dict(CheckpointStore::read(dir, files::kModel),
+                                                dir + "/" + files::kModel);
+    const int64_t step = TrainerStateFile::read(dir).state.step;
     write_safetensors(out, model, {{"format", "pt"}, {"unitrain.step", std::to_string(step)}});
     return out;
   }
   std::vector<OptimizerFile> partitions;
-  for (int r = 0; CheckpointStore::has(dir, kPartitionPrefix + std::to_string(r) + ".pt"); ++r) {
-    const std::string name = kPartitionPrefix + std::to_string(r) + ".pt";
+  for (int r = 0; CheckpointStore::has(dir, files::optimizer_partition(r)); ++r) {
+    const std::string name = files::optimizer_partition(r);
     partitions.push_back({CheckpointStore::read(dir, name), dir + "/" + name});
   }
-  UT_CHECK_TRAIN(!partitions.empty(), dir, " holds no optimizer partitions (", kPartitionPrefix,
-                 "<R>.pt): its optimizer state is one file already");
-  std::vector<CheckpointFile> files;
-  files.push_back({"optimizer.pt", merge_optimizer_files(partitions), nullptr});
+  UT_CHECK_TRAIN(!partitions.empty(), dir, " holds no optimizer partitions (",
+                 files::kPartitionPrefix, "<R>.pt): its optimizer state is one file already");
+  std::vector<CheckpointFile> merged;
+  merged.push_back({files::kOptimizer, merge_optimizer_files(partitions), nullptr});
   for (const auto& [name, size] : CheckpointStore::files_of(dir)) {
-    if (!is_partition(name)) files.push_back({name, CheckpointStore::read(dir, name), nullptr});
+    if (!is_partition(name)) merged.push_back({name, CheckpointStore::read(dir, name), nullptr});
   }
-  const int64_t step = read_state(dir)["state"].value("step", int64_t(0));
-  return CheckpointStore::write_new(out, step, files);
+  const int64_t step = TrainerStateFile::read(dir).state.step;
+  return CheckpointStore::write_new(out, step, merged);
 }
 
 }  // namespace unitrain

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
 #include "unitrain/checkpoint/file_image.h"
 #include "unitrain/checkpoint/safetensors.h"
@@ -55,7 +56,7 @@ NamedTensors read_model_weights(const std::string& path, const std::string& key)
       if (is_safetensors(path)) return read_safetensors(path, key).tensors;
       return load_tensor_dict(read_file(path), key + " " + path);
     }
-    if (!CheckpointStore::has(path, "model.pt")) {
+    if (!CheckpointStore::has(path, checkpoint_files::kModel)) {
       const bool run_folder = fs::is_directory(fs::path(path) / "checkpoints", ec);
       throw ConfigError(detail::concat(
           key, ": '", path, "' is a folder but not a unitrain checkpoint (no manifest listing ",
@@ -64,8 +65,8 @@ NamedTensors read_model_weights(const std::string& path, const std::string& key)
                            path + "/checkpoints/last"
                      : ""));
     }
-    return load_tensor_dict(CheckpointStore::read(path, "model.pt"),
-                            key + " " + path + "/model.pt");
+    return load_tensor_dict(CheckpointStore::read(path, checkpoint_files::kModel),
+                            key + " " + path + "/" + checkpoint_files::kModel);
   } catch (const TrainError& e) {
     throw ConfigError(e.what());  // bad input, found before training
   }

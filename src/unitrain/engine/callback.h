@@ -7,7 +7,7 @@
 
 #include "unitrain/core/batch.h"
 #include "unitrain/core/train_module.h"
-#include "unitrain/engine/train_state.h"
+#include "unitrain/core/train_state.h"
 
 namespace unitrain {
 

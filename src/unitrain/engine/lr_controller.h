@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "unitrain/engine/train_state.h"
+#include "unitrain/core/train_state.h"
 #include "unitrain/optim/scheduler.h"
 
 namespace unitrain {

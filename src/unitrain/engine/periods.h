@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "unitrain/core/train_unit.h"
-#include "unitrain/engine/train_state.h"
+#include "unitrain/core/train_state.h"
 
 namespace unitrain {
 

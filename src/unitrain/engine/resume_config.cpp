@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 
+#include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
 #include "unitrain/core/error.h"
 #include "unitrain/engine/run_config.h"
@@ -34,8 +35,9 @@ void flatten(const YAML::Node& node, const std::string& path, std::map<std::stri
 }  // namespace
 
 Config read_checkpoint_config(const std::string& dir) {
-  const std::vector<char> bytes = CheckpointStore::read(dir, "config.yaml");
-  return Config::from_string(std::string(bytes.begin(), bytes.end()), dir + "/config.yaml");
+  const std::vector<char> bytes = CheckpointStore::read(dir, checkpoint_files::kConfig);
+  return Config::from_string(std::string(bytes.begin(), bytes.end()),
+                             dir + "/" + checkpoint_files::kConfig);
 }
 
 bool changes_nothing_trained(const std::string& key) {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "unitrain/engine/train_state.h"
+#include "unitrain/core/train_state.h"
 #include "unitrain/engine/callback.h"
 
 namespace unitrain {

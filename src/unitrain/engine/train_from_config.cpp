@@ -9,12 +9,14 @@
 #include <tuple>
 #include <utility>
 
+#include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/checkpoint_options.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
 #include "unitrain/checkpoint/checkpointer.h"
 #include "unitrain/checkpoint/model_weights.h"
 #include "unitrain/checkpoint/safetensors.h"
 #include "unitrain/checkpoint/state_io.h"
+#include "unitrain/checkpoint/trainer_state_file.h"
 #include "unitrain/core/error.h"
 #include "unitrain/data/array_dataset.h"  // string_map_of
 #include "unitrain/data/build_data.h"
@@ -120,20 +122,17 @@ std::string find_checkpoint(const Config& config, const std::string& choice) {
 /// Loads the model tensors of checkpoint `dir` into `module` (strict: the config's model must
 /// be the checkpoint's). Returns the checkpoint's optimizer step.
 int64_t load_checkpoint_model(ObjectiveModule& module, const std::string& dir) {
-  const std::string what = "checkpoint " + dir + "/model.pt";
+  const std::string what = "checkpoint " + dir + "/" + checkpoint_files::kModel;
   NamedTensors state;
-  nlohmann::json trainer_state;
+  int64_t step = 0;
   try {
-    state = load_tensor_dict(CheckpointStore::read(dir, "model.pt"), what);
-    const std::vector<char> bytes = CheckpointStore::read(dir, "trainer_state.json");
-    trainer_state = nlohmann::json::parse(bytes.begin(), bytes.end());
+    state = load_tensor_dict(CheckpointStore::read(dir, checkpoint_files::kModel), what);
+    step = TrainerStateFile::read(dir).state.step;
   } catch (const TrainError& e) {
     throw ConfigError(e.what());
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(detail::concat(dir, "/trainer_state.json: ", e.what()));
   }
   log::info(load_module_state(module.weights(), state, true, what));
-  return trainer_state.at("state").at("step").get<int64_t>();
+  return step;
 }
 
 /// find_checkpoint then load_checkpoint_model. A run training in the same folder meanwhile

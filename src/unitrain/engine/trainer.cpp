@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "unitrain/checkpoint/checkpointer.h"
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/core/cpu_budget.h"
 #include "unitrain/core/error.h"
@@ -23,7 +24,7 @@
 #include "unitrain/engine/run_summary.h"
 #include "unitrain/engine/stop_signal.h"
 #include "unitrain/engine/thread_governor.h"
-#include "unitrain/engine/trainer_loop.h"
+#include "unitrain/engine/train_loop.h"
 #include "unitrain/engine/world_change.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"
@@ -48,25 +49,17 @@ void Trainer::add_callback(std::shared_ptr<Callback> callback) {
   callbacks_.add(std::move(callback));
 }
 
-int Trainer::rank() const { return loop_ ? loop_->plan.rank : rank_; }
+int Trainer::rank() const { return loop_ ? loop_->plan().rank : rank_; }
 
-int Trainer::world_size() const { return loop_ ? loop_->plan.world : 1; }
+int Trainer::world_size() const { return loop_ ? loop_->plan().world : 1; }
 
-void Trainer::request_stop() {
-  if (loop_ && loop_->group) {
-    stop_requested_ = true;  // the ranks agree on it (Loop::agree_on_stop, or with the step)
-  } else {
-    state_.should_stop = true;
-  }
-}
+void Trainer::request_stop() { decisions_.request_stop(); }
 
-void Trainer::request_pause(const std::string& reason) {
-  if (pause_reason_.empty()) pause_reason_ = reason.empty() ? "a callback asked to pause" : reason;
-}
+void Trainer::request_pause(const std::string& reason) { decisions_.request_pause(reason); }
 
 void Trainer::log_mean(const std::string& name, double value) {
   UT_CHECK(loop_ != nullptr, "log_mean('", name, "') is only possible during fit()");
-  loop_->train_sums.add(name, MetricValue(torch::tensor(value, torch::kFloat64), 1.0), 1);
+  loop_->add_train_mean(name, value);
 }
 
 void Trainer::print(const std::string& message) const { log::info(message); }
@@ -120,15 +113,16 @@ void Trainer::fit_resume_to_world(ResumePoint& resume, int world) {
   if (resume.dir.empty()) return;
   const int64_t batch = settings_->loader.batch_size_;
   SavedLayout saved;
-  saved.world = static_cast<int>(resume.world_size);
-  saved.batch_size = resume.batch_size > 0 ? resume.batch_size : batch;
-  saved.accumulation = resume.accumulation > 0
-                           ? resume.accumulation
-                           : options().resolve_accumulation(batch, resume.world_size);
-  saved.batch_in_epoch = resume.state.batch_in_epoch;
-  saved.micro_in_window = resume.state.micro_in_window;
+  const TrainerStateFile& file = resume.file;
+  saved.world = static_cast<int>(file.world_size);
+  saved.batch_size = file.batch_size > 0 ? file.batch_size : batch;
+  saved.accumulation = file.accumulation > 0
+                           ? file.accumulation
+                           : options().resolve_accumulation(batch, file.world_size);
+  saved.batch_in_epoch = file.state.batch_in_epoch;
+  saved.micro_in_window = file.state.micro_in_window;
   const WorldChange change = plan_world_change(saved, world, batch, resume.dir);
-  resume.state.batch_in_epoch = change.batch_in_epoch;
+  resume.file.state.batch_in_epoch = change.batch_in_epoch;
   if (change.changes()) {
     auto settings = std::make_unique<RunSettings>(*settings_);
     settings->loader.batch_size(change.batch_size);
@@ -141,13 +135,14 @@ void Trainer::fit_resume_to_world(ResumePoint& resume, int world) {
         "per step is kept ({}), training continues at sample {} of epoch {}",
         world, saved.world, saved.world * saved.batch_size * saved.accumulation,
         change.describe(), saved.batch_in_epoch * saved.world * saved.batch_size,
-        resume.state.epoch));
+        resume.file.state.epoch));
   }
 }
 
 void Trainer::check_resume_point(const ResumePoint& resume) const {
   if (resume.dir.empty()) return;
-  if (!resume.state.should_stop && !reached(options().max_length, resume.state)) return;
+  const TrainState& saved = resume.file.state;
+  if (!saved.should_stop && !reached(options().max_length, saved)) return;
   // Re-running a finished run with other settings would silently train nothing: refuse, before
   // anything in run_dir changes.
   std::vector<std::string> changed;
@@ -155,7 +150,7 @@ void Trainer::check_resume_point(const ResumePoint& resume) const {
     if (!changes_nothing_trained(c.key)) changed.push_back(c.str());
   }
   UT_CHECK(changed.empty(), run_dir(), " holds a finished run (",
-           finished_how(resume.state, options().max_length), ") trained with other settings (",
+           finished_how(saved, options().max_length), ") trained with other settings (",
            fmt::format("{}", fmt::join(changed, "; ")),
            "), so nothing would be trained. To "
            "train with the new settings start a new run: add ",
@@ -181,26 +176,26 @@ void Trainer::report_finished_run() const {
                   finished_how(state_, options().max_length), new_run_option(config_)));
 }
 
-void Trainer::write_summary(const Loop& loop) const {
+void Trainer::write_summary(const TrainLoop& loop, const FitResult& r) const {
   RunSummary s;
   s.name = config_.get_string("name");
-  const int sig = loop.result.signal;
+  const int sig = r.signal;
   s.status = sig == SIGINT ? "stopped by SIGINT" : sig == SIGTERM ? "stopped by SIGTERM"
-             : !loop.result.paused.empty() ? "paused: " + loop.result.paused
+             : !r.paused.empty() ? "paused: " + r.paused
              : state_.should_stop ? "stopped early" : "finished";
   s.state = state_;
-  s.seconds = loop.result.seconds;
-  s.final_train = loop.result.last_train;
-  s.final_val = loop.result.last_val;
+  s.seconds = r.seconds;
+  s.final_train = r.last_train;
+  s.final_val = r.last_val;
   const CheckpointOptions& ckpt = settings_->checkpoint;
   s.best_metric = ckpt.enabled ? ckpt.best_metric : "";
-  s.best_value = loop.best_value;
+  s.best_value = loop.best_value();
   std::error_code ec;
   const auto best = std::filesystem::canonical(run_dir() + "/checkpoints/best", ec);
   if (!ec && ckpt.enabled) s.best_checkpoint = best.string();
-  s.last_checkpoint = loop.result.last_checkpoint;
-  s.resumed_from = loop.result.resumed_from;
-  s.world_size = loop.plan.world;
+  s.last_checkpoint = r.last_checkpoint;
+  s.resumed_from = r.resumed_from;
+  s.world_size = loop.plan().world;
   write_run_summary(run_dir(), s);
 }
 
@@ -299,22 +294,24 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   UT_CHECK(precision_ != nullptr, "configure_precision() returned no Precision");
   torch::manual_seed(settings_->seed + static_cast<uint64_t>(group ? group->rank() : 0));
   state_ = TrainState();
-  stop_requested_ = false;
-  pause_reason_.clear();
-  Loop loop(*this, module, std::move(train), std::move(val), resume, group);
-  loop.threads = std::move(threads);
+  const int rank = group ? group->rank() : 0;
+  decisions_.start(group != nullptr, rank == 0 && ckpt.every_auto, ckpt.auto_min_seconds,
+                   ckpt.auto_max_seconds);
+  TrainLoop loop({*settings_, config_, callbacks_, state_, decisions_, *precision_, module, group,
+                  std::move(threads)},
+                 std::move(train), std::move(val), resume);
   loop_ = &loop;
   module_ = &module;
   optimizer_ = configure_optimizer(module);
   UT_CHECK(!group || dynamic_cast<torch::optim::LBFGS*>(optimizer_.get()) == nullptr,
            "optimizer.type: lbfgs re-evaluates the loss inside its step, which data-parallel "
            "training does not support; use another optimizer or one process");
-  loop.start(*optimizer_, configure_scheduler(loop.plan.schedule_context(
+  loop.start(*optimizer_, configure_scheduler(loop.plan().schedule_context(
                               settings_->schedule_per_epoch, get_lr(*optimizer_))));
   callbacks_.call("on_fit_start", &Callback::on_fit_start);
   // Restore: everything the checkpoint holds, exactly where it was saved.
   if (!resume.dir.empty()) loop.restore(resume);
-  loop.announce();
+  if (loop.announce()) report_finished_run();
   module.train();
   StopSignalGuard signals;
   callbacks_.call("on_train_start", &Callback::on_train_start);
@@ -328,12 +325,12 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
     MicroStep m = loop.forward_backward(*batch);               // forward, backward
     if (m.window_end) {
       const int64_t step = state_.step + 1;
-      loop.steps->sync_gradients(m, step);                     // gradient sync; ranks agree
-      loop.steps->clip_gradients(m, step);                     // clip
+      loop.steps().sync_gradients(m, step);                    // gradient sync; ranks agree
+      loop.steps().clip_gradients(m, step);                    // clip
       loop.fence_snapshot();
-      loop.steps->update(m, step);                             // optimizer step, zero grads
+      loop.steps().update(m, step);                            // optimizer step, zero grads
     }
-    loop.count(*batch, m);                                     // counters, schedule, decisions
+    loop.advance(*batch, m);                                   // counters, decisions, schedule
     if (m.window_end) loop.log_and_validate();                 // log, validate
     loop.save_if_due();                                        // save
     if (loop.epoch_complete()) loop.end_epoch();
@@ -348,26 +345,24 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   return result;
 }
 
-FitResult Trainer::conclude(Loop& loop) {
-  loop.result.state = state_;
-  loop.result.seconds = loop.result.already_complete ? loop.time_offset : loop.elapsed();
-  rank_ = loop.plan.rank;
-  log_events_ = loop.logger.events();
-  seconds_ = loop.result.seconds;
-  last_checkpoint_ = loop.result.last_checkpoint;
-  if (rank_ == 0 && !options().test_mode) write_summary(loop);
+FitResult Trainer::conclude(const TrainLoop& loop) {
+  const FitResult r = loop.result();
+  rank_ = loop.plan().rank;
+  log_events_ = loop.log_events();
+  seconds_ = r.seconds;
+  last_checkpoint_ = r.last_checkpoint;
+  if (rank_ == 0 && !options().test_mode) write_summary(loop, r);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  const FitResult& r = loop.result;
   const std::string how = r.signal ? "stopped by a signal" : !r.paused.empty() ? "paused" : "done";
   log::info(fmt::format("{}: {} steps, {} epoch{} completed, {} samples in {:.1f} s; waited {:.2f} s "
                         "for data; peak RSS {} MB", how, state_.step, state_.epoch,
                         state_.epoch == 1 ? "" : "s", state_.samples, r.seconds,
                         r.data_wait_seconds, usage.ru_maxrss / 1024));
-  if (loop.group && optimizer_) {  // what ZeRO saves, in each rank's log
+  if (loop.group() && optimizer_) {  // what ZeRO saves, in each rank's log
     log::info(fmt::format("optimizer state on rank {}: {} bytes (distributed.zero: {})", rank_,
                           optimizer_state_bytes(*optimizer_),
-                          loop.sharding ? settings_->distributed.zero : 0));
+                          loop.sharded() ? settings_->distributed.zero : 0));
   }
   return r;
 }

@@ -10,8 +10,9 @@
 #include "unitrain/engine/callback_list.h"
 #include "unitrain/engine/evaluator.h"
 #include "unitrain/core/train_module.h"
+#include "unitrain/engine/run_decisions.h"
 #include "unitrain/engine/train_options.h"
-#include "unitrain/engine/train_state.h"
+#include "unitrain/core/train_state.h"
 #include "unitrain/optim/optimizer.h"
 #include "unitrain/optim/scheduler.h"
 
@@ -22,6 +23,7 @@ class ProcessGroup;
 class RunDirLock;
 struct DistEnv;
 class RunLogger;
+class TrainLoop;
 struct ResumePoint;
 struct RunSettings;
 
@@ -114,7 +116,6 @@ class Trainer {
   virtual std::unique_ptr<Precision> configure_precision(torch::nn::Module& weights);
 
  private:
-  struct Loop;
   void prepare_run_dir(bool resuming);
   /// A resume on `world` processes of a checkpoint written by another number of them (or
   /// with another batch layout): keeps its global batch by adjusting the per-process batch or
@@ -129,10 +130,10 @@ class Trainer {
   void check_monitored_metrics(bool has_val) const;
   /// Says that a resumed run is already finished.
   void report_finished_run() const;
-  void write_summary(const Loop& loop) const;
+  void write_summary(const TrainLoop& loop, const FitResult& result) const;
   /// After the loop: the result (and what test() needs of it), results/summary.json, the
   /// run's last log line.
-  FitResult conclude(Loop& loop);
+  FitResult conclude(const TrainLoop& loop);
   /// The parts of fit() before its loop: threads, where to resume, the process group, the
   /// run folder. Null group: one process.
   std::shared_ptr<ProcessGroup> join_group_and_prepare(const DistEnv& env, ResumePoint& resume);
@@ -155,9 +156,9 @@ class Trainer {
   /// train.precision as set up by the last fit() (its test() and evaluate() use it), or null.
   std::unique_ptr<Precision> precision_;
   TrainModule* module_ = nullptr;
-  Loop* loop_ = nullptr;          ///< the running fit()'s
-  bool stop_requested_ = false;   ///< data-parallel: a stop to agree on
-  std::string pause_reason_;      ///< request_pause()'s, until the ranks act on it
+  TrainLoop* loop_ = nullptr;     ///< the running fit()'s
+  /// Stop, pause, signals: what callbacks and signals ask for, and what the ranks agreed.
+  RunDecisions decisions_{state_};
 };
 
 }  // namespace unitrain

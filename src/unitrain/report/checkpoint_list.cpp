@@ -4,6 +4,8 @@
 #include <cctype>
 #include <filesystem>
 
+#include "unitrain/checkpoint/checkpoint_files.h"
+#include "unitrain/checkpoint/trainer_state_file.h"
 #include "unitrain/report/json_read.h"
 
 namespace unitrain::report {
@@ -32,26 +34,20 @@ std::string link_target(const fs::path& link) {
 }
 
 void read_state(const fs::path& file, CheckpointInfo& c, std::vector<std::string>& notes) {
-  const auto j = read_json_object(file.string());
-  if (!j || j->is_discarded()) {
-    notes.push_back(file.string() + (j ? " is not valid JSON" : " is missing"));
+  const auto text = read_text_file(file.string());
+  if (!text) {
+    notes.push_back(file.string() + " is missing");
     return;
   }
-  const auto count = [](const nlohmann::json& o, const char* key) {
-    return o.contains(key) && o[key].is_number_integer() ? o[key].get<int64_t>() : int64_t(0);
-  };
-  if (j->contains("state") && (*j)["state"].is_object()) {
-    const auto& st = (*j)["state"];
-    c.epoch = count(st, "epoch");
-    c.samples = count(st, "samples");
-  }
-  if (j->contains("metrics") && (*j)["metrics"].is_object()) {
-    for (const auto& [split, values] : (*j)["metrics"].items()) {
-      if (!values.is_object()) continue;
-      for (const auto& [k, v] : values.items()) {
-        if (const auto d = json_double(v)) c.metrics[k] = *d;
-      }
+  try {
+    const TrainerStateFile f = TrainerStateFile::parse(*text, file.string());
+    c.epoch = f.state.epoch;
+    c.samples = f.state.samples;
+    for (const auto* split : {&f.last_train, &f.last_val}) {
+      for (const auto& [k, v] : *split) c.metrics[k] = v;
     }
+  } catch (const std::exception& e) {
+    notes.push_back(e.what());
   }
 }
 
@@ -74,7 +70,7 @@ std::vector<CheckpointInfo> read_checkpoints(const std::string& run_dir,
     c.complete = fs::exists(entry.path() / "MANIFEST.json");
     c.last = name == last;
     c.best = name == best;
-    if (c.complete) read_state(entry.path() / "trainer_state.json", c, notes);
+    if (c.complete) read_state(entry.path() / checkpoint_files::kTrainerState, c, notes);
     out.push_back(c);
   }
   if (ec) notes.push_back("cannot list " + root.string() + ": " + ec.message());

@@ -7,6 +7,8 @@
 
 #include "unitrain/core/error.h"
 #include "unitrain/report/config_diff.h"
+#include "unitrain/checkpoint/checkpoint_files.h"
+#include "unitrain/checkpoint/trainer_state_file.h"
 #include "unitrain/report/json_read.h"
 
 namespace unitrain::report {
@@ -160,9 +162,12 @@ RunData read_run(const std::string& dir) {
   read_train_log(dir, run);
   run.checkpoints = read_checkpoints(dir, run.notes);
   if (!run.world_size) {
-    const auto state = read_json_object(dir + "/checkpoints/last/trainer_state.json");
-    if (state && !state->is_discarded() && state->contains("world_size")) {
-      run.world_size = count_of(*state, "world_size");
+    const std::string file = dir + "/checkpoints/last/" + checkpoint_files::kTrainerState;
+    if (const auto text = read_text_file(file)) {
+      try {
+        run.world_size = TrainerStateFile::parse(*text, file).world_size;
+      } catch (const std::exception&) {  // read_checkpoints noted it
+      }
     }
   }
   read_profile(dir, run);

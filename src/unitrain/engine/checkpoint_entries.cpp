@@ -1,0 +1,313 @@
+#include "unitrain/engine/checkpoint_entries.h"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "unitrain/checkpoint/checkpoint_files.h"
+#include "unitrain/checkpoint/optimizer_state.h"
+#include "unitrain/checkpoint/state_io.h"
+#include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
+#include "unitrain/core/train_module.h"
+#include "unitrain/engine/callback_list.h"
+#include "unitrain/engine/lr_controller.h"
+#include "unitrain/log/console.h"
+#include "unitrain/parallel/optimizer_sharding.h"
+#include "unitrain/parallel/process_group.h"
+#include "unitrain/precision/precision.h"
+
+namespace unitrain {
+namespace files = checkpoint_files;
+
+bool CheckpointRead::has(const std::string& name) const { return CheckpointStore::has(dir, name); }
+
+std::vector<char> CheckpointRead::read(const std::string& name) const {
+  return CheckpointStore::read(dir, name);
+}
+
+namespace {
+
+class ModelEntry : public CheckpointEntry {
+ public:
+  ModelEntry(TrainModule& module, Precision& precision) : module_(module), precision_(precision) {}
+
+  void save(CheckpointWrite& out) override {
+    if (!out.writes) return;
+    // bf16-true: the float32 master weights (and buffers widened), not the bfloat16 copies.
+    const MasterWeights* masters = precision_.masters();
+    auto state = std::make_shared<NamedTensors>(
+        masters ? named_state(masters->parameters(), masters->buffers(), out.async, out.buffers)
+                : module_state(module_.weights(), out.async, out.buffers));
+    out.files.push_back({files::kModel, {}, [state] { return tensor_dict_image(*state); }});
+  }
+
+  void restore(const CheckpointRead& in) override {
+    const std::string file = in.path(files::kModel);
+    NamedTensors state = load_tensor_dict(in.read(files::kModel), file);
+    MasterWeights* masters = precision_.masters();
+    if (!masters) {
+      load_module_state(module_.weights(), state, /*strict=*/true, file);
+      return;
+    }
+    // bf16-true: the module takes the weights in bfloat16 (names and shapes checked there),
+    // the masters the float32 values.
+    NamedTensors low = state;
+    for (auto& [name, t] : low) {
+      if (t.is_floating_point()) t = t.to(torch::kBFloat16);
+    }
+    load_module_state(module_.weights(), low, /*strict=*/true, file);
+    masters->load(state);
+  }
+
+ private:
+  TrainModule& module_;
+  Precision& precision_;
+};
+
+/// ZeRO: the ranks other than 0 write their optimizer partitions now, beside the checkpoints (a
+/// .partial- file: a save that fails leaves it to clean_partial), and tell rank 0 its path,
+/// size and CRC in an all-gather that is also the barrier: rank 0 lists the files once all are
+/// written, and its save moves them into the checkpoint folder. A rank that cannot write says
+/// so instead, and every rank fails naming it (none waits for a file that will not come).
+std::vector<CheckpointFile> write_optimizer_partitions(ProcessGroup& group,
+                                                       const torch::optim::Optimizer& optimizer,
+                                                       const std::string& root, int64_t step) {
+  std::string mine;
+  if (group.rank() != 0) {
+    const std::string path = fmt::format("{}/.partial-optimizer-step-{}-rank-{}-{}.pt", root,
+                                         step, group.rank(), CheckpointStore::writer_tag());
+    try {
+      std::error_code ec;
+      std::filesystem::create_directories(root, ec);
+      const FileImage image(save_optimizer_state(optimizer));
+      write_synced(path, image);
+      mine = fmt::format("{}\n{}\n{}", image.size(), crc32_of(image), path);
+    } catch (const std::exception& e) {
+      mine = "!" + error_text(e);
+    }
+  }
+  const std::vector<std::string> all = group.all_gather(mine);
+  std::vector<CheckpointFile> out;
+  for (int r = 1; r < group.world_size(); ++r) {
+    const std::string& said = all[static_cast<size_t>(r)];
+    UT_CHECK_TRAIN(said.empty() || said[0] != '!', "rank ", r, " could not write its optimizer "
+                   "partition for the checkpoint of step ", step, ": ", said.substr(1));
+    std::istringstream in(said);
+    CheckpointFile f;
+    f.name = files::optimizer_partition(r);
+    std::string size, crc;
+    std::getline(in, size);
+    std::getline(in, crc);
+    std::getline(in, f.move_from);
+    f.moved_size = std::stoull(size);
+    f.moved_crc32 = static_cast<uint32_t>(std::stoul(crc));
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+class OptimizerEntry : public CheckpointEntry {
+ public:
+  OptimizerEntry(torch::optim::Optimizer& optimizer, ProcessGroup* group,
+                 OptimizerSharding* sharding, std::string root)
+      : optimizer_(optimizer), group_(group), sharding_(sharding), root_(std::move(root)) {}
+
+  void save(CheckpointWrite& out) override {
+    std::vector<CheckpointFile> partitions;
+    if (sharding_) {
+      partitions = write_optimizer_partitions(*group_, optimizer_, root_, out.state.state.step);
+    }
+    if (!out.writes) return;
+    out.files.push_back({sharding_ ? files::optimizer_partition(0) : files::kOptimizer, {},
+                         optimizer_state_snapshot(optimizer_, out.async, out.buffers)});
+    for (CheckpointFile& f : partitions) out.files.push_back(std::move(f));
+  }
+
+  /// optimizer.pt, or a ZeRO run's partitions (from any number of ranks): this run takes what
+  /// it needs (with ZeRO, its own partition's state).
+  void restore(const CheckpointRead& in) override {
+    std::vector<OptimizerFile> found;
+    if (in.has(files::kOptimizer)) {
+      found.push_back({in.read(files::kOptimizer), in.path(files::kOptimizer)});
+    } else {
+      for (int r = 0; in.has(files::optimizer_partition(r)); ++r) {
+        const std::string name = files::optimizer_partition(r);
+        found.push_back({in.read(name), in.path(name)});
+      }
+    }
+    UT_CHECK_TRAIN(!found.empty(), in.dir, " holds no optimizer state (", files::kOptimizer,
+                   " or ", files::optimizer_partition(0), ")");
+    load_optimizer_state(optimizer_, found);
+    if (sharding_) sharding_->drop_foreign_state();
+  }
+
+ private:
+  torch::optim::Optimizer& optimizer_;
+  ProcessGroup* group_;
+  OptimizerSharding* sharding_;
+  std::string root_;
+};
+
+class RngEntry : public CheckpointEntry {
+ public:
+  explicit RngEntry(ProcessGroup* group) : group_(group) {}
+
+  /// Every rank's generator state goes to rank 0, which writes the checkpoint.
+  void save(CheckpointWrite& out) override {
+    const std::vector<char> mine = save_tensor_dict(rng_state());
+    std::vector<std::string> all{std::string(mine.begin(), mine.end())};
+    if (group_) all = group_->all_gather(all[0]);
+    if (!out.writes) return;
+    for (size_t r = 0; r < all.size(); ++r) out.add(files::rng(static_cast<int>(r)), all[r]);
+  }
+
+  /// A rank the checkpoint had restores its generators; a rank it did not have (a resume on
+  /// more processes) keeps the one seeded at the start, seed + rank, as a fresh run's would be.
+  void restore(const CheckpointRead& in) override {
+    const std::string name = files::rng(in.rank);
+    if (in.rank < in.state.world_size) {
+      load_rng_state(load_tensor_dict(in.read(name), in.path(name)), in.path(name));
+      return;
+    }
+    log::info(fmt::format("{} has no generator state of rank {} (it was written by {} "
+                          "process(es)): rank {} keeps its generator seeded with seed + rank",
+                          in.dir, in.rank, in.state.world_size, in.rank));
+  }
+
+ private:
+  ProcessGroup* group_;
+};
+
+class GradientsEntry : public CheckpointEntry {
+ public:
+  GradientsEntry(TrainModule& module, const TrainState& counters)
+      : module_(module), counters_(counters) {}
+
+  void save(CheckpointWrite& out) override {
+    if (out.writes && counters_.micro_in_window != 0) {
+      out.files.push_back({files::kGradients, tensor_dict_image(gradient_state(module_))});
+    }
+  }
+
+  void restore(const CheckpointRead& in) override {
+    if (!in.has(files::kGradients)) return;
+    const std::string what = in.path(files::kGradients);
+    load_gradient_state(module_, load_tensor_dict(in.read(files::kGradients), what), what);
+  }
+
+ private:
+  TrainModule& module_;
+  const TrainState& counters_;
+};
+
+class LossScalerEntry : public CheckpointEntry {
+ public:
+  explicit LossScalerEntry(Precision& precision) : precision_(precision) {}
+
+  void save(CheckpointWrite& out) override {
+    if (const LossScaler* scaler = precision_.scaler(); scaler && out.writes) {
+      out.add(files::kLossScaler, scaler->state_json());
+    }
+  }
+
+  void restore(const CheckpointRead& in) override {
+    LossScaler* scaler = precision_.scaler();
+    if (!scaler) return;
+    if (in.has(files::kLossScaler)) {
+      const std::vector<char> b = in.read(files::kLossScaler);
+      scaler->load_state_json(std::string(b.begin(), b.end()), in.path(files::kLossScaler));
+    } else {
+      log::info(fmt::format("{} has no loss scaler state (saved with another train.precision): "
+                            "the loss scale starts at {}", in.dir, scaler->scale()));
+    }
+  }
+
+ private:
+  Precision& precision_;
+};
+
+class CallbacksEntry : public CheckpointEntry {
+ public:
+  explicit CallbacksEntry(CallbackList& callbacks) : callbacks_(callbacks) {}
+
+  void save(CheckpointWrite& out) override {
+    if (!out.writes) return;
+    CheckpointEntries extra;
+    callbacks_.call("on_save_checkpoint", &Callback::on_save_checkpoint, extra);
+    for (const auto& [name, bytes] : extra) {
+      UT_CHECK_TRAIN(!name.empty() && name.find('/') == std::string::npos, "a callback's "
+                     "checkpoint entry name must be a plain file name, got '", name, "'");
+      out.add(files::kCallbackPrefix + name, bytes);
+    }
+  }
+
+  void restore(const CheckpointRead& in) override {
+    const std::string prefix = files::kCallbackPrefix;
+    CheckpointEntries extra;
+    for (const auto& entry : std::filesystem::directory_iterator(in.dir)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind(prefix, 0) == 0 && in.has(name)) {
+        const std::vector<char> b = in.read(name);
+        extra[name.substr(prefix.size())] = std::string(b.begin(), b.end());
+      }
+    }
+    callbacks_.call("on_load_checkpoint", &Callback::on_load_checkpoint, extra);
+  }
+
+ private:
+  CallbackList& callbacks_;
+};
+
+class ScheduleEntry : public CheckpointEntry {
+ public:
+  ScheduleEntry(LrController& lr, const TrainState& counters) : lr_(lr), counters_(counters) {}
+
+  void save(CheckpointWrite& out) override {
+    if (Scheduler* s = lr_.scheduler()) out.state.scheduler = s->state();
+  }
+
+  void restore(const CheckpointRead& in) override {
+    if (Scheduler* s = lr_.scheduler(); s && !in.state.scheduler.empty()) {
+      s->load_state(in.state.scheduler);
+    }
+    lr_.follow(counters_);
+  }
+
+ private:
+  LrController& lr_;
+  const TrainState& counters_;
+};
+
+}  // namespace
+
+CheckpointEntryPtr model_entry(TrainModule& module, Precision& precision) {
+  return std::make_unique<ModelEntry>(module, precision);
+}
+
+CheckpointEntryPtr optimizer_entry(torch::optim::Optimizer& optimizer, ProcessGroup* group,
+                                   OptimizerSharding* sharding, std::string root) {
+  return std::make_unique<OptimizerEntry>(optimizer, group, sharding, std::move(root));
+}
+
+CheckpointEntryPtr rng_entry(ProcessGroup* group) { return std::make_unique<RngEntry>(group); }
+
+CheckpointEntryPtr gradients_entry(TrainModule& module, const TrainState& counters) {
+  return std::make_unique<GradientsEntry>(module, counters);
+}
+
+CheckpointEntryPtr loss_scaler_entry(Precision& precision) {
+  return std::make_unique<LossScalerEntry>(precision);
+}
+
+CheckpointEntryPtr callbacks_entry(CallbackList& callbacks) {
+  return std::make_unique<CallbacksEntry>(callbacks);
+}
+
+CheckpointEntryPtr schedule_entry(LrController& lr, const TrainState& counters) {
+  return std::make_unique<ScheduleEntry>(lr, counters);
+}
+
+}  // namespace unitrain

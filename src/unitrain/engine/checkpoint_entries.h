@@ -1,0 +1,39 @@
+#pragma once
+// The checkpoint entries of a training run, one per part of its state. Each saves its files (or
+// fields of trainer_state.json) and restores them; the Trainer lists them in its checkpoints.
+#include <string>
+
+#include "unitrain/engine/checkpoint_entry.h"
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace unitrain {
+
+class CallbackList;
+class LrController;
+class OptimizerSharding;
+class Precision;
+class ProcessGroup;
+class TrainModule;
+struct TrainState;
+
+/// model.pt: the model's state_dict (bf16-true: the float32 master weights).
+CheckpointEntryPtr model_entry(TrainModule& module, Precision& precision);
+/// optimizer.pt, or with ZeRO (`sharding`) one optimizer-rank-<R>.pt per rank: the ranks other
+/// than 0 write theirs beside the checkpoints under `root` and rank 0 moves them in.
+CheckpointEntryPtr optimizer_entry(torch::optim::Optimizer& optimizer, ProcessGroup* group,
+                                   OptimizerSharding* sharding, std::string root);
+/// rng-rank-<R>.pt: every rank's generator states (gathered on rank 0).
+CheckpointEntryPtr rng_entry(ProcessGroup* group);
+/// grads.pt: the accumulated gradients of a window the checkpoint was saved inside.
+CheckpointEntryPtr gradients_entry(TrainModule& module, const TrainState& counters);
+/// loss_scaler.json: fp16-mixed's loss scale (nothing for other precisions).
+CheckpointEntryPtr loss_scaler_entry(Precision& precision);
+/// extra-<name>: what callbacks save (on_save_checkpoint / on_load_checkpoint).
+CheckpointEntryPtr callbacks_entry(CallbackList& callbacks);
+/// The schedule's own state (trainer_state.json "scheduler"); the lr follows the restored run.
+CheckpointEntryPtr schedule_entry(LrController& lr, const TrainState& counters);
+
+}  // namespace unitrain

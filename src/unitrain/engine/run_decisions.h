@@ -1,0 +1,89 @@
+#pragma once
+// RunDecisions: the one place where stop, pause, a stop signal and the checkpoint clock become
+// what the run does, the same on every rank.
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "unitrain/core/train_state.h"
+#include "unitrain/parallel/step_decision.h"
+
+namespace unitrain {
+
+/// What ends or pauses a run, asked for by callbacks (request_stop, request_pause), by a
+/// signal (SIGINT/SIGTERM) or by the clock of `checkpoint.every: auto`, and decided once for
+/// every rank:
+///   - one process acts on its own requests at once;
+///   - data-parallel ranks each put theirs into the step's decision (mine()), which travels
+///     with the window's gradients; every rank then acts on the combination (step_ended());
+///     after a validation pass, a stop any rank's callbacks asked for stops all
+///     (agree_after_validation()).
+/// A signal or a pause becomes the run's outcome once (act_on_signal_or_pause(): logged, and
+/// the caller saves a checkpoint). Non-finite losses travel in the same StepDecision, but the
+/// step runner decides on them: it alone knows them, before the update.
+class RunDecisions {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  /// `counters`: the run's (its should_stop is the stop decision, saved with checkpoints).
+  explicit RunDecisions(TrainState& counters);
+
+  /// Before a fit(): `shared` = data-parallel (decisions are agreed); `reads_save_clock` = this
+  /// process's clock counts for checkpoint.every: auto (rank 0), with those bounds in seconds
+  /// (auto_min <= 0 and auto_max <= 0: no auto saves). Forgets earlier requests.
+  void start(bool shared, bool reads_save_clock, double auto_min_seconds, double auto_max_seconds);
+  /// Tests: where signals come from (default: StopSignalGuard::received).
+  void set_signal_source(std::function<int()> source) { signal_source_ = std::move(source); }
+
+  // --- Asked for ----------------------------------------------------------------------------
+  /// One process: stop after the current step. Data-parallel: agreed at the next step's end or
+  /// validation pass.
+  void request_stop();
+  void request_pause(const std::string& reason);
+
+  // --- Agreed -------------------------------------------------------------------------------
+  /// This rank's part of the decision of the step that ends with the current window.
+  StepDecision mine() const;
+  /// At a window's end: `agreed` (data-parallel: every rank's combined; one process: ignored,
+  /// its own requests and clock count).
+  void step_ended(const StepDecision& agreed);
+  /// Data-parallel, after a validation pass that every rank ran: `any_rank(flag)` is true when
+  /// any rank's flag is (an all-reduce).
+  void agree_after_validation(const std::function<bool(bool)>& any_rank);
+
+  /// checkpoint.every: auto — at an epoch's end once the least time has passed, or now.
+  bool save_soon() const { return save_soon_; }
+  bool save_now() const { return save_now_; }
+  /// A checkpoint was saved now: the clock restarts.
+  void saved();
+
+  // --- Acted on -----------------------------------------------------------------------------
+  /// A signal or a pause that the run has not acted on yet becomes its outcome (logged;
+  /// `checkpoints_on` says whether a checkpoint will be written): true when the caller must
+  /// save now.
+  bool act_on_signal_or_pause(bool checkpoints_on);
+  /// The signal that stopped the run (0: none), why it paused ("": it did not).
+  int stopped_by_signal() const { return outcome_signal_; }
+  const std::string& paused() const { return outcome_paused_; }
+  bool ended_early() const { return outcome_signal_ != 0 || !outcome_paused_.empty(); }
+
+ private:
+  int signal() const;
+  bool pause() const;
+  void read_clock(bool& soon, bool& now) const;
+  TrainState& counters_;
+  std::function<int()> signal_source_;
+  bool shared_ = false;
+  bool reads_clock_ = false;
+  double auto_min_ = 0, auto_max_ = 0;
+  bool stop_requested_ = false;  ///< data-parallel: a stop to agree on
+  std::string pause_reason_;     ///< request_pause()'s
+  int agreed_signal_ = 0;        ///< data-parallel: a signal any rank received
+  bool agreed_pause_ = false;    ///< data-parallel: a pause any rank asked for
+  Clock::time_point last_save_ = Clock::now();
+  bool save_soon_ = false, save_now_ = false;
+  int outcome_signal_ = 0;
+  std::string outcome_paused_;
+};
+
+}  // namespace unitrain

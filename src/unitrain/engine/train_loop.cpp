@@ -1,0 +1,411 @@
+// The Trainer's loop, part by part: the micro-batches of each epoch, the step's counters,
+// logging, validation and the loop's own checkpoint entry.
+#include "unitrain/engine/train_loop.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <fmt/format.h>
+
+#include "unitrain/core/error.h"
+#include "unitrain/engine/checkpoint_entries.h"
+#include "unitrain/engine/evaluator.h"
+#include "unitrain/engine/run_decisions.h"
+#include "unitrain/engine/run_env.h"
+#include "unitrain/log/console.h"
+#include "unitrain/parallel/data_parallel.h"
+#include "unitrain/parallel/reduce_metrics.h"
+
+namespace unitrain {
+namespace {
+
+/// The log options of this rank: metrics files, console metrics and progress from rank 0 only
+/// (with log.all_ranks, every rank's trackers, in LogOptions::rank_dir; no progress bar).
+LogOptions rank_log_options(LogOptions o, int rank) {
+  if (rank != 0) {
+    if (!o.all_ranks) o.trackers.clear();
+    o.progress_bar = "false";
+  }
+  return o;
+}
+
+/// What this rank's trackers are told of the run segment.
+RunInfo rank_run_info(const Config& config, const LogOptions& log, const std::string& run_dir,
+                      int rank, int world, const ResumePoint& resume) {
+  RunInfo r;
+  r.config_yaml = config.dump();
+  r.run_dir = run_dir;
+  r.dir = log.rank_dir(run_dir, rank);
+  r.rank = rank;
+  r.world_size = world;
+  r.first_step = (resume.dir.empty() ? 0 : resume.file.state.step) + 1;
+  r.keep_events = resume.dir.empty() ? -1 : resume.file.log_events;
+  return r;
+}
+
+/// How this run's checkpoints are laid out and who writes them.
+CheckpointSetup checkpoint_setup(const RunSettings& s, const Config& config, const RunPlan& plan,
+                                 bool shared, bool has_callbacks) {
+  CheckpointSetup c;
+  c.options = s.checkpoint;
+  c.root = s.run_dir + "/checkpoints";
+  c.on = s.checkpoint.enabled && !s.train.test_mode;
+  c.writes = c.on && plan.rank == 0;
+  c.shared = shared;
+  c.has_callbacks = has_callbacks;
+  c.config_text = config.dump();
+  c.world = plan.world;
+  c.batch_size = plan.batch_size;      // per process: with world, what a resume on another
+  c.accumulation = plan.accumulation;  // number of processes keeps (world_change.h)
+  c.zero = shared && s.distributed.zero >= 1 ? s.distributed.zero : 0;
+  return c;
+}
+
+}  // namespace
+
+TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const ResumePoint& resume)
+    : settings_(in.settings), config_(in.config), hooks_(in.callbacks), state_(in.counters),
+      decisions_(in.decisions), precision_(in.precision), module_(in.module),
+      group_(std::move(in.group)), threads_(std::move(in.threads)),
+      periods_(settings_.train.log_every, settings_.train.val_every, settings_.checkpoint.every),
+      train_loader_(std::move(train), settings_.loader, settings_.seed, "data.train"),
+      logger_(rank_log_options(settings_.log, group_ ? group_->rank() : 0),
+              rank_run_info(config_, settings_.log, settings_.run_dir, group_ ? group_->rank() : 0,
+                            group_ ? group_->world_size() : 1, resume)) {
+  const int rank = group_ ? group_->rank() : 0;
+  const int world = group_ ? group_->world_size() : 1;
+  if (val) {
+    val_loader_ = std::make_unique<Loader>(std::move(val), settings_.loader.in_order(), 0, "data.val");
+  }
+  if (group_) {
+    // Each rank reads its shard: training padded to equal lengths (every rank takes the same
+    // steps), validation disjoint (every example counted once).
+    train_loader_.shard(rank, world, /*pad=*/true);
+    if (val_loader_) val_loader_->shard(rank, world, /*pad=*/false);
+    DataParallelOptions dp = settings_.distributed.data_parallel_options();
+    if (settings_.distributed.zero >= 2) {
+      const PrecisionMode mode = precision_.mode();
+      UT_CHECK(mode == PrecisionMode::Fp32 || mode == PrecisionMode::Bf16Mixed,
+               "distributed.zero: 2 works with train.precision fp32 or bf16-mixed, not ",
+               precision_name(mode), " (its gradients go to float32 master weights or through "
+               "a loss scaler that sees every gradient); use distributed.zero: 1");
+      gradient_owners_ = bucket_owners(module_.weights().parameters(), world);
+      dp.owners = gradient_owners_;
+    }
+    sync_ = std::make_unique<DataParallelSync>(group_, module_.weights().parameters(), dp);
+    broadcast_buffers_ =
+        settings_.distributed.broadcast_buffers && !module_.weights().buffers().empty();
+  } else {
+    sync_ = std::make_unique<NoGradientSync>();
+  }
+  plan_ = RunPlan::make(settings_.train, train_loader_, rank, world);
+  if (settings_.profile.enabled) profiler_ = std::make_unique<Profiler>(settings_.profile, rank);
+  checkpoints_ = std::make_unique<TrainCheckpoints>(
+      checkpoint_setup(settings_, config_, plan_, group_ != nullptr, !hooks_.empty()), state_,
+      logger_, decisions_, profiler_.get());
+}
+
+TrainLoop::~TrainLoop() = default;
+
+void TrainLoop::start(torch::optim::Optimizer& optimizer, SchedulerPtr schedule) {
+  lr_ = std::make_unique<LrController>(optimizer, std::move(schedule), settings_.schedule_per_epoch);
+  lr_->follow(state_);
+  steps_ = std::make_unique<StepRunner>(module_, optimizer, settings_.train, *sync_, hooks_,
+                                        precision_, profiler_.get());
+  // After the runner: bf16-true's precision has put the float32 masters into the groups.
+  if (group_ && settings_.distributed.zero == 1) {
+    sharding_ = std::make_unique<OptimizerSharding>(group_, optimizer);
+  } else if (group_ && settings_.distributed.zero >= 2) {  // the owners of the gradient buckets
+    sharding_ = std::make_unique<OptimizerSharding>(
+        group_, optimizer, module_.weights().parameters(), gradient_owners_);
+  }
+  if (sharding_) steps_->shard(sharding_.get());
+  if (steps_->defers_reads()) train_sums_ = MetricAccumulator(MetricAccumulator::Reads::Deferred);
+  periods_.start_at(state_);
+  step_lr_ = lr_->lr();
+  // What a checkpoint holds, in the order it saves and restores.
+  TrainCheckpoints& c = *checkpoints_;
+  c.add(static_cast<CheckpointEntry&>(*this));
+  c.add(model_entry(module_, precision_));
+  c.add(optimizer_entry(optimizer, group_.get(), sharding_.get(), settings_.run_dir + "/checkpoints"));
+  c.add(gradients_entry(module_, state_));
+  c.add(schedule_entry(*lr_, state_));
+  c.add(callbacks_entry(hooks_));
+  c.add(loss_scaler_entry(precision_));
+  c.add(rng_entry(group_.get()));
+}
+
+void TrainLoop::restore(const ResumePoint& resume) {
+  checkpoints_->restore(resume, state_, plan_.batches_per_epoch, plan_.rank);
+  step_lr_ = lr_->lr();
+  explain_schedule_change(resume);
+}
+
+void TrainLoop::explain_schedule_change(const ResumePoint& resume) const {
+  std::vector<std::string> keys;
+  for (const ConfigChange& c : resume.config_changes) {
+    if (c.key == "train.max_length" || c.key.rfind("scheduler", 0) == 0 || c.key == "optimizer.lr") {
+      keys.push_back(c.key);
+    }
+  }
+  if (keys.empty() || !lr_->scheduler()) return;
+  const auto was = resume.file.last_train.find("train/lr");
+  log::info(fmt::format(
+      "lr schedule: {} changed since the checkpoint, and the schedule is a function of the run's "
+      "length and settings, so it is recomputed: step {} trains with lr {:.4g}{}. To continue "
+      "a decayed schedule unchanged, keep these settings (or start a new run with its own "
+      "schedule from these weights: model.init_from)", fmt::join(keys, ", "), state_.step + 1,
+      lr_->lr(),
+      was == resume.file.last_train.end() ? "" : fmt::format(" (the checkpoint last logged lr {:.4g})", was->second)));
+}
+
+void TrainLoop::save(CheckpointWrite& out) {
+  // The running training sums, summed over ranks (a resumed rank 0 carries them for everyone).
+  MetricAccumulator sums = train_sums_;
+  if (group_) all_reduce_metrics(*group_, sums);
+  TrainerStateFile& st = out.state;
+  for (const auto& [name, s] : sums.sums()) st.train_sums[name] = {s.weighted, s.weight, s.exp_of_mean};
+  st.log_events = logger_.events();
+  st.last_val_step = last_val_step_;
+  st.elapsed = elapsed();
+  st.window_bad = steps_->window_bad();
+  st.last_train = last_train_;
+  st.last_val = last_val_;
+}
+
+void TrainLoop::restore(const CheckpointRead& in) {
+  const TrainerStateFile& st = in.state;
+  periods_.start_at(state_);
+  last_val_step_ = st.last_val_step;
+  time_offset_ = st.elapsed;
+  steps_->set_window_bad(st.window_bad);
+  train_sums_.clear();
+  if (plan_.rank == 0) {  // saved summed over ranks: the others start from nothing
+    for (const auto& [name, s] : st.train_sums) {
+      auto& sum = train_sums_.sums()[name];
+      sum.weighted = s.weighted;
+      sum.weight = s.weight;
+      sum.exp_of_mean = s.exp_of_mean;
+    }
+  }
+  last_train_ = st.last_train;
+  last_val_ = st.last_val;
+  resumed_from_ = in.dir;
+}
+
+bool TrainLoop::length_reached() const {
+  return state_.should_stop || reached(settings_.train.max_length, state_);
+}
+
+bool TrainLoop::finished() const {
+  return already_complete_ || decisions_.ended_early() ||
+         (state_.micro_in_window == 0 && length_reached());
+}
+
+bool TrainLoop::announce() {
+  log::info(fmt::format(
+      "training: {} samples, {} batches/epoch of {}, accumulation {}, {} optimizer steps; "
+      "precision {}, threads {}, reader threads {}, BLAS {}", train_loader_.dataset_size(),
+      plan_.batches_per_epoch, plan_.batch_size, plan_.accumulation, plan_.total_steps,
+      precision_name(precision_.mode()), threads_->threads(), train_loader_.reader_threads(),
+      loaded_blas_library()));
+  log::info(threads_->why());
+  already_complete_ = length_reached();
+  return already_complete_;
+}
+
+std::optional<Batch> TrainLoop::next_batch() {
+  if (!epoch_batches_) {
+    epoch_batches_ = train_loader_.epoch(state_.epoch, state_.batch_in_epoch);
+    hooks_.call("on_epoch_start", &Callback::on_epoch_start);
+  }
+  // A step lasts from the fetch of its first micro-batch to that of the next step's.
+  if (profiler_) profiler_->begin_step(state_.step + 1);
+  Profiler::Range wait(profiler_.get(), Phase::DataWait);
+  return epoch_batches_->next();
+}
+
+MicroStep TrainLoop::forward_backward(const Batch& batch) {
+  if (broadcast_buffers_ && state_.micro_in_window == 0) {
+    unitrain::broadcast_buffers(*group_, module_.weights());
+  }
+  const int64_t b = state_.batch_in_epoch;
+  // The loss is scaled by this micro-batch's share of the window and, across ranks, by
+  // 1 / ranks, so the summed gradients are the average (DataParallelOptions::average).
+  const double weight = double(batch.size()) / plan_.window_samples(b) / double(plan_.world);
+  hooks_.call("on_train_batch_start", &Callback::on_train_batch_start, batch);
+  return steps_->forward_backward(batch, weight, plan_.ends_window(b), decisions_.mine(),
+                                  state_.step + 1);
+}
+
+void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
+  const int64_t n = batch.size();
+  state_.batch_in_epoch++;
+  state_.micro_in_window = m.window_end ? 0 : state_.micro_in_window + 1;
+  state_.samples += n * plan_.world;  // every rank read a batch of the same size
+  train_sums_.add("loss", MetricValue(m.loss), n);  // read at log time when deferred
+  train_sums_.add(m.metrics, n);
+  if (!m.window_end) {
+    return hooks_.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
+  }
+  state_.step++;
+  if (m.skipped) state_.skipped_steps++;
+  decisions_.step_ended(m.decision);  // what any rank decided holds for all
+  step_lr_ = lr_->lr();  // train/lr: what this step used (as lr_monitor's lr-group<i>)
+  if (!lr_->per_epoch()) lr_->follow(state_);
+  if (auto changed = threads_->follow()) log::info(*changed);
+  hooks_.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
+  if (!hooks_.empty()) {  // (a host read of the loss each step: callbacks see it as a number)
+    hooks_.call("on_step_end", &Callback::on_step_end, MetricMap{{"train/loss", m.loss_value()}});
+  }
+  // `epoch` counts completed epochs everywhere: progress bar, log lines, metrics files. The
+  // loss is read only when a bar is drawn (at most 10 times a second).
+  logger_.progress(state_.step, plan_.total_steps, state_.epoch, [&m] { return m.loss_value(); });
+}
+
+void TrainLoop::log_and_validate() {
+  if (settings_.train.test_mode) {  // one step, one validation batch, then stop
+    log_train();
+    validate();
+    state_.should_stop = true;
+    return;
+  }
+  if (periods_.due(Periods::Log, state_)) log_train();
+  if (periods_.due(Periods::Validate, state_)) validate();
+  if (length_reached()) finish_logs();
+}
+
+bool TrainLoop::epoch_complete() const {
+  return decisions_.stopped_by_signal() == 0 && state_.batch_in_epoch == plan_.batches_per_epoch;
+}
+
+void TrainLoop::close_epoch_batches() {
+  if (!epoch_batches_) return;
+  data_wait_seconds_ += epoch_batches_->wait_seconds();
+  epoch_batches_.reset();
+}
+
+void TrainLoop::end_epoch() {
+  close_epoch_batches();
+  state_.epoch++;
+  state_.batch_in_epoch = 0;
+  if (lr_->per_epoch()) lr_->follow(state_);
+  hooks_.call("on_epoch_end", &Callback::on_epoch_end);
+  if (periods_.due(Periods::Log, state_)) log_train();
+  if (periods_.due(Periods::Validate, state_)) validate();
+  if (length_reached()) finish_logs();
+  save_if_due();
+}
+
+void TrainLoop::finish() {
+  close_epoch_batches();
+  if (!decisions_.ended_early() && !already_complete_) {
+    finish_logs();
+    if (settings_.checkpoint.final) checkpoints_->save_if_due(periods_, /*force=*/true);
+  }
+  checkpoints_->finish();
+  logger_.finish(!decisions_.ended_early());
+  if (profiler_) write_profile();
+}
+
+FitResult TrainLoop::result() const {
+  FitResult r;
+  r.last_train = last_train_;
+  r.last_val = last_val_;
+  r.data_wait_seconds = data_wait_seconds_;
+  r.resumed_from = resumed_from_;
+  r.last_checkpoint = checkpoints_->last_checkpoint();
+  r.checkpoints_saved = checkpoints_->saves();
+  r.checkpoint_blocking_seconds = checkpoints_->blocking_seconds();
+  r.checkpoint_write_seconds = checkpoints_->write_seconds();
+  r.signal = decisions_.stopped_by_signal();
+  r.paused = decisions_.paused();
+  r.already_complete = already_complete_;
+  r.state = state_;
+  r.seconds = seconds();
+  return r;
+}
+
+double TrainLoop::seconds() const { return already_complete_ ? time_offset_ : elapsed(); }
+
+void TrainLoop::add_train_mean(const std::string& name, double value) {
+  train_sums_.add(name, MetricValue(torch::tensor(value, torch::kFloat64), 1.0), 1);
+}
+
+void TrainLoop::write_profile() {
+  const ProfileResult p = profiler_->finish();
+  if (p.steps == 0) {
+    log::warn(fmt::format("profile: no step was recorded (the run took {} steps; profile.wait + "
+                          "profile.warmup is {})", state_.step,
+                          settings_.profile.wait + settings_.profile.warmup));
+    return;
+  }
+  log::info(p.table);
+  if (settings_.train.test_mode) return;  // no run folder
+  const std::string dir = settings_.run_dir + "/profile";
+  prepare_writable_dir(dir);
+  const std::string suffix = plan_.rank == 0 ? "" : fmt::format("-rank-{}", plan_.rank);
+  write_file_atomic(dir + "/summary" + suffix + ".json", p.summary_json);
+  if (!p.trace_json.empty()) {
+    write_file_atomic(fmt::format("{}/trace-rank-{}.json", dir, plan_.rank), p.trace_json);
+  }
+  log::file_only("profile: " + dir + "/summary" + suffix + ".json" +
+                 (p.trace_json.empty() ? "" : fmt::format(", trace-rank-{}.json", plan_.rank)));
+}
+
+double TrainLoop::elapsed() const {
+  return time_offset_ + std::chrono::duration<double>(Clock::now() - start_time_).count();
+}
+
+LogEvent TrainLoop::event(MetricMap metrics) const {
+  return {state_.step, state_.epoch, state_.samples, elapsed(), std::move(metrics)};
+}
+
+void TrainLoop::log_train() {
+  if (train_sums_.empty()) return;
+  Profiler::Range range(profiler_.get(), Phase::Logging);
+  if (group_) all_reduce_metrics(*group_, train_sums_);  // every rank's samples
+  MetricMap m;
+  for (const auto& [k, v] : train_sums_.result()) m["train/" + k] = v;
+  m["train/lr"] = step_lr_;
+  if (const LossScaler* scaler = precision_.scaler()) m["train/loss_scale"] = scaler->scale();
+  if (state_.skipped_steps > 0) m["train/skipped_steps"] = double(state_.skipped_steps);
+  train_sums_.clear();
+  hooks_.call("on_before_log", &Callback::on_before_log, m);
+  logger_.log(event(m));
+  last_train_ = m;
+  hooks_.call("on_log", &Callback::on_log, m);
+}
+
+void TrainLoop::validate() {
+  if (!val_loader_ || last_val_step_ == state_.step) return;
+  last_val_step_ = state_.step;
+  Profiler::Range range(profiler_.get(), Phase::Validation);
+  hooks_.call("on_validation_start", &Callback::on_validation_start);
+  MetricAccumulator sums = evaluate_sums(module_, *val_loader_, EvalSplit::Val,
+                                         settings_.train.test_mode ? 1 : -1, &hooks_, &precision_);
+  if (group_) all_reduce_metrics(*group_, sums);  // each rank read a disjoint shard
+  MetricMap m;
+  for (const auto& [name, value] : sums.result()) m["val/" + name] = value;
+  logger_.log(event(m));
+  last_val_ = m;
+  if (Scheduler* s = lr_->scheduler(); s && s->needs_metric()) {
+    s->observe(monitored(m, s->monitored_metric(), "scheduler"));
+    lr_->follow(state_);
+  }
+  checkpoints_->observe_validation(m);
+  hooks_.call("on_validation_end", &Callback::on_validation_end, m);
+  // Data-parallel: a stop any rank's callbacks asked for in this pass stops every rank now.
+  decisions_.agree_after_validation([this](bool mine) {
+    std::vector<torch::Tensor> asked{torch::tensor(mine ? 1.0f : 0.0f)};
+    group_->all_reduce_max(asked);
+    return asked[0].item<float>() > 0;
+  });
+}
+
+void TrainLoop::finish_logs() {
+  log_train();
+  if (!settings_.train.test_mode) validate();
+}
+
+}  // namespace unitrain

@@ -1,0 +1,150 @@
+#pragma once
+// TrainLoop: one fit()'s parts — the plan and periods, the data, the step, the schedule, the
+// logs, the checkpoints — each built from what it needs, and the named calls fit() makes in
+// order. Private to the engine: trainer.cpp builds and runs it.
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "unitrain/data/loader.h"
+#include "unitrain/engine/checkpoint_entry.h"
+#include "unitrain/engine/lr_controller.h"
+#include "unitrain/engine/periods.h"
+#include "unitrain/engine/run_plan.h"
+#include "unitrain/engine/run_settings.h"
+#include "unitrain/engine/step_runner.h"
+#include "unitrain/engine/thread_governor.h"
+#include "unitrain/engine/train_checkpoints.h"
+#include "unitrain/engine/trainer.h"
+#include "unitrain/log/run_logger.h"
+#include "unitrain/metrics/metric_accumulator.h"
+#include "unitrain/profile/profiler.h"
+
+namespace unitrain {
+
+class ProcessGroup;
+class RunDecisions;
+
+/// What a TrainLoop is built from: the run's settings and the parts that the Trainer keeps
+/// across fit() calls (callbacks, counters, decisions, precision) or built for this one.
+struct LoopInputs {
+  const RunSettings& settings;
+  const Config& config;      ///< the resolved config (metrics files, checkpoints)
+  CallbackList& callbacks;
+  TrainState& counters;      ///< what callbacks see as trainer.state()
+  RunDecisions& decisions;
+  Precision& precision;
+  TrainModule& module;
+  std::shared_ptr<ProcessGroup> group;      ///< null for one process
+  std::unique_ptr<ThreadGovernor> threads;  ///< intra-op threads; follows the load when auto
+};
+
+class TrainLoop : private CheckpointEntry {
+ public:
+  TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const ResumePoint& resume);
+  ~TrainLoop() override;
+
+  // --- The run, as fit() reads it --------------------------------------------------------
+  /// Builds the step, the schedule and the checkpoints' entries around the optimizer.
+  void start(torch::optim::Optimizer& optimizer, SchedulerPtr schedule);
+  /// Restores everything a checkpoint holds, exactly where it was saved.
+  void restore(const ResumePoint& resume);
+  /// The run's first lines: sizes, threads (and why), loader, BLAS. True when the run was
+  /// complete before it started (nothing to train).
+  bool announce();
+  /// Training is over: the length is reached at a window's end, a stop was decided, a pause
+  /// or a signal acted on, or the run was complete before it started.
+  bool finished() const;
+  /// The next micro-batch of the current epoch (starting one when none is running); nullopt
+  /// when the epoch has none left.
+  std::optional<Batch> next_batch();
+  /// Forward and backward of `batch`, weighted by its share of its window.
+  MicroStep forward_backward(const Batch& batch);
+  /// The phases of the window's end (gradient sync, clipping, the update).
+  StepRunner& steps() { return *steps_; }
+  /// Waits for an async save's parameter copies: the optimizer may change parameters now.
+  void fence_snapshot() { checkpoints_->fence(); }
+  /// Counts the micro-batch (samples, running sums) and, at a window's end, the step: its
+  /// decisions, the schedule, the thread count, on_step_end and the progress bar.
+  void advance(const Batch& batch, const MicroStep& m);
+  /// At a window's end: logs and validates when their periods say so (and at the run's end).
+  void log_and_validate();
+  /// Saves when the checkpoint policy asks for it at this point (TrainCheckpoints).
+  void save_if_due() { checkpoints_->save_if_due(periods_); }
+  bool epoch_complete() const;
+  /// The epoch's end: counters, the per-epoch schedule, on_epoch_end, epoch-period logs,
+  /// validation and saves.
+  void end_epoch();
+  /// After the loop: the last log events and the final save, the writer drained.
+  void finish();
+
+  // --- What the Trainer reads of it -------------------------------------------------------
+  const RunPlan& plan() const { return plan_; }
+  ProcessGroup* group() const { return group_.get(); }
+  bool sharded() const { return sharding_ != nullptr; }
+  double best_value() const { return checkpoints_->best_value(); }
+  int64_t log_events() const { return logger_.events(); }
+  /// Seconds trained, over every segment of the run (or, complete before it started, the
+  /// segments before).
+  double seconds() const;
+  /// The loop's part of FitResult (Trainer::conclude adds the counters and seconds).
+  FitResult result() const;
+  /// Trainer::log_mean: a value for the next training log event.
+  void add_train_mean(const std::string& name, double value);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  // The loop's own checkpoint entry: running sums, log position, time, last metrics.
+  void save(CheckpointWrite& out) override;
+  void restore(const CheckpointRead& in) override;
+  double elapsed() const;
+  LogEvent event(MetricMap metrics) const;
+  bool length_reached() const;
+  void log_train();
+  void validate();
+  /// The run's last log events (train sums left, a validation at the last step), logged
+  /// before its last checkpoint so that the checkpoint holds them.
+  void finish_logs();
+  void close_epoch_batches();
+  /// A resume whose config changed the schedule's inputs (its length, the schedule, the base
+  /// lr): the schedule is a function of them, recomputed, so the lr may jump; say so.
+  void explain_schedule_change(const ResumePoint& resume) const;
+  /// The profile's table to the log, its files to run_dir/profile.
+  void write_profile();
+
+  const RunSettings& settings_;
+  const Config& config_;
+  CallbackList& hooks_;
+  TrainState& state_;
+  RunDecisions& decisions_;
+  Precision& precision_;
+  TrainModule& module_;
+  std::shared_ptr<ProcessGroup> group_;
+  std::unique_ptr<ThreadGovernor> threads_;
+  RunPlan plan_;
+  Periods periods_;
+  Loader train_loader_;
+  std::unique_ptr<Loader> val_loader_;
+  std::unique_ptr<EpochIterator> epoch_batches_;  ///< the running epoch's
+  std::unique_ptr<GradientSync> sync_;
+  std::unique_ptr<StepRunner> steps_;
+  std::unique_ptr<OptimizerSharding> sharding_;  ///< distributed.zero >= 1 with several ranks
+  std::vector<int> gradient_owners_;  ///< distributed.zero: 2: each parameter's, by model order
+  std::unique_ptr<LrController> lr_;
+  RunLogger logger_;
+  std::unique_ptr<Profiler> profiler_;  ///< null unless profile.enabled
+  std::unique_ptr<TrainCheckpoints> checkpoints_;
+  MetricAccumulator train_sums_;
+  MetricMap last_train_, last_val_;
+  double data_wait_seconds_ = 0;
+  std::string resumed_from_;
+  bool already_complete_ = false;
+  Clock::time_point start_time_ = Clock::now();
+  double time_offset_ = 0;  ///< seconds of training before a resume
+  int64_t last_val_step_ = -1;
+  double step_lr_ = 0;  ///< the lr the last optimizer step used (train/lr)
+  bool broadcast_buffers_ = false;  ///< rank 0's buffers to every rank at each window's start
+};
+
+}  // namespace unitrain
