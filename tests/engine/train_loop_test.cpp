@@ -1,0 +1,68 @@
+// TrainLoop through the Trainer: what its logs say about the learning rate.
+#include "unitrain/engine/train_loop.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "engine/regression_fixture.h"
+#include "test_util.h"
+
+namespace unitrain {
+namespace {
+
+Config schedule_config(const std::string& run_dir, const std::string& length) {
+  return Config::from_string(
+      "run_dir: " + run_dir + "\n"
+      "optimizer: {type: sgd, lr: 0.1}\n"
+      "scheduler: {type: cosine, args: {warmup: 2 steps}}\n"
+      "callbacks: [{type: lr_monitor}]\n"
+      "data: {loader: {batch_size: 8, workers: 0, shuffle: false}}\n"
+      "log: {trackers: [jsonl]}\n"
+      "train: {max_length: " + length + ", log_every: 1 step}\n");
+}
+
+void fit_regression(const Config& config) {
+  Trainer trainer(config);
+  test::Regression module;
+  trainer.fit(module, test::regression_data(32));
+}
+
+std::vector<nlohmann::json> train_events(const std::string& run_dir) {
+  std::ifstream in(run_dir + "/metrics.jsonl");
+  std::vector<nlohmann::json> out;
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j.contains("train/lr")) out.push_back(j);
+  }
+  return out;
+}
+
+TEST(TrainLoop, TrainLrIsTheLrTheLoggedStepUsedAsLrMonitorSays) {
+  const std::string dir = test::temp_dir();
+  fit_regression(schedule_config(dir, "2 epochs"));
+  const auto events = train_events(dir);
+  ASSERT_EQ(events.size(), 8u);
+  EXPECT_EQ(events[0]["train/lr"].get<double>(), 0.0);   // warmup: step 1 trains with 0 / 2
+  EXPECT_DOUBLE_EQ(events[1]["train/lr"].get<double>(), 0.05);  // step 2 with 1 / 2
+  for (const auto& e : events) {
+    EXPECT_EQ(e["train/lr"].get<double>(), e["train/lr-group0"].get<double>()) << e.dump();
+  }
+}
+
+TEST(TrainLoop, ExtendingAFinishedRunSaysThatTheScheduleIsRecomputed) {
+  const std::string dir = test::temp_dir();
+  fit_regression(schedule_config(dir, "2 epochs"));
+  fit_regression(schedule_config(dir, "3 epochs"));
+  std::ifstream log(dir + "/train.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(test::contains(text, "lr schedule: train.max_length changed since the checkpoint"))
+      << text;
+  EXPECT_TRUE(test::contains(text, "step 9 trains with lr ")) << text;
+  EXPECT_EQ(train_events(dir).size(), 12u);
+}
+
+}  // namespace
+}  // namespace unitrain
