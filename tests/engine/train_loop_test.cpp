@@ -66,3 +66,49 @@ TEST(TrainLoop, ExtendingAFinishedRunSaysThatTheScheduleIsRecomputed) {
 
 }  // namespace
 }  // namespace unitrain
+
+namespace unitrain {
+namespace {
+
+/// A module whose own code fails: in training_step, in the backward of a detached loss, or in
+/// validation_step (c10::Error from a shape mismatch).
+struct Failing : test::Regression {
+  std::string where;
+  int steps = 0;
+  StepOutput training_step(const Batch& b) override {
+    if (where == "training_step" && ++steps == 3) throw std::runtime_error("my bug");
+    if (where == "backward") return {fc->forward(b.at("x")).sum().detach(), {}};
+    return Regression::training_step(b);
+  }
+  StepOutput validation_step(const Batch& b) override {
+    if (where == "validation_step") fc->forward(b.at("x").view({-1, 2}));  // 2 != 4 features
+    return Regression::validation_step(b);
+  }
+};
+
+std::string failure_of(const std::string& where) {
+  Trainer trainer(test::base_config(test::temp_dir()));
+  Failing module;
+  module.where = where;
+  auto data = test::regression_data(32);
+  return test::error_of<TrainError>([&] { trainer.fit(module, data, data); });
+}
+
+TEST(TrainLoop, ErrorsFromTheModulesOwnCodeNameTheMethodAndStepWithoutABacktrace) {
+  const std::string train = failure_of("training_step");
+  EXPECT_TRUE(test::contains(train, "the module's training_step at step 3 failed: my bug")) << train;
+  const std::string back = failure_of("backward");
+  EXPECT_TRUE(test::contains(back, "the backward of the loss training_step returned at step 1"))
+      << back;
+  EXPECT_TRUE(test::contains(back, "does not require grad")) << back;
+  const std::string val = failure_of("validation_step");
+  EXPECT_TRUE(test::contains(val, "the module's validation_step on batch 1 of data.val failed: "))
+      << val;
+  for (const std::string& m : {train, back, val}) {
+    EXPECT_FALSE(test::contains(m, "frame #")) << m;
+    EXPECT_FALSE(test::contains(m, "Exception raised from")) << m;
+  }
+}
+
+}  // namespace
+}  // namespace unitrain

@@ -75,6 +75,8 @@ class Loader {
   /// Reader threads used: `workers`, or for auto 0 when the dataset is in memory, else 2.
   int64_t reader_threads() const;
   const LoaderOptions& options() const { return options_; }
+  /// What it reads, for messages: "data.train", "data.val", ...
+  const std::string& name() const { return name_; }
   /// The batches of `epoch`, starting at batch `start_batch` (a seek, not a replay).
   std::unique_ptr<EpochIterator> epoch(int64_t epoch, int64_t start_batch = 0) const;
   /// The example indices of `epoch` in the order they are read. With bucket_window W > 0 the

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "unitrain/engine/callback_list.h"
+#include "unitrain/engine/module_error.h"
 #include "unitrain/precision/precision.h"
 
 namespace unitrain {
@@ -16,19 +17,23 @@ MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalS
   module.eval();
   MetricAccumulator acc;
   auto it = loader.epoch(0);
-  int64_t seen = 0;
+  int64_t seen = 0, index = 0;
   while (max_batches < 0 || seen++ < max_batches) {
     auto batch = it->next();
     if (!batch) break;
+    ++index;
     if (hooks && test) hooks->call("on_test_batch_start", &Callback::on_test_batch_start, *batch);
     if (hooks && !test) {
       hooks->call("on_validation_batch_start", &Callback::on_validation_batch_start, *batch);
     }
     StepOutput out;
-    {
+    try {
       AutocastScope autocast = precision ? precision->autocast() : AutocastScope(false, {}, {});
       const Batch& in = precision && precision->casts_inputs() ? precision->inputs(*batch) : *batch;
       out = test ? module.test_step(in) : module.validation_step(in);
+    } catch (...) {
+      rethrow_module_error(std::string("the module's ") + (test ? "test_step" : "validation_step") +
+                           " on batch " + std::to_string(index) + " of " + loader.name());
     }
     if (hooks && test) hooks->call("on_test_batch_end", &Callback::on_test_batch_end, *batch, out);
     if (hooks && !test) {

@@ -6,7 +6,10 @@
 #include <limits>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "unitrain/core/error.h"
+#include "unitrain/engine/module_error.h"
 #include "unitrain/optim/optimizer.h"
 
 namespace unitrain {
@@ -20,12 +23,14 @@ std::map<std::string, MetricValue> detached(const std::map<std::string, MetricVa
 
 }  // namespace
 
-StepOutput StepRunner::training_step(const Batch& batch) {
+StepOutput StepRunner::training_step(const Batch& batch, int64_t step) {
   StepOutput out;
-  {
+  try {
     AutocastScope autocast = precision_.autocast();
     out = precision_.casts_inputs() ? module_.training_step(precision_.inputs(batch))
                                     : module_.training_step(batch);
+  } catch (...) {
+    rethrow_module_error(fmt::format("the module's training_step at step {}", step));
   }
   UT_CHECK(out.loss.defined() && out.loss.numel() == 1,
            "training_step must return a scalar loss, got ",
@@ -111,11 +116,17 @@ void StepRunner::zero_grads() {
   hooks_.call("on_after_zero_grad", &Callback::on_after_zero_grad);
 }
 
-void StepRunner::backward(const torch::Tensor& loss, bool window_end) {
+void StepRunner::backward(const torch::Tensor& loss, bool window_end, int64_t step) {
   Profiler::Range range(profiler_, Phase::Backward);
   hooks_.call("on_before_backward", &Callback::on_before_backward, loss);
   sync_.before_backward(window_end);
-  loss.backward();
+  try {
+    loss.backward();
+  } catch (...) {
+    rethrow_module_error(fmt::format(
+        "the backward of the loss training_step returned at step {} (a loss computed from "
+        "detached tensors, or without the parameters, has no gradient)", step));
+  }
   hooks_.call("on_after_backward", &Callback::on_after_backward);
 }
 
@@ -136,7 +147,7 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
   }
   m.window_end = window_end;
   Profiler::Range forward(profiler_, Phase::Forward);
-  StepOutput out = training_step(batch);
+  StepOutput out = training_step(batch, step);
   m.loss = out.loss.detach();
   m.metrics = detached(out.metrics);
   // Data-parallel runs decide together at the window's end, from decisions that travel with
@@ -155,7 +166,7 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
     sync_.share(mine, bad_on_device_);
   }
   if (!window_bad_) {
-    backward(precision_.scale_loss(weight == 1.0 ? out.loss : out.loss * weight), window_end);
+    backward(precision_.scale_loss(weight == 1.0 ? out.loss : out.loss * weight), window_end, step);
   }
   return m;
 }
@@ -248,14 +259,14 @@ void StepRunner::update_with_closure(MicroStep& m, int64_t step) {
   bool first = true;
   auto closure = [&]() -> torch::Tensor {
     zero_grads();
-    StepOutput out = training_step(*closure_batch_);
+    StepOutput out = training_step(*closure_batch_, step);
     if (first) {
       m.loss = out.loss.detach();
       m.metrics = detached(out.metrics);
       first = false;
     }
     if (!std::isfinite(out.loss.item<double>())) return out.loss.detach();
-    backward(out.loss, true);
+    backward(out.loss, true, step);
     finish_sync();
     if (options_.clip_grad_norm > 0) {
       hooks_.call("on_before_clip", &Callback::on_before_clip);

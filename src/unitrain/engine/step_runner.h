@@ -89,12 +89,13 @@ class StepRunner {
  private:
   void update_with_closure(MicroStep& m, int64_t step);
   /// training_step under the precision's autocast, on its inputs; checks the loss is a scalar.
-  StepOutput training_step(const Batch& batch);
+  /// What it throws is rethrown naming it and `step` (module_error.h).
+  StepOutput training_step(const Batch& batch, int64_t step);
   void zero_grads();
   /// clip_gradients when each rank holds only its partition's gradients: the global norm
   /// (returned) from one all-reduce of squared norms, each rank clipping its part.
   double clip_partitioned();
-  void backward(const torch::Tensor& loss, bool window_end);
+  void backward(const torch::Tensor& loss, bool window_end, int64_t step);
   void finish_sync();
   /// on_nonfinite, then (`stops`) the TrainError that ends the run.
   void nonfinite(const std::string& what, int64_t step, const MicroStep& m, bool stops);
