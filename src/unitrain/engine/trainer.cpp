@@ -276,6 +276,11 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
 FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   UT_CHECK(train != nullptr, "fit() needs training data (data.train)");
   check_monitored_metrics(val != nullptr);
+  if (settings_->checkpoint.enabled) {  // best.mode auto: the direction the module declares
+    auto settings = std::make_unique<RunSettings>(*settings_);
+    settings->checkpoint.resolve_best_direction(module);
+    settings_ = std::move(settings);
+  }
   // Plan: the run folder's lock, threads, the checkpoint to resume from, the processes, the
   // run folder, the parts. The process that writes the run folder (rank 0) holds its lock
   // before it reads anything there: a second run on the folder stops here.
@@ -306,7 +311,7 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   loop_ = &loop;
   module_ = &module;
   optimizer_ = configure_optimizer(module);
-  UT_CHECK(!group || dynamic_cast<torch::optim::LBFGS*>(optimizer_.get()) == nullptr,
+  UT_CHECK(!group || !needs_closure(*optimizer_),
            "optimizer.type: lbfgs re-evaluates the loss inside its step, which data-parallel "
            "training does not support; use another optimizer or one process");
   loop.start(*optimizer_, configure_scheduler(loop.plan.schedule_context(
