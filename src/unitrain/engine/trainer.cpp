@@ -114,6 +114,15 @@ std::string finished_how(const TrainState& s, const TrainUnit& length) {
                        : fmt::format("step {}, train.max_length {}", s.step, length.str());
 }
 
+// `settings` with checkpoint.best.mode resolved for `module` (auto: the direction it declares
+// for the metric); ConfigError naming the key when it declares none.
+std::unique_ptr<const RunSettings> with_best_direction(const RunSettings& settings,
+                                                       const TrainModule& module) {
+  auto out = std::make_unique<RunSettings>(settings);
+  if (out->checkpoint.enabled) out->checkpoint.resolve_best_direction(module);
+  return out;
+}
+
 }  // namespace
 
 void Trainer::fit_resume_to_world(ResumePoint& resume, int world) {
@@ -276,11 +285,7 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
 FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   UT_CHECK(train != nullptr, "fit() needs training data (data.train)");
   check_monitored_metrics(val != nullptr);
-  if (settings_->checkpoint.enabled) {  // best.mode auto: the direction the module declares
-    auto settings = std::make_unique<RunSettings>(*settings_);
-    settings->checkpoint.resolve_best_direction(module);
-    settings_ = std::move(settings);
-  }
+  settings_ = with_best_direction(*settings_, module);
   // Plan: the run folder's lock, threads, the checkpoint to resume from, the processes, the
   // run folder, the parts. The process that writes the run folder (rank 0) holds its lock
   // before it reads anything there: a second run on the folder stops here.
