@@ -7,6 +7,7 @@
 
 #include "test_util.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/train_module.h"
 
 namespace unitrain {
 namespace {
@@ -16,6 +17,17 @@ using test::error_of;
 
 const double kNaN = std::nan("");
 const double kInf = std::numeric_limits<double>::infinity();
+
+/// A module that logs `wer` (lower is better) and `acc` (higher), and `f1` without a direction.
+struct DeclaringModule : TrainModule {
+  StepOutput training_step(const Batch&) override { return {}; }
+  StepOutput validation_step(const Batch&) override { return {}; }
+  std::optional<MetricDirection> metric_direction(const std::string& name) const override {
+    if (name == "wer") return MetricDirection::LowerIsBetter;
+    if (name == "acc") return MetricDirection::HigherIsBetter;
+    return TrainModule::metric_direction(name);
+  }
+};
 
 /// The `checkpoint` section given as YAML, resolved against the schema.
 CheckpointOptions parse(const std::string& yaml) {
@@ -37,7 +49,8 @@ TEST(CheckpointOptions, SchemaDefaults) {
   EXPECT_EQ(o.keep_last, 3);
   EXPECT_TRUE(o.final);
   EXPECT_EQ(o.best_metric, "");
-  EXPECT_EQ(o.best_mode, MetricMode::Max);
+  EXPECT_EQ(o.best_mode, MetricMode::Auto);
+  EXPECT_FALSE(o.best_direction.has_value());
   EXPECT_FALSE(o.best_threshold.has_value());
   EXPECT_EQ(o.resume, "auto");
   EXPECT_FALSE(o.async);
@@ -66,6 +79,11 @@ TEST(CheckpointOptions, SchemaDefaults) {
   ASSERT_NE(best->section_schema()->find("mode"), nullptr);
   EXPECT_EQ(best->section_schema()->find("mode")->default_yaml(),
             std::optional<std::string>("auto"));
+  // One declaration for both monitors' mode key.
+  const Field* early_mode = EarlyStoppingOptions::schema()->find("mode");
+  ASSERT_NE(early_mode, nullptr);
+  EXPECT_EQ(early_mode->help_text(), best->section_schema()->find("mode")->help_text());
+  EXPECT_EQ(early_mode->default_yaml(), std::optional<std::string>("auto"));
 }
 
 TEST(CheckpointOptions, ParsesEveryKey) {
@@ -81,15 +99,17 @@ TEST(CheckpointOptions, ParsesEveryKey) {
   EXPECT_TRUE(o.async);
   EXPECT_EQ(o.resume, "best");
   EXPECT_EQ(o.best_metric, "val/acc");
-  EXPECT_EQ(o.best_mode, MetricMode::Max);  // auto: accuracy grows
+  EXPECT_EQ(o.best_mode, MetricMode::Auto);  // resolved against the module at the start
   ASSERT_TRUE(o.best_threshold.has_value());
   EXPECT_DOUBLE_EQ(*o.best_threshold, 0.9);
 
   EXPECT_FALSE(parse("{every: null}").every.has_value());
   EXPECT_EQ(parse("{every: 200 steps}").every->unit, TrainUnit::Unit::Steps);
   EXPECT_EQ(parse("{resume: /runs/a/checkpoints/step-10}").resume, "/runs/a/checkpoints/step-10");
-  EXPECT_EQ(parse("{best: {metric: val/loss}}").best_mode, MetricMode::Min);
-  EXPECT_EQ(parse("{best: {metric: val/loss, mode: max}}").best_mode, MetricMode::Max);
+  EXPECT_EQ(parse("{best: {metric: val/loss, mode: min}}").best_direction,
+            MetricDirection::LowerIsBetter);
+  EXPECT_EQ(parse("{best: {metric: val/loss, mode: max}}").best_direction,
+            MetricDirection::HigherIsBetter);
 }
 
 TEST(CheckpointOptions, BadValuesAreConfigErrorsNamingTheKey) {
@@ -108,9 +128,16 @@ TEST(CheckpointOptions, BadValuesAreConfigErrorsNamingTheKey) {
   EXPECT_TRUE(contains(m, "checkpoint.resume")) << m;
 }
 
+/// The section, its best.mode resolved against DeclaringModule as fit() does.
+CheckpointOptions resolved(const std::string& yaml) {
+  CheckpointOptions o = parse(yaml);
+  o.resolve_best_direction(DeclaringModule());
+  return o;
+}
+
 TEST(CheckpointOptions, ImprovesForMinMode) {
-  const CheckpointOptions o = parse("{best: {metric: val/loss}}");
-  ASSERT_EQ(o.best_mode, MetricMode::Min);
+  const CheckpointOptions o = resolved("{best: {metric: val/loss}}");
+  ASSERT_EQ(o.best_direction, MetricDirection::LowerIsBetter);
   EXPECT_TRUE(o.improves(0.5, kNaN));  // anything finite beats no best yet
   EXPECT_TRUE(o.improves(0.4, 0.5));
   EXPECT_TRUE(o.improves(-1.0, 0.5));
@@ -123,8 +150,8 @@ TEST(CheckpointOptions, ImprovesForMinMode) {
 }
 
 TEST(CheckpointOptions, ImprovesForMaxMode) {
-  const CheckpointOptions o = parse("{best: {metric: val/acc}}");
-  ASSERT_EQ(o.best_mode, MetricMode::Max);
+  const CheckpointOptions o = resolved("{best: {metric: val/acc}}");
+  ASSERT_EQ(o.best_direction, MetricDirection::HigherIsBetter);
   EXPECT_TRUE(o.improves(0.1, kNaN));
   EXPECT_TRUE(o.improves(0.6, 0.5));
   EXPECT_FALSE(o.improves(0.5, 0.5));
@@ -142,7 +169,7 @@ TEST(CheckpointOptions, ImprovesHonoursTheThreshold) {
   EXPECT_FALSE(max.improves(0.84, 0.85));
   EXPECT_FALSE(max.improves(0.75, 0.7));  // better than the best, not than the threshold
 
-  const CheckpointOptions min = parse("{best: {metric: val/loss, threshold: 0.3}}");
+  const CheckpointOptions min = resolved("{best: {metric: val/loss, threshold: 0.3}}");
   EXPECT_FALSE(min.improves(0.4, kNaN));
   EXPECT_TRUE(min.improves(0.2, kNaN));
   EXPECT_TRUE(min.improves(0.1, 0.2));
@@ -150,16 +177,47 @@ TEST(CheckpointOptions, ImprovesHonoursTheThreshold) {
   EXPECT_FALSE(min.improves(0.35, 0.5));
 }
 
-TEST(CheckpointOptions, AutoModeFollowsTheMetricName) {
-  for (const char* m : {"val/loss", "val/perplexity", "val/mse", "val/mae",
-                        "val/loss_cross_entropy", "train/loss"}) {
-    EXPECT_EQ(resolve_metric_mode("auto", m), MetricMode::Min) << m;
+TEST(CheckpointOptions, AutoModeFollowsTheDirectionTheModuleDeclares) {
+  // A lower-is-better metric whose name says nothing of it: the lowest value is the best.
+  const CheckpointOptions wer = resolved("{best: {metric: val/wer}}");
+  ASSERT_EQ(wer.best_direction, MetricDirection::LowerIsBetter);
+  double best = kNaN;
+  for (double v : {0.4, 0.3, 0.35, 0.2, 0.25}) {
+    if (wer.improves(v, best)) best = v;
   }
-  for (const char* m : {"val/acc", "val/top3", "val/f1", ""}) {
-    EXPECT_EQ(resolve_metric_mode("auto", m), MetricMode::Max) << m;
-  }
-  EXPECT_EQ(resolve_metric_mode("max", "val/loss"), MetricMode::Max);
-  EXPECT_EQ(resolve_metric_mode("min", "val/acc"), MetricMode::Min);
+  EXPECT_EQ(best, 0.2);
+  // The split goes; loss is lower-is-better in any module; an explicit mode wins.
+  EXPECT_EQ(resolved("{best: {metric: train/loss}}").best_direction,
+            MetricDirection::LowerIsBetter);
+  EXPECT_EQ(resolved("{best: {metric: val/wer, mode: max}}").best_direction,
+            MetricDirection::HigherIsBetter);
+  EXPECT_EQ(resolved("{best: {metric: val/f1, mode: min}}").best_direction,
+            MetricDirection::LowerIsBetter);
+  // No best metric: nothing to resolve.
+  EXPECT_FALSE(resolved("{}").best_direction.has_value());
+}
+
+TEST(CheckpointOptions, AutoModeOnAMetricWithoutADirectionIsAConfigErrorNamingTheKey) {
+  const std::string m = error_of<ConfigError>([] { resolved("{best: {metric: val/f1}}"); });
+  EXPECT_EQ(m,
+            "checkpoint.best.metric: val/f1 has no declared direction (neither its metric's "
+            "registration nor the module says whether a higher or a lower 'f1' is better); set "
+            "checkpoint.best.mode: min or max");
+  // Not resolved at all: improves() refuses to guess.
+  EXPECT_FALSE(error_of<TrainError>([] { parse("{best: {metric: val/f1}}").improves(1, 2); })
+                   .empty());
+}
+
+TEST(CheckpointOptions, MonitoredDirectionStripsOnlyTheSplit) {
+  const DeclaringModule module;
+  EXPECT_EQ(monitored_direction(MetricMode::Auto, "val/wer", module, "k", "m"),
+            MetricDirection::LowerIsBetter);
+  EXPECT_EQ(monitored_direction(MetricMode::Auto, "acc", module, "k", "m"),
+            MetricDirection::HigherIsBetter);
+  EXPECT_TRUE(contains(
+      error_of<ConfigError>([&] { monitored_direction(MetricMode::Auto, "val/x/wer", module,
+                                                      "k", "m"); }),
+      "'x/wer'"));
 }
 
 TEST(CheckpointEarlyStoppingOptions, SchemaDefaults) {
@@ -173,13 +231,13 @@ TEST(CheckpointEarlyStoppingOptions, SchemaDefaults) {
   EXPECT_EQ(d.min_delta, off.min_delta);
 }
 
-TEST(CheckpointEarlyStoppingOptions, ParsesEveryKeyAndResolvesMode) {
+TEST(CheckpointEarlyStoppingOptions, ParsesEveryKey) {
   const EarlyStoppingOptions on = parse_early("{metric: val/acc, patience: 2, min_delta: 0.01}");
   EXPECT_EQ(on.metric, "val/acc");
-  EXPECT_EQ(on.mode, MetricMode::Max);
+  EXPECT_EQ(on.mode, MetricMode::Auto);  // EarlyStopping resolves it when the run starts
   EXPECT_EQ(on.patience, 2);
   EXPECT_DOUBLE_EQ(on.min_delta, 0.01);
-  EXPECT_EQ(parse_early("{metric: val/perplexity}").mode, MetricMode::Min);
+  EXPECT_EQ(parse_early("{metric: val/perplexity, mode: min}").mode, MetricMode::Min);
   EXPECT_EQ(parse_early("{metric: val/perplexity, mode: max}").mode, MetricMode::Max);
   EXPECT_TRUE(
       contains(error_of<ConfigError>([] { parse_early("{patience: 0}"); }), "early_stopping.patience"));

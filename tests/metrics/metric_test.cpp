@@ -76,6 +76,32 @@ TEST(MetricTest, TopKFromRegistryUsesArgs) {
   }
 }
 
+TEST(MetricTest, EveryBuiltInDeclaresWhetherHigherIsBetter) {
+  register_builtin_metrics();
+  for (const char* name : {"accuracy", "top_k_accuracy"}) {
+    EXPECT_EQ(metric_registry().direction(name), MetricDirection::HigherIsBetter) << name;
+  }
+  for (const char* name : {"mse", "mae", "perplexity"}) {
+    EXPECT_EQ(metric_registry().direction(name), MetricDirection::LowerIsBetter) << name;
+  }
+  for (const ComponentInfo* info : catalog::of_kind("metric")) {
+    if (info->name.rfind("unit_test_", 0) == 0) continue;  // this file's own registrations
+    EXPECT_TRUE(metric_registry().direction(info->name).has_value()) << info->name;
+  }
+  EXPECT_FALSE(metric_registry().direction("no_such_metric").has_value());
+}
+
+TEST(MetricTest, AMetricRegisteredInCppDeclaresItsDirectionAsTheBuiltInsDo) {
+  auto fn = [](const Config&) { return MetricFn(&metrics::mae); };
+  metric_registry().add("unit_test_wer", "word error rate", MetricDirection::LowerIsBetter,
+                        Schema(), fn);
+  metric_registry().add("unit_test_undeclared", "no direction", Schema(), fn);
+  EXPECT_EQ(metric_registry().direction("unit_test_wer"), MetricDirection::LowerIsBetter);
+  EXPECT_FALSE(metric_registry().direction("unit_test_undeclared").has_value());
+  EXPECT_TRUE(metric_registry().contains("unit_test_wer"));
+  EXPECT_TRUE(metric_registry().contains("unit_test_undeclared"));
+}
+
 TEST(MetricTest, MseAndMae) {
   torch::Tensor pred = torch::tensor({{1.0f, 2.0f}, {3.0f, 4.0f}});
   torch::Tensor target = torch::tensor({{1.0f, 0.0f}, {0.0f, 4.0f}});

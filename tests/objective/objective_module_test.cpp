@@ -81,6 +81,25 @@ TEST(ObjectiveModuleTest, WeightedLossesAndMetrics) {
   for (const auto& p : module.named_parameters()) EXPECT_EQ(p.key().rfind("model.", 0), 0u);
 }
 
+TEST(ObjectiveModuleTest, EachLoggedNameHasTheDirectionItsTermDeclares) {
+  ObjectiveModule module(std::make_shared<TwoHeads>(),
+                         objective(std::string(kTwoLosses) +
+                                   "  - {type: accuracy, name: acc}\n"
+                                   "regularizers: [{type: l2, weight: 0.1}]\n"));
+  constexpr auto kLower = MetricDirection::LowerIsBetter;
+  for (const char* name : {"loss", "loss_cross_entropy", "loss_mse", "reg_l2", "value_mae"}) {
+    EXPECT_EQ(module.metric_direction(name), kLower) << name;
+  }
+  // A metric renamed in the config keeps its type's direction.
+  for (const char* name : {"accuracy", "acc"}) {
+    EXPECT_EQ(module.metric_direction(name), MetricDirection::HigherIsBetter) << name;
+  }
+  // Names the objective does not log: no direction (mae is only a type here).
+  for (const char* name : {"mae", "loss_l2", "reg_mse", "lr"}) {
+    EXPECT_FALSE(module.metric_direction(name).has_value()) << name;
+  }
+}
+
 TEST(ObjectiveModuleTest, OneLossReportsNoTerms) {
   ObjectiveModule module(
       std::make_shared<TwoHeads>(),

@@ -181,6 +181,37 @@ TEST_F(OptimizerTest, DefaultsToAdamAndReadsAndWritesLr) {
   EXPECT_FALSE(needs_closure(*opt));
 }
 
+/// An SGD that says it re-evaluates the loss in its step (as a plugin's optimizer would).
+struct ClosureSgd : torch::optim::SGD {
+  using torch::optim::SGD::SGD;
+};
+/// An SGD subclass that declares nothing.
+struct PlainSgd : torch::optim::SGD {
+  using torch::optim::SGD::SGD;
+};
+/// torch's LBFGS, subclassed by a user.
+struct MyLbfgs : torch::optim::LBFGS {
+  using torch::optim::LBFGS::LBFGS;
+};
+
+TEST_F(OptimizerTest, NeedsClosureIsDeclaredWhereTheOptimizerRegisters) {
+  Net net;
+  std::vector<torch::Tensor> params = net.parameters();
+  // lbfgs from the registry, and torch's LBFGS built in C++ (a configure_optimizer override).
+  EXPECT_TRUE(needs_closure(*build_optimizer(section("{type: lbfgs}"), net)));
+  EXPECT_TRUE(needs_closure(torch::optim::LBFGS(params, torch::optim::LBFGSOptions(1))));
+  EXPECT_TRUE(needs_closure(MyLbfgs(params, torch::optim::LBFGSOptions(1))));
+  // A declared type answers yes; the others no.
+  declare_needs_closure<ClosureSgd>();
+  EXPECT_TRUE(needs_closure(ClosureSgd(params, torch::optim::SGDOptions(0.1))));
+  EXPECT_FALSE(needs_closure(PlainSgd(params, torch::optim::SGDOptions(0.1))));
+  EXPECT_FALSE(needs_closure(torch::optim::SGD(params, torch::optim::SGDOptions(0.1))));
+  for (const char* type : {"sgd", "adam", "adamw", "adagrad", "rmsprop"}) {
+    EXPECT_FALSE(needs_closure(*build_optimizer(section(std::string("{type: ") + type + "}"), net)))
+        << type;
+  }
+}
+
 TEST_F(OptimizerTest, ArgsMapToLibTorchOptions) {
   Net net;
   auto opt = build_optimizer(

@@ -3,16 +3,42 @@
 #include <cmath>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/train_module.h"
 
 namespace unitrain {
+namespace {
 
-MetricMode resolve_metric_mode(const std::string& mode, const std::string& metric) {
-  if (mode == "min") return MetricMode::Min;
-  if (mode == "max") return MetricMode::Max;
-  for (const char* lower_is_better : {"loss", "perplexity", "mse", "mae"}) {
-    if (metric.find(lower_is_better) != std::string::npos) return MetricMode::Min;
-  }
-  return MetricMode::Max;
+/// The one declaration of a monitor's `mode` key (checkpoint.best.mode, early_stopping.mode).
+template <typename T>
+void declare_metric_mode(Options<T>& o, MetricMode T::*member) {
+  o.field("mode", member, {{"auto", MetricMode::Auto}, {"min", MetricMode::Min},
+                           {"max", MetricMode::Max}})
+      .help(
+          "min or max is better; auto = the direction the metric declares (loss and loss terms: "
+          "min; an objective metric: as its type registers it); a metric that declares none "
+          "needs min or max");
+}
+
+/// A mode set to min or max, as a direction; nullopt for auto.
+std::optional<MetricDirection> explicit_direction(MetricMode mode) {
+  if (mode == MetricMode::Min) return MetricDirection::LowerIsBetter;
+  if (mode == MetricMode::Max) return MetricDirection::HigherIsBetter;
+  return std::nullopt;
+}
+
+}  // namespace
+
+MetricDirection monitored_direction(MetricMode mode, const std::string& metric,
+                                    const TrainModule& module, const std::string& metric_key,
+                                    const std::string& mode_key) {
+  if (auto direction = explicit_direction(mode)) return *direction;
+  const size_t slash = metric.find('/');
+  const std::string name = slash == std::string::npos ? metric : metric.substr(slash + 1);
+  std::optional<MetricDirection> declared = module.metric_direction(name);
+  UT_CHECK(declared.has_value(), metric_key, ": ", metric, " has no declared direction ",
+           "(neither its metric's registration nor the module says whether a higher or a lower '",
+           name, "' is better); set ", mode_key, ": min or max");
+  return *declared;
 }
 
 void CheckpointOptions::declare(Options<CheckpointOptions>& o) {
@@ -44,14 +70,11 @@ void CheckpointOptions::declare(Options<CheckpointOptions>& o) {
       .help(
           "a validation metric, e.g. val/acc: keep a `best` link to the checkpoint where it was "
           "best");
-  best.key("mode", Type::String)
-      .def("auto")
-      .choices({"auto", "min", "max"})
-      .help("min or max is better; auto = min for names with loss/perplexity/mse/mae, else max");
+  declare_metric_mode(best, &T::best_mode);
   best.field("threshold", &T::best_threshold)
       .help("save a best checkpoint only when the metric is also better than this value");
   best.check([](T& t, const Config& c) {
-    t.best_mode = resolve_metric_mode(c.get_string("mode"), t.best_metric);
+    t.best_direction = explicit_direction(t.best_mode);
     UT_CHECK(!t.best_threshold || !t.best_metric.empty(), c.key_path("threshold"), " needs ",
              c.key_path("metric"), " to be set");
     UT_CHECK(t.best_metric.empty() || t.best_metric.find('/') != std::string::npos,
@@ -78,33 +101,36 @@ void CheckpointOptions::declare(Options<CheckpointOptions>& o) {
   });
 }
 
+void CheckpointOptions::resolve_best_direction(const TrainModule& module) {
+  if (best_metric.empty()) return;
+  best_direction = monitored_direction(best_mode, best_metric, module, "checkpoint.best.metric",
+                                       "checkpoint.best.mode");
+}
+
 bool CheckpointOptions::improves(double value, double best) const {
+  UT_CHECK_TRAIN(best_direction.has_value(), "checkpoint.best.mode: auto was not resolved for ",
+                 best_metric, " (call CheckpointOptions::resolve_best_direction first)");
   if (!std::isfinite(value)) return false;
+  const bool lower = *best_direction == MetricDirection::LowerIsBetter;
   if (best_threshold) {
-    const bool beyond = best_mode == MetricMode::Min ? value < *best_threshold
-                                                     : value > *best_threshold;
+    const bool beyond = lower ? value < *best_threshold : value > *best_threshold;
     if (!beyond) return false;
   }
   if (std::isnan(best)) return true;
-  return best_mode == MetricMode::Min ? value < best : value > best;
+  return lower ? value < best : value > best;
 }
 
 void EarlyStoppingOptions::declare(Options<EarlyStoppingOptions>& o) {
   using T = EarlyStoppingOptions;
   o.field("metric", &T::metric)
       .help("a validation metric to watch, e.g. val/loss; null = no early stopping");
-  o.key("mode", Type::String)
-      .def("auto")
-      .choices({"auto", "min", "max"})
-      .help("min or max is better; auto = min for names with loss/perplexity/mse/mae, else max");
+  declare_metric_mode(o, &T::mode);
   o.field("patience", &T::patience)
       .min(1)
       .help("validations without improvement before training stops");
   o.field("min_delta", &T::min_delta)
       .min(0)
       .help("an improvement must be larger than this to reset the patience");
-  o.check(
-      [](T& t, const Config& c) { t.mode = resolve_metric_mode(c.get_string("mode"), t.metric); });
 }
 
 }  // namespace unitrain

@@ -5,16 +5,25 @@
 #include <optional>
 #include <string>
 
+#include "unitrain/core/metric_value.h"
 #include "unitrain/core/options.h"
 #include "unitrain/core/train_unit.h"
 
 namespace unitrain {
 
-/// Which way a monitored metric improves.
-enum class MetricMode { Min, Max };
+class TrainModule;
 
-/// `auto` resolves to Min for metrics whose name says loss, perplexity, mse or mae, else Max.
-MetricMode resolve_metric_mode(const std::string& mode, const std::string& metric);
+/// A monitor's `mode`: min or max is better, or auto = the direction the metric declares.
+enum class MetricMode { Auto, Min, Max };
+
+/// Which way `metric` (a logged name with its split, e.g. "val/wer") improves: as `mode` says,
+/// or for auto the direction `module` declares for its name without the split
+/// (TrainModule::metric_direction: the objective's loss terms are lower-is-better, its metrics
+/// as their types registered). ConfigError naming `metric_key` and `mode_key` when auto finds
+/// no declared direction.
+MetricDirection monitored_direction(MetricMode mode, const std::string& metric,
+                                    const TrainModule& module, const std::string& metric_key,
+                                    const std::string& mode_key);
 
 /// Options of the `checkpoint` section; each key is declared once in declare(), its default
 /// being the field's own.
@@ -31,7 +40,10 @@ struct CheckpointOptions {
   int64_t keep_last = 3;                 ///< complete checkpoints kept; 0 = all
   bool final = true;                     ///< save when training ends
   std::string best_metric;               ///< "" = no best tracking, e.g. "val/acc"
-  MetricMode best_mode = MetricMode::Max;
+  MetricMode best_mode = MetricMode::Auto;
+  /// Which way best_metric improves: set by `mode: min|max`, or for auto by
+  /// resolve_best_direction() before the run starts; improves() needs it.
+  std::optional<MetricDirection> best_direction;
   std::optional<double> best_threshold;  ///< save best only when better than this
   std::string resume = "auto";           ///< auto | none | last | best | <path>
   bool async = false;                    ///< write on a background thread
@@ -41,8 +53,11 @@ struct CheckpointOptions {
   static CheckpointOptions from_config(const Config& c) {
     return options_of<CheckpointOptions>().parse(c);
   }
+  /// Sets best_direction for `module` (monitored_direction(); a no-op without best_metric):
+  /// ConfigError naming checkpoint.best.mode when auto meets a metric that declares none.
+  void resolve_best_direction(const TrainModule& module);
   /// True when `value` is better than `best` (NaN best: anything finite is) and than the
-  /// threshold.
+  /// threshold. Needs best_direction (TrainError otherwise).
   bool improves(double value, double best) const;
 };
 
@@ -50,7 +65,7 @@ struct CheckpointOptions {
 /// `min_delta` for `patience` validations. Off when metric is null.
 struct EarlyStoppingOptions {
   std::string metric;  ///< "" = off
-  MetricMode mode = MetricMode::Min;
+  MetricMode mode = MetricMode::Auto;  ///< resolved by EarlyStopping when the run starts
   int64_t patience = 5;
   double min_delta = 0;
 

@@ -4,6 +4,11 @@
 
 namespace unitrain {
 
+/// Which way a metric improves. Every metric declares it where it registers
+/// (metric_registry().add(name, help, direction, ...)); a TrainModule answers it for the names
+/// it logs (TrainModule::metric_direction). Nothing guesses it from a name.
+enum class MetricDirection { LowerIsBetter, HigherIsBetter };
+
 /// One batch's value of a metric: the mean over `weight` items (samples, or tokens for a
 /// language model). Accumulated over a pass as sum(value * weight) / sum(weight), then passed
 /// through exp() when `exp_of_mean` (perplexity = exp of the mean token NLL).

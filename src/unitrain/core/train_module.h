@@ -4,6 +4,7 @@
 #include <torch/nn/module.h>
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "unitrain/core/batch.h"
@@ -27,6 +28,14 @@ class TrainModule : public torch::nn::Module {
   /// The module whose parameters and buffers a checkpoint's model.pt and `unitrain export`
   /// hold and `model.init_from` loads, by its state_dict() names. Default: this module.
   virtual torch::nn::Module& weights() { return *this; }
+  /// Which way the metric this module logs as `name` (without its split: "acc" for val/acc)
+  /// improves; nullopt when it does not say. `checkpoint.best.mode: auto` and
+  /// `early_stopping.mode: auto` follow it. Default: "loss" is lower-is-better, nothing else
+  /// is declared; override it to declare your own metrics'.
+  virtual std::optional<MetricDirection> metric_direction(const std::string& name) const {
+    if (name == "loss") return MetricDirection::LowerIsBetter;
+    return std::nullopt;
+  }
 };
 
 }  // namespace unitrain

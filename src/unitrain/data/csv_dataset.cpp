@@ -213,4 +213,9 @@ DatasetPtr load_csv(const CsvOptions& o) {
                                          "csv '" + o.path + "'");
 }
 
+void register_csv_dataset() {
+  dataset_registry().add<CsvOptions>(
+      "csv", "numeric columns of a CSV file (.gz too): x float32 [F], y class or float", load_csv);
+}
+
 }  // namespace unitrain

@@ -29,4 +29,8 @@ struct CsvOptions {
 /// unknown target/feature.
 DatasetPtr load_csv(const CsvOptions& options);
 
+/// Registers dataset `csv` (its name, help, args and factory) in dataset_registry();
+/// register_builtin_datasets() calls it.
+void register_csv_dataset();
+
 }  // namespace unitrain

@@ -294,4 +294,12 @@ DatasetPtr load_hdf5(const Hdf5Options& o) {
   return std::make_shared<ArrayDataset>("hdf5", std::move(columns), o.dtypes);
 }
 
+void register_hdf5_dataset() {
+  dataset_registry().add<Hdf5Options>("hdf5",
+                                      "datasets of HDF5 files (h5py), concatenated over files "
+                                      "and read row by row: each key's rows, dtype kept or "
+                                      "converted",
+                                      load_hdf5);
+}
+
 }  // namespace unitrain

@@ -29,4 +29,8 @@ struct Hdf5Options {
 /// trailing shape or type, or a file's datasets disagree on their number of rows.
 DatasetPtr load_hdf5(const Hdf5Options& options);
 
+/// Registers dataset `hdf5` (its name, help, args and factory) in dataset_registry();
+/// register_builtin_datasets() calls it.
+void register_hdf5_dataset();
+
 }  // namespace unitrain

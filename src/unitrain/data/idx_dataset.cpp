@@ -97,4 +97,10 @@ Batch IdxDataset::get_batch(const std::vector<int64_t>& indices) const {
           {"y", labels_.index_select(0, index)}};
 }
 
+void register_idx_dataset() {
+  dataset_registry().add<IdxOptions>(
+      "idx", "MNIST-style IDX images + labels (.gz too): x float32 [1, H, W] in [0, 1], y int64",
+      [](const IdxOptions& o) -> DatasetPtr { return std::make_shared<IdxDataset>(o); });
+}
+
 }  // namespace unitrain

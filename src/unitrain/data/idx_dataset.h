@@ -37,4 +37,8 @@ class IdxDataset : public Dataset {
   std::map<std::string, int64_t> info_;
 };
 
+/// Registers dataset `idx` (its name, help, args and factory) in dataset_registry();
+/// register_builtin_datasets() calls it.
+void register_idx_dataset();
+
 }  // namespace unitrain

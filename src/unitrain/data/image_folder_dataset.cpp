@@ -205,4 +205,14 @@ std::map<std::string, int64_t> ImageFolderDataset::info() const {
   return out;
 }
 
+void register_image_folder_dataset() {
+  dataset_registry().add<ImageFolderOptions>(
+      "image_folder",
+      "PNG and JPEG images in one folder per class (torchvision's ImageFolder), decoded in the "
+      "loader threads: x float32 [C, H, W] in [0, 1], y int64 class index",
+      [](const ImageFolderOptions& o) -> DatasetPtr {
+        return std::make_shared<ImageFolderDataset>(o);
+      });
+}
+
 }  // namespace unitrain

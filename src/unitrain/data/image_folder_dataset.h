@@ -52,4 +52,8 @@ class ImageFolderDataset : public Dataset {
   std::vector<File> files_;
 };
 
+/// Registers dataset `image_folder` (its name, help, args and factory) in dataset_registry();
+/// register_builtin_datasets() calls it.
+void register_image_folder_dataset();
+
 }  // namespace unitrain

@@ -183,4 +183,15 @@ DatasetPtr load_npz(const NpzOptions& o) {
   return std::make_shared<ArrayDataset>("npz", std::move(columns), o.dtypes);
 }
 
+void register_npy_datasets() {
+  dataset_registry().add<NpyOptions>("npy",
+                                     "NumPy .npy files, one per batch key, memory-mapped: each "
+                                     "key's rows, dtype kept or converted",
+                                     load_npy);
+  dataset_registry().add<NpzOptions>("npz",
+                                     "the arrays of a NumPy .npz archive (np.savez, compressed "
+                                     "too): each key's rows, dtype kept or converted",
+                                     load_npz);
+}
+
 }  // namespace unitrain

@@ -40,4 +40,8 @@ DatasetPtr load_npy(const NpyOptions& options);
 /// archive and the array, listing the arrays it holds when a name is not among them.
 DatasetPtr load_npz(const NpzOptions& options);
 
+/// Registers datasets `npy` and `npz` (names, help, args, factories) in dataset_registry();
+/// register_builtin_datasets() calls it.
+void register_npy_datasets();
+
 }  // namespace unitrain

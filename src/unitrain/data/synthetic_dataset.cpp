@@ -58,4 +58,11 @@ DatasetPtr make_synthetic(const SyntheticOptions& o) {
   return std::make_shared<TensorDataset>(Batch{{"x", x}, {"y", y}}, info, "synthetic");
 }
 
+void register_synthetic_dataset() {
+  dataset_registry().add<SyntheticOptions>(
+      "synthetic",
+      "seeded random learnable data: classification (y int64) or regression (y float32)",
+      make_synthetic);
+}
+
 }  // namespace unitrain

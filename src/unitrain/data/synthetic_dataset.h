@@ -29,4 +29,8 @@ struct SyntheticOptions {
 /// torch RNG is untouched. info: num_features, and num_classes for classification.
 DatasetPtr make_synthetic(const SyntheticOptions& options);
 
+/// Registers dataset `synthetic` (its name, help, args and factory) in dataset_registry();
+/// register_builtin_datasets() calls it.
+void register_synthetic_dataset();
+
 }  // namespace unitrain

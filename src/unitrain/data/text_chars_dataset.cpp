@@ -114,4 +114,13 @@ std::string TextCharsDataset::decode(const torch::Tensor& ids) const {
   return out;
 }
 
+void register_text_chars_dataset() {
+  dataset_registry().add<TextCharsOptions>(
+      "text_chars",
+      "a text file as a byte-level LM stream: x, y int64 [seq_len], y = x shifted by one",
+      [](const TextCharsOptions& o) -> DatasetPtr {
+        return std::make_shared<TextCharsDataset>(o);
+      });
+}
+
 }  // namespace unitrain

@@ -50,4 +50,8 @@ class TextCharsDataset : public Dataset {
   int64_t size_;
 };
 
+/// Registers dataset `text_chars` (its name, help, args and factory) in dataset_registry();
+/// register_builtin_datasets() calls it.
+void register_text_chars_dataset();
+
 }  // namespace unitrain

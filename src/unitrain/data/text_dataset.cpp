@@ -94,4 +94,12 @@ std::map<std::string, int64_t> TextDataset::info() const {
   return {{"vocab_size", tokenizer_.vocab_size()}, {"num_examples", size()}};
 }
 
+void register_text_dataset() {
+  dataset_registry().add<TextOptions>(
+      "text",
+      "lines or JSON Lines of text, tokenised by a SentencePiece model in the loader threads: "
+      "x (and y for lm) int64 [L] of varying length",
+      [](const TextOptions& o) -> DatasetPtr { return std::make_shared<TextDataset>(o); });
+}
+
 }  // namespace unitrain

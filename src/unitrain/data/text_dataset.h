@@ -57,4 +57,8 @@ class TextDataset : public Dataset {
   TextTask task_;
 };
 
+/// Registers dataset `text` (its name, help, args and factory) in dataset_registry();
+/// register_builtin_datasets() calls it.
+void register_text_dataset();
+
 }  // namespace unitrain

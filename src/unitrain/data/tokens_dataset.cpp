@@ -92,4 +92,12 @@ std::map<std::string, int64_t> TokensDataset::info() const {
   return {{"vocab_size", vocab_size_}, {"num_tokens", num_tokens_}};
 }
 
+void register_tokens_dataset() {
+  dataset_registry().add<TokensOptions>(
+      "tokens",
+      "a flat file of uint16/uint32 token ids (nanoGPT's train.bin), memory-mapped: x, y int64 "
+      "[seq_len], y = x shifted by one",
+      [](const TokensOptions& o) -> DatasetPtr { return std::make_shared<TokensDataset>(o); });
+}
+
 }  // namespace unitrain

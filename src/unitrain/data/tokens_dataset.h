@@ -53,4 +53,8 @@ class TokensDataset : public Dataset {
   std::string path_;
 };
 
+/// Registers dataset `tokens` (its name, help, args and factory) in dataset_registry();
+/// register_builtin_datasets() calls it.
+void register_tokens_dataset();
+
 }  // namespace unitrain

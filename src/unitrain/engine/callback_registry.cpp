@@ -12,17 +12,6 @@
 #include "unitrain/engine/callbacks/timer.h"
 
 namespace unitrain {
-namespace {
-
-/// Registers callback C, built from its options struct O (declared once with Options<O>).
-template <typename C, typename O>
-void add(const std::string& name, const std::string& help) {
-  callback_registry().add(name, help, *options_of<O>().schema(), [](const Config& args) {
-    return std::make_shared<C>(options_of<O>().parse(args));
-  });
-}
-
-}  // namespace
 
 Registry<CallbackPtr>& callback_registry() {
   static Registry<CallbackPtr> registry("callback");
@@ -32,21 +21,13 @@ Registry<CallbackPtr>& callback_registry() {
 void register_builtin_callbacks() {
   static std::once_flag once;
   std::call_once(once, [] {
-    add<EarlyStopping, EarlyStoppingOptions>(
-        "early_stopping", "stop when a validation metric stops improving (same keys as the "
-                          "early_stopping section)");
-    add<LrMonitor, LrMonitorOptions>(
-        "lr_monitor", "log the learning rate each parameter group's last step used");
-    add<GradNorm, GradNormOptions>(
-        "grad_norm", "log the gradient norm before clipping (and per parameter on request)");
-    add<Throughput, ThroughputOptions>(
-        "throughput", "log samples/s, tokens/s and step time percentiles");
-    add<Timer, TimerOptions>(
-        "timer", "pause (or stop) with a checkpoint after a wall-clock budget");
-    add<Ema, EmaOptions>(
-        "ema", "exponential moving average of the weights, used for validation, saved");
-    add<ModelSummary, ModelSummaryOptions>(
-        "model_summary", "log parameters per module, trainable and frozen, at the start");
+    register_early_stopping_callback();
+    register_lr_monitor_callback();
+    register_grad_norm_callback();
+    register_throughput_callback();
+    register_timer_callback();
+    register_ema_callback();
+    register_model_summary_callback();
   });
 }
 

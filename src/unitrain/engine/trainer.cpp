@@ -107,6 +107,15 @@ std::string finished_how(const TrainState& s, const TrainUnit& length) {
                        : fmt::format("step {}, train.max_length {}", s.step, length.str());
 }
 
+// `settings` with checkpoint.best.mode resolved for `module` (auto: the direction it declares
+// for the metric); ConfigError naming the key when it declares none.
+std::unique_ptr<const RunSettings> with_best_direction(const RunSettings& settings,
+                                                       const TrainModule& module) {
+  auto out = std::make_unique<RunSettings>(settings);
+  if (out->checkpoint.enabled) out->checkpoint.resolve_best_direction(module);
+  return out;
+}
+
 }  // namespace
 
 void Trainer::fit_resume_to_world(ResumePoint& resume, int world) {
@@ -271,6 +280,7 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
 FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   UT_CHECK(train != nullptr, "fit() needs training data (data.train)");
   check_monitored_metrics(val != nullptr);
+  settings_ = with_best_direction(*settings_, module);
   // Plan: the run folder's lock, threads, the checkpoint to resume from, the processes, the
   // run folder, the parts. The process that writes the run folder (rank 0) holds its lock
   // before it reads anything there: a second run on the folder stops here.
@@ -303,7 +313,7 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   loop_ = &loop;
   module_ = &module;
   optimizer_ = configure_optimizer(module);
-  UT_CHECK(!group || dynamic_cast<torch::optim::LBFGS*>(optimizer_.get()) == nullptr,
+  UT_CHECK(!group || !needs_closure(*optimizer_),
            "optimizer.type: lbfgs re-evaluates the loss inside its step, which data-parallel "
            "training does not support; use another optimizer or one process");
   loop.start(*optimizer_, configure_scheduler(loop.plan().schedule_context(

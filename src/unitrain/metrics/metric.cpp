@@ -35,8 +35,14 @@ struct TopKArgs {
 
 }  // namespace
 
-Registry<MetricFn>& metric_registry() {
-  static Registry<MetricFn> registry("metric");
+std::optional<MetricDirection> MetricRegistry::direction(const std::string& name) const {
+  auto it = directions_.find(name);
+  if (it == directions_.end()) return std::nullopt;
+  return it->second;
+}
+
+MetricRegistry& metric_registry() {
+  static MetricRegistry registry;
   return registry;
 }
 
@@ -110,24 +116,26 @@ void register_builtin_metrics() {
   static std::once_flag once;
   std::call_once(once, [] {
     auto& r = metric_registry();
-    auto fixed = [&r](const std::string& name, const std::string& help,
+    auto fixed = [&r](const std::string& name, const std::string& help, MetricDirection direction,
                       MetricValue (*fn)(const torch::Tensor&, const torch::Tensor&)) {
-      r.add(name, help, Schema(), [fn](const Config&) { return MetricFn(fn); });
+      r.add(name, help, direction, Schema(), [fn](const Config&) { return MetricFn(fn); });
     };
+    constexpr MetricDirection kHigher = MetricDirection::HigherIsBetter;
+    constexpr MetricDirection kLower = MetricDirection::LowerIsBetter;
     fixed("accuracy",
           "share of items whose largest score is the target class (tokens for [B, T, C]; "
           "one logit > 0 for binary); targets -100 are skipped",
-          &metrics::accuracy);
-    fixed("mse", "mean squared error", &metrics::mse);
-    fixed("mae", "mean absolute error", &metrics::mae);
+          kHigher, &metrics::accuracy);
+    fixed("mse", "mean squared error", kLower, &metrics::mse);
+    fixed("mae", "mean absolute error", kLower, &metrics::mae);
     fixed("perplexity",
-          "exp of the mean token cross entropy over the pass; targets -100 are skipped",
+          "exp of the mean token cross entropy over the pass; targets -100 are skipped", kLower,
           &metrics::perplexity);
     Options<TopKArgs> top_k;
     top_k.field("k", &TopKArgs::k)
         .min(1)
         .help("how many of the largest scores may hold the target");
-    r.add("top_k_accuracy", "share of items whose target is among the k largest scores",
+    r.add("top_k_accuracy", "share of items whose target is among the k largest scores", kHigher,
           std::move(top_k), [](const TopKArgs& a) {
             return MetricFn([k = a.k](const torch::Tensor& pred, const torch::Tensor& target) {
               return metrics::top_k_accuracy(pred, target, k);

@@ -3,6 +3,10 @@
 #include <torch/types.h>
 
 #include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "unitrain/core/metric_value.h"
 #include "unitrain/core/registry.h"
@@ -16,8 +20,32 @@ void register_builtin_metrics();
 /// A metric on a prediction and a target (both batched).
 using MetricFn = std::function<MetricValue(const torch::Tensor& pred, const torch::Tensor& target)>;
 
+/// The metric registry: each metric declares, where it registers, whether higher is better
+/// (torchmetrics' `higher_is_better`). A plugin registers one the same way as the built-ins:
+///   metric_registry().add("wer", "word error rate", MetricDirection::LowerIsBetter, Schema(),
+///       [](const Config&) { return MetricFn(&word_error_rate); });
+/// A metric added without a direction (the plain Registry::add) can be logged but not monitored
+/// with `mode: auto`: checkpoint.best and early_stopping then need an explicit `mode`.
+class MetricRegistry : public Registry<MetricFn> {
+ public:
+  MetricRegistry() : Registry<MetricFn>("metric") {}
+  using Registry<MetricFn>::add;
+  /// Registers `name` with its direction, then as Registry::add(name, help, rest...) does.
+  template <typename... Rest>
+  void add(const std::string& name, const std::string& help, MetricDirection direction,
+           Rest&&... rest) {
+    Registry<MetricFn>::add(name, help, std::forward<Rest>(rest)...);
+    directions_[name] = direction;
+  }
+  /// The direction metric type `name` declared; nullopt when it declared none (or is unknown).
+  std::optional<MetricDirection> direction(const std::string& name) const;
+
+ private:
+  std::map<std::string, MetricDirection> directions_;
+};
+
 /// Registered metrics (`objective.metrics[].type`).
-Registry<MetricFn>& metric_registry();
+MetricRegistry& metric_registry();
 
 namespace metrics {
 // Shapes: class scores [B, C] with class indices [B] (or [B, 1]), or [B, T, C] with [B, T] for

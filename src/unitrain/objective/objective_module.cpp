@@ -298,6 +298,20 @@ StepOutput ObjectiveModule::run(const Batch& input) {
   return out;
 }
 
+std::optional<MetricDirection> ObjectiveModule::metric_direction(const std::string& name) const {
+  if (name == "loss") return MetricDirection::LowerIsBetter;
+  for (const auto& term : losses_) {
+    if (name == "loss_" + term->name) return MetricDirection::LowerIsBetter;
+  }
+  for (const auto& term : regularizers_) {
+    if (name == "reg_" + term->name) return MetricDirection::LowerIsBetter;
+  }
+  for (const auto& term : metrics_) {
+    if (name == term->name) return metric_registry().direction(term->type);
+  }
+  return std::nullopt;
+}
+
 StepOutput ObjectiveModule::training_step(const Batch& batch) { return run(batch); }
 
 StepOutput ObjectiveModule::validation_step(const Batch& batch) { return run(batch); }

@@ -1,6 +1,7 @@
 #pragma once
 // ObjectiveModule: the TrainModule the YAML path builds from `model` and `objective`.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ class ObjectiveModule : public TrainModule {
   /// The model alone: checkpoints and exports name its tensors as the model does
   /// (`layers.0.weight`), as a Python module of the same structure would.
   torch::nn::Module& weights() override { return *model_; }
+  /// `loss`, each `loss_<term>` and `reg_<term>` are lower-is-better; a configured metric
+  /// improves the way its type declares (metric_registry()); other names: nullopt.
+  std::optional<MetricDirection> metric_direction(const std::string& name) const override;
   const std::vector<std::string>& inputs() const { return outputs_->inputs(); }
   const std::vector<std::string>& predictions() const { return outputs_->predictions(); }
 

@@ -273,6 +273,7 @@ void register_lbfgs() {
           params.insert(params.end(), g.params().begin(), g.params().end());
         return std::make_unique<topt::LBFGS>(std::move(params), o);
       });
+  declare_needs_closure<topt::LBFGS>();
 }
 
 }  // namespace

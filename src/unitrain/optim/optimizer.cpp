@@ -2,6 +2,10 @@
 
 #include <torch/torch.h>
 
+#include <mutex>
+#include <set>
+#include <typeindex>
+
 #include "unitrain/optim/component_section.h"
 
 namespace unitrain {
@@ -71,8 +75,27 @@ OptimizerPtr build_optimizer(const Config& optimizer_section, const torch::nn::M
   return optimizer_registry().create(section, std::move(groups), o.lr);
 }
 
+namespace {
+
+std::mutex closure_types_mutex;
+
+std::set<std::type_index>& closure_types() {
+  static std::set<std::type_index> types;
+  return types;
+}
+
+}  // namespace
+
+void declare_needs_closure(const std::type_info& optimizer_type) {
+  std::lock_guard<std::mutex> lock(closure_types_mutex);
+  closure_types().insert(std::type_index(optimizer_type));
+}
+
 bool needs_closure(const torch::optim::Optimizer& optimizer) {
-  return dynamic_cast<const torch::optim::LBFGS*>(&optimizer) != nullptr;
+  // torch's own LBFGS (and its subclasses) answer whether or not lbfgs registered.
+  if (dynamic_cast<const torch::optim::LBFGS*>(&optimizer) != nullptr) return true;
+  std::lock_guard<std::mutex> lock(closure_types_mutex);
+  return closure_types().count(std::type_index(typeid(optimizer))) > 0;
 }
 
 double get_lr(const torch::optim::Optimizer& optimizer, size_t group) {

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include "unitrain/core/registry.h"
@@ -43,7 +45,20 @@ constexpr size_t no_decay_group_index() { return 1; }
 /// a bad value is a ConfigError naming its key, e.g. `optimizer.lr must be > 0, got -1`.
 OptimizerPtr build_optimizer(const Config& optimizer_section, const torch::nn::Module& module);
 
-/// True for optimizers whose step() needs a closure that re-evaluates the loss (lbfgs).
+/// Declares, where an optimizer registers, that optimizers of C++ type T re-evaluate the loss
+/// inside step(): the step runner then passes them a closure (forward and backward again), and
+/// data-parallel training refuses them. lbfgs declares torch::optim::LBFGS; a plugin's:
+///   optimizer_registry().add("mine", ...);  declare_needs_closure<MyOptimizer>();
+void declare_needs_closure(const std::type_info& optimizer_type);
+template <typename T>
+void declare_needs_closure() {
+  static_assert(std::is_base_of_v<torch::optim::Optimizer, T>, "T must be an optimizer");
+  declare_needs_closure(typeid(T));
+}
+
+/// True when `optimizer`'s type was declared with declare_needs_closure(), or is (derives from)
+/// torch::optim::LBFGS: so also for an optimizer a Trainer::configure_optimizer override built
+/// itself.
 bool needs_closure(const torch::optim::Optimizer& optimizer);
 
 /// Reads/writes the learning rate of group `i` (every LibTorch optimizer's options have one).

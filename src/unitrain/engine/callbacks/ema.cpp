@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "unitrain/engine/callback_registry.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
 #include "unitrain/engine/trainer.h"
@@ -97,6 +98,11 @@ void Ema::on_load_checkpoint(Trainer& trainer, const CheckpointEntries& entries)
                    names_[i]);
     average_[i].copy_(saved[i].second);
   }
+}
+
+void register_ema_callback() {
+  register_callback<Ema, EmaOptions>(
+      "ema", "exponential moving average of the weights, used for validation, saved");
 }
 
 }  // namespace unitrain

@@ -48,4 +48,8 @@ class Ema : public Callback {
   std::vector<torch::Tensor> kept_;  ///< the training weights while the average is swapped in
 };
 
+/// Registers callback `ema` (its name, help and args) in callback_registry();
+/// register_builtin_callbacks() calls it.
+void register_ema_callback();
+
 }  // namespace unitrain

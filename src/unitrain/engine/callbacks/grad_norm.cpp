@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "unitrain/engine/callback_registry.h"
 #include "unitrain/engine/trainer.h"
 
 namespace unitrain {
@@ -30,6 +31,11 @@ void GradNorm::on_after_clip(Trainer& trainer, double norm) {
     norm = norms.empty() ? 0.0 : torch::stack(norms).norm().item<double>();
   }
   if (std::isfinite(norm)) trainer.log_mean("grad_norm", norm);  // else the update is skipped
+}
+
+void register_grad_norm_callback() {
+  register_callback<GradNorm, GradNormOptions>(
+      "grad_norm", "log the gradient norm before clipping (and per parameter on request)");
 }
 
 }  // namespace unitrain

@@ -28,4 +28,8 @@ class GradNorm : public Callback {
   GradNormOptions options_;
 };
 
+/// Registers callback `grad_norm` (its name, help and args) in callback_registry();
+/// register_builtin_callbacks() calls it.
+void register_grad_norm_callback();
+
 }  // namespace unitrain

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "unitrain/engine/callback_registry.h"
 #include "unitrain/engine/trainer.h"
 
 namespace unitrain {
@@ -19,6 +20,11 @@ void LrMonitor::on_before_log(Trainer&, MetricMap& metrics) {
   for (size_t i = 0; i < lrs_.size(); ++i) {
     metrics["train/lr-group" + std::to_string(i)] = lrs_[i];
   }
+}
+
+void register_lr_monitor_callback() {
+  register_callback<LrMonitor, LrMonitorOptions>(
+      "lr_monitor", "log the learning rate each parameter group's last step used");
 }
 
 }  // namespace unitrain

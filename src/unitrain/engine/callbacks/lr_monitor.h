@@ -26,4 +26,8 @@ class LrMonitor : public Callback {
   std::vector<double> lrs_;  ///< per group, at the last step
 };
 
+/// Registers callback `lr_monitor` (its name, help and args) in callback_registry();
+/// register_builtin_callbacks() calls it.
+void register_lr_monitor_callback();
+
 }  // namespace unitrain

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "unitrain/engine/callback_registry.h"
 #include "unitrain/engine/trainer.h"
 
 namespace unitrain {
@@ -78,6 +79,11 @@ void ModelSummary::on_fit_start(Trainer& trainer) {
   if (trainer.rank() != 0) return;
   trainer.print("model summary (" + trainer.module()->weights().name() + "):\n" +
                 model_summary(trainer.module()->weights(), options_.max_depth));
+}
+
+void register_model_summary_callback() {
+  register_callback<ModelSummary, ModelSummaryOptions>(
+      "model_summary", "log parameters per module, trainable and frozen, at the start");
 }
 
 }  // namespace unitrain

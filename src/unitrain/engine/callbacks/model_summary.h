@@ -31,4 +31,8 @@ class ModelSummary : public Callback {
   ModelSummaryOptions options_;
 };
 
+/// Registers callback `model_summary` (its name, help and args) in callback_registry();
+/// register_builtin_callbacks() calls it.
+void register_model_summary_callback();
+
 }  // namespace unitrain

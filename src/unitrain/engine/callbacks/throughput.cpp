@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "unitrain/engine/callback_registry.h"
 #include "unitrain/engine/trainer.h"
 
 namespace unitrain {
@@ -58,6 +59,11 @@ void Throughput::on_before_log(Trainer& trainer, MetricMap& metrics) {
   period_samples_ = trainer.state().samples;
   tokens_ = 0;
   step_ms_.clear();
+}
+
+void register_throughput_callback() {
+  register_callback<Throughput, ThroughputOptions>(
+      "throughput", "log samples/s, tokens/s and step time percentiles");
 }
 
 }  // namespace unitrain

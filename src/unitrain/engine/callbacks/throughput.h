@@ -42,4 +42,8 @@ class Throughput : public Callback {
 /// numpy's default); NaN for none.
 double quantile(std::vector<double> values, double q);
 
+/// Registers callback `throughput` (its name, help and args) in callback_registry();
+/// register_builtin_callbacks() calls it.
+void register_throughput_callback();
+
 }  // namespace unitrain

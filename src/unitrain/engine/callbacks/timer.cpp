@@ -5,6 +5,7 @@
 #include <cctype>
 #include <vector>
 
+#include "unitrain/engine/callback_registry.h"
 #include "unitrain/core/error.h"
 #include "unitrain/engine/trainer.h"
 
@@ -94,6 +95,11 @@ void Timer::check(Trainer& trainer) {
     trainer.print(why + "; stopping");
     trainer.request_stop();
   }
+}
+
+void register_timer_callback() {
+  register_callback<Timer, TimerOptions>(
+      "timer", "pause (or stop) with a checkpoint after a wall-clock budget");
 }
 
 }  // namespace unitrain

@@ -40,4 +40,8 @@ class Timer : public Callback {
   bool fired_ = false;
 };
 
+/// Registers callback `timer` (its name, help and args) in callback_registry();
+/// register_builtin_callbacks() calls it.
+void register_timer_callback();
+
 }  // namespace unitrain
