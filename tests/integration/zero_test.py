@@ -131,8 +131,9 @@ class Zero(common.Case):
         code, out = run(["launch", "--nproc-per-node", "2", "--master-port", "29596", "--",
                          "train", cfg, "--distributed.zero", "2", "--train.precision", "bf16-true"])
         self.assertNotEqual(code, 0, out)
-        self.assertIn("distributed.zero: 2 works with train.precision fp32 or bf16-mixed, not "
-                      "bf16-true", out)
+        self.assertIn("train.precision: bf16-true does not work with distributed.zero: 2", out)
+        self.assertIn("fp32 or bf16-mixed", out)
+        self.assertIn("distributed.zero: 1", out)
 
     def test_zero_switched_on_and_off_on_resume_continues_exactly(self):
         cfg, ref = self.config("ref", steps=40)

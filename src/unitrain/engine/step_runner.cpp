@@ -10,6 +10,7 @@
 
 #include "unitrain/core/error.h"
 #include "unitrain/engine/module_error.h"
+#include "unitrain/precision/precision_support.h"
 #include "unitrain/optim/optimizer.h"
 
 namespace unitrain {
@@ -50,12 +51,7 @@ StepRunner::StepRunner(TrainModule& module, torch::optim::Optimizer& optimizer,
       precision_(precision),
       profiler_(profiler),
       closure_(needs_closure(optimizer)) {
-  UT_CHECK(!closure_ || precision.mode() == PrecisionMode::Fp32 ||
-               precision.mode() == PrecisionMode::Bf16Mixed,
-           "train.precision: ", precision_name(precision.mode()),
-           " does not work with an "
-           "optimizer that re-evaluates the loss in its step (optimizer.type: lbfgs); use fp32 "
-           "or bf16-mixed");
+  if (closure_) check_precision_support(precision.mode(), closure_optimizer_precisions());
   for (const auto& group : optimizer_.param_groups()) {
     for (const auto& p : group.params()) params_.push_back(p);
   }

@@ -83,12 +83,7 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
     train_loader_.shard(rank, world, /*pad=*/true);
     if (val_loader_) val_loader_->shard(rank, world, /*pad=*/false);
     DataParallelOptions dp = settings_.distributed.data_parallel_options();
-    if (settings_.distributed.zero >= 2) {
-      const PrecisionMode mode = precision_.mode();
-      UT_CHECK(mode == PrecisionMode::Fp32 || mode == PrecisionMode::Bf16Mixed,
-               "distributed.zero: 2 works with train.precision fp32 or bf16-mixed, not ",
-               precision_name(mode), " (its gradients go to float32 master weights or through "
-               "a loss scaler that sees every gradient); use distributed.zero: 1");
+    if (settings_.distributed.zero >= 2) {  // (its precisions are checked at fit()'s start)
       gradient_owners_ = bucket_owners(module_.weights().parameters(), world);
       dp.owners = gradient_owners_;
     }

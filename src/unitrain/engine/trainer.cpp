@@ -14,6 +14,7 @@
 #include "unitrain/core/cpu_budget.h"
 #include "unitrain/core/error.h"
 #include "unitrain/parallel/data_parallel.h"
+#include "unitrain/precision/precision_support.h"
 #include "unitrain/parallel/dist_env.h"
 #include "unitrain/engine/callback_registry.h"
 #include "unitrain/engine/periods.h"
@@ -295,7 +296,10 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
     resume = read_resume_point(
         Checkpointer(ckpt, run_dir() + "/checkpoints").find_resume(ckpt.resume), config_);
   }
-  Precision::check(options().precision, module.weights());  // before the run folder changes
+  // Every precision restriction of the run's parts, before the run folder changes.
+  std::vector<PrecisionSupport> restrictions;
+  if (env.distributed() && settings_->distributed.zero >= 2) restrictions.push_back(zero2_precisions());
+  check_precision(options().precision, module.weights(), restrictions);
   std::shared_ptr<ProcessGroup> group = join_group_and_prepare(env, resume);
   if (!group || group->rank() == 0) write_class_names(run_dir(), train->class_names());
   if (group) broadcast_module(*group, module.weights());  // every rank starts from rank 0's weights
