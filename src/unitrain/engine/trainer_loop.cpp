@@ -7,9 +7,7 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <fmt/format.h>
-#include <thread>
 
 #include "unitrain/core/error.h"
 #include "unitrain/engine/evaluator.h"
@@ -21,15 +19,6 @@
 
 namespace unitrain {
 namespace {
-
-/// A pause after each optimizer step, for fault-injection tests (kill a worker mid-run).
-void maybe_delay_step_for_tests() {
-  static const long ms = [] {
-    const char* v = std::getenv("UNITRAIN_TEST_STEP_DELAY_MS");
-    return v ? std::atol(v) : 0L;
-  }();
-  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-}
 
 /// The log options of this rank: metrics files, console metrics and progress from rank 0 only
 /// (with log.all_ranks, every rank's trackers, in LogOptions::rank_dir; no progress bar).
@@ -198,7 +187,6 @@ void Trainer::Loop::count(const Batch& batch, const MicroStep& m) {
   train_sums.add("loss", MetricValue(m.loss), n);  // read at log time when deferred
   train_sums.add(m.metrics, n);
   if (!m.window_end) return hooks.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
-  maybe_delay_step_for_tests();
   state.step++;
   if (m.skipped) state.skipped_steps++;
   StepDecision clock;  // one process: its own clock, now
