@@ -22,6 +22,17 @@ def run(args, cwd=None, timeout=900, env=None):
     return p.returncode, p.stdout + p.stderr
 
 
+def test_plugin():
+    """The test plugin (tests/engine/*_plugin.cpp): the callbacks record_hooks and slow_steps."""
+    return os.path.join(BUILD, "tests", "libunitrain_test_callbacks.so")
+
+
+def slow_steps(ms):
+    """Words for `unitrain train CONFIG ...` that make `ms` milliseconds' pause after each
+    optimizer step (the test plugin's callback slow_steps, as the run's only callback)."""
+    return ["--plugin", test_plugin(), "--callbacks", "[{type: slow_steps, args: {ms: %d}}]" % ms]
+
+
 def write(path, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
