@@ -101,11 +101,12 @@ class Case(unittest.TestCase):
             self.assertTrue(torch.allclose(a[k], b[k], rtol=rtol, atol=atol),
                             f"{k}: max difference {(a[k] - b[k]).abs().max().item()}")
 
-    def final_weights(self, run_dir):
-        """The last checkpoint's model of `run_dir`, exported and read by torch.load."""
+    def final_weights(self, run_dir, *export_args):
+        """The last checkpoint's model of `run_dir`, exported and read by torch.load.
+        `export_args` go to `unitrain export`: `--plugin` for a config naming a plugin's callback."""
         import torch
         code, out = run(["export", os.path.join(run_dir, "config.yaml"), "--checkpoint", "last",
-                         "--out", os.path.join(run_dir, "w.pt")])
+                         "--out", os.path.join(run_dir, "w.pt")] + list(export_args))
         self.assertEqual(code, 0, out)
         return torch.load(os.path.join(run_dir, "w.pt"))
 
