@@ -99,8 +99,7 @@ train: {{max_length: 2 epochs}}
         # 40 ms a step, 29 steps an epoch: a save at least every 0.3 s lands inside epochs.
         cfg, run_dir = self.config("long", epochs=1)
         code, out = run(["train", cfg, "--checkpoint.auto_min_seconds", "0.1",
-                         "--checkpoint.auto_max_seconds", "0.3"],
-                        env={"UNITRAIN_TEST_STEP_DELAY_MS": "40"})
+                         "--checkpoint.auto_max_seconds", "0.3"] + common.slow_steps(40))
         self.assertEqual(code, 0, out)
         inside = [s for s in self.steps_saved(run_dir) if s % 29 != 0]
         self.assertGreaterEqual(len(inside), 2, self.steps_saved(run_dir))

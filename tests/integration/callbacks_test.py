@@ -28,8 +28,11 @@ callbacks: {callbacks}
 
 
 def plugin():
-    """The test plugin with the callback record_hooks (tests/engine/hook_recorder_plugin.cpp)."""
-    return os.path.join(common.BUILD, "tests", "libunitrain_test_hook_recorder.so")
+    """The test plugin with the callbacks record_hooks and slow_steps."""
+    return common.test_plugin()
+
+# 150 ms after each optimizer step: the timer's budget of 1 s ends a run of 24 steps early.
+SLOW_STEPS = {"type": "slow_steps", "args": {"ms": 150}}
 
 MICRO = ["train_batch_start", "before_backward", "after_backward"]
 WINDOW_END = ["before_gradient_sync", "after_gradient_sync", "before_clip", "after_clip(norm)",
@@ -168,9 +171,9 @@ class CallbacksTest(common.Case):
             return json.load(f)["state"]
 
     def test_timer_pauses_with_a_checkpoint_that_resumes(self):
-        timer = json.dumps([{"type": "timer", "args": {"budget": "1s"}}])
+        timer = json.dumps([{"type": "timer", "args": {"budget": "1s"}}, SLOW_STEPS])
         cfg, run_dir = self.config("timer", timer, train_rows=64, length="3 epochs")
-        code, out = run(["train", cfg], env={"UNITRAIN_TEST_STEP_DELAY_MS": "150"})
+        code, out = run(["train", cfg, "--plugin", plugin()])
         self.assertEqual(code, 0, out)
         self.assertIn("timer: the budget of 1s", out)
         summary = self.summary(run_dir)
@@ -186,10 +189,10 @@ class CallbacksTest(common.Case):
         self.assertEqual(self.summary(run_dir)["step"], 24)
 
     def test_timer_in_two_processes_pauses_every_rank_at_one_step(self):
-        timer = json.dumps([{"type": "timer", "args": {"budget": "1s"}}])
+        timer = json.dumps([{"type": "timer", "args": {"budget": "1s"}}, SLOW_STEPS])
         cfg, run_dir = self.config("timer2", timer, train_rows=128, length="3 epochs")
         code, out = run(["launch", "--nproc-per-node", "2", "--master-port", "29572", "--", "train",
-                         cfg], env={"UNITRAIN_TEST_STEP_DELAY_MS": "150"})
+                         cfg, "--plugin", plugin()])
         self.assertEqual(code, 0, out)
         summary = self.summary(run_dir)
         self.assertTrue(summary["status"].startswith("paused: "), summary["status"])

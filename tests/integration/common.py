@@ -22,6 +22,17 @@ def run(args, cwd=None, timeout=900, env=None):
     return p.returncode, p.stdout + p.stderr
 
 
+def test_plugin():
+    """The test plugin (tests/engine/*_plugin.cpp): the callbacks record_hooks and slow_steps."""
+    return os.path.join(BUILD, "tests", "libunitrain_test_callbacks.so")
+
+
+def slow_steps(ms):
+    """Words for `unitrain train CONFIG ...` that make `ms` milliseconds' pause after each
+    optimizer step (the test plugin's callback slow_steps, as the run's only callback)."""
+    return ["--plugin", test_plugin(), "--callbacks", "[{type: slow_steps, args: {ms: %d}}]" % ms]
+
+
 def write(path, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
@@ -90,11 +101,12 @@ class Case(unittest.TestCase):
             self.assertTrue(torch.allclose(a[k], b[k], rtol=rtol, atol=atol),
                             f"{k}: max difference {(a[k] - b[k]).abs().max().item()}")
 
-    def final_weights(self, run_dir):
-        """The last checkpoint's model of `run_dir`, exported and read by torch.load."""
+    def final_weights(self, run_dir, *export_args):
+        """The last checkpoint's model of `run_dir`, exported and read by torch.load.
+        `export_args` go to `unitrain export`: `--plugin` for a config naming a plugin's callback."""
         import torch
         code, out = run(["export", os.path.join(run_dir, "config.yaml"), "--checkpoint", "last",
-                         "--out", os.path.join(run_dir, "w.pt")])
+                         "--out", os.path.join(run_dir, "w.pt")] + list(export_args))
         self.assertEqual(code, 0, out)
         return torch.load(os.path.join(run_dir, "w.pt"))
 

@@ -218,9 +218,9 @@ class TensorBoard(common.Case):
         full_dir = os.path.join(self.dir, "full")
         self.train(full_dir)
         run_dir = os.path.join(self.dir, "stopped")
-        p = subprocess.Popen([common.BIN, "train", self.config(), "--run_dir", run_dir],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             env=dict(os.environ, UNITRAIN_TEST_STEP_DELAY_MS="30"))
+        p = subprocess.Popen([common.BIN, "train", self.config(), "--run_dir", run_dir]
+                             + common.slow_steps(30),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         metrics = os.path.join(run_dir, "metrics.jsonl")
         self.assertTrue(wait_for(lambda: os.path.exists(metrics) and len(read_jsonl(metrics)) >= 6))
         p.send_signal(signal.SIGTERM)

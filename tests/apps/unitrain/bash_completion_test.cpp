@@ -1,4 +1,4 @@
-#include "unitrain/engine/bash_completion.h"
+#include "apps/unitrain/bash_completion.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "unitrain/engine/bash_completion.h"
+#include "bash_completion.h"
 
 #include <algorithm>
 #include <set>

@@ -1,4 +1,4 @@
-#include "unitrain/engine/starter_config.h"
+#include "apps/unitrain/starter_config.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "unitrain/engine/starter_config.h"
+#include "starter_config.h"
 
 #include <fmt/format.h>
 #include <torch/torch.h>

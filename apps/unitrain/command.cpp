@@ -1,0 +1,53 @@
+#include "command.h"
+
+#include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
+#include "unitrain/core/plugin.h"
+#include "unitrain/engine/builtins.h"
+#include "unitrain/engine/run_config.h"
+#include "unitrain/log/console.h"
+
+namespace unitrain::cli {
+namespace {
+
+constexpr size_t kNoLimit = std::string::npos;  // error_text: the whole message
+
+}  // namespace
+
+int run_command(Command& command) {
+  try {
+    return command.run();
+  } catch (const ConfigError& e) {
+    log::error(error_text(e, kNoLimit));
+    return kExitUsage;
+  } catch (const std::exception& e) {  // a c10::Error here would print a C++ backtrace
+    log::error(error_text(e, kNoLimit));
+    return kExitFailure;
+  }
+}
+
+void add_config_args(CLI::App* cmd, ConfigArgs& args, bool required) {
+  cmd->add_option("config", args.file, "the run's YAML file")->required(required);
+  cmd->add_option("--plugin", args.plugins,
+                  "a shared library (.so) registering more components; repeatable")
+      ->allow_extra_args(false);  // one value per --plugin, so the config may follow it
+  cmd->allow_extras();
+  cmd->footer(
+      "Any key of the config can be overridden after the file: --optimizer.lr 3e-4, "
+      "--train.max_length '2 epochs', or --set model.args.sizes=[64,10]. "
+      "Precedence: built-in defaults < YAML < command line.");
+}
+
+void load_components(const std::vector<std::string>& plugins) {
+  register_builtins();
+  for (const auto& p : plugins) load_plugin(p);
+}
+
+Config resolve(const ConfigArgs& args, const CLI::App* cmd, const std::vector<std::string>& more) {
+  load_components(args.plugins);
+  std::vector<std::string> words = cmd->remaining();
+  words.insert(words.end(), more.begin(), more.end());
+  return load_run_config({args.file}, parse_overrides(words));
+}
+
+}  // namespace unitrain::cli

@@ -1,0 +1,124 @@
+// train, eval and export: what a run's config drives.
+#include <filesystem>
+
+#include "commands.h"
+#include "unitrain/core/error.h"
+#include "unitrain/engine/train_from_config.h"
+#include "unitrain/log/console.h"
+#include "unitrain/log/console_tracker.h"
+
+namespace unitrain::cli {
+namespace {
+
+class TrainCommand : public Command {
+ public:
+  explicit TrainCommand(CLI::App& app)
+      : cli_(app.add_subcommand("train", "train the model a YAML file describes")) {
+    add_config_args(cli_, args_, true);
+    cli_->add_flag("--profile", profile_,
+                   "profile the training step (profile.enabled: true): a per-phase table at the "
+                   "end, run_dir/profile/summary.json and a Chrome trace");
+  }
+  CLI::App* cli() const override { return cli_; }
+
+  int run() override {
+    const std::vector<std::string> more =
+        profile_ ? std::vector<std::string>{"--profile.enabled", "true"}
+                 : std::vector<std::string>{};
+    const int signal = run_config(resolve(args_, cli_, more)).fit.signal;
+    return signal != 0 ? 128 + signal : 0;  // stopped by SIGINT/SIGTERM after a checkpoint
+  }
+
+ private:
+  CLI::App* cli_;
+  ConfigArgs args_;
+  bool profile_ = false;
+};
+
+class EvalCommand : public Command {
+ public:
+  explicit EvalCommand(CLI::App& app)
+      : cli_(app.add_subcommand("eval",
+                                "evaluate a checkpoint on the val or test split; writes "
+                                "run_dir/results/<split>.json")) {
+    add_config_args(cli_, args_, true);
+    cli_->add_option("--checkpoint", checkpoint_,
+                     "best, last, or a checkpoint folder (run_dir/checkpoints/step-<S>); default "
+                     "best, else last when the run kept no best")
+        ->capture_default_str();
+    split_ = cli_->add_option("--split", split_name_, "val or test")->capture_default_str();
+  }
+  CLI::App* cli() const override { return cli_; }
+  Choices choices() const override { return {{split_, {"val", "test"}}}; }
+
+  int run() override {
+    const Config cfg = resolve(args_, cli_);
+    std::string choice = checkpoint_;
+    // The default `best` falls back to `last` when the run tracked no best metric.
+    if (cli_->count("--checkpoint") == 0 &&
+        !std::filesystem::exists(cfg.get_string("run_dir") + "/checkpoints/best")) {
+      choice = "last";
+    }
+    const auto r = evaluate_checkpoint(cfg, choice, split_name_);
+    std::string line = detail::concat(r.split, " at step ", r.step, ":");
+    for (const auto& [k, v] : r.metrics) line += " " + k + " " + format_metric(v);
+    log::info(line);
+    log::info("results: " + r.results_file);
+    return 0;
+  }
+
+ private:
+  CLI::App* cli_;
+  ConfigArgs args_;
+  std::string checkpoint_ = "best", split_name_ = "val";
+  CLI::Option* split_;
+};
+
+class ExportCommand : public Command {
+ public:
+  explicit ExportCommand(CLI::App& app)
+      : cli_(app.add_subcommand("export",
+                                "write a checkpoint's model as a state dict (torch.load), "
+                                "safetensors or TorchScript (torch.jit.load)")) {
+    add_config_args(cli_, args_, true);
+    cli_->add_option("--checkpoint", checkpoint_, "best, last, or a checkpoint folder")
+        ->capture_default_str();
+    format_ = cli_->add_option("--format", format_name_,
+                               "state_dict (a dict of tensors named as the model's state_dict()), "
+                               "safetensors (the same tensors, for Hugging Face's safetensors) or "
+                               "torchscript (built-in and TorchScript models)")
+                  ->capture_default_str();
+    cli_->add_option("--out", out_, "the file to write")->required();
+  }
+  CLI::App* cli() const override { return cli_; }
+  Choices choices() const override {
+    return {{format_, {"state_dict", "safetensors", "torchscript"}}};
+  }
+
+  int run() override {
+    const std::string dir =
+        export_checkpoint(resolve(args_, cli_), checkpoint_, format_name_, out_);
+    log::info("exported " + dir + " as " + format_name_ + " to " + out_);
+    return 0;
+  }
+
+ private:
+  CLI::App* cli_;
+  ConfigArgs args_;
+  std::string checkpoint_ = "last", format_name_ = "state_dict", out_;
+  CLI::Option* format_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_train_command(CLI::App& app) {
+  return std::make_unique<TrainCommand>(app);
+}
+std::unique_ptr<Command> make_eval_command(CLI::App& app) {
+  return std::make_unique<EvalCommand>(app);
+}
+std::unique_ptr<Command> make_export_command(CLI::App& app) {
+  return std::make_unique<ExportCommand>(app);
+}
+
+}  // namespace unitrain::cli

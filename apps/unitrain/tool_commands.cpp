@@ -1,0 +1,149 @@
+// checkpoint and tokenizer: the tools for a run's files.
+#include <iostream>
+#include <map>
+
+#include "commands.h"
+#include "unitrain/checkpoint/checkpoint_tools.h"
+#include "unitrain/core/error.h"
+#include "unitrain/data/tokenizer_trainer.h"
+#include "unitrain/log/console.h"
+
+namespace unitrain::cli {
+namespace {
+
+class CheckpointCommand : public Command {
+ public:
+  explicit CheckpointCommand(CLI::App& app)
+      : cli_(app.add_subcommand(
+            "checkpoint",
+            "look at, check or merge a checkpoint: inspect DIR [--json] | "
+            "verify DIR | merge DIR --out NEW [--format checkpoint|safetensors]")) {
+    action_ = cli_->add_option("action", action_name_, "inspect, verify or merge")->required();
+    cli_->add_option("dir", path_,
+                     "a checkpoint folder (run_dir/checkpoints/step-<S>), or a run_dir or its "
+                     "checkpoints/ folder (inspect and merge: its last checkpoint; verify: every "
+                     "one)")
+        ->required();
+    cli_->add_flag("--json", json_, "inspect: one JSON object");
+    cli_->add_option("--out", out_,
+                     "merge: the new checkpoint folder, or safetensors file, to write (must not "
+                     "exist)");
+    format_ = cli_->add_option("--format", format_name_,
+                               "merge: checkpoint (one optimizer.pt from a ZeRO checkpoint's "
+                               "partitions) or safetensors (the checkpoint's model as one "
+                               ".safetensors file)")
+                  ->capture_default_str();
+  }
+  CLI::App* cli() const override { return cli_; }
+  Choices choices() const override {
+    return {{action_, {"inspect", "verify", "merge"}}, {format_, {"checkpoint", "safetensors"}}};
+  }
+
+  /// The exit code: verify gives kExitFailure when a checkpoint is invalid.
+  int run() override {
+    if (action_name_ == "inspect") {
+      std::cout << inspect_checkpoint(path_, json_);
+      return 0;
+    }
+    if (action_name_ == "verify") {
+      std::string report;
+      const int bad = verify_checkpoints(path_, report);
+      std::cout << report;
+      return bad == 0 ? 0 : kExitFailure;
+    }
+    if (action_name_ == "merge") return merge();
+    throw ConfigError("checkpoint: unknown action '" + action_name_ +
+                      "'; use inspect, verify or merge");
+  }
+
+ private:
+  int merge() {
+    if (out_.empty()) throw ConfigError("checkpoint merge: give --out NEW_DIR");
+    const std::string written = merge_checkpoint(path_, out_, format_name_);
+    log::info(format_name_ == "safetensors"
+                  ? "wrote " + written + ": the checkpoint's model as safetensors"
+                  : "wrote " + written +
+                        ": one optimizer.pt; resume from it with --checkpoint.resume " + out_);
+    return 0;
+  }
+
+  CLI::App* cli_;
+  std::string action_name_, path_, out_, format_name_ = "checkpoint";
+  bool json_ = false;
+  CLI::Option* action_;
+  CLI::Option* format_;
+};
+
+class TokenizerCommand : public Command {
+ public:
+  explicit TokenizerCommand(CLI::App& app)
+      : cli_(app.add_subcommand("tokenizer",
+                                "train a SentencePiece tokenizer for the text dataset: train "
+                                "--input FILE --vocab-size N [--out PREFIX]")) {
+    action_ = cli_->add_option("action", action_name_, "train")->required();
+    cli_->add_option("--input", options_.inputs,
+                     "a text file (.gz too): one text a line, or JSON Lines; repeatable")
+        ->required()
+        ->allow_extra_args(false);
+    cli_->add_option("--vocab-size", options_.vocab_size,
+                     "pieces in the model, <unk> <s> </s> <pad> (ids 0-3) included")
+        ->required();
+    model_type_ =
+        cli_->add_option("--model-type", options_.model_type, "unigram, bpe, char or word")
+            ->capture_default_str();
+    cli_->add_option("--out", options_.out, "writes OUT.model and OUT.vocab")
+        ->capture_default_str();
+    add_text_options();
+    cli_->add_flag("--force", options_.force, "replace an existing OUT.model/.vocab");
+  }
+  CLI::App* cli() const override { return cli_; }
+  Choices choices() const override {
+    std::vector<std::string> formats;
+    for (const auto& [name, value] : kTextFormatNames) formats.push_back(name);
+    return {{action_, {"train"}}, {model_type_, kTokenizerModelTypes}, {format_, formats}};
+  }
+
+  int run() override {
+    if (action_name_ != "train") {
+      throw ConfigError("tokenizer: unknown action '" + action_name_ + "'; use train");
+    }
+    const std::string model = train_tokenizer(options_);
+    log::info("wrote " + model + " and " + options_.out +
+              ".vocab; use it with data.<split>.args.tokenizer: " + model);
+    return 0;
+  }
+
+ private:
+  /// How the input files are read.
+  void add_text_options() {
+    format_ = cli_->add_option("--format", options_.format,
+                               "lines, jsonl, or auto (jsonl for names ending .jsonl/.json)")
+                  ->transform(CLI::CheckedTransformer(std::map<std::string, TextFormat>(
+                      kTextFormatNames.begin(), kTextFormatNames.end())))
+                  ->default_str("auto");
+    cli_->add_option("--field", options_.field, "jsonl: the key holding the text")
+        ->capture_default_str();
+    cli_->add_option("--character-coverage", options_.character_coverage,
+                     "share of the text's characters the pieces cover (rarer ones become <unk>); "
+                     "1.0 for small alphabets")
+        ->capture_default_str();
+  }
+
+  CLI::App* cli_;
+  TokenizerTrainOptions options_;
+  std::string action_name_;
+  CLI::Option* action_;
+  CLI::Option* model_type_;
+  CLI::Option* format_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_checkpoint_command(CLI::App& app) {
+  return std::make_unique<CheckpointCommand>(app);
+}
+std::unique_ptr<Command> make_tokenizer_command(CLI::App& app) {
+  return std::make_unique<TokenizerCommand>(app);
+}
+
+}  // namespace unitrain::cli
