@@ -32,6 +32,14 @@ Config resolve_run_config(const Config& raw);
 /// `runs/${name}`), else `--run_dir <new-folder>`, since --name does not move an explicit run_dir.
 std::string new_run_option(const Config& resolved);
 
+/// Logs one warning naming every key the user set in `config` (a run config from
+/// load_run_config or resolve_run_config, or one read by Config::from_file) that nothing has
+/// read so far (see Config::unread_keys): e.g. `model.type` or `data.collate` in a C++ program
+/// that builds its own model and data. Once per config: later calls warn nothing. Called at the
+/// start of Trainer::fit, when the Trainer and the program have read what they use. Returns the
+/// keys it named.
+std::vector<std::string> warn_unread_keys(const Config& config);
+
 /// docs/config.md: every key of the root schema and every registered component's args.
 std::string config_reference_markdown();
 
