@@ -106,11 +106,12 @@ std::vector<std::string> KeyReads::unread() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::string> out;
   for (const auto& key : given_) {
+    // Read when the key or a section above it was: `a.b.c`, `a.b`, `a`, or the whole config.
     bool read = read_.count("") > 0;
-    // `key` itself or a section above it: the longest recorded path <= key that prefixes it.
-    for (size_t end = key.size(); !read && end != std::string::npos; end = key.rfind('.', end - 1)) {
-      read = read_.count(key.substr(0, end)) > 0;
-      if (end == 0) break;
+    for (std::string path = key; !read && !path.empty();) {
+      read = read_.count(path) > 0;
+      const size_t dot = path.rfind('.');
+      path = dot == std::string::npos ? "" : path.substr(0, dot);
     }
     if (!read) out.push_back(key);
   }

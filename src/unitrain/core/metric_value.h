@@ -14,7 +14,8 @@ struct MetricValue {
   MetricValue(double v) : value(scalar(v)) {}            // NOLINT: implicit on purpose
   MetricValue(torch::Tensor v, double w, bool exp = false)
       : value(std::move(v)), weight(w), exp_of_mean(exp) {}
-  MetricValue(double v, double w, bool exp = false) : value(scalar(v)), weight(w), exp_of_mean(exp) {}
+  MetricValue(double v, double w, bool exp = false)
+      : value(scalar(v)), weight(w), exp_of_mean(exp) {}
 
   torch::Tensor value;  ///< a scalar
   double weight = -1;   ///< items the mean is over; < 0 means the batch size

@@ -113,8 +113,9 @@ void DataOptions::declare(Options<DataOptions>& o) {
   o.section("loader", &T::loader).help("batching and reader threads");
   o.check([](T& d, const Config& c) {  // the component sections, for build_data() to build
     using Split = std::pair<const char*, std::optional<Config> T::*>;
-    for (const Split& split : {Split{"train", &T::train}, Split{"val", &T::val}, Split{"test", &T::test}}) {
-      d.*split.second = c.has(split.first) ? std::optional<Config>(c.at(split.first)) : std::nullopt;
+    for (const Split& s : {Split{"train", &T::train}, Split{"val", &T::val},
+                           Split{"test", &T::test}}) {
+      d.*s.second = c.has(s.first) ? std::optional<Config>(c.at(s.first)) : std::nullopt;
     }
     for (const char* split : {"train", "val", "test"}) {
       d.transforms[split] = c.at("transforms").list(split);

@@ -29,7 +29,9 @@ void RunSettings::declare(Options<RunSettings>& o) {
   o.field("name", &T::name).help("the run's name; used in run_dir");
   o.field("seed", &T::seed)
       .fixed("the data order and random state follow the seed")
-      .help("seeds model init, data order and dropout: the same seed gives the same run bit for bit");
+      .help(
+          "seeds model init, data order and dropout: the same seed gives the same run bit for "
+          "bit");
   o.field("run_dir", &T::run_dir)
       .help("where config.yaml, metrics.jsonl/.csv and train.log are written; ${key} refers to "
             "other keys");
