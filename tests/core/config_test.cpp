@@ -76,7 +76,7 @@ TEST(Config, MergeReplacesLeavesAndMergesMaps) {
 TEST(ConfigKeyReads, KeysReadThroughTheGettersAreRecordedAcrossSectionsAndCopies) {
   Config c = Config::from_string(
       "seed: 1\nmodel: {type: mlp, args: {sizes: [4, 2]}}\nlosses: [{type: mse}, {type: l1}]\n"
-      "free: {a: 1, b: {c: 2}}\nnothing: null\nempty: {}\n");
+      "free: {a: 1, b: {c: 2}}\nnothing: null\nempty: {}\nnone: []\n");
   EXPECT_EQ(c.unread_keys(), (std::vector<std::string>{"seed", "model.type", "model.args.sizes",
                                                        "losses.0.type", "losses.1.type", "free.a",
                                                        "free.b.c"}));

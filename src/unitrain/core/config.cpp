@@ -79,8 +79,9 @@ void check_unique_keys(const YAML::Node& node, const std::string& path, const st
   }
 }
 
-// The keys set in `node` under `path`: scalars and lists of scalars (nulls and empty sections
-// set nothing); the entries of a list of sections are walked by index (`objective.losses.0.type`).
+// The keys set in `node` under `path`: scalars and lists of scalars (nulls, empty sections and
+// empty lists set nothing); the entries of a list of sections are walked by index
+// (`objective.losses.0.type`).
 void given_keys(const YAML::Node& node, const std::string& path, std::vector<std::string>& out) {
   auto join = [&path](const std::string& key) { return path.empty() ? key : path + "." + key; };
   if (node.IsMap()) {
@@ -88,7 +89,7 @@ void given_keys(const YAML::Node& node, const std::string& path, std::vector<std
   } else if (node.IsSequence()) {
     bool sections = false;
     for (const auto& item : node) sections = sections || item.IsMap();
-    if (!sections) return void(out.push_back(path));
+    if (!sections && node.size() > 0) return void(out.push_back(path));
     for (size_t i = 0; i < node.size(); ++i) given_keys(node[i], join(std::to_string(i)), out);
   } else if (node.IsScalar()) {
     out.push_back(path);

@@ -72,9 +72,11 @@ void RunSettings::declare(Options<RunSettings>& o) {
       "free-form keys for your own code (library users); not validated");
   o.check([](T& s, const Config& c) {
     s.loader = options_of<LoaderOptions>().read_resolved(c.at("data").at("loader"));
-    s.schedule_per_epoch = c.at("scheduler").get_string("interval") == "epoch";
-    c.mark_read("optimizer");  // fit() builds them from their sections
-    c.mark_read("scheduler");
+    s.optimizer = c.at("optimizer");  // fit() builds them from their sections
+    s.scheduler = c.at("scheduler");
+    s.schedule_per_epoch = s.scheduler.get_string("interval") == "epoch";
+    s.optimizer.mark_read();
+    s.scheduler.mark_read();
   });
 }
 

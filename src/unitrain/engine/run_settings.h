@@ -30,6 +30,9 @@ struct RunSettings {
   LogOptions log;
   ProfileOptions profile;
   bool schedule_per_epoch = false;  ///< scheduler.interval: epoch
+  /// The resolved `optimizer` and `scheduler` sections ({type, args, ...}), which fit() builds
+  /// the optimizer and the schedule from (their registries read them).
+  Config optimizer, scheduler;
 
   /// The root keys (name, seed, run_dir) and sections, in the order docs/config.md lists them.
   static void declare(Options<RunSettings>& o);
