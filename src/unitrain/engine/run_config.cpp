@@ -4,22 +4,12 @@
 
 #include <regex>
 
-#include "unitrain/checkpoint/checkpoint_options.h"
 #include "unitrain/core/error.h"
 #include "unitrain/engine/builtins.h"
-#include "unitrain/parallel/distributed_options.h"
 #include "unitrain/core/registry.h"
-#include "unitrain/data/build_data.h"
-#include "unitrain/data/loader.h"
 #include "unitrain/engine/run_settings.h"
-#include "unitrain/engine/train_options.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/log_options.h"
-#include "unitrain/models/model.h"
-#include "unitrain/objective/objective_module.h"
-#include "unitrain/optim/optimizer.h"
-#include "unitrain/optim/scheduler.h"
-#include "unitrain/profile/profile_options.h"
 
 namespace unitrain {
 namespace {

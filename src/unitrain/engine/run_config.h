@@ -12,7 +12,7 @@
 namespace unitrain {
 
 /// The root schema: name, seed, run_dir, model, objective, data, optimizer, scheduler, train,
-/// log, user. Built from each area's section schema.
+/// log, ..., user; declared once in RunSettings::declare from each area's section schema.
 std::shared_ptr<const Schema> run_schema();
 
 /// `key.path` -> YAML text, from `--key.path value` or `--set key.path=value`.
