@@ -73,4 +73,32 @@ TEST(Config, MergeReplacesLeavesAndMergesMaps) {
   EXPECT_EQ(base.get_int_list("b"), (std::vector<int64_t>{5}));
 }
 
+TEST(ConfigKeyReads, KeysReadThroughTheGettersAreRecordedAcrossSectionsAndCopies) {
+  Config c = Config::from_string(
+      "seed: 1\nmodel: {type: mlp, args: {sizes: [4, 2]}}\nlosses: [{type: mse}, {type: l1}]\n"
+      "free: {a: 1, b: {c: 2}}\nnothing: null\nempty: {}\nnone: []\n");
+  EXPECT_EQ(c.unread_keys(), (std::vector<std::string>{"seed", "model.type", "model.args.sizes",
+                                                       "losses.0.type", "losses.1.type", "free.a",
+                                                       "free.b.c"}));
+  EXPECT_EQ(c.get_int("seed"), 1);
+  const Config model = c.at("model");  // a section shares the record
+  model.at("args").get_int_list("sizes");
+  c.list("losses")[1].get_string("type");
+  c.clone().at("free").mark_read("b");  // a copy too; a key marked read covers what is under it
+  EXPECT_EQ(c.unread_keys(), (std::vector<std::string>{"model.type", "losses.0.type", "free.a"}));
+  c.mark_read();  // the whole config
+  EXPECT_TRUE(c.unread_keys().empty());
+}
+
+TEST(ConfigKeyReads, AConfigBuiltInCodeRecordsNothingUntilAskedTo) {
+  Config c;
+  c.set("train.max_length", "3 epochs");
+  EXPECT_EQ(c.key_reads(), nullptr);
+  EXPECT_TRUE(c.unread_keys().empty());
+  c.track_reads();
+  EXPECT_EQ(c.unread_keys(), (std::vector<std::string>{"train.max_length"}));
+  EXPECT_TRUE(c.key_reads()->first_warning());
+  EXPECT_FALSE(c.key_reads()->first_warning());
+}
+
 }  // namespace unitrain

@@ -352,5 +352,44 @@ TEST(Options, RegistryBuildsComponentsFromTheirDeclaredArgs) {
   EXPECT_TRUE(test::contains(msg, "g.args.size must be even, got 7")) << msg;
 }
 
+/// An entry of a list of sections, and a struct holding a list of them and an optional one.
+struct Term {
+  std::string target = "y";
+  double weight = 1;
+  static void declare(Options<Term>& o) {
+    o.field("target", &Term::target).help("what it compares with");
+    o.field("weight", &Term::weight).min(0);
+  }
+};
+struct Terms {
+  std::vector<Term> terms;
+  std::optional<Term> extra;
+  static void declare(Options<Terms>& o) {
+    o.sections("terms", &Terms::terms).help("the terms");
+    o.section("extra", &Terms::extra).help("one more; null = none");
+  }
+};
+
+TEST(Options, ListsOfSectionsAndOptionalSectionsFillTheirStructs) {
+  const Terms none = options_of<Terms>().parse(Config::from_string("terms: []\n"));
+  EXPECT_TRUE(none.terms.empty());
+  EXPECT_FALSE(none.extra);
+  const Terms t = options_of<Terms>().parse(
+      Config::from_string("terms: [{target: a}, {weight: 2.5}]\nextra: {target: b}\n"));
+  ASSERT_EQ(t.terms.size(), 2u);
+  EXPECT_EQ(t.terms[0].target, "a");
+  EXPECT_DOUBLE_EQ(t.terms[0].weight, 1.0);  // Term's own default
+  EXPECT_EQ(t.terms[1].target, "y");
+  EXPECT_DOUBLE_EQ(t.terms[1].weight, 2.5);
+  ASSERT_TRUE(t.extra);
+  EXPECT_EQ(t.extra->target, "b");
+  const Field* extra = options_of<Terms>().schema()->find("extra");
+  EXPECT_TRUE(extra->is_nullable());
+  EXPECT_EQ(options_of<Terms>().schema()->find("terms")->type(), Type::SectionList);
+  const std::string msg = test::error_of<ConfigError>(
+      [] { options_of<Terms>().parse(Config::from_string("terms: [{weight: -1}]\n")); });
+  EXPECT_TRUE(test::contains(msg, "terms.0.weight must be >= 0, got -1")) << msg;
+}
+
 }  // namespace
 }  // namespace unitrain

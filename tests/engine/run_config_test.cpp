@@ -4,6 +4,9 @@
 
 #include "test_util.h"
 #include "unitrain/core/error.h"
+#include "unitrain/data/build_data.h"
+#include "unitrain/engine/run_settings.h"
+#include "unitrain/objective/objective_module.h"
 
 namespace unitrain {
 TEST(RunConfig, PrecedenceDefaultsThenYamlThenCommandLine) {
@@ -74,6 +77,48 @@ TEST(RunConfig, ReferenceDocumentsEveryKey) {
                           "`scheduler.interval`", "### model `mlp`", "### optimizer `adamw`"}) {
     EXPECT_NE(md.find(key), std::string::npos) << key;
   }
+}
+
+namespace {
+// A run config as a C++ program might load it: its model and data for `unitrain train` too.
+const char* kBothWaysYaml =
+    "name: both\nmodel: {type: mlp, args: {sizes: [4, 3]}}\n"
+    "objective: {losses: [{type: cross_entropy}], metrics: [{type: accuracy}]}\n"
+    "data: {train: {type: synthetic, args: {features: 4, classes: 3}}, collate: {type: stack},\n"
+    "       loader: {batch_size: 8}}\n"
+    "optimizer: {type: sgd, lr: 0.1}\ntrain: {max_length: 2 epochs}\nuser: {mine: 1}\n";
+}  // namespace
+
+TEST(RunConfig, TheLibraryPathIsToldOfTheKeysNothingRead) {
+  const Config raw = Config::from_string(kBothWaysYaml);
+  const Config resolved = resolve_run_config(raw);
+  RunSettings::from_config(resolved);  // what the Trainer reads when it is built
+  const std::vector<std::string> unread = warn_unread_keys(resolved);
+  EXPECT_EQ(unread, (std::vector<std::string>{
+                        "model.type", "model.args.sizes", "objective.losses.0.type",
+                        "objective.metrics.0.type", "data.train.type",
+                        "data.train.args.features", "data.train.args.classes",
+                        "data.collate.type"}));
+  EXPECT_TRUE(warn_unread_keys(resolved).empty());  // once
+}
+
+TEST(RunConfig, TheConfigDrivenPathReadsEveryKey) {
+  const Config resolved = load_run_config(
+      {test::write_file(test::temp_dir() + "/both.yaml", kBothWaysYaml)}, {});
+  RunSettings::from_config(resolved);
+  build_data(resolved.at("data"), 1);
+  ObjectiveModule module(resolved.at("model"), resolved.at("objective"));
+  EXPECT_TRUE(resolved.unread_keys().empty()) << resolved.unread_keys().front();
+  EXPECT_TRUE(warn_unread_keys(resolved).empty());
+}
+
+TEST(RunConfig, AProgramThatBuildsItsDataFromTheConfigUsedItsKeys) {
+  const Config resolved = resolve_run_config(Config::from_string(kBothWaysYaml));
+  RunSettings::from_config(resolved);
+  build_data(resolved.at("data"), 1);
+  EXPECT_EQ(resolved.unread_keys(),
+            (std::vector<std::string>{"model.type", "model.args.sizes", "objective.losses.0.type",
+                                      "objective.metrics.0.type"}));
 }
 
 }  // namespace unitrain

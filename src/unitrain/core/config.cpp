@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "unitrain/core/error.h"
 
@@ -78,7 +79,50 @@ void check_unique_keys(const YAML::Node& node, const std::string& path, const st
   }
 }
 
+// The keys set in `node` under `path`: scalars and lists of scalars (nulls, empty sections and
+// empty lists set nothing); the entries of a list of sections are walked by index
+// (`objective.losses.0.type`).
+void given_keys(const YAML::Node& node, const std::string& path, std::vector<std::string>& out) {
+  auto join = [&path](const std::string& key) { return path.empty() ? key : path + "." + key; };
+  if (node.IsMap()) {
+    for (const auto& kv : node) given_keys(kv.second, join(kv.first.as<std::string>()), out);
+  } else if (node.IsSequence()) {
+    bool sections = false;
+    for (const auto& item : node) sections = sections || item.IsMap();
+    if (!sections && node.size() > 0) return void(out.push_back(path));
+    for (size_t i = 0; i < node.size(); ++i) given_keys(node[i], join(std::to_string(i)), out);
+  } else if (node.IsScalar()) {
+    out.push_back(path);
+  }
+}
+
 }  // namespace
+
+void KeyReads::read(const std::string& key_path) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  read_.insert(key_path);
+}
+
+std::vector<std::string> KeyReads::unread() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& key : given_) {
+    // Read when the key or a section above it was: `a.b.c`, `a.b`, `a`, or the whole config.
+    bool read = read_.count("") > 0;
+    for (std::string path = key; !read && !path.empty();) {
+      read = read_.count(path) > 0;
+      const size_t dot = path.rfind('.');
+      path = dot == std::string::npos ? "" : path.substr(0, dot);
+    }
+    if (!read) out.push_back(key);
+  }
+  return out;
+}
+
+bool KeyReads::first_warning() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !std::exchange(warned_, true);
+}
 
 Config::Config() : node_(YAML::NodeType::Map) {}
 
@@ -96,7 +140,9 @@ Config Config::from_string(const std::string& text, const std::string& source) {
   UT_CHECK(root.IsMap(), source, ": the config must be a map of keys (like 'model: ...'), got ",
            describe(root));
   check_unique_keys(root, "", source);
-  return Config(root, "");
+  Config config(root, "");
+  config.track_reads();  // its keys are the user's: the run warns about those nothing read
+  return config;
 }
 
 Config Config::from_file(const std::string& path) {
@@ -132,7 +178,9 @@ bool Config::is_null() const { return !node_.IsDefined() || node_.IsNull(); }
 Config Config::at(const std::string& key) const {
   YAML::Node c = child(key);
   UT_CHECK(c.IsDefined(), "missing key ", key_path(key));
-  return Config(c, key_path(key));
+  Config out(c, key_path(key));
+  out.reads_ = reads_;
+  return out;
 }
 
 std::vector<std::string> Config::keys() const {
@@ -149,29 +197,37 @@ std::vector<Config> Config::list(const std::string& key) const {
   UT_CHECK(c.IsSequence(), key_path(key), ": expected a list, got ", describe(c));
   for (size_t i = 0; i < c.size(); ++i) {
     out.emplace_back(c[i], key_path(key) + "." + std::to_string(i));
+    out.back().reads_ = reads_;
   }
   return out;
 }
 
 bool Config::get_bool(const std::string& key) const {
+  note(key);
   return convert<bool>(child(key), key_path(key), "true or false");
 }
 int64_t Config::get_int(const std::string& key) const {
+  note(key);
   return convert<int64_t>(child(key), key_path(key), "an integer");
 }
 double Config::get_double(const std::string& key) const {
+  note(key);
   return convert<double>(child(key), key_path(key), "a number");
 }
 std::string Config::get_string(const std::string& key) const {
+  note(key);
   return convert<std::string>(child(key), key_path(key), "a string");
 }
 std::vector<int64_t> Config::get_int_list(const std::string& key) const {
+  note(key);
   return convert_list<int64_t>(child(key), key_path(key), "integers");
 }
 std::vector<double> Config::get_double_list(const std::string& key) const {
+  note(key);
   return convert_list<double>(child(key), key_path(key), "numbers");
 }
 std::vector<std::string> Config::get_string_list(const std::string& key) const {
+  note(key);
   return convert_list<std::string>(child(key), key_path(key), "strings");
 }
 TrainUnit Config::get_duration(const std::string& key) const {
@@ -234,7 +290,30 @@ void Config::merge(const Config& other) {
   }
 }
 
-Config Config::clone() const { return Config(YAML::Clone(node_), path_); }
+void Config::note(const std::string& key) const {
+  if (reads_) reads_->read(key_path(key));
+}
+
+void Config::track_reads() {
+  if (reads_) return;
+  std::vector<std::string> given;
+  given_keys(node_, path_, given);
+  reads_ = std::make_shared<KeyReads>(std::move(given));
+}
+
+void Config::mark_read(const std::string& key) const {
+  if (reads_) reads_->read(key.empty() ? path_ : key_path(key));
+}
+
+std::vector<std::string> Config::unread_keys() const {
+  return reads_ ? reads_->unread() : std::vector<std::string>{};
+}
+
+Config Config::clone() const {
+  Config out(YAML::Clone(node_), path_);
+  out.reads_ = reads_;
+  return out;
+}
 
 std::string Config::dump() const {
   YAML::Emitter out;

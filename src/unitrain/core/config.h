@@ -3,12 +3,36 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "unitrain/core/train_unit.h"
 
 namespace unitrain {
+
+/// Which keys of one run's config the program read: the keys the user gave (the leaves of the
+/// config before defaults were filled in) against the key paths read through Config's typed
+/// getters or claimed whole with Config::mark_read(). Shared by every Config taken from the
+/// same run config (sections, copies, resolved copies), so that a key read anywhere counts.
+class KeyReads {
+ public:
+  explicit KeyReads(std::vector<std::string> given) : given_(std::move(given)) {}
+  /// Records `key_path`: that key, or every key under it (a list, a section read whole).
+  void read(const std::string& key_path);
+  /// The given keys neither read themselves nor under a key read whole, in file order.
+  std::vector<std::string> unread() const;
+  /// True the first time only: a warning about unread keys is given once.
+  bool first_warning();
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> given_;
+  std::set<std::string> read_;
+  bool warned_ = false;
+};
 
 /// A view of one section of the configuration together with its dotted key path
 /// (`optimizer.args`). Typed getters throw ConfigError naming the full key and the bad value.
@@ -49,6 +73,20 @@ class Config {
   /// Merges `other` into this config: maps merge recursively, everything else is replaced.
   void merge(const Config& other);
 
+  /// Starts recording which keys are read (see KeyReads): the keys set in this config now are
+  /// the ones given. Sections, copies and Schema::resolve()'s result share the record. No-op
+  /// when this config records already.
+  void track_reads();
+  /// Shares `other`'s record of reads (a config derived from it, such as its resolved copy).
+  void share_reads(const Config& other) { reads_ = other.reads_; }
+  /// Records `key` (a key of this section; "" = the section itself) as read, with everything
+  /// under it: for sections consumed whole (free-form maps, a component handed its args).
+  void mark_read(const std::string& key = "") const;
+  /// The given keys nothing read so far (empty when this config records no reads).
+  std::vector<std::string> unread_keys() const;
+  /// The shared record, or null when this config records no reads.
+  const std::shared_ptr<KeyReads>& key_reads() const { return reads_; }
+
   Config clone() const;
   std::string dump() const;  ///< block-style YAML
   const YAML::Node& node() const { return node_; }
@@ -56,8 +94,10 @@ class Config {
 
  private:
   YAML::Node child(const std::string& key) const;
+  void note(const std::string& key) const;  // records key_path(key) as read
   YAML::Node node_;
   std::string path_;
+  std::shared_ptr<KeyReads> reads_;
 };
 
 }  // namespace unitrain

@@ -46,3 +46,18 @@ void throw_unknown_name(const std::string& key, const std::string& name) {
 }
 
 }  // namespace unitrain::option_detail
+
+namespace unitrain {
+
+NamedStrings string_map_of(const Config& section, const std::string& key,
+                           const std::string& example) {
+  NamedStrings out;
+  if (!section.has(key)) return out;
+  const Config map = section.at(key);
+  UT_CHECK(map.node().IsMap(), section.key_path(key), ": expected a map such as ", example,
+           ", got '", YAML::Dump(map.node()), "'");
+  for (const std::string& k : map.keys()) out.emplace_back(k, map.get_string(k));
+  return out;
+}
+
+}  // namespace unitrain

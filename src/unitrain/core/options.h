@@ -202,6 +202,30 @@ class Options {
     return f;
   }
 
+  /// A nullable section `name` filling optional member M (null = unset), keys declared by M.
+  template <typename M>
+  Field& section(const std::string& name, std::optional<M> T::*member) {
+    const Options<M>& sub = options_of<M>();
+    Field& f = schema_->add(name, Type::Section).section(sub.schema()).nullable();
+    readers_.push_back([&sub, name, member](T& out, const Config& c) {
+      out.*member = c.has(name) ? std::optional<M>(sub.read_resolved(c.at(name))) : std::nullopt;
+    });
+    return f;
+  }
+
+  /// A list of sections `name` filling member vector of M, each entry's keys declared by M
+  /// (chain component() when each entry is a component section: `{type, args, ...}`).
+  template <typename M>
+  Field& sections(const std::string& name, std::vector<M> T::*member) {
+    const Options<M>& sub = options_of<M>();
+    Field& f = schema_->add(name, Type::SectionList).section(sub.schema());
+    readers_.push_back([&sub, name, member](T& out, const Config& c) {
+      (out.*member).clear();
+      for (const Config& entry : c.list(name)) (out.*member).push_back(sub.read_resolved(entry));
+    });
+    return f;
+  }
+
   /// Runs after the fields are read, with the resolved section (for key paths in errors).
   void check(Check f) { checks_.push_back(std::move(f)); }
 
@@ -244,6 +268,26 @@ class Options {
   std::vector<std::function<void(T&, const Config&)>> readers_;
   std::vector<Check> checks_;
 };
+
+/// Key -> a string (a file, an array or dataset name, a dtype, a prefix), in the config's order.
+using NamedStrings = std::vector<std::pair<std::string, std::string>>;
+
+/// The string map at `key` of a resolved section ({} when absent or null), in file order;
+/// ConfigError naming the key path when it is not a map of strings (`example` shows one).
+NamedStrings string_map_of(const Config& section, const std::string& key,
+                           const std::string& example);
+
+/// Declares key `name` of options struct T: a map key -> string (YAML `{x: a, y: b}`), read
+/// into `member` in the file's order; ConfigError naming the key path when it is not such a map
+/// (`example` shows one). Returns the Field for def(), nullable(), help() and the resume class.
+template <typename T>
+Field& declare_named_strings(Options<T>& o, const std::string& name, NamedStrings T::*member,
+                             const std::string& example) {
+  o.check([name, member, example](T& out, const Config& c) {
+    out.*member = string_map_of(c, name, example);
+  });
+  return o.key(name, Type::Any);
+}
 
 /// T's options, declared once by `static void T::declare(Options<T>&)` on first use. A struct
 /// without a default constructor also provides `static T T::option_defaults()`.

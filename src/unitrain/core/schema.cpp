@@ -335,7 +335,9 @@ const Field* Schema::find(const std::string& name) const {
 Config Schema::resolve(const Config& in) const {
   YAML::Node out(YAML::NodeType::Map);
   resolve_node(in.node(), out, in.path());
-  return Config(out, in.path());
+  Config resolved(out, in.path());
+  resolved.share_reads(in);  // a key read from the resolved copy was read from `in`
+  return resolved;
 }
 
 void Schema::resolve_node(const YAML::Node& in, YAML::Node& out, const std::string& path) const {

@@ -45,17 +45,6 @@ torch::ScalarType array_dtype_named(const std::string& name, const std::string& 
                                    "; one of: ", list));
 }
 
-NamedStrings string_map_of(const Config& section, const std::string& key,
-                           const std::string& example) {
-  NamedStrings out;
-  if (!section.has(key)) return out;
-  const Config map = section.at(key);
-  UT_CHECK(map.node().IsMap(), section.key_path(key), ": expected a map such as ", example,
-           ", got '", YAML::Dump(map.node()), "'");
-  for (const std::string& k : map.keys()) out.emplace_back(k, map.get_string(k));
-  return out;
-}
-
 ArrayDataset::ArrayDataset(std::string kind, ArrayColumns columns, const NamedStrings& dtypes)
     : kind_(std::move(kind)) {
   UT_CHECK(!columns.empty(), kind_, ": no arrays given; name at least one, e.g. {x: ..., y: ...}");

@@ -13,8 +13,7 @@
 
 namespace unitrain {
 
-/// Batch key -> a string (a file, an array or dataset name, a dtype), in the config's order.
-using NamedStrings = std::vector<std::pair<std::string, std::string>>;
+// NamedStrings, string_map_of and declare_named_strings: core/options.h.
 
 /// One array of an ArrayDataset: `shape()[0]` rows of shape `shape()[1:]`, read on demand.
 /// read() is const and safe to call from several loader threads at once.
@@ -80,23 +79,6 @@ class ArrayDataset : public Dataset {
 /// The dtype named `name` (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32,
 /// float64); ConfigError naming `where` and listing them otherwise.
 torch::ScalarType array_dtype_named(const std::string& name, const std::string& where);
-
-/// The string map at `key` of a resolved section ({} when absent or null), in file order;
-/// ConfigError naming the key path when it is not a map of strings (`example` shows one).
-NamedStrings string_map_of(const Config& section, const std::string& key,
-                           const std::string& example);
-
-/// Declares key `name` of options struct T: a map batch key -> string (YAML `{x: a, y: b}`),
-/// read into `member` in the file's order; ConfigError naming the key path when it is not such
-/// a map (`example` shows one). Returns the Field for required(), nullable(), help().
-template <typename T>
-Field& declare_named_strings(Options<T>& o, const std::string& name, NamedStrings T::*member,
-                             const std::string& example) {
-  o.check([name, member, example](T& out, const Config& c) {
-    out.*member = string_map_of(c, name, example);
-  });
-  return o.key(name, Type::Any);
-}
 
 /// Declares the `dtypes` key (a map batch key -> dtype name) of an options struct with a
 /// `NamedStrings dtypes` member; names are checked when the section is read.

@@ -11,15 +11,15 @@
 namespace unitrain {
 namespace {
 
-// Builds the dataset of component section `key`; its errors are prefixed with the key.
-DatasetPtr build_dataset(const Config& data, const std::string& key) {
-  const Config section = data.at(key);
+// Builds the dataset of component section `section`; its errors are prefixed with its key.
+DatasetPtr build_dataset(const std::optional<Config>& section) {
+  if (!section) return nullptr;
   try {
-    return dataset_registry().create(section);
+    return dataset_registry().create(*section);
   } catch (const ConfigError& e) {
     const std::string what = e.what();
-    if (what.rfind(section.path(), 0) == 0) throw;
-    throw ConfigError(section.path() + ": " + what);
+    if (what.rfind(section->path(), 0) == 0) throw;
+    throw ConfigError(section->path() + ": " + what);
   }
 }
 
@@ -43,17 +43,13 @@ void check_same_classes(const Config& data, const DatasetPtr& train, const Datas
 }
 
 // Wraps each split whose transforms or collate function are not the plain stack.
-void apply_pipelines(const Config& data, DataSplits& out) {
-  const Config collate_section = data.at("collate");
+void apply_pipelines(const DataOptions& options, DataSplits& out) {
   CollatePtr collate;
-  if (collate_section.get_string("type") != "stack") {
-    collate = collate_registry().create(collate_section);
-  }
+  if (options.collate_type != "stack") collate = collate_registry().create(options.collate);
   auto wrap = [&](DatasetPtr& d, const char* split) {
     std::vector<TransformPtr> transforms;
-    const Config section = data.at("transforms");
-    if (section.has(split)) {
-      for (const Config& t : section.list(split)) transforms.push_back(transform_registry().create(t));
+    for (const Config& t : options.transforms.at(split)) {
+      transforms.push_back(transform_registry().create(t));
     }
     if (d && (collate || !transforms.empty())) {
       d = std::make_shared<TransformedDataset>(d, std::move(transforms), collate);
@@ -115,6 +111,18 @@ void DataOptions::declare(Options<DataOptions>& o) {
       .component("collate", "stack")
       .help("how examples become a batch: stack, pad (variable lengths, attention mask), mlm");
   o.section("loader", &T::loader).help("batching and reader threads");
+  o.check([](T& d, const Config& c) {  // the component sections, for build_data() to build
+    using Split = std::pair<const char*, std::optional<Config> T::*>;
+    for (const Split& s : {Split{"train", &T::train}, Split{"val", &T::val},
+                           Split{"test", &T::test}}) {
+      d.*s.second = c.has(s.first) ? std::optional<Config>(c.at(s.first)) : std::nullopt;
+    }
+    for (const char* split : {"train", "val", "test"}) {
+      d.transforms[split] = c.at("transforms").list(split);
+    }
+    d.collate = c.at("collate");
+    d.collate_type = d.collate.get_string("type");
+  });
 }
 
 std::shared_ptr<const Schema> data_section_schema() {
@@ -126,11 +134,11 @@ DataSplits build_data(const Config& data_section, uint64_t seed) {
   const Config data = data_section_schema()->resolve(data_section);
   const DataOptions options = DataOptions::from_config(data);
   DataSplits out;
-  UT_CHECK(data.has("train"), "missing key ", data.key_path("train"),
+  UT_CHECK(options.train, "missing key ", data.key_path("train"),
            ": give a training dataset, e.g. {type: csv, args: {path: ..., target: ...}}");
-  out.train = build_dataset(data, "train");
-  if (data.has("val")) out.val = build_dataset(data, "val");
-  if (data.has("test")) out.test = build_dataset(data, "test");
+  out.train = build_dataset(options.train);
+  out.val = build_dataset(options.val);
+  out.test = build_dataset(options.test);
   check_same_classes(data, out.train, out.val, "val");
   check_same_classes(data, out.train, out.test, "test");
 
@@ -143,8 +151,8 @@ DataSplits build_data(const Config& data_section, uint64_t seed) {
     out.val = split.held_out;
   }
 
-  const Config norm = data.at("normalize");
   if (options.normalize.enabled) {
+    const std::string norm = data.key_path("normalize");
     const std::string& key = options.normalize.key;
     std::vector<double> mean = options.normalize.mean;
     std::vector<double> std = options.normalize.stddev;
@@ -153,23 +161,23 @@ DataSplits build_data(const Config& data_section, uint64_t seed) {
       try {
         stats = channel_stats(*out.train, key);
       } catch (const ConfigError& e) {
-        throw ConfigError(norm.key_path("key") + ": " + e.what());
+        throw ConfigError(norm + ".key: " + e.what());
       }
       if (mean.empty()) mean = stats.mean;
       if (std.empty()) std = stats.std;
-      spdlog::info("{}: {} channel(s) of '{}' normalized with train statistics", norm.path(),
+      spdlog::info("{}: {} channel(s) of '{}' normalized with train statistics", norm,
                    mean.size(), key);
     }
     out.normalize_mean = mean;
     out.normalize_std = std;
     auto wrap = [&](DatasetPtr& d) {
-      if (d) d = std::make_shared<NormalizeDataset>(d, key, mean, std, norm.path());
+      if (d) d = std::make_shared<NormalizeDataset>(d, key, mean, std, norm);
     };
     wrap(out.train);
     wrap(out.val);
     wrap(out.test);
   }
-  apply_pipelines(data, out);
+  apply_pipelines(options, out);
   spdlog::info("{}: {} train, {} val, {} test examples", data.path().empty() ? "data" : data.path(),
                out.train->size(), out.val ? out.val->size() : 0, out.test ? out.test->size() : 0);
   return out;

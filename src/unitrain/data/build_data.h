@@ -1,7 +1,10 @@
 #pragma once
 // build_data: the datasets of a run from its `data` section.
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "unitrain/core/options.h"
@@ -23,11 +26,17 @@ struct NormalizeOptions {
   }
 };
 
-/// The `data` section's own keys; its datasets (`train`, `val`, `test`) are component
-/// sections read by build_data().
+/// The `data` section's keys, each declared once in declare(). Its component sections (the
+/// datasets, transforms and collate function) are kept as resolved sections: build_data()
+/// builds them from their registries.
 struct DataOptions {
+  std::optional<Config> train, val, test;  ///< dataset sections; unset = none
   double validation_ratio = 0;
   NormalizeOptions normalize;
+  /// data.transforms by split (train, val, test): the transform sections, in order.
+  std::map<std::string, std::vector<Config>> transforms;
+  Config collate;            ///< the collate section {type, args}
+  std::string collate_type;  ///< its type: stack (the plain batch), pad, mlm, ...
   LoaderOptions loader;
 
   static void declare(Options<DataOptions>& o);

@@ -1,26 +1,21 @@
 #include "unitrain/engine/run_config.h"
 
+#include <fmt/format.h>
+
 #include <regex>
 
-#include "unitrain/checkpoint/checkpoint_options.h"
 #include "unitrain/core/error.h"
 #include "unitrain/engine/builtins.h"
-#include "unitrain/parallel/distributed_options.h"
 #include "unitrain/core/registry.h"
-#include "unitrain/data/build_data.h"
-#include "unitrain/data/loader.h"
-#include "unitrain/engine/train_options.h"
+#include "unitrain/engine/run_settings.h"
+#include "unitrain/log/console.h"
 #include "unitrain/log/log_options.h"
-#include "unitrain/models/model.h"
-#include "unitrain/objective/objective_module.h"
-#include "unitrain/optim/optimizer.h"
-#include "unitrain/optim/scheduler.h"
-#include "unitrain/profile/profile_options.h"
 
 namespace unitrain {
 namespace {
 
 // Replaces ${a.b} in every string scalar by the scalar at key path a.b of `root`.
+// `root` records each referenced key as read.
 void interpolate(YAML::Node node, const Config& root, const std::string& path, int depth = 0) {
   if (node.IsMap()) {
     for (auto kv : node) {
@@ -48,6 +43,7 @@ void interpolate(YAML::Node node, const Config& root, const std::string& path, i
         if (dot == std::string::npos) break;
       }
       UT_CHECK(target.IsScalar(), path, ": '${", m[1].str(), "}' is not a single value");
+      root.mark_read(m[1].str());
       out += target.Scalar();
       begin = m[0].second;
     }
@@ -58,78 +54,21 @@ void interpolate(YAML::Node node, const Config& root, const std::string& path, i
 
 }  // namespace
 
-std::shared_ptr<const Schema> run_schema() {
-  static auto s = [] {
-    auto s = std::make_shared<Schema>();
-    s->add("name", Type::String).def("run").help("the run's name; used in run_dir");
-    s->add("seed", Type::Int)
-        .def(42)
-        .min(0)
-        .fixed("the data order and random state follow the seed")
-        .help(
-            "seeds model init, data order and dropout: the same seed gives the same run bit for "
-            "bit");
-    s->add("run_dir", Type::String).def("runs/${name}").help(
-        "where config.yaml, metrics.jsonl/.csv and train.log are written; ${key} refers to other keys");
-    s->add("model", Type::Section)
-        .component("model")
-        .nullable()
-        .section(model_section_schema())
-        .fixed("the saved weights belong to that model")
-        .help("the model to train (config-driven runs)");
-    s->add("objective", Type::Section).section(objective_section_schema()).help(
-        "how the model's predictions become losses and metrics (config-driven runs)");
-    s->add("data", Type::Section).section(data_section_schema()).help("datasets and the loader");
-    s->add("optimizer", Type::Section)
-        .component("optimizer", "adam")
-        .section(optimizer_section_schema())
-        .fixed(
-            "the saved optimizer state and options belong to that optimizer (only "
-            "optimizer.lr may change)")
-        .help("the optimizer");
-    s->add("scheduler", Type::Section)
-        .component("scheduler", "constant")
-        .section(scheduler_section_schema())
-        .fixed_type("the schedule's state is saved")
-        .help("the learning-rate schedule");
-    s->add("train", Type::Section).section(TrainOptions::schema()).help("the training loop");
-    s->add("log", Type::Section).section(LogOptions::schema()).harmless().help("logging");
-    s->add("checkpoint", Type::Section)
-        .section(CheckpointOptions::schema())
-        .harmless()
-        .help("checkpoints in run_dir/checkpoints and resuming from them");
-    s->add("early_stopping", Type::Section).section(EarlyStoppingOptions::schema()).help(
-        "stop when a validation metric stops improving");
-    s->add("profile", Type::Section)
-        .section(ProfileOptions::schema())
-        .harmless()
-        .help("the profiler: which optimizer steps it records (PyTorch's schedule words)");
-    s->add("callbacks", Type::SectionList)
-        .component("callback")
-        .section(std::make_shared<Schema>())
-        .def("[]")
-        .free()
-        .help("callbacks run at the loop's hook points, in order: [{type: ema, args: {...}}]; "
-              "unitrain list callbacks");
-    s->add("distributed", Type::Section)
-        .section(DistributedOptions::schema())
-        .harmless()
-        .help(
-            "data-parallel training over several processes (started by unitrain launch, torchrun, "
-            "mpirun or srun)");
-    s->add("user", Type::Any).def("{}").help(
-        "free-form keys for your own code (library users); not validated");
-    return s;
-  }();
-  return s;
-}
+std::shared_ptr<const Schema> run_schema() { return options_of<RunSettings>().schema(); }
 
 Config resolve_run_config(const Config& raw) {
   register_builtins();
   Config resolved = run_schema()->resolve(raw);
-  interpolate(resolved.node(), resolved.clone(), "");
+  if (!resolved.key_reads()) {  // the keys `raw` sets are the ones given (see unread_keys)
+    Config given = raw;
+    given.track_reads();
+    resolved.share_reads(given);
+  }
+  interpolate(resolved.node(), resolved.clone(), "");  // the clone shares the record of reads
   Config log = resolved.at("log");
   LogOptions::resolve_trackers(log);  // names against the tracker registry, their settings
+  log.mark_read("tracker_args");      // resolve_trackers hands them to the trackers
+  resolved.mark_read("user");  // free-form keys for the program's own code, read as it likes
   return resolved;
 }
 
@@ -141,12 +80,23 @@ Config load_run_config(const std::vector<std::string>& files, const Overrides& o
 }
 
 std::string new_run_option(const Config& resolved) {
-  const std::string name = resolved.get_string("name");
-  if (resolved.get_string("run_dir") == "runs/" + name) {
+  const RunSettings run = RunSettings::from_config(resolved);
+  if (run.run_dir == "runs/" + run.name) {
     return "--name <new-name> (its run_dir becomes runs/<new-name>)";
   }
-  return "--run_dir <new-folder> (run_dir is set to " + resolved.get_string("run_dir") +
+  return "--run_dir <new-folder> (run_dir is set to " + run.run_dir +
          ", so --name does not change the folder)";
+}
+
+std::vector<std::string> warn_unread_keys(const Config& config) {
+  const std::vector<std::string> unread = config.unread_keys();
+  if (unread.empty() || !config.key_reads()->first_warning()) return {};
+  log::warn(fmt::format(
+      "config keys that nothing in this program read, so they changed nothing: {} (a program "
+      "that builds its own model and data does not use model, objective or data's datasets; "
+      "remove them, or read them in your code)",
+      fmt::join(unread, ", ")));
+  return unread;
 }
 
 std::string config_reference_markdown() {

@@ -12,7 +12,7 @@
 namespace unitrain {
 
 /// The root schema: name, seed, run_dir, model, objective, data, optimizer, scheduler, train,
-/// log, user. Built from each area's section schema.
+/// log, ..., user; declared once in RunSettings::declare from each area's section schema.
 std::shared_ptr<const Schema> run_schema();
 
 /// `key.path` -> YAML text, from `--key.path value` or `--set key.path=value`.
@@ -31,6 +31,14 @@ Config resolve_run_config(const Config& raw);
 /// `resolved`'s run_dir: `--name <new-name>` when run_dir is runs/<name> (the default
 /// `runs/${name}`), else `--run_dir <new-folder>`, since --name does not move an explicit run_dir.
 std::string new_run_option(const Config& resolved);
+
+/// Logs one warning naming every key the user set in `config` (a run config from
+/// load_run_config or resolve_run_config, or one read by Config::from_file) that nothing has
+/// read so far (see Config::unread_keys): e.g. `model.type` or `data.collate` in a C++ program
+/// that builds its own model and data. Once per config: later calls warn nothing. Called at the
+/// start of Trainer::fit, when the Trainer and the program have read what they use. Returns the
+/// keys it named.
+std::vector<std::string> warn_unread_keys(const Config& config);
 
 /// docs/config.md: every key of the root schema and every registered component's args.
 std::string config_reference_markdown();

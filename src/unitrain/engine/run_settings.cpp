@@ -1,20 +1,83 @@
 #include "unitrain/engine/run_settings.h"
 
-namespace unitrain {
+#include "unitrain/data/build_data.h"
+#include "unitrain/models/model.h"
+#include "unitrain/objective/objective_module.h"
+#include "unitrain/optim/optimizer.h"
+#include "unitrain/optim/scheduler.h"
 
-RunSettings RunSettings::from_config(const Config& c) {
-  RunSettings s;
-  s.train = TrainOptions::from_config(c.at("train"));
-  s.loader = LoaderOptions::from_config(c.at("data").at("loader"));
-  s.checkpoint = CheckpointOptions::from_config(c.at("checkpoint"));
-  s.early_stopping = EarlyStoppingOptions::from_config(c.at("early_stopping"));
-  s.distributed = DistributedOptions::from_config(c.at("distributed"));
-  s.log = LogOptions::from_config(c.at("log"));
-  s.profile = ProfileOptions::from_config(c.at("profile"));
-  s.seed = static_cast<uint64_t>(c.get_int("seed"));
-  s.run_dir = c.get_string("run_dir");
-  s.schedule_per_epoch = c.at("scheduler").get_string("interval") == "epoch";
-  return s;
+namespace unitrain {
+namespace {
+
+void declare_config_driven(Options<RunSettings>& o) {
+  o.key("model", Type::Section)
+      .component("model")
+      .nullable()
+      .section(model_section_schema())
+      .fixed("the saved weights belong to that model")
+      .help("the model to train (config-driven runs)");
+  o.key("objective", Type::Section)
+      .section(objective_section_schema())
+      .help("how the model's predictions become losses and metrics (config-driven runs)");
+  o.key("data", Type::Section).section(data_section_schema()).help("datasets and the loader");
+}
+
+}  // namespace
+
+void RunSettings::declare(Options<RunSettings>& o) {
+  using T = RunSettings;
+  o.field("name", &T::name).help("the run's name; used in run_dir");
+  o.field("seed", &T::seed)
+      .fixed("the data order and random state follow the seed")
+      .help(
+          "seeds model init, data order and dropout: the same seed gives the same run bit for "
+          "bit");
+  o.field("run_dir", &T::run_dir)
+      .help("where config.yaml, metrics.jsonl/.csv and train.log are written; ${key} refers to "
+            "other keys");
+  declare_config_driven(o);
+  o.key("optimizer", Type::Section)
+      .component("optimizer", "adam")
+      .section(optimizer_section_schema())
+      .fixed("the saved optimizer state and options belong to that optimizer (only optimizer.lr "
+             "may change)")
+      .help("the optimizer");
+  o.key("scheduler", Type::Section)
+      .component("scheduler", "constant")
+      .section(scheduler_section_schema())
+      .fixed_type("the schedule's state is saved")
+      .help("the learning-rate schedule");
+  o.section("train", &T::train).help("the training loop");
+  o.section("log", &T::log).harmless().help("logging");
+  o.section("checkpoint", &T::checkpoint)
+      .harmless()
+      .help("checkpoints in run_dir/checkpoints and resuming from them");
+  o.section("early_stopping", &T::early_stopping)
+      .help("stop when a validation metric stops improving");
+  o.section("profile", &T::profile)
+      .harmless()
+      .help("the profiler: which optimizer steps it records (PyTorch's schedule words)");
+  o.key("callbacks", Type::SectionList)
+      .component("callback")
+      .section(std::make_shared<Schema>())
+      .def("[]")
+      .free()
+      .help("callbacks run at the loop's hook points, in order: [{type: ema, args: {...}}]; "
+            "unitrain list callbacks");
+  o.section("distributed", &T::distributed)
+      .harmless()
+      .help("data-parallel training over several processes (started by unitrain launch, torchrun, "
+            "mpirun or srun)");
+  o.key("user", Type::Any).def("{}").help(
+      "free-form keys for your own code (library users); not validated");
+  o.check([](T& s, const Config& c) {
+    s.loader = options_of<LoaderOptions>().read_resolved(c.at("data").at("loader"));
+    s.optimizer = c.at("optimizer");  // fit() builds them from their sections
+    s.scheduler = c.at("scheduler");
+    s.schedule_per_epoch = s.scheduler.get_string("interval") == "epoch";
+    s.optimizer.mark_read();
+    s.scheduler.mark_read();
+  });
 }
 
 }  // namespace unitrain

@@ -1,10 +1,14 @@
 #pragma once
-// RunSettings: every config section the Trainer acts on, parsed once when it is constructed.
+// RunSettings: the root of the run's config. Every root key is declared once in
+// RunSettings::declare(); the sections the Trainer acts on are bound to fields, parsed once when
+// it is constructed. The config-driven sections (model, objective, data's datasets) are declared
+// here and read by their builders (train_from_config.cpp).
 #include <cstdint>
 #include <string>
 
 #include "unitrain/checkpoint/checkpoint_options.h"
 #include "unitrain/core/config.h"
+#include "unitrain/core/options.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/engine/train_options.h"
 #include "unitrain/log/log_options.h"
@@ -15,18 +19,28 @@ namespace unitrain {
 
 /// The Trainer's view of a resolved config: each section parsed (and checked) once.
 struct RunSettings {
+  std::string name = "run";
+  uint64_t seed = 42;
+  std::string run_dir = "runs/${name}";
   TrainOptions train;
-  LoaderOptions loader;
+  LoaderOptions loader;  ///< data.loader
   CheckpointOptions checkpoint;
   EarlyStoppingOptions early_stopping;
   DistributedOptions distributed;
   LogOptions log;
   ProfileOptions profile;
-  uint64_t seed = 0;
-  std::string run_dir;
   bool schedule_per_epoch = false;  ///< scheduler.interval: epoch
+  /// The resolved `optimizer` and `scheduler` sections ({type, args, ...}), which fit() builds
+  /// the optimizer and the schedule from (their registries read them).
+  Config optimizer, scheduler;
 
-  static RunSettings from_config(const Config& resolved);
+  /// The root keys (name, seed, run_dir) and sections, in the order docs/config.md lists them.
+  static void declare(Options<RunSettings>& o);
+  /// From a config resolved by resolve_run_config. Marks `optimizer` and `scheduler` read: fit()
+  /// builds them from their sections (Trainer::configure_optimizer, configure_scheduler).
+  static RunSettings from_config(const Config& resolved) {
+    return options_of<RunSettings>().read_resolved(resolved);
+  }
 };
 
 }  // namespace unitrain

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <set>
 
 #include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/checkpointer.h"
@@ -11,6 +12,8 @@
 #include "unitrain/core/error.h"
 #include "unitrain/engine/periods.h"
 #include "unitrain/engine/run_decisions.h"
+#include "unitrain/engine/run_plan.h"
+#include "unitrain/engine/run_settings.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/run_logger.h"
 #include "unitrain/profile/profiler.h"
@@ -34,6 +37,23 @@ ResumePoint read_resume_point(const std::string& dir, const Config& current) {
   r.config_changes = check_resume_config(read_checkpoint_config(dir), current, dir);
   r.file = TrainerStateFile::read(dir);
   return r;
+}
+
+CheckpointSetup CheckpointSetup::of(const RunSettings& s, const Config& config,
+                                    const RunPlan& plan, bool shared, bool has_callbacks) {
+  CheckpointSetup c;
+  c.options = s.checkpoint;
+  c.root = s.run_dir + "/checkpoints";
+  c.on = s.checkpoint.enabled && !s.train.test_mode;
+  c.writes = c.on && plan.rank == 0;
+  c.shared = shared;
+  c.has_callbacks = has_callbacks;
+  c.config_text = config.dump();
+  c.world = plan.world;
+  c.batch_size = plan.batch_size;      // per process: with world, what a resume on another
+  c.accumulation = plan.accumulation;  // number of processes keeps (world_change.h)
+  c.zero = shared && s.distributed.zero >= 1 ? s.distributed.zero : 0;
+  return c;
 }
 
 TrainCheckpoints::TrainCheckpoints(CheckpointSetup setup, const TrainState& counters,
@@ -141,6 +161,11 @@ void TrainCheckpoints::write(CheckpointWrite& out) {
   st.best_value = best_value_;
   out.add(files::kTrainerState, st.to_json());
   out.add(files::kConfig, setup_.config_text);
+  std::set<std::string> names;
+  for (const CheckpointFile& f : out.files) {
+    UT_CHECK_TRAIN(names.insert(f.name).second, "two checkpoint entries write the file '", f.name,
+                   "' (Trainer::add_checkpoint_entry: give yours another file name)");
+  }
   CheckpointSave save;
   save.step = counters_.step;
   save.files = std::move(out.files);

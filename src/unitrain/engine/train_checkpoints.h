@@ -19,6 +19,8 @@ class Profiler;
 class RunDecisions;
 class RunLogger;
 class SnapshotBuffers;
+struct RunPlan;
+struct RunSettings;
 
 /// What must be known of a checkpoint to resume from before the loop is built, read (and
 /// checked against this run's config) before the run folder is touched.
@@ -42,6 +44,10 @@ struct CheckpointSetup {
   bool has_callbacks = false;  ///< callbacks may change parameters outside optimizer steps
   std::string config_text;  ///< the run's resolved config (config.yaml, its hash)
   int64_t world = 1, batch_size = 1, accumulation = 1, zero = 0;  ///< the run's layout
+
+  /// The setup of a run with these settings, config and plan; `shared`: data-parallel.
+  static CheckpointSetup of(const RunSettings& settings, const Config& config, const RunPlan& plan,
+                            bool shared, bool has_callbacks);
 };
 
 /// Saves when the policy says (a period crossed, a new best, a signal or a pause, the end),

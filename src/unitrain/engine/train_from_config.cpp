@@ -18,13 +18,13 @@
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/checkpoint/trainer_state_file.h"
 #include "unitrain/core/error.h"
-#include "unitrain/data/array_dataset.h"  // string_map_of
 #include "unitrain/data/build_data.h"
 #include "unitrain/data/file_bytes.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/engine/resume_config.h"
 #include "unitrain/engine/run_config.h"
 #include "unitrain/engine/run_env.h"
+#include "unitrain/engine/run_settings.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"
 #include "unitrain/models/torchscript_export.h"
@@ -35,17 +35,34 @@ namespace unitrain {
 
 namespace {
 
-void check_config_driven(const Config& config) {
-  UT_CHECK(config.has("model"), "missing key model: a config-driven run needs model.type "
+/// What the config-driven path reads of a resolved run config, read once: the root keys and
+/// the Trainer's sections, and the sections the model, objective and data are built from.
+struct ConfigDriven {
+  RunSettings run;
+  Config model, objective, data;  ///< the sections, for the builders
+  ModelSection model_keys;
+  ObjectiveOptions objective_keys;
+  DataOptions data_keys;
+};
+
+ConfigDriven config_driven(const Config& config) {
+  ConfigDriven c{RunSettings::from_config(config), config.at("model"), config.at("objective"),
+                 config.at("data"), {}, {}, {}};
+  UT_CHECK(!c.model.is_null(), "missing key model: a config-driven run needs model.type "
            "(see `unitrain list` for the models)");
-  UT_CHECK(config.at("data").has("train"), "missing key data.train: a config-driven run needs "
-           "a training dataset (see `unitrain list` for the datasets)");
+  c.data_keys = DataOptions::from_config(c.data);
+  UT_CHECK(c.data_keys.train, "missing key data.train: a config-driven run needs a training "
+           "dataset (see `unitrain list` for the datasets)");
+  c.model_keys = ModelSection::from_config(c.model);
+  objective_section_schema();  // registers the components the objective names
+  c.objective_keys = options_of<ObjectiveOptions>().parse(c.objective);
+  return c;
 }
 
 /// Loads model.init_from (a state_dict, possibly gzipped, or a safetensors file) into `module`,
 /// its names renamed by model.init_key_map; logs what was loaded.
-void load_init_weights(ObjectiveModule& module, const Config& model) {
-  const std::string path = model.get_string("init_from");
+void load_init_weights(ObjectiveModule& module, const ModelSection& model) {
+  const std::string path = *model.init_from;
   NamedTensors state;
   if (is_safetensors(path)) {
     state = read_safetensors(path, "model.init_from").tensors;
@@ -57,10 +74,10 @@ void load_init_weights(ObjectiveModule& module, const Config& model) {
       throw ConfigError(e.what());  // bad input, found before training
     }
   }
-  const KeyMap key_map = string_map_of(model, "init_key_map", R"({"transformer.": ""})");
+  const KeyMap& key_map = model.init_key_map;
   std::string what = "model.init_from " + path;
   if (!key_map.empty()) {
-    state = rename_keys(std::move(state), key_map, model.key_path("init_key_map"));
+    state = rename_keys(std::move(state), key_map, "model.init_key_map");
     what += " (names renamed by model.init_key_map)";
   }
   // Floating-point tensors of another precision (bf16 or fp16 weights for an fp32 model) are
@@ -83,9 +100,9 @@ void load_init_weights(ObjectiveModule& module, const Config& model) {
   for (const auto& [how, count] : converted) {
     log::info(fmt::format("model.init_from {}: converted {} tensors from {}", path, count, how));
   }
-  const std::string hint = key_map_hint(file_names, model_names, model.key_path("init_key_map"));
+  const std::string hint = key_map_hint(file_names, model_names, "model.init_key_map");
   try {
-    log::info(load_module_state(module.weights(), state, model.get_bool("init_strict"), what) +
+    log::info(load_module_state(module.weights(), state, model.init_strict, what) +
               hint);
   } catch (const ConfigError& e) {
     throw ConfigError(e.what() + hint);
@@ -94,22 +111,21 @@ void load_init_weights(ObjectiveModule& module, const Config& model) {
 
 /// The model and objective of `config`, initialised from model.init_from when given and
 /// `init` (a checkpoint's weights replace them otherwise).
-std::shared_ptr<ObjectiveModule> build_module(const Config& config, bool init) {
-  auto module = std::make_shared<ObjectiveModule>(config.at("model"), config.at("objective"));
-  if (init && config.at("model").has("init_from")) load_init_weights(*module, config.at("model"));
+std::shared_ptr<ObjectiveModule> build_module(const ConfigDriven& c, bool init) {
+  auto module = std::make_shared<ObjectiveModule>(c.model, c.objective);
+  if (init && c.model_keys.init_from) load_init_weights(*module, c.model_keys);
   return module;
 }
 
 /// A checkpoint of the run (`best`, `last` or a folder), verified; ConfigError naming it when
 /// there is none or it is damaged.
-std::string find_checkpoint(const Config& config, const std::string& choice) {
+std::string find_checkpoint(const RunSettings& run, const std::string& choice) {
   UT_CHECK(choice != "auto" && choice != "none" && !choice.empty(),
            "--checkpoint ", choice, ": give best, last or a checkpoint folder");
-  const std::string root = config.get_string("run_dir") + "/checkpoints";
+  const std::string root = run.run_dir + "/checkpoints";
   std::string dir;
   try {
-    dir = Checkpointer(CheckpointOptions::from_config(config.at("checkpoint")), root)
-              .find_resume(choice);
+    dir = Checkpointer(run.checkpoint, root).find_resume(choice);
   } catch (const ConfigError& e) {  // find_resume speaks of checkpoint.resume
     std::string m = e.what();
     if (const std::string key = "checkpoint.resume: "; m.rfind(key, 0) == 0) m.erase(0, key.size());
@@ -138,11 +154,11 @@ int64_t load_checkpoint_model(ObjectiveModule& module, const std::string& dir) {
 /// find_checkpoint then load_checkpoint_model. A run training in the same folder meanwhile
 /// (read-only commands need no lock) may prune the checkpoint between the two (keep_last, or
 /// `last` moving on): then the newest one the choice names is found and read again.
-std::pair<std::string, int64_t> load_chosen_checkpoint(const Config& config,
+std::pair<std::string, int64_t> load_chosen_checkpoint(const RunSettings& run,
                                                        const std::string& choice,
                                                        ObjectiveModule& module) {
   for (int attempt = 1;; ++attempt) {
-    const std::string dir = find_checkpoint(config, choice);
+    const std::string dir = find_checkpoint(run, choice);
     try {
       return {dir, load_checkpoint_model(module, dir)};
     } catch (const ConfigError&) {
@@ -161,8 +177,8 @@ std::string yaml_list(const std::vector<double>& values) {
 /// `config` with the normalisation statistics computed from the train data written into
 /// data.normalize.mean/std, so that the run's config.yaml (and every checkpoint's) holds them:
 /// `unitrain export` applies them inside the exported model.
-Config with_normalize_statistics(const Config& config, const DataSplits& data) {
-  const NormalizeOptions norm = NormalizeOptions::from_config(config.at("data").at("normalize"));
+Config with_normalize_statistics(const Config& config, const NormalizeOptions& norm,
+                                 const DataSplits& data) {
   if (data.normalize_mean.empty() || !norm.enabled) return config;
   Config out = config.clone();
   if (norm.mean.empty()) {
@@ -179,11 +195,11 @@ Config with_normalize_statistics(const Config& config, const DataSplits& data) {
 /// computed again from `config`'s train data.
 std::optional<InputNormalization> saved_input_normalization(const Config& config,
                                                             const std::string& dir) {
-  const Config saved = resolve_run_config(read_checkpoint_config(dir));
-  const NormalizeOptions norm = NormalizeOptions::from_config(saved.at("data").at("normalize"));
+  const ConfigDriven saved = config_driven(resolve_run_config(read_checkpoint_config(dir)));
+  const NormalizeOptions& norm = saved.data_keys.normalize;
   if (!norm.enabled) return std::nullopt;
   const std::string& key = norm.key;
-  const std::vector<std::string> inputs = saved.at("objective").get_string_list("inputs");
+  const std::vector<std::string>& inputs = saved.objective_keys.inputs;
   if (inputs.size() != 1 || inputs[0] != key) {
     log::warn(fmt::format("the exported model does not apply data.normalize: its key '{}' is not "
                           "the model's one input ({}); normalize '{}' yourself with the mean and "
@@ -192,8 +208,8 @@ std::optional<InputNormalization> saved_input_normalization(const Config& config
   }
   InputNormalization n{norm.mean, norm.stddev};
   if (n.mean.empty() || n.std.empty()) {
-    const DataSplits data =
-        build_data(config.at("data"), static_cast<uint64_t>(config.get_int("seed")));
+    const ConfigDriven c = config_driven(config);
+    const DataSplits data = build_data(c.data, c.run.seed);
     if (n.mean.empty()) n.mean = data.normalize_mean;
     if (n.std.empty()) n.std = data.normalize_std;
   }
@@ -203,22 +219,21 @@ std::optional<InputNormalization> saved_input_normalization(const Config& config
 }  // namespace
 
 ConfigRunResult run_config(const Config& raw_config) {
-  check_config_driven(raw_config);
-  DataSplits data =
-      build_data(raw_config.at("data"), static_cast<uint64_t>(raw_config.get_int("seed")));
-  const Config config = with_normalize_statistics(raw_config, data);
+  const ConfigDriven raw = config_driven(raw_config);
+  DataSplits data = build_data(raw.data, raw.run.seed);
+  const Config config = with_normalize_statistics(raw_config, raw.data_keys.normalize, data);
   Trainer trainer(config);  // seeds torch before the model is built
-  auto module = build_module(config, true);
+  const ConfigDriven c = config_driven(config);
+  auto module = build_module(c, true);
   int64_t params = 0;
   for (const auto& p : module->parameters()) params += p.numel();
-  log::info(fmt::format("model {}: {} parameters", config.at("model").get_string("type"), params));
+  log::info(fmt::format("model {}: {} parameters", module->model_type(), params));
   if (const auto& teacher = module->teacher()) {
     int64_t frozen = 0;
     for (const auto& p : teacher->model()->parameters()) frozen += p.numel();
-    const Config section = config.at("objective").at("teacher");
-    log::info(fmt::format("teacher {}: {} parameters, frozen, weights {}",
-                          section.at("model").get_string("type"), frozen,
-                          section.has("weights") ? section.get_string("weights") : "its own"));
+    const TeacherOptions& t = *c.objective_keys.teacher;
+    log::info(fmt::format("teacher {}: {} parameters, frozen, weights {}", t.model_type, frozen,
+                          t.weights.value_or("its own")));
   }
   ConfigRunResult result;
   result.fit = trainer.fit(*module, data.train, data.val);
@@ -228,18 +243,18 @@ ConfigRunResult run_config(const Config& raw_config) {
 
 EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoint,
                                const std::string& split) {
-  check_config_driven(config);
+  const ConfigDriven c = config_driven(config);
   UT_CHECK(split == "val" || split == "test", "--split ", split, ": give val or test");
   Trainer trainer(config);
-  find_checkpoint(config, checkpoint);  // a bad --checkpoint is said before data is read
-  DataSplits data = build_data(config.at("data"), static_cast<uint64_t>(config.get_int("seed")));
+  find_checkpoint(c.run, checkpoint);  // a bad --checkpoint is said before data is read
+  DataSplits data = build_data(c.data, c.run.seed);
   DatasetPtr dataset = split == "val" ? data.val : data.test;
   UT_CHECK(dataset != nullptr, "--split ", split, ": the config has no ", split, " data (set ",
            split == "val" ? "data.val or data.validation_ratio" : "data.test", ")");
-  auto module = build_module(config, false);
+  auto module = build_module(c, false);
   EvalResult result;
   result.split = split;
-  std::tie(result.checkpoint, result.step) = load_chosen_checkpoint(config, checkpoint, *module);
+  std::tie(result.checkpoint, result.step) = load_chosen_checkpoint(c.run, checkpoint, *module);
   const std::string& dir = result.checkpoint;
   result.metrics = trainer.evaluate(*module, dataset,
                                     split == "val" ? EvalSplit::Val : EvalSplit::Test, split);
@@ -250,7 +265,7 @@ EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoi
   out["step"] = result.step;
   out["examples"] = dataset->size();
   for (const auto& [k, v] : result.metrics) out["metrics"][k] = v;
-  const std::string results_dir = config.get_string("run_dir") + "/results";
+  const std::string results_dir = c.run.run_dir + "/results";
   prepare_writable_dir(results_dir);
   result.results_file = results_dir + "/" + split + ".json";
   write_file_atomic(result.results_file, out.dump(1) + "\n");
@@ -259,13 +274,13 @@ EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoi
 
 std::string export_checkpoint(const Config& config, const std::string& checkpoint,
                               const std::string& format, const std::string& out) {
-  check_config_driven(config);
+  const ConfigDriven c = config_driven(config);
   UT_CHECK(format == "state_dict" || format == "safetensors" || format == "torchscript",
            "--format ", format, ": give state_dict, safetensors or torchscript");
   UT_CHECK(!out.empty(), "--out: give the file to write");
   Trainer trainer(config);
-  auto module = build_module(config, false);
-  const std::string dir = load_chosen_checkpoint(config, checkpoint, *module).first;
+  auto module = build_module(c, false);
+  const std::string dir = load_chosen_checkpoint(c.run, checkpoint, *module).first;
   module->eval();
   if (format == "torchscript") {
     const std::optional<InputNormalization> norm = saved_input_normalization(config, dir);

@@ -43,29 +43,12 @@ RunInfo rank_run_info(const Config& config, const LogOptions& log, const std::st
   return r;
 }
 
-/// How this run's checkpoints are laid out and who writes them.
-CheckpointSetup checkpoint_setup(const RunSettings& s, const Config& config, const RunPlan& plan,
-                                 bool shared, bool has_callbacks) {
-  CheckpointSetup c;
-  c.options = s.checkpoint;
-  c.root = s.run_dir + "/checkpoints";
-  c.on = s.checkpoint.enabled && !s.train.test_mode;
-  c.writes = c.on && plan.rank == 0;
-  c.shared = shared;
-  c.has_callbacks = has_callbacks;
-  c.config_text = config.dump();
-  c.world = plan.world;
-  c.batch_size = plan.batch_size;      // per process: with world, what a resume on another
-  c.accumulation = plan.accumulation;  // number of processes keeps (world_change.h)
-  c.zero = shared && s.distributed.zero >= 1 ? s.distributed.zero : 0;
-  return c;
-}
-
 }  // namespace
 
 TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const ResumePoint& resume)
     : settings_(in.settings), config_(in.config), hooks_(in.callbacks), state_(in.counters),
       decisions_(in.decisions), precision_(in.precision), module_(in.module),
+      extra_entries_(in.extra_entries),
       group_(std::move(in.group)), threads_(std::move(in.threads)),
       periods_(settings_.train.log_every, settings_.train.val_every, settings_.checkpoint.every),
       train_loader_(std::move(train), settings_.loader, settings_.seed, "data.train"),
@@ -96,7 +79,7 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
   plan_ = RunPlan::make(settings_.train, train_loader_, rank, world);
   if (settings_.profile.enabled) profiler_ = std::make_unique<Profiler>(settings_.profile, rank);
   checkpoints_ = std::make_unique<TrainCheckpoints>(
-      checkpoint_setup(settings_, config_, plan_, group_ != nullptr, !hooks_.empty()), state_,
+      CheckpointSetup::of(settings_, config_, plan_, group_ != nullptr, !hooks_.empty()), state_,
       logger_, decisions_, profiler_.get());
 }
 
@@ -128,6 +111,7 @@ void TrainLoop::start(torch::optim::Optimizer& optimizer, SchedulerPtr schedule)
   c.add(callbacks_entry(hooks_));
   c.add(loss_scaler_entry(precision_));
   c.add(rng_entry(group_.get()));
+  for (const auto& e : extra_entries_) c.add(*e);  // Trainer::add_checkpoint_entry's
 }
 
 void TrainLoop::restore(const ResumePoint& resume) {

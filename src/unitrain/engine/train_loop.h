@@ -36,6 +36,8 @@ struct LoopInputs {
   RunDecisions& decisions;
   Precision& precision;
   TrainModule& module;
+  /// Entries the program added (Trainer::add_checkpoint_entry), saved after the built-in ones.
+  const std::vector<std::shared_ptr<CheckpointEntry>>& extra_entries;
   std::shared_ptr<ProcessGroup> group;      ///< null for one process
   std::unique_ptr<ThreadGovernor> threads;  ///< intra-op threads; follows the load when auto
 };
@@ -120,6 +122,7 @@ class TrainLoop : private CheckpointEntry {
   RunDecisions& decisions_;
   Precision& precision_;
   TrainModule& module_;
+  const std::vector<std::shared_ptr<CheckpointEntry>>& extra_entries_;
   std::shared_ptr<ProcessGroup> group_;
   std::unique_ptr<ThreadGovernor> threads_;
   RunPlan plan_;

@@ -50,6 +50,11 @@ void Trainer::add_callback(std::shared_ptr<Callback> callback) {
   callbacks_.add(std::move(callback));
 }
 
+void Trainer::add_checkpoint_entry(std::shared_ptr<CheckpointEntry> entry) {
+  UT_CHECK(entry != nullptr, "add_checkpoint_entry: the entry is null");
+  checkpoint_entries_.push_back(std::move(entry));
+}
+
 int Trainer::rank() const { return loop_ ? loop_->plan().rank : rank_; }
 
 int Trainer::world_size() const { return loop_ ? loop_->plan().world : 1; }
@@ -76,7 +81,7 @@ void Trainer::prepare_run_dir(bool resuming) {
 }
 
 OptimizerPtr Trainer::configure_optimizer(TrainModule& module) {
-  return build_optimizer(config_.at("optimizer"), module);
+  return build_optimizer(settings_->optimizer, module);
 }
 
 std::unique_ptr<Precision> Trainer::configure_precision(torch::nn::Module& weights) {
@@ -84,7 +89,7 @@ std::unique_ptr<Precision> Trainer::configure_precision(torch::nn::Module& weigh
 }
 
 SchedulerPtr Trainer::configure_scheduler(const ScheduleContext& context) {
-  return scheduler_registry().create(config_.at("scheduler"), context);
+  return scheduler_registry().create(settings_->scheduler, context);
 }
 
 MetricMap Trainer::evaluate(TrainModule& module, DatasetPtr data, EvalSplit split,
@@ -188,7 +193,7 @@ void Trainer::report_finished_run() const {
 
 void Trainer::write_summary(const TrainLoop& loop, const FitResult& r) const {
   RunSummary s;
-  s.name = config_.get_string("name");
+  s.name = settings_->name;
   const int sig = r.signal;
   s.status = sig == SIGINT ? "stopped by SIGINT" : sig == SIGTERM ? "stopped by SIGTERM"
              : !r.paused.empty() ? "paused: " + r.paused
@@ -278,20 +283,15 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   }
 }
 
-FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
-  UT_CHECK(train != nullptr, "fit() needs training data (data.train)");
-  check_monitored_metrics(val != nullptr);
-  settings_ = with_best_direction(*settings_, module);
-  // Plan: the run folder's lock, threads, the checkpoint to resume from, the processes, the
-  // run folder, the parts. The process that writes the run folder (rank 0) holds its lock
-  // before it reads anything there: a second run on the folder stops here.
-  const DistEnv env = read_dist_env();
+std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModule& module,
+                                                   const Dataset& train, ResumePoint& resume) {
+  // The process that writes the run folder (rank 0) holds its lock before it reads anything
+  // there: a second run on the folder stops here.
   if (env.rank == 0 && !run_dir_lock_) {
     run_dir_lock_ = RunDirLock::acquire(run_dir(), new_run_option(config_));
   }
-  auto threads = std::make_unique<ThreadGovernor>(options().threads, env.local_world_size);
+  if (env.rank == 0) warn_unread_keys(config_);  // keys the config sets that nothing read
   const CheckpointOptions& ckpt = settings_->checkpoint;
-  ResumePoint resume;
   if (ckpt.enabled && !options().test_mode) {
     resume = read_resume_point(
         Checkpointer(ckpt, run_dir() + "/checkpoints").find_resume(ckpt.resume), config_);
@@ -301,18 +301,30 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   if (env.distributed() && settings_->distributed.zero >= 2) restrictions.push_back(zero2_precisions());
   check_precision(options().precision, module.weights(), restrictions);
   std::shared_ptr<ProcessGroup> group = join_group_and_prepare(env, resume);
-  if (!group || group->rank() == 0) write_class_names(run_dir(), train->class_names());
+  if (!group || group->rank() == 0) write_class_names(run_dir(), train.class_names());
   if (group) broadcast_module(*group, module.weights());  // every rank starts from rank 0's weights
   // bf16-true casts the model here, before the gradient buckets are laid out for its dtype.
   precision_ = configure_precision(module.weights());
   UT_CHECK(precision_ != nullptr, "configure_precision() returned no Precision");
   torch::manual_seed(settings_->seed + static_cast<uint64_t>(group ? group->rank() : 0));
   state_ = TrainState();
-  const int rank = group ? group->rank() : 0;
-  decisions_.start(group != nullptr, rank == 0 && ckpt.every_auto, ckpt.auto_min_seconds,
-                   ckpt.auto_max_seconds);
-  TrainLoop loop({*settings_, config_, callbacks_, state_, decisions_, *precision_, module, group,
-                  std::move(threads)},
+  decisions_.start(group != nullptr, (!group || group->rank() == 0) && ckpt.every_auto,
+                   ckpt.auto_min_seconds, ckpt.auto_max_seconds);
+  return group;
+}
+
+FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
+  UT_CHECK(train != nullptr, "fit() needs training data (data.train)");
+  check_monitored_metrics(val != nullptr);
+  settings_ = with_best_direction(*settings_, module);
+  // Plan: the run folder's lock, threads, the checkpoint to resume from, the processes, the
+  // run folder, precision; then the loop's parts around the optimizer.
+  const DistEnv env = read_dist_env();
+  auto threads = std::make_unique<ThreadGovernor>(options().threads, env.local_world_size);
+  ResumePoint resume;
+  std::shared_ptr<ProcessGroup> group = prepare_fit(env, module, *train, resume);
+  TrainLoop loop({*settings_, config_, callbacks_, state_, decisions_, *precision_, module,
+                  checkpoint_entries_, group, std::move(threads)},
                  std::move(train), std::move(val), resume);
   loop_ = &loop;
   module_ = &module;
@@ -326,10 +338,21 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   // Restore: everything the checkpoint holds, exactly where it was saved.
   if (!resume.dir.empty()) loop.restore(resume);
   if (loop.announce()) report_finished_run();
-  module.train();
+  train_until_finished(loop);
+  callbacks_.call("on_train_end", &Callback::on_train_end);
+  const FitResult result = conclude(loop);                     // summary.json, the last line
+  callbacks_.call("on_fit_end", &Callback::on_fit_end, result);
+  optimizer_.reset();
+  loop_ = nullptr;
+  module_ = nullptr;
+  return result;
+}
+
+void Trainer::train_until_finished(TrainLoop& loop) {
+  module_->train();
   StopSignalGuard signals;
   callbacks_.call("on_train_start", &Callback::on_train_start);
-  // The loop: one micro-batch per turn; a window's last one ends with the optimizer step.
+  // One micro-batch per turn; a window's last one ends with the optimizer step.
   while (!loop.finished()) {
     std::optional<Batch> batch = loop.next_batch();            // fetch
     if (!batch) {
@@ -350,13 +373,6 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
     if (loop.epoch_complete()) loop.end_epoch();
   }
   loop.finish();                                               // last logs, final save
-  callbacks_.call("on_train_end", &Callback::on_train_end);
-  const FitResult result = conclude(loop);                     // summary.json, the last line
-  callbacks_.call("on_fit_end", &Callback::on_fit_end, result);
-  optimizer_.reset();
-  loop_ = nullptr;
-  module_ = nullptr;
-  return result;
 }
 
 FitResult Trainer::conclude(const TrainLoop& loop) {

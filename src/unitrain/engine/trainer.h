@@ -18,6 +18,7 @@
 
 namespace unitrain {
 
+class CheckpointEntry;
 class Precision;
 class ProcessGroup;
 class RunDirLock;
@@ -70,6 +71,10 @@ class Trainer {
 
   /// Callbacks run in the order added; `early_stopping` (when its metric is set) comes first.
   void add_callback(std::shared_ptr<Callback> callback);
+  /// State of the program's own that checkpoints must hold (a second optimizer its module steps,
+  /// a data cursor, a buffer): saved after the built-in entries in every checkpoint and restored
+  /// on resume (checkpoint_entry.h). Its file names must differ from every other entry's.
+  void add_checkpoint_entry(std::shared_ptr<CheckpointEntry> entry);
   FitResult fit(TrainModule& module, DatasetPtr train, DatasetPtr val = nullptr);
   /// One pass of validation_step (or test_step) over `data`; metrics keyed `<prefix>/<name>`.
   MetricMap evaluate(TrainModule& module, DatasetPtr data, EvalSplit split,
@@ -134,11 +139,19 @@ class Trainer {
   /// After the loop: the result (and what test() needs of it), results/summary.json, the
   /// run's last log line.
   FitResult conclude(const TrainLoop& loop);
-  /// The parts of fit() before its loop: threads, where to resume, the process group, the
-  /// run folder. Null group: one process.
+  /// The processes (null group: one process) and the run folder, with a resume's checks
+  /// against this run's processes and config.
   std::shared_ptr<ProcessGroup> join_group_and_prepare(const DistEnv& env, ResumePoint& resume);
   /// fit() without its on_exception funnel.
   FitResult run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val);
+  /// The parts of fit() before its loop is built: the run folder's lock, where to resume
+  /// (into `resume`), precision checks, the processes (null group: one process), the run
+  /// folder, precision, the seed, the decisions.
+  std::shared_ptr<ProcessGroup> prepare_fit(const DistEnv& env, TrainModule& module,
+                                            const Dataset& train, ResumePoint& resume);
+  /// The loop: fetch, forward/backward, sync, clip, update, count, log, save; then the last
+  /// logs and the final save.
+  void train_until_finished(TrainLoop& loop);
   Config config_;
   std::unique_ptr<const RunSettings> settings_;  ///< fit_resume_to_world may replace them
   TrainState state_;
@@ -152,6 +165,7 @@ class Trainer {
   double seconds_ = 0;
   std::string last_checkpoint_;
   CallbackList callbacks_{*this};
+  std::vector<std::shared_ptr<CheckpointEntry>> checkpoint_entries_;  ///< add_checkpoint_entry's
   OptimizerPtr optimizer_;
   /// train.precision as set up by the last fit() (its test() and evaluate() use it), or null.
   std::unique_ptr<Precision> precision_;

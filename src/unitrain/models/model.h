@@ -3,6 +3,7 @@
 #include <torch/nn/module.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,22 @@ void register_declared_model(const std::string& name, const std::string& help) {
 
 /// The keys of the `model` section besides `type` and `args`: `init_from` (a state_dict file
 /// saved from Python or by `unitrain export`, or a safetensors file, loaded into the new
-/// model), `init_key_map` (prefix renames of its names) and `init_strict`.
+/// model), `init_key_map` (prefix renames of its names) and `init_strict`; each declared once
+/// in declare().
+struct ModelSection {
+  std::optional<std::string> init_from;
+  NamedStrings init_key_map;  ///< (from, to) prefixes, e.g. {"transformer.", ""}
+  bool init_strict = true;
+  std::string type;  ///< the component's `type` (the registered model), "" when unset
+
+  static void declare(Options<ModelSection>& o);
+  /// From the resolved `model` section (its `type` and `args` are the component's).
+  static ModelSection from_config(const Config& model_section) {
+    return options_of<ModelSection>().read_resolved(model_section);
+  }
+};
+
+/// The schema of ModelSection's keys, which the `model` section has beside `type` and `args`.
 std::shared_ptr<const Schema> model_section_schema();
 
 }  // namespace unitrain

@@ -14,35 +14,34 @@ Registry<ModelPtr>& model_registry() {
   return registry;
 }
 
-std::shared_ptr<const Schema> model_section_schema() {
-  static const auto schema = [] {
-    auto s = std::make_shared<Schema>();
-    s->add("init_from", Type::String)
-        .nullable()
-        .free()
-        .help(
-            "a weights file whose tensors initialise the model: a state_dict "
-            "(torch.save(model.state_dict()) in Python, or `unitrain export`) or a safetensors "
-            "file (its name ends in .safetensors, or its bytes say so); floating-point tensors of "
-            "another precision (bf16, fp16) are converted to the model's; not used when resuming "
-            "from a checkpoint");
-    s->add("init_key_map", Type::Any)
-        .def("{}")
-        .free()
-        .help(
-            "prefix renames applied to init_from's tensor names before loading, e.g. "
-            "{\"transformer.\": \"\"} drops a prefix, {\"\": \"net.\"} adds one; the longest "
-            "matching prefix wins; a prefix that matches no name is an error");
-    s->add("init_strict", Type::Bool)
-        .def(true)
-        .free()
-        .help(
-            "init_from must hold exactly the model's tensors; false loads the names that match and "
-            "reports the rest (shapes must still agree)");
-    return std::shared_ptr<const Schema>(s);
-  }();
-  return schema;
+void ModelSection::declare(Options<ModelSection>& o) {
+  using T = ModelSection;
+  o.field("init_from", &T::init_from)
+      .free()
+      .help(
+          "a weights file whose tensors initialise the model: a state_dict "
+          "(torch.save(model.state_dict()) in Python, or `unitrain export`) or a safetensors "
+          "file (its name ends in .safetensors, or its bytes say so); floating-point tensors of "
+          "another precision (bf16, fp16) are converted to the model's; not used when resuming "
+          "from a checkpoint");
+  declare_named_strings(o, "init_key_map", &T::init_key_map, R"({"transformer.": ""})")
+      .def("{}")
+      .free()
+      .help(
+          "prefix renames applied to init_from's tensor names before loading, e.g. "
+          "{\"transformer.\": \"\"} drops a prefix, {\"\": \"net.\"} adds one; the longest "
+          "matching prefix wins; a prefix that matches no name is an error");
+  o.field("init_strict", &T::init_strict)
+      .free()
+      .help(
+          "init_from must hold exactly the model's tensors; false loads the names that match and "
+          "reports the rest (shapes must still agree)");
+  o.check([](T& m, const Config& c) {  // `type` is the component's key, declared by the registry
+    m.type = c.has("type") ? c.get_string("type") : "";
+  });
 }
+
+std::shared_ptr<const Schema> model_section_schema() { return options_of<ModelSection>().schema(); }
 
 void register_builtin_models() {
   static std::once_flag once;

@@ -19,18 +19,23 @@ size_t index_of(const std::vector<std::string>& items, const std::string& x) {
   return std::find(items.begin(), items.end(), x) - items.begin();
 }
 
-// `section.prediction`, defaulting to the first prediction; must be one of `predictions`.
-size_t prediction_of(const Config& section, const std::vector<std::string>& predictions) {
-  if (!section.has("prediction")) return 0;
-  std::string name = section.get_string("prediction");
-  UT_CHECK(contains(predictions, name), section.key_path("prediction"), ": '", name,
+// The term's prediction, defaulting to the first; must be one of `predictions`.
+size_t prediction_of(const ObjectiveTerm& term, const std::vector<std::string>& predictions) {
+  if (!term.prediction) return 0;
+  const std::string& name = *term.prediction;
+  UT_CHECK(contains(predictions, name), term.section.key_path("prediction"), ": '", name,
            "' is not a prediction; objective.predictions lists: ", join_names(predictions),
            " (add it there or fix the name)");
   return index_of(predictions, name);
 }
 
-std::string name_of(const Config& section) {
-  return section.has("name") ? section.get_string("name") : section.get_string("type");
+// A term's component: its resolved entry, which its registry builds it from, and its type.
+template <typename T>
+void declare_term(Options<T>& o) {
+  o.check([](T& t, const Config& c) {
+    t.section = c;
+    t.type = c.get_string("type");
+  });
 }
 
 }  // namespace
@@ -57,80 +62,69 @@ struct ObjectiveModule::MetricTerm {
   MetricFn fn;
 };
 
+void LossOptions::declare(Options<LossOptions>& o) {
+  using T = LossOptions;
+  o.field("prediction", &T::prediction)
+      .help("the prediction this loss scores (default: the first of objective.predictions)");
+  o.field("target", &T::target).help("the batch tensor it is compared with");
+  o.field("weight", &T::weight).min(0).help("factor of this term in the loss");
+  o.field("name", &T::name).help("unique name, logged as loss_<name> (default: the type)");
+  declare_term(o);
+}
+
+void RegularizerOptions::declare(Options<RegularizerOptions>& o) {
+  using T = RegularizerOptions;
+  o.field("weight", &T::weight).gt(0).required().help("factor of this penalty in the loss");
+  o.field("target", &T::target)
+      .help("'params' (the trainable parameters) or a prediction name (penalty / batch size)");
+  o.field("include_bias", &T::include_bias).help("also penalise biases and other 1-d parameters");
+  o.field("name", &T::name).help("unique name, logged as reg_<name> (default: the type)");
+  declare_term(o);
+}
+
+void MetricOptions::declare(Options<MetricOptions>& o) {
+  using T = MetricOptions;
+  o.field("prediction", &T::prediction)
+      .help("the prediction it measures (default: the first of objective.predictions)");
+  o.field("target", &T::target).help("the batch tensor it is compared with");
+  o.field("name", &T::name).help("unique name it is logged under (default: the type)");
+  declare_term(o);
+}
+
+void ObjectiveOptions::declare(Options<ObjectiveOptions>& o) {
+  using T = ObjectiveOptions;
+  const char* io = "the model's inputs and outputs are fixed";
+  o.field("inputs", &T::inputs).fixed(io).help("batch tensors passed to the model, in order");
+  o.field("predictions", &T::predictions).fixed(io).help("names of the model's outputs, in order");
+  o.sections("losses", &T::losses)
+      .component("loss")
+      .help("loss terms, at least one; the loss is the weighted sum");
+  o.sections("regularizers", &T::regularizers)
+      .component("regularizer")
+      .help("penalties added to the loss");
+  o.sections("metrics", &T::metrics)
+      .component("metric")
+      .help("metrics logged next to the loss terms");
+  o.section("teacher", &T::teacher)
+      .free()
+      .help(
+          "a frozen model run on each batch before the losses (distillation): {model: {type, "
+          "args}, weights, inputs, predictions}; its outputs join the batch under its "
+          "prediction names, for losses to take as targets; null = none");
+}
+
 std::shared_ptr<const Schema> objective_section_schema() {
   // Resolving the section looks its components up: they must be in the catalog first.
   register_builtin_losses();
   register_builtin_regularizers();
   register_builtin_metrics();
-  static const std::shared_ptr<const Schema> schema = [] {
-    auto loss = std::make_shared<Schema>();
-    loss->add("prediction", Type::String)
-        .nullable()
-        .help("the prediction this loss scores (default: the first of objective.predictions)");
-    loss->add("target", Type::String).def("y").help("the batch tensor it is compared with");
-    loss->add("weight", Type::Float).def(1.0).min(0).help("factor of this term in the loss");
-    loss->add("name", Type::String)
-        .nullable()
-        .help("unique name, logged as loss_<name> (default: the type)");
-
-    auto reg = std::make_shared<Schema>();
-    reg->add("weight", Type::Float).gt(0).help("factor of this penalty in the loss");
-    reg->add("target", Type::String)
-        .def("params")
-        .help("'params' (the trainable parameters) or a prediction name (penalty / batch size)");
-    reg->add("include_bias", Type::Bool)
-        .def(false)
-        .help("also penalise biases and other 1-d parameters");
-    reg->add("name", Type::String)
-        .nullable()
-        .help("unique name, logged as reg_<name> (default: the type)");
-
-    auto metric = std::make_shared<Schema>();
-    metric->add("prediction", Type::String)
-        .nullable()
-        .help("the prediction it measures (default: the first of objective.predictions)");
-    metric->add("target", Type::String).def("y").help("the batch tensor it is compared with");
-    metric->add("name", Type::String)
-        .nullable()
-        .help("unique name it is logged under (default: the type)");
-
-    auto s = std::make_shared<Schema>();
-    const char* io = "the model's inputs and outputs are fixed";
-    s->add("inputs", Type::StringList)
-        .def("[x]")
-        .fixed(io)
-        .help("batch tensors passed to the model, in order");
-    s->add("predictions", Type::StringList)
-        .def("[logits]")
-        .fixed(io)
-        .help("names of the model's outputs, in order");
-    s->add("losses", Type::SectionList)
-        .component("loss")
-        .section(loss)
-        .help("loss terms, at least one; the loss is the weighted sum");
-    s->add("regularizers", Type::SectionList)
-        .component("regularizer")
-        .section(reg)
-        .help("penalties added to the loss");
-    s->add("metrics", Type::SectionList)
-        .component("metric")
-        .section(metric)
-        .help("metrics logged next to the loss terms");
-    s->add("teacher", Type::Section)
-        .section(teacher_section_schema())
-        .nullable()
-        .free()
-        .help(
-            "a frozen model run on each batch before the losses (distillation): {model: {type, "
-            "args}, weights, inputs, predictions}; its outputs join the batch under its "
-            "prediction names, for losses to take as targets; null = none");
-    return s;
-  }();
-  return schema;
+  register_builtin_models();  // the teacher's
+  return options_of<ObjectiveOptions>().schema();
 }
 
 ObjectiveModule::ObjectiveModule(const Config& model_section, const Config& objective_section) {
-  model_type_ = model_section.has("type") ? model_section.get_string("type") : "model";
+  const std::string type = ModelSection::from_config(model_section).type;
+  if (!type.empty()) model_type_ = type;
   configure(objective_section);  // config errors first, before building a possibly big model
   model_ = model_registry().create(model_section);
   UT_CHECK(model_ != nullptr, model_section.key_path("type"), ": model '", model_type_,
@@ -146,78 +140,90 @@ ObjectiveModule::ObjectiveModule(ModelPtr model, const Config& objective_section
 }
 
 void ObjectiveModule::configure(const Config& section) {
+  objective_section_schema();  // registers the components its entries name
   // A standalone section (library use) still names its keys objective.*.
-  Config objective = objective_section_schema()->resolve(
-      section.path().empty() ? Config(section.node(), "objective") : section);
-
-  const std::vector<std::string> inputs = objective.get_string_list("inputs");
-  const std::vector<std::string> predictions = objective.get_string_list("predictions");
-  UT_CHECK(!inputs.empty(), objective.key_path("inputs"), " must name at least one batch tensor");
-  UT_CHECK(!predictions.empty(), objective.key_path("predictions"),
-           " must name at least one model output");
-  for (size_t i = 0; i < predictions.size(); ++i) {
-    UT_CHECK(index_of(predictions, predictions[i]) == i, objective.key_path("predictions"), ": '",
-             predictions[i], "' is listed twice");
+  Config named = section;
+  if (section.path().empty()) {
+    named = Config(section.node(), "objective");
+    named.share_reads(section);
   }
-  outputs_ = std::make_unique<ModelOutputs>("model '" + model_type_ + "'", "objective", inputs,
-                                            predictions);
-
+  const ObjectiveOptions o = options_of<ObjectiveOptions>().parse(named);
+  const std::string key = named.path();
+  UT_CHECK(!o.inputs.empty(), key, ".inputs must name at least one batch tensor");
+  UT_CHECK(!o.predictions.empty(), key, ".predictions must name at least one model output");
+  for (size_t i = 0; i < o.predictions.size(); ++i) {
+    UT_CHECK(index_of(o.predictions, o.predictions[i]) == i, key, ".predictions: '",
+             o.predictions[i], "' is listed twice");
+  }
+  outputs_ = std::make_unique<ModelOutputs>("model '" + model_type_ + "'", "objective", o.inputs,
+                                            o.predictions);
   std::set<std::string> logged;  // every name reported as a metric
-  auto claim = [&logged](const std::string& metric, const std::string& key) {
-    UT_CHECK(metric != "loss" && logged.insert(metric).second, key, ": the name '", metric,
-             "' is already used by another term or metric; give it another name");
-  };
+  add_losses(o, logged);
+  UT_CHECK(!losses_.empty(), key, ".losses must list at least one loss, e.g. [{type: "
+           "cross_entropy, prediction: ", o.predictions[0], ", target: y}]");
+  add_regularizers(o, logged);
+  add_metrics(o, logged);
+  if (o.teacher) {
+    check_teacher_names(o.teacher->predictions);  // before loading its weights
+    teacher_ = std::make_shared<Teacher>(*o.teacher);
+  }
+}
 
-  for (const Config& s : objective.list("losses")) {
+namespace {
+
+// Claims `metric` as a logged name; ConfigError naming `key` when it is taken.
+void claim(std::set<std::string>& logged, const std::string& metric, const std::string& key) {
+  UT_CHECK(metric != "loss" && logged.insert(metric).second, key, ": the name '", metric,
+           "' is already used by another term or metric; give it another name");
+}
+
+}  // namespace
+
+void ObjectiveModule::add_losses(const ObjectiveOptions& o, std::set<std::string>& logged) {
+  for (const LossOptions& s : o.losses) {
     auto term = std::make_shared<LossTerm>();
-    term->type = s.get_string("type");
-    term->name = name_of(s);
-    term->prediction = prediction_of(s, predictions);
-    term->target = s.get_string("target");
-    term->weight = s.get_double("weight");
-    term->key = s.path();
-    term->fn = loss_registry().create(s);
-    claim("loss_" + term->name, s.key_path("name"));
+    term->type = s.type;
+    term->name = s.name_or_type();
+    term->prediction = prediction_of(s, o.predictions);
+    term->target = s.target;
+    term->weight = s.weight;
+    term->key = s.section.path();
+    term->fn = loss_registry().create(s.section);
+    claim(logged, "loss_" + term->name, s.section.key_path("name"));
     losses_.push_back(term);
   }
-  UT_CHECK(!losses_.empty(), objective.key_path("losses"),
-           " must list at least one loss, e.g. [{type: cross_entropy, prediction: ", predictions[0],
-           ", target: y}]");
+}
 
-  for (const Config& s : objective.list("regularizers")) {
+void ObjectiveModule::add_regularizers(const ObjectiveOptions& o, std::set<std::string>& logged) {
+  for (const RegularizerOptions& s : o.regularizers) {
     auto term = std::make_shared<RegularizerTerm>();
-    term->name = name_of(s);
-    term->weight = s.get_double("weight");
-    term->include_bias = s.get_bool("include_bias");
-    std::string target = s.get_string("target");
-    term->on_params = target == "params";
+    term->name = s.name_or_type();
+    term->weight = s.weight;
+    term->include_bias = s.include_bias;
+    term->on_params = s.target == "params";
     if (!term->on_params) {
-      UT_CHECK(contains(predictions, target), s.key_path("target"), ": '", target,
+      UT_CHECK(contains(o.predictions, s.target), s.section.key_path("target"), ": '", s.target,
                "' is neither 'params' nor a prediction; objective.predictions lists: ",
-               join_names(predictions));
-      term->prediction = index_of(predictions, target);
+               join_names(o.predictions));
+      term->prediction = index_of(o.predictions, s.target);
     }
-    term->fn = regularizer_registry().create(s);
-    claim("reg_" + term->name, s.key_path("name"));
+    term->fn = regularizer_registry().create(s.section);
+    claim(logged, "reg_" + term->name, s.section.key_path("name"));
     regularizers_.push_back(term);
   }
+}
 
-  for (const Config& s : objective.list("metrics")) {
+void ObjectiveModule::add_metrics(const ObjectiveOptions& o, std::set<std::string>& logged) {
+  for (const MetricOptions& s : o.metrics) {
     auto term = std::make_shared<MetricTerm>();
-    term->type = s.get_string("type");
-    term->name = name_of(s);
-    term->prediction = prediction_of(s, predictions);
-    term->target = s.get_string("target");
-    term->key = s.path();
-    term->fn = metric_registry().create(s);
-    claim(term->name, s.key_path("name"));
+    term->type = s.type;
+    term->name = s.name_or_type();
+    term->prediction = prediction_of(s, o.predictions);
+    term->target = s.target;
+    term->key = s.section.path();
+    term->fn = metric_registry().create(s.section);
+    claim(logged, term->name, s.section.key_path("name"));
     metrics_.push_back(term);
-  }
-
-  if (objective.has("teacher")) {
-    const Config teacher = objective.at("teacher");
-    check_teacher_names(teacher.get_string_list("predictions"));  // before loading its weights
-    teacher_ = std::make_shared<Teacher>(teacher);
   }
 }
 

@@ -2,6 +2,7 @@
 // ObjectiveModule: the TrainModule the YAML path builds from `model` and `objective`.
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -10,10 +11,53 @@
 #include "unitrain/models/model.h"
 #include "unitrain/objective/loss.h"
 #include "unitrain/objective/model_outputs.h"
+#include "unitrain/objective/teacher.h"
 
 namespace unitrain {
 
 class Teacher;
+
+/// Keys every term of objective.losses and objective.metrics has beside its `type` and `args`.
+struct ObjectiveTerm {
+  std::optional<std::string> prediction;  ///< unset = the first prediction
+  std::string target = "y";
+  std::optional<std::string> name;        ///< unset = the type
+  std::string type;  ///< the component's (the registered loss, metric or regularizer)
+  Config section;    ///< the resolved entry, which its registry builds the term from
+
+  std::string name_or_type() const { return name ? *name : type; }
+};
+
+/// An entry of objective.losses, declared in declare().
+struct LossOptions : ObjectiveTerm {
+  double weight = 1.0;
+  static void declare(Options<LossOptions>& o);
+};
+
+/// An entry of objective.regularizers, declared in declare().
+struct RegularizerOptions : ObjectiveTerm {
+  double weight = 0;  ///< required
+  bool include_bias = false;
+  RegularizerOptions() { target = "params"; }
+  static void declare(Options<RegularizerOptions>& o);
+};
+
+/// An entry of objective.metrics, declared in declare().
+struct MetricOptions : ObjectiveTerm {
+  static void declare(Options<MetricOptions>& o);
+};
+
+/// The `objective` section, each key declared once in declare().
+struct ObjectiveOptions {
+  std::vector<std::string> inputs{"x"};
+  std::vector<std::string> predictions{"logits"};
+  std::vector<LossOptions> losses;
+  std::vector<RegularizerOptions> regularizers;
+  std::vector<MetricOptions> metrics;
+  std::optional<TeacherOptions> teacher;  ///< null = none
+
+  static void declare(Options<ObjectiveOptions>& o);
+};
 
 /// Runs the model on the batch tensors named in `objective.inputs`, names its outputs by
 /// `objective.predictions`, and computes the weighted sum of the losses (each tying a
@@ -33,7 +77,7 @@ class Teacher;
 /// cannot fit its target (naming the loss, both tensors and both shapes).
 class ObjectiveModule : public TrainModule {
  public:
-  /// `model_section` is the resolved `model`, `objective_section` the resolved `objective`.
+  /// `model_section` is the resolved `model`, `objective_section` the `objective` section.
   ObjectiveModule(const Config& model_section, const Config& objective_section);
   /// A model built in C++ trained with a config-driven objective (library path, tests).
   ObjectiveModule(ModelPtr model, const Config& objective_section);
@@ -42,6 +86,8 @@ class ObjectiveModule : public TrainModule {
   StepOutput validation_step(const Batch& batch) override;
 
   const ModelPtr& model() const { return model_; }
+  /// The registered model's name (`model.type`), or "model" for one built in C++.
+  const std::string& model_type() const { return model_type_; }
   /// The model alone: checkpoints and exports name its tensors as the model does
   /// (`layers.0.weight`), as a Python module of the same structure would.
   torch::nn::Module& weights() override { return *model_; }
@@ -63,6 +109,9 @@ class ObjectiveModule : public TrainModule {
   struct RegularizerTerm;
   struct MetricTerm;
   void configure(const Config& objective_section);
+  void add_losses(const ObjectiveOptions& o, std::set<std::string>& logged);
+  void add_regularizers(const ObjectiveOptions& o, std::set<std::string>& logged);
+  void add_metrics(const ObjectiveOptions& o, std::set<std::string>& logged);
   void check_teacher_names(const std::vector<std::string>& teacher_predictions) const;
   torch::Device student_device(const Batch& batch);
   StepOutput run(const Batch& input);

@@ -12,37 +12,33 @@ namespace {
 
 const std::string kTeacherKey = "objective.teacher";
 
-// The names listed under `key`: at least one, none twice.
-std::vector<std::string> distinct_names(const Config& section, const std::string& key) {
-  std::vector<std::string> names = section.get_string_list(key);
+// `names` (key `key` of `section`): at least one, none twice.
+void check_distinct(const std::vector<std::string>& names, const Config& section,
+                    const std::string& key) {
   UT_CHECK(!names.empty(), section.key_path(key), " must name at least one tensor");
   for (size_t i = 0; i < names.size(); ++i) {
     UT_CHECK(std::find(names.begin(), names.begin() + i, names[i]) == names.begin() + i,
              section.key_path(key), ": '", names[i], "' is listed twice");
   }
-  return names;
 }
 
 // The teacher's model, built after its weights are read (a missing file is reported before a
 // possibly big model is built), with them loaded.
-ModelPtr build_teacher_model(const Config& section) {
-  const Config model_section = section.at("model");
-  const std::string type = model_section.get_string("type");
+ModelPtr build_teacher_model(const TeacherOptions& o) {
+  const std::string weights_key = o.path + ".weights";
   NamedTensors weights;
-  const bool has_weights = section.has("weights");
-  if (has_weights) {
-    weights = read_model_weights(section.get_string("weights"), section.key_path("weights"));
+  if (o.weights) {
+    weights = read_model_weights(*o.weights, weights_key);
   } else {
-    UT_CHECK(type == "torchscript", section.key_path("weights"), ": null, but a '", type,
+    UT_CHECK(o.model_type == "torchscript", weights_key, ": null, but a '", o.model_type,
              "' teacher has no weights of its own; give a state_dict file or a checkpoint folder "
              "(a run's checkpoints/best); only a torchscript teacher's file holds its weights");
   }
-  ModelPtr model = model_registry().create(model_section);
-  UT_CHECK(model != nullptr, model_section.key_path("type"), ": model '", type,
+  ModelPtr model = model_registry().create(o.model);
+  UT_CHECK(model != nullptr, o.model.key_path("type"), ": model '", o.model_type,
            "' was built as null");
-  if (has_weights) {
-    load_module_state(*model, weights, /*strict=*/true,
-                      section.key_path("weights") + " " + section.get_string("weights"),
+  if (o.weights) {
+    load_module_state(*model, weights, /*strict=*/true, weights_key + " " + *o.weights,
                       /*strict_key=*/"");
   }
   return model;
@@ -50,37 +46,41 @@ ModelPtr build_teacher_model(const Config& section) {
 
 }  // namespace
 
-std::shared_ptr<const Schema> teacher_section_schema() {
-  register_builtin_models();  // its model section names one
-  static const std::shared_ptr<const Schema> schema = [] {
-    auto s = std::make_shared<Schema>();
-    s->add("model", Type::Section)
-        .component("model")
-        .help("the teacher's model {type, args}: any registered model, torchscript too");
-    s->add("weights", Type::String)
-        .nullable()
-        .help(
-            "the teacher's weights: a state_dict file (as model.init_from takes) or a unitrain "
-            "checkpoint folder, e.g. a run's checkpoints/best; null only for a torchscript "
-            "teacher (its file holds them)");
-    s->add("inputs", Type::StringList)
-        .def("[x]")
-        .help("batch tensors passed to the teacher, in order");
-    s->add("predictions", Type::StringList)
-        .def("[teacher_logits]")
-        .help(
-            "names of the teacher's outputs, in order; added to the batch, so losses take them "
-            "as targets (target: teacher_logits); may not clash with a batch tensor or a "
-            "student prediction");
-    return s;
-  }();
-  return schema;
+void TeacherOptions::declare(Options<TeacherOptions>& o) {
+  using T = TeacherOptions;
+  o.key("model", Type::Section)
+      .component("model")
+      .help("the teacher's model {type, args}: any registered model, torchscript too");
+  o.field("weights", &T::weights)
+      .help(
+          "the teacher's weights: a state_dict file (as model.init_from takes) or a unitrain "
+          "checkpoint folder, e.g. a run's checkpoints/best; null only for a torchscript "
+          "teacher (its file holds them)");
+  o.field("inputs", &T::inputs).help("batch tensors passed to the teacher, in order");
+  o.field("predictions", &T::predictions)
+      .help(
+          "names of the teacher's outputs, in order; added to the batch, so losses take them "
+          "as targets (target: teacher_logits); may not clash with a batch tensor or a "
+          "student prediction");
+  o.check([](T& t, const Config& c) {
+    t.path = c.path();
+    t.model = c.at("model");  // built by the model registry
+    t.model_type = t.model.get_string("type");
+    check_distinct(t.inputs, c, "inputs");
+    check_distinct(t.predictions, c, "predictions");
+  });
 }
 
-Teacher::Teacher(const Config& section)
-    : outputs_("teacher model '" + section.at("model").get_string("type") + "'", kTeacherKey,
-               distinct_names(section, "inputs"), distinct_names(section, "predictions")),
-      model_(build_teacher_model(section)) {
+std::shared_ptr<const Schema> teacher_section_schema() {
+  register_builtin_models();  // its model section names one
+  return options_of<TeacherOptions>().schema();
+}
+
+Teacher::Teacher(const Config& section) : Teacher(TeacherOptions::from_config(section)) {}
+
+Teacher::Teacher(const TeacherOptions& o)
+    : outputs_("teacher model '" + o.model_type + "'", kTeacherKey, o.inputs, o.predictions),
+      model_(build_teacher_model(o)) {
   freeze();
 }
 

@@ -2,15 +2,33 @@
 // Teacher: a frozen model whose outputs on each batch become targets of the student's losses
 // (knowledge distillation, `objective.teacher`).
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "unitrain/core/batch.h"
 #include "unitrain/core/config.h"
+#include "unitrain/core/options.h"
 #include "unitrain/models/model.h"
 #include "unitrain/objective/model_outputs.h"
 
 namespace unitrain {
+
+/// The `objective.teacher` section, each key declared once in declare().
+struct TeacherOptions {
+  Config model;            ///< the resolved model section {type, args}
+  std::string model_type;  ///< its type
+  std::optional<std::string> weights;
+  std::vector<std::string> inputs{"x"};
+  std::vector<std::string> predictions{"teacher_logits"};
+  std::string path = "objective.teacher";  ///< the section's key path, for messages
+
+  static void declare(Options<TeacherOptions>& o);
+  /// From a resolved `objective.teacher` section.
+  static TeacherOptions from_config(const Config& section) {
+    return options_of<TeacherOptions>().read_resolved(section);
+  }
+};
 
 /// A model that is run, never trained: its parameters have requires_grad false, it stays in
 /// eval mode, and it runs under NoGradGuard. Its outputs on a batch are added to the batch under
@@ -36,6 +54,7 @@ class Teacher {
   /// for a missing or unfitting weights file, and for weights: null with a model that has no
   /// weights of its own (every type but torchscript).
   explicit Teacher(const Config& section);
+  explicit Teacher(const TeacherOptions& options);
   /// A model built in C++, frozen here; its weights as they are, or load_weights().
   Teacher(ModelPtr model, std::vector<std::string> inputs, std::vector<std::string> predictions);
 
