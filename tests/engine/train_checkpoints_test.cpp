@@ -116,3 +116,53 @@ TEST(TrainCheckpoints, AsyncSavesWriteTheSameBytesAsSynchronousOnes) {
 
 }  // namespace
 }  // namespace unitrain
+
+namespace unitrain {
+namespace {
+
+/// A program's own state: a counter saved as cursor.txt.
+struct CursorEntry : CheckpointEntry {
+  int64_t cursor = 0;
+  std::string file = "cursor.txt";
+  void save(CheckpointWrite& out) override {
+    if (out.writes) out.add(file, std::to_string(cursor));
+  }
+  void restore(const CheckpointRead& in) override {
+    const std::vector<char> b = in.read(file);
+    cursor = std::stoll(std::string(b.begin(), b.end()));
+  }
+};
+
+TEST(TrainCheckpoints, AProgramsOwnEntryIsSavedAndRestored) {
+  const std::string dir = test::temp_dir();
+  const Config config = window_config(dir, "{every: null}");
+  auto saved = std::make_shared<CursorEntry>();
+  saved->cursor = 77;
+  {
+    Trainer trainer(config);
+    trainer.add_checkpoint_entry(saved);
+    test::Regression module;
+    trainer.add_callback(std::make_shared<AtSamples>(40, [](Trainer& t) { t.request_pause("x"); }));
+    trainer.fit(module, test::regression_data(64));
+  }
+  auto restored = std::make_shared<CursorEntry>();
+  Trainer trainer(config);
+  trainer.add_checkpoint_entry(restored);
+  test::Regression module;
+  trainer.fit(module, test::regression_data(64));
+  EXPECT_EQ(restored->cursor, 77);
+}
+
+TEST(TrainCheckpoints, TwoEntriesWritingOneFileAreAnError) {
+  Trainer trainer(window_config(test::temp_dir(), "{every: null}"));
+  auto clash = std::make_shared<CursorEntry>();
+  clash->file = "model.pt";
+  trainer.add_checkpoint_entry(clash);
+  test::Regression module;
+  EXPECT_TRUE(test::contains(
+      test::error_of<TrainError>([&] { trainer.fit(module, test::regression_data(64)); }),
+      "two checkpoint entries write the file 'model.pt'"));
+}
+
+}  // namespace
+}  // namespace unitrain

@@ -271,3 +271,30 @@ TEST(Trainer, BadSetupFailsBeforeTraining) {
 }
 
 }  // namespace unitrain
+
+namespace unitrain {
+namespace {
+
+TEST(Trainer, WarnsOnceOfConfigKeysTheProgramNeverRead) {
+  // A C++ program that builds its own model and data: model.type and data.collate do nothing.
+  const Config config = Config::from_string(
+      "run_dir: " + test::temp_dir() + "\n"
+      "model: {type: mlp, args: {sizes: [4, 1]}}\n"
+      "optimizer: {type: sgd, lr: 0.05}\n"
+      "data: {collate: {type: pad}, loader: {batch_size: 8, workers: 0}}\n"
+      "checkpoint: {enabled: false}\n"
+      "train: {max_length: 1 epoch}\n");
+  Trainer trainer(config);
+  Regression module;
+  testing::internal::CaptureStdout();
+  trainer.fit(module, regression_data(32));
+  trainer.fit(module, regression_data(32));
+  const std::string err = testing::internal::GetCapturedStdout();
+  EXPECT_TRUE(test::contains(err, "model.type")) << err;
+  EXPECT_TRUE(test::contains(err, "data.collate.type")) << err;
+  EXPECT_EQ(err.find("model.type"), err.rfind("model.type")) << "warned once: " << err;
+  EXPECT_FALSE(test::contains(err, "optimizer.type")) << err;  // fit() built it
+}
+
+}  // namespace
+}  // namespace unitrain

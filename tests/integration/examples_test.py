@@ -22,6 +22,8 @@ class Examples(common.Case):
         first = re.search(r"step (\d+) val/acc ([0-9.]+)", outs[0])
         self.assertIsNotNone(first, outs[0])
         self.assertNotIn("already complete", outs[0])
+        # It builds its model and data from its own code and reads the config's keys it sets.
+        self.assertNotIn("nothing in this program read", outs[0])
         self.assertIn("reached val/acc", outs[0])  # its callback stopped it
         # Run again, the stopped run is complete: nothing trains, the same step and accuracy.
         for out in outs[1:]:
@@ -37,6 +39,7 @@ class Examples(common.Case):
         code, out = run(["train", "examples/plugin/digits_gated.yaml", "--plugin", plugin,
                          "--run_dir", run_dir], cwd=common.SOURCE)
         self.assertEqual(code, 0, out)
+        self.assertNotIn("nothing in this program read", out)  # the YAML path reads every key
         self.assertGreaterEqual(last(read_jsonl(os.path.join(run_dir, "metrics.jsonl")), "val/acc"), 0.93)
         code, out = run(["list", "--plugin", "/nonexistent/libx.so"])
         self.assertEqual(code, 2, out)
@@ -50,6 +53,7 @@ class Examples(common.Case):
         code, out = run(["train", "examples/torchscript/digits.yaml", "--model.args.path", model,
                          "--run_dir", run_dir], cwd=common.SOURCE)
         self.assertEqual(code, 0, out)
+        self.assertNotIn("nothing in this program read", out)  # the YAML path reads every key
         self.assertGreaterEqual(last(read_jsonl(os.path.join(run_dir, "metrics.jsonl")), "val/acc"), 0.93)
 
     def test_char_lm_does_what_its_comment_says(self):
@@ -71,6 +75,7 @@ class Examples(common.Case):
                          "--train.max_length", "100 steps", "--train.threads", "1"],
                         cwd=common.SOURCE)
         self.assertEqual(code, 0, out)
+        self.assertNotIn("nothing in this program read", out)
         events = read_jsonl(os.path.join(run_dir, "metrics.jsonl"))
         losses = {e["step"]: e["train/loss"] for e in events if "train/loss" in e}
         self.assertGreater(losses[50], 3.0, losses)  # from ~4.4 (uniform over 85 bytes) ...
