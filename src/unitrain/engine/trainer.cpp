@@ -113,15 +113,6 @@ std::string finished_how(const TrainState& s, const TrainUnit& length) {
                        : fmt::format("step {}, train.max_length {}", s.step, length.str());
 }
 
-// `settings` with checkpoint.best.mode resolved for `module` (auto: the direction it declares
-// for the metric); ConfigError naming the key when it declares none.
-std::unique_ptr<const RunSettings> with_best_direction(const RunSettings& settings,
-                                                       const TrainModule& module) {
-  auto out = std::make_unique<RunSettings>(settings);
-  if (out->checkpoint.enabled) out->checkpoint.resolve_best_direction(module);
-  return out;
-}
-
 }  // namespace
 
 void Trainer::fit_resume_to_world(ResumePoint& resume, int world) {
@@ -316,7 +307,11 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
 FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   UT_CHECK(train != nullptr, "fit() needs training data (data.train)");
   check_monitored_metrics(val != nullptr);
-  settings_ = with_best_direction(*settings_, module);
+  // checkpoint.best.mode: auto is the direction `module` declares for the metric (ConfigError
+  // naming the key when it declares none).
+  auto settings = std::make_unique<RunSettings>(*settings_);
+  if (settings->checkpoint.enabled) settings->checkpoint.resolve_best_direction(module);
+  settings_ = std::move(settings);
   // Plan: the run folder's lock, threads, the checkpoint to resume from, the processes, the
   // run folder, precision; then the loop's parts around the optimizer.
   const DistEnv env = read_dist_env();
