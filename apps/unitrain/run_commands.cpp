@@ -35,6 +35,16 @@ class TrainCommand : public Command {
   bool profile_ = false;
 };
 
+/// --weights of eval and export.
+CLI::Option* add_weights_option(CLI::App* cli, std::string& value) {
+  return cli
+      ->add_option("--weights", value,
+                   "validated (the weights validation used, so the metric that chose the "
+                   "checkpoint is reproduced: the ema callback's average when it evaluates with "
+                   "it) or trained (model.pt as trained)")
+      ->capture_default_str();
+}
+
 class EvalCommand : public Command {
  public:
   explicit EvalCommand(CLI::App& app)
@@ -47,9 +57,12 @@ class EvalCommand : public Command {
                      "best, else last when the run kept no best")
         ->capture_default_str();
     split_ = cli_->add_option("--split", split_name_, "val or test")->capture_default_str();
+    weights_ = add_weights_option(cli_, weights_name_);
   }
   CLI::App* cli() const override { return cli_; }
-  Choices choices() const override { return {{split_, {"val", "test"}}}; }
+  Choices choices() const override {
+    return {{split_, {"val", "test"}}, {weights_, {"validated", "trained"}}};
+  }
 
   int run() override {
     const Config cfg = resolve(args_, cli_);
@@ -59,7 +72,7 @@ class EvalCommand : public Command {
         !std::filesystem::exists(cfg.get_string("run_dir") + "/checkpoints/best")) {
       choice = "last";
     }
-    const auto r = evaluate_checkpoint(cfg, choice, split_name_);
+    const auto r = evaluate_checkpoint(cfg, choice, split_name_, weights_name_);
     std::string line = detail::concat(r.split, " at step ", r.step, ":");
     for (const auto& [k, v] : r.metrics) line += " " + k + " " + format_metric(v);
     log::info(line);
@@ -70,8 +83,9 @@ class EvalCommand : public Command {
  private:
   CLI::App* cli_;
   ConfigArgs args_;
-  std::string checkpoint_ = "best", split_name_ = "val";
+  std::string checkpoint_ = "best", split_name_ = "val", weights_name_ = "validated";
   CLI::Option* split_;
+  CLI::Option* weights_;
 };
 
 class ExportCommand : public Command {
@@ -89,15 +103,17 @@ class ExportCommand : public Command {
                                "torchscript (built-in and TorchScript models)")
                   ->capture_default_str();
     cli_->add_option("--out", out_, "the file to write")->required();
+    weights_ = add_weights_option(cli_, weights_name_);
   }
   CLI::App* cli() const override { return cli_; }
   Choices choices() const override {
-    return {{format_, {"state_dict", "safetensors", "torchscript"}}};
+    return {{format_, {"state_dict", "safetensors", "torchscript"}},
+            {weights_, {"validated", "trained"}}};
   }
 
   int run() override {
     const std::string dir =
-        export_checkpoint(resolve(args_, cli_), checkpoint_, format_name_, out_);
+        export_checkpoint(resolve(args_, cli_), checkpoint_, format_name_, out_, weights_name_);
     log::info("exported " + dir + " as " + format_name_ + " to " + out_);
     return 0;
   }
@@ -105,8 +121,9 @@ class ExportCommand : public Command {
  private:
   CLI::App* cli_;
   ConfigArgs args_;
-  std::string checkpoint_ = "last", format_name_ = "state_dict", out_;
+  std::string checkpoint_ = "last", format_name_ = "state_dict", out_, weights_name_ = "validated";
   CLI::Option* format_;
+  CLI::Option* weights_;
 };
 
 }  // namespace

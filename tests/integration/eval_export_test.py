@@ -127,3 +127,52 @@ class EvalExport(common.Case):
 
 if __name__ == "__main__":
     common.main()
+
+
+class EmaEvalExport(common.Case):
+    """With the ema callback, validation (and so the best checkpoint) uses the averaged
+    weights: eval and export reproduce that by default; --weights trained gives model.pt."""
+
+    def test_eval_and_export_use_the_weights_validation_used(self):
+        cfg = write(os.path.join(self.dir, "run.yaml"), CONFIG)
+        run_dir = os.path.join(self.dir, "ema")
+        code, out = run(["train", cfg, "--run_dir", run_dir, "--train.max_length", "2 epochs",
+                         "--checkpoint.best.metric", "val/acc", "--checkpoint.every", "1 epoch",
+                         "--callbacks", "[{type: ema, args: {decay: 0.9}}]"])
+        self.assertEqual(code, 0, out)
+        best = os.path.realpath(os.path.join(run_dir, "checkpoints", "best"))
+        averaged = load(os.path.join(best, "extra-ema.pt"))
+        trained = load(os.path.join(best, "model.pt"))
+
+        code, out = run(["eval", cfg, "--run_dir", run_dir])
+        self.assertEqual(code, 0, out)
+        self.assertIn("weights: the ema callback's", out)
+        with open(os.path.join(run_dir, "results", "val.json")) as f:
+            result = json.load(f)
+        logged = next(e for e in read_jsonl(os.path.join(run_dir, "metrics.jsonl"))
+                      if e["step"] == result["step"] and "val/acc" in e)
+        self.assertAlmostEqual(result["metrics"]["val/loss"], logged["val/loss"], places=6)
+        self.assertAlmostEqual(result["metrics"]["val/acc"], logged["val/acc"], places=9)
+
+        code, out = run(["eval", cfg, "--run_dir", run_dir, "--weights", "trained"])
+        self.assertEqual(code, 0, out)
+        with open(os.path.join(run_dir, "results", "val.json")) as f:
+            raw = json.load(f)
+        self.assertNotAlmostEqual(raw["metrics"]["val/loss"], logged["val/loss"], places=6)
+
+        out_file = os.path.join(self.dir, "ema.pt")
+        code, out = run(["export", cfg, "--run_dir", run_dir, "--checkpoint", "best",
+                         "--out", out_file])
+        self.assertEqual(code, 0, out)
+        exported = torch.load(out_file)
+        for name, tensor in averaged.items():
+            self.assertTrue(torch.equal(exported[name], tensor), name)
+        self.assertFalse(all(torch.equal(exported[n], trained[n]) for n in averaged))
+        code, out = run(["export", cfg, "--run_dir", run_dir, "--checkpoint", "best",
+                         "--weights", "trained", "--out", os.path.join(self.dir, "raw.pt")])
+        self.assertEqual(code, 0, out)
+        assert_same_tensors(self, torch.load(os.path.join(self.dir, "raw.pt")), trained)
+
+        code, out = run(["eval", cfg, "--run_dir", run_dir, "--weights", "raw"])
+        self.assertEqual(code, 2, out)
+        self.assertIn("--weights raw: give validated", out)

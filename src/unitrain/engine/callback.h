@@ -112,6 +112,13 @@ class Callback {
   virtual void on_save_checkpoint(Trainer& trainer, CheckpointEntries& entries) {}
   /// When a run resumes (every rank): the entries saved by on_save_checkpoint (all callbacks').
   virtual void on_load_checkpoint(Trainer& trainer, const CheckpointEntries& entries) {}
+  /// `unitrain eval` / `export` (Trainer::load_validated_weights): a callback that validates
+  /// with weights of its own (ema) puts the ones it saved in `entries` into `weights` and
+  /// returns true, so that a checkpoint is evaluated and exported as validation saw it.
+  virtual bool on_load_validated_weights(Trainer& trainer, torch::nn::Module& weights,
+                                         const CheckpointEntries& entries) {
+    return false;
+  }
   /// fit() is ending with `error` (after training failed, or another callback threw), before
   /// the process exits. Exceptions thrown here are logged and ignored.
   virtual void on_exception(Trainer& trainer, const std::exception& error) {}

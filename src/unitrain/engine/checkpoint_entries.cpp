@@ -245,15 +245,7 @@ class CallbacksEntry : public CheckpointEntry {
   }
 
   void restore(const CheckpointRead& in) override {
-    const std::string prefix = files::kCallbackPrefix;
-    CheckpointEntries extra;
-    for (const auto& entry : std::filesystem::directory_iterator(in.dir)) {
-      const std::string name = entry.path().filename().string();
-      if (name.rfind(prefix, 0) == 0 && in.has(name)) {
-        const std::vector<char> b = in.read(name);
-        extra[name.substr(prefix.size())] = std::string(b.begin(), b.end());
-      }
-    }
+    const CheckpointEntries extra = read_callback_entries(in.dir);
     callbacks_.call("on_load_checkpoint", &Callback::on_load_checkpoint, extra);
   }
 
@@ -282,6 +274,19 @@ class ScheduleEntry : public CheckpointEntry {
 };
 
 }  // namespace
+
+std::map<std::string, std::string> read_callback_entries(const std::string& dir) {
+  const std::string prefix = files::kCallbackPrefix;
+  std::map<std::string, std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && CheckpointStore::has(dir, name)) {
+      const std::vector<char> b = CheckpointStore::read(dir, name);
+      out[name.substr(prefix.size())] = std::string(b.begin(), b.end());
+    }
+  }
+  return out;
+}
 
 CheckpointEntryPtr model_entry(TrainModule& module, Precision& precision) {
   return std::make_unique<ModelEntry>(module, precision);

@@ -1,6 +1,7 @@
 #pragma once
 // The checkpoint entries of a training run, one per part of its state. Each saves its files (or
 // fields of trainer_state.json) and restores them; the Trainer lists them in its checkpoints.
+#include <map>
 #include <string>
 
 #include "unitrain/engine/checkpoint_entry.h"
@@ -33,6 +34,8 @@ CheckpointEntryPtr gradients_entry(TrainModule& module, const TrainState& counte
 CheckpointEntryPtr loss_scaler_entry(Precision& precision);
 /// extra-<name>: what callbacks save (on_save_checkpoint / on_load_checkpoint).
 CheckpointEntryPtr callbacks_entry(CallbackList& callbacks);
+/// The callbacks' entries of checkpoint folder `dir` (extra-<name> files, by name).
+std::map<std::string, std::string> read_callback_entries(const std::string& dir);
 /// The schedule's own state (trainer_state.json "scheduler"); the lr follows the restored run.
 CheckpointEntryPtr schedule_entry(LrController& lr, const TrainState& counters);
 

@@ -170,6 +170,22 @@ std::pair<std::string, int64_t> load_chosen_checkpoint(const RunSettings& run,
   }
 }
 
+/// `weights` (validated | trained) of checkpoint `dir` into `module`, whose model.pt is loaded:
+/// validated = what validation used (a callback's own weights, e.g. ema's average).
+void choose_weights(Trainer& trainer, ObjectiveModule& module, const std::string& dir,
+                    const std::string& weights) {
+  if (weights == "trained") return;
+  const std::string by = trainer.load_validated_weights(module, dir);
+  if (by.empty()) return;
+  log::info(fmt::format("weights: the {} callback's, as validation used them (--weights trained "
+                        "for the weights as trained)", by));
+}
+
+void check_weights_choice(const std::string& weights) {
+  UT_CHECK(weights == "validated" || weights == "trained", "--weights ", weights,
+           ": give validated (what validation used, e.g. the ema average) or trained");
+}
+
 std::string yaml_list(const std::vector<double>& values) {
   return fmt::format("[{}]", fmt::join(values, ", "));  // shortest text that reads back exactly
 }
@@ -242,9 +258,10 @@ ConfigRunResult run_config(const Config& raw_config) {
 }
 
 EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoint,
-                               const std::string& split) {
+                               const std::string& split, const std::string& weights) {
   const ConfigDriven c = config_driven(config);
   UT_CHECK(split == "val" || split == "test", "--split ", split, ": give val or test");
+  check_weights_choice(weights);
   Trainer trainer(config);
   find_checkpoint(c.run, checkpoint);  // a bad --checkpoint is said before data is read
   DataSplits data = build_data(c.data, c.run.seed);
@@ -256,6 +273,7 @@ EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoi
   result.split = split;
   std::tie(result.checkpoint, result.step) = load_chosen_checkpoint(c.run, checkpoint, *module);
   const std::string& dir = result.checkpoint;
+  choose_weights(trainer, *module, dir, weights);
   result.metrics = trainer.evaluate(*module, dataset,
                                     split == "val" ? EvalSplit::Val : EvalSplit::Test, split);
 
@@ -273,14 +291,17 @@ EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoi
 }
 
 std::string export_checkpoint(const Config& config, const std::string& checkpoint,
-                              const std::string& format, const std::string& out) {
+                              const std::string& format, const std::string& out,
+                              const std::string& weights) {
   const ConfigDriven c = config_driven(config);
+  check_weights_choice(weights);
   UT_CHECK(format == "state_dict" || format == "safetensors" || format == "torchscript",
            "--format ", format, ": give state_dict, safetensors or torchscript");
   UT_CHECK(!out.empty(), "--out: give the file to write");
   Trainer trainer(config);
   auto module = build_module(c, false);
   const std::string dir = load_chosen_checkpoint(c.run, checkpoint, *module).first;
+  choose_weights(trainer, *module, dir, weights);
   module->eval();
   if (format == "torchscript") {
     const std::optional<InputNormalization> norm = saved_input_normalization(config, dir);

@@ -26,14 +26,18 @@ struct EvalResult {
 /// Loads the model of checkpoint `checkpoint` (best | last | a checkpoint folder) of the run
 /// `config` describes, runs the validation loop over `split` (val | test) and writes
 /// run_dir/results/<split>.json. ConfigError when the checkpoint or the split is missing.
+/// `weights`: validated = the weights validation used, so the metric that chose the checkpoint
+/// is reproduced (a callback's own, e.g. the ema average; else the trained ones); trained =
+/// model.pt as trained.
 EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoint,
-                               const std::string& split);
+                               const std::string& split, const std::string& weights = "validated");
 
 /// Writes the model of `checkpoint` to `out` as `format`: state_dict (a dict of tensors for
 /// Python's torch.load, names as the model's state_dict()), safetensors (the same tensors and
 /// names; metadata {"format": "pt"}) or torchscript (torch.jit.load can run it; built-in and
-/// TorchScript models). Returns the checkpoint folder used.
+/// TorchScript models); `weights` as for evaluate_checkpoint. Returns the checkpoint folder used.
 std::string export_checkpoint(const Config& config, const std::string& checkpoint,
-                              const std::string& format, const std::string& out);
+                              const std::string& format, const std::string& out,
+                              const std::string& weights = "validated");
 
 }  // namespace unitrain

@@ -17,6 +17,7 @@
 #include "unitrain/precision/precision_support.h"
 #include "unitrain/parallel/dist_env.h"
 #include "unitrain/engine/callback_registry.h"
+#include "unitrain/engine/checkpoint_entries.h"
 #include "unitrain/engine/periods.h"
 #include "unitrain/engine/run_config.h"
 #include "unitrain/engine/run_dir_lock.h"
@@ -48,6 +49,14 @@ Trainer::~Trainer() = default;
 
 void Trainer::add_callback(std::shared_ptr<Callback> callback) {
   callbacks_.add(std::move(callback));
+}
+
+std::string Trainer::load_validated_weights(TrainModule& module, const std::string& dir) {
+  const CheckpointEntries entries = read_callback_entries(dir);
+  for (const auto& c : callbacks_.all()) {
+    if (c->on_load_validated_weights(*this, module.weights(), entries)) return c->name();
+  }
+  return "";
 }
 
 void Trainer::add_checkpoint_entry(std::shared_ptr<CheckpointEntry> entry) {

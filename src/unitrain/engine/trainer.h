@@ -79,6 +79,10 @@ class Trainer {
   /// One pass of validation_step (or test_step) over `data`; metrics keyed `<prefix>/<name>`.
   MetricMap evaluate(TrainModule& module, DatasetPtr data, EvalSplit split,
                      const std::string& prefix);
+  /// The weights validation used, from checkpoint folder `dir` (whose model.pt `module` holds):
+  /// a callback that validates with weights of its own (ema) puts them in. Returns the name of
+  /// the callback that did, or "" (the trained weights are the validated ones).
+  std::string load_validated_weights(TrainModule& module, const std::string& dir);
   /// Evaluates `data` as the test split after fit(): metrics `test/<name>`, logged to the
   /// run's trackers (console, metrics.jsonl/csv) at the run's last step and written to
   /// run_dir/results/test.json and results/summary.json (rank 0).

@@ -100,6 +100,25 @@ void Ema::on_load_checkpoint(Trainer& trainer, const CheckpointEntries& entries)
   }
 }
 
+bool Ema::on_load_validated_weights(Trainer&, torch::nn::Module& weights,
+                                    const CheckpointEntries& entries) {
+  auto it = entries.find(kEmaEntry);
+  if (!options_.evaluate || it == entries.end()) return false;
+  const NamedTensors saved =
+      load_tensor_dict(std::vector<char>(it->second.begin(), it->second.end()), kEmaEntry);
+  auto params = weights.named_parameters();
+  UT_CHECK_TRAIN(saved.size() == params.size(), "the checkpoint's ", kEmaEntry, " holds ",
+                 saved.size(), " tensors; the model has ", params.size(), " parameters");
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, average] : saved) {
+    torch::Tensor* p = params.find(name);
+    UT_CHECK_TRAIN(p != nullptr && p->sizes() == average.sizes(), "the checkpoint's ", kEmaEntry,
+                   " does not match the model at parameter ", name);
+    p->copy_(average);
+  }
+  return true;
+}
+
 void register_ema_callback() {
   register_callback<Ema, EmaOptions>(
       "ema", "exponential moving average of the weights, used for validation, saved");

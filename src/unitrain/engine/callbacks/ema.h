@@ -33,6 +33,9 @@ class Ema : public Callback {
   void on_test_end(Trainer& trainer, const MetricMap&) override { swap_out(trainer); }
   void on_save_checkpoint(Trainer& trainer, CheckpointEntries& entries) override;
   void on_load_checkpoint(Trainer& trainer, const CheckpointEntries& entries) override;
+  /// With `evaluate`: the saved average into `weights`' parameters.
+  bool on_load_validated_weights(Trainer& trainer, torch::nn::Module& weights,
+                                 const CheckpointEntries& entries) override;
   void on_exception(Trainer& trainer, const std::exception& error) override { swap_out(trainer); }
 
   /// The averaged parameters, in the module's named_parameters() order.
