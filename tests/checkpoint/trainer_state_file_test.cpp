@@ -2,10 +2,10 @@
 #include "unitrain/checkpoint/trainer_state_file.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "test_util.h"
 
@@ -88,15 +88,17 @@ TEST(TrainerStateFile, BadFilesAreTrainErrorsNamingTheFile) {
   using test::error_of;
   EXPECT_TRUE(contains(error_of<TrainError>([] { TrainerStateFile::parse("{", "d/ts.json"); }),
                        "d/ts.json is not valid JSON"));
-  EXPECT_TRUE(contains(error_of<TrainError>([] { TrainerStateFile::parse(R"({"format": 9})", "d/ts.json"); }),
-                       "format version 9; this unitrain reads version 1"));
+  EXPECT_TRUE(contains(
+      error_of<TrainError>([] { TrainerStateFile::parse(R"({"format": 9})", "d/ts.json"); }),
+      "format version 9; this unitrain reads version 1"));
   EXPECT_TRUE(contains(error_of<TrainError>([] {
-                         TrainerStateFile::parse(R"({"format": 1, "state": {"step": "x"}})", "d/ts.json");
+                         TrainerStateFile::parse(R"({"format": 1, "state": {"step": "x"}})",
+                                                 "d/ts.json");
                        }),
                        "d/ts.json: "));
   EXPECT_TRUE(contains(error_of<TrainError>([] {
-                         TrainerStateFile::parse(R"({"format": 1, "loop": {"train_sums": {"a": [1]}}})",
-                                                 "d/ts.json");
+                         TrainerStateFile::parse(
+                             R"({"format": 1, "loop": {"train_sums": {"a": [1]}}})", "d/ts.json");
                        }),
                        "loop.train_sums.a must be [weighted, weight, exp_of_mean]"));
 }

@@ -60,9 +60,10 @@ TEST(CheckpointEntries, ModelOptimizerGradientsAndGeneratorsRoundTrip) {
   auto grads = gradients_entry(m, counters);
   auto rng = rng_entry(nullptr);
   TrainerStateFile state;
-  const std::string dir = save_entries({model.get(), optimizer.get(), grads.get(), rng.get()}, state);
-  EXPECT_EQ(file_names(dir), (std::vector<std::string>{"grads.pt", "model.pt", "optimizer.pt",
-                                                      "rng-rank-0.pt"}));
+  const std::string dir =
+      save_entries({model.get(), optimizer.get(), grads.get(), rng.get()}, state);
+  EXPECT_EQ(file_names(dir),
+            (std::vector<std::string>{"grads.pt", "model.pt", "optimizer.pt", "rng-rank-0.pt"}));
   const torch::Tensor weight = m.fc->weight.clone(), grad = m.fc->weight.grad().clone();
   const torch::Tensor next_draw = torch::rand({3});
 
@@ -108,8 +109,12 @@ TEST(CheckpointEntries, OnlyTheWritingRankProducesFiles) {
 /// A callback with state of its own.
 struct Counter : Callback {
   int seen = 0;
-  void on_save_checkpoint(Trainer&, CheckpointEntries& e) override { e["counter"] = std::to_string(seen); }
-  void on_load_checkpoint(Trainer&, const CheckpointEntries& e) override { seen = std::stoi(e.at("counter")); }
+  void on_save_checkpoint(Trainer&, CheckpointEntries& e) override {
+    e["counter"] = std::to_string(seen);
+  }
+  void on_load_checkpoint(Trainer&, const CheckpointEntries& e) override {
+    seen = std::stoi(e.at("counter"));
+  }
 };
 
 TEST(CheckpointEntries, CallbacksAndTheScheduleRoundTrip) {
@@ -150,9 +155,10 @@ TEST(CheckpointEntries, AMissingOptimizerStateIsNamed) {
   torch::optim::SGD opt(m.parameters(), torch::optim::SGDOptions(0.1));
   TrainerStateFile state;
   const std::string dir = save_entries({}, state);
-  EXPECT_TRUE(test::contains(
-      test::error_of<TrainError>([&] { optimizer_entry(opt, nullptr, nullptr, "")->restore({dir, state, 0}); }),
-      "holds no optimizer state (optimizer.pt or optimizer-rank-0.pt)"));
+  EXPECT_TRUE(test::contains(test::error_of<TrainError>([&] {
+                               optimizer_entry(opt, nullptr, nullptr, "")->restore({dir, state, 0});
+                             }),
+                             "holds no optimizer state (optimizer.pt or optimizer-rank-0.pt)"));
 }
 
 }  // namespace

@@ -17,7 +17,9 @@ namespace {
 /// Records the hooks the step runner calls, in order.
 struct PhaseRecorder : Callback {
   std::vector<std::string> seen;
-  void on_before_backward(Trainer&, const torch::Tensor&) override { seen.push_back("before_backward"); }
+  void on_before_backward(Trainer&, const torch::Tensor&) override {
+    seen.push_back("before_backward");
+  }
   void on_after_backward(Trainer&) override { seen.push_back("after_backward"); }
   void on_before_gradient_sync(Trainer&) override { seen.push_back("before_sync"); }
   void on_after_gradient_sync(Trainer&) override { seen.push_back("after_sync"); }
@@ -29,7 +31,9 @@ struct PhaseRecorder : Callback {
   void on_after_optimizer_step(Trainer&, bool) override { seen.push_back("after_step"); }
   void on_before_zero_grad(Trainer&) override { seen.push_back("before_zero_grad"); }
   void on_after_zero_grad(Trainer&) override { seen.push_back("after_zero_grad"); }
-  void on_nonfinite(Trainer&, const NonFinite& n) override { seen.push_back("nonfinite " + n.what); }
+  void on_nonfinite(Trainer&, const NonFinite& n) override {
+    seen.push_back("nonfinite " + n.what);
+  }
 };
 
 /// A step runner over the regression module with SGD, fp32, one process.
@@ -84,7 +88,8 @@ TEST(StepRunner, TwoMicroBatchesMakeTheUpdateOfOneBatchOfBoth) {
   whole.module.fc->weight.copy_(accumulated.module.fc->weight);
   whole.module.fc->bias.copy_(accumulated.module.fc->bias);
   const Batch a = batch_of(8, 1), b = batch_of(8, 2);
-  const Batch both{{"x", torch::cat({a.at("x"), b.at("x")})}, {"y", torch::cat({a.at("y"), b.at("y")})}};
+  const Batch both{{"x", torch::cat({a.at("x"), b.at("x")})},
+                   {"y", torch::cat({a.at("y"), b.at("y")})}};
   {
     torch::AutoGradMode grad(true);
     accumulated.window({a, b}, 1);
@@ -103,8 +108,9 @@ TEST(StepRunner, ANonFiniteLossSkipsTheUpdateOrStopsNamingTheStep) {
   EXPECT_TRUE(torch::equal(skip.module.fc->weight, before));
   EXPECT_NE(std::find(skip.recorder->seen.begin(), skip.recorder->seen.end(), "nonfinite loss"),
             skip.recorder->seen.end());
-  EXPECT_NE(std::find(skip.recorder->seen.begin(), skip.recorder->seen.end(), "before_step(skipped)"),
-            skip.recorder->seen.end());
+  EXPECT_NE(
+      std::find(skip.recorder->seen.begin(), skip.recorder->seen.end(), "before_step(skipped)"),
+      skip.recorder->seen.end());
 
   RunnerRig stop(OnNonFinite::Stop);
   stop.module.poison_at = 1;

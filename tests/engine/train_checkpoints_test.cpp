@@ -21,12 +21,14 @@ namespace {
 
 Config window_config(const std::string& run_dir, const std::string& checkpoint) {
   return Config::from_string(
-      "run_dir: " + run_dir + "\n"
+      "run_dir: " + run_dir +
+      "\n"
       "optimizer: {type: adam, lr: 0.01}\n"
       "data: {loader: {batch_size: 8, workers: 0, shuffle: true}}\n"
       "log: {trackers: [jsonl]}\n"
       "train: {max_length: 3 epochs, accumulation_steps: 2, log_every: 3 steps}\n"
-      "checkpoint: " + checkpoint + "\n");
+      "checkpoint: " +
+      checkpoint + "\n");
 }
 
 /// Calls `act` once, after the micro-batch that leaves the run at `samples` samples.
@@ -62,7 +64,8 @@ TEST(TrainCheckpoints, APauseInsideAWindowResumesBitForBit) {
   const Config config = window_config(dir, "{every: null}");
   FitResult paused;
   // 3 micro-batches of 8: the second window is half done.
-  train(config, &paused, std::make_shared<AtSamples>(24, [](Trainer& t) { t.request_pause("test"); }));
+  train(config, &paused,
+        std::make_shared<AtSamples>(24, [](Trainer& t) { t.request_pause("test"); }));
   EXPECT_EQ(paused.paused, "test");
   EXPECT_EQ(paused.state.step, 1);
   EXPECT_EQ(paused.state.micro_in_window, 1);

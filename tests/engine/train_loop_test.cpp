@@ -14,14 +14,15 @@ namespace unitrain {
 namespace {
 
 Config schedule_config(const std::string& run_dir, const std::string& length) {
-  return Config::from_string(
-      "run_dir: " + run_dir + "\n"
-      "optimizer: {type: sgd, lr: 0.1}\n"
-      "scheduler: {type: cosine, args: {warmup: 2 steps}}\n"
-      "callbacks: [{type: lr_monitor}]\n"
-      "data: {loader: {batch_size: 8, workers: 0, shuffle: false}}\n"
-      "log: {trackers: [jsonl]}\n"
-      "train: {max_length: " + length + ", log_every: 1 step}\n");
+  return Config::from_string("run_dir: " + run_dir +
+                             "\n"
+                             "optimizer: {type: sgd, lr: 0.1}\n"
+                             "scheduler: {type: cosine, args: {warmup: 2 steps}}\n"
+                             "callbacks: [{type: lr_monitor}]\n"
+                             "data: {loader: {batch_size: 8, workers: 0, shuffle: false}}\n"
+                             "log: {trackers: [jsonl]}\n"
+                             "train: {max_length: " +
+                             length + ", log_every: 1 step}\n");
 }
 
 void fit_regression(const Config& config) {
@@ -45,7 +46,7 @@ TEST(TrainLoop, TrainLrIsTheLrTheLoggedStepUsedAsLrMonitorSays) {
   fit_regression(schedule_config(dir, "2 epochs"));
   const auto events = train_events(dir);
   ASSERT_EQ(events.size(), 8u);
-  EXPECT_EQ(events[0]["train/lr"].get<double>(), 0.0);   // warmup: step 1 trains with 0 / 2
+  EXPECT_EQ(events[0]["train/lr"].get<double>(), 0.0);          // warmup: step 1 trains with 0 / 2
   EXPECT_DOUBLE_EQ(events[1]["train/lr"].get<double>(), 0.05);  // step 2 with 1 / 2
   for (const auto& e : events) {
     EXPECT_EQ(e["train/lr"].get<double>(), e["train/lr-group0"].get<double>()) << e.dump();
@@ -96,7 +97,8 @@ std::string failure_of(const std::string& where) {
 
 TEST(TrainLoop, ErrorsFromTheModulesOwnCodeNameTheMethodAndStepWithoutABacktrace) {
   const std::string train = failure_of("training_step");
-  EXPECT_TRUE(test::contains(train, "the module's training_step at step 3 failed: my bug")) << train;
+  EXPECT_TRUE(test::contains(train, "the module's training_step at step 3 failed: my bug"))
+      << train;
   const std::string back = failure_of("backward");
   EXPECT_TRUE(test::contains(back, "the backward of the loss training_step returned at step 1"))
       << back;

@@ -65,12 +65,9 @@ Json loop_of(const TrainerStateFile& f) {
   for (const auto& [name, sum] : f.train_sums) {
     sums[name] = {number(sum.weighted), number(sum.weight), sum.exp_of_mean};
   }
-  return {{"log_events", f.log_events},
-          {"last_val_step", f.last_val_step},
-          {"elapsed", f.elapsed},
-          {"best_checkpoint_value", number(f.best_value)},
-          {"window_bad", f.window_bad},
-          {"train_sums", sums}};
+  return {{"log_events", f.log_events}, {"last_val_step", f.last_val_step},
+          {"elapsed", f.elapsed},       {"best_checkpoint_value", number(f.best_value)},
+          {"window_bad", f.window_bad}, {"train_sums", sums}};
 }
 
 void read_loop(const Json& lp, TrainerStateFile& f, const std::string& where) {

@@ -31,11 +31,11 @@ struct TrainerStateFile {
   /// The last metrics logged, so that a finished run describes itself when resumed.
   std::map<std::string, double> last_train, last_val;
   // The loop's own state.
-  int64_t log_events = 0;     ///< events in metrics.jsonl when it was saved
-  int64_t last_val_step = -1; ///< the step of the last validation pass
-  double elapsed = 0;         ///< seconds of training so far
+  int64_t log_events = 0;      ///< events in metrics.jsonl when it was saved
+  int64_t last_val_step = -1;  ///< the step of the last validation pass
+  double elapsed = 0;          ///< seconds of training so far
   double best_value = std::numeric_limits<double>::quiet_NaN();  ///< checkpoint.best.metric's
-  bool window_bad = false;    ///< a non-finite loss earlier in the open window (skip mode)
+  bool window_bad = false;  ///< a non-finite loss earlier in the open window (skip mode)
   std::map<std::string, SavedSum> train_sums;  ///< the training metrics not yet logged
   std::map<std::string, double> scheduler;     ///< the schedule's own state
 

@@ -77,8 +77,8 @@ std::vector<CheckpointFile> write_optimizer_partitions(ProcessGroup& group,
                                                        const std::string& root, int64_t step) {
   std::string mine;
   if (group.rank() != 0) {
-    const std::string path = fmt::format("{}/.partial-optimizer-step-{}-rank-{}-{}.pt", root,
-                                         step, group.rank(), CheckpointStore::writer_tag());
+    const std::string path = fmt::format("{}/.partial-optimizer-step-{}-rank-{}-{}.pt", root, step,
+                                         group.rank(), CheckpointStore::writer_tag());
     try {
       std::error_code ec;
       std::filesystem::create_directories(root, ec);
@@ -93,8 +93,10 @@ std::vector<CheckpointFile> write_optimizer_partitions(ProcessGroup& group,
   std::vector<CheckpointFile> out;
   for (int r = 1; r < group.world_size(); ++r) {
     const std::string& said = all[static_cast<size_t>(r)];
-    UT_CHECK_TRAIN(said.empty() || said[0] != '!', "rank ", r, " could not write its optimizer "
-                   "partition for the checkpoint of step ", step, ": ", said.substr(1));
+    UT_CHECK_TRAIN(said.empty() || said[0] != '!', "rank ", r,
+                   " could not write its optimizer "
+                   "partition for the checkpoint of step ",
+                   step, ": ", said.substr(1));
     std::istringstream in(said);
     CheckpointFile f;
     f.name = files::optimizer_partition(r);
@@ -121,7 +123,8 @@ class OptimizerEntry : public CheckpointEntry {
       partitions = write_optimizer_partitions(*group_, optimizer_, root_, out.state.state.step);
     }
     if (!out.writes) return;
-    out.files.push_back({sharding_ ? files::optimizer_partition(0) : files::kOptimizer, {},
+    out.files.push_back({sharding_ ? files::optimizer_partition(0) : files::kOptimizer,
+                         {},
                          optimizer_state_snapshot(optimizer_, out.async, out.buffers)});
     for (CheckpointFile& f : partitions) out.files.push_back(std::move(f));
   }
@@ -138,8 +141,8 @@ class OptimizerEntry : public CheckpointEntry {
         found.push_back({in.read(name), in.path(name)});
       }
     }
-    UT_CHECK_TRAIN(!found.empty(), in.dir, " holds no optimizer state (", files::kOptimizer,
-                   " or ", files::optimizer_partition(0), ")");
+    UT_CHECK_TRAIN(!found.empty(), in.dir, " holds no optimizer state (", files::kOptimizer, " or ",
+                   files::optimizer_partition(0), ")");
     load_optimizer_state(optimizer_, found);
     if (sharding_) sharding_->drop_foreign_state();
   }
@@ -172,9 +175,10 @@ class RngEntry : public CheckpointEntry {
       load_rng_state(load_tensor_dict(in.read(name), in.path(name)), in.path(name));
       return;
     }
-    log::info(fmt::format("{} has no generator state of rank {} (it was written by {} "
-                          "process(es)): rank {} keeps its generator seeded with seed + rank",
-                          in.dir, in.rank, in.state.world_size, in.rank));
+    log::info(
+        fmt::format("{} has no generator state of rank {} (it was written by {} "
+                    "process(es)): rank {} keeps its generator seeded with seed + rank",
+                    in.dir, in.rank, in.state.world_size, in.rank));
   }
 
  private:
@@ -220,8 +224,10 @@ class LossScalerEntry : public CheckpointEntry {
       const std::vector<char> b = in.read(files::kLossScaler);
       scaler->load_state_json(std::string(b.begin(), b.end()), in.path(files::kLossScaler));
     } else {
-      log::info(fmt::format("{} has no loss scaler state (saved with another train.precision): "
-                            "the loss scale starts at {}", in.dir, scaler->scale()));
+      log::info(
+          fmt::format("{} has no loss scaler state (saved with another train.precision): "
+                      "the loss scale starts at {}",
+                      in.dir, scaler->scale()));
     }
   }
 
@@ -238,8 +244,10 @@ class CallbacksEntry : public CheckpointEntry {
     CheckpointEntries extra;
     callbacks_.call("on_save_checkpoint", &Callback::on_save_checkpoint, extra);
     for (const auto& [name, bytes] : extra) {
-      UT_CHECK_TRAIN(!name.empty() && name.find('/') == std::string::npos, "a callback's "
-                     "checkpoint entry name must be a plain file name, got '", name, "'");
+      UT_CHECK_TRAIN(!name.empty() && name.find('/') == std::string::npos,
+                     "a callback's "
+                     "checkpoint entry name must be a plain file name, got '",
+                     name, "'");
       out.add(files::kCallbackPrefix + name, bytes);
     }
   }

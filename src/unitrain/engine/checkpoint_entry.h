@@ -28,9 +28,9 @@ struct CheckpointWrite {
 
 /// The checkpoint a run resumes from, as the entries read it.
 struct CheckpointRead {
-  std::string dir;               ///< the checkpoint folder
-  const TrainerStateFile& state; ///< its trainer_state.json, read once
-  int rank = 0;                  ///< this process's rank in the resumed run
+  std::string dir;                ///< the checkpoint folder
+  const TrainerStateFile& state;  ///< its trainer_state.json, read once
+  int rank = 0;                   ///< this process's rank in the resumed run
 
   bool has(const std::string& name) const;
   /// The file's bytes (size and CRC checked against the manifest).

@@ -1,5 +1,7 @@
 #include "unitrain/engine/lr_controller.h"
 
+#include <fmt/format.h>
+
 #include "unitrain/optim/optimizer.h"
 
 namespace unitrain {
@@ -17,5 +19,27 @@ void LrController::follow(const TrainState& state) {
 }
 
 double LrController::lr(size_t group) const { return get_lr(optimizer_, group); }
+
+std::string LrController::resume_note(const std::vector<ConfigChange>& changes,
+                                      const std::map<std::string, double>& last_train,
+                                      int64_t next_step) const {
+  std::vector<std::string> keys;
+  for (const ConfigChange& c : changes) {
+    if (c.key == "train.max_length" || c.key.rfind("scheduler", 0) == 0 ||
+        c.key == "optimizer.lr") {
+      keys.push_back(c.key);
+    }
+  }
+  if (keys.empty() || !scheduler_) return "";
+  const auto was = last_train.find("train/lr");
+  return fmt::format(
+      "lr schedule: {} changed since the checkpoint, and the schedule is a function of the run's "
+      "length and settings, so it is recomputed: step {} trains with lr {:.4g}{}. To continue "
+      "a decayed schedule unchanged, keep these settings (or start a new run with its own "
+      "schedule from these weights: model.init_from)",
+      fmt::join(keys, ", "), next_step, lr(),
+      was == last_train.end() ? ""
+                              : fmt::format(" (the checkpoint last logged lr {:.4g})", was->second));
+}
 
 }  // namespace unitrain

@@ -2,9 +2,12 @@
 // LrController: sets each parameter group's lr from its base lr and the schedule.
 #include <torch/optim/optimizer.h>
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "unitrain/core/train_state.h"
+#include "unitrain/engine/resume_config.h"
 #include "unitrain/optim/scheduler.h"
 
 namespace unitrain {
@@ -21,6 +24,12 @@ class LrController {
   bool per_epoch() const { return per_epoch_; }
   Scheduler* scheduler() const { return scheduler_.get(); }
   double lr(size_t group = 0) const;
+  /// A resume whose config changed the schedule's inputs (train.max_length, scheduler.*,
+  /// optimizer.lr in `changes`): the schedule is a function of them, recomputed, so the lr may
+  /// jump; the log line that says so (with `last_train`'s train/lr, the checkpoint's last), or
+  /// "" when nothing changed them or there is no schedule.
+  std::string resume_note(const std::vector<ConfigChange>& changes,
+                          const std::map<std::string, double>& last_train, int64_t next_step) const;
 
  private:
   torch::optim::Optimizer& optimizer_;

@@ -88,9 +88,9 @@ bool RunDecisions::act_on_signal_or_pause(bool checkpoints_on) {
   }
   if (pause() && outcome_paused_.empty() && outcome_signal_ == 0) {
     outcome_paused_ = pause_reason_.empty() ? "another rank asked to pause" : pause_reason_;
-    log::info(fmt::format("pausing ({}): {}; run the same command again to resume",
-                          outcome_paused_,
-                          checkpoints_on ? "saving a checkpoint" : "checkpoints are off, nothing to resume from"));
+    log::info(fmt::format(
+        "pausing ({}): {}; run the same command again to resume", outcome_paused_,
+        checkpoints_on ? "saving a checkpoint" : "checkpoints are off, nothing to resume from"));
     return true;
   }
   return false;

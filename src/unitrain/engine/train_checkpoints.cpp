@@ -39,8 +39,8 @@ ResumePoint read_resume_point(const std::string& dir, const Config& current) {
   return r;
 }
 
-CheckpointSetup CheckpointSetup::of(const RunSettings& s, const Config& config,
-                                    const RunPlan& plan, bool shared, bool has_callbacks) {
+CheckpointSetup CheckpointSetup::of(const RunSettings& s, const Config& config, const RunPlan& plan,
+                                    bool shared, bool has_callbacks) {
   CheckpointSetup c;
   c.options = s.checkpoint;
   c.root = s.run_dir + "/checkpoints";
@@ -59,8 +59,12 @@ CheckpointSetup CheckpointSetup::of(const RunSettings& s, const Config& config,
 TrainCheckpoints::TrainCheckpoints(CheckpointSetup setup, const TrainState& counters,
                                    const RunLogger& logger, RunDecisions& decisions,
                                    Profiler* profiler)
-    : setup_(std::move(setup)), counters_(counters), logger_(logger), decisions_(decisions),
-      profiler_(profiler), best_value_(std::numeric_limits<double>::quiet_NaN()) {
+    : setup_(std::move(setup)),
+      counters_(counters),
+      logger_(logger),
+      decisions_(decisions),
+      profiler_(profiler),
+      best_value_(std::numeric_limits<double>::quiet_NaN()) {
   if (setup_.writes) {
     checkpointer_ = std::make_unique<Checkpointer>(setup_.options, setup_.root);
     checkpointer_->clean_partial();  // folders of saves that a crash or SIGKILL interrupted
@@ -199,9 +203,9 @@ void TrainCheckpoints::restore(const ResumePoint& resume, TrainState& counters,
   for (CheckpointEntry* e : entries_) e->restore(in);
   saved_ = here();
   last_checkpoint_ = dir;
-  log::info(fmt::format("resumed from {}: epoch {}, step {}, batch {} of the epoch, {} samples seen",
-                        dir, counters.epoch, counters.step, counters.batch_in_epoch,
-                        counters.samples));
+  log::info(
+      fmt::format("resumed from {}: epoch {}, step {}, batch {} of the epoch, {} samples seen", dir,
+                  counters.epoch, counters.step, counters.batch_in_epoch, counters.samples));
 }
 
 void TrainCheckpoints::fence() {
@@ -213,9 +217,10 @@ void TrainCheckpoints::finish() {
   if (!checkpointer_) return;
   checkpointer_->wait();
   blocking_seconds_ += checkpointer_->snapshot_wait_seconds();  // at the fence
-  log::file_only(fmt::format("checkpoints: {} saved; training waited {:.2f} s for them, writing "
-                             "took {:.2f} s", checkpointer_->saves(), blocking_seconds_,
-                             checkpointer_->write_seconds()));
+  log::file_only(
+      fmt::format("checkpoints: {} saved; training waited {:.2f} s for them, writing "
+                  "took {:.2f} s",
+                  checkpointer_->saves(), blocking_seconds_, checkpointer_->write_seconds()));
 }
 
 }  // namespace unitrain

@@ -25,8 +25,8 @@ struct RunSettings;
 /// What must be known of a checkpoint to resume from before the loop is built, read (and
 /// checked against this run's config) before the run folder is touched.
 struct ResumePoint {
-  std::string dir;         ///< "" = a fresh start
-  TrainerStateFile file;   ///< its trainer_state.json
+  std::string dir;                           ///< "" = a fresh start
+  TrainerStateFile file;                     ///< its trainer_state.json
   std::vector<ConfigChange> config_changes;  ///< since it was saved
 };
 
@@ -37,12 +37,12 @@ ResumePoint read_resume_point(const std::string& dir, const Config& current);
 /// How a run's checkpoints are laid out and written.
 struct CheckpointSetup {
   CheckpointOptions options;
-  std::string root;         ///< run_dir/checkpoints
-  bool on = false;          ///< checkpoint.enabled, outside train.test_mode
-  bool writes = false;      ///< on, and this process writes them (rank 0)
-  bool shared = false;      ///< data-parallel: saves wait for a window's end
+  std::string root;            ///< run_dir/checkpoints
+  bool on = false;             ///< checkpoint.enabled, outside train.test_mode
+  bool writes = false;         ///< on, and this process writes them (rank 0)
+  bool shared = false;         ///< data-parallel: saves wait for a window's end
   bool has_callbacks = false;  ///< callbacks may change parameters outside optimizer steps
-  std::string config_text;  ///< the run's resolved config (config.yaml, its hash)
+  std::string config_text;     ///< the run's resolved config (config.yaml, its hash)
   int64_t world = 1, batch_size = 1, accumulation = 1, zero = 0;  ///< the run's layout
 
   /// The setup of a run with these settings, config and plan; `shared`: data-parallel.
@@ -104,11 +104,11 @@ class TrainCheckpoints {
   Profiler* profiler_;
   std::vector<CheckpointEntryPtr> owned_;
   std::vector<CheckpointEntry*> entries_;
-  std::unique_ptr<Checkpointer> checkpointer_;     ///< rank 0's
+  std::unique_ptr<Checkpointer> checkpointer_;         ///< rank 0's
   std::shared_ptr<SnapshotBuffers> snapshot_buffers_;  ///< reused by async saves
-  double best_value_;           ///< checkpoint.best.metric's best value (NaN: none yet)
-  bool want_best_save_ = false; ///< validation just improved the best metric
-  bool save_pending_ = false;   ///< data-parallel: a save due inside a window, at its end
+  double best_value_;            ///< checkpoint.best.metric's best value (NaN: none yet)
+  bool want_best_save_ = false;  ///< validation just improved the best metric
+  bool save_pending_ = false;    ///< data-parallel: a save due inside a window, at its end
   SavePoint saved_;
   std::string last_checkpoint_;
   double blocking_seconds_ = 0;

@@ -2,10 +2,10 @@
 // logging, validation and the loop's own checkpoint entry.
 #include "unitrain/engine/train_loop.h"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <cmath>
-#include <fmt/format.h>
 
 #include "unitrain/core/error.h"
 #include "unitrain/engine/checkpoint_entries.h"
@@ -46,10 +46,16 @@ RunInfo rank_run_info(const Config& config, const LogOptions& log, const std::st
 }  // namespace
 
 TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const ResumePoint& resume)
-    : settings_(in.settings), config_(in.config), hooks_(in.callbacks), state_(in.counters),
-      decisions_(in.decisions), precision_(in.precision), module_(in.module),
+    : settings_(in.settings),
+      config_(in.config),
+      callbacks_(in.callbacks),
+      state_(in.counters),
+      decisions_(in.decisions),
+      precision_(in.precision),
+      module_(in.module),
       extra_entries_(in.extra_entries),
-      group_(std::move(in.group)), threads_(std::move(in.threads)),
+      group_(std::move(in.group)),
+      threads_(std::move(in.threads)),
       periods_(settings_.train.log_every, settings_.train.val_every, settings_.checkpoint.every),
       train_loader_(std::move(train), settings_.loader, settings_.seed, "data.train"),
       logger_(rank_log_options(settings_.log, group_ ? group_->rank() : 0),
@@ -58,7 +64,8 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
   const int rank = group_ ? group_->rank() : 0;
   const int world = group_ ? group_->world_size() : 1;
   if (val) {
-    val_loader_ = std::make_unique<Loader>(std::move(val), settings_.loader.in_order(), 0, "data.val");
+    val_loader_ =
+        std::make_unique<Loader>(std::move(val), settings_.loader.in_order(), 0, "data.val");
   }
   if (group_) {
     // Each rank reads its shard: training padded to equal lengths (every rank takes the same
@@ -79,17 +86,18 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
   plan_ = RunPlan::make(settings_.train, train_loader_, rank, world);
   if (settings_.profile.enabled) profiler_ = std::make_unique<Profiler>(settings_.profile, rank);
   checkpoints_ = std::make_unique<TrainCheckpoints>(
-      CheckpointSetup::of(settings_, config_, plan_, group_ != nullptr, !hooks_.empty()), state_,
-      logger_, decisions_, profiler_.get());
+      CheckpointSetup::of(settings_, config_, plan_, group_ != nullptr, !callbacks_.empty()),
+      state_, logger_, decisions_, profiler_.get());
 }
 
 TrainLoop::~TrainLoop() = default;
 
 void TrainLoop::start(torch::optim::Optimizer& optimizer, SchedulerPtr schedule) {
-  lr_ = std::make_unique<LrController>(optimizer, std::move(schedule), settings_.schedule_per_epoch);
+  lr_ =
+      std::make_unique<LrController>(optimizer, std::move(schedule), settings_.schedule_per_epoch);
   lr_->follow(state_);
-  steps_ = std::make_unique<StepRunner>(module_, optimizer, settings_.train, *sync_, hooks_,
-                                        precision_, profiler_.get());
+  step_runner_ = std::make_unique<StepRunner>(module_, optimizer, settings_.train, *sync_,
+                                              callbacks_, precision_, profiler_.get());
   // After the runner: bf16-true's precision has put the float32 masters into the groups.
   if (group_ && settings_.distributed.zero == 1) {
     sharding_ = std::make_unique<OptimizerSharding>(group_, optimizer);
@@ -97,18 +105,20 @@ void TrainLoop::start(torch::optim::Optimizer& optimizer, SchedulerPtr schedule)
     sharding_ = std::make_unique<OptimizerSharding>(
         group_, optimizer, module_.weights().parameters(), gradient_owners_);
   }
-  if (sharding_) steps_->shard(sharding_.get());
-  if (steps_->defers_reads()) train_sums_ = MetricAccumulator(MetricAccumulator::Reads::Deferred);
+  if (sharding_) step_runner_->shard(sharding_.get());
+  if (step_runner_->defers_reads())
+    train_sums_ = MetricAccumulator(MetricAccumulator::Reads::Deferred);
   periods_.start_at(state_);
   step_lr_ = lr_->lr();
   // What a checkpoint holds, in the order it saves and restores.
   TrainCheckpoints& c = *checkpoints_;
   c.add(static_cast<CheckpointEntry&>(*this));
   c.add(model_entry(module_, precision_));
-  c.add(optimizer_entry(optimizer, group_.get(), sharding_.get(), settings_.run_dir + "/checkpoints"));
+  c.add(optimizer_entry(optimizer, group_.get(), sharding_.get(),
+                        settings_.run_dir + "/checkpoints"));
   c.add(gradients_entry(module_, state_));
   c.add(schedule_entry(*lr_, state_));
-  c.add(callbacks_entry(hooks_));
+  c.add(callbacks_entry(callbacks_));
   c.add(loss_scaler_entry(precision_));
   c.add(rng_entry(group_.get()));
   for (const auto& e : extra_entries_) c.add(*e);  // Trainer::add_checkpoint_entry's
@@ -117,37 +127,23 @@ void TrainLoop::start(torch::optim::Optimizer& optimizer, SchedulerPtr schedule)
 void TrainLoop::restore(const ResumePoint& resume) {
   checkpoints_->restore(resume, state_, plan_.batches_per_epoch, plan_.rank);
   step_lr_ = lr_->lr();
-  explain_schedule_change(resume);
+  const std::string note =
+      lr_->resume_note(resume.config_changes, resume.file.last_train, state_.step + 1);
+  if (!note.empty()) log::info(note);
 }
 
-void TrainLoop::explain_schedule_change(const ResumePoint& resume) const {
-  std::vector<std::string> keys;
-  for (const ConfigChange& c : resume.config_changes) {
-    if (c.key == "train.max_length" || c.key.rfind("scheduler", 0) == 0 || c.key == "optimizer.lr") {
-      keys.push_back(c.key);
-    }
-  }
-  if (keys.empty() || !lr_->scheduler()) return;
-  const auto was = resume.file.last_train.find("train/lr");
-  log::info(fmt::format(
-      "lr schedule: {} changed since the checkpoint, and the schedule is a function of the run's "
-      "length and settings, so it is recomputed: step {} trains with lr {:.4g}{}. To continue "
-      "a decayed schedule unchanged, keep these settings (or start a new run with its own "
-      "schedule from these weights: model.init_from)", fmt::join(keys, ", "), state_.step + 1,
-      lr_->lr(),
-      was == resume.file.last_train.end() ? "" : fmt::format(" (the checkpoint last logged lr {:.4g})", was->second)));
-}
 
 void TrainLoop::save(CheckpointWrite& out) {
   // The running training sums, summed over ranks (a resumed rank 0 carries them for everyone).
   MetricAccumulator sums = train_sums_;
   if (group_) all_reduce_metrics(*group_, sums);
   TrainerStateFile& st = out.state;
-  for (const auto& [name, s] : sums.sums()) st.train_sums[name] = {s.weighted, s.weight, s.exp_of_mean};
+  for (const auto& [name, s] : sums.sums())
+    st.train_sums[name] = {s.weighted, s.weight, s.exp_of_mean};
   st.log_events = logger_.events();
   st.last_val_step = last_val_step_;
   st.elapsed = elapsed();
-  st.window_bad = steps_->window_bad();
+  st.window_bad = step_runner_->window_bad();
   st.last_train = last_train_;
   st.last_val = last_val_;
 }
@@ -157,7 +153,7 @@ void TrainLoop::restore(const CheckpointRead& in) {
   periods_.start_at(state_);
   last_val_step_ = st.last_val_step;
   time_offset_ = st.elapsed;
-  steps_->set_window_bad(st.window_bad);
+  step_runner_->set_window_bad(st.window_bad);
   train_sums_.clear();
   if (plan_.rank == 0) {  // saved summed over ranks: the others start from nothing
     for (const auto& [name, s] : st.train_sums) {
@@ -184,10 +180,10 @@ bool TrainLoop::finished() const {
 bool TrainLoop::announce() {
   log::info(fmt::format(
       "training: {} samples, {} batches/epoch of {}, accumulation {}, {} optimizer steps; "
-      "precision {}, threads {}, reader threads {}, BLAS {}", train_loader_.dataset_size(),
-      plan_.batches_per_epoch, plan_.batch_size, plan_.accumulation, plan_.total_steps,
-      precision_name(precision_.mode()), threads_->threads(), train_loader_.reader_threads(),
-      loaded_blas_library()));
+      "precision {}, threads {}, reader threads {}, BLAS {}",
+      train_loader_.dataset_size(), plan_.batches_per_epoch, plan_.batch_size, plan_.accumulation,
+      plan_.total_steps, precision_name(precision_.mode()), threads_->threads(),
+      train_loader_.reader_threads(), loaded_blas_library()));
   log::info(threads_->why());
   already_complete_ = length_reached();
   return already_complete_;
@@ -196,7 +192,7 @@ bool TrainLoop::announce() {
 std::optional<Batch> TrainLoop::next_batch() {
   if (!epoch_batches_) {
     epoch_batches_ = train_loader_.epoch(state_.epoch, state_.batch_in_epoch);
-    hooks_.call("on_epoch_start", &Callback::on_epoch_start);
+    callbacks_.call("on_epoch_start", &Callback::on_epoch_start);
   }
   // A step lasts from the fetch of its first micro-batch to that of the next step's.
   if (profiler_) profiler_->begin_step(state_.step + 1);
@@ -212,30 +208,31 @@ MicroStep TrainLoop::forward_backward(const Batch& batch) {
   // The loss is scaled by this micro-batch's share of the window and, across ranks, by
   // 1 / ranks, so the summed gradients are the average (DataParallelOptions::average).
   const double weight = double(batch.size()) / plan_.window_samples(b) / double(plan_.world);
-  hooks_.call("on_train_batch_start", &Callback::on_train_batch_start, batch);
-  return steps_->forward_backward(batch, weight, plan_.ends_window(b), decisions_.mine(),
-                                  state_.step + 1);
+  callbacks_.call("on_train_batch_start", &Callback::on_train_batch_start, batch);
+  return step_runner_->forward_backward(batch, weight, plan_.ends_window(b), decisions_.mine(),
+                                        state_.step + 1);
 }
 
 void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
   const int64_t n = batch.size();
   state_.batch_in_epoch++;
   state_.micro_in_window = m.window_end ? 0 : state_.micro_in_window + 1;
-  state_.samples += n * plan_.world;  // every rank read a batch of the same size
+  state_.samples += n * plan_.world;                // every rank read a batch of the same size
   train_sums_.add("loss", MetricValue(m.loss), n);  // read at log time when deferred
   train_sums_.add(m.metrics, n);
   if (!m.window_end) {
-    return hooks_.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
+    return callbacks_.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
   }
   state_.step++;
   if (m.skipped) state_.skipped_steps++;
   decisions_.step_ended(m.decision);  // what any rank decided holds for all
-  step_lr_ = lr_->lr();  // train/lr: what this step used (as lr_monitor's lr-group<i>)
+  step_lr_ = lr_->lr();               // train/lr: what this step used (as lr_monitor's lr-group<i>)
   if (!lr_->per_epoch()) lr_->follow(state_);
   if (auto changed = threads_->follow()) log::info(*changed);
-  hooks_.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
-  if (!hooks_.empty()) {  // (a host read of the loss each step: callbacks see it as a number)
-    hooks_.call("on_step_end", &Callback::on_step_end, MetricMap{{"train/loss", m.loss_value()}});
+  callbacks_.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
+  if (!callbacks_.empty()) {  // (a host read of the loss each step: callbacks see it as a number)
+    callbacks_.call("on_step_end", &Callback::on_step_end,
+                    MetricMap{{"train/loss", m.loss_value()}});
   }
   // `epoch` counts completed epochs everywhere: progress bar, log lines, metrics files. The
   // loss is read only when a bar is drawn (at most 10 times a second).
@@ -269,7 +266,7 @@ void TrainLoop::end_epoch() {
   state_.epoch++;
   state_.batch_in_epoch = 0;
   if (lr_->per_epoch()) lr_->follow(state_);
-  hooks_.call("on_epoch_end", &Callback::on_epoch_end);
+  callbacks_.call("on_epoch_end", &Callback::on_epoch_end);
   if (periods_.due(Periods::Log, state_)) log_train();
   if (periods_.due(Periods::Validate, state_)) validate();
   if (length_reached()) finish_logs();
@@ -314,9 +311,10 @@ void TrainLoop::add_train_mean(const std::string& name, double value) {
 void TrainLoop::write_profile() {
   const ProfileResult p = profiler_->finish();
   if (p.steps == 0) {
-    log::warn(fmt::format("profile: no step was recorded (the run took {} steps; profile.wait + "
-                          "profile.warmup is {})", state_.step,
-                          settings_.profile.wait + settings_.profile.warmup));
+    log::warn(
+        fmt::format("profile: no step was recorded (the run took {} steps; profile.wait + "
+                    "profile.warmup is {})",
+                    state_.step, settings_.profile.wait + settings_.profile.warmup));
     return;
   }
   log::info(p.table);
@@ -350,19 +348,20 @@ void TrainLoop::log_train() {
   if (const LossScaler* scaler = precision_.scaler()) m["train/loss_scale"] = scaler->scale();
   if (state_.skipped_steps > 0) m["train/skipped_steps"] = double(state_.skipped_steps);
   train_sums_.clear();
-  hooks_.call("on_before_log", &Callback::on_before_log, m);
+  callbacks_.call("on_before_log", &Callback::on_before_log, m);
   logger_.log(event(m));
   last_train_ = m;
-  hooks_.call("on_log", &Callback::on_log, m);
+  callbacks_.call("on_log", &Callback::on_log, m);
 }
 
 void TrainLoop::validate() {
   if (!val_loader_ || last_val_step_ == state_.step) return;
   last_val_step_ = state_.step;
   Profiler::Range range(profiler_.get(), Phase::Validation);
-  hooks_.call("on_validation_start", &Callback::on_validation_start);
-  MetricAccumulator sums = evaluate_sums(module_, *val_loader_, EvalSplit::Val,
-                                         settings_.train.test_mode ? 1 : -1, &hooks_, &precision_);
+  callbacks_.call("on_validation_start", &Callback::on_validation_start);
+  MetricAccumulator sums =
+      evaluate_sums(module_, *val_loader_, EvalSplit::Val, settings_.train.test_mode ? 1 : -1,
+                    &callbacks_, &precision_);
   if (group_) all_reduce_metrics(*group_, sums);  // each rank read a disjoint shard
   MetricMap m;
   for (const auto& [name, value] : sums.result()) m["val/" + name] = value;
@@ -373,7 +372,7 @@ void TrainLoop::validate() {
     lr_->follow(state_);
   }
   checkpoints_->observe_validation(m);
-  hooks_.call("on_validation_end", &Callback::on_validation_end, m);
+  callbacks_.call("on_validation_end", &Callback::on_validation_end, m);
   // Data-parallel: a stop any rank's callbacks asked for in this pass stops every rank now.
   decisions_.agree_after_validation([this](bool mine) {
     std::vector<torch::Tensor> asked{torch::tensor(mine ? 1.0f : 0.0f)};

@@ -30,9 +30,9 @@ class RunDecisions;
 /// across fit() calls (callbacks, counters, decisions, precision) or built for this one.
 struct LoopInputs {
   const RunSettings& settings;
-  const Config& config;      ///< the resolved config (metrics files, checkpoints)
+  const Config& config;  ///< the resolved config (metrics files, checkpoints)
   CallbackList& callbacks;
-  TrainState& counters;      ///< what callbacks see as trainer.state()
+  TrainState& counters;  ///< what callbacks see as trainer.state()
   RunDecisions& decisions;
   Precision& precision;
   TrainModule& module;
@@ -64,7 +64,7 @@ class TrainLoop : private CheckpointEntry {
   /// Forward and backward of `batch`, weighted by its share of its window.
   MicroStep forward_backward(const Batch& batch);
   /// The phases of the window's end (gradient sync, clipping, the update).
-  StepRunner& steps() { return *steps_; }
+  StepRunner& step_runner() { return *step_runner_; }
   /// Waits for an async save's parameter copies: the optimizer may change parameters now.
   void fence_snapshot() { checkpoints_->fence(); }
   /// Counts the micro-batch (samples, running sums) and, at a window's end, the step: its
@@ -109,15 +109,12 @@ class TrainLoop : private CheckpointEntry {
   /// before its last checkpoint so that the checkpoint holds them.
   void finish_logs();
   void close_epoch_batches();
-  /// A resume whose config changed the schedule's inputs (its length, the schedule, the base
-  /// lr): the schedule is a function of them, recomputed, so the lr may jump; say so.
-  void explain_schedule_change(const ResumePoint& resume) const;
   /// The profile's table to the log, its files to run_dir/profile.
   void write_profile();
 
   const RunSettings& settings_;
   const Config& config_;
-  CallbackList& hooks_;
+  CallbackList& callbacks_;
   TrainState& state_;
   RunDecisions& decisions_;
   Precision& precision_;
@@ -131,7 +128,7 @@ class TrainLoop : private CheckpointEntry {
   std::unique_ptr<Loader> val_loader_;
   std::unique_ptr<EpochIterator> epoch_batches_;  ///< the running epoch's
   std::unique_ptr<GradientSync> sync_;
-  std::unique_ptr<StepRunner> steps_;
+  std::unique_ptr<StepRunner> step_runner_;
   std::unique_ptr<OptimizerSharding> sharding_;  ///< distributed.zero >= 1 with several ranks
   std::vector<int> gradient_owners_;  ///< distributed.zero: 2: each parameter's, by model order
   std::unique_ptr<LrController> lr_;
@@ -146,7 +143,7 @@ class TrainLoop : private CheckpointEntry {
   Clock::time_point start_time_ = Clock::now();
   double time_offset_ = 0;  ///< seconds of training before a resume
   int64_t last_val_step_ = -1;
-  double step_lr_ = 0;  ///< the lr the last optimizer step used (train/lr)
+  double step_lr_ = 0;              ///< the lr the last optimizer step used (train/lr)
   bool broadcast_buffers_ = false;  ///< rank 0's buffers to every rank at each window's start
 };
 

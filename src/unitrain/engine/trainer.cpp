@@ -101,20 +101,6 @@ SchedulerPtr Trainer::configure_scheduler(const ScheduleContext& context) {
   return scheduler_registry().create(settings_->scheduler, context);
 }
 
-MetricMap Trainer::evaluate(TrainModule& module, DatasetPtr data, EvalSplit split,
-                            const std::string& prefix) {
-  Loader loader(std::move(data), settings_->loader.in_order(), 0, prefix == "test" ? "data.test" : "data.val");
-  // After fit(), as it trained; otherwise (unitrain eval) the mixed modes' autocast, and
-  // float32 for bf16-true (its checkpoints hold the float32 master weights).
-  std::unique_ptr<Precision> mixed;
-  const PrecisionMode mode = options().precision;
-  if (!precision_ && (mode == PrecisionMode::Bf16Mixed || mode == PrecisionMode::Fp16Mixed)) {
-    mixed = std::make_unique<Precision>(mode, module.weights(), options().loss_scaler);
-  }
-  return unitrain::evaluate(module, loader, split, prefix, options().test_mode ? 1 : -1,
-                            precision_ ? precision_.get() : mixed.get());
-}
-
 namespace {
 
 std::string finished_how(const TrainState& s, const TrainUnit& length) {
@@ -212,39 +198,6 @@ void Trainer::write_summary(const TrainLoop& loop, const FitResult& r) const {
   s.resumed_from = r.resumed_from;
   s.world_size = loop.plan().world;
   write_run_summary(run_dir(), s);
-}
-
-MetricMap Trainer::test(TrainModule& module, DatasetPtr data) {
-  UT_CHECK(data != nullptr, "test() needs test data (data.test)");
-  const int64_t size = data->size();
-  MetricMap m;
-  module_ = &module;
-  try {
-    callbacks_.call("on_test_start", &Callback::on_test_start);
-    Loader loader(std::move(data), settings_->loader.in_order(), 0, "data.test");
-    const MetricAccumulator sums = evaluate_sums(module, loader, EvalSplit::Test,
-                                                 options().test_mode ? 1 : -1, &callbacks_,
-                                                 precision_.get());
-    for (const auto& [name, value] : sums.result()) m["test/" + name] = value;
-    callbacks_.call("on_test_end", &Callback::on_test_end, m);
-  } catch (const std::exception& e) {
-    module_ = nullptr;
-    callbacks_.on_exception(e);
-    throw;
-  }
-  module_ = nullptr;
-  if (rank_ != 0) return m;
-  if (!run_dir_ready_ || options().test_mode) {  // no run folder to write to: the console only
-    RunLogger(settings_->log, "").log({0, 0, 0, 0, m});
-    return m;
-  }
-  RunLogger logger(settings_->log, run_dir(), log_events_);
-  logger.log({state_.step, state_.epoch, state_.samples, seconds_, m});
-  logger.finish();
-  log_events_ = logger.events();
-  log::info("test results: " + write_test_results(run_dir(), m, state_.step, size,
-                                                  last_checkpoint_));
-  return m;
 }
 
 std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(const DistEnv& env,
@@ -366,10 +319,11 @@ void Trainer::train_until_finished(TrainLoop& loop) {
     MicroStep m = loop.forward_backward(*batch);               // forward, backward
     if (m.window_end) {
       const int64_t step = state_.step + 1;
-      loop.steps().sync_gradients(m, step);                    // gradient sync; ranks agree
-      loop.steps().clip_gradients(m, step);                    // clip
+      StepRunner& runner = loop.step_runner();
+      runner.sync_gradients(m, step);                          // gradient sync; ranks agree
+      runner.clip_gradients(m, step);                          // clip
       loop.fence_snapshot();
-      loop.steps().update(m, step);                            // optimizer step, zero grads
+      runner.update(m, step);                                  // optimizer step, zero grads
     }
     loop.advance(*batch, m);                                   // counters, decisions, schedule
     if (m.window_end) loop.log_and_validate();                 // log, validate
