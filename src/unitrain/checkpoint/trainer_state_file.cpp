@@ -60,6 +60,10 @@ std::map<std::string, double> numbers(const Json& o) {
   return m;
 }
 
+Json metrics_of(const TrainerStateFile& f) {
+  return {{"train", numbers(f.last_train)}, {"val", numbers(f.last_val)}};
+}
+
 Json loop_of(const TrainerStateFile& f) {
   Json sums = Json::object();
   for (const auto& [name, sum] : f.train_sums) {
@@ -96,16 +100,13 @@ std::string TrainerStateFile::to_json() const {
   j["accumulation"] = accumulation;  // another number of processes keeps (world_change.h)
   j["zero"] = zero;
   j["state"] = counters(state);
-  j["metrics"] = Json::parse(metrics_json());
+  j["metrics"] = metrics_of(*this);
   j["loop"] = loop_of(*this);
   j["scheduler"] = numbers(scheduler);
   return j.dump(1) + "\n";
 }
 
-std::string TrainerStateFile::metrics_json() const {
-  const Json j = {{"train", numbers(last_train)}, {"val", numbers(last_val)}};
-  return j.dump();
-}
+std::string TrainerStateFile::metrics_json() const { return metrics_of(*this).dump(); }
 
 TrainerStateFile TrainerStateFile::parse(const std::string& text, const std::string& where) {
   const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);

@@ -15,7 +15,7 @@ RunDecisions::RunDecisions(TrainState& counters)
 void RunDecisions::start(bool shared, bool reads_save_clock, double auto_min_seconds,
                          double auto_max_seconds) {
   shared_ = shared;
-  reads_clock_ = reads_save_clock && auto_max_seconds > 0;
+  reads_clock_ = reads_save_clock;
   auto_min_ = auto_min_seconds;
   auto_max_ = auto_max_seconds;
   stop_requested_ = agreed_pause_ = save_soon_ = save_now_ = false;

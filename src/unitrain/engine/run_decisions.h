@@ -29,8 +29,8 @@ class RunDecisions {
   explicit RunDecisions(TrainState& counters);
 
   /// Before a fit(): `shared` = data-parallel (decisions are agreed); `reads_save_clock` = this
-  /// process's clock counts for checkpoint.every: auto (rank 0), with those bounds in seconds
-  /// (auto_min <= 0 and auto_max <= 0: no auto saves). Forgets earlier requests.
+  /// process's clock counts for checkpoint.every: auto (rank 0), with its bounds in seconds.
+  /// Forgets earlier requests.
   void start(bool shared, bool reads_save_clock, double auto_min_seconds, double auto_max_seconds);
   /// Tests: where signals come from (default: StopSignalGuard::received).
   void set_signal_source(std::function<int()> source) { signal_source_ = std::move(source); }
