@@ -265,6 +265,36 @@ class Distributed(common.Case):
             for name in ns:
                 ip("netns", "del", name)  # removes the veth pair with it
 
+    def test_a_layer_left_out_of_most_steps_trains_as_in_one_process(self):
+        # `extra` takes part in every third step only; SGD with momentum moves a parameter that
+        # gets a zero gradient, and skips one that gets none (one process: none).
+        plugin = os.path.join(common.BUILD, "tests", "libunitrain_test_models.so")
+        words = ["--plugin", plugin, "--model", "{type: sometimes_used, args: {in: 64, out: 10}}",
+                 "--checkpoint.enabled", "true", "--checkpoint.every", "null"]
+        one_cfg, one_dir = self.config("one", batch=64, steps=8)
+        two_cfg, two_dir = self.config("two", batch=32, steps=8)
+        code, out = run(["train", one_cfg] + words)
+        self.assertEqual(code, 0, out)
+        self.assertNotIn("got no gradient", out)
+        code, out = run(["launch", "--nproc-per-node", "2", "--master-port", "29651", "--",
+                         "train", two_cfg] + words)
+        self.assertEqual(code, 0, out)
+        self.assertIn("data parallel: 2 parameter(s) got no gradient on any rank in a step: "
+                      "extra.weight, extra.bias", out)
+        self.assertIn("distributed.find_unused_parameters: true", out)
+        one = self.final_weights(one_dir, "--plugin", plugin)
+        two = self.final_weights(two_dir, "--plugin", plugin)
+        self.assert_close(one, two)
+        # 8 steps, `extra` in steps 1, 4 and 7: SGD skipped it in the others, so it ends where
+        # three updates take it (a 2-process run that gave it zeros would have moved it 5 more).
+        # Said to be expected: no warning, the same weights.
+        three_cfg, three_dir = self.config("three", batch=32, steps=8)
+        code, out = run(["launch", "--nproc-per-node", "2", "--master-port", "29652", "--",
+                         "train", three_cfg, "--distributed.find_unused_parameters", "true"] + words)
+        self.assertEqual(code, 0, out)
+        self.assertNotIn("got no gradient", out)
+        self.assert_close(one, self.final_weights(three_dir, "--plugin", plugin))
+
     def test_two_processes_match_one_process_with_twice_the_batch(self):
         self.check_same_as_one_process(accumulation=1)
 

@@ -153,9 +153,9 @@ void expect_same_gradients_as_one_process(double bucket_mb, int accumulation,
         continue;
       }
       if (!reference[i].defined()) {
-        // unused: no rank produced a gradient; without find_unused_parameters it counts as 0
-        ASSERT_TRUE(params[i].grad().defined());
-        EXPECT_EQ(params[i].grad().abs().sum().item<double>(), 0.0);
+        // unused: no rank produced a gradient, and none is given, as in one process (the
+        // optimizer skips it), without find_unused_parameters too
+        EXPECT_FALSE(params[i].grad().defined()) << "parameter " << i << " rank " << rank;
         continue;
       }
       EXPECT_TRUE(torch::allclose(params[i].grad(), reference[i], 1e-5, 1e-7))
@@ -222,6 +222,62 @@ TEST(DataParallel, FindUnusedParametersLeavesParametersNoRankUsedWithoutGradient
     sync.finish(net.parameters());
     EXPECT_FALSE(net.unused->weight.grad().defined()) << rank;
     EXPECT_TRUE(net.a->weight.grad().defined()) << rank;
+  });
+}
+
+TEST(DataParallel, AParameterUsedEarlierInTheWindowKeepsItsGradient) {
+  torch::manual_seed(5);
+  Data data;
+  run_ranks(2, [&](int rank, ProcessGroup& g) {
+    Net net;
+    broadcast_module(g, net);  // the same weights on both ranks
+    DataParallelOptions options;
+    options.bucket_mb = 0.0002;
+    DataParallelSync sync(std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}), net.parameters(),
+                          options);
+    // Micro-batch 1 of 2 uses `unused`; the window's last one does not.
+    sync.before_backward(false);
+    torch::nn::functional::cross_entropy(net.unused->forward(net.forward(data.x)), data.y)
+        .backward();
+    const torch::Tensor first = net.unused->weight.grad().clone();
+    sync.before_backward(true);
+    torch::nn::functional::cross_entropy(net.forward(data.x), data.y).backward();
+    sync.finish(net.parameters());
+    EXPECT_FALSE(sync.agreed().missing_gradient) << rank;
+    ASSERT_TRUE(net.unused->weight.grad().defined()) << rank;
+    // Every rank used the same data: the average of equal gradients is that gradient.
+    EXPECT_TRUE(torch::allclose(net.unused->weight.grad(), first, 1e-5, 1e-7)) << rank;
+  });
+}
+
+TEST(DataParallel, OwnGradientTensorsForAModuleThatStepsItsOwnOptimizers) {
+  torch::manual_seed(7);
+  Data data;
+  run_ranks(2, [&](int rank, ProcessGroup& g) {
+    Net net;
+    broadcast_module(g, net);
+    DataParallelOptions options;
+    options.gradient_views = false;
+    options.find_unused_parameters = true;
+    DataParallelSync sync(std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}), net.parameters(),
+                          options);
+    torch::optim::SGD optimizer(net.parameters(), 0.1);
+    auto idx = torch::arange(rank, 8, 2);
+    torch::Tensor x = data.x.index_select(0, idx), y = data.y.index_select(0, idx);
+    // Backward 1 uses `unused`, backward 2 does not: its gradient stays what backward 1 made.
+    sync.before_backward(true);
+    torch::nn::functional::cross_entropy(net.unused->forward(net.forward(x)), y).backward();
+    sync.finish(net.parameters());
+    const torch::Tensor after_first = net.unused->weight.grad().clone();
+    sync.before_backward(true);
+    torch::nn::functional::cross_entropy(net.forward(x), y).backward();
+    sync.finish(net.parameters());
+    EXPECT_TRUE(sync.agreed().missing_gradient) << rank;
+    EXPECT_TRUE(torch::equal(net.unused->weight.grad(), after_first)) << rank;
+    // Each gradient is a tensor of its own: the optimizer's zero_grad() detaches it in place
+    // (a view of a bucket cannot be).
+    EXPECT_NO_THROW(optimizer.zero_grad()) << rank;
+    EXPECT_EQ(net.a->weight.grad().abs().sum().item<double>(), 0.0);
   });
 }
 

@@ -73,6 +73,7 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
     train_loader_.shard(rank, world, /*pad=*/true);
     if (val_loader_) val_loader_->shard(rank, world, /*pad=*/false);
     DataParallelOptions dp = settings_.distributed.data_parallel_options();
+    for (const auto& p : module_.weights().named_parameters()) dp.names.push_back(p.key());
     if (settings_.distributed.zero >= 2) {  // (its precisions are checked at fit()'s start)
       gradient_owners_ = bucket_owners(module_.weights().parameters(), world);
       dp.owners = gradient_owners_;

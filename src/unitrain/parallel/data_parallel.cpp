@@ -5,6 +5,8 @@
 #include <torch/csrc/autograd/variable.h>
 #include <torch/torch.h>
 
+#include <spdlog/spdlog.h>
+
 #include <sstream>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
@@ -29,6 +31,14 @@ std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+/// "a, b, c" (the first 10, then how many more).
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < 10; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > 10) out += detail::concat(" and ", names.size() - 10, " more");
   return out;
 }
 
@@ -99,6 +109,7 @@ DataParallelSync::DataParallelSync(std::shared_ptr<ProcessGroup> group,
   const int64_t first_bucket_bytes = std::min<int64_t>(bucket_bytes, 1024 * 1024);
   bucket_of_.assign(params_.size(), 0);
   has_grad_.assign(params_.size(), false);
+  touched_.assign(params_.size(), false);
   // Reverse order: the last layers' gradients come first in backward. A bucket holds one dtype.
   Bucket current;
   int64_t bytes = 0;
@@ -184,6 +195,7 @@ DataParallelSync::~DataParallelSync() {
 void DataParallelSync::before_backward(bool will_step) { active_ = will_step; }
 
 void DataParallelSync::grad_ready(size_t param) {
+  touched_[param] = true;
   if (!active_ || has_grad_[param]) return;
   has_grad_[param] = true;
   Bucket& b = buckets_[bucket_of_[param]];
@@ -240,8 +252,21 @@ void DataParallelSync::launch_in_order() {
   }
 }
 
+bool DataParallelSync::missing_here() const {
+  for (size_t k = 0; k < params_.size(); ++k) {
+    if (params_[k].requires_grad() && !touched_[k]) return true;
+  }
+  return false;
+}
+
 void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
-  // Buckets with a parameter that got no gradient in this backward go now, in order.
+  // Buckets with a parameter that got no gradient in this backward go now, in order. (When
+  // every bucket went during backward, every parameter had its gradient.)
+  if (next_launch_ < buckets_.size() && missing_here()) {
+    StepDecision mine = StepDecision::decode(mine_.data());
+    mine.missing_gradient = true;
+    mine_ = mine.encode();
+  }
   while (next_launch_ < buckets_.size()) {
     launch(buckets_[next_launch_++]);
     ++launched_in_finish_;
@@ -251,15 +276,6 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
     write_decision(decision_);
     std::vector<torch::Tensor> t{decision_};
     decision_work = group_->group().allreduce(t);
-  }
-  std::vector<bool> used(params_.size(), true);
-  if (options_.find_unused_parameters) {
-    torch::Tensor flags = torch::zeros({static_cast<int64_t>(params_.size())}, torch::kUInt8);
-    auto* f = flags.data_ptr<uint8_t>();
-    for (size_t k = 0; k < params_.size(); ++k) f[k] = has_grad_[k] ? 1 : 0;
-    std::vector<torch::Tensor> t{flags};
-    group_->all_reduce_max(t);
-    for (size_t k = 0; k < params_.size(); ++k) used[k] = f[k] != 0;
   }
   const double world = group_->world_size();
   torch::NoGradGuard no_grad;
@@ -286,17 +302,6 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
       std::copy(f.data_ptr<float>(), f.data_ptr<float>() + kFlagSlots, agreed_.begin());
     }
     if (options_.average) b.flat.div_(world);
-    for (size_t j = 0; j < b.members.size(); ++j) {
-      torch::Tensor& p = params_[b.members[j]];
-      if (!used[b.members[j]]) {
-        p.mutable_grad() = torch::Tensor();
-        continue;
-      }
-      // The gradient becomes (or stays) a view of its slot: backward then accumulates straight
-      // into the bucket, and the next reduce needs no copy in or out.
-      torch::Tensor avg = b.flat.narrow(0, b.offsets[j], p.numel()).view(p.sizes());
-      if (!p.grad().defined() || p.grad().data_ptr() != avg.data_ptr()) p.mutable_grad() = avg;
-    }
     b.ready = 0;
   }
   if (decision_work) {
@@ -311,11 +316,65 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
     std::copy(decision_.data_ptr<float>(), decision_.data_ptr<float>() + kFlagSlots,
               agreed_.begin());
   }
+  std::vector<bool> used(params_.size(), true);
+  if (agreed().missing_gradient) used = used_by_any_rank();
+  give_gradients(used);
   std::fill(has_grad_.begin(), has_grad_.end(), false);
+  std::fill(touched_.begin(), touched_.end(), false);
   mine_.fill(0.f);
   nonfinite_flag_ = torch::Tensor();
   next_launch_ = 0;
   active_ = false;
+}
+
+std::vector<bool> DataParallelSync::used_by_any_rank() {
+  torch::Tensor flags = torch::zeros({static_cast<int64_t>(params_.size())}, torch::kUInt8);
+  auto* f = flags.data_ptr<uint8_t>();
+  for (size_t k = 0; k < params_.size(); ++k) f[k] = touched_[k] ? 1 : 0;
+  std::vector<torch::Tensor> t{flags};
+  group_->all_reduce_max(t);
+  std::vector<bool> used(params_.size());
+  std::vector<std::string> unused;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    used[k] = f[k] != 0 || !params_[k].requires_grad();
+    if (!used[k]) {
+      unused.push_back(k < options_.names.size() ? options_.names[k]
+                                                 : "#" + std::to_string(k));
+    }
+  }
+  if (!unused.empty() && !options_.find_unused_parameters && !warned_unused_ &&
+      group_->rank() == 0) {
+    warned_unused_ = true;
+    spdlog::warn(
+        "data parallel: {} parameter(s) got no gradient on any rank in a step: {}; they get none "
+        "(the optimizer skips them, as in one process). Set distributed.find_unused_parameters: "
+        "true when the model leaves parameters out on purpose (this warning goes)",
+        unused.size(), join_names(unused));
+  }
+  return used;
+}
+
+void DataParallelSync::give_gradients(const std::vector<bool>& used) {
+  for (auto& b : buckets_) {
+    if (!b.flat.defined() || (b.owner >= 0 && b.owner != group_->rank())) continue;
+    for (size_t j = 0; j < b.members.size(); ++j) {
+      torch::Tensor& p = params_[b.members[j]];
+      torch::Tensor avg = b.flat.narrow(0, b.offsets[j], p.numel()).view(p.sizes());
+      if (!used[b.members[j]]) {
+        // As in one process: no gradient (views: the zeros left by the last step's zeroing),
+        // or the one it had (the module's own tensors, the same on every rank).
+        if (options_.gradient_views) p.mutable_grad() = torch::Tensor();
+        continue;
+      }
+      if (!options_.gradient_views) {
+        p.mutable_grad() = avg.clone();
+      } else if (!p.grad().defined() || p.grad().data_ptr() != avg.data_ptr()) {
+        // The gradient becomes (or stays) a view of its slot: backward then accumulates
+        // straight into the bucket, and the next reduce needs no copy in or out.
+        p.mutable_grad() = avg;
+      }
+    }
+  }
 }
 
 double DataParallelSync::sum_across_ranks(double local) {

@@ -28,10 +28,18 @@ void broadcast_buffers(ProcessGroup& group, torch::nn::Module& module);
 
 struct DataParallelOptions {
   double bucket_mb = 25;  ///< gradient bytes per all-reduce
-  /// Parameters may get no gradient in a step (on some or all ranks): one more small
-  /// all-reduce per step finds those no rank used, which keep no gradient (the optimizer skips
-  /// them, as in one process). Off: a missing gradient counts as zeros.
+  /// A parameter may get no gradient in a window (on some or all ranks). Each rank says so in
+  /// the window's decision; in a window where one did, one more small all-reduce finds those no
+  /// rank used, which then get no gradient: the optimizer skips them, as in one process. This
+  /// says it is expected: false warns once (rank 0), naming them.
   bool find_unused_parameters = false;
+  /// The parameters' names, for that warning (empty: by index).
+  std::vector<std::string> names;
+  /// Gradients become views of the buckets after finish() (backward then accumulates straight
+  /// into them; the step runner zeroes them in place). False: each gets a tensor of its own, as
+  /// a module that steps its own optimizers expects (their zero_grad() detaches in place), and
+  /// one no rank used in the window keeps the gradient it had.
+  bool gradient_views = true;
   /// Divide the summed gradients by the number of ranks in finish(). The Trainer turns this
   /// off and scales each rank's loss by 1/ranks instead: the same average, one pass over the
   /// gradients less.
@@ -98,6 +106,14 @@ class DataParallelSync : public GradientSync {
     int64_t numel = 0;
   };
   void grad_ready(size_t param);
+  /// Whether a parameter got no gradient in this window on this rank.
+  bool missing_here() const;
+  /// Which parameters some rank used in this window (one small all-reduce); warns once of those
+  /// none did, unless find_unused_parameters says it is expected.
+  std::vector<bool> used_by_any_rank();
+  /// The reduced gradients into the parameters; those no rank `used` get none, as in one
+  /// process (see DataParallelOptions::gradient_views).
+  void give_gradients(const std::vector<bool>& used);
   /// This rank's decision (and its device-side non-finite flag) into the slots that carry it.
   void write_decision(torch::Tensor slots) const;
   void launch(Bucket& bucket);
@@ -108,7 +124,9 @@ class DataParallelSync : public GradientSync {
   DataParallelOptions options_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;                                     ///< per parameter
-  std::vector<bool> has_grad_;                                        ///< per parameter, this step
+  std::vector<bool> has_grad_;  ///< per parameter, the window's last backward
+  std::vector<bool> touched_;   ///< per parameter, any backward of the window
+  bool warned_unused_ = false;
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  ///< the hooked nodes
   std::vector<uintptr_t> hook_keys_;
   bool active_ = false;     ///< this backward ends the window: reduce

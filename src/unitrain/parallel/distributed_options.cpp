@@ -29,9 +29,9 @@ void DistributedOptions::declare(Options<DistributedOptions>& o) {
       .help("gradient megabytes per all-reduce, launched while backward runs");
   o.field("find_unused_parameters", &T::find_unused_parameters)
       .help(
-          "parameters may get no gradient in a step: one more small all-reduce per step finds "
-          "those no rank used, which the optimizer then skips (as in one process); false = a "
-          "missing gradient counts as zeros");
+          "parameters may get no gradient in a step (parts of the model used in some steps "
+          "only): true says so; false warns once, naming them. Either way those no rank used get "
+          "no gradient and the optimizer skips them, as in one process");
   o.field("broadcast_buffers", &T::broadcast_buffers)
       .help(
           "copy rank 0's buffers (batch-norm statistics) to every rank at the start of each "

@@ -18,13 +18,16 @@ struct StepDecision {
   /// saves has passed since the last save.
   bool save_soon = false;
   bool save_now = false;
+  /// A parameter got no gradient in the window on some rank (data parallel only): the ranks
+  /// then find out which, and give no rank's zeros to the optimizer.
+  bool missing_gradient = false;
 
   /// The decision as numbers whose sum over ranks decode() reads back.
-  static constexpr int kSlots = 7;
+  static constexpr int kSlots = 8;
   std::array<float, kSlots> encode() const {
     return {nonfinite ? 1.f : 0.f, stop ? 1.f : 0.f, signal == SIGINT ? 1.f : 0.f,
             signal == SIGTERM ? 1.f : 0.f, pause ? 1.f : 0.f, save_soon ? 1.f : 0.f,
-            save_now ? 1.f : 0.f};
+            save_now ? 1.f : 0.f, missing_gradient ? 1.f : 0.f};
   }
   /// The combined decision of ranks whose encode()d values were summed into `sums`; SIGINT
   /// wins over SIGTERM.
@@ -36,6 +39,7 @@ struct StepDecision {
     d.pause = sums[4] > 0;
     d.save_soon = sums[5] > 0;
     d.save_now = sums[6] > 0;
+    d.missing_gradient = sums[7] > 0;
     return d;
   }
 };
