@@ -51,7 +51,7 @@ struct RunnerRig {
   explicit RunnerRig(OnNonFinite on_nonfinite = OnNonFinite::Stop) {
     hooks.add(recorder);
     options.on_nonfinite = on_nonfinite;
-    runner = std::make_unique<StepRunner>(module, sgd, options, sync, hooks, precision);
+    runner = std::make_unique<StepRunner>(module, &sgd, options, sync, hooks, precision);
   }
   /// One window of `batches` micro-batches, each weighted by its share.
   MicroStep window(const std::vector<Batch>& batches, int64_t step) {

@@ -17,6 +17,14 @@ inline constexpr const char* kPartitionPrefix = "optimizer-rank-";
 inline std::string optimizer_partition(int rank) {
   return kPartitionPrefix + std::to_string(rank) + ".pt";
 }
+/// The state of the optimizer a module steps itself as `name` (manual optimization), and its
+/// lr schedule's.
+inline std::string module_optimizer(const std::string& name) {
+  return "module-optimizer-" + name + ".pt";
+}
+inline std::string module_schedule(const std::string& name) {
+  return "module-schedule-" + name + ".json";
+}
 /// The generator states of `rank`.
 inline std::string rng(int rank) { return "rng-rank-" + std::to_string(rank) + ".pt"; }
 

@@ -3,19 +3,50 @@
 // ObjectiveModule (config path); both run on the same engine.
 #include <torch/nn/module.h>
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 
 #include "unitrain/core/batch.h"
+#include "unitrain/core/error.h"
 #include "unitrain/core/metric_value.h"
 
+namespace torch::optim {
+class Optimizer;
+}
+
 namespace unitrain {
+
+class OptimizerSetup;
 
 /// The result of one step on one batch.
 struct StepOutput {
   torch::Tensor loss;                           ///< scalar, mean over the batch
   std::map<std::string, MetricValue> metrics;   ///< logged as train/<name>, val/<name>
+};
+
+/// What a module sees of the run that trains it, during fit() (TrainModule::run()): where the
+/// run stands, a log, and — for a module that steps its own optimizers — their backward and
+/// the optimizers.
+class ModuleRun {
+ public:
+  virtual ~ModuleRun() = default;
+  /// Optimizer steps taken before the current one (Lightning's global_step), and epochs done.
+  virtual int64_t step() const = 0;
+  virtual int64_t epoch() const = 0;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  /// Adds `value` to the next training log event as train/<name>: the mean of the values logged
+  /// (on every rank) since the last log. Checkpoints carry the running sums.
+  virtual void log(const std::string& name, double value) = 0;
+  /// Manual optimization: backward of `loss`, then (data parallel) the gradients averaged over
+  /// the processes, so that each rank's optimizers then step the same. Use it instead of
+  /// loss.backward(). Parameters that no rank's loss reached keep the gradient they had.
+  virtual void backward(const torch::Tensor& loss) = 0;
+  /// Manual optimization: the optimizer configure_optimizers() added as `name` (ConfigError
+  /// naming the known ones otherwise).
+  virtual torch::optim::Optimizer& optimizer(const std::string& name) = 0;
 };
 
 /// A model plus how to compute its loss and metrics on a batch. Register submodules and
@@ -36,6 +67,27 @@ class TrainModule : public torch::nn::Module {
     if (name == "loss") return MetricDirection::LowerIsBetter;
     return std::nullopt;
   }
+  /// Manual optimization (Lightning's `automatic_optimization = False`): add the optimizers
+  /// (each with its lr schedule) that training_step steps itself, through run().backward() and
+  /// run().optimizer(name).step() (optim/optimizer_setup.h). Their state and schedules are saved
+  /// in every checkpoint and restored on resume, lr_monitor and train/lr-<name> follow them, and
+  /// data-parallel runs average each backward's gradients. Adding none (the default) is
+  /// automatic optimization: the Trainer builds one optimizer (the `optimizer` and `scheduler`
+  /// sections, or Trainer::configure_optimizer) and steps it after each accumulation window.
+  virtual void configure_optimizers(OptimizerSetup& setup) {}
+  /// The run this module trains in, during fit(); ConfigError outside.
+  ModuleRun& run() const;
+  /// The Trainer's: sets (null: clears) what run() returns.
+  void set_run(ModuleRun* run) { run_ = run; }
+
+ private:
+  ModuleRun* run_ = nullptr;
 };
+
+inline ModuleRun& TrainModule::run() const {
+  UT_CHECK(run_ != nullptr,
+           "TrainModule::run() is only available during Trainer::fit() (in training_step)");
+  return *run_;
+}
 
 }  // namespace unitrain

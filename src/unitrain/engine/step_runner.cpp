@@ -40,7 +40,7 @@ StepOutput StepRunner::training_step(const Batch& batch, int64_t step) {
   return out;
 }
 
-StepRunner::StepRunner(TrainModule& module, torch::optim::Optimizer& optimizer,
+StepRunner::StepRunner(TrainModule& module, torch::optim::Optimizer* optimizer,
                        const TrainOptions& options, GradientSync& sync, CallbackList& hooks,
                        Precision& precision, Profiler* profiler)
     : module_(module),
@@ -50,12 +50,18 @@ StepRunner::StepRunner(TrainModule& module, torch::optim::Optimizer& optimizer,
       hooks_(hooks),
       precision_(precision),
       profiler_(profiler),
-      closure_(needs_closure(optimizer)) {
+      closure_(optimizer != nullptr && needs_closure(*optimizer)) {
   if (closure_) check_precision_support(precision.mode(), closure_optimizer_precisions());
-  for (const auto& group : optimizer_.param_groups()) {
+  if (!optimizer_) {  // manual optimization: the module's parameters, its optimizers' business
+    params_ = module_.weights().parameters();
+    clip_params_ = params_;
+    defer_reads_ = false;
+    return;
+  }
+  for (const auto& group : optimizer_->param_groups()) {
     for (const auto& p : group.params()) params_.push_back(p);
   }
-  precision_.adopt(optimizer_);  // bf16-true: the groups now hold the float32 masters
+  precision_.adopt(*optimizer_);  // bf16-true: the groups now hold the float32 masters
   clip_params_ = precision_.clip_targets(params_);
   defer_reads_ = !closure_ && options_.defers_reads(!params_.empty() && !params_[0].is_cpu());
 }
@@ -161,6 +167,7 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
     mine.nonfinite = window_bad_;
     sync_.share(mine, bad_on_device_);
   }
+  if (!optimizer_) return m;  // training_step ran the module's own backward and updates
   if (!window_bad_) {
     backward(precision_.scale_loss(weight == 1.0 ? out.loss : out.loss * weight), window_end, step);
   }
@@ -169,8 +176,12 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
 
 void StepRunner::sync_gradients(MicroStep& m, int64_t step) {
   if (closure_) return;  // the closure synchronises inside the optimizer's step
-  // A rank that skipped its backward still joins every reduce (finish() launches them).
-  if (sync_.shares_decisions() || !window_bad_) finish_sync();
+  if (!optimizer_) {
+    sync_.agree();  // the module's backwards reduced its gradients: the decisions alone
+  } else if (sync_.shares_decisions() || !window_bad_) {
+    // A rank that skipped its backward still joins every reduce (finish() launches them).
+    finish_sync();
+  }
   m.decision = sync_.agreed();  // deferred: the one host read of the window's flag
   m.skipped = m.decision.nonfinite;
   if (m.skipped) {
@@ -180,7 +191,7 @@ void StepRunner::sync_gradients(MicroStep& m, int64_t step) {
 }
 
 void StepRunner::clip_gradients(MicroStep& m, int64_t step) {
-  if (closure_ || m.skipped) return;
+  if (closure_ || m.skipped || !optimizer_) return;
   Profiler::Range range(profiler_, Phase::Clip);
   // Gradients as the optimizer will see them: unscaled (fp16-mixed: an overflow means the
   // scale was too high, not that training diverged: skip the step, back off, go on).
@@ -237,11 +248,16 @@ void StepRunner::update(MicroStep& m, int64_t step) {
   Profiler::Range range(profiler_, Phase::Optimizer);
   if (closure_) return update_with_closure(m, step);
   hooks_.call("on_before_optimizer_step", &Callback::on_before_optimizer_step, m.skipped);
+  if (!optimizer_) {  // the module stepped its optimizers in training_step
+    hooks_.call("on_after_optimizer_step", &Callback::on_after_optimizer_step, m.skipped);
+    window_bad_ = false;
+    return;
+  }
   if (!m.skipped) {
     if (sharding_) {
       sharding_->step();
     } else {
-      optimizer_.step();
+      optimizer_->step();
     }
   }
   precision_.finish_step(m.skipped);
@@ -272,7 +288,7 @@ void StepRunner::update_with_closure(MicroStep& m, int64_t step) {
     return out.loss.detach();
   };
   hooks_.call("on_before_optimizer_step", &Callback::on_before_optimizer_step, false);
-  optimizer_.step(closure);
+  optimizer_->step(closure);
   closure_batch_ = nullptr;
   if (!std::isfinite(m.loss_value())) {
     m.skipped = true;

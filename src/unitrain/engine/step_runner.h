@@ -53,7 +53,10 @@ struct MicroStep {
 /// on_nonfinite: stop stops at the window's end instead of at the bad micro-batch.
 class StepRunner {
  public:
-  StepRunner(TrainModule& module, torch::optim::Optimizer& optimizer, const TrainOptions& options,
+  /// `optimizer` null: manual optimization — training_step runs backward and steps the
+  /// module's own optimizers (TrainModule::configure_optimizers); the runner then only checks
+  /// the loss and agrees on the step's decisions, around the same callbacks.
+  StepRunner(TrainModule& module, torch::optim::Optimizer* optimizer, const TrainOptions& options,
              GradientSync& sync, CallbackList& hooks, Precision& precision,
              Profiler* profiler = nullptr);
 
@@ -101,7 +104,7 @@ class StepRunner {
   void nonfinite(const std::string& what, int64_t step, const MicroStep& m, bool stops);
   [[noreturn]] void throw_nonfinite(const std::string& what, int64_t step, const MicroStep& m);
   TrainModule& module_;
-  torch::optim::Optimizer& optimizer_;
+  torch::optim::Optimizer* optimizer_;  ///< null: the module steps its own
   const TrainOptions& options_;
   GradientSync& sync_;
   CallbackList& hooks_;

@@ -72,17 +72,8 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
     // steps), validation disjoint (every example counted once).
     train_loader_.shard(rank, world, /*pad=*/true);
     if (val_loader_) val_loader_->shard(rank, world, /*pad=*/false);
-    DataParallelOptions dp = settings_.distributed.data_parallel_options();
-    for (const auto& p : module_.weights().named_parameters()) dp.names.push_back(p.key());
-    if (settings_.distributed.zero >= 2) {  // (its precisions are checked at fit()'s start)
-      gradient_owners_ = bucket_owners(module_.weights().parameters(), world);
-      dp.owners = gradient_owners_;
-    }
-    sync_ = std::make_unique<DataParallelSync>(group_, module_.weights().parameters(), dp);
     broadcast_buffers_ =
         settings_.distributed.broadcast_buffers && !module_.weights().buffers().empty();
-  } else {
-    sync_ = std::make_unique<NoGradientSync>();
   }
   plan_ = RunPlan::make(settings_.train, train_loader_, rank, world);
   if (settings_.profile.enabled) profiler_ = std::make_unique<Profiler>(settings_.profile, rank);
@@ -91,34 +82,58 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
       state_, logger_, decisions_, profiler_.get());
 }
 
-TrainLoop::~TrainLoop() = default;
+TrainLoop::~TrainLoop() { module_.set_run(nullptr); }
 
-void TrainLoop::start(torch::optim::Optimizer& optimizer, SchedulerPtr schedule) {
-  lr_ =
-      std::make_unique<LrController>(optimizer, std::move(schedule), settings_.schedule_per_epoch);
-  lr_->follow(state_);
-  step_runner_ = std::make_unique<StepRunner>(module_, optimizer, settings_.train, *sync_,
+void TrainLoop::make_gradient_sync(bool manual) {
+  if (!group_) {
+    sync_ = std::make_unique<NoGradientSync>();
+    return;
+  }
+  DataParallelOptions dp = settings_.distributed.data_parallel_options();
+  for (const auto& p : module_.weights().named_parameters()) dp.names.push_back(p.key());
+  dp.gradient_views = !manual;  // the module's optimizers zero their gradients themselves
+  if (settings_.distributed.zero >= 2) {  // (its precisions are checked at fit()'s start)
+    gradient_owners_ = bucket_owners(module_.weights().parameters(), group_->world_size());
+    dp.owners = gradient_owners_;
+  }
+  sync_ = std::make_unique<DataParallelSync>(group_, module_.weights().parameters(), dp);
+}
+
+void TrainLoop::start(std::unique_ptr<LoopOptimizers> optimizers) {
+  optimizers_ = std::move(optimizers);
+  const bool manual = optimizers_->manual();
+  make_gradient_sync(manual);
+  optimizers_->follow(state_);
+  torch::optim::Optimizer* trainers = manual ? nullptr : optimizers_->all()[0].second;
+  step_runner_ = std::make_unique<StepRunner>(module_, trainers, settings_.train, *sync_,
                                               callbacks_, precision_, profiler_.get());
+  module_run_ = std::make_unique<LoopModuleRun>(
+      state_, plan_.rank, plan_.world,
+      [this](const std::string& name, double value) { add_train_mean(name, value); }, *sync_,
+      *optimizers_, module_.weights().parameters());
+  module_.set_run(module_run_.get());
   // After the runner: bf16-true's precision has put the float32 masters into the groups.
-  if (group_ && settings_.distributed.zero == 1) {
-    sharding_ = std::make_unique<OptimizerSharding>(group_, optimizer);
-  } else if (group_ && settings_.distributed.zero >= 2) {  // the owners of the gradient buckets
+  if (group_ && !manual && settings_.distributed.zero == 1) {
+    sharding_ = std::make_unique<OptimizerSharding>(group_, *trainers);
+  } else if (group_ && !manual && settings_.distributed.zero >= 2) {  // the buckets' owners
     sharding_ = std::make_unique<OptimizerSharding>(
-        group_, optimizer, module_.weights().parameters(), gradient_owners_);
+        group_, *trainers, module_.weights().parameters(), gradient_owners_);
   }
   if (sharding_) step_runner_->shard(sharding_.get());
   if (step_runner_->defers_reads())
     train_sums_ = MetricAccumulator(MetricAccumulator::Reads::Deferred);
   periods_.start_at(state_);
-  step_lr_ = lr_->lr();
+  optimizers_->remember_lrs();
   // What a checkpoint holds, in the order it saves and restores.
   TrainCheckpoints& c = *checkpoints_;
   c.add(static_cast<CheckpointEntry&>(*this));
   c.add(model_entry(module_, precision_));
-  c.add(optimizer_entry(optimizer, group_.get(), sharding_.get(),
-                        settings_.run_dir + "/checkpoints"));
+  if (trainers) {
+    c.add(optimizer_entry(*trainers, group_.get(), sharding_.get(),
+                          settings_.run_dir + "/checkpoints"));
+  }
   c.add(gradients_entry(module_, state_));
-  c.add(schedule_entry(*lr_, state_));
+  optimizers_->add_entries(c, state_);
   c.add(callbacks_entry(callbacks_));
   c.add(loss_scaler_entry(precision_));
   c.add(rng_entry(group_.get()));
@@ -127,9 +142,9 @@ void TrainLoop::start(torch::optim::Optimizer& optimizer, SchedulerPtr schedule)
 
 void TrainLoop::restore(const ResumePoint& resume) {
   checkpoints_->restore(resume, state_, plan_.batches_per_epoch, plan_.rank);
-  step_lr_ = lr_->lr();
+  optimizers_->remember_lrs();
   const std::string note =
-      lr_->resume_note(resume.config_changes, resume.file.last_train, state_.step + 1);
+      optimizers_->resume_note(resume.config_changes, resume.file.last_train, state_.step + 1);
   if (!note.empty()) log::info(note);
 }
 
@@ -227,8 +242,7 @@ void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
   state_.step++;
   if (m.skipped) state_.skipped_steps++;
   decisions_.step_ended(m.decision);  // what any rank decided holds for all
-  step_lr_ = lr_->lr();               // train/lr: what this step used (as lr_monitor's lr-group<i>)
-  if (!lr_->per_epoch()) lr_->follow(state_);
+  optimizers_->step_ended(state_);    // train/lr: what this step used; the schedule moves on
   if (auto changed = threads_->follow()) log::info(*changed);
   callbacks_.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
   if (!callbacks_.empty()) {  // (a host read of the loss each step: callbacks see it as a number)
@@ -266,7 +280,7 @@ void TrainLoop::end_epoch() {
   close_epoch_batches();
   state_.epoch++;
   state_.batch_in_epoch = 0;
-  if (lr_->per_epoch()) lr_->follow(state_);
+  optimizers_->epoch_ended(state_);
   callbacks_.call("on_epoch_end", &Callback::on_epoch_end);
   if (periods_.due(Periods::Log, state_)) log_train();
   if (periods_.due(Periods::Validate, state_)) validate();
@@ -345,7 +359,7 @@ void TrainLoop::log_train() {
   if (group_) all_reduce_metrics(*group_, train_sums_);  // every rank's samples
   MetricMap m;
   for (const auto& [k, v] : train_sums_.result()) m["train/" + k] = v;
-  m["train/lr"] = step_lr_;
+  optimizers_->add_lrs(m);
   if (const LossScaler* scaler = precision_.scaler()) m["train/loss_scale"] = scaler->scale();
   if (state_.skipped_steps > 0) m["train/skipped_steps"] = double(state_.skipped_steps);
   train_sums_.clear();
@@ -368,10 +382,7 @@ void TrainLoop::validate() {
   for (const auto& [name, value] : sums.result()) m["val/" + name] = value;
   logger_.log(event(m));
   last_val_ = m;
-  if (Scheduler* s = lr_->scheduler(); s && s->needs_metric()) {
-    s->observe(monitored(m, s->monitored_metric(), "scheduler"));
-    lr_->follow(state_);
-  }
+  optimizers_->observe_validation(m, state_);
   checkpoints_->observe_validation(m);
   callbacks_.call("on_validation_end", &Callback::on_validation_end, m);
   // Data-parallel: a stop any rank's callbacks asked for in this pass stops every rank now.

@@ -9,7 +9,8 @@
 
 #include "unitrain/data/loader.h"
 #include "unitrain/engine/checkpoint_entry.h"
-#include "unitrain/engine/lr_controller.h"
+#include "unitrain/engine/loop_optimizers.h"
+#include "unitrain/engine/module_run.h"
 #include "unitrain/engine/periods.h"
 #include "unitrain/engine/run_plan.h"
 #include "unitrain/engine/run_settings.h"
@@ -48,8 +49,9 @@ class TrainLoop : private CheckpointEntry {
   ~TrainLoop() override;
 
   // --- The run, as fit() reads it --------------------------------------------------------
-  /// Builds the step, the schedule and the checkpoints' entries around the optimizer.
-  void start(torch::optim::Optimizer& optimizer, SchedulerPtr schedule);
+  /// Builds the step, the schedules and the checkpoints' entries around the optimizers: the
+  /// Trainer's (automatic optimization) or the module's own (manual: `optimizers.manual()`).
+  void start(std::unique_ptr<LoopOptimizers> optimizers);
   /// Restores everything a checkpoint holds, exactly where it was saved.
   void restore(const ResumePoint& resume);
   /// The run's first lines: sizes, threads (and why), loader, BLAS. True when the run was
@@ -94,6 +96,8 @@ class TrainLoop : private CheckpointEntry {
   FitResult result() const;
   /// Trainer::log_mean: a value for the next training log event.
   void add_train_mean(const std::string& name, double value);
+  /// The optimizers the run steps (Trainer::optimizers).
+  const LoopOptimizers& optimizers() const { return *optimizers_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -109,6 +113,9 @@ class TrainLoop : private CheckpointEntry {
   /// before its last checkpoint so that the checkpoint holds them.
   void finish_logs();
   void close_epoch_batches();
+  /// The gradient sync of this run's processes (data parallel: DataParallelSync) and, for
+  /// ZeRO stage 2, the gradients' owners.
+  void make_gradient_sync(bool manual);
   /// The profile's table to the log, its files to run_dir/profile.
   void write_profile();
 
@@ -131,7 +138,8 @@ class TrainLoop : private CheckpointEntry {
   std::unique_ptr<StepRunner> step_runner_;
   std::unique_ptr<OptimizerSharding> sharding_;  ///< distributed.zero >= 1 with several ranks
   std::vector<int> gradient_owners_;  ///< distributed.zero: 2: each parameter's, by model order
-  std::unique_ptr<LrController> lr_;
+  std::unique_ptr<LoopOptimizers> optimizers_;
+  std::unique_ptr<LoopModuleRun> module_run_;  ///< what module_.run() returns during the fit
   RunLogger logger_;
   std::unique_ptr<Profiler> profiler_;  ///< null unless profile.enabled
   std::unique_ptr<TrainCheckpoints> checkpoints_;
@@ -143,7 +151,6 @@ class TrainLoop : private CheckpointEntry {
   Clock::time_point start_time_ = Clock::now();
   double time_offset_ = 0;  ///< seconds of training before a resume
   int64_t last_val_step_ = -1;
-  double step_lr_ = 0;              ///< the lr the last optimizer step used (train/lr)
   bool broadcast_buffers_ = false;  ///< rank 0's buffers to every rank at each window's start
 };
 

@@ -13,11 +13,13 @@
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/core/cpu_budget.h"
 #include "unitrain/core/error.h"
+#include "unitrain/optim/optimizer_setup.h"
 #include "unitrain/parallel/data_parallel.h"
 #include "unitrain/precision/precision_support.h"
 #include "unitrain/parallel/dist_env.h"
 #include "unitrain/engine/callback_registry.h"
 #include "unitrain/engine/checkpoint_entries.h"
+#include "unitrain/engine/loop_optimizers.h"
 #include "unitrain/engine/periods.h"
 #include "unitrain/engine/run_config.h"
 #include "unitrain/engine/run_dir_lock.h"
@@ -285,12 +287,7 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
                  std::move(train), std::move(val), resume);
   loop_ = &loop;
   module_ = &module;
-  optimizer_ = configure_optimizer(module);
-  UT_CHECK(!group || !needs_closure(*optimizer_),
-           "optimizer.type: lbfgs re-evaluates the loss inside its step, which data-parallel "
-           "training does not support; use another optimizer or one process");
-  loop.start(*optimizer_, configure_scheduler(loop.plan().schedule_context(
-                              settings_->schedule_per_epoch, get_lr(*optimizer_))));
+  loop.start(configure_loop_optimizers(module, loop.plan(), group != nullptr));
   callbacks_.call("on_fit_start", &Callback::on_fit_start);
   // Restore: everything the checkpoint holds, exactly where it was saved.
   if (!resume.dir.empty()) loop.restore(resume);
@@ -303,6 +300,51 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   loop_ = nullptr;
   module_ = nullptr;
   return result;
+}
+
+std::unique_ptr<LoopOptimizers> Trainer::configure_loop_optimizers(TrainModule& module,
+                                                                   const RunPlan& plan,
+                                                                   bool distributed) {
+  const bool per_epoch = settings_->schedule_per_epoch;
+  auto setup = std::make_unique<OptimizerSetup>(plan.schedule_context(per_epoch, 0.0));
+  module.configure_optimizers(*setup);
+  if (!setup->entries().empty()) {
+    check_manual_optimization(plan, distributed);
+    return std::make_unique<LoopOptimizers>(std::move(setup), per_epoch);
+  }
+  optimizer_ = configure_optimizer(module);
+  UT_CHECK(optimizer_ != nullptr, "configure_optimizer() returned no optimizer");
+  UT_CHECK(!distributed || !needs_closure(*optimizer_),
+           "optimizer.type: lbfgs re-evaluates the loss inside its step, which data-parallel "
+           "training does not support; use another optimizer or one process");
+  return std::make_unique<LoopOptimizers>(
+      *optimizer_,
+      configure_scheduler(plan.schedule_context(per_epoch, get_lr(*optimizer_))), per_epoch);
+}
+
+void Trainer::check_manual_optimization(const RunPlan& plan, bool distributed) const {
+  const std::string who = "the module steps its own optimizers (configure_optimizers)";
+  const TrainOptions& o = options();
+  UT_CHECK(plan.accumulation == 1, "train.accumulation_steps is ", plan.accumulation, ", but ",
+           who, ": accumulate in training_step (several run().backward() before a step), and set "
+           "train.accumulation_steps: 1 (and no train.global_batch_size)");
+  UT_CHECK(o.clip_grad_norm == 0, "train.clip_grad_norm is ", o.clip_grad_norm, ", but ", who,
+           ": clip in training_step before stepping (torch::nn::utils::clip_grad_norm_), and "
+           "set train.clip_grad_norm: 0");
+  UT_CHECK(o.on_nonfinite != OnNonFinite::Skip, "train.on_nonfinite is skip, but ", who,
+           " (its updates are done when the loss is seen): use train.on_nonfinite: stop");
+  UT_CHECK(o.precision == PrecisionMode::Fp32 || o.precision == PrecisionMode::Bf16Mixed,
+           "train.precision is ", precision_name(o.precision), ", but ", who,
+           ": loss scaling and master weights need the Trainer's optimizer; use fp32 or "
+           "bf16-mixed");
+  UT_CHECK(!distributed || settings_->distributed.zero == 0, "distributed.zero is ",
+           settings_->distributed.zero, ", but ", who,
+           ": ZeRO shards the Trainer's optimizer; set distributed.zero: 0");
+}
+
+std::vector<std::pair<std::string, torch::optim::Optimizer*>> Trainer::optimizers() const {
+  if (!loop_) return {};
+  return loop_->optimizers().all();
 }
 
 void Trainer::train_until_finished(TrainLoop& loop) {

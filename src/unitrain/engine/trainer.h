@@ -19,6 +19,8 @@
 namespace unitrain {
 
 class CheckpointEntry;
+class LoopOptimizers;
+struct RunPlan;
 class Precision;
 class ProcessGroup;
 class RunDirLock;
@@ -103,8 +105,11 @@ class Trainer {
   /// Adds `value` to the next training log event as `train/<name>`: the mean of the values
   /// added (on every rank) since the last log. Checkpoints save the running sums.
   void log_mean(const std::string& name, double value);
-  /// The optimizer of the current fit() (null outside fit).
+  /// The optimizer of the current fit() (null outside fit, and when the module steps its own).
   torch::optim::Optimizer* optimizer() const { return optimizer_.get(); }
+  /// The optimizers the current fit() steps, by name: the Trainer's (named "") or those the
+  /// module steps itself (TrainModule::configure_optimizers). Empty outside fit.
+  std::vector<std::pair<std::string, torch::optim::Optimizer*>> optimizers() const;
   /// The module of the current fit() (null outside fit).
   TrainModule* module() const { return module_; }
   /// This process's rank and the number of processes of the current fit() (0 and 1 outside).
@@ -153,6 +158,12 @@ class Trainer {
   /// folder, precision, the seed, the decisions.
   std::shared_ptr<ProcessGroup> prepare_fit(const DistEnv& env, TrainModule& module,
                                             const Dataset& train, ResumePoint& resume);
+  /// The optimizers of the fit(): the module's own (TrainModule::configure_optimizers), or the
+  /// Trainer's (configure_optimizer, configure_scheduler).
+  std::unique_ptr<LoopOptimizers> configure_loop_optimizers(TrainModule& module,
+                                                            const RunPlan& plan, bool distributed);
+  /// ConfigError naming the key when a setting needs the Trainer's optimizer.
+  void check_manual_optimization(const RunPlan& plan, bool distributed) const;
   /// The loop: fetch, forward/backward, sync, clip, update, count, log, save; then the last
   /// logs and the final save.
   void train_until_finished(TrainLoop& loop);

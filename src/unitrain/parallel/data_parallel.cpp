@@ -377,6 +377,23 @@ void DataParallelSync::give_gradients(const std::vector<bool>& used) {
   }
 }
 
+void DataParallelSync::agree() {
+  torch::Tensor slots = torch::zeros({kFlagSlots}, torch::kFloat32);
+  write_decision(slots);
+  std::vector<torch::Tensor> t{slots};
+  try {
+    group_->group().allreduce(t)->wait();
+  } catch (const std::exception& e) {
+    throw TrainError(detail::concat("rank ", group_->rank(),
+                                    ": the step's decision all-reduce failed (a rank stopped or "
+                                    "is unreachable): ",
+                                    error_text(e)));
+  }
+  std::copy(slots.data_ptr<float>(), slots.data_ptr<float>() + kFlagSlots, agreed_.begin());
+  mine_.fill(0.f);
+  nonfinite_flag_ = torch::Tensor();
+}
+
 double DataParallelSync::sum_across_ranks(double local) {
   std::vector<torch::Tensor> t{torch::full({1}, local, torch::kFloat64)};
   group_->all_reduce_sum(t);

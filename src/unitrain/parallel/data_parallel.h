@@ -86,6 +86,7 @@ class DataParallelSync : public GradientSync {
     mine_ = mine.encode();
     nonfinite_flag_ = nonfinite_on_device;
   }
+  void agree() override;
   StepDecision agreed() const override { return StepDecision::decode(agreed_.data()); }
   static constexpr int64_t kFlagSlots = StepDecision::kSlots;
 

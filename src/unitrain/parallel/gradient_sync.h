@@ -41,6 +41,9 @@ class GradientSync {
     mine_ = mine;
     flag_ = nonfinite_on_device;
   }
+  /// Agrees on the shared decision when the window reduced no gradients of the step runner's
+  /// (a module that steps its own optimizers reduced its own): a small collective of its own.
+  virtual void agree() {}
   virtual StepDecision agreed() const {
     StepDecision d = mine_;
     if (flag_.defined() && flag_.item<bool>()) d.nonfinite = true;

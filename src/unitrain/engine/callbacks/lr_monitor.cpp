@@ -11,15 +11,18 @@ namespace unitrain {
 
 void LrMonitor::on_before_optimizer_step(Trainer& trainer, bool) {
   lrs_.clear();
-  for (const auto& group : trainer.optimizer()->param_groups()) {
-    lrs_.push_back(group.options().get_lr());
+  // The Trainer's optimizer: lr-group<i>; a module's own optimizer `name`: lr-<name>-group<i>.
+  for (const auto& [name, optimizer] : trainer.optimizers()) {
+    const std::string prefix = "train/lr-" + (name.empty() ? "" : name + "-") + "group";
+    const auto& groups = optimizer->param_groups();
+    for (size_t i = 0; i < groups.size(); ++i) {
+      lrs_.emplace_back(prefix + std::to_string(i), groups[i].options().get_lr());
+    }
   }
 }
 
 void LrMonitor::on_before_log(Trainer&, MetricMap& metrics) {
-  for (size_t i = 0; i < lrs_.size(); ++i) {
-    metrics["train/lr-group" + std::to_string(i)] = lrs_[i];
-  }
+  for (const auto& [key, lr] : lrs_) metrics[key] = lr;
 }
 
 void register_lr_monitor_callback() {

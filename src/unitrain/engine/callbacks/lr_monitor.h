@@ -23,7 +23,7 @@ class LrMonitor : public Callback {
   void on_before_log(Trainer& trainer, MetricMap& metrics) override;
 
  private:
-  std::vector<double> lrs_;  ///< per group, at the last step
+  std::vector<std::pair<std::string, double>> lrs_;  ///< metric key and lr, at the last step
 };
 
 /// Registers callback `lr_monitor` (its name, help and args) in callback_registry();
