@@ -38,10 +38,10 @@ struct TwoPlayers : TrainModule {
     if (schedule) {
       decay = build_scheduler(Config::from_string("{type: linear}"), setup.context());
     }
-    setup.add("maker",
-              std::make_unique<torch::optim::Adam>(maker->parameters(),
-                                                   torch::optim::AdamOptions(0.01)),
-              std::move(decay));
+    setup.add(
+        "maker",
+        std::make_unique<torch::optim::Adam>(maker->parameters(), torch::optim::AdamOptions(0.01)),
+        std::move(decay));
   }
   static torch::Tensor critic_loss(TwoPlayers& m, const Batch& b) {
     return torch::mse_loss(m.critic->forward(b.at("x")).squeeze(1), b.at("y"));
@@ -71,7 +71,8 @@ Config manual_config(const std::string& run_dir, const std::string& extra = "") 
   return Config::from_string("run_dir: " + run_dir +
                              "\ndata: {loader: {batch_size: 8, workers: 0, shuffle: false}}\n"
                              "log: {trackers: [jsonl]}\n"
-                             "train: {max_length: 2 epochs, log_every: 1 step}\n" + extra);
+                             "train: {max_length: 2 epochs, log_every: 1 step}\n" +
+                             extra);
 }
 
 std::vector<torch::Tensor> params_of(TwoPlayers& m) {
@@ -96,7 +97,8 @@ TEST(ModuleRun, AModuleSteppingItsOwnOptimizersTrainsAsAHandWrittenLoop) {
   torch::manual_seed(11);
   TwoPlayers module;
   {  // by hand: 2 epochs of 4 batches, in order
-    torch::optim::SGD c(reference.critic->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+    torch::optim::SGD c(reference.critic->parameters(),
+                        torch::optim::SGDOptions(0.05).momentum(0.9));
     torch::optim::Adam g(reference.maker->parameters(), torch::optim::AdamOptions(0.01));
     for (int epoch = 0; epoch < 2; ++epoch) {
       for (int64_t i = 0; i < 32; i += 8) {
@@ -185,11 +187,11 @@ TEST(ModuleRun, ItsOptimizersAndSchedulesResumeExactly) {
 
 TEST(ModuleRun, SettingsThatNeedTheTrainersOptimizerAreErrorsNamingTheKey) {
   auto data = regression_data(32);
-  for (const auto& [extra, key] : std::vector<std::pair<std::string, std::string>>{
-           {"2", "train.accumulation_steps"},
-           {"1.0", "train.clip_grad_norm"},
-           {"skip", "train.on_nonfinite"},
-           {"bf16-true", "train.precision"}}) {
+  for (const auto& [extra, key] :
+       std::vector<std::pair<std::string, std::string>>{{"2", "train.accumulation_steps"},
+                                                        {"1.0", "train.clip_grad_norm"},
+                                                        {"skip", "train.on_nonfinite"},
+                                                        {"bf16-true", "train.precision"}}) {
     Config c = manual_config(test::temp_dir() + "/run");
     c.set(key, extra);
     Trainer trainer(c);

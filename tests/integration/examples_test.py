@@ -30,6 +30,31 @@ class Examples(common.Case):
             self.assertIn(f"already complete: step {first.group(1)} val/acc {first.group(2)}", out)
             self.assertNotIn("reached val/acc", out)
 
+    def test_gan_example_steps_its_own_optimizers_on_one_and_two_processes(self):
+        exe = os.path.join(common.BUILD, "examples", "library_gan")
+        one = os.path.join(self.dir, "gan1")
+        p = subprocess.run([exe, one], capture_output=True, text=True, timeout=900)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertRegex(p.stdout, r"rank 0 step 580 weights sum")
+        step = os.path.join(one, "checkpoints", "step-580")
+        for f in ["module-optimizer-discriminator.pt", "module-optimizer-generator.pt",
+                  "module-schedule-generator.json"]:
+            self.assertTrue(os.path.exists(os.path.join(step, f)), f)
+        events = [e for e in read_jsonl(os.path.join(one, "metrics.jsonl")) if "train/g_loss" in e]
+        lrs = [e["train/lr-generator"] for e in events]
+        self.assertEqual(lrs, sorted(lrs, reverse=True))  # the generator's cosine schedule
+        self.assertLess(lrs[-1], lrs[0])
+        self.assertEqual({e["train/lr-discriminator"] for e in events}, {2e-3})
+        # Two processes: each backward averaged over the ranks, so both hold the same weights
+        # although each drew its own noise (zero_grad() works on the gradients it gets).
+        two = os.path.join(self.dir, "gan2")
+        code, out = run(["launch", "--exec", "--nproc-per-node", "2", "--master-port", "29654",
+                         "--", exe, two])
+        self.assertEqual(code, 0, out)
+        sums = re.findall(r"rank (\d) step 300 weights sum (\S+)", out)
+        self.assertEqual(sorted(r for r, _ in sums), ["0", "1"], out)
+        self.assertEqual(sums[0][1], sums[1][1], out)
+
     def test_plugin_registers_a_model_usable_from_yaml(self):
         plugin = os.path.join(common.BUILD, "examples", "libunitrain_example_plugin.so")
         code, out = run(["list", "--plugin", plugin])

@@ -27,7 +27,8 @@ class ModuleOptimizerEntry : public CheckpointEntry {
 
   void save(CheckpointWrite& out) override {
     if (!out.writes) return;
-    out.files.push_back({files::module_optimizer(name_), {},
+    out.files.push_back({files::module_optimizer(name_),
+                         {},
                          optimizer_state_snapshot(optimizer_, out.async, out.buffers)});
     if (Scheduler* s = lr_.scheduler()) {
       out.add(files::module_schedule(name_), nlohmann::json(s->state()).dump());
@@ -42,8 +43,8 @@ class ModuleOptimizerEntry : public CheckpointEntry {
     const std::string schedule = files::module_schedule(name_);
     if (Scheduler* s = lr_.scheduler(); s && in.has(schedule)) {
       const std::vector<char> bytes = in.read(schedule);
-      s->load_state(nlohmann::json::parse(bytes.begin(), bytes.end())
-                        .get<std::map<std::string, double>>());
+      s->load_state(
+          nlohmann::json::parse(bytes.begin(), bytes.end()).get<std::map<std::string, double>>());
     }
     lr_.follow(counters_);
   }
@@ -66,9 +67,9 @@ LoopOptimizers::LoopOptimizers(torch::optim::Optimizer& optimizer, SchedulerPtr 
 LoopOptimizers::LoopOptimizers(std::unique_ptr<OptimizerSetup> setup, bool per_epoch)
     : setup_(std::move(setup)) {
   for (OptimizerSetup::Entry& e : setup_->entries()) {
-    list_.push_back({e.name, e.optimizer.get(),
-                     std::make_unique<LrController>(*e.optimizer, std::move(e.schedule),
-                                                    per_epoch)});
+    list_.push_back(
+        {e.name, e.optimizer.get(),
+         std::make_unique<LrController>(*e.optimizer, std::move(e.schedule), per_epoch)});
   }
 }
 
@@ -89,9 +90,10 @@ torch::optim::Optimizer& LoopOptimizers::named(const std::string& name) const {
   UT_CHECK(manual(), "run().optimizer('", name,
            "'): this module does not step its own optimizers (its configure_optimizers() added "
            "none): the Trainer steps its optimizer after training_step returns the loss");
-  throw ConfigError(fmt::format("run().optimizer('{}'): configure_optimizers() added no "
-                                "optimizer of that name; it added: {}",
-                                name, known));
+  throw ConfigError(
+      fmt::format("run().optimizer('{}'): configure_optimizers() added no "
+                  "optimizer of that name; it added: {}",
+                  name, known));
 }
 
 void LoopOptimizers::follow(const TrainState& state) {
@@ -140,8 +142,7 @@ std::string LoopOptimizers::resume_note(const std::vector<ConfigChange>& changes
 void LoopOptimizers::add_entries(TrainCheckpoints& checkpoints, const TrainState& counters) {
   if (!manual()) return checkpoints.add(schedule_entry(*list_[0].lr, counters));
   for (Scheduled& s : list_) {
-    checkpoints.add(
-        std::make_unique<ModuleOptimizerEntry>(s.name, *s.optimizer, *s.lr, counters));
+    checkpoints.add(std::make_unique<ModuleOptimizerEntry>(s.name, *s.optimizer, *s.lr, counters));
   }
 }
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "unitrain/core/config.h"
-#include "unitrain/engine/callback.h"
 #include "unitrain/core/train_state.h"
+#include "unitrain/engine/callback.h"
 #include "unitrain/engine/lr_controller.h"
 
 namespace torch::optim {
@@ -49,8 +49,7 @@ class LoopOptimizers {
   void remember_lrs();
   /// Automatic: LrController::resume_note of the Trainer's optimizer; manual: "".
   std::string resume_note(const std::vector<ConfigChange>& changes,
-                          const std::map<std::string, double>& last_train,
-                          int64_t next_step) const;
+                          const std::map<std::string, double>& last_train, int64_t next_step) const;
   /// Their schedules' checkpoint entries (automatic: the schedule's state in
   /// trainer_state.json), and manual: each optimizer's state and schedule in files of its own.
   /// The Trainer's optimizer's state is the loop's entry (ZeRO partitions).
