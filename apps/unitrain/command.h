@@ -35,7 +35,30 @@ class Command {
   virtual bool takes_command_after_separator() const { return false; }
 };
 
+/// A Command that declares its CLI11 subcommand `name` on `app` when it is built: what every
+/// `unitrain` subcommand derives from. The derived class adds its options to `cli_`.
+class Subcommand : public Command {
+ public:
+  CLI::App* cli() const override { return cli_; }
+
+ protected:
+  Subcommand(CLI::App& app, const std::string& name, const std::string& help)
+      : cli_(app.add_subcommand(name, help)) {}
+
+  CLI::App* const cli_;
+};
+
 using Commands = std::vector<std::unique_ptr<Command>>;
+
+/// What main calls to add a subcommand: declares it on `app` and returns the Command that runs
+/// it.
+using CommandFactory = std::unique_ptr<Command> (*)(CLI::App& app);
+
+/// The factory of a Command C built from the app alone (`explicit C(CLI::App& app)`).
+template <typename C>
+std::unique_ptr<Command> make_command(CLI::App& app) {
+  return std::make_unique<C>(app);
+}
 
 /// The error funnel: runs `command` and returns its exit code; an exception is logged with its
 /// whole message and gives kExitUsage (ConfigError) or kExitFailure (any other).

@@ -12,25 +12,25 @@
 namespace unitrain::cli {
 
 // run_commands.cpp: what a run's config drives.
-std::unique_ptr<Command> make_train_command(CLI::App& app);
-std::unique_ptr<Command> make_eval_command(CLI::App& app);
-std::unique_ptr<Command> make_export_command(CLI::App& app);
+extern const CommandFactory make_train_command;
+extern const CommandFactory make_eval_command;
+extern const CommandFactory make_export_command;
 
 // config_commands.cpp: writing and reading configs, and the components they name.
-std::unique_ptr<Command> make_config_command(CLI::App& app);
-std::unique_ptr<Command> make_list_command(CLI::App& app);
-std::unique_ptr<Command> make_init_command(CLI::App& app);
+extern const CommandFactory make_config_command;
+extern const CommandFactory make_list_command;
+extern const CommandFactory make_init_command;
 
 // launch_command.cpp: `worker_command` is take_worker_command()'s.
 std::unique_ptr<Command> make_launch_command(CLI::App& app,
                                              std::vector<std::string> worker_command);
 
 // report_command.cpp
-std::unique_ptr<Command> make_report_command(CLI::App& app);
+extern const CommandFactory make_report_command;
 
 // tool_commands.cpp: the tools for a run's files.
-std::unique_ptr<Command> make_checkpoint_command(CLI::App& app);
-std::unique_ptr<Command> make_tokenizer_command(CLI::App& app);
+extern const CommandFactory make_checkpoint_command;
+extern const CommandFactory make_tokenizer_command;
 
 // completion_command.cpp: completes every command in `commands`, read when it runs.
 std::unique_ptr<Command> make_completion_command(CLI::App& app, const Commands& commands);

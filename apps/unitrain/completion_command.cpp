@@ -55,15 +55,14 @@ CompletionSpec completion_spec(const CLI::App& app, const Commands& commands) {
   return spec;
 }
 
-class ShellCompletionCommand : public Command {
+class ShellCompletionCommand : public Subcommand {
  public:
   ShellCompletionCommand(CLI::App& app, const Commands& commands)
-      : cli_(app.add_subcommand(
-            "completion", "print a shell completion script: source <(unitrain completion bash)")),
+      : Subcommand(app, "completion",
+                   "print a shell completion script: source <(unitrain completion bash)"),
         commands_(commands) {
     shell_option_ = cli_->add_option("shell", shell_, "bash")->required();
   }
-  CLI::App* cli() const override { return cli_; }
   Choices choices() const override { return {{shell_option_, {"bash"}}}; }
 
   int run() override {
@@ -76,7 +75,6 @@ class ShellCompletionCommand : public Command {
   }
 
  private:
-  CLI::App* cli_;
   const Commands& commands_;
   std::string shell_;
   CLI::Option* shell_option_;

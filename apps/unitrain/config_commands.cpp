@@ -12,16 +12,15 @@
 namespace unitrain::cli {
 namespace {
 
-class ConfigCommand : public Command {
+class ConfigCommand : public Subcommand {
  public:
   explicit ConfigCommand(CLI::App& app)
-      : cli_(app.add_subcommand(
-            "config", "print the fully resolved config (every default filled in) and exit")) {
+      : Subcommand(app, "config",
+                   "print the fully resolved config (every default filled in) and exit") {
     add_config_args(cli_, args_, false);
     cli_->add_flag("--reference", reference_,
                    "print the reference of every key and component as Markdown (docs/config.md)");
   }
-  CLI::App* cli() const override { return cli_; }
 
   int run() override {
     if (reference_) {
@@ -35,16 +34,15 @@ class ConfigCommand : public Command {
   }
 
  private:
-  CLI::App* cli_;
   ConfigArgs args_;
   bool reference_ = false;
 };
 
-class ListCommand : public Command {
+class ListCommand : public Subcommand {
  public:
   explicit ListCommand(CLI::App& app)
-      : cli_(app.add_subcommand(
-            "list", "list every registered component by kind; with a kind, also their arguments")) {
+      : Subcommand(app, "list",
+                   "list every registered component by kind; with a kind, also their arguments") {
     cli_->add_option("--plugin", plugins_, "a plugin (.so) to load first; repeatable")
         ->allow_extra_args(false);
     kind_option_ = cli_->add_option(
@@ -52,7 +50,6 @@ class ListCommand : public Command {
         "a kind (model, dataset, loss, metric, ...; plural too): its components with each "
         "argument's type, default and meaning");
   }
-  CLI::App* cli() const override { return cli_; }
   Choices choices() const override { return {{kind_option_, catalog::kinds()}}; }
 
   int run() override {
@@ -62,17 +59,16 @@ class ListCommand : public Command {
   }
 
  private:
-  CLI::App* cli_;
   std::vector<std::string> plugins_;
   std::string kind_;
   CLI::Option* kind_option_;
 };
 
-class InitCommand : public Command {
+class InitCommand : public Subcommand {
  public:
   explicit InitCommand(CLI::App& app)
-      : cli_(app.add_subcommand(
-            "init", "write a commented starter config for a task, filled in from your data")) {
+      : Subcommand(app, "init",
+                   "write a commented starter config for a task, filled in from your data") {
     task_ = cli_->add_option("--task", options_.task,
                              "classification or regression (CSV, MLP), image (IDX, CNN), "
                              "language-model (text, char-level transformer)")
@@ -85,7 +81,6 @@ class InitCommand : public Command {
     cli_->add_option("--out", out_, "the file to write; an existing file is never overwritten")
         ->capture_default_str();
   }
-  CLI::App* cli() const override { return cli_; }
   Choices choices() const override { return {{task_, starter_tasks()}}; }
 
   int run() override {
@@ -95,7 +90,6 @@ class InitCommand : public Command {
   }
 
  private:
-  CLI::App* cli_;
   StarterOptions options_;
   std::string out_ = "run.yaml";
   CLI::Option* task_;
@@ -103,14 +97,8 @@ class InitCommand : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_config_command(CLI::App& app) {
-  return std::make_unique<ConfigCommand>(app);
-}
-std::unique_ptr<Command> make_list_command(CLI::App& app) {
-  return std::make_unique<ListCommand>(app);
-}
-std::unique_ptr<Command> make_init_command(CLI::App& app) {
-  return std::make_unique<InitCommand>(app);
-}
+const CommandFactory make_config_command = make_command<ConfigCommand>;
+const CommandFactory make_list_command = make_command<ListCommand>;
+const CommandFactory make_init_command = make_command<InitCommand>;
 
 }  // namespace unitrain::cli

@@ -32,12 +32,12 @@ std::string default_log_dir(const std::vector<std::string>& worker_args) {
   }
 }
 
-class LaunchCommand : public Command {
+class LaunchCommand : public Subcommand {
  public:
   LaunchCommand(CLI::App& app, std::vector<std::string> worker_command)
-      : cli_(app.add_subcommand("launch",
-                                "start this machine's workers of a distributed run, e.g. unitrain "
-                                "launch --nproc-per-node 2 -- train run.yaml [overrides]")),
+      : Subcommand(app, "launch",
+                   "start this machine's workers of a distributed run, e.g. unitrain "
+                   "launch --nproc-per-node 2 -- train run.yaml [overrides]"),
         worker_command_(std::move(worker_command)) {
     add_group_options();
     cli_->add_option("--log-dir", log_dir_,
@@ -47,7 +47,6 @@ class LaunchCommand : public Command {
     cli_->add_option("command", misplaced_command_,
                      "after --: each worker's command, e.g. -- train run.yaml --optimizer.lr 1e-3");
   }
-  CLI::App* cli() const override { return cli_; }
   bool takes_command_after_separator() const override { return true; }
 
   int run() override {
@@ -88,7 +87,6 @@ class LaunchCommand : public Command {
         ->capture_default_str();
   }
 
-  CLI::App* cli_;
   std::vector<std::string> worker_command_;
   LaunchOptions options_;
   std::string log_dir_;

@@ -6,19 +6,18 @@
 namespace unitrain::cli {
 namespace {
 
-class ReportCommand : public Command {
+class ReportCommand : public Subcommand {
  public:
   explicit ReportCommand(CLI::App& app)
-      : cli_(app.add_subcommand(
-            "report",
-            "write one self-contained HTML page of charts and tables about one or more runs")) {
+      : Subcommand(
+            app, "report",
+            "write one self-contained HTML page of charts and tables about one or more runs") {
     cli_->add_option("run_dir", run_dirs_, "run folders (a config's run_dir, e.g. runs/<name>)")
         ->required();
     cli_->add_option("-o,--out", out_,
                      "the HTML file to write; default RUN_DIR/report.html for one run, "
                      "report.html for several");
   }
-  CLI::App* cli() const override { return cli_; }
 
   int run() override {
     log::info("wrote " + report::write_report(run_dirs_, out_));
@@ -26,15 +25,12 @@ class ReportCommand : public Command {
   }
 
  private:
-  CLI::App* cli_;
   std::vector<std::string> run_dirs_;
   std::string out_;
 };
 
 }  // namespace
 
-std::unique_ptr<Command> make_report_command(CLI::App& app) {
-  return std::make_unique<ReportCommand>(app);
-}
+const CommandFactory make_report_command = make_command<ReportCommand>;
 
 }  // namespace unitrain::cli

@@ -10,16 +10,15 @@
 namespace unitrain::cli {
 namespace {
 
-class TrainCommand : public Command {
+class TrainCommand : public Subcommand {
  public:
   explicit TrainCommand(CLI::App& app)
-      : cli_(app.add_subcommand("train", "train the model a YAML file describes")) {
+      : Subcommand(app, "train", "train the model a YAML file describes") {
     add_config_args(cli_, args_, true);
     cli_->add_flag("--profile", profile_,
                    "profile the training step (profile.enabled: true): a per-phase table at the "
                    "end, run_dir/profile/summary.json and a Chrome trace");
   }
-  CLI::App* cli() const override { return cli_; }
 
   int run() override {
     const std::vector<std::string> more =
@@ -30,7 +29,6 @@ class TrainCommand : public Command {
   }
 
  private:
-  CLI::App* cli_;
   ConfigArgs args_;
   bool profile_ = false;
 };
@@ -45,12 +43,12 @@ CLI::Option* add_weights_option(CLI::App* cli, std::string& value) {
       ->capture_default_str();
 }
 
-class EvalCommand : public Command {
+class EvalCommand : public Subcommand {
  public:
   explicit EvalCommand(CLI::App& app)
-      : cli_(app.add_subcommand("eval",
-                                "evaluate a checkpoint on the val or test split; writes "
-                                "run_dir/results/<split>.json")) {
+      : Subcommand(app, "eval",
+                   "evaluate a checkpoint on the val or test split; writes "
+                   "run_dir/results/<split>.json") {
     add_config_args(cli_, args_, true);
     cli_->add_option("--checkpoint", checkpoint_,
                      "best, last, or a checkpoint folder (run_dir/checkpoints/step-<S>); default "
@@ -59,7 +57,6 @@ class EvalCommand : public Command {
     split_ = cli_->add_option("--split", split_name_, "val or test")->capture_default_str();
     weights_ = add_weights_option(cli_, weights_name_);
   }
-  CLI::App* cli() const override { return cli_; }
   Choices choices() const override {
     return {{split_, {"val", "test"}}, {weights_, {"validated", "trained"}}};
   }
@@ -81,19 +78,18 @@ class EvalCommand : public Command {
   }
 
  private:
-  CLI::App* cli_;
   ConfigArgs args_;
   std::string checkpoint_ = "best", split_name_ = "val", weights_name_ = "validated";
   CLI::Option* split_;
   CLI::Option* weights_;
 };
 
-class ExportCommand : public Command {
+class ExportCommand : public Subcommand {
  public:
   explicit ExportCommand(CLI::App& app)
-      : cli_(app.add_subcommand("export",
-                                "write a checkpoint's model as a state dict (torch.load), "
-                                "safetensors or TorchScript (torch.jit.load)")) {
+      : Subcommand(app, "export",
+                   "write a checkpoint's model as a state dict (torch.load), "
+                   "safetensors or TorchScript (torch.jit.load)") {
     add_config_args(cli_, args_, true);
     cli_->add_option("--checkpoint", checkpoint_, "best, last, or a checkpoint folder")
         ->capture_default_str();
@@ -105,7 +101,6 @@ class ExportCommand : public Command {
     cli_->add_option("--out", out_, "the file to write")->required();
     weights_ = add_weights_option(cli_, weights_name_);
   }
-  CLI::App* cli() const override { return cli_; }
   Choices choices() const override {
     return {{format_, {"state_dict", "safetensors", "torchscript"}},
             {weights_, {"validated", "trained"}}};
@@ -119,7 +114,6 @@ class ExportCommand : public Command {
   }
 
  private:
-  CLI::App* cli_;
   ConfigArgs args_;
   std::string checkpoint_ = "last", format_name_ = "state_dict", out_, weights_name_ = "validated";
   CLI::Option* format_;
@@ -128,14 +122,8 @@ class ExportCommand : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_train_command(CLI::App& app) {
-  return std::make_unique<TrainCommand>(app);
-}
-std::unique_ptr<Command> make_eval_command(CLI::App& app) {
-  return std::make_unique<EvalCommand>(app);
-}
-std::unique_ptr<Command> make_export_command(CLI::App& app) {
-  return std::make_unique<ExportCommand>(app);
-}
+const CommandFactory make_train_command = make_command<TrainCommand>;
+const CommandFactory make_eval_command = make_command<EvalCommand>;
+const CommandFactory make_export_command = make_command<ExportCommand>;
 
 }  // namespace unitrain::cli

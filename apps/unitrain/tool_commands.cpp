@@ -11,13 +11,12 @@
 namespace unitrain::cli {
 namespace {
 
-class CheckpointCommand : public Command {
+class CheckpointCommand : public Subcommand {
  public:
   explicit CheckpointCommand(CLI::App& app)
-      : cli_(app.add_subcommand(
-            "checkpoint",
-            "look at, check or merge a checkpoint: inspect DIR [--json] | "
-            "verify DIR | merge DIR --out NEW [--format checkpoint|safetensors]")) {
+      : Subcommand(app, "checkpoint",
+                   "look at, check or merge a checkpoint: inspect DIR [--json] | "
+                   "verify DIR | merge DIR --out NEW [--format checkpoint|safetensors]") {
     action_ = cli_->add_option("action", action_name_, "inspect, verify or merge")->required();
     cli_->add_option("dir", path_,
                      "a checkpoint folder (run_dir/checkpoints/step-<S>), or a run_dir or its "
@@ -34,7 +33,6 @@ class CheckpointCommand : public Command {
                                ".safetensors file)")
                   ->capture_default_str();
   }
-  CLI::App* cli() const override { return cli_; }
   Choices choices() const override {
     return {{action_, {"inspect", "verify", "merge"}}, {format_, {"checkpoint", "safetensors"}}};
   }
@@ -67,19 +65,18 @@ class CheckpointCommand : public Command {
     return 0;
   }
 
-  CLI::App* cli_;
   std::string action_name_, path_, out_, format_name_ = "checkpoint";
   bool json_ = false;
   CLI::Option* action_;
   CLI::Option* format_;
 };
 
-class TokenizerCommand : public Command {
+class TokenizerCommand : public Subcommand {
  public:
   explicit TokenizerCommand(CLI::App& app)
-      : cli_(app.add_subcommand("tokenizer",
-                                "train a SentencePiece tokenizer for the text dataset: train "
-                                "--input FILE --vocab-size N [--out PREFIX]")) {
+      : Subcommand(app, "tokenizer",
+                   "train a SentencePiece tokenizer for the text dataset: train "
+                   "--input FILE --vocab-size N [--out PREFIX]") {
     action_ = cli_->add_option("action", action_name_, "train")->required();
     cli_->add_option("--input", options_.inputs,
                      "a text file (.gz too): one text a line, or JSON Lines; repeatable")
@@ -96,7 +93,6 @@ class TokenizerCommand : public Command {
     add_text_options();
     cli_->add_flag("--force", options_.force, "replace an existing OUT.model/.vocab");
   }
-  CLI::App* cli() const override { return cli_; }
   Choices choices() const override {
     std::vector<std::string> formats;
     for (const auto& [name, value] : kTextFormatNames) formats.push_back(name);
@@ -129,7 +125,6 @@ class TokenizerCommand : public Command {
         ->capture_default_str();
   }
 
-  CLI::App* cli_;
   TokenizerTrainOptions options_;
   std::string action_name_;
   CLI::Option* action_;
@@ -139,11 +134,7 @@ class TokenizerCommand : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_checkpoint_command(CLI::App& app) {
-  return std::make_unique<CheckpointCommand>(app);
-}
-std::unique_ptr<Command> make_tokenizer_command(CLI::App& app) {
-  return std::make_unique<TokenizerCommand>(app);
-}
+const CommandFactory make_checkpoint_command = make_command<CheckpointCommand>;
+const CommandFactory make_tokenizer_command = make_command<TokenizerCommand>;
 
 }  // namespace unitrain::cli

@@ -9,6 +9,7 @@
 
 #include "engine/regression_fixture.h"
 #include "test_util.h"
+#include "unitrain/engine/trainer.h"
 
 namespace unitrain {
 namespace {

@@ -1,15 +1,6 @@
 #include "unitrain/engine/callback_registry.h"
 
-#include <mutex>
-
 #include "unitrain/checkpoint/checkpoint_options.h"
-#include "unitrain/engine/callbacks/early_stopping.h"
-#include "unitrain/engine/callbacks/ema.h"
-#include "unitrain/engine/callbacks/grad_norm.h"
-#include "unitrain/engine/callbacks/lr_monitor.h"
-#include "unitrain/engine/callbacks/model_summary.h"
-#include "unitrain/engine/callbacks/throughput.h"
-#include "unitrain/engine/callbacks/timer.h"
 
 namespace unitrain {
 
@@ -18,24 +9,14 @@ Registry<CallbackPtr>& callback_registry() {
   return registry;
 }
 
-void register_builtin_callbacks() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    register_early_stopping_callback();
-    register_lr_monitor_callback();
-    register_grad_norm_callback();
-    register_throughput_callback();
-    register_timer_callback();
-    register_ema_callback();
-    register_model_summary_callback();
-  });
-}
-
 std::vector<CallbackPtr> build_callbacks(const Config& resolved) {
   register_builtin_callbacks();
   std::vector<CallbackPtr> out;
-  const EarlyStoppingOptions early = EarlyStoppingOptions::from_config(resolved.at("early_stopping"));
-  if (!early.metric.empty()) out.push_back(std::make_shared<EarlyStopping>(early));
+  // The `early_stopping` section holds the args of the registered early_stopping callback.
+  const Config early = resolved.at("early_stopping");
+  if (!EarlyStoppingOptions::from_config(early).metric.empty()) {
+    out.push_back(callback_registry().create_named("early_stopping", early, "early_stopping"));
+  }
   if (resolved.has("callbacks")) {
     for (const Config& c : resolved.list("callbacks")) out.push_back(callback_registry().create(c));
   }

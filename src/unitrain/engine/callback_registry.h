@@ -28,11 +28,13 @@ void register_callback(const std::string& name, const std::string& help) {
 }
 
 /// Registers the built-in callbacks: early_stopping, lr_monitor, grad_norm, throughput, timer,
-/// ema, model_summary (idempotent; engine's register_builtins() calls it).
+/// ema, model_summary (idempotent; engine's register_builtins() calls it). Defined beside them,
+/// in callbacks/builtin_callbacks.cpp.
 void register_builtin_callbacks();
 
-/// The callbacks a resolved run config asks for, in order: early_stopping when the
-/// `early_stopping` section names a metric, then each of `callbacks`.
+/// The callbacks a resolved run config asks for, built through callback_registry(), in order:
+/// early_stopping (its args: the `early_stopping` section) when that section names a metric,
+/// then each of `callbacks`.
 std::vector<CallbackPtr> build_callbacks(const Config& resolved);
 
 }  // namespace unitrain

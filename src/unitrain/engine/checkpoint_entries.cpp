@@ -30,6 +30,12 @@ std::vector<char> CheckpointRead::read(const std::string& name) const {
 
 namespace {
 
+/// Entry `name` of the checkpoint being read, a tensor dict in PyTorch's format; errors name its
+/// file.
+NamedTensors read_tensor_dict_entry(const CheckpointRead& in, const std::string& name) {
+  return load_tensor_dict(in.read(name), in.path(name));
+}
+
 class ModelEntry : public CheckpointEntry {
  public:
   ModelEntry(TrainModule& module, Precision& precision) : module_(module), precision_(precision) {}
@@ -46,7 +52,7 @@ class ModelEntry : public CheckpointEntry {
 
   void restore(const CheckpointRead& in) override {
     const std::string file = in.path(files::kModel);
-    NamedTensors state = load_tensor_dict(in.read(files::kModel), file);
+    NamedTensors state = read_tensor_dict_entry(in, files::kModel);
     MasterWeights* masters = precision_.masters();
     if (!masters) {
       load_module_state(module_.weights(), state, /*strict=*/true, file);
@@ -172,7 +178,7 @@ class RngEntry : public CheckpointEntry {
   void restore(const CheckpointRead& in) override {
     const std::string name = files::rng(in.rank);
     if (in.rank < in.state.world_size) {
-      load_rng_state(load_tensor_dict(in.read(name), in.path(name)), in.path(name));
+      load_rng_state(read_tensor_dict_entry(in, name), in.path(name));
       return;
     }
     log::info(
@@ -198,8 +204,8 @@ class GradientsEntry : public CheckpointEntry {
 
   void restore(const CheckpointRead& in) override {
     if (!in.has(files::kGradients)) return;
-    const std::string what = in.path(files::kGradients);
-    load_gradient_state(module_, load_tensor_dict(in.read(files::kGradients), what), what);
+    load_gradient_state(module_, read_tensor_dict_entry(in, files::kGradients),
+                        in.path(files::kGradients));
   }
 
  private:

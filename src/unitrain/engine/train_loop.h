@@ -7,8 +7,14 @@
 #include <optional>
 #include <string>
 
+#include "unitrain/core/config.h"
+#include "unitrain/core/train_module.h"
+#include "unitrain/core/train_state.h"
+#include "unitrain/data/dataset.h"
 #include "unitrain/data/loader.h"
+#include "unitrain/engine/callback_list.h"
 #include "unitrain/engine/checkpoint_entry.h"
+#include "unitrain/engine/fit_result.h"
 #include "unitrain/engine/loop_optimizers.h"
 #include "unitrain/engine/module_run.h"
 #include "unitrain/engine/periods.h"
@@ -17,13 +23,15 @@
 #include "unitrain/engine/step_runner.h"
 #include "unitrain/engine/thread_governor.h"
 #include "unitrain/engine/train_checkpoints.h"
-#include "unitrain/engine/trainer.h"
 #include "unitrain/log/run_logger.h"
 #include "unitrain/metrics/metric_accumulator.h"
+#include "unitrain/optim/optimizer.h"
+#include "unitrain/optim/scheduler.h"
 #include "unitrain/profile/profiler.h"
 
 namespace unitrain {
 
+class Precision;
 class ProcessGroup;
 class RunDecisions;
 

@@ -9,6 +9,7 @@
 #include "unitrain/engine/callback.h"
 #include "unitrain/engine/callback_list.h"
 #include "unitrain/engine/evaluator.h"
+#include "unitrain/engine/fit_result.h"
 #include "unitrain/core/train_module.h"
 #include "unitrain/engine/run_decisions.h"
 #include "unitrain/engine/train_options.h"
@@ -29,32 +30,6 @@ class RunLogger;
 class TrainLoop;
 struct ResumePoint;
 struct RunSettings;
-
-/// What fit() returns. Also written to run_dir/results/summary.json.
-struct FitResult {
-  TrainState state;
-  MetricMap last_train;  ///< the last training log event's metrics
-  MetricMap last_val;    ///< the last validation pass's metrics (empty without val data)
-  double seconds = 0;
-  double data_wait_seconds = 0;  ///< time the loop waited for the loader
-  std::string resumed_from;      ///< the checkpoint this run resumed from ("" = fresh start)
-  std::string last_checkpoint;   ///< the last checkpoint written ("" = none)
-  int64_t checkpoints_saved = 0;
-  /// Seconds training waited for checkpoint saves (the whole save when synchronous; the
-  /// snapshot copies, or a previous save still being written, when async) and seconds spent
-  /// serialising and writing them.
-  double checkpoint_blocking_seconds = 0;
-  double checkpoint_write_seconds = 0;
-  /// SIGINT/SIGTERM that stopped training (after a checkpoint), or 0. The CLI exits with
-  /// 128 + signal.
-  int signal = 0;
-  /// Why the run paused (Trainer::request_pause: a time budget), or "". A paused run saved a
-  /// checkpoint and resumes from it when run again.
-  std::string paused;
-  /// True when the run was already complete when fit() started (a finished run run again):
-  /// nothing was trained, and the fields above describe the run from its last checkpoint.
-  bool already_complete = false;
-};
 
 /// Trains a TrainModule as the config says (`optimizer`, `scheduler`, `train`, `data.loader`,
 /// `log`, `seed`, `run_dir`). Construct the Trainer before the module: the constructor seeds

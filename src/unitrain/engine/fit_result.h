@@ -1,0 +1,37 @@
+#pragma once
+// FitResult: what Trainer::fit() returns (trainer.h provides it to the Trainer's users).
+#include <cstdint>
+#include <string>
+
+#include "unitrain/core/train_state.h"
+#include "unitrain/engine/callback.h"
+
+namespace unitrain {
+
+/// What Trainer::fit() returns. Also written to run_dir/results/summary.json.
+struct FitResult {
+  TrainState state;
+  MetricMap last_train;  ///< the last training log event's metrics
+  MetricMap last_val;    ///< the last validation pass's metrics (empty without val data)
+  double seconds = 0;
+  double data_wait_seconds = 0;  ///< time the loop waited for the loader
+  std::string resumed_from;      ///< the checkpoint this run resumed from ("" = fresh start)
+  std::string last_checkpoint;   ///< the last checkpoint written ("" = none)
+  int64_t checkpoints_saved = 0;
+  /// Seconds training waited for checkpoint saves (the whole save when synchronous; the
+  /// snapshot copies, or a previous save still being written, when async) and seconds spent
+  /// serialising and writing them.
+  double checkpoint_blocking_seconds = 0;
+  double checkpoint_write_seconds = 0;
+  /// SIGINT/SIGTERM that stopped training (after a checkpoint), or 0. The CLI exits with
+  /// 128 + signal.
+  int signal = 0;
+  /// Why the run paused (Trainer::request_pause: a time budget), or "". A paused run saved a
+  /// checkpoint and resumes from it when run again.
+  std::string paused;
+  /// True when the run was already complete when fit() started (a finished run run again):
+  /// nothing was trained, and the fields above describe the run from its last checkpoint.
+  bool already_complete = false;
+};
+
+}  // namespace unitrain
