@@ -2,7 +2,6 @@
 
 #include <mutex>
 
-#include "unitrain/checkpoint/checkpoint_options.h"
 #include "unitrain/engine/callbacks/early_stopping.h"
 #include "unitrain/engine/callbacks/ema.h"
 #include "unitrain/engine/callbacks/grad_norm.h"
@@ -10,6 +9,7 @@
 #include "unitrain/engine/callbacks/model_summary.h"
 #include "unitrain/engine/callbacks/throughput.h"
 #include "unitrain/engine/callbacks/timer.h"
+#include "unitrain/engine/run_settings.h"
 
 namespace unitrain {
 
@@ -34,11 +34,11 @@ void register_builtin_callbacks() {
 std::vector<CallbackPtr> build_callbacks(const Config& resolved) {
   register_builtin_callbacks();
   std::vector<CallbackPtr> out;
-  const EarlyStoppingOptions early = EarlyStoppingOptions::from_config(resolved.at("early_stopping"));
-  if (!early.metric.empty()) out.push_back(std::make_shared<EarlyStopping>(early));
-  if (resolved.has("callbacks")) {
-    for (const Config& c : resolved.list("callbacks")) out.push_back(callback_registry().create(c));
+  const RunSettings run = RunSettings::from_config(resolved);
+  if (!run.early_stopping.metric.empty()) {
+    out.push_back(std::make_shared<EarlyStopping>(run.early_stopping));
   }
+  for (const Config& c : run.callbacks) out.push_back(callback_registry().create(c));
   return out;
 }
 
