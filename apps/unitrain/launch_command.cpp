@@ -6,7 +6,6 @@
 #include "unitrain/core/error.h"
 #include "unitrain/engine/builtins.h"
 #include "unitrain/engine/run_config.h"
-#include "unitrain/engine/run_settings.h"
 #include "unitrain/launch/launcher.h"
 
 namespace unitrain::cli {
@@ -19,15 +18,17 @@ std::string self_path() {
   return p.string();
 }
 
-/// run_dir/logs of `train CONFIG [overrides]`, or "logs" when the config does not load (the
-/// workers will report why).
+/// run_dir/logs of `train CONFIG [overrides]`, or "logs" when the config does not resolve
+/// (the workers will report why). run_dir is read alone, not through RunSettings: parsing the
+/// sections would run their checks, and a config that resolves but fails one of them keeps its
+/// workers' logs in run_dir/logs too.
 std::string default_log_dir(const std::vector<std::string>& worker_args) {
   if (worker_args.size() < 2 || worker_args[0] != "train") return "logs";
   try {
     register_builtins();
     std::vector<std::string> overrides(worker_args.begin() + 2, worker_args.end());
-    const Config config = load_run_config({worker_args[1]}, parse_overrides(overrides));
-    return RunSettings::from_config(config).run_dir + "/logs";
+    return load_run_config({worker_args[1]}, parse_overrides(overrides)).get_string("run_dir") +
+           "/logs";
   } catch (const std::exception&) {
     return "logs";
   }
