@@ -19,7 +19,9 @@ std::string self_path() {
 }
 
 /// run_dir/logs of `train CONFIG [overrides]`, or "logs" when the config does not resolve
-/// (the workers will report why).
+/// (the workers will report why). run_dir is read alone, not through RunSettings: parsing the
+/// sections would run their checks, and a config that resolves but fails one of them keeps its
+/// workers' logs in run_dir/logs too.
 std::string default_log_dir(const std::vector<std::string>& worker_args) {
   if (worker_args.size() < 2 || worker_args[0] != "train") return "logs";
   try {

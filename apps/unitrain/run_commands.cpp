@@ -3,6 +3,7 @@
 
 #include "commands.h"
 #include "unitrain/core/error.h"
+#include "unitrain/engine/run_settings.h"
 #include "unitrain/engine/train_from_config.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"
@@ -66,7 +67,7 @@ class EvalCommand : public Subcommand {
     std::string choice = checkpoint_;
     // The default `best` falls back to `last` when the run tracked no best metric.
     if (cli_->count("--checkpoint") == 0 &&
-        !std::filesystem::exists(cfg.get_string("run_dir") + "/checkpoints/best")) {
+        !std::filesystem::exists(RunSettings::from_config(cfg).run_dir + "/checkpoints/best")) {
       choice = "last";
     }
     const auto r = evaluate_checkpoint(cfg, choice, split_name_, weights_name_);

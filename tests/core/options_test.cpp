@@ -391,5 +391,62 @@ TEST(Options, ListsOfSectionsAndOptionalSectionsFillTheirStructs) {
   EXPECT_TRUE(test::contains(msg, "terms.0.weight must be >= 0, got -1")) << msg;
 }
 
+/// Component sections kept whole (for their registry to build), and a key that may say auto.
+struct Kept {
+  Config gadget;
+  std::optional<Config> spare;
+  std::vector<Config> extras;
+  std::optional<TrainUnit> every = TrainUnit::steps(5);
+  bool every_auto = false;
+  static void declare(Options<Kept>& o) {
+    o.key("gadget", Type::Section, &Kept::gadget).component("gadget", "plain");
+    o.key("spare", Type::Section, &Kept::spare).component("gadget").nullable();
+    o.key("extras", Type::SectionList, &Kept::extras)
+        .component("gadget")
+        .section(std::make_shared<Schema>())
+        .def("[]");
+    o.field_or_auto("every", &Kept::every, &Kept::every_auto);
+  }
+};
+
+Kept kept(const std::string& yaml) {
+  gadgets();  // the gadget components, which resolving the sections looks up
+  return options_of<Kept>().parse(Config::from_string(yaml).at("k"));
+}
+
+TEST(Options, SectionsKeptWholeGoToTheirRegistry) {
+  const Kept k = kept("k: {extras: [{type: big}, {type: plain, args: {size: 2}}]}");
+  EXPECT_EQ(k.gadget.path(), "k.gadget");
+  EXPECT_EQ(component_type(k.gadget), "plain");
+  EXPECT_EQ(gadgets().create(k.gadget, 1), 4);
+  EXPECT_FALSE(k.spare);
+  ASSERT_EQ(k.extras.size(), 2u);
+  EXPECT_EQ(k.extras[1].path(), "k.extras.1");
+  EXPECT_EQ(gadgets().create(k.extras[0], 0), 10);
+  EXPECT_EQ(gadgets().create(k.extras[1], 0), 2);
+  const Kept s = kept("k: {gadget: {type: big}, spare: {type: plain}}");
+  EXPECT_EQ(component_type(s.gadget), "big");
+  ASSERT_TRUE(s.spare);
+  EXPECT_EQ(component_type(*s.spare), "plain");
+  EXPECT_TRUE(s.extras.empty());
+  EXPECT_EQ(component_type(Config::from_string("g: null").at("g")), "");
+}
+
+TEST(Options, FieldOrAutoRecordsAuto) {
+  const Kept a = kept("k: {}");  // auto is the default
+  EXPECT_TRUE(a.every_auto);
+  EXPECT_EQ(a.every->str(), TrainUnit::steps(5).str());  // the struct's default
+  EXPECT_TRUE(kept("k: {every: auto}").every_auto);
+  const Kept s = kept("k: {every: 2 epochs}");
+  EXPECT_FALSE(s.every_auto);
+  EXPECT_EQ(s.every->str(), "2 epochs");
+  const Kept n = kept("k: {every: null}");
+  EXPECT_FALSE(n.every_auto);
+  EXPECT_FALSE(n.every);
+  const Field* every = options_of<Kept>().schema()->find("every");
+  EXPECT_EQ(*every->default_yaml(), "auto");
+  EXPECT_TRUE(every->is_nullable());
+}
+
 }  // namespace
 }  // namespace unitrain

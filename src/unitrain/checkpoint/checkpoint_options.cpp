@@ -44,9 +44,7 @@ MetricDirection monitored_direction(MetricMode mode, const std::string& metric,
 void CheckpointOptions::declare(Options<CheckpointOptions>& o) {
   using T = CheckpointOptions;
   o.field("enabled", &T::enabled).help("write checkpoints into run_dir/checkpoints");
-  o.field("every", &T::every)
-      .or_auto()
-      .def("auto")
+  o.field_or_auto("every", &T::every, &T::every_auto)
       .help(
           "how often to save (epochs, steps or samples); null = only the final and signal saves; "
           "auto = at an epoch's end once auto_min_seconds (10 minutes) have passed since the "
@@ -88,8 +86,6 @@ void CheckpointOptions::declare(Options<CheckpointOptions>& o) {
   o.field("async", &T::async)
       .help("snapshot to memory and write on a background thread; the next save waits for it");
   o.check([](T& t, const Config& c) {
-    const YAML::Node every = c.node()["every"];
-    t.every_auto = every.IsScalar() && every.Scalar() == "auto";
     if (t.every_auto) t.every = TrainUnit::epochs(1);
     UT_CHECK(t.auto_max_seconds >= t.auto_min_seconds, c.key_path("auto_max_seconds"), " (",
              t.auto_max_seconds, ") must be at least ", c.key_path("auto_min_seconds"), " (",

@@ -178,9 +178,47 @@ class Options {
     return f;
   }
 
+  /// A field() that also accepts the word `auto` (or_auto(): the member keeps its default) and
+  /// records in `is_auto` whether the value was `auto`, for a check() that resolves it.
+  template <typename M>
+  Field& field_or_auto(const std::string& name, M T::*member, bool T::*is_auto) {
+    Field& f = field(name, member).or_auto();
+    readers_.push_back(
+        [&f, name, is_auto](T& out, const Config& c) { out.*is_auto = says_auto(f, c, name); });
+    return f;
+  }
+
   /// A declared key no field receives as is: a check() reads it (e.g. `mode: auto` resolved
   /// with another key).
   Field& key(const std::string& name, Type type) { return schema_->add(name, type); }
+
+  /// A declared key kept whole in `member`: the resolved section (or free-form YAML) at its key
+  /// path, null kept as null, for what takes it as it is, e.g. a component section
+  /// ({type, args, ...}) its registry builds from. Chain component(), section(), ...
+  Field& key(const std::string& name, Type type, Config T::*member) {
+    Field& f = key(name, type);
+    readers_.push_back([name, member](T& out, const Config& c) {
+      if (c.node().IsMap() && c.node()[name].IsDefined()) out.*member = c.at(name);
+    });
+    return f;
+  }
+
+  /// The same for a nullable key: `member` is unset when it is absent or null.
+  Field& key(const std::string& name, Type type, std::optional<Config> T::*member) {
+    Field& f = key(name, type);
+    readers_.push_back([name, member](T& out, const Config& c) {
+      out.*member = c.has(name) ? std::optional<Config>(c.at(name)) : std::nullopt;
+    });
+    return f;
+  }
+
+  /// A list of sections (Type::SectionList) kept whole in `member`, one Config an entry, in
+  /// order (e.g. component sections, each built by its registry).
+  Field& key(const std::string& name, Type type, std::vector<Config> T::*member) {
+    Field& f = key(name, type);
+    readers_.push_back([name, member](T& out, const Config& c) { out.*member = c.list(name); });
+    return f;
+  }
 
   /// A nested section `name` whose keys fill fields of the same T (`checkpoint.best.metric`
   /// -> CheckpointOptions::best_metric). Returns its Options to declare them in.
@@ -254,8 +292,14 @@ class Options {
   static bool keeps_default(const Field& f, const Config& c, const std::string& name,
                             bool optional) {
     if (!optional && !c.has(name)) return true;
+    return says_auto(f, c, name);
+  }
+
+  // The key accepts `auto` (or_auto()) and its value is that word.
+  static bool says_auto(const Field& f, const Config& c, const std::string& name) {
+    if (!f.accepts_auto() || !c.has(name)) return false;
     const YAML::Node node = c.node()[name];
-    return f.accepts_auto() && node.IsScalar() && node.Scalar() == "auto";
+    return node.IsScalar() && node.Scalar() == "auto";
   }
 
   void read(T& out, const Config& resolved) const {

@@ -33,6 +33,12 @@ std::vector<std::string> kinds();
 std::vector<const ComponentInfo*> of_kind(const std::string& kind);  ///< sorted by name
 }  // namespace catalog
 
+/// The registered name a resolved component section ({type, args, ...}) names: its `type`; ""
+/// for a null section (none given).
+inline std::string component_type(const Config& section) {
+  return section.has("type") ? section.get_string("type") : "";
+}
+
 /// Name -> factory for one kind of component. Registering a name twice is an error; an unknown
 /// name lists every registered candidate. Factories receive the component's resolved `args`
 /// plus any extra arguments the kind needs (e.g. the parameters an optimizer updates).

@@ -46,18 +46,18 @@ void check_same_classes(const Config& data, const DatasetPtr& train, const Datas
 void apply_pipelines(const DataOptions& options, DataSplits& out) {
   CollatePtr collate;
   if (options.collate_type != "stack") collate = collate_registry().create(options.collate);
-  auto wrap = [&](DatasetPtr& d, const char* split) {
+  auto wrap = [&](DatasetPtr& d, const std::vector<Config>& sections) {
     std::vector<TransformPtr> transforms;
-    for (const Config& t : options.transforms.at(split)) {
+    for (const Config& t : sections) {
       transforms.push_back(transform_registry().create(t));
     }
     if (d && (collate || !transforms.empty())) {
       d = std::make_shared<TransformedDataset>(d, std::move(transforms), collate);
     }
   };
-  wrap(out.train, "train");
-  wrap(out.val, "val");
-  wrap(out.test, "test");
+  wrap(out.train, options.transforms.train);
+  wrap(out.val, options.transforms.val);
+  wrap(out.test, options.transforms.test);
 }
 
 }  // namespace
@@ -71,19 +71,34 @@ void NormalizeOptions::declare(Options<NormalizeOptions>& o) {
   o.field("std", &T::stddev).help("one per channel; [] = computed on the train split");
 }
 
+void SplitTransforms::declare(Options<SplitTransforms>& o) {
+  using Split = std::pair<const char*, std::vector<Config> SplitTransforms::*>;
+  for (const auto& [split, member] :
+       {Split{"train", &SplitTransforms::train}, Split{"val", &SplitTransforms::val},
+        Split{"test", &SplitTransforms::test}}) {
+    o.key(split, Type::SectionList, member)
+        .component("transform")
+        .section(std::make_shared<Schema>())
+        .def("[]")
+        .help(std::string("per-example transforms of the ") + split +
+              " split, in order, in the loader threads: [{type: random_crop, args: {size: [28], "
+              "padding: 4}}, ...]; unitrain list transforms");
+  }
+}
+
 void DataOptions::declare(Options<DataOptions>& o) {
   using T = DataOptions;
   const char* train_data = "the position in the epoch refers to that training data";
-  o.key("train", Type::Section)
+  o.key("train", Type::Section, &T::train)
       .component("dataset")
       .nullable()
       .fixed(train_data)
       .help("the training dataset (required by `unitrain train`; library users pass data to fit)");
-  o.key("val", Type::Section)
+  o.key("val", Type::Section, &T::val)
       .component("dataset")
       .nullable()
       .help("the validation dataset; null = none, or split off train by validation_ratio");
-  o.key("test", Type::Section)
+  o.key("test", Type::Section, &T::test)
       .component("dataset")
       .nullable()
       .harmless()
@@ -94,35 +109,13 @@ void DataOptions::declare(Options<DataOptions>& o) {
       .fixed(train_data)
       .help("fraction of train held out as val by a seeded random split, in [0, 1); 0 = none");
   o.section("normalize", &T::normalize).fixed(train_data).help("per-channel (x - mean) / std");
-  auto transforms = std::make_shared<Schema>();
-  for (const char* split : {"train", "val", "test"}) {
-    transforms->add(split, Type::SectionList)
-        .component("transform")
-        .section(std::make_shared<Schema>())
-        .def("[]")
-        .help(std::string("per-example transforms of the ") + split +
-              " split, in order, in the loader threads: [{type: random_crop, args: {size: [28], "
-              "padding: 4}}, ...]; unitrain list transforms");
-  }
-  o.key("transforms", Type::Section)
-      .section(transforms)
+  o.section("transforms", &T::transforms)
       .help("per-example transforms by split; randomness is a function of (seed, epoch, index)");
-  o.key("collate", Type::Section)
+  o.key("collate", Type::Section, &T::collate)
       .component("collate", "stack")
       .help("how examples become a batch: stack, pad (variable lengths, attention mask), mlm");
   o.section("loader", &T::loader).help("batching and reader threads");
-  o.check([](T& d, const Config& c) {  // the component sections, for build_data() to build
-    using Split = std::pair<const char*, std::optional<Config> T::*>;
-    for (const Split& s : {Split{"train", &T::train}, Split{"val", &T::val},
-                           Split{"test", &T::test}}) {
-      d.*s.second = c.has(s.first) ? std::optional<Config>(c.at(s.first)) : std::nullopt;
-    }
-    for (const char* split : {"train", "val", "test"}) {
-      d.transforms[split] = c.at("transforms").list(split);
-    }
-    d.collate = c.at("collate");
-    d.collate_type = d.collate.get_string("type");
-  });
+  o.check([](T& d, const Config&) { d.collate_type = component_type(d.collate); });
 }
 
 std::shared_ptr<const Schema> data_section_schema() {

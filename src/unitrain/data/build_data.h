@@ -1,7 +1,6 @@
 #pragma once
 // build_data: the datasets of a run from its `data` section.
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +25,14 @@ struct NormalizeOptions {
   }
 };
 
+/// `data.transforms`: the transform sections of each split, in order (built by the transform
+/// registry).
+struct SplitTransforms {
+  std::vector<Config> train, val, test;
+
+  static void declare(Options<SplitTransforms>& o);
+};
+
 /// The `data` section's keys, each declared once in declare(). Its component sections (the
 /// datasets, transforms and collate function) are kept as resolved sections: build_data()
 /// builds them from their registries.
@@ -33,8 +40,7 @@ struct DataOptions {
   std::optional<Config> train, val, test;  ///< dataset sections; unset = none
   double validation_ratio = 0;
   NormalizeOptions normalize;
-  /// data.transforms by split (train, val, test): the transform sections, in order.
-  std::map<std::string, std::vector<Config>> transforms;
+  SplitTransforms transforms;
   Config collate;            ///< the collate section {type, args}
   std::string collate_type;  ///< its type: stack (the plain batch), pad, mlm, ...
   LoaderOptions loader;

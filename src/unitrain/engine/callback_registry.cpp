@@ -1,6 +1,6 @@
 #include "unitrain/engine/callback_registry.h"
 
-#include "unitrain/checkpoint/checkpoint_options.h"
+#include "unitrain/engine/run_settings.h"
 
 namespace unitrain {
 
@@ -12,14 +12,13 @@ Registry<CallbackPtr>& callback_registry() {
 std::vector<CallbackPtr> build_callbacks(const Config& resolved) {
   register_builtin_callbacks();
   std::vector<CallbackPtr> out;
-  // The `early_stopping` section holds the args of the registered early_stopping callback.
-  const Config early = resolved.at("early_stopping");
-  if (!EarlyStoppingOptions::from_config(early).metric.empty()) {
-    out.push_back(callback_registry().create_named("early_stopping", early, "early_stopping"));
+  const RunSettings run = RunSettings::from_config(resolved);
+  if (!run.early_stopping.metric.empty()) {
+    // The `early_stopping` section holds the args of the registered early_stopping callback.
+    out.push_back(callback_registry().create_named("early_stopping", resolved.at("early_stopping"),
+                                                   "early_stopping"));
   }
-  if (resolved.has("callbacks")) {
-    for (const Config& c : resolved.list("callbacks")) out.push_back(callback_registry().create(c));
-  }
+  for (const Config& c : run.callbacks) out.push_back(callback_registry().create(c));
   return out;
 }
 

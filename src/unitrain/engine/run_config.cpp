@@ -67,7 +67,6 @@ Config resolve_run_config(const Config& raw) {
   interpolate(resolved.node(), resolved.clone(), "");  // the clone shares the record of reads
   Config log = resolved.at("log");
   LogOptions::resolve_trackers(log);  // names against the tracker registry, their settings
-  log.mark_read("tracker_args");      // resolve_trackers hands them to the trackers
   resolved.mark_read("user");  // free-form keys for the program's own code, read as it likes
   return resolved;
 }

@@ -10,16 +10,19 @@ namespace unitrain {
 namespace {
 
 void declare_config_driven(Options<RunSettings>& o) {
-  o.key("model", Type::Section)
+  using T = RunSettings;
+  o.key("model", Type::Section, &T::model)
       .component("model")
       .nullable()
       .section(model_section_schema())
       .fixed("the saved weights belong to that model")
       .help("the model to train (config-driven runs)");
-  o.key("objective", Type::Section)
+  o.key("objective", Type::Section, &T::objective)
       .section(objective_section_schema())
       .help("how the model's predictions become losses and metrics (config-driven runs)");
-  o.key("data", Type::Section).section(data_section_schema()).help("datasets and the loader");
+  o.key("data", Type::Section, &T::data)
+      .section(data_section_schema())
+      .help("datasets and the loader");
 }
 
 }  // namespace
@@ -36,13 +39,14 @@ void RunSettings::declare(Options<RunSettings>& o) {
       .help("where config.yaml, metrics.jsonl/.csv and train.log are written; ${key} refers to "
             "other keys");
   declare_config_driven(o);
-  o.key("optimizer", Type::Section)
+  o.key("optimizer", Type::Section, &T::optimizer)
       .component("optimizer", "adam")
       .section(optimizer_section_schema())
-      .fixed("the saved optimizer state and options belong to that optimizer (only optimizer.lr "
-             "may change)")
+      .fixed(
+          "the saved optimizer state and options belong to that optimizer (only optimizer.lr "
+          "may change)")
       .help("the optimizer");
-  o.key("scheduler", Type::Section)
+  o.key("scheduler", Type::Section, &T::scheduler)
       .component("scheduler", "constant")
       .section(scheduler_section_schema())
       .fixed_type("the schedule's state is saved")
@@ -57,25 +61,25 @@ void RunSettings::declare(Options<RunSettings>& o) {
   o.section("profile", &T::profile)
       .harmless()
       .help("the profiler: which optimizer steps it records (PyTorch's schedule words)");
-  o.key("callbacks", Type::SectionList)
+  o.key("callbacks", Type::SectionList, &T::callbacks)
       .component("callback")
       .section(std::make_shared<Schema>())
       .def("[]")
       .free()
-      .help("callbacks run at the loop's hook points, in order: [{type: ema, args: {...}}]; "
-            "unitrain list callbacks");
+      .help(
+          "callbacks run at the loop's hook points, in order: [{type: ema, args: {...}}]; "
+          "unitrain list callbacks");
   o.section("distributed", &T::distributed)
       .harmless()
       .help("data-parallel training over several processes (started by unitrain launch, torchrun, "
             "mpirun or srun)");
   o.key("user", Type::Any).def("{}").help(
       "free-form keys for your own code (library users); not validated");
-  o.check([](T& s, const Config& c) {
-    s.loader = options_of<LoaderOptions>().read_resolved(c.at("data").at("loader"));
-    s.optimizer = c.at("optimizer");  // fit() builds them from their sections
-    s.scheduler = c.at("scheduler");
-    s.schedule_per_epoch = s.scheduler.get_string("interval") == "epoch";
-    s.optimizer.mark_read();
+  o.check([](T& s, const Config&) {
+    // data.loader alone: library runs bring their own datasets (their keys stay unread).
+    s.loader = options_of<LoaderOptions>().read_resolved(s.data.at("loader"));
+    s.schedule_per_epoch = schedules_per_epoch(s.scheduler);
+    s.optimizer.mark_read();  // fit() builds them from their sections
     s.scheduler.mark_read();
   });
 }

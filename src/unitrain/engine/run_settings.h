@@ -5,6 +5,7 @@
 // here and read by their builders (train_from_config.cpp).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "unitrain/checkpoint/checkpoint_options.h"
 #include "unitrain/core/config.h"
@@ -33,6 +34,11 @@ struct RunSettings {
   /// The resolved `optimizer` and `scheduler` sections ({type, args, ...}), which fit() builds
   /// the optimizer and the schedule from (their registries read them).
   Config optimizer, scheduler;
+  /// The resolved config-driven sections (null `model` when none is given), which
+  /// train_from_config builds the model, objective and datasets from.
+  Config model, objective, data;
+  /// The resolved `callbacks` sections ({type, args}), in order (build_callbacks builds them).
+  std::vector<Config> callbacks;
 
   /// The root keys (name, seed, run_dir) and sections, in the order docs/config.md lists them.
   static void declare(Options<RunSettings>& o);

@@ -35,27 +35,27 @@ namespace unitrain {
 
 namespace {
 
-/// What the config-driven path reads of a resolved run config, read once: the root keys and
-/// the Trainer's sections, and the sections the model, objective and data are built from.
+/// What the config-driven path reads of a resolved run config, read once: the root keys, the
+/// Trainer's sections and the sections the model, objective and data are built from (`run`),
+/// and the keys of those three.
 struct ConfigDriven {
   RunSettings run;
-  Config model, objective, data;  ///< the sections, for the builders
   ModelSection model_keys;
   ObjectiveOptions objective_keys;
   DataOptions data_keys;
 };
 
 ConfigDriven config_driven(const Config& config) {
-  ConfigDriven c{RunSettings::from_config(config), config.at("model"), config.at("objective"),
-                 config.at("data"), {}, {}, {}};
-  UT_CHECK(!c.model.is_null(), "missing key model: a config-driven run needs model.type "
+  ConfigDriven c{RunSettings::from_config(config), {}, {}, {}};
+  UT_CHECK(!c.run.model.is_null(),
+           "missing key model: a config-driven run needs model.type "
            "(see `unitrain list` for the models)");
-  c.data_keys = DataOptions::from_config(c.data);
+  c.data_keys = DataOptions::from_config(c.run.data);
   UT_CHECK(c.data_keys.train, "missing key data.train: a config-driven run needs a training "
            "dataset (see `unitrain list` for the datasets)");
-  c.model_keys = ModelSection::from_config(c.model);
+  c.model_keys = ModelSection::from_config(c.run.model);
   objective_section_schema();  // registers the components the objective names
-  c.objective_keys = options_of<ObjectiveOptions>().parse(c.objective);
+  c.objective_keys = options_of<ObjectiveOptions>().parse(c.run.objective);
   return c;
 }
 
@@ -112,7 +112,7 @@ void load_init_weights(ObjectiveModule& module, const ModelSection& model) {
 /// The model and objective of `config`, initialised from model.init_from when given and
 /// `init` (a checkpoint's weights replace them otherwise).
 std::shared_ptr<ObjectiveModule> build_module(const ConfigDriven& c, bool init) {
-  auto module = std::make_shared<ObjectiveModule>(c.model, c.objective);
+  auto module = std::make_shared<ObjectiveModule>(c.run.model, c.run.objective);
   if (init && c.model_keys.init_from) load_init_weights(*module, c.model_keys);
   return module;
 }
@@ -225,7 +225,7 @@ std::optional<InputNormalization> saved_input_normalization(const Config& config
   InputNormalization n{norm.mean, norm.stddev};
   if (n.mean.empty() || n.std.empty()) {
     const ConfigDriven c = config_driven(config);
-    const DataSplits data = build_data(c.data, c.run.seed);
+    const DataSplits data = build_data(c.run.data, c.run.seed);
     if (n.mean.empty()) n.mean = data.normalize_mean;
     if (n.std.empty()) n.std = data.normalize_std;
   }
@@ -236,7 +236,7 @@ std::optional<InputNormalization> saved_input_normalization(const Config& config
 
 ConfigRunResult run_config(const Config& raw_config) {
   const ConfigDriven raw = config_driven(raw_config);
-  DataSplits data = build_data(raw.data, raw.run.seed);
+  DataSplits data = build_data(raw.run.data, raw.run.seed);
   const Config config = with_normalize_statistics(raw_config, raw.data_keys.normalize, data);
   Trainer trainer(config);  // seeds torch before the model is built
   const ConfigDriven c = config_driven(config);
@@ -264,7 +264,7 @@ EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoi
   check_weights_choice(weights);
   Trainer trainer(config);
   find_checkpoint(c.run, checkpoint);  // a bad --checkpoint is said before data is read
-  DataSplits data = build_data(c.data, c.run.seed);
+  DataSplits data = build_data(c.run.data, c.run.seed);
   DatasetPtr dataset = split == "val" ? data.val : data.test;
   UT_CHECK(dataset != nullptr, "--split ", split, ": the config has no ", split, " data (set ",
            split == "val" ? "data.val or data.validation_ratio" : "data.test", ")");

@@ -9,20 +9,23 @@
 namespace unitrain {
 namespace {
 
-/// `log.tracker_args` resolved: an entry for every tracker of `trackers` that has settings
-/// (ConfigError for unknown or repeated names, and for settings of a tracker that is not
-/// listed).
+/// The key of the listed trackers' settings, declared in LogOptions::declare.
+const char* const kTrackerArgs = "tracker_args";
+
+/// `log.tracker_args` (`given`) resolved: an entry for every tracker of `trackers` that has
+/// settings (ConfigError for unknown or repeated names, and for settings of a tracker that is
+/// not listed).
 YAML::Node resolved_tracker_args(const Config& log_section,
-                                 const std::vector<std::string>& trackers) {
+                                 const std::vector<std::string>& trackers,
+                                 const Config& given_args) {
   for (size_t i = 0; i < trackers.size(); ++i) {
     const std::string key = log_section.key_path("trackers") + "[" + std::to_string(i) + "]";
     catalog::find(tracker_registry().kind(), trackers[i], key);  // did-you-mean when unknown
     UT_CHECK(std::count(trackers.begin(), trackers.begin() + i, trackers[i]) == 0, key,
              ": tracker '", trackers[i], "' is listed twice; list each tracker once");
   }
-  const YAML::Node given = log_section.has("tracker_args") ? log_section.at("tracker_args").node()
-                                                           : YAML::Node(YAML::NodeType::Map);
-  const std::string args_path = log_section.key_path("tracker_args");
+  const YAML::Node& given = given_args.node();
+  const std::string args_path = log_section.key_path(kTrackerArgs);
   UT_CHECK(given.IsMap(), args_path,
            ": expected a section of tracker settings by tracker name, "
            "e.g. {tensorboard: {hparams: [optimizer]}}");
@@ -54,7 +57,7 @@ void LogOptions::declare(Options<LogOptions>& o) {
           "where log events go, by registered tracker name (unitrain list tracker): console "
           "lines, run_dir/metrics.jsonl, run_dir/metrics.csv, run_dir/tensorboard/ event "
           "files, or a plugin's");
-  o.key("tracker_args", Type::Any)
+  o.key(kTrackerArgs, Type::Any, &LogOptions::given_tracker_args)
       .def("{}")
       .help(
           "settings of the listed trackers: a tracker's arguments (its args in the tracker "
@@ -69,17 +72,23 @@ void LogOptions::declare(Options<LogOptions>& o) {
           "rank N in run_dir/logs/rank-N/) instead of rank 0 only; the other ranks' console "
           "lines go to their logs/train-rank-N.log");
   o.check([](LogOptions& out, const Config& c) {
-    for (const auto& kv : resolved_tracker_args(c, out.trackers)) {
+    for (const auto& kv : resolved_tracker_args(c, out.trackers, out.given_tracker_args)) {
       const std::string name = kv.first.as<std::string>();
-      out.tracker_args.emplace(name, Config(kv.second, c.key_path("tracker_args") + "." + name));
+      out.tracker_args.emplace(name, Config(kv.second, c.key_path(kTrackerArgs) + "." + name));
     }
   });
 }
 
 void LogOptions::resolve_trackers(Config& log_section) {
+  const LogOptions options = from_config(log_section);
   // In the order of `trackers`, as config.yaml shows them (tracker_args is sorted by name).
-  const std::vector<std::string> trackers = from_config(log_section).trackers;
-  log_section.node()["tracker_args"] = resolved_tracker_args(log_section, trackers);
+  YAML::Node resolved(YAML::NodeType::Map);
+  for (const std::string& name : options.trackers) {
+    const auto it = options.tracker_args.find(name);
+    if (it != options.tracker_args.end()) resolved[name] = it->second.node();
+  }
+  log_section.node()[kTrackerArgs] = resolved;
+  log_section.mark_read(kTrackerArgs);  // the run logger hands them to the trackers
 }
 
 std::string LogOptions::rank_dir(const std::string& run_dir, int rank) const {

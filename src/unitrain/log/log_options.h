@@ -18,6 +18,9 @@ struct LogOptions {
   std::string progress_bar = "auto";  ///< auto (when stdout is a terminal) | true | false
   /// Data-parallel runs: every rank writes its own tracker files (rank_dir()), not rank 0 only.
   bool all_ranks = false;
+  /// `tracker_args` as given: settings by tracker name, which declare()'s check resolves into
+  /// tracker_args.
+  Config given_tracker_args;
   /// The resolved settings of each tracker in `trackers` that has settings, by name (defaults
   /// filled in).
   std::map<std::string, Config> tracker_args;
@@ -30,7 +33,8 @@ struct LogOptions {
   static std::shared_ptr<const Schema> schema() { return options_of<LogOptions>().schema(); }
   /// Checks `log.trackers` and resolves `log.tracker_args` of a resolved `log` section in place:
   /// every listed tracker that has settings gets them with their defaults, so the run's
-  /// config.yaml shows them. Called when a run config is resolved (a bad name fails before anything runs).
+  /// config.yaml shows them, and records them as read (the run logger hands them to the
+  /// trackers). Called when a run config is resolved (a bad name fails before anything runs).
   static void resolve_trackers(Config& log_section);
 
   /// Where the tracker files of `rank` go: `run_dir` on rank 0; with all_ranks,

@@ -36,9 +36,8 @@ void ModelSection::declare(Options<ModelSection>& o) {
       .help(
           "init_from must hold exactly the model's tensors; false loads the names that match and "
           "reports the rest (shapes must still agree)");
-  o.check([](T& m, const Config& c) {  // `type` is the component's key, declared by the registry
-    m.type = c.has("type") ? c.get_string("type") : "";
-  });
+  // `type` is the component's key, declared with the `model` section.
+  o.check([](T& m, const Config& c) { m.type = component_type(c); });
 }
 
 std::shared_ptr<const Schema> model_section_schema() { return options_of<ModelSection>().schema(); }

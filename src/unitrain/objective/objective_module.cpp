@@ -34,7 +34,7 @@ template <typename T>
 void declare_term(Options<T>& o) {
   o.check([](T& t, const Config& c) {
     t.section = c;
-    t.type = c.get_string("type");
+    t.type = component_type(c);
   });
 }
 

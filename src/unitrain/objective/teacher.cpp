@@ -48,7 +48,7 @@ ModelPtr build_teacher_model(const TeacherOptions& o) {
 
 void TeacherOptions::declare(Options<TeacherOptions>& o) {
   using T = TeacherOptions;
-  o.key("model", Type::Section)
+  o.key("model", Type::Section, &T::model)
       .component("model")
       .help("the teacher's model {type, args}: any registered model, torchscript too");
   o.field("weights", &T::weights)
@@ -64,8 +64,7 @@ void TeacherOptions::declare(Options<TeacherOptions>& o) {
           "student prediction");
   o.check([](T& t, const Config& c) {
     t.path = c.path();
-    t.model = c.at("model");  // built by the model registry
-    t.model_type = t.model.get_string("type");
+    t.model_type = component_type(t.model);
     check_distinct(t.inputs, c, "inputs");
     check_distinct(t.predictions, c, "predictions");
   });

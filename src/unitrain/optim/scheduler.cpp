@@ -47,10 +47,14 @@ std::shared_ptr<const Schema> scheduler_section_schema() {
   return options_of<SchedulerSection>().schema();
 }
 
+bool schedules_per_epoch(const Config& scheduler_section) {
+  return options_of<SchedulerSection>().read_resolved(scheduler_section).per_epoch;
+}
+
 SchedulerPtr build_scheduler(const Config& scheduler_section, ScheduleContext context) {
   const Config section = resolve_component_section(scheduler_section, "scheduler", "constant",
                                                    scheduler_section_schema());
-  context.per_epoch = options_of<SchedulerSection>().read_resolved(section).per_epoch;
+  context.per_epoch = schedules_per_epoch(section);
   return scheduler_registry().create(section, context);
 }
 

@@ -61,6 +61,10 @@ Registry<SchedulerPtr, const ScheduleContext&>& scheduler_registry();
 ///        .section(scheduler_section_schema())`.
 std::shared_ptr<const Schema> scheduler_section_schema();
 
+/// Whether a resolved `scheduler` section's schedule advances once per epoch (`interval: epoch`)
+/// rather than once per optimizer step.
+bool schedules_per_epoch(const Config& scheduler_section);
+
 /// Builds the schedule of the `scheduler` section (resolved against the schema first, so a raw
 /// section works too). `context.per_epoch` is taken from the section's `interval`.
 SchedulerPtr build_scheduler(const Config& scheduler_section, ScheduleContext context);
