@@ -10,7 +10,7 @@
 
 #include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
-#include "unitrain/checkpoint/optimizer_state.h"
+#include "unitrain/checkpoint/optimizer_merge.h"
 #include "unitrain/checkpoint/safetensors.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/checkpoint/trainer_state_file.h"

@@ -2,8 +2,7 @@
 
 #include <torch/torch.h>
 
-#include <map>
-
+#include "unitrain/checkpoint/optimizer_dict.h"
 #include "unitrain/checkpoint/torch_file.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
@@ -24,16 +23,12 @@ std::vector<char> archive_bytes(torch::serialize::OutputArchive& archive) {
   return bytes;
 }
 
-using Dict = c10::impl::GenericDict;
-using ReadDict = c10::impl::GenericDict;
-
-/// A dict of string -> any value, as the files below hold.
-Dict new_dict() { return Dict(c10::StringType::get(), c10::AnyType::get()); }
-
-/// Format 3 writes each group's options as a dict (format 2: a LibTorch archive in a uint8
-/// tensor); both load.
-constexpr int64_t kOptimizerFormat = 3;
-constexpr int64_t kArchiveOptionsFormat = 2;
+using optimizer_dict::Dict;
+using ReadDict = optimizer_dict::Dict;
+using optimizer_dict::entry;
+using optimizer_dict::kArchiveOptionsFormat;
+using optimizer_dict::kOptimizerFormat;
+using optimizer_dict::new_dict;
 
 /// A LibTorch archive's bytes as a uint8 tensor (to travel inside a dict).
 torch::Tensor archive_tensor(torch::serialize::OutputArchive& archive) {
@@ -149,7 +144,7 @@ std::string state_key(const torch::Tensor& param) {
 }
 
 /// The optimizer as the dict save_optimizer_state describes; state tensors copied with `copy`.
-Dict optimizer_dict(const o::Optimizer& optimizer, bool copy, SnapshotBuffers* buffers) {
+Dict optimizer_as_dict(const o::Optimizer& optimizer, bool copy, SnapshotBuffers* buffers) {
   Dict out = new_dict();
   out.insert("format", kOptimizerFormat);
   const OptimizerStateSerializer* serializer = optimizer_state_serializers::find(optimizer);
@@ -205,14 +200,10 @@ void load_legacy_optimizer_state(o::Optimizer& optimizer, const std::vector<char
   }
 }
 
-c10::IValue entry(const ReadDict& d, const char* key, const std::string& what) {
-  auto it = d.find(std::string(key));
-  UT_CHECK_TRAIN(it != d.end(), what, " has no '", key, "' entry");
-  return it->value();
-}
+}  // namespace
 
-void load_optimizer_dict(o::Optimizer& optimizer, const ReadDict& d, int64_t format,
-                         const std::string& what) {
+void optimizer_dict::restore(o::Optimizer& optimizer, const ReadDict& d, int64_t format,
+                             const std::string& what) {
   const std::string type = entry(d, "type", what).toStringRef();
   const OptimizerStateSerializer* serializer = optimizer_state_serializers::find(optimizer);
   const std::string own = serializer ? serializer->type : "";
@@ -268,8 +259,6 @@ void load_optimizer_dict(o::Optimizer& optimizer, const ReadDict& d, int64_t for
   }
 }
 
-}  // namespace
-
 int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer) {
   const OptimizerStateSerializer* serializer = optimizer_state_serializers::find(optimizer);
   if (serializer == nullptr) return -1;
@@ -289,88 +278,13 @@ int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer) {
 }
 
 std::vector<char> save_optimizer_state(const torch::optim::Optimizer& optimizer) {
-  return encode_torch_file(optimizer_dict(optimizer, /*copy=*/false, nullptr)).bytes();
+  return encode_torch_file(optimizer_as_dict(optimizer, /*copy=*/false, nullptr)).bytes();
 }
 
 std::function<FileImage()> optimizer_state_snapshot(const torch::optim::Optimizer& optimizer,
                                                     bool copy, SnapshotBuffers* buffers) {
-  auto dict = std::make_shared<Dict>(optimizer_dict(optimizer, copy, buffers));
+  auto dict = std::make_shared<Dict>(optimizer_as_dict(optimizer, copy, buffers));
   return [dict] { return encode_torch_file(*dict); };
-}
-
-namespace {
-
-/// The dicts of `files` as one: the first file's entries, with the union of every file's
-/// "state" (by parameter index, in index order).
-ReadDict merged_optimizer_dict(const std::vector<OptimizerFile>& files) {
-  ReadDict merged = new_dict();
-  std::map<int64_t, std::pair<c10::IValue, c10::IValue>> states;
-  std::string first_type;
-  for (const OptimizerFile& f : files) {
-    c10::IValue value;
-    try {
-      value = torch::pickle_load(f.bytes);
-    } catch (const std::exception& e) {
-      throw TrainError(
-          detail::concat(f.what, " is not an optimizer state file: ", error_text(e, 200)));
-    }
-    UT_CHECK_TRAIN(value.isGenericDict(), f.what, " is not an optimizer state file");
-    const ReadDict d = value.toGenericDict();
-    auto format = d.find(std::string("format"));
-    UT_CHECK_TRAIN(format != d.end() && format->value().isInt() &&
-                       format->value().toInt() == kOptimizerFormat,
-                   f.what, " is not a partition of an optimizer state this unitrain reads");
-    const std::string type = entry(d, "type", f.what).toStringRef();
-    UT_CHECK_TRAIN(!type.empty(), f.what, ": the state of an optimizer unitrain cannot save by "
-                   "parameter cannot be merged from several files");
-    if (first_type.empty()) {
-      first_type = type;
-      for (const auto& e : d) {
-        if (e.key().toStringRef() != "state") merged.insert(e.key(), e.value());
-      }
-    } else {
-      UT_CHECK_TRAIN(first_type == type, f.what, " holds the state of optimizer type '", type,
-                     "', ", files[0].what, " '", first_type, "'");
-    }
-    for (const auto& e : entry(d, "state", f.what).toGenericDict()) {
-      const std::string& key = e.key().toStringRef();
-      int64_t index = -1;
-      try {
-        index = std::stoll(key);
-      } catch (const std::exception&) {
-      }
-      UT_CHECK_TRAIN(index >= 0, f.what, ": state entry '", key, "' is not a parameter index");
-      UT_CHECK_TRAIN(states.count(index) == 0, f.what, " holds parameter ", key,
-                     "'s state, which an earlier file holds too");
-      states.emplace(index, std::make_pair(e.key(), e.value()));
-    }
-  }
-  ReadDict state = new_dict();
-  for (const auto& [index, kv] : states) state.insert(kv.first, kv.second);
-  merged.insert("state", state);
-  return merged;
-}
-
-}  // namespace
-
-std::vector<char> merge_optimizer_files(const std::vector<OptimizerFile>& files) {
-  UT_CHECK_TRAIN(!files.empty(), "no optimizer state files to merge");
-  return encode_torch_file(merged_optimizer_dict(files)).bytes();
-}
-
-void load_optimizer_state(torch::optim::Optimizer& optimizer,
-                          const std::vector<OptimizerFile>& files) {
-  UT_CHECK_TRAIN(!files.empty(), "no optimizer state files to load");
-  if (files.size() == 1) return load_optimizer_state(optimizer, files[0].bytes, files[0].what);
-  const std::string what = files[0].what + " and " + std::to_string(files.size() - 1) + " more";
-  const ReadDict merged = merged_optimizer_dict(files);
-  try {
-    load_optimizer_dict(optimizer, merged, kOptimizerFormat, what);
-  } catch (const TrainError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw TrainError(detail::concat(what, " do not fit this optimizer: ", error_text(e)));
-  }
 }
 
 void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::vector<char>& bytes,
@@ -389,7 +303,7 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::vector<
       UT_CHECK_TRAIN(format.isInt() && (format.toInt() == kOptimizerFormat ||
                                         format.toInt() == kArchiveOptionsFormat),
                      what, " is not an optimizer state this version of unitrain reads");
-      load_optimizer_dict(optimizer, d, format.toInt(), what);
+      optimizer_dict::restore(optimizer, d, format.toInt(), what);
     } else {
       load_legacy_optimizer_state(optimizer, bytes, what);
     }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "unitrain/checkpoint/optimizer_merge.h"  // a ZeRO run's files: OptimizerFile, ...
 #include "unitrain/checkpoint/state_io.h"
 
 namespace unitrain {
@@ -32,22 +33,5 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::vector<
 /// Bytes of the optimizer's per-parameter state tensors on this process (the moments of Adam,
 /// ...), as its registered serializer names them; -1 for an optimizer without one.
 int64_t optimizer_state_bytes(const torch::optim::Optimizer& optimizer);
-
-/// One optimizer file's bytes and its name for messages.
-struct OptimizerFile {
-  std::vector<char> bytes;
-  std::string what;
-};
-/// Restores the state of several files that together hold it (a ZeRO run's
-/// optimizer-rank-<R>.pt, from any number of ranks: each holds its partition's parameter state
-/// under the parameters' indices over the whole optimizer, and every group's options, which
-/// are taken from the first). One file: load_optimizer_state. TrainError naming the file when
-/// one is not such a file or the files disagree (optimizer type, groups).
-void load_optimizer_state(torch::optim::Optimizer& optimizer,
-                          const std::vector<OptimizerFile>& files);
-/// The files load_optimizer_state(optimizer, files) reads, as one optimizer file (the same
-/// format, every parameter's state in index order), without an optimizer: for `unitrain
-/// checkpoint merge`. TrainError naming the file as there.
-std::vector<char> merge_optimizer_files(const std::vector<OptimizerFile>& files);
 
 }  // namespace unitrain

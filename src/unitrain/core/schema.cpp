@@ -105,6 +105,22 @@ void resolve_section(const Field& f, const YAML::Node& in, YAML::Node& out,
   }
 }
 
+// Resolves a list of sections (absent: []), each item as resolve_section at `path`.<index>.
+void resolve_section_list(const Field& f, const YAML::Node& value, YAML::Node& out,
+                          const std::string& path) {
+  if (absent(value)) {
+    out = YAML::Node(YAML::NodeType::Sequence);
+    return;
+  }
+  UT_CHECK(value.IsSequence(), path, ": expected a list of sections, got ", describe_node(value));
+  out = YAML::Node(YAML::NodeType::Sequence);
+  for (size_t i = 0; i < value.size(); ++i) {
+    YAML::Node item(YAML::NodeType::Map);
+    resolve_section(f, value[i], item, path + "." + std::to_string(i));
+    out.push_back(item);
+  }
+}
+
 void resolve_field(const Field& f, const YAML::Node& in, YAML::Node& out,
                    const std::string& path, bool explicit_null) {
   // reset(), not operator=: `in` may be a zombie node of a missing key, and assigning to one
@@ -136,21 +152,9 @@ void resolve_field(const Field& f, const YAML::Node& in, YAML::Node& out,
       resolve_section(f, value, out, path);
       return;
     }
-    case Type::SectionList: {
-      if (absent(value)) {
-        out = YAML::Node(YAML::NodeType::Sequence);
-        return;
-      }
-      UT_CHECK(value.IsSequence(), path, ": expected a list of sections, got ",
-               describe_node(value));
-      out = YAML::Node(YAML::NodeType::Sequence);
-      for (size_t i = 0; i < value.size(); ++i) {
-        YAML::Node item(YAML::NodeType::Map);
-        resolve_section(f, value[i], item, path + "." + std::to_string(i));
-        out.push_back(item);
-      }
+    case Type::SectionList:
+      resolve_section_list(f, value, out, path);
       return;
-    }
     case Type::Any:
       out = YAML::Clone(value);
       return;
@@ -254,46 +258,47 @@ void Field::check_number(double v, const std::string& key, const std::string& te
   UT_CHECK(ok_min && ok_max, key, " must be ", allowed(), ", got ", text);
 }
 
+void Field::check_scalar(const YAML::Node& node, const std::string& key, Type t) const {
+  const std::string expected = t == type_ ? type_text() : type_name(t);
+  UT_CHECK(node.IsScalar(), key, ": expected ", expected, ", got ", describe_node(node));
+  const std::string& text = node.Scalar();
+  try {
+    switch (t) {
+      case Type::Bool:
+        node.as<bool>();
+        break;
+      case Type::Int:
+        check_number(static_cast<double>(node.as<int64_t>()), key, text);
+        break;
+      case Type::Float:
+        check_number(node.as<double>(), key, text);
+        break;
+      case Type::Duration:
+        TrainUnit::parse(text, key);
+        break;
+      default:
+        break;
+    }
+  } catch (const YAML::Exception&) {
+    std::string hint;
+    if (t == Type::Int) {
+      try {
+        node.as<double>();  // a number, but not a whole one as written: 1e3, 2.0
+        hint = " (write a whole number, e.g. 1000)";
+      } catch (const YAML::Exception&) {
+      }
+    }
+    throw ConfigError(
+        detail::concat(key, ": expected ", expected, ", got ", describe_node(node), hint));
+  }
+  if (!choices_.empty()) {
+    UT_CHECK(std::find(choices_.begin(), choices_.end(), text) != choices_.end(), key, ": '", text,
+             "' is not one of: ", join(choices_, ", "));
+  }
+}
+
 void Field::check_value(const YAML::Node& value, const std::string& key) const {
   if (or_auto_ && value.IsScalar() && value.Scalar() == "auto") return;
-  auto scalar = [&](const YAML::Node& node, const std::string& k, Type t) {
-    const std::string expected = t == type_ ? type_text() : type_name(t);
-    UT_CHECK(node.IsScalar(), k, ": expected ", expected, ", got ", describe_node(node));
-    const std::string& text = node.Scalar();
-    try {
-      switch (t) {
-        case Type::Bool:
-          node.as<bool>();
-          break;
-        case Type::Int:
-          check_number(static_cast<double>(node.as<int64_t>()), k, text);
-          break;
-        case Type::Float:
-          check_number(node.as<double>(), k, text);
-          break;
-        case Type::Duration:
-          TrainUnit::parse(text, k);
-          break;
-        default:
-          break;
-      }
-    } catch (const YAML::Exception&) {
-      std::string hint;
-      if (t == Type::Int) {
-        try {
-          node.as<double>();  // a number, but not a whole one as written: 1e3, 2.0
-          hint = " (write a whole number, e.g. 1000)";
-        } catch (const YAML::Exception&) {
-        }
-      }
-      throw ConfigError(
-          detail::concat(k, ": expected ", expected, ", got ", describe_node(node), hint));
-    }
-    if (!choices_.empty()) {
-      UT_CHECK(std::find(choices_.begin(), choices_.end(), text) != choices_.end(), k, ": '",
-               text, "' is not one of: ", join(choices_, ", "));
-    }
-  };
   switch (type_) {
     case Type::IntList:
     case Type::FloatList:
@@ -304,7 +309,7 @@ void Field::check_value(const YAML::Node& value, const std::string& key) const {
       UT_CHECK(value.IsSequence(), key, ": expected a ", type_name(type_), " such as [1, 2], got ",
                describe_node(value));
       for (size_t i = 0; i < value.size(); ++i) {
-        scalar(value[i], key + "[" + std::to_string(i) + "]", element);
+        check_scalar(value[i], key + "[" + std::to_string(i) + "]", element);
       }
       return;
     }
@@ -313,7 +318,7 @@ void Field::check_value(const YAML::Node& value, const std::string& key) const {
     case Type::Any:
       return;
     default:
-      scalar(value, key, type_);
+      check_scalar(value, key, type_);
   }
 }
 

@@ -125,6 +125,8 @@ class Field {
 
  private:
   void check_number(double v, const std::string& key, const std::string& text) const;
+  /// check_value of one scalar `node` of type `t` (this field's, or its lists' elements').
+  void check_scalar(const YAML::Node& node, const std::string& key, Type t) const;
   std::string name_;
   Type type_;
   std::optional<std::string> default_;

@@ -100,6 +100,95 @@ std::vector<Line> split_lines(const std::string& text, int64_t skip) {
   return lines;
 }
 
+// The columns of a CSV file: their names (the header's, or their indexes without one), where the
+// data rows start, and the target and feature columns the options pick.
+struct CsvColumns {
+  std::vector<std::string> names;
+  size_t first_row = 0;  // the index in `lines` of the first data row
+  size_t target = 0;
+  std::vector<size_t> features;
+};
+
+CsvColumns csv_columns(const CsvOptions& o, const std::vector<Line>& lines, char delim) {
+  CsvColumns columns;
+  std::vector<std::string>& names = columns.names;
+  if (o.header) {
+    for (auto cell : split_cells(lines[0].text, delim)) names.emplace_back(cell);
+    columns.first_row = 1;
+  } else {
+    size_t n = split_cells(lines[0].text, delim).size();
+    for (size_t i = 0; i < n; ++i) names.push_back(std::to_string(i));
+  }
+  UT_CHECK(lines.size() > columns.first_row, "csv: '", o.path, "' has a header but no data rows");
+
+  const size_t target = find_column(o.target, names, o.header, "target", o.path);
+  columns.target = target;
+  std::vector<size_t>& features = columns.features;
+  for (const auto& f : o.features) {
+    size_t c = find_column(f, names, o.header, "feature", o.path);
+    UT_CHECK(c != target, "csv: feature column '", f, "' is the target column '", names[c],
+             "' of '", o.path, "'");
+    features.push_back(c);
+  }
+  if (o.features.empty()) {
+    for (size_t c = 0; c < names.size(); ++c) {
+      if (c != target) features.push_back(c);
+    }
+  }
+  UT_CHECK(!features.empty(), "csv: '", o.path, "' has no feature columns besides the target");
+  return columns;
+}
+
+// The numbers of a CSV file's data rows: the features row after row, the targets as class
+// indexes (target_type class) or floats.
+struct CsvValues {
+  std::vector<float> x;
+  std::vector<int64_t> y_class;
+  std::vector<float> y_float;
+  int64_t max_class = -1;
+};
+
+CsvValues csv_values(const CsvOptions& o, const std::vector<Line>& lines, char delim,
+                     const CsvColumns& columns) {
+  const std::vector<std::string>& names = columns.names;
+  const size_t first_row = columns.first_row;
+  const size_t target = columns.target;
+  const bool is_class = o.target_type == "class";
+  CsvValues values;
+  values.x.reserve((lines.size() - first_row) * columns.features.size());
+  for (size_t r = first_row; r < lines.size(); ++r) {
+    const Line& line = lines[r];
+    auto cells = split_cells(line.text, delim);
+    UT_CHECK(cells.size() == names.size(), "csv: '", o.path, "' line ", line.number, " has ",
+             cells.size(), " cells, expected ", names.size(),
+             o.header ? " (as in the header)" : " (as in the first row)");
+    auto number = [&](size_t c) {
+      double v = 0;
+      UT_CHECK(parse_number(cells[c], &v), "csv: '", o.path, "' line ", line.number, ", column ",
+               c + 1, " ('", names[c], "'): '", std::string(cells[c]),
+               "' is not a number (only numeric columns can be features or targets)",
+               !o.header && r == first_row
+                   ? "; if this line names the columns or is a preamble, set "
+                     "header: true or skip_rows"
+                   : "");
+      return v;
+    };
+    for (size_t c : columns.features) values.x.push_back(static_cast<float>(number(c)));
+    double t = number(target);
+    if (is_class) {
+      UT_CHECK(t >= 0 && t == std::floor(t), "csv: '", o.path, "' line ", line.number, ", column ",
+               target + 1, " ('", names[target], "'): '", std::string(cells[target]),
+               "' is not a class index (a whole number >= 0); use target_type: float for "
+               "regression");
+      values.y_class.push_back(static_cast<int64_t>(t));
+      values.max_class = std::max(values.max_class, values.y_class.back());
+    } else {
+      values.y_float.push_back(static_cast<float>(t));
+    }
+  }
+  return values;
+}
+
 }  // namespace
 
 void CsvOptions::declare(Options<CsvOptions>& o) {
@@ -135,80 +224,19 @@ DatasetPtr load_csv(const CsvOptions& o) {
   UT_CHECK(!lines.empty(), "csv: '", o.path, "' is empty",
            o.skip_rows > 0 ? " after skipping " + std::to_string(o.skip_rows) + " rows" : "");
   const char delim = o.delimiter[0];
-
-  std::vector<std::string> names;
-  size_t first_row = 0;
-  if (o.header) {
-    for (auto cell : split_cells(lines[0].text, delim)) names.emplace_back(cell);
-    first_row = 1;
-  } else {
-    size_t n = split_cells(lines[0].text, delim).size();
-    for (size_t i = 0; i < n; ++i) names.push_back(std::to_string(i));
-  }
-  UT_CHECK(lines.size() > first_row, "csv: '", o.path, "' has a header but no data rows");
-
-  const size_t target = find_column(o.target, names, o.header, "target", o.path);
-  std::vector<size_t> features;
-  for (const auto& f : o.features) {
-    size_t c = find_column(f, names, o.header, "feature", o.path);
-    UT_CHECK(c != target, "csv: feature column '", f, "' is the target column '", names[c],
-             "' of '", o.path, "'");
-    features.push_back(c);
-  }
-  if (o.features.empty()) {
-    for (size_t c = 0; c < names.size(); ++c) {
-      if (c != target) features.push_back(c);
-    }
-  }
-  UT_CHECK(!features.empty(), "csv: '", o.path, "' has no feature columns besides the target");
+  const CsvColumns columns = csv_columns(o, lines, delim);
+  CsvValues values = csv_values(o, lines, delim, columns);
 
   const bool is_class = o.target_type == "class";
-  const auto rows = static_cast<int64_t>(lines.size() - first_row);
-  const auto num_features = static_cast<int64_t>(features.size());
-  std::vector<float> x;
-  x.reserve(static_cast<size_t>(rows * num_features));
-  std::vector<int64_t> y_class;
-  std::vector<float> y_float;
-  int64_t max_class = -1;
-
-  for (size_t r = first_row; r < lines.size(); ++r) {
-    const Line& line = lines[r];
-    auto cells = split_cells(line.text, delim);
-    UT_CHECK(cells.size() == names.size(), "csv: '", o.path, "' line ", line.number, " has ",
-             cells.size(), " cells, expected ", names.size(),
-             o.header ? " (as in the header)" : " (as in the first row)");
-    auto number = [&](size_t c) {
-      double v = 0;
-      UT_CHECK(parse_number(cells[c], &v), "csv: '", o.path, "' line ", line.number, ", column ",
-               c + 1, " ('", names[c], "'): '", std::string(cells[c]),
-               "' is not a number (only numeric columns can be features or targets)",
-               !o.header && r == first_row
-                   ? "; if this line names the columns or is a preamble, set "
-                     "header: true or skip_rows"
-                   : "");
-      return v;
-    };
-    for (size_t c : features) x.push_back(static_cast<float>(number(c)));
-    double t = number(target);
-    if (is_class) {
-      UT_CHECK(t >= 0 && t == std::floor(t), "csv: '", o.path, "' line ", line.number, ", column ",
-               target + 1, " ('", names[target], "'): '", std::string(cells[target]),
-               "' is not a class index (a whole number >= 0); use target_type: float for "
-               "regression");
-      y_class.push_back(static_cast<int64_t>(t));
-      max_class = std::max(max_class, y_class.back());
-    } else {
-      y_float.push_back(static_cast<float>(t));
-    }
-  }
-
+  const auto rows = static_cast<int64_t>(lines.size() - columns.first_row);
+  const auto num_features = static_cast<int64_t>(columns.features.size());
   torch::Tensor x_tensor =
-      torch::from_blob(x.data(), {rows, num_features}, torch::kFloat32).clone();
+      torch::from_blob(values.x.data(), {rows, num_features}, torch::kFloat32).clone();
   torch::Tensor y_tensor =
-      is_class ? torch::from_blob(y_class.data(), {rows}, torch::kInt64).clone()
-               : torch::from_blob(y_float.data(), {rows, 1}, torch::kFloat32).clone();
+      is_class ? torch::from_blob(values.y_class.data(), {rows}, torch::kInt64).clone()
+               : torch::from_blob(values.y_float.data(), {rows, 1}, torch::kFloat32).clone();
   std::map<std::string, int64_t> info{{"num_features", num_features}};
-  if (is_class) info["num_classes"] = max_class + 1;
+  if (is_class) info["num_classes"] = values.max_class + 1;
   return std::make_shared<TensorDataset>(Batch{{"x", x_tensor}, {"y", y_tensor}}, info,
                                          "csv '" + o.path + "'");
 }

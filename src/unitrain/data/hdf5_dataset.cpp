@@ -23,33 +23,52 @@ struct ElementType {
   std::string text;  ///< "uint16", "float32", "bool", for messages
 };
 
+/// A copy of the native type `t`, closed when the last owner goes.
+std::shared_ptr<const Hid> native_type(hid_t t) {
+  return std::make_shared<const Hid>(H5Tcopy(t), H5Tclose);
+}
+
+/// element_type of an integer type (uint16 is read as int32, uint32 and uint64 as int64);
+/// nullopt for a size no tensor type holds.
+std::optional<ElementType> integer_element_type(hid_t file_type) {
+  const size_t size = H5Tget_size(file_type);
+  const bool is_signed = H5Tget_sign(file_type) != H5T_SGN_NONE;
+  const std::string text = (is_signed ? "int" : "uint") + std::to_string(8 * size);
+  if (size == 1 && is_signed)
+    return ElementType{native_type(H5T_NATIVE_INT8), torch::kInt8, torch::kInt8, text};
+  if (size == 1) {
+    return ElementType{native_type(H5T_NATIVE_UINT8), torch::kUInt8, torch::kUInt8, text};
+  }
+  if (size == 2 && is_signed) {
+    return ElementType{native_type(H5T_NATIVE_INT16), torch::kInt16, torch::kInt16, text};
+  }
+  if (size <= 4 && is_signed == (size == 4)) {  // int32, or uint16 widened
+    return ElementType{native_type(H5T_NATIVE_INT32), torch::kInt32, torch::kInt32, text};
+  }
+  if (size == 4 || (size == 8 && is_signed)) {  // uint32 widened, or int64
+    return ElementType{native_type(H5T_NATIVE_INT64), torch::kInt64, torch::kInt64, text};
+  }
+  if (size == 8) {
+    return ElementType{native_type(H5T_NATIVE_UINT64), torch::kInt64, torch::kInt64, text};
+  }
+  return std::nullopt;
+}
+
 ElementType element_type(hid_t file_type, const std::string& where) {
-  auto native = [](hid_t t) { return std::make_shared<const Hid>(H5Tcopy(t), H5Tclose); };
   const size_t size = H5Tget_size(file_type);
   switch (H5Tget_class(file_type)) {
-    case H5T_INTEGER: {
-      const bool is_signed = H5Tget_sign(file_type) != H5T_SGN_NONE;
-      const std::string text = (is_signed ? "int" : "uint") + std::to_string(8 * size);
-      if (size == 1 && is_signed)
-        return {native(H5T_NATIVE_INT8), torch::kInt8, torch::kInt8, text};
-      if (size == 1) return {native(H5T_NATIVE_UINT8), torch::kUInt8, torch::kUInt8, text};
-      if (size == 2 && is_signed) {
-        return {native(H5T_NATIVE_INT16), torch::kInt16, torch::kInt16, text};
-      }
-      if (size <= 4 && is_signed == (size == 4)) {  // int32, or uint16 widened
-        return {native(H5T_NATIVE_INT32), torch::kInt32, torch::kInt32, text};
-      }
-      if (size == 4 || (size == 8 && is_signed)) {  // uint32 widened, or int64
-        return {native(H5T_NATIVE_INT64), torch::kInt64, torch::kInt64, text};
-      }
-      if (size == 8) return {native(H5T_NATIVE_UINT64), torch::kInt64, torch::kInt64, text};
+    case H5T_INTEGER:
+      if (std::optional<ElementType> t = integer_element_type(file_type)) return *t;
       break;
-    }
     case H5T_FLOAT: {
       const std::string text = "float" + std::to_string(8 * size);
-      if (size == 2) return {native(H5T_NATIVE_FLOAT), torch::kFloat32, torch::kHalf, text};
-      if (size == 4) return {native(H5T_NATIVE_FLOAT), torch::kFloat32, torch::kFloat32, text};
-      if (size == 8) return {native(H5T_NATIVE_DOUBLE), torch::kFloat64, torch::kFloat64, text};
+      if (size == 2) return {native_type(H5T_NATIVE_FLOAT), torch::kFloat32, torch::kHalf, text};
+      if (size == 4) {
+        return {native_type(H5T_NATIVE_FLOAT), torch::kFloat32, torch::kFloat32, text};
+      }
+      if (size == 8) {
+        return {native_type(H5T_NATIVE_DOUBLE), torch::kFloat64, torch::kFloat64, text};
+      }
       break;
     }
     case H5T_ENUM: {  // h5py's bool: FALSE = 0, TRUE = 1 over one byte
