@@ -14,7 +14,7 @@
 #include "unitrain/core/registry.h"
 #include "unitrain/data/tensor_dataset.h"
 #include "unitrain/engine/builtins.h"
-#include "unitrain/engine/run_config.h"
+#include "unitrain/engine/load_config.h"
 #include "unitrain/engine/trainer.h"
 #include "unitrain/models/model.h"
 #include "unitrain/objective/objective_module.h"

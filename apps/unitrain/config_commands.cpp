@@ -6,7 +6,7 @@
 #include "unitrain/core/error.h"
 #include "unitrain/core/registry.h"
 #include "unitrain/engine/component_list.h"
-#include "unitrain/engine/run_config.h"
+#include "unitrain/engine/load_config.h"
 #include "unitrain/log/console.h"
 
 namespace unitrain::cli {

@@ -4,7 +4,7 @@
 
 #include "test_util.h"
 #include "unitrain/core/error.h"
-#include "unitrain/engine/run_config.h"
+#include "unitrain/engine/load_config.h"
 
 namespace unitrain {
 namespace {

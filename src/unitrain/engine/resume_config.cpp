@@ -10,7 +10,7 @@
 #include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
 #include "unitrain/core/error.h"
-#include "unitrain/engine/run_config.h"
+#include "unitrain/engine/load_config.h"
 
 namespace unitrain {
 namespace {

@@ -1,16 +1,40 @@
 #include "unitrain/engine/thread_governor.h"
 
 #include <fmt/format.h>
+#include <torch/torch.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <cstdlib>
 #include <memory>
 #include <thread>
 
 #include "unitrain/core/cpu_budget.h"
-#include "unitrain/engine/run_env.h"
 
 namespace unitrain {
+
+std::string loaded_blas_library() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    std::string path = line.substr(slash);
+    std::string file = std::filesystem::path(path).filename().string();
+    if (file.find("blas") != std::string::npos || file.find("mkl_rt") != std::string::npos) {
+      std::error_code ec;
+      std::filesystem::path real = std::filesystem::canonical(path, ec);
+      return ec ? path : real.string();
+    }
+  }
+  return "unknown";
+}
+
+void set_threads(int64_t threads) {
+  torch::set_num_threads(static_cast<int>(threads));
+}
+
 
 namespace {
 

@@ -14,6 +14,14 @@
 
 namespace unitrain {
 
+/// The BLAS library this process loaded (resolved path of libblas.so.3 or libopenblas), or
+/// "unknown". Debian's libtorch calls whatever libblas.so.3 points to.
+std::string loaded_blas_library();
+
+/// Sets LibTorch's intra-op (and OpenMP) thread count.
+void set_threads(int64_t threads);
+
+
 class ThreadGovernor {
  public:
   /// What other programs keep busy (CPUs' worth) since the last call; the first call covers

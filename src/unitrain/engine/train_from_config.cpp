@@ -22,8 +22,8 @@
 #include "unitrain/data/file_bytes.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/engine/resume_config.h"
-#include "unitrain/engine/run_config.h"
-#include "unitrain/engine/run_env.h"
+#include "unitrain/engine/load_config.h"
+#include "unitrain/engine/run_folder.h"
 #include "unitrain/engine/run_settings.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"
@@ -234,7 +234,7 @@ std::optional<InputNormalization> saved_input_normalization(const Config& config
 
 }  // namespace
 
-ConfigRunResult run_config(const Config& raw_config) {
+ConfigRunResult train_from_config(const Config& raw_config) {
   const ConfigDriven raw = config_driven(raw_config);
   DataSplits data = build_data(raw.run.data, raw.run.seed);
   const Config config = with_normalize_statistics(raw_config, raw.data_keys.normalize, data);

@@ -12,7 +12,7 @@ struct ConfigRunResult {
 
 /// Trains what `config` (resolved by load_run_config) describes, then evaluates data.test when
 /// given. ConfigError for bad setup, TrainError for failures during training.
-ConfigRunResult run_config(const Config& config);
+ConfigRunResult train_from_config(const Config& config);
 
 /// What `unitrain eval` measured.
 struct EvalResult {

@@ -11,23 +11,13 @@
 #include "unitrain/engine/checkpoint_entries.h"
 #include "unitrain/engine/evaluator.h"
 #include "unitrain/engine/run_decisions.h"
-#include "unitrain/engine/run_env.h"
+#include "unitrain/engine/run_folder.h"
 #include "unitrain/log/console.h"
 #include "unitrain/parallel/data_parallel.h"
 #include "unitrain/parallel/reduce_metrics.h"
 
 namespace unitrain {
 namespace {
-
-/// The log options of this rank: metrics files, console metrics and progress from rank 0 only
-/// (with log.all_ranks, every rank's trackers, in LogOptions::rank_dir; no progress bar).
-LogOptions rank_log_options(LogOptions o, int rank) {
-  if (rank != 0) {
-    if (!o.all_ranks) o.trackers.clear();
-    o.progress_bar = "false";
-  }
-  return o;
-}
 
 /// What this rank's trackers are told of the run segment.
 RunInfo rank_run_info(const Config& config, const LogOptions& log, const std::string& run_dir,
@@ -58,7 +48,7 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
       threads_(std::move(in.threads)),
       periods_(settings_.train.log_every, settings_.train.val_every, settings_.checkpoint.every),
       train_loader_(std::move(train), settings_.loader, settings_.seed, "data.train"),
-      logger_(rank_log_options(settings_.log, group_ ? group_->rank() : 0),
+      logger_(settings_.log.of_rank(group_ ? group_->rank() : 0),
               rank_run_info(config_, settings_.log, settings_.run_dir, group_ ? group_->rank() : 0,
                             group_ ? group_->world_size() : 1, resume)) {
   const int rank = group_ ? group_->rank() : 0;

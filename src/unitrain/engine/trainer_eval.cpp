@@ -5,7 +5,7 @@
 #include "unitrain/core/error.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/engine/run_settings.h"
-#include "unitrain/engine/run_summary.h"
+#include "unitrain/engine/summary_file.h"
 #include "unitrain/engine/trainer.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/run_logger.h"

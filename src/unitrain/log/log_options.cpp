@@ -97,4 +97,13 @@ std::string LogOptions::rank_dir(const std::string& run_dir, int rank) const {
   return all_ranks ? run_dir + "/logs/rank-" + std::to_string(rank) : "";
 }
 
+LogOptions LogOptions::of_rank(int rank) const {
+  LogOptions o = *this;
+  if (rank != 0) {
+    if (!o.all_ranks) o.trackers.clear();
+    o.progress_bar = "false";
+  }
+  return o;
+}
+
 }  // namespace unitrain

@@ -40,6 +40,9 @@ struct LogOptions {
   /// Where the tracker files of `rank` go: `run_dir` on rank 0; with all_ranks,
   /// `run_dir/logs/rank-<rank>` on the others; "" (no files) otherwise or without a run_dir.
   std::string rank_dir(const std::string& run_dir, int rank) const;
+  /// These options as rank `rank` uses them: metrics files, console metrics and the progress
+  /// bar from rank 0 only (with all_ranks, every rank's trackers, in rank_dir(); no bar).
+  LogOptions of_rank(int rank) const;
 };
 
 }  // namespace unitrain

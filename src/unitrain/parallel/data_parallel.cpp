@@ -16,24 +16,6 @@
 namespace unitrain {
 namespace {
 
-/// "name shape dtype" per line: what every rank must agree on.
-std::string signature(const torch::nn::Module& module) {
-  std::ostringstream s;
-  auto add = [&s](const char* kind, const std::string& name, const torch::Tensor& t) {
-    s << kind << " " << name << " " << t.sizes() << " " << t.dtype() << "\n";
-  };
-  for (const auto& p : module.named_parameters(true)) add("parameter", p.key(), p.value());
-  for (const auto& b : module.named_buffers(true)) add("buffer", b.key(), b.value());
-  return s.str();
-}
-
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
 /// "a, b, c" (the first 10, then how many more).
 std::string join_names(const std::vector<std::string>& names) {
   std::string out;
@@ -43,25 +25,6 @@ std::string join_names(const std::vector<std::string>& names) {
 }
 
 }  // namespace
-
-void broadcast_module(ProcessGroup& group, torch::nn::Module& module) {
-  const std::vector<std::string> all = group.all_gather(signature(module));
-  const std::vector<std::string> want = lines(all[0]);
-  for (int r = 1; r < group.world_size(); ++r) {
-    const std::vector<std::string> got = lines(all[size_t(r)]);
-    for (size_t i = 0; i < std::max(want.size(), got.size()); ++i) {
-      const std::string a = i < want.size() ? want[i] : "(nothing)";
-      const std::string b = i < got.size() ? got[i] : "(nothing)";
-      UT_CHECK(a == b, "the model differs between ranks: rank 0 has ", a, " where rank ", r,
-               " has ", b, " (every rank must build the same model from the same config)");
-    }
-  }
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> tensors;
-  for (auto& p : module.parameters(true)) tensors.push_back(p);
-  for (auto& b : module.buffers(true)) tensors.push_back(b);
-  if (!tensors.empty()) group.broadcast(tensors, 0);
-}
 
 std::vector<int> partition_contiguous(const std::vector<int64_t>& sizes, int world) {
   int64_t total = 0;
@@ -87,13 +50,6 @@ std::vector<int> bucket_owners(const std::vector<torch::Tensor>& params, int wor
   return std::vector<int>(reversed.rbegin(), reversed.rend());
 }
 
-void broadcast_buffers(ProcessGroup& group, torch::nn::Module& module) {
-  std::vector<torch::Tensor> buffers = module.buffers(true);
-  if (buffers.empty()) return;
-  torch::NoGradGuard no_grad;
-  group.broadcast(buffers, 0);
-}
-
 DataParallelSync::DataParallelSync(std::shared_ptr<ProcessGroup> group,
                                    std::vector<torch::Tensor> params, DataParallelOptions options)
     : group_(std::move(group)), params_(std::move(params)), options_(options) {
@@ -103,13 +59,19 @@ DataParallelSync::DataParallelSync(std::shared_ptr<ProcessGroup> group,
   UT_CHECK_TRAIN(!partitioned || options_.owners.size() == params_.size(),
                  "data parallel: ", options_.owners.size(), " owners for ", params_.size(),
                  " parameters");
+  bucket_of_.assign(params_.size(), 0);
+  has_grad_.assign(params_.size(), false);
+  touched_.assign(params_.size(), false);
+  lay_out_buckets();
+  hook_gradients();
+}
+
+void DataParallelSync::lay_out_buckets() {
+  const bool partitioned = !options_.owners.empty();
   const int64_t bucket_bytes = std::max<int64_t>(1, int64_t(options_.bucket_mb * 1024 * 1024));
   // The first bucket (the last layers, whose gradients come first) is small, as in PyTorch's
   // DDP, so that its reduce starts early in backward instead of waiting for 25 MB.
   const int64_t first_bucket_bytes = std::min<int64_t>(bucket_bytes, 1024 * 1024);
-  bucket_of_.assign(params_.size(), 0);
-  has_grad_.assign(params_.size(), false);
-  touched_.assign(params_.size(), false);
   // Reverse order: the last layers' gradients come first in backward. A bucket holds one dtype.
   Bucket current;
   int64_t bytes = 0;
@@ -150,7 +112,11 @@ DataParallelSync::DataParallelSync(std::shared_ptr<ProcessGroup> group,
     bytes += size;
   }
   close();
-  if (partitioned) {
+  add_decision_slots();
+}
+
+void DataParallelSync::add_decision_slots() {
+  if (!options_.owners.empty()) {
     decision_ = torch::zeros({kFlagSlots}, torch::kFloat32);
   } else {
     // The decision rides behind the last bucket's gradients (a bucket of their own when there
@@ -165,6 +131,9 @@ DataParallelSync::DataParallelSync(std::shared_ptr<ProcessGroup> group,
       b.wide = torch::zeros_like(b.flat, torch::kFloat32);
     }
   }
+}
+
+void DataParallelSync::hook_gradients() {
   for (size_t k = 0; k < params_.size(); ++k) {
     if (!params_[k].requires_grad()) continue;
     auto acc = torch::autograd::impl::grad_accumulator(params_[k]);
@@ -252,31 +221,7 @@ void DataParallelSync::launch_in_order() {
   }
 }
 
-bool DataParallelSync::missing_here() const {
-  for (size_t k = 0; k < params_.size(); ++k) {
-    if (params_[k].requires_grad() && !touched_[k]) return true;
-  }
-  return false;
-}
-
-void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
-  // Buckets with a parameter that got no gradient in this backward go now, in order. (When
-  // every bucket went during backward, every parameter had its gradient.)
-  if (next_launch_ < buckets_.size() && missing_here()) {
-    StepDecision mine = StepDecision::decode(mine_.data());
-    mine.missing_gradient = true;
-    mine_ = mine.encode();
-  }
-  while (next_launch_ < buckets_.size()) {
-    launch(buckets_[next_launch_++]);
-    ++launched_in_finish_;
-  }
-  c10::intrusive_ptr<c10d::Work> decision_work;
-  if (decision_.defined()) {  // ZeRO stage 2: after the buckets, on every rank
-    write_decision(decision_);
-    std::vector<torch::Tensor> t{decision_};
-    decision_work = group_->group().allreduce(t);
-  }
+void DataParallelSync::wait_for_buckets() {
   const double world = group_->world_size();
   torch::NoGradGuard no_grad;
   for (auto& b : buckets_) {
@@ -304,18 +249,47 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
     if (options_.average) b.flat.div_(world);
     b.ready = 0;
   }
-  if (decision_work) {
-    try {
-      decision_work->wait();
-    } catch (const std::exception& e) {
-      throw TrainError(detail::concat("rank ", group_->rank(),
-                                      ": the step's decision all-reduce "
-                                      "failed (a rank stopped or is unreachable): ",
-                                      error_text(e)));
-    }
-    std::copy(decision_.data_ptr<float>(), decision_.data_ptr<float>() + kFlagSlots,
-              agreed_.begin());
+}
+
+void DataParallelSync::wait_for_decision(c10d::Work& work, const torch::Tensor& slots) {
+  try {
+    work.wait();
+  } catch (const std::exception& e) {
+    throw TrainError(detail::concat("rank ", group_->rank(),
+                                    ": the step's decision all-reduce "
+                                    "failed (a rank stopped or is unreachable): ",
+                                    error_text(e)));
   }
+  std::copy(slots.data_ptr<float>(), slots.data_ptr<float>() + kFlagSlots, agreed_.begin());
+}
+
+bool DataParallelSync::missing_here() const {
+  for (size_t k = 0; k < params_.size(); ++k) {
+    if (params_[k].requires_grad() && !touched_[k]) return true;
+  }
+  return false;
+}
+
+void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
+  // Buckets with a parameter that got no gradient in this backward go now, in order. (When
+  // every bucket went during backward, every parameter had its gradient.)
+  if (next_launch_ < buckets_.size() && missing_here()) {
+    StepDecision mine = StepDecision::decode(mine_.data());
+    mine.missing_gradient = true;
+    mine_ = mine.encode();
+  }
+  while (next_launch_ < buckets_.size()) {
+    launch(buckets_[next_launch_++]);
+    ++launched_in_finish_;
+  }
+  c10::intrusive_ptr<c10d::Work> decision_work;
+  if (decision_.defined()) {  // ZeRO stage 2: after the buckets, on every rank
+    write_decision(decision_);
+    std::vector<torch::Tensor> t{decision_};
+    decision_work = group_->group().allreduce(t);
+  }
+  wait_for_buckets();
+  if (decision_work) wait_for_decision(*decision_work, decision_);
   std::vector<bool> used(params_.size(), true);
   if (agreed().missing_gradient) used = used_by_any_rank();
   give_gradients(used);
@@ -381,15 +355,7 @@ void DataParallelSync::agree() {
   torch::Tensor slots = torch::zeros({kFlagSlots}, torch::kFloat32);
   write_decision(slots);
   std::vector<torch::Tensor> t{slots};
-  try {
-    group_->group().allreduce(t)->wait();
-  } catch (const std::exception& e) {
-    throw TrainError(detail::concat("rank ", group_->rank(),
-                                    ": the step's decision all-reduce failed (a rank stopped or "
-                                    "is unreachable): ",
-                                    error_text(e)));
-  }
-  std::copy(slots.data_ptr<float>(), slots.data_ptr<float>() + kFlagSlots, agreed_.begin());
+  wait_for_decision(*group_->group().allreduce(t), slots);
   mine_.fill(0.f);
   nonfinite_flag_ = torch::Tensor();
 }

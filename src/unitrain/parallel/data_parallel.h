@@ -106,7 +106,16 @@ class DataParallelSync : public GradientSync {
     int owner = -1;  ///< ZeRO stage 2: the rank it is reduced to; -1: all-reduced
     int64_t numel = 0;
   };
+  /// The constructor's parts: parameters into buckets (reverse order, one dtype and owner a
+  /// bucket), the decision's slots, the autograd hooks that launch the buckets.
+  void lay_out_buckets();
+  void add_decision_slots();
+  void hook_gradients();
   void grad_ready(size_t param);
+  /// finish()'s waits: every bucket's reduce (the sums, the decision in the last), and the
+  /// decision's own all-reduce into agreed_ (`slots`: what it reduced).
+  void wait_for_buckets();
+  void wait_for_decision(c10d::Work& work, const torch::Tensor& slots);
   /// Whether a parameter got no gradient in this window on this rank.
   bool missing_here() const;
   /// Which parameters some rank used in this window (one small all-reduce); warns once of those

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "unitrain/engine/run_config.h"
+#include "unitrain/engine/load_config.h"
 
 namespace unitrain {
 

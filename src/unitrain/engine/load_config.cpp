@@ -1,4 +1,4 @@
-#include "unitrain/engine/run_config.h"
+#include "unitrain/engine/load_config.h"
 
 #include <fmt/format.h>
 

@@ -1,17 +1,10 @@
 #pragma once
-// The environment a run starts in: threads, BLAS, the run folder.
+// The run folder: created and checked, an earlier run archived, files written atomically.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace unitrain {
-
-/// The BLAS library this process loaded (resolved path of libblas.so.3 or libopenblas), or
-/// "unknown". Debian's libtorch calls whatever libblas.so.3 points to.
-std::string loaded_blas_library();
-
-/// Sets LibTorch's intra-op (and OpenMP) thread count.
-void set_threads(int64_t threads);
 
 /// Creates `run_dir` and checks it can be written, before any training: a ConfigError naming
 /// the path otherwise.

@@ -1,4 +1,4 @@
-#include "unitrain/engine/run_env.h"
+#include "unitrain/engine/run_folder.h"
 
 #include <fcntl.h>
 #include <torch/torch.h>
@@ -15,27 +15,6 @@
 
 namespace unitrain {
 namespace fs = std::filesystem;
-
-std::string loaded_blas_library() {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    auto slash = line.find('/');
-    if (slash == std::string::npos) continue;
-    std::string path = line.substr(slash);
-    std::string file = fs::path(path).filename().string();
-    if (file.find("blas") != std::string::npos || file.find("mkl_rt") != std::string::npos) {
-      std::error_code ec;
-      fs::path real = fs::canonical(path, ec);
-      return ec ? path : real.string();
-    }
-  }
-  return "unknown";
-}
-
-void set_threads(int64_t threads) {
-  torch::set_num_threads(static_cast<int>(threads));
-}
 
 void prepare_writable_dir(const std::string& run_dir) {
   std::error_code ec;

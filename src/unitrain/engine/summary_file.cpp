@@ -1,4 +1,4 @@
-#include "unitrain/engine/run_summary.h"
+#include "unitrain/engine/summary_file.h"
 
 #include <cmath>
 #include <filesystem>
@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "unitrain/engine/run_env.h"
+#include "unitrain/engine/run_folder.h"
 #include "unitrain/log/json_number.h"
 
 namespace unitrain {
