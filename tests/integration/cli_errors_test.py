@@ -38,6 +38,19 @@ class CliErrors(common.Case):
         self.expect_usage_error(MLP_DIGITS, "data.loader.batch_size must be > 0, got 0",
                                 extra=["--data.loader.batch_size", "0"])
 
+    def test_a_gpu_where_there_is_none_names_the_key_and_what_the_build_has(self):
+        out = self.expect_usage_error(MLP_DIGITS, "train.device: cuda asks for a GPU, but this "
+                                      "LibTorch (", "was built without CUDA (CPU only); use "
+                                      "train.device: cpu", extra=["--train.device", "cuda"])
+        self.assertNotIn("device: ", out.replace("train.device: ", ""))  # nothing started
+        self.expect_usage_error(MLP_DIGITS, "train.device: 'gpu' is not a device: write cpu, "
+                                "cuda, cuda:N", extra=["--train.device", "gpu"])
+        # auto trains on the CPU here, and says so.
+        cfg = write(os.path.join(self.dir, "auto.yaml"), MLP_DIGITS)
+        code, out = run(["train", cfg, "--run_dir", os.path.join(self.dir, "auto")])
+        self.assertEqual(code, 0, out)
+        self.assertIn("device: cpu\n", out)
+
     def test_unknown_component_lists_known(self):
         self.expect_usage_error(MLP_DIGITS.replace("type: mlp", "type: mlpp"),
                                 "unknown model 'mlpp' at model.type", "known:", "transformer_lm")

@@ -4,6 +4,7 @@
 
 #include "unitrain/engine/callback_list.h"
 #include "unitrain/engine/module_error.h"
+#include "unitrain/engine/run_device.h"
 #include "unitrain/precision/precision.h"
 
 namespace unitrain {
@@ -29,7 +30,9 @@ MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalS
     StepOutput out;
     try {
       AutocastScope autocast = precision ? precision->autocast() : AutocastScope(false, {}, {});
-      const Batch& in = precision && precision->casts_inputs() ? precision->inputs(*batch) : *batch;
+      const Batch on_device = on_module_device(*batch, module.weights());
+      const Batch& in =
+          precision && precision->casts_inputs() ? precision->inputs(on_device) : on_device;
       out = test ? module.test_step(in) : module.validation_step(in);
     } catch (...) {
       rethrow_module_error(std::string("the module's ") + (test ? "test_step" : "validation_step") +

@@ -11,6 +11,7 @@
 #include "unitrain/engine/checkpoint_entries.h"
 #include "unitrain/engine/evaluator.h"
 #include "unitrain/engine/run_decisions.h"
+#include "unitrain/engine/run_device.h"
 #include "unitrain/engine/run_folder.h"
 #include "unitrain/log/console.h"
 #include "unitrain/parallel/data_parallel.h"
@@ -215,8 +216,8 @@ MicroStep TrainLoop::forward_backward(const Batch& batch) {
   // 1 / ranks, so the summed gradients are the average (DataParallelOptions::average).
   const double weight = double(batch.size()) / plan_.window_samples(b) / double(plan_.world);
   callbacks_.call("on_train_batch_start", &Callback::on_train_batch_start, batch);
-  return step_runner_->forward_backward(batch, weight, plan_.ends_window(b), decisions_.mine(),
-                                        state_.step + 1);
+  return step_runner_->forward_backward(on_module_device(batch, module_.weights()), weight,
+                                        plan_.ends_window(b), decisions_.mine(), state_.step + 1);
 }
 
 void TrainLoop::advance(const Batch& batch, const MicroStep& m) {

@@ -34,6 +34,11 @@ void TrainOptions::declare(Options<TrainOptions>& o) {
           "intra-op threads; auto = the CPUs this process may use (affinity, cgroup quota) less "
           "what other programs keep busy, shared by the job's processes on this machine, and "
           "following that load while training (OMP_NUM_THREADS, when set, is used instead)");
+  o.field("device", &T::device)
+      .harmless()
+      .help(
+          "where the run trains: cpu, cuda (one GPU per process: cuda:<local rank>), cuda:N, or "
+          "auto (cuda when this LibTorch has CUDA and the machine a GPU, else cpu)");
   o.field("on_nonfinite", &T::on_nonfinite,
           {{"stop", OnNonFinite::Stop}, {"skip", OnNonFinite::Skip}})
       .help("a NaN/Inf loss or gradient: stop with a message, or skip that update and count it");

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "unitrain/core/options.h"
 #include "unitrain/core/train_unit.h"
@@ -23,6 +24,7 @@ struct TrainOptions {
   std::optional<int64_t> global_batch_size; ///< alternative to accumulation_steps
   double clip_grad_norm = 0;                ///< 0 = no clipping
   int64_t threads = 0;                      ///< intra-op threads; 0 = auto
+  std::string device = "auto";              ///< cpu | cuda | cuda:N | auto (run_device.h)
   OnNonFinite on_nonfinite = OnNonFinite::Stop;
   LossReads loss_reads = LossReads::Auto;
   PrecisionMode precision = PrecisionMode::Fp32;

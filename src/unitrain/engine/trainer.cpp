@@ -22,6 +22,7 @@
 #include "unitrain/engine/loop_optimizers.h"
 #include "unitrain/engine/periods.h"
 #include "unitrain/engine/load_config.h"
+#include "unitrain/engine/run_device.h"
 #include "unitrain/engine/run_dir_lock.h"
 #include "unitrain/engine/run_folder.h"
 #include "unitrain/engine/run_settings.h"
@@ -207,7 +208,7 @@ std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(const DistEnv& env
   // A data-parallel run when the launcher says so (torchrun, unitrain launch, mpirun, srun).
   std::shared_ptr<ProcessGroup> group;
   if (env.distributed()) {
-    group = ProcessGroup::join(env, settings_->distributed.group_options());
+    group = ProcessGroup::join(env, settings_->distributed.group_options(device_.is_cuda()));
     log::set_prefix(env.rank == 0 ? "" : fmt::format("[rank {}] ", env.rank));
     if (env.rank != 0) log::console_warnings_only();
   }
@@ -255,7 +256,11 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   std::vector<PrecisionSupport> restrictions;
   if (env.distributed() && settings_->distributed.zero >= 2) restrictions.push_back(zero2_precisions());
   check_precision(options().precision, module.weights(), restrictions);
+  // The device before the processes join: data parallelism on GPUs talks through NCCL.
+  device_ = resolve_device(options().device, env.local_rank);
   std::shared_ptr<ProcessGroup> group = join_group_and_prepare(env, resume);
+  log::info("device: " + describe_device(device_));
+  module.to(device_);  // before the weights are broadcast and the optimizer built
   if (!group || group->rank() == 0) write_class_names(run_dir(), train.class_names());
   if (group) broadcast_module(*group, module.weights());  // every rank starts from rank 0's weights
   // bf16-true casts the model here, before the gradient buckets are laid out for its dtype.

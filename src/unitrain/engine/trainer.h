@@ -160,6 +160,8 @@ class Trainer {
   /// train.precision as set up by the last fit() (its test() and evaluate() use it), or null.
   std::unique_ptr<Precision> precision_;
   TrainModule* module_ = nullptr;
+  /// Where the current (last) fit() trains: train.device, resolved for this process.
+  torch::Device device_{torch::kCPU};
   TrainLoop* loop_ = nullptr;     ///< the running fit()'s
   /// Stop, pause, signals: what callbacks and signals ask for, and what the ranks agreed.
   RunDecisions decisions_{state_};

@@ -1,6 +1,5 @@
 #include "unitrain/parallel/distributed_options.h"
 
-#include <torch/cuda.h>
 
 #include <cmath>
 
@@ -13,8 +12,8 @@ void DistributedOptions::declare(Options<DistributedOptions>& o) {
   o.field("backend", &T::backend)
       .choices({"auto", "gloo", "nccl"})
       .help(
-          "c10d backend: gloo (CPU), nccl (CUDA builds of LibTorch); auto = nccl when CUDA is "
-          "available, else gloo");
+          "c10d backend: gloo (CPU), nccl (CUDA builds of LibTorch); auto = nccl when the run "
+          "trains on a GPU (train.device), else gloo");
   o.field("interface", &T::interface)
       .help(
           "network interface Gloo uses (e.g. eth0); null = GLOO_SOCKET_IFNAME, else the address "
@@ -46,13 +45,9 @@ void DistributedOptions::declare(Options<DistributedOptions>& o) {
           "reduced to its owner only and freed elsewhere. No effect in one process");
 }
 
-ProcessGroupOptions DistributedOptions::group_options() const {
+ProcessGroupOptions DistributedOptions::group_options(bool on_gpu) const {
   ProcessGroupOptions o;
-#ifdef UNITRAIN_CUDA
-  o.backend = backend == "auto" ? (torch::cuda::is_available() ? "nccl" : "gloo") : backend;
-#else
-  o.backend = backend == "auto" ? "gloo" : backend;
-#endif
+  o.backend = backend == "auto" ? (on_gpu ? "nccl" : "gloo") : backend;
   o.interface = interface;
   o.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::llround(timeout_seconds * 1000)));
   return o;

@@ -30,7 +30,8 @@ struct DistributedOptions {
   static DistributedOptions from_config(const Config& c) {
     return options_of<DistributedOptions>().parse(c);
   }
-  ProcessGroupOptions group_options() const;
+  /// `on_gpu`: the run trains on a GPU (train.device), which `backend: auto` follows.
+  ProcessGroupOptions group_options(bool on_gpu) const;
   DataParallelOptions data_parallel_options() const;
 };
 

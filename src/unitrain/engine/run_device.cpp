@@ -1,0 +1,75 @@
+#include "unitrain/engine/run_device.h"
+
+#include <torch/cuda.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <fmt/format.h>
+
+#include <cctype>
+
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+namespace {
+
+/// What this build and machine offer, for messages: "this LibTorch (1.13.0) has no CUDA".
+std::string cuda_here() {
+  if (!at::hasCUDA()) {
+    return fmt::format("this LibTorch ({}) was built without CUDA (CPU only)", TORCH_VERSION);
+  }
+  const int64_t n = static_cast<int64_t>(torch::cuda::device_count());
+  return n == 0 ? std::string("this machine has no GPU LibTorch can use")
+                : fmt::format("this machine has {} GPU(s): cuda:0 to cuda:{}", n, n - 1);
+}
+
+bool is_index(const std::string& s) {
+  if (s.empty() || s.size() > 4) return false;
+  for (char c : s) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+torch::Device resolve_device(const std::string& spec, int local_rank) {
+  if (spec == "cpu") return torch::Device(torch::kCPU);
+  const bool cuda_ok = torch::cuda::is_available();
+  const int64_t gpus = cuda_ok ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
+  if (spec == "auto") {
+    return cuda_ok && local_rank < gpus
+               ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank))
+               : torch::Device(torch::kCPU);
+  }
+  int64_t index = local_rank;
+  if (spec.rfind("cuda:", 0) == 0) {
+    UT_CHECK(is_index(spec.substr(5)), "train.device: '", spec,
+             "' is not a device: write cpu, cuda, cuda:N (N a GPU's index) or auto");
+    index = std::stoll(spec.substr(5));
+  } else {
+    UT_CHECK(spec == "cuda", "train.device: '", spec,
+             "' is not a device: write cpu, cuda, cuda:N (N a GPU's index) or auto");
+  }
+  UT_CHECK(cuda_ok, "train.device: ", spec, " asks for a GPU, but ", cuda_here(),
+           "; use train.device: cpu (or auto: a GPU when there is one)");
+  UT_CHECK(index < gpus, "train.device: ", spec, (spec == "cuda" ? " (local rank " : ""),
+           (spec == "cuda" ? std::to_string(local_rank) + ")" : std::string()), " needs GPU ",
+           index, ", but ", cuda_here(),
+           spec == "cuda" ? "; start at most one process per GPU on this machine" : "");
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+std::string describe_device(const torch::Device& device) {
+  if (!device.is_cuda()) return device.str();
+  return fmt::format("{} ({} of {} GPUs)", device.str(), device.index() + 1,
+                     torch::cuda::device_count());
+}
+
+Batch on_module_device(const Batch& batch, const torch::nn::Module& module) {
+  const auto params = module.parameters();
+  if (params.empty() || params.front().device().is_cpu()) return batch;
+  return batch.to(params.front().device(), /*non_blocking=*/true);
+}
+
+}  // namespace unitrain

@@ -1,0 +1,27 @@
+#pragma once
+// The device a run trains on (`train.device`), and batches moved to it.
+#include <string>
+
+#include "unitrain/core/batch.h"
+
+namespace torch::nn {
+class Module;
+}
+
+namespace unitrain {
+
+/// `train.device` for the process with local rank `local_rank`: `cpu`; `cuda` (= cuda:<local
+/// rank>: one GPU per process of a machine); `cuda:N`; `auto` (the same as `cuda` when this
+/// LibTorch has CUDA and the machine a GPU for the rank, else cpu). ConfigError naming
+/// train.device for any other spelling, and for a GPU this build or machine does not have
+/// (saying what it has).
+torch::Device resolve_device(const std::string& spec, int local_rank);
+
+/// How the run's first lines name `device`: "cpu", "cuda:0 (1 of 2 GPUs)".
+std::string describe_device(const torch::Device& device);
+
+/// `batch` on the device of `module`'s first parameter; the same batch when that is the CPU (or
+/// the module has no parameters). Copies pinned host memory without blocking.
+Batch on_module_device(const Batch& batch, const torch::nn::Module& module);
+
+}  // namespace unitrain

@@ -1,0 +1,42 @@
+// train.device on a machine without a GPU: cpu and auto train on the CPU; every way of asking
+// for a GPU is a ConfigError naming the key and what this build has.
+#include "unitrain/engine/run_device.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "test_util.h"
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+
+TEST(RunDevice, CpuAndAutoAreTheCpuWithoutAGpu) {
+  ASSERT_FALSE(torch::cuda::is_available()) << "these expectations are for a machine without one";
+  EXPECT_TRUE(resolve_device("cpu", 0).is_cpu());
+  EXPECT_TRUE(resolve_device("auto", 0).is_cpu());
+  EXPECT_TRUE(resolve_device("auto", 3).is_cpu());
+  EXPECT_EQ(describe_device(torch::Device(torch::kCPU)), "cpu");
+}
+
+TEST(RunDevice, AGpuWhereThereIsNoneOrAMisspeltDeviceNamesTheKey) {
+  for (const char* spec : {"cuda", "cuda:0", "cuda:1"}) {
+    const std::string m = test::config_error_of([&] { resolve_device(spec, 0); });
+    EXPECT_TRUE(test::contains(m, std::string("train.device: ") + spec + " asks for a GPU")) << m;
+    EXPECT_TRUE(test::contains(m, "built without CUDA")) << m;
+    EXPECT_TRUE(test::contains(m, "use train.device: cpu")) << m;
+  }
+  for (const char* spec : {"gpu", "cuda:", "cuda:x", "cuda:-1", "CPU", ""}) {
+    const std::string m = test::config_error_of([&] { resolve_device(spec, 0); });
+    EXPECT_TRUE(test::contains(m, "is not a device: write cpu, cuda, cuda:N")) << spec << ": " << m;
+  }
+}
+
+TEST(RunDevice, BatchesStayWhereTheyAreForAModuleOnTheCpu) {
+  torch::nn::Linear net(2, 1);
+  Batch b;
+  b.set("x", torch::ones({3, 2}));
+  const Batch moved = on_module_device(b, *net);
+  EXPECT_EQ(moved.at("x").data_ptr(), b.at("x").data_ptr());  // no copy
+}
+
+}  // namespace unitrain
