@@ -35,8 +35,11 @@ TEST(RunDevice, BatchesStayWhereTheyAreForAModuleOnTheCpu) {
   torch::nn::Linear net(2, 1);
   Batch b;
   b.set("x", torch::ones({3, 2}));
-  const Batch moved = on_module_device(b, *net);
-  EXPECT_EQ(moved.at("x").data_ptr(), b.at("x").data_ptr());  // no copy
+  EXPECT_TRUE(device_of(*net).is_cpu());
+  Batch storage;
+  const Batch& there = on_device(b, device_of(*net), storage);
+  EXPECT_EQ(&there, &b);                          // the batch itself: nothing copied
+  EXPECT_TRUE(storage.begin() == storage.end());  // and nothing stored
 }
 
 }  // namespace unitrain

@@ -17,6 +17,8 @@ MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalS
   const bool was_training = module.is_training();
   module.eval();
   MetricAccumulator acc;
+  const torch::Device device = device_of(module.weights());
+  Batch storage;  // a batch copied to the module's device (not on the CPU)
   auto it = loader.epoch(0);
   int64_t seen = 0, index = 0;
   while (max_batches < 0 || seen++ < max_batches) {
@@ -30,9 +32,8 @@ MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalS
     StepOutput out;
     try {
       AutocastScope autocast = precision ? precision->autocast() : AutocastScope(false, {}, {});
-      const Batch on_device = on_module_device(*batch, module.weights());
-      const Batch& in =
-          precision && precision->casts_inputs() ? precision->inputs(on_device) : on_device;
+      const Batch& there = on_device(*batch, device, storage);
+      const Batch& in = precision && precision->casts_inputs() ? precision->inputs(there) : there;
       out = test ? module.test_step(in) : module.validation_step(in);
     } catch (...) {
       rethrow_module_error(std::string("the module's ") + (test ? "test_step" : "validation_step") +

@@ -1,10 +1,9 @@
 #include "unitrain/engine/run_device.h"
 
+#include <fmt/format.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 #include <torch/version.h>
-
-#include <fmt/format.h>
 
 #include <cctype>
 
@@ -66,10 +65,15 @@ std::string describe_device(const torch::Device& device) {
                      torch::cuda::device_count());
 }
 
-Batch on_module_device(const Batch& batch, const torch::nn::Module& module) {
+torch::Device device_of(const torch::nn::Module& module) {
   const auto params = module.parameters();
-  if (params.empty() || params.front().device().is_cpu()) return batch;
-  return batch.to(params.front().device(), /*non_blocking=*/true);
+  return params.empty() ? torch::Device(torch::kCPU) : params.front().device();
+}
+
+const Batch& on_device(const Batch& batch, const torch::Device& device, Batch& storage) {
+  if (device.is_cpu()) return batch;
+  storage = batch.to(device, /*non_blocking=*/true);
+  return storage;
 }
 
 }  // namespace unitrain

@@ -20,8 +20,11 @@ torch::Device resolve_device(const std::string& spec, int local_rank);
 /// How the run's first lines name `device`: "cpu", "cuda:0 (1 of 2 GPUs)".
 std::string describe_device(const torch::Device& device);
 
-/// `batch` on the device of `module`'s first parameter; the same batch when that is the CPU (or
-/// the module has no parameters). Copies pinned host memory without blocking.
-Batch on_module_device(const Batch& batch, const torch::nn::Module& module);
+/// Where `module`'s parameters are (the first one's device; the CPU without parameters).
+torch::Device device_of(const torch::nn::Module& module);
+
+/// `batch` on `device`: `batch` itself on the CPU (nothing copied), else its copy there, held in
+/// `storage` (which the result refers to). Copies pinned host memory without blocking.
+const Batch& on_device(const Batch& batch, const torch::Device& device, Batch& storage);
 
 }  // namespace unitrain

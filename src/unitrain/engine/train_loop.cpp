@@ -92,6 +92,7 @@ void TrainLoop::make_gradient_sync(bool manual) {
 
 void TrainLoop::start(std::unique_ptr<LoopOptimizers> optimizers) {
   optimizers_ = std::move(optimizers);
+  device_ = device_of(module_.weights());
   const bool manual = optimizers_->manual();
   make_gradient_sync(manual);
   optimizers_->follow(state_);
@@ -216,7 +217,8 @@ MicroStep TrainLoop::forward_backward(const Batch& batch) {
   // 1 / ranks, so the summed gradients are the average (DataParallelOptions::average).
   const double weight = double(batch.size()) / plan_.window_samples(b) / double(plan_.world);
   callbacks_.call("on_train_batch_start", &Callback::on_train_batch_start, batch);
-  return step_runner_->forward_backward(on_module_device(batch, module_.weights()), weight,
+  // (On a GPU the copy stays in device_batch_: L-BFGS's update() re-evaluates it.)
+  return step_runner_->forward_backward(on_device(batch, device_, device_batch_), weight,
                                         plan_.ends_window(b), decisions_.mine(), state_.step + 1);
 }
 
