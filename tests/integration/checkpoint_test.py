@@ -38,6 +38,7 @@ train:
   accumulation_steps: 2
   log_every: 5 steps
   val_every: 20 steps
+  threads: 1
 checkpoint: {{every: 150 samples, keep_last: 0}}
 """
 
@@ -72,6 +73,7 @@ train:
   accumulation_steps: 2
   log_every: 10 steps
   val_every: 50 steps
+  threads: 1  # bitwise needs the same intra-op threads in both runs (auto follows the load)
 checkpoint: {{every: 1000 samples, keep_last: 0}}
 """
 

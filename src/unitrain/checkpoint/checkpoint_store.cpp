@@ -17,6 +17,7 @@
 
 #include "unitrain/checkpoint/file_image.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/host_name.h"
 
 namespace unitrain {
 namespace fs = std::filesystem;
@@ -283,9 +284,7 @@ void CheckpointStore::prune(int64_t keep_last, const std::string& keep) const {
 }
 
 std::string CheckpointStore::writer_tag() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "localhost");
-  return std::to_string(::getpid()) + "@" + host;
+  return std::to_string(::getpid()) + "@" + host_name();
 }
 
 bool CheckpointStore::writer_alive(const std::string& name) {

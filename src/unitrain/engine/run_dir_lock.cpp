@@ -12,15 +12,10 @@
 #include <optional>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/host_name.h"
 
 namespace unitrain {
 namespace {
-
-std::string this_host() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0) return "localhost";
-  return host;
-}
 
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
@@ -52,7 +47,7 @@ std::optional<RunDirHolder> read_holder(int fd) {
 void write_holder(int fd) {
   nlohmann::json j;
   j["pid"] = static_cast<long>(::getpid());
-  j["host"] = this_host();
+  j["host"] = host_name();
   j["since"] = utc_now();
   const std::string text = j.dump() + "\n";
   if (::ftruncate(fd, 0) != 0) return;  // the lock holds without it; only the message suffers
@@ -70,7 +65,7 @@ std::string RunDirHolder::describe() const {
   std::string out = "pid " + std::to_string(pid);
   if (!host.empty()) out += " on host " + host;
   if (!since.empty()) out += " since " + since;
-  if (pid == ::getpid() && host == this_host()) out += " (this process)";
+  if (pid == ::getpid() && host == host_name()) out += " (this process)";
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/host_name.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/tfrecord_writer.h"
 
@@ -149,10 +150,8 @@ std::string new_event_file_name(const std::string& dir) {
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     seconds = std::max(seconds, event_file_seconds(entry.path().filename().string()) + 1);
   }
-  char host[256] = "localhost";
-  if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "localhost");
-  host[sizeof host - 1] = '\0';
-  return fmt::format("events.out.tfevents.{:010d}.{}.{}.{}", seconds, host, getpid(), counter++);
+  return fmt::format("events.out.tfevents.{:010d}.{}.{}.{}", seconds, host_name(), getpid(),
+                     counter++);
 }
 
 TensorBoardTracker::TensorBoardTracker(TensorBoardOptions options) : options_(std::move(options)) {}
