@@ -34,7 +34,10 @@ class Train(common.Case):
             run_dir = os.path.join(self.dir, "w" + workers)
             code, out = run(["train", os.path.join(common.SOURCE, "examples/digits/mlp.yaml"),
                              "--run_dir", run_dir, "--train.max_length", "3 epochs",
-                             "--data.loader.workers", workers])
+                             "--data.loader.workers", workers,
+                             # the same intra-op threads in both runs (auto follows the load,
+                             # and reductions round by thread count)
+                             "--train.threads", "2"])
             self.assertEqual(code, 0, out)
             logs.append([{k: v for k, v in e.items() if k != "time"}
                          for e in read_jsonl(os.path.join(run_dir, "metrics.jsonl"))])
