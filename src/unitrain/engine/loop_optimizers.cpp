@@ -11,7 +11,9 @@
 #include "unitrain/engine/callback.h"
 #include "unitrain/engine/checkpoint_entries.h"
 #include "unitrain/engine/train_checkpoints.h"
+#include "unitrain/engine/train_options.h"
 #include "unitrain/optim/optimizer_setup.h"
+#include "unitrain/precision/precision_support.h"
 
 namespace unitrain {
 namespace files = checkpoint_files;
@@ -58,6 +60,22 @@ class ModuleOptimizerEntry : public CheckpointEntry {
 
 }  // namespace
 
+void check_manual_optimization(const TrainOptions& train, int64_t accumulation, int64_t zero) {
+  const std::string who = "the module steps its own optimizers (configure_optimizers)";
+  UT_CHECK(accumulation == 1, "train.accumulation_steps is ", accumulation, ", but ", who,
+           ": accumulate in training_step (several run().backward() before a step), and set "
+           "train.accumulation_steps: 1 (and no train.global_batch_size)");
+  UT_CHECK(train.clip_grad_norm == 0, "train.clip_grad_norm is ", train.clip_grad_norm, ", but ",
+           who,
+           ": clip in training_step before stepping (torch::nn::utils::clip_grad_norm_), "
+           "and set train.clip_grad_norm: 0");
+  UT_CHECK(train.on_nonfinite != OnNonFinite::Skip, "train.on_nonfinite is skip, but ", who,
+           " (its updates are done when the loss is seen): use train.on_nonfinite: stop");
+  check_precision_support(train.precision, manual_optimization_precisions());
+  UT_CHECK(zero == 0, "distributed.zero is ", zero, ", but ", who,
+           ": ZeRO shards the Trainer's optimizer; set distributed.zero: 0");
+}
+
 LoopOptimizers::LoopOptimizers(torch::optim::Optimizer& optimizer, SchedulerPtr schedule,
                                bool per_epoch) {
   list_.push_back(
@@ -82,14 +100,14 @@ std::vector<std::pair<std::string, torch::optim::Optimizer*>> LoopOptimizers::al
 }
 
 torch::optim::Optimizer& LoopOptimizers::named(const std::string& name) const {
-  std::string known;
-  for (const Scheduled& s : list_) {
-    if (manual() && s.name == name) return *s.optimizer;
-    known += (known.empty() ? "" : ", ") + s.name;
-  }
   UT_CHECK(manual(), "run().optimizer('", name,
            "'): this module does not step its own optimizers (its configure_optimizers() added "
            "none): the Trainer steps its optimizer after training_step returns the loss");
+  for (const Scheduled& s : list_) {
+    if (s.name == name) return *s.optimizer;
+  }
+  std::string known;
+  for (const Scheduled& s : list_) known += (known.empty() ? "" : ", ") + s.name;
   throw ConfigError(
       fmt::format("run().optimizer('{}'): configure_optimizers() added no "
                   "optimizer of that name; it added: {}",

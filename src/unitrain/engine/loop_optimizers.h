@@ -21,6 +21,14 @@ namespace unitrain {
 class OptimizerSetup;
 class TrainCheckpoints;
 
+struct TrainOptions;
+
+/// ConfigError naming the key when a setting of a run whose module steps its own optimizers
+/// needs the Trainer's: `accumulation` other than 1, train.clip_grad_norm, on_nonfinite: skip,
+/// a precision with loss scaling or master weights, ZeRO (`zero`: the stage of a multi-process
+/// run, 0 in one process).
+void check_manual_optimization(const TrainOptions& train, int64_t accumulation, int64_t zero);
+
 class LoopOptimizers {
  public:
   /// Automatic optimization: the Trainer's optimizer and its schedule (null: constant lr).

@@ -52,9 +52,7 @@ StepRunner::StepRunner(TrainModule& module, torch::optim::Optimizer* optimizer,
       profiler_(profiler),
       closure_(optimizer != nullptr && needs_closure(*optimizer)) {
   if (closure_) check_precision_support(precision.mode(), closure_optimizer_precisions());
-  if (!optimizer_) {  // manual optimization: the module's parameters, its optimizers' business
-    params_ = module_.weights().parameters();
-    clip_params_ = params_;
+  if (!optimizer_) {  // manual optimization: gradients and updates are the module's business
     defer_reads_ = false;
     return;
   }

@@ -204,11 +204,11 @@ void Trainer::write_summary(const TrainLoop& loop, const FitResult& r) const {
 }
 
 std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(const DistEnv& env,
-                                                               ResumePoint& resume) {
+                                                               ResumePoint& resume, bool on_gpu) {
   // A data-parallel run when the launcher says so (torchrun, unitrain launch, mpirun, srun).
   std::shared_ptr<ProcessGroup> group;
   if (env.distributed()) {
-    group = ProcessGroup::join(env, settings_->distributed.group_options(device_.is_cuda()));
+    group = ProcessGroup::join(env, settings_->distributed.group_options(on_gpu));
     log::set_prefix(env.rank == 0 ? "" : fmt::format("[rank {}] ", env.rank));
     if (env.rank != 0) log::console_warnings_only();
   }
@@ -257,10 +257,10 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   if (env.distributed() && settings_->distributed.zero >= 2) restrictions.push_back(zero2_precisions());
   check_precision(options().precision, module.weights(), restrictions);
   // The device before the processes join: data parallelism on GPUs talks through NCCL.
-  device_ = resolve_device(options().device, env.local_rank);
-  std::shared_ptr<ProcessGroup> group = join_group_and_prepare(env, resume);
-  log::info("device: " + describe_device(device_));
-  module.to(device_);  // before the weights are broadcast and the optimizer built
+  const torch::Device device = resolve_device(options().device, env.local_rank);
+  std::shared_ptr<ProcessGroup> group = join_group_and_prepare(env, resume, device.is_cuda());
+  log::info("device: " + describe_device(device));
+  module.to(device);  // before the weights are broadcast and the optimizer built
   if (!group || group->rank() == 0) write_class_names(run_dir(), train.class_names());
   if (group) broadcast_module(*group, module.weights());  // every rank starts from rank 0's weights
   // bf16-true casts the model here, before the gradient buckets are laid out for its dtype.
@@ -314,7 +314,8 @@ std::unique_ptr<LoopOptimizers> Trainer::configure_loop_optimizers(TrainModule& 
   auto setup = std::make_unique<OptimizerSetup>(plan.schedule_context(per_epoch, 0.0));
   module.configure_optimizers(*setup);
   if (!setup->entries().empty()) {
-    check_manual_optimization(plan, distributed);
+    check_manual_optimization(options(), plan.accumulation,
+                              distributed ? settings_->distributed.zero : 0);
     return std::make_unique<LoopOptimizers>(std::move(setup), per_epoch);
   }
   optimizer_ = configure_optimizer(module);
@@ -325,26 +326,6 @@ std::unique_ptr<LoopOptimizers> Trainer::configure_loop_optimizers(TrainModule& 
   return std::make_unique<LoopOptimizers>(
       *optimizer_,
       configure_scheduler(plan.schedule_context(per_epoch, get_lr(*optimizer_))), per_epoch);
-}
-
-void Trainer::check_manual_optimization(const RunPlan& plan, bool distributed) const {
-  const std::string who = "the module steps its own optimizers (configure_optimizers)";
-  const TrainOptions& o = options();
-  UT_CHECK(plan.accumulation == 1, "train.accumulation_steps is ", plan.accumulation, ", but ",
-           who, ": accumulate in training_step (several run().backward() before a step), and set "
-           "train.accumulation_steps: 1 (and no train.global_batch_size)");
-  UT_CHECK(o.clip_grad_norm == 0, "train.clip_grad_norm is ", o.clip_grad_norm, ", but ", who,
-           ": clip in training_step before stepping (torch::nn::utils::clip_grad_norm_), and "
-           "set train.clip_grad_norm: 0");
-  UT_CHECK(o.on_nonfinite != OnNonFinite::Skip, "train.on_nonfinite is skip, but ", who,
-           " (its updates are done when the loss is seen): use train.on_nonfinite: stop");
-  UT_CHECK(o.precision == PrecisionMode::Fp32 || o.precision == PrecisionMode::Bf16Mixed,
-           "train.precision is ", precision_name(o.precision), ", but ", who,
-           ": loss scaling and master weights need the Trainer's optimizer; use fp32 or "
-           "bf16-mixed");
-  UT_CHECK(!distributed || settings_->distributed.zero == 0, "distributed.zero is ",
-           settings_->distributed.zero, ", but ", who,
-           ": ZeRO shards the Trainer's optimizer; set distributed.zero: 0");
 }
 
 std::vector<std::pair<std::string, torch::optim::Optimizer*>> Trainer::optimizers() const {

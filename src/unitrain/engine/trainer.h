@@ -123,9 +123,11 @@ class Trainer {
   /// After the loop: the result (and what test() needs of it), results/summary.json, the
   /// run's last log line.
   FitResult conclude(const TrainLoop& loop);
-  /// The processes (null group: one process) and the run folder, with a resume's checks
-  /// against this run's processes and config.
-  std::shared_ptr<ProcessGroup> join_group_and_prepare(const DistEnv& env, ResumePoint& resume);
+  /// The processes (null group: one process; `on_gpu`: they talk through NCCL when the
+  /// backend is auto) and the run folder, with a resume's checks against this run's processes
+  /// and config.
+  std::shared_ptr<ProcessGroup> join_group_and_prepare(const DistEnv& env, ResumePoint& resume,
+                                                       bool on_gpu);
   /// fit() without its on_exception funnel.
   FitResult run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val);
   /// The parts of fit() before its loop is built: the run folder's lock, where to resume
@@ -137,8 +139,6 @@ class Trainer {
   /// Trainer's (configure_optimizer, configure_scheduler).
   std::unique_ptr<LoopOptimizers> configure_loop_optimizers(TrainModule& module,
                                                             const RunPlan& plan, bool distributed);
-  /// ConfigError naming the key when a setting needs the Trainer's optimizer.
-  void check_manual_optimization(const RunPlan& plan, bool distributed) const;
   /// The loop: fetch, forward/backward, sync, clip, update, count, log, save; then the last
   /// logs and the final save.
   void train_until_finished(TrainLoop& loop);
@@ -160,8 +160,6 @@ class Trainer {
   /// train.precision as set up by the last fit() (its test() and evaluate() use it), or null.
   std::unique_ptr<Precision> precision_;
   TrainModule* module_ = nullptr;
-  /// Where the current (last) fit() trains: train.device, resolved for this process.
-  torch::Device device_{torch::kCPU};
   TrainLoop* loop_ = nullptr;     ///< the running fit()'s
   /// Stop, pause, signals: what callbacks and signals ask for, and what the ranks agreed.
   RunDecisions decisions_{state_};

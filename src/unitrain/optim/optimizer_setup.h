@@ -1,5 +1,7 @@
 #pragma once
 // OptimizerSetup: the optimizers a module steps itself (TrainModule::configure_optimizers).
+#include <algorithm>
+#include <cctype>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,8 +30,10 @@ class OptimizerSetup {
   /// An optimizer the module steps itself as `name` (letters, digits, `_` and `-`: it names
   /// the checkpoint's optimizer-<name>.pt and the log's train/lr-<name>), with its schedule.
   void add(const std::string& name, OptimizerPtr optimizer, SchedulerPtr schedule = nullptr) {
-    UT_CHECK(!name.empty() && name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
-                                                     "QRSTUVWXYZ0123456789_-") == std::string::npos,
+    UT_CHECK(!name.empty() && std::all_of(name.begin(), name.end(),
+                                          [](unsigned char c) {
+                                            return std::isalnum(c) || c == '_' || c == '-';
+                                          }),
              "configure_optimizers: optimizer name '", name,
              "' must be letters, digits, '_' or '-' (it names a checkpoint file)");
     UT_CHECK(optimizer != nullptr, "configure_optimizers: optimizer '", name, "' is null");

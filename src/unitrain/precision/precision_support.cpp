@@ -22,6 +22,13 @@ PrecisionSupport zero2_precisions() {
           "distributed.zero: 1"};
 }
 
+PrecisionSupport manual_optimization_precisions() {
+  return {"a module that steps its own optimizers (configure_optimizers)",
+          {PrecisionMode::Fp32, PrecisionMode::Bf16Mixed},
+          "loss scaling and master weights need the Trainer's optimizer",
+          ""};
+}
+
 void check_precision_support(PrecisionMode mode, const PrecisionSupport& support) {
   if (std::find(support.modes.begin(), support.modes.end(), mode) != support.modes.end()) return;
   std::string supported;

@@ -23,6 +23,9 @@ struct PrecisionSupport {
 /// The restriction of an optimizer that re-evaluates the loss inside its step (needs_closure():
 /// lbfgs): fp32 or bf16-mixed, since a loss scaler and master weights see one backward a step.
 PrecisionSupport closure_optimizer_precisions();
+/// The restriction of manual optimization (TrainModule::configure_optimizers): fp32 or
+/// bf16-mixed.
+PrecisionSupport manual_optimization_precisions();
 /// The restriction of ZeRO stage 2 (`distributed.zero: 2`): fp32 or bf16-mixed.
 PrecisionSupport zero2_precisions();
 
