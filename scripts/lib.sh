@@ -16,9 +16,11 @@ UNITRAIN_PACKAGES=(
   libpng-dev libturbojpeg0-dev  # the image_folder dataset decodes PNG and JPEG with them
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist python3-torch python3-sklearn python3-numpy openmpi-bin
+  iproute2  # distributed_test.py joins network namespaces (`ip netns`) as two machines
   chromium python3-pil fonts-dejavu-core  # the report test renders HTML headless and reads the PNG
   python3-protobuf python3-crc32c  # tests/integration/tensorboard_test.py reads the event files
   python3-torchvision  # bench/data measures against torchvision's transforms and ImageFolder
+  file  # cpack -G DEB (package_test.py) reads the binaries with it
   ccache  # optional: CMake compiles through it when present (a rebuilt build/ is then quick)
 )
 
@@ -47,8 +49,11 @@ UNITRAIN_JOBS=${UNITRAIN_JOBS:-$(nproc)}
 # scripts/test share it without reconfiguring) and builds the given targets, or everything.
 # scripts/demo names unitrain_cli: the library and the command, not the tests, benchmarks and
 # examples that scripts/test builds next in the same folder.
+# UNITRAIN_CMAKE_ARGS: more options for the configure step, e.g. another LibTorch:
+#   UNITRAIN_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=/opt/libtorch" UNITRAIN_BUILD=build-cuda unitrain_build
 unitrain_build() {
-  cmake -S "$UNITRAIN_ROOT" -B "$UNITRAIN_BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  # shellcheck disable=SC2086  # the options are words
+  cmake -S "$UNITRAIN_ROOT" -B "$UNITRAIN_BUILD" -DCMAKE_BUILD_TYPE=Release ${UNITRAIN_CMAKE_ARGS:-} >/dev/null
   if [ $# -gt 0 ]; then
     cmake --build "$UNITRAIN_BUILD" -j"$UNITRAIN_JOBS" --target "$@"
   else

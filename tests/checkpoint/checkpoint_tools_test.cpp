@@ -11,6 +11,7 @@
 #include "test_util.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
 #include "unitrain/checkpoint/optimizer_state.h"
+#include "unitrain/compat/optimizer_state_key.h"
 #include "unitrain/optim/optimizer.h"
 
 namespace unitrain {
@@ -41,7 +42,7 @@ std::unique_ptr<torch::optim::Adam> tools_adam(std::vector<torch::Tensor>& param
 std::string write_sharded_checkpoint(const std::string& run) {
   register_builtin_optimizers();
   // Two ranks' copies of the same trajectory; each then keeps its own parameters' state.
-  auto key = [](const torch::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); };
+  auto key = [](const torch::Tensor& p) { return optimizer_state_key(p); };
   auto params0 = tools_params();
   auto part0 = tools_adam(params0);
   part0->state().erase(key(params0[1]));
@@ -125,9 +126,9 @@ TEST(CheckpointTools, MergeWritesOneOptimizerFileWithEveryPartitionsState) {
   ASSERT_EQ(merged.state().size(), 3u);
   for (size_t i = 0; i < params.size(); ++i) {
     const auto& a = static_cast<const torch::optim::AdamParamState&>(
-        *merged.state().at(c10::guts::to_string(fresh_params[i].unsafeGetTensorImpl())));
+        *merged.state().at(optimizer_state_key(fresh_params[i])));
     const auto& b = static_cast<const torch::optim::AdamParamState&>(
-        *whole->state().at(c10::guts::to_string(params[i].unsafeGetTensorImpl())));
+        *whole->state().at(optimizer_state_key(params[i])));
     EXPECT_TRUE(torch::equal(a.exp_avg(), b.exp_avg())) << i;
     EXPECT_TRUE(torch::equal(a.exp_avg_sq(), b.exp_avg_sq())) << i;
     EXPECT_EQ(a.step(), b.step());

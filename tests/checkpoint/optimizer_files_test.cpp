@@ -1,13 +1,13 @@
 // Optimizer state in checkpoints: PyTorch's layout, every group option, bitwise continuation,
 // older formats, snapshots taken while training goes on.
-#include "unitrain/checkpoint/optimizer_state.h"
-
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "state_io_fixture.h"
 #include "test_util.h"
+#include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/checkpoint/state_io.h"
+#include "unitrain/compat/optimizer_state_key.h"
 #include "unitrain/core/error.h"
 
 namespace unitrain {
@@ -117,8 +117,8 @@ TEST_F(StateIo, AdamwAdagradRmspropStatesContinueBitwise) {
   expect_state_and_lr_round_trip<o::AdamW>(o::AdamWOptions(0.01).amsgrad(true), 0.5);
   expect_state_and_lr_round_trip<o::Adagrad>(o::AdagradOptions(0.05).lr_decay(0.01), 0.5);
   expect_state_and_lr_round_trip<o::RMSprop>(o::RMSpropOptions(0.01), 0.5);
-  expect_state_and_lr_round_trip<o::RMSprop>(
-      o::RMSpropOptions(0.01).momentum(0.9).centered(true), 0.5);
+  expect_state_and_lr_round_trip<o::RMSprop>(o::RMSpropOptions(0.01).momentum(0.9).centered(true),
+                                             0.5);
 }
 
 TEST_F(StateIo, OptimizerStateIsADictPythonCanRead) {
@@ -145,7 +145,7 @@ TEST_F(StateIo, OptimizerStateIsADictPythonCanRead) {
   // Parameters are numbered in group order: 0 is fc.weight.
   auto first = state.at(std::string("0")).toGenericDict();
   EXPECT_EQ(first.at(std::string("step")).toInt(), 1);
-  auto key = c10::guts::to_string(a.fc->weight.unsafeGetTensorImpl());
+  auto key = optimizer_state_key(a.fc->weight);
   const auto& live = static_cast<torch::optim::AdamParamState&>(*opt.state().at(key));
   EXPECT_TRUE(torch::equal(first.at(std::string("exp_avg")).toTensor(), live.exp_avg()));
 }

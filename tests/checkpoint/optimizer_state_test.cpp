@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "test_util.h"
+#include "unitrain/compat/optimizer_state_key.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/optimizer_state_serializer.h"
 
@@ -40,7 +41,7 @@ class Nudge : public torch::optim::Optimizer {
       const auto& o = static_cast<const NudgeOptions&>(group.options());
       for (auto& p : group.params()) {
         if (!p.grad().defined()) continue;
-        auto& slot = state_[c10::guts::to_string(p.unsafeGetTensorImpl())];
+        auto& slot = state_[optimizer_state_key(p)];
         if (!slot) slot = std::make_unique<NudgeState>(NudgeState().velocity(torch::zeros_like(p)));
         auto& s = static_cast<NudgeState&>(*slot);
         s.step(s.step() + 1);

@@ -83,12 +83,14 @@ class Distributed(common.Case):
 
     def test_torchrun_starts_the_same_workers(self):
         # Debian's torchrun (PyTorch 1.13, Python 3.11) spells it --no_python and needs --redirects 1
-        # --tee 1.
+        # --tee 1. Debian 13's (2.6) serves its store through libuv unless USE_LIBUV=0, and its
+        # PyTorch was built without libuv.
         cfg, run_dir = self.config("two", batch=32)
         p = subprocess.run(["torchrun", "--no_python", "--nproc_per_node", "2", "--master_port",
                             "29562", "--redirects", "1", "--tee", "1", common.BIN, "train", cfg,
                             "--checkpoint.enabled", "true", "--checkpoint.every", "null"],
-                           capture_output=True, text=True, timeout=600)
+                           capture_output=True, text=True, timeout=600,
+                           env=dict(os.environ, USE_LIBUV="0"))
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("data parallel: rank 0 of 2 (torchrun", p.stdout + p.stderr)
         self.assert_close(self.one_process_weights(), self.final_weights(run_dir))

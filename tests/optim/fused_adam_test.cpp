@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "unitrain/checkpoint/optimizer_state.h"
+#include "unitrain/compat/optimizer_state_key.h"
 #include "unitrain/optim/optimizer.h"
 
 namespace unitrain {
@@ -44,10 +45,8 @@ void expect_fused_follows_torch(const Options& options) {
         << i << ": max difference " << (a[i] - b[i]).abs().max().template item<float>();
   }
   // The state is LibTorch's: the same step count and moments, to rounding.
-  const auto& sa = static_cast<const State&>(
-      *fused.state().at(c10::guts::to_string(a[3].unsafeGetTensorImpl())));
-  const auto& sb = static_cast<const State&>(
-      *plain.state().at(c10::guts::to_string(b[3].unsafeGetTensorImpl())));
+  const auto& sa = static_cast<const State&>(*fused.state().at(optimizer_state_key(a[3])));
+  const auto& sb = static_cast<const State&>(*plain.state().at(optimizer_state_key(b[3])));
   EXPECT_EQ(sa.step(), sb.step());
   // (Gradients are O(1) here and the parameters differ by rounding: absolute tolerance.)
   EXPECT_TRUE(torch::allclose(sa.exp_avg(), sb.exp_avg(), 1e-5, 1e-5))

@@ -13,6 +13,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "test_util.h"
+#include "unitrain/compat/tcp_store_options.h"
 #include "unitrain/core/error.h"
 
 namespace unitrain {
@@ -91,7 +92,7 @@ TEST(ListenAddress, WildcardBindsGoToTheScopesAddressOnThisThreadOnly) {
 
 TEST(ListenAddress, TheRendezvousStoreListensOnlyThere) {
   ListenAddressScope scope("127.0.0.1", "MASTER_ADDR");
-  c10d::TCPStoreOptions o;
+  c10d::TCPStoreOptions o = tcp_store_options();
   o.port = 0;  // any free port
   o.isServer = true;
   o.numWorkers = 1;

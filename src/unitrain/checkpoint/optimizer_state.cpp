@@ -4,6 +4,7 @@
 
 #include "unitrain/checkpoint/optimizer_dict.h"
 #include "unitrain/checkpoint/torch_file.h"
+#include "unitrain/compat/optimizer_state_key.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
 #include "unitrain/core/optimizer_state_serializer.h"
@@ -139,10 +140,6 @@ class DictReader : public StateReader {
   std::string what_;
 };
 
-std::string state_key(const torch::Tensor& param) {
-  return c10::guts::to_string(param.unsafeGetTensorImpl());
-}
-
 /// The optimizer as the dict save_optimizer_state describes; state tensors copied with `copy`.
 Dict optimizer_as_dict(const o::Optimizer& optimizer, bool copy, SnapshotBuffers* buffers) {
   Dict out = new_dict();
@@ -166,7 +163,7 @@ Dict optimizer_as_dict(const o::Optimizer& optimizer, bool copy, SnapshotBuffers
     g.insert("options", options.dict());
     groups.push_back(g);
     for (const auto& p : group.params()) {
-      auto it = optimizer.state().find(state_key(p));
+      auto it = optimizer.state().find(optimizer_state_key(p));
       if (it != optimizer.state().end()) {
         DictWriter param_state(copy, buffers, "optimizer/" + std::to_string(index) + "/");
         serializer->save_state(*it->second, param_state);
@@ -229,7 +226,8 @@ void optimizer_dict::restore(o::Optimizer& optimizer, const ReadDict& d, int64_t
   }
   const ReadDict state = entry(d, "state", what).toGenericDict();
   // Everything is checked before anything changes.
-  std::vector<std::pair<std::string, std::unique_ptr<o::OptimizerParamState>>> loaded;
+  std::vector<std::pair<OptimizerStateMap::key_type, std::unique_ptr<o::OptimizerParamState>>>
+      loaded;
   int64_t index = 0;
   for (const auto& group : own_groups) {
     for (const auto& p : group.params()) {
@@ -237,7 +235,7 @@ void optimizer_dict::restore(o::Optimizer& optimizer, const ReadDict& d, int64_t
       if (it == state.end()) continue;
       DictReader param_state(it->value().toGenericDict(), "a parameter's " + type + " state has",
                              &p, what);
-      loaded.emplace_back(state_key(p), serializer->load_state(param_state));
+      loaded.emplace_back(optimizer_state_key(p), serializer->load_state(param_state));
     }
   }
   optimizer.state().clear();
@@ -298,8 +296,8 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::vector<
     }
     if (value.isGenericDict()) {
       const ReadDict d = value.toGenericDict();
-      const c10::IValue format = d.contains(std::string("format")) ? d.at(std::string("format"))
-                                                                   : c10::IValue();
+      const c10::IValue format =
+          d.contains(std::string("format")) ? d.at(std::string("format")) : c10::IValue();
       UT_CHECK_TRAIN(format.isInt() && (format.toInt() == kOptimizerFormat ||
                                         format.toInt() == kArchiveOptionsFormat),
                      what, " is not an optimizer state this version of unitrain reads");

@@ -1,6 +1,6 @@
 #include "unitrain/checkpoint/state_io.h"
 
-#include <ATen/detail/CUDAHooksInterface.h>
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <map>
@@ -94,8 +94,8 @@ torch::Tensor SnapshotBuffers::copy(const std::string& name, const torch::Tensor
 
 std::function<void()> SnapshotBuffers::take_copies() {
   if (queued_.empty()) return nullptr;
-  auto queued = std::make_shared<std::vector<std::pair<torch::Tensor, torch::Tensor>>>(
-      std::move(queued_));
+  auto queued =
+      std::make_shared<std::vector<std::pair<torch::Tensor, torch::Tensor>>>(std::move(queued_));
   queued_.clear();
   return [queued] {
     torch::NoGradGuard no_grad;
@@ -105,7 +105,7 @@ std::function<void()> SnapshotBuffers::take_copies() {
 }
 
 NamedTensors named_state(const NamedTensors& params, const NamedTensors& buffers_of_module,
-                            bool copy, SnapshotBuffers* buffers) {
+                         bool copy, SnapshotBuffers* buffers) {
   NamedTensors out;
   auto add = [&](const std::string& name, const torch::Tensor& t, bool parameter) {
     torch::Tensor d = t.detach();
@@ -123,8 +123,10 @@ NamedTensors named_state(const NamedTensors& params, const NamedTensors& buffers
 
 NamedTensors module_state(const torch::nn::Module& module, bool copy, SnapshotBuffers* buffers) {
   NamedTensors params, module_buffers;
-  for (const auto& p : module.named_parameters(/*recurse=*/true)) params.emplace_back(p.key(), p.value());
-  for (const auto& b : module.named_buffers(/*recurse=*/true)) module_buffers.emplace_back(b.key(), b.value());
+  for (const auto& p : module.named_parameters(/*recurse=*/true))
+    params.emplace_back(p.key(), p.value());
+  for (const auto& b : module.named_buffers(/*recurse=*/true))
+    module_buffers.emplace_back(b.key(), b.value());
   return named_state(params, module_buffers, copy, buffers);
 }
 
@@ -141,7 +143,8 @@ std::string load_module_state(torch::nn::Module& module, const NamedTensors& sta
     if (it == given.end()) {
       missing.push_back(name);
     } else if (!it->second.sizes().equals(t.sizes()) || it->second.dtype() != t.dtype()) {
-      mismatched.push_back(name + " (file " + shape_of(it->second) + ", model " + shape_of(t) + ")");
+      mismatched.push_back(name + " (file " + shape_of(it->second) + ", model " + shape_of(t) +
+                           ")");
     }
   }
   for (const auto& [name, t] : given) {
@@ -165,7 +168,8 @@ std::string load_module_state(torch::nn::Module& module, const NamedTensors& sta
     t.copy_(it->second);
     ++loaded;
   }
-  std::string summary = detail::concat("loaded ", loaded, " of ", own.size(), " tensors from ", what);
+  std::string summary =
+      detail::concat("loaded ", loaded, " of ", own.size(), " tensors from ", what);
   if (!missing.empty()) summary += "; kept as initialised: " + list_names(missing);
   if (!unexpected.empty()) summary += "; ignored: " + list_names(unexpected);
   return summary;
@@ -194,14 +198,26 @@ void load_gradient_state(torch::nn::Module& module, const NamedTensors& grads,
   }
 }
 
+namespace {
+
+/// The GPUs whose generators a checkpoint holds: none where LibTorch has no CUDA.
+int64_t cuda_devices() {
+  return at::hasCUDA() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
+}
+
+/// GPU `index`'s default generator (through the Context, which LibTorch 1.x and 2.x both have).
+at::Generator cuda_generator(int64_t index) {
+  return at::globalContext().defaultGenerator(
+      c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index)));
+}
+
+}  // namespace
+
 NamedTensors rng_state() {
   NamedTensors out;
   out.emplace_back("cpu", at::detail::getDefaultCPUGenerator().get_state());
-  if (at::detail::getCUDAHooks().hasCUDA()) {
-    for (int64_t i = 0; i < at::detail::getCUDAHooks().getNumGPUs(); ++i) {
-      out.emplace_back("cuda:" + std::to_string(i),
-                       at::detail::getCUDAHooks().getDefaultCUDAGenerator(i).get_state());
-    }
+  for (int64_t i = 0; i < cuda_devices(); ++i) {
+    out.emplace_back("cuda:" + std::to_string(i), cuda_generator(i).get_state());
   }
   return out;
 }
@@ -212,10 +228,10 @@ void load_rng_state(const NamedTensors& state, const std::string& what) {
       at::Generator gen = at::detail::getDefaultCPUGenerator();
       std::lock_guard<std::mutex> lock(gen.mutex());
       gen.set_state(t);
-    } else if (name.rfind("cuda:", 0) == 0 && at::detail::getCUDAHooks().hasCUDA()) {
+    } else if (name.rfind("cuda:", 0) == 0) {
       const int64_t i = std::stoll(name.substr(5));
-      if (i < at::detail::getCUDAHooks().getNumGPUs()) {
-        at::Generator gen = at::detail::getCUDAHooks().getDefaultCUDAGenerator(i);
+      if (i < cuda_devices()) {
+        at::Generator gen = cuda_generator(i);
         std::lock_guard<std::mutex> lock(gen.mutex());
         gen.set_state(t);
       }

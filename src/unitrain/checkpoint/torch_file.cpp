@@ -146,7 +146,11 @@ std::string central_directory(const std::vector<Record>& records, uint64_t offse
 FileImage encode_torch_file(const c10::IValue& value, bool force_zip64) {
   auto owned = std::make_shared<Owned>();
   {
-    torch::jit::Pickler pickler([&owned](const char* p, size_t n) { owned->pickle.append(p, n); });
+    // Without type tags (torch.jit._pickle.restore_type_tag on every dict and list): PyTorch
+    // 2.6's torch.load reads only plain containers by default (weights_only), as torch.save
+    // writes them; LibTorch reads either.
+    torch::jit::Pickler pickler([&owned](const char* p, size_t n) { owned->pickle.append(p, n); },
+                                nullptr, nullptr, nullptr, nullptr, /*tag_aggregates=*/false);
     pickler.protocol();
     pickler.pushIValue(value);
     pickler.stop();

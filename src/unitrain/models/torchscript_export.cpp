@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "unitrain/compat/variant.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
 #include "unitrain/models/model.h"
@@ -30,8 +31,9 @@ std::string layer_forward(const torch::nn::Module& m, const std::string& where) 
   }
   if (const auto* conv = m.as<torch::nn::Conv2d>()) {
     const auto& o = conv->options;
-    const auto* padding = c10::get_if<torch::ExpandingArray<2>>(&o.padding());
-    UT_CHECK(padding != nullptr && c10::holds_alternative<torch::enumtype::kZeros>(o.padding_mode()),
+    const auto* padding = torch_variant::get_if<torch::ExpandingArray<2>>(&o.padding());
+    UT_CHECK(padding != nullptr &&
+                 torch_variant::holds_alternative<torch::enumtype::kZeros>(o.padding_mode()),
              "torchscript export: ", where, ": only explicit zero padding is supported");
     return head + fmt::format("torch.conv2d(x, self.weight, {}, {}, {}, {}, {})\n",
                               o.bias() ? "self.bias" : "None", int_list(*o.stride()),
@@ -94,7 +96,8 @@ class Mirror {
     for (char ch : m.name()) name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
     return name;
   }
-  std::shared_ptr<torch::jit::CompilationUnit> cu_ = std::make_shared<torch::jit::CompilationUnit>();
+  std::shared_ptr<torch::jit::CompilationUnit> cu_ =
+      std::make_shared<torch::jit::CompilationUnit>();
 };
 
 /// `inner` behind the input normalisation of `norm` (the arithmetic of NormalizeDataset, in
@@ -102,7 +105,8 @@ class Mirror {
 JitModule with_input_normalization(const JitModule& inner, const InputNormalization& norm) {
   UT_CHECK(!norm.mean.empty() && norm.mean.size() == norm.std.size(),
            "torchscript export: the input normalisation needs one mean and one std per channel, "
-           "got ", norm.mean.size(), " and ", norm.std.size());
+           "got ",
+           norm.mean.size(), " and ", norm.std.size());
   JitModule j(c10::QualifiedName("__torch__.unitrain.NormalizedInput"),
               std::make_shared<torch::jit::CompilationUnit>(), /*shouldMangle=*/true);
   j.register_attribute("training", c10::BoolType::get(), false);
@@ -175,8 +179,7 @@ torch::jit::Module to_torchscript(const Model& model, const InputNormalization* 
   return j;
 }
 
-void save_torchscript(const Model& model, const std::string& path,
-                      const InputNormalization* norm) {
+void save_torchscript(const Model& model, const std::string& path, const InputNormalization* norm) {
   JitModule j = to_torchscript(model, norm);
   const std::string tmp = path + ".partial";
   try {

@@ -1,11 +1,12 @@
 #include "unitrain/optim/fused_adam.h"
 
 #include <ATen/Parallel.h>
-#include <c10/util/string_utils.h>
 #include <torch/torch.h>
 
 #include <cmath>
 #include <memory>
+
+#include "unitrain/compat/optimizer_state_key.h"
 
 namespace unitrain {
 namespace {
@@ -74,16 +75,14 @@ bool fusable(const torch::Tensor& t) {
 /// True when every parameter with a gradient (and its state, when it has one) can take the
 /// fused step.
 template <typename Options, typename State>
-bool all_fusable(
-    const std::vector<torch::optim::OptimizerParamGroup>& groups,
-    const ska::flat_hash_map<std::string, std::unique_ptr<torch::optim::OptimizerParamState>>&
-        state) {
+bool all_fusable(const std::vector<torch::optim::OptimizerParamGroup>& groups,
+                 const OptimizerStateMap& state) {
   for (const auto& group : groups) {
     if (static_cast<const Options&>(group.options()).amsgrad()) return false;
     for (const auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       if (!fusable(p) || !fusable(p.grad())) return false;
-      auto it = state.find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+      auto it = state.find(optimizer_state_key(p));
       if (it == state.end()) continue;
       const auto& s = static_cast<const State&>(*it->second);
       if (!fusable(s.exp_avg()) || !fusable(s.exp_avg_sq())) return false;
@@ -94,16 +93,14 @@ bool all_fusable(
 
 /// The fused step over every group of an Adam-like optimizer; `decoupled`: AdamW's decay.
 template <typename Options, typename State>
-void fused_step(
-    std::vector<torch::optim::OptimizerParamGroup>& groups,
-    ska::flat_hash_map<std::string, std::unique_ptr<torch::optim::OptimizerParamState>>& state,
-    bool decoupled) {
+void fused_step(std::vector<torch::optim::OptimizerParamGroup>& groups, OptimizerStateMap& state,
+                bool decoupled) {
   torch::NoGradGuard no_grad;
   for (auto& group : groups) {
     const auto& o = static_cast<const Options&>(group.options());
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      const auto key = optimizer_state_key(p);
       auto it = state.find(key);
       if (it == state.end()) {  // as LibTorch initialises it
         auto s = std::make_unique<State>();

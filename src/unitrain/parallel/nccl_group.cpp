@@ -6,9 +6,9 @@
 
 namespace unitrain {
 
-c10::intrusive_ptr<c10d::ProcessGroup> make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store,
-                                                       int rank, int world_size,
-                                                       std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<C10dGroup> make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                              int rank, int world_size,
+                                              std::chrono::milliseconds timeout) {
   auto options = c10d::ProcessGroupNCCL::Options::create();
   options->timeout = timeout;
   return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world_size, options);

@@ -8,8 +8,8 @@
 namespace unitrain {
 
 /// A ProcessGroupNCCL over `store` (one GPU per rank: the caller sets the device first).
-c10::intrusive_ptr<c10d::ProcessGroup> make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store,
-                                                       int rank, int world_size,
-                                                       std::chrono::milliseconds timeout);
+c10::intrusive_ptr<C10dGroup> make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                              int rank, int world_size,
+                                              std::chrono::milliseconds timeout);
 
 }  // namespace unitrain

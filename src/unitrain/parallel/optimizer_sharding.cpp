@@ -6,6 +6,7 @@
 #include <map>
 #include <utility>
 
+#include "unitrain/compat/optimizer_state_key.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/optimizer_state_serializer.h"
 #include "unitrain/parallel/process_group.h"
@@ -79,7 +80,7 @@ int OptimizerSharding::rank() const { return group_->rank(); }
 void OptimizerSharding::drop_foreign_state() {
   auto& state = optimizer_.state();
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (owners_[i] != rank()) state.erase(c10::guts::to_string(params_[i].unsafeGetTensorImpl()));
+    if (owners_[i] != rank()) state.erase(optimizer_state_key(params_[i]));
   }
 }
 

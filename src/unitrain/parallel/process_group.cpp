@@ -16,6 +16,7 @@
 #include <cstring>
 #include <optional>
 
+#include "unitrain/compat/tcp_store_options.h"
 #include "unitrain/core/error.h"
 #include "unitrain/parallel/listen_address.h"
 #ifdef UNITRAIN_CUDA
@@ -64,7 +65,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env,
     }
     return over_store(store, env.rank, env.world_size, group_options);
   }
-  c10d::TCPStoreOptions store_options;
+  c10d::TCPStoreOptions store_options = tcp_store_options();
   store_options.port = static_cast<uint16_t>(env.master_port);
   store_options.isServer = env.rank == 0 && !env.agent_store;
   store_options.numWorkers = env.world_size;

@@ -60,7 +60,7 @@ class ProcessGroup {
   std::vector<std::string> all_gather(const std::string& text);
   void barrier();
 
-  c10d::ProcessGroup& group() { return *group_; }
+  C10dGroup& group() { return *group_; }
   /// True when collectives on `dtype` tensors must run on float32 copies: Gloo in LibTorch
   /// 1.13 has no bfloat16 ("Invalid scalar type"). The collectives above do that themselves.
   bool needs_widening(c10::ScalarType dtype) const;
@@ -74,7 +74,7 @@ class ProcessGroup {
   int world_size_ = 1;
   std::chrono::milliseconds timeout_{};
   c10::intrusive_ptr<c10d::Store> store_;
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  c10::intrusive_ptr<C10dGroup> group_;
 };
 
 }  // namespace unitrain

@@ -1,0 +1,111 @@
+"""The GPU tests: the real binary on a CUDA device. On a machine without one (or a LibTorch
+without CUDA) they do not run: the script says "no GPU here" with the number of tests and exits
+77, which CTest counts as Skipped (never as passed). Run where a GPU is:
+  ctest -R gpu.gpu_test --output-on-failure
+or directly: python3 tests/gpu/gpu_test.py build/unitrain build
+"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import common  # noqa: E402
+from common import run, read_jsonl, write  # noqa: E402
+
+DIGITS_MLP = """
+run_dir: {run_dir}
+seed: 5
+model: {{type: mlp, args: {{sizes: [64, 256, 256, 10]}}}}
+objective: {{losses: [{{type: cross_entropy}}], metrics: [{{type: accuracy}}]}}
+data:
+  train: {{type: csv, args: {{path: {data}, header: false, target: "64"}}}}
+  validation_ratio: 0.2
+  normalize: {{enabled: true}}
+  loader: {{batch_size: 64, workers: 0, shuffle: true}}
+optimizer: {{type: adamw, lr: 1.0e-3}}
+train: {{max_length: 6 epochs, log_every: 10 steps, device: cuda, deterministic: true}}
+checkpoint: {{every: 20 steps, keep_last: 100}}
+"""
+
+
+def accuracy(run_dir):
+    rows = [e for e in read_jsonl(os.path.join(run_dir, "metrics.jsonl")) if "val/accuracy" in e]
+    return rows[-1]["val/accuracy"]
+
+
+class Gpu(common.Case):
+    def digits(self, name, *args):
+        run_dir = os.path.join(self.dir, name)
+        cfg = write(os.path.join(self.dir, name + ".yaml"),
+                    DIGITS_MLP.format(run_dir=run_dir, data=common.DIGITS))
+        code, out = run(["train", cfg] + list(args))
+        self.assertEqual(code, 0, out)
+        return run_dir, out
+
+    def test_demo_trains_on_the_gpu(self):
+        run_dir = os.path.join(self.dir, "fashion")
+        code, out = run(["train", "examples/fashion_mnist/cnn.yaml", "--run_dir", run_dir,
+                         "--train.device", "cuda"], cwd=common.SOURCE, timeout=1700)
+        self.assertEqual(code, 0, out)
+        self.assertRegex(out, r"device: cuda:0 \(")  # the GPU's name and memory follow
+        self.assertRegex(out, r"done: .*peak cuda:0 memory \d+ MB")
+        m = re.search(r"test/acc ([0-9.]+)", out)
+        self.assertIsNotNone(m, out)
+        self.assertGreaterEqual(float(m.group(1)), 0.88, out)
+
+    def test_mixed_precision_learns(self):
+        for precision in ("bf16-mixed", "fp16-mixed"):
+            with self.subTest(precision=precision):
+                run_dir, out = self.digits(precision, "--train.precision", precision)
+                self.assertGreaterEqual(accuracy(run_dir), 0.9, out)
+                scaler = os.path.join(run_dir, "checkpoints", "last", "loss_scaler.json")
+                # fp16 runs through the GradScaler path (its state is checkpointed), bf16 needs none.
+                self.assertEqual(os.path.exists(scaler), precision == "fp16-mixed", out)
+
+    def test_checkpoint_saved_on_the_gpu_resumes_exactly(self):
+        import torch
+        full, _ = self.digits("full")
+        steps = sorted(d for d in os.listdir(os.path.join(full, "checkpoints"))
+                       if d.startswith("step-"))
+        middle = os.path.join(full, "checkpoints", steps[len(steps) // 2])
+        part, out = self.digits("part", "--checkpoint.resume", middle)
+        self.assertIn("resumed from", out)
+        a = torch.load(os.path.join(full, "checkpoints", "last", "model.pt"))
+        b = torch.load(os.path.join(part, "checkpoints", "last", "model.pt"))
+        for k in a:  # train.deterministic: true — bitwise on the same GPU
+            self.assertTrue(torch.equal(a[k], b[k]), k)
+        self.assertEqual(str(a[k].device), "cpu")  # checkpoints hold CPU tensors
+
+    def test_eval_and_export_read_a_gpu_checkpoint_on_the_cpu(self):
+        run_dir, _ = self.digits("trained")
+        cfg = os.path.join(run_dir, "config.yaml")
+        code, gpu_out = run(["eval", cfg, "--checkpoint", "last"])
+        self.assertEqual(code, 0, gpu_out)
+        code, cpu_out = run(["eval", cfg, "--checkpoint", "last", "--train.device", "cpu"])
+        self.assertEqual(code, 0, cpu_out)
+        acc = lambda out: float(re.search(r"accuracy ([0-9.]+)", out).group(1))
+        self.assertAlmostEqual(acc(gpu_out), acc(cpu_out), places=3)
+
+
+def gpu_here():
+    """(True, "") when unitrain trains on cuda here, else (False, why)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        cfg = write(os.path.join(d, "probe.yaml"),
+                    DIGITS_MLP.format(run_dir=os.path.join(d, "run"), data=common.DIGITS))
+        code, out = run(["train", cfg, "--train.max_length", "1 steps", "--checkpoint.every", "null"])
+    if code == 0:
+        return True, ""
+    if code == 2 and "asks for a GPU" in out:
+        return False, out.strip().splitlines()[-1]
+    sys.exit(f"the GPU probe failed (exit {code}):\n{out}")
+
+
+if __name__ == "__main__":
+    common.BIN = os.path.abspath(sys.argv[1])
+    ok, why = gpu_here()
+    if not ok:
+        count = len([n for n in dir(Gpu) if n.startswith("test_")])
+        print(f"no GPU here: {count} GPU tests not run ({why})")
+        sys.exit(77)
+    common.main()
