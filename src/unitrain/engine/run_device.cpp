@@ -61,8 +61,25 @@ torch::Device resolve_device(const std::string& spec, int local_rank) {
 
 std::string describe_device(const torch::Device& device) {
   if (!device.is_cuda()) return device.str();
-  return fmt::format("{} ({} of {} GPUs)", device.str(), device.index() + 1,
-                     torch::cuda::device_count());
+  return describe_gpu(device, gpu_facts(device.index()),
+                      static_cast<int64_t>(torch::cuda::device_count()));
+}
+
+std::string describe_gpu(const torch::Device& device, const std::optional<GpuFacts>& facts,
+                         int64_t gpus) {
+  const std::string where = fmt::format("{} of {} GPUs", device.index() + 1, gpus);
+  if (!facts) return fmt::format("{} ({})", device.str(), where);
+  return fmt::format("{} ({}, {:.1f} GiB; {})", device.str(), facts->name,
+                     static_cast<double>(facts->total_memory) / (1024.0 * 1024.0 * 1024.0), where);
+}
+
+std::optional<int64_t> peak_memory_bytes(const torch::Device& device) {
+  if (!device.is_cuda()) return std::nullopt;
+  return peak_device_memory(device.index());
+}
+
+void reset_peak_memory(const torch::Device& device) {
+  if (device.is_cuda()) reset_peak_device_memory(device.index());
 }
 
 torch::Device device_of(const torch::nn::Module& module) {
