@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
+
 #include "test_util.h"
 #include "unitrain/core/error.h"
 #include "unitrain/engine/cuda_facts.h"
@@ -57,6 +59,32 @@ TEST(RunDevice, ACpuBuildHasNoGpuFactsNorDevicePeak) {
   reset_peak_device_memory(0);  // nothing to reset, and no error
   EXPECT_FALSE(peak_memory_bytes(torch::Device(torch::kCPU)).has_value());
   EXPECT_FALSE(peak_memory_bytes(torch::Device(torch::kCUDA, 0)).has_value());
+}
+
+TEST(RunDevice, DeterministicSetsLibTorchsFlagsAndCublasWorkspaceUnlessSet) {
+  at::Context& context = at::globalContext();
+  const char* before = std::getenv("CUBLAS_WORKSPACE_CONFIG");
+  const std::string kept = before ? before : "";
+  unsetenv("CUBLAS_WORKSPACE_CONFIG");
+  context.setBenchmarkCuDNN(true);
+  set_deterministic(true);
+  EXPECT_TRUE(context.deterministicAlgorithms());
+  EXPECT_FALSE(context.deterministicAlgorithmsWarnOnly());
+  EXPECT_TRUE(context.deterministicCuDNN());
+  EXPECT_FALSE(context.benchmarkCuDNN());
+  ASSERT_NE(std::getenv("CUBLAS_WORKSPACE_CONFIG"), nullptr);
+  EXPECT_STREQ(std::getenv("CUBLAS_WORKSPACE_CONFIG"), ":4096:8");
+  setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8", 1);  // the user's own value is kept
+  set_deterministic(true);
+  EXPECT_STREQ(std::getenv("CUBLAS_WORKSPACE_CONFIG"), ":16:8");
+  set_deterministic(false);
+  EXPECT_FALSE(context.deterministicAlgorithms());
+  EXPECT_FALSE(context.deterministicCuDNN());
+  if (before) {
+    setenv("CUBLAS_WORKSPACE_CONFIG", kept.c_str(), 1);
+  } else {
+    unsetenv("CUBLAS_WORKSPACE_CONFIG");
+  }
 }
 
 }  // namespace unitrain

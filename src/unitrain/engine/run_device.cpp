@@ -6,6 +6,7 @@
 #include <torch/version.h>
 
 #include <cctype>
+#include <cstdlib>
 
 #include "unitrain/core/error.h"
 
@@ -71,6 +72,17 @@ std::string describe_gpu(const torch::Device& device, const std::optional<GpuFac
   if (!facts) return fmt::format("{} ({})", device.str(), where);
   return fmt::format("{} ({}, {:.1f} GiB; {})", device.str(), facts->name,
                      static_cast<double>(facts->total_memory) / (1024.0 * 1024.0 * 1024.0), where);
+}
+
+void set_deterministic(bool on) {
+  at::Context& context = at::globalContext();
+  context.setDeterministicAlgorithms(on, /*warn_only=*/false);
+  context.setDeterministicCuDNN(on);
+  if (!on) return;
+  context.setBenchmarkCuDNN(false);
+  // cuBLAS's reductions are run-to-run equal only with a fixed workspace (CUDA's documentation
+  // of cuBLAS reproducibility); a value the user set is kept.
+  setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
 }
 
 std::optional<int64_t> peak_memory_bytes(const torch::Device& device) {

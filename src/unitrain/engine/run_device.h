@@ -28,6 +28,13 @@ std::string describe_device(const torch::Device& device);
 std::string describe_gpu(const torch::Device& device, const std::optional<GpuFacts>& facts,
                          int64_t gpus);
 
+/// `train.deterministic`: with `on`, LibTorch's deterministic algorithms (an error for an
+/// operation that has none), cuDNN's deterministic kernels without its benchmark autotuner, and
+/// CUBLAS_WORKSPACE_CONFIG=:4096:8 in the environment unless it is set; call it before anything
+/// uses a GPU (cuBLAS reads the variable when it starts). Without `on`, LibTorch's defaults for
+/// the first two (nondeterministic allowed, cuDNN's choice); the environment is left as it is.
+void set_deterministic(bool on);
+
 /// The most bytes allocated on `device` since reset_peak_memory(device): a GPU's caching
 /// allocator; nullopt for the CPU (whose peak is the process's RSS).
 std::optional<int64_t> peak_memory_bytes(const torch::Device& device);

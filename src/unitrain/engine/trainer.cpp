@@ -257,10 +257,12 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   if (env.distributed() && settings_->distributed.zero >= 2) restrictions.push_back(zero2_precisions());
   check_precision(options().precision, module.weights(), restrictions);
   // The device before the processes join: data parallelism on GPUs talks through NCCL.
+  set_deterministic(options().deterministic);  // before anything uses a GPU
   const torch::Device device = resolve_device(options().device, env.local_rank);
   settings_->loader.check_pin_memory(device.is_cuda());
   std::shared_ptr<ProcessGroup> group = join_group_and_prepare(env, resume, device.is_cuda());
   log::info("device: " + describe_device(device));
+  if (options().deterministic) log::info("deterministic: on");
   reset_peak_memory(device);  // the done line's peak is this run's
   module.to(device);  // before the weights are broadcast and the optimizer built
   if (!group || group->rank() == 0) write_class_names(run_dir(), train.class_names());
