@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -189,6 +190,45 @@ TEST(Loader, AutoWorkersReadInMemoryDataInTheTrainingThread) {
   const std::string msg = test::config_error_of([&] { LoaderOptions::from_config(bad); });
   EXPECT_NE(msg.find("data.loader.workers: expected int or auto, got 'some'"), std::string::npos)
       << msg;
+}
+
+TEST(Loader, PinMemoryAutoFollowsTheDeviceAndTrueNeedsAGpu) {
+  // auto resolves to pinned batches for a GPU, to plain ones for the CPU.
+  EXPECT_EQ(LoaderOptions().for_device(true).pin_memory_, PinMemory::On);
+  EXPECT_EQ(LoaderOptions().for_device(false).pin_memory_, PinMemory::Off);
+  EXPECT_EQ(LoaderOptions().pin_memory(PinMemory::Off).for_device(true).pin_memory_,
+            PinMemory::Off);
+  // true for a run on the CPU is refused, naming the key, whether checked or resolved.
+  const LoaderOptions on = LoaderOptions().pin_memory(PinMemory::On);
+  EXPECT_NO_THROW(on.check_pin_memory(true));
+  for (const auto& f : std::vector<std::function<void()>>{[&] { on.check_pin_memory(false); },
+                                                          [&] { on.for_device(false); }}) {
+    const std::string m = test::config_error_of(f);
+    EXPECT_NE(m.find("data.loader.pin_memory: true pins batches for copies to a GPU"),
+              std::string::npos)
+        << m;
+  }
+  // The key reads YAML's booleans and auto; anything else names the choices.
+  auto pin_of = [](const char* yaml) {
+    return LoaderOptions::from_config(Config(YAML::Load(yaml), "data.loader")).pin_memory_;
+  };
+  EXPECT_EQ(pin_of("{}"), PinMemory::Auto);
+  EXPECT_EQ(pin_of("{pin_memory: auto}"), PinMemory::Auto);
+  EXPECT_EQ(pin_of("{pin_memory: true}"), PinMemory::On);
+  EXPECT_EQ(pin_of("{pin_memory: false}"), PinMemory::Off);
+  const std::string m = test::config_error_of([&] { pin_of("{pin_memory: always}"); });
+  EXPECT_NE(m.find("data.loader.pin_memory"), std::string::npos) << m;
+}
+
+TEST(Loader, WithoutPinMemoryBatchesAreAsTheDatasetReadThem) {
+  // pin_memory off (the CPU's): plain host tensors, as read.
+  const Loader loader(numbered(8), LoaderOptions().batch_size(4).shuffle(false).for_device(false),
+                      0);
+  auto it = loader.epoch(0);
+  const std::optional<Batch> b = it->next();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_FALSE(b->at("x").is_pinned());
+  EXPECT_TRUE(torch::equal(b->at("x"), torch::arange(4, torch::kInt64)));
 }
 
 TEST(LoaderShard, PaddedShardsAreEqualAndCoverEveryExample) {

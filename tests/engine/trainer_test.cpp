@@ -296,5 +296,28 @@ TEST(Trainer, WarnsOnceOfConfigKeysTheProgramNeverRead) {
   EXPECT_FALSE(test::contains(err, "optimizer.type")) << err;  // fit() built it
 }
 
+TEST(Trainer, DeterministicRunsAskLibTorchForDeterministicAlgorithms) {
+  auto fit_logging = [](const std::string& deterministic) {
+    Config c = base_config(test::temp_dir() + "/det-" + deterministic);
+    c.set("train.max_length", "2 steps");
+    if (!deterministic.empty()) c.set("train.deterministic", deterministic);
+    Trainer trainer(c);
+    Regression module;
+    testing::internal::CaptureStdout();
+    trainer.fit(module, regression_data(32));
+    return testing::internal::GetCapturedStdout();
+  };
+  std::string out = fit_logging("true");
+  EXPECT_TRUE(at::globalContext().deterministicAlgorithms());
+  EXPECT_TRUE(at::globalContext().deterministicCuDNN());
+  EXPECT_TRUE(test::contains(out, "device: cpu\ndeterministic: on\n")) << out;
+  EXPECT_FALSE(test::contains(out, "peak cpu")) << out;  // a device peak only for a GPU
+  out = fit_logging("");  // the default: LibTorch's own choices again
+  EXPECT_FALSE(at::globalContext().deterministicAlgorithms());
+  EXPECT_FALSE(at::globalContext().deterministicCuDNN());
+  EXPECT_TRUE(test::contains(out, "device: cpu\n")) << out;
+  EXPECT_FALSE(test::contains(out, "deterministic")) << out;
+}
+
 }  // namespace
 }  // namespace unitrain

@@ -50,6 +50,12 @@ class CliErrors(common.Case):
         code, out = run(["train", cfg, "--run_dir", os.path.join(self.dir, "auto")])
         self.assertEqual(code, 0, out)
         self.assertIn("device: cpu\n", out)
+        self.assertNotIn("deterministic: on", out)
+        self.assertNotIn("memory", out.split("done: ")[1].split("\n")[0])  # no device peak
+        # Pinned batches serve copies to a GPU: asked for on the CPU, the key is named.
+        self.expect_usage_error(MLP_DIGITS, "data.loader.pin_memory: true pins batches for "
+                                "copies to a GPU, but the run's device (train.device) is the CPU",
+                                extra=["--data.loader.pin_memory", "true"])
 
     def test_unknown_component_lists_known(self):
         self.expect_usage_error(MLP_DIGITS.replace("type: mlp", "type: mlpp"),

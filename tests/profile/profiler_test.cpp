@@ -79,7 +79,21 @@ TEST(Profiler, TheSummaryIsWhatTheReportReads) {
   for (const auto& ph : s.phases) share += ph.share;
   EXPECT_NEAR(share, 1.0, 1e-9);
   EXPECT_EQ(nlohmann::json::parse(r.summary_json)["rank"], 1);
+  EXPECT_EQ(nlohmann::json::parse(r.summary_json)["device"], "cpu");
+  EXPECT_FALSE(nlohmann::json::parse(r.summary_json).contains("peak_device_memory_mb"));
+  EXPECT_FALSE(test::contains(r.table, "peak")) << r.table;
   EXPECT_EQ(r.trace_json, "");  // trace: false
+}
+
+TEST(Profiler, TheSummaryAndTableSayAGpusPeakMemory) {
+  Profiler p(schedule(0, 0, 1, 1), 0);
+  run_steps(p, 1);
+  const ProfileResult r = p.finish("cuda:0", int64_t{123} * 1024 * 1024 + 5);
+  const nlohmann::json j = nlohmann::json::parse(r.summary_json);
+  EXPECT_EQ(j["device"], "cuda:0");
+  EXPECT_EQ(j["peak_device_memory_mb"], 123);
+  EXPECT_TRUE(test::contains(r.table, "peak cuda:0 memory 123 MB")) << r.table;
+  EXPECT_EQ(report::parse_profile_summary(r.summary_json, "summary.json").steps, 1);
 }
 
 TEST(Profiler, TheTraceNestsOperatorsUnderThePhases) {

@@ -68,6 +68,13 @@ TEST(ReportPage, OneRunHasEverySectionAndLoadsNothingFromElsewhere) {
   EXPECT_FALSE(test::contains(html, "id=\"notes\""));  // everything was read
 }
 
+TEST(ReportPage, TheRunsTableSaysAGpusPeakMemory) {
+  std::vector<RunData> runs = {read_run(page_fixture("run-a"))};
+  EXPECT_TRUE(test::contains(report_html(runs), "<th>peak device memory</th>"));
+  runs[0].peak_device_memory = "123 MB (cuda:0)";
+  EXPECT_TRUE(test::contains(report_html(runs), "123 MB (cuda:0)"));
+}
+
 TEST(ReportPage, TwoRunsShowWhatDiffersAndWhatOneRunLacks) {
   std::vector<RunData> runs = {read_run(page_fixture("run-a")), read_run(page_fixture("run-b"))};
   label_runs(runs);

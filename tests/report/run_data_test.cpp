@@ -43,6 +43,7 @@ TEST(RunData, ReadsEveryFileOfAFinishedRun) {
   EXPECT_EQ(run.reader_threads, "0");
   EXPECT_EQ(run.blas, "/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblasp-r0.3.21.so");
   EXPECT_EQ(run.peak_rss, "173 MB");
+  EXPECT_EQ(run.peak_device_memory, "");  // trained on the CPU
   EXPECT_EQ(run.best_metric, "val/acc");
   EXPECT_EQ(run.best_value, 0.625);
   EXPECT_DOUBLE_EQ(run.test_metrics.at("test/loss"), 1.1875);
@@ -99,6 +100,27 @@ TEST(RunData, OnlyTheLineBeingWrittenIsNoNote) {
   const RunData run = read_run(dir);
   EXPECT_EQ(run.events.size(), 1u);
   EXPECT_FALSE(any_note_has(run, "not JSON"));
+}
+
+TEST(RunData, TheLastDoneLineGivesAGpusPeakMemory) {
+  const std::string dir = test::temp_dir() + "/gpu";
+  test::write_file(dir + "/config.yaml", "name: g\n");
+  test::write_file(dir + "/metrics.jsonl", "{\"step\":1,\"train/loss\":1}\n");
+  const std::string start =
+      "[2026-01-01 10:00:00.000] [info] device: cuda:0 (NVIDIA H100 80GB "
+      "HBM3, 79.1 GiB; 1 of 1 GPUs)\n";
+  const std::string done =
+      "[2026-01-01 10:00:02.600] [info] done: 4 steps, 1 epoch completed, "
+      "256 samples in 2.5 s; waited 0.00 s for data; peak RSS 2173 MB";
+  test::write_file(dir + "/train.log", start + done + "; peak cuda:0 memory 123 MB\n");
+  RunData run = read_run(dir);
+  EXPECT_EQ(run.peak_rss, "2173 MB");
+  EXPECT_EQ(run.peak_device_memory, "123 MB (cuda:0)");
+  // Resumed on the CPU: the last done line has no device peak, and neither has the run.
+  test::write_file(dir + "/train.log",
+                   start + done + "; peak cuda:0 memory 123 MB\n" + done + "\n");
+  run = read_run(dir);
+  EXPECT_EQ(run.peak_device_memory, "");
 }
 
 TEST(RunData, AFolderThatIsNoRunIsNamed) {

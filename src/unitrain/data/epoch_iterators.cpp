@@ -153,7 +153,11 @@ Batch EpochPlan::read(int64_t b) const {
                           " of the epoch): ");
   };
   try {
-    return dataset->read_batch(indices, context);
+    Batch batch = dataset->read_batch(indices, context);
+    if (!pin_memory) return batch;
+    Batch pinned;  // in the worker that read it: the training thread only launches the copy
+    for (const auto& [key, tensor] : batch) pinned.set(key, tensor.pin_memory());
+    return pinned;
   } catch (const ConfigError& e) {
     throw ConfigError(where() + e.what());
   } catch (const TrainError& e) {

@@ -16,8 +16,10 @@ struct EpochPlan {
   int64_t num_batches = 0;
   std::string name;  ///< e.g. "data.train", for error messages
   ReadContext context;  ///< the seed and epoch, for per-example randomness
+  bool pin_memory = false;  ///< batches in pinned host memory (LoaderOptions::pin_memory_ On)
 
-  /// Reads batch b; a failure becomes a ConfigError/TrainError naming `name` and the batch.
+  /// Reads batch b (pinned with pin_memory); a failure becomes a ConfigError/TrainError naming
+  /// `name` and the batch.
   Batch read(int64_t b) const;
 };
 

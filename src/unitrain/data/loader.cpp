@@ -37,6 +37,25 @@ void LoaderOptions::declare(Options<LoaderOptions>& o) {
   o.field("bucket_key", &T::bucket_key_)
       .fixed(batches)
       .help("the sequence whose length (first dimension) bucketing sorts by");
+  o.field("pin_memory", &T::pin_memory_,
+          {{"auto", PinMemory::Auto}, {"true", PinMemory::On}, {"false", PinMemory::Off}})
+      .harmless()
+      .help(
+          "collate batches into pinned host memory, which a GPU copies from without blocking the "
+          "training thread; auto = on when train.device is a GPU; true needs a GPU");
+}
+
+void LoaderOptions::check_pin_memory(bool gpu) const {
+  UT_CHECK(gpu || pin_memory_ != PinMemory::On,
+           "data.loader.pin_memory: true pins batches for copies to a GPU, but the run's device "
+           "(train.device) is the CPU; use auto or false");
+}
+
+LoaderOptions LoaderOptions::for_device(bool gpu) const {
+  check_pin_memory(gpu);
+  LoaderOptions o = *this;
+  if (o.pin_memory_ == PinMemory::Auto) o.pin_memory_ = gpu ? PinMemory::On : PinMemory::Off;
+  return o;
 }
 
 Loader::Loader(DatasetPtr dataset, LoaderOptions options, uint64_t seed, std::string name)
@@ -149,8 +168,13 @@ std::unique_ptr<EpochIterator> Loader::epoch(int64_t epoch, int64_t start_batch)
   const int64_t batches = batches_per_epoch();
   UT_CHECK(start_batch >= 0 && start_batch <= batches, name_, ": cannot start epoch ", epoch,
            " at batch ", start_batch, "; it has ", batches, " batches");
-  detail::EpochPlan plan{dataset_, order(epoch), options_.batch_size_,
-                         batches,  name_,        ReadContext{seed_, epoch}};
+  detail::EpochPlan plan{dataset_,
+                         order(epoch),
+                         options_.batch_size_,
+                         batches,
+                         name_,
+                         ReadContext{seed_, epoch},
+                         options_.pin_memory_ == PinMemory::On};
   const int64_t workers = reader_threads();
   if (workers == 0) return detail::make_serial_iterator(std::move(plan), start_batch);
   return detail::make_threaded_iterator(std::move(plan), start_batch, workers, options_.prefetch_);

@@ -11,6 +11,10 @@
 
 namespace unitrain {
 
+/// Whether collated batches are put in pinned (page-locked) host memory, from which a GPU copies
+/// without blocking (`data.loader.pin_memory`).
+enum class PinMemory { Auto, On, Off };
+
 /// Loader settings (`data.loader`). Defaults on the fields; chained setters; each key declared
 /// once in declare().
 struct LoaderOptions {
@@ -21,6 +25,7 @@ struct LoaderOptions {
   int64_t prefetch_ = 4;  ///< batches read ahead per worker
   int64_t bucket_window_ = 0;     ///< length bucketing: batches per sorted window; 0 = off
   std::string bucket_key_ = "x";  ///< the sequence whose length bucketing sorts by
+  PinMemory pin_memory_ = PinMemory::Auto;  ///< Auto: resolved by for_device(); off until then
 
   LoaderOptions& batch_size(int64_t v) { batch_size_ = v; return *this; }
   LoaderOptions& workers(int64_t v) { workers_ = v; return *this; }
@@ -29,11 +34,19 @@ struct LoaderOptions {
   LoaderOptions& prefetch(int64_t v) { prefetch_ = v; return *this; }
   LoaderOptions& bucket_window(int64_t v) { bucket_window_ = v; return *this; }
   LoaderOptions& bucket_key(std::string v) { bucket_key_ = std::move(v); return *this; }
+  LoaderOptions& pin_memory(PinMemory v) { pin_memory_ = v; return *this; }
   /// The same options reading every example once, in order: what evaluation passes use.
   LoaderOptions in_order() const {
     LoaderOptions o = *this;
     return o.shuffle(false).drop_last(false).bucket_window(0);
   }
+
+  /// ConfigError naming data.loader.pin_memory when it is `true` and the run's device is not a
+  /// GPU (`gpu` false): pinned memory only serves copies to a GPU.
+  void check_pin_memory(bool gpu) const;
+  /// The same options for a run on a GPU (`gpu`) or not: pin_memory auto becomes on for a GPU,
+  /// off otherwise; check_pin_memory(gpu) first.
+  LoaderOptions for_device(bool gpu) const;
 
   static void declare(Options<LoaderOptions>& o);
   static LoaderOptions from_config(const Config& c) { return options_of<LoaderOptions>().parse(c); }

@@ -6,6 +6,7 @@
 #include <torch/version.h>
 
 #include <cctype>
+#include <cstdlib>
 
 #include "unitrain/core/error.h"
 
@@ -61,8 +62,36 @@ torch::Device resolve_device(const std::string& spec, int local_rank) {
 
 std::string describe_device(const torch::Device& device) {
   if (!device.is_cuda()) return device.str();
-  return fmt::format("{} ({} of {} GPUs)", device.str(), device.index() + 1,
-                     torch::cuda::device_count());
+  return describe_gpu(device, gpu_facts(device.index()),
+                      static_cast<int64_t>(torch::cuda::device_count()));
+}
+
+std::string describe_gpu(const torch::Device& device, const std::optional<GpuFacts>& facts,
+                         int64_t gpus) {
+  const std::string where = fmt::format("{} of {} GPUs", device.index() + 1, gpus);
+  if (!facts) return fmt::format("{} ({})", device.str(), where);
+  return fmt::format("{} ({}, {:.1f} GiB; {})", device.str(), facts->name,
+                     static_cast<double>(facts->total_memory) / (1024.0 * 1024.0 * 1024.0), where);
+}
+
+void set_deterministic(bool on) {
+  at::Context& context = at::globalContext();
+  context.setDeterministicAlgorithms(on, /*warn_only=*/false);
+  context.setDeterministicCuDNN(on);
+  if (!on) return;
+  context.setBenchmarkCuDNN(false);
+  // cuBLAS's reductions are run-to-run equal only with a fixed workspace (CUDA's documentation
+  // of cuBLAS reproducibility); a value the user set is kept.
+  setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+}
+
+std::optional<int64_t> peak_memory_bytes(const torch::Device& device) {
+  if (!device.is_cuda()) return std::nullopt;
+  return peak_device_memory(device.index());
+}
+
+void reset_peak_memory(const torch::Device& device) {
+  if (device.is_cuda()) reset_peak_device_memory(device.index());
 }
 
 torch::Device device_of(const torch::nn::Module& module) {

@@ -48,7 +48,10 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
       group_(std::move(in.group)),
       threads_(std::move(in.threads)),
       periods_(settings_.train.log_every, settings_.train.val_every, settings_.checkpoint.every),
-      train_loader_(std::move(train), settings_.loader, settings_.seed, "data.train"),
+      // Batches pinned for a GPU (data.loader.pin_memory); the module is on the run's device.
+      train_loader_(std::move(train),
+                    settings_.loader.for_device(device_of(in.module.weights()).is_cuda()),
+                    settings_.seed, "data.train"),
       logger_(settings_.log.of_rank(group_ ? group_->rank() : 0),
               rank_run_info(config_, settings_.log, settings_.run_dir, group_ ? group_->rank() : 0,
                             group_ ? group_->world_size() : 1, resume)) {
@@ -56,7 +59,7 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
   const int world = group_ ? group_->world_size() : 1;
   if (val) {
     val_loader_ =
-        std::make_unique<Loader>(std::move(val), settings_.loader.in_order(), 0, "data.val");
+        std::make_unique<Loader>(std::move(val), train_loader_.options().in_order(), 0, "data.val");
   }
   if (group_) {
     // Each rank reads its shard: training padded to equal lengths (every rank takes the same
@@ -67,7 +70,10 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
         settings_.distributed.broadcast_buffers && !module_.weights().buffers().empty();
   }
   plan_ = RunPlan::make(settings_.train, train_loader_, rank, world);
-  if (settings_.profile.enabled) profiler_ = std::make_unique<Profiler>(settings_.profile, rank);
+  if (settings_.profile.enabled) {
+    profiler_ =
+        std::make_unique<Profiler>(settings_.profile, rank, device_of(module_.weights()).is_cuda());
+  }
   checkpoints_ = std::make_unique<TrainCheckpoints>(
       CheckpointSetup::of(settings_, config_, plan_, group_ != nullptr, !callbacks_.empty()),
       state_, logger_, decisions_, profiler_.get());
@@ -317,7 +323,7 @@ void TrainLoop::add_train_mean(const std::string& name, double value) {
 }
 
 void TrainLoop::write_profile() {
-  const ProfileResult p = profiler_->finish();
+  const ProfileResult p = profiler_->finish(device_.str(), peak_memory_bytes(device_));
   if (p.steps == 0) {
     log::warn(
         fmt::format("profile: no step was recorded (the run took {} steps; profile.wait + "

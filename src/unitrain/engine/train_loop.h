@@ -93,6 +93,8 @@ class TrainLoop : private CheckpointEntry {
 
   // --- What the Trainer reads of it -------------------------------------------------------
   const RunPlan& plan() const { return plan_; }
+  /// Where the module trains (train.device), from start() on.
+  const torch::Device& device() const { return device_; }
   ProcessGroup* group() const { return group_.get(); }
   bool sharded() const { return sharding_ != nullptr; }
   double best_value() const { return checkpoints_->best_value(); }

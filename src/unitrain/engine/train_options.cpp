@@ -39,6 +39,12 @@ void TrainOptions::declare(Options<TrainOptions>& o) {
       .help(
           "where the run trains: cpu, cuda (one GPU per process: cuda:<local rank>), cuda:N, or "
           "auto (cuda when this LibTorch has CUDA and the machine a GPU, else cpu)");
+  o.field("deterministic", &T::deterministic)
+      .help(
+          "deterministic algorithms only: LibTorch's (an operation without one is an error), "
+          "cuDNN's deterministic kernels without autotuning, CUBLAS_WORKSPACE_CONFIG=:4096:8 "
+          "unless set; on a GPU, runs (and exact resumes) are then bitwise equal, at some speed "
+          "(docs/checkpoints.md)");
   o.field("on_nonfinite", &T::on_nonfinite,
           {{"stop", OnNonFinite::Stop}, {"skip", OnNonFinite::Skip}})
       .help("a NaN/Inf loss or gradient: stop with a message, or skip that update and count it");

@@ -25,6 +25,7 @@ struct TrainOptions {
   double clip_grad_norm = 0;                ///< 0 = no clipping
   int64_t threads = 0;                      ///< intra-op threads; 0 = auto
   std::string device = "auto";              ///< cpu | cuda | cuda:N | auto (run_device.h)
+  bool deterministic = false;               ///< deterministic algorithms only (set_deterministic)
   OnNonFinite on_nonfinite = OnNonFinite::Stop;
   LossReads loss_reads = LossReads::Auto;
   PrecisionMode precision = PrecisionMode::Fp32;

@@ -257,9 +257,13 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   if (env.distributed() && settings_->distributed.zero >= 2) restrictions.push_back(zero2_precisions());
   check_precision(options().precision, module.weights(), restrictions);
   // The device before the processes join: data parallelism on GPUs talks through NCCL.
+  set_deterministic(options().deterministic);  // before anything uses a GPU
   const torch::Device device = resolve_device(options().device, env.local_rank);
+  settings_->loader.check_pin_memory(device.is_cuda());
   std::shared_ptr<ProcessGroup> group = join_group_and_prepare(env, resume, device.is_cuda());
   log::info("device: " + describe_device(device));
+  if (options().deterministic) log::info("deterministic: on");
+  reset_peak_memory(device);  // the done line's peak is this run's
   module.to(device);  // before the weights are broadcast and the optimizer built
   if (!group || group->rank() == 0) write_class_names(run_dir(), train.class_names());
   if (group) broadcast_module(*group, module.weights());  // every rank starts from rank 0's weights
@@ -371,10 +375,15 @@ FitResult Trainer::conclude(const TrainLoop& loop) {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   const std::string how = r.signal ? "stopped by a signal" : !r.paused.empty() ? "paused" : "done";
-  log::info(fmt::format("{}: {} steps, {} epoch{} completed, {} samples in {:.1f} s; waited {:.2f} s "
-                        "for data; peak RSS {} MB", how, state_.step, state_.epoch,
-                        state_.epoch == 1 ? "" : "s", state_.samples, r.seconds,
-                        r.data_wait_seconds, usage.ru_maxrss / 1024));
+  const std::optional<int64_t> device_peak = peak_memory_bytes(loop.device());  // a GPU's
+  log::info(fmt::format(
+      "{}: {} steps, {} epoch{} completed, {} samples in {:.1f} s; waited {:.2f} s "
+      "for data; peak RSS {} MB{}",
+      how, state_.step, state_.epoch, state_.epoch == 1 ? "" : "s", state_.samples, r.seconds,
+      r.data_wait_seconds, usage.ru_maxrss / 1024,
+      device_peak
+          ? fmt::format("; peak {} memory {} MB", loop.device().str(), *device_peak / (1024 * 1024))
+          : ""));
   if (loop.group() && optimizer_) {  // what ZeRO saves, in each rank's log
     log::info(fmt::format("optimizer state on rank {}: {} bytes (distributed.zero: {})", rank_,
                           optimizer_state_bytes(*optimizer_),

@@ -27,7 +27,8 @@ double seconds_between(Profiler::Clock::time_point a, Profiler::Clock::time_poin
 
 const char* phase_name(Phase phase) { return kNames[static_cast<int>(phase)]; }
 
-Profiler::Profiler(const ProfileOptions& options, int rank) : options_(options), rank_(rank) {}
+Profiler::Profiler(const ProfileOptions& options, int rank, bool cuda)
+    : options_(options), rank_(rank), cuda_(cuda) {}
 
 Profiler::~Profiler() = default;
 
@@ -51,7 +52,7 @@ void Profiler::begin_step(int64_t step) {
       trace_->stop(false);
     }
     if (traced && (!trace_ || !trace_->running())) {
-      if (!trace_) trace_ = std::make_unique<TraceRecorder>();
+      if (!trace_) trace_ = std::make_unique<TraceRecorder>(cuda_);
       trace_->start();
     }
   }
@@ -115,7 +116,8 @@ std::string profile_table(int64_t steps, const std::array<double, kPhases>& tota
   return out;
 }
 
-ProfileResult Profiler::finish() {
+ProfileResult Profiler::finish(const std::string& device,
+                               std::optional<int64_t> peak_device_bytes) {
   const bool active = state_ == State::Active;
   if (step_ >= 0) end_step();
   // The run ended inside a window: an active one's events are kept, a warmup's dropped.
@@ -130,6 +132,12 @@ ProfileResult Profiler::finish() {
   j["steps"] = r.steps;
   j["rank"] = rank_;
   j["step_seconds"] = total;
+  j["device"] = device;
+  if (peak_device_bytes) {
+    const int64_t mb = *peak_device_bytes / (1024 * 1024);
+    j["peak_device_memory_mb"] = mb;
+    r.table += fmt::format("peak {} memory {} MB (since the run's start)\n", device, mb);
+  }
   j["schedule"] = {{"wait", options_.wait}, {"warmup", options_.warmup},
                    {"active", options_.active}, {"repeat", options_.repeat}};
   nlohmann::ordered_json& phases = j["phases"] = nlohmann::ordered_json::array();

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,8 @@ struct ProfileResult {
 class Profiler {
  public:
   using Clock = std::chrono::steady_clock;
-  Profiler(const ProfileOptions& options, int rank);
+  /// `cuda`: the run trains on a GPU; the trace then holds each operator's GPU time too.
+  Profiler(const ProfileOptions& options, int rank, bool cuda = false);
   ~Profiler();
 
   /// Optimizer step `step` begins (again calls for the same step do nothing); the one before,
@@ -62,7 +64,11 @@ class Profiler {
   };
 
   /// Stops LibTorch's profiler if it runs; the table, summary and trace of the steps recorded.
-  ProfileResult finish();
+  /// The summary names the run's `device` and, when given, its peak memory in bytes since the
+  /// run's start (`peak_device_bytes`: a GPU's caching allocator), which the table's last line
+  /// says too.
+  ProfileResult finish(const std::string& device = "cpu",
+                       std::optional<int64_t> peak_device_bytes = std::nullopt);
 
   /// Totals over the recorded steps (for tests and the table).
   int64_t steps() const { return static_cast<int64_t>(step_seconds_.size()); }
@@ -78,6 +84,7 @@ class Profiler {
 
   ProfileOptions options_;
   int rank_;
+  bool cuda_;
   int64_t index_ = 0;  ///< steps begun so far
   int64_t step_ = -1;  ///< the step begun last
   State state_ = State::Off;

@@ -53,7 +53,7 @@ std::string runs_section(const std::vector<RunData>& runs) {
       "<section id=\"runs\"><h2>Runs</h2><table><thead><tr><th>run</th><th>folder</th>"
       "<th>status</th><th>duration</th><th>steps</th><th>epochs</th><th>samples</th>"
       "<th>samples/s</th><th>world size</th><th>threads</th><th>reader threads</th>"
-      "<th>BLAS</th><th>peak RSS</th></tr></thead><tbody>";
+      "<th>BLAS</th><th>peak RSS</th><th>peak device memory</th></tr></thead><tbody>";
   for (size_t r = 0; r < runs.size(); ++r) {
     const RunData& run = runs[r];
     out += fmt::format(R"(<tr><td><button type="button" class="run" data-toggle-run="{0}" )"
@@ -66,7 +66,8 @@ std::string runs_section(const std::vector<RunData>& runs) {
     out += td(run.seconds > 0 ? format_value(run.samples / run.seconds) : "—", true);
     out += td(run.world_size ? std::to_string(*run.world_size) : "—", true);
     out += td(or_dash(run.threads), true) + td(or_dash(run.reader_threads), true) +
-           td(or_dash(run.blas)) + td(or_dash(run.peak_rss), true) + "</tr>";
+           td(or_dash(run.blas)) + td(or_dash(run.peak_rss), true) +
+           td(or_dash(run.peak_device_memory), true) + "</tr>";
   }
   return out + "</tbody></table></section>";
 }

@@ -106,6 +106,7 @@ void read_train_log(const std::string& dir, RunData& run) {
   static const std::regex training(
       R"(training: .*threads (\d+), reader threads (\d+), BLAS (.*?)\s*$)");
   static const std::regex peak(R"((?:done|stopped by a signal): .*peak RSS (\d+) MB)");
+  static const std::regex device_peak(R"(; peak (\S+) memory (\d+) MB)");  // on a GPU
   std::smatch m;
   for (std::string line; std::getline(in, line);) {
     if (std::regex_search(line, m, training)) {
@@ -114,6 +115,9 @@ void read_train_log(const std::string& dir, RunData& run) {
       run.blas = m[3];
     } else if (std::regex_search(line, m, peak)) {
       run.peak_rss = std::string(m[1]) + " MB";
+      run.peak_device_memory = std::regex_search(line, m, device_peak)
+                                   ? std::string(m[2]) + " MB (" + std::string(m[1]) + ")"
+                                   : "";
     }
   }
 }

@@ -34,6 +34,7 @@ struct RunData {
   int64_t step = 0, epoch = 0, samples = 0;
   std::optional<int64_t> world_size;
   std::string threads, reader_threads, blas, peak_rss;  ///< from train.log ("" = not found)
+  std::string peak_device_memory;  ///< the last done line's GPU peak, "123 MB (cuda:0)"; or ""
   std::string best_metric, best_checkpoint;
   std::optional<double> best_value;
   std::map<std::string, double> test_metrics;  ///< results/test.json
