@@ -1,4 +1,4 @@
-// Compiled only with UNITRAIN_CUDA (CMakeLists.txt); tests/parallel/nccl_syntax_check.sh checks it
+// Compiled only with UNITRAIN_CUDA (CMakeLists.txt); tests/cuda_syntax_check.sh checks it
 // compiles on machines without a GPU.
 #include "unitrain/parallel/nccl_group.h"
 
