@@ -210,6 +210,19 @@ class Distributed(common.Case):
         self.assertIn(f"cannot host the rendezvous at 127.0.0.1:{port}", out)
         self.assertIn("port in use", out)
 
+    def test_a_backend_that_cannot_reduce_on_the_device_is_refused_before_joining(self):
+        # NCCL with train.device cpu (Gloo with a GPU, its mirror, is tested through
+        # DistributedOptions in tests/parallel/): exit 2 naming both keys, no rendezvous tried.
+        cfg, run_dir = self.config("nccl_on_cpu", batch=32)
+        env = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
+               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29567"}
+        code, out = run(["train", cfg, "--distributed.backend", "nccl", "--train.device", "cpu"],
+                        env=env)
+        self.assertEqual(code, 2, out)
+        self.assertIn("distributed.backend: nccl with train.device cpu", out)
+        self.assertIn("use distributed.backend: gloo (or auto", out)
+        self.assertNotIn("rendezvous", out)
+
     def test_two_machines_in_network_namespaces_match_one_process(self):
         # Two "machines": network namespaces joined by a veth pair, 2 workers in each (world 4,
         # batch 16 per rank), launched as on two hosts; the result is one process's with batch 64.

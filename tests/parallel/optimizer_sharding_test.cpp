@@ -162,6 +162,48 @@ TEST(ProcessGroup, BroadcastFromEachTensorsOwnRoot) {
   });
 }
 
+// NCCL's path (one all-gather per dtype into a buffer of equal chunks), run here on Gloo: each
+// rank's owned tensors packed in order, chunks as long as the largest rank's (a rank that owns
+// nothing of a dtype sends padding alone), bfloat16 widened on Gloo.
+TEST(ProcessGroup, AllGatherFromOwnersGivesEveryTensorItsOwnersValues) {
+  const std::vector<int> owners{2, 0, 0, 1, 2, 0, 1};
+  auto values = [](int rank) {
+    auto v = [rank](std::vector<int64_t> shape, double base, torch::ScalarType dtype) {
+      int64_t n = 1;
+      for (int64_t d : shape) n *= d;
+      return (torch::arange(n, torch::kFloat64) + base + 100.0 * rank).reshape(shape).to(dtype);
+    };
+    return std::vector<torch::Tensor>{
+        v({2, 3}, 0, torch::kFloat32),  v({4}, 10, torch::kFloat32), v({1}, 20, torch::kFloat64),
+        v({3, 1}, 30, torch::kFloat32), v({2}, 40, torch::kBFloat16), v({5}, 50, torch::kFloat32),
+        v({2, 2}, 60, torch::kFloat64)};
+  };
+  run_ranks(3, [&](int rank, ProcessGroup& g) {
+    std::vector<torch::Tensor> t = values(rank);
+    g.all_gather_from_owners(t, owners);
+    std::vector<torch::Tensor> broadcast = values(rank);  // Gloo's own path: the same values
+    g.broadcast_from(broadcast, owners);
+    for (size_t i = 0; i < t.size(); ++i) {
+      const torch::Tensor want = values(owners[i])[i];
+      EXPECT_TRUE(torch::equal(t[i], want)) << "rank " << rank << ", tensor " << i;
+      EXPECT_TRUE(torch::equal(t[i], broadcast[i])) << "rank " << rank << ", tensor " << i;
+      EXPECT_EQ(t[i].scalar_type(), want.scalar_type());
+    }
+  });
+}
+
+TEST(ProcessGroup, FromOwnersOnGlooIsBroadcastFromInPlace) {
+  run_ranks(2, [](int rank, ProcessGroup& g) {
+    EXPECT_EQ(g.device(), torch::Device(torch::kCPU));
+    torch::Tensor a = torch::full({3}, double(rank));
+    torch::Tensor b = torch::full({2}, double(rank), torch::kBFloat16);
+    std::vector<torch::Tensor> t{a, b};
+    g.from_owners(t, {1, 0});
+    EXPECT_TRUE(torch::equal(a, torch::full({3}, 1.0)));  // in place
+    EXPECT_TRUE(torch::equal(b, torch::full({2}, 0.0, torch::kBFloat16)));
+  });
+}
+
 TEST(OptimizerStateFiles, PartitionsThatDisagreeAreRefusedNamingTheFile) {
   register_builtin_optimizers();
   auto p = sharding_test_params();

@@ -43,8 +43,9 @@ void load_archive_tensor(torch::serialize::InputArchive& archive, const torch::T
   archive.load_from(static_cast<const char*>(bytes.data_ptr()), static_cast<size_t>(bytes.numel()));
 }
 
-/// A serializer's StateWriter: entries into a dict, tensors detached (copied with `copy`, into
-/// `buffers` under `prefix` when given).
+/// A serializer's StateWriter: entries into a dict, tensors detached and on the CPU (copied with
+/// `copy`, into `buffers` under `prefix` when given; without `copy`, a device's tensor is copied
+/// to the CPU and a CPU tensor taken as it is).
 class DictWriter : public StateWriter {
  public:
   DictWriter(bool copy = false, SnapshotBuffers* buffers = nullptr, std::string prefix = "")
@@ -53,7 +54,11 @@ class DictWriter : public StateWriter {
   void tensor(const std::string& name, const torch::Tensor& t) override {
     if (!t.defined()) return;  // as a missing required entry, it fails the load, not the save
     torch::Tensor v = t.detach();
-    if (copy_) v = buffers_ ? buffers_->copy(prefix_ + name, v) : v.clone();
+    if (copy_) {
+      v = buffers_ ? buffers_->copy(prefix_ + name, v) : v.to(torch::kCPU, false, /*copy=*/true);
+    } else {
+      v = v.to(torch::kCPU);
+    }
     dict_.insert(name, v);
   }
   void optional_tensor(const std::string& name, const torch::Tensor& t) override {

@@ -113,6 +113,8 @@ NamedTensors named_state(const NamedTensors& params, const NamedTensors& buffers
       d = parameter ? buffers->copy("model/" + name, d) : buffers->copy_now("model/" + name, d);
     } else if (copy) {
       d = d.to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true);
+    } else {
+      d = d.to(torch::kCPU);  // a CPU tensor as it is; a device's copied to the CPU
     }
     out.emplace_back(name, d);
   };
@@ -178,7 +180,9 @@ std::string load_module_state(torch::nn::Module& module, const NamedTensors& sta
 NamedTensors gradient_state(const torch::nn::Module& module) {
   NamedTensors out;
   for (const auto& p : module.named_parameters(true)) {
-    if (p.value().grad().defined()) out.emplace_back(p.key(), p.value().grad().detach().clone());
+    if (p.value().grad().defined()) {  // a copy on the CPU, whatever the device
+      out.emplace_back(p.key(), p.value().grad().detach().to(torch::kCPU, false, /*copy=*/true));
+    }
   }
   return out;
 }

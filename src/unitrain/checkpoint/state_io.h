@@ -52,8 +52,9 @@ class SnapshotBuffers {
 };
 
 /// The module's parameters then buffers by their state_dict() names (`layers.0.weight`),
-/// detached. With `copy`, on the CPU and copied (a snapshot that training will not change),
-/// into `buffers` when given (parameters deferred when `buffers` defers, module buffers now).
+/// detached and on the CPU (a checkpoint holds CPU tensors, whatever the device). With `copy`,
+/// copied (a snapshot that training will not change), into `buffers` when given (parameters
+/// deferred when `buffers` defers, module buffers now); without, a CPU module's own tensors.
 NamedTensors module_state(const torch::nn::Module& module, bool copy,
                           SnapshotBuffers* buffers = nullptr);
 /// module_state of parameters and buffers given by name (float32 master weights in place of
@@ -71,7 +72,7 @@ std::string load_module_state(torch::nn::Module& module, const NamedTensors& sta
                               const std::string& strict_key = "model.init_strict");
 
 /// The gradients of the parameters that have one (for a checkpoint inside an accumulation
-/// window), copied.
+/// window), copied to the CPU.
 NamedTensors gradient_state(const torch::nn::Module& module);
 /// Sets the parameters' gradients from gradient_state (missing names: no gradient).
 void load_gradient_state(torch::nn::Module& module, const NamedTensors& grads,

@@ -23,6 +23,7 @@
 #include "unitrain/data/loader.h"
 #include "unitrain/engine/resume_config.h"
 #include "unitrain/engine/load_config.h"
+#include "unitrain/engine/run_device.h"
 #include "unitrain/engine/run_folder.h"
 #include "unitrain/engine/run_settings.h"
 #include "unitrain/log/console.h"
@@ -274,6 +275,8 @@ EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoi
   std::tie(result.checkpoint, result.step) = load_chosen_checkpoint(c.run, checkpoint, *module);
   const std::string& dir = result.checkpoint;
   choose_weights(trainer, *module, dir, weights);
+  // Evaluated on the run's device (train.device), the checkpoint's CPU tensors moved there.
+  module->to(resolve_device(c.run.train.device, 0));
   result.metrics = trainer.evaluate(*module, dataset,
                                     split == "val" ? EvalSplit::Val : EvalSplit::Test, split);
 

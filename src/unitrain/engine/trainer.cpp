@@ -204,11 +204,12 @@ void Trainer::write_summary(const TrainLoop& loop, const FitResult& r) const {
 }
 
 std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(const DistEnv& env,
-                                                               ResumePoint& resume, bool on_gpu) {
+                                                              ResumePoint& resume,
+                                                              const torch::Device& device) {
   // A data-parallel run when the launcher says so (torchrun, unitrain launch, mpirun, srun).
   std::shared_ptr<ProcessGroup> group;
   if (env.distributed()) {
-    group = ProcessGroup::join(env, settings_->distributed.group_options(on_gpu));
+    group = ProcessGroup::join(env, settings_->distributed.group_options(device));
     log::set_prefix(env.rank == 0 ? "" : fmt::format("[rank {}] ", env.rank));
     if (env.rank != 0) log::console_warnings_only();
   }
@@ -260,7 +261,7 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   set_deterministic(options().deterministic);  // before anything uses a GPU
   const torch::Device device = resolve_device(options().device, env.local_rank);
   settings_->loader.check_pin_memory(device.is_cuda());
-  std::shared_ptr<ProcessGroup> group = join_group_and_prepare(env, resume, device.is_cuda());
+  std::shared_ptr<ProcessGroup> group = join_group_and_prepare(env, resume, device);
   log::info("device: " + describe_device(device));
   if (options().deterministic) log::info("deterministic: on");
   reset_peak_memory(device);  // the done line's peak is this run's

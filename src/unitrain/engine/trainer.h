@@ -123,11 +123,11 @@ class Trainer {
   /// After the loop: the result (and what test() needs of it), results/summary.json, the
   /// run's last log line.
   FitResult conclude(const TrainLoop& loop);
-  /// The processes (null group: one process; `on_gpu`: they talk through NCCL when the
-  /// backend is auto) and the run folder, with a resume's checks against this run's processes
-  /// and config.
+  /// The processes (null group: one process; on a GPU `device` they talk through NCCL when
+  /// the backend is auto) and the run folder, with a resume's checks against this run's
+  /// processes and config.
   std::shared_ptr<ProcessGroup> join_group_and_prepare(const DistEnv& env, ResumePoint& resume,
-                                                       bool on_gpu);
+                                                       const torch::Device& device);
   /// fit() without its on_exception funnel.
   FitResult run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val);
   /// The parts of fit() before its loop is built: the run folder's lock, where to resume

@@ -52,7 +52,10 @@ std::vector<int> bucket_owners(const std::vector<torch::Tensor>& params, int wor
 
 DataParallelSync::DataParallelSync(std::shared_ptr<ProcessGroup> group,
                                    std::vector<torch::Tensor> params, DataParallelOptions options)
-    : group_(std::move(group)), params_(std::move(params)), options_(options) {
+    : group_(std::move(group)),
+      params_(std::move(params)),
+      options_(options),
+      device_(params_.empty() ? group_->device() : params_.front().device()) {
   UT_CHECK(options_.bucket_mb > 0, "distributed.bucket_mb must be positive, got ",
            options_.bucket_mb);
   const bool partitioned = !options_.owners.empty();
@@ -117,11 +120,14 @@ void DataParallelSync::lay_out_buckets() {
 
 void DataParallelSync::add_decision_slots() {
   if (!options_.owners.empty()) {
-    decision_ = torch::zeros({kFlagSlots}, torch::kFloat32);
+    decision_ = torch::zeros({kFlagSlots}, torch::TensorOptions(torch::kFloat32).device(device_));
   } else {
     // The decision rides behind the last bucket's gradients (a bucket of their own when there
     // are no gradients at all).
-    if (buckets_.empty()) buckets_.push_back(Bucket{{}, {}, torch::zeros({0}), {}, 0, {}});
+    if (buckets_.empty()) {
+      buckets_.push_back(
+          Bucket{{}, {}, torch::zeros({0}, torch::TensorOptions(device_)), {}, 0, {}});
+    }
     Bucket& last = buckets_.back();
     last.flat = torch::cat({last.flat, torch::zeros({kFlagSlots}, last.flat.options())});
     last.numel = last.flat.numel();
@@ -243,7 +249,7 @@ void DataParallelSync::wait_for_buckets() {
     if (b.wide.defined()) b.flat.copy_(b.wide);  // the sum, rounded once
     if (!decision_.defined() && &b == &buckets_.back()) {
       torch::Tensor tail = b.flat.narrow(0, b.flat.numel() - kFlagSlots, kFlagSlots);
-      torch::Tensor f = tail.to(torch::kFloat32).contiguous();
+      torch::Tensor f = tail.to(torch::kCPU, torch::kFloat32).contiguous();  // the one host read
       std::copy(f.data_ptr<float>(), f.data_ptr<float>() + kFlagSlots, agreed_.begin());
     }
     if (options_.average) b.flat.div_(world);
@@ -260,7 +266,8 @@ void DataParallelSync::wait_for_decision(c10d::Work& work, const torch::Tensor& 
                                     "failed (a rank stopped or is unreachable): ",
                                     error_text(e)));
   }
-  std::copy(slots.data_ptr<float>(), slots.data_ptr<float>() + kFlagSlots, agreed_.begin());
+  const torch::Tensor host = slots.cpu();  // the one host read
+  std::copy(host.data_ptr<float>(), host.data_ptr<float>() + kFlagSlots, agreed_.begin());
 }
 
 bool DataParallelSync::missing_here() const {
@@ -302,6 +309,7 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
 }
 
 std::vector<bool> DataParallelSync::used_by_any_rank() {
+  // Made on the host and read there: the group reduces a copy on its device.
   torch::Tensor flags = torch::zeros({static_cast<int64_t>(params_.size())}, torch::kUInt8);
   auto* f = flags.data_ptr<uint8_t>();
   for (size_t k = 0; k < params_.size(); ++k) f[k] = touched_[k] ? 1 : 0;
@@ -352,7 +360,8 @@ void DataParallelSync::give_gradients(const std::vector<bool>& used) {
 }
 
 void DataParallelSync::agree() {
-  torch::Tensor slots = torch::zeros({kFlagSlots}, torch::kFloat32);
+  torch::Tensor slots =
+      torch::zeros({kFlagSlots}, torch::TensorOptions(torch::kFloat32).device(device_));
   write_decision(slots);
   std::vector<torch::Tensor> t{slots};
   wait_for_decision(*group_->group().allreduce(t), slots);
@@ -361,6 +370,7 @@ void DataParallelSync::agree() {
 }
 
 double DataParallelSync::sum_across_ranks(double local) {
+  // On the host: the group reduces a copy on its device.
   std::vector<torch::Tensor> t{torch::full({1}, local, torch::kFloat64)};
   group_->all_reduce_sum(t);
   return t[0].item<double>();

@@ -132,6 +132,7 @@ class DataParallelSync : public GradientSync {
   std::shared_ptr<ProcessGroup> group_;
   std::vector<torch::Tensor> params_;
   DataParallelOptions options_;
+  torch::Device device_;  ///< the parameters': the buckets' and the decision slots'
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;                                     ///< per parameter
   std::vector<bool> has_grad_;  ///< per parameter, the window's last backward

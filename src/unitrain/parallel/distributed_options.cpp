@@ -45,9 +45,18 @@ void DistributedOptions::declare(Options<DistributedOptions>& o) {
           "reduced to its owner only and freed elsewhere. No effect in one process");
 }
 
-ProcessGroupOptions DistributedOptions::group_options(bool on_gpu) const {
+ProcessGroupOptions DistributedOptions::group_options(const torch::Device& device) const {
+  const bool on_gpu = device.is_cuda();
+  UT_CHECK(!(backend == "gloo" && on_gpu), "distributed.backend: gloo with train.device ",
+           device.str(), ": Gloo reduces GPU tensors only through copies to the host and back; "
+           "use distributed.backend: nccl (or auto, which picks nccl on a GPU), or train.device: "
+           "cpu");
+  UT_CHECK(!(backend == "nccl" && !on_gpu), "distributed.backend: nccl with train.device ",
+           device.str(), ": NCCL reduces GPU tensors only; use distributed.backend: gloo (or "
+           "auto, which picks gloo on the CPU), or train.device: cuda");
   ProcessGroupOptions o;
   o.backend = backend == "auto" ? (on_gpu ? "nccl" : "gloo") : backend;
+  o.device = device;
   o.interface = interface;
   o.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::llround(timeout_seconds * 1000)));
   return o;

@@ -30,8 +30,10 @@ struct DistributedOptions {
   static DistributedOptions from_config(const Config& c) {
     return options_of<DistributedOptions>().parse(c);
   }
-  /// `on_gpu`: the run trains on a GPU (train.device), which `backend: auto` follows.
-  ProcessGroupOptions group_options(bool on_gpu) const;
+  /// The group for a run on `device` (train.device): `backend: auto` is nccl on a GPU, else
+  /// gloo. ConfigError naming both keys for gloo with a GPU (Gloo reduces GPU tensors only
+  /// through host copies) and for nccl without one (NCCL reduces GPU tensors only).
+  ProcessGroupOptions group_options(const torch::Device& device) const;
   DataParallelOptions data_parallel_options() const;
 };
 

@@ -104,12 +104,13 @@ void OptimizerSharding::step() {
   }
   restore();
 
-  // Every parameter from its owner, in place: no buffer beside the parameters (which would
-  // cost what sharding saves). Non-contiguous ones travel as contiguous copies.
+  // Every parameter from its owner, in place: on Gloo one broadcast each, no buffer beside the
+  // parameters (which would cost what sharding saves); on NCCL one all-gather per dtype through
+  // a buffer of the parameters' size. Non-contiguous ones travel as contiguous copies.
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> tensors;
   for (const auto& p : params_) tensors.push_back(p.is_contiguous() ? p : p.contiguous());
-  group_->broadcast_from(tensors, owners_);
+  group_->from_owners(tensors, owners_);
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!tensors[i].is_same(params_[i])) params_[i].copy_(tensors[i]);
   }

@@ -27,8 +27,9 @@ std::vector<int> partition_by_size(const std::vector<int64_t>& sizes, int world)
 /// - step() runs the optimizer with only this rank's parameters' gradients visible, so it
 ///   updates those and creates state for those alone (every LibTorch optimizer skips a
 ///   parameter without a gradient; a custom optimizer must too), then sends the updated
-///   parameters from their owners to every rank: one broadcast per parameter, in place (no
-///   buffer beside the parameters), all launched before any is waited for.
+///   parameters from their owners to every rank (ProcessGroup::from_owners): on Gloo one
+///   broadcast per parameter, in place (no buffer beside the parameters), all launched before
+///   any is waited for; on NCCL one all-gather per dtype.
 /// - drop_foreign_state() forgets state held for parameters this rank does not own (Adagrad
 ///   makes state for every parameter when built; a whole checkpoint loaded into a sharded run).
 /// Requires: the same optimizer (groups, parameter shapes and dtypes) on every rank, and

@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -109,12 +110,17 @@ std::shared_ptr<ProcessGroup> ProcessGroup::over_store(const c10::intrusive_ptr<
   pg->rank_ = rank;
   pg->world_size_ = world_size;
   pg->timeout_ = options.timeout;
+  pg->device_ = options.device;
   pg->store_ = store;
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>("unitrain", store);
   try {
 #ifdef UNITRAIN_CUDA
     if (options.backend == "nccl") {
-      pg->group_ = make_nccl_group(prefixed, rank, world_size, options.timeout);
+      UT_CHECK(options.device.is_cuda() && options.device.has_index(),
+               "distributed.backend: nccl needs the run on a GPU (train.device), not on ",
+               options.device.str());
+      pg->group_ =
+          make_nccl_group(prefixed, rank, world_size, options.timeout, options.device.index());
       return pg;
     }
 #endif
@@ -150,24 +156,29 @@ void ProcessGroup::each(const char* what, std::vector<torch::Tensor>& tensors,
                             std::vector<torch::Tensor>&)>& launch) {
   wait(what, [&] {
     std::vector<c10::intrusive_ptr<c10d::Work>> works;
-    std::vector<std::pair<torch::Tensor, torch::Tensor>> widened;  // (tensor, float32 stand-in)
+    // (tensor, stand-in): a float32 copy (bfloat16 on Gloo), or a copy on the group's device
+    // (a tensor made on the host, on an NCCL group).
+    std::vector<std::pair<torch::Tensor, torch::Tensor>> stand_ins;
     for (auto& t : tensors) {
       std::vector<torch::Tensor> one{t};
-      if (needs_widening(t.scalar_type())) {
-        one[0] = t.to(torch::kFloat32);
-        widened.emplace_back(t, one[0]);
+      const bool widen = needs_widening(t.scalar_type());
+      if (widen || t.device() != device_) {
+        one[0] = t.to(device_, widen ? torch::kFloat32 : t.scalar_type());
+        stand_ins.emplace_back(t, one[0]);
       }
       works.push_back(launch(one));
     }
     for (auto& w : works) w->wait();
     torch::NoGradGuard no_grad;
-    for (auto& [t, wide] : widened) t.copy_(wide);
+    for (auto& [t, stand_in] : stand_ins) t.copy_(stand_in);
   });
 }
 
 bool ProcessGroup::needs_widening(c10::ScalarType dtype) const {
   return dtype == torch::kBFloat16 && group_->getBackendName() == "gloo";
 }
+
+bool ProcessGroup::is_nccl() const { return group_->getBackendName() == "nccl"; }
 
 void ProcessGroup::all_reduce_sum(std::vector<torch::Tensor>& tensors) {
   each("all-reduce", tensors, [this](std::vector<torch::Tensor>& one) {
@@ -203,23 +214,31 @@ void ProcessGroup::broadcast_from(std::vector<torch::Tensor>& tensors,
 }
 
 std::vector<std::string> ProcessGroup::all_gather(const std::string& text) {
-  std::vector<torch::Tensor> size{torch::tensor({static_cast<int64_t>(text.size())})};
+  // Made on the host, gathered on the group's device, read on the host (no copy on the CPU).
+  const auto on_group = torch::TensorOptions().device(device_);
+  std::vector<torch::Tensor> size{torch::tensor({static_cast<int64_t>(text.size())}).to(device_)};
   std::vector<std::vector<torch::Tensor>> sizes(1);
-  for (int r = 0; r < world_size_; ++r) sizes[0].push_back(torch::zeros({1}, torch::kInt64));
+  for (int r = 0; r < world_size_; ++r) {
+    sizes[0].push_back(torch::zeros({1}, on_group.dtype(torch::kInt64)));
+  }
   wait("all-gather", [&] { group_->allgather(sizes, size)->wait(); });
-  int64_t longest = 0;
-  for (const auto& s : sizes[0]) longest = std::max(longest, s.item<int64_t>());
+  std::vector<int64_t> lengths;
+  for (const auto& s : sizes[0]) lengths.push_back(s.item<int64_t>());
+  const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
   if (longest == 0) return std::vector<std::string>(static_cast<size_t>(world_size_));  // Gloo
   // cannot gather empty tensors (it divides by their size)
-  std::vector<torch::Tensor> mine{torch::zeros({longest}, torch::kUInt8)};
-  std::memcpy(mine[0].data_ptr(), text.data(), text.size());
+  torch::Tensor host = torch::zeros({longest}, torch::kUInt8);
+  std::memcpy(host.data_ptr(), text.data(), text.size());
+  std::vector<torch::Tensor> mine{host.to(device_)};
   std::vector<std::vector<torch::Tensor>> all(1);
-  for (int r = 0; r < world_size_; ++r) all[0].push_back(torch::zeros({longest}, torch::kUInt8));
+  for (int r = 0; r < world_size_; ++r) {
+    all[0].push_back(torch::zeros({longest}, on_group.dtype(torch::kUInt8)));
+  }
   wait("all-gather", [&] { group_->allgather(all, mine)->wait(); });
   std::vector<std::string> out;
   for (int r = 0; r < world_size_; ++r) {
-    const char* p = static_cast<const char*>(all[0][r].data_ptr());
-    out.emplace_back(p, static_cast<size_t>(sizes[0][r].item<int64_t>()));
+    const torch::Tensor got = all[0][r].cpu();
+    out.emplace_back(static_cast<const char*>(got.data_ptr()), static_cast<size_t>(lengths[r]));
   }
   return out;
 }

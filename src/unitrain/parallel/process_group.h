@@ -26,6 +26,9 @@ struct ProcessGroupOptions {
   bool loopback = false;
   /// How long rendezvous and every collective may take before the job fails.
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  /// Where this rank's collectives run: the run's device (NCCL: this rank's GPU, made the
+  /// current CUDA device when the group is built; Gloo: the CPU).
+  torch::Device device = torch::kCPU;
 };
 
 /// One process's membership of the job. Collectives block until every rank has called them
@@ -46,6 +49,9 @@ class ProcessGroup {
 
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
+  /// Where the collectives run (ProcessGroupOptions::device). The collectives below take
+  /// tensors on any device: one elsewhere travels as a copy made there, and is written back.
+  const torch::Device& device() const { return device_; }
 
   /// In-place sum over all ranks, of each tensor (any shapes).
   void all_reduce_sum(std::vector<torch::Tensor>& tensors);
@@ -56,6 +62,15 @@ class ProcessGroup {
   /// Each tensor from its own root (`roots[i]` for `tensors[i]`) everywhere, in place; all
   /// launched before any is waited for.
   void broadcast_from(std::vector<torch::Tensor>& tensors, const std::vector<int>& roots);
+  /// Each tensor's values from its owner rank (`owners[i]` for `tensors[i]`) everywhere, in
+  /// place, by the backend's best collective: Gloo broadcast_from (no buffer beside the
+  /// tensors), NCCL all_gather_from_owners (one all-gather per dtype).
+  void from_owners(std::vector<torch::Tensor>& tensors, const std::vector<int>& owners);
+  /// from_owners as all-gathers: per dtype, each rank packs the tensors it owns (in order) into
+  /// a chunk as long as the largest rank's, all ranks' chunks are gathered into one buffer
+  /// (NCCL: all-gather into a tensor; Gloo: into views of it), and every tensor is copied out
+  /// of its owner's chunk. Costs one buffer as large as the tensors of a dtype, for the call.
+  void all_gather_from_owners(std::vector<torch::Tensor>& tensors, const std::vector<int>& owners);
   /// Every rank's `text`, by rank.
   std::vector<std::string> all_gather(const std::string& text);
   void barrier();
@@ -67,12 +82,14 @@ class ProcessGroup {
 
  private:
   ProcessGroup() = default;
+  bool is_nccl() const;
   void wait(const char* what, const std::function<void()>& run);
   void each(const char* what, std::vector<torch::Tensor>& tensors,
             const std::function<c10::intrusive_ptr<c10d::Work>(std::vector<torch::Tensor>&)>& launch);
   int rank_ = 0;
   int world_size_ = 1;
   std::chrono::milliseconds timeout_{};
+  torch::Device device_ = torch::kCPU;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<C10dGroup> group_;
 };

@@ -75,8 +75,10 @@ void Ema::swap_out(Trainer& trainer) {
 }
 
 void Ema::on_save_checkpoint(Trainer&, CheckpointEntries& entries) {
-  NamedTensors dict;
-  for (size_t i = 0; i < names_.size(); ++i) dict.emplace_back(names_[i], average_[i]);
+  NamedTensors dict;  // on the CPU, whatever the device (a checkpoint holds CPU tensors)
+  for (size_t i = 0; i < names_.size(); ++i) {
+    dict.emplace_back(names_[i], average_[i].to(torch::kCPU));
+  }
   const std::vector<char> bytes = save_tensor_dict(dict);
   entries[kEmaEntry] = std::string(bytes.begin(), bytes.end());
 }
