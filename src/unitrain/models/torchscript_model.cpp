@@ -1,5 +1,7 @@
 #include "unitrain/models/torchscript_model.h"
 
+#include <torch/csrc/jit/passes/tensorexpr_fuser.h>
+#include <torch/cuda.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 
@@ -38,6 +40,10 @@ void mirror(torch::nn::Module& self, const torch::jit::Module& jit,
 TorchScriptModel::TorchScriptModel(const std::string& path) : path_(path) {
   UT_CHECK(std::filesystem::is_regular_file(path), "TorchScript file '", path,
            "' not found; export one from Python with torch.jit.script(model).save(path)");
+  // Without a GPU, TorchScript's tensor-expression fuser (NNC) stays off, as PyTorch leaves CPU
+  // fusion off by default: Debian 13's LibTorch 2.6 stalls for minutes in it from the third
+  // training step on (tests/models/torchscript_model_test.cpp), and on the CPU it fuses little.
+  if (!torch::cuda::is_available()) torch::jit::setTensorExprFuserEnabled(false);
   try {
     module_ = std::make_unique<torch::jit::Module>(torch::jit::load(path));
   } catch (const c10::Error& e) {
