@@ -10,6 +10,7 @@
 #include "unitrain/checkpoint/file_image.h"
 #include "unitrain/checkpoint/safetensors.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
 
 namespace unitrain {
 namespace {
@@ -28,14 +29,6 @@ const std::pair<std::string, std::string>* longest_prefix(const KeyMap& map,
     }
   }
   return best;
-}
-
-/// Up to `max` names, comma-separated, with how many more there are.
-std::string some_names(const std::vector<std::string>& names, size_t max = 5) {
-  std::string out;
-  for (size_t i = 0; i < names.size() && i < max; ++i) out += (i ? ", " : "") + names[i];
-  if (names.size() > max) out += detail::concat(" and ", names.size() - max, " more");
-  return out;
 }
 
 std::string quoted(const std::string& s) { return "\"" + s + "\""; }

@@ -14,4 +14,11 @@ std::string error_text(const std::exception& e, size_t max_chars) {
   return text;
 }
 
+std::string some_names(const std::vector<std::string>& names, size_t max) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < max; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > max) out += " and " + std::to_string(names.size() - max) + " more";
+  return out;
+}
+
 }  // namespace unitrain

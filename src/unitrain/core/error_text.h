@@ -4,11 +4,16 @@
 // message alone.
 #include <exception>
 #include <string>
+#include <vector>
 
 namespace unitrain {
 
 /// The message of `e` without a backtrace: what_without_backtrace() for a c10::Error (and its
 /// subclasses), what() for anything else; never longer than `max_chars` (cut with "...").
 std::string error_text(const std::exception& e, size_t max_chars = 300);
+
+/// Up to `max` of `names` for a message, comma-separated, with how many more there are:
+/// "a, b, c and 7 more".
+std::string some_names(const std::vector<std::string>& names, size_t max = 5);
 
 }  // namespace unitrain

@@ -44,13 +44,14 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
       decisions_(in.decisions),
       precision_(in.precision),
       module_(in.module),
+      device_(device_of(in.module.weights())),
       extra_entries_(in.extra_entries),
       group_(std::move(in.group)),
       threads_(std::move(in.threads)),
       periods_(settings_.train.log_every, settings_.train.val_every, settings_.checkpoint.every),
       // Batches pinned for a GPU (data.loader.pin_memory); the module is on the run's device.
       train_loader_(std::move(train),
-                    settings_.loader.for_device(device_of(in.module.weights()).is_cuda()),
+                    settings_.loader.for_device(device_.is_cuda()),
                     settings_.seed, "data.train"),
       logger_(settings_.log.of_rank(group_ ? group_->rank() : 0),
               rank_run_info(config_, settings_.log, settings_.run_dir, group_ ? group_->rank() : 0,
@@ -72,7 +73,7 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
   plan_ = RunPlan::make(settings_.train, train_loader_, rank, world);
   if (settings_.profile.enabled) {
     profiler_ =
-        std::make_unique<Profiler>(settings_.profile, rank, device_of(module_.weights()).is_cuda());
+        std::make_unique<Profiler>(settings_.profile, rank, device_.is_cuda());
   }
   checkpoints_ = std::make_unique<TrainCheckpoints>(
       CheckpointSetup::of(settings_, config_, plan_, group_ != nullptr, !callbacks_.empty()),
@@ -98,7 +99,6 @@ void TrainLoop::make_gradient_sync(bool manual) {
 
 void TrainLoop::start(std::unique_ptr<LoopOptimizers> optimizers) {
   optimizers_ = std::move(optimizers);
-  device_ = device_of(module_.weights());
   const bool manual = optimizers_->manual();
   make_gradient_sync(manual);
   optimizers_->follow(state_);

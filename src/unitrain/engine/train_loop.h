@@ -136,6 +136,7 @@ class TrainLoop : private CheckpointEntry {
   RunDecisions& decisions_;
   Precision& precision_;
   TrainModule& module_;
+  const torch::Device device_;  ///< where the module is (train.device), read once at the start
   const std::vector<std::shared_ptr<CheckpointEntry>>& extra_entries_;
   std::shared_ptr<ProcessGroup> group_;
   std::unique_ptr<ThreadGovernor> threads_;
@@ -161,9 +162,8 @@ class TrainLoop : private CheckpointEntry {
   Clock::time_point start_time_ = Clock::now();
   double time_offset_ = 0;  ///< seconds of training before a resume
   int64_t last_val_step_ = -1;
-  bool broadcast_buffers_ = false;
-  torch::Device device_{torch::kCPU};  ///< where the module is (train.device)
-  Batch device_batch_;                 ///< the micro-batch copied there (not on the CPU)  ///< rank 0's buffers to every rank at each window's start
+  bool broadcast_buffers_ = false;  ///< rank 0's buffers to every rank at each window's start
+  Batch device_batch_;  ///< the micro-batch copied to device_ (not on the CPU)
 };
 
 }  // namespace unitrain

@@ -7,8 +7,12 @@
 
 namespace unitrain {
 
-void TrainOptions::declare(Options<TrainOptions>& o) {
-  using T = TrainOptions;
+namespace {
+
+using T = TrainOptions;
+
+/// How long a run trains and what one optimizer step takes.
+void declare_length_and_step(Options<T>& o) {
   const char* window = "the position in the accumulation window refers to it";
   o.field("max_length", &T::max_length)
       .harmless()
@@ -26,6 +30,10 @@ void TrainOptions::declare(Options<TrainOptions>& o) {
   o.field("clip_grad_norm", &T::clip_grad_norm)
       .min(0)
       .help("clip the global gradient L2 norm to this value before each step; 0 = off");
+}
+
+/// Where and how the numbers are computed: threads, device, determinism, precision.
+void declare_execution(Options<T>& o) {
   o.field("threads", &T::threads)
       .or_auto()
       .min(1)
@@ -69,6 +77,10 @@ void TrainOptions::declare(Options<TrainOptions>& o) {
           "model with float32 master weights in the optimizer (docs/precision.md)");
   o.section("loss_scaler", &T::loss_scaler)
       .help("fp16-mixed's dynamic loss scale (PyTorch's GradScaler defaults)");
+}
+
+/// How often the run validates and logs, the smoke-test mode; every duration checked positive.
+void declare_cadence(Options<T>& o) {
   o.field("val_every", &T::val_every).help("how often to run validation");
   o.field("log_every", &T::log_every).harmless().help("how often to log training metrics");
   o.field("test_mode", &T::test_mode)
@@ -80,6 +92,15 @@ void TrainOptions::declare(Options<TrainOptions>& o) {
     UT_CHECK(t.val_every.count > 0, c.key_path("val_every"), " must be more than 0");
     UT_CHECK(t.log_every.count > 0, c.key_path("log_every"), " must be more than 0");
   });
+}
+
+}  // namespace
+
+void TrainOptions::declare(Options<TrainOptions>& o) {
+  // In this order in docs/config.md.
+  declare_length_and_step(o);
+  declare_execution(o);
+  declare_cadence(o);
 }
 
 int64_t TrainOptions::resolve_accumulation(int64_t batch_size, int64_t world_size) const {

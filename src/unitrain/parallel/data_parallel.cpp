@@ -14,17 +14,6 @@
 #include "unitrain/core/error_text.h"
 
 namespace unitrain {
-namespace {
-
-/// "a, b, c" (the first 10, then how many more).
-std::string join_names(const std::vector<std::string>& names) {
-  std::string out;
-  for (size_t i = 0; i < names.size() && i < 10; ++i) out += (i ? ", " : "") + names[i];
-  if (names.size() > 10) out += detail::concat(" and ", names.size() - 10, " more");
-  return out;
-}
-
-}  // namespace
 
 std::vector<int> partition_contiguous(const std::vector<int64_t>& sizes, int world) {
   int64_t total = 0;
@@ -331,7 +320,7 @@ std::vector<bool> DataParallelSync::used_by_any_rank() {
         "data parallel: {} parameter(s) got no gradient on any rank in a step: {}; they get none "
         "(the optimizer skips them, as in one process). Set distributed.find_unused_parameters: "
         "true when the model leaves parameters out on purpose (this warning goes)",
-        unused.size(), join_names(unused));
+        unused.size(), some_names(unused, 10));
   }
   return used;
 }
