@@ -86,6 +86,20 @@ class Gpu(common.Case):
         acc = lambda out: float(re.search(r"accuracy ([0-9.]+)", out).group(1))
         self.assertAlmostEqual(acc(gpu_out), acc(cpu_out), places=3)
 
+    def test_nccl_data_parallel_with_zero(self):
+        # NCCL takes one GPU per rank: two processes need two GPUs.
+        import torch
+        if torch.cuda.device_count() < 2:
+            self.skipTest(f"needs 2 GPUs, this machine has {torch.cuda.device_count()}")
+        run_dir = os.path.join(self.dir, "nccl")
+        cfg = write(os.path.join(self.dir, "nccl.yaml"),
+                    DIGITS_MLP.format(run_dir=run_dir, data=common.DIGITS))
+        code, out = run(["launch", "--nproc-per-node", "2", "--", "train", cfg,
+                         "--distributed.zero", "2"])
+        self.assertEqual(code, 0, out)
+        self.assertRegex(out, r"data parallel: rank 0 of 2 \(.*, nccl\)")
+        self.assertGreaterEqual(accuracy(run_dir), 0.9, out)
+
 
 def gpu_here():
     """(True, "") when unitrain trains on cuda here, else (False, why)."""

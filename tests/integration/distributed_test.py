@@ -125,7 +125,7 @@ class Distributed(common.Case):
                             "--checkpoint.enabled", "true", "--checkpoint.every", "null"],
                            capture_output=True, text=True, timeout=600)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        self.assertIn("(openmpi via 127.0.0.1:29563)", p.stdout + p.stderr)
+        self.assertIn("(openmpi via 127.0.0.1:29563, gloo)", p.stdout + p.stderr)
         self.assert_close(self.one_process_weights(), self.final_weights(run_dir))
 
     def kill_rank_after_checkpoint(self, cfg, run_dir, restarts):
@@ -210,7 +210,7 @@ class Distributed(common.Case):
         outs = [p.communicate(timeout=600)[0] for p in procs]
         for p, out in zip(procs, outs):
             self.assertEqual(p.returncode, 0, out)
-        self.assertIn("(slurm via localhost:15099)", outs[0])
+        self.assertIn("(slurm via localhost:15099, gloo)", outs[0])
         self.assert_close(self.one_process_weights(), self.final_weights(run_dir))
 
     def test_unreachable_master_and_port_in_use_are_clear_errors(self):

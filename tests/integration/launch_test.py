@@ -99,7 +99,7 @@ class Launch(common.Case):
             time.sleep(0.05)
         out = p.communicate()[0]
         self.assertEqual(p.returncode, 0, out)
-        self.assertIn("data parallel: rank 0 of 2", out)
+        self.assertRegex(out, r"data parallel: rank 0 of 2 \(.*, gloo\)")
         outside = [(a, port) for a, port in seen if not a.startswith("127.")]
         self.assertEqual(outside, [], f"listening outside loopback: {outside}")
         self.assertEqual(len(folders), 1, folders)

@@ -1,6 +1,7 @@
 #include "unitrain/data/normalize_dataset.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 

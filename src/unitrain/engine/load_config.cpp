@@ -1,6 +1,7 @@
 #include "unitrain/engine/load_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <regex>
 

@@ -1,6 +1,7 @@
 #include "unitrain/engine/lr_controller.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "unitrain/optim/optimizer.h"
 

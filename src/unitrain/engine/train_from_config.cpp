@@ -1,6 +1,7 @@
 #include "unitrain/engine/train_from_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <map>

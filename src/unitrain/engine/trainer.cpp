@@ -8,6 +8,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "unitrain/checkpoint/checkpointer.h"
 #include "unitrain/checkpoint/optimizer_state.h"
@@ -223,8 +224,9 @@ std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(const DistEnv& env
       prepare_writable_dir(run_dir() + "/logs");
       log::add_file(fmt::format("{}/logs/train-rank-{}.log", run_dir(), group->rank()));
     }
-    log::info(fmt::format("data parallel: rank {} of {} ({} via {}:{})", group->rank(),
-                          group->world_size(), env.launcher, env.master_addr, env.master_port));
+    log::info(fmt::format("data parallel: rank {} of {} ({} via {}:{}, {})", group->rank(),
+                          group->world_size(), env.launcher, env.master_addr, env.master_port,
+                          group->backend()));
   }
   return group;
 }
@@ -253,14 +255,14 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
     resume = read_resume_point(
         Checkpointer(ckpt, run_dir() + "/checkpoints").find_resume(ckpt.resume), config_);
   }
-  // Every precision restriction of the run's parts, before the run folder changes.
-  std::vector<PrecisionSupport> restrictions;
-  if (env.distributed() && settings_->distributed.zero >= 2) restrictions.push_back(zero2_precisions());
-  check_precision(options().precision, module.weights(), restrictions);
   // The device before the processes join: data parallelism on GPUs talks through NCCL.
   set_deterministic(options().deterministic);  // before anything uses a GPU
   const torch::Device device = resolve_device(options().device, env.local_rank);
   settings_->loader.check_pin_memory(device.is_cuda());
+  // Every precision restriction of the run's parts on its device, before the run folder changes.
+  std::vector<PrecisionSupport> restrictions;
+  if (env.distributed() && settings_->distributed.zero >= 2) restrictions.push_back(zero2_precisions());
+  check_precision(options().precision, device.type(), restrictions);
   std::shared_ptr<ProcessGroup> group = join_group_and_prepare(env, resume, device);
   log::info("device: " + describe_device(device));
   if (options().deterministic) log::info("deterministic: on");

@@ -1,6 +1,7 @@
 #include "unitrain/engine/world_change.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <vector>
 

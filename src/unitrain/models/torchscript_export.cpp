@@ -1,6 +1,7 @@
 #include "unitrain/models/torchscript_export.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 

@@ -180,6 +180,8 @@ bool ProcessGroup::needs_widening(c10::ScalarType dtype) const {
 
 bool ProcessGroup::is_nccl() const { return group_->getBackendName() == "nccl"; }
 
+const char* ProcessGroup::backend() const { return is_nccl() ? "nccl" : "gloo"; }
+
 void ProcessGroup::all_reduce_sum(std::vector<torch::Tensor>& tensors) {
   each("all-reduce", tensors, [this](std::vector<torch::Tensor>& one) {
     return group_->allreduce(one);

@@ -52,6 +52,8 @@ class ProcessGroup {
   /// Where the collectives run (ProcessGroupOptions::device). The collectives below take
   /// tensors on any device: one elsewhere travels as a copy made there, and is written back.
   const torch::Device& device() const { return device_; }
+  /// "nccl" or "gloo".
+  const char* backend() const;
 
   /// In-place sum over all ranks, of each tensor (any shapes).
   void all_reduce_sum(std::vector<torch::Tensor>& tensors);

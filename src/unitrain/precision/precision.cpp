@@ -41,10 +41,13 @@ Precision::Precision(PrecisionMode mode, torch::nn::Module& module, const LossSc
 }
 
 void Precision::check(PrecisionMode mode, const torch::nn::Module& module) {
-  const c10::DeviceType device = device_of(module);
+  check(mode, device_of(module));
+}
+
+void Precision::check(PrecisionMode mode, c10::DeviceType device) {
   UT_CHECK(mode != PrecisionMode::Fp16Mixed || device == c10::DeviceType::CUDA,
            "train.precision: fp16-mixed needs a CUDA device (LibTorch's CPU autocast computes in "
-           "bfloat16 only) and the model is on the ",
+           "bfloat16 only) and the run is on the ",
            c10::DeviceTypeName(device, /*lower_case=*/true),
            torch::cuda::is_available() ? "" : " (this LibTorch has no CUDA)",
            "; use train.precision: bf16-mixed (16-bit matrix products, no loss scaling needed) "

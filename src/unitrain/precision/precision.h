@@ -27,9 +27,11 @@ class Precision {
   /// module's parameters are (fp16-mixed needs CUDA: LibTorch 1.13's CPU autocast does
   /// bfloat16 only).
   Precision(PrecisionMode mode, torch::nn::Module& module, const LossScalerOptions& scaler = {});
-  /// The ConfigError the constructor would throw for `mode` on `module`, before anything is
-  /// set up (the Trainer checks this before it touches the run folder).
+  /// The ConfigError the constructor would throw for `mode` on `module`.
   static void check(PrecisionMode mode, const torch::nn::Module& module);
+  /// The same for `mode` on `device`, before anything is set up (the Trainer checks the run's
+  /// train.device before it touches the run folder, and before the module moves there).
+  static void check(PrecisionMode mode, c10::DeviceType device);
   /// fp16-mixed's loss scaling without its autocast, on any device: for a model that runs its
   /// own float16 forward, and for tests of the scaling on the CPU.
   static std::unique_ptr<Precision> loss_scaling_only(torch::nn::Module& module,

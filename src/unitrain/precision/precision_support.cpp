@@ -45,9 +45,9 @@ void check_precision_support(PrecisionMode mode, const PrecisionSupport& support
                      support.alternative.empty() ? "" : ", or " + support.alternative));
 }
 
-void check_precision(PrecisionMode mode, const torch::nn::Module& module,
+void check_precision(PrecisionMode mode, c10::DeviceType device,
                      const std::vector<PrecisionSupport>& restrictions) {
-  Precision::check(mode, module);
+  Precision::check(mode, device);
   for (const PrecisionSupport& r : restrictions) check_precision_support(mode, r);
 }
 

@@ -29,10 +29,10 @@ PrecisionSupport manual_optimization_precisions();
 /// The restriction of ZeRO stage 2 (`distributed.zero: 2`): fp32 or bf16-mixed.
 PrecisionSupport zero2_precisions();
 
-/// Every precision check of a run, before anything is set up: `mode` on the device `module`'s
-/// parameters are on (fp16-mixed needs CUDA: Precision::check), then each of `restrictions`.
+/// Every precision check of a run, before anything is set up: `mode` on the run's `device`
+/// (fp16-mixed needs CUDA: Precision::check), then each of `restrictions`.
 /// ConfigError naming train.precision, the mode, the component and the modes it works with.
-void check_precision(PrecisionMode mode, const torch::nn::Module& module,
+void check_precision(PrecisionMode mode, c10::DeviceType device,
                      const std::vector<PrecisionSupport>& restrictions);
 
 /// The check of one restriction (what check_precision() does for each of them).
