@@ -134,6 +134,28 @@ TEST(Trainer, SkipsNonFiniteUpdatesWhenAsked) {
   for (const auto& p : module.parameters()) EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
 }
 
+TEST(Trainer, RollsBackToTheLastCheckpointOnANonFiniteLossWhenAsked) {
+  const std::string dir = test::temp_dir() + "/run";
+  Config c = base_config(dir, "checkpoint: {every: 2 steps, keep_last: 10}\n");
+  c.set("train.on_nonfinite", "rollback");
+  c.set("train.divergence.lr_factor", "0.5");
+  Trainer trainer(c);
+  Regression module;
+  module.poison_at = 3;
+  FitResult r = trainer.fit(module, regression_data(64));
+  EXPECT_EQ(r.rollbacks, 1);
+  // Rolled back to step 2, batch 3 of 8 skipped: 7 + 8 steps in 2 epochs.
+  EXPECT_EQ(r.state.step, 15);
+  EXPECT_EQ(r.state.epoch, 2);
+  EXPECT_DOUBLE_EQ(r.last_train.at("train/lr"), 0.025);
+  for (const auto& p : module.parameters()) EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
+  // The csv tracker takes the new column as the jsonl does.
+  std::ifstream csv(dir + "/metrics.csv");
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_TRUE(test::contains(header, "train/rollbacks")) << header;
+}
+
 // train.loss_reads: deferred (what a GPU gets by default) on the CPU: losses, metrics and the
 // non-finite check stay tensors until a log event or the window's end.
 std::vector<double> logged_train_losses(const std::string& dir) {

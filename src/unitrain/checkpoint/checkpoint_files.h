@@ -8,6 +8,7 @@ inline constexpr const char* kModel = "model.pt";                   ///< the mod
 inline constexpr const char* kOptimizer = "optimizer.pt";           ///< the optimizer's state
 inline constexpr const char* kGradients = "grads.pt";               ///< saved inside a window only
 inline constexpr const char* kLossScaler = "loss_scaler.json";      ///< fp16-mixed's loss scale
+inline constexpr const char* kDivergence = "divergence.json";       ///< train.divergence's state
 inline constexpr const char* kTrainerState = "trainer_state.json";  ///< TrainerStateFile
 inline constexpr const char* kConfig = "config.yaml";               ///< the config it trained with
 inline constexpr const char* kCallbackPrefix = "extra-";            ///< extra-<name>: a callback's

@@ -32,6 +32,8 @@ struct FitResult {
   /// True when the run was already complete when fit() started (a finished run run again):
   /// nothing was trained, and the fields above describe the run from its last checkpoint.
   bool already_complete = false;
+  /// Rollbacks to the last checkpoint over the run (train.divergence), resumes included.
+  int64_t rollbacks = 0;
 };
 
 }  // namespace unitrain

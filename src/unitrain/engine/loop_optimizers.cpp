@@ -70,7 +70,12 @@ void check_manual_optimization(const TrainOptions& train, int64_t accumulation, 
            ": clip in training_step before stepping (torch::nn::utils::clip_grad_norm_), "
            "and set train.clip_grad_norm: 0");
   UT_CHECK(train.on_nonfinite != OnNonFinite::Skip, "train.on_nonfinite is skip, but ", who,
-           " (its updates are done when the loss is seen): use train.on_nonfinite: stop");
+           " (its updates are done when the loss is seen): use train.on_nonfinite: stop or "
+           "rollback");
+  UT_CHECK(!(train.divergence.spike_factor && train.divergence.action == SpikeAction::Skip),
+           "train.divergence.action is skip, but ", who,
+           " (its updates are done when the loss is seen): use train.divergence.action: rollback "
+           "or stop");
   check_precision_support(train.precision, manual_optimization_precisions());
   UT_CHECK(zero == 0, "distributed.zero is ", zero, ", but ", who,
            ": ZeRO shards the Trainer's optimizer; set distributed.zero: 0");
@@ -112,6 +117,14 @@ torch::optim::Optimizer& LoopOptimizers::named(const std::string& name) const {
       fmt::format("run().optimizer('{}'): configure_optimizers() added no "
                   "optimizer of that name; it added: {}",
                   name, known));
+}
+
+void LoopOptimizers::scale_lrs(double scale) {
+  for (Scheduled& s : list_) s.lr->set_scale(scale);
+}
+
+void LoopOptimizers::clear_states() {
+  for (Scheduled& s : list_) s.optimizer->state().clear();
 }
 
 void LoopOptimizers::follow(const TrainState& state) {

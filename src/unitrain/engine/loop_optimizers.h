@@ -45,6 +45,10 @@ class LoopOptimizers {
 
   /// Sets every lr for where the run stands (after a start, a restore, a metric observed).
   void follow(const TrainState& state);
+  /// Every lr times `scale` from the next follow() on (LrController::set_scale).
+  void scale_lrs(double scale);
+  /// Forgets every optimizer's state (a rollback, before the checkpoint's is restored).
+  void clear_states();
   /// A step ended: remember the lr it used (train/lr), then follow per-step schedules.
   void step_ended(const TrainState& state);
   /// An epoch ended: follow per-epoch schedules.

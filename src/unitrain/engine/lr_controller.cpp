@@ -14,9 +14,9 @@ LrController::LrController(torch::optim::Optimizer& optimizer, SchedulerPtr sche
 }
 
 void LrController::follow(const TrainState& state) {
-  if (!scheduler_) return;
-  const double f = scheduler_->factor(per_epoch_ ? state.epoch : state.step);
-  for (size_t g = 0; g < base_.size(); ++g) set_lr(optimizer_, g, base_[g] * f);
+  if (!scheduler_ && scale_ == 1.0) return;  // a constant lr is left as it is
+  const double f = scheduler_ ? scheduler_->factor(per_epoch_ ? state.epoch : state.step) : 1.0;
+  for (size_t g = 0; g < base_.size(); ++g) set_lr(optimizer_, g, base_[g] * f * scale_);
 }
 
 double LrController::lr(size_t group) const { return get_lr(optimizer_, group); }

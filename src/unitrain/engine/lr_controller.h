@@ -21,6 +21,9 @@ class LrController {
   /// Sets the lr for where the run stands: its steps taken, or its completed epochs when the
   /// schedule steps per epoch. Called whenever either changes (and after a metric is observed).
   void follow(const TrainState& state);
+  /// Every lr is the schedule's times `scale` from the next follow() on (train.divergence's
+  /// lr_factor after rollbacks); 1 = the schedule's own.
+  void set_scale(double scale) { scale_ = scale; }
   bool per_epoch() const { return per_epoch_; }
   Scheduler* scheduler() const { return scheduler_.get(); }
   double lr(size_t group = 0) const;
@@ -36,6 +39,7 @@ class LrController {
   SchedulerPtr scheduler_;
   bool per_epoch_;
   std::vector<double> base_;
+  double scale_ = 1.0;
 };
 
 }  // namespace unitrain

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "unitrain/core/error.h"
+#include "unitrain/log/console.h"
 #include "unitrain/engine/module_error.h"
 #include "unitrain/precision/precision_support.h"
 #include "unitrain/optim/optimizer.h"
@@ -95,6 +96,55 @@ void StepRunner::throw_nonfinite(const std::string& what, int64_t step, const Mi
       "train.on_nonfinite: skip to skip such updates");
 }
 
+void StepRunner::on_nonfinite(const std::string& what, int64_t step, MicroStep& m) {
+  nonfinite(what, step, m, options_.on_nonfinite == OnNonFinite::Stop);
+  if (options_.on_nonfinite == OnNonFinite::Rollback) {
+    m.rollback = fmt::format("non-finite {} at step {} (loss {})", what, step, m.loss_value());
+  }
+}
+
+void StepRunner::watch(DivergenceGuard* guard) {
+  guard_ = guard;
+  UT_CHECK(!(closure_ && guard_->watches_spikes()),
+           "train.divergence.spike_factor does not work with optimizer.type: lbfgs (its loss is "
+           "computed inside its step); unset it, or use another optimizer");
+}
+
+void StepRunner::check_spike(MicroStep& m, int64_t step) {
+  const std::string why = guard_->spike(m.decision.loss);
+  if (why.empty()) return;
+  const std::string what = fmt::format("loss spike at step {}: {}", step, why);
+  switch (guard_->options().action) {
+    case SpikeAction::Stop:
+      throw TrainError(what +
+                       ". Lower optimizer.lr, set train.clip_grad_norm, or set "
+                       "train.divergence.action: rollback (or skip)");
+    case SpikeAction::Skip:
+      log::warn(what + ": the update is skipped (train.divergence.action: skip)");
+      break;
+    case SpikeAction::Rollback:
+      m.rollback = what;
+      break;
+  }
+  m.skipped = true;
+}
+
+void StepRunner::drop_window() {
+  for (auto& p : params_) {
+    torch::Tensor& grad = p.mutable_grad();
+    if (!grad.defined()) continue;
+    if (!sync_.keeps_gradients()) {
+      grad = torch::Tensor();
+      continue;
+    }
+    if (grad.grad_fn()) grad = grad.detach();
+    grad.zero_();
+  }
+  window_bad_ = false;
+  bad_on_device_ = torch::Tensor();
+  window_loss_ = torch::Tensor();
+}
+
 void StepRunner::zero_grads() {
   hooks_.call("on_before_zero_grad", &Callback::on_before_zero_grad);
   // Data-parallel gradients are views of the reduce buckets: zeroed in place (not with
@@ -161,8 +211,14 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
     }
     window_bad_ = true;
   }
+  if (guard_ && guard_->watches_spikes()) {  // this rank's share of the window's mean loss
+    torch::Tensor share = m.loss.to(torch::kFloat64) * weight;
+    window_loss_ = window_loss_.defined() ? window_loss_ + share : share;
+  }
   if (window_end) {
     mine.nonfinite = window_bad_;
+    if (window_loss_.defined()) mine.loss = window_loss_.item<double>();  // a host read
+    window_loss_ = torch::Tensor();
     sync_.share(mine, bad_on_device_);
   }
   if (!optimizer_) return m;  // training_step ran the module's own backward and updates
@@ -183,8 +239,9 @@ void StepRunner::sync_gradients(MicroStep& m, int64_t step) {
   m.decision = sync_.agreed();  // deferred: the one host read of the window's flag
   m.skipped = m.decision.nonfinite;
   if (m.skipped) {
-    nonfinite(window_bad() ? "loss" : "loss (on another rank)", step, m,
-              options_.on_nonfinite == OnNonFinite::Stop);
+    on_nonfinite(window_bad() ? "loss" : "loss (on another rank)", step, m);
+  } else if (guard_ && guard_->watches_spikes()) {
+    check_spike(m, step);
   }
 }
 
@@ -199,12 +256,12 @@ void StepRunner::clip_gradients(MicroStep& m, int64_t step) {
   }
   hooks_.call("on_before_clip", &Callback::on_before_clip);
   if (sync_.gradients_partitioned()) {
-    if (options_.clip_grad_norm > 0 || options_.on_nonfinite == OnNonFinite::Skip) {
+    if (options_.clip_grad_norm > 0 || options_.on_nonfinite != OnNonFinite::Stop) {
       m.grad_norm = clip_partitioned();
     }
   } else if (options_.clip_grad_norm > 0) {
     m.grad_norm = torch::nn::utils::clip_grad_norm_(clip_params_, options_.clip_grad_norm);
-  } else if (options_.on_nonfinite == OnNonFinite::Skip) {
+  } else if (options_.on_nonfinite != OnNonFinite::Stop) {
     std::vector<torch::Tensor> norms;
     for (const auto& p : clip_params_) {
       if (p.grad().defined()) norms.push_back(p.grad().norm());
@@ -213,7 +270,7 @@ void StepRunner::clip_gradients(MicroStep& m, int64_t step) {
   }
   hooks_.call("on_after_clip", &Callback::on_after_clip, m.grad_norm);
   if (m.grad_norm != -1 && !std::isfinite(m.grad_norm)) {
-    nonfinite("gradient", step, m, options_.on_nonfinite == OnNonFinite::Stop);
+    on_nonfinite("gradient", step, m);
     m.skipped = true;
   }
 }
@@ -246,6 +303,8 @@ void StepRunner::update(MicroStep& m, int64_t step) {
   Profiler::Range range(profiler_, Phase::Optimizer);
   if (closure_) return update_with_closure(m, step);
   hooks_.call("on_before_optimizer_step", &Callback::on_before_optimizer_step, m.skipped);
+  // A step that trains: its loss joins train.divergence's moving mean.
+  if (guard_ && !m.skipped) guard_->record(m.decision.loss);
   if (!optimizer_) {  // the module stepped its optimizers in training_step
     hooks_.call("on_after_optimizer_step", &Callback::on_after_optimizer_step, m.skipped);
     window_bad_ = false;
@@ -290,7 +349,7 @@ void StepRunner::update_with_closure(MicroStep& m, int64_t step) {
   closure_batch_ = nullptr;
   if (!std::isfinite(m.loss_value())) {
     m.skipped = true;
-    nonfinite("loss", step, m, options_.on_nonfinite == OnNonFinite::Stop);
+    on_nonfinite("loss", step, m);
   }
   hooks_.call("on_after_optimizer_step", &Callback::on_after_optimizer_step, m.skipped);
   zero_grads();

@@ -11,6 +11,7 @@
 #include "unitrain/core/metric_value.h"
 #include "unitrain/core/train_module.h"
 #include "unitrain/engine/callback_list.h"
+#include "unitrain/engine/divergence_guard.h"
 #include "unitrain/engine/train_options.h"
 #include "unitrain/parallel/gradient_sync.h"
 #include "unitrain/parallel/optimizer_sharding.h"
@@ -32,6 +33,10 @@ struct MicroStep {
   bool skipped = false;     ///< the update was skipped (non-finite, on_nonfinite: skip; or
                             ///< a loss-scale overflow under fp16-mixed)
   double grad_norm = -1;    ///< the gradient norm before clipping, when computed
+  /// Why the step diverged, when the run rolls back to its last checkpoint now (a non-finite
+  /// loss or gradient with train.on_nonfinite: rollback, a spike with train.divergence.action:
+  /// rollback); "" otherwise. The update was skipped.
+  std::string rollback;
 
   /// The loss on the host (NaN when no loss was computed: L-BFGS's closure had not run).
   double loss_value() const;
@@ -80,6 +85,14 @@ class StepRunner {
   /// ZeRO stage 1: the optimizer steps through `sharding` (this rank's partition, then the
   /// parameters from their owners); null: the optimizer steps every parameter.
   void shard(OptimizerSharding* sharding) { sharding_ = sharding; }
+  /// train.divergence: each window's mean loss is agreed with the step's decision and compared
+  /// with `guard`'s moving mean (a spike stops, skips or rolls back); steps that train join it.
+  /// ConfigError for spike detection where the loss is only known inside the optimizer's step
+  /// (L-BFGS) or after the module's own update (manual optimization) with action: skip.
+  void watch(DivergenceGuard* guard);
+  /// A rollback: the open window's gradients and flags are dropped (the checkpoint restores
+  /// its own).
+  void drop_window();
 
   /// Losses, metrics and non-finite checks are read at log time and at the window's end
   /// (train.loss_reads), not on every micro-batch.
@@ -103,6 +116,11 @@ class StepRunner {
   /// on_nonfinite, then (`stops`) the TrainError that ends the run.
   void nonfinite(const std::string& what, int64_t step, const MicroStep& m, bool stops);
   [[noreturn]] void throw_nonfinite(const std::string& what, int64_t step, const MicroStep& m);
+  /// A non-finite loss or gradient under on_nonfinite (callbacks told; stop throws, rollback
+  /// marks `m`).
+  void on_nonfinite(const std::string& what, int64_t step, MicroStep& m);
+  /// The agreed window loss against the moving mean: a spike stops, skips or marks a rollback.
+  void check_spike(MicroStep& m, int64_t step);
   TrainModule& module_;
   torch::optim::Optimizer* optimizer_;  ///< null: the module steps its own
   const TrainOptions& options_;
@@ -118,6 +136,8 @@ class StepRunner {
   bool window_bad_ = false;      ///< a non-finite loss was seen earlier in this window (skip mode)
   bool defer_reads_;             ///< train.loss_reads resolved for the model's device
   torch::Tensor bad_on_device_;  ///< deferred: a non-finite loss in this window (bool scalar)
+  DivergenceGuard* guard_ = nullptr;  ///< train.divergence's moving mean and rollbacks
+  torch::Tensor window_loss_;  ///< spikes watched: sum of the window's losses x their weights
 };
 
 }  // namespace unitrain

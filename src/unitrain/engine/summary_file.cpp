@@ -41,6 +41,7 @@ void write_run_summary(const std::string& run_dir, const RunSummary& s) {
   j["samples"] = s.state.samples;
   j["skipped_steps"] = s.state.skipped_steps;
   j["world_size"] = s.world_size;
+  if (s.rollbacks > 0) j["rollbacks"] = s.rollbacks;
   j["seconds"] = std::round(s.seconds * 1000.0) / 1000.0;
   j["final"] = {{"train", metrics_json(s.final_train)}, {"val", metrics_json(s.final_val)}};
   if (!s.best_metric.empty()) {

@@ -21,6 +21,7 @@ struct RunSummary {
   double best_value = 0;    ///< its best value (NaN: none yet)
   std::string best_checkpoint, last_checkpoint, resumed_from;
   int world_size = 1;
+  int64_t rollbacks = 0;  ///< train.divergence's rollbacks (written when there were any)
 };
 
 /// Writes run_dir/results/summary.json (atomically). TrainError when it cannot.

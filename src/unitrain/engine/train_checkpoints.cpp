@@ -189,7 +189,7 @@ void TrainCheckpoints::write(CheckpointWrite& out) {
 }
 
 void TrainCheckpoints::restore(const ResumePoint& resume, TrainState& counters,
-                               int64_t batches_per_epoch, int rank) {
+                               int64_t batches_per_epoch, int rank, const char* how) {
   const std::string& dir = resume.dir;
   for (const auto& c : resume.config_changes) {
     log::info("config changed since the checkpoint: " + c.str());
@@ -204,8 +204,13 @@ void TrainCheckpoints::restore(const ResumePoint& resume, TrainState& counters,
   saved_ = here();
   last_checkpoint_ = dir;
   log::info(
-      fmt::format("resumed from {}: epoch {}, step {}, batch {} of the epoch, {} samples seen", dir,
+      fmt::format("{} {}: epoch {}, step {}, batch {} of the epoch, {} samples seen", how, dir,
                   counters.epoch, counters.step, counters.batch_in_epoch, counters.samples));
+}
+
+std::string TrainCheckpoints::rollback_point() {
+  if (checkpointer_) checkpointer_->wait();
+  return last_checkpoint_;
 }
 
 void TrainCheckpoints::fence() {

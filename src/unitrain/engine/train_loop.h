@@ -77,6 +77,12 @@ class TrainLoop : private CheckpointEntry {
   StepRunner& step_runner() { return *step_runner_; }
   /// Waits for an async save's parameter copies: the optimizer may change parameters now.
   void fence_snapshot() { checkpoints_->fence(); }
+  /// After a window's update: when the step diverged and the run rolls back (`m.rollback`),
+  /// restores the last checkpoint (weights, optimizers, schedule, generators, callbacks) and
+  /// moves the data on past the batches since, to the batch after this window; scales the lr
+  /// by train.divergence.lr_factor. True when it rolled back (the step is not counted).
+  /// TrainError when there is no checkpoint yet, or past train.divergence.max_rollbacks.
+  bool roll_back(const MicroStep& m);
   /// Counts the micro-batch (samples, running sums) and, at a window's end, the step: its
   /// decisions, the schedule, the thread count, on_step_end and the progress bar.
   void advance(const Batch& batch, const MicroStep& m);
@@ -147,6 +153,7 @@ class TrainLoop : private CheckpointEntry {
   std::unique_ptr<EpochIterator> epoch_batches_;  ///< the running epoch's
   std::unique_ptr<GradientSync> sync_;
   std::unique_ptr<StepRunner> step_runner_;
+  DivergenceGuard divergence_{settings_.train.divergence};  ///< spikes' moving mean, rollbacks
   std::unique_ptr<OptimizerSharding> sharding_;  ///< distributed.zero >= 1 with several ranks
   std::vector<int> gradient_owners_;  ///< distributed.zero: 2: each parameter's, by model order
   std::unique_ptr<LoopOptimizers> optimizers_;

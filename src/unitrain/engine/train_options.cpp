@@ -54,8 +54,15 @@ void declare_execution(Options<T>& o) {
           "unless set; on a GPU, runs (and exact resumes) are then bitwise equal, at some speed "
           "(docs/checkpoints.md)");
   o.field("on_nonfinite", &T::on_nonfinite,
-          {{"stop", OnNonFinite::Stop}, {"skip", OnNonFinite::Skip}})
-      .help("a NaN/Inf loss or gradient: stop with a message, or skip that update and count it");
+          {{"stop", OnNonFinite::Stop},
+           {"skip", OnNonFinite::Skip},
+           {"rollback", OnNonFinite::Rollback}})
+      .help(
+          "a NaN/Inf loss or gradient: stop with a message, skip that update and count it, or "
+          "roll back to the last checkpoint and go on after the batches that led there "
+          "(train.divergence's lr_factor and max_rollbacks)");
+  o.section("divergence", &T::divergence)
+      .help("loss spikes, and rollbacks to the last checkpoint (docs/checkpoints.md)");
   o.field("loss_reads", &T::loss_reads,
           {{"auto", LossReads::Auto},
            {"immediate", LossReads::Immediate},

@@ -7,12 +7,13 @@
 
 #include "unitrain/core/options.h"
 #include "unitrain/core/train_unit.h"
+#include "unitrain/engine/divergence_options.h"
 #include "unitrain/precision/loss_scaler_options.h"
 #include "unitrain/precision/precision_mode.h"
 
 namespace unitrain {
 
-enum class OnNonFinite { Stop, Skip };
+enum class OnNonFinite { Stop, Skip, Rollback };
 /// When the host reads a training step's loss, metrics and non-finite check (train.loss_reads).
 enum class LossReads { Auto, Immediate, Deferred };
 
@@ -27,6 +28,7 @@ struct TrainOptions {
   std::string device = "auto";              ///< cpu | cuda | cuda:N | auto (run_device.h)
   bool deterministic = false;               ///< deterministic algorithms only (set_deterministic)
   OnNonFinite on_nonfinite = OnNonFinite::Stop;
+  DivergenceOptions divergence;             ///< loss spikes and rollbacks
   LossReads loss_reads = LossReads::Auto;
   PrecisionMode precision = PrecisionMode::Fp32;
   LossScalerOptions loss_scaler;            ///< fp16-mixed's
@@ -42,6 +44,12 @@ struct TrainOptions {
   /// process batch of `batch_size` and `world_size` processes; ConfigError when they disagree.
   int64_t resolve_accumulation(int64_t batch_size, int64_t world_size) const;
   /// Whether losses on `device` are read at log time (deferred) rather than every micro-batch.
+  /// A diverging step can roll the run back to its last checkpoint (on_nonfinite: rollback, or
+  /// a spike with divergence.action: rollback).
+  bool rolls_back() const {
+    return on_nonfinite == OnNonFinite::Rollback ||
+           (divergence.spike_factor && divergence.action == SpikeAction::Rollback);
+  }
   bool defers_reads(bool accelerator) const {
     return loss_reads == LossReads::Deferred || (loss_reads == LossReads::Auto && accelerator);
   }

@@ -201,6 +201,7 @@ void Trainer::write_summary(const TrainLoop& loop, const FitResult& r) const {
   s.last_checkpoint = r.last_checkpoint;
   s.resumed_from = r.resumed_from;
   s.world_size = loop.plan().world;
+  s.rollbacks = r.rollbacks;
   write_run_summary(run_dir(), s);
 }
 
@@ -255,6 +256,12 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
     resume = read_resume_point(
         Checkpointer(ckpt, run_dir() + "/checkpoints").find_resume(ckpt.resume), config_);
   }
+  // A rollback restores the last checkpoint: there must be checkpoints.
+  UT_CHECK(!options().rolls_back() || ckpt.enabled || options().test_mode,
+           options().on_nonfinite == OnNonFinite::Rollback ? "train.on_nonfinite"
+                                                           : "train.divergence.action",
+           ": rollback restores the run's last checkpoint, but checkpoint.enabled is false; "
+           "enable checkpoints, or use skip or stop");
   // The device before the processes join: data parallelism on GPUs talks through NCCL.
   set_deterministic(options().deterministic);  // before anything uses a GPU
   const torch::Device device = resolve_device(options().device, env.local_rank);
@@ -359,6 +366,7 @@ void Trainer::train_until_finished(TrainLoop& loop) {
       runner.clip_gradients(m, step);                          // clip
       loop.fence_snapshot();
       runner.update(m, step);                                  // optimizer step, zero grads
+      if (loop.roll_back(m)) continue;                         // diverged: the last checkpoint
     }
     loop.advance(*batch, m);                                   // counters, decisions, schedule
     if (m.window_end) loop.log_and_validate();                 // log, validate

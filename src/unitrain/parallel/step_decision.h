@@ -21,13 +21,16 @@ struct StepDecision {
   /// A parameter got no gradient in the window on some rank (data parallel only): the ranks
   /// then find out which, and give no rank's zeros to the optimizer.
   bool missing_gradient = false;
+  /// train.divergence.spike_factor: this rank's share of the window's mean loss (its samples'
+  /// mean / ranks); agreed, the sum: the mean over every rank's samples. 0 when not watched.
+  double loss = 0;
 
   /// The decision as numbers whose sum over ranks decode() reads back.
-  static constexpr int kSlots = 8;
+  static constexpr int kSlots = 9;
   std::array<float, kSlots> encode() const {
     return {nonfinite ? 1.f : 0.f, stop ? 1.f : 0.f, signal == SIGINT ? 1.f : 0.f,
             signal == SIGTERM ? 1.f : 0.f, pause ? 1.f : 0.f, save_soon ? 1.f : 0.f,
-            save_now ? 1.f : 0.f, missing_gradient ? 1.f : 0.f};
+            save_now ? 1.f : 0.f, missing_gradient ? 1.f : 0.f, static_cast<float>(loss)};
   }
   /// The combined decision of ranks whose encode()d values were summed into `sums`; SIGINT
   /// wins over SIGTERM.
@@ -40,6 +43,7 @@ struct StepDecision {
     d.save_soon = sums[5] > 0;
     d.save_now = sums[6] > 0;
     d.missing_gradient = sums[7] > 0;
+    d.loss = sums[8];
     return d;
   }
 };

@@ -5,6 +5,8 @@
 #include <regex>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "unitrain/core/error.h"
 #include "unitrain/report/config_diff.h"
 #include "unitrain/checkpoint/checkpoint_files.h"
@@ -66,6 +68,9 @@ void read_summary(const std::string& dir, RunData& run) {
   }
   run.has_summary = true;
   run.status = j->value("status", std::string("unknown"));
+  if (const int64_t n = count_of(*j, "rollbacks"); n > 0) {  // train.divergence
+    run.status += fmt::format(" ({} rollback{})", n, n == 1 ? "" : "s");
+  }
   run.step = count_of(*j, "step");
   run.epoch = count_of(*j, "epoch");
   run.samples = count_of(*j, "samples");
