@@ -47,6 +47,27 @@ test: {type: synthetic, args: {n: 5, seed: 2}}
   EXPECT_EQ(s.test->size(), 5);
 }
 
+TEST(BuildData, ValAndTestCsvsTakeTheTrainingClassNames) {
+  const std::string dir = test::temp_dir();
+  test::write_file(dir + "/train.csv", "w,k\n1,dog\n2,cat\n3,owl\n");
+  test::write_file(dir + "/val.csv", "w,k\n1,owl\n");  // one class: still index 2
+  test::write_file(dir + "/test.csv", "w,k\n1,cow\n");
+  const std::string yaml = "train: {type: csv, args: {path: " + dir + "/train.csv, target: k}}\n" +
+                           "val: {type: csv, args: {path: " + dir + "/val.csv, target: k}}\n";
+  DataSplits s = build_data(data_section(yaml), 0);
+  EXPECT_EQ(s.val->class_names(), (std::vector<std::string>{"cat", "dog", "owl"}));
+  EXPECT_EQ(s.val->get(0).at("y").item<int64_t>(), 2);
+  const std::string msg = test::config_error_of([&] {
+    build_data(data_section(yaml + "test: {type: csv, args: {path: " + dir +
+                            "/test.csv, target: k}}\n"),
+               0);
+  });
+  EXPECT_NE(msg.find("data.test: csv: '" + dir + "/test.csv' line 2, column 2 ('k'): class 'cow' "
+                     "is not one of the 3 classes (cat, dog, owl)"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(BuildData, NormalizeUsesTrainStatisticsForEverySplit) {
   DataSplits s = build_data(data_section(R"(
 train: {type: synthetic, args: {n: 400, shape: [2, 3, 3]}}

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <nlohmann/json.hpp>
+
 #include "unitrain/core/error.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/data/normalize_dataset.h"
@@ -21,6 +23,23 @@ DatasetPtr build_dataset(const std::optional<Config>& section) {
     if (what.rfind(section->path(), 0) == 0) throw;
     throw ConfigError(section->path() + ": " + what);
   }
+}
+
+// A data.val or data.test section whose dataset takes `classes` (csv) and gives none reads class
+// names in data.train's order: a split without some class keeps every index's meaning, and a
+// name train does not have is an error there.
+std::optional<Config> with_classes_of(const std::optional<Config>& section,
+                                      const std::vector<std::string>& classes) {
+  if (!section || classes.empty()) return section;
+  const ComponentInfo& info = catalog::find(dataset_registry().kind(), section->get_string("type"),
+                                            section->key_path("type"));
+  if (!info.args->find("classes") ||
+      (section->has("args.classes") && !section->get_string_list("args.classes").empty())) {
+    return section;
+  }
+  Config out = *section;
+  out.set("args.classes", nlohmann::json(classes).dump());  // JSON: a YAML flow list
+  return out;
 }
 
 // `other` (data.val or data.test) must name its classes as train does: with image_folder, a
@@ -130,8 +149,8 @@ DataSplits build_data(const Config& data_section, uint64_t seed) {
   UT_CHECK(options.train, "missing key ", data.key_path("train"),
            ": give a training dataset, e.g. {type: csv, args: {path: ..., target: ...}}");
   out.train = build_dataset(options.train);
-  out.val = build_dataset(options.val);
-  out.test = build_dataset(options.test);
+  out.val = build_dataset(with_classes_of(options.val, out.train->class_names()));
+  out.test = build_dataset(with_classes_of(options.test, out.train->class_names()));
   check_same_classes(data, out.train, out.val, "val");
   check_same_classes(data, out.train, out.test, "test");
 

@@ -2,10 +2,15 @@
 
 #include <torch/torch.h>
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
 #include "unitrain/data/file_bytes.h"
 #include "unitrain/data/tensor_dataset.h"
 
@@ -146,7 +151,57 @@ struct CsvValues {
   std::vector<int64_t> y_class;
   std::vector<float> y_float;
   int64_t max_class = -1;
+  std::vector<std::string> class_cells;  ///< class targets: each row's cell, as written
+  std::vector<size_t> class_lines;       ///< and its line number
+  std::vector<std::string> class_names;  ///< a target of names: index -> name
 };
+
+bool parses_as_number(const std::string& cell) {
+  double v = 0;
+  return parse_number(cell, &v);
+}
+
+// A class target: indices as written when every cell is a number (and no `classes` are given),
+// else the cells are names, numbered in `classes` order or sorted.
+void class_targets(const CsvOptions& o, const CsvColumns& columns, CsvValues& values) {
+  const std::vector<std::string>& cells = values.class_cells;
+  const std::string& column = columns.names[columns.target];
+  const bool names = !o.classes.empty() || !std::all_of(cells.begin(), cells.end(), parses_as_number);
+  values.y_class.reserve(cells.size());
+  if (!names) {
+    for (size_t r = 0; r < cells.size(); ++r) {
+      double t = 0;
+      parse_number(cells[r], &t);
+      UT_CHECK(t >= 0 && t == std::floor(t), "csv: '", o.path, "' line ", values.class_lines[r],
+               ", column ", columns.target + 1, " ('", column, "'): '", cells[r],
+               "' is not a class index (a whole number >= 0); use target_type: float for "
+               "regression");
+      values.y_class.push_back(static_cast<int64_t>(t));
+      values.max_class = std::max(values.max_class, values.y_class.back());
+    }
+    return;
+  }
+  std::vector<std::string> classes = o.classes;
+  if (classes.empty()) {
+    classes = cells;
+    std::sort(classes.begin(), classes.end());
+    classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
+  }
+  std::map<std::string, int64_t> index;
+  for (size_t k = 0; k < classes.size(); ++k) index.emplace(classes[k], static_cast<int64_t>(k));
+  for (size_t r = 0; r < cells.size(); ++r) {
+    UT_CHECK(!cells[r].empty(), "csv: '", o.path, "' line ", values.class_lines[r], ", column ",
+             columns.target + 1, " ('", column, "'): the class is empty");
+    const auto it = index.find(cells[r]);
+    UT_CHECK(it != index.end(), "csv: '", o.path, "' line ", values.class_lines[r], ", column ",
+             columns.target + 1, " ('", column, "'): class '", cells[r], "' is not one of the ",
+             classes.size(), " classes (", some_names(classes),
+             "); add it to `classes`, or to the training data when the classes come from there");
+    values.y_class.push_back(it->second);
+  }
+  values.max_class = static_cast<int64_t>(classes.size()) - 1;
+  values.class_names = std::move(classes);
+}
 
 CsvValues csv_values(const CsvOptions& o, const std::vector<Line>& lines, char delim,
                      const CsvColumns& columns) {
@@ -174,18 +229,14 @@ CsvValues csv_values(const CsvOptions& o, const std::vector<Line>& lines, char d
       return v;
     };
     for (size_t c : columns.features) values.x.push_back(static_cast<float>(number(c)));
-    double t = number(target);
-    if (is_class) {
-      UT_CHECK(t >= 0 && t == std::floor(t), "csv: '", o.path, "' line ", line.number, ", column ",
-               target + 1, " ('", names[target], "'): '", std::string(cells[target]),
-               "' is not a class index (a whole number >= 0); use target_type: float for "
-               "regression");
-      values.y_class.push_back(static_cast<int64_t>(t));
-      values.max_class = std::max(values.max_class, values.y_class.back());
+    if (is_class) {  // an index or a name: known once every row is read
+      values.class_cells.emplace_back(cells[target]);
+      values.class_lines.push_back(line.number);
     } else {
-      values.y_float.push_back(static_cast<float>(t));
+      values.y_float.push_back(static_cast<float>(number(target)));
     }
   }
+  if (is_class) class_targets(o, columns, values);
   return values;
 }
 
@@ -208,6 +259,11 @@ void CsvOptions::declare(Options<CsvOptions>& o) {
   o.field("delimiter", &T::delimiter).help("the one-character cell separator");
   o.field("header", &T::header).help("the first row names the columns; false: named 0, 1, ...");
   o.field("skip_rows", &T::skip_rows).min(0).help("lines to skip before the header or first row");
+  o.field("classes", &T::classes)
+      .help(
+          "a class target of names (cat, dog, ...): the names in index order; [] = the sorted "
+          "names of this file (data.val and data.test take data.train's); written to "
+          "run_dir/classes.json");
   o.check([](T& t, const Config& c) {
     UT_CHECK(t.delimiter.size() == 1, c.key_path("delimiter"), " must be one character, got '",
              t.delimiter, "'");
@@ -237,8 +293,15 @@ DatasetPtr load_csv(const CsvOptions& o) {
                : torch::from_blob(values.y_float.data(), {rows, 1}, torch::kFloat32).clone();
   std::map<std::string, int64_t> info{{"num_features", num_features}};
   if (is_class) info["num_classes"] = values.max_class + 1;
-  return std::make_shared<TensorDataset>(Batch{{"x", x_tensor}, {"y", y_tensor}}, info,
-                                         "csv '" + o.path + "'");
+  auto dataset = std::make_shared<TensorDataset>(Batch{{"x", x_tensor}, {"y", y_tensor}}, info,
+                                                 "csv '" + o.path + "'");
+  if (!values.class_names.empty()) {
+    spdlog::info("csv '{}': column '{}' holds class names: {} classes ({})", o.path,
+                 columns.names[columns.target], values.class_names.size(),
+                 some_names(values.class_names));
+    dataset->set_class_names(std::move(values.class_names));
+  }
+  return dataset;
 }
 
 void register_csv_dataset() {

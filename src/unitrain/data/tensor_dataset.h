@@ -2,6 +2,7 @@
 // TensorDataset: examples held as whole tensors, one row per example.
 #include <map>
 #include <string>
+#include <vector>
 
 #include "unitrain/data/dataset.h"
 
@@ -23,6 +24,9 @@ class TensorDataset : public Dataset {
   Batch get_batch(const std::vector<int64_t>& indices) const override;
   std::map<std::string, int64_t> info() const override { return info_; }
   bool in_memory() const override { return true; }
+  std::vector<std::string> class_names() const override { return class_names_; }
+  /// What the class indices of the target mean (a CSV's class names), for class_names().
+  void set_class_names(std::vector<std::string> names) { class_names_ = std::move(names); }
 
   const Batch& columns() const { return columns_; }
 
@@ -30,6 +34,7 @@ class TensorDataset : public Dataset {
   Batch columns_;
   int64_t size_ = 0;
   std::map<std::string, int64_t> info_;
+  std::vector<std::string> class_names_;
 };
 
 /// An int64 tensor over `indices`' own memory (no copy), for an index_select while `indices`
