@@ -28,6 +28,51 @@ class Train(common.Case):
         with open(os.path.join(run_dir, "train.log")) as f:
             self.assertIn("BLAS", f.read())
 
+    def test_iris_species_names_as_the_csv_target(self):
+        # scikit-learn's iris with the species written as names: train/val files, names mapped
+        # to the sorted classes and written to classes.json; eval reads them back.
+        src = os.path.join(os.path.dirname(common.DIGITS), "iris.csv")
+        with open(src) as f:
+            species = f.readline().strip().split(",")[2:]
+            rows = [line.strip().split(",") for line in f if line.strip()]
+        header = "sepal_length,sepal_width,petal_length,petal_width,species\n"
+        train = [r for i, r in enumerate(rows) if i % 5]
+        val = [r for i, r in enumerate(rows) if i % 5 == 0 and r[4] != "2"]  # no virginica
+        for name, part in (("train", train), ("val", val)):
+            write(os.path.join(self.dir, name + ".csv"),
+                  header + "".join(",".join(r[:4] + [species[int(r[4])]]) + "\n" for r in part))
+        run_dir = os.path.join(self.dir, "iris")
+        cfg = write(os.path.join(self.dir, "iris.yaml"), f"""
+run_dir: {run_dir}
+seed: 1
+model: {{type: mlp, args: {{sizes: [4, 32, 3]}}}}
+objective: {{losses: [{{type: cross_entropy}}], metrics: [{{type: accuracy}}]}}
+data:
+  train: {{type: csv, args: {{path: {self.dir}/train.csv, target: species}}}}
+  val: {{type: csv, args: {{path: {self.dir}/val.csv, target: species}}}}
+  normalize: {{enabled: true}}
+  loader: {{batch_size: 16, workers: 0}}
+optimizer: {{type: adam, lr: 0.01}}
+train: {{max_length: 40 epochs, log_every: 50 steps, val_every: 10 epochs, threads: 1}}
+""")
+        code, out = run(["train", cfg])
+        self.assertEqual(code, 0, out)
+        self.assertIn("column 'species' holds class names: 3 classes (setosa, versicolor, "
+                      "virginica)", out)
+        with open(os.path.join(run_dir, "classes.json")) as f:
+            self.assertEqual(json.load(f)["classes"], ["setosa", "versicolor", "virginica"])
+        vals = [e for e in read_jsonl(os.path.join(run_dir, "metrics.jsonl")) if "val/accuracy" in e]
+        self.assertGreaterEqual(vals[-1]["val/accuracy"], 0.9, out)
+        code, out = run(["eval", os.path.join(run_dir, "config.yaml"), "--checkpoint", "last"])
+        self.assertEqual(code, 0, out)
+        # A val name the training data lacks stops the run before training, naming the line.
+        write(os.path.join(self.dir, "val.csv"), header + "5.0,3.0,1.0,0.2,setosa\n"
+              "5.0,3.0,1.0,0.2,unknown\n")
+        code, out = run(["train", cfg, "--run_dir", os.path.join(self.dir, "bad")])
+        self.assertEqual(code, 2, out)
+        self.assertIn("val.csv' line 3, column 5 ('species'): class 'unknown' is not one of the 3 "
+                      "classes (setosa, versicolor, virginica)", out)
+
     def test_same_seed_same_metrics_whatever_the_workers(self):
         logs = []
         for workers in ("0", "3"):
