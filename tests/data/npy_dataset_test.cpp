@@ -164,6 +164,43 @@ np.save(d + 'y.npy', np.array([0, 2, 1, 4, 2, 0], dtype=np.uint8))
   EXPECT_FALSE(as_float->info().count("num_classes"));
 }
 
+TEST(NpyDataset, StringLabelsAreClassNames) {
+  const std::string dir = test::temp_dir();
+  test::run_python(dir, R"(import numpy as np
+np.save(d + 'x.npy', np.zeros((4, 2), np.float32))
+np.save(d + 'u.npy', np.array(['dog', 'cat', 'чайка', 'dog']))
+np.save(d + 'be.npy', np.array(['dog', 'cat', 'чайка', 'dog']).astype('>U5'))
+np.save(d + 's.npy', np.array([b'dog', b'cat', b'owl', b'dog']))
+np.save(d + 'two.npy', np.array([['a', 'b'], ['c', 'd'], ['e', 'f'], ['g', 'h']]))
+np.savez_compressed(d + 'z.npz', x=np.zeros((4, 2), np.float32), y=np.array(['b', 'a', 'b', 'a']))
+)");
+  for (const std::string f : {"u.npy", "be.npy"}) {
+    DatasetPtr d = load_npy(npy_arrays({{"x", dir + "/x.npy"}, {"y", dir + "/" + f}}));
+    EXPECT_EQ(d->class_names(), (std::vector<std::string>{"cat", "dog", "чайка"})) << f;
+    EXPECT_EQ(d->info().at("num_classes"), 3);
+    EXPECT_TRUE(torch::equal(d->get_batch({0, 1, 2, 3}).at("y"),
+                             torch::tensor({1, 0, 2, 1}, torch::kInt64)))
+        << f;
+  }
+  NpyOptions o = npy_arrays({{"x", dir + "/x.npy"}, {"y", dir + "/s.npy"}});
+  o.classes = {"owl", "dog", "cat", "cow"};
+  DatasetPtr bytes = load_npy(o);
+  EXPECT_EQ(bytes->info().at("num_classes"), 4);
+  EXPECT_TRUE(torch::equal(bytes->get_batch({0, 1, 2, 3}).at("y"),
+                           torch::tensor({1, 2, 0, 1}, torch::kInt64)));
+  o.classes = {"dog", "cat"};
+  std::string msg = config_error_of([&] { load_npy(o); });
+  EXPECT_TRUE(test::contains(msg, "s.npy' row 2: class 'owl' is not one of the 2 classes (dog, cat)"))
+      << msg;
+  msg = config_error_of([&] { load_npy(npy_arrays({{"y", dir + "/two.npy"}})); });
+  EXPECT_TRUE(test::contains(msg, "holds strings (dtype '<U1') of shape (4, 2)")) << msg;
+  NpzOptions z;
+  z.path = dir + "/z.npz";
+  DatasetPtr npz = load_npz(z);
+  EXPECT_EQ(npz->class_names(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(torch::equal(npz->get_batch({0, 1}).at("y"), torch::tensor({1, 0}, torch::kInt64)));
+}
+
 TEST(NpzDataset, StoredAndCompressedArchives) {
   const std::string dir = test::temp_dir();
   test::run_python(dir, R"(import numpy as np

@@ -76,11 +76,20 @@ ArrayDataset::ArrayDataset(std::string kind, ArrayColumns columns, const NamedSt
     if (k.name == "x" && k.column->shape().size() == 2) {
       info_["num_features"] = k.column->shape()[1];
     }
-    if (k.name == "y" && is_integer(k.dtype)) {
+    if (k.name == "y" && !k.column->class_names().empty()) {
+      info_["num_classes"] = static_cast<int64_t>(k.column->class_names().size());
+    } else if (k.name == "y" && is_integer(k.dtype)) {
       const std::optional<int64_t> largest = largest_value(k);
       if (largest) info_["num_classes"] = *largest + 1;
     }
   }
+}
+
+std::vector<std::string> ArrayDataset::class_names() const {
+  for (const Key& k : keys_) {
+    if (k.name == "y") return k.column->class_names();
+  }
+  return {};
 }
 
 void ArrayDataset::read_floats_as_float32(const NamedStrings& dtypes) {

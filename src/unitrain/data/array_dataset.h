@@ -32,6 +32,8 @@ class ArrayColumn {
   virtual torch::Tensor read(const std::vector<int64_t>& indices) const = 0;
   /// True when the rows are held in memory (read() does no file I/O).
   virtual bool in_memory() const { return false; }
+  /// A column of class names read as indices: what each index means; empty otherwise.
+  virtual std::vector<std::string> class_names() const { return {}; }
 
  private:
   std::string name_;
@@ -58,6 +60,8 @@ class ArrayDataset : public Dataset {
   Batch get_batch(const std::vector<int64_t>& indices) const override;
   std::map<std::string, int64_t> info() const override { return info_; }
   bool in_memory() const override;
+  /// The class names of the `y` array when it holds names (a NumPy string array).
+  std::vector<std::string> class_names() const override;
 
  private:
   struct Key {

@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <map>
 
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
+#include "unitrain/data/class_names.h"
 #include "unitrain/data/file_bytes.h"
 #include "unitrain/data/tensor_dataset.h"
 
@@ -181,26 +181,13 @@ void class_targets(const CsvOptions& o, const CsvColumns& columns, CsvValues& va
     }
     return;
   }
-  std::vector<std::string> classes = o.classes;
-  if (classes.empty()) {
-    classes = cells;
-    std::sort(classes.begin(), classes.end());
-    classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
-  }
-  std::map<std::string, int64_t> index;
-  for (size_t k = 0; k < classes.size(); ++k) index.emplace(classes[k], static_cast<int64_t>(k));
-  for (size_t r = 0; r < cells.size(); ++r) {
-    UT_CHECK(!cells[r].empty(), "csv: '", o.path, "' line ", values.class_lines[r], ", column ",
-             columns.target + 1, " ('", column, "'): the class is empty");
-    const auto it = index.find(cells[r]);
-    UT_CHECK(it != index.end(), "csv: '", o.path, "' line ", values.class_lines[r], ", column ",
-             columns.target + 1, " ('", column, "'): class '", cells[r], "' is not one of the ",
-             classes.size(), " classes (", some_names(classes),
-             "); add it to `classes`, or to the training data when the classes come from there");
-    values.y_class.push_back(it->second);
-  }
-  values.max_class = static_cast<int64_t>(classes.size()) - 1;
-  values.class_names = std::move(classes);
+  IndexedClasses named = index_class_names(cells, o.classes, [&](size_t r) {
+    return detail::concat("csv: '", o.path, "' line ", values.class_lines[r], ", column ",
+                          columns.target + 1, " ('", column, "')");
+  });
+  values.y_class = std::move(named.indices);
+  values.max_class = static_cast<int64_t>(named.classes.size()) - 1;
+  values.class_names = std::move(named.classes);
 }
 
 CsvValues csv_values(const CsvOptions& o, const std::vector<Line>& lines, char delim,

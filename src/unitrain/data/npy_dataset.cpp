@@ -2,10 +2,14 @@
 
 #include <torch/torch.h>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
 #include "unitrain/core/mapped_file.h"
+#include "unitrain/data/class_names.h"
 #include "unitrain/data/npy_format.h"
 #include "unitrain/data/tensor_dataset.h"
 #include "unitrain/data/zip_archive.h"
@@ -98,15 +102,104 @@ class NpyColumn : public ArrayColumn {
   bool in_memory_;
 };
 
+/// Appends code point `c` to `out` as UTF-8.
+void append_utf8(uint32_t c, std::string& out) {
+  if (c < 0x80) {
+    out += static_cast<char>(c);
+  } else if (c < 0x800) {
+    out += static_cast<char>(0xC0 | (c >> 6));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else if (c < 0x10000) {
+    out += static_cast<char>(0xE0 | (c >> 12));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (c >> 18));
+    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  }
+}
+
+/// Element `i` of a string array: UTF-32 code units ('U') or bytes ('S'), NumPy's trailing
+/// NULs dropped; text as UTF-8.
+std::string string_element(const NpyHeader& h, const unsigned char* npy, int64_t i) {
+  const unsigned char* p = npy + h.data_offset + static_cast<size_t>(i) * h.dtype.itemsize;
+  std::string out;
+  if (h.dtype.kind == 'S') {
+    out.assign(reinterpret_cast<const char*>(p), h.dtype.itemsize);
+  } else {
+    for (int k = 0; k < h.dtype.itemsize; k += 4) {
+      const unsigned char* u = p + k;
+      const uint32_t c = h.dtype.big_endian ? (uint32_t(u[0]) << 24 | uint32_t(u[1]) << 16 |
+                                               uint32_t(u[2]) << 8 | u[3])
+                                            : (uint32_t(u[3]) << 24 | uint32_t(u[2]) << 16 |
+                                               uint32_t(u[1]) << 8 | u[0]);
+      if (c == 0) break;
+      append_utf8(c, out);
+    }
+  }
+  return out.substr(0, out.find('\0'));
+}
+
+/// A 1-D string array as class indices, held in memory, with the names they stand for.
+class ClassNameColumn : public ArrayColumn {
+ public:
+  ClassNameColumn(std::string name, torch::Tensor indices, std::vector<std::string> classes)
+      : ArrayColumn(std::move(name), {indices.size(0)}, torch::kInt64),
+        indices_(std::move(indices)),
+        classes_(std::move(classes)) {}
+
+  torch::Tensor read(const std::vector<int64_t>& rows) const override {
+    return indices_.index_select(0, index_tensor(rows));
+  }
+  bool in_memory() const override { return true; }
+  std::vector<std::string> class_names() const override { return classes_; }
+
+ private:
+  torch::Tensor indices_;
+  std::vector<std::string> classes_;
+};
+
+std::shared_ptr<const ArrayColumn> class_name_column(const std::string& kind,
+                                                     const std::string& name, const NpyHeader& h,
+                                                     const unsigned char* npy,
+                                                     const std::vector<std::string>& classes) {
+  UT_CHECK(h.shape.size() == 1, kind, ": ", name, " holds strings (dtype '", h.dtype.descr,
+           "') of shape ", numpy_shape_text(h.shape),
+           "; strings are read as class names, one per example: save a 1-D array of them");
+  std::vector<std::string> names;
+  names.reserve(static_cast<size_t>(h.shape[0]));
+  for (int64_t i = 0; i < h.shape[0]; ++i) names.push_back(string_element(h, npy, i));
+  IndexedClasses indexed = index_class_names(
+      names, classes, [&](size_t i) { return detail::concat(kind, ": ", name, " row ", i); });
+  spdlog::info("{}: {} holds class names: {} classes ({})", kind, name, indexed.classes.size(),
+               some_names(indexed.classes));
+  torch::Tensor t = torch::tensor(indexed.indices, torch::kInt64);
+  return std::make_shared<ClassNameColumn>(name, std::move(t), std::move(indexed.classes));
+}
+
 std::shared_ptr<const ArrayColumn> npy_column(const std::string& kind, const std::string& name,
                                               const unsigned char* npy, size_t size,
                                               std::shared_ptr<const void> keepalive,
-                                              bool in_memory) {
+                                              bool in_memory,
+                                              const std::vector<std::string>& classes) {
   const NpyHeader h = parse_npy_header(npy, size, kind + ": " + name);
+  if (h.dtype.kind == 'U' || h.dtype.kind == 'S') {
+    return class_name_column(kind, name, h, npy, classes);
+  }
   return std::make_shared<NpyColumn>(name, h, npy, std::move(keepalive), in_memory);
 }
 
 std::string single_quoted(const std::string& s) { return "'" + s + "'"; }
+
+template <typename T>
+void declare_array_classes(Options<T>& o) {
+  o.field("classes", &T::classes)
+      .help(
+          "a string array (labels as names, NumPy dtype <U or S): the names in index order; [] = "
+          "the sorted names it holds (data.val and data.test take data.train's)");
+}
 
 }  // namespace
 
@@ -117,6 +210,7 @@ void NpyOptions::declare(Options<NpyOptions>& o) {
           "batch key -> .npy file written by np.save, e.g. {x: images.npy, y: labels.npy}; "
           "memory-mapped; every array's first dimension counts the examples");
   declare_array_dtypes(o);
+  declare_array_classes(o);
 }
 
 void NpzOptions::declare(Options<NpzOptions>& o) {
@@ -129,6 +223,7 @@ void NpzOptions::declare(Options<NpzOptions>& o) {
           "batch key -> array name in the archive (its keyword in np.savez), e.g. {x: images, "
           "y: labels}; null = every array under its own name");
   declare_array_dtypes(o);
+  declare_array_classes(o);
 }
 
 DatasetPtr load_npy(const NpyOptions& o) {
@@ -136,7 +231,7 @@ DatasetPtr load_npy(const NpyOptions& o) {
   for (const auto& [key, path] : o.arrays) {
     const MappedFile file(path, "npy: arrays." + key);
     columns.emplace_back(key, npy_column("npy", single_quoted(path), file.data(), file.size(),
-                                         file.keepalive(), file.small()));
+                                         file.keepalive(), file.small(), o.classes));
   }
   return std::make_shared<ArrayDataset>("npy", std::move(columns), o.dtypes);
 }
@@ -173,11 +268,13 @@ DatasetPtr load_npz(const NpzOptions& o) {
     const std::string where = single_quoted(o.path) + " array " + single_quoted(name);
     if (it->method == 0) {
       columns.emplace_back(key, npy_column("npz", where, file.data() + it->data_offset,
-                                           it->uncompressed_size, file.keepalive(), file.small()));
+                                           it->uncompressed_size, file.keepalive(), file.small(),
+                                           o.classes));
     } else {
       auto inflated = inflate_zip_entry(file.data(), *it, "npz: " + single_quoted(o.path));
       columns.emplace_back(
-          key, npy_column("npz", where, inflated->data(), inflated->size(), inflated, true));
+          key, npy_column("npz", where, inflated->data(), inflated->size(), inflated, true,
+                          o.classes));
     }
   }
   return std::make_shared<ArrayDataset>("npz", std::move(columns), o.dtypes);

@@ -1,6 +1,7 @@
 #pragma once
 // The `npy` and `npz` datasets: arrays saved by NumPy (np.save, np.savez, np.savez_compressed).
 #include <string>
+#include <vector>
 
 #include "unitrain/core/options.h"
 #include "unitrain/data/array_dataset.h"
@@ -11,6 +12,7 @@ namespace unitrain {
 struct NpyOptions {
   NamedStrings arrays;  ///< batch key -> .npy file, e.g. {x: images.npy, y: labels.npy}
   NamedStrings dtypes;  ///< batch key -> dtype to convert to; keys not named keep theirs
+  std::vector<std::string> classes;  ///< a string array's class names in index order
 
   static void declare(Options<NpyOptions>& o);
 };
@@ -20,6 +22,7 @@ struct NpzOptions {
   std::string path;     ///< the .npz archive
   NamedStrings arrays;  ///< batch key -> array name in it; empty = every array under its name
   NamedStrings dtypes;  ///< batch key -> dtype to convert to; keys not named keep theirs
+  std::vector<std::string> classes;  ///< a string array's class names in index order
 
   static void declare(Options<NpzOptions>& o);
 };
@@ -28,8 +31,11 @@ struct NpzOptions {
 /// larger than memory work and a batch reads only its rows' pages. C and Fortran order,
 /// little- and big-endian b1, i1, u1, i2, u2, i4, u4, i8, u8, f2, f4, f8 (parse_npy_header);
 /// uint16 is read as int32, uint32 and uint64 as int64 (a uint64 value beyond int64 is a
-/// ConfigError when read). ConfigError naming the file for the errors of parse_npy_header and
-/// ArrayDataset.
+/// ConfigError when read). A 1-D string array (NumPy's '<U', '|S': labels as names) is read
+/// into memory as int64 class indices of its names in `classes` order, or sorted when `classes`
+/// is empty; `y`'s names are the dataset's class_names(). ConfigError naming the file for the
+/// errors of parse_npy_header and ArrayDataset, a string array of more than one dimension, and
+/// a name not in `classes` (naming the row).
 ///
 /// Example: `load_npy({.arrays = {{"x", "images.npy"}, {"y", "labels.npy"}}})`.
 DatasetPtr load_npy(const NpyOptions& options);

@@ -11,7 +11,8 @@ namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicSize = 6;
-constexpr const char* kSupported = "b1, i1, u1, i2, u2, i4, u4, i8, u8, f2, f4, f8";
+constexpr const char* kSupported =
+    "b1, i1, u1, i2, u2, i4, u4, i8, u8, f2, f4, f8, and strings U<n>, S<n> as class names";
 
 /// Reads the header dict, a Python literal such as
 /// `{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }`.
@@ -127,6 +128,15 @@ class HeaderDictReader {
                          "np.save(path, np.asarray(arr, dtype=np.float32))"));
     }
     const bool known_order = !s.empty() && std::strchr("<>|=", s[0]) != nullptr;
+    // Strings of n characters: 'U' UTF-32 code units (4n bytes), 'S' bytes (n).
+    if (known_order && s.size() >= 3 && (s[1] == 'U' || s[1] == 'S') &&
+        s.find_first_not_of("0123456789", 2) == std::string::npos && s.size() <= 8) {
+      const int n = std::stoi(s.substr(2));
+      d.kind = s[1];
+      d.itemsize = d.kind == 'U' ? 4 * n : n;
+      d.big_endian = s[0] == '>';
+      if (n > 0) return d;
+    }
     if (known_order && s.size() == 3 && std::strchr("biuf", s[1]) != nullptr &&
         std::strchr("1248", s[2]) != nullptr) {
       d.kind = s[1];
