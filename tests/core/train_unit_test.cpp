@@ -22,6 +22,27 @@ TEST(TrainUnit, CanonicalForm) {
   EXPECT_EQ(TrainUnit::samples(2).str(), "2 samples");
 }
 
+TEST(TrainUnit, EpochsMayBeAFraction) {
+  const TrainUnit half = TrainUnit::parse("0.50 epochs");
+  EXPECT_EQ(half.count, 1);
+  EXPECT_EQ(half.per, 2);
+  EXPECT_TRUE(half.fractional());
+  EXPECT_EQ(half.str(), "0.5 epochs");
+  EXPECT_EQ(TrainUnit::parse("2.25ep").str(), "2.25 epochs");
+  EXPECT_EQ(TrainUnit::parse("3.0 epochs"), TrainUnit::epochs(3));
+  for (const char* bad : {"1.5 steps", "0.5 samples", "1. epochs", "0.1234567 epochs"}) {
+    EXPECT_THROW(TrainUnit::parse(bad, "train.val_every"), ConfigError) << bad;
+  }
+  try {
+    TrainUnit::parse("1.5 steps", "train.val_every");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("a fraction is for epochs, e.g. '0.5 epochs'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(TrainUnit, RejectsBadText) {
   for (const char* bad : {"", "ten epochs", "10", "10 parsecs", "10 epochs extra", "-1 steps"}) {
     EXPECT_THROW(TrainUnit::parse(bad, "train.max_length"), ConfigError) << bad;

@@ -71,6 +71,34 @@ TEST(Periods, AResumeCountsFromTheCheckpoint) {
   EXPECT_TRUE(p.due(Periods::Save, at(0, 10, 80)));
 }
 
+TEST(Periods, AFractionOfAnEpochCountsBatches) {
+  // 0.5 epochs of 10 batches: due after batches 5 and 10 of each epoch, asked per batch as the
+  // loop does (the epoch's last batch before the epoch count moves, then after it).
+  Periods p(TrainUnit::steps(100), TrainUnit::parse("0.5 epochs"), std::nullopt);
+  p.set_batches_per_epoch(10);
+  p.start_at(TrainState{});
+  std::vector<std::pair<int64_t, int64_t>> due;  // (epoch, batch)
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    for (int64_t b = 1; b <= 10; ++b) {
+      TrainState s;
+      s.epoch = epoch;
+      s.batch_in_epoch = b;
+      if (p.due(Periods::Validate, s)) due.push_back({epoch, b});
+    }
+    TrainState next;  // end_epoch(): the count moves, the position stays
+    next.epoch = epoch + 1;
+    EXPECT_FALSE(p.due(Periods::Validate, next));
+  }
+  EXPECT_EQ(due, (std::vector<std::pair<int64_t, int64_t>>{{0, 5}, {0, 10}, {1, 5}, {1, 10}}));
+  // 1.5 epochs is reached half-way through the second epoch.
+  TrainState s;
+  s.epoch = 1;
+  s.batch_in_epoch = 4;
+  EXPECT_FALSE(reached(TrainUnit::parse("1.5 epochs"), s, 10));
+  s.batch_in_epoch = 5;
+  EXPECT_TRUE(reached(TrainUnit::parse("1.5 epochs"), s, 10));
+}
+
 TEST(Periods, ReachedMeasuresTheLengthInItsUnit) {
   EXPECT_TRUE(reached(TrainUnit::steps(10), at(0, 10, 0)));
   EXPECT_FALSE(reached(TrainUnit::steps(10), at(5, 9, 1000)));

@@ -2,6 +2,7 @@
 import csv
 import json
 import os
+import re
 import common
 from common import run, write, read_jsonl
 
@@ -72,6 +73,25 @@ train: {{max_length: 40 epochs, log_every: 50 steps, val_every: 10 epochs, threa
         self.assertEqual(code, 2, out)
         self.assertIn("val.csv' line 3, column 5 ('species'): class 'unknown' is not one of the 3 "
                       "classes (setosa, versicolor, virginica)", out)
+
+    def test_val_every_a_fraction_of_an_epoch(self):
+        run_dir = os.path.join(self.dir, "halves")
+        code, out = run(["train", os.path.join(common.SOURCE, "examples/digits/mlp.yaml"),
+                         "--run_dir", run_dir, "--train.max_length", "1.5 epochs",
+                         "--train.val_every", "0.5 epochs"], cwd=common.SOURCE)
+        self.assertEqual(code, 0, out)
+        events = read_jsonl(os.path.join(run_dir, "metrics.jsonl"))
+        vals = [e["step"] for e in events if "val/acc" in e]
+        b = int(re.search(r"(\d+) batches/epoch", out).group(1))
+        # Validated at the first step past each half epoch, to the end of the 1.5 epochs.
+        self.assertEqual(vals, [(b + 1) // 2, b, (3 * b + 1) // 2], out)
+        with open(os.path.join(run_dir, "config.yaml")) as f:
+            self.assertIn("val_every: 0.5 epochs", f.read())
+        code, out = run(["train", os.path.join(common.SOURCE, "examples/digits/mlp.yaml"),
+                         "--run_dir", run_dir + "2", "--train.val_every", "0.5 steps"],
+                        cwd=common.SOURCE)
+        self.assertEqual(code, 2, out)
+        self.assertIn("a fraction is for epochs", out)
 
     def test_same_seed_same_metrics_whatever_the_workers(self):
         logs = []

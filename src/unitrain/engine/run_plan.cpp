@@ -19,7 +19,9 @@ RunPlan RunPlan::make(const TrainOptions& options, const Loader& train, int rank
   p.samples_per_step = p.batch_size * p.accumulation * world;
   const TrainUnit& len = options.max_length;
   switch (len.unit) {
-    case TrainUnit::Unit::Epochs: p.total_steps = len.count * p.steps_per_epoch; break;
+    case TrainUnit::Unit::Epochs:  // a fraction ends at the first window past it
+      p.total_steps = (len.count * p.steps_per_epoch + len.per - 1) / len.per;
+      break;
     case TrainUnit::Unit::Steps: p.total_steps = len.count; break;
     case TrainUnit::Unit::Samples:
       p.total_steps = (len.count + p.samples_per_step - 1) / p.samples_per_step;

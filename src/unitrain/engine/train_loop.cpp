@@ -71,6 +71,7 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
         settings_.distributed.broadcast_buffers && !module_.weights().buffers().empty();
   }
   plan_ = RunPlan::make(settings_.train, train_loader_, rank, world);
+  periods_.set_batches_per_epoch(plan_.batches_per_epoch);
   if (settings_.profile.enabled) {
     profiler_ =
         std::make_unique<Profiler>(settings_.profile, rank, device_.is_cuda());
@@ -235,7 +236,8 @@ void TrainLoop::restore(const CheckpointRead& in) {
 }
 
 bool TrainLoop::length_reached() const {
-  return state_.should_stop || reached(settings_.train.max_length, state_);
+  return state_.should_stop ||
+         reached(settings_.train.max_length, state_, plan_.batches_per_epoch);
 }
 
 bool TrainLoop::finished() const {

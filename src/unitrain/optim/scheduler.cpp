@@ -13,8 +13,8 @@ int64_t ScheduleContext::to_sched_steps(const TrainUnit& d) const {
   const int64_t per_step_samples = std::max<int64_t>(1, samples_per_step);
   const int64_t count = std::max<int64_t>(0, d.count);
   switch (d.unit) {
-    case TrainUnit::Unit::Epochs:
-      return per_epoch ? count : count * per_epoch_steps;
+    case TrainUnit::Unit::Epochs:  // a fraction (count / per epochs): whole steps or epochs
+      return per_epoch ? count / d.per : count * per_epoch_steps / d.per;
     case TrainUnit::Unit::Steps:
       return per_epoch ? count / per_epoch_steps : count;
     case TrainUnit::Unit::Samples:
