@@ -35,7 +35,8 @@ struct CollectiveRecord {
 /// the report is read from a watchdog thread).
 class FlightRecorder {
  public:
-  explicit FlightRecorder(size_t capacity = 64);
+  /// 256 records of 72 bytes: every bucket of a step of a model with 6 GB of gradients.
+  explicit FlightRecorder(size_t capacity = 256);
 
   /// Records take their step and phase from `position` (null: step 0, phase "").
   void follow(const RunPosition* position) { position_.store(position); }

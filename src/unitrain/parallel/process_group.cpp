@@ -173,13 +173,18 @@ void ProcessGroup::wait(const char* op, int32_t tensors, int64_t bytes,
 
 void ProcessGroup::collective_failed(int64_t seq, const std::exception& error) {
   flight_.fail(seq);
-  const CollectiveRecord record = flight_.find(seq);
+  CollectiveRecord record = flight_.find(seq);
+  if (record.seq < 0) {  // overwritten by the collectives launched after it
+    record.seq = seq;
+    record.op = "collective";
+    record.start = unix_seconds() - timeout_.count() / 1000.0;
+  }
   const std::string what = first_line(error_text(error));
   if (failed_.exchange(true)) {  // a later one: the first was reported
     throw TrainError(
         detail::concat("rank ", rank_, ": ", record.describe(), " failed too: ", what));
   }
-  const double waited = record.seq >= 0 ? unix_seconds() - record.start : 0;
+  const double waited = unix_seconds() - record.start;
   // The record first (a launcher may stop this process while the others' notices are read),
   // then again with what they say.
   if (!flight_file_.empty()) flight_.write(flight_file_, rank_, what, {});
