@@ -10,6 +10,7 @@
 
 #include "unitrain/core/error.h"
 #include "unitrain/log/console.h"
+#include "unitrain/core/run_position.h"
 #include "unitrain/engine/module_error.h"
 #include "unitrain/precision/precision_support.h"
 #include "unitrain/optim/optimizer.h"
@@ -168,6 +169,7 @@ void StepRunner::zero_grads() {
 
 void StepRunner::backward(const torch::Tensor& loss, bool window_end, int64_t step) {
   Profiler::Range range(profiler_, Phase::Backward);
+  if (position_) position_->enter("backward");
   hooks_.call("on_before_backward", &Callback::on_before_backward, loss);
   sync_.before_backward(window_end);
   try {

@@ -21,6 +21,8 @@
 
 namespace unitrain {
 
+class RunPosition;
+
 /// What one micro-batch did; the fields after `window_end` are filled at a window's end.
 struct MicroStep {
   /// The micro-batch's (unscaled) loss: a detached scalar on the model's device. Reading it
@@ -82,6 +84,9 @@ class StepRunner {
   /// (precision's finish_step between: the loss scale's update, master weights into the model.)
   void update(MicroStep& m, int64_t step);
 
+  /// Backward marks its phase in `position` (null: nowhere).
+  void follow(RunPosition* position) { position_ = position; }
+
   /// ZeRO stage 1: the optimizer steps through `sharding` (this rank's partition, then the
   /// parameters from their owners); null: the optimizer steps every parameter.
   void shard(OptimizerSharding* sharding) { sharding_ = sharding; }
@@ -129,6 +134,7 @@ class StepRunner {
   Precision& precision_;
   Profiler* profiler_;  ///< null: not profiling
   OptimizerSharding* sharding_ = nullptr;
+  RunPosition* position_ = nullptr;
   std::vector<torch::Tensor> params_;       ///< the model's tensors the optimizer trains
   std::vector<torch::Tensor> clip_params_;  ///< those clipping measures (bf16-true: masters)
   bool closure_;

@@ -90,6 +90,8 @@ void declare_execution(Options<T>& o) {
 void declare_cadence(Options<T>& o) {
   o.field("val_every", &T::val_every).help("how often to run validation");
   o.field("log_every", &T::log_every).harmless().help("how often to log training metrics");
+  o.section("watchdog", &T::watchdog)
+      .help("the stall watchdog: a process that makes no progress outside collectives");
   o.field("test_mode", &T::test_mode)
       .help(
           "run one training batch and one validation batch, then exit (a smoke test of the setup)");

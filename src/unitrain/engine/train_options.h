@@ -8,6 +8,7 @@
 #include "unitrain/core/options.h"
 #include "unitrain/core/train_unit.h"
 #include "unitrain/engine/divergence_options.h"
+#include "unitrain/engine/watchdog_options.h"
 #include "unitrain/precision/loss_scaler_options.h"
 #include "unitrain/precision/precision_mode.h"
 
@@ -32,6 +33,7 @@ struct TrainOptions {
   LossReads loss_reads = LossReads::Auto;
   PrecisionMode precision = PrecisionMode::Fp32;
   LossScalerOptions loss_scaler;            ///< fp16-mixed's
+  WatchdogOptions watchdog;                 ///< the stall watchdog's
   TrainUnit val_every = TrainUnit::epochs(1);
   TrainUnit log_every = TrainUnit::steps(10);
   bool test_mode = false;

@@ -28,6 +28,7 @@
 #include "unitrain/engine/run_folder.h"
 #include "unitrain/engine/run_settings.h"
 #include "unitrain/engine/summary_file.h"
+#include "unitrain/engine/stall_watchdog.h"
 #include "unitrain/engine/stop_signal.h"
 #include "unitrain/engine/thread_governor.h"
 #include "unitrain/engine/train_loop.h"
@@ -211,7 +212,12 @@ std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(const DistEnv& env
   // A data-parallel run when the launcher says so (torchrun, unitrain launch, mpirun, srun).
   std::shared_ptr<ProcessGroup> group;
   if (env.distributed()) {
-    group = ProcessGroup::join(env, settings_->distributed.group_options(device));
+    ProcessGroupOptions options = settings_->distributed.group_options(device);
+    options.flight_file = fmt::format("{}/logs/flight-rank-{}.json", run_dir(), env.rank);
+    // After a failed collective, 3 s to unwind and log; then the process ends regardless.
+    options.exit_after_failure = std::chrono::seconds(3);
+    group = ProcessGroup::join(env, options);
+    group->follow(&position_);
     log::set_prefix(env.rank == 0 ? "" : fmt::format("[rank {}] ", env.rank));
     if (env.rank != 0) log::console_warnings_only();
   }
@@ -351,28 +357,42 @@ void Trainer::train_until_finished(TrainLoop& loop) {
   module_->train();
   StopSignalGuard signals;
   callbacks_.call("on_train_start", &Callback::on_train_start);
+  // The phases marked in position_ are what the watchdog and the flight records name.
+  loop.step_runner().follow(&position_);
+  StallWatchdog watchdog(options().watchdog, position_, loop.group(), loop.plan().rank);
   // One micro-batch per turn; a window's last one ends with the optimizer step.
   while (!loop.finished()) {
+    position_.enter("data wait", state_.step + 1);
     std::optional<Batch> batch = loop.next_batch();            // fetch
     if (!batch) {
+      position_.enter("epoch end");
       loop.end_epoch();
       continue;
     }
+    position_.enter("forward");
     MicroStep m = loop.forward_backward(*batch);               // forward, backward
     if (m.window_end) {
       const int64_t step = state_.step + 1;
       StepRunner& runner = loop.step_runner();
+      position_.enter("gradient sync");
       runner.sync_gradients(m, step);                          // gradient sync; ranks agree
+      position_.enter("clip");
       runner.clip_gradients(m, step);                          // clip
+      position_.enter("optimizer");
       loop.fence_snapshot();
       runner.update(m, step);                                  // optimizer step, zero grads
       if (loop.roll_back(m)) continue;                         // diverged: the last checkpoint
     }
+    position_.enter("step end");
     loop.advance(*batch, m);                                   // counters, decisions, schedule
+    position_.enter("validation");
     if (m.window_end) loop.log_and_validate();                 // log, validate
+    position_.enter("checkpoint");
     loop.save_if_due();                                        // save
+    position_.enter("epoch end");
     if (loop.epoch_complete()) loop.end_epoch();
   }
+  position_.enter("finish");
   loop.finish();                                               // last logs, final save
 }
 

@@ -10,6 +10,7 @@
 #include "unitrain/engine/callback_list.h"
 #include "unitrain/engine/evaluator.h"
 #include "unitrain/engine/fit_result.h"
+#include "unitrain/core/run_position.h"
 #include "unitrain/core/train_module.h"
 #include "unitrain/engine/run_decisions.h"
 #include "unitrain/engine/train_options.h"
@@ -163,6 +164,9 @@ class Trainer {
   TrainLoop* loop_ = nullptr;     ///< the running fit()'s
   /// Stop, pause, signals: what callbacks and signals ask for, and what the ranks agreed.
   RunDecisions decisions_{state_};
+  /// Where the training thread is (step, phase): the stall watchdog and the group's flight
+  /// recorder read it.
+  RunPosition position_;
 };
 
 }  // namespace unitrain

@@ -175,7 +175,7 @@ void DataParallelSync::write_decision(torch::Tensor slots) const {
   }
 }
 
-void DataParallelSync::launch(Bucket& bucket) {
+void DataParallelSync::launch(Bucket& bucket, const char* phase) {
   torch::NoGradGuard no_grad;
   const bool mine = bucket.owner < 0 || bucket.owner == group_->rank();
   if (!bucket.flat.defined()) {
@@ -196,6 +196,10 @@ void DataParallelSync::launch(Bucket& bucket) {
   }
   if (bucket.wide.defined()) bucket.wide.copy_(bucket.flat);
   std::vector<torch::Tensor> tensors{bucket.wide.defined() ? bucket.wide : bucket.flat};
+  bucket.seq =
+      group_->record_launch(bucket.owner < 0 ? "all_reduce" : "reduce", 1,
+                            tensors[0].numel() * static_cast<int64_t>(tensors[0].element_size()),
+                            static_cast<int32_t>(&bucket - buckets_.data()), phase);
   if (bucket.owner < 0) {
     bucket.work = group_->group().allreduce(tensors);
     return;
@@ -211,7 +215,7 @@ void DataParallelSync::launch(Bucket& bucket) {
 void DataParallelSync::launch_in_order() {
   while (next_launch_ < buckets_.size() &&
          buckets_[next_launch_].ready == buckets_[next_launch_].members.size()) {
-    launch(buckets_[next_launch_++]);
+    launch(buckets_[next_launch_++], "backward");
     ++launched_in_backward_;
   }
 }
@@ -224,11 +228,10 @@ void DataParallelSync::wait_for_buckets() {
       b.work->wait();
     } catch (const std::exception& e) {
       b.work.reset();
-      throw TrainError(detail::concat("rank ", group_->rank(), ": the gradient all-reduce across ",
-                                      group_->world_size(), " processes failed (a rank stopped or ",
-                                      "is unreachable): ", error_text(e)));
+      group_->collective_failed(b.seq, e);
     }
     b.work.reset();
+    group_->record_done(b.seq);
     if (b.owner >= 0 && b.owner != group_->rank()) {  // another rank's: nothing kept here
       b.flat = torch::Tensor();
       for (size_t i : b.members) params_[i].mutable_grad() = torch::Tensor();
@@ -246,15 +249,21 @@ void DataParallelSync::wait_for_buckets() {
   }
 }
 
-void DataParallelSync::wait_for_decision(c10d::Work& work, const torch::Tensor& slots) {
+c10::intrusive_ptr<c10d::Work> DataParallelSync::launch_decision(torch::Tensor& slots,
+                                                                 int64_t& seq) {
+  std::vector<torch::Tensor> t{slots};
+  seq = group_->record_launch("all_reduce", 1, kFlagSlots * 4);
+  return group_->group().allreduce(t);
+}
+
+void DataParallelSync::wait_for_decision(c10d::Work& work, int64_t seq,
+                                         const torch::Tensor& slots) {
   try {
     work.wait();
   } catch (const std::exception& e) {
-    throw TrainError(detail::concat("rank ", group_->rank(),
-                                    ": the step's decision all-reduce "
-                                    "failed (a rank stopped or is unreachable): ",
-                                    error_text(e)));
+    group_->collective_failed(seq, e);
   }
+  group_->record_done(seq);
   const torch::Tensor host = slots.cpu();  // the one host read
   std::copy(host.data_ptr<float>(), host.data_ptr<float>() + kFlagSlots, agreed_.begin());
 }
@@ -275,17 +284,17 @@ void DataParallelSync::finish(const std::vector<torch::Tensor>&) {
     mine_ = mine.encode();
   }
   while (next_launch_ < buckets_.size()) {
-    launch(buckets_[next_launch_++]);
+    launch(buckets_[next_launch_++], nullptr);
     ++launched_in_finish_;
   }
   c10::intrusive_ptr<c10d::Work> decision_work;
+  int64_t decision_seq = -1;
   if (decision_.defined()) {  // ZeRO stage 2: after the buckets, on every rank
     write_decision(decision_);
-    std::vector<torch::Tensor> t{decision_};
-    decision_work = group_->group().allreduce(t);
+    decision_work = launch_decision(decision_, decision_seq);
   }
   wait_for_buckets();
-  if (decision_work) wait_for_decision(*decision_work, decision_);
+  if (decision_work) wait_for_decision(*decision_work, decision_seq, decision_);
   std::vector<bool> used(params_.size(), true);
   if (agreed().missing_gradient) used = used_by_any_rank();
   give_gradients(used);
@@ -352,8 +361,9 @@ void DataParallelSync::agree() {
   torch::Tensor slots =
       torch::zeros({kFlagSlots}, torch::TensorOptions(torch::kFloat32).device(device_));
   write_decision(slots);
-  std::vector<torch::Tensor> t{slots};
-  wait_for_decision(*group_->group().allreduce(t), slots);
+  int64_t seq = -1;
+  c10::intrusive_ptr<c10d::Work> work = launch_decision(slots, seq);
+  wait_for_decision(*work, seq, slots);
   mine_.fill(0.f);
   nonfinite_flag_ = torch::Tensor();
 }

@@ -105,6 +105,7 @@ class DataParallelSync : public GradientSync {
     c10::intrusive_ptr<c10d::Work> work;
     int owner = -1;  ///< ZeRO stage 2: the rank it is reduced to; -1: all-reduced
     int64_t numel = 0;
+    int64_t seq = -1;  ///< its reduce's record in the group's flight recorder
   };
   /// The constructor's parts: parameters into buckets (reverse order, one dtype and owner a
   /// bucket), the decision's slots, the autograd hooks that launch the buckets.
@@ -115,7 +116,9 @@ class DataParallelSync : public GradientSync {
   /// finish()'s waits: every bucket's reduce (the sums, the decision in the last), and the
   /// decision's own all-reduce into agreed_ (`slots`: what it reduced).
   void wait_for_buckets();
-  void wait_for_decision(c10d::Work& work, const torch::Tensor& slots);
+  void wait_for_decision(c10d::Work& work, int64_t seq, const torch::Tensor& slots);
+  /// The decision's own all-reduce of `slots`, recorded; its record's sequence number.
+  c10::intrusive_ptr<c10d::Work> launch_decision(torch::Tensor& slots, int64_t& seq);
   /// Whether a parameter got no gradient in this window on this rank.
   bool missing_here() const;
   /// Which parameters some rank used in this window (one small all-reduce); warns once of those
@@ -126,7 +129,8 @@ class DataParallelSync : public GradientSync {
   void give_gradients(const std::vector<bool>& used);
   /// This rank's decision (and its device-side non-finite flag) into the slots that carry it.
   void write_decision(torch::Tensor slots) const;
-  void launch(Bucket& bucket);
+  /// `phase`: the one the record names ("backward" from the hooks; null: the run's position).
+  void launch(Bucket& bucket, const char* phase);
   void launch_in_order();
 
   std::shared_ptr<ProcessGroup> group_;

@@ -48,7 +48,9 @@ void ProcessGroup::all_gather_from_owners(std::vector<torch::Tensor>& tensors,
     it->chunk = std::max(it->chunk, filled);
   }
   torch::NoGradGuard no_grad;
-  wait("all-gather", [&] {
+  int64_t bytes = 0;
+  for (const auto& t : tensors) bytes += t.numel() * static_cast<int64_t>(t.element_size());
+  wait("all_gather", static_cast<int32_t>(tensors.size()), bytes, [&] {
     std::vector<c10::intrusive_ptr<c10d::Work>> works;
     for (Chunks& c : by_dtype) {
       if (c.chunk == 0) continue;

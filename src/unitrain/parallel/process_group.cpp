@@ -10,15 +10,20 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/torch.h>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <thread>
 
 #include "unitrain/compat/tcp_store_options.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
+#include "unitrain/parallel/arrival_board.h"
 #include "unitrain/parallel/listen_address.h"
 #ifdef UNITRAIN_CUDA
 #include "unitrain/parallel/nccl_group.h"
@@ -112,6 +117,8 @@ std::shared_ptr<ProcessGroup> ProcessGroup::over_store(const c10::intrusive_ptr<
   pg->timeout_ = options.timeout;
   pg->device_ = options.device;
   pg->store_ = store;
+  pg->flight_file_ = options.flight_file;
+  pg->exit_after_failure_ = options.exit_after_failure;
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>("unitrain", store);
   try {
 #ifdef UNITRAIN_CUDA
@@ -121,6 +128,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::over_store(const c10::intrusive_ptr<
                options.device.str());
       pg->group_ =
           make_nccl_group(prefixed, rank, world_size, options.timeout, options.device.index());
+      pg->start_board();
       return pg;
     }
 #endif
@@ -128,6 +136,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::over_store(const c10::intrusive_ptr<
     gloo_options->devices.push_back(gloo_device(options));
     pg->group_ =
         c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, world_size, gloo_options);
+    pg->start_board();
   } catch (const ConfigError&) {
     throw;
   } catch (const std::exception& e) {
@@ -137,24 +146,90 @@ std::shared_ptr<ProcessGroup> ProcessGroup::over_store(const c10::intrusive_ptr<
   return pg;
 }
 
-ProcessGroup::~ProcessGroup() = default;
+ProcessGroup::~ProcessGroup() {
+  if (board_) board_->stop();  // it reads flight_
+}
 
-void ProcessGroup::wait(const char* what, const std::function<void()>& run) {
+void ProcessGroup::start_board() {
+  board_ = std::make_shared<ArrivalBoard>(store_, rank_, world_size_, flight_,
+                                          ArrivalBoard::interval_for(timeout_));
+}
+
+void ProcessGroup::follow(const RunPosition* position) {
+  flight_.follow(position);
+  if (board_) board_->follow(position);
+}
+
+void ProcessGroup::wait(const char* op, int32_t tensors, int64_t bytes,
+                        const std::function<void()>& run) {
+  const int64_t seq = flight_.begin(op, tensors, bytes);
   try {
     run();
   } catch (const std::exception& e) {
-    throw TrainError(detail::concat("rank ", rank_, ": ", what, " across ", world_size_,
-                                    " processes failed (a rank stopped or is unreachable; timeout ",
-                                    timeout_.count() / 1000.0, " s): ", first_line(e.what())));
+    collective_failed(seq, e);
   }
+  flight_.end(seq);
+}
+
+void ProcessGroup::collective_failed(int64_t seq, const std::exception& error) {
+  flight_.fail(seq);
+  CollectiveRecord record = flight_.find(seq);
+  if (record.seq < 0) {  // overwritten by the collectives launched after it
+    record.seq = seq;
+    record.op = "collective";
+    record.start = unix_seconds() - timeout_.count() / 1000.0;
+  }
+  const std::string what = first_line(error_text(error));
+  if (failed_.exchange(true)) {  // a later one: the first was reported
+    throw TrainError(
+        detail::concat("rank ", rank_, ": ", record.describe(), " failed too: ", what));
+  }
+  const double waited = unix_seconds() - record.start;
+  // The record first (a launcher may stop this process while the others' notices are read),
+  // then again with what they say.
+  if (!flight_file_.empty()) flight_.write(flight_file_, rank_, what, {});
+  std::vector<std::string> missing;
+  if (board_) missing = board_->report_failure(seq, std::chrono::seconds(5));
+  std::string message =
+      detail::concat("rank ", rank_, ": ", record.describe(), " across ", world_size_,
+                     " processes failed after ", fmt::format("{:.1f}", waited),
+                     " s (distributed.timeout ", timeout_.count() / 1000.0, " s): ");
+  if (missing.empty()) {
+    message += "every rank had arrived; " + what;
+  } else {
+    message += fmt::format("did not arrive: {}. ({})", fmt::join(missing, "; "), what);
+  }
+  if (!flight_file_.empty()) {
+    flight_.write(flight_file_, rank_, message, missing);
+    message += "; this rank's last collectives: " + flight_file_;
+  }
+  if (exit_after_failure_.count() >= 0) {
+    // Unwinding waits for the collectives still queued, each until its own timeout (Gloo on
+    // LibTorch 1.13 cannot abort them): the process ends after a grace period regardless.
+    const auto grace = exit_after_failure_;
+    std::thread([grace, message] {
+      std::this_thread::sleep_for(grace);
+      spdlog::error("{}", message);
+      spdlog::error("exiting: the collectives still queued would each wait for their timeout");
+      spdlog::apply_all([](const std::shared_ptr<spdlog::logger>& l) { l->flush(); });
+      std::_Exit(1);
+    }).detach();
+  }
+  throw TrainError(message);
+}
+
+void ProcessGroup::write_flight(const std::string& error) const {
+  if (!flight_file_.empty()) flight_.write(flight_file_, rank_, error, {});
 }
 
 // c10d's tensor lists are one logical tensor per device; each of ours is its own: one
 // collective per tensor, all launched before any is waited for.
-void ProcessGroup::each(const char* what, std::vector<torch::Tensor>& tensors,
+void ProcessGroup::each(const char* op, std::vector<torch::Tensor>& tensors,
                         const std::function<c10::intrusive_ptr<c10d::Work>(
                             std::vector<torch::Tensor>&)>& launch) {
-  wait(what, [&] {
+  int64_t bytes = 0;
+  for (const auto& t : tensors) bytes += t.numel() * static_cast<int64_t>(t.element_size());
+  wait(op, static_cast<int32_t>(tensors.size()), bytes, [&] {
     std::vector<c10::intrusive_ptr<c10d::Work>> works;
     // (tensor, stand-in): a float32 copy (bfloat16 on Gloo), or a copy on the group's device
     // (a tensor made on the host, on an NCCL group).
@@ -183,7 +258,7 @@ bool ProcessGroup::is_nccl() const { return group_->getBackendName() == "nccl"; 
 const char* ProcessGroup::backend() const { return is_nccl() ? "nccl" : "gloo"; }
 
 void ProcessGroup::all_reduce_sum(std::vector<torch::Tensor>& tensors) {
-  each("all-reduce", tensors, [this](std::vector<torch::Tensor>& one) {
+  each("all_reduce", tensors, [this](std::vector<torch::Tensor>& one) {
     return group_->allreduce(one);
   });
 }
@@ -191,7 +266,7 @@ void ProcessGroup::all_reduce_sum(std::vector<torch::Tensor>& tensors) {
 void ProcessGroup::all_reduce_max(std::vector<torch::Tensor>& tensors) {
   c10d::AllreduceOptions o;
   o.reduceOp = c10d::ReduceOp::MAX;
-  each("all-reduce", tensors, [this, &o](std::vector<torch::Tensor>& one) {
+  each("all_reduce", tensors, [this, &o](std::vector<torch::Tensor>& one) {
     return group_->allreduce(one, o);
   });
 }
@@ -223,7 +298,7 @@ std::vector<std::string> ProcessGroup::all_gather(const std::string& text) {
   for (int r = 0; r < world_size_; ++r) {
     sizes[0].push_back(torch::zeros({1}, on_group.dtype(torch::kInt64)));
   }
-  wait("all-gather", [&] { group_->allgather(sizes, size)->wait(); });
+  wait("all_gather", 1, 8, [&] { group_->allgather(sizes, size)->wait(); });
   std::vector<int64_t> lengths;
   for (const auto& s : sizes[0]) lengths.push_back(s.item<int64_t>());
   const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
@@ -236,7 +311,7 @@ std::vector<std::string> ProcessGroup::all_gather(const std::string& text) {
   for (int r = 0; r < world_size_; ++r) {
     all[0].push_back(torch::zeros({longest}, on_group.dtype(torch::kUInt8)));
   }
-  wait("all-gather", [&] { group_->allgather(all, mine)->wait(); });
+  wait("all_gather", 1, longest, [&] { group_->allgather(all, mine)->wait(); });
   std::vector<std::string> out;
   for (int r = 0; r < world_size_; ++r) {
     const torch::Tensor got = all[0][r].cpu();
@@ -246,7 +321,7 @@ std::vector<std::string> ProcessGroup::all_gather(const std::string& text) {
 }
 
 void ProcessGroup::barrier() {
-  wait("barrier", [&] { group_->barrier()->wait(); });
+  wait("barrier", 0, 0, [&] { group_->barrier()->wait(); });
 }
 
 }  // namespace unitrain

@@ -4,6 +4,7 @@
 // CUDA). c10d's headers stay out of this one.
 #include <torch/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -11,10 +12,14 @@
 #include <vector>
 
 #include "unitrain/parallel/dist_env.h"
+#include "unitrain/parallel/flight_recorder.h"
 
 #include "unitrain/parallel/c10d_fwd.h"
 
 namespace unitrain {
+
+class ArrivalBoard;
+class RunPosition;
 
 struct ProcessGroupOptions {
   std::string backend = "gloo";  ///< gloo | nccl
@@ -29,10 +34,21 @@ struct ProcessGroupOptions {
   /// Where this rank's collectives run: the run's device (NCCL: this rank's GPU, made the
   /// current CUDA device when the group is built; Gloo: the CPU).
   torch::Device device = torch::kCPU;
+  /// Where a failed collective's flight record goes (run_dir/logs/flight-rank-N.json); empty:
+  /// nowhere.
+  std::string flight_file;
+  /// After a failed collective, the process ends with exit code 1 this long after the
+  /// TrainError is thrown unless it has ended by then: Gloo in LibTorch 1.13 cannot abort the
+  /// collectives still queued, and unwinding waits for each one's own timeout. Negative: never
+  /// (threads as ranks in one process).
+  std::chrono::milliseconds exit_after_failure{-1};
 };
 
 /// One process's membership of the job. Collectives block until every rank has called them
 /// (in the same order) or the timeout passes (TrainError naming what timed out).
+/// Every collective gets a sequence number and a record in the group's FlightRecorder; every
+/// rank publishes its latest one to the store (ArrivalBoard), so that a failed collective's
+/// TrainError names the ranks that did not arrive and where each was last seen.
 class ProcessGroup {
  public:
   /// Joins the job `env` describes: through its store_file when set (c10d's FileStore, no
@@ -78,6 +94,24 @@ class ProcessGroup {
   void barrier();
 
   C10dGroup& group() { return *group_; }
+  /// Records take their step and phase from `position` (the Trainer's; it outlives the group's
+  /// use). Set before the collectives it should describe.
+  void follow(const RunPosition* position);
+  const FlightRecorder& flight() const { return flight_; }
+  /// For collectives launched on group() directly (the gradient buckets): the record of one
+  /// launched now (`phase` null: the followed position's), its end, and its failure: the
+  /// TrainError that names the ranks that did not arrive, after the flight record is written.
+  int64_t record_launch(const char* op, int32_t tensors, int64_t bytes, int32_t bucket = -1,
+                        const char* phase = nullptr) {
+    return flight_.begin(op, tensors, bytes, bucket, phase);
+  }
+  void record_done(int64_t seq) { flight_.end(seq); }
+  [[noreturn]] void collective_failed(int64_t seq, const std::exception& error);
+  /// A collective failed (collective_failed() reports it and the process is on its way out).
+  bool failed() const { return failed_; }
+  /// Writes the flight record (ProcessGroupOptions::flight_file) with `error`; for the stall
+  /// watchdog, before it ends the process.
+  void write_flight(const std::string& error) const;
   /// True when collectives on `dtype` tensors must run on float32 copies: Gloo in LibTorch
   /// 1.13 has no bfloat16 ("Invalid scalar type"). The collectives above do that themselves.
   bool needs_widening(c10::ScalarType dtype) const;
@@ -85,8 +119,12 @@ class ProcessGroup {
  private:
   ProcessGroup() = default;
   bool is_nccl() const;
-  void wait(const char* what, const std::function<void()>& run);
-  void each(const char* what, std::vector<torch::Tensor>& tensors,
+  /// Starts publishing this rank's latest collective (over_store, once the group is built).
+  void start_board();
+  /// Runs `run` as collective `op` over `tensors` tensors of `bytes`, recorded; its failure
+  /// goes to collective_failed().
+  void wait(const char* op, int32_t tensors, int64_t bytes, const std::function<void()>& run);
+  void each(const char* op, std::vector<torch::Tensor>& tensors,
             const std::function<c10::intrusive_ptr<c10d::Work>(std::vector<torch::Tensor>&)>& launch);
   int rank_ = 0;
   int world_size_ = 1;
@@ -94,6 +132,11 @@ class ProcessGroup {
   torch::Device device_ = torch::kCPU;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<C10dGroup> group_;
+  FlightRecorder flight_;
+  std::shared_ptr<ArrivalBoard> board_;  ///< null until follow()
+  std::string flight_file_;
+  std::chrono::milliseconds exit_after_failure_{-1};
+  std::atomic<bool> failed_{false};  ///< a collective failed and was reported
 };
 
 }  // namespace unitrain

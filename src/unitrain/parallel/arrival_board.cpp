@@ -1,0 +1,187 @@
+#include "unitrain/parallel/arrival_board.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <future>
+#include <memory>
+#include <sstream>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include "unitrain/core/run_position.h"
+
+namespace unitrain {
+
+std::string RankNotice::encode() const {
+  // Tab-separated: phases have spaces ("data wait"), none has a tab.
+  return fmt::format("{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:.3f}", beat, seq, op, step, phase,
+                     bucket, in_flight ? 1 : 0, failed ? 1 : 0, position_step, position_phase,
+                     published);
+}
+
+std::optional<RankNotice> RankNotice::decode(const std::string& text) {
+  std::vector<std::string> f;
+  std::stringstream in(text);
+  for (std::string field; std::getline(in, field, '\t');) f.push_back(field);
+  if (f.size() != 11) return std::nullopt;
+  try {
+    RankNotice n;
+    n.beat = std::stoll(f[0]);
+    n.seq = std::stoll(f[1]);
+    n.op = f[2];
+    n.step = std::stoll(f[3]);
+    n.phase = f[4];
+    n.bucket = std::stoi(f[5]);
+    n.in_flight = f[6] == "1";
+    n.failed = f[7] == "1";
+    n.position_step = std::stoll(f[8]);
+    n.position_phase = f[9];
+    n.published = std::stod(f[10]);
+    return n;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string RankNotice::collective() const {
+  CollectiveRecord r;
+  r.seq = seq;
+  r.op = op.c_str();
+  r.step = step;
+  r.phase = phase.c_str();
+  r.bucket = bucket;
+  return r.describe();
+}
+
+std::vector<std::string> ranks_not_arrived(int64_t seq, int me,
+                                           const std::vector<std::optional<RankNotice>>& first,
+                                           const std::vector<std::optional<RankNotice>>& second,
+                                           double now) {
+  std::vector<std::string> lines;
+  for (size_t r = 0; r < second.size(); ++r) {
+    if (static_cast<int>(r) == me) continue;
+    const std::optional<RankNotice>& n = second[r];
+    if (!n) {
+      lines.push_back(fmt::format("rank {}: never published where it is (did it start?)", r));
+      continue;
+    }
+    const bool alive = !first[r] || first[r]->beat != n->beat;
+    if (n->failed && n->seq < seq) {
+      lines.push_back(fmt::format("rank {}: failed earlier, in {}", r, n->collective()));
+      continue;
+    }
+    if (n->failed || (alive && n->seq >= seq)) continue;  // arrived (and may have failed too)
+    const double ago = now - n->published;
+    const bool any = n->seq >= 0;
+    if (!alive) {
+      lines.push_back(
+          fmt::format("rank {}: last seen {} {:.1f} s ago, no sign of life since "
+                      "(stopped, ended, or unreachable)",
+                      r, any ? "in " + n->collective() : "before any collective", ago));
+    } else {
+      lines.push_back(
+          fmt::format("rank {}: running, but not in this collective: at step {} "
+                      "({}); {}",
+                      r, n->position_step, n->position_phase,
+                      any ? "its last collective " + n->collective() : "no collective yet"));
+    }
+  }
+  return lines;
+}
+
+ArrivalBoard::ArrivalBoard(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
+                           const FlightRecorder& recorder, std::chrono::milliseconds interval)
+    : store_(std::move(store)),
+      rank_(rank),
+      world_size_(world_size),
+      recorder_(recorder),
+      interval_(interval) {
+  publish();  // every rank's key exists from the start
+  thread_ = std::thread([this] { beat_until_stopped(); });
+}
+
+void ArrivalBoard::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::chrono::milliseconds ArrivalBoard::interval_for(std::chrono::milliseconds timeout) {
+  return std::clamp(timeout / 20, std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
+}
+
+std::string ArrivalBoard::key(int rank) const {
+  return "unitrain-arrivals/rank-" + std::to_string(rank);
+}
+
+void ArrivalBoard::publish() {
+  const CollectiveRecord latest = recorder_.latest();
+  RankNotice n;
+  n.seq = latest.seq;
+  n.op = latest.op;
+  n.step = latest.step;
+  n.phase = latest.phase;
+  n.bucket = latest.bucket;
+  n.in_flight = latest.in_flight();
+  n.failed = failed_.load();
+  n.position_phase = "startup";
+  if (const RunPosition* p = position_.load()) {
+    n.position_step = p->step();
+    n.position_phase = p->phase();
+  }
+  n.published = unix_seconds();
+  n.beat = ++beat_;
+  const std::string text = n.encode();
+  try {
+    store_->set(key(rank_), std::vector<uint8_t>(text.begin(), text.end()));
+  } catch (const std::exception&) {  // the store is gone: the collectives will say so
+  }
+}
+
+void ArrivalBoard::beat_until_stopped() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!wake_.wait_for(lock, interval_, [this] { return stop_; })) {
+    lock.unlock();
+    publish();
+    lock.lock();
+  }
+}
+
+std::vector<std::optional<RankNotice>> ArrivalBoard::read_all() {
+  std::vector<std::optional<RankNotice>> out(static_cast<size_t>(world_size_));
+  for (int r = 0; r < world_size_; ++r) {
+    try {
+      if (!store_->check({key(r)})) continue;
+      const std::vector<uint8_t> v = store_->get(key(r));
+      out[static_cast<size_t>(r)] = RankNotice::decode(std::string(v.begin(), v.end()));
+    } catch (const std::exception&) {
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> ArrivalBoard::report_failure(int64_t seq,
+                                                      std::chrono::milliseconds limit) {
+  failed_ = true;
+  // On a thread of its own: a TCPStore hosted by a stopped rank 0 never answers.
+  auto reading = std::make_shared<std::packaged_task<std::vector<std::string>()>>(
+      [self = shared_from_this(), this, seq] {
+        publish();  // this rank's notice says it failed
+        const auto first = read_all();
+        std::this_thread::sleep_for(2 * interval_ + std::chrono::milliseconds(100));
+        const auto second = read_all();
+        return ranks_not_arrived(seq, rank_, first, second, unix_seconds());
+      });
+  std::future<std::vector<std::string>> lines = reading->get_future();
+  std::thread([reading] { (*reading)(); }).detach();
+  if (lines.wait_for(limit) == std::future_status::ready) return lines.get();
+  return {
+      fmt::format("the rendezvous store did not answer within {:.1f} s (rank 0 hosts it "
+                  "unless a launcher does: is rank 0 stopped?)",
+                  std::chrono::duration<double>(limit).count())};
+}
+
+}  // namespace unitrain
