@@ -87,6 +87,11 @@ class LaunchCommand : public Subcommand {
     cli_->add_option("--grace-period", options_.grace_seconds,
                      "seconds between SIGTERM and SIGKILL when ending the other workers")
         ->capture_default_str();
+    cli_->add_option("--resume-exit-code", options_.resume_exit_code,
+                     "a worker's exit status that says it saved a checkpoint after a signal "
+                     "(checkpoint.on_signal.exit_code): not a failure, no restart; the launcher "
+                     "returns it")
+        ->capture_default_str();
   }
 
   std::vector<std::string> worker_command_;

@@ -25,8 +25,7 @@ class TrainCommand : public Subcommand {
     const std::vector<std::string> more =
         profile_ ? std::vector<std::string>{"--profile.enabled", "true"}
                  : std::vector<std::string>{};
-    const int signal = train_from_config(resolve(args_, cli_, more)).fit.signal;
-    return signal != 0 ? 128 + signal : 0;  // stopped by SIGINT/SIGTERM after a checkpoint
+    return train_from_config(resolve(args_, cli_, more)).fit.exit_code;
   }
 
  private:

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <csignal>
 #include <limits>
 
 #include "test_util.h"
@@ -54,6 +55,9 @@ TEST(CheckpointOptions, SchemaDefaults) {
   EXPECT_FALSE(o.best_threshold.has_value());
   EXPECT_EQ(o.resume, "auto");
   EXPECT_FALSE(o.async);
+  EXPECT_EQ(o.on_signal, (std::vector<std::string>{"SIGTERM", "SIGUSR1"}));
+  EXPECT_EQ(o.on_signal_numbers(), (std::vector<int>{SIGTERM, SIGUSR1}));
+  EXPECT_EQ(o.on_signal_exit_code, 75);
 
   // The struct's own defaults agree with the schema's.
   const CheckpointOptions d;
@@ -68,6 +72,8 @@ TEST(CheckpointOptions, SchemaDefaults) {
   EXPECT_EQ(d.best_threshold, o.best_threshold);
   EXPECT_EQ(d.resume, o.resume);
   EXPECT_EQ(d.async, o.async);
+  EXPECT_EQ(d.on_signal, o.on_signal);
+  EXPECT_EQ(d.on_signal_exit_code, o.on_signal_exit_code);
 
   // Every key is declared with help text (what `unitrain config --help` prints).
   for (const auto& field : CheckpointOptions::schema()->fields()) {
@@ -110,6 +116,10 @@ TEST(CheckpointOptions, ParsesEveryKey) {
             MetricDirection::LowerIsBetter);
   EXPECT_EQ(parse("{best: {metric: val/loss, mode: max}}").best_direction,
             MetricDirection::HigherIsBetter);
+  const CheckpointOptions signals = parse("{on_signal: {signals: [USR2, SIGXCPU], exit_code: 99}}");
+  EXPECT_EQ(signals.on_signal_numbers(), (std::vector<int>{SIGUSR2, SIGXCPU}));
+  EXPECT_EQ(signals.on_signal_exit_code, 99);
+  EXPECT_TRUE(parse("{on_signal: {signals: []}}").on_signal_numbers().empty());
 }
 
 TEST(CheckpointOptions, BadValuesAreConfigErrorsNamingTheKey) {
@@ -126,6 +136,14 @@ TEST(CheckpointOptions, BadValuesAreConfigErrorsNamingTheKey) {
   EXPECT_TRUE(contains(m, "checkpoint.every")) << m;
   m = error_of<ConfigError>([] { parse("{resume: ''}"); });
   EXPECT_TRUE(contains(m, "checkpoint.resume")) << m;
+  m = error_of<ConfigError>([] { parse("{on_signal: {signals: [SIGTERM, SIGUSR3]}}"); });
+  EXPECT_TRUE(contains(m, "checkpoint.on_signal.signals")) << m;
+  EXPECT_TRUE(contains(m, "'SIGUSR3'")) << m;
+  EXPECT_TRUE(contains(m, "SIGUSR1")) << m;  // the known names
+  m = error_of<ConfigError>([] { parse("{on_signal: {signals: [SIGINT]}}"); });
+  EXPECT_TRUE(contains(m, "'SIGINT'")) << m;
+  m = error_of<ConfigError>([] { parse("{on_signal: {exit_code: 0}}"); });
+  EXPECT_TRUE(contains(m, "checkpoint.on_signal.exit_code")) << m;
 }
 
 /// The section, its best.mode resolved against DeclaringModule as fit() does.

@@ -7,6 +7,8 @@
 #include <csignal>
 #include <vector>
 
+#include "unitrain/core/save_signals.h"
+
 namespace unitrain {
 namespace {
 
@@ -104,6 +106,24 @@ TEST(RunDecisions, EveryCombinationOnTwoRanksEndsTheSameOnBoth) {
         }
       }
     }
+  }
+}
+
+TEST(RunDecisions, EverySaveSignalTravelsAndSigintWinsOverIt) {
+  for (const SaveSignal& s : save_signals()) {
+    SCOPED_TRACE(s.name);
+    FakeRanks two(2);
+    two.signals[1] = s.number;
+    two.end_step();
+    for (auto& d : two.ranks) {
+      EXPECT_TRUE(d->act_on_signal_or_pause(true));
+      EXPECT_EQ(d->stopped_by_signal(), s.number);
+    }
+    FakeRanks both(2);
+    both.signals = {s.number, SIGINT};
+    both.end_step();
+    EXPECT_TRUE(both.ranks[0]->act_on_signal_or_pause(true));
+    EXPECT_EQ(both.ranks[0]->stopped_by_signal(), SIGINT);
   }
 }
 

@@ -84,10 +84,26 @@ TEST(TrainCheckpoints, ASigtermAtAChosenStepSavesStopsAndResumesBitForBit) {
   FitResult stopped;
   train(config, &stopped, std::make_shared<AtSamples>(80, [](Trainer&) { std::raise(SIGTERM); }));
   EXPECT_EQ(stopped.signal, SIGTERM);
+  EXPECT_EQ(stopped.exit_code, 75);  // checkpoint.on_signal.exit_code's default
   EXPECT_EQ(stopped.state.step, 5);  // the window of the signal ends first (one process: at once)
   EXPECT_EQ(stopped.checkpoints_saved, 1);
   const auto after = train(config);
   expect_same(after, straight);
+}
+
+TEST(TrainCheckpoints, OnSignalChoosesTheSignalsThatSaveAndTheExitCode) {
+  const Config config =
+      window_config(test::temp_dir(), "{every: null, on_signal: {signals: [USR2], exit_code: 99}}");
+  FitResult stopped;
+  train(config, &stopped, std::make_shared<AtSamples>(80, [](Trainer&) { std::raise(SIGUSR2); }));
+  EXPECT_EQ(stopped.signal, SIGUSR2);
+  EXPECT_EQ(stopped.exit_code, 99);
+  EXPECT_EQ(stopped.checkpoints_saved, 1);
+
+  const Config off = window_config(test::temp_dir(), "{enabled: false}");
+  train(off, &stopped, std::make_shared<AtSamples>(80, [](Trainer&) { std::raise(SIGUSR1); }));
+  EXPECT_EQ(stopped.signal, SIGUSR1);
+  EXPECT_EQ(stopped.exit_code, 128 + SIGUSR1);  // nothing saved: not "resume me"
 }
 
 TEST(TrainCheckpoints, AsyncSavesWriteTheSameBytesAsSynchronousOnes) {

@@ -1,11 +1,16 @@
 """Resume at another world size with the real binary: a checkpoint of W processes continues on W'
 with the same global batch, ending where a run of W' processes from the start ends (1e-5
 relative), its loss curve continuing."""
+import glob
 import gzip
 import os
+import re
+import signal
+import subprocess
+import time
 
 import common
-from common import run, read_jsonl
+from common import run, read_jsonl, wait_for
 
 # No dropout and SGD: the only difference between the runs is the order of float additions
 # (which ranks sum which samples), which SGD keeps at rounding level.
@@ -98,6 +103,112 @@ class Elastic(common.Case):
         self.assertIn("resume on 1, 2, 4", out)
         with open(os.path.join(run_dir, "metrics.jsonl")) as f:
             self.assertEqual(f.read(), before)
+
+    def test_torchrun_elastic_node_lost_then_back(self):
+        """Two torchrun agents (`--nnodes 1:2`, c10d rendezvous) as two nodes of one process each:
+        one node's agent and worker killed, the other re-forms alone and resumes at world size 1
+        from the last checkpoint with the global batch kept; a node started again joins and the
+        run scales back to 2 (torchrun ends the worker with SIGTERM, which saves), ending close
+        to a run of 2 processes that was never disturbed."""
+        cfg, ref = self.config("torchrun-ref", batch=48)
+        self.train(2, cfg, "--train.max_length", "80 steps", "--checkpoint.every", "10 steps")
+        cfg, run_dir = self.config("torchrun", batch=48)
+        Elastic.port += 1
+        rdzv = Elastic.port
+        logs = []
+
+        def node(name):
+            log = open(os.path.join(self.dir, name + ".log"), "w")
+            logs.append(log)
+            # Its own process group (session): its agent and worker are killed together.
+            return subprocess.Popen(
+                torchrun_elastic() + [
+                    "--nnodes", "1:2", "--nproc_per_node", "1", "--rdzv_backend", "c10d",
+                    "--rdzv_endpoint", f"127.0.0.1:{rdzv}", "--rdzv_id", "elastic-test",
+                    "--rdzv_conf", "last_call_timeout=3", "--max_restarts", "3",
+                    "--monitor_interval", "1", "--redirects", "1", "--tee", "1", "--no_python",
+                    common.BIN, "train", cfg,
+                    "--train.max_length", "80 steps", "--checkpoint.every", "10 steps",
+                    "--distributed.timeout", "30"] + common.slow_steps(150),
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+        def text(name):
+            with open(os.path.join(self.dir, name + ".log")) as f:
+                return f.read()
+
+        def train_logs():  # every worker's, every start
+            out = ""
+            for path in sorted(glob.glob(os.path.join(run_dir, "**", "*.log"), recursive=True)):
+                with open(path, errors="replace") as f:
+                    out += f.read()
+            return out + text("a") + text("b") + (text("b2") if os.path.exists(
+                os.path.join(self.dir, "b2.log")) else "")
+
+        a = node("a")  # hosts the rendezvous store: the node that stays
+        time.sleep(0.5)
+        b = node("b")
+        procs = [a, b]
+        try:
+            self.assertTrue(wait_for(lambda: "data parallel: rank 0 of 2" in train_logs(), 180),
+                            train_logs())
+            step10 = os.path.join(run_dir, "checkpoints", "step-10")
+            self.assertTrue(wait_for(lambda: os.path.exists(step10), 180), train_logs())
+            os.killpg(b.pid, signal.SIGKILL)  # node b is lost: its agent and its worker
+            b.wait(timeout=30)
+            shrunk = "resuming on 1 process(es) a checkpoint written by 2"
+
+            def resumed():  # the checkpoints resumed from, when the worker has said it
+                return re.findall(r"resumed from (\S+?):", train_logs())
+
+            self.assertTrue(wait_for(lambda: shrunk in train_logs() and resumed(), 240),
+                            train_logs())
+            self.assertIn("the global batch of 96 samples", train_logs())
+            self.assertTrue(resumed()[-1].endswith("step-10"), resumed())
+            b2 = node("b2")  # the node comes back
+            procs.append(b2)
+            grown = "resuming on 2 process(es) a checkpoint written by 1"
+            self.assertTrue(wait_for(lambda: grown in train_logs(), 240), train_logs())
+            self.assertEqual(a.wait(timeout=300), 0, text("a"))
+            self.assertEqual(b2.wait(timeout=60), 0, text("b2"))
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
+            for log in logs:
+                log.close()
+        state = read_jsonl(os.path.join(run_dir, "metrics.jsonl"))
+        self.assertEqual([e["step"] for e in state if "train/loss" in e][-1], 80)
+        # Two layout changes (the second at whichever step torchrun's SIGTERM lands) change
+        # the order of float additions for 70 steps: ~1e-5 apart, where one step lost or
+        # trained twice moves the weights by ~1e-3.
+        self.assert_weights_close(self.final_weights(ref),
+                                  self.final_weights(run_dir, "--plugin", common.test_plugin()),
+                                  1e-4, 1e-4)
+
+
+# Debian 13's PyTorch (2.6) was built without libuv, yet its TCPStore asks for libuv by default:
+# then torchrun's main runs with the c10d rendezvous store told use_libuv=False (as
+# distributed_test.py does for the static rendezvous).
+TORCHRUN_WITHOUT_LIBUV = """
+import sys
+import torch.distributed as dist
+import torch.distributed.elastic.rendezvous.c10d_rendezvous_backend as c10d
+c10d.TCPStore = lambda *a, **k: dist.TCPStore(*a, **dict(k, use_libuv=False))
+from torch.distributed.run import main
+sys.argv[0] = "torchrun"
+main()
+"""
+
+
+def torchrun_elastic():
+    """The words that start torchrun here (see TORCHRUN_WITHOUT_LIBUV)."""
+    probe = subprocess.run(["/usr/bin/python3", "-c", "import torch.distributed as d; "
+                            "d.TCPStore('127.0.0.1', 0, is_master=True)"],
+                           capture_output=True, text=True, timeout=120)
+    if probe.returncode != 0 and "libuv" in probe.stderr:
+        return ["/usr/bin/python3", "-c", TORCHRUN_WITHOUT_LIBUV]
+    return ["/usr/bin/python3", "-m", "torch.distributed.run"]
 
 
 if __name__ == "__main__":

@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <mutex>
+#include <thread>
 
 #include "test_util.h"
 #include "unitrain/core/error.h"
@@ -118,6 +121,50 @@ TEST(Launcher, RestartsTheGroupUpToMaxRestarts) {
   EXPECT_TRUE(contains(never.all(), "failed: worker rank 1 exited with status 4")) << never.all();
 }
 
+TEST(Launcher, WorkersThatSavedOnASignalAreNoFailureAndTheirStatusIsReturned) {
+  // Each worker ends as a trainer does after checkpoint.on_signal: at once with the status.
+  Captured c;
+  LaunchOptions o = sh("exit 75", c);
+  o.max_restarts = 2;
+  EXPECT_EQ(launch(o), 75) << c.all();
+  EXPECT_FALSE(contains(c.all(), "restarting")) << c.all();
+  Captured other;
+  LaunchOptions changed = sh("exit 99", other, 1);
+  changed.resume_exit_code = 99;
+  EXPECT_EQ(launch(changed), 99) << other.all();
+}
+
+TEST(Launcher, ForwardsTheSaveSignalsToTheWorkers) {
+  // The workers trap SIGUSR1, say they are ready and exit 75 when it comes; the launcher gets
+  // the signal from this test once both are ready.
+  for (int sig : {SIGUSR1, SIGTERM}) {
+    Captured c;
+    const std::string name = sig == SIGUSR1 ? "USR1" : "TERM";
+    LaunchOptions o =
+        sh("trap 'echo got; exit 75' " + name + "; echo ready; while :; do sleep 0.05; done", c);
+    std::thread signaller([&] {
+      for (int i = 0; i < 400; ++i) {
+        {
+          std::lock_guard<std::mutex> lock(c.mu);
+          if (std::count_if(c.out.begin(), c.out.end(),
+                            [](const std::string& l) { return contains(l, "ready"); }) == 2) {
+            break;
+          }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      }
+      ::kill(::getpid(), sig);
+    });
+    const int code = launch(o);
+    signaller.join();
+    EXPECT_EQ(code, 75) << name << "\n" << c.all();
+    EXPECT_EQ(std::count_if(c.out.begin(), c.out.end(),
+                            [](const std::string& l) { return contains(l, "] got"); }),
+              2)
+        << c.all();
+  }
+}
+
 TEST(Launcher, KilledWorkerIsDescribedBySignal) {
   Captured c;
   EXPECT_EQ(launch(sh("kill -9 $$", c, 1)), 1);
@@ -144,6 +191,8 @@ TEST(Launcher, BadOptionsAreConfigErrors) {
   EXPECT_TRUE(contains(error([](LaunchOptions& o) { o.node_rank = 2; }), "--node-rank 2"));
   EXPECT_TRUE(contains(error([](LaunchOptions& o) { o.master_port = 70000; }), "--master-port"));
   EXPECT_TRUE(contains(error([](LaunchOptions& o) { o.command.clear(); }), "after --"));
+  EXPECT_TRUE(
+      contains(error([](LaunchOptions& o) { o.resume_exit_code = 0; }), "--resume-exit-code"));
 }
 
 TEST(Launcher, DescribeExit) {

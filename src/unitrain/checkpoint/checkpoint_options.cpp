@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
+#include "unitrain/core/save_signals.h"
 #include "unitrain/core/train_module.h"
 
 namespace unitrain {
@@ -26,7 +28,46 @@ std::optional<MetricDirection> explicit_direction(MetricMode mode) {
   return std::nullopt;
 }
 
+/// checkpoint.on_signal: which signals save and stop, and the exit status that follows.
+void declare_on_signal(Options<CheckpointOptions>& o) {
+  using T = CheckpointOptions;
+  Options<T>& on_signal = o.group(
+      "on_signal",
+      "signals that end training with a checkpoint and a distinct exit status (preemption, a "
+      "scheduler's time limit); SIGINT always saves and exits 130, a second SIGINT at once");
+  on_signal.field("signals", &T::on_signal)
+      .help(
+          "signals that finish the current micro-batch, save a checkpoint and exit with "
+          "exit_code: SIGTERM, SIGUSR1, SIGUSR2, SIGHUP, SIGXCPU (USR1 = SIGUSR1); [] = none, "
+          "they then end the process as by default");
+  on_signal.field("exit_code", &T::on_signal_exit_code)
+      .min(1)
+      .max(125)
+      .help(
+          "exit status after such a signal once the checkpoint is saved, for a requeueing "
+          "script to tell from a failure (1) and to run the same command again; 75 = "
+          "EX_TEMPFAIL");
+  on_signal.check([](T& t, const Config& c) {
+    std::vector<std::string> known;
+    for (const SaveSignal& s : save_signals()) known.push_back(s.name);
+    for (const std::string& name : t.on_signal) {
+      UT_CHECK(save_signal_number(name).has_value(), c.key_path("signals"), ": unknown signal '",
+               name, "'; known: ", some_names(known, known.size()), " (SIGINT always saves)");
+    }
+  });
+}
+
 }  // namespace
+
+std::vector<int> CheckpointOptions::on_signal_numbers() const {
+  std::vector<int> numbers;
+  for (const std::string& name : on_signal) {
+    const std::optional<int> n = save_signal_number(name);
+    UT_CHECK(n.has_value(), "checkpoint.on_signal.signals: unknown signal '", name, "'");
+    numbers.push_back(*n);
+  }
+  return numbers;
+}
 
 MetricDirection monitored_direction(MetricMode mode, const std::string& metric,
                                     const TrainModule& module, const std::string& metric_key,
@@ -85,6 +126,7 @@ void CheckpointOptions::declare(Options<CheckpointOptions>& o) {
           "checkpoint folder path");
   o.field("async", &T::async)
       .help("snapshot to memory and write on a background thread; the next save waits for it");
+  declare_on_signal(o);
   o.check([](T& t, const Config& c) {
     if (t.every_auto) t.every = TrainUnit::epochs(1);
     UT_CHECK(t.auto_max_seconds >= t.auto_min_seconds, c.key_path("auto_max_seconds"), " (",

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "unitrain/core/metric_value.h"
 #include "unitrain/core/options.h"
@@ -47,12 +48,21 @@ struct CheckpointOptions {
   std::optional<double> best_threshold;  ///< save best only when better than this
   std::string resume = "auto";           ///< auto | none | last | best | <path>
   bool async = false;                    ///< write on a background thread
+  /// `on_signal`: the signals that end training with a checkpoint after the current micro-batch
+  /// (names of save_signals(): SIGTERM from preemptible VMs, SIGUSR1 from Slurm's
+  /// `--signal=USR1@120`), and the exit status of a run they stopped once that checkpoint is
+  /// saved: "stopped on a signal, run the same command to resume". The default 75 is sysexits'
+  /// EX_TEMPFAIL. SIGINT always saves and exits 130; other signals keep their default action.
+  std::vector<std::string> on_signal = {"SIGTERM", "SIGUSR1"};
+  int64_t on_signal_exit_code = 75;
 
   static void declare(Options<CheckpointOptions>& o);
   static std::shared_ptr<const Schema> schema() { return options_of<CheckpointOptions>().schema(); }
   static CheckpointOptions from_config(const Config& c) {
     return options_of<CheckpointOptions>().parse(c);
   }
+  /// The numbers of the on_signal signals (names checked by the declaration).
+  std::vector<int> on_signal_numbers() const;
   /// Sets best_direction for `module` (monitored_direction(); a no-op without best_metric):
   /// ConfigError naming checkpoint.best.mode when auto meets a metric that declares none.
   void resolve_best_direction(const TrainModule& module);

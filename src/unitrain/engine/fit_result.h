@@ -23,9 +23,12 @@ struct FitResult {
   /// serialising and writing them.
   double checkpoint_blocking_seconds = 0;
   double checkpoint_write_seconds = 0;
-  /// SIGINT/SIGTERM that stopped training (after a checkpoint), or 0. The CLI exits with
-  /// 128 + signal.
+  /// SIGINT or a checkpoint.on_signal signal that stopped training (after a checkpoint), or 0.
   int signal = 0;
+  /// The exit status `unitrain train` returns: 0; after a signal, 130 for SIGINT and
+  /// checkpoint.on_signal.exit_code for the others ("saved, run the same command to resume"),
+  /// or 128 + the signal when checkpoints are off (nothing to resume from).
+  int exit_code = 0;
   /// Why the run paused (Trainer::request_pause: a time budget), or "". A paused run saved a
   /// checkpoint and resumes from it when run again.
   std::string paused;

@@ -2,8 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
-
+#include "unitrain/core/save_signals.h"
 #include "unitrain/engine/stop_signal.h"
 #include "unitrain/log/console.h"
 
@@ -82,7 +81,7 @@ bool RunDecisions::pause() const { return shared_ ? agreed_pause_ : !pause_reaso
 bool RunDecisions::act_on_signal_or_pause(bool checkpoints_on) {
   if (const int sig = signal(); sig != 0 && outcome_signal_ == 0) {
     outcome_signal_ = sig;
-    log::warn(fmt::format("received signal {} ({}): {} and stopping", sig, strsignal(sig),
+    log::warn(fmt::format("received {}: {} and stopping", signal_name(sig),
                           checkpoints_on ? "saving a checkpoint" : "checkpoints are off,"));
     return true;
   }

@@ -11,8 +11,8 @@
 namespace unitrain {
 
 /// What ends or pauses a run, asked for by callbacks (request_stop, request_pause), by a
-/// signal (SIGINT/SIGTERM) or by the clock of `checkpoint.every: auto`, and decided once for
-/// every rank:
+/// signal (SIGINT, checkpoint.on_signal's) or by the clock of `checkpoint.every: auto`, and decided
+/// once for every rank:
 ///   - one process acts on its own requests at once;
 ///   - data-parallel ranks each put theirs into the step's decision (mine()), which travels
 ///     with the window's gradients; every rank then acts on the combination (step_ended());

@@ -2,13 +2,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <csignal>
 
 namespace unitrain {
 namespace {
 
 volatile std::sig_atomic_t g_received = 0;
-struct sigaction g_old_int, g_old_term;
+/// The handlers the guard replaced, by signal number (signals are below 65).
+std::array<struct sigaction, 65> g_old{};
 
 extern "C" void on_stop_signal(int sig) {
   if (g_received != 0 && sig == SIGINT) {
@@ -16,24 +19,28 @@ extern "C" void on_stop_signal(int sig) {
     [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
     ::_exit(128 + SIGINT);
   }
-  g_received = sig;
+  if (g_received == 0) g_received = sig;  // the first one is the run's outcome
 }
 
 }  // namespace
 
-StopSignalGuard::StopSignalGuard() {
+StopSignalGuard::StopSignalGuard(const std::vector<int>& save_signals) {
   g_received = 0;
+  handled_.push_back(SIGINT);
+  for (int sig : save_signals) {
+    if (std::find(handled_.begin(), handled_.end(), sig) == handled_.end()) {
+      handled_.push_back(sig);
+    }
+  }
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &sa, &g_old_int);
-  sigaction(SIGTERM, &sa, &g_old_term);
+  for (int sig : handled_) sigaction(sig, &sa, &g_old[sig]);
 }
 
 StopSignalGuard::~StopSignalGuard() {
-  sigaction(SIGINT, &g_old_int, nullptr);
-  sigaction(SIGTERM, &g_old_term, nullptr);
+  for (int sig : handled_) sigaction(sig, &g_old[sig], nullptr);
 }
 
 int StopSignalGuard::received() { return g_received; }

@@ -14,6 +14,7 @@
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/core/cpu_budget.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/save_signals.h"
 #include "unitrain/optim/optimizer_setup.h"
 #include "unitrain/parallel/data_parallel.h"
 #include "unitrain/precision/precision_support.h"
@@ -182,13 +183,35 @@ void Trainer::report_finished_run() const {
                   finished_how(state_, options().max_length), new_run_option(config_)));
 }
 
+bool Trainer::saves_checkpoints() const {
+  return settings_->checkpoint.enabled && !options().test_mode;
+}
+
+int Trainer::exit_code_after_signal(int signal) const {
+  if (signal == 0) return 0;
+  if (!saves_checkpoints() || signal == SIGINT) return 128 + signal;
+  return static_cast<int>(settings_->checkpoint.on_signal_exit_code);
+}
+
+std::string Trainer::stopped_by_signal_text(const FitResult& r) const {
+  const std::string by = "stopped by " + signal_name(r.signal);
+  if (!saves_checkpoints()) {
+    return fmt::format("{}: checkpoints are off, nothing saved; exit {}", by, r.exit_code);
+  }
+  if (r.signal == SIGINT) return fmt::format("{}: checkpoint saved; exit {}", by, r.exit_code);
+  return fmt::format(
+      "{}: checkpoint saved; exit {} (checkpoint.on_signal.exit_code): run the same command to "
+      "resume",
+      by, r.exit_code);
+}
+
 void Trainer::write_summary(const TrainLoop& loop, const FitResult& r) const {
   RunSummary s;
   s.name = settings_->name;
-  const int sig = r.signal;
-  s.status = sig == SIGINT ? "stopped by SIGINT" : sig == SIGTERM ? "stopped by SIGTERM"
-             : !r.paused.empty() ? "paused: " + r.paused
-             : state_.should_stop ? "stopped early" : "finished";
+  s.status = r.signal != 0        ? stopped_by_signal_text(r)
+             : !r.paused.empty()  ? "paused: " + r.paused
+             : state_.should_stop ? "stopped early"
+                                  : "finished";
   s.state = state_;
   s.seconds = r.seconds;
   s.final_train = r.last_train;
@@ -355,7 +378,7 @@ std::vector<std::pair<std::string, torch::optim::Optimizer*>> Trainer::optimizer
 
 void Trainer::train_until_finished(TrainLoop& loop) {
   module_->train();
-  StopSignalGuard signals;
+  StopSignalGuard signals(settings_->checkpoint.on_signal_numbers());
   callbacks_.call("on_train_start", &Callback::on_train_start);
   // The phases marked in position_ are what the watchdog and the flight records name.
   loop.step_runner().follow(&position_);
@@ -397,7 +420,8 @@ void Trainer::train_until_finished(TrainLoop& loop) {
 }
 
 FitResult Trainer::conclude(const TrainLoop& loop) {
-  const FitResult r = loop.result();
+  FitResult r = loop.result();
+  r.exit_code = exit_code_after_signal(r.signal);
   rank_ = loop.plan().rank;
   log_events_ = loop.log_events();
   seconds_ = r.seconds;
@@ -405,7 +429,9 @@ FitResult Trainer::conclude(const TrainLoop& loop) {
   if (rank_ == 0 && !options().test_mode) write_summary(loop, r);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  const std::string how = r.signal ? "stopped by a signal" : !r.paused.empty() ? "paused" : "done";
+  const std::string how = r.signal            ? "stopped by " + signal_name(r.signal)
+                          : !r.paused.empty() ? "paused"
+                                              : "done";
   const std::optional<int64_t> device_peak = peak_memory_bytes(loop.device());  // a GPU's
   log::info(fmt::format(
       "{}: {} steps, {} epoch{} completed, {} samples in {:.1f} s; waited {:.2f} s "
@@ -420,6 +446,7 @@ FitResult Trainer::conclude(const TrainLoop& loop) {
                           optimizer_state_bytes(*optimizer_),
                           loop.sharded() ? settings_->distributed.zero : 0));
   }
+  if (r.signal != 0) log::warn(stopped_by_signal_text(r));  // the last line: what comes next
   return r;
 }
 

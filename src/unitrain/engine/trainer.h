@@ -37,8 +37,9 @@ struct RunSettings;
 /// torch's generator with `seed`, so the module's initial weights are reproducible.
 /// Subclass it to build the optimizer or schedule in code; add Callbacks to observe or stop.
 /// Checkpoints (`checkpoint`) go to run_dir/checkpoints; fit() resumes from one as
-/// `checkpoint.resume` says, exactly where it was saved. SIGINT/SIGTERM during fit() end it
-/// after the current micro-batch with a checkpoint (FitResult::signal).
+/// `checkpoint.resume` says, exactly where it was saved. SIGINT and the checkpoint.on_signal
+/// signals (SIGTERM, SIGUSR1) during fit() end it after the current micro-batch with a
+/// checkpoint (FitResult::signal, FitResult::exit_code).
 /// Throws ConfigError for bad setup (before any training step) and TrainError for failures
 /// during training (non-finite loss, I/O).
 class Trainer {
@@ -121,6 +122,13 @@ class Trainer {
   /// Says that a resumed run is already finished.
   void report_finished_run() const;
   void write_summary(const TrainLoop& loop, const FitResult& result) const;
+  /// True when a stop by a signal leaves a checkpoint (checkpoint.enabled, not test_mode).
+  bool saves_checkpoints() const;
+  /// FitResult::exit_code for a run `signal` stopped (0: none did).
+  int exit_code_after_signal(int signal) const;
+  /// The summary's status and the run's last line after `r` was stopped by a signal: which,
+  /// whether a checkpoint was saved, the exit status and what it asks for.
+  std::string stopped_by_signal_text(const FitResult& r) const;
   /// After the loop: the result (and what test() needs of it), results/summary.json, the
   /// run's last log line.
   FitResult conclude(const TrainLoop& loop);

@@ -37,6 +37,8 @@ void check_options(const LaunchOptions& o) {
            " is not a port (1-65535)");
   UT_CHECK(o.max_restarts >= 0, "launch: --max-restarts must be >= 0, got ", o.max_restarts);
   UT_CHECK(o.grace_seconds >= 0, "launch: the grace period must be >= 0 s");
+  UT_CHECK(o.resume_exit_code >= 1 && o.resume_exit_code <= 125,
+           "launch: --resume-exit-code must be in 1..125, got ", o.resume_exit_code);
   UT_CHECK(!o.command.empty(), "launch: no worker command given (put it after --)");
 }
 
@@ -52,12 +54,12 @@ void prepare_launch(const LaunchOptions& o) {
 
 /// How one start of the workers ended.
 struct AttemptEnd {
-  int forwarded = 0;    ///< the SIGINT/SIGTERM the launcher received and forwarded, or 0
+  int forwarded = 0;    ///< the signal the launcher received and forwarded, or 0
   bool failed = false;  ///< a worker failed (no signal forwarded before): the others were stopped
 };
 
 /// Runs the started `group` until its workers have ended and their output is passed on:
-/// forwards SIGINT/SIGTERM, stops the other workers when one fails.
+/// forwards SIGINT and the save signals, stops the other workers when one fails.
 AttemptEnd supervise(WorkerGroup& group, const LaunchOptions& o, const SignalPipe& signals) {
   AttemptEnd end;
   std::vector<int> received;
@@ -65,7 +67,7 @@ AttemptEnd supervise(WorkerGroup& group, const LaunchOptions& o, const SignalPip
     received.clear();
     group.pump(signals.fd(), group.any_running() ? 100 : 20, received);
     for (int sig : received) {
-      if (sig == SIGINT || sig == SIGTERM) {
+      if (sig != SIGCHLD) {
         end.forwarded = sig;
         group.forward(sig);
       }
@@ -93,9 +95,9 @@ AttemptEnd supervise(WorkerGroup& group, const LaunchOptions& o, const SignalPip
   return end;
 }
 
-/// The launcher's exit status after it forwarded a signal: the first worker's that did not
-/// succeed (128 + the signal that killed it), 0 when all did.
-int status_after_signal(const std::vector<Worker>& workers) {
+/// The launcher's exit status when no worker failed, or after it forwarded a signal: the first
+/// worker's that was not 0 (128 + the signal that killed it), 0 when all were.
+int status_of_ended_group(const std::vector<Worker>& workers) {
   for (const auto& w : workers) {
     if (!(WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0)) {
       return WIFEXITED(w.status) ? WEXITSTATUS(w.status) : 128 + WTERMSIG(w.status);
@@ -123,8 +125,7 @@ int launch(const LaunchOptions& o) {
     WorkerGroup group(o, attempt);
     group.start();
     const AttemptEnd end = supervise(group, o, signals);
-    if (end.forwarded) return status_after_signal(group.workers());
-    if (!end.failed) return 0;
+    if (end.forwarded || !end.failed) return status_of_ended_group(group.workers());
     const Worker* first = group.first_failure();
     if (attempt < o.max_restarts) {
       say(o,

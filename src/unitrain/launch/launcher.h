@@ -1,7 +1,7 @@
 #pragma once
 // The launcher (`unitrain launch`): starts this machine's workers with torchrun's variables,
-// prefixes and logs their output, forwards SIGINT/SIGTERM, ends the group when one fails, and
-// restarts it when asked.
+// prefixes and logs their output, forwards SIGINT and the checkpoint.on_signal signals, ends
+// the group when one fails, and restarts it when asked.
 #include <functional>
 #include <string>
 #include <vector>
@@ -18,6 +18,10 @@ struct LaunchOptions {
   int max_restarts = 0;
   /// After a failure: seconds between SIGTERM to the other workers and SIGKILL.
   double grace_seconds = 10;
+  /// A worker that exits with this status saved a checkpoint after a signal (the workers'
+  /// checkpoint.on_signal.exit_code, 75 by default): it did not fail, and the launcher returns
+  /// the status once the others have ended (they stop at the same step).
+  int resume_exit_code = 75;
   /// Folder for rank-<R>.log (each worker's output, both streams); "" = none.
   std::string log_dir;
   /// Each worker's command line; argv[0] is looked up in PATH.
@@ -28,9 +32,10 @@ struct LaunchOptions {
 };
 
 /// Runs the workers of this node until they all end; returns the launcher's exit status:
-/// 0 when every worker succeeded; after a SIGINT/SIGTERM (forwarded to the workers) the
-/// workers' status (e.g. 130, 143); after a failure with no restarts left 1, with a message
-/// naming the rank and how it ended. ConfigError for bad options.
+/// 0 when every worker succeeded; after a signal (SIGINT or one of save_signals(), forwarded to
+/// the workers, or sent to the workers directly) the workers' status (130 after SIGINT,
+/// resume_exit_code after a signal that saved a checkpoint); after a failure with no restarts
+/// left 1, with a message naming the rank and how it ended. ConfigError for bad options.
 int launch(const LaunchOptions& options);
 
 /// "exited with status 3" / "was killed by signal 9 (Killed)", for a waitpid status.

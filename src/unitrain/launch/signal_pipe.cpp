@@ -5,8 +5,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <type_traits>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/save_signals.h"
 
 namespace unitrain {
 namespace {
@@ -30,7 +32,7 @@ SignalPipe::SignalPipe() {
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  for (int sig : {SIGINT, SIGTERM, SIGCHLD}) ::sigaction(sig, &sa, &old_[sig]);
+  for (int sig : signals()) ::sigaction(sig, &sa, &old_[sig]);
 }
 
 SignalPipe::~SignalPipe() {
@@ -41,5 +43,15 @@ SignalPipe::~SignalPipe() {
 }
 
 int SignalPipe::fd() const { return g_signal_pipe[0]; }
+
+const std::array<int, 7>& SignalPipe::signals() {
+  static const std::array<int, 7> all = [] {
+    std::array<int, 7> a{SIGCHLD, SIGINT};
+    static_assert(std::tuple_size_v<std::decay_t<decltype(save_signals())>> == 5);
+    for (size_t i = 0; i < save_signals().size(); ++i) a[2 + i] = save_signals()[i].number;
+    return a;
+  }();
+  return all;
+}
 
 }  // namespace unitrain

@@ -14,6 +14,7 @@
 #include <map>
 
 #include "unitrain/core/error.h"
+#include "unitrain/launch/signal_pipe.h"
 
 extern char** environ;
 
@@ -131,7 +132,8 @@ const WorkerGroup::Worker* WorkerGroup::reap() {
     if (r != w.pid) continue;
     w.running = false;
     w.status = status;
-    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    const bool ok = WIFEXITED(status) &&
+                    (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == o_.resume_exit_code);
     if (!ok && !failed && !first_failure_) failed = &w;
   }
   if (failed) first_failure_ = failed;
@@ -204,7 +206,7 @@ void WorkerGroup::spawn(Worker& w, const std::vector<std::string>& env) {
   // (which would write into the launcher's signal pipe, as if the launcher had got it).
   sigset_t block, old_mask;
   sigemptyset(&block);
-  for (int sig : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&block, sig);
+  for (int sig : SignalPipe::signals()) sigaddset(&block, sig);
   ::pthread_sigmask(SIG_BLOCK, &block, &old_mask);
   const pid_t pid = ::fork();
   if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
@@ -215,7 +217,7 @@ void WorkerGroup::spawn(Worker& w, const std::vector<std::string>& env) {
     ::dup2(err[1], STDERR_FILENO);
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
-    for (int sig : {SIGINT, SIGTERM, SIGCHLD}) ::sigaction(sig, &dfl, nullptr);
+    for (int sig : SignalPipe::signals()) ::sigaction(sig, &dfl, nullptr);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);

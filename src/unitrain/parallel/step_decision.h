@@ -2,6 +2,9 @@
 // StepDecision: what every rank acts on at the end of an optimizer step, agreed across ranks.
 #include <array>
 #include <csignal>
+#include <type_traits>
+
+#include "unitrain/core/save_signals.h"
 
 namespace unitrain {
 
@@ -12,8 +15,10 @@ namespace unitrain {
 struct StepDecision {
   bool nonfinite = false;  ///< a non-finite loss in the window: skip the update (or stop)
   bool stop = false;       ///< end training after this step (early stopping, a callback)
-  int signal = 0;          ///< SIGINT or SIGTERM received: save a checkpoint and end
-  bool pause = false;      ///< save a checkpoint and end, to resume later (a time budget)
+  /// SIGINT or a checkpoint.on_signal signal (one of save_signals()) received: save a
+  /// checkpoint and end.
+  int signal = 0;
+  bool pause = false;  ///< save a checkpoint and end, to resume later (a time budget)
   /// Rank 0's clock for `checkpoint.every: auto`: the least (most) time between periodic
   /// saves has passed since the last save.
   bool save_soon = false;
@@ -25,26 +30,39 @@ struct StepDecision {
   /// mean / ranks); agreed, the sum: the mean over every rank's samples. 0 when not watched.
   double loss = 0;
 
-  /// The decision as numbers whose sum over ranks decode() reads back.
-  static constexpr int kSlots = 9;
+  /// The decision as numbers whose sum over ranks decode() reads back: one slot a flag, one
+  /// a signal (SIGINT, then save_signals() in order), and the last the loss.
+  static constexpr int kSignalSlots = 1 + 5;
+  static constexpr int kSlots = 6 + kSignalSlots + 1;
   std::array<float, kSlots> encode() const {
-    return {nonfinite ? 1.f : 0.f, stop ? 1.f : 0.f, signal == SIGINT ? 1.f : 0.f,
-            signal == SIGTERM ? 1.f : 0.f, pause ? 1.f : 0.f, save_soon ? 1.f : 0.f,
-            save_now ? 1.f : 0.f, missing_gradient ? 1.f : 0.f, static_cast<float>(loss)};
+    std::array<float, kSlots> e{nonfinite ? 1.f : 0.f, stop ? 1.f : 0.f,
+                                pause ? 1.f : 0.f,     save_soon ? 1.f : 0.f,
+                                save_now ? 1.f : 0.f,  missing_gradient ? 1.f : 0.f};
+    for (int i = 0; i < kSignalSlots; ++i) e[6 + i] = signal == signal_of_slot(i) ? 1.f : 0.f;
+    e[kSlots - 1] = static_cast<float>(loss);
+    return e;
   }
   /// The combined decision of ranks whose encode()d values were summed into `sums`; SIGINT
-  /// wins over SIGTERM.
+  /// wins over the others, which win in save_signals()' order.
   static StepDecision decode(const float* sums) {
     StepDecision d;
     d.nonfinite = sums[0] > 0;
     d.stop = sums[1] > 0;
-    d.signal = sums[2] > 0 ? SIGINT : sums[3] > 0 ? SIGTERM : 0;
-    d.pause = sums[4] > 0;
-    d.save_soon = sums[5] > 0;
-    d.save_now = sums[6] > 0;
-    d.missing_gradient = sums[7] > 0;
-    d.loss = sums[8];
+    d.pause = sums[2] > 0;
+    d.save_soon = sums[3] > 0;
+    d.save_now = sums[4] > 0;
+    d.missing_gradient = sums[5] > 0;
+    for (int i = 0; i < kSignalSlots && d.signal == 0; ++i) {
+      if (sums[6 + i] > 0) d.signal = signal_of_slot(i);
+    }
+    d.loss = sums[kSlots - 1];
     return d;
+  }
+
+ private:
+  static int signal_of_slot(int i) {
+    static_assert(kSignalSlots == 1 + std::tuple_size_v<std::decay_t<decltype(save_signals())>>);
+    return i == 0 ? SIGINT : save_signals()[i - 1].number;
   }
 };
 

@@ -110,7 +110,7 @@ void read_train_log(const std::string& dir, RunData& run) {
   }
   static const std::regex training(
       R"(training: .*threads (\d+), reader threads (\d+), BLAS (.*?)\s*$)");
-  static const std::regex peak(R"((?:done|stopped by a signal): .*peak RSS (\d+) MB)");
+  static const std::regex peak(R"((?:done|stopped by \S+): .*peak RSS (\d+) MB)");
   static const std::regex device_peak(R"(; peak (\S+) memory (\d+) MB)");  // on a GPU
   std::smatch m;
   for (std::string line; std::getline(in, line);) {
