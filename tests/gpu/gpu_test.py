@@ -86,18 +86,21 @@ class Gpu(common.Case):
         acc = lambda out: float(re.search(r"accuracy ([0-9.]+)", out).group(1))
         self.assertAlmostEqual(acc(gpu_out), acc(cpu_out), places=3)
 
-    def test_nccl_data_parallel_with_zero(self):
-        # NCCL takes one GPU per rank: two processes need two GPUs.
+    def test_launch_one_process_per_gpu_with_zero(self):
+        # unitrain launch with a process per GPU and ZeRO-2: with two GPUs or more the ranks
+        # join over NCCL (one GPU per rank; NCCL refuses two ranks on one GPU); with one GPU the
+        # launched process trains alone on it.
         import torch
-        if torch.cuda.device_count() < 2:
-            self.skipTest(f"needs 2 GPUs, this machine has {torch.cuda.device_count()}")
-        run_dir = os.path.join(self.dir, "nccl")
-        cfg = write(os.path.join(self.dir, "nccl.yaml"),
+        gpus = torch.cuda.device_count()
+        run_dir = os.path.join(self.dir, "launched")
+        cfg = write(os.path.join(self.dir, "launched.yaml"),
                     DIGITS_MLP.format(run_dir=run_dir, data=common.DIGITS))
-        code, out = run(["launch", "--nproc-per-node", "2", "--", "train", cfg,
+        code, out = run(["launch", "--nproc-per-node", str(gpus), "--", "train", cfg,
                          "--distributed.zero", "2"])
         self.assertEqual(code, 0, out)
-        self.assertRegex(out, r"data parallel: rank 0 of 2 \(.*, nccl\)")
+        if gpus > 1:
+            self.assertRegex(out, rf"data parallel: rank 0 of {gpus} \(.*, nccl\)")
+        self.assertRegex(out, r"device: cuda:0 \(")
         self.assertGreaterEqual(accuracy(run_dir), 0.9, out)
 
 

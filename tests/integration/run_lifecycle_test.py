@@ -57,6 +57,9 @@ class RunLifecycle(common.Case):
 
         out = self.train()  # the same command: complete, nothing trained, exit 0
         self.assertIn("training already complete", out)
+        self.assertIn(f"nothing trained: the run was complete at {first['step']} steps, 3 epochs",
+                      out)
+        self.assertNotIn("done:", out)  # no times or memory of a run that did nothing
         # run_dir is given, so --name would not change the folder: the advice is --run_dir.
         self.assertIn("--run_dir <new-folder>", out)
         self.assertNotIn("--name <new-name>", out)

@@ -427,6 +427,13 @@ FitResult Trainer::conclude(const TrainLoop& loop) {
   seconds_ = r.seconds;
   last_checkpoint_ = r.last_checkpoint;
   if (rank_ == 0 && !options().test_mode) write_summary(loop, r);
+  if (r.already_complete) {  // nothing trained now: no times or memory of this process
+    log::info(fmt::format("nothing trained: the run was complete at {} steps, {} epoch{}, {} "
+                          "samples, trained in {:.1f} s",
+                          state_.step, state_.epoch, state_.epoch == 1 ? "" : "s",
+                          state_.samples, r.seconds));
+    return r;
+  }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   const std::string how = r.signal            ? "stopped by " + signal_name(r.signal)
