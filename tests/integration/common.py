@@ -14,6 +14,34 @@ DIGITS = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"
 FASHION = "/usr/share/datasets/fashion-mnist"
 
 
+# Debian 13's PyTorch (2.6) was built without libuv, yet its TCPStore asks for libuv by default,
+# and torchrun's rendezvous gives no way to say otherwise: torchrun cannot start there. Then the
+# tests run torchrun's own main with the rendezvous stores told use_libuv=False: the static and
+# c10d rendezvous' own, and no second store shared from the c10d rendezvous (2.6 would make it).
+TORCHRUN_WITHOUT_LIBUV = """
+import os
+import sys
+import torch.distributed as dist
+import torch.distributed.elastic.rendezvous.c10d_rendezvous_backend as c10d
+import torch.distributed.elastic.rendezvous.static_tcp_rendezvous as static
+no_libuv = lambda *a, **k: dist.TCPStore(*a, **dict(k, use_libuv=False))
+static.TCPStore = c10d.TCPStore = no_libuv
+os.environ["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
+from torch.distributed.run import main
+sys.argv[0] = "torchrun"
+main()
+"""
+
+
+def torchrun():
+    """The words that start torchrun here (see TORCHRUN_WITHOUT_LIBUV)."""
+    probe = subprocess.run(["/usr/bin/python3", "-c", "import torch.distributed as d; "
+                            "d.TCPStore('127.0.0.1', 0, is_master=True)"],
+                           capture_output=True, text=True, timeout=120)
+    if probe.returncode != 0 and "libuv" in probe.stderr:
+        return ["/usr/bin/python3", "-c", TORCHRUN_WITHOUT_LIBUV]
+    return ["/usr/bin/python3", "-m", "torch.distributed.run"]
+
 def run(args, cwd=None, timeout=900, env=None):
     """Runs `unitrain args...`; returns (exit code, stdout + stderr)."""
     e = dict(os.environ)

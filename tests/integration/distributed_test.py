@@ -41,30 +41,6 @@ def digits_subset(path, rows):
 
 
 
-# Debian 13's PyTorch (2.6) was built without libuv, yet its TCPStore asks for libuv by default,
-# and torchrun's rendezvous gives no way to say otherwise: torchrun cannot start there. Then the
-# test runs torchrun's own main with its rendezvous store told use_libuv=False.
-TORCHRUN_WITHOUT_LIBUV = """
-import sys
-import torch.distributed as dist
-import torch.distributed.elastic.rendezvous.static_tcp_rendezvous as static
-static.TCPStore = lambda *a, **k: dist.TCPStore(*a, **dict(k, use_libuv=False))
-from torch.distributed.run import main
-sys.argv[0] = "torchrun"
-main()
-"""
-
-
-def torchrun():
-    """The words that start torchrun here (see TORCHRUN_WITHOUT_LIBUV)."""
-    probe = subprocess.run(["/usr/bin/python3", "-c", "import torch.distributed as d; "
-                            "d.TCPStore('127.0.0.1', 0, is_master=True)"],
-                           capture_output=True, text=True, timeout=120)
-    if probe.returncode != 0 and "libuv" in probe.stderr:
-        return ["/usr/bin/python3", "-c", TORCHRUN_WITHOUT_LIBUV]
-    return ["torchrun"]
-
-
 class Distributed(common.Case):
     def config(self, name, batch, steps=20, accumulation=1):
         """A run_dir and its config; checkpoints off unless a command line turns them on."""
@@ -110,7 +86,7 @@ class Distributed(common.Case):
         # Debian's torchrun (PyTorch 1.13, Python 3.11) spells it --no_python and needs --redirects 1
         # --tee 1.
         cfg, run_dir = self.config("two", batch=32)
-        p = subprocess.run(torchrun() + ["--no_python", "--nproc_per_node", "2", "--master_port",
+        p = subprocess.run(common.torchrun() + ["--no_python", "--nproc_per_node", "2", "--master_port",
                             "29562", "--redirects", "1", "--tee", "1", common.BIN, "train", cfg,
                             "--checkpoint.enabled", "true", "--checkpoint.every", "null"],
                            capture_output=True, text=True, timeout=600)

@@ -28,6 +28,26 @@ checkpoint: {{enabled: true, every: 15 steps}}
 """
 
 
+def descendants(pid):
+    """Every process below `pid` (from /proc), children before their children."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(0), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
 class Elastic(common.Case):
     port = 29620
 
@@ -122,7 +142,7 @@ class Elastic(common.Case):
             logs.append(log)
             # Its own process group (session): its agent and worker are killed together.
             return subprocess.Popen(
-                torchrun_elastic() + [
+                common.torchrun() + [
                     "--nnodes", "1:2", "--nproc_per_node", "1", "--rdzv_backend", "c10d",
                     "--rdzv_endpoint", f"127.0.0.1:{rdzv}", "--rdzv_id", "elastic-test",
                     "--rdzv_conf", "last_call_timeout=3", "--max_restarts", "3",
@@ -153,7 +173,13 @@ class Elastic(common.Case):
                             train_logs())
             step10 = os.path.join(run_dir, "checkpoints", "step-10")
             self.assertTrue(wait_for(lambda: os.path.exists(step10), 180), train_logs())
-            os.killpg(b.pid, signal.SIGKILL)  # node b is lost: its agent and its worker
+            # Node b is lost: its agent and its worker (which torchrun 2.x starts in a session
+            # of its own, so the agent's process group alone would leave it running).
+            for pid in [b.pid] + descendants(b.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             b.wait(timeout=30)
             shrunk = "resuming on 1 process(es) a checkpoint written by 2"
 
@@ -185,30 +211,6 @@ class Elastic(common.Case):
         self.assert_weights_close(self.final_weights(ref),
                                   self.final_weights(run_dir, "--plugin", common.test_plugin()),
                                   1e-4, 1e-4)
-
-
-# Debian 13's PyTorch (2.6) was built without libuv, yet its TCPStore asks for libuv by default:
-# then torchrun's main runs with the c10d rendezvous store told use_libuv=False (as
-# distributed_test.py does for the static rendezvous).
-TORCHRUN_WITHOUT_LIBUV = """
-import sys
-import torch.distributed as dist
-import torch.distributed.elastic.rendezvous.c10d_rendezvous_backend as c10d
-c10d.TCPStore = lambda *a, **k: dist.TCPStore(*a, **dict(k, use_libuv=False))
-from torch.distributed.run import main
-sys.argv[0] = "torchrun"
-main()
-"""
-
-
-def torchrun_elastic():
-    """The words that start torchrun here (see TORCHRUN_WITHOUT_LIBUV)."""
-    probe = subprocess.run(["/usr/bin/python3", "-c", "import torch.distributed as d; "
-                            "d.TCPStore('127.0.0.1', 0, is_master=True)"],
-                           capture_output=True, text=True, timeout=120)
-    if probe.returncode != 0 and "libuv" in probe.stderr:
-        return ["/usr/bin/python3", "-c", TORCHRUN_WITHOUT_LIBUV]
-    return ["/usr/bin/python3", "-m", "torch.distributed.run"]
 
 
 if __name__ == "__main__":
