@@ -95,6 +95,9 @@ TEST(DivergenceGuard, TheDecisionsLossSlotSumsToTheMeanOverRanks) {
   const StepDecision agreed = StepDecision::decode(sum.data());
   EXPECT_DOUBLE_EQ(agreed.loss, 2.0);
   EXPECT_FALSE(agreed.nonfinite);
+  StepDecision huge;  // beyond float's range: still finite, so still a spike
+  huge.loss = 1e300;
+  EXPECT_EQ(huge.encode()[StepDecision::kSlots - 1], std::numeric_limits<float>::max());
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 #pragma once
 // StepDecision: what every rank acts on at the end of an optimizer step, agreed across ranks.
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <csignal>
+#include <limits>
 #include <type_traits>
 
 #include "unitrain/core/save_signals.h"
@@ -34,12 +37,15 @@ struct StepDecision {
   /// a signal (SIGINT, then save_signals() in order), and the last the loss.
   static constexpr int kSignalSlots = 1 + 5;
   static constexpr int kSlots = 6 + kSignalSlots + 1;
+  static constexpr double kFloatMax = std::numeric_limits<float>::max();
   std::array<float, kSlots> encode() const {
     std::array<float, kSlots> e{nonfinite ? 1.f : 0.f, stop ? 1.f : 0.f,
                                 pause ? 1.f : 0.f,     save_soon ? 1.f : 0.f,
                                 save_now ? 1.f : 0.f,  missing_gradient ? 1.f : 0.f};
     for (int i = 0; i < kSignalSlots; ++i) e[6 + i] = signal == signal_of_slot(i) ? 1.f : 0.f;
-    e[kSlots - 1] = static_cast<float>(loss);
+    // A finite loss beyond float's range stays finite (the largest float): a spike, not NaN.
+    e[kSlots - 1] = static_cast<float>(std::isfinite(loss) ? std::clamp(loss, -kFloatMax, kFloatMax)
+                                                           : loss);
     return e;
   }
   /// The combined decision of ranks whose encode()d values were summed into `sums`; SIGINT
