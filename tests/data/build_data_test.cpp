@@ -58,11 +58,12 @@ TEST(BuildData, ValAndTestCsvsTakeTheTrainingClassNames) {
   EXPECT_EQ(s.val->class_names(), (std::vector<std::string>{"cat", "dog", "owl"}));
   EXPECT_EQ(s.val->get(0).at("y").item<int64_t>(), 2);
   const std::string msg = test::config_error_of([&] {
-    build_data(data_section(yaml + "test: {type: csv, args: {path: " + dir +
-                            "/test.csv, target: k}}\n"),
-               0);
+    build_data(
+        data_section(yaml + "test: {type: csv, args: {path: " + dir + "/test.csv, target: k}}\n"),
+        0);
   });
-  EXPECT_NE(msg.find("data.test: csv: '" + dir + "/test.csv' line 2, column 2 ('k'): class 'cow' "
+  EXPECT_NE(msg.find("data.test: csv: '" + dir +
+                     "/test.csv' line 2, column 2 ('k'): class 'cow' "
                      "is not one of the 3 classes (cat, dog, owl)"),
             std::string::npos)
       << msg;

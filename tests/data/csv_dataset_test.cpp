@@ -87,24 +87,24 @@ TEST(CsvDataset, ATargetOfNamesBecomesIndicesOfTheSortedNamesOrOfClasses) {
   DatasetPtr d = load_csv(options_for(path, "kind"));
   EXPECT_EQ(d->class_names(), (std::vector<std::string>{"bird, small", "cat", "dog"}));
   EXPECT_EQ(d->info().at("num_classes"), 3);
-  EXPECT_TRUE(torch::equal(d->get_batch({0, 1, 2, 3}).at("y"),
-                           torch::tensor({2, 1, 0, 2}, torch::kInt64)));
+  EXPECT_TRUE(
+      torch::equal(d->get_batch({0, 1, 2, 3}).at("y"), torch::tensor({2, 1, 0, 2}, torch::kInt64)));
   // `classes` fixes the order (and may hold classes this file lacks); numbers are names then.
   CsvOptions o = options_for(path, "kind");
   o.classes = {"dog", "cat", "bird, small", "fish"};
   d = load_csv(o);
   EXPECT_EQ(d->info().at("num_classes"), 4);
-  EXPECT_TRUE(torch::equal(d->get_batch({0, 1, 2, 3}).at("y"),
-                           torch::tensor({0, 1, 2, 0}, torch::kInt64)));
+  EXPECT_TRUE(
+      torch::equal(d->get_batch({0, 1, 2, 3}).at("y"), torch::tensor({0, 1, 2, 0}, torch::kInt64)));
   o.classes = {"dog", "cat"};
   std::string msg = config_error_of([&] { load_csv(o); });
-  EXPECT_TRUE(contains(msg, "line 4, column 2 ('kind'): class 'bird, small' is not one of the 2 "
-                            "classes (dog, cat)"))
+  EXPECT_TRUE(contains(msg,
+                       "line 4, column 2 ('kind'): class 'bird, small' is not one of the 2 "
+                       "classes (dog, cat)"))
       << msg;
   // Numbers with a name among them: every cell is a name.
   std::string mixed = test::write_file(test::temp_dir() + "/mixed.csv", "w,k\n1,2\n2,b\n");
-  EXPECT_EQ(load_csv(options_for(mixed, "k"))->class_names(),
-            (std::vector<std::string>{"2", "b"}));
+  EXPECT_EQ(load_csv(options_for(mixed, "k"))->class_names(), (std::vector<std::string>{"2", "b"}));
   // Indices give no names; an empty class among names is an error.
   std::string indices = test::write_file(test::temp_dir() + "/idx.csv", "w,k\n1,0\n2,1\n");
   EXPECT_TRUE(load_csv(options_for(indices, "k"))->class_names().empty());

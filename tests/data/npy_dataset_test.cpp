@@ -190,7 +190,8 @@ np.savez_compressed(d + 'z.npz', x=np.zeros((4, 2), np.float32), y=np.array(['b'
                            torch::tensor({1, 2, 0, 1}, torch::kInt64)));
   o.classes = {"dog", "cat"};
   std::string msg = config_error_of([&] { load_npy(o); });
-  EXPECT_TRUE(test::contains(msg, "s.npy' row 2: class 'owl' is not one of the 2 classes (dog, cat)"))
+  EXPECT_TRUE(
+      test::contains(msg, "s.npy' row 2: class 'owl' is not one of the 2 classes (dog, cat)"))
       << msg;
   msg = config_error_of([&] { load_npy(npy_arrays({{"y", dir + "/two.npy"}})); });
   EXPECT_TRUE(test::contains(msg, "holds strings (dtype '<U1') of shape (4, 2)")) << msg;

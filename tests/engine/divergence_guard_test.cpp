@@ -23,8 +23,8 @@ TEST(DivergenceGuard, ASpikeIsAboveTheFactorTimesTheMeanOfAFullWindow) {
   DivergenceGuard g(spikes(3, 4));
   for (double l : {1.0, 2.0, 1.0}) g.record(l);
   EXPECT_EQ(g.spike(100), "");  // 3 of 4 steps: no mean yet
-  g.record(2.0);                 // mean 1.5
-  EXPECT_EQ(g.spike(4.5), "");   // not above 3 x 1.5
+  g.record(2.0);                // mean 1.5
+  EXPECT_EQ(g.spike(4.5), "");  // not above 3 x 1.5
   EXPECT_EQ(g.spike(4.6), "loss 4.6 is above 3 x 1.5, the mean of the last 4 steps");
   EXPECT_EQ(g.spike(std::numeric_limits<double>::quiet_NaN()), "");  // on_nonfinite's case
   g.record(5.0);  // the window moves: 2, 1, 2, 5 -> mean 2.5
@@ -52,8 +52,9 @@ TEST(DivergenceGuard, RollbacksScaleTheLrAndStopPastTheirMaximum) {
   EXPECT_EQ(g.rollbacks(), 2);
   EXPECT_DOUBLE_EQ(g.lr_scale(), 0.25);
   const std::string error = test::error_of<TrainError>([&] { g.begin_rollback("loss spike"); });
-  EXPECT_TRUE(test::contains(error, "loss spike; the run has rolled back 2 time(s), "
-                                    "train.divergence.max_rollbacks is 2"))
+  EXPECT_TRUE(test::contains(error,
+                             "loss spike; the run has rolled back 2 time(s), "
+                             "train.divergence.max_rollbacks is 2"))
       << error;
 }
 

@@ -38,8 +38,8 @@ TEST(PrecisionSupport, AnUnsupportedModeNamesTheKeyTheComponentAndTheWayOut) {
 TEST(PrecisionSupport, CheckPrecisionChecksTheDeviceThenEachRestriction) {
   const c10::DeviceType cpu = c10::DeviceType::CPU;
   // fp16-mixed on the CPU: the device check comes first (Precision::check's message).
-  const std::string device = test::error_of<ConfigError>(
-      [&] { check_precision(PrecisionMode::Fp16Mixed, cpu, {}); });
+  const std::string device =
+      test::error_of<ConfigError>([&] { check_precision(PrecisionMode::Fp16Mixed, cpu, {}); });
   EXPECT_NE(device.find("fp16-mixed needs a CUDA device"), std::string::npos) << device;
   check_precision(PrecisionMode::Bf16Mixed, cpu,
                   {closure_optimizer_precisions(), zero2_precisions()});

@@ -1,8 +1,7 @@
 #include "unitrain/data/csv_dataset.h"
 
-#include <torch/torch.h>
-
 #include <spdlog/spdlog.h>
+#include <torch/torch.h>
 
 #include <algorithm>
 #include <charconv>
@@ -166,7 +165,8 @@ bool parses_as_number(const std::string& cell) {
 void class_targets(const CsvOptions& o, const CsvColumns& columns, CsvValues& values) {
   const std::vector<std::string>& cells = values.class_cells;
   const std::string& column = columns.names[columns.target];
-  const bool names = !o.classes.empty() || !std::all_of(cells.begin(), cells.end(), parses_as_number);
+  const bool names =
+      !o.classes.empty() || !std::all_of(cells.begin(), cells.end(), parses_as_number);
   values.y_class.reserve(cells.size());
   if (!names) {
     for (size_t r = 0; r < cells.size(); ++r) {

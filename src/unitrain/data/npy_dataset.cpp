@@ -1,8 +1,7 @@
 #include "unitrain/data/npy_dataset.h"
 
-#include <torch/torch.h>
-
 #include <spdlog/spdlog.h>
+#include <torch/torch.h>
 
 #include <algorithm>
 
@@ -131,10 +130,10 @@ std::string string_element(const NpyHeader& h, const unsigned char* npy, int64_t
   } else {
     for (int k = 0; k < h.dtype.itemsize; k += 4) {
       const unsigned char* u = p + k;
-      const uint32_t c = h.dtype.big_endian ? (uint32_t(u[0]) << 24 | uint32_t(u[1]) << 16 |
-                                               uint32_t(u[2]) << 8 | u[3])
-                                            : (uint32_t(u[3]) << 24 | uint32_t(u[2]) << 16 |
-                                               uint32_t(u[1]) << 8 | u[0]);
+      const uint32_t c =
+          h.dtype.big_endian
+              ? (uint32_t(u[0]) << 24 | uint32_t(u[1]) << 16 | uint32_t(u[2]) << 8 | u[3])
+              : (uint32_t(u[3]) << 24 | uint32_t(u[2]) << 16 | uint32_t(u[1]) << 8 | u[0]);
       if (c == 0) break;
       append_utf8(c, out);
     }
@@ -181,8 +180,7 @@ std::shared_ptr<const ArrayColumn> class_name_column(const std::string& kind,
 
 std::shared_ptr<const ArrayColumn> npy_column(const std::string& kind, const std::string& name,
                                               const unsigned char* npy, size_t size,
-                                              std::shared_ptr<const void> keepalive,
-                                              bool in_memory,
+                                              std::shared_ptr<const void> keepalive, bool in_memory,
                                               const std::vector<std::string>& classes) {
   const NpyHeader h = parse_npy_header(npy, size, kind + ": " + name);
   if (h.dtype.kind == 'U' || h.dtype.kind == 'S') {
@@ -267,14 +265,13 @@ DatasetPtr load_npz(const NpzOptions& o) {
     }
     const std::string where = single_quoted(o.path) + " array " + single_quoted(name);
     if (it->method == 0) {
-      columns.emplace_back(key, npy_column("npz", where, file.data() + it->data_offset,
-                                           it->uncompressed_size, file.keepalive(), file.small(),
-                                           o.classes));
+      columns.emplace_back(
+          key, npy_column("npz", where, file.data() + it->data_offset, it->uncompressed_size,
+                          file.keepalive(), file.small(), o.classes));
     } else {
       auto inflated = inflate_zip_entry(file.data(), *it, "npz: " + single_quoted(o.path));
-      columns.emplace_back(
-          key, npy_column("npz", where, inflated->data(), inflated->size(), inflated, true,
-                          o.classes));
+      columns.emplace_back(key, npy_column("npz", where, inflated->data(), inflated->size(),
+                                           inflated, true, o.classes));
     }
   }
   return std::make_shared<ArrayDataset>("npz", std::move(columns), o.dtypes);

@@ -1,9 +1,9 @@
 #include "unitrain/engine/divergence_guard.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <nlohmann/json.hpp>
-
-#include <fmt/format.h>
 
 #include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/core/error.h"
@@ -61,9 +61,8 @@ void DivergenceGuard::record(double loss) {
 }
 
 void DivergenceGuard::begin_rollback(const std::string& why) {
-  UT_CHECK_TRAIN(rollbacks_ < options_.max_rollbacks, why, "; the run has rolled back ",
-                 rollbacks_, " time(s), train.divergence.max_rollbacks is ",
-                 options_.max_rollbacks,
+  UT_CHECK_TRAIN(rollbacks_ < options_.max_rollbacks, why, "; the run has rolled back ", rollbacks_,
+                 " time(s), train.divergence.max_rollbacks is ", options_.max_rollbacks,
                  ": it keeps diverging. Lower optimizer.lr, set train.clip_grad_norm or "
                  "train.divergence.lr_factor, or check the data");
   ++rollbacks_;

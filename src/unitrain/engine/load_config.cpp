@@ -6,8 +6,8 @@
 #include <regex>
 
 #include "unitrain/core/error.h"
-#include "unitrain/engine/builtins.h"
 #include "unitrain/core/registry.h"
+#include "unitrain/engine/builtins.h"
 #include "unitrain/engine/run_settings.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/log_options.h"

@@ -14,8 +14,7 @@ int64_t position(TrainUnit::Unit unit, const TrainState& state);
 /// How many whole `every`s the run has behind it: position / count, and for a fraction of an
 /// epoch, the batches read over the batches `every` spans (`batches_per_epoch` > 0 needed:
 /// without it a fraction counts whole epochs only).
-int64_t periods_behind(const TrainUnit& every, const TrainState& state,
-                       int64_t batches_per_epoch);
+int64_t periods_behind(const TrainUnit& every, const TrainState& state, int64_t batches_per_epoch);
 /// True when the run has trained for `length` (a fraction of an epoch: as periods_behind).
 bool reached(const TrainUnit& length, const TrainState& state, int64_t batches_per_epoch = 0);
 

@@ -1,19 +1,18 @@
 #include "unitrain/engine/step_runner.h"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <cmath>
 #include <limits>
 #include <sstream>
 
-#include <fmt/format.h>
-
 #include "unitrain/core/error.h"
-#include "unitrain/log/console.h"
 #include "unitrain/core/run_position.h"
 #include "unitrain/engine/module_error.h"
-#include "unitrain/precision/precision_support.h"
+#include "unitrain/log/console.h"
 #include "unitrain/optim/optimizer.h"
+#include "unitrain/precision/precision_support.h"
 
 namespace unitrain {
 namespace {

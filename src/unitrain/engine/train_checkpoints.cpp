@@ -203,9 +203,9 @@ void TrainCheckpoints::restore(const ResumePoint& resume, TrainState& counters,
   for (CheckpointEntry* e : entries_) e->restore(in);
   saved_ = here();
   last_checkpoint_ = dir;
-  log::info(
-      fmt::format("{} {}: epoch {}, step {}, batch {} of the epoch, {} samples seen", how, dir,
-                  counters.epoch, counters.step, counters.batch_in_epoch, counters.samples));
+  log::info(fmt::format("{} {}: epoch {}, step {}, batch {} of the epoch, {} samples seen", how,
+                        dir, counters.epoch, counters.step, counters.batch_in_epoch,
+                        counters.samples));
 }
 
 std::string TrainCheckpoints::rollback_point() {

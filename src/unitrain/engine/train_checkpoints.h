@@ -70,8 +70,8 @@ class TrainCheckpoints {
   void save_if_due(Periods& periods, bool force = false);
   /// Restores every entry from `resume` (its counters first) into `counters`; the log line
   /// begins with `how` ("resumed from", "rolled back to").
-  void restore(const ResumePoint& resume, TrainState& counters, int64_t batches_per_epoch,
-               int rank, const char* how = "resumed from");
+  void restore(const ResumePoint& resume, TrainState& counters, int64_t batches_per_epoch, int rank,
+               const char* how = "resumed from");
   /// The folder of the last checkpoint saved (or resumed from), once written (a save in
   /// flight is waited for): where a rollback goes. "" when there is none.
   std::string rollback_point();

@@ -155,7 +155,6 @@ void TrainLoop::restore(const ResumePoint& resume) {
   if (!note.empty()) log::info(note);
 }
 
-
 bool TrainLoop::roll_back(const MicroStep& m) {
   if (m.rollback.empty()) return false;
   Profiler::Range range(profiler_.get(), Phase::Checkpoint);
@@ -164,7 +163,7 @@ bool TrainLoop::roll_back(const MicroStep& m) {
                  "; the run rolls back to its last checkpoint, but none was saved yet (the first "
                  "save comes with checkpoint.every)");
   divergence_.begin_rollback(m.rollback);  // TrainError past max_rollbacks
-  if (group_) group_->barrier();            // every rank reads what rank 0 wrote
+  if (group_) group_->barrier();           // every rank reads what rank 0 wrote
   // The data goes on after this window; the rest comes from the checkpoint.
   const TrainState here = state_;
   const double seconds = elapsed();
@@ -236,8 +235,7 @@ void TrainLoop::restore(const CheckpointRead& in) {
 }
 
 bool TrainLoop::length_reached() const {
-  return state_.should_stop ||
-         reached(settings_.train.max_length, state_, plan_.batches_per_epoch);
+  return state_.should_stop || reached(settings_.train.max_length, state_, plan_.batches_per_epoch);
 }
 
 bool TrainLoop::finished() const {

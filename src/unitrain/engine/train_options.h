@@ -29,7 +29,7 @@ struct TrainOptions {
   std::string device = "auto";              ///< cpu | cuda | cuda:N | auto (run_device.h)
   bool deterministic = false;               ///< deterministic algorithms only (set_deterministic)
   OnNonFinite on_nonfinite = OnNonFinite::Stop;
-  DivergenceOptions divergence;             ///< loss spikes and rollbacks
+  DivergenceOptions divergence;  ///< loss spikes and rollbacks
   LossReads loss_reads = LossReads::Auto;
   PrecisionMode precision = PrecisionMode::Fp32;
   LossScalerOptions loss_scaler;            ///< fp16-mixed's

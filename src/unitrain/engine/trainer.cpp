@@ -1,5 +1,7 @@
 #include "unitrain/engine/trainer.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/resource.h>
 #include <torch/torch.h>
 
@@ -7,36 +9,34 @@
 #include <cmath>
 #include <csignal>
 #include <filesystem>
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "unitrain/checkpoint/checkpointer.h"
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/core/cpu_budget.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/save_signals.h"
-#include "unitrain/optim/optimizer_setup.h"
-#include "unitrain/parallel/data_parallel.h"
-#include "unitrain/precision/precision_support.h"
-#include "unitrain/parallel/dist_env.h"
 #include "unitrain/engine/callback_registry.h"
 #include "unitrain/engine/checkpoint_entries.h"
+#include "unitrain/engine/load_config.h"
 #include "unitrain/engine/loop_optimizers.h"
 #include "unitrain/engine/periods.h"
-#include "unitrain/engine/load_config.h"
 #include "unitrain/engine/run_device.h"
 #include "unitrain/engine/run_dir_lock.h"
 #include "unitrain/engine/run_folder.h"
 #include "unitrain/engine/run_settings.h"
-#include "unitrain/engine/summary_file.h"
 #include "unitrain/engine/stall_watchdog.h"
 #include "unitrain/engine/stop_signal.h"
+#include "unitrain/engine/summary_file.h"
 #include "unitrain/engine/thread_governor.h"
 #include "unitrain/engine/train_loop.h"
 #include "unitrain/engine/world_change.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"
 #include "unitrain/log/run_logger.h"
+#include "unitrain/optim/optimizer_setup.h"
+#include "unitrain/parallel/data_parallel.h"
+#include "unitrain/parallel/dist_env.h"
+#include "unitrain/precision/precision_support.h"
 
 namespace unitrain {
 Trainer::Trainer(const Config& config)
@@ -297,7 +297,8 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   settings_->loader.check_pin_memory(device.is_cuda());
   // Every precision restriction of the run's parts on its device, before the run folder changes.
   std::vector<PrecisionSupport> restrictions;
-  if (env.distributed() && settings_->distributed.zero >= 2) restrictions.push_back(zero2_precisions());
+  if (env.distributed() && settings_->distributed.zero >= 2)
+    restrictions.push_back(zero2_precisions());
   check_precision(options().precision, device.type(), restrictions);
   std::shared_ptr<ProcessGroup> group = join_group_and_prepare(env, resume, device);
   log::info("device: " + describe_device(device));
@@ -428,10 +429,10 @@ FitResult Trainer::conclude(const TrainLoop& loop) {
   last_checkpoint_ = r.last_checkpoint;
   if (rank_ == 0 && !options().test_mode) write_summary(loop, r);
   if (r.already_complete) {  // nothing trained now: no times or memory of this process
-    log::info(fmt::format("nothing trained: the run was complete at {} steps, {} epoch{}, {} "
-                          "samples, trained in {:.1f} s",
-                          state_.step, state_.epoch, state_.epoch == 1 ? "" : "s",
-                          state_.samples, r.seconds));
+    log::info(fmt::format(
+        "nothing trained: the run was complete at {} steps, {} epoch{}, {} "
+        "samples, trained in {:.1f} s",
+        state_.step, state_.epoch, state_.epoch == 1 ? "" : "s", state_.samples, r.seconds));
     return r;
   }
   rusage usage{};

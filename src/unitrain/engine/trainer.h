@@ -5,16 +5,16 @@
 #include <vector>
 
 #include "unitrain/core/config.h"
+#include "unitrain/core/run_position.h"
+#include "unitrain/core/train_module.h"
+#include "unitrain/core/train_state.h"
 #include "unitrain/data/dataset.h"
 #include "unitrain/engine/callback.h"
 #include "unitrain/engine/callback_list.h"
 #include "unitrain/engine/evaluator.h"
 #include "unitrain/engine/fit_result.h"
-#include "unitrain/core/run_position.h"
-#include "unitrain/core/train_module.h"
 #include "unitrain/engine/run_decisions.h"
 #include "unitrain/engine/train_options.h"
-#include "unitrain/core/train_state.h"
 #include "unitrain/optim/optimizer.h"
 #include "unitrain/optim/scheduler.h"
 

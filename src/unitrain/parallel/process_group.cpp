@@ -4,21 +4,20 @@
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO
 #endif
-#include <torch/csrc/distributed/c10d/FileStore.hpp>
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <torch/torch.h>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+#include <torch/torch.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <thread>
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "unitrain/compat/tcp_store_options.h"
 #include "unitrain/core/error.h"
@@ -224,9 +223,9 @@ void ProcessGroup::write_flight(const std::string& error) const {
 
 // c10d's tensor lists are one logical tensor per device; each of ours is its own: one
 // collective per tensor, all launched before any is waited for.
-void ProcessGroup::each(const char* op, std::vector<torch::Tensor>& tensors,
-                        const std::function<c10::intrusive_ptr<c10d::Work>(
-                            std::vector<torch::Tensor>&)>& launch) {
+void ProcessGroup::each(
+    const char* op, std::vector<torch::Tensor>& tensors,
+    const std::function<c10::intrusive_ptr<c10d::Work>(std::vector<torch::Tensor>&)>& launch) {
   int64_t bytes = 0;
   for (const auto& t : tensors) bytes += t.numel() * static_cast<int64_t>(t.element_size());
   wait(op, static_cast<int32_t>(tensors.size()), bytes, [&] {
@@ -258,17 +257,15 @@ bool ProcessGroup::is_nccl() const { return group_->getBackendName() == "nccl"; 
 const char* ProcessGroup::backend() const { return is_nccl() ? "nccl" : "gloo"; }
 
 void ProcessGroup::all_reduce_sum(std::vector<torch::Tensor>& tensors) {
-  each("all_reduce", tensors, [this](std::vector<torch::Tensor>& one) {
-    return group_->allreduce(one);
-  });
+  each("all_reduce", tensors,
+       [this](std::vector<torch::Tensor>& one) { return group_->allreduce(one); });
 }
 
 void ProcessGroup::all_reduce_max(std::vector<torch::Tensor>& tensors) {
   c10d::AllreduceOptions o;
   o.reduceOp = c10d::ReduceOp::MAX;
-  each("all_reduce", tensors, [this, &o](std::vector<torch::Tensor>& one) {
-    return group_->allreduce(one, o);
-  });
+  each("all_reduce", tensors,
+       [this, &o](std::vector<torch::Tensor>& one) { return group_->allreduce(one, o); });
 }
 
 void ProcessGroup::broadcast(std::vector<torch::Tensor>& tensors, int root) {

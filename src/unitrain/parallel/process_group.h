@@ -11,10 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "unitrain/parallel/c10d_fwd.h"
 #include "unitrain/parallel/dist_env.h"
 #include "unitrain/parallel/flight_recorder.h"
-
-#include "unitrain/parallel/c10d_fwd.h"
 
 namespace unitrain {
 
@@ -124,8 +123,9 @@ class ProcessGroup {
   /// Runs `run` as collective `op` over `tensors` tensors of `bytes`, recorded; its failure
   /// goes to collective_failed().
   void wait(const char* op, int32_t tensors, int64_t bytes, const std::function<void()>& run);
-  void each(const char* op, std::vector<torch::Tensor>& tensors,
-            const std::function<c10::intrusive_ptr<c10d::Work>(std::vector<torch::Tensor>&)>& launch);
+  void each(
+      const char* op, std::vector<torch::Tensor>& tensors,
+      const std::function<c10::intrusive_ptr<c10d::Work>(std::vector<torch::Tensor>&)>& launch);
   int rank_ = 0;
   int world_size_ = 1;
   std::chrono::milliseconds timeout_{};

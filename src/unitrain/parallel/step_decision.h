@@ -44,8 +44,8 @@ struct StepDecision {
                                 save_now ? 1.f : 0.f,  missing_gradient ? 1.f : 0.f};
     for (int i = 0; i < kSignalSlots; ++i) e[6 + i] = signal == signal_of_slot(i) ? 1.f : 0.f;
     // A finite loss beyond float's range stays finite (the largest float): a spike, not NaN.
-    e[kSlots - 1] = static_cast<float>(std::isfinite(loss) ? std::clamp(loss, -kFloatMax, kFloatMax)
-                                                           : loss);
+    e[kSlots - 1] =
+        static_cast<float>(std::isfinite(loss) ? std::clamp(loss, -kFloatMax, kFloatMax) : loss);
     return e;
   }
   /// The combined decision of ranks whose encode()d values were summed into `sums`; SIGINT

@@ -1,16 +1,16 @@
 #include "unitrain/report/run_data.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 
-#include <fmt/format.h>
-
-#include "unitrain/core/error.h"
-#include "unitrain/report/config_diff.h"
 #include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/trainer_state_file.h"
+#include "unitrain/core/error.h"
+#include "unitrain/report/config_diff.h"
 #include "unitrain/report/json_read.h"
 
 namespace unitrain::report {
