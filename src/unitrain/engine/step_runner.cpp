@@ -130,28 +130,13 @@ void StepRunner::check_spike(MicroStep& m, int64_t step) {
 }
 
 void StepRunner::drop_window() {
-  for (auto& p : params_) {
-    torch::Tensor& grad = p.mutable_grad();
-    if (!grad.defined()) continue;
-    if (!sync_.keeps_gradients()) {
-      grad = torch::Tensor();
-      continue;
-    }
-    if (grad.grad_fn()) grad = grad.detach();
-    grad.zero_();
-  }
+  clear_gradients();
   window_bad_ = false;
   bad_on_device_ = torch::Tensor();
   window_loss_ = torch::Tensor();
 }
 
-void StepRunner::zero_grads() {
-  hooks_.call("on_before_zero_grad", &Callback::on_before_zero_grad);
-  // Data-parallel gradients are views of the reduce buckets: zeroed in place (not with
-  // Optimizer::zero_grad(), which detaches in place, which views do not allow; these have no
-  // history). Otherwise they are freed, and the next backward writes fresh ones instead of
-  // adding to zeros (PyTorch's set_to_none). (The model's gradients: bf16-true's masters get
-  // theirs from the model's each step.)
+void StepRunner::clear_gradients() {
   const bool keep = sync_.keeps_gradients();
   for (auto& p : params_) {
     torch::Tensor& grad = p.mutable_grad();
@@ -163,6 +148,16 @@ void StepRunner::zero_grads() {
     if (grad.grad_fn()) grad = grad.detach();
     grad.zero_();
   }
+}
+
+void StepRunner::zero_grads() {
+  hooks_.call("on_before_zero_grad", &Callback::on_before_zero_grad);
+  // Data-parallel gradients are views of the reduce buckets: zeroed in place (not with
+  // Optimizer::zero_grad(), which detaches in place, which views do not allow; these have no
+  // history). Otherwise they are freed, and the next backward writes fresh ones instead of
+  // adding to zeros (PyTorch's set_to_none). (The model's gradients: bf16-true's masters get
+  // theirs from the model's each step.)
+  clear_gradients();
   hooks_.call("on_after_zero_grad", &Callback::on_after_zero_grad);
 }
 

@@ -113,6 +113,8 @@ class StepRunner {
   /// What it throws is rethrown naming it and `step` (module_error.h).
   StepOutput training_step(const Batch& batch, int64_t step);
   void zero_grads();
+  /// zero_grads() without its callbacks: views zeroed in place, other gradients freed.
+  void clear_gradients();
   /// clip_gradients when each rank holds only its partition's gradients: the global norm
   /// (returned) from one all-reduce of squared norms, each rank clipping its part.
   double clip_partitioned();
