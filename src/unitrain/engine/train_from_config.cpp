@@ -115,6 +115,11 @@ void load_init_weights(ObjectiveModule& module, const ModelSection& model) {
 /// `init` (a checkpoint's weights replace them otherwise).
 std::shared_ptr<ObjectiveModule> build_module(const ConfigDriven& c, bool init) {
   auto module = std::make_shared<ObjectiveModule>(c.run.model, c.run.objective);
+  const ActivationCheckpointingOptions& ac = c.model_keys.activation_checkpointing;
+  UT_CHECK(!ac.enabled || module->model()->checkpoint_activations(ac.every),
+           "model.activation_checkpointing.enabled: model type '", c.model_keys.type,
+           "' has no blocks it can recompute (built in: transformer_lm); a model of your own "
+           "wraps its blocks in unitrain::checkpointed (docs/api.md), or set enabled: false");
   if (init && c.model_keys.init_from) load_init_weights(*module, c.model_keys);
   return module;
 }
@@ -245,7 +250,14 @@ ConfigRunResult train_from_config(const Config& raw_config) {
   auto module = build_module(c, true);
   int64_t params = 0;
   for (const auto& p : module->parameters()) params += p.numel();
-  log::info(fmt::format("model {}: {} parameters", module->model_type(), params));
+  const ActivationCheckpointingOptions& ac = c.model_keys.activation_checkpointing;
+  std::string recompute;
+  if (ac.enabled) {
+    recompute = ac.every == 1 ? "every block"
+                              : fmt::format("every {} blocks from the first", ac.every);
+  }
+  log::info(fmt::format("model {}: {} parameters{}", module->model_type(), params,
+                        recompute.empty() ? "" : "; activation checkpointing: " + recompute));
   if (const auto& teacher = module->teacher()) {
     int64_t frozen = 0;
     for (const auto& p : teacher->model()->parameters()) frozen += p.numel();

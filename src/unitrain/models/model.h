@@ -23,6 +23,10 @@ class Model : public torch::nn::Module {
   /// Names of the predictions, when the model knows them (a TorchScript module returning a
   /// dict); empty means positional.
   virtual std::vector<std::string> prediction_names() const { return {}; }
+  /// Recomputes the activations of every `every`-th block in backward instead of keeping them
+  /// from forward (model.activation_checkpointing); 0 = keep them all. False when the model has
+  /// no blocks it can recompute (nothing changes then).
+  virtual bool checkpoint_activations(int64_t every) { return every == 0; }
 };
 
 using ModelPtr = std::shared_ptr<Model>;
@@ -38,14 +42,23 @@ void register_declared_model(const std::string& name, const std::string& help) {
       name, help, [](const ModelOptions& o) -> ModelPtr { return std::make_shared<ModelImpl>(o); });
 }
 
+/// `model.activation_checkpointing`: which blocks recompute their activations in backward.
+struct ActivationCheckpointingOptions {
+  bool enabled = false;
+  int64_t every = 1;  ///< every N-th block, from the first
+
+  static void declare(Options<ActivationCheckpointingOptions>& o);
+};
+
 /// The keys of the `model` section besides `type` and `args`: `init_from` (a state_dict file
 /// saved from Python or by `unitrain export`, or a safetensors file, loaded into the new
-/// model), `init_key_map` (prefix renames of its names) and `init_strict`; each declared once
-/// in declare().
+/// model), `init_key_map` (prefix renames of its names), `init_strict` and
+/// `activation_checkpointing`; each declared once in declare().
 struct ModelSection {
   std::optional<std::string> init_from;
   NamedStrings init_key_map;  ///< (from, to) prefixes, e.g. {"transformer.", ""}
   bool init_strict = true;
+  ActivationCheckpointingOptions activation_checkpointing;
   std::string type;  ///< the component's `type` (the registered model), "" when unset
 
   static void declare(Options<ModelSection>& o);

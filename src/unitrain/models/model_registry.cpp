@@ -36,8 +36,24 @@ void ModelSection::declare(Options<ModelSection>& o) {
       .help(
           "init_from must hold exactly the model's tensors; false loads the names that match and "
           "reports the rest (shapes must still agree)");
+  o.section("activation_checkpointing", &T::activation_checkpointing)
+      .help(
+          "recompute blocks' activations in backward instead of keeping them from forward: less "
+          "memory for about one more forward of those blocks (built-in transformer_lm; in C++, "
+          "unitrain::checkpointed around a model's own blocks)");
   // `type` is the component's key, declared with the `model` section.
   o.check([](T& m, const Config& c) { m.type = component_type(c); });
+}
+
+void ActivationCheckpointingOptions::declare(Options<ActivationCheckpointingOptions>& o) {
+  using T = ActivationCheckpointingOptions;
+  o.field("enabled", &T::enabled)
+      .harmless()
+      .help("on: the blocks below keep only their inputs; results are unchanged");
+  o.field("every", &T::every)
+      .min(1)
+      .harmless()
+      .help("which blocks: every N-th from the first (1 = all; 2 = half of them)");
 }
 
 std::shared_ptr<const Schema> model_section_schema() { return options_of<ModelSection>().schema(); }

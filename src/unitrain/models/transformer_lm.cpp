@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "unitrain/core/error.h"
+#include "unitrain/models/activation_checkpoint.h"
 #include "unitrain/models/model_checks.h"
 #include "unitrain/models/torchscript_export.h"
 
@@ -156,8 +157,22 @@ torch::Tensor TransformerLmImpl::forward(torch::Tensor tokens) {
   auto positions = torch::arange(t, tokens.options());
   auto x = token_embedding->forward(tokens) + position_embedding->forward(positions);
   if (options.dropout() > 0) x = torch::dropout(x, options.dropout(), is_training());
-  for (const auto& block : *blocks) x = block->as<Block>()->forward(x);
+  for (size_t i = 0; i < blocks->size(); ++i) {
+    auto block = blocks->ptr<BlockImpl>(i);
+    if (checkpoint_every_ > 0 && i % static_cast<size_t>(checkpoint_every_) == 0) {
+      x = checkpointed([block](const torch::Tensor& in) { return block->forward(in); }, x);
+    } else {
+      x = block->forward(x);
+    }
+  }
   return head->forward(norm->forward(x));
+}
+
+bool TransformerLmImpl::checkpoint_activations(int64_t every) {
+  UT_CHECK(every >= 0, "transformer_lm: activation checkpointing every ", every,
+           " blocks; give a count >= 1 (or 0 = off)");
+  checkpoint_every_ = every;
+  return true;
 }
 
 std::vector<torch::Tensor> TransformerLmImpl::forward_all(

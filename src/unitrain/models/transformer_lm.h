@@ -63,6 +63,8 @@ class TransformerLmImpl : public Model {
   torch::Tensor forward(torch::Tensor tokens);
   /// One input, one prediction.
   std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& inputs) override;
+  /// Blocks 0, every, 2 * every, ... recompute their activations in backward; 0 = none.
+  bool checkpoint_activations(int64_t every) override;
 
   TransformerLmOptions options;
   torch::nn::Embedding token_embedding{nullptr};
@@ -70,6 +72,9 @@ class TransformerLmImpl : public Model {
   torch::nn::ModuleList blocks{nullptr};
   torch::nn::LayerNorm norm{nullptr};
   torch::nn::Linear head{nullptr};
+
+ private:
+  int64_t checkpoint_every_ = 0;
 };
 
 /// A shared_ptr-like holder of TransformerLmImpl.
