@@ -88,6 +88,19 @@ class ProcessGroup {
   /// (NCCL: all-gather into a tensor; Gloo: into views of it), and every tensor is copied out
   /// of its owner's chunk. Costs one buffer as large as the tensors of a dtype, for the call.
   void all_gather_from_owners(std::vector<torch::Tensor>& tensors, const std::vector<int>& owners);
+  /// Every rank's `shard` (1-D, as long on every rank) into `full` (world x as long, 1-D,
+  /// contiguous), rank r's at [r * n, (r + 1) * n): ZeRO stage 3's parameter gather. NCCL: one
+  /// all-gather into the tensor; Gloo: into views of it.
+  void all_gather_shards(torch::Tensor& full, const torch::Tensor& shard);
+  /// How Gloo, which has no reduce-scatter in LibTorch 1.13, sums `full` into each rank's part:
+  /// one reduce per part, to its rank, all launched at once; or an all-reduce of the whole, of
+  /// which each rank keeps its part.
+  enum class ReduceScatterBy { PartReduces, AllReduce };
+  /// The sum over ranks of `full` (1-D, world x n, the same layout everywhere), of which this
+  /// rank receives its part [rank * n, (rank + 1) * n) in `shard` (n elements): ZeRO stage 3's
+  /// gradient reduction. NCCL: one reduce-scatter; Gloo: `by`. `full` is overwritten.
+  void reduce_scatter_sum(torch::Tensor& shard, torch::Tensor& full,
+                          ReduceScatterBy by = ReduceScatterBy::PartReduces);
   /// Every rank's `text`, by rank.
   std::vector<std::string> all_gather(const std::string& text);
   void barrier();

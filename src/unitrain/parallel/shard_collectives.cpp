@@ -1,0 +1,65 @@
+// ProcessGroup::all_gather_shards and reduce_scatter_sum: ZeRO stage 3's collectives over flat
+// shards (each rank one equal part of a padded flat buffer).
+#include <torch/torch.h>
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include "unitrain/parallel/process_group.h"
+
+namespace unitrain {
+
+void ProcessGroup::all_gather_shards(torch::Tensor& full, const torch::Tensor& shard) {
+  const int64_t n = shard.numel();
+  TORCH_INTERNAL_ASSERT(shard.dim() == 1 && full.dim() == 1 && full.is_contiguous() &&
+                        full.numel() == n * world_size_);
+  torch::NoGradGuard no_grad;
+  const bool widen = needs_widening(shard.scalar_type());
+  wait("all_gather", 1, full.numel() * static_cast<int64_t>(full.element_size()), [&] {
+    // Gloo has no bfloat16: the gather runs on float32 copies.
+    torch::Tensor into = widen ? torch::empty({full.numel()}, full.options().dtype(torch::kFloat32))
+                               : full;
+    std::vector<torch::Tensor> in{widen ? shard.to(torch::kFloat32) : shard.contiguous()};
+    if (is_nccl()) {
+      group_->_allgather_base(into, in[0])->wait();
+    } else {
+      std::vector<std::vector<torch::Tensor>> out(1);
+      for (int r = 0; r < world_size_; ++r) out[0].push_back(into.narrow(0, r * n, n));
+      group_->allgather(out, in)->wait();
+    }
+    if (widen) full.copy_(into);
+  });
+}
+
+void ProcessGroup::reduce_scatter_sum(torch::Tensor& shard, torch::Tensor& full,
+                                      ReduceScatterBy by) {
+  const int64_t n = shard.numel();
+  TORCH_INTERNAL_ASSERT(shard.dim() == 1 && full.dim() == 1 && full.is_contiguous() &&
+                        full.numel() == n * world_size_);
+  torch::NoGradGuard no_grad;
+  const bool widen = needs_widening(full.scalar_type());
+  wait("reduce_scatter", 1, full.numel() * static_cast<int64_t>(full.element_size()), [&] {
+    torch::Tensor whole = widen ? full.to(torch::kFloat32) : full;
+    if (is_nccl()) {
+      torch::Tensor part = widen ? torch::empty({n}, whole.options()) : shard;
+      group_->_reduce_scatter_base(part, whole)->wait();
+      if (widen) shard.copy_(part);
+      return;
+    }
+    if (by == ReduceScatterBy::AllReduce) {
+      std::vector<torch::Tensor> all{whole};
+      group_->allreduce(all)->wait();
+    } else {
+      std::vector<c10::intrusive_ptr<c10d::Work>> works;
+      for (int r = 0; r < world_size_; ++r) {
+        std::vector<torch::Tensor> part{whole.narrow(0, r * n, n)};
+        c10d::ReduceOptions options;
+        options.rootRank = r;
+        works.push_back(group_->reduce(part, options));
+      }
+      for (auto& w : works) w->wait();
+    }
+    shard.copy_(whole.narrow(0, rank_ * n, n));
+  });
+}
+
+}  // namespace unitrain

@@ -1,0 +1,159 @@
+#include "unitrain/parallel/sharded_parameters.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+
+namespace unitrain {
+namespace {
+
+/// Makes memory for `t`'s storage again (after free_memory), under the same storage: every view
+/// of it, autograd's saved ones included, sees the new memory.
+void make_memory(const torch::Tensor& t) {
+  c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
+  const size_t bytes = static_cast<size_t>(t.numel()) * t.element_size();
+  if (s->nbytes() == bytes) return;
+  s->set_data_ptr_noswap(s->allocator()->allocate(bytes));
+  s->set_nbytes(bytes);
+}
+
+/// Frees `t`'s memory, keeping its storage (and every view's shape) for make_memory.
+void free_memory(const torch::Tensor& t) {
+  c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
+  s->set_data_ptr_noswap(at::DataPtr(nullptr, s->device()));
+  s->set_nbytes(0);
+}
+
+}  // namespace
+
+/// The parameters of one unit, dtype, key and trainability, end to end.
+struct ShardedParameters::Flat {
+  int unit = 0, key = 0;
+  c10::ScalarType dtype = c10::ScalarType::Float;
+  bool trains = true;
+  std::vector<size_t> members;   ///< indices into params_
+  std::vector<int64_t> offsets;  ///< each member's first element in the flat
+  int64_t length = 0;            ///< elements of the members
+  int64_t part = 0;              ///< elements of each rank's shard (padded length / world)
+  torch::Tensor whole;           ///< world x part elements; memory only while gathered
+  size_t shard = 0;              ///< index into shards_
+};
+
+ShardedParameters::ShardedParameters(std::shared_ptr<ProcessGroup> group,
+                                     std::vector<torch::Tensor> params,
+                                     const std::vector<int>& unit_of, const std::vector<int>& key_of,
+                                     ProcessGroup::ReduceScatterBy reduce_by)
+    : group_(std::move(group)), params_(std::move(params)), reduce_by_(reduce_by) {
+  TORCH_INTERNAL_ASSERT(unit_of.size() == params_.size() && key_of.size() == params_.size());
+  const int world = group_->world_size(), rank = group_->rank();
+  int units = 0;
+  for (int u : unit_of) units = std::max(units, u + 1);
+  unit_flats_.resize(static_cast<size_t>(units));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const torch::Tensor& p = params_[i];
+    std::vector<size_t>& mine = unit_flats_[static_cast<size_t>(unit_of[i])];
+    auto it = std::find_if(mine.begin(), mine.end(), [&](size_t f) {
+      const Flat& flat = *flats_[f];
+      return flat.key == key_of[i] && flat.dtype == p.scalar_type() &&
+             flat.trains == p.requires_grad();
+    });
+    if (it == mine.end()) {
+      auto flat = std::make_unique<Flat>();
+      flat->unit = unit_of[i];
+      flat->key = key_of[i];
+      flat->dtype = p.scalar_type();
+      flat->trains = p.requires_grad();
+      flats_.push_back(std::move(flat));
+      mine.push_back(flats_.size() - 1);
+      it = mine.end() - 1;
+    }
+    Flat& flat = *flats_[*it];
+    flat.members.push_back(i);
+    flat.offsets.push_back(flat.length);
+    flat.length += p.numel();
+  }
+  torch::NoGradGuard no_grad;
+  for (const auto& unit : unit_flats_) {
+    for (size_t f : unit) {
+      Flat& flat = *flats_[f];
+      flat.part = (flat.length + world - 1) / world;
+      const torch::Tensor& first = params_[flat.members[0]];
+      flat.whole = torch::zeros({flat.part * world}, first.options().requires_grad(false));
+      for (size_t j = 0; j < flat.members.size(); ++j) {
+        torch::Tensor& p = params_[flat.members[j]];
+        torch::Tensor place = flat.whole.narrow(0, flat.offsets[j], p.numel());
+        place.copy_(p.detach().reshape({-1}));
+        p.set_data(place.view(p.sizes()));
+      }
+      flat.shard = shards_.size();
+      shards_.push_back(flat.whole.narrow(0, rank * flat.part, flat.part).clone().requires_grad_(
+          flat.trains));
+      free_memory(flat.whole);
+    }
+  }
+  gathered_.assign(unit_flats_.size(), false);
+}
+
+ShardedParameters::~ShardedParameters() = default;
+
+std::vector<int> ShardedParameters::shard_keys() const {
+  std::vector<int> keys(shards_.size());
+  for (const auto& flat : flats_) keys[flat->shard] = flat->key;
+  return keys;
+}
+
+void ShardedParameters::gather(int unit) {
+  if (gathered_[static_cast<size_t>(unit)]) return;
+  for (size_t f : unit_flats_[static_cast<size_t>(unit)]) {
+    Flat& flat = *flats_[f];
+    make_memory(flat.whole);
+    group_->all_gather_shards(flat.whole, shards_[flat.shard].detach());
+  }
+  gathered_[static_cast<size_t>(unit)] = true;
+}
+
+void ShardedParameters::release(int unit) {
+  for (size_t f : unit_flats_[static_cast<size_t>(unit)]) free_memory(flats_[f]->whole);
+  gathered_[static_cast<size_t>(unit)] = false;
+}
+
+bool ShardedParameters::gathered(int unit) const { return gathered_[static_cast<size_t>(unit)]; }
+
+void ShardedParameters::reduce_gradients(int unit, double divisor) {
+  torch::NoGradGuard no_grad;
+  for (size_t f : unit_flats_[static_cast<size_t>(unit)]) {
+    Flat& flat = *flats_[f];
+    if (!flat.trains) continue;
+    torch::Tensor grads = torch::zeros({flat.whole.numel()}, flat.whole.options());
+    for (size_t j = 0; j < flat.members.size(); ++j) {
+      torch::Tensor& p = params_[flat.members[j]];
+      if (p.grad().defined()) {
+        grads.narrow(0, flat.offsets[j], p.numel()).copy_(p.grad().reshape({-1}));
+        p.mutable_grad().reset();
+      }
+    }
+    torch::Tensor part = torch::empty({flat.part}, grads.options());
+    group_->reduce_scatter_sum(part, grads, reduce_by_);
+    part.div_(divisor);
+    torch::Tensor& shard = shards_[flat.shard];
+    if (shard.grad().defined()) {
+      shard.mutable_grad().add_(part);
+    } else {
+      shard.mutable_grad() = part;
+    }
+  }
+}
+
+int64_t ShardedParameters::shard_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& s : shards_) bytes += s.numel() * static_cast<int64_t>(s.element_size());
+  return bytes;
+}
+
+int64_t ShardedParameters::whole_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& p : params_) bytes += p.numel() * static_cast<int64_t>(p.element_size());
+  return bytes;
+}
+
+}  // namespace unitrain

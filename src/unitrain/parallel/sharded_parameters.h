@@ -1,0 +1,74 @@
+#pragma once
+// ShardedParameters: ZeRO stage 3's parameters (FSDP's flat parameters) — each rank keeps one
+// equal part of every unit's parameters; a unit's whole parameters exist only between gather()
+// and release().
+#include <torch/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "unitrain/parallel/process_group.h"
+
+namespace unitrain {
+
+/// The model's parameters in units (a transformer block; the rest of the model). Within a unit,
+/// the parameters of one dtype and one `key` (e.g. their optimizer group) are laid end to end,
+/// in the given order, in a flat buffer padded with zeros to a multiple of the world size; rank r
+/// keeps elements [r * n, (r + 1) * n) of it (n = padded length / world): its shard, a 1-D leaf
+/// tensor that the optimizer steps and whose .grad is its part of the gradient. The layout is a
+/// function of the parameters' shapes, dtypes, units, keys and the world size alone.
+///
+/// Each parameter stays the same tensor (modules, hooks and names keep working) but its values
+/// are a view of its flat's whole buffer, whose memory exists only from gather(unit) to
+/// release(unit): outside that, reading a parameter's values is an error of the caller's
+/// (their shapes stay). Views autograd saved in forward see the values again once the unit is
+/// gathered for backward (the memory is re-made under the same storage, as FSDP does).
+///
+/// Every rank must construct it with the same parameters (after broadcast_module: the shards
+/// are cut from this rank's values) and call gather/release/reduce_gradients in the same order
+/// (they are collectives, except release).
+class ShardedParameters {
+ public:
+  ShardedParameters(std::shared_ptr<ProcessGroup> group, std::vector<torch::Tensor> params,
+                    const std::vector<int>& unit_of, const std::vector<int>& key_of,
+                    ProcessGroup::ReduceScatterBy reduce_by =
+                        ProcessGroup::ReduceScatterBy::PartReduces);
+  ~ShardedParameters();
+  ShardedParameters(const ShardedParameters&) = delete;
+  ShardedParameters& operator=(const ShardedParameters&) = delete;
+
+  int units() const { return static_cast<int>(unit_flats_.size()); }
+  /// The tensors the optimizer steps: this rank's shard of each flat, by unit, then key and
+  /// dtype in order of first appearance.
+  const std::vector<torch::Tensor>& shards() const { return shards_; }
+  /// Each shard's key (key_of of its parameters).
+  std::vector<int> shard_keys() const;
+  /// The unit's whole parameters from every rank's shards; its parameters hold their values
+  /// until release(unit). Gathering a gathered unit does nothing.
+  void gather(int unit);
+  /// Frees the memory of the unit's whole parameters.
+  void release(int unit);
+  bool gathered(int unit) const;
+  /// After the unit's backward: its parameters' gradients (whole, as backward left them; an
+  /// undefined one counts as zeros) summed over ranks and divided by `divisor`; this rank's part
+  /// is added to its shards' .grad (made when undefined: gradients accumulate over
+  /// micro-batches), and the whole gradients are freed.
+  void reduce_gradients(int unit, double divisor);
+  /// Bytes of this rank's shards (what it keeps of the parameters).
+  int64_t shard_bytes() const;
+  /// Bytes of the whole parameters (what plain data parallelism keeps on every rank).
+  int64_t whole_bytes() const;
+
+ private:
+  struct Flat;
+  std::shared_ptr<ProcessGroup> group_;
+  std::vector<torch::Tensor> params_;
+  std::vector<std::unique_ptr<Flat>> flats_;
+  std::vector<std::vector<size_t>> unit_flats_;  ///< each unit's flats, by index into flats_
+  std::vector<torch::Tensor> shards_;
+  std::vector<bool> gathered_;
+  ProcessGroup::ReduceScatterBy reduce_by_;
+};
+
+}  // namespace unitrain
