@@ -78,7 +78,7 @@ TEST(ShardedParameters, GradientsAreAveragedIntoTheShardsAndAccumulate) {
     run_ranks(3, [by](int rank, ProcessGroup& g) {
       auto params = unit_test_params();
       ShardedParameters sharded(std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}), params,
-                                {0, 0, 1, 0}, {0, 0, 0, 0}, by);
+                                {0, 0, 1, 0}, {0, 0, 0, 0}, {}, by);
       // Rank r's gradient of parameter i: (i + 1) * (r + 1) everywhere; the bias has none on
       // rank 1 (counts as zeros).
       auto set_grads = [&] {

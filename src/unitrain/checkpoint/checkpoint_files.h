@@ -13,6 +13,11 @@ inline constexpr const char* kTrainerState = "trainer_state.json";  ///< Trainer
 inline constexpr const char* kConfig = "config.yaml";               ///< the config it trained with
 inline constexpr const char* kCallbackPrefix = "extra-";            ///< extra-<name>: a callback's
 inline constexpr const char* kPartitionPrefix = "optimizer-rank-";
+/// distributed.zero: 3's model: the layout of its flats, and each rank's part of them.
+inline constexpr const char* kModelShards = "model-shards.json";
+inline std::string model_shard(int rank) {
+  return "model-shard-rank-" + std::to_string(rank) + ".pt";
+}
 
 /// A ZeRO run's optimizer partition of `rank`.
 inline std::string optimizer_partition(int rank) {

@@ -10,6 +10,7 @@
 
 #include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
+#include "unitrain/checkpoint/model_shards.h"
 #include "unitrain/checkpoint/optimizer_merge.h"
 #include "unitrain/checkpoint/safetensors.h"
 #include "unitrain/checkpoint/state_io.h"
@@ -140,11 +141,21 @@ std::string merge_checkpoint(const std::string& path, const std::string& out,
     std::error_code ec;
     UT_CHECK(!fs::exists(out, ec), "--out ", out,
              " exists already; choose a new path (nothing is overwritten)");
-    const NamedTensors model = load_tensor_dict(CheckpointStore::read(dir, files::kModel),
-                                                dir + "/" + files::kModel);
+    const NamedTensors model = read_model_state(dir);  // distributed.zero: 3's parts merged
     const int64_t step = TrainerStateFile::read(dir).state.step;
     write_safetensors(out, model, {{"format", "pt"}, {"unitrain.step", std::to_string(step)}});
     return out;
+  }
+  if (has_model_shards(dir)) {
+    // distributed.zero: 3: the model's parts merged into model.pt; the rest as it is (its
+    // optimizer state is by parts of flattened parameters, which a run with distributed.zero: 3
+    // re-cuts at any world size).
+    std::vector<CheckpointFile> merged;
+    merged.push_back({files::kModel, save_tensor_dict(merge_model_shards(dir)), nullptr});
+    for (const auto& [name, size] : CheckpointStore::files_of(dir)) {
+      if (name != files::kModel) merged.push_back({name, CheckpointStore::read(dir, name), nullptr});
+    }
+    return CheckpointStore::write_new(out, TrainerStateFile::read(dir).state.step, merged);
   }
   std::vector<OptimizerFile> partitions;
   for (int r = 0; CheckpointStore::has(dir, files::optimizer_partition(r)); ++r) {

@@ -1,5 +1,6 @@
 #pragma once
 // The optimizer state of a ZeRO run, one file per rank: restored or merged into one file.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,20 @@ struct OptimizerFile {
 /// one is not such a file or the files disagree (optimizer type, groups).
 void load_optimizer_state(torch::optim::Optimizer& optimizer,
                           const std::vector<OptimizerFile>& files);
+/// One flat of distributed.zero: 3 (ShardLayout::Flat): its elements, and each rank's part in
+/// the run that saved the state and in the run that reads it.
+struct FlatCut {
+  int64_t length = 0, old_part = 0, new_part = 0;
+};
+/// distributed.zero: 3's optimizer files (one per rank of the run that saved them, in rank
+/// order; each holds the state of its part of every flat it trains, under the flat's index over
+/// the optimizer's groups, `flats[index]`) re-cut into `rank`'s part of a run whose parts are
+/// `flats[index].new_part`: a state tensor of old_part
+/// elements is the concatenation of the files' parts, cut to the flat's length and padded with
+/// zeros; the other entries (the step count) are the first file's. One optimizer file, which
+/// load_optimizer_state reads. TrainError naming the file when one does not fit.
+std::vector<char> reshard_optimizer_files(const std::vector<OptimizerFile>& files,
+                                          const std::vector<FlatCut>& flats, int rank);
 /// The files load_optimizer_state(optimizer, files) reads, as one optimizer file (the same
 /// format, every parameter's state in index order), without an optimizer: for `unitrain
 /// checkpoint merge`. TrainError naming the file as there.

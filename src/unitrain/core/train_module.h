@@ -5,12 +5,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "unitrain/core/batch.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/metric_value.h"
+#include "unitrain/core/unit_runner.h"
 
 namespace torch::optim {
 class Optimizer;
@@ -59,6 +61,15 @@ class TrainModule : public torch::nn::Module {
   /// The module whose parameters and buffers a checkpoint's model.pt and `unitrain export`
   /// hold and `model.init_from` loads, by its state_dict() names. Default: this module.
   virtual torch::nn::Module& weights() { return *this; }
+  /// The pieces of weights() that forward runs one after another (a transformer's embeddings,
+  /// each block, its head), each as the list of its parameters, in the order forward runs them;
+  /// every trainable parameter in one. ZeRO stage 3 (distributed.zero: 3) keeps each unit's
+  /// parameters sharded across the processes and gathers them just before the unit runs.
+  /// Default: none (the module cannot be trained with ZeRO stage 3).
+  virtual std::vector<std::vector<torch::Tensor>> units() { return {}; }
+  /// Who runs the units (null: they run straight through). A module with units() runs each
+  /// through it: `runner->run(i, fn, inputs)` (core/unit_runner.h).
+  virtual void set_unit_runner(std::shared_ptr<UnitRunner> runner) {}
   /// Which way the metric this module logs as `name` (without its split: "acc" for val/acc)
   /// improves; nullopt when it does not say. `checkpoint.best.mode: auto` and
   /// `early_stopping.mode: auto` follow it. Default: "loss" is lower-is-better, nothing else

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "unitrain/checkpoint/checkpoint_files.h"
+#include "unitrain/checkpoint/model_shards.h"
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
@@ -14,9 +15,11 @@
 #include "unitrain/core/train_module.h"
 #include "unitrain/engine/callback_list.h"
 #include "unitrain/engine/lr_controller.h"
+#include "unitrain/engine/rank_files.h"
 #include "unitrain/log/console.h"
 #include "unitrain/parallel/optimizer_sharding.h"
 #include "unitrain/parallel/process_group.h"
+#include "unitrain/parallel/sharded_parameters.h"
 #include "unitrain/precision/precision.h"
 
 namespace unitrain {
@@ -51,8 +54,9 @@ class ModelEntry : public CheckpointEntry {
   }
 
   void restore(const CheckpointRead& in) override {
-    const std::string file = in.path(files::kModel);
-    NamedTensors state = read_tensor_dict_entry(in, files::kModel);
+    const std::string file =
+        has_model_shards(in.dir) ? in.dir + " (its parts merged)" : in.path(files::kModel);
+    NamedTensors state = read_model_state(in.dir);  // whole, or distributed.zero: 3's parts
     MasterWeights* masters = precision_.masters();
     if (!masters) {
       load_module_state(module_.weights(), state, /*strict=*/true, file);
@@ -73,63 +77,26 @@ class ModelEntry : public CheckpointEntry {
   Precision& precision_;
 };
 
-/// ZeRO: the ranks other than 0 write their optimizer partitions now, beside the checkpoints (a
-/// .partial- file: a save that fails leaves it to clean_partial), and tell rank 0 its path,
-/// size and CRC in an all-gather that is also the barrier: rank 0 lists the files once all are
-/// written, and its save moves them into the checkpoint folder. A rank that cannot write says
-/// so instead, and every rank fails naming it (none waits for a file that will not come).
-std::vector<CheckpointFile> write_optimizer_partitions(ProcessGroup& group,
-                                                       const torch::optim::Optimizer& optimizer,
-                                                       const std::string& root, int64_t step) {
-  std::string mine;
-  if (group.rank() != 0) {
-    const std::string path = fmt::format("{}/.partial-optimizer-step-{}-rank-{}-{}.pt", root, step,
-                                         group.rank(), CheckpointStore::writer_tag());
-    try {
-      std::error_code ec;
-      std::filesystem::create_directories(root, ec);
-      const FileImage image(save_optimizer_state(optimizer));
-      write_synced(path, image);
-      mine = fmt::format("{}\n{}\n{}", image.size(), crc32_of(image), path);
-    } catch (const std::exception& e) {
-      mine = "!" + error_text(e);
-    }
-  }
-  const std::vector<std::string> all = group.all_gather(mine);
-  std::vector<CheckpointFile> out;
-  for (int r = 1; r < group.world_size(); ++r) {
-    const std::string& said = all[static_cast<size_t>(r)];
-    UT_CHECK_TRAIN(said.empty() || said[0] != '!', "rank ", r,
-                   " could not write its optimizer "
-                   "partition for the checkpoint of step ",
-                   step, ": ", said.substr(1));
-    std::istringstream in(said);
-    CheckpointFile f;
-    f.name = files::optimizer_partition(r);
-    std::string size, crc;
-    std::getline(in, size);
-    std::getline(in, crc);
-    std::getline(in, f.move_from);
-    f.moved_size = std::stoull(size);
-    f.moved_crc32 = static_cast<uint32_t>(std::stoul(crc));
-    out.push_back(std::move(f));
-  }
-  return out;
-}
-
 class OptimizerEntry : public CheckpointEntry {
  public:
   OptimizerEntry(torch::optim::Optimizer& optimizer, ProcessGroup* group,
-                 OptimizerSharding* sharding, std::string root)
-      : optimizer_(optimizer), group_(group), sharding_(sharding), root_(std::move(root)) {}
+                 OptimizerSharding* sharding, std::string root, const ShardedParameters* sharded)
+      : optimizer_(optimizer),
+        group_(group),
+        sharding_(sharding),
+        sharded_(sharded),
+        root_(std::move(root)) {}
 
   void save(CheckpointWrite& out) override {
     std::vector<CheckpointFile> partitions;
-    if (sharding_) {
-      partitions = write_optimizer_partitions(*group_, optimizer_, root_, out.state.state.step);
+    if (sharding_ || sharded_) {
+      partitions = write_rank_files(*group_, root_, out.state.state.step, "optimizer",
+                                    "optimizer partition",
+                                    files::optimizer_partition,
+                                    [this] { return save_optimizer_state(optimizer_); });
     }
     if (!out.writes) return;
-    out.files.push_back({sharding_ ? files::optimizer_partition(0) : files::kOptimizer,
+    out.files.push_back({sharding_ || sharded_ ? files::optimizer_partition(0) : files::kOptimizer,
                          {},
                          optimizer_state_snapshot(optimizer_, out.async, out.buffers)});
     for (CheckpointFile& f : partitions) out.files.push_back(std::move(f));
@@ -138,6 +105,12 @@ class OptimizerEntry : public CheckpointEntry {
   /// optimizer.pt, or a ZeRO run's partitions (from any number of ranks): this run takes what
   /// it needs (with ZeRO, its own partition's state).
   void restore(const CheckpointRead& in) override {
+    if (sharded_) return restore_parts(in);
+    UT_CHECK_TRAIN(!in.has(files::kModelShards), in.dir,
+                   " holds the optimizer state of a run with distributed.zero: 3 (by parts of "
+                   "flattened parameters), which a run without it cannot take; resume with "
+                   "distributed.zero: 3 on several processes, or start from its weights "
+                   "(model.init_from, after `unitrain checkpoint merge`)");
     std::vector<OptimizerFile> found;
     if (in.has(files::kOptimizer)) {
       found.push_back({in.read(files::kOptimizer), in.path(files::kOptimizer)});
@@ -154,9 +127,47 @@ class OptimizerEntry : public CheckpointEntry {
   }
 
  private:
+  /// distributed.zero: 3: this rank's own file at the same world size and layout, else every
+  /// rank's files re-cut into this rank's parts.
+  void restore_parts(const CheckpointRead& in) {
+    const ShardLayout layout = sharded_->layout();
+    UT_CHECK_TRAIN(in.has(files::kModelShards), in.dir,
+                   " was saved by a run without distributed.zero: 3: its optimizer state is by "
+                   "parameter, not by parts of flattened ones; resume it with the distributed.zero "
+                   "it was saved with, or start from its weights (model.init_from)");
+    const std::vector<char> text = in.read(files::kModelShards);
+    const ShardLayout saved =
+        ShardLayout::from_json({text.begin(), text.end()}, in.path(files::kModelShards));
+    UT_CHECK_TRAIN(saved.same_flats(layout), in.dir,
+                   "'s parameters were flattened otherwise (other units, optimizer groups or "
+                   "dtypes): its optimizer state does not fit; resume with the model and "
+                   "optimizer.no_decay_bias_norm it was saved with");
+    if (saved.world_size == layout.world_size) {
+      const std::string name = files::optimizer_partition(in.rank);
+      load_optimizer_state(optimizer_, in.read(name), in.path(name));
+      return;
+    }
+    std::vector<OptimizerFile> parts;
+    for (int r = 0; r < saved.world_size; ++r) {
+      const std::string name = files::optimizer_partition(r);
+      parts.push_back({in.read(name), in.path(name)});
+    }
+    // The optimizer's parameters, counted over its groups, are the flats of each group's key.
+    std::vector<FlatCut> cuts;
+    for (size_t g = 0; g < optimizer_.param_groups().size(); ++g) {
+      for (size_t i = 0; i < layout.flats.size(); ++i) {
+        if (layout.flats[i].key != static_cast<int>(g)) continue;
+        cuts.push_back({layout.flats[i].length, saved.flats[i].part, layout.flats[i].part});
+      }
+    }
+    load_optimizer_state(optimizer_, reshard_optimizer_files(parts, cuts, in.rank),
+                         in.dir + "'s optimizer parts, re-cut");
+  }
+
   torch::optim::Optimizer& optimizer_;
   ProcessGroup* group_;
   OptimizerSharding* sharding_;
+  const ShardedParameters* sharded_;
   std::string root_;
 };
 
@@ -307,8 +318,9 @@ CheckpointEntryPtr model_entry(TrainModule& module, Precision& precision) {
 }
 
 CheckpointEntryPtr optimizer_entry(torch::optim::Optimizer& optimizer, ProcessGroup* group,
-                                   OptimizerSharding* sharding, std::string root) {
-  return std::make_unique<OptimizerEntry>(optimizer, group, sharding, std::move(root));
+                                   OptimizerSharding* sharding, std::string root,
+                                   const ShardedParameters* sharded) {
+  return std::make_unique<OptimizerEntry>(optimizer, group, sharding, std::move(root), sharded);
 }
 
 CheckpointEntryPtr rng_entry(ProcessGroup* group) { return std::make_unique<RngEntry>(group); }

@@ -17,6 +17,7 @@ class LrController;
 class OptimizerSharding;
 class Precision;
 class ProcessGroup;
+class ShardedParameters;
 class TrainModule;
 struct TrainState;
 
@@ -24,8 +25,17 @@ struct TrainState;
 CheckpointEntryPtr model_entry(TrainModule& module, Precision& precision);
 /// optimizer.pt, or with ZeRO (`sharding`) one optimizer-rank-<R>.pt per rank: the ranks other
 /// than 0 write theirs beside the checkpoints under `root` and rank 0 moves them in.
+/// With distributed.zero: 3 (`sharded`), every rank's state of its parts, re-cut when the run
+/// resumes at another world size.
 CheckpointEntryPtr optimizer_entry(torch::optim::Optimizer& optimizer, ProcessGroup* group,
-                                   OptimizerSharding* sharding, std::string root);
+                                   OptimizerSharding* sharding, std::string root,
+                                   const ShardedParameters* sharded = nullptr);
+/// distributed.zero: 3's model: model-shards.json and every rank's model-shard-rank-<R>.pt
+/// (written as optimizer_entry's partitions). Restores its own part at the same world size and
+/// layout; otherwise cuts its part from the merged parts, or from a whole model.pt.
+CheckpointEntryPtr sharded_model_entry(TrainModule& module, ShardedParameters& params,
+                                       ProcessGroup& group, const TrainState& counters,
+                                       std::string root);
 /// rng-rank-<R>.pt: every rank's generator states (gathered on rank 0).
 CheckpointEntryPtr rng_entry(ProcessGroup* group);
 /// grads.pt: the accumulated gradients of a window the checkpoint was saved inside.

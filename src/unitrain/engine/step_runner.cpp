@@ -218,7 +218,7 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
     sync_.share(mine, bad_on_device_);
   }
   if (!optimizer_) return m;  // training_step ran the module's own backward and updates
-  if (!window_bad_) {
+  if (!window_bad_ || sync_.reduces_in_backward()) {  // (ZeRO 3: every rank's collectives)
     backward(precision_.scale_loss(weight == 1.0 ? out.loss : out.loss * weight), window_end, step);
   }
   return m;

@@ -27,6 +27,7 @@
 #include "unitrain/engine/run_device.h"
 #include "unitrain/engine/run_folder.h"
 #include "unitrain/engine/run_settings.h"
+#include "unitrain/checkpoint/model_shards.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"
 #include "unitrain/models/torchscript_export.h"
@@ -149,7 +150,7 @@ int64_t load_checkpoint_model(ObjectiveModule& module, const std::string& dir) {
   NamedTensors state;
   int64_t step = 0;
   try {
-    state = load_tensor_dict(CheckpointStore::read(dir, checkpoint_files::kModel), what);
+    state = read_model_state(dir);  // whole, or distributed.zero: 3's parts merged
     step = TrainerStateFile::read(dir).state.step;
   } catch (const TrainError& e) {
     throw ConfigError(e.what());

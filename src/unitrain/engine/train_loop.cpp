@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "unitrain/core/error.h"
+#include "unitrain/engine/callbacks/ema.h"
 #include "unitrain/engine/checkpoint_entries.h"
 #include "unitrain/engine/evaluator.h"
 #include "unitrain/engine/run_decisions.h"
@@ -16,6 +17,9 @@
 #include "unitrain/log/console.h"
 #include "unitrain/parallel/data_parallel.h"
 #include "unitrain/parallel/reduce_metrics.h"
+#include "unitrain/parallel/shard_module.h"
+#include "unitrain/parallel/sharded_parameters.h"
+#include "unitrain/parallel/sharded_sync.h"
 
 namespace unitrain {
 namespace {
@@ -88,10 +92,14 @@ void TrainLoop::make_gradient_sync(bool manual) {
     sync_ = std::make_unique<NoGradientSync>();
     return;
   }
+  if (settings_.distributed.zero == 3 && !manual) {  // each unit reduces its own gradients
+    sync_ = std::make_unique<ShardedSync>(group_);
+    return;
+  }
   DataParallelOptions dp = settings_.distributed.data_parallel_options();
   for (const auto& p : module_.weights().named_parameters()) dp.names.push_back(p.key());
   dp.gradient_views = !manual;  // the module's optimizers zero their gradients themselves
-  if (settings_.distributed.zero >= 2) {  // (its precisions are checked at fit()'s start)
+  if (settings_.distributed.zero == 2) {  // (its precisions are checked at fit()'s start)
     gradient_owners_ = bucket_owners(module_.weights().parameters(), group_->world_size());
     dp.owners = gradient_owners_;
   }
@@ -104,6 +112,17 @@ void TrainLoop::start(std::unique_ptr<LoopOptimizers> optimizers) {
   make_gradient_sync(manual);
   optimizers_->follow(state_);
   torch::optim::Optimizer* trainers = manual ? nullptr : optimizers_->all()[0].second;
+  // ZeRO stage 3: the optimizer steps this rank's shards (before bf16-true's masters are made
+  // for what it steps).
+  if (group_ && trainers && settings_.distributed.zero == 3) {
+    for (const auto& c : callbacks_.all()) {
+      UT_CHECK(dynamic_cast<const Ema*>(c.get()) == nullptr,
+               "callbacks: ema averages the whole parameters after every step, which "
+               "distributed.zero: 3 keeps only in parts on each process; use distributed.zero: 2 "
+               "(or 0/1) with ema");
+    }
+    sharded_params_ = shard_module(group_, module_, *trainers);
+  }
   step_runner_ = std::make_unique<StepRunner>(module_, trainers, settings_.train, *sync_,
                                               callbacks_, precision_, profiler_.get());
   module_run_ = std::make_unique<LoopModuleRun>(
@@ -114,7 +133,7 @@ void TrainLoop::start(std::unique_ptr<LoopOptimizers> optimizers) {
   // After the runner: bf16-true's precision has put the float32 masters into the groups.
   if (group_ && !manual && settings_.distributed.zero == 1) {
     sharding_ = std::make_unique<OptimizerSharding>(group_, *trainers);
-  } else if (group_ && !manual && settings_.distributed.zero >= 2) {  // the buckets' owners
+  } else if (group_ && !manual && settings_.distributed.zero == 2) {  // the buckets' owners
     sharding_ = std::make_unique<OptimizerSharding>(
         group_, *trainers, module_.weights().parameters(), gradient_owners_);
   }
@@ -127,10 +146,15 @@ void TrainLoop::start(std::unique_ptr<LoopOptimizers> optimizers) {
   // What a checkpoint holds, in the order it saves and restores.
   TrainCheckpoints& c = *checkpoints_;
   c.add(static_cast<CheckpointEntry&>(*this));
-  c.add(model_entry(module_, precision_));
+  if (sharded_params_) {
+    c.add(sharded_model_entry(module_, *sharded_params_, *group_, state_,
+                              settings_.run_dir + "/checkpoints"));
+  } else {
+    c.add(model_entry(module_, precision_));
+  }
   if (trainers) {
     c.add(optimizer_entry(*trainers, group_.get(), sharding_.get(),
-                          settings_.run_dir + "/checkpoints"));
+                          settings_.run_dir + "/checkpoints", sharded_params_.get()));
   }
   c.add(gradients_entry(module_, state_));
   optimizers_->add_entries(c, state_);
@@ -348,6 +372,10 @@ void TrainLoop::finish() {
   checkpoints_->finish();
   logger_.finish(!decisions_.ended_early());
   if (profiler_) write_profile();
+  if (sharded_params_) {  // the module whole again for what comes after fit (tests, export)
+    module_.set_unit_runner(nullptr);
+    sharded_params_->unshard();
+  }
 }
 
 FitResult TrainLoop::result() const {

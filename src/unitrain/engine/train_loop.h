@@ -33,6 +33,7 @@ namespace unitrain {
 
 class Precision;
 class ProcessGroup;
+class ShardedParameters;
 class RunDecisions;
 
 /// What a TrainLoop is built from: the run's settings and the parts that the Trainer keeps
@@ -102,7 +103,9 @@ class TrainLoop : private CheckpointEntry {
   /// Where the module trains (train.device), from start() on.
   const torch::Device& device() const { return device_; }
   ProcessGroup* group() const { return group_.get(); }
-  bool sharded() const { return sharding_ != nullptr; }
+  bool sharded() const { return sharding_ != nullptr || sharded_params_ != nullptr; }
+  /// distributed.zero: 3's parameters (null otherwise).
+  const ShardedParameters* sharded_parameters() const { return sharded_params_.get(); }
   double best_value() const { return checkpoints_->best_value(); }
   int64_t log_events() const { return logger_.events(); }
   /// Seconds trained, over every segment of the run (or, complete before it started, the
@@ -156,6 +159,7 @@ class TrainLoop : private CheckpointEntry {
   DivergenceGuard divergence_{settings_.train.divergence};  ///< spikes' moving mean, rollbacks
   std::unique_ptr<OptimizerSharding> sharding_;  ///< distributed.zero >= 1 with several ranks
   std::vector<int> gradient_owners_;  ///< distributed.zero: 2: each parameter's, by model order
+  std::shared_ptr<ShardedParameters> sharded_params_;  ///< distributed.zero: 3 with several ranks
   std::unique_ptr<LoopOptimizers> optimizers_;
   std::unique_ptr<LoopModuleRun> module_run_;  ///< what module_.run() returns during the fit
   RunLogger logger_;

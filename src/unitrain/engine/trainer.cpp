@@ -36,6 +36,7 @@
 #include "unitrain/optim/optimizer_setup.h"
 #include "unitrain/parallel/data_parallel.h"
 #include "unitrain/parallel/dist_env.h"
+#include "unitrain/parallel/sharded_parameters.h"
 #include "unitrain/precision/precision_support.h"
 
 namespace unitrain {
@@ -298,7 +299,7 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   // Every precision restriction of the run's parts on its device, before the run folder changes.
   std::vector<PrecisionSupport> restrictions;
   if (env.distributed() && settings_->distributed.zero >= 2)
-    restrictions.push_back(zero2_precisions());
+    restrictions.push_back(zero2_precisions(static_cast<int>(settings_->distributed.zero)));
   check_precision(options().precision, device.type(), restrictions);
   std::shared_ptr<ProcessGroup> group = join_group_and_prepare(env, resume, device);
   log::info("device: " + describe_device(device));
@@ -453,6 +454,10 @@ FitResult Trainer::conclude(const TrainLoop& loop) {
     log::info(fmt::format("optimizer state on rank {}: {} bytes (distributed.zero: {})", rank_,
                           optimizer_state_bytes(*optimizer_),
                           loop.sharded() ? settings_->distributed.zero : 0));
+  }
+  if (const ShardedParameters* p = loop.sharded_parameters()) {
+    log::info(fmt::format("parameters on rank {}: {} bytes of {} (distributed.zero: 3)", rank_,
+                          p->shard_bytes(), p->whole_bytes()));
   }
   if (r.signal != 0) log::warn(stopped_by_signal_text(r));  // the last line: what comes next
   return r;

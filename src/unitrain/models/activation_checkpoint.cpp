@@ -1,5 +1,7 @@
 #include "unitrain/models/activation_checkpoint.h"
 
+#include "unitrain/models/model.h"
+
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -169,6 +171,25 @@ torch::Tensor checkpointed(const std::function<torch::Tensor(const torch::Tensor
   // `fn` is copied: backward calls it after this call has returned.
   return checkpointed([fn](const std::vector<torch::Tensor>& in) { return std::vector{fn(in[0])}; },
                       {input})[0];
+}
+
+std::vector<torch::Tensor> Model::run_unit(size_t unit, const TensorsFn& fn,
+                                           const std::vector<torch::Tensor>& inputs,
+                                           bool recompute) {
+  if (!unit_runner_) return recompute ? checkpointed(fn, inputs) : fn(inputs);
+  if (!recompute) return unit_runner_->run(unit, fn, inputs);
+  // The runner's unit around a recomputing one: backward gathers (ZeRO stage 3) before the
+  // recomputation runs.
+  return unit_runner_->run(
+      unit, [fn](const std::vector<torch::Tensor>& in) { return checkpointed(fn, in); }, inputs);
+}
+
+torch::Tensor Model::run_unit(size_t unit,
+                              const std::function<torch::Tensor(const torch::Tensor&)>& fn,
+                              const torch::Tensor& input, bool recompute) {
+  return run_unit(
+      unit, [fn](const std::vector<torch::Tensor>& in) { return std::vector{fn(in[0])}; }, {input},
+      recompute)[0];
 }
 
 }  // namespace unitrain

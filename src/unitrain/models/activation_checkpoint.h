@@ -6,9 +6,9 @@
 #include <functional>
 #include <vector>
 
-namespace unitrain {
+#include "unitrain/core/unit_runner.h"
 
-using TensorsFn = std::function<std::vector<torch::Tensor>(const std::vector<torch::Tensor>&)>;
+namespace unitrain {
 
 /// `fn(inputs)`, computed without recording its graph: only `inputs` are kept for backward, which
 /// runs `fn` again with the graph on and backpropagates through that. Gradients reach `fn`'s

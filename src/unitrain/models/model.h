@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "unitrain/core/registry.h"
+#include "unitrain/core/unit_runner.h"
 
 namespace unitrain {
 
@@ -27,6 +28,24 @@ class Model : public torch::nn::Module {
   /// from forward (model.activation_checkpointing); 0 = keep them all. False when the model has
   /// no blocks it can recompute (nothing changes then).
   virtual bool checkpoint_activations(int64_t every) { return every == 0; }
+  /// The pieces forward runs one after another, each by its parameters (TrainModule::units());
+  /// default: none.
+  virtual std::vector<std::vector<torch::Tensor>> units() { return {}; }
+  /// Who runs the units (null: straight through).
+  void set_unit_runner(std::shared_ptr<UnitRunner> runner) { unit_runner_ = std::move(runner); }
+
+ protected:
+  /// Unit `unit` of units() on `inputs`: through the unit runner when one is set; with
+  /// `recompute`, keeping only its inputs for backward (activation checkpointing).
+  std::vector<torch::Tensor> run_unit(size_t unit, const TensorsFn& fn,
+                                      const std::vector<torch::Tensor>& inputs,
+                                      bool recompute = false);
+  /// One tensor in, one out.
+  torch::Tensor run_unit(size_t unit, const std::function<torch::Tensor(const torch::Tensor&)>& fn,
+                         const torch::Tensor& input, bool recompute = false);
+
+ private:
+  std::shared_ptr<UnitRunner> unit_runner_;
 };
 
 using ModelPtr = std::shared_ptr<Model>;

@@ -154,18 +154,31 @@ torch::Tensor TransformerLmImpl::forward(torch::Tensor tokens) {
              "), got ids from ", lo, " to ", hi);
   }
   tokens = tokens.to(torch::kLong);
-  auto positions = torch::arange(t, tokens.options());
-  auto x = token_embedding->forward(tokens) + position_embedding->forward(positions);
-  if (options.dropout() > 0) x = torch::dropout(x, options.dropout(), is_training());
+  // Each piece runs as a unit of units() (ZeRO stage 3 gathers its parameters around it).
+  auto x = run_unit(0, [this](const torch::Tensor& ids) {
+    auto positions = torch::arange(ids.size(1), ids.options());
+    auto e = token_embedding->forward(ids) + position_embedding->forward(positions);
+    return options.dropout() > 0 ? torch::dropout(e, options.dropout(), is_training()) : e;
+  }, tokens);
   for (size_t i = 0; i < blocks->size(); ++i) {
     auto block = blocks->ptr<BlockImpl>(i);
-    if (checkpoint_every_ > 0 && i % static_cast<size_t>(checkpoint_every_) == 0) {
-      x = checkpointed([block](const torch::Tensor& in) { return block->forward(in); }, x);
-    } else {
-      x = block->forward(x);
-    }
+    const bool recompute =
+        checkpoint_every_ > 0 && i % static_cast<size_t>(checkpoint_every_) == 0;
+    x = run_unit(1 + i, [block](const torch::Tensor& in) { return block->forward(in); }, x,
+                 recompute);
   }
-  return head->forward(norm->forward(x));
+  return run_unit(blocks->size() + 1,
+                  [this](const torch::Tensor& in) { return head->forward(norm->forward(in)); }, x);
+}
+
+std::vector<std::vector<torch::Tensor>> TransformerLmImpl::units() {
+  std::vector<std::vector<torch::Tensor>> out;
+  out.push_back({token_embedding->weight, position_embedding->weight});
+  for (const auto& block : *blocks) out.push_back(block->parameters());
+  std::vector<torch::Tensor> last = norm->parameters();
+  for (const auto& p : head->parameters()) last.push_back(p);
+  out.push_back(std::move(last));
+  return out;
 }
 
 bool TransformerLmImpl::checkpoint_activations(int64_t every) {

@@ -65,6 +65,8 @@ class TransformerLmImpl : public Model {
   std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& inputs) override;
   /// Blocks 0, every, 2 * every, ... recompute their activations in backward; 0 = none.
   bool checkpoint_activations(int64_t every) override;
+  /// The embeddings (token and position), each block, then the final norm with the head.
+  std::vector<std::vector<torch::Tensor>> units() override;
 
   TransformerLmOptions options;
   torch::nn::Embedding token_embedding{nullptr};

@@ -91,6 +91,11 @@ class ObjectiveModule : public TrainModule {
   /// The model alone: checkpoints and exports name its tensors as the model does
   /// (`layers.0.weight`), as a Python module of the same structure would.
   torch::nn::Module& weights() override { return *model_; }
+  /// The model's (Model::units()).
+  std::vector<std::vector<torch::Tensor>> units() override { return model_->units(); }
+  void set_unit_runner(std::shared_ptr<UnitRunner> runner) override {
+    model_->set_unit_runner(std::move(runner));
+  }
   /// `loss`, each `loss_<term>` and `reg_<term>` are lower-is-better; a configured metric
   /// improves the way its type declares (metric_registry()); other names: nullopt.
   std::optional<MetricDirection> metric_direction(const std::string& name) const override;

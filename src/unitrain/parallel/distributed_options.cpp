@@ -37,12 +37,15 @@ void DistributedOptions::declare(Options<DistributedOptions>& o) {
           "accumulation window; false = each rank keeps its own");
   o.field("zero", &T::zero)
       .min(0)
-      .max(2)
+      .max(3)
       .help(
           "ZeRO stage. 0: every rank keeps the optimizer's state for every parameter; 1: each "
           "rank keeps it for its partition of the parameters (balanced by size), steps those and "
           "broadcasts them (optimizer-state memory / ranks); 2: also gradients, each bucket "
-          "reduced to its owner only and freed elsewhere. No effect in one process");
+          "reduced to its owner only and freed elsewhere; 3: also the parameters, each rank "
+          "keeping an equal part of every unit of the model (a transformer block) and gathering "
+          "a unit just before it runs (models with units: transformer_lm, or TrainModule::units() "
+          "in C++). No effect in one process");
 }
 
 ProcessGroupOptions DistributedOptions::group_options(const torch::Device& device) const {

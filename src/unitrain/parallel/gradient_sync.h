@@ -29,6 +29,10 @@ class GradientSync {
   /// each rank's part, through sum_across_ranks (one small all-reduce).
   virtual bool gradients_partitioned() const { return false; }
   virtual double sum_across_ranks(double local) { return local; }
+  /// True when backward itself runs collectives (ZeRO stage 3 reduces each unit's gradients as
+  /// its backward ends): every rank must then run every backward, a rank whose loss was not
+  /// finite too (the agreed decision skips the update).
+  virtual bool reduces_in_backward() const { return false; }
 
   /// Data-parallel runs agree on each step's decision by sending it with the window's
   /// gradients instead of in a collective of their own: share() before the window's last

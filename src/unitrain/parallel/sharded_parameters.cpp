@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "unitrain/core/error.h"
+
 namespace unitrain {
 namespace {
 
@@ -42,8 +44,15 @@ struct ShardedParameters::Flat {
 ShardedParameters::ShardedParameters(std::shared_ptr<ProcessGroup> group,
                                      std::vector<torch::Tensor> params,
                                      const std::vector<int>& unit_of, const std::vector<int>& key_of,
+                                     std::vector<std::string> names,
                                      ProcessGroup::ReduceScatterBy reduce_by)
-    : group_(std::move(group)), params_(std::move(params)), reduce_by_(reduce_by) {
+    : group_(std::move(group)),
+      params_(std::move(params)),
+      names_(std::move(names)),
+      reduce_by_(reduce_by) {
+  if (names_.empty()) {
+    for (size_t i = 0; i < params_.size(); ++i) names_.push_back("param." + std::to_string(i));
+  }
   TORCH_INTERNAL_ASSERT(unit_of.size() == params_.size() && key_of.size() == params_.size());
   const int world = group_->world_size(), rank = group_->rank();
   int units = 0;
@@ -140,6 +149,61 @@ void ShardedParameters::reduce_gradients(int unit, double divisor) {
       shard.mutable_grad().add_(part);
     } else {
       shard.mutable_grad() = part;
+    }
+  }
+}
+
+void ShardedParameters::unshard() {
+  torch::NoGradGuard no_grad;
+  for (int u = 0; u < units(); ++u) {
+    gather(u);
+    for (size_t f : unit_flats_[static_cast<size_t>(u)]) {
+      for (size_t i : flats_[f]->members) params_[i].set_data(params_[i].detach().clone());
+    }
+    release(u);
+  }
+}
+
+ShardLayout ShardedParameters::layout() const {
+  ShardLayout out;
+  out.world_size = group_->world_size();
+  out.flats.resize(shards_.size());
+  for (const auto& flat : flats_) {
+    ShardLayout::Flat& f = out.flats[flat->shard];
+    f.unit = flat->unit;
+    f.key = flat->key;
+    f.dtype = c10::toString(flat->dtype);
+    f.length = flat->length;
+    f.part = flat->part;
+    for (size_t j = 0; j < flat->members.size(); ++j) {
+      const torch::Tensor& p = params_[flat->members[j]];
+      f.members.push_back({names_[flat->members[j]], p.sizes().vec(), flat->offsets[j]});
+    }
+  }
+  return out;
+}
+
+void ShardedParameters::load_whole(const std::map<std::string, torch::Tensor>& state,
+                                   const std::string& what) {
+  torch::NoGradGuard no_grad;
+  const int rank = group_->rank();
+  for (const auto& flat : flats_) {
+    torch::Tensor& shard = shards_[flat->shard];
+    shard.zero_();
+    const int64_t first = rank * flat->part, end = first + flat->part;
+    for (size_t j = 0; j < flat->members.size(); ++j) {
+      const torch::Tensor& p = params_[flat->members[j]];
+      const std::string& name = names_[flat->members[j]];
+      const auto it = state.find(name);
+      UT_CHECK_TRAIN(it != state.end(), what, " has no tensor ", name);
+      UT_CHECK_TRAIN(it->second.sizes().equals(p.sizes()), what, ": ", name, " has shape ",
+                     it->second.sizes(), ", the model's is ", p.sizes());
+      // The member's elements that fall in this rank's part.
+      const int64_t lo = std::max(first, flat->offsets[j]);
+      const int64_t hi = std::min(end, flat->offsets[j] + p.numel());
+      if (lo >= hi) continue;
+      shard.narrow(0, lo - first, hi - lo)
+          .copy_(it->second.reshape({-1}).narrow(0, lo - flat->offsets[j], hi - lo));
     }
   }
 }

@@ -5,9 +5,12 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "unitrain/core/shard_layout.h"
 #include "unitrain/parallel/process_group.h"
 
 namespace unitrain {
@@ -30,8 +33,10 @@ namespace unitrain {
 /// (they are collectives, except release).
 class ShardedParameters {
  public:
+  /// `names`: the parameters' names (checkpoints' layouts), or empty.
   ShardedParameters(std::shared_ptr<ProcessGroup> group, std::vector<torch::Tensor> params,
                     const std::vector<int>& unit_of, const std::vector<int>& key_of,
+                    std::vector<std::string> names = {},
                     ProcessGroup::ReduceScatterBy reduce_by =
                         ProcessGroup::ReduceScatterBy::PartReduces);
   ~ShardedParameters();
@@ -55,6 +60,15 @@ class ShardedParameters {
   /// is added to its shards' .grad (made when undefined: gradients accumulate over
   /// micro-batches), and the whole gradients are freed.
   void reduce_gradients(int unit, double divisor);
+  /// Every parameter whole again, in memory of its own (a collective: each unit gathered in
+  /// turn): the module works without this object from then on. Its shards stay as they were.
+  void unshard();
+  /// The flats, their members and parts, for checkpoints (ShardLayout::world_size: this run's).
+  ShardLayout layout() const;
+  /// This rank's parts, from the whole values of every parameter by name (a checkpoint of
+  /// another world size or layout, or a whole model.pt); TrainError naming `what` and the
+  /// parameter when one is missing or of another shape. Units must be released.
+  void load_whole(const std::map<std::string, torch::Tensor>& state, const std::string& what);
   /// Bytes of this rank's shards (what it keeps of the parameters).
   int64_t shard_bytes() const;
   /// Bytes of the whole parameters (what plain data parallelism keeps on every rank).
@@ -64,6 +78,7 @@ class ShardedParameters {
   struct Flat;
   std::shared_ptr<ProcessGroup> group_;
   std::vector<torch::Tensor> params_;
+  std::vector<std::string> names_;
   std::vector<std::unique_ptr<Flat>> flats_;
   std::vector<std::vector<size_t>> unit_flats_;  ///< each unit's flats, by index into flats_
   std::vector<torch::Tensor> shards_;

@@ -1,0 +1,20 @@
+#pragma once
+// A checkpoint's model, whole (model.pt) or as distributed.zero: 3's parts (model-shards.json
+// and model-shard-rank-<R>.pt, each holding "<i>": its part of flat i).
+#include <string>
+
+#include "unitrain/checkpoint/named_tensors.h"
+
+namespace unitrain {
+
+/// Checkpoint `dir` holds its model as distributed.zero: 3's parts.
+bool has_model_shards(const std::string& dir);
+
+/// The parts merged into whole tensors, in the layout's order (each rank's file read once).
+/// TrainError naming the file when one is missing, damaged or does not fit the layout.
+NamedTensors merge_model_shards(const std::string& dir);
+
+/// The whole model of checkpoint `dir`: model.pt, or merge_model_shards.
+NamedTensors read_model_state(const std::string& dir);
+
+}  // namespace unitrain

@@ -1,0 +1,85 @@
+#include "unitrain/parallel/shard_module.h"
+
+#include <torch/torch.h>
+
+#include <map>
+
+#include "unitrain/core/error.h"
+#include "unitrain/core/train_module.h"
+#include "unitrain/parallel/sharded_parameters.h"
+#include "unitrain/parallel/sharded_unit_runner.h"
+
+namespace unitrain {
+
+std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> group,
+                                                TrainModule& module,
+                                                torch::optim::Optimizer& optimizer) {
+  const std::vector<std::vector<torch::Tensor>> units = module.units();
+  UT_CHECK(!units.empty(),
+           "distributed.zero: 3 shards a model by its units (its embeddings, each block, its "
+           "head), but this one has none: the built-in transformer_lm has them, a C++ module "
+           "lists them in TrainModule::units() (docs/distributed.md, \"Sharded parameters\"); "
+           "use distributed.zero: 2 for this model");
+  std::map<const void*, std::string> names;
+  for (const auto& p : module.weights().named_parameters()) {
+    names[p.value().unsafeGetTensorImpl()] = p.key();
+  }
+  std::map<const void*, int> group_of;
+  for (size_t g = 0; g < optimizer.param_groups().size(); ++g) {
+    for (const auto& p : optimizer.param_groups()[g].params()) {
+      group_of[p.unsafeGetTensorImpl()] = static_cast<int>(g);
+    }
+  }
+  std::vector<torch::Tensor> params;
+  std::vector<std::string> param_names;
+  std::vector<int> unit_of, key_of;
+  std::map<const void*, int> seen;
+  for (size_t u = 0; u < units.size(); ++u) {
+    for (const auto& p : units[u]) {
+      const void* impl = p.unsafeGetTensorImpl();
+      const auto name = names.find(impl);
+      UT_CHECK(name != names.end(), "distributed.zero: 3: unit ", u,
+               " of the model lists a tensor that is not one of its parameters");
+      UT_CHECK(seen.emplace(impl, static_cast<int>(u)).second, "distributed.zero: 3: parameter ",
+               name->second, " is in units ", seen[impl], " and ", u, "; each is in one");
+      const auto g = group_of.find(impl);
+      params.push_back(p);
+      param_names.push_back(name->second);
+      unit_of.push_back(static_cast<int>(u));
+      key_of.push_back(g == group_of.end() ? -1 : g->second);
+    }
+  }
+  for (const auto& [impl, g] : group_of) {
+    UT_CHECK(seen.count(impl), "distributed.zero: 3: the optimizer trains parameter ",
+             names.count(impl) ? names[impl] : std::string("(not the model's)"),
+             ", which none of the model's units lists");
+  }
+  auto sharded =
+      std::make_shared<ShardedParameters>(std::move(group), params, unit_of, key_of, param_names);
+  // The optimizer steps the shards, each in the group its parameters were in.
+  const std::vector<int> keys = sharded->shard_keys();
+  for (size_t g = 0; g < optimizer.param_groups().size(); ++g) {
+    std::vector<torch::Tensor>& group_params = optimizer.param_groups()[g].params();
+    group_params.clear();
+    for (size_t s = 0; s < keys.size(); ++s) {
+      if (keys[s] == static_cast<int>(g)) group_params.push_back(sharded->shards()[s]);
+    }
+  }
+  optimizer.state().clear();
+  if (dynamic_cast<torch::optim::Adagrad*>(&optimizer) != nullptr) {
+    // Adagrad makes its state when built (and steps assume it): again, for the shards.
+    for (auto& g : optimizer.param_groups()) {
+      const auto& o = static_cast<const torch::optim::AdagradOptions&>(g.options());
+      for (const auto& p : g.params()) {
+        auto state = std::make_unique<torch::optim::AdagradParamState>();
+        state->step(0);
+        state->sum(torch::full_like(p.detach(), o.initial_accumulator_value()));
+        optimizer.state()[c10::guts::to_string(p.unsafeGetTensorImpl())] = std::move(state);
+      }
+    }
+  }
+  module.set_unit_runner(std::make_shared<ShardedUnitRunner>(sharded));
+  return sharded;
+}
+
+}  // namespace unitrain

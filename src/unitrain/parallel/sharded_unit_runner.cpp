@@ -1,0 +1,98 @@
+#include "unitrain/parallel/sharded_unit_runner.h"
+
+#include <torch/torch.h>
+
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+/// What a unit's backward needs: its parameters, and the graph its forward recorded (from the
+/// inputs, detached, to the outputs).
+struct RecordedUnit : torch::CustomClassHolder {
+  std::shared_ptr<ShardedParameters> params;
+  int unit = 0;
+  TensorsFn fn;
+  variable_list inputs, outputs;
+};
+
+/// The autograd node of one unit. Its tensor inputs are an anchor that requires a gradient (so
+/// that the node is in the graph even when no input requires one: the unit's parameters need
+/// their gradients) and the unit's inputs.
+struct UnitFunction : torch::autograd::Function<UnitFunction> {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& /*anchor*/,
+                               at::TensorList inputs, const c10::intrusive_ptr<RecordedUnit>& u) {
+    u->params->gather(u->unit);
+    for (const auto& t : inputs) {
+      torch::Tensor in = t.detach();
+      if (t.requires_grad()) in.requires_grad_(true);
+      u->inputs.push_back(in);
+    }
+    {
+      torch::AutoGradMode grad(true);  // the unit's own graph (a Function's forward has none)
+      u->outputs = u->fn(u->inputs);
+    }
+    u->params->release(u->unit);
+    variable_list out;
+    for (const auto& t : u->outputs) {
+      out.push_back(t.detach());
+      if (!(t.is_floating_point() || t.is_complex())) ctx->mark_non_differentiable({out.back()});
+    }
+    ctx->saved_data["unit"] = c10::IValue::make_capsule(u);
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const auto u =
+        c10::static_intrusive_pointer_cast<RecordedUnit>(ctx->saved_data["unit"].toCapsule());
+    u->params->gather(u->unit);  // autograd's saved views of the parameters see them again
+    variable_list roots, grads;
+    for (size_t i = 0; i < u->outputs.size() && i < grad_outputs.size(); ++i) {
+      if (u->outputs[i].requires_grad() && grad_outputs[i].defined()) {
+        roots.push_back(u->outputs[i]);
+        grads.push_back(grad_outputs[i]);
+      }
+    }
+    if (!roots.empty()) torch::autograd::backward(roots, grads);
+    u->params->reduce_gradients(u->unit, 1.0);
+    u->params->release(u->unit);
+    variable_list input_grads{torch::Tensor()};  // the anchor's
+    for (const auto& t : u->inputs) {
+      input_grads.push_back(t.requires_grad() ? t.grad() : torch::Tensor());
+    }
+    input_grads.emplace_back();  // the recorded unit's (not a tensor)
+    u->inputs.clear();  // the graph goes with the node
+    u->outputs.clear();
+    u->fn = nullptr;
+    return input_grads;
+  }
+};
+
+}  // namespace
+
+ShardedUnitRunner::ShardedUnitRunner(std::shared_ptr<ShardedParameters> params)
+    : params_(std::move(params)) {}
+
+std::vector<torch::Tensor> ShardedUnitRunner::run(size_t unit, const TensorsFn& fn,
+                                                  const std::vector<torch::Tensor>& inputs) {
+  const int u = static_cast<int>(unit);
+  UT_CHECK_TRAIN(u < params_->units(), "distributed.zero: 3: the model ran unit ", unit,
+                 " but its units() lists ", params_->units());
+  if (!torch::GradMode::is_enabled()) {
+    params_->gather(u);
+    std::vector<torch::Tensor> out = fn(inputs);
+    params_->release(u);
+    return out;
+  }
+  auto recorded = c10::make_intrusive<RecordedUnit>();
+  recorded->params = params_;
+  recorded->unit = u;
+  recorded->fn = fn;
+  static const torch::Tensor anchor = torch::empty({0}).requires_grad_(true);
+  return UnitFunction::apply(anchor, at::TensorList(inputs), recorded);
+}
+
+}  // namespace unitrain

@@ -1,0 +1,157 @@
+"""ZeRO stage 3 with the real binary: a transformer_lm with its parameters sharded over 2 and 3
+processes trains as plain data parallelism does (within 1e-6 of each tensor's scale, with
+clipping, two optimizer groups and accumulation), each rank keeping ~1/W of the parameters;
+(SGD with momentum: Adam turns the rounding noise of gradients that are zero in exact arithmetic
+— attention's key bias — into steps of lr, which differ between any two reduction orders, ZeRO 2's
+too: 2e-4 of that bias's scale after 12 steps);
+resume is bitwise at the same world size and re-cuts the parts at another; `checkpoint merge`,
+`export` and `eval` read the parts; what it cannot do is refused before training."""
+import os
+import re
+
+import torch
+
+import common
+from common import run
+
+CONFIG = """
+run_dir: {run_dir}
+seed: 7
+model:
+  type: transformer_lm
+  args: {{vocab: 64, d_model: 32, layers: 3, heads: 4, seq_len: 16, dropout: 0.1}}
+objective: {{losses: [{{type: cross_entropy}}]}}
+data:
+  train: {{type: tokens, args: {{path: {data}, seq_len: 16}}}}
+  validation_ratio: 0.1
+  loader: {{batch_size: 8, workers: 0, shuffle: true}}
+optimizer: {{type: sgd, lr: 0.05, no_decay_bias_norm: true,
+            args: {{momentum: 0.9, nesterov: true, weight_decay: 0.01}}}}
+train: {{max_length: {steps} steps, log_every: 4 steps, val_every: 6 steps, threads: 1,
+         clip_grad_norm: 0.5}}
+checkpoint: {{enabled: true, every: 6 steps}}
+"""
+
+
+class Zero3(common.Case):
+    def config(self, name, steps=12):
+        data = os.path.join(self.dir, "tokens.bin")
+        if not os.path.exists(data):
+            g = torch.Generator().manual_seed(1)
+            ids = torch.randint(64, (6000,), generator=g, dtype=torch.int32).numpy().astype("<u2")
+            with open(data, "wb") as f:
+                f.write(ids.tobytes())
+        run_dir = os.path.join(self.dir, name)
+        cfg = common.write(os.path.join(self.dir, name + ".yaml"),
+                           CONFIG.format(run_dir=run_dir, data=data, steps=steps))
+        return cfg, run_dir
+
+    def launch(self, world, port, cfg, *args, expect=0):
+        code, out = run(["launch", "--nproc-per-node", str(world), "--master-port", str(port),
+                         "--", "train", cfg] + list(args))
+        self.assertEqual(code, expect, out)
+        return out
+
+    def assert_close(self, a, b, worst_allowed):
+        self.assertEqual(sorted(a), sorted(b))
+        for k in a:
+            worst = ((a[k] - b[k]).abs().max() / a[k].abs().max()).item()
+            self.assertLess(worst, worst_allowed, k)
+
+    def test_trains_as_plain_data_parallel_with_a_part_per_rank(self):
+        cases = ((2, 29721, 1), (3, 29723, 1), (2, 29725, 2))
+        for world, port, accumulation in cases:
+            with self.subTest(world=world, accumulation=accumulation):
+                extra = ["--train.accumulation_steps", str(accumulation)]
+                cfg, plain = self.config(f"plain-{world}-{accumulation}")
+                self.launch(world, port, cfg, *extra)
+                cfg, zero = self.config(f"zero3-{world}-{accumulation}")
+                self.launch(world, port + 1, cfg, "--distributed.zero", "3", *extra)
+                # The reduce to each part adds the ranks' gradients in another order than the
+                # all-reduce: rounding only.
+                self.assert_close(self.final_weights(plain), self.final_weights(zero), 1e-6)
+                with open(os.path.join(plain, "metrics.jsonl")) as f:
+                    plain_val = [l for l in f if '"val/loss"' in l]
+                with open(os.path.join(zero, "metrics.jsonl")) as f:
+                    zero_val = [l for l in f if '"val/loss"' in l]
+                self.assertEqual(len(plain_val), len(zero_val))
+                parts = []
+                for r in range(world):
+                    log = os.path.join(zero, "train.log" if r == 0 else f"logs/train-rank-{r}.log")
+                    with open(log) as f:
+                        found = re.findall(rf"parameters on rank {r}: (\d+) bytes of (\d+)",
+                                           f.read())
+                    self.assertTrue(found, log)
+                    parts.append((int(found[-1][0]), int(found[-1][1])))
+                whole = parts[0][1]
+                for mine, _ in parts:  # an equal part of each flat, padded to the world size
+                    self.assertLessEqual(mine, whole / world + 4 * 4 * 16 * world)
+                step = os.path.join(zero, "checkpoints", "last")
+                self.assertTrue(os.path.exists(os.path.join(step, "model-shards.json")))
+                self.assertFalse(os.path.exists(os.path.join(step, "model.pt")))
+
+    def test_resume_is_bitwise_at_the_same_world_size_and_recut_at_another(self):
+        cfg, ref = self.config("ref")
+        self.launch(2, 29731, cfg, "--distributed.zero", "3")
+        cfg, half = self.config("half")
+        self.launch(2, 29732, cfg, "--distributed.zero", "3", "--train.max_length", "6 steps")
+        out = self.launch(2, 29733, cfg, "--distributed.zero", "3")
+        self.assertIn("resumed from", out)
+        a, b = self.final_weights(ref), self.final_weights(half)
+        for k in a:
+            self.assertTrue(torch.equal(a[k], b[k]), k)
+
+        # 2 -> 4 processes (the global batch of 16 kept: 4 a process): as plain data
+        # parallelism going from 2 to 4 (the weights and the momentum re-cut, not restarted).
+        finals = {}
+        for zero, port in (("3", 29734), ("0", 29736)):
+            cfg, run_dir = self.config("to4-zero" + zero)
+            self.launch(2, port, cfg, "--distributed.zero", zero, "--train.max_length", "6 steps")
+            out = self.launch(4, port + 1, cfg, "--distributed.zero", zero)
+            self.assertIn("resumed from", out)
+            finals[zero] = self.final_weights(run_dir)
+        self.assert_close(finals["0"], finals["3"], 1e-5)
+        self.assertTrue(os.path.exists(os.path.join(self.dir, "to4-zero3", "checkpoints",
+                                                    "step-12", "model-shard-rank-3.pt")))
+        # A run without ZeRO 3 cannot take parts of flattened optimizer state: said, not crashed.
+        out = self.launch(2, 29738, cfg, "--distributed.zero", "0", "--checkpoint.resume",
+                          os.path.join(ref, "checkpoints", "step-6"), "--train.max_length",
+                          "12 steps", expect=1)
+        self.assertIn("holds the optimizer state of a run with distributed.zero: 3", out)
+        self.assertNotIn("frame #", out)
+
+    def test_merge_export_and_eval_read_the_parts(self):
+        cfg, run_dir = self.config("tools")
+        self.launch(2, 29741, cfg, "--distributed.zero", "3")
+        exported = self.final_weights(run_dir)
+        merged = os.path.join(self.dir, "merged")
+        code, out = run(["checkpoint", "merge", os.path.join(run_dir, "checkpoints", "last"),
+                         "--out", merged])
+        self.assertEqual(code, 0, out)
+        model = torch.load(os.path.join(merged, "model.pt"))
+        self.assertEqual(sorted(model), sorted(exported))
+        for k in model:
+            self.assertTrue(torch.equal(model[k], exported[k]), k)
+        code, out = run(["eval", cfg, "--checkpoint", "last"])
+        self.assertEqual(code, 0, out)
+        self.assertRegex(out, r"val/loss \d")
+
+    def test_what_it_cannot_do_is_refused_before_training(self):
+        cfg, _ = self.config("refused")
+        cases = [
+            (["--model.type", "mlp", "--model.args", "{sizes: [16, 64]}"],
+             "distributed.zero: 3 shards a model by its units"),
+            (["--train.precision", "bf16-true"],
+             "train.precision: bf16-true does not work with distributed.zero: 3"),
+            (["--callbacks", "[{type: ema}]"], "callbacks: ema averages the whole parameters"),
+        ]
+        for i, (args, message) in enumerate(cases):
+            with self.subTest(args=args):
+                out = self.launch(2, 29751 + i, cfg, "--distributed.zero", "3", *args, expect=1)
+                self.assertIn("exited with status 2", out)  # each worker: a config error
+                self.assertIn(message, out)
+                self.assertNotIn("frame #", out)
+
+
+if __name__ == "__main__":
+    common.main()
