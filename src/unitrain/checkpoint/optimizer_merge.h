@@ -19,8 +19,7 @@ struct OptimizerFile {
 /// under the parameters' indices over the whole optimizer, and every group's options, which
 /// are taken from the first). One file: load_optimizer_state. TrainError naming the file when
 /// one is not such a file or the files disagree (optimizer type, groups).
-void load_optimizer_state(torch::optim::Optimizer& optimizer,
-                          const std::vector<OptimizerFile>& files);
+void load_optimizer_state(torch::optim::Optimizer& optimizer, std::vector<OptimizerFile> files);
 /// The files load_optimizer_state(optimizer, files) reads, as one optimizer file (the same
 /// format, every parameter's state in index order), without an optimizer: for `unitrain
 /// checkpoint merge`. TrainError naming the file as there.
