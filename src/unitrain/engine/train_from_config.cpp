@@ -325,11 +325,6 @@ std::string export_checkpoint(const Config& config, const std::string& checkpoin
   choose_weights(trainer, *module, dir, weights);
   module->eval();
   const std::vector<std::string> classes = checkpoint_class_names(dir);
-  if (!classes.empty()) {
-    const std::string beside = class_names_path(out);
-    write_file_atomic(beside, class_names_json(classes));
-    log::info(fmt::format("the class names ({}) are in {}", classes.size(), beside));
-  }
   if (format == "torchscript") {
     const std::optional<InputNormalization> norm = saved_input_normalization(config, dir);
     save_torchscript(*module->model(), out, norm ? &*norm : nullptr);
@@ -354,6 +349,11 @@ std::string export_checkpoint(const Config& config, const std::string& checkpoin
                       "in {}/config.yaml (or export --format torchscript, which does)",
                       format, dir));
     }
+  }
+  if (!classes.empty()) {  // once the model is written
+    const std::string beside = class_names_path(out);
+    write_file_atomic(beside, class_names_json(classes));
+    log::info(fmt::format("the class names ({}) are in {}", classes.size(), beside));
   }
   return dir;
 }
