@@ -5,6 +5,7 @@
 
 #include "command.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
 #include "unitrain/core/schema.h"
 #include "unitrain/log/console.h"
 
@@ -73,11 +74,11 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, int 
     check_subcommand_word(app, argc, argv);
     app.parse(argc, argv);
   } catch (const ConfigError& e) {
-    log::error(e.what());
+    log::error(error_text(e, std::string::npos));
     return kExitUsage;
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() != 0 && launch_without_separator(all_words, argv)) {
-      log::error(std::string(e.what()) + "\n" + kLaunchSeparatorHint);
+      log::error(error_text(e, std::string::npos) + "\n" + kLaunchSeparatorHint);
       return kExitUsage;
     }
     return app.exit(e) == 0 ? 0 : kExitUsage;

@@ -73,6 +73,10 @@ class EvalCommand : public Subcommand {
     std::string line = detail::concat(r.split, " at step ", r.step, ":");
     for (const auto& [k, v] : r.metrics) line += " " + k + " " + format_metric(v);
     log::info(line);
+    if (r.classes) {
+      log::info("per class:");
+      for (const std::string& l : r.classes->lines()) log::info("  " + l);
+    }
     log::info("results: " + r.results_file);
     return 0;
   }

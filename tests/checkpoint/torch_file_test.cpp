@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <memory>
 
 #include "test_util.h"
 
@@ -108,6 +110,57 @@ TEST(TorchFile, RecordDataIsAlignedTo64BytesWithStoredRecordCrcs) {
 TEST(TorchFile, Zip64ArchivesReadBack) {
   const auto d = sample_dict();
   expect_same_dict(torch::pickle_load(encode_torch_file(d, /*force_zip64=*/true).bytes()), d);
+}
+
+TEST(TorchFile, DecodedTensorsAreTheRecordsInsideTheBytes) {
+  const auto d = sample_dict();
+  for (bool zip64 : {false, true}) {
+    auto bytes = std::make_shared<std::vector<char>>(encode_torch_file(d, zip64).bytes());
+    const c10::IValue loaded = decode_torch_file(bytes, "sample.pt");
+    expect_same_dict(loaded, d);
+    const auto got = loaded.toGenericDict();
+    for (const auto& e : got) {
+      const torch::Tensor t = e.value().toTensor();
+      const char* at = static_cast<const char*>(t.storage().data_ptr().get());
+      if (t.numel() == 0) continue;
+      EXPECT_TRUE(at >= bytes->data() && at + t.storage().nbytes() <= bytes->data() + bytes->size())
+          << e.key().toStringRef() << ": not read in place";
+    }
+    EXPECT_EQ(got.at("columns").toTensor().storage().data_ptr().get(),
+              got.at("weight").toTensor().storage().data_ptr().get());
+    // The tensors keep the bytes alive, and may be written (an optimizer's state is).
+    torch::Tensor weight = got.at("weight").toTensor();
+    bytes.reset();
+    weight.add_(1);
+    EXPECT_TRUE(torch::equal(weight, d.at("weight") + 1));
+  }
+}
+
+TEST(TorchFile, DecodesPythonFilesCompressedOrNot) {
+  ASSERT_EQ(std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1"), 0)
+      << "/usr/bin/python3 has no torch: scripts/test installs python3-torch";
+  const std::string dir = test::temp_dir();
+  // torch.save names the archive's root folder after the file ("weights/"); a copy of it
+  // deflated by zipfile reads the same (its records are copied, not used in place).
+  const std::string script =
+      "import sys, zipfile, torch\n"
+      "d = {'w': torch.arange(6, dtype=torch.float32).reshape(2, 3), 'n': torch.tensor(7)}\n"
+      "torch.save(d, sys.argv[1] + '/weights.pt')\n"
+      "src = zipfile.ZipFile(sys.argv[1] + '/weights.pt')\n"
+      "with zipfile.ZipFile(sys.argv[1] + '/deflated.pt', 'w', zipfile.ZIP_DEFLATED) as out:\n"
+      "    for n in src.namelist(): out.writestr(n, src.read(n))\n";
+  test::write_file(dir + "/make.py", script);
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + dir + "/make.py " + dir).c_str()), 0);
+  for (const char* name : {"/weights.pt", "/deflated.pt"}) {
+    std::ifstream in(dir + name, std::ios::binary);
+    auto bytes = std::make_shared<std::vector<char>>(std::istreambuf_iterator<char>(in),
+                                                     std::istreambuf_iterator<char>());
+    const auto got = decode_torch_file(bytes, name).toGenericDict();
+    EXPECT_TRUE(
+        torch::equal(got.at("w").toTensor(), torch::arange(6, torch::kFloat32).reshape({2, 3})))
+        << name;
+    EXPECT_EQ(got.at("n").toTensor().item<int64_t>(), 7) << name;
+  }
 }
 
 TEST(TorchFile, SameValueGivesSameBytes) {

@@ -46,6 +46,16 @@ TEST(RunConfig, ErrorsNameTheKey) {
   EXPECT_NE(msg.find("seed: expected int, got 'abc'"), std::string::npos) << msg;
 }
 
+TEST(RunConfig, ANameThatIsNotUtf8IsRefusedWithItsBytesEscaped) {
+  const std::string msg = test::config_error_of(
+      [] { RunSettings::from_config(resolve_run_config(Config::from_string("name: run\xff\n"))); });
+  EXPECT_NE(msg.find("name must be valid UTF-8"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'run\\xff'"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\xff'), std::string::npos) << msg;
+  EXPECT_NO_THROW(
+      RunSettings::from_config(resolve_run_config(Config::from_string("name: caf\xc3\xa9\n"))));
+}
+
 TEST(RunConfig, ParsesOverrideWords) {
   Overrides o = parse_overrides({"--optimizer.lr", "3e-4", "--train.max_length=2 epochs", "--set",
                                  "model.args.sizes=[64,10]"});

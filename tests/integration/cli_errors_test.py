@@ -57,6 +57,28 @@ class CliErrors(common.Case):
                                 "copies to a GPU, but the run's device (train.device) is the CPU",
                                 extra=["--data.loader.pin_memory", "true"])
 
+    def test_a_name_that_is_not_utf8_is_refused_with_its_bytes_escaped(self):
+        # --name with the byte 0xff (Python passes the surrogate escape as that raw byte); the
+        # output is decoded strictly, so a raw byte in it fails the run() below.
+        code, out = run(["train", write(os.path.join(self.dir, "ok.yaml"), MLP_DIGITS),
+                         "--name", "run\udcff", "--train.max_length", "1 step"], cwd=self.dir)
+        self.assertEqual(code, 2, out)
+        self.assertIn("name must be valid UTF-8 text (it names the run folder); got 'run\\xff'",
+                      out)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "runs")), out)
+        # The same byte in the YAML file.
+        cfg = os.path.join(self.dir, "bytes.yaml")
+        with open(cfg, "wb") as f:
+            f.write(MLP_DIGITS.replace("name: t", "name: caf\xe9").encode("latin-1"))
+        code, out = run(["train", cfg], cwd=self.dir)
+        self.assertEqual(code, 2, out)
+        self.assertIn("got 'caf\\xe9'", out)
+        # Bytes that are not UTF-8 in any other value a message echoes come out escaped too.
+        code, out = run(["train", cfg, "--name", "ok", "--optimizer.type", "adam\udcfe"],
+                        cwd=self.dir)
+        self.assertEqual(code, 2, out)
+        self.assertIn("unknown optimizer 'adam\\xfe'", out)
+
     def test_unknown_component_lists_known(self):
         self.expect_usage_error(MLP_DIGITS.replace("type: mlp", "type: mlpp"),
                                 "unknown model 'mlpp' at model.type", "known:", "transformer_lm")

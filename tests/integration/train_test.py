@@ -3,6 +3,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import common
 from common import run, write, read_jsonl
 
@@ -66,6 +67,7 @@ train: {{max_length: 40 epochs, log_every: 50 steps, val_every: 10 epochs, threa
         self.assertGreaterEqual(vals[-1]["val/accuracy"], 0.9, out)
         code, out = run(["eval", os.path.join(run_dir, "config.yaml"), "--checkpoint", "last"])
         self.assertEqual(code, 0, out)
+        self.check_names_in_eval_and_export(run_dir, out)
         # A val name the training data lacks stops the run before training, naming the line.
         write(os.path.join(self.dir, "val.csv"), header + "5.0,3.0,1.0,0.2,setosa\n"
               "5.0,3.0,1.0,0.2,unknown\n")
@@ -73,6 +75,57 @@ train: {{max_length: 40 epochs, log_every: 50 steps, val_every: 10 epochs, threa
         self.assertEqual(code, 2, out)
         self.assertIn("val.csv' line 3, column 5 ('species'): class 'unknown' is not one of the 3 "
                       "classes (setosa, versicolor, virginica)", out)
+
+    def check_names_in_eval_and_export(self, run_dir, eval_out):
+        """The iris run's checkpoint keeps the species names: eval's per-class lines and results
+        use them, exports keep them beside the model (and in safetensors' metadata); a checkpoint
+        without them (an older one) shows class indices."""
+        last = os.path.realpath(os.path.join(run_dir, "checkpoints", "last"))
+        with open(os.path.join(last, "classes.json")) as f:
+            self.assertEqual(json.load(f)["classes"], ["setosa", "versicolor", "virginica"])
+        self.assertIn("per class:", eval_out)
+        self.assertRegex(eval_out, r"setosa: \d+ of 10 right \(\d+\.\d%\)")
+        self.assertRegex(eval_out, r"virginica: 0 of 0 right")
+        with open(os.path.join(run_dir, "results", "val.json")) as f:
+            results = json.load(f)
+        self.assertEqual(sorted(results["per_class"]), ["setosa", "versicolor", "virginica"])
+        self.assertEqual(results["per_class"]["setosa"]["examples"], 10)
+        self.assertEqual(results["confusion"]["labels"], ["setosa", "versicolor", "virginica"])
+        counts = results["confusion"]["counts"]
+        self.assertEqual([sum(row) for row in counts], [10, 10, 0])
+        right = sum(counts[i][i] for i in range(3)) / 20
+        self.assertAlmostEqual(right, results["metrics"]["val/accuracy"], places=6)
+
+        config = os.path.join(run_dir, "config.yaml")
+        for fmt, out in (("state_dict", "iris.pt"), ("safetensors", "iris.safetensors"),
+                         ("torchscript", "iris.ts")):
+            out = os.path.join(self.dir, out)
+            code, text = run(["export", config, "--format", fmt, "--out", out])
+            self.assertEqual(code, 0, text)
+            with open(os.path.splitext(out)[0] + ".classes.json") as f:
+                self.assertEqual(json.load(f)["classes"], ["setosa", "versicolor", "virginica"])
+        with open(os.path.join(self.dir, "iris.safetensors"), "rb") as f:
+            header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+        self.assertEqual(json.loads(header["__metadata__"]["classes"]),
+                         ["setosa", "versicolor", "virginica"])
+
+        # A checkpoint from before the names were kept: the classes by index.
+        old = os.path.join(self.dir, "old-checkpoint")
+        shutil.copytree(last, old)
+        os.remove(os.path.join(old, "classes.json"))
+        with open(os.path.join(old, "MANIFEST.json")) as f:
+            manifest = json.load(f)
+        del manifest["files"]["classes.json"]
+        with open(os.path.join(old, "MANIFEST.json"), "w") as f:
+            json.dump(manifest, f)
+        code, text = run(["eval", config, "--checkpoint", old])
+        self.assertEqual(code, 0, text)
+        self.assertRegex(text, r"  0: \d+ of 10 right")
+        self.assertNotIn("setosa:", text)
+        code, text = run(["export", config, "--checkpoint", old, "--out",
+                          os.path.join(self.dir, "old.pt")])
+        self.assertEqual(code, 0, text)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "old.classes.json")))
 
     def test_val_every_a_fraction_of_an_epoch(self):
         run_dir = os.path.join(self.dir, "halves")

@@ -11,6 +11,7 @@ inline constexpr const char* kLossScaler = "loss_scaler.json";      ///< fp16-mi
 inline constexpr const char* kDivergence = "divergence.json";       ///< train.divergence's state
 inline constexpr const char* kTrainerState = "trainer_state.json";  ///< TrainerStateFile
 inline constexpr const char* kConfig = "config.yaml";               ///< the config it trained with
+inline constexpr const char* kClasses = "classes.json";             ///< the data's class names
 inline constexpr const char* kCallbackPrefix = "extra-";            ///< extra-<name>: a callback's
 inline constexpr const char* kPartitionPrefix = "optimizer-rank-";
 /// distributed.zero: 3's model: the layout of its flats, and each rank's part of them.

@@ -133,10 +133,11 @@ std::vector<char> merge_optimizer_files(const std::vector<OptimizerFile>& files)
   return encode_torch_file(merged_optimizer_dict(files)).bytes();
 }
 
-void load_optimizer_state(torch::optim::Optimizer& optimizer,
-                          const std::vector<OptimizerFile>& files) {
+void load_optimizer_state(torch::optim::Optimizer& optimizer, std::vector<OptimizerFile> files) {
   UT_CHECK_TRAIN(!files.empty(), "no optimizer state files to load");
-  if (files.size() == 1) return load_optimizer_state(optimizer, files[0].bytes, files[0].what);
+  if (files.size() == 1) {
+    return load_optimizer_state(optimizer, std::move(files[0].bytes), files[0].what);
+  }
   const std::string what = files[0].what + " and " + std::to_string(files.size() - 1) + " more";
   const optimizer_dict::Dict merged = merged_optimizer_dict(files);
   try {

@@ -20,8 +20,7 @@ struct OptimizerFile {
 /// under the parameters' indices over the whole optimizer, and every group's options, which
 /// are taken from the first). One file: load_optimizer_state. TrainError naming the file when
 /// one is not such a file or the files disagree (optimizer type, groups).
-void load_optimizer_state(torch::optim::Optimizer& optimizer,
-                          const std::vector<OptimizerFile>& files);
+void load_optimizer_state(torch::optim::Optimizer& optimizer, std::vector<OptimizerFile> files);
 /// One flat of distributed.zero: 3 (ShardLayout::Flat): its elements, and each rank's part in
 /// the run that saved the state and in the run that reads it.
 struct FlatCut {
@@ -30,9 +29,8 @@ struct FlatCut {
 /// distributed.zero: 3's optimizer files (one per rank of the run that saved them, in rank
 /// order; each holds the state of its part of every flat it trains, under the flat's index over
 /// the optimizer's groups, `flats[index]`) re-cut into `rank`'s part of a run whose parts are
-/// `flats[index].new_part`: a state tensor of old_part
-/// elements is the concatenation of the files' parts, cut to the flat's length and padded with
-/// zeros; the other entries (the step count) are the first file's. One optimizer file, which
+/// `flats[index].new_part`: a state tensor of old_part elements is the concatenation of the
+/// files' parts, cut to the flat's length and padded with zeros; the other entries (the step count) are the first file's. One optimizer file, which
 /// load_optimizer_state reads. TrainError naming the file when one does not fit.
 std::vector<char> reshard_optimizer_files(const std::vector<OptimizerFile>& files,
                                           const std::vector<FlatCut>& flats, int rank);

@@ -290,12 +290,13 @@ std::function<FileImage()> optimizer_state_snapshot(const torch::optim::Optimize
   return [dict] { return encode_torch_file(*dict); };
 }
 
-void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::vector<char>& bytes,
+void load_optimizer_state(torch::optim::Optimizer& optimizer, std::vector<char> bytes,
                           const std::string& what) {
   try {
+    const auto shared = std::make_shared<std::vector<char>>(std::move(bytes));
     c10::IValue value;
     try {
-      value = torch::pickle_load(bytes);
+      value = decode_torch_file(shared, what);
     } catch (const std::exception&) {
       // not a pickled dict: an optimizer file of the first format
     }
@@ -308,7 +309,7 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::vector<
                      what, " is not an optimizer state this version of unitrain reads");
       optimizer_dict::restore(optimizer, d, format.toInt(), what);
     } else {
-      load_legacy_optimizer_state(optimizer, bytes, what);
+      load_legacy_optimizer_state(optimizer, *shared, what);
     }
   } catch (const TrainError&) {
     throw;

@@ -26,8 +26,9 @@ std::vector<char> save_optimizer_state(const torch::optim::Optimizer& optimizer)
 std::function<FileImage()> optimizer_state_snapshot(const torch::optim::Optimizer& optimizer,
                                                     bool copy, SnapshotBuffers* buffers = nullptr);
 /// Restores save_optimizer_state; TrainError naming `what` when it does not fit the optimizer
-/// (another type, other parameter groups).
-void load_optimizer_state(torch::optim::Optimizer& optimizer, const std::vector<char>& bytes,
+/// (another type, other parameter groups). The state tensors are the records inside `bytes`
+/// (which live as long as any of them), not copies.
+void load_optimizer_state(torch::optim::Optimizer& optimizer, std::vector<char> bytes,
                           const std::string& what);
 
 /// Bytes of the optimizer's per-parameter state tensors on this process (the moments of Adam,

@@ -45,12 +45,13 @@ std::vector<char> save_tensor_dict(const NamedTensors& tensors) {
   return tensor_dict_image(tensors).bytes();
 }
 
-NamedTensors load_tensor_dict(const std::vector<char>& bytes, const std::string& what) {
+NamedTensors load_tensor_dict(std::vector<char> bytes, const std::string& what) {
+  const auto shared = std::make_shared<std::vector<char>>(std::move(bytes));
   torch::IValue value;
   try {
-    value = torch::pickle_load(bytes);
+    value = decode_torch_file(shared, what);
   } catch (const std::exception& e) {
-    UT_CHECK_TRAIN(!is_torchscript_archive(bytes), what,
+    UT_CHECK_TRAIN(!is_torchscript_archive(*shared), what,
                    " is a TorchScript module (torch.jit.save), not a state_dict; save the "
                    "weights with torch.save(model.state_dict(), \"weights.pt\") in Python, or "
                    "from a unitrain run with `unitrain export run.yaml --format state_dict "

@@ -20,8 +20,9 @@ FileImage tensor_dict_image(const NamedTensors& tensors);
 /// tensor_dict_image's bytes.
 std::vector<char> save_tensor_dict(const NamedTensors& tensors);
 /// Reads save_tensor_dict's bytes or a dict of tensors saved by Python's `torch.save`
-/// (a state_dict). TrainError naming `what` when the bytes are not such a dict.
-NamedTensors load_tensor_dict(const std::vector<char>& bytes, const std::string& what);
+/// (a state_dict). The tensors are the records inside `bytes`, not copies (the bytes live as
+/// long as any of them). TrainError naming `what` when the bytes are not such a dict.
+NamedTensors load_tensor_dict(std::vector<char> bytes, const std::string& what);
 
 /// Copies for snapshots, kept from one save to the next: copying into last time's buffers
 /// spares a fresh allocation each save (for a large model, hundreds of MB of page faults and

@@ -1,12 +1,21 @@
 #include "unitrain/checkpoint/torch_file.h"
 
+#include <c10/core/CPUAllocator.h>
 #include <torch/csrc/jit/serialization/pickler.h>
+#include <torch/csrc/jit/serialization/unpickler.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <deque>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "unitrain/core/error.h"
 #include "unitrain/core/zip_format.h"
+#include "unitrain/data/zip_archive.h"
 
 namespace unitrain {
 namespace {
@@ -141,7 +150,83 @@ std::string central_directory(const std::vector<Record>& records, uint64_t offse
   return h.bytes;
 }
 
+/// Memory inside a shared buffer as a DataPtr that keeps the buffer alive.
+at::DataPtr shared_data_ptr(const std::shared_ptr<const void>& keep, const char* data) {
+  auto* context = new std::shared_ptr<const void>(keep);
+  return at::DataPtr(
+      const_cast<char*>(data), context,
+      [](void* c) { delete static_cast<std::shared_ptr<const void>*>(c); }, at::Device(at::kCPU));
+}
+
+/// A copy of `size` bytes in memory of LibTorch's CPU allocator.
+at::DataPtr copied_data_ptr(const void* data, size_t size) {
+  at::DataPtr out = c10::GetCPUAllocator()->allocate(size);
+  if (size > 0) std::memcpy(out.get(), data, size);
+  return out;
+}
+
+/// The records of a PyTorch file by their names below the archive's root folder (PyTorch names
+/// the root after the file: `archive/`, `weights/`): "data.pkl", "data/0", "version".
+std::map<std::string, ZipEntry> records_by_name(const std::vector<char>& bytes,
+                                                const std::string& what) {
+  const auto entries =
+      read_zip_directory(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), what);
+  UT_CHECK_TRAIN(!entries.empty(), what, " is an empty zip archive");
+  const std::string& first = entries.front().name;
+  const size_t slash = first.find('/');
+  UT_CHECK_TRAIN(slash != std::string::npos, what, ": record '", first,
+                 "' is not inside a root folder as PyTorch writes them");
+  const std::string root = first.substr(0, slash + 1);
+  std::map<std::string, ZipEntry> out;
+  for (const ZipEntry& e : entries) {
+    if (e.name.compare(0, root.size(), root) == 0) out.emplace(e.name.substr(root.size()), e);
+  }
+  return out;
+}
+
 }  // namespace
+
+c10::IValue decode_torch_file(const std::shared_ptr<const std::vector<char>>& bytes,
+                              const std::string& what) {
+  const std::map<std::string, ZipEntry> records = records_by_name(*bytes, what);
+  const auto* base = reinterpret_cast<const unsigned char*>(bytes->data());
+  // A record's bytes: in place when stored (as PyTorch writes them) and aligned for any
+  // element type; else a copy (inflated when compressed).
+  auto record = [&](const std::string& name) -> std::pair<at::DataPtr, size_t> {
+    auto it = records.find(name);
+    UT_CHECK_TRAIN(it != records.end(), what, " has no record ", name);
+    const ZipEntry& e = it->second;
+    if (e.method != 0) {
+      auto inflated = inflate_zip_entry(base, e, what);
+      return {copied_data_ptr(inflated->data(), inflated->size()), inflated->size()};
+    }
+    const char* data = bytes->data() + e.data_offset;
+    if (reinterpret_cast<uintptr_t>(data) % alignof(std::max_align_t) != 0) {
+      return {copied_data_ptr(data, e.uncompressed_size), e.uncompressed_size};
+    }
+    return {shared_data_ptr(bytes, data), e.uncompressed_size};
+  };
+
+  auto [pickle, pickle_size] = record("data.pkl");
+  size_t pickle_read = 0;
+  auto reader = [&, pickle_data = static_cast<const char*>(pickle.get()),
+                 pickle_size = pickle_size](char* out, size_t n) -> size_t {
+    n = std::min(n, pickle_size - pickle_read);
+    std::memcpy(out, pickle_data + pickle_read, n);
+    pickle_read += n;
+    return n;
+  };
+  auto read_record = [&](const std::string& key) { return record("data/" + key).first; };
+  torch::jit::Unpickler unpickler(reader, nullptr, nullptr, read_record, c10::nullopt);
+  for (const char* name : {"version", ".data/version"}) {
+    auto it = records.find(name);
+    if (it == records.end() || it->second.method != 0) continue;
+    const std::string text(bytes->data() + it->second.data_offset, it->second.uncompressed_size);
+    unpickler.set_version(std::strtoull(text.c_str(), nullptr, 10));
+    break;
+  }
+  return unpickler.parse_ivalue();
+}
 
 FileImage encode_torch_file(const c10::IValue& value, bool force_zip64) {
   auto owned = std::make_shared<Owned>();

@@ -1,6 +1,10 @@
 #pragma once
-// Writing values in PyTorch's own file format (what `torch.save` writes) straight from the
-// tensors' memory.
+// Values in PyTorch's own file format (what `torch.save` writes): written straight from the
+// tensors' memory, read back with the tensors in place in the bytes read.
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "unitrain/checkpoint/checkpoint_store.h"
 
 namespace c10 {
@@ -20,5 +24,13 @@ namespace unitrain {
 /// Archives past 4 GiB (or with more than 65534 records) use the zip64 extensions;
 /// `force_zip64` uses them always (for tests).
 FileImage encode_torch_file(const c10::IValue& value, bool force_zip64 = false);
+
+/// The value in a file PyTorch's format (encode_torch_file's, or Python's `torch.save`) whose
+/// bytes are `bytes`, unpickled in place: each tensor's storage is its record inside `bytes`
+/// (kept alive by the tensors), not a copy. Records that are compressed or not aligned for
+/// their tensors are copied. Throws (c10::Error, ConfigError or TrainError, naming `what`)
+/// when the bytes are not such a file.
+c10::IValue decode_torch_file(const std::shared_ptr<const std::vector<char>>& bytes,
+                              const std::string& what);
 
 }  // namespace unitrain

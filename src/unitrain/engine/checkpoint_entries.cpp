@@ -122,7 +122,7 @@ class OptimizerEntry : public CheckpointEntry {
     }
     UT_CHECK_TRAIN(!found.empty(), in.dir, " holds no optimizer state (", files::kOptimizer, " or ",
                    files::optimizer_partition(0), ")");
-    load_optimizer_state(optimizer_, found);
+    load_optimizer_state(optimizer_, std::move(found));
     if (sharding_) sharding_->drop_foreign_state();
   }
 

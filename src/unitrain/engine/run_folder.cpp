@@ -81,11 +81,29 @@ void write_file_atomic(const std::string& path, const std::string& text) {
   UT_CHECK_TRAIN(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename ", tmp, " to ", path);
 }
 
-void write_class_names(const std::string& run_dir, const std::vector<std::string>& classes) {
-  if (classes.empty()) return;
+std::string class_names_json(const std::vector<std::string>& classes) {
+  if (classes.empty()) return "";
   nlohmann::json out;
   out["classes"] = classes;
-  write_file_atomic(run_dir + "/classes.json", out.dump(1) + "\n");
+  // Names that are not UTF-8 (a folder's bytes) are kept as the replacement character.
+  return out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+std::vector<std::string> parse_class_names(const std::string& text, const std::string& what) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  UT_CHECK_TRAIN(j.is_object() && j.contains("classes") && j["classes"].is_array(), what,
+                 " is not a classes.json ({\"classes\": [names]})");
+  std::vector<std::string> names;
+  for (const auto& n : j["classes"]) {
+    UT_CHECK_TRAIN(n.is_string(), what, ": a class name is not a string");
+    names.push_back(n.get<std::string>());
+  }
+  return names;
+}
+
+void write_class_names(const std::string& run_dir, const std::vector<std::string>& classes) {
+  if (classes.empty()) return;
+  write_file_atomic(run_dir + "/classes.json", class_names_json(classes));
 }
 
 }  // namespace unitrain

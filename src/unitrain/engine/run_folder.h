@@ -20,6 +20,11 @@ std::string archive_previous_run(const std::string& run_dir);
 /// empty.
 void write_class_names(const std::string& run_dir, const std::vector<std::string>& classes);
 
+/// The text of a classes.json, `{"classes": [...]}`, or "" when `classes` is empty.
+std::string class_names_json(const std::vector<std::string>& classes);
+/// The class names of a classes.json text; TrainError naming `what` when it is not one.
+std::vector<std::string> parse_class_names(const std::string& text, const std::string& what);
+
 /// Writes `text` to `path` atomically (temporary file, fsync, rename).
 void write_file_atomic(const std::string& path, const std::string& text);
 

@@ -1,5 +1,7 @@
 #include "unitrain/engine/run_settings.h"
 
+#include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
 #include "unitrain/data/build_data.h"
 #include "unitrain/models/model.h"
 #include "unitrain/objective/objective_module.h"
@@ -76,6 +78,10 @@ void RunSettings::declare(Options<RunSettings>& o) {
   o.key("user", Type::Any).def("{}").help(
       "free-form keys for your own code (library users); not validated");
   o.check([](T& s, const Config&) {
+    // The name becomes a folder name (run_dir) and appears in every log: text, not raw bytes.
+    UT_CHECK(is_valid_utf8(s.name),
+             "name must be valid UTF-8 text (it names the run folder); got '",
+             escape_non_utf8(s.name), "'");
     // data.loader alone: library runs bring their own datasets (their keys stay unread).
     s.loader = options_of<LoaderOptions>().read_resolved(s.data.at("loader"));
     s.schedule_per_epoch = schedules_per_epoch(s.scheduler);

@@ -165,6 +165,7 @@ void TrainCheckpoints::write(CheckpointWrite& out) {
   st.best_value = best_value_;
   out.add(files::kTrainerState, st.to_json());
   out.add(files::kConfig, setup_.config_text);
+  if (!setup_.classes_text.empty()) out.add(files::kClasses, setup_.classes_text);
   std::set<std::string> names;
   for (const CheckpointFile& f : out.files) {
     UT_CHECK_TRAIN(names.insert(f.name).second, "two checkpoint entries write the file '", f.name,

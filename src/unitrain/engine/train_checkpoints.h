@@ -43,6 +43,7 @@ struct CheckpointSetup {
   bool shared = false;         ///< data-parallel: saves wait for a window's end
   bool has_callbacks = false;  ///< callbacks may change parameters outside optimizer steps
   std::string config_text;     ///< the run's resolved config (config.yaml, its hash)
+  std::string classes_text;    ///< classes.json: the training data's class names; "" = none
   int64_t world = 1, batch_size = 1, accumulation = 1, zero = 0;  ///< the run's layout
 
   /// The setup of a run with these settings, config and plan; `shared`: data-parallel.

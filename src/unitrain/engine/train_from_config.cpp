@@ -178,6 +178,20 @@ std::pair<std::string, int64_t> load_chosen_checkpoint(const RunSettings& run,
   }
 }
 
+/// The class names checkpoint `dir` holds (classes.json), or none (a run whose data has none,
+/// or a checkpoint from before they were kept).
+std::vector<std::string> checkpoint_class_names(const std::string& dir) {
+  if (!CheckpointStore::has(dir, checkpoint_files::kClasses)) return {};
+  const std::vector<char> bytes = CheckpointStore::read(dir, checkpoint_files::kClasses);
+  return parse_class_names(std::string(bytes.begin(), bytes.end()),
+                           dir + "/" + checkpoint_files::kClasses);
+}
+
+/// Where an export to `out` keeps the class names: beside it, `model.pt` -> `model.classes.json`.
+std::string class_names_path(const std::string& out) {
+  return std::filesystem::path(out).replace_extension(".classes.json").string();
+}
+
 /// `weights` (validated | trained) of checkpoint `dir` into `module`, whose model.pt is loaded:
 /// validated = what validation used (a callback's own weights, e.g. ema's average).
 void choose_weights(Trainer& trainer, ObjectiveModule& module, const std::string& dir,
@@ -300,6 +314,9 @@ EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoi
   out["step"] = result.step;
   out["examples"] = dataset->size();
   for (const auto& [k, v] : result.metrics) out["metrics"][k] = v;
+  const Loader loader(dataset, c.run.loader.in_order(), 0, "data." + split);
+  result.classes = class_results(*module, loader, checkpoint_class_names(dir));
+  if (result.classes) out.update(nlohmann::json::parse(result.classes->json()));
   const std::string results_dir = c.run.run_dir + "/results";
   prepare_writable_dir(results_dir);
   result.results_file = results_dir + "/" + split + ".json";
@@ -320,6 +337,7 @@ std::string export_checkpoint(const Config& config, const std::string& checkpoin
   const std::string dir = load_chosen_checkpoint(c.run, checkpoint, *module).first;
   choose_weights(trainer, *module, dir, weights);
   module->eval();
+  const std::vector<std::string> classes = checkpoint_class_names(dir);
   if (format == "torchscript") {
     const std::optional<InputNormalization> norm = saved_input_normalization(config, dir);
     save_torchscript(*module->model(), out, norm ? &*norm : nullptr);
@@ -330,7 +348,9 @@ std::string export_checkpoint(const Config& config, const std::string& checkpoin
   } else {
     const NamedTensors state = module_state(module->weights(), true);
     if (format == "safetensors") {
-      write_safetensors(out, state, {{"format", "pt"}});
+      std::map<std::string, std::string> metadata{{"format", "pt"}};
+      if (!classes.empty()) metadata["classes"] = nlohmann::json(classes).dump();
+      write_safetensors(out, state, metadata);
     } else {
       const std::vector<char> bytes = save_tensor_dict(state);
       write_file_atomic(out, std::string(bytes.begin(), bytes.end()));
@@ -342,6 +362,11 @@ std::string export_checkpoint(const Config& config, const std::string& checkpoin
                       "in {}/config.yaml (or export --format torchscript, which does)",
                       format, dir));
     }
+  }
+  if (!classes.empty()) {  // once the model is written
+    const std::string beside = class_names_path(out);
+    write_file_atomic(beside, class_names_json(classes));
+    log::info(fmt::format("the class names ({}) are in {}", classes.size(), beside));
   }
   return dir;
 }

@@ -1,6 +1,9 @@
 #pragma once
 // The config-driven path: build data, an ObjectiveModule and a Trainer from one resolved config.
+#include <optional>
+
 #include "unitrain/core/config.h"
+#include "unitrain/engine/class_results.h"
 #include "unitrain/engine/trainer.h"
 
 namespace unitrain {
@@ -20,12 +23,16 @@ struct EvalResult {
   std::string checkpoint;  ///< the checkpoint folder evaluated
   int64_t step = 0;        ///< its optimizer step
   MetricMap metrics;       ///< `<split>/loss`, `<split>/<metric>`
+  /// A classifier's results class by class, labelled with the checkpoint's class names
+  /// (classes.json) when it has them, else with the class indices; empty for other models.
+  std::optional<ClassResults> classes;
   std::string results_file;  ///< run_dir/results/<split>.json
 };
 
 /// Loads the model of checkpoint `checkpoint` (best | last | a checkpoint folder) of the run
 /// `config` describes, runs the validation loop over `split` (val | test) and writes
-/// run_dir/results/<split>.json. ConfigError when the checkpoint or the split is missing.
+/// run_dir/results/<split>.json (with a classifier's per-class results and confusion matrix).
+/// ConfigError when the checkpoint or the split is missing.
 /// `weights`: validated = the weights validation used, so the metric that chose the checkpoint
 /// is reproduced (a callback's own, e.g. the ema average; else the trained ones); trained =
 /// model.pt as trained.
@@ -35,7 +42,10 @@ EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoi
 /// Writes the model of `checkpoint` to `out` as `format`: state_dict (a dict of tensors for
 /// Python's torch.load, names as the model's state_dict()), safetensors (the same tensors and
 /// names; metadata {"format": "pt"}) or torchscript (torch.jit.load can run it; built-in and
-/// TorchScript models); `weights` as for evaluate_checkpoint. Returns the checkpoint folder used.
+/// TorchScript models); `weights` as for evaluate_checkpoint. A checkpoint with class names
+/// (classes.json) has them written beside `out` (`model.pt` -> `model.classes.json`, the same
+/// format), and for safetensors also in the metadata ("classes": a JSON list). Returns the
+/// checkpoint folder used.
 std::string export_checkpoint(const Config& config, const std::string& checkpoint,
                               const std::string& format, const std::string& out,
                               const std::string& weights = "validated");
