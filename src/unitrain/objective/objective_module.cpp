@@ -123,7 +123,7 @@ std::shared_ptr<const Schema> objective_section_schema() {
 }
 
 ObjectiveModule::ObjectiveModule(const Config& model_section, const Config& objective_section) {
-  const std::string type = ModelSection::from_config(model_section).type;
+  const std::string type = component_type(model_section);  // (the section may be unresolved)
   if (!type.empty()) model_type_ = type;
   configure(objective_section);  // config errors first, before building a possibly big model
   model_ = model_registry().create(model_section);
