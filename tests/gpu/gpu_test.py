@@ -103,6 +103,42 @@ class Gpu(common.Case):
         self.assertRegex(out, r"device: cuda:0 \(")
         self.assertGreaterEqual(accuracy(run_dir), 0.9, out)
 
+    def test_activation_checkpointing_is_bitwise_on_the_gpu(self):
+        # The recomputation replays the CUDA generator (dropout's masks) and autocast's state.
+        import torch
+        data = os.path.join(self.dir, "tokens.bin")
+        g = torch.Generator().manual_seed(0)
+        with open(data, "wb") as f:
+            f.write(torch.randint(50, (4000,), generator=g, dtype=torch.int32).numpy()
+                    .astype("<u2").tobytes())
+        for precision in ("fp32", "bf16-mixed"):
+            finals = []
+            for ac in ("false", "true"):
+                run_dir = os.path.join(self.dir, f"lm-{precision}-{ac}")
+                cfg = write(run_dir + ".yaml", TOKENS_LM.format(run_dir=run_dir, data=data))
+                code, out = run(["train", cfg, "--train.precision", precision,
+                                 "--model.activation_checkpointing.enabled", ac])
+                self.assertEqual(code, 0, out)
+                finals.append(torch.load(os.path.join(run_dir, "checkpoints", "last",
+                                                      "model.pt")))
+            for k in finals[0]:
+                self.assertTrue(torch.equal(finals[0][k], finals[1][k]), f"{precision} {k}")
+
+
+TOKENS_LM = """
+run_dir: {run_dir}
+seed: 3
+model:
+  type: transformer_lm
+  args: {{vocab: 50, d_model: 64, layers: 3, heads: 4, seq_len: 32, dropout: 0.1}}
+objective: {{losses: [{{type: cross_entropy}}]}}
+data:
+  train: {{type: tokens, args: {{path: {data}, seq_len: 32}}}}
+  loader: {{batch_size: 8, workers: 0, shuffle: true}}
+optimizer: {{type: adamw, lr: 3.0e-3}}
+train: {{max_length: 10 steps, device: cuda, deterministic: true}}
+"""
+
 
 def gpu_here():
     """(True, "") when unitrain trains on cuda here, else (False, why)."""
