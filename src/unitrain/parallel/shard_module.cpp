@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "unitrain/compat/optimizer_state_key.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/train_module.h"
 #include "unitrain/parallel/sharded_parameters.h"
@@ -74,7 +75,7 @@ std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> gr
         auto state = std::make_unique<torch::optim::AdagradParamState>();
         state->step(0);
         state->sum(torch::full_like(p.detach(), o.initial_accumulator_value()));
-        optimizer.state()[c10::guts::to_string(p.unsafeGetTensorImpl())] = std::move(state);
+        optimizer.state()[optimizer_state_key(p)] = std::move(state);
       }
     }
   }
