@@ -2,7 +2,8 @@
 // reduce-scatter in LibTorch 1.13: one reduce per rank's part (to that rank) against an
 // all-reduce of the whole of which each rank keeps its part; and the parameter all-gather, for
 // scale. Run under the launcher:
-//   build/unitrain launch --nproc-per-node W --exec -- build/bench/bench_zero_reduce_scatter [rounds=20]
+//   build/unitrain launch --nproc-per-node W --exec -- build/bench/bench_zero_reduce_scatter
+//   [rounds=20]
 // Sizes: flat float32 buffers of 1, 8 and 32 MB (a transformer block of d_model 256 to 768 is
 // 3-28 MB). Times are the median of `rounds`, the ratio is per size in the same run.
 #include <torch/torch.h>
@@ -59,8 +60,7 @@ int main(int argc, char** argv) {
       std::printf(
           "%d processes, %3lld MB: reduce per part %7.2f ms | all-reduce then keep %7.2f ms | "
           "parts/all-reduce %.2fx | all-gather %7.2f ms\n",
-          world, static_cast<long long>(mb), parts * 1e3, whole * 1e3, parts / whole,
-          gather * 1e3);
+          world, static_cast<long long>(mb), parts * 1e3, whole * 1e3, parts / whole, gather * 1e3);
     }
   }
   return 0;

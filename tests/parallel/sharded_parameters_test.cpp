@@ -24,9 +24,7 @@ std::vector<torch::Tensor> unit_test_params() {
   return out;
 }
 
-int64_t storage_bytes(const torch::Tensor& t) {
-  return static_cast<int64_t>(t.storage().nbytes());
-}
+int64_t storage_bytes(const torch::Tensor& t) { return static_cast<int64_t>(t.storage().nbytes()); }
 
 TEST(ShardedParameters, EachRankKeepsAnEqualPartAndGatherRestoresEveryValue) {
   for (int world : {2, 3}) {
@@ -73,8 +71,8 @@ TEST(ShardedParameters, EachRankKeepsAnEqualPartAndGatherRestoresEveryValue) {
 }
 
 TEST(ShardedParameters, GradientsAreAveragedIntoTheShardsAndAccumulate) {
-  for (auto by : {ProcessGroup::ReduceScatterBy::PartReduces,
-                  ProcessGroup::ReduceScatterBy::AllReduce}) {
+  for (auto by :
+       {ProcessGroup::ReduceScatterBy::PartReduces, ProcessGroup::ReduceScatterBy::AllReduce}) {
     run_ranks(3, [by](int rank, ProcessGroup& g) {
       auto params = unit_test_params();
       ShardedParameters sharded(std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}), params,
@@ -142,8 +140,7 @@ TEST(ShardedParameters, BackwardSeesTheValuesGatheredAgainAfterARelease) {
 
 TEST(ShardedParameters, Bfloat16TravelsOverGloo) {
   run_ranks(2, [](int rank, ProcessGroup& g) {
-    std::vector<torch::Tensor> params{
-        torch::linspace(0, 1, 5, torch::kBFloat16).requires_grad_()};
+    std::vector<torch::Tensor> params{torch::linspace(0, 1, 5, torch::kBFloat16).requires_grad_()};
     auto before = params[0].detach().clone();
     ShardedParameters sharded(std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}), params, {0},
                               {0});

@@ -153,7 +153,8 @@ std::string merge_checkpoint(const std::string& path, const std::string& out,
     std::vector<CheckpointFile> merged;
     merged.push_back({files::kModel, save_tensor_dict(merge_model_shards(dir)), nullptr});
     for (const auto& [name, size] : CheckpointStore::files_of(dir)) {
-      if (name != files::kModel) merged.push_back({name, CheckpointStore::read(dir, name), nullptr});
+      if (name != files::kModel)
+        merged.push_back({name, CheckpointStore::read(dir, name), nullptr});
     }
     return CheckpointStore::write_new(out, TrainerStateFile::read(dir).state.step, merged);
   }

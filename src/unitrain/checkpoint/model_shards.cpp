@@ -39,9 +39,9 @@ NamedTensors merge_model_shards(const std::string& dir) {
     }
     for (size_t i = 0; i < layout.flats.size(); ++i) {
       const auto it = mine.find(std::to_string(i));
-      UT_CHECK_TRAIN(it != mine.end() && it->second.dim() == 1 &&
-                         it->second.numel() == layout.flats[i].part,
-                     what, ": no part of ", layout.flats[i].part, " elements for flat ", i);
+      UT_CHECK_TRAIN(
+          it != mine.end() && it->second.dim() == 1 && it->second.numel() == layout.flats[i].part,
+          what, ": no part of ", layout.flats[i].part, " elements for flat ", i);
       parts[i].push_back(it->second);
     }
   }
@@ -65,8 +65,7 @@ NamedTensors read_model_state(const std::string& dir) {
   if (!CheckpointStore::has(dir, files::kModel) && has_model_shards(dir)) {
     return merge_model_shards(dir);
   }
-  return load_tensor_dict(CheckpointStore::read(dir, files::kModel),
-                          dir + "/" + files::kModel);
+  return load_tensor_dict(CheckpointStore::read(dir, files::kModel), dir + "/" + files::kModel);
 }
 
 }  // namespace unitrain

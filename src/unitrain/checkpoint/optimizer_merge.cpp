@@ -84,8 +84,8 @@ std::vector<char> reshard_optimizer_files(const std::vector<OptimizerFile>& file
     if (e.key().toStringRef() != "state") out.insert(e.key(), e.value());
   }
   optimizer_dict::Dict state = optimizer_dict::new_dict();
-  const optimizer_dict::Dict first = optimizer_dict::entry(dicts[0], "state", files[0].what)
-                                         .toGenericDict();
+  const optimizer_dict::Dict first =
+      optimizer_dict::entry(dicts[0], "state", files[0].what).toGenericDict();
   for (const auto& e : first) {
     const std::string& key = e.key().toStringRef();
     size_t index = flats.size();

@@ -30,8 +30,9 @@ struct FlatCut {
 /// order; each holds the state of its part of every flat it trains, under the flat's index over
 /// the optimizer's groups, `flats[index]`) re-cut into `rank`'s part of a run whose parts are
 /// `flats[index].new_part`: a state tensor of old_part elements is the concatenation of the
-/// files' parts, cut to the flat's length and padded with zeros; the other entries (the step count) are the first file's. One optimizer file, which
-/// load_optimizer_state reads. TrainError naming the file when one does not fit.
+/// files' parts, cut to the flat's length and padded with zeros; the other entries (the step count)
+/// are the first file's. One optimizer file, which load_optimizer_state reads. TrainError naming
+/// the file when one does not fit.
 std::vector<char> reshard_optimizer_files(const std::vector<OptimizerFile>& files,
                                           const std::vector<FlatCut>& flats, int rank);
 /// The files load_optimizer_state(optimizer, files) reads, as one optimizer file (the same

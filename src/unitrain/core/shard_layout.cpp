@@ -39,8 +39,8 @@ ShardLayout ShardLayout::from_json(const std::string& text, const std::string& w
       flat.length = f.at("length").get<int64_t>();
       flat.part = f.at("part").get<int64_t>();
       for (const auto& m : f.at("members")) {
-        flat.members.push_back(
-            {m.at(0).get<std::string>(), m.at(1).get<std::vector<int64_t>>(), m.at(2).get<int64_t>()});
+        flat.members.push_back({m.at(0).get<std::string>(), m.at(1).get<std::vector<int64_t>>(),
+                                m.at(2).get<int64_t>()});
       }
       UT_CHECK_TRAIN(flat.part * out.world_size >= flat.length, what, ": a flat of ", flat.length,
                      " elements in parts of ", flat.part, " for ", out.world_size, " ranks");

@@ -10,16 +10,16 @@ namespace unitrain {
 
 struct ShardLayout {
   struct Member {
-    std::string name;            ///< the parameter's state_dict name
+    std::string name;  ///< the parameter's state_dict name
     std::vector<int64_t> shape;
-    int64_t offset = 0;          ///< its first element in the flat
+    int64_t offset = 0;  ///< its first element in the flat
   };
   struct Flat {
     int unit = 0;
-    int key = 0;                 ///< the optimizer group (-1: not trained)
-    std::string dtype;           ///< as c10::toString names it: Float, BFloat16, ...
-    int64_t length = 0;          ///< elements of the members
-    int64_t part = 0;            ///< elements of each rank's part (padded length / world size)
+    int key = 0;         ///< the optimizer group (-1: not trained)
+    std::string dtype;   ///< as c10::toString names it: Float, BFloat16, ...
+    int64_t length = 0;  ///< elements of the members
+    int64_t part = 0;    ///< elements of each rank's part (padded length / world size)
     std::vector<Member> members;
   };
   int world_size = 1;

@@ -91,8 +91,7 @@ class OptimizerEntry : public CheckpointEntry {
     std::vector<CheckpointFile> partitions;
     if (sharding_ || sharded_) {
       partitions = write_rank_files(*group_, root_, out.state.state.step, "optimizer",
-                                    "optimizer partition",
-                                    files::optimizer_partition,
+                                    "optimizer partition", files::optimizer_partition,
                                     [this] { return save_optimizer_state(optimizer_); });
     }
     if (!out.writes) return;

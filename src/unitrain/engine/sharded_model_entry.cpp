@@ -35,7 +35,10 @@ class ShardedModelEntry : public CheckpointEntry {
  public:
   ShardedModelEntry(TrainModule& module, ShardedParameters& params, ProcessGroup& group,
                     const TrainState& counters, std::string root)
-      : module_(module), params_(params), group_(group), counters_(counters),
+      : module_(module),
+        params_(params),
+        group_(group),
+        counters_(counters),
         root_(std::move(root)) {}
 
   void save(CheckpointWrite& out) override {
@@ -48,7 +51,8 @@ class ShardedModelEntry : public CheckpointEntry {
     if (counters_.micro_in_window != 0) {
       for (size_t i = 0; i < shards.size(); ++i) {
         if (shards[i].grad().defined()) {
-          mine->emplace_back(kGradPrefix + std::to_string(i), shards[i].grad().to(torch::kCPU).clone());
+          mine->emplace_back(kGradPrefix + std::to_string(i),
+                             shards[i].grad().to(torch::kCPU).clone());
         }
       }
     }
@@ -73,8 +77,8 @@ class ShardedModelEntry : public CheckpointEntry {
       const std::vector<char> text = in.read(files::kModelShards);
       const ShardLayout saved =
           ShardLayout::from_json({text.begin(), text.end()}, in.path(files::kModelShards));
-      std::map<std::string, torch::Tensor> first = by_name(load_tensor_dict(
-          in.read(files::model_shard(0)), in.path(files::model_shard(0))));
+      std::map<std::string, torch::Tensor> first =
+          by_name(load_tensor_dict(in.read(files::model_shard(0)), in.path(files::model_shard(0))));
       for (auto& [name, t] : first) {
         if (name.rfind(kWholePrefix, 0) == 0) whole[name.substr(6)] = t;
       }

@@ -14,6 +14,7 @@
 #include "unitrain/checkpoint/checkpoint_options.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
 #include "unitrain/checkpoint/checkpointer.h"
+#include "unitrain/checkpoint/model_shards.h"
 #include "unitrain/checkpoint/model_weights.h"
 #include "unitrain/checkpoint/safetensors.h"
 #include "unitrain/checkpoint/state_io.h"
@@ -27,7 +28,6 @@
 #include "unitrain/engine/run_device.h"
 #include "unitrain/engine/run_folder.h"
 #include "unitrain/engine/run_settings.h"
-#include "unitrain/checkpoint/model_shards.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"
 #include "unitrain/models/torchscript_export.h"
@@ -268,8 +268,8 @@ ConfigRunResult train_from_config(const Config& raw_config) {
   const ActivationCheckpointingOptions& ac = c.model_keys.activation_checkpointing;
   std::string recompute;
   if (ac.enabled) {
-    recompute = ac.every == 1 ? "every block"
-                              : fmt::format("every {} blocks from the first", ac.every);
+    recompute =
+        ac.every == 1 ? "every block" : fmt::format("every {} blocks from the first", ac.every);
   }
   log::info(fmt::format("model {}: {} parameters{}", module->model_type(), params,
                         recompute.empty() ? "" : "; activation checkpointing: " + recompute));

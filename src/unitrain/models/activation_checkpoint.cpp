@@ -1,12 +1,12 @@
 #include "unitrain/models/activation_checkpoint.h"
 
-#include "unitrain/models/model.h"
-
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include <mutex>
 #include <optional>
+
+#include "unitrain/models/model.h"
 
 namespace unitrain {
 namespace {
@@ -78,8 +78,7 @@ class Replay {
     at::autocast::set_autocast_cpu_dtype(before_.cpu_dtype);
     at::autocast::set_enabled(before_.gpu_autocast);
     at::autocast::set_autocast_gpu_dtype(before_.gpu_dtype);
-    RecordedState::set_generator_state(at::detail::getDefaultCPUGenerator(),
-                                       before_.cpu_generator);
+    RecordedState::set_generator_state(at::detail::getDefaultCPUGenerator(), before_.cpu_generator);
     if (cuda_) {
       RecordedState::set_generator_state(RecordedState::device_generator(*cuda_), cuda_before_);
     }

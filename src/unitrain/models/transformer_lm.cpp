@@ -155,20 +155,23 @@ torch::Tensor TransformerLmImpl::forward(torch::Tensor tokens) {
   }
   tokens = tokens.to(torch::kLong);
   // Each piece runs as a unit of units() (ZeRO stage 3 gathers its parameters around it).
-  auto x = run_unit(0, [this](const torch::Tensor& ids) {
-    auto positions = torch::arange(ids.size(1), ids.options());
-    auto e = token_embedding->forward(ids) + position_embedding->forward(positions);
-    return options.dropout() > 0 ? torch::dropout(e, options.dropout(), is_training()) : e;
-  }, tokens);
+  auto x = run_unit(
+      0,
+      [this](const torch::Tensor& ids) {
+        auto positions = torch::arange(ids.size(1), ids.options());
+        auto e = token_embedding->forward(ids) + position_embedding->forward(positions);
+        return options.dropout() > 0 ? torch::dropout(e, options.dropout(), is_training()) : e;
+      },
+      tokens);
   for (size_t i = 0; i < blocks->size(); ++i) {
     auto block = blocks->ptr<BlockImpl>(i);
-    const bool recompute =
-        checkpoint_every_ > 0 && i % static_cast<size_t>(checkpoint_every_) == 0;
-    x = run_unit(1 + i, [block](const torch::Tensor& in) { return block->forward(in); }, x,
-                 recompute);
+    const bool recompute = checkpoint_every_ > 0 && i % static_cast<size_t>(checkpoint_every_) == 0;
+    x = run_unit(
+        1 + i, [block](const torch::Tensor& in) { return block->forward(in); }, x, recompute);
   }
-  return run_unit(blocks->size() + 1,
-                  [this](const torch::Tensor& in) { return head->forward(norm->forward(in)); }, x);
+  return run_unit(
+      blocks->size() + 1,
+      [this](const torch::Tensor& in) { return head->forward(norm->forward(in)); }, x);
 }
 
 std::vector<std::vector<torch::Tensor>> TransformerLmImpl::units() {

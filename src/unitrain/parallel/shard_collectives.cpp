@@ -16,8 +16,8 @@ void ProcessGroup::all_gather_shards(torch::Tensor& full, const torch::Tensor& s
   const bool widen = needs_widening(shard.scalar_type());
   wait("all_gather", 1, full.numel() * static_cast<int64_t>(full.element_size()), [&] {
     // Gloo has no bfloat16: the gather runs on float32 copies.
-    torch::Tensor into = widen ? torch::empty({full.numel()}, full.options().dtype(torch::kFloat32))
-                               : full;
+    torch::Tensor into =
+        widen ? torch::empty({full.numel()}, full.options().dtype(torch::kFloat32)) : full;
     std::vector<torch::Tensor> in{widen ? shard.to(torch::kFloat32) : shard.contiguous()};
     if (is_nccl()) {
       group_->_allgather_base(into, in[0])->wait();

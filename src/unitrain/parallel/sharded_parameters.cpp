@@ -43,8 +43,8 @@ struct ShardedParameters::Flat {
 
 ShardedParameters::ShardedParameters(std::shared_ptr<ProcessGroup> group,
                                      std::vector<torch::Tensor> params,
-                                     const std::vector<int>& unit_of, const std::vector<int>& key_of,
-                                     std::vector<std::string> names,
+                                     const std::vector<int>& unit_of,
+                                     const std::vector<int>& key_of, std::vector<std::string> names,
                                      ProcessGroup::ReduceScatterBy reduce_by)
     : group_(std::move(group)),
       params_(std::move(params)),
@@ -95,8 +95,8 @@ ShardedParameters::ShardedParameters(std::shared_ptr<ProcessGroup> group,
         p.set_data(place.view(p.sizes()));
       }
       flat.shard = shards_.size();
-      shards_.push_back(flat.whole.narrow(0, rank * flat.part, flat.part).clone().requires_grad_(
-          flat.trains));
+      shards_.push_back(
+          flat.whole.narrow(0, rank * flat.part, flat.part).clone().requires_grad_(flat.trains));
       free_memory(flat.whole);
     }
   }

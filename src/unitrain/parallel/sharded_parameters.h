@@ -34,11 +34,11 @@ namespace unitrain {
 class ShardedParameters {
  public:
   /// `names`: the parameters' names (checkpoints' layouts), or empty.
-  ShardedParameters(std::shared_ptr<ProcessGroup> group, std::vector<torch::Tensor> params,
-                    const std::vector<int>& unit_of, const std::vector<int>& key_of,
-                    std::vector<std::string> names = {},
-                    ProcessGroup::ReduceScatterBy reduce_by =
-                        ProcessGroup::ReduceScatterBy::PartReduces);
+  ShardedParameters(
+      std::shared_ptr<ProcessGroup> group, std::vector<torch::Tensor> params,
+      const std::vector<int>& unit_of, const std::vector<int>& key_of,
+      std::vector<std::string> names = {},
+      ProcessGroup::ReduceScatterBy reduce_by = ProcessGroup::ReduceScatterBy::PartReduces);
   ~ShardedParameters();
   ShardedParameters(const ShardedParameters&) = delete;
   ShardedParameters& operator=(const ShardedParameters&) = delete;

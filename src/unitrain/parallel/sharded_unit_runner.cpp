@@ -64,7 +64,7 @@ struct UnitFunction : torch::autograd::Function<UnitFunction> {
       input_grads.push_back(t.requires_grad() ? t.grad() : torch::Tensor());
     }
     input_grads.emplace_back();  // the recorded unit's (not a tensor)
-    u->inputs.clear();  // the graph goes with the node
+    u->inputs.clear();           // the graph goes with the node
     u->outputs.clear();
     u->fn = nullptr;
     return input_grads;
