@@ -368,11 +368,6 @@ void DataParallelSync::agree() {
   nonfinite_flag_ = torch::Tensor();
 }
 
-double DataParallelSync::sum_across_ranks(double local) {
-  // On the host: the group reduces a copy on its device.
-  std::vector<torch::Tensor> t{torch::full({1}, local, torch::kFloat64)};
-  group_->all_reduce_sum(t);
-  return t[0].item<double>();
-}
+double DataParallelSync::sum_across_ranks(double local) { return group_->sum_of(local); }
 
 }  // namespace unitrain

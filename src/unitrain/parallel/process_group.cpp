@@ -256,6 +256,12 @@ bool ProcessGroup::is_nccl() const { return group_->getBackendName() == "nccl"; 
 
 const char* ProcessGroup::backend() const { return is_nccl() ? "nccl" : "gloo"; }
 
+double ProcessGroup::sum_of(double local) {
+  std::vector<torch::Tensor> t{torch::full({1}, local, torch::kFloat64)};
+  all_reduce_sum(t);
+  return t[0].item<double>();
+}
+
 void ProcessGroup::all_reduce_sum(std::vector<torch::Tensor>& tensors) {
   each("all_reduce", tensors,
        [this](std::vector<torch::Tensor>& one) { return group_->allreduce(one); });

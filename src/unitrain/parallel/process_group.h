@@ -72,6 +72,8 @@ class ProcessGroup {
 
   /// In-place sum over all ranks, of each tensor (any shapes).
   void all_reduce_sum(std::vector<torch::Tensor>& tensors);
+  /// The sum over all ranks of one number (in float64; a copy travels on the group's device).
+  double sum_of(double local);
   /// In-place max over all ranks, of each tensor.
   void all_reduce_max(std::vector<torch::Tensor>& tensors);
   /// Rank `root`'s values of each tensor everywhere, in place.

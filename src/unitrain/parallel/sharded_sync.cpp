@@ -27,10 +27,6 @@ void ShardedSync::agree() {
   nonfinite_flag_ = torch::Tensor();
 }
 
-double ShardedSync::sum_across_ranks(double local) {
-  std::vector<torch::Tensor> t{torch::full({1}, local, torch::kFloat64)};
-  group_->all_reduce_sum(t);
-  return t[0].item<double>();
-}
+double ShardedSync::sum_across_ranks(double local) { return group_->sum_of(local); }
 
 }  // namespace unitrain
