@@ -12,8 +12,8 @@ void TokensOptions::declare(Options<TokensOptions>& o) {
   using T = TokensOptions;
   o.field("path", &T::path)
       .help(
-          "flat binary file of token ids (e.g. nanoGPT's train.bin), memory-mapped; or a glob of "
-          "shard files (data/train_*.bin), read in name order");
+          "flat binary file of token ids (e.g. nanoGPT's train.bin), read window by window; or a "
+          "glob of shard files (data/train_*.bin), read in name order");
   o.field("paths", &T::paths)
       .help(
           "shard files read as one dataset, in this order (instead of path); windows do not "
@@ -38,7 +38,7 @@ TokensDataset::TokensDataset(const TokensOptions& o)
            "tokens: dtype must be uint16 or uint32, got '", o.dtype, "'");
   UT_CHECK(seq_len_ > 0 && stride_ > 0, "tokens: seq_len and stride must be positive");
   for (const std::string& path : shard_paths(o.path, o.paths, "tokens")) {
-    MappedFile file(path, "tokens");
+    PositionalFile file(path, "tokens");
     const size_t bytes = file.size();
     // Raw files carry no dtype: a byte count that is no multiple of the id's size is the one
     // sign of a file written with another.
@@ -66,27 +66,32 @@ TokensDataset::TokensDataset(const TokensOptions& o)
 }
 
 int64_t TokensDataset::largest_id() const {
+  constexpr int64_t kChunk = int64_t(1) << 20;  // ids read at a time
+  std::vector<unsigned char> bytes(static_cast<size_t>(kChunk * element_size_));
   int64_t largest = 0;
   for (const Shard& s : shards_) {
-    for (int64_t i = 0; i < s.num_tokens; ++i) largest = std::max(largest, token(s, i));
+    for (int64_t start = 0; start < s.num_tokens; start += kChunk) {
+      const int64_t n = std::min(kChunk, s.num_tokens - start);
+      s.file.read(static_cast<uint64_t>(start * element_size_),
+                  static_cast<size_t>(n * element_size_), bytes.data());
+      for (int64_t i = 0; i < n; ++i) largest = std::max(largest, id_at(bytes.data(), i));
+    }
   }
   return largest;
 }
 
-int64_t TokensDataset::token(const Shard& shard, int64_t i) const {
-  const unsigned char* p = shard.file.data() + i * element_size_;
+int64_t TokensDataset::id_at(const unsigned char* bytes, int64_t i) const {
+  const unsigned char* p = bytes + i * element_size_;
   if (element_size_ == 2) return static_cast<int64_t>(p[0] | (p[1] << 8));
   return static_cast<int64_t>(static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
                               (static_cast<uint32_t>(p[2]) << 16) |
                               (static_cast<uint32_t>(p[3]) << 24));
 }
 
-int64_t TokensDataset::checked_token(const Shard& shard, int64_t i) const {
-  const int64_t id = token(shard, i);
+void TokensDataset::check_id(int64_t id, const Shard& shard, int64_t i) const {
   UT_CHECK(id < vocab_size_, "tokens: '", shard.file.path(), "' holds id ", id, " at token ", i,
            " (byte ", i * element_size_, "), not below vocab_size ", vocab_size_,
            " (raise data.*.args.vocab_size, or check data.*.args.dtype)");
-  return id;
 }
 
 Batch TokensDataset::get(int64_t index) const {
@@ -100,6 +105,7 @@ Batch TokensDataset::get_batch(const std::vector<int64_t>& indices) const {
   torch::Tensor y = torch::empty({n, seq_len_}, torch::kInt64);
   int64_t* xp = x.data_ptr<int64_t>();
   int64_t* yp = y.data_ptr<int64_t>();
+  std::vector<unsigned char> window(static_cast<size_t>((seq_len_ + 1) * element_size_));
   for (int64_t r = 0; r < n; ++r) {
     const int64_t i = indices[static_cast<size_t>(r)];
     UT_CHECK(i >= 0 && i < size_, "tokens: example index ", i, " is out of range [0, ", size_, ")");
@@ -109,9 +115,12 @@ Batch TokensDataset::get_batch(const std::vector<int64_t>& indices) const {
                          [](int64_t v, const Shard& s) { return v < s.first_window; });
     const Shard& shard = *(after - 1);
     const int64_t start = (i - shard.first_window) * stride_;
-    int64_t previous = checked_token(shard, start);
+    shard.file.read(static_cast<uint64_t>(start * element_size_), window.size(), window.data());
+    int64_t previous = id_at(window.data(), 0);
+    check_id(previous, shard, start);
     for (int64_t t = 0; t < seq_len_; ++t) {
-      const int64_t next = checked_token(shard, start + t + 1);
+      const int64_t next = id_at(window.data(), t + 1);
+      check_id(next, shard, start + t + 1);
       xp[r * seq_len_ + t] = previous;
       yp[r * seq_len_ + t] = next;
       previous = next;
@@ -128,7 +137,7 @@ void register_tokens_dataset() {
   dataset_registry().add<TokensOptions>(
       "tokens",
       "flat files of uint16/uint32 token ids (nanoGPT's train.bin; shards by a glob or a list), "
-      "memory-mapped: x, y int64 [seq_len], y = x shifted by one",
+      "read window by window: x, y int64 [seq_len], y = x shifted by one",
       [](const TokensOptions& o) -> DatasetPtr { return std::make_shared<TokensDataset>(o); });
 }
 

@@ -1,12 +1,12 @@
 #pragma once
-// The `tokens` dataset: flat binary files of token ids (nanoGPT's train.bin), memory-mapped.
+// The `tokens` dataset: flat binary files of token ids (nanoGPT's train.bin), read per window.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "unitrain/core/mapped_file.h"
 #include "unitrain/core/options.h"
+#include "unitrain/core/positional_file.h"
 #include "unitrain/data/dataset.h"
 
 namespace unitrain {
@@ -28,8 +28,9 @@ struct TokensOptions {
 constexpr int64_t kTokensScanLimit = int64_t(64) << 20;
 
 /// Windows of flat files of token ids, as nanoGPT's prepare scripts write them
-/// (`np.array(ids, dtype=np.uint16).tofile("train.bin")`). The files are memory-mapped, not
-/// read: files larger than memory work, and a batch reads only its windows' pages. With one
+/// (`np.array(ids, dtype=np.uint16).tofile("train.bin")`). Each window is read (pread) when its
+/// example is: files larger than memory work, a batch reads only its windows' bytes, and the
+/// pages stay the kernel's cache, outside the process's RSS. With one
 /// file, example i: `x` int64 [seq_len] = ids[i*stride, i*stride + seq_len) and `y` int64
 /// [seq_len] = the same window shifted by one (the next token). With several files (shards)
 /// windows do not cross a file's end: the examples are the first file's windows, then the
@@ -49,16 +50,17 @@ class TokensDataset : public Dataset {
   std::map<std::string, int64_t> info() const override;
 
  private:
-  /// One file: its mapping, ids, and the global index of its first window.
+  /// One file: its descriptor, ids, and the global index of its first window.
   struct Shard {
-    MappedFile file;
+    PositionalFile file;
     int64_t num_tokens;
     int64_t first_window;
   };
-  /// Token `i` of `shard` as an id.
-  int64_t token(const Shard& shard, int64_t i) const;
-  /// Token `i` of `shard`, ConfigError naming the file and offset when >= vocab_size.
-  int64_t checked_token(const Shard& shard, int64_t i) const;
+  /// Little-endian id `i` of `bytes`.
+  int64_t id_at(const unsigned char* bytes, int64_t i) const;
+  /// ConfigError naming the file and the offset of token `i` of `shard`, `id`, unless it is
+  /// below vocab_size.
+  void check_id(int64_t id, const Shard& shard, int64_t i) const;
   /// The largest id of all files (reads every token).
   int64_t largest_id() const;
   std::vector<Shard> shards_;
