@@ -66,8 +66,9 @@ TEST(TrainerStateFile, KeepsTheLayoutPythonAndOlderRunsRead) {
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{"format", "config_hash", "world_size", "batch_size",
-                                            "accumulation", "zero", "state", "metrics", "loop",
-                                            "scheduler"}));
+                                            "accumulation", "zero", "state", "data_order",
+                                            "metrics", "loop", "scheduler"}));
+  EXPECT_EQ(j["data_order"], 1);  // full_state_file() leaves the default
   EXPECT_EQ(j["state"]["stopped"], true);
   EXPECT_EQ(j["metrics"]["val"]["val/acc"], "nan");
   EXPECT_EQ(j["loop"]["best_checkpoint_value"], "-inf");
@@ -81,6 +82,19 @@ TEST(TrainerStateFile, MissingSectionsReadAsAFreshRunsDefaults) {
   EXPECT_EQ(f.last_val_step, -1);
   EXPECT_TRUE(std::isnan(f.best_value));
   EXPECT_TRUE(f.train_sums.empty());
+}
+
+TEST(TrainerStateFile, DataOrderRoundTripsAndIsFisherYatesInOlderFiles) {
+  // Files written before data_order existed trained on Fisher-Yates orders: resumed so.
+  const TrainerStateFile old = TrainerStateFile::parse(R"({"format": 1, "state": {}})", "f");
+  EXPECT_EQ(old.data_order, ShuffleAlgorithm::FisherYates);
+  TrainerStateFile f;
+  f.data_order = ShuffleAlgorithm::Feistel;
+  EXPECT_EQ(TrainerStateFile::parse(f.to_json(), "f").data_order, ShuffleAlgorithm::Feistel);
+  EXPECT_TRUE(test::contains(test::error_of<TrainError>([] {
+                               TrainerStateFile::parse(R"({"format": 1, "data_order": 7})", "d/t");
+                             }),
+                             "d/t: data_order 7 is not an order this unitrain knows"));
 }
 
 TEST(TrainerStateFile, BadFilesAreTrainErrorsNamingTheFile) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "data_test_util.h"
+#include "unitrain/data/permutation.h"
 #include "unitrain/data/tensor_dataset.h"
 
 namespace unitrain {
@@ -84,6 +85,32 @@ TEST(Loader, ShuffleDependsOnSeedAndEpochOnly) {
   Loader in_order(data, LoaderOptions(options).shuffle(false), 1);
   EXPECT_EQ(in_order.order(0), identity);
   EXPECT_EQ(in_order.order(3), identity);
+}
+
+TEST(Loader, ShufflesPerIndexAndKeepsFisherYatesForOlderRuns) {
+  DatasetPtr data = numbered(50);
+  auto options = LoaderOptions().batch_size(10).workers(0);
+  const uint64_t epoch_seed = mix_seed(1, 3);
+  // New runs: the Feistel bijection of (seed, epoch).
+  const FeistelPermutation feistel(50, epoch_seed);
+  std::vector<int64_t> expected;
+  for (int64_t i = 0; i < 50; ++i) expected.push_back(feistel(i));
+  EXPECT_EQ(Loader(data, options, 1).order(3), expected);
+  // A run resumed from a checkpoint without data_order: the Fisher-Yates order it trained on,
+  // read from its batches too.
+  Loader old(data, options, 1, "data", ShuffleAlgorithm::FisherYates);
+  EXPECT_EQ(old.order(3), seeded_permutation(50, epoch_seed));
+  std::vector<int64_t> read;
+  for (const auto& b : read_epoch(old, 3)) read.insert(read.end(), b.begin(), b.end());
+  EXPECT_EQ(read, seeded_permutation(50, epoch_seed));
+  // Sharded: rank r's i-th index is the order's r + i * world, padded by its beginning.
+  Loader rank2(data, options, 1);
+  rank2.shard(2, 3, true);
+  const std::vector<int64_t> mine = rank2.order(3);
+  ASSERT_EQ(mine.size(), 17u);
+  for (size_t i = 0; i < mine.size(); ++i) {
+    EXPECT_EQ(mine[i], expected[(2 + i * 3) % 50]) << i;
+  }
 }
 
 TEST(Loader, DropLast) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <set>
 
 #include "data_test_util.h"
@@ -48,6 +49,24 @@ TEST(RandomSplit, DeterministicDisjointAndComplete) {
   std::vector<int64_t> held = values(*a.held_out);
   EXPECT_NE(held.front(), 0);
   EXPECT_NE(held.back() - held.front(), 19);
+}
+
+TEST(RandomSplit, FeistelPartsArePermutationRangesAndFisherYatesKeepsTheOldSplit) {
+  DatasetPtr data = numbered_x(100);
+  const SeededPermutation perm(ShuffleAlgorithm::Feistel, 100, mix_seed(42, 0x5u));
+  Split a = random_split(data, 0.2, 42);
+  std::vector<int64_t> held, rest;
+  for (int64_t i = 0; i < 20; ++i) held.push_back(perm(i));
+  for (int64_t i = 20; i < 100; ++i) rest.push_back(perm(i));
+  EXPECT_EQ(values(*a.held_out), held);
+  EXPECT_EQ(values(*a.rest), rest);
+  EXPECT_EQ(a.rest->get_batch({1, 0}).at("x")[0].item<int64_t>(), perm(21));
+  // Runs started before Feistel: the Fisher-Yates split, each part in the original order.
+  Split old = random_split(data, 0.2, 42, "data.validation_ratio", ShuffleAlgorithm::FisherYates);
+  std::vector<int64_t> listed = seeded_permutation(100, mix_seed(42, 0x5u));
+  std::vector<int64_t> old_held(listed.begin(), listed.begin() + 20);
+  std::sort(old_held.begin(), old_held.end());
+  EXPECT_EQ(values(*old.held_out), old_held);
 }
 
 TEST(RandomSplit, RatioErrors) {

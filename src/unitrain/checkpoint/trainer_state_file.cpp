@@ -100,6 +100,7 @@ std::string TrainerStateFile::to_json() const {
   j["accumulation"] = accumulation;  // another number of processes keeps (world_change.h)
   j["zero"] = zero;
   j["state"] = counters(state);
+  j["data_order"] = static_cast<int>(data_order);
   j["metrics"] = metrics_of(*this);
   j["loop"] = loop_of(*this);
   j["scheduler"] = numbers(scheduler);
@@ -121,6 +122,12 @@ TrainerStateFile TrainerStateFile::parse(const std::string& text, const std::str
     f.accumulation = j.value("accumulation", int64_t(0));
     f.zero = j.value("zero", int64_t(0));
     if (j.contains("state")) f.state = counters(j["state"]);
+    const int order = j.value("data_order", static_cast<int>(ShuffleAlgorithm::FisherYates));
+    UT_CHECK_TRAIN(order == static_cast<int>(ShuffleAlgorithm::FisherYates) ||
+                       order == static_cast<int>(ShuffleAlgorithm::Feistel),
+                   where, ": data_order ", order,
+                   " is not an order this unitrain knows (1 Fisher-Yates, 2 Feistel)");
+    f.data_order = static_cast<ShuffleAlgorithm>(order);
     if (j.contains("metrics")) {
       f.last_train = numbers(j["metrics"].value("train", Json::object()));
       f.last_val = numbers(j["metrics"].value("val", Json::object()));

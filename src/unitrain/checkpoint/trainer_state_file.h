@@ -7,6 +7,7 @@
 #include <string>
 
 #include "unitrain/core/train_state.h"
+#include "unitrain/data/permutation.h"
 
 namespace unitrain {
 
@@ -28,6 +29,9 @@ struct TrainerStateFile {
   int64_t accumulation = 0;  ///< micro-batches per step, as it trained (0: not recorded)
   int64_t zero = 0;          ///< distributed.zero of a sharded save (optimizer-rank-<R>.pt)
   TrainState state;          ///< the run's counters
+  /// The algorithm of the run's shuffled orders and random split (`data_order`, with the data
+  /// position): files written before it was recorded used Fisher-Yates.
+  ShuffleAlgorithm data_order = ShuffleAlgorithm::FisherYates;
   /// The last metrics logged, so that a finished run describes itself when resumed.
   std::map<std::string, double> last_train, last_val;
   // The loop's own state.

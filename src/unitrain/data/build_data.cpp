@@ -142,7 +142,7 @@ std::shared_ptr<const Schema> data_section_schema() {
   return options_of<DataOptions>().schema();
 }
 
-DataSplits build_data(const Config& data_section, uint64_t seed) {
+DataSplits build_data(const Config& data_section, uint64_t seed, ShuffleAlgorithm split_by) {
   const Config data = data_section_schema()->resolve(data_section);
   const DataOptions options = DataOptions::from_config(data);
   DataSplits out;
@@ -158,7 +158,7 @@ DataSplits build_data(const Config& data_section, uint64_t seed) {
   if (ratio > 0) {
     UT_CHECK(!out.val, data.key_path("val"), " and ", data.key_path("validation_ratio"),
              " are both set; give a val dataset or split train, not both");
-    Split split = random_split(out.train, ratio, seed, data.key_path("validation_ratio"));
+    Split split = random_split(out.train, ratio, seed, data.key_path("validation_ratio"), split_by);
     out.train = split.rest;
     out.val = split.held_out;
   }

@@ -9,6 +9,7 @@
 #include "unitrain/core/options.h"
 #include "unitrain/data/dataset.h"
 #include "unitrain/data/loader.h"
+#include "unitrain/data/permutation.h"
 
 namespace unitrain {
 
@@ -50,7 +51,8 @@ struct DataOptions {
 };
 
 /// The datasets of a run, built from the `data` section: train, and val/test when given or
-/// split off train by `validation_ratio` (a seeded random split), with `normalize` applied.
+/// split off train by `validation_ratio` (a seeded random split by `split`: a resumed run
+/// passes its checkpoint's data_order), with `normalize` applied.
 struct DataSplits {
   DatasetPtr train;
   DatasetPtr val;   ///< may be null
@@ -59,7 +61,8 @@ struct DataSplits {
   /// empty when it is off.
   std::vector<double> normalize_mean, normalize_std;
 };
-DataSplits build_data(const Config& data_section, uint64_t seed);
+DataSplits build_data(const Config& data_section, uint64_t seed,
+                      ShuffleAlgorithm split = kCurrentShuffle);
 
 /// The schema of the `data` section (train, val, test, validation_ratio, normalize, loader).
 std::shared_ptr<const Schema> data_section_schema();

@@ -146,8 +146,8 @@ class ThreadedIterator : public EpochIterator {
 
 Batch EpochPlan::read(int64_t b) const {
   const int64_t begin = b * batch_size;
-  const int64_t end = std::min<int64_t>(begin + batch_size, static_cast<int64_t>(order.size()));
-  std::vector<int64_t> indices(order.begin() + begin, order.begin() + end);
+  const int64_t end = std::min<int64_t>(begin + batch_size, order.size());
+  const std::vector<int64_t> indices = order.slice(begin, end);
   auto where = [&] {
     return detail::concat(name, ": batch ", b, " (examples ", begin, "..", end - 1,
                           " of the epoch): ");

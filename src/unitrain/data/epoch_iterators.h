@@ -11,7 +11,7 @@ namespace unitrain::detail {
 /// What one epoch reads: batch b is order[b * batch_size, ...), num_batches in all.
 struct EpochPlan {
   DatasetPtr dataset;
-  std::vector<int64_t> order;
+  EpochOrder order;
   int64_t batch_size = 0;
   int64_t num_batches = 0;
   std::string name;  ///< e.g. "data.train", for error messages

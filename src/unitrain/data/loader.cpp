@@ -1,7 +1,6 @@
 #include "unitrain/data/loader.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "unitrain/core/error.h"
 #include "unitrain/data/epoch_iterators.h"
@@ -58,8 +57,13 @@ LoaderOptions LoaderOptions::for_device(bool gpu) const {
   return o;
 }
 
-Loader::Loader(DatasetPtr dataset, LoaderOptions options, uint64_t seed, std::string name)
-    : dataset_(std::move(dataset)), options_(options), seed_(seed), name_(std::move(name)) {
+Loader::Loader(DatasetPtr dataset, LoaderOptions options, uint64_t seed, std::string name,
+               ShuffleAlgorithm shuffle)
+    : dataset_(std::move(dataset)),
+      options_(options),
+      seed_(seed),
+      name_(std::move(name)),
+      shuffle_(shuffle) {
   UT_CHECK(options_.batch_size_ > 0, "data.loader.batch_size must be > 0, got ",
            options_.batch_size_);
   UT_CHECK(options_.workers_ >= -1, "data.loader.workers must be >= 0, got ", options_.workers_);
@@ -129,11 +133,12 @@ void Loader::bucket(std::vector<int64_t>& order, int64_t epoch) const {
     // Shuffle the window's whole batches (a short last one stays last: drop_last drops it).
     const auto size = static_cast<size_t>(last - first);
     const int64_t whole = static_cast<int64_t>(size / batch);
-    const std::vector<int64_t> perm =
-        seeded_permutation(whole, mix_seed(mix_seed(seed_, static_cast<uint64_t>(epoch)), w + 1));
+    const SeededPermutation perm(shuffle_, whole,
+                                 mix_seed(mix_seed(seed_, static_cast<uint64_t>(epoch)), w + 1));
     std::vector<int64_t> shuffled;
     shuffled.reserve(size);
-    for (int64_t p : perm) {
+    for (int64_t k = 0; k < whole; ++k) {
+      const int64_t p = perm(k);
       shuffled.insert(shuffled.end(), first + p * static_cast<int64_t>(batch),
                       first + (p + 1) * static_cast<int64_t>(batch));
     }
@@ -142,26 +147,17 @@ void Loader::bucket(std::vector<int64_t>& order, int64_t epoch) const {
   }
 }
 
-std::vector<int64_t> Loader::order(int64_t epoch) const {
+EpochOrder Loader::epoch_order(int64_t epoch) const {
   const int64_t n = dataset_->size();
-  std::vector<int64_t> all;
-  if (options_.shuffle_) {
-    all = seeded_permutation(n, mix_seed(seed_, static_cast<uint64_t>(epoch)));
-  } else {
-    all.resize(static_cast<size_t>(n));
-    std::iota(all.begin(), all.end(), 0);
+  const uint64_t seed = mix_seed(seed_, static_cast<uint64_t>(epoch));
+  EpochOrder all =
+      options_.shuffle_ ? EpochOrder(SeededPermutation(shuffle_, n, seed)) : EpochOrder(n);
+  if (!lengths_.empty()) {
+    std::vector<int64_t> listed = all.to_vector();
+    bucket(listed, epoch);
+    all = EpochOrder(std::move(listed));
   }
-  if (!lengths_.empty()) bucket(all, epoch);
-  if (world_ == 1) return all;
-  if (pad_) {
-    const size_t total = static_cast<size_t>((n + world_ - 1) / world_ * world_);
-    for (size_t i = 0; all.size() < total; ++i) all.push_back(all[i]);
-  }
-  std::vector<int64_t> mine;
-  for (size_t i = static_cast<size_t>(rank_); i < all.size(); i += static_cast<size_t>(world_)) {
-    mine.push_back(all[i]);
-  }
-  return mine;
+  return world_ == 1 ? all : all.sharded(rank_, world_, pad_);
 }
 
 std::unique_ptr<EpochIterator> Loader::epoch(int64_t epoch, int64_t start_batch) const {
@@ -169,7 +165,7 @@ std::unique_ptr<EpochIterator> Loader::epoch(int64_t epoch, int64_t start_batch)
   UT_CHECK(start_batch >= 0 && start_batch <= batches, name_, ": cannot start epoch ", epoch,
            " at batch ", start_batch, "; it has ", batches, " batches");
   detail::EpochPlan plan{dataset_,
-                         order(epoch),
+                         epoch_order(epoch),
                          options_.batch_size_,
                          batches,
                          name_,

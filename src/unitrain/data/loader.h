@@ -8,6 +8,8 @@
 
 #include "unitrain/core/options.h"
 #include "unitrain/data/dataset.h"
+#include "unitrain/data/epoch_order.h"
+#include "unitrain/data/permutation.h"
 
 namespace unitrain {
 
@@ -65,12 +67,15 @@ class EpochIterator {
 };
 
 /// Reads batches of `dataset`. The order of epoch e is a permutation seeded by (seed, e) when
-/// shuffling. Batches of size batch_size; the last one is shorter unless drop_last.
+/// shuffling, by `shuffle` (a run keeps the algorithm it started with: permutation.h), computed
+/// per index: O(1) memory whatever the dataset's size. Batches of size batch_size; the last one
+/// is shorter unless drop_last.
 class Loader {
  public:
   /// ConfigError when the dataset is empty, or smaller than one batch with drop_last (naming
   /// `name`, e.g. "data.train", and both sizes).
-  Loader(DatasetPtr dataset, LoaderOptions options, uint64_t seed, std::string name = "data");
+  Loader(DatasetPtr dataset, LoaderOptions options, uint64_t seed, std::string name = "data",
+         ShuffleAlgorithm shuffle = kCurrentShuffle);
 
   /// Reads only shard `rank` of `world` of every epoch (data-parallel training): positions
   /// rank, rank + world, ... of the epoch's order, so a step of `world` ranks with batch B reads
@@ -92,11 +97,16 @@ class Loader {
   const std::string& name() const { return name_; }
   /// The batches of `epoch`, starting at batch `start_batch` (a seek, not a replay).
   std::unique_ptr<EpochIterator> epoch(int64_t epoch, int64_t start_batch = 0) const;
-  /// The example indices of `epoch` in the order they are read. With bucket_window W > 0 the
-  /// seeded order is cut into windows of W batches, each sorted by length (stable) and cut into
-  /// batches whose order within the window is shuffled (seeded by seed, epoch and window):
-  /// batches of similar lengths (little padding), still a function of seed and epoch.
-  std::vector<int64_t> order(int64_t epoch) const;
+  /// The example indices of `epoch` in the order they are read, computed per index. With
+  /// bucket_window W > 0 the seeded order is cut into windows of W batches, each sorted by
+  /// length (stable) and cut into batches whose order within the window is shuffled (seeded by
+  /// seed, epoch and window): batches of similar lengths (little padding), still a function of
+  /// seed and epoch; that order is held as a list.
+  EpochOrder epoch_order(int64_t epoch) const;
+  /// epoch_order(epoch) as a list (for tests and small data: 8 bytes an example).
+  std::vector<int64_t> order(int64_t epoch) const { return epoch_order(epoch).to_vector(); }
+  /// The algorithm of the shuffled orders (recorded in checkpoints).
+  ShuffleAlgorithm shuffle_algorithm() const { return shuffle_; }
 
  private:
   DatasetPtr dataset_;
@@ -106,6 +116,7 @@ class Loader {
   int rank_ = 0;
   int world_ = 1;
   bool pad_ = true;
+  ShuffleAlgorithm shuffle_;
   /// Sorts `order` by length within windows and shuffles the windows' batches (bucket_window).
   void bucket(std::vector<int64_t>& order, int64_t epoch) const;
   std::vector<int64_t> lengths_;  ///< bucketing: each example's length, read once

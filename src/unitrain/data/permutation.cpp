@@ -40,4 +40,38 @@ std::vector<int64_t> seeded_permutation(int64_t n, uint64_t seed) {
   return out;
 }
 
+FeistelPermutation::FeistelPermutation(int64_t n, uint64_t seed)
+    : n_(static_cast<uint64_t>(n < 0 ? 0 : n)) {
+  int bits = 0;
+  while (bits < 64 && (uint64_t{1} << bits) < n_) ++bits;
+  half_bits_ = (bits + 1) / 2;
+  half_mask_ = (uint64_t{1} << half_bits_) - 1;
+  for (int r = 0; r < kRounds; ++r) keys_[r] = mix_seed(seed, static_cast<uint64_t>(r) + 1);
+}
+
+uint64_t FeistelPermutation::encrypt(uint64_t x) const {
+  uint64_t left = x >> half_bits_, right = x & half_mask_;
+  for (const uint64_t key : keys_) {
+    const uint64_t mixed = left ^ (splitmix64(right ^ key) & half_mask_);
+    left = right;
+    right = mixed;
+  }
+  return (left << half_bits_) | right;
+}
+
+int64_t FeistelPermutation::operator()(int64_t i) const {
+  // encrypt is a bijection of [0, 4^half_bits): following i's cycle from i < n reaches a value
+  // below n again, and distinct starts reach distinct values.
+  uint64_t x = encrypt(static_cast<uint64_t>(i));
+  while (x >= n_) x = encrypt(x);
+  return static_cast<int64_t>(x);
+}
+
+SeededPermutation::SeededPermutation(ShuffleAlgorithm algorithm, int64_t n, uint64_t seed)
+    : feistel_(n, seed) {
+  if (algorithm == ShuffleAlgorithm::FisherYates) {
+    table_ = std::make_shared<const std::vector<int64_t>>(seeded_permutation(n, seed));
+  }
+}
+
 }  // namespace unitrain

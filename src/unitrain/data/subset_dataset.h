@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "unitrain/data/dataset.h"
+#include "unitrain/data/permutation.h"
 
 namespace unitrain {
 
@@ -26,15 +27,40 @@ class SubsetDataset : public Dataset {
   std::vector<int64_t> indices_;
 };
 
+/// Positions [begin, end) of a seeded permutation of `inner`: example i is
+/// inner[permutation(begin + i)], computed when read (no list of indices).
+class PermutedRangeDataset : public Dataset {
+ public:
+  /// ConfigError unless 0 <= begin <= end <= permutation.size() == inner->size().
+  PermutedRangeDataset(DatasetPtr inner, SeededPermutation permutation, int64_t begin, int64_t end);
+
+  int64_t size() const override { return end_ - begin_; }
+  Batch get(int64_t index) const override;
+  Batch get_batch(const std::vector<int64_t>& indices) const override;
+  std::map<std::string, int64_t> info() const override { return inner_->info(); }
+  std::vector<std::string> class_names() const override { return inner_->class_names(); }
+  bool in_memory() const override { return inner_->in_memory(); }
+
+ private:
+  int64_t inner_index(int64_t index) const;
+  DatasetPtr inner_;
+  SeededPermutation permutation_;
+  int64_t begin_, end_;
+};
+
 /// Two disjoint subsets covering `data`: `held_out` gets round(ratio * size) examples (at least
-/// one) chosen by a permutation seeded by `seed`, `rest` the others; each keeps its examples in
-/// their original order. ConfigError (naming `key`) unless 0 < ratio < 1 and both parts are
-/// non-empty.
+/// one) chosen by a permutation seeded by `seed`, `rest` the others. By `algorithm`:
+/// - Feistel (new runs): held_out is the permutation's first positions, rest the others, each
+///   in the permutation's order, computed per index (O(1) memory for data of any size);
+/// - FisherYates (runs started before Feistel, resumed): the same choice from the
+///   Fisher-Yates permutation, each part listed in the examples' original order.
+/// ConfigError (naming `key`) unless 0 < ratio < 1 and both parts are non-empty.
 struct Split {
   DatasetPtr rest;
   DatasetPtr held_out;
 };
 Split random_split(DatasetPtr data, double ratio, uint64_t seed,
-                   const std::string& key = "data.validation_ratio");
+                   const std::string& key = "data.validation_ratio",
+                   ShuffleAlgorithm algorithm = kCurrentShuffle);
 
 }  // namespace unitrain

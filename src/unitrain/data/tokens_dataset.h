@@ -1,35 +1,45 @@
 #pragma once
-// The `tokens` dataset: a flat binary file of token ids (nanoGPT's train.bin), memory-mapped.
+// The `tokens` dataset: flat binary files of token ids (nanoGPT's train.bin), read per window.
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "unitrain/core/mapped_file.h"
 #include "unitrain/core/options.h"
+#include "unitrain/core/positional_file.h"
 #include "unitrain/data/dataset.h"
 
 namespace unitrain {
 
 /// Settings of the `tokens` dataset (its `args`).
 struct TokensOptions {
-  std::string path;
-  std::string dtype = "uint16";  ///< uint16 | uint32, little-endian
+  std::string path;                ///< one file, or a glob of shards (sorted by name)
+  std::vector<std::string> paths;  ///< shards, in this order (instead of path)
+  std::string dtype = "uint16";    ///< uint16 | uint32, little-endian
   int64_t seq_len = 128;
   int64_t stride = 0;                 ///< tokens between window starts; 0 = seq_len
-  std::optional<int64_t> vocab_size;  ///< unset: the largest id in the file + 1
+  std::optional<int64_t> vocab_size;  ///< unset: the largest id + 1, for files up to 64 MiB
 
   static void declare(Options<TokensOptions>& o);
 };
 
-/// Windows of a flat file of token ids, as nanoGPT's prepare scripts write them
-/// (`np.array(ids, dtype=np.uint16).tofile("train.bin")`). The file is memory-mapped, not read:
-/// a file larger than memory works, and a batch reads only its windows' pages. Example i:
-/// `x` int64 [seq_len] = ids[i*stride, i*stride + seq_len) and `y` int64 [seq_len] = the same
-/// window shifted by one (the next token). Windows are a function of the index alone, so the
-/// loader's seeded shuffle (a function of seed and epoch) gives random windows that a resume
-/// reproduces exactly. info: vocab_size, num_tokens. ConfigError naming the file when it is
-/// missing, not a whole number of ids, shorter than seq_len + 1 ids, or holds an id >=
-/// vocab_size (the whole file is scanned once when built, at memory speed).
+/// The most bytes of token files whose largest id is found by reading them all when
+/// vocab_size is not given (a larger set of files needs vocab_size).
+constexpr int64_t kTokensScanLimit = int64_t(64) << 20;
+
+/// Windows of flat files of token ids, as nanoGPT's prepare scripts write them
+/// (`np.array(ids, dtype=np.uint16).tofile("train.bin")`). Each window is read (pread) when its
+/// example is: files larger than memory work, a batch reads only its windows' bytes, and the
+/// pages stay the kernel's cache, outside the process's RSS. With one
+/// file, example i: `x` int64 [seq_len] = ids[i*stride, i*stride + seq_len) and `y` int64
+/// [seq_len] = the same window shifted by one (the next token). With several files (shards)
+/// windows do not cross a file's end: the examples are the first file's windows, then the
+/// second's, and so on. Windows are a function of the index alone, so the loader's seeded
+/// shuffle gives random windows that a resume reproduces exactly. info: vocab_size,
+/// num_tokens (all files). Ids are checked against vocab_size as windows are read. ConfigError
+/// naming the file when it is missing, not a whole number of ids or shorter than seq_len + 1
+/// ids; when an id read is >= vocab_size (naming the token's offset too); and, without
+/// vocab_size, when the files hold more than kTokensScanLimit bytes.
 class TokensDataset : public Dataset {
  public:
   explicit TokensDataset(const TokensOptions& options);
@@ -40,17 +50,26 @@ class TokensDataset : public Dataset {
   std::map<std::string, int64_t> info() const override;
 
  private:
-  /// Token `i` of the file as an id.
-  int64_t token(int64_t i) const;
-  MappedFile file_;
-  const unsigned char* data_;
+  /// One file: its descriptor, ids, and the global index of its first window.
+  struct Shard {
+    PositionalFile file;
+    int64_t num_tokens;
+    int64_t first_window;
+  };
+  /// Little-endian id `i` of `bytes`.
+  int64_t id_at(const unsigned char* bytes, int64_t i) const;
+  /// ConfigError naming the file and the offset of token `i` of `shard`, `id`, unless it is
+  /// below vocab_size.
+  void check_id(int64_t id, const Shard& shard, int64_t i) const;
+  /// The largest id of all files (reads every token).
+  int64_t largest_id() const;
+  std::vector<Shard> shards_;
   int element_size_;
   int64_t num_tokens_ = 0;
   int64_t seq_len_;
   int64_t stride_;
   int64_t size_ = 0;
   int64_t vocab_size_ = 0;
-  std::string path_;
 };
 
 /// Registers dataset `tokens` (its name, help, args and factory) in dataset_registry();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "unitrain/checkpoint/checkpoint_options.h"
+#include "unitrain/data/permutation.h"
 #include "unitrain/engine/callback.h"
 #include "unitrain/engine/checkpoint_entry.h"
 #include "unitrain/engine/resume_config.h"
@@ -45,6 +46,7 @@ struct CheckpointSetup {
   std::string config_text;     ///< the run's resolved config (config.yaml, its hash)
   std::string classes_text;    ///< classes.json: the training data's class names; "" = none
   int64_t world = 1, batch_size = 1, accumulation = 1, zero = 0;  ///< the run's layout
+  ShuffleAlgorithm data_order = kCurrentShuffle;                  ///< the training loader's shuffle
 
   /// The setup of a run with these settings, config and plan; `shared`: data-parallel.
   static CheckpointSetup of(const RunSettings& settings, const Config& config, const RunPlan& plan,

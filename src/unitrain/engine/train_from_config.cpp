@@ -254,11 +254,21 @@ std::optional<InputNormalization> saved_input_normalization(const Config& config
   return n;
 }
 
+/// The shuffle of the data order `run` continues (its random split's): the checkpoint it
+/// resumes from records it (trainer_state.json data_order; runs started before Feistel used
+/// Fisher-Yates); a new run uses the current one. Finds the checkpoint as Trainer::fit does.
+ShuffleAlgorithm resumed_shuffle(const RunSettings& run) {
+  const CheckpointOptions& ckpt = run.checkpoint;
+  if (!ckpt.enabled || run.train.test_mode) return kCurrentShuffle;
+  const std::string dir = Checkpointer(ckpt, run.run_dir + "/checkpoints").find_resume(ckpt.resume);
+  return dir.empty() ? kCurrentShuffle : TrainerStateFile::read(dir).data_order;
+}
+
 }  // namespace
 
 ConfigRunResult train_from_config(const Config& raw_config) {
   const ConfigDriven raw = config_driven(raw_config);
-  DataSplits data = build_data(raw.run.data, raw.run.seed);
+  DataSplits data = build_data(raw.run.data, raw.run.seed, resumed_shuffle(raw.run));
   const Config config = with_normalize_statistics(raw_config, raw.data_keys.normalize, data);
   Trainer trainer(config);  // seeds torch before the model is built
   const ConfigDriven c = config_driven(config);
@@ -292,8 +302,10 @@ EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoi
   UT_CHECK(split == "val" || split == "test", "--split ", split, ": give val or test");
   check_weights_choice(weights);
   Trainer trainer(config);
-  find_checkpoint(c.run, checkpoint);  // a bad --checkpoint is said before data is read
-  DataSplits data = build_data(c.run.data, c.run.seed);
+  // A bad --checkpoint is said before data is read; the val split is the one it trained with.
+  const ShuffleAlgorithm split_by =
+      TrainerStateFile::read(find_checkpoint(c.run, checkpoint)).data_order;
+  DataSplits data = build_data(c.run.data, c.run.seed, split_by);
   DatasetPtr dataset = split == "val" ? data.val : data.test;
   UT_CHECK(dataset != nullptr, "--split ", split, ": the config has no ", split, " data (set ",
            split == "val" ? "data.val or data.validation_ratio" : "data.test", ")");

@@ -54,8 +54,9 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
       threads_(std::move(in.threads)),
       periods_(settings_.train.log_every, settings_.train.val_every, settings_.checkpoint.every),
       // Batches pinned for a GPU (data.loader.pin_memory); the module is on the run's device.
+      // A resumed run keeps the shuffle it trained with (its checkpoint's data_order).
       train_loader_(train, settings_.loader.for_device(device_.is_cuda()), settings_.seed,
-                    "data.train"),
+                    "data.train", resume.dir.empty() ? kCurrentShuffle : resume.file.data_order),
       logger_(settings_.log.of_rank(group_ ? group_->rank() : 0),
               rank_run_info(config_, settings_.log, settings_.run_dir, group_ ? group_->rank() : 0,
                             group_ ? group_->world_size() : 1, resume)) {
@@ -82,6 +83,7 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
   CheckpointSetup setup =
       CheckpointSetup::of(settings_, config_, plan_, group_ != nullptr, !callbacks_.empty());
   setup.classes_text = class_names_json(train->class_names());
+  setup.data_order = train_loader_.shuffle_algorithm();
   checkpoints_ = std::make_unique<TrainCheckpoints>(std::move(setup), state_, logger_, decisions_,
                                                     profiler_.get());
 }
