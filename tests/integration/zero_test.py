@@ -104,12 +104,13 @@ class Zero(common.Case):
                 cfg, zero = self.config(f"zero2-{world}-{accumulation}")
                 out = self.launch(world, port + 1, cfg, "--distributed.zero", "2", *clip)
                 # Gloo's reduce may add the ranks' gradients in another order than its
-                # all-reduce, and the clipping norm is summed per rank: rounding only, within
-                # 1e-6 of each tensor's scale (measured: 2e-7 at most).
+                # all-reduce, and the clipping norm is summed per rank: rounding only, which
+                # Adam's normalisation carries into the weights (measured: 2e-7 with the
+                # Fisher-Yates data order, 1.1e-6 with the Feistel one, accumulation 2).
                 a, b = self.final_weights(plain), self.final_weights(zero)
                 for k in a:
                     worst = ((a[k] - b[k]).abs().max() / a[k].abs().max()).item()
-                    self.assertLess(worst, 1e-6, k)
+                    self.assertLess(worst, 3e-6, k)
                 whole, parts = self.state_bytes(plain, world), self.state_bytes(zero, world)
                 self.assertEqual(sum(parts), whole[0], parts)
                 with open(os.path.join(zero, "checkpoints", "last", "trainer_state.json")) as f:
