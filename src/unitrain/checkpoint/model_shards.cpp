@@ -31,8 +31,9 @@ NamedTensors merge_model_shards(const std::string& dir) {
                    " says ", layout.world_size, " ranks wrote parts)");
     std::map<std::string, torch::Tensor> mine;
     for (auto& [key, t] : load_tensor_dict(CheckpointStore::read(dir, name), what)) {
-      if (r == 0 && key.rfind("whole.", 0) == 0) {  // buffers, parameters outside the units
-        whole.emplace_back(key.substr(6), t);
+      const std::string prefix = kWholeEntryPrefix;
+      if (r == 0 && key.rfind(prefix, 0) == 0) {  // buffers, parameters outside the units
+        whole.emplace_back(key.substr(prefix.size()), t);
       } else {
         mine[key] = t;
       }

@@ -7,6 +7,10 @@
 
 namespace unitrain {
 
+/// In rank 0's model-shard file: the entries of the buffers and of the parameters no unit holds
+/// (`whole.<name>`), whole.
+inline constexpr const char* kWholeEntryPrefix = "whole.";
+
 /// Checkpoint `dir` holds its model as distributed.zero: 3's parts.
 bool has_model_shards(const std::string& dir);
 

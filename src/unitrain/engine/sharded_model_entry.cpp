@@ -23,7 +23,6 @@ namespace files = checkpoint_files;
 namespace {
 
 constexpr const char* kGradPrefix = "grad.";
-constexpr const char* kWholePrefix = "whole.";
 
 std::map<std::string, torch::Tensor> by_name(NamedTensors tensors) {
   std::map<std::string, torch::Tensor> out;
@@ -58,7 +57,7 @@ class ShardedModelEntry : public CheckpointEntry {
     }
     if (group_.rank() == 0) {
       for (auto& [name, t] : outside_units(layout)) {
-        mine->emplace_back(kWholePrefix + name, t.detach().to(torch::kCPU).clone());
+        mine->emplace_back(std::string(kWholeEntryPrefix) + name, t.detach().to(torch::kCPU).clone());
       }
     }
     std::vector<CheckpointFile> parts =
@@ -72,31 +71,37 @@ class ShardedModelEntry : public CheckpointEntry {
 
   void restore(const CheckpointRead& in) override {
     const ShardLayout layout = params_.layout();
-    std::map<std::string, torch::Tensor> whole;  // buffers and parameters outside the units
+    const auto outside = outside_units(layout);
+    std::map<std::string, torch::Tensor> whole;  // the values of `outside`, by name
     if (in.has(files::kModelShards)) {
       const std::vector<char> text = in.read(files::kModelShards);
       const ShardLayout saved =
           ShardLayout::from_json({text.begin(), text.end()}, in.path(files::kModelShards));
-      std::map<std::string, torch::Tensor> first =
-          by_name(load_tensor_dict(in.read(files::model_shard(0)), in.path(files::model_shard(0))));
-      for (auto& [name, t] : first) {
-        if (name.rfind(kWholePrefix, 0) == 0) whole[name.substr(6)] = t;
-      }
       if (saved.world_size == layout.world_size && saved.same_flats(layout)) {
-        restore_own_parts(in);
+        const std::map<std::string, torch::Tensor> own = restore_own_parts(in);
+        if (!outside.empty()) {  // rank 0's file holds them: read it once, on the others too
+          const std::string first = files::model_shard(0);
+          const auto from = in.rank == 0 ? own
+                                         : by_name(load_tensor_dict(in.read(first), in.path(first)));
+          for (const auto& [name, t] : from) {
+            const std::string prefix = kWholeEntryPrefix;
+            if (name.rfind(prefix, 0) == 0) whole[name.substr(prefix.size())] = t;
+          }
+        }
       } else {
         UT_CHECK_TRAIN(counters_.micro_in_window == 0, in.dir,
                        " was saved inside an accumulation window by ", saved.world_size,
                        " processes with other parts; resume it with ", saved.world_size,
                        " processes and the same distributed.zero and optimizer groups");
-        params_.load_whole(by_name(merge_model_shards(in.dir)), in.dir);
+        whole = by_name(merge_model_shards(in.dir));  // (with the whole.<name> entries)
+        params_.load_whole(whole, in.dir);
       }
     } else {  // a checkpoint of a run without distributed.zero: 3
       whole = by_name(load_tensor_dict(in.read(files::kModel), in.path(files::kModel)));
       params_.load_whole(whole, in.path(files::kModel));
     }
     torch::NoGradGuard no_grad;
-    for (auto& [name, t] : outside_units(layout)) {
+    for (auto& [name, t] : outside) {
       const auto it = whole.find(name);
       UT_CHECK_TRAIN(it != whole.end(), in.dir, " holds no ", name);
       t.copy_(it->second);
@@ -104,8 +109,8 @@ class ShardedModelEntry : public CheckpointEntry {
   }
 
  private:
-  /// This rank's own file: the same layout and world size.
-  void restore_own_parts(const CheckpointRead& in) {
+  /// This rank's own file (the same layout and world size) into its parts; the file's entries.
+  std::map<std::string, torch::Tensor> restore_own_parts(const CheckpointRead& in) {
     const std::string name = files::model_shard(in.rank);
     std::map<std::string, torch::Tensor> own =
         by_name(load_tensor_dict(in.read(name), in.path(name)));
@@ -120,6 +125,7 @@ class ShardedModelEntry : public CheckpointEntry {
       const auto grad = own.find(kGradPrefix + std::to_string(i));
       if (grad != own.end()) shard.mutable_grad() = grad->second.to(shard.options()).clone();
     }
+    return own;
   }
 
   /// The module's buffers and the parameters no unit holds, by name.
