@@ -1,0 +1,110 @@
+// The end of a Trainer's fit: its result, summary.json, the last lines (done, or what a signal
+// means for the next command) and the exit code after a signal.
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <torch/torch.h>
+
+#include <csignal>
+
+#include "unitrain/checkpoint/optimizer_state.h"
+#include "unitrain/core/error.h"
+#include "unitrain/core/save_signals.h"
+#include "unitrain/engine/run_device.h"
+#include "unitrain/engine/run_settings.h"
+#include "unitrain/engine/summary_file.h"
+#include "unitrain/engine/train_loop.h"
+#include "unitrain/engine/trainer.h"
+#include "unitrain/log/console.h"
+#include "unitrain/parallel/sharded_parameters.h"
+
+namespace unitrain {
+
+bool Trainer::saves_checkpoints() const {
+  return settings_->checkpoint.enabled && !options().test_mode;
+}
+
+int Trainer::exit_code_after_signal(int signal) const {
+  if (signal == 0) return 0;
+  if (!saves_checkpoints() || signal == SIGINT) return 128 + signal;
+  return static_cast<int>(settings_->checkpoint.on_signal_exit_code);
+}
+
+std::string Trainer::stopped_by_signal_text(const FitResult& r) const {
+  const std::string by = "stopped by " + signal_name(r.signal);
+  if (!saves_checkpoints()) {
+    return fmt::format("{}: checkpoints are off, nothing saved; exit {}", by, r.exit_code);
+  }
+  if (r.signal == SIGINT) return fmt::format("{}: checkpoint saved; exit {}", by, r.exit_code);
+  return fmt::format(
+      "{}: checkpoint saved; exit {} (checkpoint.on_signal.exit_code): run the same command to "
+      "resume",
+      by, r.exit_code);
+}
+
+void Trainer::write_summary(const TrainLoop& loop, const FitResult& r) const {
+  RunSummary s;
+  s.name = settings_->name;
+  s.status = r.signal != 0        ? stopped_by_signal_text(r)
+             : !r.paused.empty()  ? "paused: " + r.paused
+             : state_.should_stop ? "stopped early"
+                                  : "finished";
+  s.state = state_;
+  s.seconds = r.seconds;
+  s.final_train = r.last_train;
+  s.final_val = r.last_val;
+  const CheckpointOptions& ckpt = settings_->checkpoint;
+  s.best_metric = ckpt.enabled ? ckpt.best_metric : "";
+  s.best_value = loop.best_value();
+  std::error_code ec;
+  const auto best = std::filesystem::canonical(run_dir() + "/checkpoints/best", ec);
+  if (!ec && ckpt.enabled) s.best_checkpoint = best.string();
+  s.last_checkpoint = r.last_checkpoint;
+  s.resumed_from = r.resumed_from;
+  s.world_size = loop.plan().world;
+  s.rollbacks = r.rollbacks;
+  write_run_summary(run_dir(), s);
+}
+
+FitResult Trainer::conclude(const TrainLoop& loop) {
+  FitResult r = loop.result();
+  r.exit_code = exit_code_after_signal(r.signal);
+  rank_ = loop.plan().rank;
+  log_events_ = loop.log_events();
+  seconds_ = r.seconds;
+  last_checkpoint_ = r.last_checkpoint;
+  if (rank_ == 0 && !options().test_mode) write_summary(loop, r);
+  if (r.already_complete) {  // nothing trained now: no times or memory of this process
+    log::info(fmt::format(
+        "nothing trained: the run was complete at {} steps, {} epoch{}, {} "
+        "samples, trained in {:.1f} s",
+        state_.step, state_.epoch, state_.epoch == 1 ? "" : "s", state_.samples, r.seconds));
+    return r;
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const std::string how = r.signal            ? "stopped by " + signal_name(r.signal)
+                          : !r.paused.empty() ? "paused"
+                                              : "done";
+  const std::optional<int64_t> device_peak = peak_memory_bytes(loop.device());  // a GPU's
+  log::info(fmt::format(
+      "{}: {} steps, {} epoch{} completed, {} samples in {:.1f} s; waited {:.2f} s "
+      "for data; peak RSS {} MB{}",
+      how, state_.step, state_.epoch, state_.epoch == 1 ? "" : "s", state_.samples, r.seconds,
+      r.data_wait_seconds, usage.ru_maxrss / 1024,
+      device_peak
+          ? fmt::format("; peak {} memory {} MB", loop.device().str(), *device_peak / (1024 * 1024))
+          : ""));
+  if (loop.group() && optimizer_) {  // what ZeRO saves, in each rank's log
+    log::info(fmt::format("optimizer state on rank {}: {} bytes (distributed.zero: {})", rank_,
+                          optimizer_state_bytes(*optimizer_),
+                          loop.sharded() ? settings_->distributed.zero : 0));
+  }
+  if (const ShardedParameters* p = loop.sharded_parameters()) {
+    log::info(fmt::format("parameters on rank {}: {} bytes of {} (distributed.zero: 3)", rank_,
+                          p->shard_bytes(), p->whole_bytes()));
+  }
+  if (r.signal != 0) log::warn(stopped_by_signal_text(r));  // the last line: what comes next
+  return r;
+}
+
+}  // namespace unitrain
