@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <map>
+#include <string>
+
 #include "parallel/run_ranks.h"
 
 namespace unitrain {
@@ -151,6 +154,57 @@ TEST(ShardedParameters, Bfloat16TravelsOverGloo) {
     EXPECT_EQ(sharded.shards()[0].grad().scalar_type(), torch::kBFloat16);
     EXPECT_EQ(sharded.shards()[0].grad()[0].item<float>(), 3.0f);
   });
+}
+
+TEST(ShardedParameters, CutMakesEachRanksPartsOfWholeValuesAndGatherWholePutsThemBack) {
+  for (int world : {2, 3}) {
+    run_ranks(world, [](int rank, ProcessGroup& g) {
+      auto params = unit_test_params();
+      for (auto& p : params) p.set_data(p.detach().to(torch::kBFloat16));
+      ShardedParameters sharded(std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}), params,
+                                {0, 0, 1, 0}, {0, 1, 0, 0}, {"w", "b", "v", "frozen"});
+      // Float32 values by name (as bf16-true's masters, or an average): cut into float32 parts
+      // laid out as the bfloat16 shards are.
+      std::map<std::string, torch::Tensor> whole;
+      const std::vector<std::string> names{"w", "b", "v", "frozen"};
+      for (size_t i = 0; i < params.size(); ++i) {
+        // The same on every rank; finer than bfloat16 can hold.
+        whole[names[i]] = torch::arange(params[i].numel(), torch::kFloat32)
+                              .mul(0.37)
+                              .cos()
+                              .add(static_cast<double>(i) + 1e-3)
+                              .view(params[i].sizes());
+      }
+      const std::vector<torch::Tensor> parts = sharded.cut(whole, "the test's values",
+                                                           torch::kFloat32);
+      ASSERT_EQ(parts.size(), sharded.shards().size());
+      for (size_t s = 0; s < parts.size(); ++s) {
+        EXPECT_EQ(parts[s].scalar_type(), torch::kFloat32);
+        EXPECT_EQ(parts[s].numel(), sharded.shards()[s].numel());
+      }
+      // Rank `rank`'s part of flat 0 (the weight): its elements of the flattened weight.
+      const int64_t n = parts[0].numel();
+      const auto flat_w = whole["w"].reshape({-1});
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t at = rank * n + i;
+        EXPECT_EQ(parts[0][i].item<float>(), at < 15 ? flat_w[at].item<float>() : 0.0f);
+      }
+      // gather_whole: every parameter's float32 values again, on every rank.
+      const auto back = sharded.gather_whole(parts);
+      ASSERT_EQ(back.size(), whole.size());
+      for (const auto& [name, t] : whole) EXPECT_TRUE(torch::equal(back.at(name), t)) << name;
+      // A name missing from the values is named.
+      whole.erase("v");
+      try {
+        sharded.cut(whole, "the test's values", torch::kFloat32);
+        ADD_FAILURE() << "no error";
+      } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find("the test's values has no tensor v"),
+                  std::string::npos)
+            << e.what();
+      }
+    });
+  }
 }
 
 }  // namespace

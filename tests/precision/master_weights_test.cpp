@@ -87,6 +87,54 @@ TEST(MasterWeights, AdoptRefusesTensorsThatAreNotTheModulesAndLoadRestoresMaster
   EXPECT_TRUE(torch::equal(net.fc->weight, state[0].second.to(torch::kBFloat16)));
 }
 
+TEST(MasterWeights, ShardedMastersStepTheShardsTheOptimizerAdopts) {
+  // distributed.zero: 3: the masters become those of the shards (flat bfloat16 parts) and the
+  // whole ones go; a shard that is not floating has none.
+  TinyNet net;
+  MasterWeights masters(net, torch::kBFloat16);
+  std::vector<torch::Tensor> shards{torch::zeros({4}, torch::kBFloat16).requires_grad_(),
+                                    torch::zeros({2}, torch::kInt64)};
+  std::vector<torch::Tensor> wide{torch::full({4}, 1.0f + 1e-4f), torch::Tensor()};
+  masters.shard(shards, wide);
+  EXPECT_TRUE(masters.sharded());
+  ASSERT_EQ(masters.shard_masters().size(), 2u);
+  EXPECT_TRUE(masters.shard_masters()[0].requires_grad());
+  EXPECT_FALSE(masters.shard_masters()[1].defined());
+  torch::optim::SGD sgd(std::vector<torch::Tensor>{shards[0]}, torch::optim::SGDOptions(1e-4));
+  masters.adopt(sgd);
+  EXPECT_TRUE(sgd.param_groups()[0].params()[0].is_same(masters.shard_masters()[0]));
+  shards[0].mutable_grad() = torch::ones({4}, torch::kBFloat16);
+  masters.gradients_to_masters();
+  sgd.step();
+  masters.masters_to_model();
+  // The master moved by 1e-4 (float32 keeps it); the shard is the master rounded.
+  EXPECT_FLOAT_EQ(masters.shard_masters()[0][0].item<float>(), 1.0f);
+  EXPECT_TRUE(torch::equal(shards[0], masters.shard_masters()[0].to(torch::kBFloat16)));
+}
+
+TEST(Precision, AnOverflowOnAnyRankSkipsTheStepOfEveryRank) {
+  // fp16-mixed with distributed.zero: 3: each rank checks its own part of the gradients; the
+  // finding of any rank is every rank's.
+  TinyNet net;
+  auto precision = Precision::loss_scaling_only(net);
+  const float scale = precision->scaler()->scale();
+  std::vector<torch::Tensor> params;
+  for (auto& p : net.parameters()) {
+    p.mutable_grad() = torch::ones_like(p);
+    params.push_back(p);
+  }
+  bool asked_with = true;
+  EXPECT_TRUE(precision->unscale_and_check(params, [&](bool mine) {
+    asked_with = mine;
+    return true;  // another rank found an inf
+  }));
+  EXPECT_FALSE(asked_with);  // this rank's gradients are finite
+  precision->finish_step(false);
+  EXPECT_LT(precision->scaler()->scale(), scale);  // backed off as for an overflow of its own
+  for (auto& p : params) p.mutable_grad() = torch::ones_like(p);
+  EXPECT_FALSE(precision->unscale_and_check(params, [](bool mine) { return mine; }));
+}
+
 TEST(Precision, Fp16MixedOnTheCpuIsRefusedNamingTheKeyAndTheWayOut) {
   TinyNet net;
   const std::string m =

@@ -19,6 +19,10 @@ inline constexpr const char* kModelShards = "model-shards.json";
 inline std::string model_shard(int rank) {
   return "model-shard-rank-" + std::to_string(rank) + ".pt";
 }
+/// The ema callback's entry (extra-ema.pt: its average, whole), and with distributed.zero: 3
+/// each rank's part of that average, in the flats of model-shards.json.
+inline constexpr const char* kEmaEntry = "ema.pt";
+inline std::string ema_shard(int rank) { return "ema-shard-rank-" + std::to_string(rank) + ".pt"; }
 
 /// A ZeRO run's optimizer partition of `rank`.
 inline std::string optimizer_partition(int rank) {

@@ -17,7 +17,7 @@ bool has_model_shards(const std::string& dir) {
   return CheckpointStore::has(dir, files::kModelShards);
 }
 
-NamedTensors merge_model_shards(const std::string& dir) {
+NamedTensors merge_model_shards(const std::string& dir, ShardFileName file_of) {
   const std::vector<char> text = CheckpointStore::read(dir, files::kModelShards);
   const std::string layout_file = dir + "/" + files::kModelShards;
   const ShardLayout layout = ShardLayout::from_json({text.begin(), text.end()}, layout_file);
@@ -25,7 +25,7 @@ NamedTensors merge_model_shards(const std::string& dir) {
   std::vector<std::vector<torch::Tensor>> parts(layout.flats.size());
   NamedTensors whole;
   for (int r = 0; r < layout.world_size; ++r) {
-    const std::string name = files::model_shard(r);
+    const std::string name = file_of(r);
     const std::string what = dir + "/" + name;
     UT_CHECK_TRAIN(CheckpointStore::has(dir, name), dir, " has no ", name, " (", layout_file,
                    " says ", layout.world_size, " ranks wrote parts)");

@@ -13,7 +13,9 @@ class Optimizer;
 namespace unitrain {
 
 class CallbackList;
+class Ema;
 class LrController;
+class MasterWeights;
 class OptimizerSharding;
 class Precision;
 class ProcessGroup;
@@ -31,11 +33,21 @@ CheckpointEntryPtr optimizer_entry(torch::optim::Optimizer& optimizer, ProcessGr
                                    OptimizerSharding* sharding, std::string root,
                                    const ShardedParameters* sharded = nullptr);
 /// distributed.zero: 3's model: model-shards.json and every rank's model-shard-rank-<R>.pt
-/// (written as optimizer_entry's partitions). Restores its own part at the same world size and
-/// layout; otherwise cuts its part from the merged parts, or from a whole model.pt.
+/// (written as optimizer_entry's partitions; bf16-true's `masters`: the float32 masters of the
+/// parts). Restores its own part at the same world size and layout; otherwise cuts its part
+/// from the merged parts, or from a whole model.pt.
 CheckpointEntryPtr sharded_model_entry(TrainModule& module, ShardedParameters& params,
                                        ProcessGroup& group, const TrainState& counters,
-                                       std::string root);
+                                       MasterWeights* masters, std::string root);
+/// distributed.zero: 3 with the ema callback: `ema` averages this rank's shards and the
+/// parameters no unit holds (Ema::average_parts, before fit starts); the entry is every rank's
+/// ema-shard-rank-<R>.pt, in the model's layout, restored as the model's parts are, or cut from
+/// a whole extra-ema.pt, or (none saved) from the resumed weights. Add it after the model's.
+CheckpointEntryPtr shard_ema(Ema& ema, TrainModule& module, ShardedParameters& params,
+                             ProcessGroup& group, std::string root);
+/// After ShardedParameters::unshard (a collective): the ema callback's average whole again
+/// (Ema::average_whole), gathered from the parts.
+void unshard_ema(Ema& ema, TrainModule& module, const ShardedParameters& params);
 /// rng-rank-<R>.pt: every rank's generator states (gathered on rank 0).
 CheckpointEntryPtr rng_entry(ProcessGroup* group);
 /// grads.pt: the accumulated gradients of a window the checkpoint was saved inside.

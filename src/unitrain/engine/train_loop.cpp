@@ -119,13 +119,8 @@ void TrainLoop::start(std::unique_ptr<LoopOptimizers> optimizers) {
   // ZeRO stage 3: the optimizer steps this rank's shards (before bf16-true's masters are made
   // for what it steps).
   if (group_ && trainers && settings_.distributed.zero == 3) {
-    for (const auto& c : callbacks_.all()) {
-      UT_CHECK(dynamic_cast<const Ema*>(c.get()) == nullptr,
-               "callbacks: ema averages the whole parameters after every step, which "
-               "distributed.zero: 3 keeps only in parts on each process; use distributed.zero: 2 "
-               "(or 0/1) with ema");
-    }
-    sharded_params_ = shard_module(group_, module_, *trainers);
+    sharded_params_ = shard_module(group_, module_, *trainers, precision_.masters(),
+                                   settings_.distributed.unit_min_params);
   }
   step_runner_ = std::make_unique<StepRunner>(module_, trainers, settings_.train, *sync_,
                                               callbacks_, precision_, profiler_.get());
@@ -151,8 +146,14 @@ void TrainLoop::start(std::unique_ptr<LoopOptimizers> optimizers) {
   TrainCheckpoints& c = *checkpoints_;
   c.add(static_cast<CheckpointEntry&>(*this));
   if (sharded_params_) {
-    c.add(sharded_model_entry(module_, *sharded_params_, *group_, state_,
-                              settings_.run_dir + "/checkpoints"));
+    const std::string root = settings_.run_dir + "/checkpoints";
+    c.add(sharded_model_entry(module_, *sharded_params_, *group_, state_, precision_.masters(),
+                              root));
+    for (const auto& callback : callbacks_.all()) {  // the ema callback averages the parts
+      if (auto* ema = dynamic_cast<Ema*>(callback.get())) {
+        c.add(shard_ema(*ema, module_, *sharded_params_, *group_, root));
+      }
+    }
   } else {
     c.add(model_entry(module_, precision_));
   }
@@ -288,6 +289,9 @@ void TrainLoop::finish() {
   if (sharded_params_) {  // the module whole again for what comes after fit (tests, export)
     module_.set_unit_runner(nullptr);
     sharded_params_->unshard();
+    for (const auto& callback : callbacks_.all()) {
+      if (auto* ema = dynamic_cast<Ema*>(callback.get())) unshard_ema(*ema, module_, *sharded_params_);
+    }
   }
 }
 

@@ -252,8 +252,8 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   settings_->loader.check_pin_memory(device.is_cuda());
   // Every precision restriction of the run's parts on its device, before the run folder changes.
   std::vector<PrecisionSupport> restrictions;
-  if (env.distributed() && settings_->distributed.zero >= 2)
-    restrictions.push_back(zero2_precisions(static_cast<int>(settings_->distributed.zero)));
+  if (env.distributed() && settings_->distributed.zero == 2)
+    restrictions.push_back(zero2_precisions());
   check_precision(options().precision, device.type(), restrictions);
   std::shared_ptr<ProcessGroup> group = join_group_and_prepare(env, resume, device);
   log::info("device: " + describe_device(device));

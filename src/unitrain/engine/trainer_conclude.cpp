@@ -100,8 +100,8 @@ FitResult Trainer::conclude(const TrainLoop& loop) {
                           loop.sharded() ? settings_->distributed.zero : 0));
   }
   if (const ShardedParameters* p = loop.sharded_parameters()) {
-    log::info(fmt::format("parameters on rank {}: {} bytes of {} (distributed.zero: 3)", rank_,
-                          p->shard_bytes(), p->whole_bytes()));
+    log::info(fmt::format("parameters on rank {}: {} bytes of {} in {} units (distributed.zero: 3)",
+                          rank_, p->shard_bytes(), p->whole_bytes(), p->units()));
   }
   if (r.signal != 0) log::warn(stopped_by_signal_text(r));  // the last line: what comes next
   return r;

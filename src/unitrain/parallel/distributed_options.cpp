@@ -46,6 +46,14 @@ void DistributedOptions::declare(Options<DistributedOptions>& o) {
           "keeping an equal part of every unit of the model (a transformer block) and gathering "
           "a unit just before it runs (models with units: transformer_lm, or TrainModule::units() "
           "in C++). No effect in one process");
+  o.field("unit_min_params", &T::unit_min_params)
+      .min(0)
+      .fixed("distributed.zero: 3's saved parts and optimizer state are cut by its joined units")
+      .help(
+          "distributed.zero: 3: the model's consecutive units are joined until each joined unit "
+          "holds at least this many parameters (the last ones, if fewer, join the one before), "
+          "then gathered and reduced as one: fewer, larger collectives for a model of many small "
+          "units, more memory while one runs. 0 = each unit of the model on its own");
 }
 
 ProcessGroupOptions DistributedOptions::group_options(const torch::Device& device) const {

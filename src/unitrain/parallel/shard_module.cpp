@@ -8,13 +8,36 @@
 #include "unitrain/core/error.h"
 #include "unitrain/core/train_module.h"
 #include "unitrain/parallel/sharded_parameters.h"
+#include "unitrain/precision/master_weights.h"
 #include "unitrain/parallel/sharded_unit_runner.h"
 
 namespace unitrain {
 
+std::vector<int> join_small_units(const std::vector<std::vector<torch::Tensor>>& units,
+                                  int64_t min_params) {
+  std::vector<int> out;
+  int joined = 0;
+  int64_t open = 0;  // parameters of the joined unit being filled
+  for (const auto& unit : units) {
+    out.push_back(joined);
+    for (const auto& p : unit) open += p.numel();
+    if (open >= min_params) {
+      ++joined;
+      open = 0;
+    }
+  }
+  if (open > 0 && joined > 0) {  // the last units, too small together: they join the one before
+    for (int& j : out) {
+      if (j == joined) j = joined - 1;
+    }
+  }
+  return out;
+}
+
 std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> group,
                                                 TrainModule& module,
-                                                torch::optim::Optimizer& optimizer) {
+                                                torch::optim::Optimizer& optimizer,
+                                                MasterWeights* masters, int64_t unit_min_params) {
   const std::vector<std::vector<torch::Tensor>> units = module.units();
   UT_CHECK(!units.empty(),
            "distributed.zero: 3 shards a model by its units (its embeddings, each block, its "
@@ -31,6 +54,7 @@ std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> gr
       group_of[p.unsafeGetTensorImpl()] = static_cast<int>(g);
     }
   }
+  const std::vector<int> joined = join_small_units(units, unit_min_params);
   std::vector<torch::Tensor> params;
   std::vector<std::string> param_names;
   std::vector<int> unit_of, key_of;
@@ -46,7 +70,7 @@ std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> gr
       const auto g = group_of.find(impl);
       params.push_back(p);
       param_names.push_back(name->second);
-      unit_of.push_back(static_cast<int>(u));
+      unit_of.push_back(joined[u]);
       key_of.push_back(g == group_of.end() ? -1 : g->second);
     }
   }
@@ -57,6 +81,12 @@ std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> gr
   }
   auto sharded =
       std::make_shared<ShardedParameters>(std::move(group), params, unit_of, key_of, param_names);
+  if (masters != nullptr) {
+    std::map<std::string, torch::Tensor> whole;
+    for (const auto& [name, t] : masters->parameters()) whole[name] = t;
+    masters->shard(sharded->shards(),
+                   sharded->cut(whole, "bf16-true's master weights", torch::kFloat32));
+  }
   // The optimizer steps the shards, each in the group its parameters were in.
   const std::vector<int> keys = sharded->shard_keys();
   for (size_t g = 0; g < optimizer.param_groups().size(); ++g) {
@@ -79,7 +109,7 @@ std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> gr
       }
     }
   }
-  module.set_unit_runner(std::make_shared<ShardedUnitRunner>(sharded));
+  module.set_unit_runner(std::make_shared<ShardedUnitRunner>(sharded, joined));
   return sharded;
 }
 

@@ -1,6 +1,10 @@
 #pragma once
 // shard_module: ZeRO stage 3 set up on a module and its optimizer.
+#include <torch/types.h>
+
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace torch::optim {
 class Optimizer;
@@ -8,6 +12,7 @@ class Optimizer;
 
 namespace unitrain {
 
+class MasterWeights;
 class ProcessGroup;
 class ShardedParameters;
 class TrainModule;
@@ -17,9 +22,21 @@ class TrainModule;
 /// one flat per unit and optimizer group; points the optimizer's groups at this rank's shards
 /// (the groups keep their options); and runs the module's units through a ShardedUnitRunner.
 /// The optimizer must have no state yet (Adagrad's initial state is made again for the shards).
+/// Consecutive units holding fewer than `unit_min_params` parameters are joined into one
+/// (join_small_units): gathered and reduced together.
+/// With bf16-true's `masters` (the module already in bfloat16), the masters become the shards'
+/// (cut from their whole float32 values, which are freed), before the optimizer adopts them.
 /// Every rank must call it with the same module (after broadcast_module) and optimizer.
 std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> group,
                                                 TrainModule& module,
-                                                torch::optim::Optimizer& optimizer);
+                                                torch::optim::Optimizer& optimizer,
+                                                MasterWeights* masters = nullptr,
+                                                int64_t unit_min_params = 0);
+
+/// Per unit of `units` (in the order forward runs them), the joined unit it belongs to: units
+/// are joined in order until the joined one holds at least `min_params` parameters; the last
+/// units, if together still fewer, join the one before. 0 keeps each unit its own.
+std::vector<int> join_small_units(const std::vector<std::vector<torch::Tensor>>& units,
+                                  int64_t min_params);
 
 }  // namespace unitrain

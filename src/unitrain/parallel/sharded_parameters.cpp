@@ -186,26 +186,60 @@ ShardLayout ShardedParameters::layout() const {
 void ShardedParameters::load_whole(const std::map<std::string, torch::Tensor>& state,
                                    const std::string& what) {
   torch::NoGradGuard no_grad;
-  const int rank = group_->rank();
+  for (const auto& flat : flats_) copy_part(*flat, state, what, shards_[flat->shard]);
+}
+
+std::vector<torch::Tensor> ShardedParameters::cut(const std::map<std::string, torch::Tensor>& state,
+                                                  const std::string& what,
+                                                  c10::ScalarType dtype) const {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> out(shards_.size());
   for (const auto& flat : flats_) {
-    torch::Tensor& shard = shards_[flat->shard];
-    shard.zero_();
-    const int64_t first = rank * flat->part, end = first + flat->part;
+    const torch::Tensor& shard = shards_[flat->shard];
+    out[flat->shard] = torch::empty_like(
+        shard, shard.options().dtype(shard.is_floating_point() ? dtype : shard.scalar_type()));
+    copy_part(*flat, state, what, out[flat->shard]);
+  }
+  return out;
+}
+
+void ShardedParameters::copy_part(const Flat& flat,
+                                  const std::map<std::string, torch::Tensor>& state,
+                                  const std::string& what, torch::Tensor part) const {
+  part.zero_();
+  const int64_t first = group_->rank() * flat.part, end = first + flat.part;
+  for (size_t j = 0; j < flat.members.size(); ++j) {
+    const torch::Tensor& p = params_[flat.members[j]];
+    const std::string& name = names_[flat.members[j]];
+    const auto it = state.find(name);
+    UT_CHECK_TRAIN(it != state.end(), what, " has no tensor ", name);
+    UT_CHECK_TRAIN(it->second.sizes().equals(p.sizes()), what, ": ", name, " has shape ",
+                   it->second.sizes(), ", the model's is ", p.sizes());
+    // The member's elements that fall in this rank's part.
+    const int64_t lo = std::max(first, flat.offsets[j]);
+    const int64_t hi = std::min(end, flat.offsets[j] + p.numel());
+    if (lo >= hi) continue;
+    part.narrow(0, lo - first, hi - lo)
+        .copy_(it->second.reshape({-1}).narrow(0, lo - flat.offsets[j], hi - lo));
+  }
+}
+
+std::map<std::string, torch::Tensor> ShardedParameters::gather_whole(
+    const std::vector<torch::Tensor>& parts) const {
+  TORCH_INTERNAL_ASSERT(parts.size() == shards_.size());
+  torch::NoGradGuard no_grad;
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& flat : flats_) {
+    const torch::Tensor& part = parts[flat->shard];
+    torch::Tensor whole = torch::empty({flat->part * group_->world_size()}, part.options());
+    group_->all_gather_shards(whole, part.detach());
     for (size_t j = 0; j < flat->members.size(); ++j) {
       const torch::Tensor& p = params_[flat->members[j]];
-      const std::string& name = names_[flat->members[j]];
-      const auto it = state.find(name);
-      UT_CHECK_TRAIN(it != state.end(), what, " has no tensor ", name);
-      UT_CHECK_TRAIN(it->second.sizes().equals(p.sizes()), what, ": ", name, " has shape ",
-                     it->second.sizes(), ", the model's is ", p.sizes());
-      // The member's elements that fall in this rank's part.
-      const int64_t lo = std::max(first, flat->offsets[j]);
-      const int64_t hi = std::min(end, flat->offsets[j] + p.numel());
-      if (lo >= hi) continue;
-      shard.narrow(0, lo - first, hi - lo)
-          .copy_(it->second.reshape({-1}).narrow(0, lo - flat->offsets[j], hi - lo));
+      out[names_[flat->members[j]]] =
+          whole.narrow(0, flat->offsets[j], p.numel()).view(p.sizes()).clone();
     }
   }
+  return out;
 }
 
 int64_t ShardedParameters::shard_bytes() const {

@@ -69,6 +69,14 @@ class ShardedParameters {
   /// another world size or layout, or a whole model.pt); TrainError naming `what` and the
   /// parameter when one is missing or of another shape. Units must be released.
   void load_whole(const std::map<std::string, torch::Tensor>& state, const std::string& what);
+  /// This rank's part of each flat, in shards() order, cut from the whole values of every
+  /// parameter by name as load_whole does, as new tensors of `dtype` (floating flats; the others
+  /// keep their own dtype): the float32 masters of bf16-true's shards, the parts of an average.
+  std::vector<torch::Tensor> cut(const std::map<std::string, torch::Tensor>& state,
+                                 const std::string& what, c10::ScalarType dtype) const;
+  /// The whole tensors, by parameter name, of `parts` laid out as shards() (one per shard, any
+  /// floating dtype: e.g. an average of the shards), gathered from every rank (a collective).
+  std::map<std::string, torch::Tensor> gather_whole(const std::vector<torch::Tensor>& parts) const;
   /// Bytes of this rank's shards (what it keeps of the parameters).
   int64_t shard_bytes() const;
   /// Bytes of the whole parameters (what plain data parallelism keeps on every rank).
@@ -76,6 +84,9 @@ class ShardedParameters {
 
  private:
   struct Flat;
+  /// `flat`'s elements of this rank's part from the whole values in `state`, into `part`.
+  void copy_part(const Flat& flat, const std::map<std::string, torch::Tensor>& state,
+                 const std::string& what, torch::Tensor part) const;
   std::shared_ptr<ProcessGroup> group_;
   std::vector<torch::Tensor> params_;
   std::vector<std::string> names_;

@@ -10,11 +10,21 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+}  // namespace
+
+struct ShardedUnitRunner::Pending {
+  std::vector<int> backwards;  ///< per unit of the parameters
+};
+
+namespace {
+
 /// What a unit's backward needs: its parameters, and the graph its forward recorded (from the
 /// inputs, detached, to the outputs).
 struct RecordedUnit : torch::CustomClassHolder {
   std::shared_ptr<ShardedParameters> params;
-  int unit = 0;
+  std::shared_ptr<ShardedUnitRunner::Pending> pending;
+  int unit = 0;       ///< the unit of the parameters (a joined one)
+  bool last = true;   ///< the last member of its joined unit: forward releases it
   TensorsFn fn;
   variable_list inputs, outputs;
 };
@@ -35,7 +45,8 @@ struct UnitFunction : torch::autograd::Function<UnitFunction> {
       torch::AutoGradMode grad(true);  // the unit's own graph (a Function's forward has none)
       u->outputs = u->fn(u->inputs);
     }
-    u->params->release(u->unit);
+    if (u->last) u->params->release(u->unit);
+    ++u->pending->backwards[static_cast<size_t>(u->unit)];
     variable_list out;
     for (const auto& t : u->outputs) {
       out.push_back(t.detach());
@@ -57,8 +68,11 @@ struct UnitFunction : torch::autograd::Function<UnitFunction> {
       }
     }
     if (!roots.empty()) torch::autograd::backward(roots, grads);
-    u->params->reduce_gradients(u->unit, 1.0);
-    u->params->release(u->unit);
+    // A joined unit's gradients are reduced once every member that ran has backpropagated.
+    if (--u->pending->backwards[static_cast<size_t>(u->unit)] == 0) {
+      u->params->reduce_gradients(u->unit, 1.0);
+      u->params->release(u->unit);
+    }
     variable_list input_grads{torch::Tensor()};  // the anchor's
     for (const auto& t : u->inputs) {
       input_grads.push_back(t.requires_grad() ? t.grad() : torch::Tensor());
@@ -73,23 +87,34 @@ struct UnitFunction : torch::autograd::Function<UnitFunction> {
 
 }  // namespace
 
-ShardedUnitRunner::ShardedUnitRunner(std::shared_ptr<ShardedParameters> params)
-    : params_(std::move(params)) {}
+ShardedUnitRunner::ShardedUnitRunner(std::shared_ptr<ShardedParameters> params,
+                                     std::vector<int> group_of)
+    : params_(std::move(params)), group_of_(std::move(group_of)), pending_(new Pending) {
+  if (group_of_.empty()) {
+    for (int u = 0; u < params_->units(); ++u) group_of_.push_back(u);
+  }
+  for (size_t u = 0; u < group_of_.size(); ++u) {
+    last_member_.push_back(u + 1 == group_of_.size() || group_of_[u + 1] != group_of_[u]);
+  }
+  pending_->backwards.assign(static_cast<size_t>(params_->units()), 0);
+}
 
 std::vector<torch::Tensor> ShardedUnitRunner::run(size_t unit, const TensorsFn& fn,
                                                   const std::vector<torch::Tensor>& inputs) {
-  const int u = static_cast<int>(unit);
-  UT_CHECK_TRAIN(u < params_->units(), "distributed.zero: 3: the model ran unit ", unit,
-                 " but its units() lists ", params_->units());
+  UT_CHECK_TRAIN(unit < group_of_.size(), "distributed.zero: 3: the model ran unit ", unit,
+                 " but its units() lists ", group_of_.size());
+  const int joined = group_of_[unit];
   if (!torch::GradMode::is_enabled()) {
-    params_->gather(u);
+    params_->gather(joined);
     std::vector<torch::Tensor> out = fn(inputs);
-    params_->release(u);
+    if (last_member_[unit]) params_->release(joined);
     return out;
   }
   auto recorded = c10::make_intrusive<RecordedUnit>();
   recorded->params = params_;
-  recorded->unit = u;
+  recorded->pending = pending_;
+  recorded->unit = joined;
+  recorded->last = last_member_[unit];
   recorded->fn = fn;
   static const torch::Tensor anchor = torch::empty({0}).requires_grad_(true);
   return UnitFunction::apply(anchor, at::TensorList(inputs), recorded);

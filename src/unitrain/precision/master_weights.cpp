@@ -73,7 +73,25 @@ void MasterWeights::masters_to_model() {
   for (size_t i = 0; i < params_.size(); ++i) params_[i].copy_(masters_[i]);
 }
 
+void MasterWeights::shard(const std::vector<torch::Tensor>& shards,
+                          const std::vector<torch::Tensor>& masters) {
+  TORCH_INTERNAL_ASSERT(shards.size() == masters.size());
+  params_.clear();
+  masters_.clear();
+  master_index_.clear();
+  shard_masters_ = masters;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    if (!masters[i].defined()) continue;
+    torch::Tensor master = masters[i];
+    master.set_requires_grad(shards[i].requires_grad());
+    params_.push_back(shards[i]);
+    masters_.push_back(master);
+  }
+  sharded_ = true;
+}
+
 MasterWeights::Named MasterWeights::parameters() const {
+  TORCH_INTERNAL_ASSERT(!sharded_, "MasterWeights::parameters() after shard()");
   Named out;
   size_t k = 0;
   for (const auto& named : module_.named_parameters(/*recurse=*/true)) {
@@ -84,6 +102,7 @@ MasterWeights::Named MasterWeights::parameters() const {
 }
 
 MasterWeights::Named MasterWeights::buffers() const {
+  TORCH_INTERNAL_ASSERT(!sharded_, "MasterWeights::buffers() after shard()");
   Named out;
   for (const auto& named : module_.named_buffers(/*recurse=*/true)) {
     const torch::Tensor b = named.value().detach();
@@ -93,6 +112,7 @@ MasterWeights::Named MasterWeights::buffers() const {
 }
 
 void MasterWeights::load(const Named& state) {
+  TORCH_INTERNAL_ASSERT(!sharded_, "MasterWeights::load() after shard()");
   std::map<std::string, torch::Tensor> by_name(state.begin(), state.end());
   torch::NoGradGuard no_grad;
   size_t k = 0;

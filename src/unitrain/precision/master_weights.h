@@ -45,12 +45,25 @@ class MasterWeights {
   /// and buffers() give them; load_module_state has checked names and shapes).
   void load(const Named& state);
 
+  /// distributed.zero: 3: from now on the masters are those of `shards` (this rank's parts of
+  /// the module's parameters, in `low`: what the optimizer steps until adopt()), and `masters`
+  /// their float32 values, one per shard (ShardedParameters::cut of parameters(); a shard that
+  /// is not floating has an undefined one). The whole masters are freed; parameters(),
+  /// buffers() and load() are not used from then on: the sharded checkpoint entry saves and
+  /// restores shard_masters().
+  void shard(const std::vector<torch::Tensor>& shards, const std::vector<torch::Tensor>& masters);
+  bool sharded() const { return sharded_; }
+  /// After shard(): each shard's float32 master, in the shards' order (undefined where none).
+  const std::vector<torch::Tensor>& shard_masters() const { return shard_masters_; }
+
  private:
   torch::nn::Module& module_;
   c10::ScalarType low_;
   std::vector<torch::Tensor> params_;   ///< the module's floating parameters
   std::vector<torch::Tensor> masters_;  ///< their float32 masters, same order
   std::vector<int> master_index_;       ///< per module parameter: its master, or -1
+  bool sharded_ = false;
+  std::vector<torch::Tensor> shard_masters_;  ///< after shard(): per shard, its master
 };
 
 }  // namespace unitrain

@@ -81,8 +81,10 @@ torch::Tensor Precision::scale_loss(const torch::Tensor& loss) const {
   return scaler_ ? scaler_->scale_loss(loss) : loss;
 }
 
-bool Precision::unscale_and_check(const std::vector<torch::Tensor>& params) {
+bool Precision::unscale_and_check(const std::vector<torch::Tensor>& params,
+                                  const std::function<bool(bool)>& any_rank) {
   found_inf_ = scaler_ ? scaler_->unscale(params) : false;
+  if (scaler_ && any_rank) found_inf_ = any_rank(found_inf_);
   if (masters_ && !found_inf_) masters_->gradients_to_masters();
   return found_inf_;
 }

@@ -3,6 +3,7 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,8 +49,11 @@ class Precision {
   /// The loss backward runs on (times the loss scale for fp16-mixed).
   torch::Tensor scale_loss(const torch::Tensor& loss) const;
   /// Before clipping, with the gradients final: true when the step must be skipped (fp16-mixed:
-  /// an inf/NaN gradient after scaling, the same on every rank since they were reduced).
-  bool unscale_and_check(const std::vector<torch::Tensor>& params);
+  /// an inf/NaN gradient after scaling, the same on every rank since they were reduced). When
+  /// each rank holds only its part of the gradients (distributed.zero: 3), `any_rank` turns this
+  /// rank's finding into every rank's (a collective, called on every rank with a loss scaler).
+  bool unscale_and_check(const std::vector<torch::Tensor>& params,
+                         const std::function<bool(bool)>& any_rank = nullptr);
   /// The optimizer's groups step the masters (bf16-true); call before its first step.
   void adopt(torch::optim::Optimizer& optimizer);
   /// The tensors whose gradients clipping measures: the masters for bf16-true, else `params`.

@@ -14,8 +14,8 @@ PrecisionSupport closure_optimizer_precisions() {
           ""};
 }
 
-PrecisionSupport zero2_precisions(int stage) {
-  return {"distributed.zero: " + std::to_string(stage),
+PrecisionSupport zero2_precisions() {
+  return {"distributed.zero: 2",
           {PrecisionMode::Fp32, PrecisionMode::Bf16Mixed},
           "its gradients go to float32 master weights or through a loss scaler that sees every "
           "gradient",

@@ -26,9 +26,9 @@ PrecisionSupport closure_optimizer_precisions();
 /// The restriction of manual optimization (TrainModule::configure_optimizers): fp32 or
 /// bf16-mixed.
 PrecisionSupport manual_optimization_precisions();
-/// The restriction of ZeRO stages 2 and 3 (`distributed.zero: 2` or `3`, named by `stage`):
-/// fp32 or bf16-mixed.
-PrecisionSupport zero2_precisions(int stage = 2);
+/// The restriction of ZeRO stage 2 (`distributed.zero: 2`): fp32 or bf16-mixed. (Stage 3 works
+/// with every mode: its masters and overflow check are of the parts.)
+PrecisionSupport zero2_precisions();
 
 /// Every precision check of a run, before anything is set up: `mode` on the run's `device`
 /// (fp16-mixed needs CUDA: Precision::check), then each of `restrictions`.

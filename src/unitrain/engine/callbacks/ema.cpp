@@ -2,14 +2,17 @@
 
 #include <torch/torch.h>
 
+#include <map>
+
 #include "unitrain/engine/callback_registry.h"
+#include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
 #include "unitrain/engine/trainer.h"
 
 namespace unitrain {
 namespace {
-constexpr const char* kEmaEntry = "ema.pt";
+constexpr const char* kEmaEntry = checkpoint_files::kEmaEntry;
 }  // namespace
 
 void EmaOptions::declare(Options<EmaOptions>& o) {
@@ -24,7 +27,28 @@ void EmaOptions::declare(Options<EmaOptions>& o) {
 
 Ema::Ema(EmaOptions options) : options_(options) {}
 
+void Ema::average_parts(std::vector<torch::Tensor> parts) { parts_ = std::move(parts); }
+
+void Ema::restart_from_parts() {
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < parts_.size() && i < average_.size(); ++i) average_[i].copy_(parts_[i]);
+}
+
+void Ema::average_whole(const torch::nn::Module& weights,
+                        const std::map<std::string, torch::Tensor>& whole) {
+  parts_.clear();
+  names_.clear();
+  average_.clear();
+  for (const auto& p : weights.named_parameters()) {
+    const auto it = whole.find(p.key());
+    TORCH_INTERNAL_ASSERT(it != whole.end(), "ema: no average of ", p.key());
+    names_.push_back(p.key());
+    average_.push_back(it->second);
+  }
+}
+
 std::vector<torch::Tensor> Ema::params(Trainer& trainer) const {
+  if (!parts_.empty()) return parts_;
   std::vector<torch::Tensor> out;
   for (const auto& p : trainer.module()->weights().named_parameters()) out.push_back(p.value());
   return out;
@@ -35,6 +59,10 @@ void Ema::on_fit_start(Trainer& trainer) {
   names_.clear();
   average_.clear();
   kept_.clear();
+  if (!parts_.empty()) {
+    for (const auto& p : parts_) average_.push_back(p.detach().clone());
+    return;
+  }
   for (const auto& p : trainer.module()->weights().named_parameters()) {
     names_.push_back(p.key());
     average_.push_back(p.value().detach().clone());
@@ -75,6 +103,7 @@ void Ema::swap_out(Trainer& trainer) {
 }
 
 void Ema::on_save_checkpoint(Trainer&, CheckpointEntries& entries) {
+  if (!parts_.empty()) return;  // the sharded entry saves the parts
   NamedTensors dict;  // on the CPU, whatever the device (a checkpoint holds CPU tensors)
   for (size_t i = 0; i < names_.size(); ++i) {
     dict.emplace_back(names_[i], average_[i].to(torch::kCPU));
@@ -84,6 +113,7 @@ void Ema::on_save_checkpoint(Trainer&, CheckpointEntries& entries) {
 }
 
 void Ema::on_load_checkpoint(Trainer& trainer, const CheckpointEntries& entries) {
+  if (!parts_.empty()) return;  // the sharded entry restored the parts
   auto it = entries.find(kEmaEntry);
   if (it == entries.end()) {
     trainer.print("ema: the checkpoint holds no average; it starts from the resumed weights");
@@ -93,12 +123,15 @@ void Ema::on_load_checkpoint(Trainer& trainer, const CheckpointEntries& entries)
       load_tensor_dict(std::vector<char>(it->second.begin(), it->second.end()), kEmaEntry);
   UT_CHECK_TRAIN(saved.size() == names_.size(), "the checkpoint's ", kEmaEntry, " holds ",
                  saved.size(), " tensors; the model has ", names_.size(), " parameters");
+  // By name: a distributed.zero: 3 checkpoint's parts merged come in the order of its flats.
+  std::map<std::string, torch::Tensor> by_name(saved.begin(), saved.end());
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < names_.size(); ++i) {
-    UT_CHECK_TRAIN(saved[i].first == names_[i] && saved[i].second.sizes() == average_[i].sizes(),
+    const auto s = by_name.find(names_[i]);
+    UT_CHECK_TRAIN(s != by_name.end() && s->second.sizes() == average_[i].sizes(),
                    "the checkpoint's ", kEmaEntry, " does not match the model at parameter ",
                    names_[i]);
-    average_[i].copy_(saved[i].second);
+    average_[i].copy_(s->second);
   }
 }
 

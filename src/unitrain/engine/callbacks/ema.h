@@ -1,5 +1,6 @@
 #pragma once
 // Ema: an exponential moving average of the weights, for validation and in checkpoints.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,8 +39,22 @@ class Ema : public Callback {
                                  const CheckpointEntries& entries) override;
   void on_exception(Trainer& trainer, const std::exception& error) override { swap_out(trainer); }
 
-  /// The averaged parameters, in the module's named_parameters() order.
+  /// The averaged parameters, in the module's named_parameters() order (after
+  /// average_parts(): in the order of its `parts`).
   const std::vector<torch::Tensor>& average() const { return average_; }
+  /// distributed.zero: 3 (before fit starts): average `parts` (this rank's parameter shards,
+  /// then the parameters no unit holds) instead of the module's parameters, which exist whole
+  /// only while a unit runs; validation swaps the average into the parts (the units gather it).
+  /// Checkpoints then hold the average as parts too: the sharded entry (ema-shard-rank-<R>.pt)
+  /// saves and restores average() in place; on_save/on_load_checkpoint leave it to it.
+  void average_parts(std::vector<torch::Tensor> parts);
+  /// After average_parts() and a resume whose checkpoint holds no average: the average starts
+  /// again from the parts' values.
+  void restart_from_parts();
+  /// The end of average_parts(): the module's parameters are whole again, and so is the
+  /// average (`whole`: by parameter name), for what runs after fit (test, export).
+  void average_whole(const torch::nn::Module& weights,
+                     const std::map<std::string, torch::Tensor>& whole);
 
  private:
   std::vector<torch::Tensor> params(Trainer& trainer) const;
@@ -49,6 +64,7 @@ class Ema : public Callback {
   std::vector<std::string> names_;
   std::vector<torch::Tensor> average_;
   std::vector<torch::Tensor> kept_;  ///< the training weights while the average is swapped in
+  std::vector<torch::Tensor> parts_;  ///< average_parts()'s (empty: the module's parameters)
 };
 
 /// Registers callback `ema` (its name, help and args) in callback_registry();
