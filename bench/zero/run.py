@@ -1,6 +1,7 @@
 """bench/zero: ZeRO stages 1-3 and activation checkpointing against plain data parallelism.
 
   /usr/bin/python3 bench/zero/run.py BUILD_DIR [steps=6] [worlds=1,2,3] [stages=0,1,2,3]
+  /usr/bin/python3 bench/zero/run.py BUILD_DIR prefetch [steps=6] [world=2] [rounds=3]
 
 The Moby-Dick char transformer at d_model 512, 8 layers, 8 heads (25M parameters; run
 examples/moby_dick/prepare.sh first), AdamW, batch 16 per process, 1 thread per process, for
@@ -13,6 +14,10 @@ parameters it owns for zero 2 — half its Adam bytes — and its parts for zero
 training samples/s (all ranks, the loop's own time). Zero 0 and 3 also run with
 model.activation_checkpointing on ("ac"). On this 2-core machine W > 2 oversubscribes the
 cores: compare rows of one W, not across W.
+
+`prefetch`: zero 3 with distributed.prefetch on and off (the next unit's gather launched while one
+computes, or each unit gathered when it runs), alternated for `rounds` pairs at one W: samples/s
+of each and their ratio.
 """
 import os
 import re
@@ -32,15 +37,15 @@ def rank_logs(run_dir, world):
     return out
 
 
-def one_run(build, tmp, world, zero, steps, port, ac=False):
-    run_dir = os.path.join(tmp, f"w{world}-z{zero}" + ("-ac" if ac else ""))
+def one_run(build, tmp, world, zero, steps, port, ac=False, extra=()):
+    run_dir = os.path.join(tmp, f"w{world}-z{zero}" + ("-ac" if ac else "") + "".join(extra))
     train = ["train", "examples/moby_dick/char_lm.yaml", "--run_dir", run_dir,
              "--checkpoint.enabled", "false", "--train.max_length", f"{steps} steps",
              "--train.threads", "1", "--log.trackers", "[]", "--data.test", "null",
              "--train.val_every", "100000 steps", "--data.loader.batch_size", "16",
              "--model.args.d_model", "512", "--model.args.layers", "8", "--model.args.heads", "8",
              "--distributed.zero", str(zero),
-             "--model.activation_checkpointing.enabled", "true" if ac else "false"]
+             "--model.activation_checkpointing.enabled", "true" if ac else "false"] + list(extra)
     binary = os.path.join(build, "unitrain")
     cmd = [binary] + train if world == 1 else [
         binary, "launch", "--nproc-per-node", str(world), "--master-port", str(port), "--"] + train
@@ -67,8 +72,30 @@ def one_run(build, tmp, world, zero, steps, port, ac=False):
     return rate, rss, state, params, model_state, " ".join(cmd[1:])
 
 
+def prefetch_pairs(build, steps, world, rounds):
+    tmp = tempfile.mkdtemp(prefix="unitrain-bench-prefetch-")
+    print("| round | samples/s, prefetch on | samples/s, prefetch off | on / off |")
+    print("|---|---|---|---|")
+    port, ratios = 29651, []
+    for r in range(rounds):
+        rates = {}
+        for on in ((True, False) if r % 2 == 0 else (False, True)):
+            extra = ("--distributed.prefetch", "true" if on else "false")
+            rates[on] = one_run(build, tmp, world, 3, steps, port, extra=extra)[0]
+            port += 1
+        ratios.append(rates[True] / rates[False])
+        print(f"| {r + 1} | {rates[True]:.1f} | {rates[False]:.1f} | {ratios[-1]:.2f} |",
+              flush=True)
+    print(f"\nmedian on / off: {sorted(ratios)[len(ratios) // 2]:.2f}")
+
+
 def main():
     build = os.path.abspath(sys.argv[1])
+    if len(sys.argv) > 2 and sys.argv[2] == "prefetch":
+        args = sys.argv[3:]
+        return prefetch_pairs(build, int(args[0]) if args else 6,
+                              int(args[1]) if len(args) > 1 else 2,
+                              int(args[2]) if len(args) > 2 else 3)
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 6
     worlds = [int(w) for w in (sys.argv[3] if len(sys.argv) > 3 else "1,2,3").split(",")]
     stages = [int(z) for z in (sys.argv[4] if len(sys.argv) > 4 else "0,1,2,3").split(",")]

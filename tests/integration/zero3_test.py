@@ -11,6 +11,8 @@ read the parts; a model without units is refused before training."""
 import json
 import os
 import re
+import subprocess
+import sys
 
 import torch
 
@@ -123,6 +125,12 @@ class Zero3(common.Case):
         a, b = self.final_weights(ref), self.final_weights(half)
         for k in a:
             self.assertTrue(torch.equal(a[k], b[k]), k)
+        # Without the prefetch of the next unit (on by default): the same run, bitwise.
+        cfg, unfetched = self.config("no-prefetch")
+        self.launch(2, 29775, cfg, "--distributed.zero", "3", "--distributed.prefetch", "false")
+        c = self.final_weights(unfetched)
+        for k in a:
+            self.assertTrue(torch.equal(a[k], c[k]), k)
 
         # 2 -> 4 processes (the global batch of 16 kept: 4 a process): as plain data
         # parallelism going from 2 to 4 (the weights and the momentum re-cut, not restarted).
@@ -247,9 +255,14 @@ class Zero3(common.Case):
 
     def test_what_it_cannot_do_is_refused_before_training(self):
         cfg, _ = self.config("refused")
+        scripted = os.path.join(self.dir, "scripted.pt")
+        subprocess.run([sys.executable, os.path.join(common.SOURCE, "examples", "torchscript",
+                                                     "make_model.py"), scripted], check=True)
         cases = [
             (["--model.type", "mlp", "--model.args", "{sizes: [16, 64]}"],
              "distributed.zero: 3 shards a model by its units"),
+            (["--model", f"{{type: torchscript, args: {{path: {scripted}}}}}"],
+             "distributed.zero: 3 with model.type: torchscript: the scripted forward runs as one"),
         ]
         for i, (args, message) in enumerate(cases):
             with self.subTest(args=args):

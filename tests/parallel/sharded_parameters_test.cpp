@@ -175,8 +175,8 @@ TEST(ShardedParameters, CutMakesEachRanksPartsOfWholeValuesAndGatherWholePutsThe
                               .add(static_cast<double>(i) + 1e-3)
                               .view(params[i].sizes());
       }
-      const std::vector<torch::Tensor> parts = sharded.cut(whole, "the test's values",
-                                                           torch::kFloat32);
+      const std::vector<torch::Tensor> parts =
+          sharded.cut(whole, "the test's values", torch::kFloat32);
       ASSERT_EQ(parts.size(), sharded.shards().size());
       for (size_t s = 0; s < parts.size(); ++s) {
         EXPECT_EQ(parts[s].scalar_type(), torch::kFloat32);

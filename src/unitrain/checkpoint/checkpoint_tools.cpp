@@ -154,8 +154,7 @@ std::string merge_checkpoint(const std::string& path, const std::string& out,
     merged.push_back({files::kModel, save_tensor_dict(merge_model_shards(dir)), nullptr});
     const std::string ema = std::string(files::kCallbackPrefix) + files::kEmaEntry;
     if (CheckpointStore::has(dir, files::ema_shard(0)) && !CheckpointStore::has(dir, ema)) {
-      merged.push_back(
-          {ema, save_tensor_dict(merge_model_shards(dir, files::ema_shard)), nullptr});
+      merged.push_back({ema, save_tensor_dict(merge_model_shards(dir, files::ema_shard)), nullptr});
     }
     for (const auto& [name, size] : CheckpointStore::files_of(dir)) {
       if (name != files::kModel)

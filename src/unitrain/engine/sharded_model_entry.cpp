@@ -74,9 +74,9 @@ class ShardedPartsEntry : public CheckpointEntry {
                            saved_form(t).to(torch::kCPU).clone());
       }
     }
-    std::vector<CheckpointFile> others = write_rank_files(
-        group_, root_, out.state.state.step, kind_, what_, file_of_,
-        [mine] { return save_tensor_dict(*mine); });
+    std::vector<CheckpointFile> others =
+        write_rank_files(group_, root_, out.state.state.step, kind_, what_, file_of_,
+                         [mine] { return save_tensor_dict(*mine); });
     if (!out.writes) return;
     add_layout(out);
     out.files.push_back({file_of_(0), {}, [mine] { return tensor_dict_image(*mine); }});
@@ -218,7 +218,8 @@ class ShardedModelEntry : public ShardedPartsEntry {
     const auto& shards = params_.shards();
     for (size_t i = 0; i < shards.size(); ++i) {
       if (shards[i].grad().defined()) {
-        mine.emplace_back(kGradPrefix + std::to_string(i), shards[i].grad().to(torch::kCPU).clone());
+        mine.emplace_back(kGradPrefix + std::to_string(i),
+                          shards[i].grad().to(torch::kCPU).clone());
       }
     }
   }
@@ -323,8 +324,8 @@ CheckpointEntryPtr sharded_model_entry(TrainModule& module, ShardedParameters& p
 void unshard_ema(Ema& ema, TrainModule& module, const ShardedParameters& params) {
   const std::vector<torch::Tensor>& average = ema.average();
   const size_t shards = params.shards().size();
-  std::map<std::string, torch::Tensor> whole = params.gather_whole(
-      {average.begin(), average.begin() + static_cast<std::ptrdiff_t>(shards)});
+  std::map<std::string, torch::Tensor> whole =
+      params.gather_whole({average.begin(), average.begin() + static_cast<std::ptrdiff_t>(shards)});
   const std::set<std::string> sharded = sharded_names(params.layout());
   size_t next = shards;
   for (const auto& p : module.weights().named_parameters()) {  // shard_ema's order

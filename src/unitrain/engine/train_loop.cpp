@@ -119,8 +119,9 @@ void TrainLoop::start(std::unique_ptr<LoopOptimizers> optimizers) {
   // ZeRO stage 3: the optimizer steps this rank's shards (before bf16-true's masters are made
   // for what it steps).
   if (group_ && trainers && settings_.distributed.zero == 3) {
-    sharded_params_ = shard_module(group_, module_, *trainers, precision_.masters(),
-                                   settings_.distributed.unit_min_params);
+    sharded_params_ =
+        shard_module(group_, module_, *trainers, precision_.masters(),
+                     settings_.distributed.unit_min_params, settings_.distributed.prefetch);
   }
   step_runner_ = std::make_unique<StepRunner>(module_, trainers, settings_.train, *sync_,
                                               callbacks_, precision_, profiler_.get());
@@ -290,7 +291,8 @@ void TrainLoop::finish() {
     module_.set_unit_runner(nullptr);
     sharded_params_->unshard();
     for (const auto& callback : callbacks_.all()) {
-      if (auto* ema = dynamic_cast<Ema*>(callback.get())) unshard_ema(*ema, module_, *sharded_params_);
+      if (auto* ema = dynamic_cast<Ema*>(callback.get()))
+        unshard_ema(*ema, module_, *sharded_params_);
     }
   }
 }

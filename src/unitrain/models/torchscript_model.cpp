@@ -118,6 +118,17 @@ std::vector<torch::Tensor> TorchScriptModel::forward_all(const std::vector<torch
 
 std::vector<std::string> TorchScriptModel::prediction_names() const { return prediction_names_; }
 
+std::vector<std::vector<torch::Tensor>> TorchScriptModel::units() {
+  // Its submodules are found (jit_module().children()), but their calls are inside the scripted
+  // graph: LibTorch 1.13 runs no hook of a scripted module, so none can be gathered before it
+  // runs and released after.
+  throw ConfigError(
+      "distributed.zero: 3 with model.type: torchscript: the scripted forward runs as one "
+      "TorchScript graph, whose calls of its submodules cannot be run one unit at a time (each "
+      "gathered just before it runs); use distributed.zero: 2 (optimizer state and gradients "
+      "sharded), or a C++ model with units (docs/distributed.md, \"Sharded parameters\")");
+}
+
 void TorchScriptModel::train(bool on) {
   torch::nn::Module::train(on);
   module_->train(on);

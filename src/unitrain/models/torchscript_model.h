@@ -39,6 +39,9 @@ class TorchScriptModel : public Model {
   std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& inputs) override;
   std::vector<std::string> prediction_names() const override;
   void train(bool on = true) override;
+  /// ConfigError naming distributed.zero: the scripted forward runs as one graph, whose calls of
+  /// its submodules cannot be run one unit at a time (ZeRO 3 needs that).
+  std::vector<std::vector<torch::Tensor>> units() override;
 
   torch::jit::Module& jit_module() { return *module_; }
   const torch::jit::Module& jit_module() const { return *module_; }

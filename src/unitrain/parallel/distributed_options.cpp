@@ -54,6 +54,11 @@ void DistributedOptions::declare(Options<DistributedOptions>& o) {
           "holds at least this many parameters (the last ones, if fewer, join the one before), "
           "then gathered and reduced as one: fewer, larger collectives for a model of many small "
           "units, more memory while one runs. 0 = each unit of the model on its own");
+  o.field("prefetch", &T::prefetch)
+      .help(
+          "distributed.zero: 3: launch the gather of the next unit (forward) or of the unit "
+          "before (backward) as one starts, so that the transfer overlaps the computation; at "
+          "most two units are whole at a time. false = each unit gathered when it runs");
 }
 
 ProcessGroupOptions DistributedOptions::group_options(const torch::Device& device) const {

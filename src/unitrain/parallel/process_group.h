@@ -94,6 +94,10 @@ class ProcessGroup {
   /// contiguous), rank r's at [r * n, (r + 1) * n): ZeRO stage 3's parameter gather. NCCL: one
   /// all-gather into the tensor; Gloo: into views of it.
   void all_gather_shards(torch::Tensor& full, const torch::Tensor& shard);
+  /// all_gather_shards launched, not waited for: the returned function waits for it (call it
+  /// exactly once, before reading `full`; `full` and `shard` must live until then). Other
+  /// collectives may be launched and waited for meanwhile (ZeRO 3's prefetch of the next unit).
+  std::function<void()> start_all_gather_shards(torch::Tensor& full, const torch::Tensor& shard);
   /// How Gloo, which has no reduce-scatter in LibTorch 1.13, sums `full` into each rank's part:
   /// one reduce per part, to its rank, all launched at once; or an all-reduce of the whole, of
   /// which each rank keeps its part.

@@ -9,25 +9,45 @@
 namespace unitrain {
 
 void ProcessGroup::all_gather_shards(torch::Tensor& full, const torch::Tensor& shard) {
+  start_all_gather_shards(full, shard)();
+}
+
+std::function<void()> ProcessGroup::start_all_gather_shards(torch::Tensor& full,
+                                                            const torch::Tensor& shard) {
   const int64_t n = shard.numel();
   TORCH_INTERNAL_ASSERT(shard.dim() == 1 && full.dim() == 1 && full.is_contiguous() &&
                         full.numel() == n * world_size_);
   torch::NoGradGuard no_grad;
   const bool widen = needs_widening(shard.scalar_type());
-  wait("all_gather", 1, full.numel() * static_cast<int64_t>(full.element_size()), [&] {
-    // Gloo has no bfloat16: the gather runs on float32 copies.
-    torch::Tensor into =
-        widen ? torch::empty({full.numel()}, full.options().dtype(torch::kFloat32)) : full;
-    std::vector<torch::Tensor> in{widen ? shard.to(torch::kFloat32) : shard.contiguous()};
+  const int64_t seq =
+      flight_.begin("all_gather", 1, full.numel() * static_cast<int64_t>(full.element_size()));
+  // Gloo has no bfloat16: the gather runs on float32 copies.
+  torch::Tensor into =
+      widen ? torch::empty({full.numel()}, full.options().dtype(torch::kFloat32)) : full;
+  std::vector<torch::Tensor> in{widen ? shard.to(torch::kFloat32) : shard.contiguous()};
+  c10::intrusive_ptr<c10d::Work> work;
+  try {
     if (is_nccl()) {
-      group_->_allgather_base(into, in[0])->wait();
+      work = group_->_allgather_base(into, in[0]);
     } else {
       std::vector<std::vector<torch::Tensor>> out(1);
       for (int r = 0; r < world_size_; ++r) out[0].push_back(into.narrow(0, r * n, n));
-      group_->allgather(out, in)->wait();
+      work = group_->allgather(out, in);
     }
+  } catch (const std::exception& e) {
+    collective_failed(seq, e);
+  }
+  // The input copy and the (widened) output live in the closure until the wait.
+  return [this, seq, work, widen, into, in, full]() mutable {
+    try {
+      work->wait();
+    } catch (const std::exception& e) {
+      collective_failed(seq, e);
+    }
+    flight_.end(seq);
+    torch::NoGradGuard no_grad;
     if (widen) full.copy_(into);
-  });
+  };
 }
 
 void ProcessGroup::reduce_scatter_sum(torch::Tensor& shard, torch::Tensor& full,

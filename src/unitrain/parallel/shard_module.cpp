@@ -8,8 +8,8 @@
 #include "unitrain/core/error.h"
 #include "unitrain/core/train_module.h"
 #include "unitrain/parallel/sharded_parameters.h"
-#include "unitrain/precision/master_weights.h"
 #include "unitrain/parallel/sharded_unit_runner.h"
+#include "unitrain/precision/master_weights.h"
 
 namespace unitrain {
 
@@ -37,7 +37,8 @@ std::vector<int> join_small_units(const std::vector<std::vector<torch::Tensor>>&
 std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> group,
                                                 TrainModule& module,
                                                 torch::optim::Optimizer& optimizer,
-                                                MasterWeights* masters, int64_t unit_min_params) {
+                                                MasterWeights* masters, int64_t unit_min_params,
+                                                bool prefetch) {
   const std::vector<std::vector<torch::Tensor>> units = module.units();
   UT_CHECK(!units.empty(),
            "distributed.zero: 3 shards a model by its units (its embeddings, each block, its "
@@ -109,7 +110,7 @@ std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> gr
       }
     }
   }
-  module.set_unit_runner(std::make_shared<ShardedUnitRunner>(sharded, joined));
+  module.set_unit_runner(std::make_shared<ShardedUnitRunner>(sharded, joined, prefetch));
   return sharded;
 }
 

@@ -23,7 +23,7 @@ class TrainModule;
 /// (the groups keep their options); and runs the module's units through a ShardedUnitRunner.
 /// The optimizer must have no state yet (Adagrad's initial state is made again for the shards).
 /// Consecutive units holding fewer than `unit_min_params` parameters are joined into one
-/// (join_small_units): gathered and reduced together.
+/// (join_small_units): gathered and reduced together. `prefetch`: ShardedUnitRunner's.
 /// With bf16-true's `masters` (the module already in bfloat16), the masters become the shards'
 /// (cut from their whole float32 values, which are freed), before the optimizer adopts them.
 /// Every rank must call it with the same module (after broadcast_module) and optimizer.
@@ -31,7 +31,7 @@ std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> gr
                                                 TrainModule& module,
                                                 torch::optim::Optimizer& optimizer,
                                                 MasterWeights* masters = nullptr,
-                                                int64_t unit_min_params = 0);
+                                                int64_t unit_min_params = 0, bool prefetch = false);
 
 /// Per unit of `units` (in the order forward runs them), the joined unit it belongs to: units
 /// are joined in order until the joined one holds at least `min_params` parameters; the last

@@ -101,6 +101,7 @@ ShardedParameters::ShardedParameters(std::shared_ptr<ProcessGroup> group,
     }
   }
   gathered_.assign(unit_flats_.size(), false);
+  in_flight_.resize(unit_flats_.size());
 }
 
 ShardedParameters::~ShardedParameters() = default;
@@ -112,18 +113,37 @@ std::vector<int> ShardedParameters::shard_keys() const {
 }
 
 void ShardedParameters::gather(int unit) {
-  if (gathered_[static_cast<size_t>(unit)]) return;
-  for (size_t f : unit_flats_[static_cast<size_t>(unit)]) {
+  const auto u = static_cast<size_t>(unit);
+  if (gathered_[u]) return;
+  if (in_flight_[u].empty()) prefetch(unit);
+  for (auto& wait : in_flight_[u]) wait();
+  in_flight_[u].clear();
+  gathered_[u] = true;
+}
+
+void ShardedParameters::prefetch(int unit) {
+  const auto u = static_cast<size_t>(unit);
+  if (gathered_[u] || !in_flight_[u].empty()) return;
+  for (size_t f : unit_flats_[u]) {
     Flat& flat = *flats_[f];
     make_memory(flat.whole);
-    group_->all_gather_shards(flat.whole, shards_[flat.shard].detach());
+    in_flight_[u].push_back(
+        group_->start_all_gather_shards(flat.whole, shards_[flat.shard].detach()));
   }
-  gathered_[static_cast<size_t>(unit)] = true;
 }
 
 void ShardedParameters::release(int unit) {
-  for (size_t f : unit_flats_[static_cast<size_t>(unit)]) free_memory(flats_[f]->whole);
-  gathered_[static_cast<size_t>(unit)] = false;
+  const auto u = static_cast<size_t>(unit);
+  for (auto& wait : in_flight_[u]) wait();  // nothing may still write into the memory
+  in_flight_[u].clear();
+  for (size_t f : unit_flats_[u]) free_memory(flats_[f]->whole);
+  gathered_[u] = false;
+}
+
+void ShardedParameters::release_all() {
+  for (int u = 0; u < units(); ++u) {
+    if (gathered(u) || !in_flight_[static_cast<size_t>(u)].empty()) release(u);
+  }
 }
 
 bool ShardedParameters::gathered(int unit) const { return gathered_[static_cast<size_t>(unit)]; }

@@ -5,6 +5,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -52,8 +53,16 @@ class ShardedParameters {
   /// The unit's whole parameters from every rank's shards; its parameters hold their values
   /// until release(unit). Gathering a gathered unit does nothing.
   void gather(int unit);
-  /// Frees the memory of the unit's whole parameters.
+  /// Launches the unit's gather without waiting for it: gather(unit) then only waits (ZeRO 3's
+  /// prefetch of the next unit while this one computes). Does nothing to a gathered unit or one
+  /// already launched. The shards must not change until it is waited for.
+  void prefetch(int unit);
+  /// Frees the memory of the unit's whole parameters (after waiting for its prefetch, if one is
+  /// in flight).
   void release(int unit);
+  /// Every unit released (prefetches in flight waited for first): nothing gathered is left to
+  /// go stale when the shards change.
+  void release_all();
   bool gathered(int unit) const;
   /// After the unit's backward: its parameters' gradients (whole, as backward left them; an
   /// undefined one counts as zeros) summed over ranks and divided by `divisor`; this rank's part
@@ -94,6 +103,7 @@ class ShardedParameters {
   std::vector<std::vector<size_t>> unit_flats_;  ///< each unit's flats, by index into flats_
   std::vector<torch::Tensor> shards_;
   std::vector<bool> gathered_;
+  std::vector<std::vector<std::function<void()>>> in_flight_;  ///< per unit: prefetch waits
   ProcessGroup::ReduceScatterBy reduce_by_;
 };
 

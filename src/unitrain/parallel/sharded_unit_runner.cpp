@@ -14,6 +14,7 @@ using torch::autograd::variable_list;
 
 struct ShardedUnitRunner::Pending {
   std::vector<int> backwards;  ///< per unit of the parameters
+  bool prefetch = false;       ///< launch the next unit's gather before running this one
 };
 
 namespace {
@@ -23,8 +24,8 @@ namespace {
 struct RecordedUnit : torch::CustomClassHolder {
   std::shared_ptr<ShardedParameters> params;
   std::shared_ptr<ShardedUnitRunner::Pending> pending;
-  int unit = 0;       ///< the unit of the parameters (a joined one)
-  bool last = true;   ///< the last member of its joined unit: forward releases it
+  int unit = 0;      ///< the unit of the parameters (a joined one)
+  bool last = true;  ///< the last member of its joined unit: forward releases it
   TensorsFn fn;
   variable_list inputs, outputs;
 };
@@ -36,6 +37,8 @@ struct UnitFunction : torch::autograd::Function<UnitFunction> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& /*anchor*/,
                                at::TensorList inputs, const c10::intrusive_ptr<RecordedUnit>& u) {
     u->params->gather(u->unit);
+    // The next unit's gather runs while this one computes.
+    if (u->pending->prefetch && u->unit + 1 < u->params->units()) u->params->prefetch(u->unit + 1);
     for (const auto& t : inputs) {
       torch::Tensor in = t.detach();
       if (t.requires_grad()) in.requires_grad_(true);
@@ -60,6 +63,11 @@ struct UnitFunction : torch::autograd::Function<UnitFunction> {
     const auto u =
         c10::static_intrusive_pointer_cast<RecordedUnit>(ctx->saved_data["unit"].toCapsule());
     u->params->gather(u->unit);  // autograd's saved views of the parameters see them again
+    // The unit before, whose backward comes next, gathers while this one's runs.
+    auto& backwards = u->pending->backwards;
+    if (u->pending->prefetch && u->unit > 0 && backwards[static_cast<size_t>(u->unit - 1)] > 0) {
+      u->params->prefetch(u->unit - 1);
+    }
     variable_list roots, grads;
     for (size_t i = 0; i < u->outputs.size() && i < grad_outputs.size(); ++i) {
       if (u->outputs[i].requires_grad() && grad_outputs[i].defined()) {
@@ -69,9 +77,12 @@ struct UnitFunction : torch::autograd::Function<UnitFunction> {
     }
     if (!roots.empty()) torch::autograd::backward(roots, grads);
     // A joined unit's gradients are reduced once every member that ran has backpropagated.
-    if (--u->pending->backwards[static_cast<size_t>(u->unit)] == 0) {
+    if (--backwards[static_cast<size_t>(u->unit)] == 0) {
       u->params->reduce_gradients(u->unit, 1.0);
       u->params->release(u->unit);
+      // The first unit's was the last backward: nothing gathered may outlive it into the
+      // optimizer's step (a unit prefetched that the model did not run).
+      if (u->unit == 0) u->params->release_all();
     }
     variable_list input_grads{torch::Tensor()};  // the anchor's
     for (const auto& t : u->inputs) {
@@ -88,8 +99,9 @@ struct UnitFunction : torch::autograd::Function<UnitFunction> {
 }  // namespace
 
 ShardedUnitRunner::ShardedUnitRunner(std::shared_ptr<ShardedParameters> params,
-                                     std::vector<int> group_of)
+                                     std::vector<int> group_of, bool prefetch)
     : params_(std::move(params)), group_of_(std::move(group_of)), pending_(new Pending) {
+  pending_->prefetch = prefetch;
   if (group_of_.empty()) {
     for (int u = 0; u < params_->units(); ++u) group_of_.push_back(u);
   }
@@ -106,8 +118,11 @@ std::vector<torch::Tensor> ShardedUnitRunner::run(size_t unit, const TensorsFn& 
   const int joined = group_of_[unit];
   if (!torch::GradMode::is_enabled()) {
     params_->gather(joined);
+    if (pending_->prefetch && joined + 1 < params_->units()) params_->prefetch(joined + 1);
     std::vector<torch::Tensor> out = fn(inputs);
     if (last_member_[unit]) params_->release(joined);
+    // The last unit: nothing gathered outlives the pass (validation's weights may change next).
+    if (unit + 1 == group_of_.size()) params_->release_all();
     return out;
   }
   auto recorded = c10::make_intrusive<RecordedUnit>();

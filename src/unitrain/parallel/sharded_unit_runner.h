@@ -23,9 +23,11 @@ namespace unitrain {
 /// Every rank must run the same units in the same order, in forward and in backward.
 class ShardedUnitRunner : public UnitRunner {
  public:
-  /// `group_of` empty: each module unit is its own.
+  /// `group_of` empty: each module unit is its own. `prefetch`: a unit's forward launches the
+  /// next unit's gather, its backward the gather of the unit before (when that one awaits its
+  /// backward), so that the transfer overlaps the computation (at most two units gathered).
   explicit ShardedUnitRunner(std::shared_ptr<ShardedParameters> params,
-                             std::vector<int> group_of = {});
+                             std::vector<int> group_of = {}, bool prefetch = false);
 
   std::vector<torch::Tensor> run(size_t unit, const TensorsFn& fn,
                                  const std::vector<torch::Tensor>& inputs) override;

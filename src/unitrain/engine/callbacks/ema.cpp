@@ -4,10 +4,10 @@
 
 #include <map>
 
-#include "unitrain/engine/callback_registry.h"
 #include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
+#include "unitrain/engine/callback_registry.h"
 #include "unitrain/engine/trainer.h"
 
 namespace unitrain {
