@@ -3,7 +3,10 @@
 #include <map>
 
 #include "commands.h"
+#include "unitrain/checkpoint/checkpoint_files.h"
+#include "unitrain/checkpoint/checkpoint_store.h"
 #include "unitrain/checkpoint/checkpoint_tools.h"
+#include "unitrain/checkpoint/model_shards.h"
 #include "unitrain/core/error.h"
 #include "unitrain/data/tokenizer_trainer.h"
 #include "unitrain/log/console.h"
@@ -28,9 +31,10 @@ class CheckpointCommand : public Subcommand {
                      "merge: the new checkpoint folder, or safetensors file, to write (must not "
                      "exist)");
     format_ = cli_->add_option("--format", format_name_,
-                               "merge: checkpoint (one optimizer.pt from a ZeRO checkpoint's "
-                               "partitions) or safetensors (the checkpoint's model as one "
-                               ".safetensors file)")
+                               "merge: checkpoint (one optimizer.pt from a ZeRO 1/2 "
+                               "checkpoint's partitions; one model.pt, and the ema average's "
+                               "extra-ema.pt, from a ZeRO 3 checkpoint's parts) or safetensors "
+                               "(the checkpoint's model as one .safetensors file)")
                   ->capture_default_str();
   }
   Choices choices() const override {
@@ -58,10 +62,18 @@ class CheckpointCommand : public Subcommand {
   int merge() {
     if (out_.empty()) throw ConfigError("checkpoint merge: give --out NEW_DIR");
     const std::string written = merge_checkpoint(path_, out_, format_name_);
+    const std::string merged =
+        has_model_shards(written)
+            ? std::string("the model's parts in one model.pt (torch.load reads it)") +
+                  (CheckpointStore::has(written, std::string(checkpoint_files::kCallbackPrefix) +
+                                                     checkpoint_files::kEmaEntry)
+                       ? ", the ema average's in one extra-ema.pt"
+                       : "")
+            : "one optimizer.pt";
     log::info(format_name_ == "safetensors"
                   ? "wrote " + written + ": the checkpoint's model as safetensors"
-                  : "wrote " + written +
-                        ": one optimizer.pt; resume from it with --checkpoint.resume " + out_);
+                  : "wrote " + written + ": " + merged +
+                        "; resume from it with --checkpoint.resume " + out_);
     return 0;
   }
 

@@ -25,11 +25,13 @@ int verify_checkpoints(const std::string& path, std::string& report);
 /// `format` checkpoint: a checkpoint whose optimizer state is split over ranks (ZeRO:
 /// optimizer-rank-<R>.pt) as a new complete checkpoint folder `out` with one optimizer.pt
 /// (torch.load reads it; a run of any number of processes resumes from it with
-/// --checkpoint.resume <out>); the other files copied as they are. Nothing existing is
-/// overwritten: TrainError when `out` exists, when the checkpoint is not sharded, or when a file
-/// is corrupt or the partitions disagree.
-/// `format` safetensors: the checkpoint's model (model.pt, any checkpoint) as one safetensors
-/// file `out`, named as the model's state_dict(), metadata {"format": "pt", "unitrain.step":
+/// --checkpoint.resume <out>); the other files copied as they are. A distributed.zero: 3
+/// checkpoint (model-shards.json): its model's parts merged into one model.pt, and the ema
+/// callback's parts (ema-shard-rank-<R>.pt) into extra-ema.pt; the other files kept. Nothing
+/// existing is overwritten: TrainError when `out` exists, when the checkpoint is not sharded, or
+/// when a file is corrupt or the partitions disagree. `format` safetensors: the checkpoint's model
+/// (model.pt, any checkpoint) as one safetensors file `out`, named as the model's state_dict(),
+/// metadata {"format": "pt", "unitrain.step":
 /// "<S>"}; no config or model needed. ConfigError when `out` exists, TrainError when model.pt
 /// is corrupt. Returns what was written.
 std::string merge_checkpoint(const std::string& path, const std::string& out,
