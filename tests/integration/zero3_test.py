@@ -125,10 +125,10 @@ class Zero3(common.Case):
         a, b = self.final_weights(ref), self.final_weights(half)
         for k in a:
             self.assertTrue(torch.equal(a[k], b[k]), k)
-        # Without the prefetch of the next unit (on by default): the same run, bitwise.
-        cfg, unfetched = self.config("no-prefetch")
-        self.launch(2, 29775, cfg, "--distributed.zero", "3", "--distributed.prefetch", "false")
-        c = self.final_weights(unfetched)
+        # With the prefetch of the next unit (auto: off with Gloo): the same run, bitwise.
+        cfg, fetched = self.config("prefetch")
+        self.launch(2, 29775, cfg, "--distributed.zero", "3", "--distributed.prefetch", "true")
+        c = self.final_weights(fetched)
         for k in a:
             self.assertTrue(torch.equal(a[k], c[k]), k)
 

@@ -119,9 +119,9 @@ void TrainLoop::start(std::unique_ptr<LoopOptimizers> optimizers) {
   // ZeRO stage 3: the optimizer steps this rank's shards (before bf16-true's masters are made
   // for what it steps).
   if (group_ && trainers && settings_.distributed.zero == 3) {
-    sharded_params_ =
-        shard_module(group_, module_, *trainers, precision_.masters(),
-                     settings_.distributed.unit_min_params, settings_.distributed.prefetch);
+    sharded_params_ = shard_module(
+        group_, module_, *trainers, precision_.masters(), settings_.distributed.unit_min_params,
+        settings_.distributed.prefetch_auto ? device_.is_cuda() : settings_.distributed.prefetch);
   }
   step_runner_ = std::make_unique<StepRunner>(module_, trainers, settings_.train, *sync_,
                                               callbacks_, precision_, profiler_.get());

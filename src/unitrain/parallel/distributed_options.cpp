@@ -54,11 +54,13 @@ void DistributedOptions::declare(Options<DistributedOptions>& o) {
           "holds at least this many parameters (the last ones, if fewer, join the one before), "
           "then gathered and reduced as one: fewer, larger collectives for a model of many small "
           "units, more memory while one runs. 0 = each unit of the model on its own");
-  o.field("prefetch", &T::prefetch)
+  o.field_or_auto("prefetch", &T::prefetch, &T::prefetch_auto)
       .help(
           "distributed.zero: 3: launch the gather of the next unit (forward) or of the unit "
-          "before (backward) as one starts, so that the transfer overlaps the computation; at "
-          "most two units are whole at a time. false = each unit gathered when it runs");
+          "before (backward) as one starts, so that the transfer overlaps the computation (at "
+          "most two units whole at a time); false = each unit gathered when it runs; auto = on "
+          "with NCCL (GPUs), off with Gloo (on CPUs it costs memory and gains little: "
+          "docs/performance.md)");
 }
 
 ProcessGroupOptions DistributedOptions::group_options(const torch::Device& device) const {

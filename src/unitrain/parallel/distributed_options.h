@@ -23,7 +23,8 @@ struct DistributedOptions {
   int64_t zero =
       0;  ///< ZeRO stage: 0 = all optimizer state everywhere, 1 = sharded, 2 = and gradients
   int64_t unit_min_params = 0;  ///< ZeRO 3: consecutive units joined until each holds this many
-  bool prefetch = true;         ///< ZeRO 3: the next unit's gather launched while one computes
+  bool prefetch = false;        ///< ZeRO 3: the next unit's gather launched while one computes
+  bool prefetch_auto = true;    ///< `auto`: on with NCCL (GPUs), off with Gloo
 
   static void declare(Options<DistributedOptions>& o);
   static std::shared_ptr<const Schema> schema() {
