@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 
 #include "unitrain/core/error.h"
@@ -20,16 +21,16 @@ const std::vector<std::pair<std::string, torch::ScalarType>>& dtype_names() {
   return names;
 }
 
-std::string dtype_name(torch::ScalarType t) {
+bool is_integer(torch::ScalarType t) { return c10::isIntegralType(t, /*includeBool=*/false); }
+
+}  // namespace
+
+std::string array_dtype_name(torch::ScalarType t) {
   for (const auto& [text, type] : dtype_names()) {
     if (type == t) return text;
   }
   return c10::toString(t);
 }
-
-bool is_integer(torch::ScalarType t) { return c10::isIntegralType(t, /*includeBool=*/false); }
-
-}  // namespace
 
 torch::ScalarType array_dtype_named(const std::string& name, const std::string& where) {
   std::vector<std::string> known;
@@ -45,7 +46,12 @@ torch::ScalarType array_dtype_named(const std::string& name, const std::string& 
                                    "; one of: ", list));
 }
 
-ArrayDataset::ArrayDataset(std::string kind, ArrayColumns columns, const NamedStrings& dtypes)
+std::string ArrayColumn::row_name(int64_t row) const {
+  return name_ + " row " + std::to_string(row);
+}
+
+ArrayDataset::ArrayDataset(std::string kind, ArrayColumns columns, const NamedStrings& dtypes,
+                           std::optional<int64_t> num_classes)
     : kind_(std::move(kind)) {
   UT_CHECK(!columns.empty(), kind_, ": no arrays given; name at least one, e.g. {x: ..., y: ...}");
   for (auto& [key, column] : columns) {
@@ -76,13 +82,36 @@ ArrayDataset::ArrayDataset(std::string kind, ArrayColumns columns, const NamedSt
     if (k.name == "x" && k.column->shape().size() == 2) {
       info_["num_features"] = k.column->shape()[1];
     }
-    if (k.name == "y" && !k.column->class_names().empty()) {
-      info_["num_classes"] = static_cast<int64_t>(k.column->class_names().size());
-    } else if (k.name == "y" && is_integer(k.dtype)) {
-      const std::optional<int64_t> largest = largest_value(k);
-      if (largest) info_["num_classes"] = *largest + 1;
-    }
+    if (k.name == "y") find_num_classes(k, num_classes);
   }
+  if (num_classes) info_["num_classes"] = *num_classes;
+}
+
+void ArrayDataset::find_num_classes(const Key& y, std::optional<int64_t> num_classes) {
+  const std::vector<std::string> names = y.column->class_names();
+  if (!names.empty()) {
+    const auto held = static_cast<int64_t>(names.size());
+    UT_CHECK(!num_classes || held <= *num_classes, kind_, ": ", y.column->name(), " (key y) holds ",
+             held, " class names, more than num_classes ", num_classes.value_or(0),
+             " (data.*.args.num_classes)");
+    info_["num_classes"] = held;
+    return;
+  }
+  if (!is_integer(y.dtype)) return;
+  if (num_classes) {
+    checked_num_classes_ = num_classes;
+    return;
+  }
+  const std::vector<int64_t>& shape = y.column->shape();
+  const int64_t bytes =
+      std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<int64_t>()) *
+      static_cast<int64_t>(c10::elementSize(y.column->dtype()));
+  UT_CHECK(bytes <= kScanLimitBytes, kind_, ": data.*.args.num_classes is not set and ",
+           y.column->name(), " (key y) holds ", bytes,
+           " bytes of labels, more than the 64 MiB read to find the largest label: set "
+           "num_classes to the number of classes (labels are then checked as rows are read)");
+  const std::optional<int64_t> largest = largest_value(y);
+  if (largest) info_["num_classes"] = *largest + 1;
 }
 
 std::vector<std::string> ArrayDataset::class_names() const {
@@ -100,8 +129,8 @@ void ArrayDataset::read_floats_as_float32(const NamedStrings& dtypes) {
     spdlog::info(
         "{}: {} (key {}) is {}; read as float32, the dtype of the model's weights (to keep {}, "
         "set dtypes: {{{}: {}}})",
-        kind_, k.column->name(), k.name, dtype_name(k.dtype), dtype_name(k.dtype), k.name,
-        dtype_name(k.dtype));
+        kind_, k.column->name(), k.name, array_dtype_name(k.dtype), array_dtype_name(k.dtype),
+        k.name, array_dtype_name(k.dtype));
     k.dtype = torch::kFloat32;
   }
 }
@@ -122,6 +151,19 @@ std::optional<int64_t> ArrayDataset::largest_value(const Key& key) const {
   return largest;
 }
 
+void ArrayDataset::check_labels(const torch::Tensor& labels, const Key& key,
+                                const std::vector<int64_t>& indices) const {
+  const int64_t n = *checked_num_classes_;
+  torch::Tensor bad = labels.lt(0).logical_or_(labels.ge(n));
+  if (!bad.any().item<bool>()) return;
+  const int64_t p = bad.reshape({bad.size(0), -1}).any(1).nonzero()[0][0].item<int64_t>();
+  const int64_t label =
+      labels[p].reshape({-1}).masked_select(bad[p].reshape({-1}))[0].item<int64_t>();
+  throw ConfigError(detail::concat(
+      kind_, ": ", key.column->row_name(indices[p]), " (key ", key.name, ") holds label ", label,
+      ", not in [0, num_classes = ", n, "): raise data.*.args.num_classes, or fix the labels"));
+}
+
 Batch ArrayDataset::get(int64_t index) const {
   Batch b = get_batch({index});
   Batch out;
@@ -137,6 +179,7 @@ Batch ArrayDataset::get_batch(const std::vector<int64_t>& indices) const {
   Batch out;
   for (const Key& k : keys_) {
     torch::Tensor t = k.column->read(indices);
+    if (checked_num_classes_ && k.name == "y") check_labels(t, k, indices);
     out.set(k.name, t.scalar_type() == k.dtype ? t : t.to(k.dtype));
   }
   return out;

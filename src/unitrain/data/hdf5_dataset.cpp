@@ -127,6 +127,13 @@ class Hdf5Column : public ArrayColumn {
 
   const std::vector<Hdf5Part>& parts() const { return parts_; }
 
+  std::string row_name(int64_t row) const override {
+    size_t k = parts_.size() - 1;
+    while (parts_[k].first_row > row) --k;
+    return detail::concat("'", parts_[k].path, "' dataset '", dataset_, "' row ",
+                          row - parts_[k].first_row);
+  }
+
   torch::Tensor read(const std::vector<int64_t>& indices) const override {
     std::vector<int64_t> sizes = shape();
     sizes[0] = static_cast<int64_t>(indices.size());
@@ -277,6 +284,7 @@ void Hdf5Options::declare(Options<Hdf5Options>& o) {
           "batch key -> dataset path inside each file, e.g. {x: /images, y: /labels}; every "
           "dataset's first dimension counts the examples");
   declare_array_dtypes(o);
+  declare_array_num_classes(o);
 }
 
 DatasetPtr load_hdf5(const Hdf5Options& o) {
@@ -310,7 +318,7 @@ DatasetPtr load_hdf5(const Hdf5Options& o) {
                "; every dataset's first dimension counts the examples, so they must agree");
     }
   }
-  return std::make_shared<ArrayDataset>("hdf5", std::move(columns), o.dtypes);
+  return std::make_shared<ArrayDataset>("hdf5", std::move(columns), o.dtypes, o.num_classes);
 }
 
 void register_hdf5_dataset() {

@@ -1,5 +1,7 @@
 #pragma once
 // The `hdf5` dataset: datasets inside HDF5 files (h5py, HDF5's C API), read row by row.
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,9 +12,10 @@ namespace unitrain {
 
 /// Settings of the `hdf5` dataset (its `args`).
 struct Hdf5Options {
-  std::vector<std::string> paths;  ///< HDF5 files, concatenated along the first dimension
-  NamedStrings datasets;           ///< batch key -> dataset path in each file: {x: /images}
-  NamedStrings dtypes;             ///< batch key -> dtype to convert to; others kept
+  std::vector<std::string> paths;      ///< HDF5 files, concatenated along the first dimension
+  NamedStrings datasets;               ///< batch key -> dataset path in each file: {x: /images}
+  NamedStrings dtypes;                 ///< batch key -> dtype to convert to; others kept
+  std::optional<int64_t> num_classes;  ///< unset: y's largest label + 1, for y up to 64 MiB
 
   static void declare(Options<Hdf5Options>& o);
 };

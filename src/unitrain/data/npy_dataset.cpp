@@ -8,8 +8,10 @@
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
 #include "unitrain/core/mapped_file.h"
+#include "unitrain/data/array_shards.h"
 #include "unitrain/data/class_names.h"
 #include "unitrain/data/npy_format.h"
+#include "unitrain/data/shard_paths.h"
 #include "unitrain/data/tensor_dataset.h"
 #include "unitrain/data/zip_archive.h"
 
@@ -191,59 +193,18 @@ std::shared_ptr<const ArrayColumn> npy_column(const std::string& kind, const std
 
 std::string single_quoted(const std::string& s) { return "'" + s + "'"; }
 
-template <typename T>
-void declare_array_classes(Options<T>& o) {
-  o.field("classes", &T::classes)
-      .help(
-          "a string array (labels as names, NumPy dtype <U or S): the names in index order; [] = "
-          "the sorted names it holds (data.val and data.test take data.train's)");
-}
-
-}  // namespace
-
-void NpyOptions::declare(Options<NpyOptions>& o) {
-  declare_named_strings(o, "arrays", &NpyOptions::arrays, "{x: images.npy, y: labels.npy}")
-      .required()
-      .help(
-          "batch key -> .npy file written by np.save, e.g. {x: images.npy, y: labels.npy}; "
-          "memory-mapped; every array's first dimension counts the examples");
-  declare_array_dtypes(o);
-  declare_array_classes(o);
-}
-
-void NpzOptions::declare(Options<NpzOptions>& o) {
-  o.field("path", &NpzOptions::path)
-      .required()
-      .help("the .npz archive written by np.savez or np.savez_compressed");
-  declare_named_strings(o, "arrays", &NpzOptions::arrays, "{x: images, y: labels}")
-      .nullable()
-      .help(
-          "batch key -> array name in the archive (its keyword in np.savez), e.g. {x: images, "
-          "y: labels}; null = every array under its own name");
-  declare_array_dtypes(o);
-  declare_array_classes(o);
-}
-
-DatasetPtr load_npy(const NpyOptions& o) {
-  ArrayColumns columns;
-  for (const auto& [key, path] : o.arrays) {
-    const MappedFile file(path, "npy: arrays." + key);
-    columns.emplace_back(key, npy_column("npy", single_quoted(path), file.data(), file.size(),
-                                         file.keepalive(), file.small(), o.classes));
-  }
-  return std::make_shared<ArrayDataset>("npy", std::move(columns), o.dtypes);
-}
-
-DatasetPtr load_npz(const NpzOptions& o) {
-  const MappedFile file(o.path, "npz: path");
+/// The arrays `wanted` (batch key -> array name; empty = every array under its own name, and
+/// then set to them) of the archive at `path`.
+ArrayColumns npz_columns(const std::string& path, const std::string& key_name, NamedStrings& wanted,
+                         const std::vector<std::string>& classes) {
+  const MappedFile file(path, "npz: " + key_name);
   const std::vector<ZipEntry> entries =
-      read_zip_directory(file.data(), file.size(), "npz: " + single_quoted(o.path));
+      read_zip_directory(file.data(), file.size(), "npz: " + single_quoted(path));
   auto array_name = [](const std::string& member) {
     const size_t n = std::char_traits<char>::length(kNpzSuffix);
     const bool npy = member.size() > n && member.compare(member.size() - n, n, kNpzSuffix) == 0;
     return npy ? member.substr(0, member.size() - n) : member;
   };
-  NamedStrings wanted = o.arrays;
   std::vector<std::string> held;
   for (const ZipEntry& e : entries) held.push_back(array_name(e.name));
   if (wanted.empty()) {
@@ -258,23 +219,99 @@ DatasetPtr load_npz(const NpzOptions& o) {
       const std::string hint = closest_match(name, held);
       std::string list;
       for (const std::string& h : held) list += (list.empty() ? "" : ", ") + h;
-      throw ConfigError(detail::concat("npz: ", single_quoted(o.path), " has no array '", name,
+      throw ConfigError(detail::concat("npz: ", single_quoted(path), " has no array '", name,
                                        "' (arrays.", key, ")",
                                        hint.empty() ? "" : " (did you mean '" + hint + "'?)",
                                        "; it holds: ", list.empty() ? "nothing" : list));
     }
-    const std::string where = single_quoted(o.path) + " array " + single_quoted(name);
+    const std::string where = single_quoted(path) + " array " + single_quoted(name);
     if (it->method == 0) {
       columns.emplace_back(
           key, npy_column("npz", where, file.data() + it->data_offset, it->uncompressed_size,
-                          file.keepalive(), file.small(), o.classes));
+                          file.keepalive(), file.small(), classes));
     } else {
-      auto inflated = inflate_zip_entry(file.data(), *it, "npz: " + single_quoted(o.path));
+      auto inflated = inflate_zip_entry(file.data(), *it, "npz: " + single_quoted(path));
       columns.emplace_back(key, npy_column("npz", where, inflated->data(), inflated->size(),
-                                           inflated, true, o.classes));
+                                           inflated, true, classes));
     }
   }
-  return std::make_shared<ArrayDataset>("npz", std::move(columns), o.dtypes);
+  return columns;
+}
+
+template <typename T>
+void declare_array_classes(Options<T>& o) {
+  o.field("classes", &T::classes)
+      .help(
+          "a string array (labels as names, NumPy dtype <U or S): the names in index order; [] = "
+          "the sorted names it holds (data.val and data.test take data.train's)");
+}
+
+}  // namespace
+
+void NpyOptions::declare(Options<NpyOptions>& o) {
+  declare_named_strings(o, "arrays", &NpyOptions::arrays, "{x: images.npy, y: labels.npy}")
+      .required()
+      .help(
+          "batch key -> .npy file written by np.save, e.g. {x: images.npy, y: labels.npy}, or a "
+          "glob of shards, e.g. {x: x_*.npy, y: y_*.npy}: the n-th file (by name) of each key "
+          "holds the same examples; memory-mapped; every array's first dimension counts the "
+          "examples");
+  declare_array_dtypes(o);
+  declare_array_classes(o);
+  declare_array_num_classes(o);
+}
+
+void NpzOptions::declare(Options<NpzOptions>& o) {
+  o.field("path", &NpzOptions::path)
+      .help(
+          "the .npz archive written by np.savez or np.savez_compressed; or a glob of shard "
+          "archives (data/train_*.npz), each holding every key's array, read in name order");
+  o.field("paths", &NpzOptions::paths)
+      .help("shard archives read as one dataset, in this order (instead of path)");
+  declare_named_strings(o, "arrays", &NpzOptions::arrays, "{x: images, y: labels}")
+      .nullable()
+      .help(
+          "batch key -> array name in the archive (its keyword in np.savez), e.g. {x: images, "
+          "y: labels}; null = every array under its own name");
+  declare_array_dtypes(o);
+  declare_array_classes(o);
+  declare_array_num_classes(o);
+}
+
+DatasetPtr load_npy(const NpyOptions& o) {
+  // Each key's files: one, or a glob's matches in name order; shard i is file i of every key.
+  std::vector<std::pair<std::string, std::vector<std::string>>> files;
+  for (const auto& [key, path] : o.arrays) {
+    files.emplace_back(key, shard_paths(path, {}, "npy: arrays." + key));
+    const auto& [first_key, first_files] = files.front();
+    UT_CHECK(files.back().second.size() == first_files.size(), "npy: arrays.", key, " ('", path,
+             "') matches ", files.back().second.size(), " files but arrays.", first_key,
+             " matches ", first_files.size(),
+             "; the n-th file (by name) of each key is shard n, so every key needs as many");
+  }
+  std::vector<ArrayColumns> shards(files.empty() ? 0 : files.front().second.size());
+  for (size_t s = 0; s < shards.size(); ++s) {
+    for (const auto& [key, paths] : files) {
+      const MappedFile file(paths[s], "npy: arrays." + key);
+      shards[s].emplace_back(key,
+                             npy_column("npy", single_quoted(paths[s]), file.data(), file.size(),
+                                        file.keepalive(), file.small(), o.classes));
+    }
+  }
+  ArrayColumns columns =
+      shards.empty() ? ArrayColumns{}
+                     : concatenate_array_shards("npy", std::move(shards), !o.classes.empty());
+  return std::make_shared<ArrayDataset>("npy", std::move(columns), o.dtypes, o.num_classes);
+}
+
+DatasetPtr load_npz(const NpzOptions& o) {
+  NamedStrings wanted = o.arrays;  // with none named, the first archive's, read from every shard
+  std::vector<ArrayColumns> shards;
+  for (const std::string& path : shard_paths(o.path, o.paths, "npz")) {
+    shards.push_back(npz_columns(path, o.paths.empty() ? "path" : "paths", wanted, o.classes));
+  }
+  ArrayColumns columns = concatenate_array_shards("npz", std::move(shards), !o.classes.empty());
+  return std::make_shared<ArrayDataset>("npz", std::move(columns), o.dtypes, o.num_classes);
 }
 
 void register_npy_datasets() {

@@ -57,7 +57,7 @@ TokensDataset::TokensDataset(const TokensOptions& o)
     return;
   }
   const int64_t bytes = num_tokens_ * element_size_;
-  UT_CHECK(bytes <= kTokensScanLimit, "tokens: data.*.args.vocab_size is not set and '",
+  UT_CHECK(bytes <= kScanLimitBytes, "tokens: data.*.args.vocab_size is not set and '",
            shards_.front().file.path(), "'", shards_.size() > 1 ? " and the other shards" : "",
            " hold ", bytes,
            " bytes, more than the 64 MiB read to find the largest id: set vocab_size to the "

@@ -8,6 +8,7 @@
 #include "unitrain/core/options.h"
 #include "unitrain/core/positional_file.h"
 #include "unitrain/data/dataset.h"
+#include "unitrain/data/scan_limit.h"
 
 namespace unitrain {
 
@@ -23,10 +24,6 @@ struct TokensOptions {
   static void declare(Options<TokensOptions>& o);
 };
 
-/// The most bytes of token files whose largest id is found by reading them all when
-/// vocab_size is not given (a larger set of files needs vocab_size).
-constexpr int64_t kTokensScanLimit = int64_t(64) << 20;
-
 /// Windows of flat files of token ids, as nanoGPT's prepare scripts write them
 /// (`np.array(ids, dtype=np.uint16).tofile("train.bin")`). Each window is read (pread) when its
 /// example is: files larger than memory work, a batch reads only its windows' bytes, and the
@@ -39,7 +36,7 @@ constexpr int64_t kTokensScanLimit = int64_t(64) << 20;
 /// num_tokens (all files). Ids are checked against vocab_size as windows are read. ConfigError
 /// naming the file when it is missing, not a whole number of ids or shorter than seq_len + 1
 /// ids; when an id read is >= vocab_size (naming the token's offset too); and, without
-/// vocab_size, when the files hold more than kTokensScanLimit bytes.
+/// vocab_size, when the files hold more than kScanLimitBytes (64 MiB).
 class TokensDataset : public Dataset {
  public:
   explicit TokensDataset(const TokensOptions& options);

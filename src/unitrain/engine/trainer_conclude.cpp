@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <csignal>
+#include <filesystem>
 
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/core/error.h"
