@@ -36,6 +36,26 @@ TEST(SearchSpace, GridIsTheProductWithTheLastKeyFastest) {
   EXPECT_EQ(s.trial(7, 6), t0);  // past the grid: the points again
 }
 
+TEST(SearchSpace, AShuffledGridVisitsEveryPointOncePerRound) {
+  const Config yaml = Config::from_string("a: {grid: [1, 2, 3, 4, 5]}\nb: {grid: [x, y]}");
+  const SearchSpace in_order = SearchSpace::from_config(yaml);
+  const SearchSpace shuffled = SearchSpace::from_config(yaml, SearchSpace::GridOrder::Shuffled);
+  std::set<TrialParameters> points, seen;
+  std::vector<TrialParameters> order, other_seed;
+  for (int64_t k = 0; k < 10; ++k) {
+    points.insert(in_order.trial(9, k));
+    seen.insert(shuffled.trial(9, k));
+    order.push_back(shuffled.trial(9, k));
+    other_seed.push_back(shuffled.trial(10, k));
+    EXPECT_EQ(shuffled.trial(9, k + 10), shuffled.trial(9, k));
+  }
+  EXPECT_EQ(seen, points);  // every point, once
+  std::vector<TrialParameters> ordered;
+  for (int64_t k = 0; k < 10; ++k) ordered.push_back(in_order.trial(9, k));
+  EXPECT_NE(order, ordered);
+  EXPECT_NE(order, other_seed);
+}
+
 TEST(SearchSpace, DrawsDependOnSeedAndTrialOnly) {
   const SearchSpace s = space_of(
       "optimizer.lr: {loguniform: [1.0e-4, 1.0e-1]}\nmodel.args.dropout: {uniform: [0, 0.5]}\n"

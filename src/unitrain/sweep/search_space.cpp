@@ -74,6 +74,10 @@ SearchParameter read_parameter(const std::string& key, const YAML::Node& spec) {
   return p;
 }
 
+/// The stream of mix_seed(seed, ...) that orders a shuffled grid (the draws use mix_seed(seed,
+/// k) for trial k: this stream is far from any trial index).
+constexpr uint64_t kGridOrderStream = 0x677269646f726465ULL;  // "gridorde"
+
 /// A double in [0, 1) from the 53 high bits of a 64-bit draw.
 double unit_interval(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
 
@@ -99,11 +103,12 @@ std::string draw(const SearchParameter& p, uint64_t bits) {
 
 }  // namespace
 
-SearchSpace SearchSpace::from_config(const Config& space) {
+SearchSpace SearchSpace::from_config(const Config& space, GridOrder order) {
   UT_CHECK(space.node().IsMap() && space.node().size() > 0, "space",
            ": expected a map of config keys to distributions, e.g. space: {optimizer.lr: "
            "{loguniform: [1.0e-4, 1.0e-2]}}");
   SearchSpace s;
+  s.order_ = order;
   for (const auto& entry : space.node()) {
     s.parameters_.push_back(read_parameter(entry.first.as<std::string>(), entry.second));
   }
@@ -136,6 +141,9 @@ TrialParameters SearchSpace::trial(uint64_t seed, int64_t k) const {
   TrialParameters out(parameters_.size());
   // The grid point: k's digits in the mixed radix of the grid keys, the last key fastest.
   int64_t point = k % grid_size();
+  if (order_ == GridOrder::Shuffled) {
+    point = FeistelPermutation(grid_size(), mix_seed(seed, kGridOrderStream))(point);
+  }
   for (size_t i = parameters_.size(); i-- > 0;) {
     const SearchParameter& p = parameters_[i];
     out[i].first = p.key;

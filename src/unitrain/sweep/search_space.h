@@ -23,18 +23,21 @@ struct SearchParameter {
 using TrialParameters = std::vector<std::pair<std::string, std::string>>;
 
 /// The search space. Grid keys form a Cartesian product (the last key varies fastest); trial k
-/// takes grid point k mod grid_size(). Every other key is drawn from mix_seed(seed, k) alone, so
-/// trial k's parameters are a function of (seed, k) only, whatever ran before it.
+/// takes grid point k mod grid_size(), or with GridOrder::Shuffled point P(k mod grid_size()) of
+/// a permutation P seeded by the sweep's seed (random and asha: ASHA's asynchronous rule assumes
+/// the trials arrive in no particular order). Every other key is drawn from mix_seed(seed, k)
+/// alone, so trial k's parameters are a function of (seed, k) only, whatever ran before it.
 ///
 /// Example:
 ///   auto space = SearchSpace::from_config(Config::from_string("optimizer.lr: {grid: [1, 2]}"));
 ///   space.trial(0, 1);  // {{"optimizer.lr", "2"}}
 class SearchSpace {
  public:
+  enum class GridOrder { InOrder, Shuffled };
   /// Reads `space` (a map: key path -> `{choice|uniform|loguniform|int|grid: [...]}`).
   /// ConfigError naming `space.<key>` for an unknown distribution, an empty list, lo > hi, a
   /// non-numeric bound, or loguniform bounds not above 0.
-  static SearchSpace from_config(const Config& space);
+  static SearchSpace from_config(const Config& space, GridOrder order = GridOrder::InOrder);
 
   const std::vector<SearchParameter>& parameters() const { return parameters_; }
   /// Points of the grid keys' product (1 without grid keys).
@@ -47,6 +50,7 @@ class SearchSpace {
 
  private:
   std::vector<SearchParameter> parameters_;
+  GridOrder order_ = GridOrder::InOrder;
 };
 
 }  // namespace unitrain

@@ -98,7 +98,9 @@ class SweepRunner {
       : o_(o),
         exe_(executable),
         plugins_(plugins),
-        space_(SearchSpace::from_config(o.space)),
+        space_(SearchSpace::from_config(o.space, o.strategy == SweepStrategy::Grid
+                                                     ? SearchSpace::GridOrder::InOrder
+                                                     : SearchSpace::GridOrder::Shuffled)),
         configs_(o, space_, read_cpu_limits().usable()),
         schedule_(static_cast<int>(configs_.rungs().size()), o.reduction_factor, o.higher_is_better,
                   max_trials()) {}
