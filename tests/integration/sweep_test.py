@@ -139,6 +139,23 @@ class Sweep(common.Case):
         self.assertEqual(self.results(folder), self.results(whole))
         self.assertEqual(self.trial_values(folder), self.trial_values(whole))
 
+    def test_ctrl_c_stops_the_trials_with_a_checkpoint_and_the_same_command_continues(self):
+        args, folder = self.slow_sweep("interrupted")
+        sweep = subprocess.Popen([common.BIN] + args, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+        self.assertTrue(common.wait_for(lambda: glob.glob(
+            os.path.join(folder, "trial-0", "checkpoints", "step-10")), timeout=300))
+        sweep.send_signal(signal.SIGINT)
+        out, _ = sweep.communicate(timeout=300)
+        self.assertEqual(sweep.returncode, 130, out)
+        self.assertIn("the same sweep resumes it", out)
+        self.assertEqual(self.results(folder)[0]["status"], "running")
+        code, out = run(args)
+        self.assertEqual(code, 0, out)
+        self.assertEqual([r["status"] for r in self.results(folder)], ["finished"] * 3)
+        self.assertEqual([e["step"] for e in values(
+            os.path.join(folder, "trial-0", "metrics.jsonl")) if "val/acc" in e], [40])
+
     def test_parallel_trials_give_the_same_results(self):
         args, one = self.slow_sweep("one")
         code, out = run(args)

@@ -23,7 +23,8 @@ class TrialProcess {
   TrialProcess(const TrialProcess&) = delete;
   TrialProcess& operator=(const TrialProcess&) = delete;
 
-  /// Its waitpid status once it has ended, without waiting; none while it runs.
+  /// Its waitpid status when it has ended (once: it is reaped then), without waiting; none
+  /// while it runs and after the status was returned.
   std::optional<int> poll();
   /// Sends `sig` to its process group (the launcher's workers too).
   void signal(int sig);
