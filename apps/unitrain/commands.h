@@ -28,6 +28,9 @@ std::unique_ptr<Command> make_launch_command(CLI::App& app,
 // report_command.cpp
 extern const CommandFactory make_report_command;
 
+// sweep_command.cpp
+extern const CommandFactory make_sweep_command;
+
 // tool_commands.cpp: the tools for a run's files.
 extern const CommandFactory make_checkpoint_command;
 extern const CommandFactory make_tokenizer_command;

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   commands.push_back(cli::make_list_command(app));
   commands.push_back(cli::make_init_command(app));
   commands.push_back(cli::make_report_command(app));
+  commands.push_back(cli::make_sweep_command(app));
   commands.push_back(cli::make_checkpoint_command(app));
   commands.push_back(cli::make_tokenizer_command(app));
   commands.push_back(cli::make_completion_command(app, commands));

@@ -89,6 +89,11 @@ class ReadmeTour(common.Case):
         # launch: two processes, their own run.
         with open(os.path.join(runs, "digits-2proc", "checkpoints", "last", "trainer_state.json")) as f:
             self.assertEqual(json.load(f)["world_size"], 2)
+        # sweep: four trial runs, their results and the best one's config.
+        sweep = os.path.join(work, "sweeps", "digits-lr")
+        with open(os.path.join(sweep, "results.csv")) as f:
+            self.assertEqual(len(f.read().splitlines()), 5)
+        self.assertTrue(os.path.exists(os.path.join(sweep, "best.yaml")))
 
 
 if __name__ == "__main__":

@@ -7,26 +7,16 @@
 #include <limits>
 
 #include "unitrain/report/axis_ticks.h"
+#include "unitrain/report/chart_frame.h"
 #include "unitrain/report/html_text.h"
 
 namespace unitrain::report {
 namespace {
 
-// The drawing's coordinate system (the SVG scales it to the page).
-constexpr double kWidth = 560, kHeight = 300;
-constexpr double kLeft = 66, kRight = 14, kTop = 12, kBottom = 44;
 constexpr size_t kMaxMarkers = 60;
 constexpr size_t kDrawAllBelow = 1000;
 
-struct Frame {
-  AxisTicks x, y;
-  double px(double v) const {
-    return kLeft + (v - x.lo) / (x.hi - x.lo) * (kWidth - kLeft - kRight);
-  }
-  double py(double v) const {
-    return kHeight - kBottom - (v - y.lo) / (y.hi - y.lo) * (kHeight - kTop - kBottom);
-  }
-};
+using Frame = ChartFrame;
 
 Frame frame_of(const LineChart& chart) {
   double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
@@ -40,37 +30,6 @@ Frame frame_of(const LineChart& chart) {
   if (x0 >= 0) x0 = 0;  // steps count from 0: the chart shows where a run starts
   if (x0 == x1) x1 += 1;
   return {axis_ticks(x0, x1, 6), axis_ticks(y0, y1, 5)};
-}
-
-std::string axes_svg(const Frame& f, const LineChart& chart) {
-  std::string out;
-  const double bottom = kHeight - kBottom, right = kWidth - kRight;
-  for (size_t i = 0; i < f.y.values.size(); ++i) {
-    const double y = f.py(f.y.values[i]);
-    out += fmt::format(R"(<line class="grid" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>)",
-                       kLeft, y, right, y);
-    out += fmt::format(R"(<text class="tick" x="{:.1f}" y="{:.1f}" text-anchor="end">{}</text>)",
-                       kLeft - 6, y + 4, html_escape(f.y.labels[i]));
-  }
-  for (size_t i = 0; i < f.x.values.size(); ++i) {
-    const double x = f.px(f.x.values[i]);
-    out += fmt::format(R"(<line class="axis" x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}"/>)", x,
-                       bottom, x, bottom + 5);
-    out += fmt::format(R"(<text class="tick" x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)",
-                       x, bottom + 18, html_escape(f.x.labels[i]));
-  }
-  out += fmt::format(R"(<line class="axis" x1="{0:.1f}" y1="{1:.1f}" x2="{2:.1f}" y2="{1:.1f}"/>)",
-                     kLeft, bottom, right);
-  out += fmt::format(R"(<line class="axis" x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}"/>)",
-                     kLeft, kTop, bottom);
-  out += fmt::format(
-      R"(<text class="axis-label" x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)",
-      (kLeft + right) / 2, kHeight - 6, html_escape(chart.x_label));
-  out +=
-      fmt::format(R"svg(<text class="axis-label" transform="translate(14 {:.1f}) rotate(-90)" )svg"
-                  R"(text-anchor="middle">{}</text>)",
-                  (kTop + bottom) / 2, html_escape(chart.y_label));
-  return out;
 }
 
 bool is_finite_point(const std::pair<double, double>& p) {
@@ -142,8 +101,8 @@ std::string render_line_chart(const LineChart& chart) {
   const Frame f = frame_of(chart);
   std::string out = fmt::format(
       R"(<svg class="chart" data-chart="{}" viewBox="0 0 {} {}" role="img" aria-label="{}">)",
-      html_escape(chart.id), kWidth, kHeight, html_escape(chart.title));
-  out += axes_svg(f, chart);
+      html_escape(chart.id), Frame::kWidth, Frame::kHeight, html_escape(chart.title));
+  out += chart_axes_svg(f, chart.x_label, chart.y_label);
   for (const auto& s : chart.series) out += series_svg(f, s, chart.x_label);
   out += "</svg>";
   return out;

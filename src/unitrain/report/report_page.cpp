@@ -12,6 +12,7 @@
 #include "unitrain/report/line_chart.h"
 #include "unitrain/report/report_charts.h"
 #include "unitrain/report/report_sections.h"
+#include "unitrain/report/sweep_report.h"
 
 namespace unitrain::report {
 namespace {
@@ -102,7 +103,7 @@ std::string charts_section(const std::vector<RunData>& runs) {
 
 }  // namespace
 
-std::string report_html(const std::vector<RunData>& runs) {
+std::string report_html(const std::vector<RunData>& runs, const std::string& sweep_sections) {
   std::string names;
   for (const auto& r : runs) names += (names.empty() ? "" : ", ") + r.label;
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
@@ -111,9 +112,9 @@ std::string report_html(const std::vector<RunData>& runs) {
   out += "<title>" + html_escape("unitrain report: " + names) + "</title><style>" + kStyle +
          "</style></head>\n<body>";
   out += "<h1>unitrain report</h1><p class=\"sub\">" + html_escape(names) + "</p>\n";
-  out += runs_section(runs) + "\n" + results_section(runs) + "\n" + charts_section(runs) + "\n" +
-         checkpoints_section(runs) + "\n" + profile_section(runs) + "\n" + config_section(runs) +
-         "\n" + notes_section(runs) + "\n";
+  out += sweep_sections + runs_section(runs) + "\n" + results_section(runs) + "\n" +
+         charts_section(runs) + "\n" + checkpoints_section(runs) + "\n" + profile_section(runs) +
+         "\n" + config_section(runs) + "\n" + notes_section(runs) + "\n";
   out += std::string("<script>") + kScript + "</script>\n</body></html>\n";
   return out;
 }
@@ -126,7 +127,19 @@ std::string write_report(const std::vector<std::string>& run_dirs, const std::st
   UT_CHECK(!run_dirs.empty(),
            "report: give at least one run folder, e.g. unitrain report runs/<name>");
   std::vector<RunData> runs;
-  for (const auto& dir : run_dirs) runs.push_back(read_run(dir));
+  std::string sweeps;  // a sweep folder's section; its trials join the runs
+  for (const auto& dir : run_dirs) {
+    if (!is_sweep_folder(dir)) {
+      runs.push_back(read_run(dir));
+      continue;
+    }
+    const SweepData sweep = read_sweep(dir);
+    for (const SweepTrial& t : sweep.trials) {
+      if (!t.dir.empty()) runs.push_back(read_run(t.dir));
+    }
+    sweeps += sweep_section(sweep) + "\n";
+  }
+  UT_CHECK(!runs.empty(), "report: no run to show: the sweep has no trial folder yet");
   label_runs(runs);
   const std::string out = out_arg.empty() ? default_report_path(run_dirs) : out_arg;
   UT_CHECK(!fs::is_directory(out), "report: -o ", out, " is a folder; give a file name such as ",
@@ -144,7 +157,7 @@ std::string write_report(const std::vector<std::string>& run_dirs, const std::st
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     UT_CHECK(f.good(), "report: cannot write ", tmp, " (permissions?)");
-    f << report_html(runs);
+    f << report_html(runs, sweeps);
     f.close();
     if (!f.good()) {
       std::remove(tmp.c_str());

@@ -1,0 +1,322 @@
+#include "unitrain/sweep/sweep.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "unitrain/core/cpu_budget.h"
+#include "unitrain/core/error.h"
+#include "unitrain/engine/run_dir_lock.h"
+#include "unitrain/launch/launcher.h"
+#include "unitrain/log/console.h"
+#include "unitrain/sweep/asha_schedule.h"
+#include "unitrain/sweep/search_space.h"
+#include "unitrain/sweep/sweep_results.h"
+#include "unitrain/sweep/trial_configs.h"
+#include "unitrain/sweep/trial_process.h"
+
+namespace unitrain {
+namespace {
+
+namespace fs = std::filesystem;
+
+volatile sig_atomic_t g_stop_signal = 0;
+void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+/// SIGINT and SIGTERM set g_stop_signal while alive; the old handlers come back after.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    for (int sig : {SIGINT, SIGTERM}) ::sigaction(sig, &sa, &old_[sig]);
+  }
+  ~StopSignals() {
+    for (auto& [sig, old] : old_) ::sigaction(sig, &old, nullptr);
+  }
+
+ private:
+  std::map<int, struct sigaction> old_;
+};
+
+/// The metric and step count a finished job left in the trial's results/summary.json.
+/// ConfigError naming the metrics its validation reported when `metric` is not among them.
+std::pair<double, int64_t> read_job_result(const std::string& run_dir, const std::string& metric) {
+  const std::string file = run_dir + "/results/summary.json";
+  std::ifstream in(file);
+  UT_CHECK_TRAIN(in, file, ": missing after the trial ended");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  const nlohmann::json val = j.at("final").value("val", nlohmann::json::object());
+  if (!val.contains(metric) || !val.at(metric).is_number()) {
+    std::string known;
+    for (const auto& [k, v] : val.items()) known += (known.empty() ? "" : ", ") + k;
+    throw ConfigError(fmt::format(
+        "metric: the trials' validation does not report '{}'; it reports: {} (in {})", metric,
+        known.empty() ? std::string("nothing (no validation data?)") : known, file));
+  }
+  return {val.at(metric).get<double>(), j.at("step").get<int64_t>()};
+}
+
+/// A trial's end by a signal: killed by one, or exited after saving a checkpoint for one
+/// (75: checkpoint.on_signal.exit_code's default; 128+N: SIGINT, SIGTERM).
+bool ended_by_signal(int status) {
+  if (WIFSIGNALED(status)) return true;
+  const int code = WEXITSTATUS(status);
+  return code == 75 || code == 128 + SIGINT || code == 128 + SIGTERM;
+}
+
+/// Waits (up to a minute) until no process holds the trial folder's lock: a trial of a killed
+/// sweep saves its checkpoint after the SIGTERM its death sent it.
+void wait_for_run_dir(const std::string& run_dir) {
+  if (!fs::exists(RunDirLock::path_of(run_dir))) return;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (true) {
+    try {
+      RunDirLock::acquire(run_dir);
+      return;
+    } catch (const ConfigError&) {
+      if (std::chrono::steady_clock::now() > end) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+}
+
+class SweepRunner {
+ public:
+  SweepRunner(const SweepOptions& o, const std::string& executable,
+              const std::vector<std::string>& plugins)
+      : o_(o),
+        exe_(executable),
+        plugins_(plugins),
+        space_(SearchSpace::from_config(o.space, o.strategy == SweepStrategy::Grid
+                                                     ? SearchSpace::GridOrder::InOrder
+                                                     : SearchSpace::GridOrder::Shuffled)),
+        configs_(o, space_, read_cpu_limits().usable()),
+        schedule_(static_cast<int>(configs_.rungs().size()), o.reduction_factor, o.higher_is_better,
+                  max_trials()) {}
+
+  SweepResult run() {
+    for (int64_t k = 0; k < max_trials(); ++k) {
+      configs_.resolve(k, space_.trial(o_.seed, k), static_cast<int>(configs_.rungs().size()) - 1);
+    }
+    fs::create_directories(o_.folder() + "/configs");
+    fs::create_directories(o_.folder() + "/logs");
+    const auto lock = RunDirLock::acquire(o_.folder(), "another sweep_dir (or name)");
+    continue_earlier_sweep();
+    StopSignals signals;
+    int exit_code = loop();
+    SweepResult result = conclude(exit_code);
+    return result;
+  }
+
+ private:
+  struct Running {
+    SweepJob job;
+    std::unique_ptr<TrialProcess> process;
+    bool stopped_by_sweep = false;
+  };
+
+  int64_t max_trials() const {
+    if (o_.max_trials > 0) return o_.max_trials;
+    UT_CHECK(o_.strategy == SweepStrategy::Grid && space_.grid_only(),
+             "max_trials: give the "
+             "number of trials (0, the grid's size, needs strategy grid and only grid keys)");
+    return space_.grid_size();
+  }
+  std::string state_file() const { return o_.folder() + "/sweep.json"; }
+
+  void continue_earlier_sweep() {
+    if (!fs::exists(state_file())) return;
+    trials_ = read_trial_records(state_file());
+    for (TrialRecord& t : trials_) {
+      UT_CHECK(t.parameters == space_.trial(o_.seed, t.index), state_file(), ": trial ", t.index,
+               " was drawn with other parameters (another space or seed): give this sweep "
+               "another sweep_dir (or name), or remove the folder");
+      if (t.status == TrialStatus::Running || t.status == TrialStatus::Failed) {
+        queue_.push_back({t.index, t.target_rung});
+        t.restarts = 0;
+      }
+    }
+    log::info(
+        fmt::format("continuing the sweep in {}: {} trials so far", o_.folder(), trials_.size()));
+    for (const auto& line : results_table(trials_, o_.metric, o_.higher_is_better)) {
+      log::info("  " + line);
+    }
+  }
+
+  std::optional<SweepJob> next_job() {
+    if (!queue_.empty()) {
+      const SweepJob job = queue_.front();
+      queue_.pop_front();
+      return job;
+    }
+    return schedule_.next(trials_);
+  }
+
+  int loop() {
+    while (true) {
+      while (!g_stop_signal && running_.size() < static_cast<size_t>(o_.parallel)) {
+        const auto job = next_job();
+        if (!job) break;
+        start(*job);
+      }
+      if (running_.empty()) return g_stop_signal ? 128 + g_stop_signal : 0;
+      if (g_stop_signal) {
+        for (Running& r : running_) {
+          if (!r.stopped_by_sweep) r.process->signal(SIGTERM);
+          r.stopped_by_sweep = true;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      for (auto it = running_.begin(); it != running_.end();) {
+        const auto status = it->process->poll();
+        if (!status) {
+          ++it;
+          continue;
+        }
+        const Running ended = std::move(*it);
+        it = running_.erase(it);
+        try {
+          end(ended, *status);
+        } catch (const ConfigError&) {
+          for (Running& r : running_) r.process->signal(SIGTERM);
+          while (!running_.empty()) {  // they save a checkpoint; the sweep continues them
+            if (running_.back().process->poll()) running_.pop_back();
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          }
+          write_trial_records(state_file(), trials_);
+          throw;
+        }
+      }
+    }
+  }
+
+  void start(const SweepJob& job) {
+    if (job.trial == static_cast<int64_t>(trials_.size())) {
+      TrialRecord t;
+      t.index = job.trial;
+      t.parameters = space_.trial(o_.seed, job.trial);
+      trials_.push_back(std::move(t));
+    }
+    TrialRecord& t = trials_[job.trial];
+    t.status = TrialStatus::Running;
+    t.target_rung = job.rung;
+    write_trial_records(state_file(), trials_);
+    const std::string config = fmt::format("{}/configs/trial-{}.yaml", o_.folder(), job.trial);
+    std::ofstream(config, std::ios::trunc)
+        << configs_.resolve(job.trial, t.parameters, job.rung).dump() << "\n";
+    wait_for_run_dir(configs_.run_dir(job.trial));
+    std::vector<std::string> command = {exe_};
+    if (o_.nproc_per_node > 0) {
+      command.insert(command.end(),
+                     {"launch", "--nproc-per-node", std::to_string(o_.nproc_per_node),
+                      "--master-port", std::to_string(o_.master_port + job.trial), "--"});
+    }
+    command.insert(command.end(), {"train", config});
+    for (const auto& p : plugins_) command.insert(command.end(), {"--plugin", p});
+    const std::string log = fmt::format("{}/logs/trial-{}.log", o_.folder(), job.trial);
+    std::string values;
+    for (const auto& [k, v] : t.parameters) values += fmt::format(" {}={}", k, v);
+    log::info(fmt::format("trial {}: {} to {}{}", job.trial,
+                          job.rung == 0 ? "training" : "promoted, resuming",
+                          configs_.rungs()[job.rung].str(), values));
+    running_.push_back({job, std::make_unique<TrialProcess>(command, log), false});
+  }
+
+  void end(const Running& ended, int status) {
+    TrialRecord& t = trials_[ended.job.trial];
+    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (ok) {
+      const auto [metric, steps] = read_job_result(configs_.run_dir(t.index), o_.metric);
+      t.rung_metrics.resize(ended.job.rung);
+      t.rung_metrics.push_back(metric);
+      t.steps = steps;
+      const bool last = ended.job.rung + 1 == static_cast<int>(configs_.rungs().size());
+      t.status = last ? TrialStatus::Finished : TrialStatus::Stopped;
+      t.error.clear();
+      log::info(fmt::format("trial {}: {} {:.4f} at {} ({} steps)", t.index, o_.metric, metric,
+                            configs_.rungs()[ended.job.rung].str(), steps));
+    } else if (ended.stopped_by_sweep) {
+      log::info(fmt::format("trial {}: stopped ({}); the same sweep resumes it", t.index,
+                            describe_exit(status)));
+    } else if (ended_by_signal(status) && t.restarts < o_.retries) {
+      ++t.restarts;
+      log::warn(fmt::format("trial {} {}: restarting it from its checkpoint", t.index,
+                            describe_exit(status)));
+      queue_.push_front(ended.job);
+    } else {
+      t.status = TrialStatus::Failed;
+      t.error = describe_exit(status);
+      log::warn(fmt::format("trial {} failed: it {} (see {}/logs/trial-{}.log)", t.index, t.error,
+                            o_.folder(), t.index));
+    }
+    write_trial_records(state_file(), trials_);
+    write_sweep_results(o_.folder(), trials_, o_.metric);
+  }
+
+  SweepResult conclude(int exit_code) {
+    SweepResult result;
+    result.trials = trials_;
+    for (const TrialRecord& t : trials_) {
+      result.total_steps += t.steps;
+      if (t.status == TrialStatus::Failed && exit_code == 0) exit_code = 1;
+    }
+    result.exit_code = exit_code;
+    write_sweep_results(o_.folder(), trials_, o_.metric);
+    const auto ranked = rank_trials(trials_, o_.higher_is_better);
+    if (!ranked.empty() && ranked.front()->metric()) {
+      result.best = ranked.front()->index;
+      write_best_config(*result.best);
+    }
+    log::info(fmt::format("sweep {}: {} trials, {} steps in all; results in {}/results.csv",
+                          o_.name, trials_.size(), result.total_steps, o_.folder()));
+    for (const auto& line : results_table(trials_, o_.metric, o_.higher_is_better)) {
+      log::info("  " + line);
+    }
+    if (result.best) {
+      log::info(fmt::format("best: trial {} ({}/best.yaml)", *result.best, o_.folder()));
+    }
+    return result;
+  }
+
+  /// best.yaml: the best trial's config as a plain run config of a new run, runs/<name>-best.
+  void write_best_config(int64_t k) {
+    const TrialRecord& t = trials_[k];
+    Config best = configs_.resolve(k, t.parameters, std::max(0, t.rung()));
+    best.set("name", o_.name + "-best");
+    best.set("run_dir", "runs/" + o_.name + "-best");
+    std::ofstream(o_.folder() + "/best.yaml", std::ios::trunc)
+        << "# The best trial of sweep " << o_.name << " (trial " << k << ", " << o_.metric << " "
+        << *t.metric() << "), as a new run.\n"
+        << best.dump() << "\n";
+  }
+
+  const SweepOptions& o_;
+  std::string exe_;
+  std::vector<std::string> plugins_;
+  SearchSpace space_;
+  TrialConfigs configs_;
+  AshaSchedule schedule_;
+  std::vector<TrialRecord> trials_;
+  std::deque<SweepJob> queue_;  // jobs to run before the schedule's: restarts, continued ones
+  std::vector<Running> running_;
+};
+
+}  // namespace
+
+SweepResult run_sweep(const SweepOptions& options, const std::string& executable,
+                      const std::vector<std::string>& plugins) {
+  return SweepRunner(options, executable, plugins).run();
+}
+
+}  // namespace unitrain

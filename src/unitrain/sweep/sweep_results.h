@@ -1,0 +1,26 @@
+#pragma once
+// The results of a sweep: results.csv and results.json (a row per trial), the console table,
+// and the ranking they share.
+#include <string>
+#include <vector>
+
+#include "unitrain/sweep/trial_record.h"
+
+namespace unitrain {
+
+/// The trials best first: the highest rung reached first (asha: a metric after more training
+/// ranks above one after less), then the better metric, then the lower index; trials without
+/// a metric last.
+std::vector<const TrialRecord*> rank_trials(const std::vector<TrialRecord>& trials,
+                                            bool higher_is_better);
+
+/// Writes `folder`/results.csv and `folder`/results.json: one row per trial in index order
+/// (trial, each parameter, rung, metric, steps, status), the metric's column named `metric`.
+void write_sweep_results(const std::string& folder, const std::vector<TrialRecord>& trials,
+                         const std::string& metric);
+
+/// The console table: a header and a line per trial, best first (rank_trials).
+std::vector<std::string> results_table(const std::vector<TrialRecord>& trials,
+                                       const std::string& metric, bool higher_is_better);
+
+}  // namespace unitrain

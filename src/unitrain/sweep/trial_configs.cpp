@@ -1,0 +1,87 @@
+#include "unitrain/sweep/trial_configs.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "unitrain/core/error.h"
+#include "unitrain/engine/load_config.h"
+#include "unitrain/sweep/asha_schedule.h"
+
+namespace unitrain {
+namespace {
+
+bool sets(const Config& raw, const std::string& section, const std::string& key) {
+  return raw.has(section) && raw.at(section).has(key);
+}
+
+/// True when validation every `every` falls on the end of each length in `rungs`.
+bool validates_at(const TrainUnit& every, const std::vector<TrainUnit>& rungs) {
+  return std::all_of(rungs.begin(), rungs.end(), [&](const TrainUnit& r) {
+    return every.unit == r.unit && !every.fractional() && !r.fractional() &&
+           r.count % every.count == 0;
+  });
+}
+
+}  // namespace
+
+TrialConfigs::TrialConfigs(const SweepOptions& options, const SearchSpace& space, double cpus)
+    : o_(options) {
+  raw_base_ = o_.base.node().IsScalar() ? Config::from_file(o_.base.node().Scalar())
+                                        : Config(YAML::Clone(o_.base.node()), "");
+  const Config base = resolve_run_config(raw_base_.clone());
+  const Config train = base.at("train");
+  rungs_ = o_.strategy == SweepStrategy::Asha
+               ? asha_rungs(o_.min_length, o_.max_length, o_.reduction_factor)
+               : std::vector<TrainUnit>{train.get_duration("max_length")};
+  // Validation at each rung's end: the metric there is the trial's result.
+  if (!space.has("train.val_every") && !validates_at(train.get_duration("val_every"), rungs_)) {
+    TrainUnit every = rungs_.front();
+    for (const TrainUnit& r : rungs_) every.count = std::gcd(every.count, r.count);
+    UT_CHECK(validates_at(every, rungs_), "base: train.val_every ",
+             train.get_duration("val_every").str(), " does not fall on the end of ",
+             rungs_.back().str(), ", and no period in whole ", rungs_.back().str(),
+             " does: give train.max_length in whole epochs, steps or samples");
+    settings_.emplace_back("train.val_every", every.str());
+  }
+  if (!space.has("train.threads") && !sets(raw_base_, "train", "threads")) {
+    const int64_t processes = o_.parallel * std::max<int64_t>(1, o_.nproc_per_node);
+    const auto share = std::max<int64_t>(1, static_cast<int64_t>(cpus) / processes);
+    settings_.emplace_back("train.threads", std::to_string(share));
+  }
+  const int64_t n = std::max<int64_t>(1, o_.max_trials);
+  width_ = static_cast<int>(std::to_string(n - 1).size());
+}
+
+std::string TrialConfigs::run_dir(int64_t k) const {
+  return fmt::format("{}/trial-{:0{}}", o_.folder(), k, width_);
+}
+
+Config TrialConfigs::resolve(int64_t k, const TrialParameters& parameters, int rung) const {
+  Config raw = raw_base_.clone();
+  const std::string dir = run_dir(k);
+  raw.set("name", YAML::Dump(YAML::Node(o_.name + "-" + dir.substr(dir.rfind('/') + 1))));
+  raw.set("run_dir", YAML::Dump(YAML::Node(dir)));
+  for (const auto& [key, value] : settings_) raw.set(key, value);
+  raw.set("train.max_length", rungs_[rung].str());
+  for (const auto& [key, value] : parameters) {
+    try {
+      raw.set(key, value);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("space.{}: {}", key, e.what()));
+    }
+  }
+  try {
+    return resolve_run_config(raw);
+  } catch (const ConfigError& e) {
+    std::string values;
+    for (const auto& [key, value] : parameters) values += fmt::format(" {}={}", key, value);
+    throw ConfigError(fmt::format("space: trial {}'s config ({}) is invalid: {}", k,
+                                  values.empty() ? std::string("no parameters") : values.substr(1),
+                                  e.what()));
+  }
+}
+
+}  // namespace unitrain

@@ -1,0 +1,55 @@
+#include "unitrain/report/scatter_chart.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "test_util.h"
+#include "unitrain/report/sweep_report.h"
+
+namespace unitrain::report {
+namespace {
+
+using test::contains;
+
+size_t count_of(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+TEST(ScatterChart, OneMarkerPerFinitePointWithItsTooltip) {
+  ScatterChart chart{"sweep:lr", "val/acc against lr", "lr", "val/acc", true, {}};
+  chart.points = {{1e-4, 0.5, "trial 0", "#4e79a7"},
+                  {1e-2, 0.9, "trial 1", "#f28e2b"},
+                  {-1, 0.7, "trial 2", "#000"}};  // not on a log axis: left out
+  const std::string svg = render_scatter_chart(chart);
+  EXPECT_EQ(count_of(svg, "<circle"), 2u);
+  EXPECT_TRUE(contains(svg, R"(data-point="trial 1")"));
+  EXPECT_TRUE(contains(svg, "<title>trial 0: lr 0.0001, val/acc 0.5</title>"));
+  EXPECT_TRUE(contains(svg, ">0.001</text>"));  // a log axis labels its ticks with the values
+}
+
+TEST(SweepReport, ReadsResultsAndChartsNumericParameters) {
+  const std::string dir = test::temp_dir();
+  std::ofstream(dir + "/sweep.json") << "{}";
+  std::ofstream(dir + "/results.json") << R"({"metric": "val/acc", "trials": [
+           {"trial": 0, "parameters": {"optimizer.lr": "0.1", "model.args.activation": "relu"},
+            "rung": 0, "metric": 0.8, "steps": 5, "status": "finished"},
+           {"trial": 1, "parameters": {"optimizer.lr": "0.01", "model.args.activation": "tanh"},
+            "rung": -1, "metric": null, "steps": 0, "status": "running"}]})";
+  ASSERT_TRUE(is_sweep_folder(dir));
+  const SweepData sweep = read_sweep(dir);
+  ASSERT_EQ(sweep.trials.size(), 2u);
+  EXPECT_EQ(sweep.metric, "val/acc");
+  EXPECT_EQ(sweep.trials[0].metric, 0.8);
+  EXPECT_FALSE(sweep.trials[1].metric);
+  EXPECT_EQ(sweep.trials[0].dir, "");  // no trial-0 folder
+  const std::string html = sweep_section(sweep);
+  EXPECT_TRUE(contains(html, R"(data-chart="sweep:optimizer.lr")"));
+  EXPECT_FALSE(contains(html, "sweep:model.args.activation"));  // not numbers: no chart
+  EXPECT_EQ(count_of(html, "<circle"), 1u);  // the trial without a metric has no marker
+}
+
+}  // namespace
+}  // namespace unitrain::report

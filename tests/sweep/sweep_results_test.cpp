@@ -1,0 +1,78 @@
+#include "unitrain/sweep/sweep_results.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "test_util.h"
+#include "unitrain/sweep/trial_record.h"
+
+namespace unitrain {
+namespace {
+
+std::vector<TrialRecord> synthetic_trials() {
+  std::vector<TrialRecord> trials(4);
+  for (int k = 0; k < 4; ++k) {
+    trials[k].index = k;
+    trials[k].parameters = {{"optimizer.lr", std::to_string(k)}, {"user.tag", "a,b"}};
+    trials[k].status = TrialStatus::Stopped;
+    trials[k].steps = 10 * (k + 1);
+  }
+  trials[0].rung_metrics = {0.5};
+  trials[1].rung_metrics = {0.7, 0.6};  // a higher rung ranks first, whatever its metric
+  trials[1].status = TrialStatus::Finished;
+  trials[2].rung_metrics = {0.9};
+  trials[3].status = TrialStatus::Failed;
+  return trials;
+}
+
+TEST(SweepResults, RanksByRungThenMetricWithoutMetricLast) {
+  const auto trials = synthetic_trials();
+  std::vector<int64_t> order;
+  for (const TrialRecord* t : rank_trials(trials, true)) order.push_back(t->index);
+  EXPECT_EQ(order, (std::vector<int64_t>{1, 2, 0, 3}));
+  order.clear();
+  for (const TrialRecord* t : rank_trials(trials, false)) order.push_back(t->index);
+  EXPECT_EQ(order, (std::vector<int64_t>{1, 0, 2, 3}));
+}
+
+TEST(SweepResults, WritesCsvAndJsonRowsInTrialOrder) {
+  const std::string dir = test::temp_dir();
+  write_sweep_results(dir, synthetic_trials(), "val/acc");
+  std::ifstream csv(dir + "/results.csv");
+  std::stringstream text;
+  text << csv.rdbuf();
+  EXPECT_EQ(text.str(),
+            "trial,optimizer.lr,user.tag,rung,val/acc,steps,status\n"
+            "0,0,\"a,b\",0,0.5,10,stopped\n"
+            "1,1,\"a,b\",1,0.6,20,finished\n"
+            "2,2,\"a,b\",0,0.9,30,stopped\n"
+            "3,3,\"a,b\",-1,,40,failed\n");
+  std::ifstream json_file(dir + "/results.json");
+  const auto json = nlohmann::json::parse(json_file);
+  EXPECT_EQ(json["metric"], "val/acc");
+  ASSERT_EQ(json["trials"].size(), 4u);
+  EXPECT_EQ(json["trials"][1]["metric"], 0.6);
+  EXPECT_EQ(json["trials"][1]["parameters"]["optimizer.lr"], "1");
+  EXPECT_TRUE(json["trials"][3]["metric"].is_null());
+}
+
+TEST(TrialRecords, SweepJsonReadsBackWhatWasWritten) {
+  const std::string file = test::temp_dir() + "/sweep.json";
+  const auto trials = synthetic_trials();
+  write_trial_records(file, trials);
+  const auto back = read_trial_records(file);
+  ASSERT_EQ(back.size(), trials.size());
+  for (size_t i = 0; i < back.size(); ++i) {
+    EXPECT_EQ(back[i].parameters, trials[i].parameters);
+    EXPECT_EQ(back[i].rung_metrics, trials[i].rung_metrics);
+    EXPECT_EQ(back[i].status, trials[i].status);
+    EXPECT_EQ(back[i].steps, trials[i].steps);
+  }
+}
+
+}  // namespace
+}  // namespace unitrain

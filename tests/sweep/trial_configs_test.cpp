@@ -1,0 +1,73 @@
+#include "unitrain/sweep/trial_configs.h"
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+namespace {
+
+/// A sweep over an inline base config (no data: only resolved, never trained).
+SweepOptions sweep_of(const std::string& yaml) {
+  return options_of<SweepOptions>().parse(Config::from_string(
+      "name: s\nmetric: val/loss\nbase: {name: b, optimizer: {type: sgd, lr: 0.1}, train: "
+      "{max_length: 6 epochs, val_every: 4 epochs}}\n" +
+      yaml));
+}
+
+std::string resolve_error(const SweepOptions& o) {
+  const SearchSpace space = SearchSpace::from_config(o.space);
+  try {
+    TrialConfigs(o, space, 4).resolve(0, space.trial(o.seed, 0), 0);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(TrialConfigs, SetsFolderNameThreadsAndParameters) {
+  const SweepOptions o = sweep_of("space: {optimizer.lr: {grid: [0.5, 0.25]}}\nparallel: 2");
+  const SearchSpace space = SearchSpace::from_config(o.space);
+  const TrialConfigs configs(o, space, 4);
+  const Config c = configs.resolve(1, space.trial(0, 1), 0);
+  EXPECT_EQ(c.get_string("run_dir"), "sweeps/s/trial-1");
+  EXPECT_EQ(c.get_string("name"), "s-trial-1");
+  EXPECT_EQ(c.at("optimizer").get_double("lr"), 0.25);
+  EXPECT_EQ(c.at("train").get_string("threads"), "2");  // 4 CPUs, 2 trials at once
+  // Validation every 4 epochs misses the end of 6: the sweep validates every 6.
+  EXPECT_EQ(c.at("train").get_duration("val_every"), TrainUnit::epochs(6));
+  EXPECT_EQ(c.at("train").get_duration("max_length"), TrainUnit::epochs(6));
+}
+
+TEST(TrialConfigs, AshaRungsSetTheLengthAndAValidationThatFallsOnEach) {
+  const SweepOptions o = sweep_of(
+      "space: {optimizer.lr: {uniform: [0.1, 0.2]}}\nstrategy: asha\nmax_trials: 4\n"
+      "asha: {min_length: 2 steps, max_length: 18 steps}");
+  const SearchSpace space = SearchSpace::from_config(o.space);
+  const TrialConfigs configs(o, space, 1);
+  ASSERT_EQ(configs.rungs().size(), 3u);
+  const Config c = configs.resolve(3, space.trial(0, 3), 1);
+  EXPECT_EQ(c.at("train").get_duration("max_length"), TrainUnit::steps(6));
+  EXPECT_EQ(c.at("train").get_duration("val_every"), TrainUnit::steps(2));
+  EXPECT_EQ(c.at("train").get_string("threads"), "1");
+}
+
+TEST(TrialConfigs, BadSpaceKeysAndValuesNameTheKey) {
+  using test::contains;
+  EXPECT_TRUE(contains(resolve_error(sweep_of("space: {optimizer.lrr: {grid: [1]}}")),
+                       "unknown key 'optimizer.lrr'"));
+  EXPECT_TRUE(contains(resolve_error(sweep_of("space: {optimizer.lr: {choice: [fast]}}")),
+                       "optimizer.lr: expected float, got 'fast'"));
+}
+
+TEST(TrialConfigs, TheBaseConfigSetsThreads) {
+  SweepOptions o = sweep_of("space: {optimizer.lr: {grid: [0.5]}}\nparallel: 2");
+  o.base.set("train.threads", "3");
+  const SearchSpace space = SearchSpace::from_config(o.space);
+  const Config c = TrialConfigs(o, space, 4).resolve(0, space.trial(0, 0), 0);
+  EXPECT_EQ(c.at("train").get_string("threads"), "3");
+}
+
+}  // namespace
+}  // namespace unitrain
