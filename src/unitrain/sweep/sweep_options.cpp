@@ -38,8 +38,9 @@ void SweepOptions::declare(Options<SweepOptions>& o) {
   o.field("parallel", &T::parallel)
       .min(1)
       .help(
-          "trials at once; each trial's train.threads is the machine's CPUs / parallel (at "
-          "least 1) unless the base config or the space sets it");
+          "trials at once; with more than one (or multi-process trials) each trial's "
+          "train.threads is the machine's CPUs / its processes at once (at least 1), with one "
+          "train.threads auto, unless the base config or the space sets it");
   o.field("retries", &T::retries)
       .min(0)
       .help("restarts (from its checkpoint) of a trial ended by a signal the sweep did not send");
