@@ -51,5 +51,24 @@ TEST(SweepReport, ReadsResultsAndChartsNumericParameters) {
   EXPECT_EQ(count_of(html, "<circle"), 1u);  // the trial without a metric has no marker
 }
 
+TEST(SweepReport, DrawsEachParameterOnTheAxisItsDistributionHas) {
+  // dropout drawn uniform from 0.01 to 0.4 spans more than a decade: results.json's scales say
+  // linear, so no log axis; without scales (older results) the spread decides.
+  const std::string trials = R"("trials": [
+           {"trial": 0, "parameters": {"model.args.dropout": "0.01"}, "rung": 0, "metric": 0.8,
+            "steps": 5, "status": "finished"},
+           {"trial": 1, "parameters": {"model.args.dropout": "0.4"}, "rung": 0, "metric": 0.7,
+            "steps": 5, "status": "finished"}]})";
+  for (const bool with_scales : {true, false}) {
+    const std::string dir = test::temp_dir();
+    std::ofstream(dir + "/sweep.json") << "{}";
+    std::ofstream(dir + "/results.json")
+        << R"({"metric": "val/acc", )"
+        << (with_scales ? R"("scales": {"model.args.dropout": "linear"}, )" : "") << trials;
+    const std::string html = sweep_section(read_sweep(dir));
+    EXPECT_EQ(contains(html, ">0.01</text>"), !with_scales) << html;  // a log axis's decade tick
+  }
+}
+
 }  // namespace
 }  // namespace unitrain::report

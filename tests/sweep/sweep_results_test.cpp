@@ -41,7 +41,7 @@ TEST(SweepResults, RanksByRungThenMetricWithoutMetricLast) {
 
 TEST(SweepResults, WritesCsvAndJsonRowsInTrialOrder) {
   const std::string dir = test::temp_dir();
-  write_sweep_results(dir, synthetic_trials(), "val/acc");
+  write_sweep_results(dir, synthetic_trials(), "val/acc", {{"optimizer.lr", "log"}});
   std::ifstream csv(dir + "/results.csv");
   std::stringstream text;
   text << csv.rdbuf();
@@ -54,6 +54,7 @@ TEST(SweepResults, WritesCsvAndJsonRowsInTrialOrder) {
   std::ifstream json_file(dir + "/results.json");
   const auto json = nlohmann::json::parse(json_file);
   EXPECT_EQ(json["metric"], "val/acc");
+  EXPECT_EQ(json["scales"]["optimizer.lr"], "log");
   ASSERT_EQ(json["trials"].size(), 4u);
   EXPECT_EQ(json["trials"][1]["metric"], 0.6);
   EXPECT_EQ(json["trials"][1]["parameters"]["optimizer.lr"], "1");

@@ -52,7 +52,8 @@ std::string parameter_chart(const SweepData& sweep, size_t p, std::vector<std::s
     lo = std::min(lo, *x), hi = std::max(hi, *x);
     chart.points.push_back({*x, *t.metric, fmt::format("trial {}", t.index), colours[i]});
   }
-  chart.log_x = lo > 0 && hi / lo > 10;
+  const auto scale = sweep.scales.find(sweep.trials.front().parameters[p].first);
+  chart.log_x = scale != sweep.scales.end() ? scale->second == "log" : lo > 0 && hi / lo > 10;
   return "<figure data-chart=\"" + html_escape(chart.id) + "\"><figcaption>" +
          html_escape(chart.title) + "</figcaption>" + render_scatter_chart(chart) + "</figure>";
 }
@@ -71,6 +72,11 @@ SweepData read_sweep(const std::string& dir) {
   SweepData sweep;
   sweep.dir = dir;
   sweep.metric = json->value("metric", std::string());
+  if (json->contains("scales") && json->at("scales").is_object()) {  // (older results: none)
+    for (const auto& [k, v] : json->at("scales").items()) {
+      if (v.is_string()) sweep.scales[k] = v.get<std::string>();
+    }
+  }
   for (const auto& row : json->at("trials")) {
     SweepTrial t;
     t.index = row.at("trial").get<int64_t>();

@@ -130,6 +130,17 @@ bool SearchSpace::grid_only() const {
   return true;
 }
 
+std::map<std::string, std::string> SearchSpace::scales() const {
+  std::map<std::string, std::string> out;
+  for (const SearchParameter& p : parameters_) {
+    if (p.kind == SearchParameter::Kind::LogUniform) out[p.key] = "log";
+    if (p.kind == SearchParameter::Kind::Uniform || p.kind == SearchParameter::Kind::Int) {
+      out[p.key] = "linear";
+    }
+  }
+  return out;
+}
+
 bool SearchSpace::has(const std::string& key) const {
   for (const auto& p : parameters_) {
     if (p.key == key) return true;

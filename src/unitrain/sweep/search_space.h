@@ -1,6 +1,7 @@
 #pragma once
 // SearchSpace: the `space` of a sweep file — config key paths and how each trial picks a value.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +46,8 @@ class SearchSpace {
   /// True when every key is a grid key (the grid is the whole space).
   bool grid_only() const;
   bool has(const std::string& key) const;
+  /// The axis a chart draws each range key on: `log` (loguniform) or `linear` (uniform, int).
+  std::map<std::string, std::string> scales() const;
   /// Trial `k`'s value of every key.
   TrialParameters trial(uint64_t seed, int64_t k) const;
 

@@ -261,7 +261,7 @@ class SweepRunner {
                             o_.folder(), t.index));
     }
     write_trial_records(state_file(), trials_);
-    write_sweep_results(o_.folder(), trials_, o_.metric);
+    write_sweep_results(o_.folder(), trials_, o_.metric, space_.scales());
   }
 
   SweepResult conclude(int exit_code) {
@@ -272,7 +272,7 @@ class SweepRunner {
       if (t.status == TrialStatus::Failed && exit_code == 0) exit_code = 1;
     }
     result.exit_code = exit_code;
-    write_sweep_results(o_.folder(), trials_, o_.metric);
+    write_sweep_results(o_.folder(), trials_, o_.metric, space_.scales());
     const auto ranked = rank_trials(trials_, o_.higher_is_better);
     if (!ranked.empty() && ranked.front()->metric()) {
       result.best = ranked.front()->index;

@@ -3,10 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "unitrain/core/error.h"
+#include "unitrain/engine/run_folder.h"
 
 namespace unitrain {
 namespace {
@@ -37,12 +38,13 @@ std::vector<const TrialRecord*> rank_trials(const std::vector<TrialRecord>& tria
 }
 
 void write_sweep_results(const std::string& folder, const std::vector<TrialRecord>& trials,
-                         const std::string& metric) {
+                         const std::string& metric,
+                         const std::map<std::string, std::string>& scales) {
   std::vector<std::string> keys;
   if (!trials.empty()) {
     for (const auto& [k, v] : trials.front().parameters) keys.push_back(k);
   }
-  std::ofstream csv(folder + "/results.csv", std::ios::trunc);
+  std::ostringstream csv;
   csv << "trial";
   for (const auto& k : keys) csv << "," << csv_field(k);
   csv << ",rung," << csv_field(metric) << ",steps,status\n";
@@ -63,10 +65,10 @@ void write_sweep_results(const std::string& folder, const std::vector<TrialRecor
                     {"steps", t.steps},
                     {"status", status_name(t.status)}});
   }
-  UT_CHECK_TRAIN(csv.good(), folder, "/results.csv: cannot write");
-  std::ofstream json(folder + "/results.json", std::ios::trunc);
-  json << nlohmann::json{{"metric", metric}, {"trials", rows}}.dump(1) << "\n";
-  UT_CHECK_TRAIN(json.good(), folder, "/results.json: cannot write");
+  write_file_atomic(folder + "/results.csv", csv.str());
+  write_file_atomic(
+      folder + "/results.json",
+      nlohmann::json{{"metric", metric}, {"scales", scales}, {"trials", rows}}.dump(1) + "\n");
 }
 
 std::vector<std::string> results_table(const std::vector<TrialRecord>& trials,

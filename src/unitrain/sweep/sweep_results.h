@@ -1,6 +1,7 @@
 #pragma once
 // The results of a sweep: results.csv and results.json (a row per trial), the console table,
 // and the ranking they share.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,10 +15,14 @@ namespace unitrain {
 std::vector<const TrialRecord*> rank_trials(const std::vector<TrialRecord>& trials,
                                             bool higher_is_better);
 
-/// Writes `folder`/results.csv and `folder`/results.json: one row per trial in index order
-/// (trial, each parameter, rung, metric, steps, status), the metric's column named `metric`.
+/// Writes `folder`/results.csv and `folder`/results.json (each replaced whole, through a
+/// temporary file): one row per trial in index order (trial, each parameter, rung, metric,
+/// steps, status), the metric's column named `metric`. results.json also holds `scales`: the
+/// axis each numeric parameter is drawn on (`log` for loguniform, `linear` for uniform and int;
+/// `scales` of choice and grid keys are left out).
 void write_sweep_results(const std::string& folder, const std::vector<TrialRecord>& trials,
-                         const std::string& metric);
+                         const std::string& metric,
+                         const std::map<std::string, std::string>& scales = {});
 
 /// The console table: a header and a line per trial, best first (rank_trials).
 std::vector<std::string> results_table(const std::vector<TrialRecord>& trials,
