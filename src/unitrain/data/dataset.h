@@ -54,6 +54,19 @@ class Dataset {
 
 using DatasetPtr = std::shared_ptr<const Dataset>;
 
+/// A dataset that reads another (`inner_`: a subset, a permuted range, transforms, normalizing):
+/// its info, class names and being in memory are the inner dataset's unless overridden.
+class DatasetView : public Dataset {
+ public:
+  explicit DatasetView(DatasetPtr inner) : inner_(std::move(inner)) {}
+  std::map<std::string, int64_t> info() const override { return inner_->info(); }
+  std::vector<std::string> class_names() const override { return inner_->class_names(); }
+  bool in_memory() const override { return inner_->in_memory(); }
+
+ protected:
+  DatasetPtr inner_;
+};
+
 /// Registered datasets (`data.train.type`), built from their resolved `args`.
 Registry<DatasetPtr>& dataset_registry();
 

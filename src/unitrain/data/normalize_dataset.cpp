@@ -69,7 +69,7 @@ ChannelStats channel_stats(const Dataset& data, const std::string& key) {
 
 NormalizeDataset::NormalizeDataset(DatasetPtr inner, std::string key, std::vector<double> mean,
                                    std::vector<double> std, const std::string& config_key)
-    : inner_(std::move(inner)), key_(std::move(key)) {
+    : DatasetView(std::move(inner)), key_(std::move(key)) {
   UT_CHECK(inner_ != nullptr && inner_->size() > 0, config_key,
            ": nothing to normalize (empty dataset)");
   torch::Tensor example = inner_->get(0).at(key_);

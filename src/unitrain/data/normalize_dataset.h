@@ -22,7 +22,7 @@ ChannelStats channel_stats(const Dataset& data, const std::string& key);
 /// `inner` with tensor `key` of every example replaced by (key - mean[c]) / std[c] on channel
 /// c. ConfigError (naming `config_key`) when the tensor is missing or not floating, when the
 /// number of means/stds differs from the number of channels, or a std is <= 0.
-class NormalizeDataset : public Dataset {
+class NormalizeDataset : public DatasetView {
  public:
   NormalizeDataset(DatasetPtr inner, std::string key, std::vector<double> mean,
                    std::vector<double> std, const std::string& config_key = "data.normalize");
@@ -30,15 +30,11 @@ class NormalizeDataset : public Dataset {
   int64_t size() const override { return inner_->size(); }
   Batch get(int64_t index) const override;
   Batch get_batch(const std::vector<int64_t>& indices) const override;
-  std::map<std::string, int64_t> info() const override { return inner_->info(); }
-  std::vector<std::string> class_names() const override { return inner_->class_names(); }
-  bool in_memory() const override { return inner_->in_memory(); }
 
  private:
   // Normalizes `t`, whose channel dim is `channel_dim` (0 for an example, 1 for a batch).
   torch::Tensor apply(const torch::Tensor& t, int64_t channel_dim) const;
 
-  DatasetPtr inner_;
   std::string key_;
   torch::Tensor mean_;     // float32 [C]
   torch::Tensor inv_std_;  // float32 [C]

@@ -9,7 +9,7 @@
 namespace unitrain {
 
 SubsetDataset::SubsetDataset(DatasetPtr inner, std::vector<int64_t> indices)
-    : inner_(std::move(inner)), indices_(std::move(indices)) {
+    : DatasetView(std::move(inner)), indices_(std::move(indices)) {
   UT_CHECK(inner_ != nullptr, "subset of a null dataset");
   const int64_t n = inner_->size();
   for (int64_t i : indices_) {
@@ -35,7 +35,10 @@ Batch SubsetDataset::get_batch(const std::vector<int64_t>& indices) const {
 
 PermutedRangeDataset::PermutedRangeDataset(DatasetPtr inner, SeededPermutation permutation,
                                            int64_t begin, int64_t end)
-    : inner_(std::move(inner)), permutation_(std::move(permutation)), begin_(begin), end_(end) {
+    : DatasetView(std::move(inner)),
+      permutation_(std::move(permutation)),
+      begin_(begin),
+      end_(end) {
   UT_CHECK(inner_ != nullptr, "subset of a null dataset");
   UT_CHECK(permutation_.size() == inner_->size(), "a permutation of ", permutation_.size(),
            " examples cannot pick from a dataset of ", inner_->size());

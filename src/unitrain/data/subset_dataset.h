@@ -9,27 +9,23 @@ namespace unitrain {
 
 /// The examples of `inner` at `indices`, in that order (example i is inner[indices[i]]).
 /// ConfigError when an index is out of range.
-class SubsetDataset : public Dataset {
+class SubsetDataset : public DatasetView {
  public:
   SubsetDataset(DatasetPtr inner, std::vector<int64_t> indices);
 
   int64_t size() const override { return static_cast<int64_t>(indices_.size()); }
   Batch get(int64_t index) const override;
   Batch get_batch(const std::vector<int64_t>& indices) const override;
-  std::map<std::string, int64_t> info() const override { return inner_->info(); }
-  std::vector<std::string> class_names() const override { return inner_->class_names(); }
-  bool in_memory() const override { return inner_->in_memory(); }
 
   const std::vector<int64_t>& indices() const { return indices_; }
 
  private:
-  DatasetPtr inner_;
   std::vector<int64_t> indices_;
 };
 
 /// Positions [begin, end) of a seeded permutation of `inner`: example i is
 /// inner[permutation(begin + i)], computed when read (no list of indices).
-class PermutedRangeDataset : public Dataset {
+class PermutedRangeDataset : public DatasetView {
  public:
   /// ConfigError unless 0 <= begin <= end <= permutation.size() == inner->size().
   PermutedRangeDataset(DatasetPtr inner, SeededPermutation permutation, int64_t begin, int64_t end);
@@ -37,13 +33,9 @@ class PermutedRangeDataset : public Dataset {
   int64_t size() const override { return end_ - begin_; }
   Batch get(int64_t index) const override;
   Batch get_batch(const std::vector<int64_t>& indices) const override;
-  std::map<std::string, int64_t> info() const override { return inner_->info(); }
-  std::vector<std::string> class_names() const override { return inner_->class_names(); }
-  bool in_memory() const override { return inner_->in_memory(); }
 
  private:
   int64_t inner_index(int64_t index) const;
-  DatasetPtr inner_;
   SeededPermutation permutation_;
   int64_t begin_, end_;
 };

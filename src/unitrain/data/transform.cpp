@@ -33,7 +33,9 @@ void register_builtin_transforms() {
 
 TransformedDataset::TransformedDataset(DatasetPtr inner, std::vector<TransformPtr> transforms,
                                        CollatePtr collate)
-    : inner_(std::move(inner)), transforms_(std::move(transforms)), collate_(std::move(collate)) {}
+    : DatasetView(std::move(inner)),
+      transforms_(std::move(transforms)),
+      collate_(std::move(collate)) {}
 
 Batch TransformedDataset::get(int64_t index) const {
   SampleRng rng(ReadContext{}, index);

@@ -51,7 +51,7 @@ torch::Tensor resize_image(const torch::Tensor& image, int64_t h, int64_t w);
 /// (null: stacked). The loader's read_batch gives each example a SampleRng of (seed, epoch,
 /// index); get()/get_batch() read as epoch 0 of seed 0. Not in memory when it transforms: the
 /// per-example work is what loader threads are for.
-class TransformedDataset : public Dataset {
+class TransformedDataset : public DatasetView {
  public:
   TransformedDataset(DatasetPtr inner, std::vector<TransformPtr> transforms,
                      CollatePtr collate = nullptr);
@@ -60,12 +60,9 @@ class TransformedDataset : public Dataset {
   Batch get(int64_t index) const override;
   Batch get_batch(const std::vector<int64_t>& indices) const override;
   Batch read_batch(const std::vector<int64_t>& indices, const ReadContext& context) const override;
-  std::map<std::string, int64_t> info() const override { return inner_->info(); }
-  std::vector<std::string> class_names() const override { return inner_->class_names(); }
   bool in_memory() const override { return transforms_.empty() && inner_->in_memory(); }
 
  private:
-  DatasetPtr inner_;
   std::vector<TransformPtr> transforms_;
   CollatePtr collate_;
 };

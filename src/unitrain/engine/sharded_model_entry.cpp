@@ -38,11 +38,16 @@ std::map<std::string, torch::Tensor> by_name(NamedTensors tensors) {
   return out;
 }
 
-/// The names of the parameters the layout's flats hold.
-std::set<std::string> sharded_names(const ShardLayout& layout) {
-  std::set<std::string> out;
-  for (const auto& f : layout.flats) {
-    for (const auto& m : f.members) out.insert(m.name);
+/// The module's parameters no unit holds (none of `params`' flats), by name, in module order:
+/// rank 0 saves them whole, and the ema callback averages them after the shards.
+Named parameters_outside_units(TrainModule& module, const ShardedParameters& params) {
+  std::set<std::string> sharded;
+  for (const auto& f : params.layout().flats) {
+    for (const auto& m : f.members) sharded.insert(m.name);
+  }
+  Named out;
+  for (const auto& p : module.weights().named_parameters()) {
+    if (!sharded.count(p.key())) out.emplace_back(p.key(), p.value());
   }
   return out;
 }
@@ -200,11 +205,7 @@ class ShardedModelEntry : public ShardedPartsEntry {
 
   /// The module's buffers and the parameters no unit holds.
   Named outside() override {
-    const std::set<std::string> sharded = sharded_names(params_.layout());
-    Named out;
-    for (const auto& p : module_.weights().named_parameters()) {
-      if (!sharded.count(p.key())) out.emplace_back(p.key(), p.value());
-    }
+    Named out = parameters_outside_units(module_, params_);
     for (const auto& b : module_.weights().named_buffers()) out.emplace_back(b.key(), b.value());
     return out;
   }
@@ -326,10 +327,9 @@ void unshard_ema(Ema& ema, TrainModule& module, const ShardedParameters& params)
   const size_t shards = params.shards().size();
   std::map<std::string, torch::Tensor> whole =
       params.gather_whole({average.begin(), average.begin() + static_cast<std::ptrdiff_t>(shards)});
-  const std::set<std::string> sharded = sharded_names(params.layout());
-  size_t next = shards;
-  for (const auto& p : module.weights().named_parameters()) {  // shard_ema's order
-    if (!sharded.count(p.key())) whole[p.key()] = average.at(next++);
+  size_t next = shards;  // then the parameters outside the units, as shard_ema laid them out
+  for (const auto& [name, t] : parameters_outside_units(module, params)) {
+    whole[name] = average.at(next++);
   }
   ema.average_whole(module.weights(), whole);
 }
@@ -338,11 +338,9 @@ CheckpointEntryPtr shard_ema(Ema& ema, TrainModule& module, ShardedParameters& p
                              ProcessGroup& group, std::string root) {
   std::vector<torch::Tensor> parts = params.shards();
   std::vector<std::string> outside_names;
-  const std::set<std::string> sharded = sharded_names(params.layout());
-  for (const auto& p : module.weights().named_parameters()) {
-    if (sharded.count(p.key())) continue;
-    outside_names.push_back(p.key());
-    parts.push_back(p.value());
+  for (const auto& [name, t] : parameters_outside_units(module, params)) {
+    outside_names.push_back(name);
+    parts.push_back(t);
   }
   ema.average_parts(std::move(parts));
   return std::make_unique<ShardedEmaEntry>(ema, std::move(outside_names), params, group,

@@ -119,9 +119,9 @@ void TrainLoop::start(std::unique_ptr<LoopOptimizers> optimizers) {
   // ZeRO stage 3: the optimizer steps this rank's shards (before bf16-true's masters are made
   // for what it steps).
   if (group_ && trainers && settings_.distributed.zero == 3) {
-    sharded_params_ = shard_module(
-        group_, module_, *trainers, precision_.masters(), settings_.distributed.unit_min_params,
-        settings_.distributed.prefetch_auto ? device_.is_cuda() : settings_.distributed.prefetch);
+    sharded_params_ = shard_module(group_, module_, *trainers, precision_.masters(),
+                                   settings_.distributed.unit_min_params,
+                                   settings_.distributed.prefetches(device_.is_cuda()));
   }
   step_runner_ = std::make_unique<StepRunner>(module_, trainers, settings_.train, *sync_,
                                               callbacks_, precision_, profiler_.get());
@@ -143,6 +143,10 @@ void TrainLoop::start(std::unique_ptr<LoopOptimizers> optimizers) {
     train_sums_ = MetricAccumulator(MetricAccumulator::Reads::Deferred);
   periods_.start_at(state_);
   optimizers_->remember_lrs();
+  list_checkpoint_entries(trainers);
+}
+
+void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
   // What a checkpoint holds, in the order it saves and restores.
   TrainCheckpoints& c = *checkpoints_;
   c.add(static_cast<CheckpointEntry&>(*this));
@@ -150,10 +154,8 @@ void TrainLoop::start(std::unique_ptr<LoopOptimizers> optimizers) {
     const std::string root = settings_.run_dir + "/checkpoints";
     c.add(sharded_model_entry(module_, *sharded_params_, *group_, state_, precision_.masters(),
                               root));
-    for (const auto& callback : callbacks_.all()) {  // the ema callback averages the parts
-      if (auto* ema = dynamic_cast<Ema*>(callback.get())) {
-        c.add(shard_ema(*ema, module_, *sharded_params_, *group_, root));
-      }
+    for (Ema* ema : ema_callbacks()) {  // the ema callback averages the parts
+      c.add(shard_ema(*ema, module_, *sharded_params_, *group_, root));
     }
   } else {
     c.add(model_entry(module_, precision_));
@@ -171,6 +173,14 @@ void TrainLoop::start(std::unique_ptr<LoopOptimizers> optimizers) {
   }
   c.add(rng_entry(group_.get()));
   for (const auto& e : extra_entries_) c.add(*e);  // Trainer::add_checkpoint_entry's
+}
+
+std::vector<Ema*> TrainLoop::ema_callbacks() const {
+  std::vector<Ema*> out;
+  for (const auto& callback : callbacks_.all()) {
+    if (auto* ema = dynamic_cast<Ema*>(callback.get())) out.push_back(ema);
+  }
+  return out;
 }
 
 bool TrainLoop::length_reached() const {
@@ -290,10 +300,7 @@ void TrainLoop::finish() {
   if (sharded_params_) {  // the module whole again for what comes after fit (tests, export)
     module_.set_unit_runner(nullptr);
     sharded_params_->unshard();
-    for (const auto& callback : callbacks_.all()) {
-      if (auto* ema = dynamic_cast<Ema*>(callback.get()))
-        unshard_ema(*ema, module_, *sharded_params_);
-    }
+    for (Ema* ema : ema_callbacks()) unshard_ema(*ema, module_, *sharded_params_);
   }
 }
 

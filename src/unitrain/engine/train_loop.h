@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "unitrain/core/config.h"
 #include "unitrain/core/train_module.h"
@@ -31,6 +32,7 @@
 
 namespace unitrain {
 
+class Ema;
 class Precision;
 class ProcessGroup;
 class ShardedParameters;
@@ -135,6 +137,11 @@ class TrainLoop : private CheckpointEntry {
   /// The gradient sync of this run's processes (data parallel: DataParallelSync) and, for
   /// ZeRO stage 2, the gradients' owners.
   void make_gradient_sync(bool manual);
+  /// The checkpoint's entries, in the order it saves and restores them (`trainers`: the
+  /// optimizer the step runner steps, null with manual optimization).
+  void list_checkpoint_entries(torch::optim::Optimizer* trainers);
+  /// The run's `ema` callbacks (ZeRO 3 has them average the parts).
+  std::vector<Ema*> ema_callbacks() const;
   /// The profile's table to the log, its files to run_dir/profile.
   void write_profile();
 

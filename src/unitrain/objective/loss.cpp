@@ -127,84 +127,100 @@ Registry<LossFn>& loss_registry() {
   return registry;
 }
 
+namespace {
+
+/// Losses of class indices: cross_entropy, nll.
+void add_class_losses(Registry<LossFn>& r) {
+  Options<CrossEntropyArgs> ce;
+  ce.field("label_smoothing", &CrossEntropyArgs::label_smoothing)
+      .min(0)
+      .max(1)
+      .help("mix the one-hot target with the uniform distribution by this share");
+  declare_ignore_index(ce);
+  r.add("cross_entropy",
+        "softmax cross entropy of logits [B, C] or [B, T, C] with class indices (or "
+        "probabilities); mean over counted targets",
+        std::move(ce), [](const CrossEntropyArgs& a) {
+          return LossFn([a](const torch::Tensor& pred, const torch::Tensor& target) {
+            return class_loss("cross_entropy", pred, target, a.ignore_index, a.label_smoothing);
+          });
+        });
+
+  Options<ClassLossArgs> nll;
+  declare_ignore_index(nll);
+  r.add("nll", "negative log-likelihood of log-probabilities [B, C] or [B, T, C]", std::move(nll),
+        [](const ClassLossArgs& a) {
+          return LossFn([a](const torch::Tensor& pred, const torch::Tensor& target) {
+            return class_loss("nll", pred, target, a.ignore_index, 0.0);
+          });
+        });
+}
+
+/// Element-wise regression losses: mse, l1, smooth_l1.
+void add_regression_losses(Registry<LossFn>& r) {
+  r.add("mse", "mean squared error", Schema(), [](const Config&) {
+    return elementwise(
+        "mse", [](const torch::Tensor& p, const torch::Tensor& t) { return at::mse_loss(p, t); });
+  });
+  r.add("l1", "mean absolute error", Schema(), [](const Config&) {
+    return elementwise(
+        "l1", [](const torch::Tensor& p, const torch::Tensor& t) { return at::l1_loss(p, t); });
+  });
+
+  Options<SmoothL1Args> smooth;
+  smooth.field("beta", &SmoothL1Args::beta)
+      .min(0)
+      .help("below this absolute error the loss is quadratic, above it linear (0: l1)");
+  r.add("smooth_l1", "Huber-like loss: quadratic for small errors, linear for large ones",
+        std::move(smooth), [](const SmoothL1Args& a) {
+          return elementwise(
+              "smooth_l1", [beta = a.beta](const torch::Tensor& p, const torch::Tensor& t) {
+                return beta == 0 ? at::l1_loss(p, t)
+                                 : at::smooth_l1_loss(p, t, at::Reduction::Mean, beta);
+              });
+        });
+}
+
+/// Losses of logits against logits or soft targets: kl_div (distillation), bce_with_logits.
+void add_logit_losses(Registry<LossFn>& r) {
+  Options<KlDivArgs> kl;
+  kl.field("temperature", &KlDivArgs::temperature)
+      .gt(0)
+      .help("T: both logits are divided by it before the softmax, the loss multiplied by T^2");
+  r.add("kl_div",
+        "distillation: T^2 * KL(softmax(target / T) || softmax(prediction / T)) between teacher "
+        "logits (target) and student logits [B, C] or [B, T, C]; mean over rows or tokens",
+        std::move(kl), [](const KlDivArgs& a) {
+          return LossFn([a](const torch::Tensor& pred, const torch::Tensor& target) {
+            return distillation_loss(pred, target, a.temperature);
+          });
+        });
+
+  Options<BceWithLogitsArgs> bce;
+  bce.field("pos_weight", &BceWithLogitsArgs::pos_weight)
+      .gt(0)
+      .help("weight of the positive targets' term (e.g. negatives / positives)");
+  r.add("bce_with_logits", "binary cross entropy of logits with 0/1 (or soft) targets",
+        std::move(bce), [](const BceWithLogitsArgs& a) {
+          return elementwise(
+              "bce_with_logits",
+              [pos_weight = a.pos_weight](const torch::Tensor& p, const torch::Tensor& t) {
+                c10::optional<at::Tensor> pw;
+                if (pos_weight) pw = torch::full({}, *pos_weight, p.options());
+                return at::binary_cross_entropy_with_logits(p, t, {}, pw);
+              });
+        });
+}
+
+}  // namespace
+
 void register_builtin_losses() {
   static std::once_flag once;
   std::call_once(once, [] {
     auto& r = loss_registry();
-
-    Options<CrossEntropyArgs> ce;
-    ce.field("label_smoothing", &CrossEntropyArgs::label_smoothing)
-        .min(0)
-        .max(1)
-        .help("mix the one-hot target with the uniform distribution by this share");
-    declare_ignore_index(ce);
-    r.add("cross_entropy",
-          "softmax cross entropy of logits [B, C] or [B, T, C] with class indices (or "
-          "probabilities); mean over counted targets",
-          std::move(ce), [](const CrossEntropyArgs& a) {
-            return LossFn([a](const torch::Tensor& pred, const torch::Tensor& target) {
-              return class_loss("cross_entropy", pred, target, a.ignore_index, a.label_smoothing);
-            });
-          });
-
-    Options<ClassLossArgs> nll;
-    declare_ignore_index(nll);
-    r.add("nll", "negative log-likelihood of log-probabilities [B, C] or [B, T, C]", std::move(nll),
-          [](const ClassLossArgs& a) {
-            return LossFn([a](const torch::Tensor& pred, const torch::Tensor& target) {
-              return class_loss("nll", pred, target, a.ignore_index, 0.0);
-            });
-          });
-
-    r.add("mse", "mean squared error", Schema(), [](const Config&) {
-      return elementwise(
-          "mse", [](const torch::Tensor& p, const torch::Tensor& t) { return at::mse_loss(p, t); });
-    });
-    r.add("l1", "mean absolute error", Schema(), [](const Config&) {
-      return elementwise(
-          "l1", [](const torch::Tensor& p, const torch::Tensor& t) { return at::l1_loss(p, t); });
-    });
-
-    Options<SmoothL1Args> smooth;
-    smooth.field("beta", &SmoothL1Args::beta)
-        .min(0)
-        .help("below this absolute error the loss is quadratic, above it linear (0: l1)");
-    r.add("smooth_l1", "Huber-like loss: quadratic for small errors, linear for large ones",
-          std::move(smooth), [](const SmoothL1Args& a) {
-            return elementwise(
-                "smooth_l1", [beta = a.beta](const torch::Tensor& p, const torch::Tensor& t) {
-                  return beta == 0 ? at::l1_loss(p, t)
-                                   : at::smooth_l1_loss(p, t, at::Reduction::Mean, beta);
-                });
-          });
-
-    Options<KlDivArgs> kl;
-    kl.field("temperature", &KlDivArgs::temperature)
-        .gt(0)
-        .help("T: both logits are divided by it before the softmax, the loss multiplied by T^2");
-    r.add("kl_div",
-          "distillation: T^2 * KL(softmax(target / T) || softmax(prediction / T)) between teacher "
-          "logits (target) and student logits [B, C] or [B, T, C]; mean over rows or tokens",
-          std::move(kl), [](const KlDivArgs& a) {
-            return LossFn([a](const torch::Tensor& pred, const torch::Tensor& target) {
-              return distillation_loss(pred, target, a.temperature);
-            });
-          });
-
-    Options<BceWithLogitsArgs> bce;
-    bce.field("pos_weight", &BceWithLogitsArgs::pos_weight)
-        .gt(0)
-        .help("weight of the positive targets' term (e.g. negatives / positives)");
-    r.add("bce_with_logits", "binary cross entropy of logits with 0/1 (or soft) targets",
-          std::move(bce), [](const BceWithLogitsArgs& a) {
-            return elementwise(
-                "bce_with_logits",
-                [pos_weight = a.pos_weight](const torch::Tensor& p, const torch::Tensor& t) {
-                  c10::optional<at::Tensor> pw;
-                  if (pos_weight) pw = torch::full({}, *pos_weight, p.options());
-                  return at::binary_cross_entropy_with_logits(p, t, {}, pw);
-                });
-          });
+    add_class_losses(r);
+    add_regression_losses(r);
+    add_logit_losses(r);
   });
 }
 

@@ -26,6 +26,9 @@ struct DistributedOptions {
   bool prefetch = false;        ///< ZeRO 3: the next unit's gather launched while one computes
   bool prefetch_auto = true;    ///< `auto`: on with NCCL (GPUs), off with Gloo
 
+  /// ZeRO 3's prefetch: `prefetch`, or with `auto` on a GPU (NCCL) only.
+  bool prefetches(bool on_gpu) const { return prefetch_auto ? on_gpu : prefetch; }
+
   static void declare(Options<DistributedOptions>& o);
   static std::shared_ptr<const Schema> schema() {
     return options_of<DistributedOptions>().schema();

@@ -4,6 +4,28 @@
 
 namespace unitrain {
 
+namespace {
+
+/// What the keys cannot say alone (ConfigError naming the key): `base` a path or a map, `metric`
+/// a validation metric, and asha's lengths in one unit, whole counts, min <= max.
+void check_sweep_options(SweepOptions& t, const Config& c) {
+  UT_CHECK(t.base.node().IsMap() || t.base.node().IsScalar(), c.key_path("base"),
+           ": expected a run config file's path or a map");
+  UT_CHECK(t.metric.rfind("val/", 0) == 0, c.key_path("metric"), ": '", t.metric,
+           "' is not a validation metric: trials are ranked by what their validation "
+           "reports, e.g. val/loss or val/<metric name>");
+  if (t.strategy != SweepStrategy::Asha) return;
+  UT_CHECK(t.min_length.unit == t.max_length.unit && !t.min_length.fractional() &&
+               !t.max_length.fractional(),
+           c.key_path("asha.max_length"),
+           ": min_length and max_length take the same unit in whole counts, got ",
+           t.min_length.str(), " and ", t.max_length.str());
+  UT_CHECK(t.min_length.count <= t.max_length.count, c.key_path("asha.max_length"), ": ",
+           t.max_length.str(), " is shorter than asha.min_length ", t.min_length.str());
+}
+
+}  // namespace
+
 void SweepOptions::declare(Options<SweepOptions>& o) {
   using T = SweepOptions;
   o.field("name", &T::name).required().help("the sweep's name; its folder is sweeps/<name>");
@@ -45,6 +67,12 @@ void SweepOptions::declare(Options<SweepOptions>& o) {
       .min(0)
       .help("restarts (from its checkpoint) of a trial ended by a signal the sweep did not send");
   o.field("sweep_dir", &T::sweep_dir).help("the sweep's folder; null = sweeps/<name>");
+  declare_trial_sections(o);
+  o.check(check_sweep_options);
+}
+
+void SweepOptions::declare_trial_sections(Options<SweepOptions>& o) {
+  using T = SweepOptions;
   Options<T>& launch = o.group("launch", "multi-process trials, started by unitrain launch");
   launch.field("nproc_per_node", &T::nproc_per_node)
       .min(0)
@@ -60,22 +88,6 @@ void SweepOptions::declare(Options<SweepOptions>& o) {
   asha.field("reduction_factor", &T::reduction_factor)
       .min(2)
       .help("r: the best 1/r of a rung's trials go on to the next rung, r times longer");
-  o.check([](T& t, const Config& c) {
-    UT_CHECK(t.base.node().IsMap() || t.base.node().IsScalar(), c.key_path("base"),
-             ": expected a run config file's path or a map");
-    UT_CHECK(t.metric.rfind("val/", 0) == 0, c.key_path("metric"), ": '", t.metric,
-             "' is not a validation metric: trials are ranked by what their validation "
-             "reports, e.g. val/loss or val/<metric name>");
-    if (t.strategy != SweepStrategy::Asha) return;
-    UT_CHECK(t.min_length.unit == t.max_length.unit && !t.min_length.fractional() &&
-                 !t.max_length.fractional(),
-             c.key_path("asha.max_length"),
-             ": min_length and max_length take the same unit in "
-             "whole counts, got ",
-             t.min_length.str(), " and ", t.max_length.str());
-    UT_CHECK(t.min_length.count <= t.max_length.count, c.key_path("asha.max_length"), ": ",
-             t.max_length.str(), " is shorter than asha.min_length ", t.min_length.str());
-  });
 }
 
 SweepOptions load_sweep_options(const std::string& file,

@@ -38,6 +38,8 @@ struct SweepOptions {
   std::string folder() const { return sweep_dir.empty() ? "sweeps/" + name : sweep_dir; }
 
   static void declare(Options<SweepOptions>& o);
+  /// The `launch` and `asha` sections (declare()'s).
+  static void declare_trial_sections(Options<SweepOptions>& o);
 };
 
 /// Reads a sweep file, then sets `overrides` (key path -> YAML text: `parallel` -> `2`);
