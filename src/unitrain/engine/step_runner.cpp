@@ -62,6 +62,10 @@ StepRunner::StepRunner(TrainModule& module, torch::optim::Optimizer* optimizer,
   }
   precision_.adopt(*optimizer_);  // bf16-true: the groups now hold the float32 masters
   clip_params_ = precision_.clip_targets(params_);
+  // Parts of the gradients on each rank (ZeRO 3): an overflow on one rank skips every rank's.
+  if (sync_.gradients_partitioned()) {
+    any_rank_ = [this](bool found) { return sync_.sum_across_ranks(found ? 1.0 : 0.0) > 0; };
+  }
   defer_reads_ = !closure_ && options_.defers_reads(!params_.empty() && !params_[0].is_cpu());
 }
 
@@ -246,12 +250,7 @@ void StepRunner::clip_gradients(MicroStep& m, int64_t step) {
   Profiler::Range range(profiler_, Phase::Clip);
   // Gradients as the optimizer will see them: unscaled (fp16-mixed: an overflow means the
   // scale was too high, not that training diverged: skip the step, back off, go on).
-  // Parts of the gradients on each rank (ZeRO 3): an overflow on one rank skips every rank's.
-  std::function<bool(bool)> any_rank;
-  if (sync_.gradients_partitioned()) {
-    any_rank = [this](bool found) { return sync_.sum_across_ranks(found ? 1.0 : 0.0) > 0; };
-  }
-  if (precision_.unscale_and_check(params_, any_rank)) {
+  if (precision_.unscale_and_check(params_, any_rank_)) {
     m.skipped = true;
     return;
   }

@@ -3,6 +3,7 @@
 // at the window's end gradient sync, clipping and the optimizer's update.
 #include <torch/optim/optimizer.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -139,6 +140,7 @@ class StepRunner {
   RunPosition* position_ = nullptr;
   std::vector<torch::Tensor> params_;       ///< the model's tensors the optimizer trains
   std::vector<torch::Tensor> clip_params_;  ///< those clipping measures (bf16-true: masters)
+  std::function<bool(bool)> any_rank_;  ///< partitioned gradients: any rank's overflow is all's
   bool closure_;
   const Batch* closure_batch_ = nullptr;  ///< the micro-batch update() re-evaluates
   bool window_bad_ = false;      ///< a non-finite loss was seen earlier in this window (skip mode)
