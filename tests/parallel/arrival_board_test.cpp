@@ -1,5 +1,7 @@
 #include "unitrain/parallel/arrival_board.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -64,6 +66,74 @@ TEST(ArrivalBoard, AStoppedRankInsideTheCollectiveIsNamed) {
   const std::vector<std::string> lines = ranks_not_arrived(9, 0, first, first, 1002);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_TRUE(test::contains(lines[0], "rank 1: last seen in all_reduce #9")) << lines[0];
+}
+
+TEST(ArrivalBoard, OneReadNamesOnlyTheRanksThatHadStoppedBeating) {
+  // Rank 1 beat 0.4 s ago, rank 2 30 s ago, rank 3 failed itself, rank 4 never published.
+  std::vector<std::optional<RankNotice>> read{arrival_notice(1, 9), arrival_notice(5, 9),
+                                              arrival_notice(3, 8), arrival_notice(2, 9, true),
+                                              std::nullopt};
+  read[1]->published = 1029.6;
+  const std::vector<std::string> lines = ranks_silent_before(read, 0, 1030, 2.0);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0],
+            "rank 2: last seen in all_reduce #8 (step 37, backward, bucket 3) 30.0 s ago, no sign "
+            "of life since (stopped, ended, or unreachable)");
+}
+
+/// An in-memory store whose host ends after `answers` checks: every later read fails, as a
+/// TCPStore's does when the rank hosting it exits.
+class VanishingStore : public c10d::HashStore {
+ public:
+  explicit VanishingStore(int answers) : answers_(answers) {}
+  bool check(const std::vector<std::string>& keys) override {
+    if (answers_-- <= 0) throw std::runtime_error("Connection reset by peer\nmore detail");
+    return HashStore::check(keys);
+  }
+
+ private:
+  std::atomic<int> answers_;
+};
+
+void publish_notice(c10d::Store& store, int rank, RankNotice n) {
+  const std::string text = n.encode();
+  store.set("unitrain-arrivals/rank-" + std::to_string(rank),
+            std::vector<uint8_t>(text.begin(), text.end()));
+}
+
+TEST(ArrivalBoard, AStoreThatGoesAwayIsNotEvidenceAboutAnyRank) {
+  // The store answers the first read of 4 ranks, then its host is gone: rank 2 (silent for
+  // 30 s at the first read) is named, ranks 1 and 3 (beating) are not, and the store is.
+  auto store = c10::make_intrusive<VanishingStore>(4);
+  FlightRecorder recorder;
+  RankNotice beating = arrival_notice(1, 5);
+  beating.published = unix_seconds();
+  RankNotice silent = arrival_notice(1, 4);
+  silent.published = unix_seconds() - 30;
+  publish_notice(*store, 1, beating);
+  publish_notice(*store, 2, silent);
+  publish_notice(*store, 3, beating);
+  auto board = std::make_shared<ArrivalBoard>(store, 0, 4, recorder, std::chrono::milliseconds(100),
+                                              "rank 0");
+  const ArrivalReport report = board->report_failure(5, std::chrono::seconds(5));
+  board->stop();
+  ASSERT_EQ(report.missing.size(), 1u) << fmt::format("{}", fmt::join(report.missing, " | "));
+  EXPECT_TRUE(test::contains(report.missing[0], "rank 2: last seen in all_reduce #4"))
+      << report.missing[0];
+  EXPECT_TRUE(test::contains(report.store_note,
+                             "the rendezvous store (hosted by rank 0) went away between this "
+                             "rank's two reads of the ranks' notices (Connection reset by peer)"))
+      << report.store_note;
+  EXPECT_FALSE(test::contains(report.store_note, "never published")) << report.store_note;
+
+  // Gone before the first read: nobody is named.
+  auto gone = c10::make_intrusive<VanishingStore>(0);
+  auto blind = std::make_shared<ArrivalBoard>(gone, 0, 2, recorder, std::chrono::milliseconds(100),
+                                              "rank 0");
+  const ArrivalReport none = blind->report_failure(5, std::chrono::seconds(5));
+  blind->stop();
+  EXPECT_TRUE(none.missing.empty()) << fmt::format("{}", fmt::join(none.missing, " | "));
+  EXPECT_TRUE(test::contains(none.store_note, "no rank can be named")) << none.store_note;
 }
 
 TEST(ArrivalBoard, ATimedOutCollectiveNamesTheRankThatDidNotCome) {

@@ -89,13 +89,31 @@ std::vector<std::string> ranks_not_arrived(int64_t seq, int me,
   return lines;
 }
 
+std::vector<std::string> ranks_silent_before(const std::vector<std::optional<RankNotice>>& read,
+                                             int me, double now, double stale_after) {
+  std::vector<std::string> lines;
+  for (size_t r = 0; r < read.size(); ++r) {
+    const std::optional<RankNotice>& n = read[r];
+    if (static_cast<int>(r) == me || !n || n->failed) continue;
+    const double ago = now - n->published;
+    if (ago <= stale_after) continue;
+    lines.push_back(
+        fmt::format("rank {}: last seen {} {:.1f} s ago, no sign of life since (stopped, ended, or "
+                    "unreachable)",
+                    r, n->seq >= 0 ? "in " + n->collective() : "before any collective", ago));
+  }
+  return lines;
+}
+
 ArrivalBoard::ArrivalBoard(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
-                           const FlightRecorder& recorder, std::chrono::milliseconds interval)
+                           const FlightRecorder& recorder, std::chrono::milliseconds interval,
+                           std::string store_host)
     : store_(std::move(store)),
       rank_(rank),
       world_size_(world_size),
       recorder_(recorder),
-      interval_(interval) {
+      interval_(interval),
+      store_host_(std::move(store_host)) {
   publish();  // every rank's key exists from the start
   thread_ = std::thread([this] { beat_until_stopped(); });
 }
@@ -150,38 +168,70 @@ void ArrivalBoard::beat_until_stopped() {
   }
 }
 
-std::vector<std::optional<RankNotice>> ArrivalBoard::read_all() {
-  std::vector<std::optional<RankNotice>> out(static_cast<size_t>(world_size_));
+ArrivalBoard::Read ArrivalBoard::read_all() {
+  Read out;
+  out.notices.resize(static_cast<size_t>(world_size_));
   for (int r = 0; r < world_size_; ++r) {
     try {
-      if (!store_->check({key(r)})) continue;
+      if (!store_->check({key(r)})) continue;  // never published
       const std::vector<uint8_t> v = store_->get(key(r));
-      out[static_cast<size_t>(r)] = RankNotice::decode(std::string(v.begin(), v.end()));
-    } catch (const std::exception&) {
+      out.notices[static_cast<size_t>(r)] = RankNotice::decode(std::string(v.begin(), v.end()));
+    } catch (const std::exception& e) {  // the store, not rank r: the rest cannot be read
+      const std::string what = e.what();
+      out.error = what.substr(0, what.find('\n'));
+      break;
     }
   }
   return out;
 }
 
-std::vector<std::string> ArrivalBoard::report_failure(int64_t seq,
-                                                      std::chrono::milliseconds limit) {
+ArrivalReport ArrivalBoard::compare(int64_t seq) {
+  const std::string store = store_host_.empty()
+                                ? "the rendezvous store"
+                                : fmt::format("the rendezvous store (hosted by {})", store_host_);
+  ArrivalReport report;
+  publish();  // this rank's notice says it failed
+  const Read first = read_all();
+  if (!first.error.empty()) {
+    report.store_note = fmt::format(
+        "{} did not answer this rank's read of the ranks' notices ({}); no rank can be named",
+        store, first.error);
+    return report;
+  }
+  std::this_thread::sleep_for(2 * interval_ + std::chrono::milliseconds(100));
+  const Read second = read_all();
+  const double now = unix_seconds();
+  if (second.error.empty()) {
+    report.missing = ranks_not_arrived(seq, rank_, first.notices, second.notices, now);
+    return report;
+  }
+  // Gone between the reads: the first one alone tells which ranks had stopped beating (a
+  // rank beats every interval; five missed beats, and at least 2 s, is silence).
+  const double stale_after = std::max(5 * std::chrono::duration<double>(interval_).count(), 2.0);
+  report.missing = ranks_silent_before(first.notices, rank_, now, stale_after);
+  report.store_note =
+      fmt::format("{} went away between this rank's two reads of the ranks' notices ({}); {}",
+                  store, second.error,
+                  report.missing.empty() ? "every other rank was beating at the first read"
+                                         : "the ranks named had stopped beating before it went");
+  return report;
+}
+
+ArrivalReport ArrivalBoard::report_failure(int64_t seq, std::chrono::milliseconds limit) {
   failed_ = true;
   // On a thread of its own: a TCPStore hosted by a stopped rank 0 never answers.
-  auto reading = std::make_shared<std::packaged_task<std::vector<std::string>()>>(
-      [self = shared_from_this(), this, seq] {
-        publish();  // this rank's notice says it failed
-        const auto first = read_all();
-        std::this_thread::sleep_for(2 * interval_ + std::chrono::milliseconds(100));
-        const auto second = read_all();
-        return ranks_not_arrived(seq, rank_, first, second, unix_seconds());
-      });
-  std::future<std::vector<std::string>> lines = reading->get_future();
+  auto reading = std::make_shared<std::packaged_task<ArrivalReport()>>(
+      [self = shared_from_this(), this, seq] { return compare(seq); });
+  std::future<ArrivalReport> report = reading->get_future();
   std::thread([reading] { (*reading)(); }).detach();
-  if (lines.wait_for(limit) == std::future_status::ready) return lines.get();
-  return {
-      fmt::format("the rendezvous store did not answer within {:.1f} s (rank 0 hosts it "
-                  "unless a launcher does: is rank 0 stopped?)",
-                  std::chrono::duration<double>(limit).count())};
+  if (report.wait_for(limit) == std::future_status::ready) return report.get();
+  ArrivalReport none;
+  none.missing.push_back(fmt::format(
+      "the rendezvous store did not answer within {:.1f} s ({}: is {} stopped?)",
+      std::chrono::duration<double>(limit).count(),
+      store_host_.empty() ? "rank 0 hosts it unless a launcher does" : store_host_ + " hosts it",
+      store_host_.empty() ? "rank 0" : store_host_));
+  return none;
 }
 
 }  // namespace unitrain

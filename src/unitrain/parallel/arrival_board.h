@@ -51,14 +51,36 @@ std::vector<std::string> ranks_not_arrived(int64_t seq, int me,
                                            const std::vector<std::optional<RankNotice>>& second,
                                            double now);
 
+/// From one read of every rank's notice (the store went away before a second could be taken):
+/// the ranks whose notice is older than `stale_after` seconds at `now` (their publisher stopped
+/// beating before the store went), named as ranks_not_arrived() names a rank that shows no sign
+/// of life. A rank that never published is not named: a read of one rank cannot tell that from
+/// a store that went away.
+std::vector<std::string> ranks_silent_before(const std::vector<std::optional<RankNotice>>& read,
+                                             int me, double now, double stale_after);
+
+/// What ArrivalBoard::report_failure() found: the ranks that did not arrive (one line each,
+/// as ranks_not_arrived() writes them) and, when the store could not tell, why not.
+struct ArrivalReport {
+  std::vector<std::string> missing;
+  /// Set when the store did not answer a read: e.g. "the rendezvous store (hosted by rank 0)
+  /// went away between this rank's two reads of the notices (...)". A failed read is not
+  /// evidence about any rank: `missing` then holds only the ranks whose notices had stopped
+  /// in a read that did answer.
+  std::string store_note;
+};
+
 /// Publishes this rank's notice every `interval` from a thread of its own (a store write of a
 /// few dozen bytes), and reads everyone's when a collective fails. After report_failure() every
 /// notice says so. Publishing stops when the board is destroyed. Held by shared_ptr: a read
 /// that outlives report_failure()'s limit keeps the board alive.
 class ArrivalBoard : public std::enable_shared_from_this<ArrivalBoard> {
  public:
+  /// `store_host`: who hosts the store, for messages ("rank 0", "torchrun's agent"); "" when
+  /// no process does (a FileStore, an in-memory store).
   ArrivalBoard(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
-               const FlightRecorder& recorder, std::chrono::milliseconds interval);
+               const FlightRecorder& recorder, std::chrono::milliseconds interval,
+               std::string store_host = "");
   ~ArrivalBoard() { stop(); }
   ArrivalBoard(const ArrivalBoard&) = delete;
   ArrivalBoard& operator=(const ArrivalBoard&) = delete;
@@ -71,14 +93,25 @@ class ArrivalBoard : public std::enable_shared_from_this<ArrivalBoard> {
   static std::chrono::milliseconds interval_for(std::chrono::milliseconds timeout);
 
   /// After this rank's collective `seq` failed: publishes that, reads every rank's notice, waits
-  /// two beats and reads them again; ranks_not_arrived() of the two. Gives up (and says so)
-  /// after `limit` when the store does not answer (its host is the stopped rank).
-  std::vector<std::string> report_failure(int64_t seq, std::chrono::milliseconds limit);
+  /// two beats and reads them again; ranks_not_arrived() of the two. When the store fails the
+  /// second read (its host ended), ranks_silent_before() of the first and a store_note saying
+  /// so; when it fails the first, only the note. Gives up (and says so) after `limit` when the
+  /// store does not answer at all (its host is the stopped rank).
+  ArrivalReport report_failure(int64_t seq, std::chrono::milliseconds limit);
+  /// How long a store's host waits after its own report before it may end, so that the
+  /// others' two reads still find the store: three beats and a second.
+  std::chrono::milliseconds linger() const { return 3 * interval_ + std::chrono::seconds(1); }
 
  private:
+  /// One read of every rank's notice; `error` set (and the rest unread) when the store failed.
+  struct Read {
+    std::vector<std::optional<RankNotice>> notices;
+    std::string error;
+  };
   std::string key(int rank) const;
   void publish();
-  std::vector<std::optional<RankNotice>> read_all();
+  Read read_all();
+  ArrivalReport compare(int64_t seq);
   void beat_until_stopped();
 
   c10::intrusive_ptr<c10d::Store> store_;
@@ -87,6 +120,7 @@ class ArrivalBoard : public std::enable_shared_from_this<ArrivalBoard> {
   const FlightRecorder& recorder_;
   std::atomic<const RunPosition*> position_{nullptr};
   std::chrono::milliseconds interval_;
+  std::string store_host_;
   std::atomic<int64_t> beat_{0};
   std::atomic<bool> failed_{false};
   std::mutex mutex_;  ///< stop_ (a publication runs outside it: a store may not answer)

@@ -76,6 +76,8 @@ std::shared_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env,
   store_options.numWorkers = env.world_size;
   store_options.waitWorkers = false;
   store_options.timeout = options.timeout;
+  group_options.store_host = env.agent_store ? "torchrun's agent" : "rank 0";
+  group_options.hosts_store = store_options.isServer;
   c10::intrusive_ptr<c10d::Store> store;
   const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
   // Rank 0's store listens on MASTER_ADDR only, not on every interface.
@@ -118,6 +120,8 @@ std::shared_ptr<ProcessGroup> ProcessGroup::over_store(const c10::intrusive_ptr<
   pg->store_ = store;
   pg->flight_file_ = options.flight_file;
   pg->exit_after_failure_ = options.exit_after_failure;
+  pg->store_host_ = options.store_host;
+  pg->hosts_store_ = options.hosts_store;
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>("unitrain", store);
   try {
 #ifdef UNITRAIN_CUDA
@@ -151,7 +155,7 @@ ProcessGroup::~ProcessGroup() {
 
 void ProcessGroup::start_board() {
   board_ = std::make_shared<ArrivalBoard>(store_, rank_, world_size_, flight_,
-                                          ArrivalBoard::interval_for(timeout_));
+                                          ArrivalBoard::interval_for(timeout_), store_host_);
 }
 
 void ProcessGroup::follow(const RunPosition* position) {
@@ -187,21 +191,28 @@ void ProcessGroup::collective_failed(int64_t seq, const std::exception& error) {
   // The record first (a launcher may stop this process while the others' notices are read),
   // then again with what they say.
   if (!flight_file_.empty()) flight_.write(flight_file_, rank_, what, {});
-  std::vector<std::string> missing;
-  if (board_) missing = board_->report_failure(seq, std::chrono::seconds(5));
+  ArrivalReport arrivals;
+  if (board_) arrivals = board_->report_failure(seq, std::chrono::seconds(5));
+  const std::vector<std::string>& missing = arrivals.missing;
   std::string message =
       detail::concat("rank ", rank_, ": ", record.describe(), " across ", world_size_,
                      " processes failed after ", fmt::format("{:.1f}", waited),
                      " s (distributed.timeout ", timeout_.count() / 1000.0, " s): ");
-  if (missing.empty()) {
-    message += "every rank had arrived; " + what;
+  if (!missing.empty()) {
+    message += fmt::format("did not arrive: {}. ", fmt::join(missing, "; "));
+    if (!arrivals.store_note.empty()) message += "(" + arrivals.store_note + ") ";
+    message += "(" + what + ")";
+  } else if (!arrivals.store_note.empty()) {
+    message += arrivals.store_note + "; " + what;
   } else {
-    message += fmt::format("did not arrive: {}. ({})", fmt::join(missing, "; "), what);
+    message += "every rank had arrived; " + what;
   }
   if (!flight_file_.empty()) {
     flight_.write(flight_file_, rank_, message, missing);
     message += "; this rank's last collectives: " + flight_file_;
   }
+  // The others read who arrived from the store this process hosts: keep it up for them.
+  if (board_ && hosts_store_) std::this_thread::sleep_for(board_->linger());
   if (exit_after_failure_.count() >= 0) {
     // Unwinding waits for the collectives still queued, each until its own timeout (Gloo on
     // LibTorch 1.13 cannot abort them): the process ends after a grace period regardless.

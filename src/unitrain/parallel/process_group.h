@@ -41,6 +41,12 @@ struct ProcessGroupOptions {
   /// collectives still queued, and unwinding waits for each one's own timeout. Negative: never
   /// (threads as ranks in one process).
   std::chrono::milliseconds exit_after_failure{-1};
+  /// Who hosts the store the group meets through, for messages ("rank 0", "torchrun's agent");
+  /// "" when no process does (a file, an in-memory store). join() sets it.
+  std::string store_host;
+  /// This process hosts that store: after a failed collective it waits (ArrivalBoard::linger)
+  /// before it goes on to end, so that the other ranks can still read who arrived.
+  bool hosts_store = false;
 };
 
 /// One process's membership of the job. Collectives block until every rank has called them
@@ -155,6 +161,8 @@ class ProcessGroup {
   std::shared_ptr<ArrivalBoard> board_;  ///< null until follow()
   std::string flight_file_;
   std::chrono::milliseconds exit_after_failure_{-1};
+  std::string store_host_;
+  bool hosts_store_ = false;
   std::atomic<bool> failed_{false};  ///< a collective failed and was reported
 };
 
