@@ -56,7 +56,7 @@ TEST(CheckpointEntries, ModelOptimizerGradientsAndGeneratorsRoundTrip) {
   TrainState counters;
   counters.micro_in_window = 1;
   auto model = model_entry(m, precision);
-  auto optimizer = optimizer_entry(opt, nullptr, nullptr, test::temp_dir());
+  auto optimizer = optimizer_entry(opt, m, nullptr, nullptr, test::temp_dir());
   auto grads = gradients_entry(m, counters);
   auto rng = rng_entry(nullptr);
   TrainerStateFile state;
@@ -74,7 +74,7 @@ TEST(CheckpointEntries, ModelOptimizerGradientsAndGeneratorsRoundTrip) {
   Precision precision2(PrecisionMode::Fp32, m2);
   const CheckpointRead in{dir, state, 0};
   model_entry(m2, precision2)->restore(in);
-  optimizer_entry(opt2, nullptr, nullptr, "")->restore(in);
+  optimizer_entry(opt2, m2, nullptr, nullptr, "")->restore(in);
   gradients_entry(m2, counters)->restore(in);
   rng_entry(nullptr)->restore(in);
   EXPECT_TRUE(same(m2.fc->weight, weight));
@@ -101,7 +101,7 @@ TEST(CheckpointEntries, OnlyTheWritingRankProducesFiles) {
   torch::optim::SGD opt(m.parameters(), torch::optim::SGDOptions(0.1));
   CheckpointWrite out;  // writes = false: another rank
   model_entry(m, precision)->save(out);
-  optimizer_entry(opt, nullptr, nullptr, "")->save(out);
+  optimizer_entry(opt, m, nullptr, nullptr, "")->save(out);
   rng_entry(nullptr)->save(out);
   EXPECT_TRUE(out.files.empty());
 }
@@ -155,10 +155,11 @@ TEST(CheckpointEntries, AMissingOptimizerStateIsNamed) {
   torch::optim::SGD opt(m.parameters(), torch::optim::SGDOptions(0.1));
   TrainerStateFile state;
   const std::string dir = save_entries({}, state);
-  EXPECT_TRUE(test::contains(test::error_of<TrainError>([&] {
-                               optimizer_entry(opt, nullptr, nullptr, "")->restore({dir, state, 0});
-                             }),
-                             "holds no optimizer state (optimizer.pt or optimizer-rank-0.pt)"));
+  EXPECT_TRUE(
+      test::contains(test::error_of<TrainError>([&] {
+                       optimizer_entry(opt, m, nullptr, nullptr, "")->restore({dir, state, 0});
+                     }),
+                     "holds no optimizer state (optimizer.pt or optimizer-rank-0.pt)"));
 }
 
 }  // namespace

@@ -2,11 +2,13 @@
 a loss spike restores the last checkpoint and training goes on after the batches that led there,
 bitwise as a run on data without those batches; a resume after a rollback is exact; one batch
 poisoned for both of 2 processes rolls both back at the same step; max_rollbacks ends the run."""
+import csv
 import json
 import os
 import random
 
 import common
+import tensorboard_test
 from common import run
 
 # 1280 rows of a separable 8-feature problem, read in order in batches of 16 (80 a epoch); a
@@ -78,17 +80,43 @@ class Divergence(common.Case):
         with open(os.path.join(run_dir, "results", "summary.json")) as f:
             return json.load(f)
 
+    def assert_logs_read_as_one_run(self, run_dir, rolled_back_to):
+        """metrics.jsonl, metrics.csv and TensorBoard hold no step twice: the steps after the
+        checkpoint that were abandoned left them, as a restart's do; the rollback stays as an
+        event at the checkpoint's step; TensorBoard's second file starts after it."""
+        events = common.read_jsonl(os.path.join(run_dir, "metrics.jsonl"))
+        self.assertEqual([(e["step"], e["train/rollbacks"]) for e in events
+                          if "train/rollbacks" in e], [(rolled_back_to, 1)])
+        for key in ("train/loss", "train/lr"):
+            steps = [e["step"] for e in events if key in e]
+            self.assertEqual(steps, sorted(set(steps)), key)
+        with open(os.path.join(run_dir, "metrics.csv")) as f:
+            rows = list(csv.DictReader(f))
+        csv_steps = [int(r["step"]) for r in rows if r["train/loss"]]
+        self.assertEqual(csv_steps, [e["step"] for e in events if "train/loss" in e])
+        times = [e["time"] for e in events]
+        self.assertEqual(times, sorted(times))  # one clock: no step back in time either
+        files = tensorboard_test.event_files(run_dir)
+        self.assertEqual(len(files), 2, files)
+        first, second = (tensorboard_test.read_events(self, f) for f in files)
+        starts = [e for e in second if e.WhichOneof("what") == "session_log"]
+        self.assertEqual([e.step for e in starts], [rolled_back_to + 1])
+        # What TensorBoard shows (the first file up to the checkpoint, as the START in the
+        # second tells it, then the second) is metrics.jsonl.
+        kept = [(t, s) for t, s, _, _ in tensorboard_test.scalars(first) if s <= rolled_back_to]
+        seen = kept + [(t, s) for t, s, _, _ in tensorboard_test.scalars(second)]
+        self.assertEqual(sorted(seen), sorted((k, e["step"]) for e in events for k in e
+                                              if k not in ("step", "epoch", "samples", "time")))
+
     def test_a_non_finite_loss_rolls_back_and_equals_a_run_without_the_skipped_batches(self):
-        code, out, rolled = self.train("rolled", "overflow", "--train.on_nonfinite", "rollback")
+        code, out, rolled = self.train("rolled", "overflow", "--train.on_nonfinite", "rollback",
+                                       "--log.trackers", "[console, jsonl, csv, tensorboard]")
         self.assertEqual(code, 0, out)
         self.assertIn("non-finite loss at step 40", out)
         self.assertIn("rolled back to step 30; training goes on from epoch 0 batch 40 "
                       "(10 batches of each process skipped)", out)
         self.assertEqual(self.summary(rolled)["rollbacks"], 1)
-        events = common.read_jsonl(os.path.join(rolled, "metrics.jsonl"))
-        self.assertIn({"step": 40, "train/rollbacks": 1},
-                      [{k: e[k] for k in ("step", "train/rollbacks")} for e in events
-                       if "train/rollbacks" in e])
+        self.assert_logs_read_as_one_run(rolled, 30)
         code, out = run(["report", rolled])  # the run's status says it; a chart of rollbacks
         self.assertEqual(code, 0, out)
         with open(os.path.join(rolled, "report.html")) as f:
@@ -109,6 +137,9 @@ class Divergence(common.Case):
         self.assertEqual(code, 0, out)
         self.assertRegex(out, r"loss spike at step 40: loss [0-9.]+ is above 5 x [0-9.]+, the "
                               r"mean of the last 10 steps: rolled back to step 30")
+        # The warning that explains the rollback comes before the restore's own line.
+        self.assertLess(out.index("loss spike at step 40"),
+                        out.index("rolled back to " + os.path.join(rolled, "checkpoints")), out)
         code, out, clean = self.train("clean", "without")
         self.assert_same_weights(rolled, clean)
         # lr_factor: the rest of the run at half the lr; a resume after the rollback keeps it.

@@ -6,8 +6,8 @@ clipping, two optimizer groups and accumulation), each rank keeping ~1/W of the 
 too: 2e-4 of that bias's scale after 12 steps);
 the ema callback averages the parts (validation, eval and export use the average, as without
 ZeRO 3) and bf16-true steps float32 masters of the parts; resume is bitwise at the same world
-size and re-cuts the parts (and the average) at another; `checkpoint merge`, `export` and `eval`
-read the parts; a model without units is refused before training."""
+size and re-cuts the parts (and the average) at another, and a run without ZeRO 3 (one process)
+resumes from the parts, merged or not; `checkpoint merge`, `export` and `eval` read the parts; a model without units is refused before training."""
 import json
 import os
 import re
@@ -144,12 +144,31 @@ class Zero3(common.Case):
         self.assert_close(finals["0"], finals["3"], 1e-5)
         self.assertTrue(os.path.exists(os.path.join(self.dir, "to4-zero3", "checkpoints",
                                                     "step-12", "model-shard-rank-3.pt")))
-        # A run without ZeRO 3 cannot take parts of flattened optimizer state: said, not crashed.
-        out = self.launch(2, 29738, cfg, "--distributed.zero", "0", "--checkpoint.resume",
-                          os.path.join(ref, "checkpoints", "step-6"), "--train.max_length",
-                          "12 steps", expect=1)
-        self.assertIn("holds the optimizer state of a run with distributed.zero: 3", out)
-        self.assertNotIn("frame #", out)
+        # A run without ZeRO 3 takes the parts too, each parameter's momentum cut out of its
+        # flat: 2 processes with zero 3, then 1 process from the checkpoint as it is and merged
+        # (`checkpoint merge`), and 2 processes with zero 0, each as the same run without
+        # zero 3 throughout.
+        cfg, plain = self.config("to1-plain")
+        self.launch(2, 29803, cfg, "--train.max_length", "6 steps")
+        code, out = run(["train", cfg])
+        self.assertEqual(code, 0, out)
+        one_process = self.final_weights(plain)
+        cfg, sharded = self.config("to1-zero3")
+        self.launch(2, 29804, cfg, "--distributed.zero", "3", "--train.max_length", "6 steps")
+        step6 = os.path.join(sharded, "checkpoints", "step-6")
+        merged = os.path.join(self.dir, "to1-merged")
+        code, out = run(["checkpoint", "merge", step6, "--out", merged])
+        self.assertEqual(code, 0, out)
+        for name, source in (("unmerged", step6), ("merged", merged)):
+            cfg, run_dir = self.config("to1-from-" + name)
+            code, out = run(["train", cfg, "--checkpoint.resume", source])
+            self.assertEqual(code, 0, out)
+            self.assertIn("resumed from", out)
+            self.assert_close(one_process, self.final_weights(run_dir), 1e-5)
+        cfg, run_dir = self.config("to-zero0")
+        out = self.launch(2, 29805, cfg, "--distributed.zero", "0", "--checkpoint.resume", step6)
+        self.assertIn("resumed from", out)
+        self.assert_close(a, self.final_weights(run_dir), 1e-5)
 
     def test_merge_export_and_eval_read_the_parts(self):
         cfg, run_dir = self.config("tools")

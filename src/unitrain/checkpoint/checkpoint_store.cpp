@@ -18,6 +18,7 @@
 #include "unitrain/checkpoint/file_image.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/host_name.h"
+#include "unitrain/core/mapped_file.h"
 
 namespace unitrain {
 namespace fs = std::filesystem;
@@ -206,8 +207,7 @@ std::string CheckpointStore::verify(const std::string& dir) {
       return detail::concat("checkpoint file ", path, " has ", size, " bytes, its manifest says ",
                             info.value("size", uint64_t(0)), " (truncated?)");
     }
-    std::vector<char> bytes = read_file(path);
-    if (crc32_of(bytes.data(), bytes.size()) != info.value("crc32", uint32_t(0))) {
+    if (crc32_of_file(path) != info.value("crc32", uint32_t(0))) {
       return "checkpoint file " + path + " is corrupt (CRC-32 differs from its manifest)";
     }
   }
@@ -242,6 +242,26 @@ std::vector<char> CheckpointStore::read(const std::string& dir, const std::strin
   UT_CHECK_TRAIN(crc32_of(bytes.data(), bytes.size()) == info.value("crc32", uint32_t(0)),
                  "checkpoint file ", path, " is corrupt (CRC-32 differs from its manifest)");
   return bytes;
+}
+
+MappedFile CheckpointStore::map(const std::string& dir, const std::string& name) {
+  nlohmann::json m = manifest_of(dir);
+  UT_CHECK_TRAIN(!m.is_null(), "checkpoint ", dir, " has no valid ", kManifest);
+  const std::string path = dir + "/" + name;
+  UT_CHECK_TRAIN(m["files"].contains(name), "checkpoint ", dir, " has no ", name);
+  const auto& info = m["files"][name];
+  std::error_code ec;
+  const uint64_t size = fs::file_size(path, ec);
+  UT_CHECK_TRAIN(!ec, "checkpoint file ", path, " is missing or unreadable");
+  UT_CHECK_TRAIN(size == info.value("size", uint64_t(0)), "checkpoint file ", path, " has ", size,
+                 " bytes, its manifest says ", info.value("size", uint64_t(0)), " (truncated?)");
+  UT_CHECK_TRAIN(crc32_of_file(path) == info.value("crc32", uint32_t(0)), "checkpoint file ", path,
+                 " is corrupt (CRC-32 differs from its manifest)");
+  try {
+    return MappedFile(path, "checkpoint file");
+  } catch (const ConfigError& e) {
+    throw TrainError(e.what());
+  }
 }
 
 void CheckpointStore::link(const std::string& name, const std::string& dir) const {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "unitrain/checkpoint/file_image.h"
+#include "unitrain/core/mapped_file.h"
 
 namespace unitrain {
 
@@ -64,6 +65,10 @@ class CheckpointStore {
   /// The bytes of `name` in checkpoint `dir`, checked against the manifest; TrainError naming
   /// the file when it is missing, truncated or corrupt.
   static std::vector<char> read(const std::string& dir, const std::string& name);
+  /// `name` in checkpoint `dir` mapped read-only (checked as read() checks it, reading it a few
+  /// MiB at a time): its pages are read when touched, so a reader that needs part of a large
+  /// file holds only that part.
+  static MappedFile map(const std::string& dir, const std::string& name);
   /// The files the manifest of `dir` lists, with their sizes, in its order; empty when it has
   /// no valid manifest.
   static std::vector<std::pair<std::string, uint64_t>> files_of(const std::string& dir);

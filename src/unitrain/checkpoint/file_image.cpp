@@ -146,6 +146,25 @@ std::vector<char> read_file(const std::string& path) {
   return bytes;
 }
 
+uint32_t crc32_of_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  UT_CHECK_TRAIN(fd >= 0, "checkpoint file ", path,
+                 " is missing or unreadable: ", std::strerror(errno));
+  std::unique_ptr<char[]> buffer(new char[size_t(4) << 20]);
+  uint32_t crc = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer.get(), size_t(4) << 20);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = errno;
+      ::close(fd);
+      UT_CHECK_TRAIN(n == 0, "reading ", path, " failed: ", std::strerror(error));
+      return crc;
+    }
+    crc = crc32_of(buffer.get(), static_cast<size_t>(n), crc);
+  }
+}
+
 uint32_t crc32_of(const char* data, size_t size, uint32_t crc) {
   // ISA-L's folding CRC (PCLMULQDQ where the CPU has it): the same CRC-32 as zlib's, ~5x faster.
   while (size > 0) {

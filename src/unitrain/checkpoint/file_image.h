@@ -39,5 +39,8 @@ uint32_t crc32_of(const FileImage& image);
 void write_synced(const std::string& path, const FileImage& image);
 /// The bytes of the file at `path`; TrainError naming it when it is missing or unreadable.
 std::vector<char> read_file(const std::string& path);
+/// The CRC-32 of the file at `path`, read a few MiB at a time (a checkpoint file is checked
+/// without holding it in memory); TrainError naming it when it is missing or unreadable.
+uint32_t crc32_of_file(const std::string& path);
 
 }  // namespace unitrain

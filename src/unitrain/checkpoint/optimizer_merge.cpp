@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "unitrain/checkpoint/model_shards.h"
 #include "unitrain/checkpoint/optimizer_dict.h"
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/checkpoint/torch_file.h"
@@ -14,11 +15,12 @@
 namespace unitrain {
 namespace {
 
-/// The dict of an optimizer file that can be merged or re-cut (format 3, saved by parameter).
-optimizer_dict::Dict partition_dict(const OptimizerFile& f) {
+/// The dict of an optimizer file that can be merged or re-cut (format 3, saved by parameter),
+/// its tensors in place in the file's bytes.
+optimizer_dict::Dict partition_dict(const OptimizerBytes& f) {
   c10::IValue value;
   try {
-    value = torch::pickle_load(f.bytes);
+    value = decode_torch_file(f.data, f.size, f.keep, f.what);
   } catch (const std::exception& e) {
     throw TrainError(
         detail::concat(f.what, " is not an optimizer state file: ", error_text(e, 200)));
@@ -38,7 +40,8 @@ optimizer_dict::Dict merged_optimizer_dict(const std::vector<OptimizerFile>& fil
   optimizer_dict::Dict merged = optimizer_dict::new_dict();
   std::map<int64_t, std::pair<c10::IValue, c10::IValue>> states;
   std::string first_type;
-  for (const OptimizerFile& f : files) {
+  for (const OptimizerFile& file : files) {
+    const OptimizerBytes f = OptimizerBytes::of(file.bytes, file.what);
     const optimizer_dict::Dict d = partition_dict(f);
     const std::string type = optimizer_dict::entry(d, "type", f.what).toStringRef();
     UT_CHECK_TRAIN(!type.empty(), f.what,
@@ -72,17 +75,128 @@ optimizer_dict::Dict merged_optimizer_dict(const std::vector<OptimizerFile>& fil
   return merged;
 }
 
-}  // namespace
+/// Elements [start, start + out.numel()) of flat `key`'s state entry `field`, whose parts (of
+/// `part` elements) are the files' in order, copied into `out`: only those elements are read.
+void copy_flat_state(const std::vector<optimizer_dict::Dict>& dicts,
+                     const std::vector<OptimizerBytes>& files, const std::string& key,
+                     const c10::IValue& field, int64_t part, int64_t start, torch::Tensor out) {
+  std::vector<torch::Tensor> parts;
+  for (size_t r = 0; r < dicts.size(); ++r) {
+    const auto s = optimizer_dict::entry(dicts[r], "state", files[r].what).toGenericDict();
+    const auto it = s.find(key);
+    UT_CHECK_TRAIN(it != s.end(), files[r].what, " has no state of flat ", key);
+    const auto f = it->value().toGenericDict().find(field);
+    UT_CHECK_TRAIN(f != it->value().toGenericDict().end() && f->value().isTensor() &&
+                       f->value().toTensor().numel() == part,
+                   files[r].what, ": flat ", key, "'s ", field.toStringRef(), " is not a part of ",
+                   part, " elements");
+    parts.push_back(f->value().toTensor());
+  }
+  copy_flat_range(parts, part, start, out);
+}
 
-std::vector<char> reshard_optimizer_files(const std::vector<OptimizerFile>& files,
-                                          const std::vector<FlatCut>& flats, int rank) {
+/// A flat's state entry that is a part of its elements (the moments), not a number (the step).
+bool is_part(const c10::IValue& v, int64_t part) {
+  return v.isTensor() && v.toTensor().dim() == 1 && v.toTensor().numel() == part;
+}
+
+/// The files' dicts, and their entries but "state" (and "groups" unless `with_groups`).
+std::vector<optimizer_dict::Dict> partition_dicts(const std::vector<OptimizerBytes>& files,
+                                                  optimizer_dict::Dict& head, bool with_groups) {
   UT_CHECK_TRAIN(!files.empty(), "no optimizer state files to re-cut");
   std::vector<optimizer_dict::Dict> dicts;
-  for (const OptimizerFile& f : files) dicts.push_back(partition_dict(f));
-  optimizer_dict::Dict out = optimizer_dict::new_dict();
+  for (const OptimizerBytes& f : files) dicts.push_back(partition_dict(f));
   for (const auto& e : dicts[0]) {
-    if (e.key().toStringRef() != "state") out.insert(e.key(), e.value());
+    const std::string& k = e.key().toStringRef();
+    if (k != "state" && (with_groups || k != "groups")) head.insert(e.key(), e.value());
   }
+  return dicts;
+}
+
+}  // namespace
+
+std::vector<char> unflatten_optimizer_files(
+    const std::vector<OptimizerBytes>& files, const ShardLayout& layout,
+    const std::vector<std::vector<std::string>>& group_names) {
+  optimizer_dict::Dict out = optimizer_dict::new_dict();
+  const std::vector<optimizer_dict::Dict> dicts = partition_dicts(files, out, false);
+  const std::string& what = files[0].what;
+  // The saved state's index of each flat: its position counted over the optimizer's groups.
+  struct Place {
+    size_t flat;
+    int64_t index;
+    const ShardLayout::Member* member;
+  };
+  std::map<std::string, Place> places;
+  int64_t index = 0;
+  for (size_t g = 0; g < group_names.size(); ++g) {
+    for (size_t f = 0; f < layout.flats.size(); ++f) {
+      if (layout.flats[f].key != static_cast<int>(g)) continue;
+      for (const auto& m : layout.flats[f].members) places[m.name] = {f, index, &m};
+      ++index;
+    }
+  }
+  const c10::List<c10::IValue> saved_groups =
+      optimizer_dict::entry(dicts[0], "groups", what).toList();
+  UT_CHECK_TRAIN(saved_groups.size() == group_names.size(), what, " holds ", saved_groups.size(),
+                 " parameter groups, this optimizer has ", group_names.size());
+  const optimizer_dict::Dict saved_state =
+      optimizer_dict::entry(dicts[0], "state", what).toGenericDict();
+  c10::impl::GenericList groups(c10::AnyType::get());
+  optimizer_dict::Dict state = optimizer_dict::new_dict();
+  int64_t param = 0;
+  for (size_t g = 0; g < group_names.size(); ++g) {
+    optimizer_dict::Dict group = optimizer_dict::new_dict();
+    group.insert("params", static_cast<int64_t>(group_names[g].size()));
+    group.insert("options",
+                 optimizer_dict::entry(saved_groups.get(g).toGenericDict(), "options", what));
+    groups.push_back(group);
+    for (const std::string& name : group_names[g]) {
+      const auto place = places.find(name);
+      UT_CHECK_TRAIN(place != places.end(), what, " holds no state of parameter ", name,
+                     " in optimizer group ", g, " (the run saved it with other units or groups)");
+      const ShardLayout::Flat& flat = layout.flats[place->second.flat];
+      const ShardLayout::Member& m = *place->second.member;
+      const std::string key = std::to_string(place->second.index);
+      const auto saved = saved_state.find(key);
+      if (saved == saved_state.end()) {  // not stepped yet: no state
+        ++param;
+        continue;
+      }
+      int64_t numel = 1;
+      for (int64_t d : m.shape) numel *= d;
+      optimizer_dict::Dict entries = optimizer_dict::new_dict();
+      for (const auto& field : saved->value().toGenericDict()) {
+        if (!is_part(field.value(), flat.part)) {
+          entries.insert(field.key(), field.value());
+          continue;
+        }
+        torch::Tensor mine = torch::empty({numel}, field.value().toTensor().options());
+        copy_flat_state(dicts, files, key, field.key(), flat.part, m.offset, mine);
+        entries.insert(field.key(), mine.view(m.shape));
+      }
+      state.insert(std::to_string(param++), entries);
+    }
+  }
+  out.insert("groups", groups);
+  out.insert("state", state);
+  return encode_torch_file(out).bytes();
+}
+
+OptimizerBytes OptimizerBytes::of(std::vector<char> bytes, std::string what) {
+  auto shared = std::make_shared<const std::vector<char>>(std::move(bytes));
+  return {shared->data(), shared->size(), shared, std::move(what)};
+}
+
+OptimizerBytes OptimizerBytes::of(const MappedFile& file, std::string what) {
+  return {reinterpret_cast<const char*>(file.data()), file.size(), file.keepalive(),
+          std::move(what)};
+}
+
+std::vector<char> reshard_optimizer_files(const std::vector<OptimizerBytes>& files,
+                                          const std::vector<FlatCut>& flats, int rank) {
+  optimizer_dict::Dict out = optimizer_dict::new_dict();
+  const std::vector<optimizer_dict::Dict> dicts = partition_dicts(files, out, true);
   optimizer_dict::Dict state = optimizer_dict::new_dict();
   const optimizer_dict::Dict first =
       optimizer_dict::entry(dicts[0], "state", files[0].what).toGenericDict();
@@ -98,28 +212,17 @@ std::vector<char> reshard_optimizer_files(const std::vector<OptimizerFile>& file
     const FlatCut& cut = flats[index];
     optimizer_dict::Dict entries = optimizer_dict::new_dict();
     for (const auto& field : e.value().toGenericDict()) {
-      const c10::IValue& v = field.value();
-      if (!v.isTensor() || v.toTensor().dim() != 1 || v.toTensor().numel() != cut.old_part) {
-        entries.insert(field.key(), v);  // the step, and other per-parameter numbers: rank 0's
+      if (!is_part(field.value(), cut.old_part)) {
+        entries.insert(field.key(), field.value());  // the step, other numbers: rank 0's
         continue;
       }
-      std::vector<torch::Tensor> parts;
-      for (size_t r = 0; r < dicts.size(); ++r) {
-        const auto s = optimizer_dict::entry(dicts[r], "state", files[r].what).toGenericDict();
-        const auto it = s.find(key);
-        UT_CHECK_TRAIN(it != s.end(), files[r].what, " has no state of flat ", key);
-        const auto f = it->value().toGenericDict().find(field.key());
-        UT_CHECK_TRAIN(f != it->value().toGenericDict().end() && f->value().isTensor() &&
-                           f->value().toTensor().numel() == cut.old_part,
-                       files[r].what, ": flat ", key, "'s ", field.key().toStringRef(),
-                       " is not a part of ", cut.old_part, " elements");
-        parts.push_back(f->value().toTensor());
-      }
-      torch::Tensor whole = torch::cat(parts).narrow(0, 0, cut.length);
       const int64_t first_element = rank * cut.new_part;
-      torch::Tensor mine = torch::zeros({cut.new_part}, whole.options());
+      torch::Tensor mine = torch::zeros({cut.new_part}, field.value().toTensor().options());
       const int64_t n = std::max<int64_t>(0, std::min(cut.new_part, cut.length - first_element));
-      if (n > 0) mine.narrow(0, 0, n).copy_(whole.narrow(0, first_element, n));
+      if (n > 0) {
+        copy_flat_state(dicts, files, key, field.key(), cut.old_part, first_element,
+                        mine.narrow(0, 0, n));
+      }
       entries.insert(field.key(), mine);
     }
     state.insert(e.key(), entries);

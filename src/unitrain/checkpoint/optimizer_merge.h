@@ -1,8 +1,12 @@
 #pragma once
 // The optimizer state of a ZeRO run, one file per rank: restored or merged into one file.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "unitrain/core/mapped_file.h"
+#include "unitrain/core/shard_layout.h"
 
 namespace torch::optim {
 class Optimizer;
@@ -14,6 +18,18 @@ namespace unitrain {
 struct OptimizerFile {
   std::vector<char> bytes;
   std::string what;
+};
+
+/// An optimizer file read in place: bytes in memory or a mapped file (of which only what is
+/// touched is read from disk), kept alive by `keep`; its name for messages.
+struct OptimizerBytes {
+  const char* data = nullptr;
+  size_t size = 0;
+  std::shared_ptr<const void> keep;
+  std::string what;
+
+  static OptimizerBytes of(std::vector<char> bytes, std::string what);
+  static OptimizerBytes of(const MappedFile& file, std::string what);
 };
 /// Restores the state of several files that together hold it (a ZeRO run's
 /// optimizer-rank-<R>.pt, from any number of ranks: each holds its partition's parameter state
@@ -30,11 +46,22 @@ struct FlatCut {
 /// order; each holds the state of its part of every flat it trains, under the flat's index over
 /// the optimizer's groups, `flats[index]`) re-cut into `rank`'s part of a run whose parts are
 /// `flats[index].new_part`: a state tensor of old_part elements is the concatenation of the
-/// files' parts, cut to the flat's length and padded with zeros; the other entries (the step count)
+/// files' parts, cut to the flat's length and padded with zeros (only the elements of each
+/// file's part that fall in `rank`'s new part are read); the other entries (the step count)
 /// are the first file's. One optimizer file, which load_optimizer_state reads. TrainError naming
 /// the file when one does not fit.
-std::vector<char> reshard_optimizer_files(const std::vector<OptimizerFile>& files,
+std::vector<char> reshard_optimizer_files(const std::vector<OptimizerBytes>& files,
                                           const std::vector<FlatCut>& flats, int rank);
+/// distributed.zero: 3's optimizer files (as reshard_optimizer_files takes them) as the state
+/// of a run without it: by parameter. `layout`: the saved run's (model-shards.json);
+/// `group_names[g]`: the names of the parameters of the reading optimizer's group g, in its
+/// order. Each parameter's state tensors are its elements of the flat's whole state, in its
+/// shape; the other entries (the step count) are the first file's; the groups' options are the
+/// files'. One optimizer file, which load_optimizer_state reads. TrainError naming the file
+/// when one does not fit, or the parameter when the layout has no such trained member.
+std::vector<char> unflatten_optimizer_files(
+    const std::vector<OptimizerBytes>& files, const ShardLayout& layout,
+    const std::vector<std::vector<std::string>>& group_names);
 /// The files load_optimizer_state(optimizer, files) reads, as one optimizer file (the same
 /// format, every parameter's state in index order), without an optimizer: for `unitrain
 /// checkpoint merge`. TrainError naming the file as there.

@@ -28,8 +28,8 @@ std::string shape_of(const torch::Tensor& t) {
 }
 
 // torch.jit.save writes a zip holding constants.pkl and code/; a state_dict file has neither.
-bool is_torchscript_archive(const std::vector<char>& bytes) {
-  const std::string_view text(bytes.data(), bytes.size());
+bool is_torchscript_archive(const char* bytes, size_t size) {
+  const std::string_view text(bytes, size);
   return text.rfind("PK", 0) == 0 && text.find("/constants.pkl") != std::string_view::npos;
 }
 
@@ -45,13 +45,16 @@ std::vector<char> save_tensor_dict(const NamedTensors& tensors) {
   return tensor_dict_image(tensors).bytes();
 }
 
-NamedTensors load_tensor_dict(std::vector<char> bytes, const std::string& what) {
-  const auto shared = std::make_shared<std::vector<char>>(std::move(bytes));
+namespace {
+
+/// The dict of tensors in a PyTorch file of `size` bytes at `bytes`, kept alive by `keep`.
+NamedTensors decode_tensor_dict(const char* bytes, size_t size,
+                                const std::shared_ptr<const void>& keep, const std::string& what) {
   torch::IValue value;
   try {
-    value = decode_torch_file(shared, what);
+    value = decode_torch_file(bytes, size, keep, what);
   } catch (const std::exception& e) {
-    UT_CHECK_TRAIN(!is_torchscript_archive(*shared), what,
+    UT_CHECK_TRAIN(!is_torchscript_archive(bytes, size), what,
                    " is a TorchScript module (torch.jit.save), not a state_dict; save the "
                    "weights with torch.save(model.state_dict(), \"weights.pt\") in Python, or "
                    "from a unitrain run with `unitrain export run.yaml --format state_dict "
@@ -69,6 +72,18 @@ NamedTensors load_tensor_dict(std::vector<char> bytes, const std::string& what) 
     out.emplace_back(entry.key().toStringRef(), entry.value().toTensor());
   }
   return out;
+}
+
+}  // namespace
+
+NamedTensors load_tensor_dict(std::vector<char> bytes, const std::string& what) {
+  const auto shared = std::make_shared<std::vector<char>>(std::move(bytes));
+  return decode_tensor_dict(shared->data(), shared->size(), shared, what);
+}
+
+NamedTensors map_tensor_dict(const MappedFile& file, const std::string& what) {
+  return decode_tensor_dict(reinterpret_cast<const char*>(file.data()), file.size(),
+                            file.keepalive(), what);
 }
 
 torch::Tensor& SnapshotBuffers::buffer_for(const std::string& name, const torch::Tensor& t) {

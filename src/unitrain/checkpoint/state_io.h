@@ -23,6 +23,9 @@ std::vector<char> save_tensor_dict(const NamedTensors& tensors);
 /// (a state_dict). The tensors are the records inside `bytes`, not copies (the bytes live as
 /// long as any of them). TrainError naming `what` when the bytes are not such a dict.
 NamedTensors load_tensor_dict(std::vector<char> bytes, const std::string& what);
+/// load_tensor_dict of a mapped file: the tensors are read-only views of the mapping (which
+/// they keep alive), read from disk only where they are touched. Copy before changing one.
+NamedTensors map_tensor_dict(const MappedFile& file, const std::string& what);
 
 /// Copies for snapshots, kept from one save to the next: copying into last time's buffers
 /// spares a fresh allocation each save (for a large model, hundreds of MB of page faults and

@@ -167,10 +167,10 @@ at::DataPtr copied_data_ptr(const void* data, size_t size) {
 
 /// The records of a PyTorch file by their names below the archive's root folder (PyTorch names
 /// the root after the file: `archive/`, `weights/`): "data.pkl", "data/0", "version".
-std::map<std::string, ZipEntry> records_by_name(const std::vector<char>& bytes,
+std::map<std::string, ZipEntry> records_by_name(const char* bytes, size_t size,
                                                 const std::string& what) {
   const auto entries =
-      read_zip_directory(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), what);
+      read_zip_directory(reinterpret_cast<const unsigned char*>(bytes), size, what);
   UT_CHECK_TRAIN(!entries.empty(), what, " is an empty zip archive");
   const std::string& first = entries.front().name;
   const size_t slash = first.find('/');
@@ -188,8 +188,13 @@ std::map<std::string, ZipEntry> records_by_name(const std::vector<char>& bytes,
 
 c10::IValue decode_torch_file(const std::shared_ptr<const std::vector<char>>& bytes,
                               const std::string& what) {
-  const std::map<std::string, ZipEntry> records = records_by_name(*bytes, what);
-  const auto* base = reinterpret_cast<const unsigned char*>(bytes->data());
+  return decode_torch_file(bytes->data(), bytes->size(), bytes, what);
+}
+
+c10::IValue decode_torch_file(const char* bytes, size_t size,
+                              const std::shared_ptr<const void>& keep, const std::string& what) {
+  const std::map<std::string, ZipEntry> records = records_by_name(bytes, size, what);
+  const auto* base = reinterpret_cast<const unsigned char*>(bytes);
   // A record's bytes: in place when stored (as PyTorch writes them) and aligned for any
   // element type; else a copy (inflated when compressed).
   auto record = [&](const std::string& name) -> std::pair<at::DataPtr, size_t> {
@@ -200,11 +205,11 @@ c10::IValue decode_torch_file(const std::shared_ptr<const std::vector<char>>& by
       auto inflated = inflate_zip_entry(base, e, what);
       return {copied_data_ptr(inflated->data(), inflated->size()), inflated->size()};
     }
-    const char* data = bytes->data() + e.data_offset;
+    const char* data = bytes + e.data_offset;
     if (reinterpret_cast<uintptr_t>(data) % alignof(std::max_align_t) != 0) {
       return {copied_data_ptr(data, e.uncompressed_size), e.uncompressed_size};
     }
-    return {shared_data_ptr(bytes, data), e.uncompressed_size};
+    return {shared_data_ptr(keep, data), e.uncompressed_size};
   };
 
   auto [pickle, pickle_size] = record("data.pkl");
@@ -221,7 +226,7 @@ c10::IValue decode_torch_file(const std::shared_ptr<const std::vector<char>>& by
   for (const char* name : {"version", ".data/version"}) {
     auto it = records.find(name);
     if (it == records.end() || it->second.method != 0) continue;
-    const std::string text(bytes->data() + it->second.data_offset, it->second.uncompressed_size);
+    const std::string text(bytes + it->second.data_offset, it->second.uncompressed_size);
     unpickler.set_version(std::strtoull(text.c_str(), nullptr, 10));
     break;
   }

@@ -32,5 +32,9 @@ FileImage encode_torch_file(const c10::IValue& value, bool force_zip64 = false);
 /// when the bytes are not such a file.
 c10::IValue decode_torch_file(const std::shared_ptr<const std::vector<char>>& bytes,
                               const std::string& what);
+/// decode_torch_file of `size` bytes at `bytes` (a mapped file), which `keep` keeps alive: the
+/// tensors are views of that memory (read-only when it is: copy before writing to them).
+c10::IValue decode_torch_file(const char* bytes, size_t size,
+                              const std::shared_ptr<const void>& keep, const std::string& what);
 
 }  // namespace unitrain

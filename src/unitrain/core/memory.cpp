@@ -20,4 +20,17 @@ std::string keep_freed_memory() {
          "UNITRAIN_MALLOC=system turns this off)";
 }
 
+size_t release_freed_memory() {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  const size_t free_bytes = mallinfo2().fordblks;
+  malloc_trim(0);
+  return free_bytes;
+#elif defined(__GLIBC__)
+  malloc_trim(0);
+  return 0;
+#else
+  return 0;
+#endif
+}
+
 }  // namespace unitrain

@@ -2,6 +2,7 @@
 // How the process keeps freed memory: LibTorch frees and allocates megabytes every step
 // (gradients, optimizer temporaries, activations); glibc's defaults hand such blocks back to the
 // kernel and map them again, zeroed, on the next step. See docs/performance.md ("Memory").
+#include <cstddef>
 #include <string>
 
 namespace unitrain {
@@ -13,5 +14,12 @@ namespace unitrain {
 /// Returns what was done, for the log ("" when left alone). Costs memory: the peak of a step
 /// stays mapped (see docs/performance.md).
 std::string keep_freed_memory();
+
+/// Hands the memory malloc holds free back to the kernel now (glibc's malloc_trim over every
+/// arena; nothing elsewhere): after a phase that freed more than the steps will reuse — a whole
+/// model cut into ZeRO 3's parts, checkpoint files read to resume — so that it does not stay in
+/// the process (keep_freed_memory keeps it otherwise). Changes no setting. Returns the bytes
+/// malloc held free before (0 where unknown).
+size_t release_freed_memory();
 
 }  // namespace unitrain

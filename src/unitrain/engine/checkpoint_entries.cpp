@@ -31,6 +31,10 @@ std::vector<char> CheckpointRead::read(const std::string& name) const {
   return CheckpointStore::read(dir, name);
 }
 
+MappedFile CheckpointRead::map(const std::string& name) const {
+  return CheckpointStore::map(dir, name);
+}
+
 namespace {
 
 /// Entry `name` of the checkpoint being read, a tensor dict in PyTorch's format; errors name its
@@ -79,9 +83,11 @@ class ModelEntry : public CheckpointEntry {
 
 class OptimizerEntry : public CheckpointEntry {
  public:
-  OptimizerEntry(torch::optim::Optimizer& optimizer, ProcessGroup* group,
-                 OptimizerSharding* sharding, std::string root, const ShardedParameters* sharded)
+  OptimizerEntry(torch::optim::Optimizer& optimizer, const torch::nn::Module& model,
+                 ProcessGroup* group, OptimizerSharding* sharding, std::string root,
+                 const ShardedParameters* sharded)
       : optimizer_(optimizer),
+        model_(model),
         group_(group),
         sharding_(sharding),
         sharded_(sharded),
@@ -105,11 +111,7 @@ class OptimizerEntry : public CheckpointEntry {
   /// it needs (with ZeRO, its own partition's state).
   void restore(const CheckpointRead& in) override {
     if (sharded_) return restore_parts(in);
-    UT_CHECK_TRAIN(!in.has(files::kModelShards), in.dir,
-                   " holds the optimizer state of a run with distributed.zero: 3 (by parts of "
-                   "flattened parameters), which a run without it cannot take; resume with "
-                   "distributed.zero: 3 on several processes, or start from its weights "
-                   "(model.init_from, after `unitrain checkpoint merge`)");
+    if (in.has(files::kModelShards) && !in.has(files::kOptimizer)) return restore_flattened(in);
     std::vector<OptimizerFile> found;
     if (in.has(files::kOptimizer)) {
       found.push_back({in.read(files::kOptimizer), in.path(files::kOptimizer)});
@@ -146,10 +148,11 @@ class OptimizerEntry : public CheckpointEntry {
       load_optimizer_state(optimizer_, in.read(name), in.path(name));
       return;
     }
-    std::vector<OptimizerFile> parts;
+    // Every rank's file mapped: only the elements of this rank's new parts are read.
+    std::vector<OptimizerBytes> parts;
     for (int r = 0; r < saved.world_size; ++r) {
       const std::string name = files::optimizer_partition(r);
-      parts.push_back({in.read(name), in.path(name)});
+      parts.push_back(OptimizerBytes::of(in.map(name), in.path(name)));
     }
     // The optimizer's parameters, counted over its groups, are the flats of each group's key.
     std::vector<FlatCut> cuts;
@@ -163,7 +166,40 @@ class OptimizerEntry : public CheckpointEntry {
                          in.dir + "'s optimizer parts, re-cut");
   }
 
+  /// A run without distributed.zero: 3 (one process, or another ZeRO stage) from a checkpoint
+  /// of one with it: every rank's parts, by parameter.
+  void restore_flattened(const CheckpointRead& in) {
+    const std::vector<char> text = in.read(files::kModelShards);
+    const ShardLayout saved =
+        ShardLayout::from_json({text.begin(), text.end()}, in.path(files::kModelShards));
+    std::map<const void*, std::string> names;
+    for (const auto& item : model_.named_parameters(/*recurse=*/true)) {
+      names[item.value().unsafeGetTensorImpl()] = item.key();
+    }
+    std::vector<std::vector<std::string>> group_names;
+    for (const auto& g : optimizer_.param_groups()) {
+      group_names.emplace_back();
+      for (const auto& p : g.params()) {
+        const auto name = names.find(p.unsafeGetTensorImpl());
+        UT_CHECK_TRAIN(name != names.end(), in.dir,
+                       " holds the optimizer state of a run with distributed.zero: 3 by the "
+                       "model's parameter names; this optimizer trains a tensor that is not "
+                       "one of the model's parameters");
+        group_names.back().push_back(name->second);
+      }
+    }
+    std::vector<OptimizerBytes> parts;
+    for (int r = 0; r < saved.world_size; ++r) {
+      const std::string name = files::optimizer_partition(r);
+      parts.push_back(OptimizerBytes::of(in.map(name), in.path(name)));
+    }
+    load_optimizer_state(optimizer_, unflatten_optimizer_files(parts, saved, group_names),
+                         in.dir + "'s optimizer parts, by parameter");
+    if (sharding_) sharding_->drop_foreign_state();
+  }
+
   torch::optim::Optimizer& optimizer_;
+  const torch::nn::Module& model_;
   ProcessGroup* group_;
   OptimizerSharding* sharding_;
   const ShardedParameters* sharded_;
@@ -321,10 +357,12 @@ CheckpointEntryPtr model_entry(TrainModule& module, Precision& precision) {
   return std::make_unique<ModelEntry>(module, precision);
 }
 
-CheckpointEntryPtr optimizer_entry(torch::optim::Optimizer& optimizer, ProcessGroup* group,
+CheckpointEntryPtr optimizer_entry(torch::optim::Optimizer& optimizer,
+                                   const torch::nn::Module& model, ProcessGroup* group,
                                    OptimizerSharding* sharding, std::string root,
                                    const ShardedParameters* sharded) {
-  return std::make_unique<OptimizerEntry>(optimizer, group, sharding, std::move(root), sharded);
+  return std::make_unique<OptimizerEntry>(optimizer, model, group, sharding, std::move(root),
+                                          sharded);
 }
 
 CheckpointEntryPtr rng_entry(ProcessGroup* group) { return std::make_unique<RngEntry>(group); }

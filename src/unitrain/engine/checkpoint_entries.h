@@ -9,6 +9,9 @@
 namespace torch::optim {
 class Optimizer;
 }
+namespace torch::nn {
+class Module;
+}
 
 namespace unitrain {
 
@@ -28,8 +31,11 @@ CheckpointEntryPtr model_entry(TrainModule& module, Precision& precision);
 /// optimizer.pt, or with ZeRO (`sharding`) one optimizer-rank-<R>.pt per rank: the ranks other
 /// than 0 write theirs beside the checkpoints under `root` and rank 0 moves them in.
 /// With distributed.zero: 3 (`sharded`), every rank's state of its parts, re-cut when the run
-/// resumes at another world size.
-CheckpointEntryPtr optimizer_entry(torch::optim::Optimizer& optimizer, ProcessGroup* group,
+/// resumes at another world size. A run without distributed.zero: 3 resumes from such a
+/// checkpoint too: its optimizer.pt when `unitrain checkpoint merge` wrote one, else the parts
+/// by parameter (named as `model`'s parameters).
+CheckpointEntryPtr optimizer_entry(torch::optim::Optimizer& optimizer,
+                                   const torch::nn::Module& model, ProcessGroup* group,
                                    OptimizerSharding* sharding, std::string root,
                                    const ShardedParameters* sharded = nullptr);
 /// distributed.zero: 3's model: model-shards.json and every rank's model-shard-rank-<R>.pt

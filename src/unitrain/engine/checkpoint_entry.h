@@ -35,6 +35,8 @@ struct CheckpointRead {
   bool has(const std::string& name) const;
   /// The file's bytes (size and CRC checked against the manifest).
   std::vector<char> read(const std::string& name) const;
+  /// The file mapped read-only (checked as read() checks it): its pages are read when touched.
+  MappedFile map(const std::string& name) const;
   std::string path(const std::string& name) const { return dir + "/" + name; }
 };
 

@@ -37,6 +37,9 @@ struct FitResult {
   bool already_complete = false;
   /// Rollbacks to the last checkpoint over the run (train.divergence), resumes included.
   int64_t rollbacks = 0;
+  /// Bytes of this rank's optimizer state at the end of training (ZeRO 3 frees it before fit()
+  /// returns); -1 when not counted (manual optimization, a run that trained nothing).
+  int64_t optimizer_state_bytes = -1;
 };
 
 }  // namespace unitrain

@@ -100,15 +100,25 @@ class ShardedPartsEntry : public CheckpointEntry {
           ShardLayout::from_json({text.begin(), text.end()}, in.path(files::kModelShards));
       if (saved.world_size == layout.world_size && saved.same_flats(layout)) {
         const std::map<std::string, torch::Tensor> own = restore_own_parts(in, into);
-        if (!outside_now.empty()) {  // rank 0's file holds them: read it once, on the others too
+        if (!outside_now.empty()) {  // rank 0's file holds them: mapped on the others
           const std::string first = file_of_(0);
-          const auto from = in.rank == 0 ? own
-                                         : by_name(load_tensor_dict(in.read(first), in.path(first)));
+          const auto from =
+              in.rank == 0 ? own : by_name(map_tensor_dict(in.map(first), in.path(first)));
           for (const auto& [name, t] : from) {
             const std::string prefix = kWholeEntryPrefix;
             if (name.rfind(prefix, 0) == 0) whole[name.substr(prefix.size())] = t;
           }
         }
+      } else if (saved.same_flats(layout)) {
+        // Another world size: this rank's new parts from the elements of the saved parts that
+        // fall in them, read from the mapped files (no rank holds the whole model).
+        check_recut(in, saved);
+        RecutParts recut = recut_model_shards(in.dir, file_of_, saved, layout, in.rank);
+        for (size_t i = 0; i < into.size(); ++i) {
+          torch::Tensor part = into[i];
+          part.copy_(recut.parts[i]);
+        }
+        whole = by_name(std::move(recut.whole));
       } else {
         check_recut(in, saved);
         whole = by_name(merge_model_shards(in.dir, file_of_));  // (with the whole.<name> ones)
@@ -140,8 +150,9 @@ class ShardedPartsEntry : public CheckpointEntry {
   virtual void restore_more(const std::map<std::string, torch::Tensor>& own) {}
   /// Before re-cutting parts of another world size or layout.
   virtual void check_recut(const CheckpointRead& in, const ShardLayout& saved) {}
-  /// A checkpoint without parts of this kind: `whole` (by name) from its whole dict, cut into
-  /// `into`; false when there is nothing to restore from.
+  /// A checkpoint without parts of this kind: `whole` (by name) from its whole dict (mapped:
+  /// only this rank's elements are read), cut into `into`; false when there is nothing to
+  /// restore from.
   virtual bool restore_whole(const CheckpointRead& in, const std::vector<torch::Tensor>& into,
                              std::map<std::string, torch::Tensor>& whole) = 0;
   /// After everything was restored.
@@ -162,7 +173,7 @@ class ShardedPartsEntry : public CheckpointEntry {
                                                          const std::vector<torch::Tensor>& into) {
     const std::string name = file_of_(in.rank);
     std::map<std::string, torch::Tensor> own =
-        by_name(load_tensor_dict(in.read(name), in.path(name)));
+        by_name(map_tensor_dict(in.map(name), in.path(name)));
     for (size_t i = 0; i < into.size(); ++i) {
       const auto it = own.find(std::to_string(i));
       UT_CHECK_TRAIN(it != own.end() && it->second.numel() == into[i].numel(), in.path(name),
@@ -248,7 +259,7 @@ class ShardedModelEntry : public ShardedPartsEntry {
   bool restore_whole(const CheckpointRead& in, const std::vector<torch::Tensor>& into,
                      std::map<std::string, torch::Tensor>& whole) override {
     // A checkpoint of a run without distributed.zero: 3.
-    whole = by_name(load_tensor_dict(in.read(files::kModel), in.path(files::kModel)));
+    whole = by_name(map_tensor_dict(in.map(files::kModel), in.path(files::kModel)));
     cut_into(into, whole, in.path(files::kModel));
     return true;
   }
@@ -303,7 +314,7 @@ class ShardedEmaEntry : public ShardedPartsEntry {
       ema_.restart_from_parts();
       return false;
     }
-    whole = by_name(load_tensor_dict(in.read(file), in.path(file)));
+    whole = by_name(map_tensor_dict(in.map(file), in.path(file)));
     cut_into(into, whole, in.path(file));
     return true;
   }

@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/core/error.h"
 #include "unitrain/engine/callbacks/ema.h"
 #include "unitrain/engine/checkpoint_entries.h"
@@ -23,24 +24,6 @@
 #include "unitrain/parallel/sharded_sync.h"
 
 namespace unitrain {
-namespace {
-
-/// What this rank's trackers are told of the run segment.
-RunInfo rank_run_info(const Config& config, const LogOptions& log, const std::string& run_dir,
-                      int rank, int world, const ResumePoint& resume) {
-  RunInfo r;
-  r.config_yaml = config.dump();
-  r.run_dir = run_dir;
-  r.dir = log.rank_dir(run_dir, rank);
-  r.rank = rank;
-  r.world_size = world;
-  r.first_step = (resume.dir.empty() ? 0 : resume.file.state.step) + 1;
-  r.keep_events = resume.dir.empty() ? -1 : resume.file.log_events;
-  return r;
-}
-
-}  // namespace
-
 TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const ResumePoint& resume)
     : settings_(in.settings),
       config_(in.config),
@@ -59,8 +42,10 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
       train_loader_(train, settings_.loader.for_device(device_.is_cuda()), settings_.seed,
                     "data.train", resume.dir.empty() ? kCurrentShuffle : resume.file.data_order),
       logger_(settings_.log.of_rank(group_ ? group_->rank() : 0),
-              rank_run_info(config_, settings_.log, settings_.run_dir, group_ ? group_->rank() : 0,
-                            group_ ? group_->world_size() : 1, resume)) {
+              settings_.log.segment(config_.dump(), settings_.run_dir,
+                                    group_ ? group_->rank() : 0, group_ ? group_->world_size() : 1,
+                                    resume.dir.empty() ? 0 : resume.file.state.step,
+                                    resume.dir.empty() ? -1 : resume.file.log_events)) {
   const int rank = group_ ? group_->rank() : 0;
   const int world = group_ ? group_->world_size() : 1;
   if (val) {
@@ -161,7 +146,7 @@ void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
     c.add(model_entry(module_, precision_));
   }
   if (trainers) {
-    c.add(optimizer_entry(*trainers, group_.get(), sharding_.get(),
+    c.add(optimizer_entry(*trainers, module_.weights(), group_.get(), sharding_.get(),
                           settings_.run_dir + "/checkpoints", sharded_params_.get()));
   }
   c.add(gradients_entry(module_, state_));
@@ -298,8 +283,12 @@ void TrainLoop::finish() {
   logger_.finish(!decisions_.ended_early());
   if (profiler_) write_profile();
   if (sharded_params_) {  // the module whole again for what comes after fit (tests, export)
-    module_.set_unit_runner(nullptr);
-    sharded_params_->unshard();
+    // The optimizer steps the parts, which a next fit() cuts anew: its state is freed first.
+    if (!optimizers_->manual()) {
+      optimizer_state_bytes_ = optimizer_state_bytes(*optimizers_->all()[0].second);
+    }
+    optimizers_->clear_states();
+    unshard_module(module_, *sharded_params_);
     for (Ema* ema : ema_callbacks()) unshard_ema(*ema, module_, *sharded_params_);
   }
 }
@@ -318,6 +307,7 @@ FitResult TrainLoop::result() const {
   r.paused = decisions_.paused();
   r.already_complete = already_complete_;
   r.rollbacks = divergence_.rollbacks();
+  r.optimizer_state_bytes = optimizer_state_bytes_;
   r.state = state_;
   r.seconds = seconds();
   return r;

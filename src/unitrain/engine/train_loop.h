@@ -179,6 +179,8 @@ class TrainLoop : private CheckpointEntry {
   bool already_complete_ = false;
   Clock::time_point start_time_ = Clock::now();
   double time_offset_ = 0;  ///< seconds of training before a resume
+  int64_t restored_log_events_ = 0;     ///< events logged before the checkpoint last restored
+  int64_t optimizer_state_bytes_ = -1;  ///< at the end of training, when finish() frees it
   int64_t last_val_step_ = -1;
   bool broadcast_buffers_ = false;  ///< rank 0's buffers to every rank at each window's start
   Batch device_batch_;  ///< the micro-batch copied to device_ (not on the CPU)

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/memory.h"
 #include "unitrain/engine/train_loop.h"
 #include "unitrain/log/console.h"
 #include "unitrain/parallel/process_group.h"
@@ -22,6 +23,7 @@ void TrainLoop::restore(const ResumePoint& resume) {
   const std::string note =
       optimizers_->resume_note(resume.config_changes, resume.file.last_train, state_.step + 1);
   if (!note.empty()) log::info(note);
+  if (sharded_params_) release_freed_memory();  // ZeRO 3: what reading the files freed
 }
 
 bool TrainLoop::roll_back(const MicroStep& m) {
@@ -33,22 +35,37 @@ bool TrainLoop::roll_back(const MicroStep& m) {
                  "save comes with checkpoint.every)");
   divergence_.begin_rollback(m.rollback);  // TrainError past max_rollbacks
   if (group_) group_->barrier();           // every rank reads what rank 0 wrote
+  const ResumePoint point = read_resume_point(dir, config_);
   // The data goes on after this window; the rest comes from the checkpoint.
   const TrainState here = state_;
+  const TrainState& there = point.file.state;
+  const int64_t skipped = (here.epoch - there.epoch) * plan_.batches_per_epoch +
+                          here.batch_in_epoch + 1 - there.batch_in_epoch;
+  // Why first, then what the restore says of the checkpoint.
+  log::warn(fmt::format(
+      "{}: rolled back to step {}; training goes on from epoch {} batch {} ({} batches of each "
+      "process skipped){} — rollback {} of at most {} (train.divergence.max_rollbacks)",
+      m.rollback, there.step, here.epoch, here.batch_in_epoch + 1, skipped,
+      divergence_.lr_scale() != 1.0
+          ? fmt::format(", learning rates x {:.6g}", divergence_.lr_scale())
+          : "",
+      divergence_.rollbacks(), settings_.train.divergence.max_rollbacks));
   const double seconds = elapsed();
   const std::string resumed_from = resumed_from_;
-  LogEvent diverged = event({{"train/rollbacks", double(divergence_.rollbacks())}});
-  diverged.step = state_.step + 1;  // the step that diverged (not counted)
-  logger_.log(diverged);
   close_epoch_batches();
   step_runner_->drop_window();
   optimizers_->clear_states();  // the checkpoint's replace them whole
-  checkpoints_->restore(read_resume_point(dir, config_), state_, plan_.batches_per_epoch,
-                        plan_.rank, "rolled back to");
+  checkpoints_->restore(point, state_, plan_.batches_per_epoch, plan_.rank, "rolled back to");
   divergence_.rolled_back();
+  // The logs go back to the checkpoint as a resume's do (the abandoned steps leave them); the
+  // rollback itself stays, as an event at the checkpoint's step.
+  logger_.rewind(restored_log_events_, state_.step + 1);
+  logger_.log({state_.step,
+               state_.epoch,
+               state_.samples,
+               seconds,
+               {{"train/rollbacks", double(divergence_.rollbacks())}}});
   if (state_.micro_in_window != 0) step_runner_->drop_window();  // saved inside a window
-  const int64_t skipped = (here.epoch - state_.epoch) * plan_.batches_per_epoch +
-                          here.batch_in_epoch + 1 - state_.batch_in_epoch;
   state_.epoch = here.epoch;
   state_.batch_in_epoch = here.batch_in_epoch + 1;
   state_.micro_in_window = 0;
@@ -57,14 +74,6 @@ bool TrainLoop::roll_back(const MicroStep& m) {
   optimizers_->scale_lrs(divergence_.lr_scale());
   optimizers_->follow(state_);
   optimizers_->remember_lrs();
-  log::warn(fmt::format(
-      "{}: rolled back to step {}; training goes on from epoch {} batch {} ({} batches of each "
-      "process skipped){} — rollback {} of at most {} (train.divergence.max_rollbacks)",
-      m.rollback, state_.step, state_.epoch, state_.batch_in_epoch, skipped,
-      divergence_.lr_scale() != 1.0
-          ? fmt::format(", learning rates x {:.6g}", divergence_.lr_scale())
-          : "",
-      divergence_.rollbacks(), settings_.train.divergence.max_rollbacks));
   return true;
 }
 
@@ -85,6 +94,7 @@ void TrainLoop::save(CheckpointWrite& out) {
 
 void TrainLoop::restore(const CheckpointRead& in) {
   const TrainerStateFile& st = in.state;
+  restored_log_events_ = st.log_events;
   periods_.start_at(state_);
   last_val_step_ = st.last_val_step;
   time_offset_ = st.elapsed;

@@ -91,6 +91,19 @@ void LogOptions::resolve_trackers(Config& log_section) {
   log_section.mark_read(kTrackerArgs);  // the run logger hands them to the trackers
 }
 
+RunInfo LogOptions::segment(std::string config_yaml, const std::string& run_dir, int rank,
+                            int world, int64_t checkpoint_step, int64_t keep_events) const {
+  RunInfo r;
+  r.config_yaml = std::move(config_yaml);
+  r.run_dir = run_dir;
+  r.dir = rank_dir(run_dir, rank);
+  r.rank = rank;
+  r.world_size = world;
+  r.first_step = checkpoint_step + 1;
+  r.keep_events = keep_events;
+  return r;
+}
+
 std::string LogOptions::rank_dir(const std::string& run_dir, int rank) const {
   if (run_dir.empty()) return "";
   if (rank == 0) return run_dir;

@@ -1,5 +1,6 @@
 #pragma once
 // LogOptions: the `log` section — which trackers, their settings, the progress bar, all ranks.
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -7,6 +8,7 @@
 
 #include "unitrain/core/config.h"
 #include "unitrain/core/options.h"
+#include "unitrain/log/tracker.h"
 
 namespace unitrain {
 
@@ -40,6 +42,11 @@ struct LogOptions {
   /// Where the tracker files of `rank` go: `run_dir` on rank 0; with all_ranks,
   /// `run_dir/logs/rank-<rank>` on the others; "" (no files) otherwise or without a run_dir.
   std::string rank_dir(const std::string& run_dir, int rank) const;
+  /// What `rank`'s trackers are told of a run segment that starts after the checkpoint of
+  /// `checkpoint_step` (0: a fresh start) which had logged `keep_events` events (-1: a fresh
+  /// start): the resolved config's text, the folders, the rank and world size.
+  RunInfo segment(std::string config_yaml, const std::string& run_dir, int rank, int world,
+                  int64_t checkpoint_step, int64_t keep_events) const;
   /// These options as rank `rank` uses them: metrics files, console metrics and the progress
   /// bar from rank 0 only (with all_ranks, every rank's trackers, in rank_dir(); no bar).
   LogOptions of_rank(int rank) const;

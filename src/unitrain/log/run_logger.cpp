@@ -19,7 +19,7 @@ RunInfo run_info_for_dir(const std::string& run_dir, int64_t keep_events) {
 }  // namespace
 
 RunLogger::RunLogger(const LogOptions& options, const RunInfo& run)
-    : events_(std::max<int64_t>(run.keep_events, 0)) {
+    : run_(run), events_(std::max<int64_t>(run.keep_events, 0)) {
   for (const std::string& name : options.trackers) {
     // LogOptions::from_config fills in every listed tracker's settings; a LogOptions made in
     // code may leave them out: the tracker's defaults then.
@@ -51,6 +51,13 @@ void RunLogger::log(const LogEvent& event) {
 void RunLogger::progress(int64_t step, int64_t total_steps, int64_t epoch,
                          const LossReader& loss) {
   for (auto& t : trackers_) t->progress(step, total_steps, epoch, loss);
+}
+
+void RunLogger::rewind(int64_t keep_events, int64_t first_step) {
+  run_.keep_events = std::max<int64_t>(keep_events, 0);
+  run_.first_step = first_step;
+  events_ = run_.keep_events;
+  for (auto& t : trackers_) t->rewind(run_);
 }
 
 void RunLogger::finish(bool completed) {

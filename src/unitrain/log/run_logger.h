@@ -29,9 +29,14 @@ class RunLogger {
   /// stopped before its end (a signal) and will be resumed. The trackers get the last value
   /// of every metric logged through this logger.
   void finish(bool completed = true);
+  /// A rollback to a checkpoint that had logged `keep_events` events and whose next step is
+  /// `first_step`: every tracker drops what was logged after it (Tracker::rewind), as when a run
+  /// resumes from that checkpoint.
+  void rewind(int64_t keep_events, int64_t first_step);
 
  private:
   std::vector<TrackerPtr> trackers_;
+  RunInfo run_;
   std::map<std::string, double> last_;
   int64_t events_ = 0;
   bool finished_ = false;

@@ -162,6 +162,8 @@ std::string TensorBoardTracker::path() const { return writer_ ? writer_->path() 
 
 void TensorBoardTracker::start(const RunInfo& run) {
   run_ = run;
+  writer_.reset();  // a rollback starts a new segment: a new file from its first event
+  finished_ = false;
   if (run.dir.empty() || run.config_yaml.empty()) return;
   hparams_ =
       config_hparams(run.config_yaml, options_.hparams, "log.tracker_args.tensorboard.hparams");

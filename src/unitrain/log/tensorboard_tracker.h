@@ -25,15 +25,16 @@ struct TensorBoardOptions {
 };
 
 /// Writes one TensorBoard event file per run segment into <RunInfo::dir>/tensorboard/ (a
-/// resumed run starts a new file; files are created, never overwritten, and named so that they
-/// sort in the order written), from the segment's first log event on (a segment that logs
-/// nothing leaves no file): file_version "brain.Event:2" first; when resuming, a SessionLog
-/// START at the segment's first step (TensorBoard then drops what an interrupted segment logged
-/// after its last checkpoint); the resolved config as text (tag `config`) and the hparams
-/// session start; a scalar per metric of every log event, at its step, with the wall time;
-/// at finish() the hparams experiment (the hparams and the final metrics) and, when the run
-/// completed, the session end. Each record reaches the file when it is logged. Without
-/// RunInfo::config_yaml (Trainer::test's logger) only the scalars are written.
+/// resumed run, and a run rolled back to a checkpoint (Tracker::rewind), starts a new file; files
+/// are created, never overwritten, and named so that they sort in the order written), from the
+/// segment's first log event on (a segment that logs nothing leaves no file): file_version
+/// "brain.Event:2" first; when resuming, a SessionLog START at the segment's first step
+/// (TensorBoard then drops what an interrupted segment logged after its last checkpoint); the
+/// resolved config as text (tag `config`) and the hparams session start; a scalar per metric of
+/// every log event, at its step, with the wall time; at finish() the hparams experiment (the
+/// hparams and the final metrics) and, when the run completed, the session end. Each record reaches
+/// the file when it is logged. Without RunInfo::config_yaml (Trainer::test's logger) only the
+/// scalars are written.
 class TensorBoardTracker : public Tracker {
  public:
   explicit TensorBoardTracker(TensorBoardOptions options);

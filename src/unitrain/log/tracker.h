@@ -77,6 +77,12 @@ class Tracker {
   virtual void progress(int64_t step, int64_t total_steps, int64_t epoch, const LossReader& loss) {}
   virtual void finish(const RunEnd& end) {}
   virtual void flush() {}
+  /// The run went back to a checkpoint (a rollback: train.divergence, train.on_nonfinite) and
+  /// goes on from there as a resumed segment would: `segment.keep_events` events logged before
+  /// that checkpoint stay, those after it are abandoned, and the segment's first step is
+  /// `segment.first_step`. A tracker writing files makes them read as one run (no step twice).
+  /// The default starts the segment again: start(segment).
+  virtual void rewind(const RunInfo& segment) { start(segment); }
 };
 
 using TrackerPtr = std::unique_ptr<Tracker>;

@@ -6,6 +6,7 @@
 
 #include "unitrain/compat/optimizer_state_key.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/memory.h"
 #include "unitrain/core/train_module.h"
 #include "unitrain/parallel/sharded_parameters.h"
 #include "unitrain/parallel/sharded_unit_runner.h"
@@ -111,7 +112,20 @@ std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> gr
     }
   }
   module.set_unit_runner(std::make_shared<ShardedUnitRunner>(sharded, joined, prefetch));
+  // The whole model this rank built is cut into its parts: what it freed goes back to the
+  // kernel instead of staying in the process (keep_freed_memory keeps it for the steps' reuse).
+  release_freed_memory();
   return sharded;
+}
+
+void unshard_module(TrainModule& module, ShardedParameters& sharded) {
+  module.set_unit_runner(nullptr);
+  for (const torch::Tensor& shard : sharded.shards()) {
+    torch::Tensor s = shard;
+    s.mutable_grad() = torch::Tensor();
+  }
+  release_freed_memory();  // so that the whole model takes their place rather than adds to it
+  sharded.unshard();
 }
 
 }  // namespace unitrain

@@ -33,6 +33,12 @@ std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> gr
                                                 MasterWeights* masters = nullptr,
                                                 int64_t unit_min_params = 0, bool prefetch = false);
 
+/// The module whole again after training with ZeRO 3 (what comes after fit: a test split, an
+/// export): its unit runner removed, the parts' gradients dropped and the memory they and the
+/// optimizer's state (which the caller frees first) held given back to the kernel, then every
+/// unit gathered into parameters of their own (ShardedParameters::unshard, a collective).
+void unshard_module(TrainModule& module, ShardedParameters& sharded);
+
 /// Per unit of `units` (in the order forward runs them), the joined unit it belongs to: units
 /// are joined in order until the joined one holds at least `min_params` parameters; the last
 /// units, if together still fewer, join the one before. 0 keeps each unit its own.
