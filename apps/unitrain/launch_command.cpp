@@ -84,6 +84,10 @@ class LaunchCommand : public Subcommand {
                      "restart the workers this many times after a failure (they resume from the "
                      "last checkpoint)")
         ->capture_default_str();
+    cli_->add_option("--rendezvous-timeout", options_.rendezvous_seconds,
+                     "several machines: seconds to wait for the other machines' launchers, at "
+                     "the start and at each restart")
+        ->capture_default_str();
     cli_->add_option("--grace-period", options_.grace_seconds,
                      "seconds between SIGTERM and SIGKILL when ending the other workers")
         ->capture_default_str();

@@ -196,3 +196,59 @@ def children_of(parent):
         if int(stat[stat.rindex(")") + 2:].split()[1]) == parent:
             pids.append(int(entry))
     return pids
+
+
+class Machines:
+    """Two "machines" for a test: network namespaces joined by a veth pair, with the addresses
+    `prefix`.1 and `prefix`.2 (e.g. prefix "10.77.0"). Needs root (scripts/test runs the tests
+    as root in CI); removed on exit, the veth pair with them.
+
+        with common.Machines(self, "10.77.0") as m:
+            p = m.launch(0, ["--nnodes", "2", ...])  # `unitrain launch ...` on machine 0
+    """
+
+    def __init__(self, case, prefix):
+        tag = str(os.getpid() % 100000)
+        self.case = case
+        self.namespaces = [f"ut{tag}a", f"ut{tag}b"]
+        self.links = [f"ut{tag}x", f"ut{tag}y"]
+        self.addrs = [prefix + ".1", prefix + ".2"]
+
+    @staticmethod
+    def ip(*args):
+        return subprocess.run(["ip"] + list(args), capture_output=True, text=True)
+
+    def __enter__(self):
+        made = self.ip("netns", "add", self.namespaces[0])
+        try:
+            self.case.assertEqual(made.returncode, 0, "cannot create network namespaces (run the "
+                                  "tests as root, as scripts/test does in CI): " + made.stderr)
+            ns, links, addrs = self.namespaces, self.links, self.addrs
+            for cmd in (["netns", "add", ns[1]],
+                        ["link", "add", links[0], "type", "veth", "peer", "name", links[1]],
+                        ["link", "set", links[0], "netns", ns[0]],
+                        ["link", "set", links[1], "netns", ns[1]],
+                        ["-n", ns[0], "addr", "add", addrs[0] + "/24", "dev", links[0]],
+                        ["-n", ns[1], "addr", "add", addrs[1] + "/24", "dev", links[1]],
+                        ["-n", ns[0], "link", "set", links[0], "up"],
+                        ["-n", ns[1], "link", "set", links[1], "up"],
+                        ["-n", ns[0], "link", "set", "lo", "up"],
+                        ["-n", ns[1], "link", "set", "lo", "up"]):
+                r = self.ip(*cmd)
+                self.case.assertEqual(r.returncode, 0, f"ip {' '.join(cmd)}: {r.stderr}")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for name in self.namespaces:
+            self.ip("netns", "del", name)
+
+    def launch(self, node, args):
+        """`unitrain launch ARGS...` started on machine `node` (Gloo on its veth, output piped
+        with stderr into stdout)."""
+        env = dict(os.environ, GLOO_SOCKET_IFNAME=self.links[node])
+        return subprocess.Popen(["ip", "netns", "exec", self.namespaces[node], BIN, "launch"] +
+                                list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, env=env)

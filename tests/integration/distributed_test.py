@@ -225,40 +225,13 @@ class Distributed(common.Case):
     def test_two_machines_in_network_namespaces_match_one_process(self):
         # Two "machines": network namespaces joined by a veth pair, 2 workers in each (world 4,
         # batch 16 per rank), launched as on two hosts; the result is one process's with batch 64.
-        tag = str(os.getpid() % 100000)
-        ns = [f"ut{tag}a", f"ut{tag}b"]
-        links = [f"ut{tag}x", f"ut{tag}y"]
-        addrs = ["10.77.0.1", "10.77.0.2"]
-
-        def ip(*args):
-            return subprocess.run(["ip"] + list(args), capture_output=True, text=True)
-
-        try:
-            made = ip("netns", "add", ns[0])
-            self.assertEqual(made.returncode, 0, "cannot create network namespaces (run the tests "
-                             "as root, as scripts/test does in CI): " + made.stderr)
-            for cmd in (["netns", "add", ns[1]],
-                        ["link", "add", links[0], "type", "veth", "peer", "name", links[1]],
-                        ["link", "set", links[0], "netns", ns[0]],
-                        ["link", "set", links[1], "netns", ns[1]],
-                        ["-n", ns[0], "addr", "add", addrs[0] + "/24", "dev", links[0]],
-                        ["-n", ns[1], "addr", "add", addrs[1] + "/24", "dev", links[1]],
-                        ["-n", ns[0], "link", "set", links[0], "up"],
-                        ["-n", ns[1], "link", "set", links[1], "up"],
-                        ["-n", ns[0], "link", "set", "lo", "up"],
-                        ["-n", ns[1], "link", "set", "lo", "up"]):
-                r = ip(*cmd)
-                self.assertEqual(r.returncode, 0, f"ip {' '.join(cmd)}: {r.stderr}")
+        with common.Machines(self, "10.77.0") as machines:
             cfg, run_dir = self.config("two-machines", batch=16)
-            procs = []
-            for node in (0, 1):
-                env = dict(os.environ, GLOO_SOCKET_IFNAME=links[node])
-                procs.append(subprocess.Popen(
-                    ["ip", "netns", "exec", ns[node], common.BIN, "launch", "--nnodes", "2",
-                     "--node-rank", str(node), "--nproc-per-node", "2", "--master-addr", addrs[0],
-                     "--master-port", "29582", "--", "train", cfg, "--checkpoint.enabled", "true",
-                     "--checkpoint.every", "null", "--distributed.timeout", "60"],
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env))
+            procs = [machines.launch(node, [
+                "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", "2",
+                "--master-addr", machines.addrs[0], "--master-port", "29582", "--", "train", cfg,
+                "--checkpoint.enabled", "true", "--checkpoint.every", "null",
+                "--distributed.timeout", "60"]) for node in (0, 1)]
             # Every socket listens on its machine's address (the rendezvous store on
             # MASTER_ADDR, Gloo on the named interface), none on every interface.
             seen = set()
@@ -270,14 +243,11 @@ class Distributed(common.Case):
             for p, out in zip(procs, outs):
                 self.assertEqual(p.returncode, 0, out)
             self.assertIn(("10.77.0.1", 29582), seen)
-            self.assertEqual({a for a, _ in seen} - set(addrs), set(), seen)
+            self.assertEqual({a for a, _ in seen} - set(machines.addrs), set(), seen)
             self.assertIn("data parallel: rank 0 of 4", outs[0])
             with open(os.path.join(run_dir, "logs", "train-rank-3.log")) as f:
                 self.assertIn("data parallel: rank 3 of 4", f.read())
             self.assert_close(self.one_process_weights(), self.final_weights(run_dir))
-        finally:
-            for name in ns:
-                ip("netns", "del", name)  # removes the veth pair with it
 
     def test_a_layer_left_out_of_most_steps_trains_as_in_one_process(self):
         # `extra` takes part in every third step only; SGD with momentum moves a parameter that

@@ -1,7 +1,10 @@
 #include "unitrain/launch/launcher.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,28 +55,147 @@ double seconds_of(const std::function<void()>& f) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// A port on 127.0.0.1 that nothing listened on a moment ago.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+/// How the launchers of two "machines" on this one ended: each one's status and lines.
+struct TwoMachines {
+  int status[2] = {-1, -1};
+  std::string out[2];
+};
+
+/// Runs `script` as every worker of a run on 2 machines of `nproc` workers each: machine 1's
+/// launcher in a child process, machine 0's here, both with `change` applied.
+TwoMachines launch_two(const std::string& script, int nproc = 2,
+                       const std::function<void(LaunchOptions&)>& change = {}) {
+  const int port = free_port();
+  const std::string dir = test::temp_dir();
+  auto options = [&](int node, Captured& c) {
+    LaunchOptions o = sh(script, c, nproc);
+    o.nnodes = 2;
+    o.node_rank = node;
+    o.master_port = port;
+    o.rendezvous_seconds = 30;
+    o.grace_seconds = 2;
+    if (change) change(o);
+    return o;
+  };
+  auto run = [&](int node, Captured& c) {
+    try {
+      return launch(options(node, c));
+    } catch (const std::exception& e) {
+      c.err.push_back(std::string("threw: ") + e.what());
+      return -2;
+    }
+  };
+  TwoMachines ended;
+  const pid_t child = ::fork();
+  if (child == 0) {
+    Captured c;
+    const int code = run(1, c);
+    test::write_file(dir + "/machine-1.out", c.all());
+    ::_exit(code < 0 ? 254 : code);
+  }
+  Captured c0;
+  ended.status[0] = run(0, c0);
+  ended.out[0] = c0.all();
+  int wait_status = 0;
+  ::waitpid(child, &wait_status, 0);
+  ended.status[1] = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+  ended.out[1] = slurp(dir + "/machine-1.out");
+  return ended;
+}
+
 TEST(Launcher, WorkersGetTorchrunVariablesAndPrefixedLoggedOutput) {
   Captured c;
-  LaunchOptions o = sh(
-      "echo \"rank $RANK of $WORLD_SIZE local $LOCAL_RANK/$LOCAL_WORLD_SIZE node $GROUP_RANK "
-      "at $MASTER_ADDR:$MASTER_PORT restart $TORCHELASTIC_RESTART_COUNT\"; echo oops >&2",
-      c);
-  o.nnodes = 2;
-  o.node_rank = 1;
-  o.master_addr = "10.1.2.3";
+  LaunchOptions o =
+      sh("echo \"rank $RANK of $WORLD_SIZE local $LOCAL_RANK/$LOCAL_WORLD_SIZE node $GROUP_RANK "
+         "at $MASTER_ADDR:$MASTER_PORT restart $TORCHELASTIC_RESTART_COUNT\"; echo oops >&2",
+         c);
   o.master_port = 29601;
   o.log_dir = test::temp_dir() + "/logs";
   EXPECT_EQ(launch(o), 0);
   const std::string all = c.all();
-  EXPECT_TRUE(contains(all, "[rank 2] rank 2 of 4 local 0/2 node 1 at 10.1.2.3:29601 restart 0"))
+  EXPECT_TRUE(contains(all, "[rank 0] rank 0 of 2 local 0/2 node 0 at 127.0.0.1:29601 restart 0"))
       << all;
-  EXPECT_TRUE(contains(all, "[rank 3] rank 3 of 4 local 1/2 node 1")) << all;
+  EXPECT_TRUE(contains(all, "[rank 1] rank 1 of 2 local 1/2 node 0")) << all;
   ASSERT_EQ(c.err.size(), 2u) << all;
   EXPECT_TRUE(contains(c.err[0], "] oops")) << all;
-  const std::string log2 = slurp(o.log_dir + "/rank-2.log");
-  EXPECT_TRUE(contains(log2, "rank 2 of 4")) << log2;
-  EXPECT_TRUE(contains(log2, "oops")) << log2;
-  EXPECT_TRUE(contains(slurp(o.log_dir + "/rank-3.log"), "rank 3 of 4"));
+  const std::string log1 = slurp(o.log_dir + "/rank-1.log");
+  EXPECT_TRUE(contains(log1, "rank 1 of 2")) << log1;
+  EXPECT_TRUE(contains(log1, "oops")) << log1;
+  EXPECT_TRUE(contains(slurp(o.log_dir + "/rank-0.log"), "rank 0 of 2"));
+}
+
+TEST(Launcher, OnTwoMachinesTheWorkersMeetInMachineZerosLauncherStore) {
+  const TwoMachines m = launch_two(
+      "echo \"rank $RANK of $WORLD_SIZE local $LOCAL_RANK/$LOCAL_WORLD_SIZE node $GROUP_RANK "
+      "agent store $TORCHELASTIC_USE_AGENT_STORE restart $TORCHELASTIC_RESTART_COUNT\"");
+  EXPECT_EQ(m.status[0], 0) << m.out[0];
+  EXPECT_EQ(m.status[1], 0) << m.out[1];
+  EXPECT_TRUE(
+      contains(m.out[0], "[rank 1] rank 1 of 4 local 1/2 node 0 agent store True restart 0"))
+      << m.out[0];
+  EXPECT_TRUE(
+      contains(m.out[1], "[rank 2] rank 2 of 4 local 0/2 node 1 agent store True restart 0"))
+      << m.out[1];
+}
+
+TEST(Launcher, AFailureOnOneMachineRestartsEveryMachineTogether) {
+  // Round 0: rank 2 (machine 1) fails; machine 0's workers would sleep on and leave a mark
+  // when stopped. Round 1: every worker finds both marks (no round-1 worker started before
+  // every round-0 worker had ended) and succeeds.
+  const std::string marks = test::temp_dir();
+  const std::string script =
+      "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then "
+      "  if [ $RANK = 2 ]; then sleep 0.3; exit 4; fi; "
+      "  if [ $GROUP_RANK = 0 ]; then trap 'sleep 0.5; touch " +
+      marks +
+      "/$RANK; exit 1' TERM; fi; "
+      "  sleep 60 & wait; exit 1; "
+      "fi; "
+      "[ -e " +
+      marks + "/0 ] && [ -e " + marks + "/1 ] && echo done $RANK";
+  const TwoMachines m = launch_two(script, 2, [](LaunchOptions& o) { o.max_restarts = 1; });
+  EXPECT_EQ(m.status[0], 0) << m.out[0];
+  EXPECT_EQ(m.status[1], 0) << m.out[1];
+  EXPECT_TRUE(contains(m.out[0], "stopping this machine's workers")) << m.out[0];
+  for (int node : {0, 1}) {
+    EXPECT_TRUE(contains(m.out[node],
+                         "restarting the workers (restart 1 of 1) after rank 2 on "
+                         "machine 1 exited with status 4"))
+        << m.out[node];
+  }
+  EXPECT_TRUE(contains(m.out[0], "[rank 1] done 1")) << m.out[0];
+  EXPECT_TRUE(contains(m.out[1], "[rank 3] done 3")) << m.out[1];
+}
+
+TEST(Launcher, OnTwoMachinesAFailureWithNoRestartsLeftEndsBoth) {
+  const TwoMachines m = launch_two("if [ $RANK = 1 ]; then exit 3; fi; sleep 60 & wait", 2,
+                                   [](LaunchOptions& o) { o.max_restarts = 0; });
+  for (int node : {0, 1}) {
+    EXPECT_EQ(m.status[node], 1) << m.out[node];
+    EXPECT_TRUE(contains(m.out[node], "failed: worker rank 1 on machine 0 exited with status 3"))
+        << m.out[node];
+  }
+}
+
+TEST(Launcher, MachinesStartedWithDifferentShapesAreRefused) {
+  const TwoMachines m = launch_two("true", 2, [](LaunchOptions& o) {
+    if (o.node_rank == 1) o.nproc_per_node = 3;
+  });
+  EXPECT_EQ(m.status[0], -2) << m.out[0];
+  EXPECT_TRUE(contains(m.out[0], "machine 1's launcher runs 3 worker(s)")) << m.out[0];
 }
 
 TEST(Launcher, AFailedWorkerEndsTheOthersAndIsNamed) {

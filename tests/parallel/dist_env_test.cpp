@@ -35,6 +35,7 @@ TEST(DistEnv, TorchrunVariables) {
   DistEnv e = read({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
                     {"LOCAL_WORLD_SIZE", "4"}, {"MASTER_ADDR", "10.0.0.1"},
                     {"MASTER_PORT", "29400"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                    {"TORCHELASTIC_RESTART_COUNT", "2"},
                     {"OMPI_COMM_WORLD_RANK", "3"}});  // torchrun's win
   EXPECT_EQ(e.launcher, "torchrun");
   EXPECT_EQ(e.rank, 5);
@@ -44,10 +45,12 @@ TEST(DistEnv, TorchrunVariables) {
   EXPECT_EQ(e.master_addr, "10.0.0.1");
   EXPECT_EQ(e.master_port, 29400);
   EXPECT_TRUE(e.agent_store);
+  EXPECT_EQ(e.restart_count, 2);
   EXPECT_TRUE(e.distributed());
   EXPECT_FALSE(read({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"},
                      {"TORCHELASTIC_USE_AGENT_STORE", "False"}})
                    .agent_store);
+  EXPECT_EQ(read({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}}).restart_count, 0);
 }
 
 TEST(DistEnv, OpenMpiVariables) {

@@ -15,7 +15,11 @@ struct LaunchOptions {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   /// Restarts of the whole group after a worker fails (workers resume from their checkpoint).
+  /// On several machines every launcher restarts its workers together (launch_rounds.h).
   int max_restarts = 0;
+  /// Several machines: how long a launcher waits for the others, at the start (machine 0's to
+  /// be reachable, every machine's to arrive) and at each restart.
+  double rendezvous_seconds = 300;
   /// After a failure: seconds between SIGTERM to the other workers and SIGKILL.
   double grace_seconds = 10;
   /// A worker that exits with this status saved a checkpoint after a signal (the workers'
@@ -35,7 +39,10 @@ struct LaunchOptions {
 /// 0 when every worker succeeded; after a signal (SIGINT or one of save_signals(), forwarded to
 /// the workers, or sent to the workers directly) the workers' status (130 after SIGINT,
 /// resume_exit_code after a signal that saved a checkpoint); after a failure with no restarts
-/// left 1, with a message naming the rank and how it ended. ConfigError for bad options.
+/// left 1, with a message naming the rank and how it ended. On several machines (nnodes > 1)
+/// machine 0's launcher hosts the rendezvous store at master_addr:master_port, and a failure on
+/// any machine restarts (or ends) the workers of every machine together. ConfigError for bad
+/// options; TrainError when the machines' launchers cannot meet.
 int launch(const LaunchOptions& options);
 
 /// "exited with status 3" / "was killed by signal 9 (Killed)", for a waitpid status.

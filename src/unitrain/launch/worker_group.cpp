@@ -101,6 +101,9 @@ void WorkerGroup::start() {
     };
     std::map<std::string, std::string> all = vars;
     if (rendezvous_) all["UNITRAIN_STORE_FILE"] = rendezvous_->path() + "/store";
+    // Several machines: machine 0's launcher hosts the store (launch_rounds.h); each start's
+    // workers meet in it under their own prefix (TORCHELASTIC_RESTART_COUNT).
+    if (o_.nnodes > 1) all["TORCHELASTIC_USE_AGENT_STORE"] = "True";
     spawn(w, worker_environment(all));
     workers_.push_back(std::move(w));
   }

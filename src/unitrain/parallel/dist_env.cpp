@@ -99,6 +99,7 @@ DistEnv read_dist_env(const GetEnv& getenv) {
     e.local_world_size = number(getenv, "LOCAL_WORLD_SIZE", e.world_size);
     const char* agent = getenv("TORCHELASTIC_USE_AGENT_STORE");
     e.agent_store = agent != nullptr && std::string(agent) == "True";
+    e.restart_count = number(getenv, "TORCHELASTIC_RESTART_COUNT", 0);
     UT_CHECK(e.world_size == 1 || getenv("MASTER_ADDR") != nullptr, "RANK and WORLD_SIZE are set ",
              "but MASTER_ADDR is not: set it to the address of the machine running rank 0");
   } else if (getenv("OMPI_COMM_WORLD_RANK") != nullptr) {

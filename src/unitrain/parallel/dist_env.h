@@ -15,9 +15,15 @@ struct DistEnv {
   int local_world_size = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
-  /// torchrun already hosts the TCPStore (TORCHELASTIC_USE_AGENT_STORE=True): rank 0 joins it
-  /// as a client instead of starting its own.
+  /// An agent already hosts the TCPStore (TORCHELASTIC_USE_AGENT_STORE=True: torchrun's, or
+  /// machine 0's `unitrain launch` on several machines): rank 0 joins it as a client instead of
+  /// starting its own.
   bool agent_store = false;
+  /// TORCHELASTIC_RESTART_COUNT: which start of the workers this is (0: the first). With an
+  /// agent's store, which outlives the workers, each start's keys are under their own prefix
+  /// (`/worker/attempt_<N>`, as PyTorch's env:// rendezvous does), so a restart never reads an
+  /// earlier start's addresses.
+  int restart_count = 0;
   /// UNITRAIN_STORE_FILE: the rendezvous goes through this file (c10d's FileStore) instead of
   /// a TCP store, so no socket listens for it. `unitrain launch` on one machine sets it to a
   /// file in a fresh folder only its user can open.
@@ -29,9 +35,10 @@ struct DistEnv {
 };
 
 /// Reads, in this order: torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
-/// MASTER_ADDR, MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE); Open MPI's (OMPI_COMM_WORLD_RANK,
-/// _SIZE, _LOCAL_RANK, _LOCAL_SIZE); Slurm's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
-/// SLURM_NTASKS_PER_NODE, SLURM_JOB_NODELIST, SLURM_JOB_ID); else a single process.
+/// MASTER_ADDR, MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE, TORCHELASTIC_RESTART_COUNT); Open
+/// MPI's (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE); Slurm's (SLURM_PROCID,
+/// SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE, SLURM_JOB_NODELIST, SLURM_JOB_ID); else a
+/// single process.
 /// UNITRAIN_STORE_FILE (any launcher) names a rendezvous file instead of MASTER_ADDR:PORT.
 /// MASTER_ADDR and MASTER_PORT, when set, win over what a launcher implies: Open MPI's default
 /// address is 127.0.0.1 (one machine; several need MASTER_ADDR), Slurm's the first host of the

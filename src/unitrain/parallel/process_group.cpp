@@ -99,6 +99,12 @@ std::shared_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env,
     spdlog::warn("the rendezvous store listens on every interface at port {}: binding it to {} "
                  "was not in effect in this process", env.master_port, listen->address());
   }
+  if (env.agent_store) {
+    // The agent's store outlives the workers: each start of them meets under its own prefix
+    // (torchrun's, as PyTorch's env:// rendezvous spells it), never on an earlier start's keys.
+    store = c10::make_intrusive<c10d::PrefixStore>(
+        "/worker/attempt_" + std::to_string(env.restart_count), store);
+  }
   return over_store(store, env.rank, env.world_size, group_options);
 }
 

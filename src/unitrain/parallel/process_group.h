@@ -58,8 +58,10 @@ class ProcessGroup {
  public:
   /// Joins the job `env` describes: through its store_file when set (c10d's FileStore, no
   /// socket), else rank 0 hosts the TCPStore at master_addr:master_port, listening on that
-  /// address only (unless torchrun's agent already hosts it), and everyone connects; then the
-  /// group is built (Gloo over loopback when every rank runs on this machine).
+  /// address only (unless an agent already hosts it: torchrun's, or `unitrain launch` on several
+  /// machines; then this start's keys are under `/worker/attempt_<restart_count>`), and everyone
+  /// connects; then the group is built (Gloo over loopback when every rank runs on this
+  /// machine).
   /// TrainError naming the address when the master cannot be reached or its port is taken.
   static std::shared_ptr<ProcessGroup> join(const DistEnv& env, const ProcessGroupOptions& options);
   /// A group over an existing store (tests: threads as ranks over one in-memory store).
