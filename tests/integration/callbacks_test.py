@@ -174,9 +174,11 @@ class CallbacksTest(common.Case):
         timer = json.dumps([{"type": "timer", "args": {"budget": "1s"}}, SLOW_STEPS])
         cfg, run_dir = self.config("timer", timer, train_rows=64, length="3 epochs")
         code, out = run(["train", cfg, "--plugin", plugin()])
-        self.assertEqual(code, 0, out)
+        self.assertEqual(code, 75, out)  # checkpoint.on_signal.exit_code: resume me
         self.assertIn("timer: the budget of 1s", out)
         summary = self.summary(run_dir)
+        self.assertIn("exit 75 (checkpoint.on_signal.exit_code): run the same command to resume",
+                      out)
         self.assertTrue(summary["status"].startswith("paused: timer"), summary["status"])
         state = self.last_state(run_dir)
         self.assertEqual(state["step"], summary["step"])  # the checkpoint is where it paused
@@ -193,7 +195,7 @@ class CallbacksTest(common.Case):
         cfg, run_dir = self.config("timer2", timer, train_rows=128, length="3 epochs")
         code, out = run(["launch", "--nproc-per-node", "2", "--master-port", "29572", "--", "train",
                          cfg, "--plugin", plugin()])
-        self.assertEqual(code, 0, out)
+        self.assertEqual(code, 75, out)  # every worker's resume code, passed on by the launcher
         summary = self.summary(run_dir)
         self.assertTrue(summary["status"].startswith("paused: "), summary["status"])
         self.assertEqual(self.last_state(run_dir)["step"], summary["step"])
