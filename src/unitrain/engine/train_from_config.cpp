@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -104,12 +105,16 @@ void load_init_weights(ObjectiveModule& module, const ModelSection& model) {
     log::info(fmt::format("model.init_from {}: converted {} tensors from {}", path, count, how));
   }
   const std::string hint = key_map_hint(file_names, model_names, "model.init_key_map");
+  std::string summary;
   try {
-    log::info(load_module_state(module.weights(), state, model.init_strict, what) +
-              hint);
+    summary = load_module_state(module.weights(), state, model.init_strict, what) + hint;
   } catch (const ConfigError& e) {
     throw ConfigError(e.what() + hint);
   }
+  // Not strict, a part of the model may stay as initialised: a warning that names it.
+  const bool partial = std::set<std::string>(file_names.begin(), file_names.end()) !=
+                       std::set<std::string>(model_names.begin(), model_names.end());
+  (partial ? log::warn : log::info)(summary);
 }
 
 /// The model and objective of `config`, initialised from model.init_from when given and
