@@ -146,6 +146,19 @@ train: {{max_length: 40 epochs, log_every: 50 steps, val_every: 10 epochs, threa
         self.assertEqual(code, 2, out)
         self.assertIn("a fraction is for epochs", out)
 
+    def test_a_config_printed_by_config_trains_without_unread_key_warnings(self):
+        # `unitrain config` (like a sweep's trial configs and best.yaml) writes `auto` for
+        # train.threads, data.loader.workers, checkpoint.every and distributed.prefetch.
+        code, text = run(["config", os.path.join(common.SOURCE, "examples/digits/mlp.yaml")])
+        self.assertEqual(code, 0, text)
+        for key in ("threads: auto", "workers: auto", "every: auto", "prefetch: auto"):
+            self.assertIn(key, text)
+        cfg = write(os.path.join(self.dir, "printed.yaml"), text)
+        code, out = run(["train", cfg, "--run_dir", os.path.join(self.dir, "printed"),
+                         "--train.max_length", "2 steps", "--train.threads", "auto"])
+        self.assertEqual(code, 0, out)
+        self.assertNotIn("nothing in this program read", out)
+
     def test_same_seed_same_metrics_whatever_the_workers(self):
         logs = []
         for workers in ("0", "3"):
