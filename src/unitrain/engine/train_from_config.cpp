@@ -265,7 +265,9 @@ std::optional<InputNormalization> saved_input_normalization(const Config& config
 ShuffleAlgorithm resumed_shuffle(const RunSettings& run) {
   const CheckpointOptions& ckpt = run.checkpoint;
   if (!ckpt.enabled || run.train.test_mode) return kCurrentShuffle;
-  const std::string dir = Checkpointer(ckpt, run.run_dir + "/checkpoints").find_resume(ckpt.resume);
+  std::vector<std::string> skipped;  // the run warns of them when it resumes
+  const std::string dir =
+      Checkpointer(ckpt, run.run_dir + "/checkpoints").find_resume(ckpt.resume, &skipped);
   return dir.empty() ? kCurrentShuffle : TrainerStateFile::read(dir).data_order;
 }
 
