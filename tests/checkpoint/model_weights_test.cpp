@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "test_util.h"
 #include "unitrain/checkpoint/safetensors.h"
 
@@ -66,7 +68,38 @@ TEST(ModelWeights, KeyMapHintFindsTheOnePrefixRename) {
                              "{\"model.\": \"net.\"}"));
   EXPECT_EQ(key_map_hint({"a.w"}, {"a.w"}, key), "");                // nothing to rename
   EXPECT_EQ(key_map_hint({"a.w", "b.x"}, {"a.w", "c.y"}, key), "");  // not a prefix rename
-  EXPECT_EQ(key_map_hint({"p.a", "q.b"}, {"a", "b"}, key), "");      // two renames: no one answer
+}
+
+TEST(ModelWeights, KeyMapHintGivesARenameForEveryPrefix) {
+  const std::string key = "model.init_key_map";
+  EXPECT_EQ(key_map_hint({"p.a", "q.b"}, {"a", "b"}, key),
+            "; the file's names start with other prefixes than the model's (\"p.\" where the "
+            "model's have \"\", \"q.\" where the model's have \"\"): set model.init_key_map: "
+            "{\"p.\": \"\", \"q.\": \"\"} to rename them");
+  // A language model saved with two prefixes: its body's and its head's, which is named
+  // differently too. Every tensor ends in .weight: the head's rename is the one whose names
+  // no other rename takes.
+  const std::vector<std::string> file = {
+      "transformer.token_embedding.weight", "transformer.blocks.0.fc.weight",
+      "transformer.blocks.0.fc.bias", "transformer.norm.weight", "lm_head.weight"};
+  const std::vector<std::string> model = {"token_embedding.weight", "blocks.0.fc.weight",
+                                          "blocks.0.fc.bias", "norm.weight", "head.weight"};
+  const std::string hint = key_map_hint(file, model, key);
+  EXPECT_TRUE(test::contains(hint,
+                             "set model.init_key_map: {\"lm_head.\": \"head.\", "
+                             "\"transformer.\": \"\"}"))
+      << hint;
+  // What the hint says loads every name.
+  const NamedTensors renamed =
+      rename_keys(named(file), {{"lm_head.", "head."}, {"transformer.", ""}}, key);
+  std::vector<std::string> names;
+  for (const auto& [n, t] : renamed) names.push_back(n);
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> expected = model;
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(names, expected);
+  // Renames that would lose a name that already fits are not suggested.
+  EXPECT_EQ(key_map_hint({"0.w", "head.w"}, {"net.0.w", "head.w"}, key), "");
 }
 
 }  // namespace

@@ -159,9 +159,20 @@ TEST_F(StateIo, LoadModuleStateNonStrictLoadsWhatMatchesAndReportsTheRest) {
   EXPECT_TRUE(torch::equal(target.fc->weight, source.fc->weight));
   EXPECT_TRUE(torch::equal(target.bn->weight, source.bn->weight));
   EXPECT_TRUE(torch::equal(target.fc->bias, bias_before));
-  EXPECT_TRUE(contains(summary, "loaded 6 of 7 tensors from init.pt")) << summary;
+  EXPECT_TRUE(contains(summary, "loaded 6 of 7 tensors from init.pt: bn.bias, ")) << summary;
   EXPECT_TRUE(contains(summary, "kept as initialised: fc.bias")) << summary;
   EXPECT_TRUE(contains(summary, "ignored: extra")) << summary;
+
+  // None of the names fits: nothing would be loaded, an error that shows both sides' names.
+  NamedTensors prefixed;
+  for (const auto& [name, t] : module_state(source, true)) prefixed.emplace_back("m." + name, t);
+  const std::string none =
+      error_of<ConfigError>([&] { load_module_state(target, prefixed, false, "init.pt"); });
+  EXPECT_TRUE(contains(none,
+                       "init.pt does not fit the model: none of its 7 names is one of the "
+                       "model's 7 (file: m.bn.bias, "))
+      << none;
+  EXPECT_TRUE(contains(none, "; model: bn.bias, ")) << none;
 
   // A shape mismatch is an error even when not strict, and names the tensor.
   state[0].second = torch::zeros({2, 2});

@@ -100,6 +100,7 @@ TEST(Trainer, APauseSavesACheckpointThatTheNextFitResumesFrom) {
     paused = trainer.fit(module, test::regression_data(64));
   }
   EXPECT_EQ(paused.paused, "test pause");
+  EXPECT_EQ(paused.exit_code, 75);  // checkpoint.on_signal.exit_code: run it again to resume
   EXPECT_EQ(paused.state.step, 3);
   EXPECT_FALSE(paused.state.should_stop);
   EXPECT_TRUE(std::filesystem::exists(dir + "/checkpoints/step-3"));
@@ -110,6 +111,7 @@ TEST(Trainer, APauseSavesACheckpointThatTheNextFitResumesFrom) {
   }
   EXPECT_TRUE(test::contains(rest.resumed_from, "step-3")) << rest.resumed_from;
   EXPECT_EQ(rest.paused, "");
+  EXPECT_EQ(rest.exit_code, 0);
   EXPECT_EQ(rest.state.step, 16);
 }
 

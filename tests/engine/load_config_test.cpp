@@ -122,6 +122,22 @@ TEST(RunConfig, TheConfigDrivenPathReadsEveryKey) {
   EXPECT_TRUE(warn_unread_keys(resolved).empty());
 }
 
+TEST(RunConfig, AnExplicitAutoIsRead) {
+  // What `unitrain config` prints, a sweep's trial configs and best.yaml all set these.
+  const Config resolved = resolve_run_config(
+      Config::from_string("name: autos\nmodel: {type: mlp, args: {sizes: [4, 3]}}\n"
+                          "objective: {losses: [{type: cross_entropy}]}\n"
+                          "data: {train: {type: synthetic, args: {features: 4, classes: 3}},\n"
+                          "       loader: {batch_size: 8, workers: auto}}\n"
+                          "optimizer: {type: sgd, lr: 0.1}\n"
+                          "train: {max_length: 2 epochs, threads: auto}\n"
+                          "checkpoint: {every: auto}\ndistributed: {prefetch: auto}\n"));
+  RunSettings::from_config(resolved);
+  build_data(resolved.at("data"), 1);
+  ObjectiveModule module(resolved.at("model"), resolved.at("objective"));
+  EXPECT_EQ(resolved.unread_keys(), std::vector<std::string>{});
+}
+
 TEST(RunConfig, AProgramThatBuildsItsDataFromTheConfigUsedItsKeys) {
   const Config resolved = resolve_run_config(Config::from_string(kBothWaysYaml));
   RunSettings::from_config(resolved);

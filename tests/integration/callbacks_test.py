@@ -41,13 +41,14 @@ VALIDATION = ["validation_start", "validation_batch_start", "validation_batch_en
 
 
 def expected(rank):
-    """Two steps of two micro-batches in one epoch: log each step, validate and save at step 2."""
+    """Two steps of two micro-batches in one epoch: log each step, validate and save at step 2
+    (the epoch's last: its save follows the epoch's end, and holds the epoch as completed)."""
     step = MICRO + ["train_batch_end"] + MICRO + WINDOW_END + ["train_batch_end", "step_end",
                                                              "before_log", "log"]
-    out = ["fit_start", "train_start", "epoch_start"] + step + step + VALIDATION
+    out = ["fit_start", "train_start", "epoch_start"] + step + step + VALIDATION + ["epoch_end"]
     if rank == 0:
         out.append("save_checkpoint")  # rank 0 writes checkpoints
-    return out + ["epoch_end", "train_end", "fit_end"]
+    return out + ["train_end", "fit_end"]
 
 
 def digits_rows(path, first, count):
@@ -174,8 +175,10 @@ class CallbacksTest(common.Case):
         timer = json.dumps([{"type": "timer", "args": {"budget": "1s"}}, SLOW_STEPS])
         cfg, run_dir = self.config("timer", timer, train_rows=64, length="3 epochs")
         code, out = run(["train", cfg, "--plugin", plugin()])
-        self.assertEqual(code, 0, out)
+        self.assertEqual(code, 75, out)  # checkpoint.on_signal.exit_code: resume me
         self.assertIn("timer: the budget of 1s", out)
+        self.assertIn("exit 75 (checkpoint.on_signal.exit_code): run the same command to resume",
+                      out)
         summary = self.summary(run_dir)
         self.assertTrue(summary["status"].startswith("paused: timer"), summary["status"])
         state = self.last_state(run_dir)
@@ -193,7 +196,7 @@ class CallbacksTest(common.Case):
         cfg, run_dir = self.config("timer2", timer, train_rows=128, length="3 epochs")
         code, out = run(["launch", "--nproc-per-node", "2", "--master-port", "29572", "--", "train",
                          cfg, "--plugin", plugin()])
-        self.assertEqual(code, 0, out)
+        self.assertEqual(code, 75, out)  # every worker's resume code, passed on by the launcher
         summary = self.summary(run_dir)
         self.assertTrue(summary["status"].startswith("paused: "), summary["status"])
         self.assertEqual(self.last_state(run_dir)["step"], summary["step"])

@@ -277,9 +277,16 @@ class Checkpoints(common.Case):
         self.assertIn("model.pt", out)
         self.assertIn("CRC-32", out)
 
-        os.remove(os.path.join(previous, "optimizer.pt"))  # a missing file: also skipped
+        # A truncated file (found by its size, before any checksum): also skipped, and each
+        # skipped checkpoint is named with what is wrong with it.
+        with open(os.path.join(previous, "model.pt"), "r+b") as f:
+            f.truncate(100)
         out = self.train(run_dir, "--train.max_length", "2 epochs")
-        self.assertIn("warning", out)
+        self.assertIn("skipping checkpoint %s: it is damaged (checkpoint file %s/model.pt is "
+                      "corrupt (CRC-32" % (newest, newest), out)
+        self.assertIn("skipping checkpoint %s: it is damaged (checkpoint file %s/model.pt has "
+                      "100 bytes" % (previous, previous), out)
+        self.assertEqual(out.count("skipping checkpoint"), 2, out)  # once each
         fallback = ckpts[-3]
         self.assertIn("resumed from " + fallback, out)
 

@@ -178,11 +178,17 @@ class RunLifecycle(common.Case):
     def test_epoch_reads_the_same_in_the_bar_the_lines_and_the_end(self):
         out = self.train("--log.progress_bar", "true", "--train.max_length", "2 epochs",
                          "--train.log_every", "5 steps")
-        bars = [int(m) for m in re.findall(r"\x1b\[2Kepoch (\d+) \[", out)]
-        self.assertEqual(sorted(set(bars)), [0, 1], out[-3000:])
+        # Completed epochs, the one a step ends included: 23 steps per epoch, so step s says
+        # s // 23 (step 46, the run's last, says 2 as the done line does).
+        bars = [(int(s), int(e)) for e, s in re.findall(r"\x1b\[2Kepoch (\d+) \[[^]]*\] (\d+)/46",
+                                                        out)]
+        self.assertTrue(bars, out[-3000:])
+        self.assertEqual([(s, s // 23) for s, e in bars], bars, out[-3000:])
         lines = [(int(s), int(e)) for s, e in re.findall(r"step (\d+) \| epoch (\d+) \|", out)]
         self.assertIn((5, 0), lines)   # step 5 is in the first epoch: epoch 0 (none completed)
         self.assertIn((25, 1), lines)  # 23 steps per epoch: step 25 is in the second
+        self.assertIn((46, 2), lines)  # the last step ends the second
+        self.assertEqual([(s, s // 23) for s, e in lines], lines)
         self.assertIn("2 epochs completed", out)
 
 

@@ -226,6 +226,44 @@ class Safetensors(common.Case):
         self.assertIn("loaded 2 of 4 tensors", out)
         self.assertIn("kept as initialised: layers.0.bias, layers.1.bias", out)
 
+    def test_two_prefixes_get_one_key_map_and_loading_nothing_is_refused(self):
+        # The body's names carry "transformer.", the last layer's are the head's, "lm_head.".
+        weights = random_weights()
+        two = {"transformer.layers.0.weight": weights["layers.0.weight"],
+               "transformer.layers.0.bias": weights["layers.0.bias"],
+               "lm_head.weight": weights["layers.1.weight"],
+               "lm_head.bias": weights["layers.1.bias"]}
+        path = write_bytes(os.path.join(self.dir, "two.safetensors"), safetensors_bytes(two))
+        key_map = '{"lm_head.": "layers.1.", "transformer.": ""}'
+        code, out, _ = self.train("strict", "--model.init_from", path)
+        self.assertEqual(code, 2, out)
+        self.assertIn("set model.init_key_map: %s to rename them" % key_map, out)
+
+        # Not strict, nothing fits: an error (with the same map), not a run from scratch.
+        code, out, run_dir = self.train("loose", "--model.init_from", path,
+                                        "--model.init_strict", "false")
+        self.assertEqual(code, 2, out)
+        self.assertIn("none of its 4 names is one of the model's 4", out)
+        self.assertIn("set model.init_key_map: %s" % key_map, out)
+        self.assertFalse(os.path.exists(os.path.join(run_dir, "checkpoints")), out)
+
+        # The map it gives loads every tensor.
+        code, out, run_dir = self.train("mapped", "--model.init_from", path,
+                                        "--model.init_key_map", key_map)
+        self.assertEqual(code, 0, out)
+        self.assertIn("loaded 4 of 4 tensors", out)
+        self.assertEqual(torch.load(self.export(run_dir, "state_dict"))["layers.1.bias"].tolist(),
+                         weights["layers.1.bias"].tolist())
+
+        # Loading a part is a warning naming what loaded and what did not.
+        code, out, _ = self.train("part", "--model.init_from", path, "--model.init_strict",
+                                  "false", "--model.init_key_map", '{"transformer.": ""}')
+        self.assertEqual(code, 0, out)
+        self.assertRegex(out, r"warn.*loaded 2 of 4 tensors from model.init_from .*: "
+                              r"layers.0.bias, layers.0.weight; kept as initialised: "
+                              r"layers.1.bias, layers.1.weight; ignored: lm_head.bias, "
+                              r"lm_head.weight")
+
     def test_bad_files_give_one_clear_error(self):
         good = safetensors_bytes(random_weights())
         (n,) = struct.unpack("<Q", good[:8])

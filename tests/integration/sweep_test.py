@@ -156,6 +156,42 @@ class Sweep(common.Case):
         self.assertEqual([e["step"] for e in values(
             os.path.join(folder, "trial-0", "metrics.jsonl")) if "val/acc" in e], [40])
 
+    def test_a_paused_trial_is_resumed_by_the_next_sweep_never_ranked(self):
+        # Every trial's job pauses after 1 s (the timer callback), before its only validation:
+        # the sweep ranks nothing, writes no best.yaml and exits 75; each run of the same
+        # command resumes the paused trials, until they end as an uninterrupted sweep does.
+        args, whole = self.slow_sweep("unpaused")
+        code, out = run(args)
+        self.assertEqual(code, 0, out)
+        args, folder = self.slow_sweep("paused")
+        base = os.path.join(self.dir, "base.yaml")
+        with open(base) as f:
+            text = f.read().replace("args: {ms: 50}}]", "args: {ms: 50}}, "
+                                    "{type: timer, args: {budget: 1s}}]")
+        common.write(base, text)
+        code, out = run(args)
+        self.assertEqual(code, 75, out)
+        self.assertEqual([r["status"] for r in self.results(folder)], ["paused"] * 3)
+        self.assertEqual([r["metric"] for r in self.results(folder)], [None] * 3)
+        self.assertFalse(os.path.exists(os.path.join(folder, "best.yaml")))
+        self.assertIn("paused with a checkpoint: run the same command again to resume them; "
+                      "exit 75", out)
+        self.assertNotIn("does not report", out)
+        steps = [r["steps"] for r in self.results(folder)]
+        self.assertTrue(all(0 < n < 40 for n in steps), steps)
+        for _ in range(8):
+            code, out = run(args)
+            if code != 75:
+                break
+            now = [r["steps"] for r in self.results(folder)]
+            self.assertTrue(all(a <= b for a, b in zip(steps, now)) and now != steps, (steps, now))
+            steps = now
+        self.assertEqual(code, 0, out)
+        with open(os.path.join(folder, "logs", "trial-0.log")) as f:
+            self.assertIn("resumed from", f.read())
+        self.assertEqual(self.results(folder), self.results(whole))
+        self.assertTrue(os.path.exists(os.path.join(folder, "best.yaml")))
+
     def test_parallel_trials_give_the_same_results(self):
         args, one = self.slow_sweep("one")
         code, out = run(args)

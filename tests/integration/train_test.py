@@ -146,6 +146,67 @@ train: {{max_length: 40 epochs, log_every: 50 steps, val_every: 10 epochs, threa
         self.assertEqual(code, 2, out)
         self.assertIn("a fraction is for epochs", out)
 
+    def test_an_event_at_an_epochs_last_step_counts_that_epoch(self):
+        # At an epoch's last step the epoch is complete: every event of that step (logs,
+        # validations, checkpoints) says so, as the done line does, whatever the periods.
+        mlp = os.path.join(common.SOURCE, "examples/digits/mlp.yaml")
+        for log_every in ("0.5 epochs", "1 epoch", "23 steps"):
+            run_dir = os.path.join(self.dir, "e" + log_every.replace(" ", ""))
+            code, out = run(["train", mlp, "--run_dir", run_dir, "--train.max_length", "2 epochs",
+                             "--train.val_every", "0.5 epochs", "--train.log_every", log_every,
+                             "--checkpoint.every", "0.5 epochs", "--checkpoint.keep_last", "0",
+                             "--train.threads", "1"], cwd=common.SOURCE)
+            self.assertEqual(code, 0, out)
+            b = int(re.search(r"(\d+) batches/epoch", out).group(1))
+            self.assertIn("done: %d steps, 2 epochs completed" % (2 * b), out)
+            events = read_jsonl(os.path.join(run_dir, "metrics.jsonl"))
+            epochs = {}
+            for e in events:
+                epochs.setdefault(e["step"], set()).add(e["epoch"])
+            self.assertEqual(epochs[b], {1}, (log_every, events))
+            self.assertEqual(epochs[2 * b], {2}, (log_every, events))
+            self.assertEqual(epochs[(b + 1) // 2], {0}, (log_every, events))
+            self.assertRegex(out, r"step %d \| epoch 2\b" % (2 * b))
+            for step, epoch in ((b, 1), (2 * b, 2)):
+                state = os.path.join(run_dir, "checkpoints", "step-%d" % step,
+                                     "trainer_state.json")
+                with open(state) as f:
+                    self.assertEqual(json.load(f)["state"]["epoch"], epoch, state)
+        # A run resumed from the checkpoint at the first epoch's end ends as one that never
+        # stopped (the checkpoint holds the epoch as completed; nothing of it runs again).
+        whole = os.path.join(self.dir, "e0.5epochs")
+        resumed = os.path.join(self.dir, "resumed")
+        shutil.copytree(whole, resumed, symlinks=True)
+        for d in os.listdir(os.path.join(resumed, "checkpoints")):
+            if d.startswith("step-") and int(d[5:]) > b:
+                shutil.rmtree(os.path.join(resumed, "checkpoints", d))
+        for link in ("last", "best"):
+            if os.path.lexists(os.path.join(resumed, "checkpoints", link)):
+                os.remove(os.path.join(resumed, "checkpoints", link))
+        code, out = run(["train", mlp, "--run_dir", resumed, "--train.max_length", "2 epochs",
+                         "--train.val_every", "0.5 epochs", "--train.log_every", "0.5 epochs",
+                         "--checkpoint.every", "0.5 epochs", "--checkpoint.keep_last", "0",
+                         "--train.threads", "1"], cwd=common.SOURCE)
+        self.assertEqual(code, 0, out)
+        self.assertIn("resumed from", out)
+        self.assertIn("step-%d" % b, out)
+        drop_time = lambda d: [{k: v for k, v in e.items() if k != "time"}
+                               for e in read_jsonl(os.path.join(d, "metrics.jsonl"))]
+        self.assertEqual(drop_time(resumed), drop_time(whole))
+
+    def test_a_config_printed_by_config_trains_without_unread_key_warnings(self):
+        # `unitrain config` (like a sweep's trial configs and best.yaml) writes `auto` for
+        # train.threads, data.loader.workers, checkpoint.every and distributed.prefetch.
+        code, text = run(["config", os.path.join(common.SOURCE, "examples/digits/mlp.yaml")])
+        self.assertEqual(code, 0, text)
+        for key in ("threads: auto", "workers: auto", "every: auto", "prefetch: auto"):
+            self.assertIn(key, text)
+        cfg = write(os.path.join(self.dir, "printed.yaml"), text)
+        code, out = run(["train", cfg, "--run_dir", os.path.join(self.dir, "printed"),
+                         "--train.max_length", "2 steps", "--train.threads", "auto"])
+        self.assertEqual(code, 0, out)
+        self.assertNotIn("nothing in this program read", out)
+
     def test_same_seed_same_metrics_whatever_the_workers(self):
         logs = []
         for workers in ("0", "3"):

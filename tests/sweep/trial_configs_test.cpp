@@ -54,6 +54,30 @@ TEST(TrialConfigs, AshaRungsSetTheLengthAndAValidationThatFallsOnEach) {
   EXPECT_EQ(c.at("train").get_string("threads"), "auto");
 }
 
+TEST(TrialConfigs, AFractionalValidationPeriodThatFallsOnEveryRungIsKept) {
+  const auto val_every = [](const std::string& base_train, const std::string& more) {
+    const SweepOptions o = options_of<SweepOptions>().parse(Config::from_string(
+        "name: s\nmetric: val/loss\nbase: {name: b, optimizer: {type: sgd, lr: 0.1}, train: " +
+        base_train + "}\nspace: {optimizer.lr: {grid: [0.5]}}\n" + more));
+    const SearchSpace space = SearchSpace::from_config(o.space);
+    const TrialConfigs configs(o, space, 1);
+    return configs.resolve(0, space.trial(0, 0), static_cast<int>(configs.rungs().size()) - 1)
+        .at("train")
+        .get_duration("val_every")
+        .str();
+  };
+  // Twice an epoch falls on the end of 4 epochs, and of each rung of 1, 3 and 9 epochs.
+  EXPECT_EQ(val_every("{max_length: 4 epochs, val_every: 0.5 epochs}", ""), "0.5 epochs");
+  EXPECT_EQ(val_every("{max_length: 4 epochs, val_every: 0.5 epochs}",
+                      "strategy: asha\nmax_trials: 3\n"
+                      "asha: {min_length: 1 epoch, max_length: 9 epochs, reduction_factor: 3}"),
+            "0.5 epochs");
+  EXPECT_EQ(val_every("{max_length: 3 epochs, val_every: 1.5 epochs}", ""), "1.5 epochs");
+  // 0.4 epochs misses the end of 3 epochs (7.5 periods): the sweep validates every 3 epochs.
+  EXPECT_EQ(val_every("{max_length: 3 epochs, val_every: 0.4 epochs}", ""), "3 epochs");
+  EXPECT_EQ(val_every("{max_length: 3 epochs, val_every: 2 epochs}", ""), "3 epochs");
+}
+
 TEST(TrialConfigs, BadSpaceKeysAndValuesNameTheKey) {
   using test::contains;
   EXPECT_TRUE(contains(resolve_error(sweep_of("space: {optimizer.lrr: {grid: [1]}}")),

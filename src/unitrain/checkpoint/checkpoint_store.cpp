@@ -166,7 +166,7 @@ std::string CheckpointStore::write_new(const std::string& dir, int64_t step,
   return dir;
 }
 
-std::vector<CheckpointRef> CheckpointStore::list() const {
+std::vector<CheckpointRef> CheckpointStore::step_folders() const {
   std::vector<CheckpointRef> out;
   std::error_code ec;
   if (!fs::is_directory(root_, ec)) return out;
@@ -174,19 +174,26 @@ std::vector<CheckpointRef> CheckpointStore::list() const {
     if (entry.is_symlink() || !entry.is_directory()) continue;
     const std::string dir = entry.path().string();
     const int64_t step = step_of(dir);
-    if (step < 0) continue;
-    nlohmann::json m = manifest_of(dir);
+    if (step >= 0) out.push_back({dir, step});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const CheckpointRef& a, const CheckpointRef& b) { return a.step < b.step; });
+  return out;
+}
+
+std::vector<CheckpointRef> CheckpointStore::list() const {
+  std::vector<CheckpointRef> out;
+  for (const CheckpointRef& ref : step_folders()) {
+    nlohmann::json m = manifest_of(ref.dir);
     if (m.is_null()) continue;
     bool sizes_ok = true;
     for (const auto& [name, info] : m["files"].items()) {
       std::error_code size_ec;
-      auto size = fs::file_size(dir + "/" + name, size_ec);
+      auto size = fs::file_size(ref.dir + "/" + name, size_ec);
       sizes_ok &= !size_ec && info.value("size", uint64_t(0)) == size;
     }
-    if (sizes_ok) out.push_back({dir, step});
+    if (sizes_ok) out.push_back(ref);
   }
-  std::sort(out.begin(), out.end(),
-            [](const CheckpointRef& a, const CheckpointRef& b) { return a.step < b.step; });
   return out;
 }
 

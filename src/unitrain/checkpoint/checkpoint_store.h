@@ -57,6 +57,9 @@ class CheckpointStore {
   /// Complete checkpoints (manifest present, every file of the listed size), oldest first.
   /// Checksums are not read here: load() verifies them.
   std::vector<CheckpointRef> list() const;
+  /// Every step-<S> folder, complete or not (a damaged one: a file truncated, missing or
+  /// rewritten since its save), oldest first: what verify() judges.
+  std::vector<CheckpointRef> step_folders() const;
 
   /// Full check of a folder: manifest, sizes and checksums. Returns "" when valid, else what
   /// is wrong, naming the file.

@@ -1,5 +1,6 @@
 #include "unitrain/checkpoint/checkpointer.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -141,14 +142,22 @@ void Checkpointer::wait_snapshot() {
   snapshot_wait_seconds_ += elapsed_seconds(start);
 }
 
-std::string Checkpointer::find_resume(const std::string& resume) const {
+std::string Checkpointer::find_resume(const std::string& resume,
+                                      std::vector<std::string>* skipped) const {
   if (resume == "none") return "";
   if (resume == "auto") {
-    std::vector<CheckpointRef> all = store_.list();
+    std::vector<CheckpointRef> all = store_.step_folders();
     for (auto it = all.rbegin(); it != all.rend(); ++it) {
       std::string problem = CheckpointStore::verify(it->dir);
       if (problem.empty()) return it->dir;
-      spdlog::warn("skipping an invalid checkpoint: {}", problem);
+      std::string why = fmt::format(
+          "skipping checkpoint {}: it is damaged ({}); resuming from an older one, if any", it->dir,
+          problem);
+      if (skipped) {
+        skipped->push_back(std::move(why));
+      } else {
+        spdlog::warn("{}", why);
+      }
     }
     return "";
   }

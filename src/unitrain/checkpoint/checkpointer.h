@@ -54,9 +54,12 @@ class Checkpointer {
   int64_t saves() const { return saves_; }
 
   /// The checkpoint folder `resume` (auto | none | last | best | <path>) points to, or "" for
-  /// a fresh start. auto skips invalid checkpoints with a warning; an explicit choice that is
-  /// missing or invalid is a ConfigError naming the file.
-  std::string find_resume(const std::string& resume) const;
+  /// a fresh start. auto takes the newest valid checkpoint: each newer one it skips (damaged:
+  /// a file truncated, missing or corrupt) is warned about, naming the folder and why, or
+  /// added to `skipped` when given (a caller that looks before the run, quietly); an explicit
+  /// choice that is missing or invalid is a ConfigError naming the file.
+  std::string find_resume(const std::string& resume,
+                          std::vector<std::string>* skipped = nullptr) const;
 
   const CheckpointStore& store() const { return store_; }
 

@@ -28,10 +28,11 @@ using KeyMap = std::vector<std::pair<std::string, std::string>>;
 /// names become one.
 NamedTensors rename_keys(NamedTensors tensors, const KeyMap& map, const std::string& key);
 
-/// When the names of a file and of a model differ by one prefix rename, the clause that says
-/// so and gives the `key` ({from: to}) that loads them, e.g. `; the file's names start with
-/// "transformer." where the model's start with "": set model.init_key_map: {"transformer.": ""}
-/// to rename them`; else "".
+/// When the names of a file and of a model differ by prefix renames, the clause that says so
+/// and gives the `key` ({from: to, ...}) that loads them all, e.g. `; the file's names start
+/// with "transformer." where the model's start with "": set model.init_key_map:
+/// {"transformer.": ""} to rename them`; with several prefixes (`transformer.` and `lm_head.`)
+/// one map with a rename for each; "" when no set of renames brings every missing name.
 std::string key_map_hint(const std::vector<std::string>& file_names,
                          const std::vector<std::string>& model_names, const std::string& key);
 

@@ -178,16 +178,25 @@ std::string load_module_state(torch::nn::Module& module, const NamedTensors& sta
                            ? " (set " + strict_key + ": false to load the matching names only)"
                            : ""));
   }
+  if (!own.empty() && missing.size() == own.size()) {  // not strict, and nothing fits
+    std::vector<std::string> own_names;
+    for (const auto& [name, t] : own) own_names.push_back(name);
+    throw ConfigError(detail::concat(
+        what, " does not fit the model: none of its ", given.size(),
+        " names is one of the model's ", own.size(), " (file: ", list_names(unexpected, 4),
+        "; model: ", list_names(own_names, 4), "), so nothing would be loaded"));
+  }
   torch::NoGradGuard no_grad;
-  size_t loaded = 0;
+  std::vector<std::string> loaded;
   for (auto& [name, t] : own) {
     auto it = given.find(name);
     if (it == given.end()) continue;
     t.copy_(it->second);
-    ++loaded;
+    loaded.push_back(name);
   }
   std::string summary =
-      detail::concat("loaded ", loaded, " of ", own.size(), " tensors from ", what);
+      detail::concat("loaded ", loaded.size(), " of ", own.size(), " tensors from ", what);
+  if (!missing.empty() || !unexpected.empty()) summary += ": " + list_names(loaded);
   if (!missing.empty()) summary += "; kept as initialised: " + list_names(missing);
   if (!unexpected.empty()) summary += "; ignored: " + list_names(unexpected);
   return summary;

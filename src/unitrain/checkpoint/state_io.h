@@ -70,7 +70,9 @@ NamedTensors named_state(const NamedTensors& params, const NamedTensors& buffers
 /// name must be present and no name extra. Either way a shape or dtype mismatch is an error.
 /// ConfigError naming `what` and listing missing, unexpected and mismatched names (when strict
 /// and only names differ, suggesting to set `strict_key` to false, unless it is empty).
-/// Returns a one-line summary of what was loaded (and what was left as it was when not strict).
+/// Not strict, a state that holds none of the module's names is a ConfigError too (nothing
+/// would be loaded). Returns a one-line summary of what was loaded (when not strict and some
+/// names differ, which names loaded, which were left as they were and which were ignored).
 std::string load_module_state(torch::nn::Module& module, const NamedTensors& state, bool strict,
                               const std::string& what,
                               const std::string& strict_key = "model.init_strict");

@@ -295,11 +295,14 @@ class Options {
     return says_auto(f, c, name);
   }
 
-  // The key accepts `auto` (or_auto()) and its value is that word.
+  // The key accepts `auto` (or_auto()) and its value is that word: an explicit `auto` was
+  // read (it chose the default), so it is never reported as unread.
   static bool says_auto(const Field& f, const Config& c, const std::string& name) {
     if (!f.accepts_auto() || !c.has(name)) return false;
     const YAML::Node node = c.node()[name];
-    return node.IsScalar() && node.Scalar() == "auto";
+    const bool is_auto = node.IsScalar() && node.Scalar() == "auto";
+    if (is_auto) c.mark_read(name);
+    return is_auto;
   }
 
   void read(T& out, const Config& resolved) const {

@@ -27,7 +27,8 @@ struct FitResult {
   int signal = 0;
   /// The exit status `unitrain train` returns: 0; after a signal, 130 for SIGINT and
   /// checkpoint.on_signal.exit_code for the others ("saved, run the same command to resume"),
-  /// or 128 + the signal when checkpoints are off (nothing to resume from).
+  /// or 128 + the signal when checkpoints are off (nothing to resume from); after a pause,
+  /// checkpoint.on_signal.exit_code too (0 when checkpoints are off).
   int exit_code = 0;
   /// Why the run paused (Trainer::request_pause: a time budget), or "". A paused run saved a
   /// checkpoint and resumes from it when run again.

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -104,12 +105,16 @@ void load_init_weights(ObjectiveModule& module, const ModelSection& model) {
     log::info(fmt::format("model.init_from {}: converted {} tensors from {}", path, count, how));
   }
   const std::string hint = key_map_hint(file_names, model_names, "model.init_key_map");
+  std::string summary;
   try {
-    log::info(load_module_state(module.weights(), state, model.init_strict, what) +
-              hint);
+    summary = load_module_state(module.weights(), state, model.init_strict, what) + hint;
   } catch (const ConfigError& e) {
     throw ConfigError(e.what() + hint);
   }
+  // Not strict, a part of the model may stay as initialised: a warning that names it.
+  const bool partial = std::set<std::string>(file_names.begin(), file_names.end()) !=
+                       std::set<std::string>(model_names.begin(), model_names.end());
+  (partial ? log::warn : log::info)(summary);
 }
 
 /// The model and objective of `config`, initialised from model.init_from when given and
@@ -260,7 +265,9 @@ std::optional<InputNormalization> saved_input_normalization(const Config& config
 ShuffleAlgorithm resumed_shuffle(const RunSettings& run) {
   const CheckpointOptions& ckpt = run.checkpoint;
   if (!ckpt.enabled || run.train.test_mode) return kCurrentShuffle;
-  const std::string dir = Checkpointer(ckpt, run.run_dir + "/checkpoints").find_resume(ckpt.resume);
+  std::vector<std::string> skipped;  // the run warns of them when it resumes
+  const std::string dir =
+      Checkpointer(ckpt, run.run_dir + "/checkpoints").find_resume(ckpt.resume, &skipped);
   return dir.empty() ? kCurrentShuffle : TrainerStateFile::read(dir).data_order;
 }
 

@@ -234,9 +234,9 @@ void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
     callbacks_.call("on_step_end", &Callback::on_step_end,
                     MetricMap{{"train/loss", m.loss_value()}});
   }
-  // `epoch` counts completed epochs everywhere: progress bar, log lines, metrics files. The
-  // loss is read only when a bar is drawn (at most 10 times a second).
-  logger_.progress(state_.step, plan_.total_steps, state_.epoch, [&m] { return m.loss_value(); });
+  // `epoch` counts completed epochs everywhere (progress bar, log lines, metrics files,
+  // checkpoints), the epoch a step ends included. The loss is read only when a bar is drawn.
+  logger_.progress(state_.step, plan_.total_steps, epochs_done(), [&m] { return m.loss_value(); });
 }
 
 void TrainLoop::log_and_validate() {
@@ -252,7 +252,7 @@ void TrainLoop::log_and_validate() {
 }
 
 bool TrainLoop::epoch_complete() const {
-  return decisions_.stopped_by_signal() == 0 && state_.batch_in_epoch == plan_.batches_per_epoch;
+  return decisions_.stopped_by_signal() == 0 && at_epoch_end();
 }
 
 void TrainLoop::close_epoch_batches() {
@@ -346,7 +346,7 @@ double TrainLoop::elapsed() const {
 }
 
 LogEvent TrainLoop::event(MetricMap metrics) const {
-  return {state_.step, state_.epoch, state_.samples, elapsed(), std::move(metrics)};
+  return {state_.step, epochs_done(), state_.samples, elapsed(), std::move(metrics)};
 }
 
 void TrainLoop::log_train() {

@@ -91,8 +91,12 @@ class TrainLoop : private CheckpointEntry {
   void advance(const Batch& batch, const MicroStep& m);
   /// At a window's end: logs and validates when their periods say so (and at the run's end).
   void log_and_validate();
-  /// Saves when the checkpoint policy asks for it at this point (TrainCheckpoints).
-  void save_if_due() { checkpoints_->save_if_due(periods_); }
+  /// Saves when the checkpoint policy asks for it at this point (TrainCheckpoints). At an
+  /// epoch's last micro-batch end_epoch() saves instead, after counting the epoch: a save (or a
+  /// signal's, a pause's) there holds the epoch as completed, as the logs of that step say.
+  void save_if_due() {
+    if (!at_epoch_end()) checkpoints_->save_if_due(periods_);
+  }
   bool epoch_complete() const;
   /// The epoch's end: counters, the per-epoch schedule, on_epoch_end, epoch-period logs,
   /// validation and saves.
@@ -127,6 +131,10 @@ class TrainLoop : private CheckpointEntry {
   void restore(const CheckpointRead& in) override;
   double elapsed() const;
   LogEvent event(MetricMap metrics) const;
+  /// The epoch's last micro-batch was read (end_epoch() has not counted the epoch yet).
+  bool at_epoch_end() const { return state_.batch_in_epoch == plan_.batches_per_epoch; }
+  /// Completed epochs as events report them: at an epoch's last step, that epoch included.
+  int64_t epochs_done() const { return state_.epoch + (at_epoch_end() ? 1 : 0); }
   bool length_reached() const;
   void log_train();
   void validate();

@@ -69,6 +69,11 @@ void Trainer::write_summary(const TrainLoop& loop, const FitResult& r) const {
 FitResult Trainer::conclude(const TrainLoop& loop) {
   FitResult r = loop.result();
   r.exit_code = exit_code_after_signal(r.signal);
+  // A pause saved a checkpoint to be resumed from: the resume code, as after a signal, so a
+  // script (or a sweep) tells it from a finished run. Without checkpoints nothing resumes.
+  if (!r.paused.empty() && r.signal == 0 && saves_checkpoints()) {
+    r.exit_code = static_cast<int>(settings_->checkpoint.on_signal_exit_code);
+  }
   rank_ = loop.plan().rank;
   log_events_ = loop.log_events();
   seconds_ = r.seconds;
@@ -106,6 +111,12 @@ FitResult Trainer::conclude(const TrainLoop& loop) {
                           rank_, p->shard_bytes(), p->whole_bytes(), p->units()));
   }
   if (r.signal != 0) log::warn(stopped_by_signal_text(r));  // the last line: what comes next
+  if (!r.paused.empty() && r.exit_code != 0) {
+    log::info(
+        fmt::format("paused ({}): checkpoint saved; exit {} (checkpoint.on_signal.exit_code): "
+                    "run the same command to resume",
+                    r.paused, r.exit_code));
+  }
   return r;
 }
 

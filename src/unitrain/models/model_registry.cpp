@@ -35,7 +35,8 @@ void ModelSection::declare(Options<ModelSection>& o) {
       .free()
       .help(
           "init_from must hold exactly the model's tensors; false loads the names that match and "
-          "reports the rest (shapes must still agree)");
+          "warns of the rest (shapes must still agree; a file with no matching name is an "
+          "error)");
   o.section("activation_checkpointing", &T::activation_checkpointing)
       .help(
           "recompute blocks' activations in backward instead of keeping them from forward: less "

@@ -1,6 +1,7 @@
 #include "unitrain/sweep/sweep.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -11,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "unitrain/core/cpu_budget.h"
@@ -67,12 +69,25 @@ std::pair<double, int64_t> read_job_result(const std::string& run_dir, const std
   return {val.at(metric).get<double>(), j.at("step").get<int64_t>()};
 }
 
+/// What a job that exited with its resume code (checkpoint.on_signal.exit_code) left in
+/// results/summary.json when it paused (a `timer` callback's budget spent): why, and its step.
+std::optional<std::pair<std::string, int64_t>> read_pause(const std::string& run_dir) {
+  std::ifstream in(run_dir + "/results/summary.json");
+  if (!in) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const std::string prefix = "paused: ";
+  if (!j.is_object() || !j.value("status", nlohmann::json()).is_string()) return std::nullopt;
+  const std::string status = j.at("status").get<std::string>();
+  if (status.rfind(prefix, 0) != 0) return std::nullopt;
+  return std::make_pair(status.substr(prefix.size()), j.value("step", int64_t(0)));
+}
+
 /// A trial's end by a signal: killed by one, or exited after saving a checkpoint for one
-/// (75: checkpoint.on_signal.exit_code's default; 128+N: SIGINT, SIGTERM).
-bool ended_by_signal(int status) {
+/// (`resume_code`: its checkpoint.on_signal.exit_code; 128+N: SIGINT, SIGTERM).
+bool ended_by_signal(int status, int resume_code) {
   if (WIFSIGNALED(status)) return true;
   const int code = WEXITSTATUS(status);
-  return code == 75 || code == 128 + SIGINT || code == 128 + SIGTERM;
+  return code == resume_code || code == 128 + SIGINT || code == 128 + SIGTERM;
 }
 
 /// Waits (up to a minute) until no process holds the trial folder's lock: a trial of a killed
@@ -124,6 +139,7 @@ class SweepRunner {
     SweepJob job;
     std::unique_ptr<TrialProcess> process;
     bool stopped_by_sweep = false;
+    int resume_code = 75;  ///< the trial's checkpoint.on_signal.exit_code
   };
 
   int64_t max_trials() const {
@@ -142,7 +158,8 @@ class SweepRunner {
       UT_CHECK(t.parameters == space_.trial(o_.seed, t.index), state_file(), ": trial ", t.index,
                " was drawn with other parameters (another space or seed): give this sweep "
                "another sweep_dir (or name), or remove the folder");
-      if (t.status == TrialStatus::Running || t.status == TrialStatus::Failed) {
+      if (t.status == TrialStatus::Running || t.status == TrialStatus::Failed ||
+          t.status == TrialStatus::Paused) {
         queue_.push_back({t.index, t.target_rung});
         t.restarts = 0;
       }
@@ -213,8 +230,10 @@ class SweepRunner {
     t.target_rung = job.rung;
     write_trial_records(state_file(), trials_);
     const std::string config = fmt::format("{}/configs/trial-{}.yaml", o_.folder(), job.trial);
-    std::ofstream(config, std::ios::trunc)
-        << configs_.resolve(job.trial, t.parameters, job.rung).dump() << "\n";
+    const Config resolved = configs_.resolve(job.trial, t.parameters, job.rung);
+    std::ofstream(config, std::ios::trunc) << resolved.dump() << "\n";
+    const int resume_code =
+        static_cast<int>(resolved.at("checkpoint").at("on_signal").get_int("exit_code"));
     wait_for_run_dir(configs_.run_dir(job.trial));
     std::vector<std::string> command = {exe_};
     if (o_.nproc_per_node > 0) {
@@ -230,13 +249,25 @@ class SweepRunner {
     log::info(fmt::format("trial {}: {} to {}{}", job.trial,
                           job.rung == 0 ? "training" : "promoted, resuming",
                           configs_.rungs()[job.rung].str(), values));
-    running_.push_back({job, std::make_unique<TrialProcess>(command, log), false});
+    running_.push_back({job, std::make_unique<TrialProcess>(command, log), false, resume_code});
   }
 
   void end(const Running& ended, int status) {
     TrialRecord& t = trials_[ended.job.trial];
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (ok) {
+    // A job that paused (exit: its resume code, and summary.json says so) is not finished:
+    // it is resumed when the sweep is continued, and never ranked by what it has so far.
+    const auto pause = WIFEXITED(status) && WEXITSTATUS(status) == ended.resume_code
+                           ? read_pause(configs_.run_dir(t.index))
+                           : std::nullopt;
+    if (pause) {
+      t.status = TrialStatus::Paused;
+      t.steps = pause->second;
+      paused_exit_code_ = ended.resume_code;
+      log::info(fmt::format(
+          "trial {}: paused ({}) at {} steps, before {}; running the same sweep again resumes it",
+          t.index, pause->first, pause->second, configs_.rungs()[ended.job.rung].str()));
+    } else if (ok) {
       const auto [metric, steps] = read_job_result(configs_.run_dir(t.index), o_.metric);
       t.rung_metrics.resize(ended.job.rung);
       t.rung_metrics.push_back(metric);
@@ -249,7 +280,7 @@ class SweepRunner {
     } else if (ended.stopped_by_sweep) {
       log::info(fmt::format("trial {}: stopped ({}); the same sweep resumes it", t.index,
                             describe_exit(status)));
-    } else if (ended_by_signal(status) && t.restarts < o_.retries) {
+    } else if (ended_by_signal(status, ended.resume_code) && t.restarts < o_.retries) {
       ++t.restarts;
       log::warn(fmt::format("trial {} {}: restarting it from its checkpoint", t.index,
                             describe_exit(status)));
@@ -267,10 +298,15 @@ class SweepRunner {
   SweepResult conclude(int exit_code) {
     SweepResult result;
     result.trials = trials_;
+    std::vector<std::string> paused;
     for (const TrialRecord& t : trials_) {
       result.total_steps += t.steps;
       if (t.status == TrialStatus::Failed && exit_code == 0) exit_code = 1;
+      if (t.status == TrialStatus::Paused) paused.push_back(std::to_string(t.index));
     }
+    // Paused trials: the sweep is not done, and says so with the resume code (a requeueing
+    // script runs the same command again, as for a paused run).
+    if (!paused.empty() && exit_code == 0) exit_code = paused_exit_code_;
     result.exit_code = exit_code;
     write_sweep_results(o_.folder(), trials_, o_.metric, space_.scales());
     const auto ranked = rank_trials(trials_, o_.higher_is_better);
@@ -284,7 +320,14 @@ class SweepRunner {
       log::info("  " + line);
     }
     if (result.best) {
-      log::info(fmt::format("best: trial {} ({}/best.yaml)", *result.best, o_.folder()));
+      log::info(fmt::format("best: trial {} ({}/best.yaml){}", *result.best, o_.folder(),
+                            paused.empty() ? "" : " so far"));
+    }
+    if (!paused.empty()) {
+      log::warn(fmt::format(
+          "trial{} {} paused with a checkpoint: run the same command again to resume {}; exit {}",
+          paused.size() == 1 ? "" : "s", fmt::join(paused, ", "),
+          paused.size() == 1 ? "it" : "them", exit_code));
     }
     return result;
   }
@@ -310,6 +353,7 @@ class SweepRunner {
   std::vector<TrialRecord> trials_;
   std::deque<SweepJob> queue_;  // jobs to run before the schedule's: restarts, continued ones
   std::vector<Running> running_;
+  int paused_exit_code_ = 75;  ///< a paused trial's resume code: the sweep's exit then
 };
 
 }  // namespace

@@ -17,11 +17,14 @@ bool sets(const Config& raw, const std::string& section, const std::string& key)
   return raw.has(section) && raw.at(section).has(key);
 }
 
-/// True when validation every `every` falls on the end of each length in `rungs`.
+/// True when validation every `every` falls on the end of each length in `rungs`: each is a
+/// whole number of periods. Fractions of an epoch count too (`0.5 epochs` falls on the end of
+/// 1, 3 and 9 epochs): count / per epochs divides R / P epochs when R * per is a multiple of
+/// P * count, and a period in batches then ends on the rung's last batch.
 bool validates_at(const TrainUnit& every, const std::vector<TrainUnit>& rungs) {
   return std::all_of(rungs.begin(), rungs.end(), [&](const TrainUnit& r) {
-    return every.unit == r.unit && !every.fractional() && !r.fractional() &&
-           r.count % every.count == 0;
+    return every.unit == r.unit && every.count > 0 &&
+           (r.count * every.per) % (r.per * every.count) == 0;
   });
 }
 

@@ -13,7 +13,8 @@ const std::vector<std::pair<TrialStatus, const char*>> kStatusNames = {
     {TrialStatus::Running, "running"},
     {TrialStatus::Stopped, "stopped"},
     {TrialStatus::Finished, "finished"},
-    {TrialStatus::Failed, "failed"}};
+    {TrialStatus::Failed, "failed"},
+    {TrialStatus::Paused, "paused"}};
 
 TrialStatus status_from(const std::string& name, const std::string& file) {
   for (const auto& [s, n] : kStatusNames) {

@@ -15,6 +15,7 @@ enum class TrialStatus {
   Stopped,   ///< it finished a rung and waits for a promotion (asha), or was not promoted
   Finished,  ///< it finished the last rung
   Failed,    ///< its last job failed; a continued sweep runs that job again
+  Paused,    ///< its job paused with a checkpoint (a `timer`): a continued sweep resumes it
 };
 const char* status_name(TrialStatus s);
 

@@ -66,7 +66,9 @@ void TimerOptions::declare(Options<TimerOptions>& o) {
       .help("wall-clock time to train for, from the start of this process's fit(): 3h50m, 90m, "
             "45s or 03:50:00");
   o.field("pause", &TimerOptions::pause)
-      .help("true: end resumable (run the same command again to continue); false: end the run");
+      .help(
+          "true: end resumable (exit checkpoint.on_signal.exit_code, 75: run the same command "
+          "again to continue); false: end the run");
 }
 
 Timer::Timer(TimerOptions options)

@@ -21,7 +21,8 @@ double parse_wall_clock(const std::string& text, const std::string& key);
 /// Checks after each optimizer step (and epoch) whether this process has trained for `budget`
 /// since fit() began; then ends the run after the step with a checkpoint (what a cluster job
 /// with a time limit needs): with `pause`, a paused run the same command resumes
-/// (FitResult::paused, exit code 0); otherwise a finished one (Trainer::request_stop). In
+/// (FitResult::paused, exit code checkpoint.on_signal.exit_code, 75 by default: "run the same
+/// command to resume"); otherwise a finished one (Trainer::request_stop). In
 /// data-parallel runs the ranks agree: the first rank over the budget ends it for all.
 class Timer : public Callback {
  public:
