@@ -18,23 +18,30 @@ bool has_model_shards(const std::string& dir) {
   return CheckpointStore::has(dir, files::kModelShards);
 }
 
-NamedTensors merge_model_shards(const std::string& dir, ShardFileName file_of) {
-  const std::vector<char> text = CheckpointStore::read(dir, files::kModelShards);
-  const std::string layout_file = dir + "/" + files::kModelShards;
-  const ShardLayout layout = ShardLayout::from_json({text.begin(), text.end()}, layout_file);
-  // Each flat's parts, by rank.
-  std::vector<std::vector<torch::Tensor>> parts(layout.flats.size());
+namespace {
+
+/// Every rank's file of parts (`file_of`) of checkpoint `dir`, mapped and verified: each flat's
+/// parts by rank, views of the mappings (read where touched), and rank 0's whole.<name>
+/// entries, by name without the prefix.
+struct SavedParts {
+  std::vector<std::vector<torch::Tensor>> parts;
   NamedTensors whole;
+};
+
+SavedParts map_saved_parts(const std::string& dir, ShardFileName file_of,
+                           const ShardLayout& layout) {
+  SavedParts out;
+  out.parts.resize(layout.flats.size());
   for (int r = 0; r < layout.world_size; ++r) {
     const std::string name = file_of(r);
     const std::string what = dir + "/" + name;
-    UT_CHECK_TRAIN(CheckpointStore::has(dir, name), dir, " has no ", name, " (", layout_file,
-                   " says ", layout.world_size, " ranks wrote parts)");
+    UT_CHECK_TRAIN(CheckpointStore::has(dir, name), dir, " has no ", name, " (", dir, "/",
+                   files::kModelShards, " says ", layout.world_size, " ranks wrote parts)");
     std::map<std::string, torch::Tensor> mine;
-    for (auto& [key, t] : load_tensor_dict(CheckpointStore::read(dir, name), what)) {
+    for (auto& [key, t] : map_tensor_dict(CheckpointStore::map(dir, name), what)) {
       const std::string prefix = kWholeEntryPrefix;
       if (r == 0 && key.rfind(prefix, 0) == 0) {  // buffers, parameters outside the units
-        whole.emplace_back(key.substr(prefix.size()), t);
+        out.whole.emplace_back(key.substr(prefix.size()), t);
       } else {
         mine[key] = t;
       }
@@ -44,13 +51,23 @@ NamedTensors merge_model_shards(const std::string& dir, ShardFileName file_of) {
       UT_CHECK_TRAIN(
           it != mine.end() && it->second.dim() == 1 && it->second.numel() == layout.flats[i].part,
           what, ": no part of ", layout.flats[i].part, " elements for flat ", i);
-      parts[i].push_back(it->second);
+      out.parts[i].push_back(it->second);
     }
   }
+  return out;
+}
+
+}  // namespace
+
+NamedTensors merge_model_shards(const std::string& dir, ShardFileName file_of) {
+  const std::vector<char> text = CheckpointStore::read(dir, files::kModelShards);
+  const std::string layout_file = dir + "/" + files::kModelShards;
+  const ShardLayout layout = ShardLayout::from_json({text.begin(), text.end()}, layout_file);
+  SavedParts saved = map_saved_parts(dir, file_of, layout);
   NamedTensors out;
   for (size_t i = 0; i < layout.flats.size(); ++i) {
     const ShardLayout::Flat& flat = layout.flats[i];
-    const torch::Tensor whole = torch::cat(parts[i]);
+    const torch::Tensor whole = torch::cat(saved.parts[i]);
     for (const ShardLayout::Member& m : flat.members) {
       int64_t numel = 1;
       for (int64_t d : m.shape) numel *= d;
@@ -59,7 +76,7 @@ NamedTensors merge_model_shards(const std::string& dir, ShardFileName file_of) {
       out.emplace_back(m.name, whole.narrow(0, m.offset, numel).view(m.shape).clone());
     }
   }
-  for (auto& entry : whole) out.push_back(std::move(entry));
+  for (auto& [name, t] : saved.whole) out.emplace_back(name, t.clone());
   return out;
 }
 
@@ -80,37 +97,15 @@ RecutParts recut_model_shards(const std::string& dir, ShardFileName file_of,
   UT_CHECK_TRAIN(saved.same_flats(layout), dir,
                  "'s parts are of other flats: they cannot be "
                  "re-cut part by part");
-  // Each flat's saved parts, by rank: views of the mapped files (read where touched).
-  std::vector<std::vector<torch::Tensor>> parts(saved.flats.size());
+  SavedParts from = map_saved_parts(dir, file_of, saved);
   RecutParts out;
-  for (int r = 0; r < saved.world_size; ++r) {
-    const std::string name = file_of(r);
-    const std::string what = dir + "/" + name;
-    UT_CHECK_TRAIN(CheckpointStore::has(dir, name), dir, " has no ", name, " (", dir, "/",
-                   files::kModelShards, " says ", saved.world_size, " ranks wrote parts)");
-    std::map<std::string, torch::Tensor> mine;
-    for (auto& [key, t] : map_tensor_dict(CheckpointStore::map(dir, name), what)) {
-      const std::string prefix = kWholeEntryPrefix;
-      if (r == 0 && key.rfind(prefix, 0) == 0) {
-        out.whole.emplace_back(key.substr(prefix.size()), t);
-      } else {
-        mine[key] = t;
-      }
-    }
-    for (size_t i = 0; i < saved.flats.size(); ++i) {
-      const auto it = mine.find(std::to_string(i));
-      UT_CHECK_TRAIN(
-          it != mine.end() && it->second.dim() == 1 && it->second.numel() == saved.flats[i].part,
-          what, ": no part of ", saved.flats[i].part, " elements for flat ", i);
-      parts[i].push_back(it->second);
-    }
-  }
+  out.whole = std::move(from.whole);
   for (size_t i = 0; i < layout.flats.size(); ++i) {
     const ShardLayout::Flat& flat = layout.flats[i];
-    torch::Tensor mine = torch::zeros({flat.part}, parts[i][0].options());
+    torch::Tensor mine = torch::zeros({flat.part}, from.parts[i][0].options());
     const int64_t start = rank * flat.part;
     const int64_t n = std::max<int64_t>(0, std::min(flat.part, flat.length - start));
-    if (n > 0) copy_flat_range(parts[i], saved.flats[i].part, start, mine.narrow(0, 0, n));
+    if (n > 0) copy_flat_range(from.parts[i], saved.flats[i].part, start, mine.narrow(0, 0, n));
     out.parts.push_back(mine);
   }
   return out;
