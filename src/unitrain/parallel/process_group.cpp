@@ -76,7 +76,9 @@ std::shared_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env,
   store_options.numWorkers = env.world_size;
   store_options.waitWorkers = false;
   store_options.timeout = options.timeout;
-  group_options.store_host = env.agent_store ? "torchrun's agent" : "rank 0";
+  group_options.store_host =
+      env.agent_store ? "the launcher (torchrun's agent, or unitrain launch on machine 0)"
+                      : "rank 0";
   group_options.hosts_store = store_options.isServer;
   c10::intrusive_ptr<c10d::Store> store;
   const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
