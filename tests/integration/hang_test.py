@@ -69,8 +69,8 @@ class Hang(common.Case):
         rank 0), as launch() starts them."""
         return subprocess.Popen(
             common.torchrun() + ["--no_python", "--nproc_per_node", "3", "--rdzv_backend", "c10d",
-                                 "--rdzv_endpoint", f"127.0.0.1:{port}", "--redirects", "3",
-                                 "--tee", "3", common.BIN, "train",
+                                 "--rdzv_endpoint", f"127.0.0.1:{port}", "--redirects", "1",
+                                 "--tee", "1", common.BIN, "train",
                                  cfg, "--distributed.timeout", str(TIMEOUT)] +
             common.slow_steps(30), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -83,6 +83,8 @@ class Hang(common.Case):
             p = self.launch(cfg, port, *common.slow_steps(30), restarts=restarts)
         deadline = time.time() + 120
         while not os.path.exists(os.path.join(run_dir, "checkpoints", "step-10")):
+            if p.poll() is not None:
+                self.fail("the workers ended before their first checkpoint:\n" + p.communicate()[0])
             self.assertLess(time.time(), deadline, "no checkpoint appeared")
             time.sleep(0.05)
         pids = [common.pid_of_rank(r, cfg) for r in range(3)]
