@@ -107,6 +107,12 @@ TEST(UnflattenOptimizerFiles, EachParameterGetsItsElementsOfTheFlatsState) {
                                unflatten_optimizer_files(parts, two_flats(), {{"a", "x"}, {"c"}});
                              }),
                              "holds no state of parameter x in optimizer group 0"));
+  // A parameter in another group than the saved run had it in (no_decay_bias_norm changed).
+  EXPECT_TRUE(test::contains(test::error_of<TrainError>([&] {
+                               unflatten_optimizer_files(parts, two_flats(), {{"a", "c"}, {"b"}});
+                             }),
+                             "holds parameter c's state in optimizer group 1, this optimizer has "
+                             "it in group 0"));
 }
 
 }  // namespace

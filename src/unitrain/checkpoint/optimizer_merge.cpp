@@ -156,6 +156,9 @@ std::vector<char> unflatten_optimizer_files(
       UT_CHECK_TRAIN(place != places.end(), what, " holds no state of parameter ", name,
                      " in optimizer group ", g, " (the run saved it with other units or groups)");
       const ShardLayout::Flat& flat = layout.flats[place->second.flat];
+      UT_CHECK_TRAIN(flat.key == static_cast<int>(g), what, " holds parameter ", name,
+                     "'s state in optimizer group ", flat.key, ", this optimizer has it in group ",
+                     g, " (optimizer.no_decay_bias_norm changed?)");
       const ShardLayout::Member& m = *place->second.member;
       const std::string key = std::to_string(place->second.index);
       const auto saved = saved_state.find(key);
