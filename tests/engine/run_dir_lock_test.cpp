@@ -82,6 +82,31 @@ TEST(RunDirLock, AnUnusableFolderIsAConfigErrorNamingIt) {
   EXPECT_TRUE(contains(m, "cannot create run_dir '" + file + "/run'")) << m;
 }
 
+TEST(RunDirLock, UndoingRemovesOnlyWhatItCreatedWhileItHoldsNothingElse) {
+  namespace fs = std::filesystem;
+  const std::string root = test::temp_dir();
+  auto fresh = RunDirLock::acquire(root + "/runs/a/");  // runs/ and a/ are new
+  EXPECT_TRUE(fresh->undo_creation());
+  EXPECT_FALSE(fs::exists(root + "/runs"));
+  EXPECT_TRUE(fs::exists(root));
+
+  fs::create_directories(root + "/runs");  // runs/ was there: it stays
+  auto in_runs = RunDirLock::acquire(root + "/runs/b");
+  EXPECT_TRUE(in_runs->undo_creation());
+  EXPECT_FALSE(fs::exists(root + "/runs/b"));
+  EXPECT_TRUE(fs::exists(root + "/runs"));
+
+  auto written = RunDirLock::acquire(root + "/runs/c");  // the run wrote a file: nothing goes
+  test::write_file(root + "/runs/c/config.yaml", "x");
+  EXPECT_FALSE(written->undo_creation());
+  EXPECT_TRUE(fs::exists(root + "/runs/c/.lock"));
+
+  fs::create_directories(root + "/old");  // a folder that was there is never removed
+  auto existing = RunDirLock::acquire(root + "/old");
+  EXPECT_FALSE(existing->undo_creation());
+  EXPECT_TRUE(fs::exists(root + "/old/.lock"));
+}
+
 TEST(RunDirLock, TheLockIsNotInheritedByProgramsTheRunStarts) {
   const std::string run_dir = test::temp_dir() + "/run";
   auto lock = RunDirLock::acquire(run_dir);

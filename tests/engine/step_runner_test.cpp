@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <fstream>
 #include <limits>
 
 #include "engine/regression_fixture.h"
@@ -116,6 +117,67 @@ TEST(StepRunner, ANonFiniteLossSkipsTheUpdateOrStopsNamingTheStep) {
   stop.module.poison_at = 1;
   EXPECT_TRUE(test::contains(test::error_of<TrainError>([&] { stop.window({batch_of(8, 1)}, 7); }),
                              "non-finite loss at step 7"));
+}
+
+TEST(StepRunner, LeavesOutsideTheKnownTensorsAreFoundFromTheLoss) {
+  const torch::Tensor w = torch::ones({3}).requires_grad_(true);
+  const torch::Tensor stray = torch::ones({2, 3}).requires_grad_(true);
+  const torch::Tensor anchor = torch::empty({0}).requires_grad_(true);  // empty: ignored
+  const torch::Tensor loss = (w * stray).sum() + anchor.sum() + torch::ones({3}).sum();
+  const auto found = leaves_outside(loss, {w});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_TRUE(found[0].is_same(stray));
+  EXPECT_TRUE(leaves_outside(loss, {w, stray}).empty());
+  EXPECT_TRUE(leaves_outside(torch::ones({}), {}).empty());  // no graph
+  EXPECT_EQ(stray_leaves_warning({}), "");
+  const std::string warning = stray_leaves_warning(found);
+  EXPECT_TRUE(test::contains(warning,
+                             "1 tensor(s) that require grad reach the loss but are not "
+                             "parameters of the module ([2, 3]; 6 elements)"))
+      << warning;
+  EXPECT_TRUE(test::contains(warning, "register_module(\"name\", layer)")) << warning;
+}
+
+/// The regression model with a second layer kept as a member but never registered.
+struct ForgotRegisterModule : test::Regression {
+  torch::nn::Linear extra{4, 1};
+  StepOutput training_step(const Batch& b) override {
+    const torch::Tensor pred = (fc->forward(b.at("x")) + extra->forward(b.at("x"))).squeeze(1);
+    return {torch::mse_loss(pred, b.at("y")), {}};
+  }
+};
+
+TEST(StepRunner, AForgottenRegisterModuleIsWarnedOfOnceWhileARegisteredModelIsNot) {
+  const std::string dir = test::temp_dir();
+  const auto train_log = [&] {
+    std::ifstream in(dir + "/train.log");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string config = "run_dir: " + dir +
+                             "\noptimizer: {type: sgd, lr: 0.1}\n"
+                             "data: {loader: {batch_size: 8, workers: 0}}\n"
+                             "checkpoint: {enabled: false}\n"
+                             "train: {max_length: 3 steps}\n";
+  {
+    Trainer trainer(Config::from_string(config));
+    ForgotRegisterModule module;
+    const torch::Tensor before = module.extra->weight.clone();
+    trainer.fit(module, test::regression_data(32));
+    EXPECT_TRUE(torch::equal(module.extra->weight, before));  // what the warning says
+  }
+  std::string text = train_log();
+  const std::string needle =
+      "[warning] 2 tensor(s) that require grad reach the loss but are not "
+      "parameters of the module ([1, 4], [1]; 5 elements)";
+  EXPECT_TRUE(test::contains(text, needle)) << text;
+  EXPECT_EQ(text.find(needle), text.rfind(needle)) << text;  // once, not every step
+  {
+    Trainer trainer(Config::from_string(config));
+    test::Regression module;
+    trainer.fit(module, test::regression_data(32));
+  }
+  text = train_log();
+  EXPECT_FALSE(test::contains(text, "require grad reach the loss")) << text;
 }
 
 }  // namespace

@@ -60,7 +60,8 @@ TEST(TrainLoop, ExtendingAFinishedRunSaysThatTheScheduleIsRecomputed) {
   fit_regression(schedule_config(dir, "3 epochs"));
   std::ifstream log(dir + "/train.log");
   const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  EXPECT_TRUE(test::contains(text, "lr schedule: train.max_length changed since the checkpoint"))
+  EXPECT_TRUE(
+      test::contains(text, "[warning] lr schedule: train.max_length changed since the checkpoint"))
       << text;
   EXPECT_TRUE(test::contains(text, "step 9 trains with lr ")) << text;
   EXPECT_EQ(train_events(dir).size(), 12u);

@@ -89,10 +89,17 @@ class CheckpointTools(common.Case):
                         self.assertEqual(value, whole["state"][index][name])
         code, out = run(["checkpoint", "verify", merged])
         self.assertEqual(code, 0, out)
-        # Never over an existing folder.
+        # Never over an existing folder; bad input exits 2, as everywhere.
         code, out = run(["checkpoint", "merge", self.step, "--out", merged])
-        self.assertEqual(code, 1, out)
+        self.assertEqual(code, 2, out)
         self.assertIn("exists already", out)
+        code, out = run(["checkpoint", "merge", self.step, "--out",
+                         os.path.join(self.dir, "missing", "m")])
+        self.assertEqual(code, 2, out)
+        self.assertIn(os.path.join(self.dir, "missing") + " does not exist", out)
+        code, out = run(["checkpoint", "merge", merged, "--out", os.path.join(self.dir, "again")])
+        self.assertEqual(code, 2, out)
+        self.assertIn("nothing to merge", out)
         # One process resumes from it (the global batch kept: accumulation 2) and trains on.
         code, out = run(["train", self.cfg, "--checkpoint.resume", merged, "--train.max_length",
                          "30 steps"])

@@ -43,6 +43,8 @@ class CliErrors(common.Case):
                                       "LibTorch (", "was built without CUDA (CPU only); use "
                                       "train.device: cpu", extra=["--train.device", "cuda"])
         self.assertNotIn("device: ", out.replace("train.device: ", ""))  # nothing started
+        # A refusal changes nothing on disk: no run folder holding only its lock file.
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "run")), os.listdir(self.dir))
         self.expect_usage_error(MLP_DIGITS, "train.device: 'gpu' is not a device: write cpu, "
                                 "cuda, cuda:N", extra=["--train.device", "gpu"])
         # auto trains on the CPU here, and says so.
@@ -93,6 +95,20 @@ class CliErrors(common.Case):
                                       .replace('header: false, target: "64"', "target: label"),
                                       "bad.csv", "line 3", "oops")
         self.assertTrue("column 2" in out or "column 'b'" in out or "'b'" in out, out)
+        # A number float32 cannot hold would become inf: refused as nan is, named.
+        big = write(os.path.join(self.dir, "big.csv"), "a,b,label\n1,2,0\n3,1e39,1\n")
+        self.expect_usage_error(MLP_DIGITS.replace(common.DIGITS, big)
+                                .replace('header: false, target: "64"', "target: label"),
+                                "big.csv' line 3, column 2 ('b'): 1e39 is outside float32's range")
+
+    def test_a_name_is_one_folder_name(self):
+        for name in ("../escape", "a/b", ".."):
+            code, out = run(["train", write(os.path.join(self.dir, "ok.yaml"), MLP_DIGITS),
+                             "--name", name], cwd=self.dir)
+            self.assertEqual(code, 2, out)
+            self.assertIn(f"name '{name}' must be one folder name", out)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "runs")))
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "escape")))
 
     def test_model_output_shape_not_fitting_target(self):
         out = self.expect_usage_error(MLP_DIGITS.replace("[64, 32, 10]", "[64, 32, 3]")

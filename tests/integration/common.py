@@ -146,7 +146,22 @@ def main():
     BIN = os.path.abspath(sys.argv.pop(1))
     if len(sys.argv) > 1 and os.path.isdir(sys.argv[1]):
         BUILD = os.path.abspath(sys.argv.pop(1))
-    unittest.main(verbosity=2)
+    unittest.main(
+                  testRunner=unittest.TextTestRunner(verbosity=2, resultclass=_TimedResult))
+
+
+class _TimedResult(unittest.TextTestResult):
+    """Prints each test's seconds after its verdict: where a suite's time goes, in CI's log too."""
+
+    def startTest(self, test):
+        self._started = time.monotonic()
+        super().startTest(test)
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        if self.showAll:
+            self.stream.writeln(f"  ({time.monotonic() - self._started:.1f} s)")
+            self.stream.flush()
 
 
 def listening_sockets(pids):

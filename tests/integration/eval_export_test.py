@@ -50,6 +50,12 @@ class EvalExport(common.Case):
         sd = torch.load(sd_file)
         last = os.path.realpath(os.path.join(self.run_dir, "checkpoints", "last"))
         assert_same_tensors(self, sd, load(os.path.join(last, "model.pt")))
+        # A folder that is not there is named as given (not a temporary file), exit 2.
+        code, out = run(["export", self.cfg, "--run_dir", self.run_dir, "--out",
+                         os.path.join(self.dir, "missing", "x.pt")])
+        self.assertEqual(code, 2, out)
+        self.assertIn(os.path.join(self.dir, "missing") + " does not exist", out)
+        self.assertNotIn(".tmp", out)
 
         ts_file = os.path.join(self.dir, "model.ts")
         code, out = run(["export", self.cfg, "--run_dir", self.run_dir, "--checkpoint", "last",

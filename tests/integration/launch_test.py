@@ -1,5 +1,6 @@
 """`unitrain launch` as a user runs it: variables, prefixed output, logs, signals, failures."""
 import os
+import re
 import signal
 import subprocess
 import time
@@ -47,7 +48,7 @@ class Launch(common.Case):
         t0 = time.time()
         code, out = run(["launch", "--nproc-per-node", "3", "--exec", "--log-dir",
                          os.path.join(self.dir, "logs"), "--", "sh", "-c", script])
-        self.assertEqual(code, 1, out)
+        self.assertEqual(code, 7, out)  # the failed worker's own status
         self.assertIn("worker rank 1", out)
         self.assertIn("exited with status 7", out)
         self.assertLess(time.time() - t0, 45, out)
@@ -65,6 +66,15 @@ class Launch(common.Case):
         self.assertIn("[rank 0] ", out)
         with open(os.path.join(run_dir, "logs", "rank-0.log")) as f:
             self.assertIn("done:", f.read())
+
+    def test_a_config_error_in_the_workers_exits_2_as_train_does(self):
+        run_dir = os.path.join(self.dir, "bad")
+        config = common.write(os.path.join(self.dir, "bad.yaml"), MLP_DIGITS % (run_dir, common.DIGITS))
+        code, out = run(["launch", "--nproc-per-node", "2", "--", "train", config,
+                         "--train.max_length", "3 parsecs"])
+        self.assertEqual(code, 2, out)
+        self.assertIn("train.max_length", out)
+        self.assertIn("exited with status 2", out)
 
     def test_bad_usage_is_a_clear_error(self):
         code, out = run(["launch", "--nproc-per-node", "0", "--", "train", "x.yaml"])
@@ -99,7 +109,8 @@ class Launch(common.Case):
             time.sleep(0.05)
         out = p.communicate()[0]
         self.assertEqual(p.returncode, 0, out)
-        self.assertRegex(out, r"data parallel: rank 0 of 2 \(.*, gloo\)")
+        self.assertRegex(out, r"data parallel: rank 0 of 2 \(torchrun via the file store "
+                              + re.escape(tmp) + r"/\S+/store, gloo\)")
         outside = [(a, port) for a, port in seen if not a.startswith("127.")]
         self.assertEqual(outside, [], f"listening outside loopback: {outside}")
         self.assertEqual(len(folders), 1, folders)

@@ -269,6 +269,26 @@ class Sweep(common.Case):
         self.assert_refused("{model.args.sizes: {grid: [[64, 10], oops]}}", "model.args.sizes")
         self.assert_refused("{optimizer.lr: {grid: [0.1]}}", "metric: 'accuracy' is not a "
                             "validation metric", metric="accuracy")
+        sweep, _ = self.sweep_file("badname", "strategy: grid\nspace: {optimizer.lr: {grid: [0.1]}}\n")
+        with open(sweep) as f:
+            text = f.read().replace("name: s\n", "name: ../s\n")
+        code, out = run(["sweep", common.write(sweep, text)])
+        self.assertEqual(code, 2, out)
+        self.assertIn("name '../s' must be one folder name", out)
+        # A base that trains on nothing, or is not there, is refused before any trial.
+        with open(self.base()) as f:
+            no_data = common.write(os.path.join(self.dir, "no-data.yaml"),
+                                   "\n".join(l for l in f.read().split("\n")
+                                             if not l.startswith("  train:")))
+        for base, says in ((no_data, "base: data.train is not set"),
+                           ("missing.yaml", "a relative base path is from the current folder")):
+            sweep, folder = self.sweep_file("nobase", "strategy: grid\nspace: {optimizer.lr: {grid: [0.1]}}\n")
+            with open(sweep) as f:
+                text = f.read().replace("base: %s\n" % self.base(), "base: %s\n" % base)
+            code, out = run(["sweep", common.write(sweep, text)], cwd=self.dir)
+            self.assertEqual(code, 2, out)
+            self.assertIn(says, out)
+            self.assertEqual(glob.glob(os.path.join(folder, "trial-*")), [])
 
     def test_a_metric_the_runs_never_report_stops_the_sweep_naming_the_ones_they_do(self):
         sweep, folder = self.sweep_file(

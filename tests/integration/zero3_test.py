@@ -185,6 +185,13 @@ class Zero3(common.Case):
         code, out = run(["eval", cfg, "--checkpoint", "last"])
         self.assertEqual(code, 0, out)
         self.assertRegex(out, r"val/loss \d")
+        # A new run starts from the checkpoint's weights, in parts or merged (a folder wherever
+        # a weights file is taken).
+        for i, source in enumerate((os.path.join(run_dir, "checkpoints", "last"), merged)):
+            code, out = run(["train", cfg, "--run_dir", os.path.join(self.dir, f"fine-tune-{i}"),
+                             "--model.init_from", source, "--train.max_length", "1 step"])
+            self.assertEqual(code, 0, out)
+            self.assertIn("loaded %d of %d tensors" % (len(model), len(model)), out)
 
     def ema_average(self, run_dir):
         """The last checkpoint's ema average: extra-ema.pt, or its parts merged by
@@ -285,8 +292,9 @@ class Zero3(common.Case):
         ]
         for i, (args, message) in enumerate(cases):
             with self.subTest(args=args):
-                out = self.launch(2, 29751 + i, cfg, "--distributed.zero", "3", *args, expect=1)
-                self.assertIn("exited with status 2", out)  # each worker: a config error
+                # Each worker: a config error (exit 2), which the launcher passes on.
+                out = self.launch(2, 29751 + i, cfg, "--distributed.zero", "3", *args, expect=2)
+                self.assertIn("exited with status 2", out)
                 self.assertIn(message, out)
                 self.assertNotIn("frame #", out)
 

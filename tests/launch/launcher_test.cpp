@@ -183,8 +183,10 @@ TEST(Launcher, AFailureOnOneMachineRestartsEveryMachineTogether) {
 TEST(Launcher, OnTwoMachinesAFailureWithNoRestartsLeftEndsBoth) {
   const TwoMachines m = launch_two("if [ $RANK = 1 ]; then exit 3; fi; sleep 60 & wait", 2,
                                    [](LaunchOptions& o) { o.max_restarts = 0; });
+  // The failed worker's status on its machine, 1 on the other.
+  EXPECT_EQ(m.status[0], 3) << m.out[0];
+  EXPECT_EQ(m.status[1], 1) << m.out[1];
   for (int node : {0, 1}) {
-    EXPECT_EQ(m.status[node], 1) << m.out[node];
     EXPECT_TRUE(contains(m.out[node], "failed: worker rank 1 on machine 0 exited with status 3"))
         << m.out[node];
   }
@@ -203,7 +205,7 @@ TEST(Launcher, AFailedWorkerEndsTheOthersAndIsNamed) {
   LaunchOptions o = sh("if [ $RANK = 1 ]; then exit 3; fi; exec sleep 60", c);
   int code = 0;
   const double took = seconds_of([&] { code = launch(o); });
-  EXPECT_EQ(code, 1);
+  EXPECT_EQ(code, 3);     // the failed worker's own status
   EXPECT_LT(took, 30.0);  // rank 0 was ended, not waited for
   const std::string all = c.all();
   EXPECT_TRUE(contains(all, "worker rank 1")) << all;
@@ -216,7 +218,7 @@ TEST(Launcher, WorkersIgnoringSigtermAreKilledAfterTheGracePeriod) {
   o.grace_seconds = 0.5;
   int code = 0;
   const double took = seconds_of([&] { code = launch(o); });
-  EXPECT_EQ(code, 1);
+  EXPECT_EQ(code, 5);
   EXPECT_LT(took, 30.0);
   EXPECT_TRUE(contains(c.all(), "worker rank 0")) << c.all();
 }
@@ -239,7 +241,7 @@ TEST(Launcher, RestartsTheGroupUpToMaxRestarts) {
 
   Captured never;
   LaunchOptions no_restart = sh(script, never);
-  EXPECT_EQ(launch(no_restart), 1);
+  EXPECT_EQ(launch(no_restart), 4);
   EXPECT_TRUE(contains(never.all(), "failed: worker rank 1 exited with status 4")) << never.all();
 }
 
@@ -297,7 +299,7 @@ TEST(Launcher, AProgramThatCannotRunIsAFailure) {
   Captured c;
   LaunchOptions o = sh("", c, 1);
   o.command = {"/no/such/program"};
-  EXPECT_EQ(launch(o), 1);
+  EXPECT_EQ(launch(o), 127);
   EXPECT_TRUE(contains(c.all(), "/no/such/program")) << c.all();
   EXPECT_TRUE(contains(c.all(), "exited with status 127")) << c.all();
 }

@@ -61,6 +61,26 @@ TEST(ArrivalBoard, NamesTheRanksThatDidNotArrive) {
   EXPECT_TRUE(test::contains(lines[2], "rank 5: never published")) << lines[2];
 }
 
+TEST(ArrivalBoard, ARankThatFailedEarlierIsTheCauseOnlyWhenNoOtherRankIsNamed) {
+  // Rank 1 failed in #25 waiting for rank 2, which stopped (its last beat in #16); this rank (0)
+  // got through #25 and waits in #26.
+  std::vector<std::optional<RankNotice>> both{arrival_notice(1, 26), arrival_notice(3, 25, true),
+                                              arrival_notice(2, 16)};
+  std::vector<std::string> lines = ranks_not_arrived(26, 0, both, both, 1006.5);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_TRUE(test::contains(lines[0], "rank 2: last seen in all_reduce #16")) << lines[0];
+  EXPECT_EQ(lines[1], "(rank 1 failed earlier, in all_reduce #25 (step 37, backward, bucket 3), "
+                      "waiting for it)");
+  // Alone, the earlier failure is what there is to say.
+  both[2]->beat = 9;
+  std::vector<std::optional<RankNotice>> moved = both;
+  moved[2]->beat = 10;
+  moved[2]->seq = 26;
+  lines = ranks_not_arrived(26, 0, both, moved, 1006.5);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "rank 1: failed earlier, in all_reduce #25 (step 37, backward, bucket 3)");
+}
+
 TEST(ArrivalBoard, AStoppedRankInsideTheCollectiveIsNamed) {
   std::vector<std::optional<RankNotice>> first{arrival_notice(1, 9), arrival_notice(3, 9)};
   const std::vector<std::string> lines = ranks_not_arrived(9, 0, first, first, 1002);

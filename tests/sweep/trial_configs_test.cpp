@@ -8,11 +8,13 @@
 namespace unitrain {
 namespace {
 
-/// A sweep over an inline base config (no data: only resolved, never trained).
-SweepOptions sweep_of(const std::string& yaml) {
+/// A sweep over an inline base config (its data file is never read: only resolved).
+SweepOptions sweep_of(
+    const std::string& yaml,
+    const std::string& data = "data: {train: {type: csv, args: {path: x.csv, target: y}}}, ") {
   return options_of<SweepOptions>().parse(Config::from_string(
-      "name: s\nmetric: val/loss\nbase: {name: b, optimizer: {type: sgd, lr: 0.1}, train: "
-      "{max_length: 6 epochs, val_every: 4 epochs}}\n" +
+      "name: s\nmetric: val/loss\nbase: {name: b, " + data +
+      "optimizer: {type: sgd, lr: 0.1}, train: {max_length: 6 epochs, val_every: 4 epochs}}\n" +
       yaml));
 }
 
@@ -57,7 +59,8 @@ TEST(TrialConfigs, AshaRungsSetTheLengthAndAValidationThatFallsOnEach) {
 TEST(TrialConfigs, AFractionalValidationPeriodThatFallsOnEveryRungIsKept) {
   const auto val_every = [](const std::string& base_train, const std::string& more) {
     const SweepOptions o = options_of<SweepOptions>().parse(Config::from_string(
-        "name: s\nmetric: val/loss\nbase: {name: b, optimizer: {type: sgd, lr: 0.1}, train: " +
+        "name: s\nmetric: val/loss\nbase: {name: b, data: {train: {type: csv, args: {path: x.csv, "
+        "target: y}}}, optimizer: {type: sgd, lr: 0.1}, train: " +
         base_train + "}\nspace: {optimizer.lr: {grid: [0.5]}}\n" + more));
     const SearchSpace space = SearchSpace::from_config(o.space);
     const TrialConfigs configs(o, space, 1);
@@ -84,6 +87,13 @@ TEST(TrialConfigs, BadSpaceKeysAndValuesNameTheKey) {
                        "unknown key 'optimizer.lrr'"));
   EXPECT_TRUE(contains(resolve_error(sweep_of("space: {optimizer.lr: {choice: [fast]}}")),
                        "optimizer.lr: expected float, got 'fast'"));
+}
+
+TEST(TrialConfigs, ABaseWithoutTrainingDataIsRefused) {
+  const SweepOptions o = sweep_of("space: {optimizer.lr: {grid: [0.5]}}", "");
+  const std::string m =
+      test::error_of<ConfigError>([&] { TrialConfigs(o, SearchSpace::from_config(o.space), 4); });
+  EXPECT_TRUE(test::contains(m, "base: data.train is not set")) << m;
 }
 
 TEST(TrialConfigs, TheBaseConfigSetsThreads) {

@@ -137,10 +137,13 @@ std::string merge_checkpoint(const std::string& path, const std::string& out,
   UT_CHECK(format == "checkpoint" || format == "safetensors", "--format ", format,
            ": give checkpoint or safetensors");
   const std::string dir = checkpoint_folder(path);
+  std::error_code ec;  // bad input is named before anything is read (exit 2)
+  const fs::path folder = fs::path(out).has_parent_path() ? fs::path(out).parent_path() : ".";
+  UT_CHECK(fs::is_directory(folder, ec), "--out ", out, ": the folder ", folder.string(),
+           " does not exist (create it first)");
+  UT_CHECK(!fs::exists(out, ec), "--out ", out,
+           " exists already; choose a new path (nothing is overwritten)");
   if (format == "safetensors") {
-    std::error_code ec;
-    UT_CHECK(!fs::exists(out, ec), "--out ", out,
-             " exists already; choose a new path (nothing is overwritten)");
     const NamedTensors model = read_model_state(dir);  // distributed.zero: 3's parts merged
     const int64_t step = TrainerStateFile::read(dir).state.step;
     write_safetensors(out, model, {{"format", "pt"}, {"unitrain.step", std::to_string(step)}});
@@ -167,8 +170,9 @@ std::string merge_checkpoint(const std::string& path, const std::string& out,
     const std::string name = files::optimizer_partition(r);
     partitions.push_back({CheckpointStore::read(dir, name), dir + "/" + name});
   }
-  UT_CHECK_TRAIN(!partitions.empty(), dir, " holds no optimizer partitions (",
-                 files::kPartitionPrefix, "<R>.pt): its optimizer state is one file already");
+  UT_CHECK(!partitions.empty(), dir, " holds no optimizer partitions (", files::kPartitionPrefix,
+           "<R>.pt): its optimizer state is one file already, nothing to merge (it resumes on "
+           "any number of processes as it is; --format safetensors writes its model)");
   std::vector<CheckpointFile> merged;
   merged.push_back({files::kOptimizer, merge_optimizer_files(partitions), nullptr});
   for (const auto& [name, size] : CheckpointStore::files_of(dir)) {

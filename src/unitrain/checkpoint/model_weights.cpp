@@ -9,6 +9,7 @@
 #include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
 #include "unitrain/checkpoint/file_image.h"
+#include "unitrain/checkpoint/model_shards.h"
 #include "unitrain/checkpoint/safetensors.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
@@ -50,6 +51,8 @@ NamedTensors read_model_weights(const std::string& path, const std::string& key)
       if (is_safetensors(path)) return read_safetensors(path, key).tensors;
       return load_tensor_dict(read_file(path), key + " " + path);
     }
+    // distributed.zero: 3 saved the model in parts, one per rank: merged here.
+    if (has_model_shards(path)) return read_model_state(path);
     if (!CheckpointStore::has(path, checkpoint_files::kModel)) {
       const bool run_folder = fs::is_directory(fs::path(path) / "checkpoints", ec);
       throw ConfigError(detail::concat(

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
@@ -213,6 +214,11 @@ CsvValues csv_values(const CsvOptions& o, const std::vector<Line>& lines, char d
                    ? "; if this line names the columns or is a preamble, set "
                      "header: true or skip_rows"
                    : "");
+      // Stored as float32: a larger magnitude would become inf, which is refused as nan is.
+      UT_CHECK(std::abs(v) <= std::numeric_limits<float>::max(), "csv: '", o.path, "' line ",
+               line.number, ", column ", c + 1, " ('", names[c], "'): ", std::string(cells[c]),
+               " is outside float32's range (magnitude up to 3.4e38), the precision the "
+               "columns are read in");
       return v;
     };
     for (size_t c : columns.features) values.x.push_back(static_cast<float>(number(c)));

@@ -59,6 +59,13 @@ void write_holder(int fd) {
   }
 }
 
+/// `run_dir` absolute, normalised, without a trailing '/'.
+std::filesystem::path absolute_folder(const std::string& run_dir) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(run_dir, ec).lexically_normal();
+  return p.has_filename() ? p : p.parent_path();
+}
+
 }  // namespace
 
 std::string RunDirHolder::describe() const {
@@ -75,8 +82,15 @@ std::string RunDirLock::path_of(const std::string& run_dir) {
 
 std::unique_ptr<RunDirLock> RunDirLock::acquire(const std::string& run_dir,
                                                  const std::string& new_run) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  std::filesystem::create_directories(run_dir, ec);
+  std::string created;  // the outermost folder that is not there yet
+  for (fs::path p = absolute_folder(run_dir); !p.empty() && !fs::exists(p, ec);
+       p = p.parent_path()) {
+    created = p.string();
+    if (p == p.parent_path()) break;
+  }
+  fs::create_directories(run_dir, ec);
   UT_CHECK(!ec && std::filesystem::is_directory(run_dir), "cannot create run_dir '", run_dir,
            "': ", ec ? ec.message() : "not a directory", "; set run_dir to a writable folder");
   const std::string path = path_of(run_dir);
@@ -96,7 +110,23 @@ std::unique_ptr<RunDirLock> RunDirLock::acquire(const std::string& run_dir,
                                      "a local folder"));
   }
   write_holder(fd);
-  return std::unique_ptr<RunDirLock>(new RunDirLock(run_dir, fd));
+  return std::unique_ptr<RunDirLock>(new RunDirLock(run_dir, fd, created));
+}
+
+bool RunDirLock::undo_creation() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (created_.empty()) return false;
+  for (const auto& entry : fs::directory_iterator(run_dir_, ec)) {
+    if (entry.path().filename() != ".lock") return false;
+  }
+  if (ec || !fs::remove(path_of(run_dir_), ec)) return false;
+  // Innermost first; a folder something else wrote to meanwhile is not empty and stays.
+  for (fs::path p = absolute_folder(run_dir_); fs::remove(p, ec); p = p.parent_path()) {
+    if (p.string() == created_) break;
+  }
+  created_.clear();
+  return true;
 }
 
 RunDirLock::~RunDirLock() {

@@ -40,10 +40,18 @@ class RunDirLock {
 
   const std::string& run_dir() const { return run_dir_; }
 
+  /// For a run refused before it wrote anything: when acquire() created the folder and it still
+  /// holds nothing but the lock file, removes both (and the parent folders acquire() created
+  /// that are empty) and returns true; the lock is then worth nothing (release it). False, and
+  /// nothing changed, otherwise.
+  bool undo_creation();
+
  private:
-  RunDirLock(std::string run_dir, int fd) : run_dir_(std::move(run_dir)), fd_(fd) {}
+  RunDirLock(std::string run_dir, int fd, std::string created)
+      : run_dir_(std::move(run_dir)), fd_(fd), created_(std::move(created)) {}
   std::string run_dir_;
   int fd_ = -1;
+  std::string created_;  ///< the outermost folder acquire() created, or "" when none
 };
 
 }  // namespace unitrain

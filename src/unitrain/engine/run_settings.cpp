@@ -31,7 +31,7 @@ void declare_config_driven(Options<RunSettings>& o) {
 
 void RunSettings::declare(Options<RunSettings>& o) {
   using T = RunSettings;
-  o.field("name", &T::name).help("the run's name; used in run_dir");
+  o.field("name", &T::name).help("the run's name, one folder name (no '/'); used in run_dir");
   o.field("seed", &T::seed)
       .fixed("the data order and random state follow the seed")
       .help(
@@ -82,6 +82,11 @@ void RunSettings::declare(Options<RunSettings>& o) {
     UT_CHECK(is_valid_utf8(s.name),
              "name must be valid UTF-8 text (it names the run folder); got '",
              escape_non_utf8(s.name), "'");
+    UT_CHECK(
+        !s.name.empty() && s.name != "." && s.name != ".." && s.name.find('/') == std::string::npos,
+        "name '", s.name,
+        "' must be one folder name (runs/<name> by default): no '/', not "
+        "empty, '.' or '..' (set run_dir for a folder elsewhere)");
     // data.loader alone: library runs bring their own datasets (their keys stay unread).
     s.loader = options_of<LoaderOptions>().read_resolved(s.data.at("loader"));
     s.schedule_per_epoch = schedules_per_epoch(s.scheduler);

@@ -63,12 +63,16 @@ ConfigDriven config_driven(const Config& config) {
   return c;
 }
 
-/// Loads model.init_from (a state_dict, possibly gzipped, or a safetensors file) into `module`,
-/// its names renamed by model.init_key_map; logs what was loaded.
+/// Loads model.init_from (a state_dict, possibly gzipped, a safetensors file or a checkpoint
+/// folder, merged or in ZeRO 3's parts) into `module`, its names renamed by
+/// model.init_key_map; logs what was loaded.
 void load_init_weights(ObjectiveModule& module, const ModelSection& model) {
   const std::string path = *model.init_from;
   NamedTensors state;
-  if (is_safetensors(path)) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    state = read_model_weights(path, "model.init_from");
+  } else if (is_safetensors(path)) {
     state = read_safetensors(path, "model.init_from").tensors;
   } else {
     const std::string bytes = read_file_bytes(path, "model.init_from");
@@ -351,6 +355,15 @@ std::string export_checkpoint(const Config& config, const std::string& checkpoin
   UT_CHECK(format == "state_dict" || format == "safetensors" || format == "torchscript",
            "--format ", format, ": give state_dict, safetensors or torchscript");
   UT_CHECK(!out.empty(), "--out: give the file to write");
+  // Checked before the model is built and read, and named as the user wrote it (a failed write
+  // would name the temporary file).
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::path(out).has_parent_path() ? fs::path(out).parent_path() : ".";
+  std::error_code ec;
+  UT_CHECK(fs::is_directory(folder, ec), "--out ", out, ": the folder ", folder.string(),
+           fs::exists(folder, ec) ? " is not a folder" : " does not exist (create it first)");
+  UT_CHECK(!fs::is_directory(out, ec), "--out ", out, " is a folder: give the file to write (e.g. ",
+           (fs::path(out) / "model.pt").string(), ")");
   Trainer trainer(config);
   auto module = build_module(c, false);
   const std::string dir = load_chosen_checkpoint(c.run, checkpoint, *module).first;

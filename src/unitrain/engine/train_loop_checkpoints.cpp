@@ -22,7 +22,7 @@ void TrainLoop::restore(const ResumePoint& resume) {
   optimizers_->remember_lrs();
   const std::string note =
       optimizers_->resume_note(resume.config_changes, resume.file.last_train, state_.step + 1);
-  if (!note.empty()) log::info(note);
+  if (!note.empty()) log::warn(note);  // training goes on with another lr than it would have
   if (sharded_params_) release_freed_memory();  // ZeRO 3: what reading the files freed
 }
 

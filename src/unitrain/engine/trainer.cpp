@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 
 #include "unitrain/checkpoint/checkpointer.h"
@@ -196,7 +197,10 @@ std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(const DistEnv& env
     options.exit_after_failure = std::chrono::seconds(3);
     group = ProcessGroup::join(env, options);
     group->follow(&position_);
-    log::set_prefix(env.rank == 0 ? "" : fmt::format("[rank {}] ", env.rank));
+    // Other ranks' lines say which rank they come from, unless unitrain launch, which prefixes
+    // every line of its workers already, started this one.
+    const bool launcher_prefixes = std::getenv("UNITRAIN_LAUNCH_PREFIXES_LINES") != nullptr;
+    log::set_prefix(env.rank == 0 || launcher_prefixes ? "" : fmt::format("[rank {}] ", env.rank));
     if (env.rank != 0) log::console_warnings_only();
   }
   fit_resume_to_world(resume, group ? group->world_size() : 1);
@@ -209,9 +213,13 @@ std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(const DistEnv& env
       prepare_writable_dir(run_dir() + "/logs");
       log::add_file(fmt::format("{}/logs/train-rank-{}.log", run_dir(), group->rank()));
     }
-    log::info(fmt::format("data parallel: rank {} of {} ({} via {}:{}, {})", group->rank(),
-                          group->world_size(), env.launcher, env.master_addr, env.master_port,
-                          group->backend()));
+    // Where the processes met: the launcher's address, or a file (unitrain launch on one
+    // machine, which listens on no port).
+    const std::string met = env.store_file.empty()
+                                ? fmt::format("{}:{}", env.master_addr, env.master_port)
+                                : "the file store " + env.store_file;
+    log::info(fmt::format("data parallel: rank {} of {} ({} via {}, {})", group->rank(),
+                          group->world_size(), env.launcher, met, group->backend()));
   }
   return group;
 }
@@ -222,6 +230,8 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   } catch (const std::exception& e) {
     loop_ = nullptr;
     module_ = nullptr;
+    // Refused before it wrote anything: a folder this run created goes again.
+    if (run_dir_lock_ && run_dir_lock_->undo_creation()) run_dir_lock_.reset();
     callbacks_.on_exception(e);
     throw;
   }

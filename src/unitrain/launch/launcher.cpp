@@ -69,6 +69,9 @@ struct AttemptEnd {
   /// What ended the round, when a worker failed here or another machine ended it: "rank 2
   /// [on machine 1] was killed by ...". The workers were stopped.
   std::string cause;
+  /// The launcher's status if the run ends here: the failed worker's own exit status when it
+  /// exited (2 for a config error passes through), 1 when it was killed or failed elsewhere.
+  int status = 1;
 };
 
 /// "rank 2 on machine 1 exited with status 1" for a failed worker of this machine.
@@ -152,6 +155,7 @@ AttemptEnd supervise(WorkerGroup& group, const LaunchOptions& o, const SignalPip
     if (const Worker* w = group.reap(); w && !end.forwarded && end.cause.empty()) {
       end.failed = true;
       end.cause = link.end(failure_of(*w, o));
+      if (WIFEXITED(w->status)) end.status = WEXITSTATUS(w->status);
       say(o,
           detail::concat("worker rank ", w->rank, " (pid ", w->pid, ") ", describe_exit(w->status),
                          "; stopping the other workers"),
@@ -319,8 +323,8 @@ int launch(const LaunchOptions& o) {
                        o.max_restarts > 0 ? detail::concat(" after ", o.max_restarts, " restart(s)")
                                           : std::string()),
         true);
-    if (rounds) leave(*rounds, o, 1, true);
-    return 1;
+    if (rounds) leave(*rounds, o, end.status, true);
+    return end.status;
   }
 }
 

@@ -39,7 +39,8 @@ struct LaunchOptions {
 /// 0 when every worker succeeded; after a signal (SIGINT or one of save_signals(), forwarded to
 /// the workers, or sent to the workers directly) the workers' status (130 after SIGINT,
 /// resume_exit_code after a signal that saved a checkpoint); after a failure with no restarts
-/// left 1, with a message naming the rank and how it ended. On several machines (nnodes > 1)
+/// left the failed worker's exit status (1 when it was killed by a signal, or failed on another
+/// machine), with a message naming the rank and how it ended. On several machines (nnodes > 1)
 /// machine 0's launcher hosts the rendezvous store at master_addr:master_port, and a failure on
 /// any machine restarts (or ends) the workers of every machine together. ConfigError for bad
 /// options; TrainError when the machines' launchers cannot meet.

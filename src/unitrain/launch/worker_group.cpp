@@ -98,6 +98,8 @@ void WorkerGroup::start() {
         {"MASTER_PORT", std::to_string(o_.master_port)},
         {"TORCHELASTIC_RESTART_COUNT", std::to_string(attempt_)},
         {"TORCHELASTIC_MAX_RESTARTS", std::to_string(o_.max_restarts)},
+        // The launcher names the rank at the start of each line the worker prints.
+        {"UNITRAIN_LAUNCH_PREFIXES_LINES", "1"},
     };
     std::map<std::string, std::string> all = vars;
     if (rendezvous_) all["UNITRAIN_STORE_FILE"] = rendezvous_->path() + "/store";

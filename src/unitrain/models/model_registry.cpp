@@ -21,7 +21,8 @@ void ModelSection::declare(Options<ModelSection>& o) {
       .help(
           "a weights file whose tensors initialise the model: a state_dict "
           "(torch.save(model.state_dict()) in Python, or `unitrain export`) or a safetensors "
-          "file (its name ends in .safetensors, or its bytes say so); floating-point tensors of "
+          "file (its name ends in .safetensors, or its bytes say so) or a checkpoint folder "
+          "(runs/<name>/checkpoints/last, ZeRO 3's parts too); floating-point tensors of "
           "another precision (bf16, fp16) are converted to the model's; not used when resuming "
           "from a checkpoint");
   declare_named_strings(o, "init_key_map", &T::init_key_map, R"({"transformer.": ""})")

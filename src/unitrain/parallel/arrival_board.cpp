@@ -57,7 +57,7 @@ std::vector<std::string> ranks_not_arrived(int64_t seq, int me,
                                            const std::vector<std::optional<RankNotice>>& first,
                                            const std::vector<std::optional<RankNotice>>& second,
                                            double now) {
-  std::vector<std::string> lines;
+  std::vector<std::string> lines, failed_earlier;
   for (size_t r = 0; r < second.size(); ++r) {
     if (static_cast<int>(r) == me) continue;
     const std::optional<RankNotice>& n = second[r];
@@ -67,7 +67,7 @@ std::vector<std::string> ranks_not_arrived(int64_t seq, int me,
     }
     const bool alive = !first[r] || first[r]->beat != n->beat;
     if (n->failed && n->seq < seq) {
-      lines.push_back(fmt::format("rank {}: failed earlier, in {}", r, n->collective()));
+      failed_earlier.push_back(fmt::format("rank {}: failed earlier, in {}", r, n->collective()));
       continue;
     }
     if (n->failed || (alive && n->seq >= seq)) continue;  // arrived (and may have failed too)
@@ -85,6 +85,13 @@ std::vector<std::string> ranks_not_arrived(int64_t seq, int me,
                       r, n->position_step, n->position_phase,
                       any ? "its last collective " + n->collective() : "no collective yet"));
     }
+  }
+  // A rank whose own collective failed before was waiting for another: when a rank is named
+  // above, that one is the cause and the failed rank a consequence, said after it.
+  if (lines.empty()) return failed_earlier;
+  for (const std::string& f : failed_earlier) {
+    lines.push_back("(" + f.substr(0, f.find(':')) + " failed earlier, in" +
+                    f.substr(f.find(", in") + 4) + ", waiting for it)");
   }
   return lines;
 }

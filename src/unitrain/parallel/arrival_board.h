@@ -45,7 +45,9 @@ struct RankNotice {
 /// is named when it has not begun `seq`, or when its beat did not move between the reads (the
 /// process is stopped or gone) and it did not report a failure of `seq` or later itself. One line
 /// per rank named, e.g. "rank 2: last seen in all_reduce #412 (step 37, backward, bucket 3) 6.1 s
-/// ago, no sign of life since". `now`: Unix time.
+/// ago, no sign of life since". A rank that reported a failure of an earlier collective is named
+/// as "rank 1: failed earlier, in ..." when no other rank is; else after them, as a consequence:
+/// "(rank 1 failed earlier, in ..., waiting for it)". `now`: Unix time.
 std::vector<std::string> ranks_not_arrived(int64_t seq, int me,
                                            const std::vector<std::optional<RankNotice>>& first,
                                            const std::vector<std::optional<RankNotice>>& second,

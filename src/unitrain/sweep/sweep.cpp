@@ -229,7 +229,9 @@ class SweepRunner {
     t.status = TrialStatus::Running;
     t.target_rung = job.rung;
     write_trial_records(state_file(), trials_);
-    const std::string config = fmt::format("{}/configs/trial-{}.yaml", o_.folder(), job.trial);
+    // configs/ and logs/ name a trial as its folder does (trial-07 among 10 or more).
+    const std::string name = fs::path(configs_.run_dir(job.trial)).filename().string();
+    const std::string config = fmt::format("{}/configs/{}.yaml", o_.folder(), name);
     const Config resolved = configs_.resolve(job.trial, t.parameters, job.rung);
     std::ofstream(config, std::ios::trunc) << resolved.dump() << "\n";
     const int resume_code =
@@ -243,7 +245,7 @@ class SweepRunner {
     }
     command.insert(command.end(), {"train", config});
     for (const auto& p : plugins_) command.insert(command.end(), {"--plugin", p});
-    const std::string log = fmt::format("{}/logs/trial-{}.log", o_.folder(), job.trial);
+    const std::string log = fmt::format("{}/logs/{}.log", o_.folder(), name);
     std::string values;
     for (const auto& [k, v] : t.parameters) values += fmt::format(" {}={}", k, v);
     log::info(fmt::format("trial {}: {} to {}{}", job.trial,
@@ -288,8 +290,8 @@ class SweepRunner {
     } else {
       t.status = TrialStatus::Failed;
       t.error = describe_exit(status);
-      log::warn(fmt::format("trial {} failed: it {} (see {}/logs/trial-{}.log)", t.index, t.error,
-                            o_.folder(), t.index));
+      log::warn(fmt::format("trial {} failed: it {} (see {}/logs/{}.log)", t.index, t.error,
+                            o_.folder(), fs::path(configs_.run_dir(t.index)).filename().string()));
     }
     write_trial_records(state_file(), trials_);
     write_sweep_results(o_.folder(), trials_, o_.metric, space_.scales());

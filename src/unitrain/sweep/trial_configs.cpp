@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <numeric>
 
 #include "unitrain/core/error.h"
@@ -32,9 +33,28 @@ bool validates_at(const TrainUnit& every, const std::vector<TrainUnit>& rungs) {
 
 TrialConfigs::TrialConfigs(const SweepOptions& options, const SearchSpace& space, double cpus)
     : o_(options) {
-  raw_base_ = o_.base.node().IsScalar() ? Config::from_file(o_.base.node().Scalar())
-                                        : Config(YAML::Clone(o_.base.node()), "");
+  if (o_.base.node().IsScalar()) {
+    const std::string path = o_.base.node().Scalar();
+    try {
+      raw_base_ = Config::from_file(path);
+    } catch (const ConfigError& e) {  // a relative path is from where the sweep was started
+      std::error_code ec;
+      throw ConfigError(fmt::format("base: {}{}", e.what(),
+                                    std::filesystem::path(path).is_relative()
+                                        ? " (a relative base path is from the current folder, " +
+                                              std::filesystem::current_path(ec).string() +
+                                              ", not the sweep file's)"
+                                        : ""));
+    }
+  } else {
+    raw_base_ = Config(YAML::Clone(o_.base.node()), "");
+  }
   const Config base = resolve_run_config(raw_base_.clone());
+  // Each trial is `unitrain train` of its config: it needs the training data (a program that
+  // brings its own dataset does not, so the run config's schema cannot require it).
+  UT_CHECK(base.at("data").has("train") || space.has("data.train"),
+           "base: data.train is not set, and every trial trains on it (unitrain train): give "
+           "data.train in the base config");
   const Config train = base.at("train");
   rungs_ = o_.strategy == SweepStrategy::Asha
                ? asha_rungs(o_.min_length, o_.max_length, o_.reduction_factor)
