@@ -3,6 +3,7 @@
 
 #include "commands.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/memory.h"
 #include "unitrain/engine/run_settings.h"
 #include "unitrain/engine/train_from_config.h"
 #include "unitrain/log/console.h"
@@ -25,7 +26,13 @@ class TrainCommand : public Subcommand {
     const std::vector<std::string> more =
         profile_ ? std::vector<std::string>{"--profile.enabled", "true"}
                  : std::vector<std::string>{};
-    return train_from_config(resolve(args_, cli_, more)).fit.exit_code;
+    const Config config = resolve(args_, cli_, more);
+    // distributed.zero: 3 is chosen to fit a model in less memory: freed memory goes back to
+    // the kernel rather than staying for the next step (main kept it; core/memory.h).
+    if (config.at("distributed").get_int("zero") == 3) {
+      if (const std::string note = give_back_freed_memory(); !note.empty()) log::file_only(note);
+    }
+    return train_from_config(config).fit.exit_code;
   }
 
  private:

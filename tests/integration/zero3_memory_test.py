@@ -6,6 +6,8 @@ too little room between the two: a worker's LibTorch alone is ~200 MB.)"""
 import os
 import subprocess
 
+import torch
+
 import common
 
 
@@ -27,6 +29,43 @@ class Zero3Memory(common.Case):
         self.assertRegex(out, r"parameters on rank 0: \d+ bytes of 227604864")
         left = [d for d in os.listdir("/sys/fs/cgroup/memory") if d.startswith("unitrain-worker")]
         self.assertEqual(left, [])  # every worker's cgroup removed
+
+    def train_within(self, run_dir, workers, steps, port, limited=True, *more):
+        """`workers` workers of examples/zero3_memory/lm.yaml with ZeRO 3 and checkpoints, each
+        in a 1000 MB cgroup (limited) or not, trained (or resumed) to `steps` steps."""
+        wrap = ["--exec", "--", os.path.join(common.SOURCE, "examples/zero3_memory/limited.sh"),
+                common.BIN] if limited else ["--"]
+        env = dict(os.environ, UNITRAIN_WORKER_MEMORY="1000M")
+        p = subprocess.run([common.BIN, "launch", "--nproc-per-node", str(workers),
+                            "--master-port", str(port)] + wrap +
+                           ["train", "examples/zero3_memory/lm.yaml", "--run_dir", run_dir,
+                            "--data.loader.batch_size", "3", "--checkpoint.enabled", "true",
+                            "--train.max_length", f"{steps} steps"] + list(more),
+                           capture_output=True, text=True, env=env, cwd=common.SOURCE, timeout=900)
+        out = p.stdout + p.stderr
+        self.assertEqual(p.returncode, 0, out)  # an OOM kill: the launcher says signal 9 / 137
+        self.assertIn(f"done: {steps} steps", out)
+        return out
+
+    def test_a_checkpoint_of_4_workers_resumes_on_2_4_and_3_inside_the_limit(self):
+        # The global batch of 12 (3 a worker on 4) is kept on 2 (accumulation 2) and 3 (4 a
+        # worker); each worker re-cuts its parts from the byte ranges it owns.
+        subprocess.run([os.path.join(common.SOURCE, "examples/moby_dick/prepare.sh")], check=True,
+                       cwd=common.SOURCE, capture_output=True)
+        runs = {}
+        for limited in (True, False):
+            run_dir = os.path.join(self.dir, "limited" if limited else "free")
+            for steps, workers in enumerate((4, 2, 4, 3), 1):
+                out = self.train_within(run_dir, workers, steps, 29870 + steps, limited)
+                if limited:
+                    self.assertIn("memory.limit_in_bytes 1048576000", out)
+                if steps > 1:
+                    self.assertIn(f"resuming on {workers} process(es)", out)
+            runs[limited] = self.final_weights(run_dir)
+        for name, t in runs[False].items():
+            self.assertTrue(torch.allclose(runs[True][name], t, rtol=0, atol=1e-6), name)
+        # A fresh start on 2 workers: the whole model is built, then cut, inside the limit.
+        self.train_within(os.path.join(self.dir, "two"), 2, 1, 29879)
 
 
 if __name__ == "__main__":

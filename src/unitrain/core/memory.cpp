@@ -20,6 +20,18 @@ std::string keep_freed_memory() {
          "UNITRAIN_MALLOC=system turns this off)";
 }
 
+std::string give_back_freed_memory() {
+  const char* choice = std::getenv("UNITRAIN_MALLOC");
+  if (choice != nullptr && std::strcmp(choice, "system") == 0) return "";
+  constexpr int kGlibcStart = 128 * 1024;  // glibc's initial mmap and trim thresholds
+  const bool mmap_ok = mallopt(M_MMAP_THRESHOLD, kGlibcStart) == 1;
+  const bool trim_ok = mallopt(M_TRIM_THRESHOLD, kGlibcStart) == 1;
+  if (!mmap_ok || !trim_ok) return "";
+  release_freed_memory();  // what was kept until now
+  return "malloc gives freed memory back (mmap and trim thresholds 128 KB): the run's memory "
+         "is its limit";
+}
+
 size_t release_freed_memory() {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
   const size_t free_bytes = mallinfo2().fordblks;

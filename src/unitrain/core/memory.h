@@ -15,6 +15,14 @@ namespace unitrain {
 /// stays mapped (see docs/performance.md).
 std::string keep_freed_memory();
 
+/// Undoes keep_freed_memory for a run whose memory is its limit (distributed.zero: 3, chosen to
+/// fit a model in less memory): glibc's own thresholds again, fixed at their 128 KB start (a
+/// freed block above is unmapped at once; the heap's free top is trimmed), so that a step's
+/// freed gathers and gradients do not stay mapped — measured: a 2-worker ZeRO 3 step's peak
+/// 573 MB against 868-1029 MB kept (docs/performance.md, "Memory"). Process-wide, as
+/// keep_freed_memory. Returns what was done for the log; "" under UNITRAIN_MALLOC=system.
+std::string give_back_freed_memory();
+
 /// Hands the memory malloc holds free back to the kernel now (glibc's malloc_trim over every
 /// arena; nothing elsewhere): after a phase that freed more than the steps will reuse — a whole
 /// model cut into ZeRO 3's parts, checkpoint files read to resume — so that it does not stay in
