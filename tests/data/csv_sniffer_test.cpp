@@ -43,6 +43,18 @@ TEST(CsvSniffer, SkipsTheCountLineOfScikitLearnFiles) {
   EXPECT_EQ(l.columns, (std::vector<std::string>{"0", "1", "2"}));
 }
 
+TEST(CsvSniffer, ATargetOfClassNamesIsARowStill) {
+  CsvLayout l = sniff_csv(write("pets.csv", "a,b,kind\n1,2,cat\n3,4,dog\n"));
+  EXPECT_TRUE(l.header);
+  EXPECT_EQ(l.skip_rows, 0);
+  EXPECT_EQ(l.columns, (std::vector<std::string>{"a", "b", "kind"}));
+  // A count line with one class name has fewer cells than the rows after it: skipped.
+  l = sniff_csv(write("iris.csv", "2,3,setosa\n5.1,3.5,1.4,0\n4.9,3.0,1.4,0\n"));
+  EXPECT_FALSE(l.header);
+  EXPECT_EQ(l.skip_rows, 1);
+  EXPECT_EQ(l.columns.size(), 4u);
+}
+
 TEST(CsvSniffer, OtherDelimitersAndGzip) {
   EXPECT_EQ(sniff_csv(write("semi.csv", "a;b\n1;2\n")).delimiter, ';');
   EXPECT_EQ(sniff_csv(write("tab.csv", "a\tb\n1\t2\n")).delimiter, '\t');

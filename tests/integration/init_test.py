@@ -52,6 +52,20 @@ class Init(common.Case):
         self.assertIn("# Data: scikit-learn's handwritten digits", text)
         self.assertIn("unitrain init --data FILE", text)
 
+    def test_classification_of_class_names_as_training_takes_them(self):
+        # scikit-learn's iris with the species named in the target column, as users' CSVs are.
+        names = ["setosa", "versicolor", "virginica"]
+        with open(os.path.join(SKLEARN, "iris.csv")) as f:
+            rows = [l.strip().split(",") for l in f.read().split("\n")[1:] if l.strip()]
+        pets = write(os.path.join(self.dir, "iris-named.csv"),
+                     "sl,sw,pl,pw,species\n" + "".join(
+                         ",".join(r[:4] + [names[int(r[4])]]) + "\n" for r in rows))
+        config, text = self.init("--task", "classification", "--data", pets, "--target", "species")
+        self.assertIn('target: "species"', text)
+        self.assertIn("3 classes", text)
+        events = self.train(config)
+        self.assertTrue(values(events, "val/acc"), events)
+
     def test_regression_on_boston_house_prices(self):
         config, text = self.init("--task", "regression", "--data", BOSTON)
         self.assertIn('target: "MEDV"', text)

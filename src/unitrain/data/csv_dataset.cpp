@@ -299,7 +299,10 @@ DatasetPtr load_csv(const CsvOptions& o) {
 
 void register_csv_dataset() {
   dataset_registry().add<CsvOptions>(
-      "csv", "numeric columns of a CSV file (.gz too): x float32 [F], y class or float", load_csv);
+      "csv",
+      "a CSV file (.gz too) of numeric feature columns and a target: x float32 [F], y a class (an "
+      "index or a name) or float",
+      load_csv);
 }
 
 }  // namespace unitrain

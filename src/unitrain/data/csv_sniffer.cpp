@@ -52,15 +52,29 @@ CsvLayout sniff_csv(const std::string& path) {
       break;
     }
   }
+  // A row: two or more cells, every one a number but at most one (a target of class names,
+  // which training takes too: "cat", "dog").
+  const auto is_row = [](const std::vector<std::string>& cells) {
+    return cells.size() > 1 &&
+           std::count_if(cells.begin(), cells.end(), is_number) + 1 >=
+               std::ptrdiff_t(cells.size()) &&
+           std::any_of(cells.begin(), cells.end(), is_number);
+  };
   size_t first_row = 0;
   std::vector<std::string> row;
   for (; first_row < lines.size(); ++first_row) {
     row = split(lines[first_row], layout.delimiter);
-    if (row.size() > 1 && std::all_of(row.begin(), row.end(), is_number)) break;
+    // ... with as many cells as the next line (a count line, "178,13,class_0", has fewer).
+    if (is_row(row) && (first_row + 1 >= lines.size() || lines[first_row + 1].empty() ||
+                        split(lines[first_row + 1], layout.delimiter).size() == row.size())) {
+      break;
+    }
   }
   UT_CHECK(first_row < lines.size(), "csv: '", path, "' has no row of numbers separated by '",
            layout.delimiter == '\t' ? std::string("\\t") : std::string(1, layout.delimiter),
-           "' in its first ", lines.size(), " lines; is it a CSV of numbers?");
+           "' in its first ", lines.size(),
+           " lines (one cell a row may be a class name); is it "
+           "a CSV of numbers?");
   if (first_row > 0) {
     layout.columns = split(lines[first_row - 1], layout.delimiter);
     if (layout.columns.size() != row.size() ||

@@ -16,10 +16,10 @@ struct CsvLayout {
 
 /// Reads the first lines of `path` (plain or .gz; like Python's csv.Sniffer): the delimiter is
 /// the first of `,` `;` tab found, else a space; the first row is the first line of two or more
-/// numbers; the line before it is the header when it has as many cells and none is a number;
-/// lines before the header, or before the first row without one, are skipped (scikit-learn's
-/// CSVs start with a line of counts). ConfigError naming the file when it is missing or has no
-/// row of numbers in its first 50 lines.
+/// cells, all numbers but at most one (a class name); the line before it is the header when it has
+/// as many cells and none is a number; lines before the header, or before the first row without
+/// one, are skipped (scikit-learn's CSVs start with a line of counts). ConfigError naming the file
+/// when it is missing or has no row of numbers in its first 50 lines.
 CsvLayout sniff_csv(const std::string& path);
 
 }  // namespace unitrain
