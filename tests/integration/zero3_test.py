@@ -11,8 +11,10 @@ resumes from the parts, merged or not; `checkpoint merge`, `export` and `eval` r
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import torch
 
@@ -192,6 +194,42 @@ class Zero3(common.Case):
                              "--model.init_from", source, "--train.max_length", "1 step"])
             self.assertEqual(code, 0, out)
             self.assertIn("loaded %d of %d tensors" % (len(model), len(model)), out)
+
+    def test_a_process_lost_inside_the_model_is_named_not_blamed_on_the_module(self):
+        # ZeRO 3's collectives run inside forward and backward: a killed worker fails them there.
+        cfg, run_dir = self.config("lost", steps=2000)
+        log = os.path.join(self.dir, "lost.log")
+
+        def said():
+            with open(log) as f:
+                return f.read()
+
+        with open(log, "w") as f:
+            p = subprocess.Popen([common.BIN, "launch", "--nproc-per-node", "3", "--master-port",
+                                  "29757", "--", "train", cfg, "--distributed.zero", "3",
+                                  "--distributed.timeout", "5"] + common.slow_steps(20),
+                                 stdout=f, stderr=subprocess.STDOUT)
+        try:
+            self.assertTrue(common.wait_for(lambda: "training: " in said(), 120), said())
+            time.sleep(2)  # a few steps in
+            victim = common.pid_of_rank(2, cfg)
+            self.assertIsNotNone(victim, said())
+            os.kill(victim, signal.SIGKILL)
+            p.wait(timeout=120)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        out = said()
+        # Inside forward or backward (most of a step) it is said so; a collective outside the
+        # module's code (the step's decision) fails with its own message.
+        self.assertRegex(out, r"\[rank [01]\] error: (lost a process in the (module's "
+                              r"training_step|backward of the loss training_step returned) at "
+                              r"step \d+: )?rank [01]: \w+ #\d+")
+        self.assertIn("did not arrive: rank 2: last seen", out)
+        self.assertNotIn("detached tensors", out)
+        self.assertNotIn("training_step at step", out.replace("lost a process in the module's "
+                                                              "training_step at step", ""))
 
     def ema_average(self, run_dir):
         """The last checkpoint's ema average: extra-ema.pt, or its parts merged by

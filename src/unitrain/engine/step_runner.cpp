@@ -183,9 +183,9 @@ void StepRunner::backward(const torch::Tensor& loss, bool window_end, int64_t st
   try {
     loss.backward();
   } catch (...) {
-    rethrow_module_error(fmt::format(
-        "the backward of the loss training_step returned at step {} (a loss computed from "
-        "detached tensors, or without the parameters, has no gradient)", step));
+    rethrow_module_error(
+        fmt::format("the backward of the loss training_step returned at step {}", step),
+        "(a loss computed from detached tensors, or without the parameters, has no gradient)");
   }
   hooks_.call("on_after_backward", &Callback::on_after_backward);
 }

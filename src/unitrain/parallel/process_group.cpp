@@ -202,6 +202,8 @@ void ProcessGroup::collective_failed(int64_t seq, const std::exception& error) {
   ArrivalReport arrivals;
   if (board_) arrivals = board_->report_failure(seq, std::chrono::seconds(5));
   const std::vector<std::string>& missing = arrivals.missing;
+  // engine/module_error.cpp tells a collective's failure inside the module's code by this
+  // beginning ("rank N: ... processes failed after").
   std::string message =
       detail::concat("rank ", rank_, ": ", record.describe(), " across ", world_size_,
                      " processes failed after ", fmt::format("{:.1f}", waited),
