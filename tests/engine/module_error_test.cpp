@@ -6,6 +6,7 @@
 
 #include "test_util.h"
 #include "unitrain/core/error.h"
+#include "unitrain/parallel/collective_error.h"
 
 namespace unitrain {
 namespace {
@@ -24,6 +25,12 @@ std::string rethrown(const std::exception_ptr& thrown, const std::string& hint) 
 }
 
 TEST(ModuleError, NamesWhereAndTheHint) {
+  // A TrainError that only reads like a collective's failure is still the module's.
+  EXPECT_EQ(rethrown(std::make_exception_ptr(TrainError("rank 1: x across 3 processes failed "
+                                                        "after 1 s")),
+                     ""),
+            "the backward of the loss training_step returned at step 7 failed: rank 1: x across 3 "
+            "processes failed after 1 s");
   const std::string m = rethrown(std::make_exception_ptr(std::runtime_error("boom")),
                                  "(a loss computed from detached tensors)");
   EXPECT_EQ(m,
@@ -35,7 +42,7 @@ TEST(ModuleError, ACollectiveThatFailedInsideTheModuleSaysAProcessWasLost) {
   const std::string collective =
       "rank 1: reduce_scatter #1880 (step 144, backward) across 3 processes failed after 0.1 s "
       "(distributed.timeout 5 s): did not arrive: rank 2: last seen in all_gather #1858";
-  const std::string m = rethrown(std::make_exception_ptr(TrainError(collective)),
+  const std::string m = rethrown(std::make_exception_ptr(CollectiveError(collective)),
                                  "(a loss computed from detached tensors)");
   EXPECT_EQ(m, "lost a process in the backward of the loss training_step returned at step 7: " +
                    collective);

@@ -10,6 +10,7 @@
 
 #include "engine/regression_fixture.h"
 #include "test_util.h"
+#include "unitrain/engine/module_error.h"
 #include "unitrain/engine/trainer.h"
 
 namespace unitrain {

@@ -16,6 +16,15 @@
 namespace unitrain {
 namespace fs = std::filesystem;
 
+void check_folder_name(const std::string& key, const std::string& name, const std::string& parent,
+                       const std::string& folder_key) {
+  UT_CHECK(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos, key,
+           " '", name, "' must be one folder name (", parent,
+           "/<name> by default): no '/', "
+           "not empty, '.' or '..' (set ",
+           folder_key, " for a folder elsewhere)");
+}
+
 void prepare_writable_dir(const std::string& run_dir) {
   std::error_code ec;
   fs::create_directories(run_dir, ec);

@@ -6,6 +6,12 @@
 
 namespace unitrain {
 
+/// Checks that `name` (the value of config key `key`) is one folder name, as it names a folder
+/// under `parent` ("runs", "sweeps"): not empty, '.' or '..', no '/' — else a ConfigError that
+/// names `folder_key`, the key for a folder elsewhere.
+void check_folder_name(const std::string& key, const std::string& name, const std::string& parent,
+                       const std::string& folder_key);
+
 /// Creates `run_dir` and checks it can be written, before any training: a ConfigError naming
 /// the path otherwise.
 void prepare_writable_dir(const std::string& run_dir);

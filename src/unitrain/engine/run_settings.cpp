@@ -3,6 +3,7 @@
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
 #include "unitrain/data/build_data.h"
+#include "unitrain/engine/run_folder.h"
 #include "unitrain/models/model.h"
 #include "unitrain/objective/objective_module.h"
 #include "unitrain/optim/optimizer.h"
@@ -82,11 +83,7 @@ void RunSettings::declare(Options<RunSettings>& o) {
     UT_CHECK(is_valid_utf8(s.name),
              "name must be valid UTF-8 text (it names the run folder); got '",
              escape_non_utf8(s.name), "'");
-    UT_CHECK(
-        !s.name.empty() && s.name != "." && s.name != ".." && s.name.find('/') == std::string::npos,
-        "name '", s.name,
-        "' must be one folder name (runs/<name> by default): no '/', not "
-        "empty, '.' or '..' (set run_dir for a folder elsewhere)");
+    check_folder_name("name", s.name, "runs", "run_dir");
     // data.loader alone: library runs bring their own datasets (their keys stay unread).
     s.loader = options_of<LoaderOptions>().read_resolved(s.data.at("loader"));
     s.schedule_per_epoch = schedules_per_epoch(s.scheduler);

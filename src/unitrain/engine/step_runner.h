@@ -151,14 +151,4 @@ class StepRunner {
   bool leaves_checked_ = false;  ///< the first training_step's graph was looked at
 };
 
-/// The leaves of `loss`'s autograd graph (tensors that require grad and were made by no
-/// operation) that are none of `known` and not empty, in the order the graph reaches them; nothing
-/// when `loss` has no graph. The first training step looks for them: most often a layer the module
-/// forgot to register_module, which gets gradients but no updates and is never saved.
-std::vector<torch::Tensor> leaves_outside(const torch::Tensor& loss,
-                                          const std::vector<torch::Tensor>& known);
-/// The warning for such `stray` leaves ("" when there are none): how many, their shapes, what
-/// it means and what to do.
-std::string stray_leaves_warning(const std::vector<torch::Tensor>& stray);
-
 }  // namespace unitrain

@@ -23,6 +23,7 @@
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
 #include "unitrain/parallel/arrival_board.h"
+#include "unitrain/parallel/collective_error.h"
 #include "unitrain/parallel/listen_address.h"
 #ifdef UNITRAIN_CUDA
 #include "unitrain/parallel/nccl_group.h"
@@ -192,7 +193,7 @@ void ProcessGroup::collective_failed(int64_t seq, const std::exception& error) {
   }
   const std::string what = first_line(error_text(error));
   if (failed_.exchange(true)) {  // a later one: the first was reported
-    throw TrainError(
+    throw CollectiveError(
         detail::concat("rank ", rank_, ": ", record.describe(), " failed too: ", what));
   }
   const double waited = unix_seconds() - record.start;
@@ -202,8 +203,6 @@ void ProcessGroup::collective_failed(int64_t seq, const std::exception& error) {
   ArrivalReport arrivals;
   if (board_) arrivals = board_->report_failure(seq, std::chrono::seconds(5));
   const std::vector<std::string>& missing = arrivals.missing;
-  // engine/module_error.cpp tells a collective's failure inside the module's code by this
-  // beginning ("rank N: ... processes failed after").
   std::string message =
       detail::concat("rank ", rank_, ": ", record.describe(), " across ", world_size_,
                      " processes failed after ", fmt::format("{:.1f}", waited),
@@ -235,7 +234,7 @@ void ProcessGroup::collective_failed(int64_t seq, const std::exception& error) {
       std::_Exit(1);
     }).detach();
   }
-  throw TrainError(message);
+  throw CollectiveError(message);
 }
 
 void ProcessGroup::write_flight(const std::string& error) const {

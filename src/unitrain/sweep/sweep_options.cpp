@@ -1,6 +1,7 @@
 #include "unitrain/sweep/sweep_options.h"
 
 #include "unitrain/core/error.h"
+#include "unitrain/engine/run_folder.h"
 
 namespace unitrain {
 
@@ -9,11 +10,7 @@ namespace {
 /// What the keys cannot say alone (ConfigError naming the key): `base` a path or a map, `metric`
 /// a validation metric, and asha's lengths in one unit, whole counts, min <= max.
 void check_sweep_options(SweepOptions& t, const Config& c) {
-  UT_CHECK(
-      !t.name.empty() && t.name != "." && t.name != ".." && t.name.find('/') == std::string::npos,
-      c.key_path("name"), " '", t.name,
-      "' must be one folder name (sweeps/<name> by "
-      "default): no '/', not empty, '.' or '..' (set sweep_dir for a folder elsewhere)");
+  check_folder_name(c.key_path("name"), t.name, "sweeps", "sweep_dir");
   UT_CHECK(t.base.node().IsMap() || t.base.node().IsScalar(), c.key_path("base"),
            ": expected a run config file's path or a map");
   UT_CHECK(t.metric.rfind("val/", 0) == 0, c.key_path("metric"), ": '", t.metric,
