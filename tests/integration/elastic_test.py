@@ -136,6 +136,9 @@ class Elastic(common.Case):
         Elastic.port += 1
         rdzv = Elastic.port
         logs = []
+        # While this file exists the steps take 1 s, not 150 ms: node a, alone, does not finish
+        # its 70 steps before node b's agent is back (a Python that imports torch, under load).
+        hold = os.path.join(self.dir, "hold-pace")
 
         def node(name):
             log = open(os.path.join(self.dir, name + ".log"), "w")
@@ -149,7 +152,8 @@ class Elastic(common.Case):
                     "--monitor_interval", "1", "--redirects", "1", "--tee", "1", "--no_python",
                     common.BIN, "train", cfg,
                     "--train.max_length", "80 steps", "--checkpoint.every", "10 steps",
-                    "--distributed.timeout", "30"] + common.slow_steps(150),
+                    "--distributed.timeout", "30", "--plugin", common.test_plugin(),
+                    "--callbacks", "[{type: slow_steps, args: {ms: 150, slower_while: %s}}]" % hold],
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
         def text(name):
@@ -190,6 +194,7 @@ class Elastic(common.Case):
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+            common.write(hold, "")
             b.wait(timeout=30)
             shrunk = "resuming on 1 process(es) a checkpoint written by 2"
 
@@ -208,6 +213,7 @@ class Elastic(common.Case):
             procs.append(b2)
             grown = "resuming on 2 process(es) a checkpoint written by 1"
             self.assertTrue(wait_for(lambda: grown in train_logs(), 240), train_logs())
+            os.remove(hold)
             self.assertEqual(a.wait(timeout=300), 0, text("a"))
             self.assertEqual(b2.wait(timeout=60), 0, text("b2"))
         finally:
