@@ -87,10 +87,12 @@ std::string command_case(const CompletionCommand& c) {
     if (!other.empty()) out += "        " + join(other, "|") + ") return ;;\n";
     out += "      esac\n";
   }
-  if (c.config_overrides) out += "      _unitrain_override_value \"$prev\" \"$cur\" && return\n";
+  const bool run_keys = c.config_overrides && c.own_keys.empty();
+  if (run_keys) out += "      _unitrain_override_value \"$prev\" \"$cur\" && return\n";
   out += "      if [[ $cur == -* ]]; then\n";
   out += "        COMPREPLY=($(compgen -W \"" + join(names) +
-         (c.config_overrides ? " $_unitrain_config_keys" : "") + "\" -- \"$cur\"))\n";
+         (run_keys ? " $_unitrain_config_keys" : "") +
+         (c.own_keys.empty() ? "" : " " + join(c.own_keys)) + "\" -- \"$cur\"))\n";
   if (!c.positional_choices.empty()) {
     out += "      else\n        COMPREPLY=($(compgen -W " + words(c.positional_choices) +
            " -- \"$cur\"))\n";

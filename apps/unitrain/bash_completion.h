@@ -25,6 +25,9 @@ struct CompletionCommand {
   bool positional_paths = false;                ///< positionals are files (a config)
   bool config_overrides = false;                ///< takes `--key.path VALUE` after the file
   bool command_after_separator = false;         ///< `launch ... -- train run.yaml`
+  /// The overrides it takes when they are not the run config's (`--key` words; their values
+  /// are not suggested): a sweep file's keys.
+  std::vector<std::string> own_keys;
 };
 
 /// What the script completes: `program`'s global options and subcommands, and the config keys.

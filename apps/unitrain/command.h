@@ -33,6 +33,9 @@ class Command {
   virtual Choices choices() const { return {}; }
   /// True for the command that takes another command after `--` (launch).
   virtual bool takes_command_after_separator() const { return false; }
+  /// The `--key.path` overrides it takes after its file, with values to suggest, when they are
+  /// not a run config's (sweep's own keys); empty: a run config's.
+  virtual std::map<std::string, std::vector<std::string>> override_keys() const { return {}; }
 };
 
 /// A Command that declares its CLI11 subcommand `name` on `app` when it is built: what every

@@ -50,6 +50,8 @@ CompletionSpec completion_spec(const CLI::App& app, const Commands& commands) {
   for (const auto& command : commands) {
     spec.commands.push_back(completion_command(*command->cli(), command->choices(),
                                                command->takes_command_after_separator()));
+    for (const auto& [key, values] : command->override_keys())
+      spec.commands.back().own_keys.push_back("--" + key);
   }
   spec.config_keys = config_key_paths(*run_schema());
   return spec;

@@ -1,10 +1,12 @@
 // sweep: a hyperparameter search over ordinary runs (docs/sweeps.md).
 #include <filesystem>
 
+#include "bash_completion.h"
 #include "commands.h"
 #include "unitrain/core/error.h"
 #include "unitrain/engine/load_config.h"
 #include "unitrain/sweep/sweep.h"
+#include "unitrain/sweep/sweep_options.h"
 
 namespace unitrain::cli {
 namespace {
@@ -24,6 +26,15 @@ class SweepCommand : public Subcommand {
     cli_->footer(
         "Any key of the sweep file can be overridden after it: --parallel 2, --max_trials 8, "
         "--asha.reduction_factor 4.");
+  }
+
+  /// The sweep file's keys, and `space.<run key>` for each run config key.
+  std::map<std::string, std::vector<std::string>> override_keys() const override {
+    std::map<std::string, std::vector<std::string>> keys =
+        config_key_paths(*options_of<SweepOptions>().schema());
+    keys.erase("space");
+    for (const auto& [key, values] : config_key_paths(*run_schema())) keys["space." + key] = {};
+    return keys;
   }
 
   int run() override {

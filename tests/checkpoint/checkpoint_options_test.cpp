@@ -226,6 +226,29 @@ TEST(CheckpointOptions, AutoModeOnAMetricWithoutADirectionIsAConfigErrorNamingTh
                    .empty());
 }
 
+TEST(CheckpointOptions, AMetricOneEditFromADeclaredOneIsATypoWithASuggestion) {
+  const DeclaringModule module;
+  for (const char* typo : {"val/accc", "val/ac", "val/cac", "val/wre"}) {
+    const std::string m = error_of<ConfigError>([&] {
+      monitored_direction(MetricMode::Auto, typo, module, "checkpoint.best.metric", "m");
+    });
+    EXPECT_TRUE(contains(m, std::string("checkpoint.best.metric: ") + typo +
+                                " is not a metric the module declares; did you mean val/"))
+        << m;
+  }
+  EXPECT_TRUE(contains(error_of<ConfigError>([&] {
+                         monitored_direction(MetricMode::Auto, "val/accc", module, "k", "m");
+                       }),
+                       "did you mean val/acc?"));
+  // Short names one letter apart are often two metrics: no guess; an explicit mode is taken.
+  EXPECT_TRUE(contains(error_of<ConfigError>([&] {
+                         monitored_direction(MetricMode::Auto, "val/cer", module, "k", "m");
+                       }),
+                       "val/cer has no declared direction"));
+  EXPECT_EQ(monitored_direction(MetricMode::Max, "val/accc", module, "k", "m"),
+            MetricDirection::HigherIsBetter);
+}
+
 TEST(CheckpointOptions, MonitoredDirectionStripsOnlyTheSplit) {
   const DeclaringModule module;
   EXPECT_EQ(monitored_direction(MetricMode::Auto, "val/wer", module, "k", "m"),

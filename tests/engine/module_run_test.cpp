@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "engine/regression_fixture.h"
@@ -213,6 +214,86 @@ TEST(ModuleRun, SettingsThatNeedTheTrainersOptimizerAreErrorsNamingTheKey) {
   const std::string message = test::config_error_of([&] { trainer.fit(plain, data); });
   EXPECT_NE(message.find("run().backward() is for a module that steps its own"), std::string::npos)
       << message;
+}
+
+// What the run says to a module that steps its own optimizers speaks of its settings, not of the
+// Trainer's: the optimizer and scheduler sections it does not use, its own schedules
+// recomputed when the run is extended, and a non-finite loss.
+TEST(ModuleRun, ItsMessagesSpeakOfTheModulesOwnSettings) {
+  auto data = regression_data(32);
+  const std::string dir = test::temp_dir() + "/run";
+  auto text_of = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  for (const char* length : {"2 epochs", "4 epochs"}) {
+    Config c = manual_config(dir,
+                             "checkpoint: {enabled: true, every: 1 epoch}\n"
+                             "optimizer: {type: adam, lr: 0.5}\n");
+    c.set("train.max_length", length);
+    Trainer trainer(c);
+    TwoPlayers m;
+    m.schedule = true;
+    trainer.fit(m, data, data);
+  }
+  const std::string log = text_of(dir + "/train.log");
+  EXPECT_TRUE(test::contains(log,
+                             "[warning] optimizer: not used: the module steps its own "
+                             "optimizers (configure_optimizers added 2)"))
+      << log;
+  EXPECT_TRUE(test::contains(log,
+                             "[warning] lr schedule: train.max_length changed since the "
+                             "checkpoint, and the module's own schedules"))
+      << log;
+  EXPECT_TRUE(test::contains(log, "step 9 trains with lr maker ")) << log;
+  EXPECT_TRUE(test::contains(log, "(the checkpoint last logged ")) << log;
+
+  struct Diverging : TwoPlayers {
+    StepOutput training_step(const Batch& b) override {
+      StepOutput out = TwoPlayers::training_step(b);
+      out.loss = out.loss * std::numeric_limits<double>::quiet_NaN();
+      return out;
+    }
+  };
+  Trainer trainer(manual_config(test::temp_dir() + "/nan"));
+  Diverging m;
+  std::string message;
+  try {
+    trainer.fit(m, data);
+  } catch (const std::exception& e) {
+    message = e.what();
+  }
+  EXPECT_TRUE(test::contains(message, "non-finite loss")) << message;
+  EXPECT_TRUE(test::contains(message, "The module steps its own optimizers")) << message;
+  EXPECT_FALSE(test::contains(message, "train.on_nonfinite")) << message;
+  EXPECT_FALSE(test::contains(message, "train.clip_grad_norm")) << message;
+}
+
+// A resume refused by a setting the module's optimizers cannot go with leaves the run as it
+// was: its config.yaml is the one it trained with.
+TEST(ModuleRun, ARefusedResumeLeavesTheRunsConfigAsItWas) {
+  auto data = regression_data(32);
+  const std::string dir = test::temp_dir() + "/run";
+  const Config config = manual_config(dir, "checkpoint: {enabled: true, every: 1 epoch}\n");
+  {
+    Trainer trainer(config);
+    TwoPlayers m;
+    trainer.fit(m, data);
+  }
+  auto text_of = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string before = text_of(dir + "/config.yaml");
+  ASSERT_TRUE(test::contains(before, "2 epochs")) << before;
+  Config longer = config.clone();
+  longer.set("train.max_length", "4 epochs");
+  longer.set("train.clip_grad_norm", "1.0");
+  Trainer trainer(longer);
+  TwoPlayers m;
+  const std::string message = test::config_error_of([&] { trainer.fit(m, data); });
+  EXPECT_TRUE(test::contains(message, "train.clip_grad_norm")) << message;
+  EXPECT_EQ(text_of(dir + "/config.yaml"), before);
 }
 
 }  // namespace unitrain

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+
+#include "unitrain/engine/stop_signal.h"
 
 namespace unitrain {
 namespace {
@@ -72,6 +75,41 @@ TEST(StallWatchdogDeathTest, WarnKeepsTheProcessGoing) {
       },
       ::testing::ExitedWithCode(0),
       "rank 1: no progress for 0\\.[0-9] s at step 3, phase validation");
+}
+
+// A stop signal that finds the training thread waiting for data: said at once; no data within
+// the grace, the process ends with the signal's exit code (warn or no stall_timeout alike).
+TEST(StallWatchdogDeathTest, AStopSignalWhileWaitingForDataEndsTheProcessAfterTheGrace) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        ::dup2(STDERR_FILENO, STDOUT_FILENO);  // the log's lines, where the death test reads
+        RunPosition position;
+        position.enter("data wait", 7);
+        StopSignalGuard signals({SIGTERM});
+        StallWatchdog w(stall_options(0, StallAction::Warn), position, nullptr, 0, 75, 0.3);
+        std::raise(SIGTERM);
+        std::this_thread::sleep_for(milliseconds(3000));
+        std::_Exit(0);  // not reached
+      },
+      ::testing::ExitedWithCode(75),
+      "SIGTERM while waiting for data for step 7: the run saves a checkpoint(.|\n)*SIGTERM and "
+      "no data for step 7 within 0.3 s");
+  // Data comes in time: the process goes on (the loop then stops at the step's end).
+  EXPECT_EXIT(
+      {
+        ::dup2(STDERR_FILENO, STDOUT_FILENO);
+        RunPosition position;
+        position.enter("data wait", 7);
+        StopSignalGuard signals({SIGTERM});
+        StallWatchdog w(stall_options(0, StallAction::Warn), position, nullptr, 0, 75, 0.5);
+        std::raise(SIGTERM);
+        std::this_thread::sleep_for(milliseconds(200));
+        position.enter("forward");
+        std::this_thread::sleep_for(milliseconds(1000));
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0), "SIGTERM while waiting for data for step 7");
 }
 
 }  // namespace

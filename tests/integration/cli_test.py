@@ -141,6 +141,12 @@ class Cli(common.Case):
         self.assertIn("--train.max_length",
                       self.complete(script, "launch", "--nproc-per-node", "2", "--", "train",
                                     "run.yaml", "--train.max"))
+        # A sweep file takes the sweep's keys, and a run key's distribution under space.
+        self.assertEqual(self.complete(script, "sweep", "s.yaml", "--max_t"), ["--max_trials"])
+        self.assertIn("--asha.reduction_factor", self.complete(script, "sweep", "s.yaml", "--as"))
+        self.assertIn("--space.optimizer.lr",
+                      self.complete(script, "sweep", "s.yaml", "--space.optimizer.l"))
+        self.assertEqual(self.complete(script, "sweep", "s.yaml", "--train.max"), [])
         self.expect_usage_error(["completion", "zsh"], "only bash")
 
     # ---- docs/cli.md ----

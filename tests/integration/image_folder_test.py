@@ -3,7 +3,9 @@ CNN and the run names its classes; PNG and JPEG files written by Debian's python
 PIL's pixels; bad folders and files are errors naming them (exit 2)."""
 import json
 import os
+import signal
 import subprocess
+import time
 
 import yaml
 
@@ -114,6 +116,47 @@ class ImageFolder(common.Case):
         self.assertEqual(code, 0, out)
         with open(os.path.join(self.dir, "sized", "classes.json")) as f:
             self.assertEqual(json.load(f)["classes"], ["cat", "dog"])
+
+    def test_sigterm_while_the_data_does_not_come_ends_the_run_after_a_grace(self):
+        """Files that stop answering mid-run (each image replaced by a FIFO nobody writes: the
+        reader blocks in open): SIGTERM is answered at once and, no data coming, the process
+        ends with the resumable exit code, saying that it saved nothing."""
+        import numpy as np
+        from PIL import Image
+        root = os.path.join(self.dir, "fifo")
+        paths = []
+        for i in range(24):
+            path = os.path.join(root, "ab"[i % 2], f"{i}.png")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            Image.fromarray(np.full((16, 20, 3), i * 10, np.uint8)).save(path)
+            paths.append(path)
+        log = os.path.join(self.dir, "fifo.log")
+        with open(log, "w") as out:
+            p = subprocess.Popen(
+                [common.BIN, "train", mini_config(self.dir, root), "--run_dir",
+                 os.path.join(self.dir, "run-fifo"), "--data.loader.workers", "0",
+                 "--train.max_length", "50 epochs", "--train.log_every", "1 step",
+                 "--checkpoint.every", "null"]
+                + common.slow_steps(100), stdout=out, stderr=subprocess.STDOUT)
+        try:
+            def text():
+                with open(log) as f:
+                    return f.read()
+            self.assertTrue(common.wait_for(lambda: "step 2 |" in text() or p.poll() is not None,
+                                            120), text())
+            for path in paths:
+                os.remove(path)
+                os.mkfifo(path)
+            time.sleep(2)  # the batch in flight ends; the next read blocks
+            p.send_signal(signal.SIGTERM)
+            self.assertEqual(p.wait(timeout=60), 75, text())
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertRegex(text(), r"SIGTERM while waiting for data for step \d+: the run saves")
+        self.assertRegex(text(), r"SIGTERM and no data for step \d+ within 10 s .*ending the "
+                                 r"process without a checkpoint")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Monitored metrics improve the way they declare: a plugin metric `wer` registered as
 lower-is-better picks the lowest value as `best` and early-stops on that side; `cer`, registered
-without a direction, is refused at start unless the mode is set."""
+without a direction, is refused at start unless the mode is set; a monitored name one typo from
+a declared one is refused at start with the name it was probably meant to be."""
 import os
 
 import common
@@ -89,6 +90,15 @@ class MetricDirectionTest(common.Case):
             code, out, _ = self.train("cer-" + key, "--" + key, "val/cer", "--" + mode_key, "min",
                                       "--train.max_length", "10 steps")
             self.assertEqual(code, 0, out)
+
+    def test_a_typo_in_a_monitored_metric_is_caught_at_start_with_a_suggestion(self):
+        for key in ("checkpoint.best.metric", "early_stopping.metric"):
+            code, out, run_dir = self.train("typo-" + key, "--" + key, "val/accc")
+            self.assertEqual(code, 2, out)
+            self.assertIn(f"{key}: val/accc is not a metric the module declares; did you mean "
+                          "val/acc?", out)
+            self.assertNotIn("step 5 |", out)  # before anything trained
+            self.assertFalse(os.path.exists(os.path.join(run_dir, "checkpoints")), out)
 
 
 if __name__ == "__main__":

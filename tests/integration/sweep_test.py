@@ -269,6 +269,17 @@ class Sweep(common.Case):
         self.assert_refused("{model.args.sizes: {grid: [[64, 10], oops]}}", "model.args.sizes")
         self.assert_refused("{optimizer.lr: {grid: [0.1]}}", "metric: 'accuracy' is not a "
                             "validation metric", metric="accuracy")
+        # --space.<key>: the key is a run config key path, dots and all, checked as the file's.
+        sweep, folder = self.sweep_file("cli", "strategy: grid\nspace: {optimizer.lr: {grid: [0.1]}}\n")
+        for key, value, says in (("optimizer.lr", "{grid: [fast]}",
+                                  "optimizer.lr: expected float, got 'fast'"),
+                                 ("optimizer.lrr", "{grid: [0.1]}", "unknown key 'optimizer.lrr'"),
+                                 ("optimizer.lr", "0.1", "--space.optimizer.lr: expected a "
+                                  "distribution")):
+            code, out = run(["sweep", sweep, "--space." + key, value])
+            self.assertEqual(code, 2, out)
+            self.assertIn(says, out)
+            self.assertEqual(glob.glob(os.path.join(folder, "trial-*")), [])
         sweep, _ = self.sweep_file("badname", "strategy: grid\nspace: {optimizer.lr: {grid: [0.1]}}\n")
         with open(sweep) as f:
             text = f.read().replace("name: s\n", "name: ../s\n")

@@ -245,6 +245,19 @@ TEST(Launcher, RestartsTheGroupUpToMaxRestarts) {
   EXPECT_TRUE(contains(never.all(), "failed: worker rank 1 exited with status 4")) << never.all();
 }
 
+TEST(Launcher, AWorkerThatEndsOnBadInputIsNotRestarted) {
+  // Exit status 2 is a config error: a restart would end the same way.
+  Captured c;
+  LaunchOptions o = sh("if [ $RANK = 1 ]; then exit 2; fi; exec sleep 60", c);
+  o.max_restarts = 3;
+  EXPECT_EQ(launch(o), 2) << c.all();
+  EXPECT_FALSE(contains(c.all(), "restarting")) << c.all();
+  EXPECT_TRUE(contains(c.all(),
+                       "failed: worker rank 1 exited with status 2 (bad input, "
+                       "e.g. the config: not restarted"))
+      << c.all();
+}
+
 TEST(Launcher, WorkersThatSavedOnASignalAreNoFailureAndTheirStatusIsReturned) {
   // Each worker ends as a trainer does after checkpoint.on_signal: at once with the status.
   Captured c;

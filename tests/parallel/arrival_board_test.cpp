@@ -61,6 +61,23 @@ TEST(ArrivalBoard, NamesTheRanksThatDidNotArrive) {
   EXPECT_TRUE(test::contains(lines[2], "rank 5: never published")) << lines[2];
 }
 
+TEST(ArrivalBoard, ARankThatTrainedWithoutACollectiveIsSeenWhereItsTrainingWas) {
+  // Rank 1 stopped having published no collective of its own, but 5 steps into training.
+  RankNotice n = arrival_notice(3, -1);
+  n.position_step = 5;
+  n.position_phase = "forward";
+  std::vector<std::optional<RankNotice>> read{arrival_notice(1, 412), n};
+  const auto not_arrived = ranks_not_arrived(412, 0, read, read, 1006.5);
+  ASSERT_EQ(not_arrived.size(), 1u);
+  EXPECT_EQ(not_arrived[0],
+            "rank 1: last seen at step 5 (forward), before any collective of its own 6.5 s ago, "
+            "no sign of life since (stopped, ended, or unreachable)");
+  n.position_step = 0;  // still starting
+  read[1] = n;
+  EXPECT_TRUE(test::contains(ranks_silent_before(read, 0, 1006.5, 2)[0],
+                             "rank 1: last seen before any collective 6.5 s ago"));
+}
+
 TEST(ArrivalBoard, ARankThatFailedEarlierIsTheCauseOnlyWhenNoOtherRankIsNamed) {
   // Rank 1 failed in #25 waiting for rank 2, which stopped (its last beat in #16); this rank (0)
   // got through #25 and waits in #26.

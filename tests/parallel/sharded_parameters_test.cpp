@@ -10,6 +10,7 @@
 #include <string>
 
 #include "parallel/run_ranks.h"
+#include "unitrain/core/unit_parts.h"
 
 namespace unitrain {
 namespace {
@@ -205,6 +206,71 @@ TEST(ShardedParameters, CutMakesEachRanksPartsOfWholeValuesAndGatherWholePutsThe
       }
     });
   }
+}
+
+// A model built in parts (core/unit_parts.h): each unit keeps this rank's part from the moment
+// it is built; ShardedParameters gathers each unit once to cut its shards; model.init_from's
+// values load into the parts; restore_kept_parts makes them whole again.
+TEST(ShardedParameters, AModelBuiltInPartsHoldsOnlyItsPartUntilEachUnitIsCut) {
+  for (int world : {2, 3}) {
+    run_ranks(world, [world](int rank, ProcessGroup& g) {
+      std::vector<torch::Tensor> params, before;
+      torch::Tensor view_of_another;
+      {
+        BuildInParts in_parts(rank, world);
+        params = unit_test_params();
+        for (const auto& p : params) before.push_back(p.detach().clone());
+        unit_built({params[0], params[1], params[3]});
+        unit_built({params[2]});
+        torch::Tensor shared = torch::arange(6, torch::kFloat32);
+        view_of_another = shared.narrow(0, 2, 3);
+        unit_built({view_of_another});  // its memory is another's: stays whole
+      }
+      for (const auto& p : params) {
+        EXPECT_TRUE(kept_in_parts(p));
+        EXPECT_EQ(storage_bytes(p), 0);
+      }
+      EXPECT_EQ(params[0].sizes(), (std::vector<int64_t>{3, 5}));  // shapes stay
+      EXPECT_FALSE(kept_in_parts(view_of_another));
+      EXPECT_EQ(view_of_another[0].item<float>(), 2.0f);
+      // model.init_from: new whole values of the vector, into this rank's part of them.
+      const torch::Tensor loaded = before[2] * 2 + 1;
+      EXPECT_TRUE(load_into_parts(params[2], loaded));
+      EXPECT_FALSE(load_into_parts(view_of_another, loaded));
+      ShardedParameters sharded(std::shared_ptr<ProcessGroup>(&g, [](ProcessGroup*) {}), params,
+                                {0, 0, 1, 0}, {0, 1, 0, 0});
+      for (const auto& p : params) EXPECT_FALSE(kept_in_parts(p));
+      sharded.gather(0);
+      sharded.gather(1);
+      EXPECT_TRUE(torch::equal(params[0], before[0]));
+      EXPECT_TRUE(torch::equal(params[1], before[1]));
+      EXPECT_TRUE(torch::equal(params[2], loaded));
+      EXPECT_TRUE(torch::equal(params[3], before[3]));
+      EXPECT_FALSE(load_into_parts(params[2], loaded));  // no longer kept: nothing done
+    });
+  }
+  run_ranks(2, [](int rank, ProcessGroup& g) {
+    std::vector<torch::Tensor> params, before;
+    {
+      BuildInParts in_parts(rank, 2);
+      params = unit_test_params();
+      for (const auto& p : params) before.push_back(p.detach().clone());
+      unit_built({params[0], params[1]});
+      {
+        BuildInParts::Paused whole;
+        unit_built({params[2]});  // paused: stays whole
+      }
+    }
+    unit_built({params[3]});  // outside a scope: stays whole
+    EXPECT_TRUE(kept_in_parts(params[0]));
+    EXPECT_FALSE(kept_in_parts(params[2]));
+    EXPECT_FALSE(kept_in_parts(params[3]));
+    restore_kept_parts(g, params);  // what a run that does not shard does
+    for (size_t i = 0; i < params.size(); ++i) {
+      EXPECT_FALSE(kept_in_parts(params[i]));
+      EXPECT_TRUE(torch::equal(params[i], before[i])) << i;
+    }
+  });
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 #include "unitrain/checkpoint/checkpoint_options.h"
 
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
@@ -69,6 +72,35 @@ std::vector<int> CheckpointOptions::on_signal_numbers() const {
   return numbers;
 }
 
+namespace {
+
+/// A name one edit (a character deleted, inserted or, in names of 5 or more, replaced; or two
+/// swapped) from `name` for which `module` declares a direction, or "": the metric `name` was
+/// probably meant to be. Short names one letter apart are often two metrics (cer, wer; mae, mse).
+std::string declared_neighbour(const std::string& name, const TrainModule& module) {
+  static const std::string kChars = "abcdefghijklmnopqrstuvwxyz0123456789_-";
+  std::vector<std::string> tries;
+  for (size_t i = 0; i <= name.size(); ++i) {
+    if (i < name.size()) tries.push_back(name.substr(0, i) + name.substr(i + 1));
+    if (i + 1 < name.size()) {
+      std::string swapped = name;
+      std::swap(swapped[i], swapped[i + 1]);
+      tries.push_back(swapped);
+    }
+    for (char c : kChars) {
+      tries.push_back(name.substr(0, i) + c + name.substr(i));
+      if (i < name.size() && name.size() >= 5)
+        tries.push_back(name.substr(0, i) + c + name.substr(i + 1));
+    }
+  }
+  for (const std::string& t : tries) {
+    if (t != name && !t.empty() && module.metric_direction(t)) return t;
+  }
+  return "";
+}
+
+}  // namespace
+
 MetricDirection monitored_direction(MetricMode mode, const std::string& metric,
                                     const TrainModule& module, const std::string& metric_key,
                                     const std::string& mode_key) {
@@ -76,6 +108,14 @@ MetricDirection monitored_direction(MetricMode mode, const std::string& metric,
   const size_t slash = metric.find('/');
   const std::string name = slash == std::string::npos ? metric : metric.substr(slash + 1);
   std::optional<MetricDirection> declared = module.metric_direction(name);
+  const std::string near = declared ? "" : declared_neighbour(name, module);
+  UT_CHECK(near.empty(), metric_key, ": ", metric,
+           " is not a metric the module declares; did you "
+           "mean ",
+           metric.substr(0, metric.size() - name.size()), near,
+           "? (a metric of your "
+           "own that the module reports without a direction: set ",
+           mode_key, ": min or max)");
   UT_CHECK(declared.has_value(), metric_key, ": ", metric, " has no declared direction ",
            "(neither its metric's registration nor the module says whether a higher or a lower '",
            name, "' is better); set ", mode_key, ": min or max");

@@ -186,6 +186,23 @@ std::vector<char> unflatten_optimizer_files(
   return encode_torch_file(out).bytes();
 }
 
+namespace {
+
+/// `state` (several files' state as one optimizer dict) into `optimizer`; TrainError saying that
+/// the files (`what`) do not fit it.
+void restore_merged(torch::optim::Optimizer& optimizer, const optimizer_dict::Dict& state,
+                    const std::string& what) {
+  try {
+    optimizer_dict::restore(optimizer, state, optimizer_dict::kOptimizerFormat, what);
+  } catch (const TrainError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw TrainError(detail::concat(what, " do not fit this optimizer: ", error_text(e)));
+  }
+}
+
+}  // namespace
+
 OptimizerBytes OptimizerBytes::of(std::vector<char> bytes, std::string what) {
   auto shared = std::make_shared<const std::vector<char>>(std::move(bytes));
   return {shared->data(), shared->size(), shared, std::move(what)};
@@ -196,8 +213,10 @@ OptimizerBytes OptimizerBytes::of(const MappedFile& file, std::string what) {
           std::move(what)};
 }
 
-std::vector<char> reshard_optimizer_files(const std::vector<OptimizerBytes>& files,
-                                          const std::vector<FlatCut>& flats, int rank) {
+void load_resharded_optimizer_state(torch::optim::Optimizer& optimizer,
+                                    const std::vector<OptimizerBytes>& files,
+                                    const std::vector<FlatCut>& flats, int rank,
+                                    const std::string& what) {
   optimizer_dict::Dict out = optimizer_dict::new_dict();
   const std::vector<optimizer_dict::Dict> dicts = partition_dicts(files, out, true);
   optimizer_dict::Dict state = optimizer_dict::new_dict();
@@ -215,8 +234,10 @@ std::vector<char> reshard_optimizer_files(const std::vector<OptimizerBytes>& fil
     const FlatCut& cut = flats[index];
     optimizer_dict::Dict entries = optimizer_dict::new_dict();
     for (const auto& field : e.value().toGenericDict()) {
-      if (!is_part(field.value(), cut.old_part)) {
-        entries.insert(field.key(), field.value());  // the step, other numbers: rank 0's
+      if (!is_part(field.value(), cut.old_part)) {  // the step, other numbers: rank 0's, owned
+        // (a tensor decoded from a mapped file is a view of it, read-only)
+        const c10::IValue& v = field.value();
+        entries.insert(field.key(), v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
         continue;
       }
       const int64_t first_element = rank * cut.new_part;
@@ -231,7 +252,7 @@ std::vector<char> reshard_optimizer_files(const std::vector<OptimizerBytes>& fil
     state.insert(e.key(), entries);
   }
   out.insert("state", state);
-  return encode_torch_file(out).bytes();
+  restore_merged(optimizer, out, what);
 }
 
 std::vector<char> merge_optimizer_files(const std::vector<OptimizerFile>& files) {
@@ -245,14 +266,7 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, std::vector<Optimi
     return load_optimizer_state(optimizer, std::move(files[0].bytes), files[0].what);
   }
   const std::string what = files[0].what + " and " + std::to_string(files.size() - 1) + " more";
-  const optimizer_dict::Dict merged = merged_optimizer_dict(files);
-  try {
-    optimizer_dict::restore(optimizer, merged, optimizer_dict::kOptimizerFormat, what);
-  } catch (const TrainError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw TrainError(detail::concat(what, " do not fit this optimizer: ", error_text(e)));
-  }
+  restore_merged(optimizer, merged_optimizer_dict(files), what);
 }
 
 }  // namespace unitrain

@@ -48,12 +48,15 @@ struct FlatCut {
 /// `flats[index].new_part`: a state tensor of old_part elements is the concatenation of the
 /// files' parts, cut to the flat's length and padded with zeros (only the elements of each
 /// file's part that fall in `rank`'s new part are read); the other entries (the step count)
-/// are the first file's. One optimizer file, which load_optimizer_state reads. TrainError naming
-/// the file when one does not fit.
-std::vector<char> reshard_optimizer_files(const std::vector<OptimizerBytes>& files,
-                                          const std::vector<FlatCut>& flats, int rank);
-/// distributed.zero: 3's optimizer files (as reshard_optimizer_files takes them) as the state
-/// of a run without it: by parameter. `layout`: the saved run's (model-shards.json);
+/// are the first file's; restored into `optimizer` (`what` names the files in its errors)
+/// without an encoded copy of the new state between. TrainError naming the file when one does
+/// not fit.
+void load_resharded_optimizer_state(torch::optim::Optimizer& optimizer,
+                                    const std::vector<OptimizerBytes>& files,
+                                    const std::vector<FlatCut>& flats, int rank,
+                                    const std::string& what);
+/// distributed.zero: 3's optimizer files (as load_resharded_optimizer_state takes them) as the
+/// state of a run without it: by parameter. `layout`: the saved run's (model-shards.json);
 /// `group_names[g]`: the names of the parameters of the reading optimizer's group g, in its
 /// order. Each parameter's state tensors are its elements of the flat's whole state, in its
 /// shape; the other entries (the step count) are the first file's; the groups' options are the

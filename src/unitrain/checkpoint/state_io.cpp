@@ -10,6 +10,7 @@
 #include "unitrain/checkpoint/torch_file.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
+#include "unitrain/core/unit_parts.h"
 
 namespace unitrain {
 namespace {
@@ -191,7 +192,7 @@ std::string load_module_state(torch::nn::Module& module, const NamedTensors& sta
   for (auto& [name, t] : own) {
     auto it = given.find(name);
     if (it == given.end()) continue;
-    t.copy_(it->second);
+    if (!load_into_parts(t, it->second)) t.copy_(it->second);  // a model built in parts: its part
     loaded.push_back(name);
   }
   std::string summary =

@@ -162,8 +162,8 @@ class OptimizerEntry : public CheckpointEntry {
         cuts.push_back({layout.flats[i].length, saved.flats[i].part, layout.flats[i].part});
       }
     }
-    load_optimizer_state(optimizer_, reshard_optimizer_files(parts, cuts, in.rank),
-                         in.dir + "'s optimizer parts, re-cut");
+    load_resharded_optimizer_state(optimizer_, parts, cuts, in.rank,
+                                   in.dir + "'s optimizer parts, re-cut");
   }
 
   /// A run without distributed.zero: 3 (one process, or another ZeRO stage) from a checkpoint

@@ -1,8 +1,10 @@
 #include "unitrain/engine/loop_optimizers.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "unitrain/checkpoint/checkpoint_files.h"
@@ -167,7 +169,28 @@ void LoopOptimizers::remember_lrs() {
 std::string LoopOptimizers::resume_note(const std::vector<ConfigChange>& changes,
                                         const std::map<std::string, double>& last_train,
                                         int64_t next_step) const {
-  return manual() ? "" : list_[0].lr->resume_note(changes, last_train, next_step);
+  if (!manual()) return list_[0].lr->resume_note(changes, last_train, next_step);
+  // The module's own schedules are functions of the run's length (its schedule context).
+  const bool longer = std::any_of(changes.begin(), changes.end(), [](const ConfigChange& c) {
+    return c.key == "train.max_length";
+  });
+  std::vector<std::string> lrs;
+  for (const Scheduled& s : list_) {
+    if (!longer || s.lr->scheduler() == nullptr) continue;
+    const auto was = last_train.find("train/lr-" + s.name);
+    lrs.push_back(
+        fmt::format("{} {:.4g}{}", s.name, s.lr->lr(),
+                    was == last_train.end()
+                        ? ""
+                        : fmt::format(" (the checkpoint last logged {:.4g})", was->second)));
+  }
+  if (lrs.empty()) return "";
+  return fmt::format(
+      "lr schedule: train.max_length changed since the checkpoint, and the module's own schedules "
+      "(configure_optimizers) are functions of the run's length, so they are recomputed: step {} "
+      "trains with lr {}. To continue decayed schedules unchanged, keep train.max_length (or "
+      "start a new run from these weights)",
+      next_step, fmt::join(lrs, ", "));
 }
 
 void LoopOptimizers::add_entries(TrainCheckpoints& checkpoints, const TrainState& counters) {

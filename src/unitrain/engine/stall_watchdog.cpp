@@ -3,8 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 
+#include "unitrain/core/save_signals.h"
+#include "unitrain/engine/stop_signal.h"
 #include "unitrain/log/console.h"
 #include "unitrain/parallel/process_group.h"
 
@@ -18,9 +22,16 @@ std::string describe_stall(int rank, int64_t step, const char* phase, double sec
 }
 
 StallWatchdog::StallWatchdog(const WatchdogOptions& options, const RunPosition& position,
-                             ProcessGroup* group, int rank)
-    : options_(options), position_(position), group_(group), rank_(rank) {
-  if (options_.stall_timeout > 0) thread_ = std::thread([this] { watch(); });
+                             ProcessGroup* group, int rank, int signal_exit_code,
+                             double signal_grace)
+    : options_(options),
+      position_(position),
+      group_(group),
+      rank_(rank),
+      signal_exit_code_(signal_exit_code),
+      signal_grace_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(signal_grace))) {
+  thread_ = std::thread([this] { watch(); });
 }
 
 StallWatchdog::~StallWatchdog() {
@@ -36,16 +47,20 @@ void StallWatchdog::watch() {
   using namespace std::chrono;
   const auto timeout =
       duration_cast<steady_clock::duration>(duration<double>(options_.stall_timeout));
-  // Checks ten times per stall_timeout (at most once a second, at least every 50 ms).
-  const auto every =
-      std::clamp(duration_cast<milliseconds>(timeout / 10), milliseconds(50), milliseconds(1000));
+  // Checks ten times per stall_timeout (at most once a second, at least every 50 ms); without
+  // one, every 100 ms for a stop signal.
+  const auto every = options_.stall_timeout > 0
+                         ? std::clamp(duration_cast<milliseconds>(timeout / 10), milliseconds(50),
+                                      milliseconds(1000))
+                         : milliseconds(100);
   steady_clock::time_point warned_move{};   // the move of the stall last warned of
   steady_clock::time_point next_warning{};  // then another stall_timeout later
   std::unique_lock<std::mutex> lock(mutex_);
   while (!wake_.wait_for(lock, every, [this] { return stop_; })) {
     const auto moved = position_.moved();
     const auto now = steady_clock::now();
-    if (now - moved < timeout) continue;
+    answer_stop_signal(now);
+    if (options_.stall_timeout <= 0 || now - moved < timeout) continue;
     // A collective in flight is distributed.timeout's to judge; a failed one is being reported.
     if (group_ && (group_->flight().open() > 0 || group_->failed())) continue;
     if (moved == warned_move && now < next_warning) continue;
@@ -55,6 +70,30 @@ void StallWatchdog::watch() {
     warned_move = moved;
     next_warning = now + timeout;
   }
+}
+
+void StallWatchdog::answer_stop_signal(std::chrono::steady_clock::time_point now) {
+  const int signal = StopSignalGuard::received();
+  if (signal == 0 || std::strcmp(position_.phase(), "data wait") != 0) {
+    signal_seen_ = {};
+    return;
+  }
+  const double grace = std::chrono::duration<double>(signal_grace_).count();
+  if (signal_seen_ == std::chrono::steady_clock::time_point{}) {
+    signal_seen_ = now;
+    log::warn(fmt::format(
+        "{} while waiting for data for step {}: the run saves a checkpoint and stops at that "
+        "step's end; if no data comes within {:g} s, it ends without saving",
+        signal_name(signal), position_.step(), grace));
+    return;
+  }
+  if (now - signal_seen_ < signal_grace_) return;
+  log::error(fmt::format(
+      "{} and no data for step {} within {:g} s (the data loader is stuck: a file that does not "
+      "answer?): ending the process without a checkpoint; the run resumes from the last one saved",
+      signal_name(signal), position_.step(), grace));
+  log::flush();
+  std::_Exit(signal == SIGINT ? 130 : signal_exit_code_);
 }
 
 void StallWatchdog::act(double seconds) {

@@ -26,12 +26,17 @@ std::string describe_stall(int rank, int64_t step, const char* phase, double sec
 /// distributed.timeout) or failed (the group reports that): with action warn, a warning naming the
 /// rank, step and phase, repeated when the stall has lasted another stall_timeout; with action
 /// abort, that message as an error, the group's flight record (run_dir/logs/flight-rank-N.json) and
-/// the process's end with exit code 1 (a stuck thread cannot be unwound). stall_timeout 0: no
-/// thread.
+/// the process's end with exit code 1 (a stuck thread cannot be unwound).
+///
+/// It also answers a stop signal (StopSignalGuard) that comes while the training thread waits
+/// for data, whatever stall_timeout and action say: at once, a warning that the run stops at the
+/// step's end; if no data comes within `signal_grace` seconds, the process ends (a thread stuck
+/// in a read cannot be unwound) with `signal_exit_code` (130 after SIGINT), saying that it
+/// resumes from the last checkpoint saved.
 class StallWatchdog {
  public:
   StallWatchdog(const WatchdogOptions& options, const RunPosition& position, ProcessGroup* group,
-                int rank);
+                int rank, int signal_exit_code = 75, double signal_grace = 10);
   ~StallWatchdog();
   StallWatchdog(const StallWatchdog&) = delete;
   StallWatchdog& operator=(const StallWatchdog&) = delete;
@@ -40,11 +45,16 @@ class StallWatchdog {
   void watch();
   /// The stall found (`seconds` long): warn, or end the process.
   void act(double seconds);
+  /// A stop signal while the training thread waits for data: said, then the end after the grace.
+  void answer_stop_signal(std::chrono::steady_clock::time_point now);
 
   WatchdogOptions options_;
   const RunPosition& position_;
   ProcessGroup* group_;
   int rank_;
+  int signal_exit_code_;
+  std::chrono::steady_clock::duration signal_grace_;
+  std::chrono::steady_clock::time_point signal_seen_{};  ///< in a data wait; {} when not
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;

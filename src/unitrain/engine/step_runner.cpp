@@ -103,8 +103,11 @@ void StepRunner::throw_nonfinite(const std::string& what, int64_t step, const Mi
       ": loss=" + std::to_string(m.loss_value()) + (m.metrics.empty() ? "" : ";" + terms.str()) +
       (m.grad_norm >= 0 || std::isnan(m.grad_norm) ? "; grad_norm=" + std::to_string(m.grad_norm)
                                                    : "") +
-      ". Lower optimizer.lr, set train.clip_grad_norm, check the data, or set "
-      "train.on_nonfinite: skip to skip such updates");
+      (optimizer_ ? ". Lower optimizer.lr, set train.clip_grad_norm, check the data, or set "
+                    "train.on_nonfinite: skip to skip such updates"
+                  : ". The module steps its own optimizers (manual optimization): lower the "
+                    "learning rates configure_optimizers gives them, clip the gradients before "
+                    "their step (torch::nn::utils::clip_grad_norm_), or check the data"));
 }
 
 void StepRunner::on_nonfinite(const std::string& what, int64_t step, MicroStep& m) {

@@ -21,6 +21,7 @@
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/checkpoint/trainer_state_file.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/unit_parts.h"
 #include "unitrain/data/build_data.h"
 #include "unitrain/data/file_bytes.h"
 #include "unitrain/data/loader.h"
@@ -34,6 +35,7 @@
 #include "unitrain/models/torchscript_export.h"
 #include "unitrain/objective/objective_module.h"
 #include "unitrain/objective/teacher.h"
+#include "unitrain/parallel/dist_env.h"
 
 namespace unitrain {
 
@@ -283,7 +285,13 @@ ConfigRunResult train_from_config(const Config& raw_config) {
   const Config config = with_normalize_statistics(raw_config, raw.data_keys.normalize, data);
   Trainer trainer(config);  // seeds torch before the model is built
   const ConfigDriven c = config_driven(config);
+  // ZeRO 3 on several processes: each unit keeps this process's part of it from the moment it
+  // is built (core/unit_parts.h), so that no process holds the whole model.
+  std::optional<BuildInParts> in_parts;
+  if (const DistEnv env = read_dist_env(); c.run.distributed.zero == 3 && env.world_size > 1)
+    in_parts.emplace(env.rank, env.world_size);
   auto module = build_module(c, true);
+  in_parts.reset();
   int64_t params = 0;
   for (const auto& p : module->parameters()) params += p.numel();
   const ActivationCheckpointingOptions& ac = c.model_keys.activation_checkpointing;

@@ -93,7 +93,6 @@ void Trainer::prepare_run_dir(bool resuming) {
   const std::string archived = resuming ? "" : archive_previous_run(run_dir());
   log::add_file(run_dir() + "/train.log");
   if (!archived.empty()) log::info("run_dir held an earlier run: its files moved to " + archived);
-  write_file_atomic(run_dir() + "/config.yaml", config_.dump());
   run_dir_ready_ = true;
 }
 
@@ -269,6 +268,12 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   log::info("device: " + describe_device(device));
   if (options().deterministic) log::info("deterministic: on");
   reset_peak_memory(device);  // the done line's peak is this run's
+  // A model built in parts (core/unit_parts.h) is cut into ZeRO 3's shards a unit at a time;
+  // a run that reads its values before (a GPU's copy, bf16-true's cast) or never shards them
+  // gathers it whole here.
+  if (group && (settings_->distributed.zero != 3 || device.is_cuda() ||
+                options().precision == PrecisionMode::Bf16True))
+    restore_kept_parts(*group, module.weights().parameters());
   module.to(device);  // before the weights are broadcast and the optimizer built
   if (!group || group->rank() == 0) write_class_names(run_dir(), train.class_names());
   if (group) broadcast_module(*group, module.weights());  // every rank starts from rank 0's weights
@@ -305,6 +310,8 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   callbacks_.call("on_fit_start", &Callback::on_fit_start);
   // Restore: everything the checkpoint holds, exactly where it was saved.
   if (!resume.dir.empty()) loop.restore(resume);
+  // The run's config once nothing refused it (a refused resume leaves the run's as it was).
+  if (!group || group->rank() == 0) write_file_atomic(run_dir() + "/config.yaml", config_.dump());
   if (loop.announce()) report_finished_run();
   train_until_finished(loop);
   callbacks_.call("on_train_end", &Callback::on_train_end);
@@ -325,6 +332,19 @@ std::unique_ptr<LoopOptimizers> Trainer::configure_loop_optimizers(TrainModule& 
   if (!setup->entries().empty()) {
     check_manual_optimization(options(), plan.accumulation,
                               distributed ? settings_->distributed.zero : 0);
+    // The Trainer's optimizer and schedule, set (other than their defaults) but not used.
+    const Config defaults = resolve_run_config(Config());
+    std::vector<std::string> unused;
+    for (const char* key : {"optimizer", "scheduler"}) {
+      if (config_.has(key) && config_.at(key).dump() != defaults.at(key).dump())
+        unused.push_back(key);
+    }
+    if (!unused.empty() && plan.rank == 0) {
+      log::warn(fmt::format(
+          "{}: not used: the module steps its own optimizers (configure_optimizers added {}), "
+          "with the learning rates and schedules it gives them there; remove {} from the config",
+          fmt::join(unused, ", "), setup->entries().size(), unused.size() == 1 ? "it" : "them"));
+    }
     return std::make_unique<LoopOptimizers>(std::move(setup), per_epoch);
   }
   optimizer_ = configure_optimizer(module);
@@ -348,7 +368,8 @@ void Trainer::train_until_finished(TrainLoop& loop) {
   callbacks_.call("on_train_start", &Callback::on_train_start);
   // The phases marked in position_ are what the watchdog and the flight records name.
   loop.step_runner().follow(&position_);
-  StallWatchdog watchdog(options().watchdog, position_, loop.group(), loop.plan().rank);
+  StallWatchdog watchdog(options().watchdog, position_, loop.group(), loop.plan().rank,
+                         static_cast<int>(settings_->checkpoint.on_signal_exit_code));
   // One micro-batch per turn; a window's last one ends with the optimizer step.
   while (!loop.finished()) {
     position_.enter("data wait", state_.step + 1);

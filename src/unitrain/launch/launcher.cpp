@@ -311,7 +311,9 @@ int launch(const LaunchOptions& o) {
       if (rounds) leave(*rounds, o, status, !end.forwarded);
       return status;
     }
-    if (attempt < o.max_restarts) {
+    // Exit status 2 is unitrain's for bad input (a config error): every restart would end so.
+    const bool bad_input = end.status == 2;
+    if (attempt < o.max_restarts && !bad_input) {
       say(o,
           detail::concat("restarting the workers (restart ", attempt + 1, " of ", o.max_restarts,
                          ") after ", end.cause),
@@ -320,8 +322,12 @@ int launch(const LaunchOptions& o) {
     }
     say(o,
         detail::concat("failed: worker ", end.cause,
-                       o.max_restarts > 0 ? detail::concat(" after ", o.max_restarts, " restart(s)")
-                                          : std::string()),
+                       bad_input && o.max_restarts > attempt
+                           ? std::string(" (bad input, e.g. the config: not restarted, "
+                                         "a restart would fail the same way)")
+                       : o.max_restarts > 0
+                           ? detail::concat(" after ", o.max_restarts, " restart(s)")
+                           : std::string()),
         true);
     if (rounds) leave(*rounds, o, end.status, true);
     return end.status;

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/unit_parts.h"
 #include "unitrain/models/activation_checkpoint.h"
 #include "unitrain/models/model_checks.h"
 #include "unitrain/models/torchscript_export.h"
@@ -84,6 +85,19 @@ class BlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Block);
 
+/// GPT-2's initialisation of `piece`: linear and embedding weights N(0, 0.02), biases 0.
+void initialise(torch::nn::Module& piece) {
+  torch::NoGradGuard no_grad;
+  piece.apply([](torch::nn::Module& m) {
+    if (auto* linear = m.as<torch::nn::Linear>()) {
+      linear->weight.normal_(0.0, 0.02);
+      linear->bias.zero_();
+    } else if (auto* embedding = m.as<torch::nn::Embedding>()) {
+      embedding->weight.normal_(0.0, 0.02);
+    }
+  });
+}
+
 }  // namespace
 
 void TransformerLmOptions::declare(Options<TransformerLmOptions>& o) {
@@ -119,23 +133,27 @@ void TransformerLmOptions::validate(const std::string& p) const {
 TransformerLmImpl::TransformerLmImpl(TransformerLmOptions options_) : options(std::move(options_)) {
   options.validate();
   const int64_t d = options.d_model();
+  // Built and initialised a unit (of units()) at a time, each handed to unit_built: a model
+  // built in parts for ZeRO 3 (core/unit_parts.h) never holds more than one unit whole.
   token_embedding = register_module("token_embedding", torch::nn::Embedding(options.vocab(), d));
   position_embedding =
       register_module("position_embedding", torch::nn::Embedding(options.seq_len(), d));
+  initialise(*token_embedding);
+  initialise(*position_embedding);
+  unit_built({token_embedding->weight, position_embedding->weight});
   blocks = register_module("blocks", torch::nn::ModuleList());
-  for (int64_t i = 0; i < options.layers(); ++i) blocks->push_back(Block(options));
+  for (int64_t i = 0; i < options.layers(); ++i) {
+    Block block(options);
+    initialise(*block);
+    unit_built(block->parameters());
+    blocks->push_back(block);
+  }
   norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
   head = register_module("head", torch::nn::Linear(d, options.vocab()));
-
-  torch::NoGradGuard no_grad;
-  apply([](torch::nn::Module& m) {
-    if (auto* linear = m.as<torch::nn::Linear>()) {
-      linear->weight.normal_(0.0, 0.02);
-      linear->bias.zero_();
-    } else if (auto* embedding = m.as<torch::nn::Embedding>()) {
-      embedding->weight.normal_(0.0, 0.02);
-    }
-  });
+  initialise(*head);
+  std::vector<torch::Tensor> last = norm->parameters();
+  for (const auto& p : head->parameters()) last.push_back(p);
+  unit_built(last);
 }
 
 torch::Tensor TransformerLmImpl::forward(torch::Tensor tokens) {

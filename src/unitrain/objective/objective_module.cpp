@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "unitrain/core/unit_parts.h"
 #include "unitrain/metrics/metric.h"
 #include "unitrain/metrics/shape_check.h"
 #include "unitrain/objective/loss.h"
@@ -165,6 +166,7 @@ void ObjectiveModule::configure(const Config& section) {
   add_metrics(o, logged);
   if (o.teacher) {
     check_teacher_names(o.teacher->predictions);  // before loading its weights
+    BuildInParts::Paused whole;                   // frozen beside the model, never sharded
     teacher_ = std::make_shared<Teacher>(*o.teacher);
   }
 }

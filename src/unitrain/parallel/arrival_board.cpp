@@ -53,6 +53,20 @@ std::string RankNotice::collective() const {
   return r.describe();
 }
 
+namespace {
+
+/// Where a rank was last seen: in its last collective; else where its training thread was.
+std::string last_seen(const RankNotice& n) {
+  if (n.seq >= 0) return "in " + n.collective();
+  if (n.position_step > 0) {
+    return fmt::format("at step {} ({}), before any collective of its own", n.position_step,
+                       n.position_phase);
+  }
+  return "before any collective";
+}
+
+}  // namespace
+
 std::vector<std::string> ranks_not_arrived(int64_t seq, int me,
                                            const std::vector<std::optional<RankNotice>>& first,
                                            const std::vector<std::optional<RankNotice>>& second,
@@ -77,7 +91,7 @@ std::vector<std::string> ranks_not_arrived(int64_t seq, int me,
       lines.push_back(
           fmt::format("rank {}: last seen {} {:.1f} s ago, no sign of life since "
                       "(stopped, ended, or unreachable)",
-                      r, any ? "in " + n->collective() : "before any collective", ago));
+                      r, last_seen(*n), ago));
     } else {
       lines.push_back(
           fmt::format("rank {}: running, but not in this collective: at step {} "
@@ -107,7 +121,7 @@ std::vector<std::string> ranks_silent_before(const std::vector<std::optional<Ran
     lines.push_back(
         fmt::format("rank {}: last seen {} {:.1f} s ago, no sign of life since (stopped, ended, or "
                     "unreachable)",
-                    r, n->seq >= 0 ? "in " + n->collective() : "before any collective", ago));
+                    r, last_seen(*n), ago));
   }
   return lines;
 }

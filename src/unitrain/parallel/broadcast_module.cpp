@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/unit_parts.h"
 #include "unitrain/parallel/data_parallel.h"
 
 namespace unitrain {
@@ -43,7 +44,11 @@ void broadcast_module(ProcessGroup& group, torch::nn::Module& module) {
   }
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> tensors;
-  for (auto& p : module.parameters(true)) tensors.push_back(p);
+  for (auto& p : module.parameters(true)) {
+    // A model built in parts (core/unit_parts.h) is the same on every rank when its parts are
+    // gathered: each rank's part is its own.
+    if (!kept_in_parts(p)) tensors.push_back(p);
+  }
   for (auto& b : module.buffers(true)) tensors.push_back(b);
   if (!tensors.empty()) group.broadcast(tensors, 0);
 }

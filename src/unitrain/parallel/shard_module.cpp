@@ -81,8 +81,9 @@ std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> gr
              names.count(impl) ? names[impl] : std::string("(not the model's)"),
              ", which none of the model's units lists");
   }
-  auto sharded =
-      std::make_shared<ShardedParameters>(std::move(group), params, unit_of, key_of, param_names);
+  auto sharded = std::make_shared<ShardedParameters>(group, params, unit_of, key_of, param_names);
+  // A model built in parts: a parameter it kept outside the units (frozen ones) whole again.
+  restore_kept_parts(*group, module.weights().parameters());
   if (masters != nullptr) {
     std::map<std::string, torch::Tensor> whole;
     for (const auto& [name, t] : masters->parameters()) whole[name] = t;

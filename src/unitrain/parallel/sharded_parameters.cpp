@@ -5,28 +5,24 @@
 #include <algorithm>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/unit_parts.h"
 
 namespace unitrain {
-namespace {
-
-/// Makes memory for `t`'s storage again (after free_memory), under the same storage: every view
-/// of it, autograd's saved ones included, sees the new memory.
-void make_memory(const torch::Tensor& t) {
-  c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
-  const size_t bytes = static_cast<size_t>(t.numel()) * t.element_size();
-  if (s->nbytes() == bytes) return;
-  s->set_data_ptr_noswap(s->allocator()->allocate(bytes));
-  s->set_nbytes(bytes);
+void restore_kept_parts(ProcessGroup& group, const std::vector<torch::Tensor>& params) {
+  torch::NoGradGuard no_grad;
+  for (KeptFlat& flat : take_kept_flats(params)) {
+    const int64_t n = flat.part.numel();
+    torch::Tensor whole =
+        torch::empty({n * flat.world}, flat.part.options().device(group.device()));
+    group.all_gather_shards(whole, flat.part.to(group.device()));
+    flat.part = torch::Tensor();
+    for (size_t j = 0; j < flat.members.size(); ++j) {
+      const torch::Tensor& p = flat.members[j];
+      make_tensor_memory(p);
+      p.detach().view({-1}).copy_(whole.narrow(0, flat.offsets[j], p.numel()));
+    }
+  }
 }
-
-/// Frees `t`'s memory, keeping its storage (and every view's shape) for make_memory.
-void free_memory(const torch::Tensor& t) {
-  c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
-  s->set_data_ptr_noswap(at::DataPtr(nullptr, s->device()));
-  s->set_nbytes(0);
-}
-
-}  // namespace
 
 /// The parameters of one unit, dtype, key and trainability, end to end.
 struct ShardedParameters::Flat {
@@ -83,6 +79,11 @@ ShardedParameters::ShardedParameters(std::shared_ptr<ProcessGroup> group,
   }
   torch::NoGradGuard no_grad;
   for (const auto& unit : unit_flats_) {
+    std::vector<torch::Tensor> members;  // a model built in parts: the unit's values, gathered
+    for (size_t f : unit) {
+      for (size_t i : flats_[f]->members) members.push_back(params_[i]);
+    }
+    restore_kept_parts(*group_, members);
     for (size_t f : unit) {
       Flat& flat = *flats_[f];
       flat.part = (flat.length + world - 1) / world;
@@ -97,7 +98,7 @@ ShardedParameters::ShardedParameters(std::shared_ptr<ProcessGroup> group,
       flat.shard = shards_.size();
       shards_.push_back(
           flat.whole.narrow(0, rank * flat.part, flat.part).clone().requires_grad_(flat.trains));
-      free_memory(flat.whole);
+      give_memory(flat.whole);
     }
   }
   gathered_.assign(unit_flats_.size(), false);
@@ -126,7 +127,7 @@ void ShardedParameters::prefetch(int unit) {
   if (gathered_[u] || !in_flight_[u].empty()) return;
   for (size_t f : unit_flats_[u]) {
     Flat& flat = *flats_[f];
-    make_memory(flat.whole);
+    take_memory(flat.whole);
     in_flight_[u].push_back(
         group_->start_all_gather_shards(flat.whole, shards_[flat.shard].detach()));
   }
@@ -136,8 +137,40 @@ void ShardedParameters::release(int unit) {
   const auto u = static_cast<size_t>(unit);
   for (auto& wait : in_flight_[u]) wait();  // nothing may still write into the memory
   in_flight_[u].clear();
-  for (size_t f : unit_flats_[u]) free_memory(flats_[f]->whole);
+  for (size_t f : unit_flats_[u]) give_memory(flats_[f]->whole);
   gathered_[u] = false;
+}
+
+at::DataPtr ShardedParameters::take_spare(size_t bytes, c10::Allocator* allocator) {
+  for (auto it = spare_.begin(); it != spare_.end(); ++it) {
+    if (it->first == bytes) {
+      at::DataPtr out = std::move(it->second);
+      spare_.erase(it);
+      return out;
+    }
+  }
+  return allocator->allocate(bytes);
+}
+
+void ShardedParameters::give_spare(size_t bytes, at::DataPtr memory) {
+  if (spare_.size() == kSpares) spare_.erase(spare_.begin());  // the oldest goes
+  spare_.emplace_back(bytes, std::move(memory));
+}
+
+void ShardedParameters::take_memory(const torch::Tensor& t) {
+  c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
+  const size_t bytes = static_cast<size_t>(t.numel()) * t.element_size();
+  if (s->nbytes() == bytes) return;
+  s->set_data_ptr_noswap(take_spare(bytes, s->allocator()));
+  s->set_nbytes(bytes);
+}
+
+void ShardedParameters::give_memory(const torch::Tensor& t) {
+  c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
+  const size_t bytes = s->nbytes();
+  if (bytes == 0) return;
+  give_spare(bytes, s->set_data_ptr(at::DataPtr(nullptr, s->device())));
+  s->set_nbytes(0);
 }
 
 void ShardedParameters::release_all() {
@@ -153,7 +186,11 @@ void ShardedParameters::reduce_gradients(int unit, double divisor) {
   for (size_t f : unit_flats_[static_cast<size_t>(unit)]) {
     Flat& flat = *flats_[f];
     if (!flat.trains) continue;
-    torch::Tensor grads = torch::zeros({flat.whole.numel()}, flat.whole.options());
+    const size_t bytes = static_cast<size_t>(flat.whole.numel()) * flat.whole.element_size();
+    at::DataPtr memory = take_spare(bytes, flat.whole.storage().allocator());
+    torch::Tensor grads =
+        torch::from_blob(memory.get(), {flat.whole.numel()}, flat.whole.options());
+    grads.zero_();
     for (size_t j = 0; j < flat.members.size(); ++j) {
       torch::Tensor& p = params_[flat.members[j]];
       if (p.grad().defined()) {
@@ -163,6 +200,8 @@ void ShardedParameters::reduce_gradients(int unit, double divisor) {
     }
     torch::Tensor part = torch::empty({flat.part}, grads.options());
     group_->reduce_scatter_sum(part, grads, reduce_by_);
+    grads = torch::Tensor();
+    give_spare(bytes, std::move(memory));
     part.div_(divisor);
     torch::Tensor& shard = shards_[flat.shard];
     if (shard.grad().defined()) {

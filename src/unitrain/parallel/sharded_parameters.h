@@ -30,8 +30,9 @@ namespace unitrain {
 /// gathered for backward (the memory is re-made under the same storage, as FSDP does).
 ///
 /// Every rank must construct it with the same parameters (after broadcast_module: the shards
-/// are cut from this rank's values) and call gather/release/reduce_gradients in the same order
-/// (they are collectives, except release).
+/// are cut from this rank's values; parameters of a model built in parts are gathered from
+/// every rank's part first, one unit at a time: restore_kept_parts) and call
+/// gather/release/reduce_gradients in the same order (they are collectives, except release).
 class ShardedParameters {
  public:
   /// `names`: the parameters' names (checkpoints' layouts), or empty.
@@ -93,6 +94,15 @@ class ShardedParameters {
 
  private:
   struct Flat;
+  /// Memory of `bytes` from the spares (or the allocator), and back: a unit's gather and its
+  /// gradients' flat reuse the memory of the unit before instead of fresh pages from the kernel,
+  /// which cost a page fault each (3 steps of examples/zero3_memory at W = 2 made 2.3 million
+  /// more page faults without; docs/performance.md). At most kSpares are kept.
+  at::DataPtr take_spare(size_t bytes, c10::Allocator* allocator);
+  void give_spare(size_t bytes, at::DataPtr memory);
+  /// free_tensor_memory / make_tensor_memory (core/unit_parts.h) through the spares.
+  void give_memory(const torch::Tensor& t);
+  void take_memory(const torch::Tensor& t);
   /// `flat`'s elements of this rank's part from the whole values in `state`, into `part`.
   void copy_part(const Flat& flat, const std::map<std::string, torch::Tensor>& state,
                  const std::string& what, torch::Tensor part) const;
@@ -105,6 +115,16 @@ class ShardedParameters {
   std::vector<bool> gathered_;
   std::vector<std::vector<std::function<void()>>> in_flight_;  ///< per unit: prefetch waits
   ProcessGroup::ReduceScatterBy reduce_by_;
+  static constexpr size_t kSpares = 2;
+  std::vector<std::pair<size_t, at::DataPtr>> spare_;  ///< freed memory by bytes, oldest first
 };
+
+/// The parameters among `params` that a model built in parts keeps (core/unit_parts.h) given
+/// their whole values again, in memory of their own, gathered from every process's part, one
+/// kept flat at a time (a collective: every rank calls it with the same parameters). Others are
+/// left as they are. ShardedParameters does it unit by unit as it cuts its shards; a run that
+/// does not shard (another distributed.zero, a GPU, bf16-true) does it for the whole model at
+/// its start.
+void restore_kept_parts(ProcessGroup& group, const std::vector<torch::Tensor>& params);
 
 }  // namespace unitrain

@@ -1,5 +1,7 @@
 #include "unitrain/sweep/sweep_options.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include "unitrain/core/error.h"
 #include "unitrain/engine/run_folder.h"
 
@@ -97,7 +99,25 @@ void SweepOptions::declare_trial_sections(Options<SweepOptions>& o) {
 SweepOptions load_sweep_options(const std::string& file,
                                 const std::vector<std::pair<std::string, std::string>>& overrides) {
   Config raw = Config::from_file(file);
-  for (const auto& [key, value] : overrides) raw.set(key, value);
+  for (const auto& [key, value] : overrides) {
+    // A space key is a run config key path, dots and all: `--space.optimizer.lr '{choice:
+    // [0.1, 0.01]}'` sets (or adds) that key's distribution, as the file's space map does.
+    if (key.rfind("space.", 0) == 0 && key.size() > 6 && raw.node()["space"].IsMap()) {
+      YAML::Node distribution;
+      try {
+        distribution = YAML::Load(value);
+      } catch (const YAML::Exception& e) {
+        throw ConfigError("--" + key + ": not YAML: " + e.what());
+      }
+      UT_CHECK(distribution.IsMap(), "--", key,
+               ": expected a distribution, e.g. '{choice: [0.1, "
+               "0.01]}' or '{loguniform: [1.0e-4, 1.0e-2]}', got '",
+               value, "'");
+      raw.node()["space"][key.substr(6)] = distribution;
+      continue;
+    }
+    raw.set(key, value);
+  }
   return options_of<SweepOptions>().parse(raw);
 }
 
