@@ -1,31 +1,15 @@
 // The library path: your own TrainModule, trained by unitrain's Trainer from a few lines of C++.
 // Usage: library_classifier [run_dir]   (trains an MLP on scikit-learn's digits data; safe to
 // run again: a finished run is reported, not trained further)
+#include "classifier.h"
+
 #include <torch/torch.h>
 
 #include <iostream>
 
 #include "unitrain/core/error.h"
 #include "unitrain/core/memory.h"
-#include "unitrain/data/csv_dataset.h"
-#include "unitrain/data/subset_dataset.h"
 #include "unitrain/engine/trainer.h"
-#include "unitrain/metrics/metric.h"
-#include "unitrain/models/mlp.h"
-
-struct Classifier : unitrain::TrainModule {
-  unitrain::models::Mlp net{nullptr};
-  Classifier() { net = register_module("net", unitrain::models::mlp({64, 128, 10})); }
-
-  unitrain::StepOutput training_step(const unitrain::Batch& b) override {
-    auto logits = net->forward(b.at("x") / 16.0);  // digits pixels are 0..16
-    return {torch::cross_entropy_loss(logits, b.at("y")),
-            {{"acc", unitrain::metrics::accuracy(logits, b.at("y"))}}};
-  }
-  unitrain::StepOutput validation_step(const unitrain::Batch& b) override {
-    return training_step(b);
-  }
-};
 
 // Stops as soon as validation accuracy reaches a target: what a YAML file cannot say.
 struct StopAtAccuracy : unitrain::Callback {
@@ -42,17 +26,9 @@ struct StopAtAccuracy : unitrain::Callback {
 int main(int argc, char** argv) try {
   unitrain::keep_freed_memory();  // steps reuse freed memory (what the unitrain command does)
   std::string run_dir = argc > 1 ? argv[1] : "runs/library-digits";
-  unitrain::Config config = unitrain::Config::from_string(
-      "name: library-digits\nrun_dir: " + run_dir + "\n" +
-      "optimizer: {type: adamw, lr: 2.0e-3}\n"
-      "data: {loader: {batch_size: 32}}\n"
-      "train: {max_length: 30 epochs, log_every: 1 epoch}\n");
+  unitrain::Config config = classifier_config(run_dir);
   unitrain::Trainer trainer(config);  // seeds torch first: the model's init is reproducible
-  unitrain::CsvOptions csv;
-  csv.path = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz";
-  csv.header = false;
-  csv.target = "64";
-  auto split = unitrain::random_split(unitrain::load_csv(csv), 0.2, 42);
+  const unitrain::Split split = digits_split();
   Classifier module;
   trainer.add_callback(std::make_shared<StopAtAccuracy>(0.97));
   // Run it again and it trains nothing: the run in run_dir is complete (the callback stopped it),

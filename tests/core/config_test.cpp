@@ -90,6 +90,24 @@ TEST(ConfigKeyReads, KeysReadThroughTheGettersAreRecordedAcrossSectionsAndCopies
   EXPECT_TRUE(c.unread_keys().empty());
 }
 
+TEST(ConfigKeyReads, KeysSetInCodeAreTheUsersToo) {
+  // Config::set on a config read from text: the key joins the ones a run warns about when
+  // nothing reads them (as the same key in the text would); a replaced section's keys go.
+  Config c = Config::from_string("seed: 1\nmodel: {type: mlp, args: {sizes: [4, 2]}}\n");
+  c.get_int("seed");
+  c.set("train.max_lenght", "3 epochs");
+  c.set("model", "{type: cnn}");
+  EXPECT_EQ(c.unread_keys(), (std::vector<std::string>{"train.max_lenght", "model.type"}));
+  c.set("train.max_lenght", "4 epochs");  // set again: still one key
+  EXPECT_EQ(c.unread_keys(), (std::vector<std::string>{"model.type", "train.max_lenght"}));
+  // A copy made before keeps its own record.
+  Config before = Config::from_string("seed: 1\n");
+  Config copy = before.clone();
+  copy.set("extra", "2");
+  EXPECT_EQ(before.unread_keys(), (std::vector<std::string>{"seed"}));
+  EXPECT_EQ(copy.unread_keys(), (std::vector<std::string>{"seed", "extra"}));
+}
+
 TEST(ConfigKeyReads, AConfigBuiltInCodeRecordsNothingUntilAskedTo) {
   Config c;
   c.set("train.max_length", "3 epochs");

@@ -11,6 +11,7 @@
 #include "test_util.h"
 #include "unitrain/core/error.h"
 #include "unitrain/data/tensor_dataset.h"
+#include "unitrain/log/console.h"
 
 namespace unitrain {
 namespace {
@@ -120,6 +121,38 @@ TEST(Trainer, StopsOnNonFiniteLossNamingTheStep) {
     EXPECT_NE(std::string(e.what()).find("non-finite loss at step 3"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("mae="), std::string::npos) << e.what();
   }
+}
+
+TEST(Trainer, AFailedFitSaysItsErrorInTrainLogAndTheSummary) {
+  // Whoever calls fit() (a program of its own here): the error in train.log, once even when the
+  // caller logs it too, and results/summary.json's status; a refusal writes neither.
+  const std::string dir = test::temp_dir() + "/run";
+  Trainer trainer(base_config(dir));
+  Regression module;
+  module.poison_at = 3;
+  std::string message;
+  try {
+    trainer.fit(module, regression_data(64));
+  } catch (const TrainError& e) {
+    message = e.what();
+    log::error(message);  // as the command does
+  }
+  ASSERT_FALSE(message.empty());
+  std::ifstream log_file(dir + "/train.log");
+  const std::string log((std::istreambuf_iterator<char>(log_file)),
+                        std::istreambuf_iterator<char>());
+  const size_t at = log.find("[error] " + message);
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_EQ(log.find("[error] " + message, at + 1), std::string::npos) << log;  // once
+  const auto summary = nlohmann::json::parse(std::ifstream(dir + "/results/summary.json"));
+  EXPECT_EQ(summary["status"], "failed: " + message);
+  EXPECT_EQ(summary["step"], 2) << summary.dump();
+
+  const std::string refused = test::temp_dir() + "/refused";
+  Config c = base_config(refused);
+  c.set("train.clip_grad_norm", "-1");
+  EXPECT_THROW(Trainer(c).fit(module, regression_data(64)), ConfigError);
+  EXPECT_FALSE(std::filesystem::exists(refused + "/results/summary.json"));
 }
 
 TEST(Trainer, SkipsNonFiniteUpdatesWhenAsked) {
@@ -299,13 +332,16 @@ namespace {
 
 TEST(Trainer, WarnsOnceOfConfigKeysTheProgramNeverRead) {
   // A C++ program that builds its own model and data: model.type and data.collate do nothing.
-  const Config config = Config::from_string(
-      "run_dir: " + test::temp_dir() + "\n"
-      "model: {type: mlp, args: {sizes: [4, 1]}}\n"
-      "optimizer: {type: sgd, lr: 0.05}\n"
-      "data: {collate: {type: pad}, loader: {batch_size: 8, workers: 0}}\n"
-      "checkpoint: {enabled: false}\n"
-      "train: {max_length: 1 epoch}\n");
+  Config config =
+      Config::from_string("run_dir: " + test::temp_dir() +
+                          "\n"
+                          "model: {type: mlp, args: {sizes: [4, 1]}}\n"
+                          "optimizer: {type: sgd, lr: 0.05}\n"
+                          "data: {collate: {type: pad}, loader: {batch_size: 8, workers: 0}}\n"
+                          "checkpoint: {enabled: false}\n"
+                          "train: {max_length: 1 epoch}\n");
+  config.set("data.validation_ratio", "0.3");  // a key set in code counts as the text's do
+  config.set("train.log_every", "2 steps");    // and one that fit() reads does not warn
   Trainer trainer(config);
   Regression module;
   testing::internal::CaptureStdout();
@@ -316,6 +352,8 @@ TEST(Trainer, WarnsOnceOfConfigKeysTheProgramNeverRead) {
   EXPECT_TRUE(test::contains(err, "data.collate.type")) << err;
   EXPECT_EQ(err.find("model.type"), err.rfind("model.type")) << "warned once: " << err;
   EXPECT_FALSE(test::contains(err, "optimizer.type")) << err;  // fit() built it
+  EXPECT_TRUE(test::contains(err, "data.validation_ratio")) << err;
+  EXPECT_FALSE(test::contains(err, "train.log_every")) << err;
 }
 
 TEST(Trainer, DeterministicRunsAskLibTorchForDeterministicAlgorithms) {

@@ -29,6 +29,25 @@ class Examples(common.Case):
         for out in outs[1:]:
             self.assertIn(f"already complete: step {first.group(1)} val/acc {first.group(2)}", out)
             self.assertNotIn("reached val/acc", out)
+        # Its last checkpoint read back by evaluate.cpp: the accuracy its last validation had,
+        # and a state_dict that Python reads.
+        exe = os.path.join(common.BUILD, "examples", "library_evaluate")
+        p = subprocess.run([exe, os.path.join(self.dir, "lib")], capture_output=True, text=True,
+                           timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("loaded 4 of 4 tensors", p.stdout)
+        acc = float(re.search(r"^val/acc (\S+)$", p.stdout, re.M).group(1))
+        events = read_jsonl(os.path.join(self.dir, "lib", "metrics.jsonl"))
+        self.assertAlmostEqual(acc, last(events, "val/acc"), delta=1e-6)
+        import torch
+        state = torch.load(os.path.join(self.dir, "lib", "classifier.pt"))
+        self.assertEqual({k: tuple(v.shape) for k, v in state.items()},
+                         {"net.layers.0.weight": (128, 64), "net.layers.0.bias": (128,),
+                          "net.layers.1.weight": (10, 128), "net.layers.1.bias": (10,)})
+        p = subprocess.run([exe, os.path.join(self.dir, "lib"), "best"], capture_output=True,
+                           text=True, timeout=300)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)  # no best: a config error
+        self.assertIn("checkpoints/best", p.stderr)
 
     def test_gan_example_steps_its_own_optimizers_on_one_and_two_processes(self):
         exe = os.path.join(common.BUILD, "examples", "library_gan")

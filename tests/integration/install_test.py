@@ -102,7 +102,8 @@ class Install(common.Case):
         source = common.write(os.path.join(self.dir, "program.cpp"), PKG_CONFIG_PROGRAM)
         exe = os.path.join(self.dir, "program")
         check_run(self, ["c++", source, "-o", exe] + flags)
-        out = check_run(self, [exe], env=dict(CLEAN_ENV, LD_LIBRARY_PATH=os.path.join(prefix, "lib")))
+        # The flags carry the rpaths: the program runs without LD_LIBRARY_PATH.
+        out = check_run(self, [exe], env=CLEAN_ENV)
         self.assertIn("output 3x2", out)
 
     def test_installed_command_finds_its_library_through_its_rpath_wherever_the_tree_is(self):

@@ -201,6 +201,26 @@ class Sweep(common.Case):
         self.assertEqual(code, 0, out)
         self.assertEqual(self.results(one), self.results(two))
 
+    def test_best_yaml_of_multi_process_trials_says_how_to_run_it_and_pins_no_threads(self):
+        # Trials of 2 processes each: the sweep gives each its share of the CPUs, which best.yaml,
+        # a run alone, does not keep; its header says how the trials ran.
+        sweep, folder = self.sweep_file(
+            "two-procs", "strategy: grid\nspace: {optimizer.lr: {grid: [0.01]}}\n"
+            "launch: {nproc_per_node: 2, master_port: %d}\n" % (29700 + os.getpid() % 200),
+            length="10 steps")
+        with open(self.base(length="10 steps")) as f:
+            base = f.read().replace(", threads: 1}", "}")
+        common.write(self.base(length="10 steps"), base)
+        code, out = run(["sweep", sweep])
+        self.assertEqual(code, 0, out)
+        with open(os.path.join(glob.glob(os.path.join(folder, "trial-*"))[0], "config.yaml")) as f:
+            self.assertRegex(f.read(), r"threads: \d+\n")  # the trial's share
+        with open(os.path.join(folder, "best.yaml")) as f:
+            best_yaml = f.read()
+        self.assertIn("threads: auto", best_yaml)
+        self.assertIn("# Its trials ran on 2 processes each: unitrain launch --nproc-per-node 2 -- "
+                      "train %s/best.yaml" % folder, best_yaml)
+
     def test_asha_promotes_the_best_third_by_resuming(self):
         more = ("strategy: asha\nmax_trials: 9\nseed: 1\n"
                 "asha: {min_length: 5 steps, max_length: 45 steps, reduction_factor: 3}\n"

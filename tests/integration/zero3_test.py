@@ -194,6 +194,15 @@ class Zero3(common.Case):
                              "--model.init_from", source, "--train.max_length", "1 step"])
             self.assertEqual(code, 0, out)
             self.assertIn("loaded %d of %d tensors" % (len(model), len(model)), out)
+        # On 2 processes with ZeRO 3 the model is built in parts and model.init_from loads into
+        # them: the same training as plain data parallelism from the same weights.
+        finals = []
+        for i, zero in enumerate(("0", "3")):
+            fine = os.path.join(self.dir, f"fine-tune-zero{zero}")
+            self.launch(2, 29745 + i, cfg, "--run_dir", fine, "--model.init_from", merged,
+                        "--train.max_length", "2 steps", "--distributed.zero", zero)
+            finals.append(self.final_weights(fine))
+        self.assert_close(finals[0], finals[1], 1e-6)
 
     def test_a_process_lost_inside_the_model_is_named_not_blamed_on_the_module(self):
         # ZeRO 3's collectives run inside forward and backward: a killed worker fails them there.

@@ -51,6 +51,31 @@ TEST(SweepReport, ReadsResultsAndChartsNumericParameters) {
   EXPECT_EQ(count_of(html, "<circle"), 1u);  // the trial without a metric has no marker
 }
 
+TEST(SweepReport, TheTableShowsRungStepsAndStatusAndTheChartComparesTheFirstRung) {
+  // ASHA: trial 1 went on to rung 1 (its metric there 0.95), trial 0 stopped at rung 0.
+  const std::string dir = test::temp_dir();
+  std::ofstream(dir + "/sweep.json") << "{}";
+  std::ofstream(dir + "/results.json") << R"({"metric": "val/acc", "mode": "max", "best": 1,
+      "trials": [
+           {"trial": 0, "parameters": {"optimizer.lr": "0.1"}, "rung": 0, "metric": 0.8,
+            "rung_metrics": [0.8], "steps": 5, "status": "stopped"},
+           {"trial": 1, "parameters": {"optimizer.lr": "0.01"}, "rung": 1, "metric": 0.95,
+            "rung_metrics": [0.85, 0.95], "steps": 15, "status": "finished"}]})";
+  const SweepData sweep = read_sweep(dir);
+  EXPECT_EQ(sweep.best, 1);
+  EXPECT_EQ(sweep.trials[1].rung, 1);
+  EXPECT_EQ(sweep.trials[1].steps, 15);
+  EXPECT_EQ(sweep.trials[0].status, "stopped");
+  const std::string html = sweep_section(sweep);
+  EXPECT_TRUE(contains(html, "<th>rung</th><th>val/acc</th><th>steps</th><th>status</th>"));
+  EXPECT_TRUE(contains(html, "<tr class=\"best\">")) << html;
+  EXPECT_TRUE(contains(html, "1 (best)</td>")) << html;
+  EXPECT_EQ(count_of(html, "(best)"), 1u);
+  EXPECT_TRUE(contains(html, "val/acc at the first rung against optimizer.lr")) << html;
+  // Each point is the first rung's metric: trial 1 at 0.85, not its later 0.95.
+  EXPECT_TRUE(contains(html, "<title>trial 1: optimizer.lr 0.01, val/acc 0.85</title>")) << html;
+}
+
 TEST(SweepReport, DrawsEachParameterOnTheAxisItsDistributionHas) {
   // dropout drawn uniform from 0.01 to 0.4 spans more than a decade: results.json's scales say
   // linear, so no log axis; without scales (older results) the spread decides.

@@ -41,7 +41,7 @@ TEST(SweepResults, RanksByRungThenMetricWithoutMetricLast) {
 
 TEST(SweepResults, WritesCsvAndJsonRowsInTrialOrder) {
   const std::string dir = test::temp_dir();
-  write_sweep_results(dir, synthetic_trials(), "val/acc", {{"optimizer.lr", "log"}});
+  write_sweep_results(dir, synthetic_trials(), "val/acc", true, {{"optimizer.lr", "log"}});
   std::ifstream csv(dir + "/results.csv");
   std::stringstream text;
   text << csv.rdbuf();
@@ -59,6 +59,13 @@ TEST(SweepResults, WritesCsvAndJsonRowsInTrialOrder) {
   EXPECT_EQ(json["trials"][1]["metric"], 0.6);
   EXPECT_EQ(json["trials"][1]["parameters"]["optimizer.lr"], "1");
   EXPECT_TRUE(json["trials"][3]["metric"].is_null());
+  EXPECT_EQ(json["trials"][1]["rung_metrics"], nlohmann::json::array({0.7, 0.6}));
+  EXPECT_EQ(json["mode"], "max");
+  EXPECT_EQ(json["best"], 1);  // the highest rung first
+  write_sweep_results(dir, {synthetic_trials()[3]}, "val/acc", false);
+  const auto none = nlohmann::json::parse(std::ifstream(dir + "/results.json"));
+  EXPECT_EQ(none["mode"], "min");
+  EXPECT_TRUE(none["best"].is_null());  // no trial with a metric
 }
 
 TEST(TrialRecords, SweepJsonReadsBackWhatWasWritten) {

@@ -275,6 +275,19 @@ void Config::set(const std::string& dotted_key, const std::string& yaml_value) {
   } else {
     cur[last] = value;
   }
+  // Set on a whole config, the key is the user's, as a key of the text is: a run warns when
+  // nothing reads it. A new record for this config (those it shares one with keep theirs): what
+  // was unread, and the keys just set. (A section's set is the program's own doing, e.g. the
+  // classes given to a split: it keeps the record it shares with the whole config.)
+  if (reads_ && path_.empty()) {
+    const std::string set = key_path(dotted_key);
+    std::vector<std::string> given;
+    for (std::string& key : reads_->unread()) {  // the keys it replaced go
+      if (key != set && key.rfind(set + ".", 0) != 0) given.push_back(std::move(key));
+    }
+    given_keys(value, set, given);
+    reads_ = std::make_shared<KeyReads>(std::move(given));
+  }
 }
 
 void Config::merge(const Config& other) {

@@ -29,8 +29,8 @@ struct Keeping {
 };
 
 Keeping& keeping() {
-  static Keeping k;
-  return k;
+  static Keeping* k = new Keeping();  // never destroyed: no tensor freed after LibTorch's exit
+  return *k;
 }
 
 /// The elements of [offset, offset + numel) of a flat that fall into `rank`'s part of `n`:

@@ -15,6 +15,7 @@
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/core/cpu_budget.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
 #include "unitrain/core/save_signals.h"
 #include "unitrain/engine/callback_registry.h"
 #include "unitrain/engine/checkpoint_entries.h"
@@ -223,10 +224,34 @@ std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(const DistEnv& env
   return group;
 }
 
+namespace {
+
+/// A run that failed while training (not a refusal, which changes nothing): its error in
+/// train.log and results/summary.json's status, whoever called fit(). Best effort: the caller
+/// gets the failure itself either way.
+void record_failure(const std::string& run_dir, const std::string& name, const TrainState& state,
+                    const std::exception& e) {
+  try {
+    const std::string text = error_text(e, std::string::npos);
+    log::error(text);
+    RunSummary s;
+    s.name = name;
+    s.status = "failed: " + text;
+    s.state = state;
+    s.world_size = read_dist_env().world_size;
+    write_run_summary(run_dir, s);
+  } catch (const std::exception&) {
+  }
+}
+
+}  // namespace
+
 FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   try {
     return run_fit(module, std::move(train), std::move(val));
   } catch (const std::exception& e) {
+    if (run_dir_ready_ && dynamic_cast<const ConfigError*>(&e) == nullptr)
+      record_failure(run_dir(), settings_->name, state_, e);
     loop_ = nullptr;
     module_ = nullptr;
     // Refused before it wrote anything: a folder this run created goes again.

@@ -16,6 +16,22 @@ namespace {
 std::mutex g_prefix_mu;
 std::string g_prefix;
 
+/// The last line said, when it was an error: the same failure said by the Trainer (into
+/// train.log, for any program) and right after by the command that called it is said once.
+/// Records `error` (null: a line that is not one); true when it is the error said last.
+bool said_last(const std::string* error) {
+  static std::mutex mu;
+  static std::string last;
+  std::lock_guard<std::mutex> lock(mu);
+  if (error == nullptr) {
+    last.clear();
+    return false;
+  }
+  if (*error == last) return true;
+  last = *error;
+  return false;
+}
+
 std::string prefix() {
   std::lock_guard<std::mutex> lock(g_prefix_mu);
   return g_prefix;
@@ -125,9 +141,18 @@ void set_prefix(const std::string& p) {
 
 void console_warnings_only() { state().console->set_level(spdlog::level::warn); }
 
-void info(const std::string& message) { state().both->info("{}", message); }
-void warn(const std::string& message) { state().both->warn("{}", message); }
-void error(const std::string& message) { state().both->error("{}", message); }
+void info(const std::string& message) {
+  said_last(nullptr);
+  state().both->info("{}", message);
+}
+void warn(const std::string& message) {
+  said_last(nullptr);
+  state().both->warn("{}", message);
+}
+void error(const std::string& message) {
+  if (said_last(&message)) return;
+  state().both->error("{}", message);
+}
 void file_only(const std::string& message) { state().file_only->info("{}", message); }
 
 void set_before_print(void (*hook)()) { state().console->set_before_print(hook); }

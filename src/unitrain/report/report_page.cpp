@@ -35,6 +35,7 @@ th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4;font-weight:600}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td.absent{color:#999}
+tr.best td{font-weight:600}
 table.config td{font-family:"DejaVu Sans Mono",monospace;font-size:12px;word-break:break-all;
   max-width:640px}
 .chip{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;

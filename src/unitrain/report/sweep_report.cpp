@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -40,7 +41,11 @@ std::string trial_dir(const std::string& sweep_dir, int64_t index) {
 std::string parameter_chart(const SweepData& sweep, size_t p, std::vector<std::string>& colours) {
   ScatterChart chart;
   chart.id = "sweep:" + sweep.trials.front().parameters[p].first;
-  chart.title = sweep.metric + " against " + sweep.trials.front().parameters[p].first;
+  // The first rung's metric: every trial that ran has one (ASHA's later rungs only some).
+  const bool by_rung = std::any_of(sweep.trials.begin(), sweep.trials.end(),
+                                   [](const SweepTrial& t) { return !t.rung_metrics.empty(); });
+  chart.title = sweep.metric + (by_rung ? " at the first rung" : "") + " against " +
+                sweep.trials.front().parameters[p].first;
   chart.x_label = sweep.trials.front().parameters[p].first;
   chart.y_label = sweep.metric;
   double lo = INFINITY, hi = -INFINITY;
@@ -48,9 +53,12 @@ std::string parameter_chart(const SweepData& sweep, size_t p, std::vector<std::s
     const SweepTrial& t = sweep.trials[i];
     const auto x = number_of(t.parameters[p].second);
     if (!x) return "";  // not a numeric parameter
-    if (!t.metric) continue;
+    const std::optional<double> y =
+        by_rung ? (t.rung_metrics.empty() ? std::nullopt : std::optional(t.rung_metrics[0]))
+                : t.metric;
+    if (!y) continue;
     lo = std::min(lo, *x), hi = std::max(hi, *x);
-    chart.points.push_back({*x, *t.metric, fmt::format("trial {}", t.index), colours[i]});
+    chart.points.push_back({*x, *y, fmt::format("trial {}", t.index), colours[i]});
   }
   const auto scale = sweep.scales.find(sweep.trials.front().parameters[p].first);
   chart.log_x = scale != sweep.scales.end() ? scale->second == "log" : lo > 0 && hi / lo > 10;
@@ -72,6 +80,8 @@ SweepData read_sweep(const std::string& dir) {
   SweepData sweep;
   sweep.dir = dir;
   sweep.metric = json->value("metric", std::string());
+  if (json->contains("best") && json->at("best").is_number_integer())
+    sweep.best = json->at("best").get<int64_t>();
   if (json->contains("scales") && json->at("scales").is_object()) {  // (older results: none)
     for (const auto& [k, v] : json->at("scales").items()) {
       if (v.is_string()) sweep.scales[k] = v.get<std::string>();
@@ -84,6 +94,17 @@ SweepData read_sweep(const std::string& dir) {
       t.parameters.emplace_back(k, v.get<std::string>());
     }
     t.metric = json_double(row.at("metric"));
+    if (row.contains("rung_metrics") && row.at("rung_metrics").is_array()) {
+      for (const auto& v : row.at("rung_metrics")) {
+        if (const auto d = json_double(v)) t.rung_metrics.push_back(*d);
+      }
+    }
+    if (row.contains("rung") && row.at("rung").is_number_integer())
+      t.rung = row.at("rung").get<int>();
+    if (row.contains("steps") && row.at("steps").is_number_integer())
+      t.steps = row.at("steps").get<int64_t>();
+    if (row.contains("status") && row.at("status").is_string())
+      t.status = row.at("status").get<std::string>();
     const std::string d = trial_dir(dir, t.index);
     if (!d.empty() && fs::exists(fs::path(d) / "metrics.jsonl")) t.dir = d;
     sweep.trials.push_back(std::move(t));
@@ -102,15 +123,19 @@ std::string sweep_section(const SweepData& sweep) {
   out += "<table><tr><th>trial</th>";
   for (const auto& [k, v] : sweep.trials.front().parameters)
     out += "<th>" + html_escape(k) + "</th>";
-  out += "<th>" + html_escape(sweep.metric) + "</th></tr>";
+  out +=
+      "<th>rung</th><th>" + html_escape(sweep.metric) + "</th><th>steps</th><th>status</th></tr>";
   for (size_t i = 0; i < sweep.trials.size(); ++i) {
     const SweepTrial& t = sweep.trials[i];
-    out += fmt::format("<tr><td><span class=\"chip\" style=\"background:{}\"></span>{}</td>",
-                       colours[i], t.index);
+    const bool best = sweep.best == t.index;
+    out += fmt::format("<tr{}><td><span class=\"chip\" style=\"background:{}\"></span>{}{}</td>",
+                       best ? " class=\"best\"" : "", colours[i], t.index, best ? " (best)" : "");
     for (const auto& [k, v] : t.parameters) out += "<td>" + html_escape(v) + "</td>";
+    out += t.rung >= 0 ? fmt::format("<td class=\"num\">{}</td>", t.rung)
+                       : std::string("<td class=\"absent\">—</td>");
     out += t.metric ? "<td class=\"num\">" + format_value(*t.metric) + "</td>"
                     : std::string("<td class=\"absent\">—</td>");
-    out += "</tr>";
+    out += fmt::format("<td class=\"num\">{}</td><td>{}</td></tr>", t.steps, html_escape(t.status));
   }
   out += "</table><div class=\"charts\">";
   for (size_t p = 0; p < sweep.trials.front().parameters.size(); ++p) {

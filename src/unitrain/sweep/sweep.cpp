@@ -294,7 +294,7 @@ class SweepRunner {
                             o_.folder(), fs::path(configs_.run_dir(t.index)).filename().string()));
     }
     write_trial_records(state_file(), trials_);
-    write_sweep_results(o_.folder(), trials_, o_.metric, space_.scales());
+    write_sweep_results(o_.folder(), trials_, o_.metric, o_.higher_is_better, space_.scales());
   }
 
   SweepResult conclude(int exit_code) {
@@ -310,7 +310,7 @@ class SweepRunner {
     // script runs the same command again, as for a paused run).
     if (!paused.empty() && exit_code == 0) exit_code = paused_exit_code_;
     result.exit_code = exit_code;
-    write_sweep_results(o_.folder(), trials_, o_.metric, space_.scales());
+    write_sweep_results(o_.folder(), trials_, o_.metric, o_.higher_is_better, space_.scales());
     const auto ranked = rank_trials(trials_, o_.higher_is_better);
     if (!ranked.empty() && ranked.front()->metric()) {
       result.best = ranked.front()->index;
@@ -340,10 +340,19 @@ class SweepRunner {
     Config best = configs_.resolve(k, t.parameters, std::max(0, t.rung()));
     best.set("name", o_.name + "-best");
     best.set("run_dir", "runs/" + o_.name + "-best");
-    std::ofstream(o_.folder() + "/best.yaml", std::ios::trunc)
-        << "# The best trial of sweep " << o_.name << " (trial " << k << ", " << o_.metric << " "
-        << *t.metric() << "), as a new run.\n"
-        << best.dump() << "\n";
+    // The sweep's share of the CPUs was for trials side by side; a run alone follows the machine.
+    for (const auto& [key, value] : configs_.sweep_settings()) {
+      if (key == "train.threads") best.set(key, "auto");
+    }
+    std::ofstream out(o_.folder() + "/best.yaml", std::ios::trunc);
+    out << "# The best trial of sweep " << o_.name << " (trial " << k << ", " << o_.metric << " "
+        << *t.metric() << "), as a new run.\n";
+    if (o_.nproc_per_node > 0) {
+      out << "# Its trials ran on " << o_.nproc_per_node << " processes each: unitrain launch "
+          << "--nproc-per-node " << o_.nproc_per_node << " -- train " << o_.folder()
+          << "/best.yaml\n";
+    }
+    out << best.dump() << "\n";
   }
 
   const SweepOptions& o_;

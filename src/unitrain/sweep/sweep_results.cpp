@@ -38,7 +38,7 @@ std::vector<const TrialRecord*> rank_trials(const std::vector<TrialRecord>& tria
 }
 
 void write_sweep_results(const std::string& folder, const std::vector<TrialRecord>& trials,
-                         const std::string& metric,
+                         const std::string& metric, bool higher_is_better,
                          const std::map<std::string, std::string>& scales) {
   std::vector<std::string> keys;
   if (!trials.empty()) {
@@ -62,13 +62,23 @@ void write_sweep_results(const std::string& folder, const std::vector<TrialRecor
                     {"parameters", params},
                     {"rung", t.rung()},
                     {"metric", t.metric() ? nlohmann::json(*t.metric()) : nlohmann::json()},
+                    {"rung_metrics", t.rung_metrics},
                     {"steps", t.steps},
                     {"status", status_name(t.status)}});
   }
   write_file_atomic(folder + "/results.csv", csv.str());
-  write_file_atomic(
-      folder + "/results.json",
-      nlohmann::json{{"metric", metric}, {"scales", scales}, {"trials", rows}}.dump(1) + "\n");
+  const auto ranked = rank_trials(trials, higher_is_better);
+  const nlohmann::json best = !ranked.empty() && ranked.front()->metric()
+                                  ? nlohmann::json(ranked.front()->index)
+                                  : nlohmann::json();
+  write_file_atomic(folder + "/results.json",
+                    nlohmann::json{{"metric", metric},
+                                   {"mode", higher_is_better ? "max" : "min"},
+                                   {"best", best},
+                                   {"scales", scales},
+                                   {"trials", rows}}
+                            .dump(1) +
+                        "\n");
 }
 
 std::vector<std::string> results_table(const std::vector<TrialRecord>& trials,

@@ -17,11 +17,13 @@ std::vector<const TrialRecord*> rank_trials(const std::vector<TrialRecord>& tria
 
 /// Writes `folder`/results.csv and `folder`/results.json (each replaced whole, through a
 /// temporary file): one row per trial in index order (trial, each parameter, rung, metric,
-/// steps, status), the metric's column named `metric`. results.json also holds `scales`: the
+/// steps, status; results.json also the metric at each rung it reached, `rung_metrics`), the
+/// metric's column named `metric`. results.json also holds `scales`: the
 /// axis each numeric parameter is drawn on (`log` for loguniform, `linear` for uniform and int;
-/// `scales` of choice and grid keys are left out).
+/// `scales` of choice and grid keys are left out), `mode` (`max` or `min`) and `best`: the
+/// best trial's index (rank_trials' first, when it has a metric), or null.
 void write_sweep_results(const std::string& folder, const std::vector<TrialRecord>& trials,
-                         const std::string& metric,
+                         const std::string& metric, bool higher_is_better,
                          const std::map<std::string, std::string>& scales = {});
 
 /// The console table: a header and a line per trial, best first (rank_trials).
