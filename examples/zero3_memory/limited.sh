@@ -10,6 +10,12 @@
 set -u
 limit=${UNITRAIN_WORKER_MEMORY:?set UNITRAIN_WORKER_MEMORY to the limit, e.g. 600M}
 name="unitrain-worker-${RANK:-0}-$$"
+if [ ! -d /sys/fs/cgroup/memory ] && [ ! -e /sys/fs/cgroup/cgroup.controllers ]; then
+  echo "limited.sh: no cgroup filesystem under /sys/fs/cgroup (under \`ip netns exec\`, which" \
+       "mounts a sysfs of its own, run the launcher with \`nsenter --net=/var/run/netns/NAME\`" \
+       "instead)" >&2
+  exit 1
+fi
 if [ -d /sys/fs/cgroup/memory ]; then
   root=/sys/fs/cgroup/memory
   group="$root/$name"

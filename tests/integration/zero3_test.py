@@ -202,6 +202,9 @@ class Zero3(common.Case):
             self.launch(2, 29745 + i, cfg, "--run_dir", fine, "--model.init_from", merged,
                         "--train.max_length", "2 steps", "--distributed.zero", zero)
             finals.append(self.final_weights(fine))
+            with open(os.path.join(fine, "train.log")) as f:
+                said = "; built in parts: this process keeps its 1/2 of each unit" in f.read()
+            self.assertEqual(said, zero == "3", fine)
         self.assert_close(finals[0], finals[1], 1e-6)
 
     def test_a_process_lost_inside_the_model_is_named_not_blamed_on_the_module(self):

@@ -288,20 +288,32 @@ ConfigRunResult train_from_config(const Config& raw_config) {
   // ZeRO 3 on several processes: each unit keeps this process's part of it from the moment it
   // is built (core/unit_parts.h), so that no process holds the whole model.
   std::optional<BuildInParts> in_parts;
-  if (const DistEnv env = read_dist_env(); c.run.distributed.zero == 3 && env.world_size > 1)
+  std::optional<int> built_in_parts;  // the world size, when built in parts
+  if (const DistEnv env = read_dist_env(); c.run.distributed.zero == 3 && env.world_size > 1) {
     in_parts.emplace(env.rank, env.world_size);
+    built_in_parts = env.world_size;
+  }
   auto module = build_module(c, true);
   in_parts.reset();
   int64_t params = 0;
-  for (const auto& p : module->parameters()) params += p.numel();
+  bool kept = false;  // a model that builds in parts (transformer_lm) did
+  for (const auto& p : module->parameters()) {
+    params += p.numel();
+    kept = kept || kept_in_parts(p);
+  }
+  if (!kept) built_in_parts.reset();
   const ActivationCheckpointingOptions& ac = c.model_keys.activation_checkpointing;
   std::string recompute;
   if (ac.enabled) {
     recompute =
         ac.every == 1 ? "every block" : fmt::format("every {} blocks from the first", ac.every);
   }
-  log::info(fmt::format("model {}: {} parameters{}", module->model_type(), params,
-                        recompute.empty() ? "" : "; activation checkpointing: " + recompute));
+  log::info(fmt::format("model {}: {} parameters{}{}", module->model_type(), params,
+                        recompute.empty() ? "" : "; activation checkpointing: " + recompute,
+                        built_in_parts ? fmt::format("; built in parts: this process keeps its "
+                                                     "1/{} of each unit (distributed.zero: 3)",
+                                                     *built_in_parts)
+                                       : std::string()));
   if (const auto& teacher = module->teacher()) {
     int64_t frozen = 0;
     for (const auto& p : teacher->model()->parameters()) frozen += p.numel();
