@@ -356,6 +356,27 @@ TEST(Trainer, WarnsOnceOfConfigKeysTheProgramNeverRead) {
   EXPECT_FALSE(test::contains(err, "train.log_every")) << err;
 }
 
+TEST(Trainer, AProgramsOwnModuleIsNotStoppedByAModelSectionItNeverReads) {
+  // model.args.sizes is required by the mlp; this program builds its own module.
+  const std::string dir = test::temp_dir() + "/run";
+  const std::string text = "run_dir: " + dir +
+                           "\nmodel: {type: mlp}\n"
+                           "data: {loader: {batch_size: 8, workers: 0}}\n"
+                           "train: {max_length: 1 epoch}\n";
+  testing::internal::CaptureStdout();
+  Trainer trainer(Config::from_string(text));
+  Regression module;
+  EXPECT_EQ(trainer.fit(module, regression_data(32)).state.step, 4);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_TRUE(test::contains(out, "model.args.sizes")) << out;
+  EXPECT_TRUE(test::contains(out, "a program that builds its own module does not use them")) << out;
+  std::ifstream saved(dir + "/config.yaml");
+  const std::string yaml((std::istreambuf_iterator<char>(saved)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(test::contains(yaml, "type: mlp")) << yaml;  // kept as given
+  // Anything else wrong is still the error it was.
+  EXPECT_THROW(Trainer(Config::from_string(text + "optimizer: {lr: -1}\n")), ConfigError);
+}
+
 TEST(Trainer, DeterministicRunsAskLibTorchForDeterministicAlgorithms) {
   auto fit_logging = [](const std::string& deterministic) {
     Config c = base_config(test::temp_dir() + "/det-" + deterministic);
