@@ -206,7 +206,7 @@ class Sweep(common.Case):
         # a run alone, does not keep; its header says how the trials ran.
         sweep, folder = self.sweep_file(
             "two-procs", "strategy: grid\nspace: {optimizer.lr: {grid: [0.01]}}\n"
-            "launch: {nproc_per_node: 2, master_port: %d}\n" % (29700 + os.getpid() % 200),
+            "launch: {nproc_per_node: 2, master_port: 29690}\n",
             length="10 steps")
         with open(self.base(length="10 steps")) as f:
             base = f.read().replace(", threads: 1}", "}")
