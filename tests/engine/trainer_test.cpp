@@ -147,6 +147,24 @@ TEST(Trainer, AFailedFitSaysItsErrorInTrainLogAndTheSummary) {
   const auto summary = nlohmann::json::parse(std::ifstream(dir + "/results/summary.json"));
   EXPECT_EQ(summary["status"], "failed: " + message);
   EXPECT_EQ(summary["step"], 2) << summary.dump();
+  // What an earlier part of the run wrote there stays (its final metrics); the status and the
+  // counters are this failure's.
+  {
+    const std::string earlier = test::temp_dir() + "/earlier";
+    Config c = base_config(earlier, "checkpoint: {every: 2 steps}\n");
+    c.set("train.max_length", "2 steps");
+    Regression fine;
+    Trainer(c).fit(fine, regression_data(64));
+    c.set("train.max_length", "8 steps");
+    Regression diverging;
+    diverging.poison_at = 3;  // its third step: step 5 of the run
+    EXPECT_THROW(Trainer(c).fit(diverging, regression_data(64)), TrainError);
+    const auto j = nlohmann::json::parse(std::ifstream(earlier + "/results/summary.json"));
+    EXPECT_TRUE(j["status"].get<std::string>().rfind("failed: non-finite loss at step 5", 0) == 0)
+        << j.dump();
+    EXPECT_EQ(j["step"], 4) << j.dump();
+    EXPECT_FALSE(j["final"]["train"].empty()) << j.dump();  // the first part's
+  }
 
   const std::string refused = test::temp_dir() + "/refused";
   Config c = base_config(refused);

@@ -55,6 +55,28 @@ void write_run_summary(const std::string& run_dir, const RunSummary& s) {
   write_json(run_dir + "/results/summary.json", j);
 }
 
+void write_failed_summary(const std::string& run_dir, const std::string& name,
+                          const TrainState& state, int world_size, const std::string& error) {
+  const std::string path = run_dir + "/results/summary.json";
+  Json j;
+  if (std::ifstream in(path); in) j = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) {
+    RunSummary s;
+    s.name = name;
+    s.state = state;
+    s.world_size = world_size;
+    s.status = "failed: " + error;
+    return write_run_summary(run_dir, s);
+  }
+  j["status"] = "failed: " + error;
+  j["step"] = state.step;
+  j["epoch"] = state.epoch;
+  j["samples"] = state.samples;
+  j["skipped_steps"] = state.skipped_steps;
+  j["world_size"] = world_size;
+  write_json(path, j);
+}
+
 std::string write_test_results(const std::string& run_dir, const MetricMap& m, int64_t step,
                                int64_t examples, const std::string& checkpoint) {
   Json j;

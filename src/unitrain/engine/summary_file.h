@@ -27,6 +27,13 @@ struct RunSummary {
 /// Writes run_dir/results/summary.json (atomically). TrainError when it cannot.
 void write_run_summary(const std::string& run_dir, const RunSummary& summary);
 
+/// A fit() that failed with `error` while training: summary.json's status becomes `failed:
+/// <error>` and its counters the run's (`state`, `world_size`); what an earlier part of the run
+/// wrote there (its final metrics, best and last checkpoints) stays. Without one, a summary of
+/// those alone. TrainError when it cannot write.
+void write_failed_summary(const std::string& run_dir, const std::string& name,
+                          const TrainState& state, int world_size, const std::string& error);
+
 /// Writes run_dir/results/test.json ({split, checkpoint, step, examples, metrics}) and adds the
 /// test metrics to summary.json (when it exists). Returns the path of test.json.
 std::string write_test_results(const std::string& run_dir, const MetricMap& metrics, int64_t step,

@@ -293,12 +293,7 @@ void record_failure(const std::string& run_dir, const std::string& name, const T
   try {
     const std::string text = error_text(e, std::string::npos);
     log::error(text);
-    RunSummary s;
-    s.name = name;
-    s.status = "failed: " + text;
-    s.state = state;
-    s.world_size = read_dist_env().world_size;
-    write_run_summary(run_dir, s);
+    write_failed_summary(run_dir, name, state, read_dist_env().world_size, text);
   } catch (const std::exception&) {
   }
 }
