@@ -11,6 +11,8 @@
 
 namespace unitrain {
 
+struct RunSettings;
+
 /// The root schema: name, seed, run_dir, model, objective, data, optimizer, scheduler, train,
 /// log, ..., user; declared once in RunSettings::declare from each area's section schema.
 std::shared_ptr<const Schema> run_schema();
@@ -26,6 +28,14 @@ Config load_run_config(const std::vector<std::string>& files, const Overrides& o
 /// Resolves an in-memory config (library users): schema defaults and checks, then `${key}`
 /// interpolation. Idempotent.
 Config resolve_run_config(const Config& raw);
+
+/// resolve_run_config for the Trainer of a program that may build its own module: a model or
+/// objective section that does not resolve (such a program never reads them) is kept as given,
+/// with a warning naming the error; anything else wrong is the error it was.
+Config resolve_program_config(const Config& raw);
+/// The RunSettings of a config resolve_program_config made (without the model sections when
+/// they are the ones kept as given).
+RunSettings program_settings(const Config& resolved);
 
 /// The option that starts a new run in a fresh folder, for advice in messages about the run in
 /// `resolved`'s run_dir: `--name <new-name>` when run_dir is runs/<name> (the default

@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 #include <sys/resource.h>
 #include <torch/torch.h>
-#include <yaml-cpp/yaml.h>
 
 #include <chrono>
 #include <cmath>
@@ -43,67 +42,10 @@
 #include "unitrain/precision/precision_support.h"
 
 namespace unitrain {
-namespace {
-
-/// The sections only a config-driven run reads (train_from_config checks them before it makes
-/// a Trainer): a program that builds its own module does not use them.
-constexpr const char* kModelSections[] = {"model", "objective"};
-
-/// `config` without kModelSections.
-Config without_model_sections(const Config& config) {
-  Config out = config.clone();
-  for (const char* key : kModelSections) {
-    if (out.node().IsMap()) out.node().remove(key);
-  }
-  return out;
-}
-
-/// The run's config resolved for fit(). A program that builds its own module never reads the
-/// model or objective section, so one it got wrong (a model's required argument missing) does
-/// not stop it: those sections are kept as given, with a warning naming the error; anything
-/// else wrong is the error it was.
-Config resolve_trainer_config(const Config& config) {
-  try {
-    return resolve_run_config(config);
-  } catch (const ConfigError& e) {
-    Config resolved;
-    try {
-      resolved = resolve_run_config(without_model_sections(config));
-    } catch (const ConfigError&) {
-      throw e;
-    }
-    for (const char* key : kModelSections) {
-      if (config.node().IsMap() && config.node()[key])
-        resolved.node()[key] = YAML::Clone(config.node()[key]);
-    }
-    log::warn(
-        fmt::format("{} (the model and objective sections are for config-driven runs: a "
-                    "program that builds its own module does not use them; they are kept "
-                    "as given)",
-                    e.what()));
-    return resolved;
-  }
-}
-
-/// RunSettings of a config resolve_trainer_config made: without the model sections when they
-/// are the ones kept as given.
-RunSettings settings_of(const Config& config) {
-  try {
-    return RunSettings::from_config(config);
-  } catch (const ConfigError& e) {
-    try {
-      return RunSettings::from_config(without_model_sections(config));
-    } catch (const ConfigError&) {
-      throw e;
-    }
-  }
-}
-
-}  // namespace
 
 Trainer::Trainer(const Config& config)
-    : config_(resolve_trainer_config(config)),
-      settings_(std::make_unique<RunSettings>(settings_of(config_))) {
+    : config_(resolve_program_config(config)),
+      settings_(std::make_unique<RunSettings>(program_settings(config_))) {
   startup_load_probe();  // other programs' CPU load, from here to fit() (train.threads: auto)
   torch::manual_seed(settings_->seed);
   for (CallbackPtr& c : build_callbacks(config_)) callbacks_.add(std::move(c));
