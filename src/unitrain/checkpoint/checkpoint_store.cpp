@@ -214,7 +214,13 @@ std::string CheckpointStore::verify(const std::string& dir) {
       return detail::concat("checkpoint file ", path, " has ", size, " bytes, its manifest says ",
                             info.value("size", uint64_t(0)), " (truncated?)");
     }
-    if (crc32_of_file(path) != info.value("crc32", uint32_t(0))) {
+    uint32_t crc = 0;
+    try {
+      crc = crc32_of_file(path);
+    } catch (const TrainError& e) {  // gone since its size was read (pruned), or unreadable
+      return e.what();
+    }
+    if (crc != info.value("crc32", uint32_t(0))) {
       return "checkpoint file " + path + " is corrupt (CRC-32 differs from its manifest)";
     }
   }
@@ -305,8 +311,14 @@ void CheckpointStore::prune(int64_t keep_last, const std::string& keep) const {
   for (int64_t i = 0; i < removable; ++i) {
     const std::string& dir = all[size_t(i)].dir;
     if (same(dir, keep) || same(dir, last) || same(dir, best)) continue;
+    // Moved aside in one rename before its files go: a reader (checkpoint verify, a report)
+    // sees the whole checkpoint or none of it, never a folder losing files. A prune cut short
+    // leaves a .partial- folder, which the next run removes.
     std::error_code ec;
-    fs::remove_all(dir, ec);
+    const std::string aside =
+        root_ + "/.partial-pruned-" + fs::path(dir).filename().string() + "-" + writer_tag();
+    fs::rename(dir, aside, ec);
+    fs::remove_all(ec ? dir : aside, ec);
   }
 }
 

@@ -126,6 +126,11 @@ int verify_checkpoints(const std::string& path, std::string& report) {
   int bad = 0;
   for (const std::string& dir : dirs) {
     const std::string problem = CheckpointStore::verify(dir);
+    if (!problem.empty() && !fs::exists(dir, ec)) {
+      // A run training into this folder pruned it (checkpoint.keep_last) while we read it.
+      report += dir + ": removed while being verified (the run's checkpoint.keep_last pruned it)\n";
+      continue;
+    }
     report += dir + ": " + (problem.empty() ? "ok" : problem) + "\n";
     bad += !problem.empty();
   }
