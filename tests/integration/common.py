@@ -42,6 +42,15 @@ def torchrun():
         return ["/usr/bin/python3", "-c", TORCHRUN_WITHOUT_LIBUV]
     return ["/usr/bin/python3", "-m", "torch.distributed.run"]
 
+def store_listens_on_one_address():
+    """True where LibTorch's TCPStore takes a listening socket made for it (2.2 and later): a
+    rendezvous store listens on MASTER_ADDR only; 1.x's listens on every interface."""
+    out = subprocess.run(["/usr/bin/python3", "-c", "import torch; print(torch.__version__)"],
+                         capture_output=True, text=True, timeout=120).stdout
+    major, minor = (int(x) for x in out.strip().split(".")[:2])
+    return (major, minor) >= (2, 2)
+
+
 def run(args, cwd=None, timeout=900, env=None):
     """Runs `unitrain args...`; returns (exit code, stdout + stderr)."""
     e = dict(os.environ)

@@ -148,5 +148,19 @@ class Install(common.Case):
                 self.assertNotIn(tree, text, "%s names %s" % (path, tree))
 
 
+    def test_neither_the_library_nor_the_command_defines_a_symbol_of_libc(self):
+        # A guest in its users' programs: nothing of libc (bind, malloc, ...) replaced.
+        def defined(path):  # the functions it defines (a program's copy relocations, its
+            # copies of libc's data such as __libc_single_threaded, replace nothing)
+            out = check_run(self, ["nm", "-D", "--defined-only", path])
+            return {f[-1].split("@")[0] for f in map(str.split, out.splitlines())
+                    if len(f) >= 3 and f[-2] in ("T", "W", "i")}
+        library = os.path.realpath(os.path.join(common.BUILD, "libunitrain.so"))
+        libc = defined(resolved(library, "libc.so.6", CLEAN_ENV))
+        self.assertGreater(len(libc), 1000)  # libc's own table was read
+        for path in (library, common.BIN):
+            self.assertEqual(sorted(defined(path) & libc), [], path)
+
+
 if __name__ == "__main__":
     common.main()

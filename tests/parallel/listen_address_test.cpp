@@ -75,48 +75,71 @@ std::string listening_on(int port) {
   return "";
 }
 
-TEST(ListenAddress, WildcardBindsGoToTheScopesAddressOnThisThreadOnly) {
-  EXPECT_EQ(bound_address(AF_INET), "0.0.0.0");
-  {
-    ListenAddressScope scope("localhost", "MASTER_ADDR");
-    EXPECT_EQ(scope.address(), "127.0.0.1");
-    EXPECT_EQ(bound_address(AF_INET), "127.0.0.1");
-    EXPECT_EQ(bound_address(AF_INET6), "::ffff:127.0.0.1");  // the same address, for IPv6
-    EXPECT_EQ(scope.redirected(), 2);
-    std::string other_thread;
-    std::thread([&] { other_thread = bound_address(AF_INET); }).join();
-    EXPECT_EQ(other_thread, "0.0.0.0");
-  }
-  EXPECT_EQ(bound_address(AF_INET), "0.0.0.0");
-}
-
-TEST(ListenAddress, TheRendezvousStoreListensOnlyThere) {
-  ListenAddressScope scope("127.0.0.1", "MASTER_ADDR");
+/// A TCPStore server for one worker on any free port, its socket from `listen` where it takes
+/// one.
+c10d::TCPStoreOptions server_options(ListenSocket& listen, bool* handed) {
   c10d::TCPStoreOptions o = tcp_store_options();
   o.port = 0;  // any free port
   o.isServer = true;
   o.numWorkers = 1;
   o.waitWorkers = false;
+  *handed = listen.hand_to(o);
+  return o;
+}
+
+TEST(ListenSocket, TheRendezvousStoreListensOnlyThereWhereLibTorchTakesASocket) {
+  ListenSocket listen("localhost", "MASTER_ADDR");
+  EXPECT_EQ(listen.address(), "127.0.0.1");
+  bool handed = false;
+  const c10d::TCPStoreOptions o = server_options(listen, &handed);
+  EXPECT_EQ(handed, ListenSocket::store_takes_socket());
   c10d::TCPStore store("127.0.0.1", o);
-  EXPECT_GE(scope.redirected(), 1);
   const std::string local = listening_on(store.getPort());
-  // 127.0.0.1 as /proc/net/tcp writes it, or its IPv4-mapped IPv6 form.
-  EXPECT_TRUE(local == "0100007F" || local == "0000000000000000FFFF00000100007F") << local;
+  if (handed) {
+    EXPECT_NE(o.port, 0);  // the port bound, as the store expects it
+    EXPECT_EQ(store.getPort(), o.port);
+    EXPECT_EQ(local, "0100007F");  // 127.0.0.1 as /proc/net/tcp writes it
+  } else {                         // LibTorch 1.x: every interface, as torchrun's store
+    EXPECT_TRUE(local == "00000000" || local == std::string(32, '0')) << local;
+  }
   store.set("k", std::vector<uint8_t>{1, 2});
   EXPECT_EQ(store.get("k"), (std::vector<uint8_t>{1, 2}));
 }
 
-TEST(ListenAddress, AnAddressOfAnotherMachineOrNoneIsAClearError) {
+TEST(ListenSocket, APortInUseIsNamedWhenTheSocketIsMadeHere) {
+  ListenSocket taken("127.0.0.1", "MASTER_ADDR");
+  bool handed = false;
+  c10d::TCPStoreOptions first = server_options(taken, &handed);
+  if (!handed) {  // LibTorch 1.x: the store binds its own socket; nothing is bound here
+    EXPECT_EQ(first.port, 0);
+    return;
+  }
+  c10d::TCPStore store("127.0.0.1", first);
+  ListenSocket again("127.0.0.1", "MASTER_ADDR");
+  c10d::TCPStoreOptions second = tcp_store_options();
+  second.port = first.port;
+  const std::string m = test::error_of<std::runtime_error>([&] { again.hand_to(second); });
+  EXPECT_TRUE(contains(m, "cannot listen on 127.0.0.1:" + std::to_string(first.port))) << m;
+  EXPECT_TRUE(contains(m, "in use")) << m;
+}
+
+TEST(ListenSocket, NothingOfTheProcessChanges) {
+  // Other sockets of the process, on this thread or another, bind where they ask.
+  ListenSocket listen("127.0.0.1", "MASTER_ADDR");
+  EXPECT_EQ(bound_address(AF_INET), "0.0.0.0");
+  std::string other_thread;
+  std::thread([&] { other_thread = bound_address(AF_INET); }).join();
+  EXPECT_EQ(other_thread, "0.0.0.0");
+}
+
+TEST(ListenSocket, AnAddressOfAnotherMachineOrNoneIsAClearError) {
   // 192.0.2.1 is TEST-NET-1 (RFC 5737): never an address of this machine.
-  std::string m =
-      test::error_of<ConfigError>([] { ListenAddressScope s("192.0.2.1", "MASTER_ADDR"); });
+  std::string m = test::error_of<ConfigError>([] { ListenSocket s("192.0.2.1", "MASTER_ADDR"); });
   EXPECT_TRUE(contains(m, "MASTER_ADDR='192.0.2.1' (192.0.2.1) is not an address of this machine"))
       << m;
   EXPECT_TRUE(contains(m, "set MASTER_ADDR to this machine's address")) << m;
-  m = test::error_of<ConfigError>(
-      [] { ListenAddressScope s("no-such-host.invalid", "MASTER_ADDR"); });
+  m = test::error_of<ConfigError>([] { ListenSocket s("no-such-host.invalid", "MASTER_ADDR"); });
   EXPECT_TRUE(contains(m, "MASTER_ADDR='no-such-host.invalid' does not resolve")) << m;
-  EXPECT_EQ(bound_address(AF_INET), "0.0.0.0");  // a failed scope leaves nothing behind
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "unitrain/compat/tcp_store_options.h"
 #include "unitrain/core/error.h"
 #include "unitrain/launch/launcher.h"
+#include "unitrain/log/console.h"
 #include "unitrain/parallel/listen_address.h"
 
 namespace unitrain {
@@ -26,10 +27,23 @@ c10::intrusive_ptr<c10d::Store> LaunchRounds::connect(const LaunchOptions& o) {
   store_options.timeout =
       std::chrono::milliseconds(static_cast<int64_t>(o.rendezvous_seconds * 1000));
   const std::string where = o.master_addr + ":" + std::to_string(o.master_port);
-  // Machine 0's store listens on --master-addr only, not on every interface.
-  std::optional<ListenAddressScope> listen;
+  // Machine 0's store listens on --master-addr only where LibTorch lets it (2.x), else on
+  // every interface, as torchrun's does, saying so.
+  std::optional<ListenSocket> listen;
   if (store_options.isServer) listen.emplace(o.master_addr, "--master-addr");
   try {
+    if (listen && !listen->hand_to(store_options)) {
+      const std::string note = detail::concat(
+          "the rendezvous store listens on every interface at port ", o.master_port,
+          ", as torchrun's does (this LibTorch's TCPStore takes no address; from LibTorch 2.2 "
+          "it listens on --master-addr ",
+          listen->address(), " only)");
+      if (o.output) {
+        o.output("[launch] " + note, false);
+      } else {
+        log::info("launch: " + note);
+      }
+    }
     return c10::make_intrusive<c10d::TCPStore>(o.master_addr, store_options);
   } catch (const std::exception& e) {
     const std::string what = first_line(e.what());

@@ -1,36 +1,51 @@
 #pragma once
-// ListenAddressScope: where rank 0's rendezvous store listens. c10d's TCPStore (LibTorch 1.13)
-// binds its server socket to the wildcard address, every interface, and has no option for
-// another. While a scope is alive on a thread, a socket that thread binds to the wildcard
-// address is bound to the scope's address instead (libunitrain defines `bind` for this; any
-// other bind passes through unchanged).
+// ListenSocket: where a rendezvous store's server listens. LibTorch 2.x's TCPStore takes over a
+// socket made for it (TCPStoreOptions::masterListenFd): one bound to MASTER_ADDR's address only,
+// not to every interface. LibTorch 1.x's TCPStore cannot be given a socket or an address and
+// listens on every interface, as torchrun's store does; the caller says so. Nothing of the
+// process's own (libc's `bind`, other threads' sockets) is touched.
+#include <cstdint>
 #include <string>
+
+namespace c10d {
+struct TCPStoreOptions;
+}
 
 namespace unitrain {
 
 /// Example:
-///   ListenAddressScope listen("10.0.0.1", "MASTER_ADDR");  // ConfigError if not this machine's
-///   auto store = c10::make_intrusive<c10d::TCPStore>(...);  // listens on 10.0.0.1 only
-class ListenAddressScope {
+///   ListenSocket listen("10.0.0.1", "MASTER_ADDR");  // ConfigError if not this machine's
+///   c10d::TCPStoreOptions o = tcp_store_options();
+///   o.port = 29500;
+///   o.isServer = true;
+///   if (!listen.hand_to(o)) log("listens on every interface");
+///   auto store = c10::make_intrusive<c10d::TCPStore>("10.0.0.1", o);
+class ListenSocket {
  public:
+  /// True when this LibTorch's TCPStore can take a socket (2.x), so that it listens on one
+  /// address only.
+  static bool store_takes_socket();
+
   /// `host`: a numeric address or a host name; `what` names where it came from, for errors.
   /// ConfigError when it does not resolve, or resolves to no address of this machine.
-  ListenAddressScope(const std::string& host, const std::string& what);
-  ~ListenAddressScope();
-  ListenAddressScope(const ListenAddressScope&) = delete;
-  ListenAddressScope& operator=(const ListenAddressScope&) = delete;
+  ListenSocket(const std::string& host, const std::string& what);
+  ~ListenSocket();  ///< closes a socket made and not handed over
+  ListenSocket(const ListenSocket&) = delete;
+  ListenSocket& operator=(const ListenSocket&) = delete;
 
-  /// The numeric address binds go to, e.g. "127.0.0.1".
+  /// The numeric address it listens on, e.g. "127.0.0.1".
   const std::string& address() const { return address_; }
-  /// How many wildcard binds this scope redirected. 0 after the server started means the
-  /// redirection was not in effect (another `bind` came first in the process's symbol order).
-  int redirected() const;
 
-  struct Slot;  ///< the redirection, as the bind function reads it (listen_address.cpp)
+  /// Where store_takes_socket(): a socket bound to address() and `options.port` (0: any free
+  /// port, written back into `options.port`), listening, given to `options` (the store closes
+  /// it); std::runtime_error naming the address when it cannot be bound (the port in use).
+  /// Else false, and `options` unchanged: the store will listen on every interface.
+  bool hand_to(c10d::TCPStoreOptions& options);
 
  private:
   std::string address_;
-  Slot* slot_;
+  std::string sockaddr_;  ///< the address's sockaddr bytes, port 0
+  int fd_ = -1;
 };
 
 }  // namespace unitrain

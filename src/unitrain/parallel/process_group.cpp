@@ -83,10 +83,18 @@ std::shared_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env,
   group_options.hosts_store = store_options.isServer;
   c10::intrusive_ptr<c10d::Store> store;
   const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
-  // Rank 0's store listens on MASTER_ADDR only, not on every interface.
-  std::optional<ListenAddressScope> listen;
+  // Rank 0's store listens on MASTER_ADDR only where LibTorch lets it (2.x), else on every
+  // interface, as torchrun's does, saying so.
+  std::optional<ListenSocket> listen;
   if (store_options.isServer) listen.emplace(env.master_addr, "MASTER_ADDR");
   try {
+    if (listen && !listen->hand_to(store_options)) {
+      spdlog::info(
+          "the rendezvous store listens on every interface at port {}, as torchrun's "
+          "does (this LibTorch's TCPStore takes no address; from LibTorch 2.2 it "
+          "listens on MASTER_ADDR {} only)",
+          env.master_port, listen->address());
+    }
     store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
   } catch (const std::exception& e) {
     const std::string what = first_line(e.what());
@@ -97,10 +105,6 @@ std::shared_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env,
     throw TrainError("rank " + std::to_string(env.rank) + " cannot reach the rendezvous at " +
                      where + " within " + std::to_string(options.timeout.count() / 1000) +
                      " s: " + what + " (is rank 0 running, and MASTER_ADDR its address?)");
-  }
-  if (listen && listen->redirected() == 0) {
-    spdlog::warn("the rendezvous store listens on every interface at port {}: binding it to {} "
-                 "was not in effect in this process", env.master_port, listen->address());
   }
   if (env.agent_store) {
     // The agent's store outlives the workers: each start of them meets under its own prefix
