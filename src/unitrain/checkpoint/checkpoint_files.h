@@ -19,10 +19,17 @@ inline constexpr const char* kModelShards = "model-shards.json";
 inline std::string model_shard(int rank) {
   return "model-shard-rank-" + std::to_string(rank) + ".pt";
 }
-/// The ema callback's entry (extra-ema.pt: its average, whole), and with distributed.zero: 3
-/// each rank's part of that average, in the flats of model-shards.json.
+/// A callback's per-parameter state `name` (engine/parameter_state.h): whole, its entry
+/// (extra-<name>.pt, a dict of tensors by parameter name); with distributed.zero: 3 each rank's
+/// part of it, in the flats of model-shards.json.
+inline constexpr const char* kStateShardSuffix = "-shard-rank-";
+inline std::string state_entry(const std::string& name) { return name + ".pt"; }
+inline std::string state_shard(const std::string& name, int rank) {
+  return name + kStateShardSuffix + std::to_string(rank) + ".pt";
+}
+/// The ema callback's average: state "ema".
+inline constexpr const char* kEmaState = "ema";
 inline constexpr const char* kEmaEntry = "ema.pt";
-inline std::string ema_shard(int rank) { return "ema-shard-rank-" + std::to_string(rank) + ".pt"; }
 
 /// A ZeRO run's optimizer partition of `rank`.
 inline std::string optimizer_partition(int rank) {

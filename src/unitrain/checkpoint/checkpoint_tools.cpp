@@ -155,14 +155,19 @@ std::string merge_checkpoint(const std::string& path, const std::string& out,
     return out;
   }
   if (has_model_shards(dir)) {
-    // distributed.zero: 3: the model's parts merged into model.pt, the ema callback's into its
-    // entry (extra-ema.pt); the rest as it is (its optimizer state is by parts of flattened
-    // parameters, which a run with distributed.zero: 3 re-cuts at any world size).
+    // distributed.zero: 3: the model's parts merged into model.pt, a callback's per-parameter
+    // state (the ema callback's average) into its entry (extra-ema.pt); the rest as it is (its
+    // optimizer state is by parts of flattened parameters, which a run with distributed.zero: 3
+    // re-cuts at any world size).
     std::vector<CheckpointFile> merged;
     merged.push_back({files::kModel, save_tensor_dict(merge_model_shards(dir)), nullptr});
-    const std::string ema = std::string(files::kCallbackPrefix) + files::kEmaEntry;
-    if (CheckpointStore::has(dir, files::ema_shard(0)) && !CheckpointStore::has(dir, ema)) {
-      merged.push_back({ema, save_tensor_dict(merge_model_shards(dir, files::ema_shard)), nullptr});
+    for (const std::string& state : sharded_state_names(dir)) {
+      const std::string entry = std::string(files::kCallbackPrefix) + files::state_entry(state);
+      if (CheckpointStore::has(dir, entry)) continue;
+      merged.push_back({entry,
+                        save_tensor_dict(merge_model_shards(
+                            dir, [&](int rank) { return files::state_shard(state, rank); })),
+                        nullptr});
     }
     for (const auto& [name, size] : CheckpointStore::files_of(dir)) {
       if (name != files::kModel)

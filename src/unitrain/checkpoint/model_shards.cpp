@@ -59,6 +59,19 @@ SavedParts map_saved_parts(const std::string& dir, ShardFileName file_of,
 
 }  // namespace
 
+std::vector<std::string> sharded_state_names(const std::string& dir) {
+  const std::string first = std::string(checkpoint_files::kStateShardSuffix) + "0.pt";
+  std::vector<std::string> out;
+  for (const auto& [name, size] : CheckpointStore::files_of(dir)) {
+    if (name.size() > first.size() &&
+        name.compare(name.size() - first.size(), first.size(), first) == 0 &&
+        name != checkpoint_files::model_shard(0)) {
+      out.push_back(name.substr(0, name.size() - first.size()));
+    }
+  }
+  return out;
+}
+
 NamedTensors merge_model_shards(const std::string& dir, ShardFileName file_of) {
   const std::vector<char> text = CheckpointStore::read(dir, files::kModelShards);
   const std::string layout_file = dir + "/" + files::kModelShards;

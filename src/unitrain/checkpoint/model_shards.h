@@ -2,6 +2,7 @@
 // A checkpoint's model, whole (model.pt) or as distributed.zero: 3's parts (model-shards.json
 // and model-shard-rank-<R>.pt, each holding "<i>": its part of flat i).
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,9 +20,13 @@ inline constexpr const char* kWholeEntryPrefix = "whole.";
 /// Checkpoint `dir` holds its model as distributed.zero: 3's parts.
 bool has_model_shards(const std::string& dir);
 
-/// Names the file of a rank's parts: checkpoint_files::model_shard, or ema_shard (the ema
-/// callback's average, in the same layout).
-using ShardFileName = std::string (*)(int rank);
+/// Names the file of a rank's parts: checkpoint_files::model_shard, or a callback's state in
+/// the same layout (checkpoint_files::state_shard, e.g. the ema callback's average).
+using ShardFileName = std::function<std::string(int rank)>;
+
+/// The callbacks' per-parameter states that checkpoint `dir` holds by parts (each named by its
+/// rank 0 file, <name>-shard-rank-0.pt, but the model's own): e.g. {"ema"}.
+std::vector<std::string> sharded_state_names(const std::string& dir);
 
 /// The parts merged into whole tensors, in the layout's order (each rank's file read once),
 /// then rank 0's whole.<name> entries. TrainError naming the file when one is missing, damaged

@@ -61,6 +61,12 @@ struct OptimizerStateSerializer {
   std::function<std::unique_ptr<torch::optim::OptimizerParamState>(StateReader&)> load_state;
   std::function<void(const torch::optim::OptimizerOptions&, StateWriter&)> save_options;
   std::function<void(StateReader&, torch::optim::OptimizerOptions&)> load_options;
+  /// Set for an optimizer that makes its state when it is built (Adagrad's sums), not at its
+  /// first step: the state of a parameter given to it later (distributed.zero: 3's parts), in
+  /// a group with these options. Empty for the others.
+  std::function<std::unique_ptr<torch::optim::OptimizerParamState>(
+      const at::Tensor& param, const torch::optim::OptimizerOptions& options)>
+      initial_state{};
 };
 
 /// The registered serializers (an optimizer without one is saved as LibTorch's own archive).
@@ -89,10 +95,15 @@ Derived& as(Base& from, const std::string& type, const char* what) {
 /// (const State&, StateWriter&) to save and (State&, StateReader&) to load (LibTorch's
 /// TORCH_ARG accessors return a reference the reader sets), e.g.
 ///   [](auto& s, auto& io) { io.integer("step", s.step()); io.tensor("sum", s.sum()); }
+/// `initial_state` (optional): for an optimizer that makes its state when built, the state of a
+/// parameter (OptimizerStateSerializer::initial_state), given (const at::Tensor& param, const
+/// GroupOptions&).
 template <typename Optimizer, typename State, typename GroupOptions, typename StateFields,
           typename OptionFields>
-void register_optimizer_state(const std::string& type, StateFields state_fields,
-                              OptionFields option_fields) {
+void register_optimizer_state(
+    const std::string& type, StateFields state_fields, OptionFields option_fields,
+    std::function<std::unique_ptr<State>(const at::Tensor&, const GroupOptions&)> initial_state =
+        {}) {
   using optimizer_state_detail::as;
   OptimizerStateSerializer s;
   s.type = type;
@@ -113,6 +124,13 @@ void register_optimizer_state(const std::string& type, StateFields state_fields,
   s.load_options = [type, option_fields](StateReader& r, torch::optim::OptimizerOptions& o) {
     option_fields(as<GroupOptions>(o, type, "parameter group's options"), r);
   };
+  if (initial_state) {
+    s.initial_state = [type, initial_state](const at::Tensor& p,
+                                            const torch::optim::OptimizerOptions& o) {
+      return std::unique_ptr<torch::optim::OptimizerParamState>(
+          initial_state(p, as<const GroupOptions>(o, type, "parameter group's options")));
+    };
+  }
   optimizer_state_serializers::add(std::move(s));
 }
 

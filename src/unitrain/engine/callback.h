@@ -8,23 +8,18 @@
 #include "unitrain/core/batch.h"
 #include "unitrain/core/train_module.h"
 #include "unitrain/core/train_state.h"
+#include "unitrain/engine/metric_map.h"
 
 namespace unitrain {
 
 class Trainer;
 struct MicroStep;
 struct FitResult;
-
-/// Metric values of one log event, e.g. {"train/loss": 0.3, "train/lr": 1e-3}.
-using MetricMap = std::map<std::string, double>;
+class ParameterState;
 
 /// Named entries of callbacks' own state in a checkpoint: name (a file name, without '/') ->
 /// bytes.
 using CheckpointEntries = std::map<std::string, std::string>;
-
-/// The value of `key` in `metrics` (a validation pass's); ConfigError naming `who` (the key
-/// that monitors it) and the metrics there are otherwise.
-double monitored(const MetricMap& metrics, const std::string& key, const std::string& who);
 
 /// A non-finite loss or gradient norm the step met (on_nonfinite).
 struct NonFinite {
@@ -122,6 +117,11 @@ class Callback {
   /// fit() is ending with `error` (after training failed, or another callback threw), before
   /// the process exits. Exceptions thrown here are logged and ignored.
   virtual void on_exception(Trainer& trainer, const std::exception& error) {}
+
+  /// A callback that keeps state per parameter of the module (the ema callback's average)
+  /// returns it, so that distributed.zero: 3 keeps, saves and restores it by parts as the
+  /// model's (engine/parameter_state.h). nullptr: none.
+  virtual ParameterState* parameter_state() { return nullptr; }
 };
 
 }  // namespace unitrain

@@ -345,10 +345,13 @@ std::map<std::string, std::string> read_callback_entries(const std::string& dir)
       out[name.substr(prefix.size())] = std::string(b.begin(), b.end());
     }
   }
-  // distributed.zero: 3 saves the ema callback's average as parts: merged, it is the entry.
-  if (!out.count(files::kEmaEntry) && CheckpointStore::has(dir, files::ema_shard(0))) {
-    const std::vector<char> b = save_tensor_dict(merge_model_shards(dir, files::ema_shard));
-    out[files::kEmaEntry] = std::string(b.begin(), b.end());
+  // distributed.zero: 3 saves a callback's per-parameter state (the ema callback's average) as
+  // parts: merged, it is the callback's entry.
+  for (const std::string& state : sharded_state_names(dir)) {
+    if (out.count(files::state_entry(state))) continue;
+    const std::vector<char> b = save_tensor_dict(
+        merge_model_shards(dir, [&](int rank) { return files::state_shard(state, rank); }));
+    out[files::state_entry(state)] = std::string(b.begin(), b.end());
   }
   return out;
 }

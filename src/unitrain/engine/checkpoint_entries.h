@@ -16,7 +16,7 @@ class Module;
 namespace unitrain {
 
 class CallbackList;
-class Ema;
+class ParameterState;
 class LrController;
 class MasterWeights;
 class OptimizerSharding;
@@ -45,15 +45,18 @@ CheckpointEntryPtr optimizer_entry(torch::optim::Optimizer& optimizer,
 CheckpointEntryPtr sharded_model_entry(TrainModule& module, ShardedParameters& params,
                                        ProcessGroup& group, const TrainState& counters,
                                        MasterWeights* masters, std::string root);
-/// distributed.zero: 3 with the ema callback: `ema` averages this rank's shards and the
-/// parameters no unit holds (Ema::average_parts, before fit starts); the entry is every rank's
-/// ema-shard-rank-<R>.pt, in the model's layout, restored as the model's parts are, or cut from
-/// a whole extra-ema.pt, or (none saved) from the resumed weights. Add it after the model's.
-CheckpointEntryPtr shard_ema(Ema& ema, TrainModule& module, ShardedParameters& params,
-                             ProcessGroup& group, std::string root);
-/// After ShardedParameters::unshard (a collective): the ema callback's average whole again
-/// (Ema::average_whole), gathered from the parts.
-void unshard_ema(Ema& ema, TrainModule& module, const ShardedParameters& params);
+/// distributed.zero: 3 with a callback that keeps per-parameter state (the ema callback's
+/// average, Callback::parameter_state): `state` is kept by this rank's shards and the
+/// parameters no unit holds (ParameterState::keep_parts, before fit starts); the entry is every
+/// rank's <state_name>-shard-rank-<R>.pt, in the model's layout, restored as the model's parts
+/// are, or cut from the callback's whole entry, or (none saved) from the resumed weights. Add it
+/// after the model's.
+CheckpointEntryPtr sharded_state_entry(ParameterState& state, TrainModule& module,
+                                       ShardedParameters& params, ProcessGroup& group,
+                                       std::string root);
+/// After ShardedParameters::unshard (a collective): `state` whole again
+/// (ParameterState::make_whole), gathered from the parts.
+void make_state_whole(ParameterState& state, TrainModule& module, const ShardedParameters& params);
 /// rng-rank-<R>.pt: every rank's generator states (gathered on rank 0).
 CheckpointEntryPtr rng_entry(ProcessGroup* group);
 /// grads.pt: the accumulated gradients of a window the checkpoint was saved inside.

@@ -9,8 +9,8 @@
 
 #include "unitrain/core/config.h"
 #include "unitrain/core/train_state.h"
-#include "unitrain/engine/callback.h"
 #include "unitrain/engine/lr_controller.h"
+#include "unitrain/engine/metric_map.h"
 
 namespace torch::optim {
 class Optimizer;

@@ -15,8 +15,8 @@
 #include "unitrain/core/error.h"
 #include "unitrain/core/train_module.h"
 #include "unitrain/core/train_state.h"
-#include "unitrain/engine/callbacks/ema.h"
 #include "unitrain/engine/checkpoint_entries.h"
+#include "unitrain/engine/parameter_state.h"
 #include "unitrain/engine/rank_files.h"
 #include "unitrain/log/console.h"
 #include "unitrain/parallel/process_group.h"
@@ -280,25 +280,27 @@ class ShardedModelEntry : public ShardedPartsEntry {
   MasterWeights* masters_;
 };
 
-/// The ema callback's average, by parts (Ema::average_parts: the shards, then the parameters
-/// outside the units).
-class ShardedEmaEntry : public ShardedPartsEntry {
+/// A callback's per-parameter state, by parts (ParameterState::keep_parts: the shards, then the
+/// parameters outside the units).
+class ShardedStateEntry : public ShardedPartsEntry {
  public:
-  ShardedEmaEntry(Ema& ema, std::vector<std::string> outside_names, ShardedParameters& params,
-                  ProcessGroup& group, std::string root)
-      : ShardedPartsEntry(params, group, std::move(root), files::ema_shard, "ema",
-                          "part of the ema average"),
-        ema_(ema),
+  ShardedStateEntry(ParameterState& state, std::vector<std::string> outside_names,
+                    ShardedParameters& params, ProcessGroup& group, std::string root)
+      : ShardedPartsEntry(
+            params, group, std::move(root),
+            [name = state.state_name()](int rank) { return files::state_shard(name, rank); },
+            state.state_name(), "part of the " + state.state_name() + " callback's state"),
+        state_(state),
         outside_names_(std::move(outside_names)) {}
 
  protected:
   std::vector<torch::Tensor> parts() override {
-    const auto& a = ema_.average();
+    const auto& a = state_.values();
     return {a.begin(), a.begin() + static_cast<std::ptrdiff_t>(params_.shards().size())};
   }
 
   Named outside() override {
-    const auto& a = ema_.average();
+    const auto& a = state_.values();
     Named out;
     for (size_t j = 0; j < outside_names_.size(); ++j) {
       out.emplace_back(outside_names_[j], a[params_.shards().size() + j]);
@@ -308,10 +310,12 @@ class ShardedEmaEntry : public ShardedPartsEntry {
 
   bool restore_whole(const CheckpointRead& in, const std::vector<torch::Tensor>& into,
                      std::map<std::string, torch::Tensor>& whole) override {
-    const std::string file = std::string(files::kCallbackPrefix) + files::kEmaEntry;
-    if (!in.has(file)) {  // as Ema::on_load_checkpoint: from the resumed weights
-      log::info("ema: the checkpoint holds no average; it starts from the resumed weights");
-      ema_.restart_from_parts();
+    const std::string file =
+        std::string(files::kCallbackPrefix) + files::state_entry(state_.state_name());
+    if (!in.has(file)) {  // as a callback's on_load_checkpoint: from the resumed weights
+      log::info(state_.state_name() +
+                ": the checkpoint holds none of its state; it starts from the resumed weights");
+      state_.restart_from_parts();
       return false;
     }
     whole = by_name(map_tensor_dict(in.map(file), in.path(file)));
@@ -320,7 +324,7 @@ class ShardedEmaEntry : public ShardedPartsEntry {
   }
 
  private:
-  Ema& ema_;
+  ParameterState& state_;
   std::vector<std::string> outside_names_;
 };
 
@@ -333,29 +337,31 @@ CheckpointEntryPtr sharded_model_entry(TrainModule& module, ShardedParameters& p
                                              std::move(root));
 }
 
-void unshard_ema(Ema& ema, TrainModule& module, const ShardedParameters& params) {
-  const std::vector<torch::Tensor>& average = ema.average();
+void make_state_whole(ParameterState& state, TrainModule& module, const ShardedParameters& params) {
+  const std::vector<torch::Tensor>& values = state.values();
   const size_t shards = params.shards().size();
   std::map<std::string, torch::Tensor> whole =
-      params.gather_whole({average.begin(), average.begin() + static_cast<std::ptrdiff_t>(shards)});
-  size_t next = shards;  // then the parameters outside the units, as shard_ema laid them out
+      params.gather_whole({values.begin(), values.begin() + static_cast<std::ptrdiff_t>(shards)});
+  size_t next = shards;  // then the parameters outside the units, as sharded_state_entry laid
+                         // them out
   for (const auto& [name, t] : parameters_outside_units(module, params)) {
-    whole[name] = average.at(next++);
+    whole[name] = values.at(next++);
   }
-  ema.average_whole(module.weights(), whole);
+  state.make_whole(module.weights(), whole);
 }
 
-CheckpointEntryPtr shard_ema(Ema& ema, TrainModule& module, ShardedParameters& params,
-                             ProcessGroup& group, std::string root) {
+CheckpointEntryPtr sharded_state_entry(ParameterState& state, TrainModule& module,
+                                       ShardedParameters& params, ProcessGroup& group,
+                                       std::string root) {
   std::vector<torch::Tensor> parts = params.shards();
   std::vector<std::string> outside_names;
   for (const auto& [name, t] : parameters_outside_units(module, params)) {
     outside_names.push_back(name);
     parts.push_back(t);
   }
-  ema.average_parts(std::move(parts));
-  return std::make_unique<ShardedEmaEntry>(ema, std::move(outside_names), params, group,
-                                           std::move(root));
+  state.keep_parts(std::move(parts));
+  return std::make_unique<ShardedStateEntry>(state, std::move(outside_names), params, group,
+                                             std::move(root));
 }
 
 }  // namespace unitrain

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "unitrain/core/train_state.h"
-#include "unitrain/engine/callback.h"
+#include "unitrain/engine/metric_map.h"
 
 namespace unitrain {
 

@@ -8,8 +8,8 @@
 
 #include "unitrain/checkpoint/checkpoint_options.h"
 #include "unitrain/data/permutation.h"
-#include "unitrain/engine/callback.h"
 #include "unitrain/engine/checkpoint_entry.h"
+#include "unitrain/engine/metric_map.h"
 #include "unitrain/engine/resume_config.h"
 
 namespace unitrain {

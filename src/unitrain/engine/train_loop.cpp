@@ -10,7 +10,6 @@
 
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/core/error.h"
-#include "unitrain/engine/callbacks/ema.h"
 #include "unitrain/engine/checkpoint_entries.h"
 #include "unitrain/engine/evaluator.h"
 #include "unitrain/engine/run_decisions.h"
@@ -139,8 +138,8 @@ void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
     const std::string root = settings_.run_dir + "/checkpoints";
     c.add(sharded_model_entry(module_, *sharded_params_, *group_, state_, precision_.masters(),
                               root));
-    for (Ema* ema : ema_callbacks()) {  // the ema callback averages the parts
-      c.add(shard_ema(*ema, module_, *sharded_params_, *group_, root));
+    for (ParameterState* state : parameter_states()) {  // kept by parts too
+      c.add(sharded_state_entry(*state, module_, *sharded_params_, *group_, root));
     }
   } else {
     c.add(model_entry(module_, precision_));
@@ -160,10 +159,10 @@ void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
   for (const auto& e : extra_entries_) c.add(*e);  // Trainer::add_checkpoint_entry's
 }
 
-std::vector<Ema*> TrainLoop::ema_callbacks() const {
-  std::vector<Ema*> out;
+std::vector<ParameterState*> TrainLoop::parameter_states() const {
+  std::vector<ParameterState*> out;
   for (const auto& callback : callbacks_.all()) {
-    if (auto* ema = dynamic_cast<Ema*>(callback.get())) out.push_back(ema);
+    if (ParameterState* state = callback->parameter_state()) out.push_back(state);
   }
   return out;
 }
@@ -289,7 +288,9 @@ void TrainLoop::finish() {
     }
     optimizers_->clear_states();
     unshard_module(module_, *sharded_params_);
-    for (Ema* ema : ema_callbacks()) unshard_ema(*ema, module_, *sharded_params_);
+    for (ParameterState* state : parameter_states()) {
+      make_state_whole(*state, module_, *sharded_params_);
+    }
   }
 }
 

@@ -32,7 +32,7 @@
 
 namespace unitrain {
 
-class Ema;
+class ParameterState;
 class Precision;
 class ProcessGroup;
 class ShardedParameters;
@@ -148,8 +148,8 @@ class TrainLoop : private CheckpointEntry {
   /// The checkpoint's entries, in the order it saves and restores them (`trainers`: the
   /// optimizer the step runner steps, null with manual optimization).
   void list_checkpoint_entries(torch::optim::Optimizer* trainers);
-  /// The run's `ema` callbacks (ZeRO 3 has them average the parts).
-  std::vector<Ema*> ema_callbacks() const;
+  /// The per-parameter state of the run's callbacks (ZeRO 3 has it kept by parts).
+  std::vector<ParameterState*> parameter_states() const;
   /// The profile's table to the log, its files to run_dir/profile.
   void write_profile();
 

@@ -188,6 +188,13 @@ void register_adagrad() {
         io.real("weight_decay", o.weight_decay());
         io.real("initial_accumulator_value", o.initial_accumulator_value());
         io.real("eps", o.eps());
+      },
+      // Adagrad makes its state when built (and its steps assume it).
+      [](const torch::Tensor& p, const topt::AdagradOptions& o) {
+        auto state = std::make_unique<topt::AdagradParamState>();
+        state->step(0);
+        state->sum(torch::full_like(p.detach(), o.initial_accumulator_value()));
+        return state;
       });
 }
 

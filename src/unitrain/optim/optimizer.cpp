@@ -3,8 +3,6 @@
 #include <torch/torch.h>
 
 #include <mutex>
-#include <set>
-#include <typeindex>
 
 #include "unitrain/optim/component_section.h"
 
@@ -79,23 +77,28 @@ namespace {
 
 std::mutex closure_types_mutex;
 
-std::set<std::type_index>& closure_types() {
-  static std::set<std::type_index> types;
+/// What declare_needs_closure<T> declared: whether an optimizer is a T (or derives from one).
+std::vector<std::function<bool(const torch::optim::Optimizer&)>>& closure_types() {
+  // torch's own LBFGS from the start, whether or not lbfgs registered (for one a
+  // Trainer::configure_optimizer override built itself, or a user's subclass of it).
+  static std::vector<std::function<bool(const torch::optim::Optimizer&)>> types{
+      optimizer_is<torch::optim::LBFGS>()};
   return types;
 }
 
 }  // namespace
 
-void declare_needs_closure(const std::type_info& optimizer_type) {
+void declare_needs_closure(std::function<bool(const torch::optim::Optimizer&)> is_of_type) {
   std::lock_guard<std::mutex> lock(closure_types_mutex);
-  closure_types().insert(std::type_index(optimizer_type));
+  closure_types().push_back(std::move(is_of_type));
 }
 
 bool needs_closure(const torch::optim::Optimizer& optimizer) {
-  // torch's own LBFGS (and its subclasses) answer whether or not lbfgs registered.
-  if (dynamic_cast<const torch::optim::LBFGS*>(&optimizer) != nullptr) return true;
   std::lock_guard<std::mutex> lock(closure_types_mutex);
-  return closure_types().count(std::type_index(typeid(optimizer))) > 0;
+  for (const auto& is_of_type : closure_types()) {
+    if (is_of_type(optimizer)) return true;
+  }
+  return false;
 }
 
 double get_lr(const torch::optim::Optimizer& optimizer, size_t group) {

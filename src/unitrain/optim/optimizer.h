@@ -4,10 +4,10 @@
 #include <torch/optim/optimizer.h>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
-#include <typeinfo>
 #include <vector>
 
 #include "unitrain/core/registry.h"
@@ -49,16 +49,22 @@ OptimizerPtr build_optimizer(const Config& optimizer_section, const torch::nn::M
 /// inside step(): the step runner then passes them a closure (forward and backward again), and
 /// data-parallel training refuses them. lbfgs declares torch::optim::LBFGS; a plugin's:
 ///   optimizer_registry().add("mine", ...);  declare_needs_closure<MyOptimizer>();
-void declare_needs_closure(const std::type_info& optimizer_type);
+/// (Optimizers of type T and its subclasses.)
+void declare_needs_closure(std::function<bool(const torch::optim::Optimizer&)> is_of_type);
+/// Whether an optimizer is a T or derives from one.
+template <typename T>
+std::function<bool(const torch::optim::Optimizer&)> optimizer_is() {
+  static_assert(std::is_base_of_v<torch::optim::Optimizer, T>, "T must be an optimizer");
+  return [](const torch::optim::Optimizer& o) { return dynamic_cast<const T*>(&o) != nullptr; };
+}
 template <typename T>
 void declare_needs_closure() {
-  static_assert(std::is_base_of_v<torch::optim::Optimizer, T>, "T must be an optimizer");
-  declare_needs_closure(typeid(T));
+  declare_needs_closure(optimizer_is<T>());
 }
 
-/// True when `optimizer`'s type was declared with declare_needs_closure(), or is (derives from)
-/// torch::optim::LBFGS: so also for an optimizer a Trainer::configure_optimizer override built
-/// itself.
+/// True when `optimizer`'s type (or a base of it) was declared with declare_needs_closure();
+/// torch::optim::LBFGS is declared from the start: so also for one a
+/// Trainer::configure_optimizer override built itself.
 bool needs_closure(const torch::optim::Optimizer& optimizer);
 
 /// Reads/writes the learning rate of group `i` (every LibTorch optimizer's options have one).

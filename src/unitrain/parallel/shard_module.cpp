@@ -7,6 +7,7 @@
 #include "unitrain/compat/optimizer_state_key.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/memory.h"
+#include "unitrain/core/optimizer_state_serializer.h"
 #include "unitrain/core/train_module.h"
 #include "unitrain/parallel/sharded_parameters.h"
 #include "unitrain/parallel/sharded_unit_runner.h"
@@ -100,15 +101,12 @@ std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> gr
     }
   }
   optimizer.state().clear();
-  if (dynamic_cast<torch::optim::Adagrad*>(&optimizer) != nullptr) {
-    // Adagrad makes its state when built (and steps assume it): again, for the shards.
+  const OptimizerStateSerializer* type = optimizer_state_serializers::find(optimizer);
+  if (type != nullptr && type->initial_state) {
+    // An optimizer that makes its state when built (Adagrad): again, for the shards.
     for (auto& g : optimizer.param_groups()) {
-      const auto& o = static_cast<const torch::optim::AdagradOptions&>(g.options());
       for (const auto& p : g.params()) {
-        auto state = std::make_unique<torch::optim::AdagradParamState>();
-        state->step(0);
-        state->sum(torch::full_like(p.detach(), o.initial_accumulator_value()));
-        optimizer.state()[optimizer_state_key(p)] = std::move(state);
+        optimizer.state()[optimizer_state_key(p)] = type->initial_state(p, g.options());
       }
     }
   }

@@ -40,8 +40,8 @@ TEST(Ema, AveragesEveryUpdateAndValidatesWithTheAverage) {
   for (size_t k = 1; k < watch->updates.size(); k += 2) {  // steps 2, 4, ...
     for (size_t i = 0; i < expect.size(); ++i) expect[i].mul_(0.75).add_(watch->updates[k][i], 0.25);
   }
-  ASSERT_EQ(ema->average().size(), expect.size());
-  for (size_t i = 0; i < expect.size(); ++i) EXPECT_TRUE(torch::equal(ema->average()[i], expect[i]));
+  ASSERT_EQ(ema->values().size(), expect.size());
+  for (size_t i = 0; i < expect.size(); ++i) EXPECT_TRUE(torch::equal(ema->values()[i], expect[i]));
   // Validation ran with the average of its time, and training went on with its own weights.
   ASSERT_EQ(watch->validated.size(), 2u);  // after epoch 1 and at the end
   for (size_t i = 0; i < expect.size(); ++i) {

@@ -27,15 +27,15 @@ void EmaOptions::declare(Options<EmaOptions>& o) {
 
 Ema::Ema(EmaOptions options) : options_(options) {}
 
-void Ema::average_parts(std::vector<torch::Tensor> parts) { parts_ = std::move(parts); }
+void Ema::keep_parts(std::vector<torch::Tensor> parts) { parts_ = std::move(parts); }
 
 void Ema::restart_from_parts() {
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < parts_.size() && i < average_.size(); ++i) average_[i].copy_(parts_[i]);
 }
 
-void Ema::average_whole(const torch::nn::Module& weights,
-                        const std::map<std::string, torch::Tensor>& whole) {
+void Ema::make_whole(const torch::nn::Module& weights,
+                     const std::map<std::string, torch::Tensor>& whole) {
   parts_.clear();
   names_.clear();
   average_.clear();

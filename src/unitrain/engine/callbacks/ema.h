@@ -4,8 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/core/options.h"
 #include "unitrain/engine/callback.h"
+#include "unitrain/engine/parameter_state.h"
 
 namespace unitrain {
 
@@ -22,7 +24,7 @@ struct EmaOptions {
 /// own buffers, e.g. batch norm statistics, are used as they are), and the training weights
 /// are put back after. Checkpoints save the average (ema.pt, a dict of tensors by parameter
 /// name, readable with torch.load); a resumed run continues it exactly.
-class Ema : public Callback {
+class Ema : public Callback, public ParameterState {
  public:
   explicit Ema(EmaOptions options);
   std::string name() const override { return "ema"; }
@@ -39,22 +41,18 @@ class Ema : public Callback {
                                  const CheckpointEntries& entries) override;
   void on_exception(Trainer& trainer, const std::exception& error) override { swap_out(trainer); }
 
-  /// The averaged parameters, in the module's named_parameters() order (after
-  /// average_parts(): in the order of its `parts`).
-  const std::vector<torch::Tensor>& average() const { return average_; }
-  /// distributed.zero: 3 (before fit starts): average `parts` (this rank's parameter shards,
-  /// then the parameters no unit holds) instead of the module's parameters, which exist whole
-  /// only while a unit runs; validation swaps the average into the parts (the units gather it).
-  /// Checkpoints then hold the average as parts too: the sharded entry (ema-shard-rank-<R>.pt)
-  /// saves and restores average() in place; on_save/on_load_checkpoint leave it to it.
-  void average_parts(std::vector<torch::Tensor> parts);
-  /// After average_parts() and a resume whose checkpoint holds no average: the average starts
-  /// again from the parts' values.
-  void restart_from_parts();
-  /// The end of average_parts(): the module's parameters are whole again, and so is the
-  /// average (`whole`: by parameter name), for what runs after fit (test, export).
-  void average_whole(const torch::nn::Module& weights,
-                     const std::map<std::string, torch::Tensor>& whole);
+  /// distributed.zero: 3 keeps the average by parts (ParameterState): validation swaps it into
+  /// the parts (the units gather it); checkpoints hold it as parts (ema-shard-rank-<R>.pt, saved
+  /// and restored by the engine), and on_save/on_load_checkpoint leave it to the engine.
+  ParameterState* parameter_state() override { return this; }
+  std::string state_name() const override { return checkpoint_files::kEmaState; }
+  void keep_parts(std::vector<torch::Tensor> parts) override;
+  /// The averaged parameters, in the module's named_parameters() order (after keep_parts(): in
+  /// the order of its `parts`).
+  const std::vector<torch::Tensor>& values() const override { return average_; }
+  void restart_from_parts() override;
+  void make_whole(const torch::nn::Module& weights,
+                  const std::map<std::string, torch::Tensor>& whole) override;
 
  private:
   std::vector<torch::Tensor> params(Trainer& trainer) const;
@@ -64,7 +62,7 @@ class Ema : public Callback {
   std::vector<std::string> names_;
   std::vector<torch::Tensor> average_;
   std::vector<torch::Tensor> kept_;  ///< the training weights while the average is swapped in
-  std::vector<torch::Tensor> parts_;  ///< average_parts()'s (empty: the module's parameters)
+  std::vector<torch::Tensor> parts_;  ///< keep_parts()'s (empty: the module's parameters)
 };
 
 /// Registers callback `ema` (its name, help and args) in callback_registry();
