@@ -18,10 +18,11 @@ std::string self_path() {
   return p.string();
 }
 
-/// run_dir/logs of `train CONFIG [overrides]`, or "logs" when the config does not resolve
-/// (the workers will report why). run_dir is read alone, not through RunSettings: parsing the
-/// sections would run their checks, and a config that resolves but fails one of them keeps its
-/// workers' logs in run_dir/logs too.
+/// run_dir/logs of `train CONFIG [overrides]`; "logs" for another command; "" (no log files,
+/// the console only) when the config does not resolve: the workers report why and exit 2, and
+/// no logs/ folder is left where the command was typed. run_dir is read alone, not through
+/// RunSettings: parsing the sections would run their checks, and a config that resolves but
+/// fails one of them keeps its workers' logs in run_dir/logs too.
 std::string default_log_dir(const std::vector<std::string>& worker_args) {
   if (worker_args.size() < 2 || worker_args[0] != "train") return "logs";
   try {
@@ -30,7 +31,7 @@ std::string default_log_dir(const std::vector<std::string>& worker_args) {
     return load_run_config({worker_args[1]}, parse_overrides(overrides)).get_string("run_dir") +
            "/logs";
   } catch (const std::exception&) {
-    return "logs";
+    return "";
   }
 }
 

@@ -102,5 +102,20 @@ TEST(ModelWeights, KeyMapHintGivesARenameForEveryPrefix) {
   EXPECT_EQ(key_map_hint({"0.w", "head.w"}, {"net.0.w", "head.w"}, key), "");
 }
 
+TEST(ModelWeights, KeyMapHintRenamesOnlyTensorsThatFit) {
+  // Another model's checkpoint whose names happen to end alike: no rename between tensors of
+  // other shapes is suggested (following it would fail on the shapes).
+  const std::string key = "model.init_key_map";
+  const std::vector<std::string> file = {"blocks.0.out.weight", "blocks.0.out.bias"};
+  const std::vector<std::string> model = {"layers.0.weight", "layers.0.bias"};
+  EXPECT_FALSE(key_map_hint(file, model, key).empty());  // by the names alone
+  EXPECT_EQ(
+      key_map_hint(file, model, key, [](const std::string&, const std::string&) { return false; }),
+      "");
+  EXPECT_FALSE(key_map_hint(file, model, key, [](const std::string& u, const std::string& m) {
+                 return u.substr(u.rfind('.')) == m.substr(m.rfind('.'));
+               }).empty());
+}
+
 }  // namespace
 }  // namespace unitrain

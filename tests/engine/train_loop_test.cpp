@@ -14,11 +14,14 @@
 namespace unitrain {
 namespace {
 
-Config schedule_config(const std::string& run_dir, const std::string& length) {
+Config schedule_config(const std::string& run_dir, const std::string& length,
+                       const std::string& scheduler = "{type: cosine, args: {warmup: 2 steps}}") {
   return Config::from_string("run_dir: " + run_dir +
                              "\n"
                              "optimizer: {type: sgd, lr: 0.1}\n"
-                             "scheduler: {type: cosine, args: {warmup: 2 steps}}\n"
+                             "scheduler: " +
+                             scheduler +
+                             "\n"
                              "callbacks: [{type: lr_monitor}]\n"
                              "data: {loader: {batch_size: 8, workers: 0, shuffle: false}}\n"
                              "log: {trackers: [jsonl]}\n"
@@ -65,6 +68,16 @@ TEST(TrainLoop, ExtendingAFinishedRunSaysThatTheScheduleIsRecomputed) {
       << text;
   EXPECT_TRUE(test::contains(text, "step 9 trains with lr ")) << text;
   EXPECT_EQ(train_events(dir).size(), 12u);
+}
+
+TEST(TrainLoop, ExtendingARunWithAConstantLrSaysNothingOfItsSchedule) {
+  const std::string dir = test::temp_dir();
+  fit_regression(schedule_config(dir, "2 epochs", "{type: constant}"));
+  fit_regression(schedule_config(dir, "3 epochs", "{type: constant}"));
+  std::ifstream log(dir + "/train.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(test::contains(text, "resumed from")) << text;
+  EXPECT_FALSE(test::contains(text, "lr schedule:")) << text;
 }
 
 }  // namespace

@@ -240,6 +240,11 @@ class Checkpoints(common.Case):
         self.assertEqual(state_of(checkpoints(run_dir)[-1])["step"], 69)
         out = self.train(run_dir, "--train.max_length", "3 epochs")
         self.assertIn("already complete", out)
+        # A rerun that trains nothing changes nothing of the run's config (it says 3 epochs).
+        out = self.train(run_dir, "--train.max_length", "2 epochs")
+        self.assertIn("already complete", out)
+        with open(os.path.join(run_dir, "config.yaml")) as f:
+            self.assertIn("max_length: 3 epochs", f.read())
         # none: a fresh run; the earlier one's files are archived, not lost.
         self.train(run_dir, "--train.max_length", "1 epoch", "--checkpoint.resume", "none")
         self.assertEqual(state_of(checkpoints(run_dir)[-1])["step"], 23)

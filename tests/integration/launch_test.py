@@ -71,10 +71,12 @@ class Launch(common.Case):
         run_dir = os.path.join(self.dir, "bad")
         config = common.write(os.path.join(self.dir, "bad.yaml"), MLP_DIGITS % (run_dir, common.DIGITS))
         code, out = run(["launch", "--nproc-per-node", "2", "--", "train", config,
-                         "--train.max_length", "3 parsecs"])
+                         "--train.max_length", "3 parsecs"], cwd=self.dir)
         self.assertEqual(code, 2, out)
         self.assertIn("train.max_length", out)
         self.assertIn("exited with status 2", out)
+        # The config names no folder it can be trusted with: no logs/ where the command ran.
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "logs")))
 
     def test_bad_usage_is_a_clear_error(self):
         code, out = run(["launch", "--nproc-per-node", "0", "--", "train", "x.yaml"])

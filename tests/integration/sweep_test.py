@@ -201,18 +201,30 @@ class Sweep(common.Case):
         self.assertEqual(code, 0, out)
         self.assertEqual(self.results(one), self.results(two))
 
-    def test_best_yaml_of_multi_process_trials_says_how_to_run_it_and_pins_no_threads(self):
-        # Trials of 2 processes each: the sweep gives each its share of the CPUs, which best.yaml,
-        # a run alone, does not keep; its header says how the trials ran.
+    def test_multi_process_trials_retry_a_killed_worker_and_best_yaml_says_how_to_run(self):
+        # Trials of 2 processes each; kill -9 of one worker ends its launcher with 137, which
+        # the sweep retries from the trial's checkpoint as it does a single-process trial. The
+        # sweep gives each trial its share of the CPUs, which best.yaml, a run alone, does not
+        # keep; its header says how the trials ran.
         sweep, folder = self.sweep_file(
             "two-procs", "strategy: grid\nspace: {optimizer.lr: {grid: [0.01]}}\n"
             "launch: {nproc_per_node: 2, master_port: 29690}\n",
-            length="10 steps")
-        with open(self.base(length="10 steps")) as f:
+            length="30 steps")
+        with open(self.base(length="30 steps")) as f:
             base = f.read().replace(", threads: 1}", "}")
-        common.write(self.base(length="10 steps"), base)
-        code, out = run(["sweep", sweep])
-        self.assertEqual(code, 0, out)
+        common.write(self.base(length="30 steps"),
+                     base + "callbacks: [{type: slow_steps, args: {ms: 100}}]\n")
+        sweep_run = subprocess.Popen([common.BIN, "sweep", sweep, "--plugin", common.test_plugin()],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertTrue(common.wait_for(lambda: glob.glob(
+            os.path.join(folder, "trial-*", "checkpoints", "step-10")), timeout=300))
+        workers = [w for launch in common.children_of(sweep_run.pid)
+                   for w in common.children_of(launch)]
+        self.assertEqual(len(workers), 2, workers)
+        os.kill(workers[1], signal.SIGKILL)
+        out, _ = sweep_run.communicate(timeout=600)
+        self.assertEqual(sweep_run.returncode, 0, out)
+        self.assertIn("restarting it from its checkpoint", out)
         with open(os.path.join(glob.glob(os.path.join(folder, "trial-*"))[0], "config.yaml")) as f:
             self.assertRegex(f.read(), r"threads: \d+\n")  # the trial's share
         with open(os.path.join(folder, "best.yaml")) as f:
@@ -326,6 +338,21 @@ class Sweep(common.Case):
             "nometric", "strategy: grid\nspace: {optimizer.lr: {grid: [0.1, 0.01]}}\n",
             metric="val/f1")
         code, out = run(["sweep", sweep])
+        self.assertEqual(code, 2, out)
+        self.assertIn("does not report 'val/f1'; it reports: val/acc, val/loss", out)
+        self.assertEqual(len(glob.glob(os.path.join(folder, "trial-*"))), 1)
+        # The same when the first job pauses (a timer) after it validated: not a round of
+        # paused trials first.
+        args, folder = self.slow_sweep("nometric-paused")
+        base = os.path.join(self.dir, "base.yaml")
+        with open(base) as f:
+            text = f.read().replace("args: {ms: 50}}]", "args: {ms: 50}}, "
+                                    "{type: timer, args: {budget: 1.5s}}]")
+        common.write(base, text.replace("val_every: 1 epoch", "val_every: 5 steps"))
+        sweep = args[1]
+        with open(sweep) as f:
+            common.write(sweep, f.read().replace("metric: val/acc", "metric: val/f1"))
+        code, out = run(args)
         self.assertEqual(code, 2, out)
         self.assertIn("does not report 'val/f1'; it reports: val/acc, val/loss", out)
         self.assertEqual(len(glob.glob(os.path.join(folder, "trial-*"))), 1)

@@ -49,6 +49,21 @@ TEST(SweepOptions, BadKeysAreNamed) {
                        "asha.max_length: min_length and max_length take the same unit"));
 }
 
+TEST(SweepOptions, AKeyInsideABaseFileIsNotASweepKey) {
+  const std::string file = test::temp_dir() + "/s.yaml";
+  std::ofstream(file) << "name: s\nbase: run.yaml\nspace: {a: {grid: [1]}}\nmetric: val/acc\n";
+  const std::string m = test::config_error_of([&] {
+    load_sweep_options(file, {{"base.optimizer.lr", "0.1"}});
+  });
+  EXPECT_TRUE(test::contains(m, "--base.optimizer.lr: base is the file run.yaml, not a map")) << m;
+  EXPECT_TRUE(test::contains(m, "--space.optimizer.lr '{choice: [0.1]}'")) << m;
+  // A base given as a map takes its keys.
+  std::ofstream(file) << "name: s\nbase: {optimizer: {lr: 1}}\nspace: {a: {grid: [1]}}\n"
+                         "metric: val/acc\n";
+  const SweepOptions o = load_sweep_options(file, {{"base.optimizer.lr", "0.1"}});
+  EXPECT_EQ(o.base.node()["optimizer"]["lr"].as<double>(), 0.1);
+}
+
 TEST(SweepOptions, EveryKeyIsInDocsSweeps) {
   std::ifstream in(test::source_dir() + "/docs/sweeps.md");
   std::stringstream docs;

@@ -56,6 +56,16 @@ TEST(TrialConfigs, AshaRungsSetTheLengthAndAValidationThatFallsOnEach) {
   EXPECT_EQ(c.at("train").get_string("threads"), "auto");
 }
 
+TEST(TrialConfigs, AshaRefusesTheTrainingLengthInTheSpace) {
+  // Each rung sets it: a space value would make every promotion train nothing more.
+  const SweepOptions o = sweep_of(
+      "space: {train.max_length: {choice: [2 epochs]}}\nstrategy: asha\nmax_trials: 2\n"
+      "asha: {min_length: 1 epoch, max_length: 9 epochs}");
+  const std::string m = resolve_error(o);
+  EXPECT_TRUE(test::contains(m, "space.train.max_length: with strategy asha")) << m;
+  EXPECT_TRUE(test::contains(m, "take train.max_length out of the space")) << m;
+}
+
 TEST(TrialConfigs, AFractionalValidationPeriodThatFallsOnEveryRungIsKept) {
   const auto val_every = [](const std::string& base_train, const std::string& more) {
     const SweepOptions o = options_of<SweepOptions>().parse(Config::from_string(

@@ -116,8 +116,10 @@ std::optional<Rename> rename_between(const std::string& u, const std::string& m)
 
 }  // namespace
 
-std::string key_map_hint(const std::vector<std::string>& file_names,
-                         const std::vector<std::string>& model_names, const std::string& key) {
+std::string key_map_hint(
+    const std::vector<std::string>& file_names, const std::vector<std::string>& model_names,
+    const std::string& key,
+    const std::function<bool(const std::string& file_name, const std::string& model_name)>& fits) {
   const std::set<std::string> in_file(file_names.begin(), file_names.end());
   const std::set<std::string> in_model(model_names.begin(), model_names.end());
   std::vector<std::string> missing;
@@ -154,7 +156,7 @@ std::string key_map_hint(const std::vector<std::string>& file_names,
     for (const std::string& m : missing) {
       if (!starts_with(m, c.rename.to)) continue;
       const std::string u = c.rename.from + m.substr(c.rename.to.size());
-      if (!unexpected.count(u)) continue;
+      if (!unexpected.count(u) || (fits && !fits(u, m))) continue;
       c.explains.push_back(m);
       c.takes.push_back(u);
       c.tails += m.size() - c.rename.to.size();

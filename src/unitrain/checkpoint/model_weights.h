@@ -1,6 +1,7 @@
 #pragma once
 // Reading a model's weights from wherever a user keeps them: a state_dict file, a safetensors
 // file or a checkpoint; renaming them to the model's names.
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,7 +34,11 @@ NamedTensors rename_keys(NamedTensors tensors, const KeyMap& map, const std::str
 /// with "transformer." where the model's start with "": set model.init_key_map:
 /// {"transformer.": ""} to rename them`; with several prefixes (`transformer.` and `lm_head.`)
 /// one map with a rename for each; "" when no set of renames brings every missing name.
+/// `fits` (when given) says whether the file's tensor `file_name` can load into the model's
+/// `model_name` (their shapes): a rename is suggested only between names that fit.
 std::string key_map_hint(const std::vector<std::string>& file_names,
-                         const std::vector<std::string>& model_names, const std::string& key);
+                         const std::vector<std::string>& model_names, const std::string& key,
+                         const std::function<bool(const std::string& file_name,
+                                                  const std::string& model_name)>& fits = nullptr);
 
 }  // namespace unitrain

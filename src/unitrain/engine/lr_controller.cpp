@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
+
 #include "unitrain/optim/optimizer.h"
 
 namespace unitrain {
@@ -33,6 +35,11 @@ std::string LrController::resume_note(const std::vector<ConfigChange>& changes,
   }
   if (keys.empty() || !scheduler_) return "";
   const auto was = last_train.find("train/lr");
+  // A schedule that does not depend on the run's length (constant, the default) trains on
+  // with the lr it had: nothing to say.
+  if (was != last_train.end() && std::abs(lr() - was->second) <= 1e-9 * std::abs(was->second)) {
+    return "";
+  }
   return fmt::format(
       "lr schedule: {} changed since the checkpoint, and the schedule is a function of the run's "
       "length and settings, so it is recomputed: step {} trains with lr {:.4g}{}. To continue "

@@ -110,7 +110,12 @@ void load_init_weights(ObjectiveModule& module, const ModelSection& model) {
   for (const auto& [how, count] : converted) {
     log::info(fmt::format("model.init_from {}: converted {} tensors from {}", path, count, how));
   }
-  const std::string hint = key_map_hint(file_names, model_names, "model.init_key_map");
+  std::map<std::string, torch::IntArrayRef> file_shapes;
+  for (const auto& [name, t] : state) file_shapes.emplace(name, t.sizes());
+  const std::string hint = key_map_hint(file_names, model_names, "model.init_key_map",
+                                        [&](const std::string& u, const std::string& m) {
+                                          return file_shapes.at(u).equals(own.at(m).sizes());
+                                        });
   std::string summary;
   try {
     summary = load_module_state(module.weights(), state, model.init_strict, what) + hint;
@@ -265,23 +270,27 @@ std::optional<InputNormalization> saved_input_normalization(const Config& config
   return n;
 }
 
-/// The shuffle of the data order `run` continues (its random split's): the checkpoint it
-/// resumes from records it (trainer_state.json data_order; runs started before Feistel used
-/// Fisher-Yates); a new run uses the current one. Finds the checkpoint as Trainer::fit does.
-ShuffleAlgorithm resumed_shuffle(const RunSettings& run) {
+/// The checkpoint `run` will resume from, found as Trainer::fit does; "" for a new run.
+std::string resume_dir(const RunSettings& run) {
   const CheckpointOptions& ckpt = run.checkpoint;
-  if (!ckpt.enabled || run.train.test_mode) return kCurrentShuffle;
+  if (!ckpt.enabled || run.train.test_mode) return "";
   std::vector<std::string> skipped;  // the run warns of them when it resumes
-  const std::string dir =
-      Checkpointer(ckpt, run.run_dir + "/checkpoints").find_resume(ckpt.resume, &skipped);
-  return dir.empty() ? kCurrentShuffle : TrainerStateFile::read(dir).data_order;
+  return Checkpointer(ckpt, run.run_dir + "/checkpoints").find_resume(ckpt.resume, &skipped);
+}
+
+/// The shuffle of the data order a run continues (its random split's): the checkpoint it
+/// resumes from (`resume`) records it (trainer_state.json data_order; runs started before
+/// Feistel used Fisher-Yates); a new run uses the current one.
+ShuffleAlgorithm resumed_shuffle(const std::string& resume) {
+  return resume.empty() ? kCurrentShuffle : TrainerStateFile::read(resume).data_order;
 }
 
 }  // namespace
 
 ConfigRunResult train_from_config(const Config& raw_config) {
   const ConfigDriven raw = config_driven(raw_config);
-  DataSplits data = build_data(raw.run.data, raw.run.seed, resumed_shuffle(raw.run));
+  const std::string resume = resume_dir(raw.run);
+  DataSplits data = build_data(raw.run.data, raw.run.seed, resumed_shuffle(resume));
   const Config config = with_normalize_statistics(raw_config, raw.data_keys.normalize, data);
   Trainer trainer(config);  // seeds torch before the model is built
   const ConfigDriven c = config_driven(config);
@@ -293,7 +302,13 @@ ConfigRunResult train_from_config(const Config& raw_config) {
     in_parts.emplace(env.rank, env.world_size);
     built_in_parts = env.world_size;
   }
-  auto module = build_module(c, true);
+  // A resumed run's weights are its checkpoint's: model.init_from is not read (it may be gone
+  // from a machine the run is requeued on).
+  if (c.model_keys.init_from && !resume.empty()) {
+    log::info(fmt::format("model.init_from {}: not read, the run resumes from {}",
+                          *c.model_keys.init_from, resume));
+  }
+  auto module = build_module(c, resume.empty());
   in_parts.reset();
   int64_t params = 0;
   bool kept = false;  // a model that builds in parts (transformer_lm) did

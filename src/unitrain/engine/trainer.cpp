@@ -315,6 +315,11 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   // naming the key when it declares none).
   auto settings = std::make_unique<RunSettings>(*settings_);
   if (settings->checkpoint.enabled) settings->checkpoint.resolve_best_direction(module);
+  const EarlyStoppingOptions& stop = settings->early_stopping;  // the same, before any folder
+  if (!stop.metric.empty()) {
+    monitored_direction(stop.mode, stop.metric, module, "early_stopping.metric",
+                        "early_stopping.mode");
+  }
   settings_ = std::move(settings);
   // Plan: the run folder's lock, threads, the checkpoint to resume from, the processes, the
   // run folder, precision; then the loop's parts around the optimizer.
@@ -331,9 +336,13 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   callbacks_.call("on_fit_start", &Callback::on_fit_start);
   // Restore: everything the checkpoint holds, exactly where it was saved.
   if (!resume.dir.empty()) loop.restore(resume);
-  // The run's config once nothing refused it (a refused resume leaves the run's as it was).
-  if (!group || group->rank() == 0) write_file_atomic(run_dir() + "/config.yaml", config_.dump());
-  if (loop.announce()) report_finished_run();
+  // The run's config once nothing refused it and it trains: a refused resume, or a rerun of a
+  // finished run that trains nothing, leaves the run's as it was (it describes what trained).
+  const bool nothing_to_train = loop.announce();
+  if ((!group || group->rank() == 0) && !nothing_to_train) {
+    write_file_atomic(run_dir() + "/config.yaml", config_.dump());
+  }
+  if (nothing_to_train) report_finished_run();
   train_until_finished(loop);
   callbacks_.call("on_train_end", &Callback::on_train_end);
   const FitResult result = conclude(loop);                     // summary.json, the last line

@@ -70,7 +70,8 @@ struct AttemptEnd {
   /// [on machine 1] was killed by ...". The workers were stopped.
   std::string cause;
   /// The launcher's status if the run ends here: the failed worker's own exit status when it
-  /// exited (2 for a config error passes through), 1 when it was killed or failed elsewhere.
+  /// exited (2 for a config error passes through), 128 + the signal when one killed it (as a
+  /// shell says it: a sweep retries a trial so ended), 1 when it failed elsewhere.
   int status = 1;
 };
 
@@ -155,7 +156,7 @@ AttemptEnd supervise(WorkerGroup& group, const LaunchOptions& o, const SignalPip
     if (const Worker* w = group.reap(); w && !end.forwarded && end.cause.empty()) {
       end.failed = true;
       end.cause = link.end(failure_of(*w, o));
-      if (WIFEXITED(w->status)) end.status = WEXITSTATUS(w->status);
+      end.status = WIFEXITED(w->status) ? WEXITSTATUS(w->status) : 128 + WTERMSIG(w->status);
       say(o,
           detail::concat("worker rank ", w->rank, " (pid ", w->pid, ") ", describe_exit(w->status),
                          "; stopping the other workers"),

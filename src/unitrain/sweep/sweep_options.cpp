@@ -116,6 +116,13 @@ SweepOptions load_sweep_options(const std::string& file,
       raw.node()["space"][key.substr(6)] = distribution;
       continue;
     }
+    // `base` given as a file: a key inside it is not a key of the sweep's file.
+    UT_CHECK(key.rfind("base.", 0) != 0 || !raw.node()["base"].IsScalar(), "--", key,
+             ": base is the file ", raw.node()["base"].as<std::string>(""), ", not a map: set ",
+             key.substr(5),
+             " in that file, or give every trial the value "
+             "through the space: --space.",
+             key.substr(5), " '{choice: [", value, "]}'");
     raw.set(key, value);
   }
   return options_of<SweepOptions>().parse(raw);

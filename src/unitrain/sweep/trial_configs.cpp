@@ -56,6 +56,10 @@ TrialConfigs::TrialConfigs(const SweepOptions& options, const SearchSpace& space
            "base: data.train is not set, and every trial trains on it (unitrain train): give "
            "data.train in the base config");
   const Config train = base.at("train");
+  UT_CHECK(o_.strategy != SweepStrategy::Asha || !space.has("train.max_length"),
+           "space.train.max_length: with strategy asha each trial trains to its rung's length "
+           "(asha.min_length up to asha.max_length, promotions resume with a longer one): take "
+           "train.max_length out of the space, or use strategy grid or random");
   rungs_ = o_.strategy == SweepStrategy::Asha
                ? asha_rungs(o_.min_length, o_.max_length, o_.reduction_factor)
                : std::vector<TrainUnit>{train.get_duration("max_length")};
