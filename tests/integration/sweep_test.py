@@ -150,6 +150,7 @@ class Sweep(common.Case):
         self.assertEqual(sweep.returncode, 130, out)
         self.assertIn("the same sweep resumes it", out)
         self.assertEqual(self.results(folder)[0]["status"], "running")
+        self.assertGreaterEqual(self.results(folder)[0]["steps"], 10)  # what it saved on the signal
         code, out = run(args)
         self.assertEqual(code, 0, out)
         self.assertEqual([r["status"] for r in self.results(folder)], ["finished"] * 3)

@@ -5,13 +5,13 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
@@ -21,6 +21,7 @@
 #include "unitrain/launch/launcher.h"
 #include "unitrain/log/console.h"
 #include "unitrain/sweep/asha_schedule.h"
+#include "unitrain/sweep/job_outcome.h"
 #include "unitrain/sweep/search_space.h"
 #include "unitrain/sweep/sweep_results.h"
 #include "unitrain/sweep/trial_configs.h"
@@ -50,63 +51,6 @@ class StopSignals {
  private:
   std::map<int, struct sigaction> old_;
 };
-
-/// The last validation's metrics in a job's summary.json `j` (`file`); ConfigError naming the
-/// metrics it reported when `metric` is not among them.
-nlohmann::json reported(const nlohmann::json& j, const std::string& metric,
-                        const std::string& file) {
-  const nlohmann::json val = j.contains("final") && j.at("final").is_object()
-                                 ? j.at("final").value("val", nlohmann::json::object())
-                                 : nlohmann::json::object();
-  if (!val.contains(metric) || !val.at(metric).is_number()) {
-    std::string known;
-    for (const auto& [k, v] : val.items()) known += (known.empty() ? "" : ", ") + k;
-    throw ConfigError(fmt::format(
-        "metric: the trials' validation does not report '{}'; it reports: {} (in {})", metric,
-        known.empty() ? std::string("nothing (no validation data?)") : known, file));
-  }
-  return val;
-}
-
-/// The metric and step count a finished job left in the trial's results/summary.json.
-/// ConfigError naming the metrics its validation reported when `metric` is not among them.
-std::pair<double, int64_t> read_job_result(const std::string& run_dir, const std::string& metric) {
-  const std::string file = run_dir + "/results/summary.json";
-  std::ifstream in(file);
-  UT_CHECK_TRAIN(in, file, ": missing after the trial ended");
-  const nlohmann::json j = nlohmann::json::parse(in);
-  return {reported(j, metric, file).at(metric).get<double>(), j.at("step").get<int64_t>()};
-}
-
-/// What a job that exited with its resume code (checkpoint.on_signal.exit_code) left in
-/// results/summary.json when it paused (a `timer` callback's budget spent): why, and its step.
-/// A job that validated before it paused had to report `metric`: ConfigError as
-/// read_job_result's otherwise, so that no sweep pauses round after round on a typo.
-std::optional<std::pair<std::string, int64_t>> read_pause(const std::string& run_dir,
-                                                          const std::string& metric) {
-  const std::string file = run_dir + "/results/summary.json";
-  std::ifstream in(file);
-  if (!in) return std::nullopt;
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  const std::string prefix = "paused: ";
-  if (!j.is_object() || !j.value("status", nlohmann::json()).is_string()) return std::nullopt;
-  const std::string status = j.at("status").get<std::string>();
-  if (status.rfind(prefix, 0) != 0) return std::nullopt;
-  const nlohmann::json last = j.value("final", nlohmann::json::object());
-  if (last.is_object() && last.contains("val") && !last.at("val").empty()) {
-    reported(j, metric, file);
-  }
-  return std::make_pair(status.substr(prefix.size()), j.value("step", int64_t(0)));
-}
-
-/// A trial's end by a signal: killed by one, or exited after saving a checkpoint for one
-/// (`resume_code`: its checkpoint.on_signal.exit_code), or 128 + N (a multi-process trial's
-/// launcher: a worker killed by signal N, e.g. 137 after kill -9).
-bool ended_by_signal(int status, int resume_code) {
-  if (WIFSIGNALED(status)) return true;
-  const int code = WEXITSTATUS(status);
-  return code == resume_code || (code > 128 && code <= 128 + 64);
-}
 
 /// Waits (up to a minute) until no process holds the trial folder's lock: a trial of a killed
 /// sweep saves its checkpoint after the SIGTERM its death sent it.
@@ -298,6 +242,7 @@ class SweepRunner {
       log::info(fmt::format("trial {}: {} {:.4f} at {} ({} steps)", t.index, o_.metric, metric,
                             configs_.rungs()[ended.job.rung].str(), steps));
     } else if (ended.stopped_by_sweep) {
+      t.steps = std::max(t.steps, steps_done(configs_.run_dir(t.index)));  // saved on the signal
       log::info(fmt::format("trial {}: stopped ({}); the same sweep resumes it", t.index,
                             describe_exit(status)));
     } else if (ended_by_signal(status, ended.resume_code) && t.restarts < o_.retries) {
