@@ -135,18 +135,15 @@ TEST(CheckpointTools, VerifyWhileARunPrunesNamesNoCheckpointBroken) {
     done = true;
   });
   int walks = 0;
-  bool pruned_seen = false;
   while (!done) {
     std::string report;
     EXPECT_EQ(verify_checkpoints(root, report), 0) << report;
-    pruned_seen |= test::contains(report, "removed while being verified");
     ++walks;
   }
   EXPECT_GT(walks, 0);
   std::vector<std::string> left;
   for (const auto& e : fs::directory_iterator(root)) left.push_back(e.path().filename().string());
   EXPECT_EQ(left, std::vector<std::string>{"step-149"});  // nothing moved aside is left behind
-  (void)pruned_seen;  // timing decides whether a walk met a prune; either way nothing is broken
 }
 
 TEST(CheckpointTools, MergeWritesOneOptimizerFileWithEveryPartitionsState) {

@@ -160,6 +160,15 @@ class Safetensors(common.Case):
         for k in SHAPES:
             self.assertTrue(torch.equal(exported[k], bf16[k].float()), k)
 
+        # Extended (or requeued) elsewhere, the weights file gone: the run resumes from its
+        # checkpoint, whose weights win, without reading init_from.
+        os.remove(path)
+        code, out, _ = self.train("bf16", "--model.init_from", path, "--train.max_length",
+                                  "3 steps")
+        self.assertEqual(code, 0, out)
+        self.assertIn(f"model.init_from {path}: not read, the run resumes from", out)
+        self.assertIn("resumed from", out)
+
     def test_export_and_merge_match_the_state_dict(self):
         code, out, run_dir = self.train("run", "--optimizer.lr", "0.1")
         self.assertEqual(code, 0, out)

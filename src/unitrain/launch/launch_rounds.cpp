@@ -33,11 +33,7 @@ c10::intrusive_ptr<c10d::Store> LaunchRounds::connect(const LaunchOptions& o) {
   if (store_options.isServer) listen.emplace(o.master_addr, "--master-addr");
   try {
     if (listen && !listen->hand_to(store_options)) {
-      const std::string note = detail::concat(
-          "the rendezvous store listens on every interface at port ", o.master_port,
-          ", as torchrun's does (this LibTorch's TCPStore takes no address; from LibTorch 2.2 "
-          "it listens on --master-addr ",
-          listen->address(), " only)");
+      const std::string note = listen->every_interface_note(o.master_port, "--master-addr");
       if (o.output) {
         o.output("[launch] " + note, false);
       } else {

@@ -103,4 +103,11 @@ bool ListenSocket::hand_to(c10d::TCPStoreOptions& options) {
   return true;
 }
 
+std::string ListenSocket::every_interface_note(int port, const std::string& what) const {
+  return detail::concat("the rendezvous store listens on every interface at port ", port,
+                        ", as torchrun's does (this LibTorch's TCPStore takes no address; from "
+                        "LibTorch 2.2 it listens on ",
+                        what, " ", address_, " only)");
+}
+
 }  // namespace unitrain

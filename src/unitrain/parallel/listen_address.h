@@ -41,6 +41,9 @@ class ListenSocket {
   /// it); std::runtime_error naming the address when it cannot be bound (the port in use).
   /// Else false, and `options` unchanged: the store will listen on every interface.
   bool hand_to(c10d::TCPStoreOptions& options);
+  /// What the host says when hand_to() was false: the store listens on every interface at
+  /// `port`, as torchrun's, and where it would listen with LibTorch 2.2+ (`what`: MASTER_ADDR).
+  std::string every_interface_note(int port, const std::string& what) const;
 
  private:
   std::string address_;

@@ -89,11 +89,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env,
   if (store_options.isServer) listen.emplace(env.master_addr, "MASTER_ADDR");
   try {
     if (listen && !listen->hand_to(store_options)) {
-      spdlog::info(
-          "the rendezvous store listens on every interface at port {}, as torchrun's "
-          "does (this LibTorch's TCPStore takes no address; from LibTorch 2.2 it "
-          "listens on MASTER_ADDR {} only)",
-          env.master_port, listen->address());
+      spdlog::info("{}", listen->every_interface_note(env.master_port, "MASTER_ADDR"));
     }
     store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
   } catch (const std::exception& e) {
