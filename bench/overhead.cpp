@@ -4,17 +4,17 @@
 //   build/bench/bench_overhead [rounds=5] [steps=60] [case name filter, e.g. mlp]
 //       [train.loss_reads: auto|immediate|deferred]
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <unistd.h>
 
 #include "unitrain/core/registry.h"
 #include "unitrain/data/tensor_dataset.h"
 #include "unitrain/engine/builtins.h"
-#include "unitrain/engine/load_config.h"
+#include "unitrain/engine/config/load_config.h"
 #include "unitrain/engine/trainer.h"
 #include "unitrain/models/model.h"
 #include "unitrain/objective/objective_module.h"

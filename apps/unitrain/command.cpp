@@ -4,7 +4,7 @@
 #include "unitrain/core/error_text.h"
 #include "unitrain/core/plugin.h"
 #include "unitrain/engine/builtins.h"
-#include "unitrain/engine/load_config.h"
+#include "unitrain/engine/config/load_config.h"
 #include "unitrain/log/console.h"
 
 namespace unitrain::cli {

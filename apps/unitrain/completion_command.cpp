@@ -5,7 +5,7 @@
 #include "commands.h"
 #include "unitrain/core/error.h"
 #include "unitrain/engine/builtins.h"
-#include "unitrain/engine/load_config.h"
+#include "unitrain/engine/config/load_config.h"
 
 namespace unitrain::cli {
 namespace {

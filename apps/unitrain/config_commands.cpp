@@ -5,8 +5,8 @@
 #include "starter_config.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/registry.h"
-#include "unitrain/engine/component_list.h"
-#include "unitrain/engine/load_config.h"
+#include "unitrain/engine/config/component_list.h"
+#include "unitrain/engine/config/load_config.h"
 #include "unitrain/log/console.h"
 
 namespace unitrain::cli {

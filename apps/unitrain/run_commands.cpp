@@ -4,7 +4,7 @@
 #include "commands.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/memory.h"
-#include "unitrain/engine/run_settings.h"
+#include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/train_from_config.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"

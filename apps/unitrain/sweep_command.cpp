@@ -4,7 +4,7 @@
 #include "bash_completion.h"
 #include "commands.h"
 #include "unitrain/core/error.h"
-#include "unitrain/engine/load_config.h"
+#include "unitrain/engine/config/load_config.h"
 #include "unitrain/sweep/sweep.h"
 #include "unitrain/sweep/sweep_options.h"
 

@@ -12,7 +12,7 @@
 #include "unitrain/checkpoint/model_weights.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
-#include "unitrain/engine/evaluator.h"
+#include "unitrain/engine/loop/evaluator.h"
 #include "unitrain/engine/trainer.h"
 
 int main(int argc, char** argv) try {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "unitrain/engine/callback_registry.h"
-#include "unitrain/engine/step_runner.h"
+#include "unitrain/engine/step/step_runner.h"
 #include "unitrain/engine/trainer.h"
 
 namespace {

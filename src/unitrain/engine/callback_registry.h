@@ -2,7 +2,6 @@
 // The callback registry: callbacks built by name from the config's `callbacks` list.
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "unitrain/core/config.h"
 #include "unitrain/core/registry.h"
@@ -31,10 +30,5 @@ void register_callback(const std::string& name, const std::string& help) {
 /// ema, model_summary (idempotent; engine's register_builtins() calls it). Defined beside them,
 /// in callbacks/builtin_callbacks.cpp.
 void register_builtin_callbacks();
-
-/// The callbacks a resolved run config asks for, built through callback_registry(), in order:
-/// early_stopping (its args: the `early_stopping` section) when that section names a metric,
-/// then each of `callbacks`.
-std::vector<CallbackPtr> build_callbacks(const Config& resolved);
 
 }  // namespace unitrain

@@ -3,7 +3,7 @@
 #include <optional>
 
 #include "unitrain/core/config.h"
-#include "unitrain/engine/class_results.h"
+#include "unitrain/engine/results/class_results.h"
 #include "unitrain/engine/trainer.h"
 
 namespace unitrain {

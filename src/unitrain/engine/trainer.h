@@ -11,10 +11,10 @@
 #include "unitrain/data/dataset.h"
 #include "unitrain/engine/callback.h"
 #include "unitrain/engine/callback_list.h"
-#include "unitrain/engine/evaluator.h"
+#include "unitrain/engine/config/train_options.h"
 #include "unitrain/engine/fit_result.h"
-#include "unitrain/engine/run_decisions.h"
-#include "unitrain/engine/train_options.h"
+#include "unitrain/engine/loop/evaluator.h"
+#include "unitrain/engine/loop/run_decisions.h"
 #include "unitrain/optim/optimizer.h"
 #include "unitrain/optim/scheduler.h"
 

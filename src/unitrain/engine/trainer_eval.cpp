@@ -4,8 +4,8 @@
 
 #include "unitrain/core/error.h"
 #include "unitrain/data/loader.h"
-#include "unitrain/engine/run_settings.h"
-#include "unitrain/engine/summary_file.h"
+#include "unitrain/engine/config/run_settings.h"
+#include "unitrain/engine/results/summary_file.h"
 #include "unitrain/engine/trainer.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/run_logger.h"

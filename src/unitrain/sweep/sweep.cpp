@@ -17,7 +17,7 @@
 
 #include "unitrain/core/cpu_budget.h"
 #include "unitrain/core/error.h"
-#include "unitrain/engine/run_dir_lock.h"
+#include "unitrain/engine/setup/run_dir_lock.h"
 #include "unitrain/launch/launcher.h"
 #include "unitrain/log/console.h"
 #include "unitrain/sweep/asha_schedule.h"

@@ -3,7 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "unitrain/core/error.h"
-#include "unitrain/engine/run_folder.h"
+#include "unitrain/engine/config/run_settings.h"
 
 namespace unitrain {
 

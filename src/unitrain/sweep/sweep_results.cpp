@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "unitrain/core/error.h"
-#include "unitrain/engine/run_folder.h"
+#include "unitrain/engine/setup/run_folder.h"
 
 namespace unitrain {
 namespace {

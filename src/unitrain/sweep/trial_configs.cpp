@@ -8,7 +8,7 @@
 #include <numeric>
 
 #include "unitrain/core/error.h"
-#include "unitrain/engine/load_config.h"
+#include "unitrain/engine/config/load_config.h"
 #include "unitrain/sweep/asha_schedule.h"
 
 namespace unitrain {

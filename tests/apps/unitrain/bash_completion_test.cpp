@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "unitrain/engine/load_config.h"
+#include "unitrain/engine/config/load_config.h"
 
 namespace unitrain {
 

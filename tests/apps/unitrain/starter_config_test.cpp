@@ -8,7 +8,7 @@
 
 #include "test_util.h"
 #include "unitrain/core/error.h"
-#include "unitrain/engine/load_config.h"
+#include "unitrain/engine/config/load_config.h"
 
 namespace unitrain {
 namespace {

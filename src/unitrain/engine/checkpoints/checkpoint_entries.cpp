@@ -1,0 +1,389 @@
+#include "unitrain/engine/checkpoints/checkpoint_entries.h"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "unitrain/checkpoint/checkpoint_files.h"
+#include "unitrain/checkpoint/model_shards.h"
+#include "unitrain/checkpoint/optimizer_state.h"
+#include "unitrain/checkpoint/state_io.h"
+#include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
+#include "unitrain/core/train_module.h"
+#include "unitrain/engine/callback_list.h"
+#include "unitrain/engine/checkpoints/rank_files.h"
+#include "unitrain/engine/step/lr_controller.h"
+#include "unitrain/log/console.h"
+#include "unitrain/parallel/optimizer_sharding.h"
+#include "unitrain/parallel/process_group.h"
+#include "unitrain/parallel/sharded_parameters.h"
+#include "unitrain/precision/precision.h"
+
+namespace unitrain {
+namespace files = checkpoint_files;
+
+bool CheckpointRead::has(const std::string& name) const { return CheckpointStore::has(dir, name); }
+
+std::vector<char> CheckpointRead::read(const std::string& name) const {
+  return CheckpointStore::read(dir, name);
+}
+
+MappedFile CheckpointRead::map(const std::string& name) const {
+  return CheckpointStore::map(dir, name);
+}
+
+namespace {
+
+/// Entry `name` of the checkpoint being read, a tensor dict in PyTorch's format; errors name its
+/// file.
+NamedTensors read_tensor_dict_entry(const CheckpointRead& in, const std::string& name) {
+  return load_tensor_dict(in.read(name), in.path(name));
+}
+
+class ModelEntry : public CheckpointEntry {
+ public:
+  ModelEntry(TrainModule& module, Precision& precision) : module_(module), precision_(precision) {}
+
+  void save(CheckpointWrite& out) override {
+    if (!out.writes) return;
+    // bf16-true: the float32 master weights (and buffers widened), not the bfloat16 copies.
+    const MasterWeights* masters = precision_.masters();
+    auto state = std::make_shared<NamedTensors>(
+        masters ? named_state(masters->parameters(), masters->buffers(), out.async, out.buffers)
+                : module_state(module_.weights(), out.async, out.buffers));
+    out.files.push_back({files::kModel, {}, [state] { return tensor_dict_image(*state); }});
+  }
+
+  void restore(const CheckpointRead& in) override {
+    const std::string file =
+        has_model_shards(in.dir) ? in.dir + " (its parts merged)" : in.path(files::kModel);
+    NamedTensors state = read_model_state(in.dir);  // whole, or distributed.zero: 3's parts
+    MasterWeights* masters = precision_.masters();
+    if (!masters) {
+      load_module_state(module_.weights(), state, /*strict=*/true, file);
+      return;
+    }
+    // bf16-true: the module takes the weights in bfloat16 (names and shapes checked there),
+    // the masters the float32 values.
+    NamedTensors low = state;
+    for (auto& [name, t] : low) {
+      if (t.is_floating_point()) t = t.to(torch::kBFloat16);
+    }
+    load_module_state(module_.weights(), low, /*strict=*/true, file);
+    masters->load(state);
+  }
+
+ private:
+  TrainModule& module_;
+  Precision& precision_;
+};
+
+class OptimizerEntry : public CheckpointEntry {
+ public:
+  OptimizerEntry(torch::optim::Optimizer& optimizer, const torch::nn::Module& model,
+                 ProcessGroup* group, OptimizerSharding* sharding, std::string root,
+                 const ShardedParameters* sharded)
+      : optimizer_(optimizer),
+        model_(model),
+        group_(group),
+        sharding_(sharding),
+        sharded_(sharded),
+        root_(std::move(root)) {}
+
+  void save(CheckpointWrite& out) override {
+    std::vector<CheckpointFile> partitions;
+    if (sharding_ || sharded_) {
+      partitions = write_rank_files(*group_, root_, out.state.state.step, "optimizer",
+                                    "optimizer partition", files::optimizer_partition,
+                                    [this] { return save_optimizer_state(optimizer_); });
+    }
+    if (!out.writes) return;
+    out.files.push_back({sharding_ || sharded_ ? files::optimizer_partition(0) : files::kOptimizer,
+                         {},
+                         optimizer_state_snapshot(optimizer_, out.async, out.buffers)});
+    for (CheckpointFile& f : partitions) out.files.push_back(std::move(f));
+  }
+
+  /// optimizer.pt, or a ZeRO run's partitions (from any number of ranks): this run takes what
+  /// it needs (with ZeRO, its own partition's state).
+  void restore(const CheckpointRead& in) override {
+    if (sharded_) return restore_parts(in);
+    if (in.has(files::kModelShards) && !in.has(files::kOptimizer)) return restore_flattened(in);
+    std::vector<OptimizerFile> found;
+    if (in.has(files::kOptimizer)) {
+      found.push_back({in.read(files::kOptimizer), in.path(files::kOptimizer)});
+    } else {
+      for (int r = 0; in.has(files::optimizer_partition(r)); ++r) {
+        const std::string name = files::optimizer_partition(r);
+        found.push_back({in.read(name), in.path(name)});
+      }
+    }
+    UT_CHECK_TRAIN(!found.empty(), in.dir, " holds no optimizer state (", files::kOptimizer, " or ",
+                   files::optimizer_partition(0), ")");
+    load_optimizer_state(optimizer_, std::move(found));
+    if (sharding_) sharding_->drop_foreign_state();
+  }
+
+ private:
+  /// distributed.zero: 3: this rank's own file at the same world size and layout, else every
+  /// rank's files re-cut into this rank's parts.
+  void restore_parts(const CheckpointRead& in) {
+    const ShardLayout layout = sharded_->layout();
+    UT_CHECK_TRAIN(in.has(files::kModelShards), in.dir,
+                   " was saved by a run without distributed.zero: 3: its optimizer state is by "
+                   "parameter, not by parts of flattened ones; resume it with the distributed.zero "
+                   "it was saved with, or start from its weights (model.init_from)");
+    const std::vector<char> text = in.read(files::kModelShards);
+    const ShardLayout saved =
+        ShardLayout::from_json({text.begin(), text.end()}, in.path(files::kModelShards));
+    UT_CHECK_TRAIN(saved.same_flats(layout), in.dir,
+                   "'s parameters were flattened otherwise (other units, optimizer groups or "
+                   "dtypes): its optimizer state does not fit; resume with the model and "
+                   "optimizer.no_decay_bias_norm it was saved with");
+    if (saved.world_size == layout.world_size) {
+      const std::string name = files::optimizer_partition(in.rank);
+      load_optimizer_state(optimizer_, in.read(name), in.path(name));
+      return;
+    }
+    // Every rank's file mapped: only the elements of this rank's new parts are read.
+    std::vector<OptimizerBytes> parts;
+    for (int r = 0; r < saved.world_size; ++r) {
+      const std::string name = files::optimizer_partition(r);
+      parts.push_back(OptimizerBytes::of(in.map(name), in.path(name)));
+    }
+    // The optimizer's parameters, counted over its groups, are the flats of each group's key.
+    std::vector<FlatCut> cuts;
+    for (size_t g = 0; g < optimizer_.param_groups().size(); ++g) {
+      for (size_t i = 0; i < layout.flats.size(); ++i) {
+        if (layout.flats[i].key != static_cast<int>(g)) continue;
+        cuts.push_back({layout.flats[i].length, saved.flats[i].part, layout.flats[i].part});
+      }
+    }
+    load_resharded_optimizer_state(optimizer_, parts, cuts, in.rank,
+                                   in.dir + "'s optimizer parts, re-cut");
+  }
+
+  /// A run without distributed.zero: 3 (one process, or another ZeRO stage) from a checkpoint
+  /// of one with it: every rank's parts, by parameter.
+  void restore_flattened(const CheckpointRead& in) {
+    const std::vector<char> text = in.read(files::kModelShards);
+    const ShardLayout saved =
+        ShardLayout::from_json({text.begin(), text.end()}, in.path(files::kModelShards));
+    std::map<const void*, std::string> names;
+    for (const auto& item : model_.named_parameters(/*recurse=*/true)) {
+      names[item.value().unsafeGetTensorImpl()] = item.key();
+    }
+    std::vector<std::vector<std::string>> group_names;
+    for (const auto& g : optimizer_.param_groups()) {
+      group_names.emplace_back();
+      for (const auto& p : g.params()) {
+        const auto name = names.find(p.unsafeGetTensorImpl());
+        UT_CHECK_TRAIN(name != names.end(), in.dir,
+                       " holds the optimizer state of a run with distributed.zero: 3 by the "
+                       "model's parameter names; this optimizer trains a tensor that is not "
+                       "one of the model's parameters");
+        group_names.back().push_back(name->second);
+      }
+    }
+    std::vector<OptimizerBytes> parts;
+    for (int r = 0; r < saved.world_size; ++r) {
+      const std::string name = files::optimizer_partition(r);
+      parts.push_back(OptimizerBytes::of(in.map(name), in.path(name)));
+    }
+    load_optimizer_state(optimizer_, unflatten_optimizer_files(parts, saved, group_names),
+                         in.dir + "'s optimizer parts, by parameter");
+    if (sharding_) sharding_->drop_foreign_state();
+  }
+
+  torch::optim::Optimizer& optimizer_;
+  const torch::nn::Module& model_;
+  ProcessGroup* group_;
+  OptimizerSharding* sharding_;
+  const ShardedParameters* sharded_;
+  std::string root_;
+};
+
+class RngEntry : public CheckpointEntry {
+ public:
+  explicit RngEntry(ProcessGroup* group) : group_(group) {}
+
+  /// Every rank's generator state goes to rank 0, which writes the checkpoint.
+  void save(CheckpointWrite& out) override {
+    const std::vector<char> mine = save_tensor_dict(rng_state());
+    std::vector<std::string> all{std::string(mine.begin(), mine.end())};
+    if (group_) all = group_->all_gather(all[0]);
+    if (!out.writes) return;
+    for (size_t r = 0; r < all.size(); ++r) out.add(files::rng(static_cast<int>(r)), all[r]);
+  }
+
+  /// A rank the checkpoint had restores its generators; a rank it did not have (a resume on
+  /// more processes) keeps the one seeded at the start, seed + rank, as a fresh run's would be.
+  void restore(const CheckpointRead& in) override {
+    const std::string name = files::rng(in.rank);
+    if (in.rank < in.state.world_size) {
+      load_rng_state(read_tensor_dict_entry(in, name), in.path(name));
+      return;
+    }
+    log::info(
+        fmt::format("{} has no generator state of rank {} (it was written by {} "
+                    "process(es)): rank {} keeps its generator seeded with seed + rank",
+                    in.dir, in.rank, in.state.world_size, in.rank));
+  }
+
+ private:
+  ProcessGroup* group_;
+};
+
+class GradientsEntry : public CheckpointEntry {
+ public:
+  GradientsEntry(TrainModule& module, const TrainState& counters)
+      : module_(module), counters_(counters) {}
+
+  void save(CheckpointWrite& out) override {
+    if (out.writes && counters_.micro_in_window != 0) {
+      out.files.push_back({files::kGradients, tensor_dict_image(gradient_state(module_))});
+    }
+  }
+
+  void restore(const CheckpointRead& in) override {
+    if (!in.has(files::kGradients)) return;
+    load_gradient_state(module_, read_tensor_dict_entry(in, files::kGradients),
+                        in.path(files::kGradients));
+  }
+
+ private:
+  TrainModule& module_;
+  const TrainState& counters_;
+};
+
+class LossScalerEntry : public CheckpointEntry {
+ public:
+  explicit LossScalerEntry(Precision& precision) : precision_(precision) {}
+
+  void save(CheckpointWrite& out) override {
+    if (const LossScaler* scaler = precision_.scaler(); scaler && out.writes) {
+      out.add(files::kLossScaler, scaler->state_json());
+    }
+  }
+
+  void restore(const CheckpointRead& in) override {
+    LossScaler* scaler = precision_.scaler();
+    if (!scaler) return;
+    if (in.has(files::kLossScaler)) {
+      const std::vector<char> b = in.read(files::kLossScaler);
+      scaler->load_state_json(std::string(b.begin(), b.end()), in.path(files::kLossScaler));
+    } else {
+      log::info(
+          fmt::format("{} has no loss scaler state (saved with another train.precision): "
+                      "the loss scale starts at {}",
+                      in.dir, scaler->scale()));
+    }
+  }
+
+ private:
+  Precision& precision_;
+};
+
+class CallbacksEntry : public CheckpointEntry {
+ public:
+  explicit CallbacksEntry(CallbackList& callbacks) : callbacks_(callbacks) {}
+
+  void save(CheckpointWrite& out) override {
+    if (!out.writes) return;
+    CheckpointEntries extra;
+    callbacks_.call("on_save_checkpoint", &Callback::on_save_checkpoint, extra);
+    for (const auto& [name, bytes] : extra) {
+      UT_CHECK_TRAIN(!name.empty() && name.find('/') == std::string::npos,
+                     "a callback's "
+                     "checkpoint entry name must be a plain file name, got '",
+                     name, "'");
+      out.add(files::kCallbackPrefix + name, bytes);
+    }
+  }
+
+  void restore(const CheckpointRead& in) override {
+    const CheckpointEntries extra = read_callback_entries(in.dir);
+    callbacks_.call("on_load_checkpoint", &Callback::on_load_checkpoint, extra);
+  }
+
+ private:
+  CallbackList& callbacks_;
+};
+
+class ScheduleEntry : public CheckpointEntry {
+ public:
+  ScheduleEntry(LrController& lr, const TrainState& counters) : lr_(lr), counters_(counters) {}
+
+  void save(CheckpointWrite& out) override {
+    if (Scheduler* s = lr_.scheduler()) out.state.scheduler = s->state();
+  }
+
+  void restore(const CheckpointRead& in) override {
+    if (Scheduler* s = lr_.scheduler(); s && !in.state.scheduler.empty()) {
+      s->load_state(in.state.scheduler);
+    }
+    lr_.follow(counters_);
+  }
+
+ private:
+  LrController& lr_;
+  const TrainState& counters_;
+};
+
+}  // namespace
+
+std::map<std::string, std::string> read_callback_entries(const std::string& dir) {
+  const std::string prefix = files::kCallbackPrefix;
+  std::map<std::string, std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && CheckpointStore::has(dir, name)) {
+      const std::vector<char> b = CheckpointStore::read(dir, name);
+      out[name.substr(prefix.size())] = std::string(b.begin(), b.end());
+    }
+  }
+  // distributed.zero: 3 saves a callback's per-parameter state (the ema callback's average) as
+  // parts: merged, it is the callback's entry.
+  for (const std::string& state : sharded_state_names(dir)) {
+    if (out.count(files::state_entry(state))) continue;
+    const std::vector<char> b = save_tensor_dict(
+        merge_model_shards(dir, [&](int rank) { return files::state_shard(state, rank); }));
+    out[files::state_entry(state)] = std::string(b.begin(), b.end());
+  }
+  return out;
+}
+
+CheckpointEntryPtr model_entry(TrainModule& module, Precision& precision) {
+  return std::make_unique<ModelEntry>(module, precision);
+}
+
+CheckpointEntryPtr optimizer_entry(torch::optim::Optimizer& optimizer,
+                                   const torch::nn::Module& model, ProcessGroup* group,
+                                   OptimizerSharding* sharding, std::string root,
+                                   const ShardedParameters* sharded) {
+  return std::make_unique<OptimizerEntry>(optimizer, model, group, sharding, std::move(root),
+                                          sharded);
+}
+
+CheckpointEntryPtr rng_entry(ProcessGroup* group) { return std::make_unique<RngEntry>(group); }
+
+CheckpointEntryPtr gradients_entry(TrainModule& module, const TrainState& counters) {
+  return std::make_unique<GradientsEntry>(module, counters);
+}
+
+CheckpointEntryPtr loss_scaler_entry(Precision& precision) {
+  return std::make_unique<LossScalerEntry>(precision);
+}
+
+CheckpointEntryPtr callbacks_entry(CallbackList& callbacks) {
+  return std::make_unique<CallbacksEntry>(callbacks);
+}
+
+CheckpointEntryPtr schedule_entry(LrController& lr, const TrainState& counters) {
+  return std::make_unique<ScheduleEntry>(lr, counters);
+}
+
+}  // namespace unitrain

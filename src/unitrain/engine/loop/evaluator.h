@@ -1,0 +1,32 @@
+#pragma once
+// Evaluator: one pass of validation_step (or test_step) over a dataset, without gradients.
+#include <map>
+#include <string>
+
+#include "unitrain/core/train_module.h"
+#include "unitrain/data/loader.h"
+#include "unitrain/metrics/metric_accumulator.h"
+
+namespace unitrain {
+
+class CallbackList;
+class Precision;
+
+enum class EvalSplit { Val, Test };
+
+/// Runs the module in eval mode under NoGradGuard over every batch of `loader` (epoch 0, in
+/// order) and returns the loss and metrics averaged over samples (not batches), keyed
+/// `<prefix>/loss`, `<prefix>/<metric>`. Restores the module's training mode after.
+/// `max_batches` >= 0 stops after that many batches (test_mode). With `precision`, the steps
+/// run as training's forward does (autocast; bf16-true's bfloat16 inputs).
+std::map<std::string, double> evaluate(TrainModule& module, const Loader& loader, EvalSplit split,
+                                       const std::string& prefix, int64_t max_batches = -1,
+                                       const Precision* precision = nullptr);
+
+/// The same pass, returning the raw sums (for reducing across processes before dividing).
+/// With `hooks`, each batch runs on_validation_batch_start/end (on_test_batch_start/end).
+MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalSplit split,
+                                int64_t max_batches = -1, CallbackList* hooks = nullptr,
+                                const Precision* precision = nullptr);
+
+}  // namespace unitrain

@@ -1,0 +1,46 @@
+#include "unitrain/engine/loop/module_run.h"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "unitrain/core/error.h"
+#include "unitrain/engine/loop/loop_optimizers.h"
+#include "unitrain/engine/step/module_error.h"
+#include "unitrain/parallel/gradient_sync.h"
+
+namespace unitrain {
+
+LoopModuleRun::LoopModuleRun(const TrainState& counters, int rank, int world,
+                             std::function<void(const std::string&, double)> log,
+                             GradientSync& sync, const LoopOptimizers& optimizers,
+                             std::vector<torch::Tensor> params)
+    : counters_(counters),
+      rank_(rank),
+      world_(world),
+      log_(std::move(log)),
+      sync_(sync),
+      optimizers_(optimizers),
+      params_(std::move(params)) {}
+
+void LoopModuleRun::backward(const torch::Tensor& loss) {
+  UT_CHECK(optimizers_.manual(),
+           "run().backward() is for a module that steps its own optimizers (configure_optimizers "
+           "adds them); otherwise return the loss from training_step and the Trainer runs "
+           "backward");
+  UT_CHECK(loss.defined() && loss.numel() == 1, "run().backward() needs a scalar loss");
+  // Each rank's gradients are summed by the reduce (DataParallelOptions::average is off):
+  // 1 / ranks of each loss makes the sum their average.
+  sync_.before_backward(true);
+  try {
+    (world_ > 1 ? loss / static_cast<double>(world_) : loss).backward();
+  } catch (...) {
+    rethrow_module_error(fmt::format("run().backward() at step {}", counters_.step + 1));
+  }
+  sync_.finish(params_);
+}
+
+torch::optim::Optimizer& LoopModuleRun::optimizer(const std::string& name) {
+  return optimizers_.named(name);
+}
+
+}  // namespace unitrain

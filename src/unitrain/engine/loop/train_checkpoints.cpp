@@ -1,0 +1,233 @@
+#include "unitrain/engine/loop/train_checkpoints.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include "unitrain/checkpoint/checkpoint_files.h"
+#include "unitrain/checkpoint/checkpointer.h"
+#include "unitrain/checkpoint/state_io.h"
+#include "unitrain/core/error.h"
+#include "unitrain/engine/config/run_settings.h"
+#include "unitrain/engine/loop/periods.h"
+#include "unitrain/engine/loop/run_decisions.h"
+#include "unitrain/engine/setup/run_plan.h"
+#include "unitrain/log/console.h"
+#include "unitrain/log/run_logger.h"
+#include "unitrain/profile/profiler.h"
+
+namespace unitrain {
+namespace files = checkpoint_files;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string hash_of(const std::string& text) {
+  return fmt::format("{:08x}", crc32_of(text.data(), text.size()));
+}
+
+}  // namespace
+
+ResumePoint read_resume_point(const std::string& dir, const Config& current) {
+  ResumePoint r;
+  if (dir.empty()) return r;
+  r.dir = dir;
+  r.config_changes = check_resume_config(read_checkpoint_config(dir), current, dir);
+  r.file = TrainerStateFile::read(dir);
+  return r;
+}
+
+CheckpointSetup CheckpointSetup::of(const RunSettings& s, const Config& config, const RunPlan& plan,
+                                    bool shared, bool has_callbacks) {
+  CheckpointSetup c;
+  c.options = s.checkpoint;
+  c.root = s.run_dir + "/checkpoints";
+  c.on = s.checkpoint.enabled && !s.train.test_mode;
+  c.writes = c.on && plan.rank == 0;
+  c.shared = shared;
+  c.has_callbacks = has_callbacks;
+  c.config_text = config.dump();
+  c.world = plan.world;
+  c.batch_size = plan.batch_size;      // per process: with world, what a resume on another
+  c.accumulation = plan.accumulation;  // number of processes keeps (world_change.h)
+  c.zero = shared && s.distributed.zero >= 1 ? s.distributed.zero : 0;
+  return c;
+}
+
+TrainCheckpoints::TrainCheckpoints(CheckpointSetup setup, const TrainState& counters,
+                                   const RunLogger& logger, RunDecisions& decisions,
+                                   Profiler* profiler)
+    : setup_(std::move(setup)),
+      counters_(counters),
+      logger_(logger),
+      decisions_(decisions),
+      profiler_(profiler),
+      best_value_(std::numeric_limits<double>::quiet_NaN()) {
+  if (setup_.writes) {
+    checkpointer_ = std::make_unique<Checkpointer>(setup_.options, setup_.root);
+    checkpointer_->clean_partial();  // folders of saves that a crash or SIGKILL interrupted
+  }
+}
+
+TrainCheckpoints::~TrainCheckpoints() = default;
+
+void TrainCheckpoints::add(CheckpointEntryPtr entry) {
+  entries_.push_back(entry.get());
+  owned_.push_back(std::move(entry));
+}
+
+int64_t TrainCheckpoints::saves() const { return checkpointer_ ? checkpointer_->saves() : 0; }
+
+double TrainCheckpoints::write_seconds() const {
+  return checkpointer_ ? checkpointer_->write_seconds() : 0;
+}
+
+TrainCheckpoints::SavePoint TrainCheckpoints::here() const {
+  return {counters_.samples, counters_.should_stop, logger_.events()};
+}
+
+void TrainCheckpoints::observe_validation(const MetricMap& val) {
+  const CheckpointOptions& o = setup_.options;
+  if (o.best_metric.empty()) return;
+  const double v = monitored(val, o.best_metric, "checkpoint.best.metric");
+  if (o.improves(v, best_value_)) {
+    best_value_ = v;
+    want_best_save_ = true;
+  }
+}
+
+bool TrainCheckpoints::due(Periods& periods, bool force) {
+  bool periodic = periods.due(Periods::Save, counters_);
+  if (setup_.options.every_auto) {  // an epoch's end once saves are due, or a long epoch
+    periodic = (periodic && decisions_.save_soon()) || decisions_.save_now();
+  }
+  return periodic || force || want_best_save_;
+}
+
+void TrainCheckpoints::save_if_due(Periods& periods, bool force) {
+  if (decisions_.act_on_signal_or_pause(setup_.on)) force = true;
+  if (!setup_.on) return;
+  bool due_now = due(periods, force);
+  // Data-parallel runs save at window boundaries only (gradients inside a window are each
+  // rank's own): a save due inside one waits for its end.
+  if (setup_.shared && (due_now || save_pending_) && counters_.micro_in_window != 0) {
+    save_pending_ = true;
+    return;
+  }
+  due_now |= save_pending_;
+  save_pending_ = false;
+  if (!due_now || saved_ == here()) {
+    if (want_best_save_ && saved_.samples == counters_.samples && checkpointer_) {  // just link
+      checkpointer_->wait();
+      checkpointer_->store().link("best", last_checkpoint_);
+    }
+    want_best_save_ = false;
+    return;
+  }
+  save();
+}
+
+void TrainCheckpoints::save() {
+  Profiler::Range range(profiler_, Phase::Checkpoint);
+  const Clock::time_point start = Clock::now();
+  decisions_.saved();
+  CheckpointWrite out;
+  out.writes = checkpointer_ != nullptr;
+  out.async = setup_.options.async;
+  // Snapshots now, bytes later: an async save serialises on the writer thread, so training
+  // waits only for the copies (the optimizer keeps training on copies of its state).
+  if (out.writes && out.async) {
+    checkpointer_->wait();  // the previous save no longer reads the buffers
+    if (!snapshot_buffers_) snapshot_buffers_ = std::make_shared<SnapshotBuffers>(/*defer=*/true);
+    out.buffers = snapshot_buffers_.get();
+  }
+  out.state.state = counters_;
+  for (CheckpointEntry* e : entries_) e->save(out);
+  if (!out.writes) {  // another rank: rank 0 writes
+    want_best_save_ = false;
+    saved_ = here();
+    last_checkpoint_ = fmt::format("{}/step-{}", setup_.root, counters_.step);
+    return;
+  }
+  write(out);
+  blocking_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void TrainCheckpoints::write(CheckpointWrite& out) {
+  TrainerStateFile& st = out.state;
+  st.config_hash = hash_of(setup_.config_text);
+  st.world_size = setup_.world;
+  st.batch_size = setup_.batch_size;
+  st.accumulation = setup_.accumulation;
+  st.zero = setup_.zero;
+  st.data_order = setup_.data_order;
+  st.best_value = best_value_;
+  out.add(files::kTrainerState, st.to_json());
+  out.add(files::kConfig, setup_.config_text);
+  if (!setup_.classes_text.empty()) out.add(files::kClasses, setup_.classes_text);
+  std::set<std::string> names;
+  for (const CheckpointFile& f : out.files) {
+    UT_CHECK_TRAIN(names.insert(f.name).second, "two checkpoint entries write the file '", f.name,
+                   "' (Trainer::add_checkpoint_entry: give yours another file name)");
+  }
+  CheckpointSave save;
+  save.step = counters_.step;
+  save.files = std::move(out.files);
+  save.best = want_best_save_;
+  // Parameters and optimizer state are copied on the writer thread while the next forward and
+  // backward run; the step runner waits for those copies before the optimizer changes them.
+  if (out.buffers) save.snapshot = out.buffers->take_copies();
+  want_best_save_ = false;
+  checkpointer_->save(std::move(save));
+  // Callbacks may change parameters outside optimizer steps: with any, the copies are made
+  // before training goes on.
+  if (setup_.has_callbacks) checkpointer_->wait_snapshot();
+  saved_ = here();
+  last_checkpoint_ = fmt::format("{}/step-{}", checkpointer_->store().root(), counters_.step);
+  log::file_only(fmt::format("checkpoint step-{} ({})", counters_.step,
+                             out.async ? "writing in the background" : "written"));
+}
+
+void TrainCheckpoints::restore(const ResumePoint& resume, TrainState& counters,
+                               int64_t batches_per_epoch, int rank, const char* how) {
+  const std::string& dir = resume.dir;
+  for (const auto& c : resume.config_changes) {
+    log::info("config changed since the checkpoint: " + c.str());
+  }
+  counters = resume.file.state;
+  UT_CHECK(counters.batch_in_epoch <= batches_per_epoch, "cannot resume from ", dir,
+           ": it stopped at batch ", counters.batch_in_epoch, " of an epoch that now has ",
+           batches_per_epoch, " batches");
+  best_value_ = resume.file.best_value;
+  const CheckpointRead in{dir, resume.file, rank};
+  for (CheckpointEntry* e : entries_) e->restore(in);
+  saved_ = here();
+  last_checkpoint_ = dir;
+  log::info(fmt::format("{} {}: epoch {}, step {}, batch {} of the epoch, {} samples seen", how,
+                        dir, counters.epoch, counters.step, counters.batch_in_epoch,
+                        counters.samples));
+}
+
+std::string TrainCheckpoints::rollback_point() {
+  if (checkpointer_) checkpointer_->wait();
+  return last_checkpoint_;
+}
+
+void TrainCheckpoints::fence() {
+  Profiler::Range range(profiler_, Phase::Checkpoint);
+  if (checkpointer_) checkpointer_->wait_snapshot();
+}
+
+void TrainCheckpoints::finish() {
+  if (!checkpointer_) return;
+  checkpointer_->wait();
+  blocking_seconds_ += checkpointer_->snapshot_wait_seconds();  // at the fence
+  log::file_only(
+      fmt::format("checkpoints: {} saved; training waited {:.2f} s for them, writing "
+                  "took {:.2f} s",
+                  checkpointer_->saves(), blocking_seconds_, checkpointer_->write_seconds()));
+}
+
+}  // namespace unitrain

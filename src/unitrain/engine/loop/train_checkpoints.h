@@ -1,0 +1,124 @@
+#pragma once
+// TrainCheckpoints: the checkpoint side of a run — when to save, the entries a checkpoint holds,
+// the best one, and the restore of a resumed run.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "unitrain/checkpoint/checkpoint_options.h"
+#include "unitrain/data/permutation.h"
+#include "unitrain/engine/checkpoint_entry.h"
+#include "unitrain/engine/config/resume_config.h"
+#include "unitrain/engine/metric_map.h"
+
+namespace unitrain {
+
+class Checkpointer;
+class Periods;
+class Profiler;
+class RunDecisions;
+class RunLogger;
+class SnapshotBuffers;
+struct RunPlan;
+struct RunSettings;
+
+/// What must be known of a checkpoint to resume from before the loop is built, read (and
+/// checked against this run's config) before the run folder is touched.
+struct ResumePoint {
+  std::string dir;                           ///< "" = a fresh start
+  TrainerStateFile file;                     ///< its trainer_state.json
+  std::vector<ConfigChange> config_changes;  ///< since it was saved
+};
+
+/// Reads what must be known of `dir` before the loop is built (trainer_state.json, config.yaml)
+/// and checks that `current` can resume from it (check_resume_config's ConfigError otherwise).
+ResumePoint read_resume_point(const std::string& dir, const Config& current);
+
+/// How a run's checkpoints are laid out and written.
+struct CheckpointSetup {
+  CheckpointOptions options;
+  std::string root;            ///< run_dir/checkpoints
+  bool on = false;             ///< checkpoint.enabled, outside train.test_mode
+  bool writes = false;         ///< on, and this process writes them (rank 0)
+  bool shared = false;         ///< data-parallel: saves wait for a window's end
+  bool has_callbacks = false;  ///< callbacks may change parameters outside optimizer steps
+  std::string config_text;     ///< the run's resolved config (config.yaml, its hash)
+  std::string classes_text;    ///< classes.json: the training data's class names; "" = none
+  int64_t world = 1, batch_size = 1, accumulation = 1, zero = 0;  ///< the run's layout
+  ShuffleAlgorithm data_order = kCurrentShuffle;                  ///< the training loader's shuffle
+
+  /// The setup of a run with these settings, config and plan; `shared`: data-parallel.
+  static CheckpointSetup of(const RunSettings& settings, const Config& config, const RunPlan& plan,
+                            bool shared, bool has_callbacks);
+};
+
+/// Saves when the policy says (a period crossed, a new best, a signal or a pause, the end),
+/// from the entries added in order: each brings its files and trainer_state.json fields;
+/// the counters, the best value and config.yaml are this class's own. Rank 0 writes.
+class TrainCheckpoints {
+ public:
+  TrainCheckpoints(CheckpointSetup setup, const TrainState& counters, const RunLogger& logger,
+                   RunDecisions& decisions, Profiler* profiler);
+  ~TrainCheckpoints();
+
+  /// Entries, in the order they save and restore: owned, or parts of the run that outlive this.
+  void add(CheckpointEntryPtr entry);
+  void add(CheckpointEntry& entry) { entries_.push_back(&entry); }
+
+  /// After a validation pass: a new best of checkpoint.best.metric is saved with the next save.
+  void observe_validation(const MetricMap& val);
+  /// Saves when due at this point (or when `force`); a signal or pause not acted on yet is
+  /// acted on here (RunDecisions) and saved.
+  void save_if_due(Periods& periods, bool force = false);
+  /// Restores every entry from `resume` (its counters first) into `counters`; the log line
+  /// begins with `how` ("resumed from", "rolled back to").
+  void restore(const ResumePoint& resume, TrainState& counters, int64_t batches_per_epoch, int rank,
+               const char* how = "resumed from");
+  /// The folder of the last checkpoint saved (or resumed from), once written (a save in
+  /// flight is waited for): where a rollback goes. "" when there is none.
+  std::string rollback_point();
+  /// Waits for an async save's parameter copies: the optimizer may change parameters now.
+  void fence();
+  /// After the loop: the writer drained.
+  void finish();
+
+  double best_value() const { return best_value_; }
+  const std::string& last_checkpoint() const { return last_checkpoint_; }
+  int64_t saves() const;
+  double blocking_seconds() const { return blocking_seconds_; }
+  double write_seconds() const;
+
+ private:
+  /// What the last save recorded: a save at the same point is skipped, unless the run has
+  /// stopped or logged since (its checkpoint must say so).
+  struct SavePoint {
+    int64_t samples = -1;
+    bool stopped = false;
+    int64_t log_events = -1;
+    bool operator==(const SavePoint& o) const {
+      return samples == o.samples && stopped == o.stopped && log_events == o.log_events;
+    }
+  };
+  SavePoint here() const;
+  bool due(Periods& periods, bool force);
+  void save();
+  void write(CheckpointWrite& out);
+  CheckpointSetup setup_;
+  const TrainState& counters_;
+  const RunLogger& logger_;
+  RunDecisions& decisions_;
+  Profiler* profiler_;
+  std::vector<CheckpointEntryPtr> owned_;
+  std::vector<CheckpointEntry*> entries_;
+  std::unique_ptr<Checkpointer> checkpointer_;         ///< rank 0's
+  std::shared_ptr<SnapshotBuffers> snapshot_buffers_;  ///< reused by async saves
+  double best_value_;            ///< checkpoint.best.metric's best value (NaN: none yet)
+  bool want_best_save_ = false;  ///< validation just improved the best metric
+  bool save_pending_ = false;    ///< data-parallel: a save due inside a window, at its end
+  SavePoint saved_;
+  std::string last_checkpoint_;
+  double blocking_seconds_ = 0;
+};
+
+}  // namespace unitrain

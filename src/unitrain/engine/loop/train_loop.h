@@ -1,0 +1,197 @@
+#pragma once
+// TrainLoop: one fit()'s parts — the plan and periods, the data, the step, the schedule, the
+// logs, the checkpoints — each built from what it needs, and the named calls fit() makes in
+// order. Private to the engine: trainer.cpp builds and runs it.
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "unitrain/core/config.h"
+#include "unitrain/core/train_module.h"
+#include "unitrain/core/train_state.h"
+#include "unitrain/data/dataset.h"
+#include "unitrain/data/loader.h"
+#include "unitrain/engine/callback_list.h"
+#include "unitrain/engine/checkpoint_entry.h"
+#include "unitrain/engine/config/run_settings.h"
+#include "unitrain/engine/fit_result.h"
+#include "unitrain/engine/loop/loop_optimizers.h"
+#include "unitrain/engine/loop/module_run.h"
+#include "unitrain/engine/loop/periods.h"
+#include "unitrain/engine/loop/train_checkpoints.h"
+#include "unitrain/engine/setup/run_plan.h"
+#include "unitrain/engine/setup/thread_governor.h"
+#include "unitrain/engine/step/step_runner.h"
+#include "unitrain/log/run_logger.h"
+#include "unitrain/metrics/metric_accumulator.h"
+#include "unitrain/optim/optimizer.h"
+#include "unitrain/optim/scheduler.h"
+#include "unitrain/profile/profiler.h"
+
+namespace unitrain {
+
+class ParameterState;
+class Precision;
+class ProcessGroup;
+class ShardedParameters;
+class RunDecisions;
+
+/// What a TrainLoop is built from: the run's settings and the parts that the Trainer keeps
+/// across fit() calls (callbacks, counters, decisions, precision) or built for this one.
+struct LoopInputs {
+  const RunSettings& settings;
+  const Config& config;  ///< the resolved config (metrics files, checkpoints)
+  CallbackList& callbacks;
+  TrainState& counters;  ///< what callbacks see as trainer.state()
+  RunDecisions& decisions;
+  Precision& precision;
+  TrainModule& module;
+  /// Entries the program added (Trainer::add_checkpoint_entry), saved after the built-in ones.
+  const std::vector<std::shared_ptr<CheckpointEntry>>& extra_entries;
+  std::shared_ptr<ProcessGroup> group;      ///< null for one process
+  std::unique_ptr<ThreadGovernor> threads;  ///< intra-op threads; follows the load when auto
+};
+
+class TrainLoop : private CheckpointEntry {
+ public:
+  TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const ResumePoint& resume);
+  ~TrainLoop() override;
+
+  // --- The run, as fit() reads it --------------------------------------------------------
+  /// Builds the step, the schedules and the checkpoints' entries around the optimizers: the
+  /// Trainer's (automatic optimization) or the module's own (manual: `optimizers.manual()`).
+  void start(std::unique_ptr<LoopOptimizers> optimizers);
+  /// Restores everything a checkpoint holds, exactly where it was saved.
+  void restore(const ResumePoint& resume);
+  /// The run's first lines: sizes, threads (and why), loader, BLAS. True when the run was
+  /// complete before it started (nothing to train).
+  bool announce();
+  /// Training is over: the length is reached at a window's end, a stop was decided, a pause
+  /// or a signal acted on, or the run was complete before it started.
+  bool finished() const;
+  /// The next micro-batch of the current epoch (starting one when none is running); nullopt
+  /// when the epoch has none left.
+  std::optional<Batch> next_batch();
+  /// Forward and backward of `batch`, weighted by its share of its window.
+  MicroStep forward_backward(const Batch& batch);
+  /// The phases of the window's end (gradient sync, clipping, the update).
+  StepRunner& step_runner() { return *step_runner_; }
+  /// Waits for an async save's parameter copies: the optimizer may change parameters now.
+  void fence_snapshot() { checkpoints_->fence(); }
+  /// After a window's update: when the step diverged and the run rolls back (`m.rollback`),
+  /// restores the last checkpoint (weights, optimizers, schedule, generators, callbacks) and
+  /// moves the data on past the batches since, to the batch after this window; scales the lr
+  /// by train.divergence.lr_factor. True when it rolled back (the step is not counted).
+  /// TrainError when there is no checkpoint yet, or past train.divergence.max_rollbacks.
+  bool roll_back(const MicroStep& m);
+  /// Counts the micro-batch (samples, running sums) and, at a window's end, the step: its
+  /// decisions, the schedule, the thread count, on_step_end and the progress bar.
+  void advance(const Batch& batch, const MicroStep& m);
+  /// At a window's end: logs and validates when their periods say so (and at the run's end).
+  void log_and_validate();
+  /// Saves when the checkpoint policy asks for it at this point (TrainCheckpoints). At an
+  /// epoch's last micro-batch end_epoch() saves instead, after counting the epoch: a save (or a
+  /// signal's, a pause's) there holds the epoch as completed, as the logs of that step say.
+  void save_if_due() {
+    if (!at_epoch_end()) checkpoints_->save_if_due(periods_);
+  }
+  bool epoch_complete() const;
+  /// The epoch's end: counters, the per-epoch schedule, on_epoch_end, epoch-period logs,
+  /// validation and saves.
+  void end_epoch();
+  /// After the loop: the last log events and the final save, the writer drained.
+  void finish();
+
+  // --- What the Trainer reads of it -------------------------------------------------------
+  const RunPlan& plan() const { return plan_; }
+  /// Where the module trains (train.device), from start() on.
+  const torch::Device& device() const { return device_; }
+  ProcessGroup* group() const { return group_.get(); }
+  bool sharded() const { return sharding_ != nullptr || sharded_params_ != nullptr; }
+  /// distributed.zero: 3's parameters (null otherwise).
+  const ShardedParameters* sharded_parameters() const { return sharded_params_.get(); }
+  double best_value() const { return checkpoints_->best_value(); }
+  int64_t log_events() const { return logger_.events(); }
+  /// Seconds trained, over every segment of the run (or, complete before it started, the
+  /// segments before).
+  double seconds() const;
+  /// The loop's part of FitResult (Trainer::conclude adds the counters and seconds).
+  FitResult result() const;
+  /// Trainer::log_mean: a value for the next training log event.
+  void add_train_mean(const std::string& name, double value);
+  /// The optimizers the run steps (Trainer::optimizers).
+  const LoopOptimizers& optimizers() const { return *optimizers_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  // The loop's own checkpoint entry: running sums, log position, time, last metrics.
+  void save(CheckpointWrite& out) override;
+  void restore(const CheckpointRead& in) override;
+  double elapsed() const;
+  LogEvent event(MetricMap metrics) const;
+  /// The epoch's last micro-batch was read (end_epoch() has not counted the epoch yet).
+  bool at_epoch_end() const { return state_.batch_in_epoch == plan_.batches_per_epoch; }
+  /// Completed epochs as events report them: at an epoch's last step, that epoch included.
+  int64_t epochs_done() const { return state_.epoch + (at_epoch_end() ? 1 : 0); }
+  bool length_reached() const;
+  void log_train();
+  void validate();
+  /// The run's last log events (train sums left, a validation at the last step), logged
+  /// before its last checkpoint so that the checkpoint holds them.
+  void finish_logs();
+  void close_epoch_batches();
+  /// The gradient sync of this run's processes (data parallel: DataParallelSync) and, for
+  /// ZeRO stage 2, the gradients' owners.
+  void make_gradient_sync(bool manual);
+  /// The checkpoint's entries, in the order it saves and restores them (`trainers`: the
+  /// optimizer the step runner steps, null with manual optimization).
+  void list_checkpoint_entries(torch::optim::Optimizer* trainers);
+  /// The per-parameter state of the run's callbacks (ZeRO 3 has it kept by parts).
+  std::vector<ParameterState*> parameter_states() const;
+  /// The profile's table to the log, its files to run_dir/profile.
+  void write_profile();
+
+  const RunSettings& settings_;
+  const Config& config_;
+  CallbackList& callbacks_;
+  TrainState& state_;
+  RunDecisions& decisions_;
+  Precision& precision_;
+  TrainModule& module_;
+  const torch::Device device_;  ///< where the module is (train.device), read once at the start
+  const std::vector<std::shared_ptr<CheckpointEntry>>& extra_entries_;
+  std::shared_ptr<ProcessGroup> group_;
+  std::unique_ptr<ThreadGovernor> threads_;
+  RunPlan plan_;
+  Periods periods_;
+  Loader train_loader_;
+  std::unique_ptr<Loader> val_loader_;
+  std::unique_ptr<EpochIterator> epoch_batches_;  ///< the running epoch's
+  std::unique_ptr<GradientSync> sync_;
+  std::unique_ptr<StepRunner> step_runner_;
+  DivergenceGuard divergence_{settings_.train.divergence};  ///< spikes' moving mean, rollbacks
+  std::unique_ptr<OptimizerSharding> sharding_;  ///< distributed.zero >= 1 with several ranks
+  std::vector<int> gradient_owners_;  ///< distributed.zero: 2: each parameter's, by model order
+  std::shared_ptr<ShardedParameters> sharded_params_;  ///< distributed.zero: 3 with several ranks
+  std::unique_ptr<LoopOptimizers> optimizers_;
+  std::unique_ptr<LoopModuleRun> module_run_;  ///< what module_.run() returns during the fit
+  RunLogger logger_;
+  std::unique_ptr<Profiler> profiler_;  ///< null unless profile.enabled
+  std::unique_ptr<TrainCheckpoints> checkpoints_;
+  MetricAccumulator train_sums_;
+  MetricMap last_train_, last_val_;
+  double data_wait_seconds_ = 0;
+  std::string resumed_from_;
+  bool already_complete_ = false;
+  Clock::time_point start_time_ = Clock::now();
+  double time_offset_ = 0;              ///< seconds of training before a resume
+  int64_t restored_log_events_ = 0;     ///< events logged before the checkpoint last restored
+  int64_t optimizer_state_bytes_ = -1;  ///< at the end of training, when finish() frees it
+  int64_t last_val_step_ = -1;
+  bool broadcast_buffers_ = false;  ///< rank 0's buffers to every rank at each window's start
+  Batch device_batch_;              ///< the micro-batch copied to device_ (not on the CPU)
+};
+
+}  // namespace unitrain

@@ -1,0 +1,116 @@
+// TrainLoop's checkpoints: restoring a resume point, rolling back to the last checkpoint on
+// divergence, and the loop's own checkpoint entry (running sums, log position, time, last
+// metrics).
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "unitrain/core/error.h"
+#include "unitrain/core/memory.h"
+#include "unitrain/engine/loop/train_loop.h"
+#include "unitrain/log/console.h"
+#include "unitrain/parallel/process_group.h"
+#include "unitrain/parallel/reduce_metrics.h"
+
+namespace unitrain {
+
+void TrainLoop::restore(const ResumePoint& resume) {
+  checkpoints_->restore(resume, state_, plan_.batches_per_epoch, plan_.rank);
+  if (divergence_.lr_scale() != 1.0) {  // the rollbacks before the checkpoint scaled the lr
+    optimizers_->scale_lrs(divergence_.lr_scale());
+    optimizers_->follow(state_);
+  }
+  optimizers_->remember_lrs();
+  const std::string note =
+      optimizers_->resume_note(resume.config_changes, resume.file.last_train, state_.step + 1);
+  if (!note.empty()) log::warn(note);  // training goes on with another lr than it would have
+  if (sharded_params_) release_freed_memory();  // ZeRO 3: what reading the files freed
+}
+
+bool TrainLoop::roll_back(const MicroStep& m) {
+  if (m.rollback.empty()) return false;
+  Profiler::Range range(profiler_.get(), Phase::Checkpoint);
+  const std::string dir = checkpoints_->rollback_point();  // rank 0: written
+  UT_CHECK_TRAIN(!dir.empty(), m.rollback,
+                 "; the run rolls back to its last checkpoint, but none was saved yet (the first "
+                 "save comes with checkpoint.every)");
+  divergence_.begin_rollback(m.rollback);  // TrainError past max_rollbacks
+  if (group_) group_->barrier();           // every rank reads what rank 0 wrote
+  const ResumePoint point = read_resume_point(dir, config_);
+  // The data goes on after this window; the rest comes from the checkpoint.
+  const TrainState here = state_;
+  const TrainState& there = point.file.state;
+  const int64_t skipped = (here.epoch - there.epoch) * plan_.batches_per_epoch +
+                          here.batch_in_epoch + 1 - there.batch_in_epoch;
+  // Why first, then what the restore says of the checkpoint.
+  log::warn(fmt::format(
+      "{}: rolled back to step {}; training goes on from epoch {} batch {} ({} batches of each "
+      "process skipped){} — rollback {} of at most {} (train.divergence.max_rollbacks)",
+      m.rollback, there.step, here.epoch, here.batch_in_epoch + 1, skipped,
+      divergence_.lr_scale() != 1.0
+          ? fmt::format(", learning rates x {:.6g}", divergence_.lr_scale())
+          : "",
+      divergence_.rollbacks(), settings_.train.divergence.max_rollbacks));
+  const double seconds = elapsed();
+  const std::string resumed_from = resumed_from_;
+  close_epoch_batches();
+  step_runner_->drop_window();
+  optimizers_->clear_states();  // the checkpoint's replace them whole
+  checkpoints_->restore(point, state_, plan_.batches_per_epoch, plan_.rank, "rolled back to");
+  divergence_.rolled_back();
+  // The logs go back to the checkpoint as a resume's do (the abandoned steps leave them); the
+  // rollback itself stays, as an event at the checkpoint's step.
+  logger_.rewind(restored_log_events_, state_.step + 1);
+  logger_.log({state_.step,
+               state_.epoch,
+               state_.samples,
+               seconds,
+               {{"train/rollbacks", double(divergence_.rollbacks())}}});
+  if (state_.micro_in_window != 0) step_runner_->drop_window();  // saved inside a window
+  state_.epoch = here.epoch;
+  state_.batch_in_epoch = here.batch_in_epoch + 1;
+  state_.micro_in_window = 0;
+  resumed_from_ = resumed_from;
+  time_offset_ = seconds - std::chrono::duration<double>(Clock::now() - start_time_).count();
+  optimizers_->scale_lrs(divergence_.lr_scale());
+  optimizers_->follow(state_);
+  optimizers_->remember_lrs();
+  return true;
+}
+
+void TrainLoop::save(CheckpointWrite& out) {
+  // The running training sums, summed over ranks (a resumed rank 0 carries them for everyone).
+  MetricAccumulator sums = train_sums_;
+  if (group_) all_reduce_metrics(*group_, sums);
+  TrainerStateFile& st = out.state;
+  for (const auto& [name, s] : sums.sums())
+    st.train_sums[name] = {s.weighted, s.weight, s.exp_of_mean};
+  st.log_events = logger_.events();
+  st.last_val_step = last_val_step_;
+  st.elapsed = elapsed();
+  st.window_bad = step_runner_->window_bad();
+  st.last_train = last_train_;
+  st.last_val = last_val_;
+}
+
+void TrainLoop::restore(const CheckpointRead& in) {
+  const TrainerStateFile& st = in.state;
+  restored_log_events_ = st.log_events;
+  periods_.start_at(state_);
+  last_val_step_ = st.last_val_step;
+  time_offset_ = st.elapsed;
+  step_runner_->set_window_bad(st.window_bad);
+  train_sums_.clear();
+  if (plan_.rank == 0) {  // saved summed over ranks: the others start from nothing
+    for (const auto& [name, s] : st.train_sums) {
+      auto& sum = train_sums_.sums()[name];
+      sum.weighted = s.weighted;
+      sum.weight = s.weight;
+      sum.exp_of_mean = s.exp_of_mean;
+    }
+  }
+  last_train_ = st.last_train;
+  last_val_ = st.last_val;
+  resumed_from_ = in.dir;
+}
+
+}  // namespace unitrain

@@ -1,0 +1,82 @@
+#include "unitrain/engine/setup/init_weights.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "unitrain/checkpoint/model_weights.h"
+#include "unitrain/checkpoint/safetensors.h"
+#include "unitrain/checkpoint/state_io.h"
+#include "unitrain/core/error.h"
+#include "unitrain/data/file_bytes.h"
+#include "unitrain/log/console.h"
+#include "unitrain/models/model.h"
+#include "unitrain/objective/objective_module.h"
+
+namespace unitrain {
+
+void load_init_weights(ObjectiveModule& module, const ModelSection& model) {
+  const std::string path = *model.init_from;
+  NamedTensors state;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    state = read_model_weights(path, "model.init_from");
+  } else if (is_safetensors(path)) {
+    state = read_safetensors(path, "model.init_from").tensors;
+  } else {
+    const std::string bytes = read_file_bytes(path, "model.init_from");
+    try {
+      state = load_tensor_dict({bytes.begin(), bytes.end()}, "model.init_from " + path);
+    } catch (const TrainError& e) {
+      throw ConfigError(e.what());  // bad input, found before training
+    }
+  }
+  const KeyMap& key_map = model.init_key_map;
+  std::string what = "model.init_from " + path;
+  if (!key_map.empty()) {
+    state = rename_keys(std::move(state), key_map, "model.init_key_map");
+    what += " (names renamed by model.init_key_map)";
+  }
+  // Floating-point tensors of another precision (bf16 or fp16 weights for an fp32 model) are
+  // converted, as PyTorch's load_state_dict does; other dtype differences stay errors.
+  std::map<std::string, torch::Tensor> own;
+  for (auto& [name, t] : module_state(module.weights(), false)) own.emplace(name, t);
+  std::map<std::string, int> converted;  // "BFloat16 to Float" -> count
+  std::vector<std::string> file_names, model_names;
+  for (auto& [name, t] : state) {
+    file_names.push_back(name);
+    const auto it = own.find(name);
+    if (it != own.end() && t.scalar_type() != it->second.scalar_type() && t.is_floating_point() &&
+        it->second.is_floating_point() && t.sizes().equals(it->second.sizes())) {
+      ++converted[fmt::format("{} to {}", c10::toString(t.scalar_type()),
+                              c10::toString(it->second.scalar_type()))];
+      t = t.to(it->second.scalar_type());
+    }
+  }
+  for (const auto& [name, t] : own) model_names.push_back(name);
+  for (const auto& [how, count] : converted) {
+    log::info(fmt::format("model.init_from {}: converted {} tensors from {}", path, count, how));
+  }
+  std::map<std::string, torch::IntArrayRef> file_shapes;
+  for (const auto& [name, t] : state) file_shapes.emplace(name, t.sizes());
+  const std::string hint = key_map_hint(file_names, model_names, "model.init_key_map",
+                                        [&](const std::string& u, const std::string& m) {
+                                          return file_shapes.at(u).equals(own.at(m).sizes());
+                                        });
+  std::string summary;
+  try {
+    summary = load_module_state(module.weights(), state, model.init_strict, what) + hint;
+  } catch (const ConfigError& e) {
+    throw ConfigError(e.what() + hint);
+  }
+  // Not strict, a part of the model may stay as initialised: a warning that names it.
+  const bool partial = std::set<std::string>(file_names.begin(), file_names.end()) !=
+                       std::set<std::string>(model_names.begin(), model_names.end());
+  (partial ? log::warn : log::info)(summary);
+}
+
+}  // namespace unitrain

@@ -1,0 +1,60 @@
+#include "unitrain/engine/setup/run_plan.h"
+
+#include <algorithm>
+
+#include "unitrain/data/loader.h"
+
+namespace unitrain {
+
+RunPlan RunPlan::make(const TrainOptions& options, const Loader& train, int rank, int world) {
+  RunPlan p;
+  p.rank = rank;
+  p.world = world;
+  p.batch_size = train.options().batch_size_;
+  p.drop_last = train.options().drop_last_;
+  p.accumulation = options.resolve_accumulation(p.batch_size, world);
+  p.batches_per_epoch = train.batches_per_epoch();
+  p.epoch_size = train.epoch_size();
+  p.steps_per_epoch = (p.batches_per_epoch + p.accumulation - 1) / p.accumulation;
+  p.samples_per_step = p.batch_size * p.accumulation * world;
+  const TrainUnit& len = options.max_length;
+  switch (len.unit) {
+    case TrainUnit::Unit::Epochs:  // a fraction ends at the first window past it
+      p.total_steps = (len.count * p.steps_per_epoch + len.per - 1) / len.per;
+      break;
+    case TrainUnit::Unit::Steps:
+      p.total_steps = len.count;
+      break;
+    case TrainUnit::Unit::Samples:
+      p.total_steps = (len.count + p.samples_per_step - 1) / p.samples_per_step;
+      break;
+  }
+  return p;
+}
+
+bool RunPlan::ends_window(int64_t b) const {
+  return (b + 1) % accumulation == 0 || b + 1 == batches_per_epoch;
+}
+
+int64_t RunPlan::window_samples(int64_t b) const {
+  const int64_t first = (b / accumulation) * accumulation;
+  const int64_t last = std::min(first + accumulation, batches_per_epoch);
+  int64_t n = (last - first) * batch_size;
+  if (last == batches_per_epoch) {
+    const int64_t tail = epoch_size % batch_size;
+    if (tail != 0 && !drop_last) n -= batch_size - tail;
+  }
+  return n;
+}
+
+ScheduleContext RunPlan::schedule_context(bool per_epoch, double base_lr) const {
+  ScheduleContext ctx;
+  ctx.per_epoch = per_epoch;
+  ctx.steps_per_epoch = steps_per_epoch;
+  ctx.samples_per_step = samples_per_step;
+  ctx.total_steps = per_epoch ? (total_steps + steps_per_epoch - 1) / steps_per_epoch : total_steps;
+  ctx.base_lr = base_lr;
+  return ctx;
+}
+
+}  // namespace unitrain

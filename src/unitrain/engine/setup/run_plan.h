@@ -1,0 +1,36 @@
+#pragma once
+// RunPlan: the sizes of a run — batches, windows, steps — computed once when fit() starts.
+#include <cstdint>
+
+#include "unitrain/engine/config/train_options.h"
+#include "unitrain/optim/scheduler.h"
+
+namespace unitrain {
+
+class Loader;
+
+/// How one fit() is laid out over its data and processes. Each rank reads `batch_size` samples
+/// per micro-batch; `accumulation` micro-batches make a window, which ends with one optimizer
+/// step; the last window of an epoch may be shorter.
+struct RunPlan {
+  int rank = 0;
+  int world = 1;
+  int64_t batch_size = 1;
+  int64_t accumulation = 1;
+  int64_t batches_per_epoch = 0;  ///< micro-batches of this rank per epoch
+  int64_t steps_per_epoch = 0;
+  int64_t samples_per_step = 0;  ///< over all ranks, a full window
+  int64_t total_steps = 0;       ///< optimizer steps of the whole run (rounded up)
+  int64_t epoch_size = 0;        ///< this rank's samples per epoch
+  bool drop_last = false;
+
+  static RunPlan make(const TrainOptions& options, const Loader& train, int rank, int world);
+  /// Whether micro-batch `b` of an epoch ends its accumulation window.
+  bool ends_window(int64_t b) const;
+  /// Samples (of this rank) in the accumulation window that micro-batch `b` belongs to.
+  int64_t window_samples(int64_t b) const;
+  /// What a schedule needs to know of the run; `per_epoch`: it steps once per epoch.
+  ScheduleContext schedule_context(bool per_epoch, double base_lr) const;
+};
+
+}  // namespace unitrain

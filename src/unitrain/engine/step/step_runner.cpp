@@ -1,0 +1,368 @@
+#include "unitrain/engine/step/step_runner.h"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "unitrain/core/error.h"
+#include "unitrain/core/run_position.h"
+#include "unitrain/engine/step/module_error.h"
+#include "unitrain/log/console.h"
+#include "unitrain/optim/optimizer.h"
+#include "unitrain/precision/precision_support.h"
+
+namespace unitrain {
+namespace {
+
+std::map<std::string, MetricValue> detached(const std::map<std::string, MetricValue>& m) {
+  std::map<std::string, MetricValue> out;
+  for (const auto& [k, v] : m) out[k] = MetricValue(v.value.detach(), v.weight, v.exp_of_mean);
+  return out;
+}
+
+}  // namespace
+
+StepOutput StepRunner::training_step(const Batch& batch, int64_t step) {
+  StepOutput out;
+  try {
+    AutocastScope autocast = precision_.autocast();
+    out = precision_.casts_inputs() ? module_.training_step(precision_.inputs(batch))
+                                    : module_.training_step(batch);
+  } catch (...) {
+    rethrow_module_error(fmt::format("the module's training_step at step {}", step));
+  }
+  UT_CHECK(out.loss.defined() && out.loss.numel() == 1,
+           "training_step must return a scalar loss, got ",
+           out.loss.defined() ? "a tensor of " + std::to_string(out.loss.numel()) + " elements"
+                              : std::string("no loss"));
+  if (!leaves_checked_) {  // once: the graph is the same in every step of most models
+    leaves_checked_ = true;
+    std::vector<torch::Tensor> known = module_.weights().parameters(/*recurse=*/true);
+    known.insert(known.end(), params_.begin(), params_.end());
+    const std::string warning = stray_leaves_warning(leaves_outside(out.loss, known));
+    if (!warning.empty()) log::warn(warning);
+  }
+  return out;
+}
+
+StepRunner::StepRunner(TrainModule& module, torch::optim::Optimizer* optimizer,
+                       const TrainOptions& options, GradientSync& sync, CallbackList& hooks,
+                       Precision& precision, Profiler* profiler)
+    : module_(module),
+      optimizer_(optimizer),
+      options_(options),
+      sync_(sync),
+      hooks_(hooks),
+      precision_(precision),
+      profiler_(profiler),
+      closure_(optimizer != nullptr && needs_closure(*optimizer)) {
+  if (closure_) check_precision_support(precision.mode(), closure_optimizer_precisions());
+  if (!optimizer_) {  // manual optimization: gradients and updates are the module's business
+    defer_reads_ = false;
+    return;
+  }
+  for (const auto& group : optimizer_->param_groups()) {
+    for (const auto& p : group.params()) params_.push_back(p);
+  }
+  precision_.adopt(*optimizer_);  // bf16-true: the groups now hold the float32 masters
+  clip_params_ = precision_.clip_targets(params_);
+  // Parts of the gradients on each rank (ZeRO 3): an overflow on one rank skips every rank's.
+  if (sync_.gradients_partitioned()) {
+    any_rank_ = [this](bool found) { return sync_.sum_across_ranks(found ? 1.0 : 0.0) > 0; };
+  }
+  defer_reads_ = !closure_ && options_.defers_reads(!params_.empty() && !params_[0].is_cpu());
+}
+
+double MicroStep::loss_value() const {
+  return loss.defined() ? loss.item<double>() : std::numeric_limits<double>::quiet_NaN();
+}
+
+bool StepRunner::window_bad() const {
+  return window_bad_ || (bad_on_device_.defined() && bad_on_device_.item<bool>());
+}
+
+void StepRunner::nonfinite(const std::string& what, int64_t step, const MicroStep& m, bool stops) {
+  NonFinite info;
+  info.step = step;
+  info.what = what;
+  info.loss = m.loss_value();
+  info.grad_norm = m.grad_norm;
+  info.stops = stops;
+  hooks_.call("on_nonfinite", &Callback::on_nonfinite, info);
+  if (stops) throw_nonfinite(what, step, m);
+}
+
+void StepRunner::throw_nonfinite(const std::string& what, int64_t step, const MicroStep& m) {
+  std::ostringstream terms;
+  for (const auto& [k, v] : m.metrics) terms << " " << k << "=" << v.value.item<double>();
+  throw TrainError(
+      "non-finite " + what + " at step " + std::to_string(step) +
+      ": loss=" + std::to_string(m.loss_value()) + (m.metrics.empty() ? "" : ";" + terms.str()) +
+      (m.grad_norm >= 0 || std::isnan(m.grad_norm) ? "; grad_norm=" + std::to_string(m.grad_norm)
+                                                   : "") +
+      (optimizer_ ? ". Lower optimizer.lr, set train.clip_grad_norm, check the data, or set "
+                    "train.on_nonfinite: skip to skip such updates"
+                  : ". The module steps its own optimizers (manual optimization): lower the "
+                    "learning rates configure_optimizers gives them, clip the gradients before "
+                    "their step (torch::nn::utils::clip_grad_norm_), or check the data"));
+}
+
+void StepRunner::on_nonfinite(const std::string& what, int64_t step, MicroStep& m) {
+  nonfinite(what, step, m, options_.on_nonfinite == OnNonFinite::Stop);
+  if (options_.on_nonfinite == OnNonFinite::Rollback) {
+    m.rollback = fmt::format("non-finite {} at step {} (loss {})", what, step, m.loss_value());
+  }
+}
+
+void StepRunner::watch(DivergenceGuard* guard) {
+  guard_ = guard;
+  UT_CHECK(!(closure_ && guard_->watches_spikes()),
+           "train.divergence.spike_factor does not work with optimizer.type: lbfgs (its loss is "
+           "computed inside its step); unset it, or use another optimizer");
+}
+
+void StepRunner::check_spike(MicroStep& m, int64_t step) {
+  const std::string why = guard_->spike(m.decision.loss);
+  if (why.empty()) return;
+  const std::string what = fmt::format("loss spike at step {}: {}", step, why);
+  switch (guard_->options().action) {
+    case SpikeAction::Stop:
+      throw TrainError(what +
+                       ". Lower optimizer.lr, set train.clip_grad_norm, or set "
+                       "train.divergence.action: rollback (or skip)");
+    case SpikeAction::Skip:
+      log::warn(what + ": the update is skipped (train.divergence.action: skip)");
+      break;
+    case SpikeAction::Rollback:
+      m.rollback = what;
+      break;
+  }
+  m.skipped = true;
+}
+
+void StepRunner::drop_window() {
+  clear_gradients();
+  window_bad_ = false;
+  bad_on_device_ = torch::Tensor();
+  window_loss_ = torch::Tensor();
+}
+
+void StepRunner::clear_gradients() {
+  const bool keep = sync_.keeps_gradients();
+  for (auto& p : params_) {
+    torch::Tensor& grad = p.mutable_grad();
+    if (!grad.defined()) continue;
+    if (!keep) {
+      grad = torch::Tensor();
+      continue;
+    }
+    if (grad.grad_fn()) grad = grad.detach();
+    grad.zero_();
+  }
+}
+
+void StepRunner::zero_grads() {
+  hooks_.call("on_before_zero_grad", &Callback::on_before_zero_grad);
+  // Data-parallel gradients are views of the reduce buckets: zeroed in place (not with
+  // Optimizer::zero_grad(), which detaches in place, which views do not allow; these have no
+  // history). Otherwise they are freed, and the next backward writes fresh ones instead of
+  // adding to zeros (PyTorch's set_to_none). (The model's gradients: bf16-true's masters get
+  // theirs from the model's each step.)
+  clear_gradients();
+  hooks_.call("on_after_zero_grad", &Callback::on_after_zero_grad);
+}
+
+void StepRunner::backward(const torch::Tensor& loss, bool window_end, int64_t step) {
+  Profiler::Range range(profiler_, Phase::Backward);
+  if (position_) position_->enter("backward");
+  hooks_.call("on_before_backward", &Callback::on_before_backward, loss);
+  sync_.before_backward(window_end);
+  try {
+    loss.backward();
+  } catch (...) {
+    rethrow_module_error(
+        fmt::format("the backward of the loss training_step returned at step {}", step),
+        "(a loss computed from detached tensors, or without the parameters, has no gradient)");
+  }
+  hooks_.call("on_after_backward", &Callback::on_after_backward);
+}
+
+void StepRunner::finish_sync() {
+  Profiler::Range range(profiler_, Phase::GradientSync);
+  hooks_.call("on_before_gradient_sync", &Callback::on_before_gradient_sync);
+  sync_.finish(params_);
+  hooks_.call("on_after_gradient_sync", &Callback::on_after_gradient_sync);
+}
+
+MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool window_end,
+                                       StepDecision mine, int64_t step) {
+  MicroStep m;
+  if (closure_) {  // the optimizer evaluates the loss itself, in update()
+    closure_batch_ = &batch;
+    m.window_end = true;
+    return m;
+  }
+  m.window_end = window_end;
+  Profiler::Range forward(profiler_, Phase::Forward);
+  StepOutput out = training_step(batch, step);
+  m.loss = out.loss.detach();
+  m.metrics = detached(out.metrics);
+  // Data-parallel runs decide together at the window's end, from decisions that travel with
+  // the gradients: every rank reaches the same collectives whatever its own loss was.
+  if (defer_reads_) {  // no host read: the flag stays on the device until the window's end
+    torch::Tensor bad = torch::isfinite(m.loss).logical_not();
+    bad_on_device_ = bad_on_device_.defined() ? bad_on_device_.logical_or(bad) : bad;
+  } else if (!std::isfinite(m.loss_value())) {
+    if (options_.on_nonfinite == OnNonFinite::Stop && !sync_.shares_decisions()) {
+      nonfinite("loss", step, m, true);
+    }
+    window_bad_ = true;
+  }
+  if (guard_ && guard_->watches_spikes()) {  // this rank's share of the window's mean loss
+    torch::Tensor share = m.loss.to(torch::kFloat64) * weight;
+    window_loss_ = window_loss_.defined() ? window_loss_ + share : share;
+  }
+  if (window_end) {
+    mine.nonfinite = window_bad_;
+    if (window_loss_.defined()) mine.loss = window_loss_.item<double>();  // a host read
+    window_loss_ = torch::Tensor();
+    sync_.share(mine, bad_on_device_);
+  }
+  if (!optimizer_) return m;  // training_step ran the module's own backward and updates
+  if (!window_bad_ || sync_.reduces_in_backward()) {  // (ZeRO 3: every rank's collectives)
+    backward(precision_.scale_loss(weight == 1.0 ? out.loss : out.loss * weight), window_end, step);
+  }
+  return m;
+}
+
+void StepRunner::sync_gradients(MicroStep& m, int64_t step) {
+  if (closure_) return;  // the closure synchronises inside the optimizer's step
+  if (!optimizer_) {
+    sync_.agree();  // the module's backwards reduced its gradients: the decisions alone
+  } else if (sync_.shares_decisions() || !window_bad_) {
+    // A rank that skipped its backward still joins every reduce (finish() launches them).
+    finish_sync();
+  }
+  m.decision = sync_.agreed();  // deferred: the one host read of the window's flag
+  m.skipped = m.decision.nonfinite;
+  if (m.skipped) {
+    on_nonfinite(window_bad() ? "loss" : "loss (on another rank)", step, m);
+  } else if (guard_ && guard_->watches_spikes()) {
+    check_spike(m, step);
+  }
+}
+
+void StepRunner::clip_gradients(MicroStep& m, int64_t step) {
+  if (closure_ || m.skipped || !optimizer_) return;
+  Profiler::Range range(profiler_, Phase::Clip);
+  // Gradients as the optimizer will see them: unscaled (fp16-mixed: an overflow means the
+  // scale was too high, not that training diverged: skip the step, back off, go on).
+  if (precision_.unscale_and_check(params_, any_rank_)) {
+    m.skipped = true;
+    return;
+  }
+  hooks_.call("on_before_clip", &Callback::on_before_clip);
+  if (sync_.gradients_partitioned()) {
+    if (options_.clip_grad_norm > 0 || options_.on_nonfinite != OnNonFinite::Stop) {
+      m.grad_norm = clip_partitioned();
+    }
+  } else if (options_.clip_grad_norm > 0) {
+    m.grad_norm = torch::nn::utils::clip_grad_norm_(clip_params_, options_.clip_grad_norm);
+  } else if (options_.on_nonfinite != OnNonFinite::Stop) {
+    std::vector<torch::Tensor> norms;
+    for (const auto& p : clip_params_) {
+      if (p.grad().defined()) norms.push_back(p.grad().norm());
+    }
+    m.grad_norm = norms.empty() ? 0.0 : torch::stack(norms).norm().item<double>();
+  }
+  hooks_.call("on_after_clip", &Callback::on_after_clip, m.grad_norm);
+  if (m.grad_norm != -1 && !std::isfinite(m.grad_norm)) {
+    on_nonfinite("gradient", step, m);
+    m.skipped = true;
+  }
+}
+
+double StepRunner::clip_partitioned() {
+  // ZeRO stage 2: each rank holds its partition's gradients; the global norm is the root of
+  // the sum over ranks of each part's squared norm, and each rank scales its own part, as
+  // clip_grad_norm_ would scale them all (the same coefficient: max / (norm + 1e-6)).
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : clip_params_) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  double local = 0;
+  for (const auto& g : grads) {
+    const double n = g.norm().item<double>();
+    local += n * n;
+  }
+  const double norm = std::sqrt(sync_.sum_across_ranks(local));
+  if (options_.clip_grad_norm > 0) {
+    const double coef = options_.clip_grad_norm / (norm + 1e-6);
+    if (coef < 1) {
+      torch::NoGradGuard no_grad;
+      for (auto& g : grads) g.mul_(coef);
+    }
+  }
+  return norm;
+}
+
+void StepRunner::update(MicroStep& m, int64_t step) {
+  Profiler::Range range(profiler_, Phase::Optimizer);
+  if (closure_) return update_with_closure(m, step);
+  hooks_.call("on_before_optimizer_step", &Callback::on_before_optimizer_step, m.skipped);
+  // A step that trains: its loss joins train.divergence's moving mean.
+  if (guard_ && !m.skipped) guard_->record(m.decision.loss);
+  if (!optimizer_) {  // the module stepped its optimizers in training_step
+    hooks_.call("on_after_optimizer_step", &Callback::on_after_optimizer_step, m.skipped);
+    window_bad_ = false;
+    return;
+  }
+  if (!m.skipped) {
+    if (sharding_) {
+      sharding_->step();
+    } else {
+      optimizer_->step();
+    }
+  }
+  precision_.finish_step(m.skipped);
+  hooks_.call("on_after_optimizer_step", &Callback::on_after_optimizer_step, m.skipped);
+  zero_grads();
+  window_bad_ = false;
+  bad_on_device_ = torch::Tensor();
+}
+
+void StepRunner::update_with_closure(MicroStep& m, int64_t step) {
+  bool first = true;
+  auto closure = [&]() -> torch::Tensor {
+    zero_grads();
+    StepOutput out = training_step(*closure_batch_, step);
+    if (first) {
+      m.loss = out.loss.detach();
+      m.metrics = detached(out.metrics);
+      first = false;
+    }
+    if (!std::isfinite(out.loss.item<double>())) return out.loss.detach();
+    backward(out.loss, true, step);
+    finish_sync();
+    if (options_.clip_grad_norm > 0) {
+      hooks_.call("on_before_clip", &Callback::on_before_clip);
+      const double norm = torch::nn::utils::clip_grad_norm_(params_, options_.clip_grad_norm);
+      hooks_.call("on_after_clip", &Callback::on_after_clip, norm);
+    }
+    return out.loss.detach();
+  };
+  hooks_.call("on_before_optimizer_step", &Callback::on_before_optimizer_step, false);
+  optimizer_->step(closure);
+  closure_batch_ = nullptr;
+  if (!std::isfinite(m.loss_value())) {
+    m.skipped = true;
+    on_nonfinite("loss", step, m);
+  }
+  hooks_.call("on_after_optimizer_step", &Callback::on_after_optimizer_step, m.skipped);
+  zero_grads();
+}
+
+}  // namespace unitrain
