@@ -50,6 +50,18 @@ TEST(CallbackList, AThrowingCallbackIsNamedAndSkippedByOnException) {
                       "third: callback 'second' failed in on_epoch_start: boom"}));
 }
 
+TEST(CallbackList, AListWithoutATrainerCallsNoHookAndTakesNoCallback) {
+  CallbackList list;  // what the engine's parts run with where no Trainer drives them
+  EXPECT_TRUE(list.empty());
+  list.call("on_epoch_start", &Callback::on_epoch_start);  // nothing to call
+  list.on_exception(std::runtime_error("x"));
+  const std::string message =
+      test::config_error_of([&] { list.add(std::make_shared<Named>("n")); });
+  EXPECT_TRUE(test::contains(message, "callback 'n': this callback list belongs to no Trainer"))
+      << message;
+  EXPECT_TRUE(list.empty());
+}
+
 TEST(CallbackList, AConfigErrorStaysOne) {
   Trainer trainer(test::base_config(test::temp_dir() + "/a"));
   CallbackList list(trainer);

@@ -12,6 +12,7 @@
 #include "unitrain/core/error.h"
 #include "unitrain/data/tensor_dataset.h"
 #include "unitrain/log/console.h"
+#include "unitrain/optim/optimizer_setup.h"
 
 namespace unitrain {
 namespace {
@@ -347,6 +348,53 @@ TEST(Trainer, BadSetupFailsBeforeTraining) {
 
 namespace unitrain {
 namespace {
+
+/// A module that steps its own optimizer (manual optimization).
+struct StepsItsOwn : Regression {
+  void configure_optimizers(OptimizerSetup& setup) override {
+    setup.add("own", std::make_unique<torch::optim::SGD>(parameters(), 0.1));
+  }
+  StepOutput training_step(const Batch& b) override {
+    StepOutput out = Regression::training_step(b);
+    run().backward(out.loss);
+    run().optimizer("own").step();
+    run().optimizer("own").zero_grad();
+    return out;
+  }
+};
+
+TEST(Trainer, EveryRefusalComesBeforeAnEarlierRunsFilesMove) {
+  const std::string dir = test::temp_dir();
+  {
+    Trainer trainer(base_config(dir));
+    Regression module;
+    trainer.fit(module, regression_data(32));
+  }
+  const auto metrics = [&] {
+    std::ifstream in(dir + "/metrics.jsonl");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string before = metrics();
+  // Each is refused only once the optimizers are built; a new start (resume: none) moves an
+  // earlier run to history/, which must not happen before.
+  const auto refused = [&](const std::vector<std::pair<std::string, std::string>>& keys,
+                           TrainModule& module, const std::string& why) {
+    Config c = base_config(dir);
+    c.set("checkpoint.resume", "none");
+    for (const auto& [key, value] : keys) c.set(key, value);
+    Trainer trainer(c);
+    const std::string message =
+        test::config_error_of([&] { trainer.fit(module, regression_data(32)); });
+    EXPECT_TRUE(test::contains(message, why)) << message;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/history")) << why;
+    EXPECT_EQ(metrics(), before) << why;
+  };
+  Regression plain;
+  refused({{"optimizer.type", "lbfgs"}, {"train.precision", "bf16-true"}}, plain,
+          "re-evaluates the loss in its step");
+  StepsItsOwn own;
+  refused({{"train.accumulation_steps", "2"}}, own, "the module steps its own optimizers");
+}
 
 TEST(Trainer, WarnsOnceOfConfigKeysTheProgramNeverRead) {
   // A C++ program that builds its own model and data: model.type and data.collate do nothing.

@@ -33,6 +33,8 @@ double monitored(const MetricMap& metrics, const std::string& key, const std::st
 
 void CallbackList::add(std::shared_ptr<Callback> callback) {
   UT_CHECK(callback != nullptr, "add_callback: the callback is null");
+  UT_CHECK(trainer_ != nullptr, "callback '", callback->name(),
+           "': this callback list belongs to no Trainer, whose hooks it would call");
   list_.push_back(std::move(callback));
 }
 
@@ -54,7 +56,7 @@ void CallbackList::on_exception(const std::exception& error) noexcept {
   for (const auto& c : list_) {
     if (c.get() == failed_) continue;
     try {
-      c->on_exception(trainer_, error);
+      c->on_exception(*trainer_, error);
     } catch (const std::exception& e) {
       log::warn("callback '" + c->name() + "' failed in on_exception (ignored): " + error_text(e));
     } catch (...) {

@@ -11,9 +11,12 @@ namespace unitrain {
 /// The callbacks of a Trainer, in the order they were added. call() runs one hook of each; a
 /// callback that throws ends the run with an error naming it and the hook (a ConfigError stays
 /// one, anything else becomes a TrainError), and on_exception() then skips it.
+/// A list made without a Trainer holds no callbacks (hooks take the Trainer they observe): the
+/// engine's parts run with one where no Trainer drives them (their unit tests).
 class CallbackList {
  public:
-  explicit CallbackList(Trainer& trainer) : trainer_(trainer) {}
+  CallbackList() = default;
+  explicit CallbackList(Trainer& trainer) : trainer_(&trainer) {}
 
   void add(std::shared_ptr<Callback> callback);
   bool empty() const { return list_.empty(); }
@@ -24,7 +27,7 @@ class CallbackList {
   void call(const char* hook, void (Callback::*fn)(Trainer&, Params...), Args&&... args) {
     for (const auto& c : list_) {
       try {
-        ((*c).*fn)(trainer_, args...);
+        ((*c).*fn)(*trainer_, args...);
       } catch (...) {
         rethrow_named(*c, hook);
       }
@@ -37,7 +40,7 @@ class CallbackList {
 
  private:
   [[noreturn]] void rethrow_named(const Callback& c, const char* hook);
-  Trainer& trainer_;
+  Trainer* trainer_ = nullptr;
   std::vector<std::shared_ptr<Callback>> list_;
   const Callback* failed_ = nullptr;
 };

@@ -119,36 +119,6 @@ std::string finished_how(const TrainState& s, const TrainUnit& length) {
 
 }  // namespace
 
-void Trainer::fit_resume_to_world(ResumePoint& resume, int world) {
-  if (resume.dir.empty()) return;
-  const int64_t batch = settings_->loader.batch_size_;
-  SavedLayout saved;
-  const TrainerStateFile& file = resume.file;
-  saved.world = static_cast<int>(file.world_size);
-  saved.batch_size = file.batch_size > 0 ? file.batch_size : batch;
-  saved.accumulation = file.accumulation > 0
-                           ? file.accumulation
-                           : options().resolve_accumulation(batch, file.world_size);
-  saved.batch_in_epoch = file.state.batch_in_epoch;
-  saved.micro_in_window = file.state.micro_in_window;
-  const WorldChange change = plan_world_change(saved, world, batch, resume.dir);
-  resume.file.state.batch_in_epoch = change.batch_in_epoch;
-  if (change.changes()) {
-    auto settings = std::make_unique<RunSettings>(*settings_);
-    settings->loader.batch_size(change.batch_size);
-    settings->train.accumulation_steps = change.accumulation;
-    settings_ = std::move(settings);
-  }
-  if (saved.world != world) {
-    log::info(fmt::format(
-        "resuming on {} process(es) a checkpoint written by {}: the global batch of {} samples "
-        "per step is kept ({}), training continues at sample {} of epoch {}",
-        world, saved.world, saved.world * saved.batch_size * saved.accumulation,
-        change.describe(), saved.batch_in_epoch * saved.world * saved.batch_size,
-        resume.file.state.epoch));
-  }
-}
-
 void Trainer::check_resume_point(const ResumePoint& resume) const {
   if (resume.dir.empty()) return;
   const TrainState& saved = resume.file.state;
@@ -186,9 +156,8 @@ void Trainer::report_finished_run() const {
                   finished_how(state_, options().max_length), new_run_option(config_)));
 }
 
-std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(const DistEnv& env,
-                                                              ResumePoint& resume,
-                                                              const torch::Device& device) {
+std::shared_ptr<ProcessGroup> Trainer::join_group(const DistEnv& env, ResumePoint& resume,
+                                                  const torch::Device& device) {
   // A data-parallel run when the launcher says so (torchrun, unitrain launch, mpirun, srun).
   std::shared_ptr<ProcessGroup> group;
   if (env.distributed()) {
@@ -203,17 +172,6 @@ std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(const DistEnv& env
     const bool launcher_prefixes = std::getenv("UNITRAIN_LAUNCH_PREFIXES_LINES") != nullptr;
     log::set_prefix(env.rank == 0 || launcher_prefixes ? "" : fmt::format("[rank {}] ", env.rank));
     if (env.rank != 0) log::console_warnings_only();
-  }
-  fit_resume_to_world(resume, group ? group->world_size() : 1);
-  check_resume_point(resume);
-  // Rank 0 prepares run_dir (archiving an earlier run's files) before the others log there.
-  if (!group || group->rank() == 0) prepare_run_dir(!resume.dir.empty());
-  if (group) {
-    group->barrier();
-    if (group->rank() != 0) {
-      prepare_writable_dir(run_dir() + "/logs");
-      log::add_file(fmt::format("{}/logs/train-rank-{}.log", run_dir(), group->rank()));
-    }
     // Where the processes met: the launcher's address, or a file (unitrain launch on one
     // machine, which listens on no port).
     const std::string met = env.store_file.empty()
@@ -222,7 +180,29 @@ std::shared_ptr<ProcessGroup> Trainer::join_group_and_prepare(const DistEnv& env
     log::info(fmt::format("data parallel: rank {} of {} ({} via {}, {})", group->rank(),
                           group->world_size(), env.launcher, met, group->backend()));
   }
+  if (!resume.dir.empty()) {
+    auto settings = std::make_unique<RunSettings>(*settings_);
+    fit_resume_to_world(resume, group ? group->world_size() : 1, *settings);
+    settings_ = std::move(settings);
+  }
+  check_resume_point(resume);
   return group;
+}
+
+void Trainer::prepare_run_folder(ProcessGroup* group, bool resuming,
+                                 const std::vector<std::string>& classes) {
+  // Rank 0 prepares run_dir (archiving an earlier run's files) before the others log there;
+  // the lines said before go to the log files first.
+  if (!group || group->rank() == 0) {
+    prepare_run_dir(resuming);
+    write_class_names(run_dir(), classes);
+  }
+  if (!group) return;
+  group->barrier();
+  if (group->rank() != 0) {
+    prepare_writable_dir(run_dir() + "/logs");
+    log::add_file(fmt::format("{}/logs/train-rank-{}.log", run_dir(), group->rank()));
+  }
 }
 
 namespace {
@@ -258,7 +238,7 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
 }
 
 std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModule& module,
-                                                   const Dataset& train, ResumePoint& resume) {
+                                                   ResumePoint& resume) {
   // The process that writes the run folder (rank 0) holds its lock before it reads anything
   // there: a second run on the folder stops here.
   if (env.rank == 0 && !run_dir_lock_) {
@@ -285,7 +265,7 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   if (env.distributed() && settings_->distributed.zero == 2)
     restrictions.push_back(zero2_precisions());
   check_precision(options().precision, device.type(), restrictions);
-  std::shared_ptr<ProcessGroup> group = join_group_and_prepare(env, resume, device);
+  std::shared_ptr<ProcessGroup> group = join_group(env, resume, device);
   log::info("device: " + describe_device(device));
   if (options().deterministic) log::info("deterministic: on");
   reset_peak_memory(device);  // the done line's peak is this run's
@@ -296,7 +276,6 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
                 options().precision == PrecisionMode::Bf16True))
     restore_kept_parts(*group, module.weights().parameters());
   module.to(device);  // before the weights are broadcast and the optimizer built
-  if (!group || group->rank() == 0) write_class_names(run_dir(), train.class_names());
   if (group) broadcast_module(*group, module.weights());  // every rank starts from rank 0's weights
   // bf16-true casts the model here, before the gradient buckets are laid out for its dtype.
   precision_ = configure_precision(module.weights());
@@ -326,13 +305,19 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   const DistEnv env = read_dist_env();
   auto threads = std::make_unique<ThreadGovernor>(options().threads, env.local_world_size);
   ResumePoint resume;
-  std::shared_ptr<ProcessGroup> group = prepare_fit(env, module, *train, resume);
+  std::shared_ptr<ProcessGroup> group = prepare_fit(env, module, resume);
+  const std::vector<std::string> classes = train->class_names();
   TrainLoop loop({*settings_, config_, callbacks_, state_, decisions_, *precision_, module,
                   checkpoint_entries_, group, std::move(threads)},
                  std::move(train), std::move(val), resume);
   loop_ = &loop;
   module_ = &module;
-  loop.start(configure_loop_optimizers(module, loop.plan(), group != nullptr));
+  loop.start([&](const RunPlan& plan) {  // the optimizers; the last refusals
+    return configure_loop_optimizers(module, plan, group != nullptr);
+  });
+  // Nothing refused the run: its folder, then its logs and checkpoints there.
+  prepare_run_folder(group.get(), !resume.dir.empty(), classes);
+  loop.open_run_files(resume);
   callbacks_.call("on_fit_start", &Callback::on_fit_start);
   // Restore: everything the checkpoint holds, exactly where it was saved.
   if (!resume.dir.empty()) loop.restore(resume);
@@ -347,7 +332,6 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   callbacks_.call("on_train_end", &Callback::on_train_end);
   const FitResult result = conclude(loop);                     // summary.json, the last line
   callbacks_.call("on_fit_end", &Callback::on_fit_end, result);
-  optimizer_.reset();
   loop_ = nullptr;
   module_ = nullptr;
   return result;
@@ -362,34 +346,25 @@ std::unique_ptr<LoopOptimizers> Trainer::configure_loop_optimizers(TrainModule& 
   if (!setup->entries().empty()) {
     check_manual_optimization(options(), plan.accumulation,
                               distributed ? settings_->distributed.zero : 0);
-    // The Trainer's optimizer and schedule, set (other than their defaults) but not used.
-    const Config defaults = resolve_run_config(Config());
-    std::vector<std::string> unused;
-    for (const char* key : {"optimizer", "scheduler"}) {
-      if (config_.has(key) && config_.at(key).dump() != defaults.at(key).dump())
-        unused.push_back(key);
-    }
-    if (!unused.empty() && plan.rank == 0) {
-      log::warn(fmt::format(
-          "{}: not used: the module steps its own optimizers (configure_optimizers added {}), "
-          "with the learning rates and schedules it gives them there; remove {} from the config",
-          fmt::join(unused, ", "), setup->entries().size(), unused.size() == 1 ? "it" : "them"));
-    }
+    warn_unused_trainer_sections(config_, setup->entries().size(), plan.rank);
     return std::make_unique<LoopOptimizers>(std::move(setup), per_epoch);
   }
-  optimizer_ = configure_optimizer(module);
-  UT_CHECK(optimizer_ != nullptr, "configure_optimizer() returned no optimizer");
-  UT_CHECK(!distributed || !needs_closure(*optimizer_),
+  OptimizerPtr optimizer = configure_optimizer(module);
+  UT_CHECK(optimizer != nullptr, "configure_optimizer() returned no optimizer");
+  UT_CHECK(!distributed || !needs_closure(*optimizer),
            "optimizer.type: lbfgs re-evaluates the loss inside its step, which data-parallel "
            "training does not support; use another optimizer or one process");
-  return std::make_unique<LoopOptimizers>(
-      *optimizer_,
-      configure_scheduler(plan.schedule_context(per_epoch, get_lr(*optimizer_))), per_epoch);
+  SchedulerPtr schedule = configure_scheduler(plan.schedule_context(per_epoch, get_lr(*optimizer)));
+  return std::make_unique<LoopOptimizers>(std::move(optimizer), std::move(schedule), per_epoch);
+}
+
+torch::optim::Optimizer* Trainer::optimizer() const {
+  return loop_ && loop_->optimizers() ? loop_->optimizers()->trainers() : nullptr;
 }
 
 std::vector<std::pair<std::string, torch::optim::Optimizer*>> Trainer::optimizers() const {
-  if (!loop_) return {};
-  return loop_->optimizers().all();
+  if (!loop_ || !loop_->optimizers()) return {};
+  return loop_->optimizers()->all();
 }
 
 void Trainer::train_until_finished(TrainLoop& loop) {
@@ -397,43 +372,9 @@ void Trainer::train_until_finished(TrainLoop& loop) {
   StopSignalGuard signals(settings_->checkpoint.on_signal_numbers());
   callbacks_.call("on_train_start", &Callback::on_train_start);
   // The phases marked in position_ are what the watchdog and the flight records name.
-  loop.step_runner().follow(&position_);
   StallWatchdog watchdog(options().watchdog, position_, loop.group(), loop.plan().rank,
                          static_cast<int>(settings_->checkpoint.on_signal_exit_code));
-  // One micro-batch per turn; a window's last one ends with the optimizer step.
-  while (!loop.finished()) {
-    position_.enter("data wait", state_.step + 1);
-    std::optional<Batch> batch = loop.next_batch();            // fetch
-    if (!batch) {
-      position_.enter("epoch end");
-      loop.end_epoch();
-      continue;
-    }
-    position_.enter("forward");
-    MicroStep m = loop.forward_backward(*batch);               // forward, backward
-    if (m.window_end) {
-      const int64_t step = state_.step + 1;
-      StepRunner& runner = loop.step_runner();
-      position_.enter("gradient sync");
-      runner.sync_gradients(m, step);                          // gradient sync; ranks agree
-      position_.enter("clip");
-      runner.clip_gradients(m, step);                          // clip
-      position_.enter("optimizer");
-      loop.fence_snapshot();
-      runner.update(m, step);                                  // optimizer step, zero grads
-      if (loop.roll_back(m)) continue;                         // diverged: the last checkpoint
-    }
-    position_.enter("step end");
-    loop.advance(*batch, m);                                   // counters, decisions, schedule
-    position_.enter("validation");
-    if (m.window_end) loop.log_and_validate();                 // log, validate
-    position_.enter("checkpoint");
-    loop.save_if_due();                                        // save
-    position_.enter("epoch end");
-    if (loop.epoch_complete()) loop.end_epoch();
-  }
-  position_.enter("finish");
-  loop.finish();                                               // last logs, final save
+  loop.run(position_);
 }
 
 }  // namespace unitrain

@@ -83,7 +83,7 @@ class Trainer {
   /// added (on every rank) since the last log. Checkpoints save the running sums.
   void log_mean(const std::string& name, double value);
   /// The optimizer of the current fit() (null outside fit, and when the module steps its own).
-  torch::optim::Optimizer* optimizer() const { return optimizer_.get(); }
+  torch::optim::Optimizer* optimizer() const;
   /// The optimizers the current fit() steps, by name: the Trainer's (named "") or those the
   /// module steps itself (TrainModule::configure_optimizers). Empty outside fit.
   std::vector<std::pair<std::string, torch::optim::Optimizer*>> optimizers() const;
@@ -108,11 +108,6 @@ class Trainer {
 
  private:
   void prepare_run_dir(bool resuming);
-  /// A resume on `world` processes of a checkpoint written by another number of them (or
-  /// with another batch layout): keeps its global batch by adjusting the per-process batch or
-  /// the accumulation in this fit's settings, and carries its position in the epoch over
-  /// (world_change.h). ConfigError, before run_dir is touched, when that cannot be done.
-  void fit_resume_to_world(ResumePoint& resume, int world);
   /// ConfigError, before run_dir is touched, when `resume` is a finished run whose config
   /// changed since in a way that would train something else.
   void check_resume_point(const ResumePoint& resume) const;
@@ -133,23 +128,25 @@ class Trainer {
   /// run's last log line.
   FitResult conclude(const TrainLoop& loop);
   /// The processes (null group: one process; on a GPU `device` they talk through NCCL when
-  /// the backend is auto) and the run folder, with a resume's checks against this run's
-  /// processes and config.
-  std::shared_ptr<ProcessGroup> join_group_and_prepare(const DistEnv& env, ResumePoint& resume,
-                                                       const torch::Device& device);
+  /// the backend is auto), with a resume's checks against this run's processes and config.
+  std::shared_ptr<ProcessGroup> join_group(const DistEnv& env, ResumePoint& resume,
+                                           const torch::Device& device);
+  /// The run folder, once nothing refused the run: rank 0 prepares it (an earlier run's files
+  /// to history/ unless `resuming`) and writes `classes`; then every rank logs there.
+  void prepare_run_folder(ProcessGroup* group, bool resuming,
+                          const std::vector<std::string>& classes);
   /// fit() without its on_exception funnel.
   FitResult run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val);
-  /// The parts of fit() before its loop is built: the run folder's lock, where to resume
-  /// (into `resume`), precision checks, the processes (null group: one process), the run
-  /// folder, precision, the seed, the decisions.
+  /// The parts of fit() before its loop is built, none of which writes in the run folder: its
+  /// lock, where to resume (into `resume`), precision checks, the processes (null group: one
+  /// process), the module on its device, precision, the seed, the decisions.
   std::shared_ptr<ProcessGroup> prepare_fit(const DistEnv& env, TrainModule& module,
-                                            const Dataset& train, ResumePoint& resume);
+                                            ResumePoint& resume);
   /// The optimizers of the fit(): the module's own (TrainModule::configure_optimizers), or the
   /// Trainer's (configure_optimizer, configure_scheduler).
   std::unique_ptr<LoopOptimizers> configure_loop_optimizers(TrainModule& module,
                                                             const RunPlan& plan, bool distributed);
-  /// The loop: fetch, forward/backward, sync, clip, update, count, log, save; then the last
-  /// logs and the final save.
+  /// The loop (TrainLoop::run) under the signals the run stops on and the stall watchdog.
   void train_until_finished(TrainLoop& loop);
   Config config_;
   std::unique_ptr<const RunSettings> settings_;  ///< fit_resume_to_world may replace them
@@ -165,7 +162,6 @@ class Trainer {
   std::string last_checkpoint_;
   CallbackList callbacks_{*this};
   std::vector<std::shared_ptr<CheckpointEntry>> checkpoint_entries_;  ///< add_checkpoint_entry's
-  OptimizerPtr optimizer_;
   /// train.precision as set up by the last fit() (its test() and evaluate() use it), or null.
   std::unique_ptr<Precision> precision_;
   TrainModule* module_ = nullptr;

@@ -100,11 +100,11 @@ FitResult Trainer::conclude(const TrainLoop& loop) {
       device_peak
           ? fmt::format("; peak {} memory {} MB", loop.device().str(), *device_peak / (1024 * 1024))
           : ""));
-  if (loop.group() && optimizer_) {  // what ZeRO saves, in each rank's log
-    log::info(fmt::format(
-        "optimizer state on rank {}: {} bytes (distributed.zero: {})", rank_,
-        r.optimizer_state_bytes >= 0 ? r.optimizer_state_bytes : optimizer_state_bytes(*optimizer_),
-        loop.sharded() ? settings_->distributed.zero : 0));
+  if (loop.group() && optimizer()) {  // what ZeRO saves, in each rank's log
+    log::info(fmt::format("optimizer state on rank {}: {} bytes (distributed.zero: {})", rank_,
+                          r.optimizer_state_bytes >= 0 ? r.optimizer_state_bytes
+                                                       : optimizer_state_bytes(*optimizer()),
+                          loop.sharded() ? settings_->distributed.zero : 0));
   }
   if (const ShardedParameters* p = loop.sharded_parameters()) {
     log::info(fmt::format("parameters on rank {}: {} bytes of {} in {} units (distributed.zero: 3)",

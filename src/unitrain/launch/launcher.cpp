@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <torch/csrc/distributed/c10d/Store.hpp>  // LaunchRounds::connect's store
 
 #include "unitrain/core/error.h"
 #include "unitrain/launch/launch_rounds.h"

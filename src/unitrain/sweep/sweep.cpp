@@ -17,6 +17,7 @@
 
 #include "unitrain/core/cpu_budget.h"
 #include "unitrain/core/error.h"
+#include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/setup/run_dir_lock.h"
 #include "unitrain/launch/launcher.h"
 #include "unitrain/log/console.h"
@@ -197,7 +198,7 @@ class SweepRunner {
     const Config resolved = configs_.resolve(job.trial, t.parameters, job.rung);
     std::ofstream(config, std::ios::trunc) << resolved.dump() << "\n";
     const int resume_code =
-        static_cast<int>(resolved.at("checkpoint").at("on_signal").get_int("exit_code"));
+        static_cast<int>(RunSettings::from_config(resolved).checkpoint.on_signal_exit_code);
     wait_for_run_dir(configs_.run_dir(job.trial));
     std::vector<std::string> command = {exe_};
     if (o_.nproc_per_node > 0) {

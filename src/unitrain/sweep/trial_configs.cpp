@@ -9,6 +9,7 @@
 
 #include "unitrain/core/error.h"
 #include "unitrain/engine/config/load_config.h"
+#include "unitrain/engine/config/run_settings.h"
 #include "unitrain/sweep/asha_schedule.h"
 
 namespace unitrain {
@@ -49,28 +50,27 @@ TrialConfigs::TrialConfigs(const SweepOptions& options, const SearchSpace& space
   } else {
     raw_base_ = Config(YAML::Clone(o_.base.node()), "");
   }
-  const Config base = resolve_run_config(raw_base_.clone());
+  // The base as a run reads it (its keys declared once, by RunSettings).
+  const RunSettings base = RunSettings::from_config(resolve_run_config(raw_base_.clone()));
   // Each trial is `unitrain train` of its config: it needs the training data (a program that
   // brings its own dataset does not, so the run config's schema cannot require it).
-  UT_CHECK(base.at("data").has("train") || space.has("data.train"),
+  UT_CHECK(base.data.has("train") || space.has("data.train"),
            "base: data.train is not set, and every trial trains on it (unitrain train): give "
            "data.train in the base config");
-  const Config train = base.at("train");
   UT_CHECK(o_.strategy != SweepStrategy::Asha || !space.has("train.max_length"),
            "space.train.max_length: with strategy asha each trial trains to its rung's length "
            "(asha.min_length up to asha.max_length, promotions resume with a longer one): take "
            "train.max_length out of the space, or use strategy grid or random");
   rungs_ = o_.strategy == SweepStrategy::Asha
                ? asha_rungs(o_.min_length, o_.max_length, o_.reduction_factor)
-               : std::vector<TrainUnit>{train.get_duration("max_length")};
+               : std::vector<TrainUnit>{base.train.max_length};
   // Validation at each rung's end: the metric there is the trial's result.
-  if (!space.has("train.val_every") && !validates_at(train.get_duration("val_every"), rungs_)) {
+  if (!space.has("train.val_every") && !validates_at(base.train.val_every, rungs_)) {
     TrainUnit every = rungs_.front();
     for (const TrainUnit& r : rungs_) every.count = std::gcd(every.count, r.count);
-    UT_CHECK(validates_at(every, rungs_), "base: train.val_every ",
-             train.get_duration("val_every").str(), " does not fall on the end of ",
-             rungs_.back().str(), ", and no period in whole ", rungs_.back().str(),
-             " does: give train.max_length in whole epochs, steps or samples");
+    UT_CHECK(validates_at(every, rungs_), "base: train.val_every ", base.train.val_every.str(),
+             " does not fall on the end of ", rungs_.back().str(), ", and no period in whole ",
+             rungs_.back().str(), " does: give train.max_length in whole epochs, steps or samples");
     settings_.emplace_back("train.val_every", every.str());
   }
   // Several processes at once: each its share of the CPUs. One: train.threads auto, which

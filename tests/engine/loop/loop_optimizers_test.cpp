@@ -19,11 +19,15 @@ torch::Tensor weight_of_loop_test() { return torch::zeros({2}, torch::requires_g
 
 TEST(LoopOptimizers, TheTrainersOptimizerLogsTrainLrAndFollowsItsSchedule) {
   register_builtins();
-  torch::optim::SGD sgd(std::vector<torch::Tensor>{weight_of_loop_test()}, 0.1);
+  auto sgd =
+      std::make_unique<torch::optim::SGD>(std::vector<torch::Tensor>{weight_of_loop_test()}, 0.1);
+  torch::optim::Optimizer* held = sgd.get();
   ScheduleContext context;
   context.total_steps = 10;
-  LoopOptimizers loop(sgd, build_scheduler(Config::from_string("{type: linear}"), context), false);
+  LoopOptimizers loop(std::move(sgd),
+                      build_scheduler(Config::from_string("{type: linear}"), context), false);
   EXPECT_FALSE(loop.manual());
+  EXPECT_EQ(loop.trainers(), held);  // the fit's one owner of the Trainer's optimizer
   TrainState state;
   loop.follow(state);
   loop.remember_lrs();
@@ -32,7 +36,7 @@ TEST(LoopOptimizers, TheTrainersOptimizerLogsTrainLrAndFollowsItsSchedule) {
   MetricMap m;
   loop.add_lrs(m);
   EXPECT_DOUBLE_EQ(m.at("train/lr"), 0.1);
-  EXPECT_NEAR(get_lr(sgd), 0.05, 1e-12);
+  EXPECT_NEAR(get_lr(*held), 0.05, 1e-12);
   EXPECT_THROW(loop.named("anything"), ConfigError);  // no module optimizers to name
 }
 
@@ -48,6 +52,7 @@ TEST(LoopOptimizers, AModulesOptimizersAreNamedAndLoggedEachByName) {
   EXPECT_THROW(setup->add("bad name", nullptr), ConfigError);
   LoopOptimizers loop(std::move(setup), false);
   EXPECT_TRUE(loop.manual());
+  EXPECT_EQ(loop.trainers(), nullptr);  // the step runner steps none
   loop.remember_lrs();
   MetricMap m;
   loop.add_lrs(m);

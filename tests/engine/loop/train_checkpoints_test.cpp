@@ -1,5 +1,6 @@
-// TrainCheckpoints through the Trainer: a pause inside an accumulation window, a SIGTERM at a
-// chosen step and async saves, each resumed or compared bit for bit.
+// TrainCheckpoints on its own (its entries saved and restored with the counters, no Trainer), and
+// through the Trainer: a pause inside an accumulation window, a SIGTERM at a chosen step and
+// async saves, each resumed or compared bit for bit.
 #include "unitrain/engine/loop/train_checkpoints.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +15,13 @@
 #include "unitrain/checkpoint/checkpoint_store.h"
 #include "unitrain/checkpoint/file_image.h"
 #include "unitrain/checkpoint/optimizer_state.h"
+#include "unitrain/engine/config/load_config.h"
+#include "unitrain/engine/config/run_settings.h"
+#include "unitrain/engine/loop/periods.h"
+#include "unitrain/engine/loop/run_decisions.h"
+#include "unitrain/engine/setup/run_plan.h"
 #include "unitrain/engine/trainer.h"
+#include "unitrain/log/run_logger.h"
 
 namespace unitrain {
 namespace {
@@ -56,6 +63,69 @@ std::vector<torch::Tensor> train(const Config& config, FitResult* result = nullp
 void expect_same(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << a[i] << b[i];
+}
+
+/// A program's note, saved as note.txt.
+struct NoteEntry : CheckpointEntry {
+  std::string text;
+  void save(CheckpointWrite& out) override {
+    if (out.writes) out.add("note.txt", text);
+  }
+  void restore(const CheckpointRead& in) override {
+    const std::vector<char> bytes = in.read("note.txt");
+    text.assign(bytes.begin(), bytes.end());
+  }
+};
+
+TEST(TrainCheckpoints, OnItsOwnItSavesItsEntriesAndRestoresThemWithTheCounters) {
+  register_builtins();
+  const std::string dir = test::temp_dir();
+  const Config config = resolve_run_config(window_config(dir, "{every: null}"));
+  const RunSettings settings = RunSettings::from_config(config);
+  RunPlan plan;
+  plan.batch_size = 8;
+  plan.batches_per_epoch = 4;
+  LogOptions no_trackers;
+  no_trackers.trackers.clear();
+  const RunLogger logger(no_trackers, dir, 0);
+  const CheckpointSetup setup = CheckpointSetup::of(settings, config, plan, false, false);
+  TrainState state;
+  state.step = 3;
+  state.batch_in_epoch = 3;
+  state.samples = 24;
+  {
+    RunDecisions decisions(state);
+    NoteEntry note;
+    note.text = "kept";
+    TrainCheckpoints checkpoints(setup, state, logger, decisions, nullptr);
+    checkpoints.add(note);
+    Periods periods(settings.train.log_every, settings.train.val_every, settings.checkpoint.every);
+    periods.set_batches_per_epoch(plan.batches_per_epoch);
+    checkpoints.save_if_due(periods);  // every: null: nothing due
+    EXPECT_EQ(checkpoints.saves(), 0);
+    checkpoints.save_if_due(periods, /*force=*/true);
+    checkpoints.finish();
+    EXPECT_EQ(checkpoints.saves(), 1);
+    EXPECT_EQ(checkpoints.last_checkpoint(), dir + "/checkpoints/step-3");
+  }
+  TrainState restored;
+  RunDecisions decisions(restored);
+  NoteEntry back;
+  TrainCheckpoints checkpoints(setup, restored, logger, decisions, nullptr);
+  checkpoints.add(back);
+  checkpoints.restore(read_resume_point(dir + "/checkpoints/step-3", config), restored,
+                      plan.batches_per_epoch, 0);
+  EXPECT_EQ(restored.step, 3);
+  EXPECT_EQ(restored.batch_in_epoch, 3);
+  EXPECT_EQ(restored.samples, 24);
+  EXPECT_EQ(back.text, "kept");
+  EXPECT_EQ(checkpoints.rollback_point(), dir + "/checkpoints/step-3");
+  // A checkpoint of a longer epoch than this run's is refused, naming both.
+  const std::string message = test::config_error_of([&] {
+    checkpoints.restore(read_resume_point(dir + "/checkpoints/step-3", config), restored, 2, 0);
+  });
+  EXPECT_TRUE(test::contains(message, "it stopped at batch 3 of an epoch that now has 2 batches"))
+      << message;
 }
 
 TEST(TrainCheckpoints, APauseInsideAWindowResumesBitForBit) {

@@ -1,4 +1,5 @@
-// TrainLoop through the Trainer: what its logs say about the learning rate.
+// TrainLoop on its own (no Trainer: it trains as the Trainer's fit does), and through the
+// Trainer: what its logs say about the learning rate.
 #include "unitrain/engine/loop/train_loop.h"
 
 #include <gtest/gtest.h>
@@ -9,7 +10,12 @@
 
 #include "engine/regression_fixture.h"
 #include "test_util.h"
+#include "unitrain/core/run_position.h"
+#include "unitrain/engine/config/load_config.h"
+#include "unitrain/engine/loop/run_decisions.h"
+#include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/engine/trainer.h"
+#include "unitrain/precision/precision.h"
 
 namespace unitrain {
 namespace {
@@ -43,6 +49,74 @@ std::vector<nlohmann::json> train_events(const std::string& run_dir) {
     if (j.contains("train/lr")) out.push_back(j);
   }
   return out;
+}
+
+/// The weights of test::Regression after training `init` on 32 samples as `config` says, by a
+/// TrainLoop built from its parts alone (what Trainer::fit builds it from).
+std::vector<torch::Tensor> loop_alone(const Config& config, const test::Regression& init,
+                                      FitResult& result) {
+  register_builtins();
+  const Config resolved = resolve_run_config(config);
+  const RunSettings settings = RunSettings::from_config(resolved);
+  CallbackList callbacks;  // no Trainer: no callbacks
+  TrainState state;
+  RunDecisions decisions(state);
+  decisions.start(false, false, 0, 0);
+  test::Regression module;
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < module.parameters().size(); ++i)
+      module.parameters()[i].copy_(init.parameters()[i]);
+  }
+  Precision precision(PrecisionMode::Fp32, module);
+  const std::vector<std::shared_ptr<CheckpointEntry>> extra;
+  const ResumePoint fresh;
+  torch::manual_seed(settings.seed);  // as the Trainer seeds rank 0 before its loop
+  TrainLoop loop({settings, resolved, callbacks, state, decisions, precision, module, extra,
+                  nullptr, std::make_unique<ThreadGovernor>(settings.train.threads, 1)},
+                 test::regression_data(32), nullptr, fresh);
+  int64_t planned_steps = -1;
+  loop.start([&](const RunPlan& plan) {
+    planned_steps = plan.total_steps;
+    return std::make_unique<LoopOptimizers>(build_optimizer(settings.optimizer, module), nullptr,
+                                            settings.schedule_per_epoch);
+  });
+  EXPECT_EQ(planned_steps, 8);             // 2 epochs of 4 batches of 8
+  prepare_writable_dir(settings.run_dir);  // the run folder, as the Trainer prepares it
+  loop.open_run_files(fresh);
+  EXPECT_FALSE(loop.announce());
+  RunPosition position;
+  loop.run(position);
+  result = loop.result();
+  std::vector<torch::Tensor> out;
+  for (const auto& p : module.parameters()) out.push_back(p.detach().clone());
+  return out;
+}
+
+TEST(TrainLoop, OnItsOwnItTrainsAsTheTrainersFitDoes) {
+  const std::string dir = test::temp_dir();
+  Trainer trainer(test::base_config(dir + "/trainer"));
+  test::Regression module;
+  test::Regression init;
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < init.parameters().size(); ++i)
+      init.parameters()[i].copy_(module.parameters()[i]);
+  }
+  const FitResult by_trainer = trainer.fit(module, test::regression_data(32));
+  FitResult alone;
+  const std::vector<torch::Tensor> weights =
+      loop_alone(test::base_config(dir + "/loop"), init, alone);
+  for (size_t i = 0; i < weights.size(); ++i) {
+    EXPECT_TRUE(torch::equal(weights[i], module.parameters()[i])) << "parameter " << i;
+  }
+  EXPECT_EQ(alone.state.step, 8);
+  EXPECT_EQ(alone.state.epoch, 2);
+  EXPECT_EQ(alone.state.samples, by_trainer.state.samples);
+  EXPECT_EQ(alone.last_train, by_trainer.last_train);
+  // Its logs and checkpoints where the config puts them.
+  EXPECT_TRUE(std::filesystem::exists(dir + "/loop/metrics.jsonl"));
+  EXPECT_EQ(alone.last_checkpoint, dir + "/loop/checkpoints/step-8");
 }
 
 TEST(TrainLoop, TrainLrIsTheLrTheLoggedStepUsedAsLrMonitorSays) {

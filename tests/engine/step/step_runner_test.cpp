@@ -1,5 +1,5 @@
-// StepRunner on its own: the phases of a window in order, as a recording callback sees them,
-// what accumulation computes, and non-finite losses under skip and stop.
+// StepRunner on its own (no Trainer drives it): the phases of a window in order, as a recording
+// callback sees them, what accumulation computes, and non-finite losses under skip and stop.
 #include "unitrain/engine/step/step_runner.h"
 
 #include <gtest/gtest.h>
@@ -38,10 +38,12 @@ struct PhaseRecorder : Callback {
   }
 };
 
-/// A step runner over the regression module with SGD, fp32, one process.
+/// A step runner over the regression module with SGD, fp32, one process. No Trainer drives it;
+/// one is made only to record the hooks (they take the Trainer they observe).
 struct RunnerRig {
-  Trainer trainer{test::base_config(test::temp_dir())};
-  CallbackList hooks{trainer};
+  enum Hooks { kNone, kRecorded };
+  std::unique_ptr<Trainer> trainer;
+  std::unique_ptr<CallbackList> hooks;
   std::shared_ptr<PhaseRecorder> recorder = std::make_shared<PhaseRecorder>();
   test::Regression module;
   torch::optim::SGD sgd{module.parameters(), torch::optim::SGDOptions(0.1)};
@@ -50,10 +52,16 @@ struct RunnerRig {
   Precision precision{PrecisionMode::Fp32, module};
   std::unique_ptr<StepRunner> runner;
 
-  explicit RunnerRig(OnNonFinite on_nonfinite = OnNonFinite::Stop) {
-    hooks.add(recorder);
+  explicit RunnerRig(OnNonFinite on_nonfinite = OnNonFinite::Stop, Hooks record = kRecorded) {
+    if (record == kRecorded) {
+      trainer = std::make_unique<Trainer>(test::base_config(test::temp_dir()));
+      hooks = std::make_unique<CallbackList>(*trainer);
+      hooks->add(recorder);
+    } else {
+      hooks = std::make_unique<CallbackList>();
+    }
     options.on_nonfinite = on_nonfinite;
-    runner = std::make_unique<StepRunner>(module, &sgd, options, sync, hooks, precision);
+    runner = std::make_unique<StepRunner>(module, &sgd, options, sync, *hooks, precision);
   }
   /// One window of `batches` micro-batches, each weighted by its share.
   MicroStep window(const std::vector<Batch>& batches, int64_t step) {
@@ -85,7 +93,8 @@ TEST(StepRunner, RunsItsPhasesInOrderAroundEachMicroBatchAndTheWindowsEnd) {
 }
 
 TEST(StepRunner, TwoMicroBatchesMakeTheUpdateOfOneBatchOfBoth) {
-  RunnerRig accumulated, whole;
+  RunnerRig accumulated(OnNonFinite::Stop, RunnerRig::kNone),
+      whole(OnNonFinite::Stop, RunnerRig::kNone);
   torch::NoGradGuard no_grad;
   whole.module.fc->weight.copy_(accumulated.module.fc->weight);
   whole.module.fc->bias.copy_(accumulated.module.fc->bias);
@@ -114,7 +123,7 @@ TEST(StepRunner, ANonFiniteLossSkipsTheUpdateOrStopsNamingTheStep) {
       std::find(skip.recorder->seen.begin(), skip.recorder->seen.end(), "before_step(skipped)"),
       skip.recorder->seen.end());
 
-  RunnerRig stop(OnNonFinite::Stop);
+  RunnerRig stop(OnNonFinite::Stop, RunnerRig::kNone);
   stop.module.poison_at = 1;
   EXPECT_TRUE(test::contains(test::error_of<TrainError>([&] { stop.window({batch_of(8, 1)}, 7); }),
                              "non-finite loss at step 7"));

@@ -81,4 +81,13 @@ std::vector<ConfigChange> check_resume_config(const Config& saved, const Config&
   return all;
 }
 
+ResumePoint read_resume_point(const std::string& dir, const Config& current) {
+  ResumePoint r;
+  if (dir.empty()) return r;
+  r.dir = dir;
+  r.config_changes = check_resume_config(read_checkpoint_config(dir), current, dir);
+  r.file = TrainerStateFile::read(dir);
+  return r;
+}
+
 }  // namespace unitrain

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "unitrain/checkpoint/trainer_state_file.h"
 #include "unitrain/core/config.h"
 
 namespace unitrain {
@@ -26,5 +27,17 @@ std::vector<ConfigChange> check_resume_config(const Config& saved, const Config&
 /// computes (logging, threads, reader threads, checkpoint writing, test data), so such changes
 /// leave a finished run finished.
 bool changes_nothing_trained(const std::string& key);
+
+/// What must be known of a checkpoint to resume from before the loop is built, read (and
+/// checked against this run's config) before the run folder is touched.
+struct ResumePoint {
+  std::string dir;                           ///< "" = a fresh start
+  TrainerStateFile file;                     ///< its trainer_state.json
+  std::vector<ConfigChange> config_changes;  ///< since it was saved
+};
+
+/// Reads what must be known of `dir` before the loop is built (trainer_state.json, config.yaml)
+/// and checks that `current` can resume from it (check_resume_config's ConfigError otherwise).
+ResumePoint read_resume_point(const std::string& dir, const Config& current);
 
 }  // namespace unitrain

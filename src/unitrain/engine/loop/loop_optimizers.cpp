@@ -12,8 +12,10 @@
 #include "unitrain/core/error.h"
 #include "unitrain/engine/callback.h"
 #include "unitrain/engine/checkpoints/checkpoint_entries.h"
+#include "unitrain/engine/config/load_config.h"
 #include "unitrain/engine/config/train_options.h"
 #include "unitrain/engine/loop/train_checkpoints.h"
+#include "unitrain/log/console.h"
 #include "unitrain/optim/optimizer_setup.h"
 #include "unitrain/precision/precision_support.h"
 
@@ -83,10 +85,24 @@ void check_manual_optimization(const TrainOptions& train, int64_t accumulation, 
            ": ZeRO shards the Trainer's optimizer; set distributed.zero: 0");
 }
 
-LoopOptimizers::LoopOptimizers(torch::optim::Optimizer& optimizer, SchedulerPtr schedule,
-                               bool per_epoch) {
-  list_.push_back(
-      {"", &optimizer, std::make_unique<LrController>(optimizer, std::move(schedule), per_epoch)});
+void warn_unused_trainer_sections(const Config& config, size_t added, int rank) {
+  const Config defaults = resolve_run_config(Config());
+  std::vector<std::string> unused;
+  for (const char* key : {"optimizer", "scheduler"}) {
+    if (config.has(key) && config.at(key).dump() != defaults.at(key).dump()) unused.push_back(key);
+  }
+  if (unused.empty() || rank != 0) return;
+  log::warn(fmt::format(
+      "{}: not used: the module steps its own optimizers (configure_optimizers added {}), with "
+      "the learning rates and schedules it gives them there; remove {} from the config",
+      fmt::join(unused, ", "), added, unused.size() == 1 ? "it" : "them"));
+}
+
+LoopOptimizers::LoopOptimizers(OptimizerPtr optimizer, SchedulerPtr schedule, bool per_epoch)
+    : trainers_(std::move(optimizer)) {
+  UT_CHECK(trainers_ != nullptr, "configure_optimizer() returned no optimizer");
+  list_.push_back({"", trainers_.get(),
+                   std::make_unique<LrController>(*trainers_, std::move(schedule), per_epoch)});
 }
 
 LoopOptimizers::LoopOptimizers(std::unique_ptr<OptimizerSetup> setup, bool per_epoch)

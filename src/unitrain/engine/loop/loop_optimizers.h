@@ -11,6 +11,7 @@
 #include "unitrain/core/train_state.h"
 #include "unitrain/engine/metric_map.h"
 #include "unitrain/engine/step/lr_controller.h"
+#include "unitrain/optim/optimizer.h"
 
 namespace torch::optim {
 class Optimizer;
@@ -28,16 +29,22 @@ struct TrainOptions;
 /// a precision with loss scaling or master weights, ZeRO (`zero`: the stage of a multi-process
 /// run, 0 in one process).
 void check_manual_optimization(const TrainOptions& train, int64_t accumulation, int64_t zero);
+/// Manual optimization (`added` optimizers): warns, on rank 0, that the `optimizer` and
+/// `scheduler` sections `config` sets (other than their defaults) are not used.
+void warn_unused_trainer_sections(const Config& config, size_t added, int rank);
 
 class LoopOptimizers {
  public:
-  /// Automatic optimization: the Trainer's optimizer and its schedule (null: constant lr).
-  LoopOptimizers(torch::optim::Optimizer& optimizer, SchedulerPtr schedule, bool per_epoch);
+  /// Automatic optimization: the Trainer's optimizer (held here, for the fit) and its schedule
+  /// (null: constant lr).
+  LoopOptimizers(OptimizerPtr optimizer, SchedulerPtr schedule, bool per_epoch);
   /// Manual optimization: the module's (non-empty) setup.
   LoopOptimizers(std::unique_ptr<OptimizerSetup> setup, bool per_epoch);
   ~LoopOptimizers();
 
   bool manual() const { return setup_ != nullptr; }
+  /// The Trainer's optimizer, which the step runner steps (null: manual optimization).
+  torch::optim::Optimizer* trainers() const { return trainers_.get(); }
   /// Each optimizer's name ("" for the Trainer's) and the optimizer.
   std::vector<std::pair<std::string, torch::optim::Optimizer*>> all() const;
   /// Manual: the module's optimizer `name`; ConfigError naming the known ones otherwise.
@@ -74,7 +81,8 @@ class LoopOptimizers {
     std::unique_ptr<LrController> lr;
     double step_lr = 0;
   };
-  std::unique_ptr<OptimizerSetup> setup_;
+  OptimizerPtr trainers_;                  ///< automatic
+  std::unique_ptr<OptimizerSetup> setup_;  ///< manual
   std::vector<Scheduled> list_;
 };
 

@@ -30,15 +30,6 @@ std::string hash_of(const std::string& text) {
 
 }  // namespace
 
-ResumePoint read_resume_point(const std::string& dir, const Config& current) {
-  ResumePoint r;
-  if (dir.empty()) return r;
-  r.dir = dir;
-  r.config_changes = check_resume_config(read_checkpoint_config(dir), current, dir);
-  r.file = TrainerStateFile::read(dir);
-  return r;
-}
-
 CheckpointSetup CheckpointSetup::of(const RunSettings& s, const Config& config, const RunPlan& plan,
                                     bool shared, bool has_callbacks) {
   CheckpointSetup c;

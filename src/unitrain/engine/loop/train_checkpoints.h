@@ -23,18 +23,6 @@ class SnapshotBuffers;
 struct RunPlan;
 struct RunSettings;
 
-/// What must be known of a checkpoint to resume from before the loop is built, read (and
-/// checked against this run's config) before the run folder is touched.
-struct ResumePoint {
-  std::string dir;                           ///< "" = a fresh start
-  TrainerStateFile file;                     ///< its trainer_state.json
-  std::vector<ConfigChange> config_changes;  ///< since it was saved
-};
-
-/// Reads what must be known of `dir` before the loop is built (trainer_state.json, config.yaml)
-/// and checks that `current` can resume from it (check_resume_config's ConfigError otherwise).
-ResumePoint read_resume_point(const std::string& dir, const Config& current);
-
 /// How a run's checkpoints are laid out and written.
 struct CheckpointSetup {
   CheckpointOptions options;

@@ -10,9 +10,11 @@
 
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/run_position.h"
 #include "unitrain/engine/checkpoints/checkpoint_entries.h"
 #include "unitrain/engine/loop/evaluator.h"
 #include "unitrain/engine/loop/run_decisions.h"
+#include "unitrain/engine/results/profile_files.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/log/console.h"
@@ -40,11 +42,7 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
       // A resumed run keeps the shuffle it trained with (its checkpoint's data_order).
       train_loader_(train, settings_.loader.for_device(device_.is_cuda()), settings_.seed,
                     "data.train", resume.dir.empty() ? kCurrentShuffle : resume.file.data_order),
-      logger_(settings_.log.of_rank(group_ ? group_->rank() : 0),
-              settings_.log.segment(config_.dump(), settings_.run_dir, group_ ? group_->rank() : 0,
-                                    group_ ? group_->world_size() : 1,
-                                    resume.dir.empty() ? 0 : resume.file.state.step,
-                                    resume.dir.empty() ? -1 : resume.file.log_events)) {
+      classes_text_(class_names_json(train->class_names())) {
   const int rank = group_ ? group_->rank() : 0;
   const int world = group_ ? group_->world_size() : 1;
   if (val) {
@@ -64,12 +62,6 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
   if (settings_.profile.enabled) {
     profiler_ = std::make_unique<Profiler>(settings_.profile, rank, device_.is_cuda());
   }
-  CheckpointSetup setup =
-      CheckpointSetup::of(settings_, config_, plan_, group_ != nullptr, !callbacks_.empty());
-  setup.classes_text = class_names_json(train->class_names());
-  setup.data_order = train_loader_.shuffle_algorithm();
-  checkpoints_ = std::make_unique<TrainCheckpoints>(std::move(setup), state_, logger_, decisions_,
-                                                    profiler_.get());
 }
 
 TrainLoop::~TrainLoop() { module_.set_run(nullptr); }
@@ -93,12 +85,12 @@ void TrainLoop::make_gradient_sync(bool manual) {
   sync_ = std::make_unique<DataParallelSync>(group_, module_.weights().parameters(), dp);
 }
 
-void TrainLoop::start(std::unique_ptr<LoopOptimizers> optimizers) {
-  optimizers_ = std::move(optimizers);
+void TrainLoop::start(const OptimizerFactory& make) {
+  optimizers_ = make(plan_);
   const bool manual = optimizers_->manual();
   make_gradient_sync(manual);
   optimizers_->follow(state_);
-  torch::optim::Optimizer* trainers = manual ? nullptr : optimizers_->all()[0].second;
+  torch::optim::Optimizer* trainers = optimizers_->trainers();
   // ZeRO stage 3: the optimizer steps this rank's shards (before bf16-true's masters are made
   // for what it steps).
   if (group_ && trainers && settings_.distributed.zero == 3) {
@@ -126,44 +118,61 @@ void TrainLoop::start(std::unique_ptr<LoopOptimizers> optimizers) {
     train_sums_ = MetricAccumulator(MetricAccumulator::Reads::Deferred);
   periods_.start_at(state_);
   optimizers_->remember_lrs();
-  list_checkpoint_entries(trainers);
 }
 
-void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
-  // What a checkpoint holds, in the order it saves and restores.
-  TrainCheckpoints& c = *checkpoints_;
-  c.add(static_cast<CheckpointEntry&>(*this));
-  if (sharded_params_) {
-    const std::string root = settings_.run_dir + "/checkpoints";
-    c.add(sharded_model_entry(module_, *sharded_params_, *group_, state_, precision_.masters(),
-                              root));
-    for (ParameterState* state : parameter_states()) {  // kept by parts too
-      c.add(sharded_state_entry(*state, module_, *sharded_params_, *group_, root));
+void TrainLoop::open_run_files(const ResumePoint& resume) {
+  const int rank = plan_.rank;
+  logger_ = std::make_unique<RunLogger>(
+      settings_.log.of_rank(rank),
+      settings_.log.segment(config_.dump(), settings_.run_dir, rank, plan_.world,
+                            resume.dir.empty() ? 0 : resume.file.state.step,
+                            resume.dir.empty() ? -1 : resume.file.log_events));
+  CheckpointSetup setup =
+      CheckpointSetup::of(settings_, config_, plan_, group_ != nullptr, !callbacks_.empty());
+  setup.classes_text = classes_text_;
+  setup.data_order = train_loader_.shuffle_algorithm();
+  checkpoints_ = std::make_unique<TrainCheckpoints>(std::move(setup), state_, *logger_, decisions_,
+                                                    profiler_.get());
+  list_checkpoint_entries(optimizers_->trainers());
+}
+
+void TrainLoop::run(RunPosition& position) {
+  step_runner_->follow(&position);  // backward marks its phase there
+  // One micro-batch per turn; a window's last one ends with the optimizer step.
+  while (!finished()) {
+    position.enter("data wait", state_.step + 1);
+    std::optional<Batch> batch = next_batch();  // fetch
+    if (!batch) {
+      position.enter("epoch end");
+      end_epoch();
+      continue;
     }
-  } else {
-    c.add(model_entry(module_, precision_));
+    position.enter("forward");
+    MicroStep m = forward_backward(*batch);                  // forward, backward
+    if (m.window_end && !end_window(m, position)) continue;  // sync, clip, update; rolled back
+    position.enter("step end");
+    advance(*batch, m);  // counters, decisions, schedule
+    position.enter("validation");
+    if (m.window_end) log_and_validate();  // log, validate
+    position.enter("checkpoint");
+    save_if_due();  // save
+    position.enter("epoch end");
+    if (epoch_complete()) end_epoch();
   }
-  if (trainers) {
-    c.add(optimizer_entry(*trainers, module_.weights(), group_.get(), sharding_.get(),
-                          settings_.run_dir + "/checkpoints", sharded_params_.get()));
-  }
-  c.add(gradients_entry(module_, state_));
-  optimizers_->add_entries(c, state_);
-  c.add(callbacks_entry(callbacks_));
-  c.add(loss_scaler_entry(precision_));
-  if (divergence_.watches_spikes() || settings_.train.rolls_back()) {
-    c.add(divergence_entry(divergence_));
-  }
-  c.add(rng_entry(group_.get()));
-  for (const auto& e : extra_entries_) c.add(*e);  // Trainer::add_checkpoint_entry's
+  position.enter("finish");
+  finish();  // last logs, final save
 }
 
-std::vector<ParameterState*> TrainLoop::parameter_states() const {
-  std::vector<ParameterState*> out;
-  for (const auto& callback : callbacks_.all()) {
-    if (ParameterState* state = callback->parameter_state()) out.push_back(state);
-  }
-  return out;
+bool TrainLoop::end_window(MicroStep& m, RunPosition& position) {
+  const int64_t step = state_.step + 1;
+  position.enter("gradient sync");
+  step_runner_->sync_gradients(m, step);  // the ranks agree on the step's decisions
+  position.enter("clip");
+  step_runner_->clip_gradients(m, step);
+  position.enter("optimizer");
+  checkpoints_->fence();          // an async save's parameter copies are taken before the update
+  step_runner_->update(m, step);  // optimizer step, zero grads
+  return !roll_back(m);           // diverged: the last checkpoint
 }
 
 bool TrainLoop::length_reached() const {
@@ -234,7 +243,7 @@ void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
   }
   // `epoch` counts completed epochs everywhere (progress bar, log lines, metrics files,
   // checkpoints), the epoch a step ends included. The loss is read only when a bar is drawn.
-  logger_.progress(state_.step, plan_.total_steps, epochs_done(), [&m] { return m.loss_value(); });
+  logger_->progress(state_.step, plan_.total_steps, epochs_done(), [&m] { return m.loss_value(); });
 }
 
 void TrainLoop::log_and_validate() {
@@ -278,8 +287,11 @@ void TrainLoop::finish() {
     if (settings_.checkpoint.final) checkpoints_->save_if_due(periods_, /*force=*/true);
   }
   checkpoints_->finish();
-  logger_.finish(!decisions_.ended_early());
-  if (profiler_) write_profile();
+  logger_->finish(!decisions_.ended_early());
+  if (profiler_) {
+    write_profile(profiler_->finish(device_.str(), peak_memory_bytes(device_)), settings_,
+                  plan_.rank, state_.step);
+  }
   if (sharded_params_) {  // the module whole again for what comes after fit (tests, export)
     // The optimizer steps the parts, which a next fit() cuts anew: its state is freed first.
     if (!optimizers_->manual()) {
@@ -319,28 +331,6 @@ void TrainLoop::add_train_mean(const std::string& name, double value) {
   train_sums_.add(name, MetricValue(torch::tensor(value, torch::kFloat64), 1.0), 1);
 }
 
-void TrainLoop::write_profile() {
-  const ProfileResult p = profiler_->finish(device_.str(), peak_memory_bytes(device_));
-  if (p.steps == 0) {
-    log::warn(
-        fmt::format("profile: no step was recorded (the run took {} steps; profile.wait + "
-                    "profile.warmup is {})",
-                    state_.step, settings_.profile.wait + settings_.profile.warmup));
-    return;
-  }
-  log::info(p.table);
-  if (settings_.train.test_mode) return;  // no run folder
-  const std::string dir = settings_.run_dir + "/profile";
-  prepare_writable_dir(dir);
-  const std::string suffix = plan_.rank == 0 ? "" : fmt::format("-rank-{}", plan_.rank);
-  write_file_atomic(dir + "/summary" + suffix + ".json", p.summary_json);
-  if (!p.trace_json.empty()) {
-    write_file_atomic(fmt::format("{}/trace-rank-{}.json", dir, plan_.rank), p.trace_json);
-  }
-  log::file_only("profile: " + dir + "/summary" + suffix + ".json" +
-                 (p.trace_json.empty() ? "" : fmt::format(", trace-rank-{}.json", plan_.rank)));
-}
-
 double TrainLoop::elapsed() const {
   return time_offset_ + std::chrono::duration<double>(Clock::now() - start_time_).count();
 }
@@ -360,7 +350,7 @@ void TrainLoop::log_train() {
   if (state_.skipped_steps > 0) m["train/skipped_steps"] = double(state_.skipped_steps);
   train_sums_.clear();
   callbacks_.call("on_before_log", &Callback::on_before_log, m);
-  logger_.log(event(m));
+  logger_->log(event(m));
   last_train_ = m;
   callbacks_.call("on_log", &Callback::on_log, m);
 }
@@ -376,7 +366,7 @@ void TrainLoop::validate() {
   if (group_) all_reduce_metrics(*group_, sums);  // each rank read a disjoint shard
   MetricMap m;
   for (const auto& [name, value] : sums.result()) m["val/" + name] = value;
-  logger_.log(event(m));
+  logger_->log(event(m));
   last_val_ = m;
   optimizers_->observe_validation(m, state_);
   checkpoints_->observe_validation(m);

@@ -3,6 +3,7 @@
 // logs, the checkpoints — each built from what it needs, and the named calls fit() makes in
 // order. Private to the engine: trainer.cpp builds and runs it.
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +38,7 @@ class Precision;
 class ProcessGroup;
 class ShardedParameters;
 class RunDecisions;
+class RunPosition;
 
 /// What a TrainLoop is built from: the run's settings and the parts that the Trainer keeps
 /// across fit() calls (callbacks, counters, decisions, precision) or built for this one.
@@ -59,31 +61,66 @@ class TrainLoop : private CheckpointEntry {
   TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const ResumePoint& resume);
   ~TrainLoop() override;
 
-  // --- The run, as fit() reads it --------------------------------------------------------
-  /// Builds the step, the schedules and the checkpoints' entries around the optimizers: the
-  /// Trainer's (automatic optimization) or the module's own (manual: `optimizers.manual()`).
-  void start(std::unique_ptr<LoopOptimizers> optimizers);
+  /// The optimizers of the fit for its plan: the Trainer's (automatic optimization) or the
+  /// module's own (manual: `optimizers.manual()`).
+  using OptimizerFactory = std::function<std::unique_ptr<LoopOptimizers>(const RunPlan&)>;
+
+  // --- The run, as fit() calls it, in this order -----------------------------------------
+  /// Builds the step around the optimizers `make` returns for the plan. Every refusal of the
+  /// run's parts (manual optimization's settings, L-BFGS's precisions, ZeRO 3 of a model without
+  /// units) comes from here, before the run folder changes: nothing is written.
+  void start(const OptimizerFactory& make);
+  /// Once the run folder is ready: the run's logs (trackers, metrics files) and its
+  /// checkpoints, with every entry a checkpoint holds.
+  void open_run_files(const ResumePoint& resume);
   /// Restores everything a checkpoint holds, exactly where it was saved.
   void restore(const ResumePoint& resume);
   /// The run's first lines: sizes, threads (and why), loader, BLAS. True when the run was
   /// complete before it started (nothing to train).
   bool announce();
-  /// Training is over: the length is reached at a window's end, a stop was decided, a pause
-  /// or a signal acted on, or the run was complete before it started.
+  /// Trains until the run is finished: the length is reached at a window's end, a stop was
+  /// decided, a pause or a signal acted on, or the run was complete before it started. Each
+  /// micro-batch: fetch, forward/backward; at a window's end gradient sync, clip, the update
+  /// (or a rollback); then count, log, validate, save. Then the last logs and the final save.
+  /// Each phase is marked in `position` (what the stall watchdog and the flight records name).
+  void run(RunPosition& position);
+
+  // --- What the Trainer reads of it -------------------------------------------------------
+  const RunPlan& plan() const { return plan_; }
+  /// Where the module trains (train.device), from start() on.
+  const torch::Device& device() const { return device_; }
+  ProcessGroup* group() const { return group_.get(); }
+  bool sharded() const { return sharding_ != nullptr || sharded_params_ != nullptr; }
+  /// distributed.zero: 3's parameters (null otherwise).
+  const ShardedParameters* sharded_parameters() const { return sharded_params_.get(); }
+  double best_value() const { return checkpoints_->best_value(); }
+  int64_t log_events() const { return logger_->events(); }
+  /// Seconds trained, over every segment of the run (or, complete before it started, the
+  /// segments before).
+  double seconds() const;
+  /// The loop's part of FitResult (Trainer::conclude adds the counters and seconds).
+  FitResult result() const;
+  /// Trainer::log_mean: a value for the next training log event.
+  void add_train_mean(const std::string& name, double value);
+  /// The optimizers the run steps (Trainer::optimizers), from start() on (null before).
+  const LoopOptimizers* optimizers() const { return optimizers_.get(); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  // --- One turn of run(): a micro-batch, and at a window's end the step ----------------------
   bool finished() const;
   /// The next micro-batch of the current epoch (starting one when none is running); nullopt
   /// when the epoch has none left.
   std::optional<Batch> next_batch();
   /// Forward and backward of `batch`, weighted by its share of its window.
   MicroStep forward_backward(const Batch& batch);
-  /// The phases of the window's end (gradient sync, clipping, the update).
-  StepRunner& step_runner() { return *step_runner_; }
-  /// Waits for an async save's parameter copies: the optimizer may change parameters now.
-  void fence_snapshot() { checkpoints_->fence(); }
+  /// The window's end: gradient sync (the ranks agree), clip, the update. False when the step
+  /// diverged and the run rolled back (roll_back): the step is not counted.
+  bool end_window(MicroStep& m, RunPosition& position);
   /// After a window's update: when the step diverged and the run rolls back (`m.rollback`),
   /// restores the last checkpoint (weights, optimizers, schedule, generators, callbacks) and
   /// moves the data on past the batches since, to the batch after this window; scales the lr
-  /// by train.divergence.lr_factor. True when it rolled back (the step is not counted).
+  /// by train.divergence.lr_factor. True when it rolled back.
   /// TrainError when there is no checkpoint yet, or past train.divergence.max_rollbacks.
   bool roll_back(const MicroStep& m);
   /// Counts the micro-batch (samples, running sums) and, at a window's end, the step: its
@@ -104,28 +141,6 @@ class TrainLoop : private CheckpointEntry {
   /// After the loop: the last log events and the final save, the writer drained.
   void finish();
 
-  // --- What the Trainer reads of it -------------------------------------------------------
-  const RunPlan& plan() const { return plan_; }
-  /// Where the module trains (train.device), from start() on.
-  const torch::Device& device() const { return device_; }
-  ProcessGroup* group() const { return group_.get(); }
-  bool sharded() const { return sharding_ != nullptr || sharded_params_ != nullptr; }
-  /// distributed.zero: 3's parameters (null otherwise).
-  const ShardedParameters* sharded_parameters() const { return sharded_params_.get(); }
-  double best_value() const { return checkpoints_->best_value(); }
-  int64_t log_events() const { return logger_.events(); }
-  /// Seconds trained, over every segment of the run (or, complete before it started, the
-  /// segments before).
-  double seconds() const;
-  /// The loop's part of FitResult (Trainer::conclude adds the counters and seconds).
-  FitResult result() const;
-  /// Trainer::log_mean: a value for the next training log event.
-  void add_train_mean(const std::string& name, double value);
-  /// The optimizers the run steps (Trainer::optimizers).
-  const LoopOptimizers& optimizers() const { return *optimizers_; }
-
- private:
-  using Clock = std::chrono::steady_clock;
   // The loop's own checkpoint entry: running sums, log position, time, last metrics.
   void save(CheckpointWrite& out) override;
   void restore(const CheckpointRead& in) override;
@@ -150,8 +165,6 @@ class TrainLoop : private CheckpointEntry {
   void list_checkpoint_entries(torch::optim::Optimizer* trainers);
   /// The per-parameter state of the run's callbacks (ZeRO 3 has it kept by parts).
   std::vector<ParameterState*> parameter_states() const;
-  /// The profile's table to the log, its files to run_dir/profile.
-  void write_profile();
 
   const RunSettings& settings_;
   const Config& config_;
@@ -177,9 +190,10 @@ class TrainLoop : private CheckpointEntry {
   std::shared_ptr<ShardedParameters> sharded_params_;  ///< distributed.zero: 3 with several ranks
   std::unique_ptr<LoopOptimizers> optimizers_;
   std::unique_ptr<LoopModuleRun> module_run_;  ///< what module_.run() returns during the fit
-  RunLogger logger_;
+  std::unique_ptr<RunLogger> logger_;          ///< from open_run_files() on
   std::unique_ptr<Profiler> profiler_;  ///< null unless profile.enabled
-  std::unique_ptr<TrainCheckpoints> checkpoints_;
+  std::unique_ptr<TrainCheckpoints> checkpoints_;  ///< from open_run_files() on
+  std::string classes_text_;                       ///< classes.json's text, which checkpoints hold
   MetricAccumulator train_sums_;
   MetricMap last_train_, last_val_;
   double data_wait_seconds_ = 0;

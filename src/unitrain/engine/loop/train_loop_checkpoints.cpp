@@ -1,17 +1,56 @@
-// TrainLoop's checkpoints: restoring a resume point, rolling back to the last checkpoint on
-// divergence, and the loop's own checkpoint entry (running sums, log position, time, last
-// metrics).
+// TrainLoop's checkpoints: what they hold, restoring a resume point, rolling back to the last
+// checkpoint on divergence, and the loop's own checkpoint entry (running sums, log position,
+// time, last metrics).
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "unitrain/core/error.h"
 #include "unitrain/core/memory.h"
+#include "unitrain/engine/checkpoints/checkpoint_entries.h"
 #include "unitrain/engine/loop/train_loop.h"
+#include "unitrain/engine/parameter_state.h"
 #include "unitrain/log/console.h"
 #include "unitrain/parallel/process_group.h"
 #include "unitrain/parallel/reduce_metrics.h"
 
 namespace unitrain {
+
+void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
+  // What a checkpoint holds, in the order it saves and restores.
+  TrainCheckpoints& c = *checkpoints_;
+  c.add(static_cast<CheckpointEntry&>(*this));
+  if (sharded_params_) {
+    const std::string root = settings_.run_dir + "/checkpoints";
+    c.add(sharded_model_entry(module_, *sharded_params_, *group_, state_, precision_.masters(),
+                              root));
+    for (ParameterState* state : parameter_states()) {  // kept by parts too
+      c.add(sharded_state_entry(*state, module_, *sharded_params_, *group_, root));
+    }
+  } else {
+    c.add(model_entry(module_, precision_));
+  }
+  if (trainers) {
+    c.add(optimizer_entry(*trainers, module_.weights(), group_.get(), sharding_.get(),
+                          settings_.run_dir + "/checkpoints", sharded_params_.get()));
+  }
+  c.add(gradients_entry(module_, state_));
+  optimizers_->add_entries(c, state_);
+  c.add(callbacks_entry(callbacks_));
+  c.add(loss_scaler_entry(precision_));
+  if (divergence_.watches_spikes() || settings_.train.rolls_back()) {
+    c.add(divergence_entry(divergence_));
+  }
+  c.add(rng_entry(group_.get()));
+  for (const auto& e : extra_entries_) c.add(*e);  // Trainer::add_checkpoint_entry's
+}
+
+std::vector<ParameterState*> TrainLoop::parameter_states() const {
+  std::vector<ParameterState*> out;
+  for (const auto& callback : callbacks_.all()) {
+    if (ParameterState* state = callback->parameter_state()) out.push_back(state);
+  }
+  return out;
+}
 
 void TrainLoop::restore(const ResumePoint& resume) {
   checkpoints_->restore(resume, state_, plan_.batches_per_epoch, plan_.rank);
@@ -59,12 +98,12 @@ bool TrainLoop::roll_back(const MicroStep& m) {
   divergence_.rolled_back();
   // The logs go back to the checkpoint as a resume's do (the abandoned steps leave them); the
   // rollback itself stays, as an event at the checkpoint's step.
-  logger_.rewind(restored_log_events_, state_.step + 1);
-  logger_.log({state_.step,
-               state_.epoch,
-               state_.samples,
-               seconds,
-               {{"train/rollbacks", double(divergence_.rollbacks())}}});
+  logger_->rewind(restored_log_events_, state_.step + 1);
+  logger_->log({state_.step,
+                state_.epoch,
+                state_.samples,
+                seconds,
+                {{"train/rollbacks", double(divergence_.rollbacks())}}});
   if (state_.micro_in_window != 0) step_runner_->drop_window();  // saved inside a window
   state_.epoch = here.epoch;
   state_.batch_in_epoch = here.batch_in_epoch + 1;
@@ -84,7 +123,7 @@ void TrainLoop::save(CheckpointWrite& out) {
   TrainerStateFile& st = out.state;
   for (const auto& [name, s] : sums.sums())
     st.train_sums[name] = {s.weighted, s.weight, s.exp_of_mean};
-  st.log_events = logger_.events();
+  st.log_events = logger_->events();
   st.last_val_step = last_val_step_;
   st.elapsed = elapsed();
   st.window_bad = step_runner_->window_bad();

@@ -6,6 +6,9 @@
 #include <vector>
 
 #include "unitrain/core/error.h"
+#include "unitrain/engine/config/resume_config.h"
+#include "unitrain/engine/config/run_settings.h"
+#include "unitrain/log/console.h"
 
 namespace unitrain {
 
@@ -71,6 +74,33 @@ WorldChange plan_world_change(const SavedLayout& saved, int world, int64_t batch
            " process(es)");
   c.batch_in_epoch = position / per_micro;
   return c;
+}
+
+void fit_resume_to_world(ResumePoint& resume, int world, RunSettings& settings) {
+  if (resume.dir.empty()) return;
+  const int64_t batch = settings.loader.batch_size_;
+  SavedLayout saved;
+  const TrainerStateFile& file = resume.file;
+  saved.world = static_cast<int>(file.world_size);
+  saved.batch_size = file.batch_size > 0 ? file.batch_size : batch;
+  saved.accumulation = file.accumulation > 0
+                           ? file.accumulation
+                           : settings.train.resolve_accumulation(batch, file.world_size);
+  saved.batch_in_epoch = file.state.batch_in_epoch;
+  saved.micro_in_window = file.state.micro_in_window;
+  const WorldChange change = plan_world_change(saved, world, batch, resume.dir);
+  resume.file.state.batch_in_epoch = change.batch_in_epoch;
+  if (change.changes()) {
+    settings.loader.batch_size(change.batch_size);
+    settings.train.accumulation_steps = change.accumulation;
+  }
+  if (saved.world != world) {
+    log::info(fmt::format(
+        "resuming on {} process(es) a checkpoint written by {}: the global batch of {} samples "
+        "per step is kept ({}), training continues at sample {} of epoch {}",
+        world, saved.world, saved.world * saved.batch_size * saved.accumulation, change.describe(),
+        saved.batch_in_epoch * saved.world * saved.batch_size, resume.file.state.epoch));
+  }
 }
 
 }  // namespace unitrain

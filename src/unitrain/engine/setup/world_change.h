@@ -5,6 +5,9 @@
 
 namespace unitrain {
 
+struct ResumePoint;
+struct RunSettings;
+
 /// What a checkpoint says of the layout it was written with.
 struct SavedLayout {
   int world = 1;
@@ -37,5 +40,12 @@ struct WorldChange {
 /// an accumulation window. `batch_size`: the config's per-process batch, preferred.
 WorldChange plan_world_change(const SavedLayout& saved, int world, int64_t batch_size,
                               const std::string& dir);
+
+/// A resume on `world` processes of a checkpoint (`resume`) written by another number of them,
+/// or with another batch layout: keeps its global batch by adjusting the per-process batch or
+/// the accumulation in `settings` (plan_world_change), carries its position in the epoch over
+/// into `resume`, and says so in the log when the world changed. Nothing without a resume.
+/// ConfigError, before the run folder is touched, when that cannot be done.
+void fit_resume_to_world(ResumePoint& resume, int world, RunSettings& settings);
 
 }  // namespace unitrain
