@@ -78,6 +78,12 @@ int Trainer::rank() const { return loop_ ? loop_->plan().rank : rank_; }
 
 int Trainer::world_size() const { return loop_ ? loop_->plan().world : 1; }
 
+TrainState Trainer::state() const {
+  TrainState s = counters_;  // the loop's to write
+  s.should_stop = s.should_stop || decisions_.stop_decided();
+  return s;
+}
+
 void Trainer::request_stop() { decisions_.request_stop(); }
 
 void Trainer::request_pause(const std::string& reason) { decisions_.request_pause(reason); }
@@ -153,7 +159,7 @@ void Trainer::report_finished_run() const {
   log::info(
       fmt::format("training already complete ({}): nothing to train. To train again, start a "
                   "new run with {} or --checkpoint.resume none",
-                  finished_how(state_, options().max_length), new_run_option(config_)));
+                  finished_how(counters_, options().max_length), new_run_option(config_)));
 }
 
 std::shared_ptr<ProcessGroup> Trainer::join_group(const DistEnv& env, ResumePoint& resume,
@@ -227,7 +233,7 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
     return run_fit(module, std::move(train), std::move(val));
   } catch (const std::exception& e) {
     if (run_dir_ready_ && dynamic_cast<const ConfigError*>(&e) == nullptr)
-      record_failure(run_dir(), settings_->name, state_, e);
+      record_failure(run_dir(), settings_->name, counters_, e);
     loop_ = nullptr;
     module_ = nullptr;
     // Refused before it wrote anything: a folder this run created goes again.
@@ -281,7 +287,6 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   precision_ = configure_precision(module.weights());
   UT_CHECK(precision_ != nullptr, "configure_precision() returned no Precision");
   torch::manual_seed(settings_->seed + static_cast<uint64_t>(group ? group->rank() : 0));
-  state_ = TrainState();
   decisions_.start(group != nullptr, (!group || group->rank() == 0) && ckpt.every_auto,
                    ckpt.auto_min_seconds, ckpt.auto_max_seconds);
   return group;
@@ -307,7 +312,7 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   ResumePoint resume;
   std::shared_ptr<ProcessGroup> group = prepare_fit(env, module, resume);
   const std::vector<std::string> classes = train->class_names();
-  TrainLoop loop({*settings_, config_, callbacks_, state_, decisions_, *precision_, module,
+  TrainLoop loop({*settings_, config_, callbacks_, counters_, decisions_, *precision_, module,
                   checkpoint_entries_, group, std::move(threads)},
                  std::move(train), std::move(val), resume);
   loop_ = &loop;

@@ -69,7 +69,9 @@ class Trainer {
 
   const Config& config() const { return config_; }
   const TrainOptions& options() const;
-  const TrainState& state() const { return state_; }
+  /// The run's counters (all zeros before fit), with should_stop as decided: a stop asked for
+  /// in one process counts at once, in data-parallel runs once the ranks agreed.
+  TrainState state() const;
   const std::string& run_dir() const;
   /// Ends training (callbacks call this): in one process after the current optimizer step. In
   /// data-parallel runs the ranks agree: a stop asked for on any rank ends the run on every
@@ -150,7 +152,7 @@ class Trainer {
   void train_until_finished(TrainLoop& loop);
   Config config_;
   std::unique_ptr<const RunSettings> settings_;  ///< fit_resume_to_world may replace them
-  TrainState state_;
+  TrainState counters_;
   bool run_dir_ready_ = false;
   /// run_dir's lock, held from the first fit() of the process that writes the run folder
   /// (rank 0) until this Trainer is destroyed.
@@ -167,7 +169,7 @@ class Trainer {
   TrainModule* module_ = nullptr;
   TrainLoop* loop_ = nullptr;     ///< the running fit()'s
   /// Stop, pause, signals: what callbacks and signals ask for, and what the ranks agreed.
-  RunDecisions decisions_{state_};
+  RunDecisions decisions_;
   /// Where the training thread is (step, phase): the stall watchdog and the group's flight
   /// recorder read it.
   RunPosition position_;

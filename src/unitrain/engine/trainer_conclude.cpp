@@ -45,11 +45,11 @@ std::string Trainer::stopped_by_signal_text(const FitResult& r) const {
 void Trainer::write_summary(const TrainLoop& loop, const FitResult& r) const {
   RunSummary s;
   s.name = settings_->name;
-  s.status = r.signal != 0        ? stopped_by_signal_text(r)
-             : !r.paused.empty()  ? "paused: " + r.paused
-             : state_.should_stop ? "stopped early"
-                                  : "finished";
-  s.state = state_;
+  s.status = r.signal != 0           ? stopped_by_signal_text(r)
+             : !r.paused.empty()     ? "paused: " + r.paused
+             : counters_.should_stop ? "stopped early"
+                                     : "finished";
+  s.state = counters_;
   s.seconds = r.seconds;
   s.final_train = r.last_train;
   s.final_val = r.last_val;
@@ -80,10 +80,11 @@ FitResult Trainer::conclude(const TrainLoop& loop) {
   last_checkpoint_ = r.last_checkpoint;
   if (rank_ == 0 && !options().test_mode) write_summary(loop, r);
   if (r.already_complete) {  // nothing trained now: no times or memory of this process
-    log::info(fmt::format(
-        "nothing trained: the run was complete at {} steps, {} epoch{}, {} "
-        "samples, trained in {:.1f} s",
-        state_.step, state_.epoch, state_.epoch == 1 ? "" : "s", state_.samples, r.seconds));
+    log::info(
+        fmt::format("nothing trained: the run was complete at {} steps, {} epoch{}, {} "
+                    "samples, trained in {:.1f} s",
+                    counters_.step, counters_.epoch, counters_.epoch == 1 ? "" : "s",
+                    counters_.samples, r.seconds));
     return r;
   }
   rusage usage{};
@@ -95,8 +96,8 @@ FitResult Trainer::conclude(const TrainLoop& loop) {
   log::info(fmt::format(
       "{}: {} steps, {} epoch{} completed, {} samples in {:.1f} s; waited {:.2f} s "
       "for data; peak RSS {} MB{}",
-      how, state_.step, state_.epoch, state_.epoch == 1 ? "" : "s", state_.samples, r.seconds,
-      r.data_wait_seconds, usage.ru_maxrss / 1024,
+      how, counters_.step, counters_.epoch, counters_.epoch == 1 ? "" : "s", counters_.samples,
+      r.seconds, r.data_wait_seconds, usage.ru_maxrss / 1024,
       device_peak
           ? fmt::format("; peak {} memory {} MB", loop.device().str(), *device_peak / (1024 * 1024))
           : ""));

@@ -52,11 +52,11 @@ MetricMap Trainer::test(TrainModule& module, DatasetPtr data) {
     return m;
   }
   RunLogger logger(settings_->log, run_dir(), log_events_);
-  logger.log({state_.step, state_.epoch, state_.samples, seconds_, m});
+  logger.log({counters_.step, counters_.epoch, counters_.samples, seconds_, m});
   logger.finish();
   log_events_ = logger.events();
-  log::info("test results: " + write_test_results(run_dir(), m, state_.step, size,
-                                                  last_checkpoint_));
+  log::info("test results: " +
+            write_test_results(run_dir(), m, counters_.step, size, last_checkpoint_));
   return m;
 }
 

@@ -14,13 +14,12 @@ namespace {
 
 /// Ranks that agree as data-parallel ranks do: every rank's mine() combined, then step_ended().
 struct FakeRanks {
-  std::vector<TrainState> counters;
   std::vector<std::unique_ptr<RunDecisions>> ranks;
   std::vector<int> signals;
 
-  explicit FakeRanks(int world) : counters(world), signals(world, 0) {
+  explicit FakeRanks(int world) : signals(world, 0) {
     for (int r = 0; r < world; ++r) {
-      ranks.push_back(std::make_unique<RunDecisions>(counters[r]));
+      ranks.push_back(std::make_unique<RunDecisions>());
       ranks[r]->start(/*shared=*/world > 1, /*reads_save_clock=*/r == 0, 0, 1e9);
       ranks[r]->set_signal_source([this, r] { return signals[r]; });
     }
@@ -51,7 +50,7 @@ struct FakeRanks {
 TEST(RunDecisions, OneProcessStopsAtOnceWithoutAnAgreement) {
   FakeRanks one(1);
   one.ranks[0]->request_stop();
-  EXPECT_TRUE(one.counters[0].should_stop);
+  EXPECT_TRUE(one.ranks[0]->stop_decided());
   EXPECT_FALSE(one.ranks[0]->act_on_signal_or_pause(true));
   EXPECT_FALSE(one.ranks[0]->ended_early());
 }
@@ -87,14 +86,14 @@ TEST(RunDecisions, EveryCombinationOnTwoRanksEndsTheSameOnBoth) {
           if (pause & (1 << r)) two.ranks[r]->request_pause("rank " + std::to_string(r));
           if (sig & (1 << r)) two.signals[r] = r == 0 ? SIGINT : SIGTERM;
         }
-        EXPECT_FALSE(two.counters[0].should_stop || two.counters[1].should_stop)
+        EXPECT_FALSE(two.ranks[0]->stop_decided() || two.ranks[1]->stop_decided())
             << "data-parallel stops wait for the agreement";
         two.end_step();
         std::vector<bool> acted;
         for (int r = 0; r < 2; ++r) {
           SCOPED_TRACE(testing::Message() << "stop " << stop << " pause " << pause << " signal "
                                           << sig << " rank " << r);
-          EXPECT_EQ(two.counters[r].should_stop, stop != 0);
+          EXPECT_EQ(two.ranks[r]->stop_decided(), stop != 0);
           acted.push_back(two.ranks[r]->act_on_signal_or_pause(true));
           EXPECT_EQ(acted[r], sig != 0 || pause != 0);
           EXPECT_EQ(two.ranks[r]->stopped_by_signal(), (sig & 1) ? SIGINT : (sig ? SIGTERM : 0));
@@ -131,8 +130,8 @@ TEST(RunDecisions, AStopAskedInAValidationPassStopsEveryRankThere) {
   FakeRanks two(2);
   two.ranks[1]->request_stop();
   two.after_validation();
-  EXPECT_TRUE(two.counters[0].should_stop);
-  EXPECT_TRUE(two.counters[1].should_stop);
+  EXPECT_TRUE(two.ranks[0]->stop_decided());
+  EXPECT_TRUE(two.ranks[1]->stop_decided());
 }
 
 TEST(RunDecisions, TheSaveClockIsRankZerosAndRestartsAtASave) {
@@ -147,8 +146,7 @@ TEST(RunDecisions, TheSaveClockIsRankZerosAndRestartsAtASave) {
   two.ranks[1]->saved();
   EXPECT_FALSE(two.ranks[1]->save_soon());
 
-  TrainState s;
-  RunDecisions one(s);
+  RunDecisions one;
   one.start(false, true, /*auto_min=*/3600, /*auto_max=*/7200);
   one.step_ended({});
   EXPECT_FALSE(one.save_soon());  // an hour has not passed
@@ -159,9 +157,11 @@ TEST(RunDecisions, TheSaveClockIsRankZerosAndRestartsAtASave) {
 
 TEST(RunDecisions, StartForgetsTheLastFitsRequests) {
   FakeRanks one(1);
+  one.ranks[0]->request_stop();
   one.ranks[0]->request_pause("budget");
   one.ranks[0]->act_on_signal_or_pause(true);
   one.ranks[0]->start(false, false, 0, 1);
+  EXPECT_FALSE(one.ranks[0]->stop_decided());
   EXPECT_FALSE(one.ranks[0]->ended_early());
   EXPECT_FALSE(one.ranks[0]->act_on_signal_or_pause(true));
 }

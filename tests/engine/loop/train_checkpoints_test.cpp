@@ -94,7 +94,7 @@ TEST(TrainCheckpoints, OnItsOwnItSavesItsEntriesAndRestoresThemWithTheCounters) 
   state.batch_in_epoch = 3;
   state.samples = 24;
   {
-    RunDecisions decisions(state);
+    RunDecisions decisions;
     NoteEntry note;
     note.text = "kept";
     TrainCheckpoints checkpoints(setup, state, logger, decisions, nullptr);
@@ -109,21 +109,20 @@ TEST(TrainCheckpoints, OnItsOwnItSavesItsEntriesAndRestoresThemWithTheCounters) 
     EXPECT_EQ(checkpoints.last_checkpoint(), dir + "/checkpoints/step-3");
   }
   TrainState restored;
-  RunDecisions decisions(restored);
+  RunDecisions decisions;
   NoteEntry back;
   TrainCheckpoints checkpoints(setup, restored, logger, decisions, nullptr);
   checkpoints.add(back);
-  checkpoints.restore(read_resume_point(dir + "/checkpoints/step-3", config), restored,
-                      plan.batches_per_epoch, 0);
-  EXPECT_EQ(restored.step, 3);
-  EXPECT_EQ(restored.batch_in_epoch, 3);
-  EXPECT_EQ(restored.samples, 24);
+  const ResumePoint point = read_resume_point(dir + "/checkpoints/step-3", config);
+  EXPECT_EQ(point.file.state.step, 3);  // the counters, which the loop sets from the point
+  EXPECT_EQ(point.file.state.batch_in_epoch, 3);
+  EXPECT_EQ(point.file.state.samples, 24);
+  restored = point.file.state;
+  checkpoints.restore(point, plan.batches_per_epoch, 0);
   EXPECT_EQ(back.text, "kept");
   EXPECT_EQ(checkpoints.rollback_point(), dir + "/checkpoints/step-3");
   // A checkpoint of a longer epoch than this run's is refused, naming both.
-  const std::string message = test::config_error_of([&] {
-    checkpoints.restore(read_resume_point(dir + "/checkpoints/step-3", config), restored, 2, 0);
-  });
+  const std::string message = test::config_error_of([&] { checkpoints.restore(point, 2, 0); });
   EXPECT_TRUE(test::contains(message, "it stopped at batch 3 of an epoch that now has 2 batches"))
       << message;
 }

@@ -60,7 +60,7 @@ std::vector<torch::Tensor> loop_alone(const Config& config, const test::Regressi
   const RunSettings settings = RunSettings::from_config(resolved);
   CallbackList callbacks;  // no Trainer: no callbacks
   TrainState state;
-  RunDecisions decisions(state);
+  RunDecisions decisions;
   decisions.start(false, false, 0, 0);
   test::Regression module;
   {

@@ -8,8 +8,7 @@
 
 namespace unitrain {
 
-RunDecisions::RunDecisions(TrainState& counters)
-    : counters_(counters), signal_source_(&StopSignalGuard::received) {}
+RunDecisions::RunDecisions() : signal_source_(&StopSignalGuard::received) {}
 
 void RunDecisions::start(bool shared, bool reads_save_clock, double auto_min_seconds,
                          double auto_max_seconds) {
@@ -17,7 +16,7 @@ void RunDecisions::start(bool shared, bool reads_save_clock, double auto_min_sec
   reads_clock_ = reads_save_clock;
   auto_min_ = auto_min_seconds;
   auto_max_ = auto_max_seconds;
-  stop_requested_ = agreed_pause_ = save_soon_ = save_now_ = false;
+  stop_ = stop_requested_ = agreed_pause_ = save_soon_ = save_now_ = false;
   agreed_signal_ = outcome_signal_ = 0;
   pause_reason_.clear();
   outcome_paused_.clear();
@@ -28,7 +27,7 @@ void RunDecisions::request_stop() {
   if (shared_) {
     stop_requested_ = true;
   } else {
-    counters_.should_stop = true;
+    stop_ = true;
   }
 }
 
@@ -45,7 +44,7 @@ void RunDecisions::read_clock(bool& soon, bool& now) const {
 
 StepDecision RunDecisions::mine() const {
   StepDecision d;
-  d.stop = counters_.should_stop || stop_requested_;
+  d.stop = stop_ || stop_requested_;
   d.signal = signal_source_();
   d.pause = !pause_reason_.empty();
   read_clock(d.save_soon, d.save_now);
@@ -60,13 +59,13 @@ void RunDecisions::step_ended(const StepDecision& agreed) {
   }
   save_soon_ = agreed.save_soon;
   save_now_ = agreed.save_now;
-  if (agreed.stop) counters_.should_stop = true;
+  if (agreed.stop) stop_ = true;
   if (agreed_signal_ == 0) agreed_signal_ = agreed.signal;
   if (agreed.pause) agreed_pause_ = true;
 }
 
 void RunDecisions::agree_after_validation(const std::function<bool(bool)>& any_rank) {
-  if (shared_ && any_rank(stop_requested_)) counters_.should_stop = true;
+  if (shared_ && any_rank(stop_requested_)) stop_ = true;
 }
 
 void RunDecisions::saved() {

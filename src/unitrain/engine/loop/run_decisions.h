@@ -5,7 +5,6 @@
 #include <functional>
 #include <string>
 
-#include "unitrain/core/train_state.h"
 #include "unitrain/parallel/step_decision.h"
 
 namespace unitrain {
@@ -25,8 +24,7 @@ class RunDecisions {
  public:
   using Clock = std::chrono::steady_clock;
 
-  /// `counters`: the run's (its should_stop is the stop decision, saved with checkpoints).
-  explicit RunDecisions(TrainState& counters);
+  RunDecisions();
 
   /// Before a fit(): `shared` = data-parallel (decisions are agreed); `reads_save_clock` = this
   /// process's clock counts for checkpoint.every: auto (rank 0), with its bounds in seconds.
@@ -57,6 +55,10 @@ class RunDecisions {
   /// A checkpoint was saved now: the clock restarts.
   void saved();
 
+  /// A stop was decided: asked for in one process, or agreed by the ranks. The loop, the one
+  /// writer of the run's counters, makes it their should_stop (saved with checkpoints).
+  bool stop_decided() const { return stop_; }
+
   // --- Acted on -----------------------------------------------------------------------------
   /// A signal or a pause that the run has not acted on yet becomes its outcome (logged;
   /// `checkpoints_on` says whether a checkpoint will be written): true when the caller must
@@ -71,11 +73,11 @@ class RunDecisions {
   int signal() const;
   bool pause() const;
   void read_clock(bool& soon, bool& now) const;
-  TrainState& counters_;
   std::function<int()> signal_source_;
   bool shared_ = false;
   bool reads_clock_ = false;
   double auto_min_ = 0, auto_max_ = 0;
+  bool stop_ = false;            ///< decided
   bool stop_requested_ = false;  ///< data-parallel: a stop to agree on
   std::string pause_reason_;     ///< request_pause()'s
   int agreed_signal_ = 0;        ///< data-parallel: a signal any rank received

@@ -181,15 +181,15 @@ void TrainCheckpoints::write(CheckpointWrite& out) {
                              out.async ? "writing in the background" : "written"));
 }
 
-void TrainCheckpoints::restore(const ResumePoint& resume, TrainState& counters,
-                               int64_t batches_per_epoch, int rank, const char* how) {
+void TrainCheckpoints::restore(const ResumePoint& resume, int64_t batches_per_epoch, int rank,
+                               const char* how) {
   const std::string& dir = resume.dir;
   for (const auto& c : resume.config_changes) {
     log::info("config changed since the checkpoint: " + c.str());
   }
-  counters = resume.file.state;
-  UT_CHECK(counters.batch_in_epoch <= batches_per_epoch, "cannot resume from ", dir,
-           ": it stopped at batch ", counters.batch_in_epoch, " of an epoch that now has ",
+  const TrainState& saved = resume.file.state;
+  UT_CHECK(saved.batch_in_epoch <= batches_per_epoch, "cannot resume from ", dir,
+           ": it stopped at batch ", saved.batch_in_epoch, " of an epoch that now has ",
            batches_per_epoch, " batches");
   best_value_ = resume.file.best_value;
   const CheckpointRead in{dir, resume.file, rank};
@@ -197,8 +197,7 @@ void TrainCheckpoints::restore(const ResumePoint& resume, TrainState& counters,
   saved_ = here();
   last_checkpoint_ = dir;
   log::info(fmt::format("{} {}: epoch {}, step {}, batch {} of the epoch, {} samples seen", how,
-                        dir, counters.epoch, counters.step, counters.batch_in_epoch,
-                        counters.samples));
+                        dir, saved.epoch, saved.step, saved.batch_in_epoch, saved.samples));
 }
 
 std::string TrainCheckpoints::rollback_point() {

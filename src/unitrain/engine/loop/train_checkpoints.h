@@ -59,9 +59,11 @@ class TrainCheckpoints {
   /// Saves when due at this point (or when `force`); a signal or pause not acted on yet is
   /// acted on here (RunDecisions) and saved.
   void save_if_due(Periods& periods, bool force = false);
-  /// Restores every entry from `resume` (its counters first) into `counters`; the log line
-  /// begins with `how` ("resumed from", "rolled back to").
-  void restore(const ResumePoint& resume, TrainState& counters, int64_t batches_per_epoch, int rank,
+  /// Restores every entry from `resume`, once the loop has set the run's counters to its
+  /// (entries restore against them); ConfigError when it stopped past the end of an epoch that
+  /// now has `batches_per_epoch`. The log line begins with `how` ("resumed from", "rolled back
+  /// to").
+  void restore(const ResumePoint& resume, int64_t batches_per_epoch, int rank,
                const char* how = "resumed from");
   /// The folder of the last checkpoint saved (or resumed from), once written (a save in
   /// flight is waited for): where a rollback goes. "" when there is none.

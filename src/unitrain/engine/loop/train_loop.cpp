@@ -29,7 +29,7 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
     : settings_(in.settings),
       config_(in.config),
       callbacks_(in.callbacks),
-      state_(in.counters),
+      counters_(in.counters),
       decisions_(in.decisions),
       precision_(in.precision),
       module_(in.module),
@@ -43,6 +43,7 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
       train_loader_(train, settings_.loader.for_device(device_.is_cuda()), settings_.seed,
                     "data.train", resume.dir.empty() ? kCurrentShuffle : resume.file.data_order),
       classes_text_(class_names_json(train->class_names())) {
+  counters_ = TrainState();  // a fit starts from nothing; restore() sets a resume's
   const int rank = group_ ? group_->rank() : 0;
   const int world = group_ ? group_->world_size() : 1;
   if (val) {
@@ -89,7 +90,7 @@ void TrainLoop::start(const OptimizerFactory& make) {
   optimizers_ = make(plan_);
   const bool manual = optimizers_->manual();
   make_gradient_sync(manual);
-  optimizers_->follow(state_);
+  optimizers_->follow(counters_);
   torch::optim::Optimizer* trainers = optimizers_->trainers();
   // ZeRO stage 3: the optimizer steps this rank's shards (before bf16-true's masters are made
   // for what it steps).
@@ -101,7 +102,7 @@ void TrainLoop::start(const OptimizerFactory& make) {
   step_runner_ = std::make_unique<StepRunner>(module_, trainers, settings_.train, *sync_,
                                               callbacks_, precision_, profiler_.get());
   module_run_ = std::make_unique<LoopModuleRun>(
-      state_, plan_.rank, plan_.world,
+      counters_, plan_.rank, plan_.world,
       [this](const std::string& name, double value) { add_train_mean(name, value); }, *sync_,
       *optimizers_, module_.weights().parameters());
   module_.set_run(module_run_.get());
@@ -116,7 +117,7 @@ void TrainLoop::start(const OptimizerFactory& make) {
   if (divergence_.watches_spikes()) step_runner_->watch(&divergence_);
   if (step_runner_->defers_reads())
     train_sums_ = MetricAccumulator(MetricAccumulator::Reads::Deferred);
-  periods_.start_at(state_);
+  periods_.start_at(counters_);
   optimizers_->remember_lrs();
 }
 
@@ -131,8 +132,8 @@ void TrainLoop::open_run_files(const ResumePoint& resume) {
       CheckpointSetup::of(settings_, config_, plan_, group_ != nullptr, !callbacks_.empty());
   setup.classes_text = classes_text_;
   setup.data_order = train_loader_.shuffle_algorithm();
-  checkpoints_ = std::make_unique<TrainCheckpoints>(std::move(setup), state_, *logger_, decisions_,
-                                                    profiler_.get());
+  checkpoints_ = std::make_unique<TrainCheckpoints>(std::move(setup), counters_, *logger_,
+                                                    decisions_, profiler_.get());
   list_checkpoint_entries(optimizers_->trainers());
 }
 
@@ -140,7 +141,7 @@ void TrainLoop::run(RunPosition& position) {
   step_runner_->follow(&position);  // backward marks its phase there
   // One micro-batch per turn; a window's last one ends with the optimizer step.
   while (!finished()) {
-    position.enter("data wait", state_.step + 1);
+    position.enter("data wait", counters_.step + 1);
     std::optional<Batch> batch = next_batch();  // fetch
     if (!batch) {
       position.enter("epoch end");
@@ -164,7 +165,7 @@ void TrainLoop::run(RunPosition& position) {
 }
 
 bool TrainLoop::end_window(MicroStep& m, RunPosition& position) {
-  const int64_t step = state_.step + 1;
+  const int64_t step = counters_.step + 1;
   position.enter("gradient sync");
   step_runner_->sync_gradients(m, step);  // the ranks agree on the step's decisions
   position.enter("clip");
@@ -176,12 +177,13 @@ bool TrainLoop::end_window(MicroStep& m, RunPosition& position) {
 }
 
 bool TrainLoop::length_reached() const {
-  return state_.should_stop || reached(settings_.train.max_length, state_, plan_.batches_per_epoch);
+  return counters_.should_stop || decisions_.stop_decided() ||
+         reached(settings_.train.max_length, counters_, plan_.batches_per_epoch);
 }
 
 bool TrainLoop::finished() const {
   return already_complete_ || decisions_.ended_early() ||
-         (state_.micro_in_window == 0 && length_reached());
+         (counters_.micro_in_window == 0 && length_reached());
 }
 
 bool TrainLoop::announce() {
@@ -198,43 +200,44 @@ bool TrainLoop::announce() {
 
 std::optional<Batch> TrainLoop::next_batch() {
   if (!epoch_batches_) {
-    epoch_batches_ = train_loader_.epoch(state_.epoch, state_.batch_in_epoch);
+    epoch_batches_ = train_loader_.epoch(counters_.epoch, counters_.batch_in_epoch);
     callbacks_.call("on_epoch_start", &Callback::on_epoch_start);
   }
   // A step lasts from the fetch of its first micro-batch to that of the next step's.
-  if (profiler_) profiler_->begin_step(state_.step + 1);
+  if (profiler_) profiler_->begin_step(counters_.step + 1);
   Profiler::Range wait(profiler_.get(), Phase::DataWait);
   return epoch_batches_->next();
 }
 
 MicroStep TrainLoop::forward_backward(const Batch& batch) {
-  if (broadcast_buffers_ && state_.micro_in_window == 0) {
+  if (broadcast_buffers_ && counters_.micro_in_window == 0) {
     unitrain::broadcast_buffers(*group_, module_.weights());
   }
-  const int64_t b = state_.batch_in_epoch;
+  const int64_t b = counters_.batch_in_epoch;
   // The loss is scaled by this micro-batch's share of the window and, across ranks, by
   // 1 / ranks, so the summed gradients are the average (DataParallelOptions::average).
   const double weight = double(batch.size()) / plan_.window_samples(b) / double(plan_.world);
   callbacks_.call("on_train_batch_start", &Callback::on_train_batch_start, batch);
   // (On a GPU the copy stays in device_batch_: L-BFGS's update() re-evaluates it.)
   return step_runner_->forward_backward(on_device(batch, device_, device_batch_), weight,
-                                        plan_.ends_window(b), decisions_.mine(), state_.step + 1);
+                                        plan_.ends_window(b), decisions_.mine(),
+                                        counters_.step + 1);
 }
 
 void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
   const int64_t n = batch.size();
-  state_.batch_in_epoch++;
-  state_.micro_in_window = m.window_end ? 0 : state_.micro_in_window + 1;
-  state_.samples += n * plan_.world;                // every rank read a batch of the same size
+  counters_.batch_in_epoch++;
+  counters_.micro_in_window = m.window_end ? 0 : counters_.micro_in_window + 1;
+  counters_.samples += n * plan_.world;             // every rank read a batch of the same size
   train_sums_.add("loss", MetricValue(m.loss), n);  // read at log time when deferred
   train_sums_.add(m.metrics, n);
   if (!m.window_end) {
     return callbacks_.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
   }
-  state_.step++;
-  if (m.skipped) state_.skipped_steps++;
+  counters_.step++;
+  if (m.skipped) counters_.skipped_steps++;
   decisions_.step_ended(m.decision);  // what any rank decided holds for all
-  optimizers_->step_ended(state_);    // train/lr: what this step used; the schedule moves on
+  optimizers_->step_ended(counters_);  // train/lr: what this step used; the schedule moves on
   if (auto changed = threads_->follow()) log::info(*changed);
   callbacks_.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
   if (!callbacks_.empty()) {  // (a host read of the loss each step: callbacks see it as a number)
@@ -243,19 +246,26 @@ void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
   }
   // `epoch` counts completed epochs everywhere (progress bar, log lines, metrics files,
   // checkpoints), the epoch a step ends included. The loss is read only when a bar is drawn.
-  logger_->progress(state_.step, plan_.total_steps, epochs_done(), [&m] { return m.loss_value(); });
+  logger_->progress(counters_.step, plan_.total_steps, epochs_done(),
+                    [&m] { return m.loss_value(); });
+  take_stop_decision();
+}
+
+void TrainLoop::take_stop_decision() {
+  if (decisions_.stop_decided()) counters_.should_stop = true;
 }
 
 void TrainLoop::log_and_validate() {
   if (settings_.train.test_mode) {  // one step, one validation batch, then stop
     log_train();
     validate();
-    state_.should_stop = true;
+    counters_.should_stop = true;
     return;
   }
-  if (periods_.due(Periods::Log, state_)) log_train();
-  if (periods_.due(Periods::Validate, state_)) validate();
+  if (periods_.due(Periods::Log, counters_)) log_train();
+  if (periods_.due(Periods::Validate, counters_)) validate();
   if (length_reached()) finish_logs();
+  take_stop_decision();
 }
 
 bool TrainLoop::epoch_complete() const {
@@ -270,17 +280,18 @@ void TrainLoop::close_epoch_batches() {
 
 void TrainLoop::end_epoch() {
   close_epoch_batches();
-  state_.epoch++;
-  state_.batch_in_epoch = 0;
-  optimizers_->epoch_ended(state_);
+  counters_.epoch++;
+  counters_.batch_in_epoch = 0;
+  optimizers_->epoch_ended(counters_);
   callbacks_.call("on_epoch_end", &Callback::on_epoch_end);
-  if (periods_.due(Periods::Log, state_)) log_train();
-  if (periods_.due(Periods::Validate, state_)) validate();
+  if (periods_.due(Periods::Log, counters_)) log_train();
+  if (periods_.due(Periods::Validate, counters_)) validate();
   if (length_reached()) finish_logs();
   save_if_due();
 }
 
 void TrainLoop::finish() {
+  take_stop_decision();
   close_epoch_batches();
   if (!decisions_.ended_early() && !already_complete_) {
     finish_logs();
@@ -290,7 +301,7 @@ void TrainLoop::finish() {
   logger_->finish(!decisions_.ended_early());
   if (profiler_) {
     write_profile(profiler_->finish(device_.str(), peak_memory_bytes(device_)), settings_,
-                  plan_.rank, state_.step);
+                  plan_.rank, counters_.step);
   }
   if (sharded_params_) {  // the module whole again for what comes after fit (tests, export)
     // The optimizer steps the parts, which a next fit() cuts anew: its state is freed first.
@@ -320,7 +331,7 @@ FitResult TrainLoop::result() const {
   r.already_complete = already_complete_;
   r.rollbacks = divergence_.rollbacks();
   r.optimizer_state_bytes = optimizer_state_bytes_;
-  r.state = state_;
+  r.state = counters_;
   r.seconds = seconds();
   return r;
 }
@@ -336,7 +347,7 @@ double TrainLoop::elapsed() const {
 }
 
 LogEvent TrainLoop::event(MetricMap metrics) const {
-  return {state_.step, epochs_done(), state_.samples, elapsed(), std::move(metrics)};
+  return {counters_.step, epochs_done(), counters_.samples, elapsed(), std::move(metrics)};
 }
 
 void TrainLoop::log_train() {
@@ -347,7 +358,7 @@ void TrainLoop::log_train() {
   for (const auto& [k, v] : train_sums_.result()) m["train/" + k] = v;
   optimizers_->add_lrs(m);
   if (const LossScaler* scaler = precision_.scaler()) m["train/loss_scale"] = scaler->scale();
-  if (state_.skipped_steps > 0) m["train/skipped_steps"] = double(state_.skipped_steps);
+  if (counters_.skipped_steps > 0) m["train/skipped_steps"] = double(counters_.skipped_steps);
   train_sums_.clear();
   callbacks_.call("on_before_log", &Callback::on_before_log, m);
   logger_->log(event(m));
@@ -356,8 +367,8 @@ void TrainLoop::log_train() {
 }
 
 void TrainLoop::validate() {
-  if (!val_loader_ || last_val_step_ == state_.step) return;
-  last_val_step_ = state_.step;
+  if (!val_loader_ || last_val_step_ == counters_.step) return;
+  last_val_step_ = counters_.step;
   Profiler::Range range(profiler_.get(), Phase::Validation);
   callbacks_.call("on_validation_start", &Callback::on_validation_start);
   MetricAccumulator sums =
@@ -368,7 +379,7 @@ void TrainLoop::validate() {
   for (const auto& [name, value] : sums.result()) m["val/" + name] = value;
   logger_->log(event(m));
   last_val_ = m;
-  optimizers_->observe_validation(m, state_);
+  optimizers_->observe_validation(m, counters_);
   checkpoints_->observe_validation(m);
   callbacks_.call("on_validation_end", &Callback::on_validation_end, m);
   // Data-parallel: a stop any rank's callbacks asked for in this pass stops every rank now.

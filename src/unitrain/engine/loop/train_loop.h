@@ -132,8 +132,12 @@ class TrainLoop : private CheckpointEntry {
   /// epoch's last micro-batch end_epoch() saves instead, after counting the epoch: a save (or a
   /// signal's, a pause's) there holds the epoch as completed, as the logs of that step say.
   void save_if_due() {
+    take_stop_decision();  // a checkpoint holds it
     if (!at_epoch_end()) checkpoints_->save_if_due(periods_);
   }
+  /// A stop the decisions hold (a callback's, the ranks') becomes the counters' should_stop:
+  /// the loop is the one writer of the run's counters.
+  void take_stop_decision();
   bool epoch_complete() const;
   /// The epoch's end: counters, the per-epoch schedule, on_epoch_end, epoch-period logs,
   /// validation and saves.
@@ -147,9 +151,9 @@ class TrainLoop : private CheckpointEntry {
   double elapsed() const;
   LogEvent event(MetricMap metrics) const;
   /// The epoch's last micro-batch was read (end_epoch() has not counted the epoch yet).
-  bool at_epoch_end() const { return state_.batch_in_epoch == plan_.batches_per_epoch; }
+  bool at_epoch_end() const { return counters_.batch_in_epoch == plan_.batches_per_epoch; }
   /// Completed epochs as events report them: at an epoch's last step, that epoch included.
-  int64_t epochs_done() const { return state_.epoch + (at_epoch_end() ? 1 : 0); }
+  int64_t epochs_done() const { return counters_.epoch + (at_epoch_end() ? 1 : 0); }
   bool length_reached() const;
   void log_train();
   void validate();
@@ -169,7 +173,7 @@ class TrainLoop : private CheckpointEntry {
   const RunSettings& settings_;
   const Config& config_;
   CallbackList& callbacks_;
-  TrainState& state_;
+  TrainState& counters_;
   RunDecisions& decisions_;
   Precision& precision_;
   TrainModule& module_;

@@ -21,7 +21,7 @@ void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
   c.add(static_cast<CheckpointEntry&>(*this));
   if (sharded_params_) {
     const std::string root = settings_.run_dir + "/checkpoints";
-    c.add(sharded_model_entry(module_, *sharded_params_, *group_, state_, precision_.masters(),
+    c.add(sharded_model_entry(module_, *sharded_params_, *group_, counters_, precision_.masters(),
                               root));
     for (ParameterState* state : parameter_states()) {  // kept by parts too
       c.add(sharded_state_entry(*state, module_, *sharded_params_, *group_, root));
@@ -33,8 +33,8 @@ void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
     c.add(optimizer_entry(*trainers, module_.weights(), group_.get(), sharding_.get(),
                           settings_.run_dir + "/checkpoints", sharded_params_.get()));
   }
-  c.add(gradients_entry(module_, state_));
-  optimizers_->add_entries(c, state_);
+  c.add(gradients_entry(module_, counters_));
+  optimizers_->add_entries(c, counters_);
   c.add(callbacks_entry(callbacks_));
   c.add(loss_scaler_entry(precision_));
   if (divergence_.watches_spikes() || settings_.train.rolls_back()) {
@@ -53,14 +53,15 @@ std::vector<ParameterState*> TrainLoop::parameter_states() const {
 }
 
 void TrainLoop::restore(const ResumePoint& resume) {
-  checkpoints_->restore(resume, state_, plan_.batches_per_epoch, plan_.rank);
+  counters_ = resume.file.state;  // first: the entries restore against them
+  checkpoints_->restore(resume, plan_.batches_per_epoch, plan_.rank);
   if (divergence_.lr_scale() != 1.0) {  // the rollbacks before the checkpoint scaled the lr
     optimizers_->scale_lrs(divergence_.lr_scale());
-    optimizers_->follow(state_);
+    optimizers_->follow(counters_);
   }
   optimizers_->remember_lrs();
   const std::string note =
-      optimizers_->resume_note(resume.config_changes, resume.file.last_train, state_.step + 1);
+      optimizers_->resume_note(resume.config_changes, resume.file.last_train, counters_.step + 1);
   if (!note.empty()) log::warn(note);  // training goes on with another lr than it would have
   if (sharded_params_) release_freed_memory();  // ZeRO 3: what reading the files freed
 }
@@ -76,7 +77,7 @@ bool TrainLoop::roll_back(const MicroStep& m) {
   if (group_) group_->barrier();           // every rank reads what rank 0 wrote
   const ResumePoint point = read_resume_point(dir, config_);
   // The data goes on after this window; the rest comes from the checkpoint.
-  const TrainState here = state_;
+  const TrainState here = counters_;
   const TrainState& there = point.file.state;
   const int64_t skipped = (here.epoch - there.epoch) * plan_.batches_per_epoch +
                           here.batch_in_epoch + 1 - there.batch_in_epoch;
@@ -94,24 +95,25 @@ bool TrainLoop::roll_back(const MicroStep& m) {
   close_epoch_batches();
   step_runner_->drop_window();
   optimizers_->clear_states();  // the checkpoint's replace them whole
-  checkpoints_->restore(point, state_, plan_.batches_per_epoch, plan_.rank, "rolled back to");
+  counters_ = point.file.state;  // first: the entries restore against them
+  checkpoints_->restore(point, plan_.batches_per_epoch, plan_.rank, "rolled back to");
   divergence_.rolled_back();
   // The logs go back to the checkpoint as a resume's do (the abandoned steps leave them); the
   // rollback itself stays, as an event at the checkpoint's step.
-  logger_->rewind(restored_log_events_, state_.step + 1);
-  logger_->log({state_.step,
-                state_.epoch,
-                state_.samples,
+  logger_->rewind(restored_log_events_, counters_.step + 1);
+  logger_->log({counters_.step,
+                counters_.epoch,
+                counters_.samples,
                 seconds,
                 {{"train/rollbacks", double(divergence_.rollbacks())}}});
-  if (state_.micro_in_window != 0) step_runner_->drop_window();  // saved inside a window
-  state_.epoch = here.epoch;
-  state_.batch_in_epoch = here.batch_in_epoch + 1;
-  state_.micro_in_window = 0;
+  if (counters_.micro_in_window != 0) step_runner_->drop_window();  // saved inside a window
+  counters_.epoch = here.epoch;
+  counters_.batch_in_epoch = here.batch_in_epoch + 1;
+  counters_.micro_in_window = 0;
   resumed_from_ = resumed_from;
   time_offset_ = seconds - std::chrono::duration<double>(Clock::now() - start_time_).count();
   optimizers_->scale_lrs(divergence_.lr_scale());
-  optimizers_->follow(state_);
+  optimizers_->follow(counters_);
   optimizers_->remember_lrs();
   return true;
 }
@@ -134,7 +136,7 @@ void TrainLoop::save(CheckpointWrite& out) {
 void TrainLoop::restore(const CheckpointRead& in) {
   const TrainerStateFile& st = in.state;
   restored_log_events_ = st.log_events;
-  periods_.start_at(state_);
+  periods_.start_at(counters_);
   last_val_step_ = st.last_val_step;
   time_offset_ = st.elapsed;
   step_runner_->set_window_bad(st.window_bad);
