@@ -27,6 +27,23 @@ void declare_config_driven(Options<RunSettings>& o) {
       .help("datasets and the loader");
 }
 
+/// The Trainer's optimizer and schedule, built from their sections by fit().
+void declare_optimization(Options<RunSettings>& o) {
+  using T = RunSettings;
+  o.key("optimizer", Type::Section, &T::optimizer)
+      .component("optimizer", "adam")
+      .section(optimizer_section_schema())
+      .fixed(
+          "the saved optimizer state and options belong to that optimizer (only optimizer.lr "
+          "may change)")
+      .help("the optimizer");
+  o.key("scheduler", Type::Section, &T::scheduler)
+      .component("scheduler", "constant")
+      .section(scheduler_section_schema())
+      .fixed_type("the schedule's state is saved")
+      .help("the learning-rate schedule");
+}
+
 }  // namespace
 
 void RunSettings::declare(Options<RunSettings>& o) {
@@ -42,18 +59,7 @@ void RunSettings::declare(Options<RunSettings>& o) {
           "where config.yaml, metrics.jsonl/.csv and train.log are written; ${key} refers to "
           "other keys");
   declare_config_driven(o);
-  o.key("optimizer", Type::Section, &T::optimizer)
-      .component("optimizer", "adam")
-      .section(optimizer_section_schema())
-      .fixed(
-          "the saved optimizer state and options belong to that optimizer (only optimizer.lr "
-          "may change)")
-      .help("the optimizer");
-  o.key("scheduler", Type::Section, &T::scheduler)
-      .component("scheduler", "constant")
-      .section(scheduler_section_schema())
-      .fixed_type("the schedule's state is saved")
-      .help("the learning-rate schedule");
+  declare_optimization(o);
   o.section("train", &T::train).help("the training loop");
   o.section("log", &T::log).harmless().help("logging");
   o.section("checkpoint", &T::checkpoint)

@@ -248,7 +248,6 @@ void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
   // checkpoints), the epoch a step ends included. The loss is read only when a bar is drawn.
   logger_->progress(counters_.step, plan_.total_steps, epochs_done(),
                     [&m] { return m.loss_value(); });
-  take_stop_decision();
 }
 
 void TrainLoop::take_stop_decision() {
@@ -265,7 +264,6 @@ void TrainLoop::log_and_validate() {
   if (periods_.due(Periods::Log, counters_)) log_train();
   if (periods_.due(Periods::Validate, counters_)) validate();
   if (length_reached()) finish_logs();
-  take_stop_decision();
 }
 
 bool TrainLoop::epoch_complete() const {

@@ -135,8 +135,9 @@ class TrainLoop : private CheckpointEntry {
     take_stop_decision();  // a checkpoint holds it
     if (!at_epoch_end()) checkpoints_->save_if_due(periods_);
   }
-  /// A stop the decisions hold (a callback's, the ranks') becomes the counters' should_stop:
-  /// the loop is the one writer of the run's counters.
+  /// A stop the decisions hold (a callback's, the ranks') becomes the counters' should_stop,
+  /// before each save and at the end: the loop is the one writer of the run's counters (until
+  /// then length_reached() and Trainer::state() read the decision itself).
   void take_stop_decision();
   bool epoch_complete() const;
   /// The epoch's end: counters, the per-epoch schedule, on_epoch_end, epoch-period logs,
