@@ -1,4 +1,5 @@
 """Helpers for the integration tests: run the real unitrain binary and read what it wrote."""
+import functools
 import json
 import os
 import subprocess
@@ -33,8 +34,10 @@ main()
 """
 
 
+@functools.lru_cache(maxsize=None)
 def torchrun():
-    """The words that start torchrun here (see TORCHRUN_WITHOUT_LIBUV)."""
+    """The words that start torchrun here (see TORCHRUN_WITHOUT_LIBUV); probed once (a Python
+    that imports torch: seconds under load, which would part agents meant to start together)."""
     probe = subprocess.run(["/usr/bin/python3", "-c", "import torch.distributed as d; "
                             "d.TCPStore('127.0.0.1', 0, is_master=True)"],
                            capture_output=True, text=True, timeout=120)

@@ -140,21 +140,27 @@ class Elastic(common.Case):
         # its 70 steps before node b's agent is back (a Python that imports torch, under load).
         hold = os.path.join(self.dir, "hold-pace")
 
-        def node(name):
+        def node(name, hosts=False):
             log = open(os.path.join(self.dir, name + ".log"), "w")
             logs.append(log)
-            # Its own process group (session): its agent and worker are killed together.
+            # Its own process group (session): its agent and worker are killed together. The
+            # agent unbuffered: the worker lines it tees (--tee) reach the file as they are
+            # said, not when 8 kB have gathered or the agent ends (node a's growth back to two
+            # would be read only after node a finished alone).
             return subprocess.Popen(
                 common.torchrun() + [
                     "--nnodes", "1:2", "--nproc_per_node", "1", "--rdzv_backend", "c10d",
                     "--rdzv_endpoint", f"127.0.0.1:{rdzv}", "--rdzv_id", "elastic-test",
-                    "--rdzv_conf", "last_call_timeout=3", "--max_restarts", "3",
+                    # Node a hosts the rendezvous store, whichever agent comes up first (the
+                    # store goes with the node that hosts it).
+                    "--rdzv_conf", "last_call_timeout=3,is_host=%d" % hosts, "--max_restarts", "3",
                     "--monitor_interval", "1", "--redirects", "1", "--tee", "1", "--no_python",
                     common.BIN, "train", cfg,
                     "--train.max_length", "80 steps", "--checkpoint.every", "10 steps",
                     "--distributed.timeout", "30", "--plugin", common.test_plugin(),
                     "--callbacks", "[{type: slow_steps, args: {ms: 150, slower_while: %s}}]" % hold],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                env=dict(os.environ, PYTHONUNBUFFERED="1"))
 
         def text(name):
             with open(os.path.join(self.dir, name + ".log")) as f:
@@ -168,7 +174,7 @@ class Elastic(common.Case):
             return out + text("a") + text("b") + (text("b2") if os.path.exists(
                 os.path.join(self.dir, "b2.log")) else "")
 
-        a = node("a")  # hosts the rendezvous store: the node that stays
+        a = node("a", hosts=True)  # the node that stays
         time.sleep(0.5)
         b = node("b")
         procs = [a, b]
@@ -198,12 +204,16 @@ class Elastic(common.Case):
             b.wait(timeout=30)
             shrunk = "resuming on 1 process(es) a checkpoint written by 2"
 
-            def resumed():  # what node a's worker resumed from after the shrink, once said
+            def after_shrink():  # node a's log from the shrink on
                 # Node a's log is in time order (the logs together are not: an earlier restart,
-                # when b joined after a first group of one had formed, resumed from another step).
+                # when b joined after a first group of one had formed, resumed from another step
+                # and said "resuming on 2" too).
                 log = text("a")
                 at = log.rfind(shrunk)
-                return re.findall(r"resumed from (\S+?):", log[at:]) if at >= 0 else []
+                return log[at:] if at >= 0 else ""
+
+            def resumed():  # what node a's worker resumed from after the shrink, once said
+                return re.findall(r"resumed from (\S+?):", after_shrink())
 
             self.assertTrue(wait_for(lambda: resumed(), 240), train_logs())
             self.assertIn("the global batch of 96 samples", train_logs())
@@ -212,7 +222,7 @@ class Elastic(common.Case):
             b2 = node("b2")  # the node comes back
             procs.append(b2)
             grown = "resuming on 2 process(es) a checkpoint written by 1"
-            self.assertTrue(wait_for(lambda: grown in train_logs(), 240), train_logs())
+            self.assertTrue(wait_for(lambda: grown in after_shrink(), 240), train_logs())
             os.remove(hold)
             self.assertEqual(a.wait(timeout=300), 0, text("a"))
             self.assertEqual(b2.wait(timeout=60), 0, text("b2"))
