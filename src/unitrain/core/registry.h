@@ -79,7 +79,8 @@ class Registry {
   /// Builds from a resolved component section `{type: ..., args: {...}}`.
   Product create(const Config& section, Extra... extra) const {
     const std::string name = section.get_string("type");
-    const auto& info = catalog::find(kind_, name, section.key_path("type"));
+    const std::string type_key = section.key_path("type");    // (a named string: no temporary
+    const auto& info = catalog::find(kind_, name, type_key);  // that the reference could outlive)
     auto it = factories_.find(name);
     UT_CHECK(it != factories_.end(), "component ", kind_, " '", name, "' is described but has no factory");
     Config args = section.has("args")

@@ -375,7 +375,8 @@ void resolve_component(const std::string& kind, const std::string& default_type,
     throw ConfigError(detail::concat("missing required key ", path, ".type (the ", kind,
                                      " to use; known: ", join(names, ", "), ")"));
   }
-  const ComponentInfo& info = catalog::find(kind, type, path + ".type");
+  const std::string type_key = path + ".type";
+  const ComponentInfo& info = catalog::find(kind, type, type_key);
   out["type"] = type;
   YAML::Node args = (in.IsDefined() && in.IsMap()) ? YAML::Node(in["args"]) : YAML::Node();
   YAML::Node resolved(YAML::NodeType::Map);

@@ -31,8 +31,8 @@ DatasetPtr build_dataset(const std::optional<Config>& section) {
 std::optional<Config> with_classes_of(const std::optional<Config>& section,
                                       const std::vector<std::string>& classes) {
   if (!section || classes.empty()) return section;
-  const ComponentInfo& info = catalog::find(dataset_registry().kind(), section->get_string("type"),
-                                            section->key_path("type"));
+  const std::string type = section->get_string("type"), type_key = section->key_path("type");
+  const ComponentInfo& info = catalog::find(dataset_registry().kind(), type, type_key);
   if (!info.args->find("classes") ||
       (section->has("args.classes") && !section->get_string_list("args.classes").empty())) {
     return section;

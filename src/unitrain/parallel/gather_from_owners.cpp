@@ -37,7 +37,8 @@ void ProcessGroup::all_gather_from_owners(std::vector<torch::Tensor>& tensors,
     auto it = std::find_if(by_dtype.begin(), by_dtype.end(),
                            [dtype](const Chunks& c) { return c.dtype == dtype; });
     if (it == by_dtype.end()) {
-      by_dtype.push_back(Chunks{dtype, {}, {}, std::vector<int64_t>(size_t(world_size_), 0)});
+      by_dtype.push_back(
+          Chunks{dtype, {}, {}, std::vector<int64_t>(size_t(world_size_), 0), 0, {}, {}});
       it = by_dtype.end() - 1;
     }
     TORCH_INTERNAL_ASSERT(owners[i] >= 0 && owners[i] < world_size_);
