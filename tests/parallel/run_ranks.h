@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
@@ -12,9 +13,10 @@
 
 namespace unitrain::test {
 
-/// Runs `body(rank, group)` on `world` threads, each a rank of one in-memory process group;
-/// a test failure names each rank whose body threw.
-inline void run_ranks(int world, const std::function<void(int, ProcessGroup&)>& body) {
+/// Runs `body(rank, group)` on `world` threads, each a rank of one in-memory process group
+/// (held as the engine holds it); a test failure names each rank whose body threw.
+inline void run_shared_ranks(
+    int world, const std::function<void(int, const std::shared_ptr<ProcessGroup>&)>& body) {
   auto store = c10::make_intrusive<c10d::HashStore>();
   ProcessGroupOptions options;
   options.interface = "lo";
@@ -24,8 +26,7 @@ inline void run_ranks(int world, const std::function<void(int, ProcessGroup&)>& 
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
       try {
-        auto group = ProcessGroup::over_store(store, r, world, options);
-        body(r, *group);
+        body(r, ProcessGroup::over_store(store, r, world, options));
       } catch (const std::exception& e) {
         failures[size_t(r)] = e.what();
       }
@@ -33,6 +34,12 @@ inline void run_ranks(int world, const std::function<void(int, ProcessGroup&)>& 
   }
   for (auto& t : threads) t.join();
   for (int r = 0; r < world; ++r) EXPECT_EQ(failures[size_t(r)], "") << "rank " << r;
+}
+
+/// The same for a body that takes the group by reference.
+inline void run_ranks(int world, const std::function<void(int, ProcessGroup&)>& body) {
+  run_shared_ranks(
+      world, [&](int rank, const std::shared_ptr<ProcessGroup>& group) { body(rank, *group); });
 }
 
 }  // namespace unitrain::test

@@ -14,8 +14,10 @@
 #include "engine/regression_fixture.h"
 #include "test_util.h"
 #include "unitrain/core/error.h"
+#include "unitrain/engine/loop/loop_optimizers.h"
 #include "unitrain/engine/trainer.h"
 #include "unitrain/optim/optimizer_setup.h"
+#include "unitrain/parallel/gradient_sync.h"
 
 namespace unitrain {
 namespace {
@@ -294,6 +296,50 @@ TEST(ModuleRun, ARefusedResumeLeavesTheRunsConfigAsItWas) {
   const std::string message = test::config_error_of([&] { trainer.fit(m, data); });
   EXPECT_TRUE(test::contains(message, "train.clip_grad_norm")) << message;
   EXPECT_EQ(text_of(dir + "/config.yaml"), before);
+}
+
+// LoopModuleRun on its own (no Trainer, no loop): the counters it shows, the log it forwards,
+// a backward that divides by the ranks, its optimizers by name, and what it refuses.
+TEST(ModuleRun, OnItsOwnItShowsTheCountersAndStepsTheNamedOptimizers) {
+  torch::Tensor w = torch::ones({2}, torch::requires_grad());
+  auto setup = std::make_unique<OptimizerSetup>(ScheduleContext{});
+  setup->add("only", std::make_unique<torch::optim::SGD>(std::vector<torch::Tensor>{w}, 0.5));
+  LoopOptimizers manual(std::move(setup), false);
+  TrainState counters;
+  counters.step = 4;
+  counters.epoch = 1;
+  NoGradientSync sync;
+  std::vector<std::pair<std::string, double>> logged;
+  LoopModuleRun run(counters, 1, 2,
+                    [&](const std::string& k, double v) { logged.emplace_back(k, v); }, sync,
+                    manual, {w});
+  EXPECT_EQ(run.step(), 4);
+  EXPECT_EQ(run.epoch(), 1);
+  EXPECT_EQ(run.rank(), 1);
+  EXPECT_EQ(run.world_size(), 2);
+  counters.step = 5;  // it reads the loop's counters, not a copy
+  EXPECT_EQ(run.step(), 5);
+  run.log("gap", 0.25);
+  EXPECT_EQ(logged, (std::vector<std::pair<std::string, double>>{{"gap", 0.25}}));
+  run.backward((w * 3).sum());  // 1/2 of it: the reduce sums the 2 ranks' halves
+  EXPECT_TRUE(torch::equal(w.grad(), torch::full({2}, 1.5)));
+  run.optimizer("only").step();
+  EXPECT_TRUE(torch::allclose(w.detach(), torch::full({2}, 0.25)));
+  std::string m = test::message_of([&] { run.backward(w * 3); });
+  EXPECT_TRUE(test::contains(m, "run().backward() needs a scalar loss")) << m;
+  m = test::message_of([&] { run.optimizer("other"); });
+  EXPECT_TRUE(test::contains(m, "it added: only")) << m;
+}
+
+TEST(ModuleRun, OnItsOwnBackwardIsRefusedWhenTheTrainerStepsTheOptimizer) {
+  torch::Tensor w = torch::ones({2}, torch::requires_grad());
+  LoopOptimizers automatic(std::make_unique<torch::optim::SGD>(std::vector<torch::Tensor>{w}, 0.5),
+                           nullptr, false);
+  TrainState counters;
+  NoGradientSync sync;
+  LoopModuleRun run(counters, 0, 1, [](const std::string&, double) {}, sync, automatic, {w});
+  const std::string m = test::message_of([&] { run.backward(w.sum()); });
+  EXPECT_TRUE(test::contains(m, "return the loss from training_step")) << m;
 }
 
 }  // namespace unitrain

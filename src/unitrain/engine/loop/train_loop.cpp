@@ -18,11 +18,9 @@
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/log/console.h"
-#include "unitrain/parallel/data_parallel.h"
 #include "unitrain/parallel/reduce_metrics.h"
 #include "unitrain/parallel/shard_module.h"
 #include "unitrain/parallel/sharded_parameters.h"
-#include "unitrain/parallel/sharded_sync.h"
 
 namespace unitrain {
 TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const ResumePoint& resume)
@@ -67,56 +65,20 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
 
 TrainLoop::~TrainLoop() { module_.set_run(nullptr); }
 
-void TrainLoop::make_gradient_sync(bool manual) {
-  if (!group_) {
-    sync_ = std::make_unique<NoGradientSync>();
-    return;
-  }
-  if (settings_.distributed.zero == 3 && !manual) {  // each unit reduces its own gradients
-    sync_ = std::make_unique<ShardedSync>(group_);
-    return;
-  }
-  DataParallelOptions dp = settings_.distributed.data_parallel_options();
-  for (const auto& p : module_.weights().named_parameters()) dp.names.push_back(p.key());
-  dp.gradient_views = !manual;            // the module's optimizers zero their gradients themselves
-  if (settings_.distributed.zero == 2) {  // (its precisions are checked at fit()'s start)
-    gradient_owners_ = bucket_owners(module_.weights().parameters(), group_->world_size());
-    dp.owners = gradient_owners_;
-  }
-  sync_ = std::make_unique<DataParallelSync>(group_, module_.weights().parameters(), dp);
-}
-
 void TrainLoop::start(const OptimizerFactory& make) {
   optimizers_ = make(plan_);
-  const bool manual = optimizers_->manual();
-  make_gradient_sync(manual);
   optimizers_->follow(counters_);
-  torch::optim::Optimizer* trainers = optimizers_->trainers();
-  // ZeRO stage 3: the optimizer steps this rank's shards (before bf16-true's masters are made
-  // for what it steps).
-  if (group_ && trainers && settings_.distributed.zero == 3) {
-    sharded_params_ = shard_module(group_, module_, *trainers, precision_.masters(),
-                                   settings_.distributed.unit_min_params,
-                                   settings_.distributed.prefetches(device_.is_cuda()));
-  }
-  step_runner_ = std::make_unique<StepRunner>(module_, trainers, settings_.train, *sync_,
-                                              callbacks_, precision_, profiler_.get());
+  step_ = std::make_unique<ProcessStep>(StepParts{settings_, group_, module_, precision_,
+                                                  callbacks_, profiler_.get(), device_.is_cuda()},
+                                        optimizers_->trainers());
   module_run_ = std::make_unique<LoopModuleRun>(
       counters_, plan_.rank, plan_.world,
-      [this](const std::string& name, double value) { add_train_mean(name, value); }, *sync_,
+      [this](const std::string& name, double value) { add_train_mean(name, value); }, step_->sync(),
       *optimizers_, module_.weights().parameters());
   module_.set_run(module_run_.get());
-  // After the runner: bf16-true's precision has put the float32 masters into the groups.
-  if (group_ && !manual && settings_.distributed.zero == 1) {
-    sharding_ = std::make_unique<OptimizerSharding>(group_, *trainers);
-  } else if (group_ && !manual && settings_.distributed.zero == 2) {  // the buckets' owners
-    sharding_ = std::make_unique<OptimizerSharding>(
-        group_, *trainers, module_.weights().parameters(), gradient_owners_);
-  }
-  if (sharding_) step_runner_->shard(sharding_.get());
-  if (divergence_.watches_spikes()) step_runner_->watch(&divergence_);
-  if (step_runner_->defers_reads())
-    train_sums_ = MetricAccumulator(MetricAccumulator::Reads::Deferred);
+  StepRunner& runner = step_->runner();
+  if (divergence_.watches_spikes()) runner.watch(&divergence_);
+  if (runner.defers_reads()) train_sums_ = MetricAccumulator(MetricAccumulator::Reads::Deferred);
   periods_.start_at(counters_);
   optimizers_->remember_lrs();
 }
@@ -138,7 +100,7 @@ void TrainLoop::open_run_files(const ResumePoint& resume) {
 }
 
 void TrainLoop::run(RunPosition& position) {
-  step_runner_->follow(&position);  // backward marks its phase there
+  step_->runner().follow(&position);  // backward marks its phase there
   // One micro-batch per turn; a window's last one ends with the optimizer step.
   while (!finished()) {
     position.enter("data wait", counters_.step + 1);
@@ -167,12 +129,12 @@ void TrainLoop::run(RunPosition& position) {
 bool TrainLoop::end_window(MicroStep& m, RunPosition& position) {
   const int64_t step = counters_.step + 1;
   position.enter("gradient sync");
-  step_runner_->sync_gradients(m, step);  // the ranks agree on the step's decisions
+  step_->runner().sync_gradients(m, step);  // the ranks agree on the step's decisions
   position.enter("clip");
-  step_runner_->clip_gradients(m, step);
+  step_->runner().clip_gradients(m, step);
   position.enter("optimizer");
   checkpoints_->fence();          // an async save's parameter copies are taken before the update
-  step_runner_->update(m, step);  // optimizer step, zero grads
+  step_->runner().update(m, step);  // optimizer step, zero grads
   return !roll_back(m);           // diverged: the last checkpoint
 }
 
@@ -219,9 +181,9 @@ MicroStep TrainLoop::forward_backward(const Batch& batch) {
   const double weight = double(batch.size()) / plan_.window_samples(b) / double(plan_.world);
   callbacks_.call("on_train_batch_start", &Callback::on_train_batch_start, batch);
   // (On a GPU the copy stays in device_batch_: L-BFGS's update() re-evaluates it.)
-  return step_runner_->forward_backward(on_device(batch, device_, device_batch_), weight,
-                                        plan_.ends_window(b), decisions_.mine(),
-                                        counters_.step + 1);
+  return step_->runner().forward_backward(on_device(batch, device_, device_batch_), weight,
+                                          plan_.ends_window(b), decisions_.mine(),
+                                          counters_.step + 1);
 }
 
 void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
@@ -301,15 +263,16 @@ void TrainLoop::finish() {
     write_profile(profiler_->finish(device_.str(), peak_memory_bytes(device_)), settings_,
                   plan_.rank, counters_.step);
   }
-  if (sharded_params_) {  // the module whole again for what comes after fit (tests, export)
+  if (ShardedParameters* sharded = step_->sharded_parameters()) {
+    // The module whole again for what comes after fit (tests, export).
     // The optimizer steps the parts, which a next fit() cuts anew: its state is freed first.
     if (!optimizers_->manual()) {
       optimizer_state_bytes_ = optimizer_state_bytes(*optimizers_->all()[0].second);
     }
     optimizers_->clear_states();
-    unshard_module(module_, *sharded_params_);
+    unshard_module(module_, *sharded);
     for (ParameterState* state : parameter_states()) {
-      make_state_whole(*state, module_, *sharded_params_);
+      make_state_whole(*state, module_, *sharded);
     }
   }
 }

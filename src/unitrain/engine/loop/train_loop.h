@@ -24,7 +24,7 @@
 #include "unitrain/engine/loop/train_checkpoints.h"
 #include "unitrain/engine/setup/run_plan.h"
 #include "unitrain/engine/setup/thread_governor.h"
-#include "unitrain/engine/step/step_runner.h"
+#include "unitrain/engine/step/process_step.h"
 #include "unitrain/log/run_logger.h"
 #include "unitrain/metrics/metric_accumulator.h"
 #include "unitrain/optim/optimizer.h"
@@ -90,9 +90,11 @@ class TrainLoop : private CheckpointEntry {
   /// Where the module trains (train.device), from start() on.
   const torch::Device& device() const { return device_; }
   ProcessGroup* group() const { return group_.get(); }
-  bool sharded() const { return sharding_ != nullptr || sharded_params_ != nullptr; }
+  bool sharded() const { return step_ && step_->sharded(); }
   /// distributed.zero: 3's parameters (null otherwise).
-  const ShardedParameters* sharded_parameters() const { return sharded_params_.get(); }
+  const ShardedParameters* sharded_parameters() const {
+    return step_ ? step_->sharded_parameters() : nullptr;
+  }
   double best_value() const { return checkpoints_->best_value(); }
   int64_t log_events() const { return logger_->events(); }
   /// Seconds trained, over every segment of the run (or, complete before it started, the
@@ -162,9 +164,6 @@ class TrainLoop : private CheckpointEntry {
   /// before its last checkpoint so that the checkpoint holds them.
   void finish_logs();
   void close_epoch_batches();
-  /// The gradient sync of this run's processes (data parallel: DataParallelSync) and, for
-  /// ZeRO stage 2, the gradients' owners.
-  void make_gradient_sync(bool manual);
   /// The checkpoint's entries, in the order it saves and restores them (`trainers`: the
   /// optimizer the step runner steps, null with manual optimization).
   void list_checkpoint_entries(torch::optim::Optimizer* trainers);
@@ -186,13 +185,9 @@ class TrainLoop : private CheckpointEntry {
   Periods periods_;
   Loader train_loader_;
   std::unique_ptr<Loader> val_loader_;
-  std::unique_ptr<EpochIterator> epoch_batches_;  ///< the running epoch's
-  std::unique_ptr<GradientSync> sync_;
-  std::unique_ptr<StepRunner> step_runner_;
+  std::unique_ptr<EpochIterator> epoch_batches_;            ///< the running epoch's
   DivergenceGuard divergence_{settings_.train.divergence};  ///< spikes' moving mean, rollbacks
-  std::unique_ptr<OptimizerSharding> sharding_;  ///< distributed.zero >= 1 with several ranks
-  std::vector<int> gradient_owners_;  ///< distributed.zero: 2: each parameter's, by model order
-  std::shared_ptr<ShardedParameters> sharded_params_;  ///< distributed.zero: 3 with several ranks
+  std::unique_ptr<ProcessStep> step_;  ///< from start() on: the sync, sharding and runner
   std::unique_ptr<LoopOptimizers> optimizers_;
   std::unique_ptr<LoopModuleRun> module_run_;  ///< what module_.run() returns during the fit
   std::unique_ptr<RunLogger> logger_;          ///< from open_run_files() on

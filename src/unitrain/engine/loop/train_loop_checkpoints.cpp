@@ -19,19 +19,19 @@ void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
   // What a checkpoint holds, in the order it saves and restores.
   TrainCheckpoints& c = *checkpoints_;
   c.add(static_cast<CheckpointEntry&>(*this));
-  if (sharded_params_) {
+  ShardedParameters* sharded = step_->sharded_parameters();
+  if (sharded) {
     const std::string root = settings_.run_dir + "/checkpoints";
-    c.add(sharded_model_entry(module_, *sharded_params_, *group_, counters_, precision_.masters(),
-                              root));
+    c.add(sharded_model_entry(module_, *sharded, *group_, counters_, precision_.masters(), root));
     for (ParameterState* state : parameter_states()) {  // kept by parts too
-      c.add(sharded_state_entry(*state, module_, *sharded_params_, *group_, root));
+      c.add(sharded_state_entry(*state, module_, *sharded, *group_, root));
     }
   } else {
     c.add(model_entry(module_, precision_));
   }
   if (trainers) {
-    c.add(optimizer_entry(*trainers, module_.weights(), group_.get(), sharding_.get(),
-                          settings_.run_dir + "/checkpoints", sharded_params_.get()));
+    c.add(optimizer_entry(*trainers, module_.weights(), group_.get(), step_->sharding(),
+                          settings_.run_dir + "/checkpoints", sharded));
   }
   c.add(gradients_entry(module_, counters_));
   optimizers_->add_entries(c, counters_);
@@ -63,7 +63,7 @@ void TrainLoop::restore(const ResumePoint& resume) {
   const std::string note =
       optimizers_->resume_note(resume.config_changes, resume.file.last_train, counters_.step + 1);
   if (!note.empty()) log::warn(note);  // training goes on with another lr than it would have
-  if (sharded_params_) release_freed_memory();  // ZeRO 3: what reading the files freed
+  if (step_->sharded_parameters()) release_freed_memory();  // ZeRO 3: what reading the files freed
 }
 
 bool TrainLoop::roll_back(const MicroStep& m) {
@@ -93,7 +93,7 @@ bool TrainLoop::roll_back(const MicroStep& m) {
   const double seconds = elapsed();
   const std::string resumed_from = resumed_from_;
   close_epoch_batches();
-  step_runner_->drop_window();
+  step_->runner().drop_window();
   optimizers_->clear_states();  // the checkpoint's replace them whole
   counters_ = point.file.state;  // first: the entries restore against them
   checkpoints_->restore(point, plan_.batches_per_epoch, plan_.rank, "rolled back to");
@@ -106,7 +106,7 @@ bool TrainLoop::roll_back(const MicroStep& m) {
                 counters_.samples,
                 seconds,
                 {{"train/rollbacks", double(divergence_.rollbacks())}}});
-  if (counters_.micro_in_window != 0) step_runner_->drop_window();  // saved inside a window
+  if (counters_.micro_in_window != 0) step_->runner().drop_window();  // saved inside a window
   counters_.epoch = here.epoch;
   counters_.batch_in_epoch = here.batch_in_epoch + 1;
   counters_.micro_in_window = 0;
@@ -128,7 +128,7 @@ void TrainLoop::save(CheckpointWrite& out) {
   st.log_events = logger_->events();
   st.last_val_step = last_val_step_;
   st.elapsed = elapsed();
-  st.window_bad = step_runner_->window_bad();
+  st.window_bad = step_->runner().window_bad();
   st.last_train = last_train_;
   st.last_val = last_val_;
 }
@@ -139,7 +139,7 @@ void TrainLoop::restore(const CheckpointRead& in) {
   periods_.start_at(counters_);
   last_val_step_ = st.last_val_step;
   time_offset_ = st.elapsed;
-  step_runner_->set_window_bad(st.window_bad);
+  step_->runner().set_window_bad(st.window_bad);
   train_sums_.clear();
   if (plan_.rank == 0) {  // saved summed over ranks: the others start from nothing
     for (const auto& [name, s] : st.train_sums) {
