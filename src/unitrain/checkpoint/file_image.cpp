@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <memory>
 
 #include "unitrain/core/error.h"
@@ -22,11 +23,13 @@ std::string errno_message() { return std::strerror(errno); }
 /// Writes an image to a new file and fsyncs it; TrainError naming the path on any failure
 /// (a full disk shows as a short write or ENOSPC).
 ///
-/// Large files bypass the page cache (O_DIRECT) through an aligned staging buffer: on a virtual
+/// Large files bypass the page cache (O_DIRECT) through aligned staging buffers: on a virtual
 /// disk a buffered write of a few hundred MB costs about as much kernel CPU as it takes wall
 /// time (the page-cache copy and writeback), which an async save would take from training; a
-/// direct write costs a user-space copy and little else (docs/performance.md). Filesystems
-/// without O_DIRECT (tmpfs, some network ones) get the buffered path.
+/// direct write costs a user-space copy and little else (docs/performance.md). Two buffers: the
+/// next one is filled while the last one is written (a direct write returns only when the disk
+/// has it, so one buffer would add the copies' time to the disk's). Filesystems without
+/// O_DIRECT (tmpfs, some network ones) get the buffered path.
 class SyncedWriter {
  public:
   SyncedWriter(std::string path, size_t size) : path_(std::move(path)), size_(size) {
@@ -39,15 +42,14 @@ class SyncedWriter {
     }
     UT_CHECK_TRAIN(fd_ >= 0, "cannot create ", path_, ": ", errno_message());
     if (direct_) {
-      void* p = nullptr;
-      if (::posix_memalign(&p, kAlign, kStaging) == 0) {
-        staging_.reset(static_cast<char*>(p));
-      } else {
+      if (!(staging_ = aligned_buffer()) || !(spare_ = aligned_buffer())) {
+        staging_.reset();
         buffered();
       }
     }
   }
   ~SyncedWriter() {
+    if (in_flight_.valid()) in_flight_.wait();  // (a failure: its error is the caller's already)
     if (fd_ >= 0) ::close(fd_);
   }
 
@@ -59,12 +61,15 @@ class SyncedWriter {
       filled_ += n;
       data += n;
       size -= n;
-      if (filled_ == kStaging) flush_staging();
+      if (filled_ == kStaging) write_behind();
     }
   }
 
   void finish() {
-    if (staging_) flush_staging();
+    if (staging_) {
+      wait_for_write();
+      flush_staging();
+    }
     int rc = ::fsync(fd_);
     int err = errno;
     ::close(fd_);
@@ -80,6 +85,27 @@ class SyncedWriter {
   struct Free {
     void operator()(char* p) const { std::free(p); }
   };
+  using Buffer = std::unique_ptr<char, Free>;
+
+  static Buffer aligned_buffer() {
+    void* p = nullptr;
+    return Buffer(::posix_memalign(&p, kAlign, kStaging) == 0 ? static_cast<char*>(p) : nullptr);
+  }
+
+  /// The full staging buffer goes to the disk on a thread of its own (after the write before
+  /// it: one in flight), and the spare one is filled meanwhile.
+  void write_behind() {
+    wait_for_write();
+    std::swap(staging_, spare_);
+    filled_ = 0;
+    in_flight_ =
+        std::async(std::launch::async, [this, data = spare_.get()] { write_out(data, kStaging); });
+  }
+
+  /// Waits for the write in flight; its error (TrainError) is thrown here.
+  void wait_for_write() {
+    if (in_flight_.valid()) in_flight_.get();
+  }
 
   /// Writes the staging buffer: its block-aligned part directly, a tail (the file's end)
   /// through the page cache.
@@ -123,9 +149,11 @@ class SyncedWriter {
   size_t size_;
   int fd_ = -1;
   bool direct_ = false;
-  std::unique_ptr<char, Free> staging_;
+  Buffer staging_;  ///< being filled
+  Buffer spare_;    ///< being written (in_flight_), then filled next
   size_t filled_ = 0;
-  size_t done_ = 0;
+  size_t done_ = 0;              ///< bytes written (by one write at a time)
+  std::future<void> in_flight_;  ///< the write of spare_, while staging_ fills
 };
 
 }  // namespace
