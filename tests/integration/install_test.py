@@ -160,6 +160,9 @@ class Install(common.Case):
         self.assertGreater(len(libc), 1000)  # libc's own table was read
         for path in (library, common.BIN):
             self.assertEqual(sorted(defined(path) & libc), [], path)
+        # Nor a C name of its own that a user's could meet: every function it defines is C++'s,
+        # in its namespace (a signal handler once kept a C name).
+        self.assertEqual(sorted(n for n in defined(library) if not n.startswith("_Z")), [])
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ volatile std::sig_atomic_t g_received = 0;
 /// The handlers the guard replaced, by signal number (signals are below 65).
 std::array<struct sigaction, 65> g_old{};
 
-extern "C" void on_stop_signal(int sig) {
+// Internal linkage, no C name: the library adds no global symbol to its users' programs.
+void on_stop_signal(int sig) {
   if (g_received != 0 && sig == SIGINT) {
     static const char msg[] = "\nsecond interrupt: exiting now, without a checkpoint\n";
     [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
