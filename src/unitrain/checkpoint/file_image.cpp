@@ -49,7 +49,9 @@ class SyncedWriter {
     }
   }
   ~SyncedWriter() {
-    if (in_flight_.valid()) in_flight_.wait();  // (a failure: its error is the caller's already)
+    // Left by an error elsewhere: the write may not outlive its buffer and descriptor (its
+    // own error, if any, is dropped: the first one is already on its way).
+    if (in_flight_.valid()) in_flight_.wait();
     if (fd_ >= 0) ::close(fd_);
   }
 

@@ -4,7 +4,6 @@
 #include <torch/optim/optimizer.h>
 
 #include <memory>
-#include <vector>
 
 #include "unitrain/engine/step/step_runner.h"
 
@@ -51,7 +50,6 @@ class ProcessStep {
 
  private:
   std::unique_ptr<GradientSync> sync_;
-  std::vector<int> gradient_owners_;  ///< ZeRO 2: each parameter's bucket owner, model order
   std::shared_ptr<ShardedParameters> sharded_params_;
   std::unique_ptr<OptimizerSharding> sharding_;
   std::unique_ptr<StepRunner> runner_;  ///< holds the sync and the sharding: goes first
