@@ -46,8 +46,10 @@ struct DigitsGan : unitrain::TrainModule {
     unitrain::ModuleRun& run = this->run();
     torch::Tensor real = b.at("x") / 16.0;  // digits pixels are 0..16
     const int64_t n = real.size(0);
-    torch::Tensor ones = torch::ones({n, 1}), zeros = torch::zeros({n, 1});
-    torch::Tensor fake = generator->forward(torch::randn({n, kNoise}));
+    // Tensors made here belong on the run's device (the batch and the modules are moved there).
+    const auto on = torch::TensorOptions().device(run.device());
+    torch::Tensor ones = torch::ones({n, 1}, on), zeros = torch::zeros({n, 1}, on);
+    torch::Tensor fake = generator->forward(torch::randn({n, kNoise}, on));
     // The discriminator: real is 1, fake is 0 (the fake detached: the generator gets nothing).
     torch::optim::Optimizer& d = run.optimizer("discriminator");
     d.zero_grad();
@@ -63,7 +65,7 @@ struct DigitsGan : unitrain::TrainModule {
         torch::binary_cross_entropy_with_logits(discriminator->forward(fake), ones);
     run.backward(g_loss);
     g.step();
-    run.log("g_loss", g_loss.item<double>());
+    run.log("g_loss", g_loss);  // read at the log event, not every step
     return {d_loss.detach(), {}};
   }
 

@@ -103,14 +103,47 @@ class Gpu(common.Case):
         self.assertRegex(out, r"device: cuda:0 \(")
         self.assertGreaterEqual(accuracy(run_dir), 0.9, out)
 
+    def test_two_ranks_on_one_gpu_over_gloo_end_as_one_process(self):
+        # NCCL takes one GPU per rank; Gloo reduces CUDA tensors too. Two processes on cuda:0
+        # with half the batch each end as one process with the whole batch: plain data
+        # parallelism, ZeRO-1 and ZeRO-3 (the LM's units are what ZeRO-3 shards).
+        import torch
+        data = self.tokens()
+        finals = {}
+        for name, world, extra in (("one", 1, []), ("dp", 2, []),
+                                   ("zero1", 2, ["--distributed.zero", "1"]),
+                                   ("zero3", 2, ["--distributed.zero", "3"])):
+            run_dir = os.path.join(self.dir, "ranks-" + name)
+            cfg = write(run_dir + ".yaml", TOKENS_LM.format(run_dir=run_dir, data=data))
+            args = ["train", cfg, "--train.device", "cuda:0", "--model.args.dropout", "0.0",
+                    "--data.loader.batch_size", str(8 // world)] + extra
+            if world > 1:
+                args = ["launch", "--nproc-per-node", "2", "--master-port",
+                        str(29620 + len(finals)), "--"] + args + ["--distributed.backend", "gloo"]
+            code, out = run(args)
+            self.assertEqual(code, 0, out)
+            if world > 1:
+                self.assertRegex(out, r"data parallel: rank 0 of 2 \(.*gloo\)")
+            finals[name] = torch.load(os.path.join(run_dir, "checkpoints", "last", "model.pt"))
+        for name in ("dp", "zero1", "zero3"):
+            for k in finals["one"]:
+                self.assertTrue(torch.allclose(finals["one"][k], finals[name][k], rtol=1e-4,
+                                               atol=1e-6), f"{name} {k}")
+
+    def tokens(self):
+        import torch
+        data = os.path.join(self.dir, "tokens.bin")
+        if not os.path.exists(data):
+            g = torch.Generator().manual_seed(0)
+            with open(data, "wb") as f:
+                f.write(torch.randint(50, (4000,), generator=g, dtype=torch.int32).numpy()
+                        .astype("<u2").tobytes())
+        return data
+
     def test_activation_checkpointing_is_bitwise_on_the_gpu(self):
         # The recomputation replays the CUDA generator (dropout's masks) and autocast's state.
         import torch
-        data = os.path.join(self.dir, "tokens.bin")
-        g = torch.Generator().manual_seed(0)
-        with open(data, "wb") as f:
-            f.write(torch.randint(50, (4000,), generator=g, dtype=torch.int32).numpy()
-                    .astype("<u2").tobytes())
+        data = self.tokens()
         for precision in ("fp32", "bf16-mixed"):
             finals = []
             for ac in ("false", "true"):

@@ -38,12 +38,12 @@ prepare() {
   du -sh .gpu
 }
 
-run() {
-  local out=${OUT:-$root/.gpu/out} t0
-  mkdir -p "$out"
-  t0=$(date +%s)
-  stamp() { echo "== $(($(date +%s) - t0)) s: $*"; }
-  exec > >(tee -a "$out/log.txt") 2>&1
+out=${OUT:-$root/.gpu/out}
+t0=$(date +%s)
+stamp() { echo "== $(($(date +%s) - t0)) s: $*"; }
+
+# Unpacks what the machine lacks and builds the command into build-gpu/.
+build() {
   stamp facts
   head -2 /etc/os-release; nproc; gcc --version | head -1; nvidia-smi -L
   python3 -c 'import torch; print(torch.__version__, torch.version.cuda)'
@@ -72,6 +72,10 @@ run() {
   stamp build
   ninja -C build-gpu -k 0 unitrain_cli >"$out/build.txt" 2>&1 ||
     { grep -E "error|FAILED" "$out/build.txt" | head -60; exit 1; }
+}
+
+# tests/gpu/gpu_test.py test by test, against build-gpu/.
+tests() {
   stamp "gpu tests"
   export PYTHONUNBUFFERED=1
   local status=0 t
@@ -85,8 +89,11 @@ run() {
   exit $status
 }
 
+logged() { mkdir -p "$out" && exec > >(tee -a "$out/log.txt") 2>&1; }
 case "${1:-}" in
   prepare) prepare ;;
-  run) run ;;
-  *) echo "usage: tests/gpu/wheel_torch.sh prepare | run" >&2; exit 2 ;;
+  run) logged && build && tests ;;
+  build) logged && build ;;  # bench/gpu/run.sh: build, the tests, then its benchmarks
+  tests) logged && tests ;;
+  *) echo "usage: tests/gpu/wheel_torch.sh prepare | run | build | tests" >&2; exit 2 ;;
 esac

@@ -39,9 +39,17 @@ class ModuleRun {
   virtual int64_t epoch() const = 0;
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
+  /// The device the module trains on (train.device): where tensors that training_step makes
+  /// itself (noise, labels, masks) belong. Batches, parameters and optimizer state are moved
+  /// there by the Trainer.
+  virtual torch::Device device() const = 0;
   /// Adds `value` to the next training log event as train/<name>: the mean of the values logged
   /// (on every rank) since the last log. Checkpoints carry the running sums.
   virtual void log(const std::string& name, double value) = 0;
+  /// The same for a scalar tensor (e.g. a loss), read where it is: on a GPU it is summed on the
+  /// device and read once per log event, so logging it costs no host synchronisation per step
+  /// (log(name, t.item<double>()) waits for the GPU every step). Detached; any dtype.
+  virtual void log(const std::string& name, const torch::Tensor& value) = 0;
   /// Manual optimization: backward of `loss`, then (data parallel) the gradients averaged over
   /// the processes, so that each rank's optimizers then step the same. Use it instead of
   /// loss.backward(). Parameters that no rank's loss reached keep the gradient they had.

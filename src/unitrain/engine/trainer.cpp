@@ -264,6 +264,7 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
            "enable checkpoints, or use skip or stop");
   // The device before the processes join: data parallelism on GPUs talks through NCCL.
   set_deterministic(options().deterministic);  // before anything uses a GPU
+  const std::string matmul = set_matmul_precision(options().matmul_precision);
   const torch::Device device = resolve_device(options().device, env.local_rank);
   settings_->loader.check_pin_memory(device.is_cuda());
   // Every precision restriction of the run's parts on its device, before the run folder changes.
@@ -274,6 +275,11 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   std::shared_ptr<ProcessGroup> group = join_group(env, resume, device);
   log::info("device: " + describe_device(device));
   if (options().deterministic) log::info("deterministic: on");
+  if (matmul != "highest") {
+    log::info("matmul precision: " + matmul +
+              " (float32 matrix products may use TF32, and with medium bfloat16, where the "
+              "hardware has it)");
+  }
   reset_peak_memory(device);  // the done line's peak is this run's
   // A model built in parts (core/unit_parts.h) is cut into ZeRO 3's shards a unit at a time;
   // a run that reads its values before (a GPU's copy, bf16-true's cast) or never shards them

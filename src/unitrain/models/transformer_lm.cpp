@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "unitrain/compat/attention.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/unit_parts.h"
 #include "unitrain/models/activation_checkpoint.h"
@@ -28,13 +29,10 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
     const int64_t b = x.size(0), t = x.size(1), c = x.size(2), head_dim = c / heads_;
     // [B, T, 3, H, D] -> [3, B, H, T, D]
     auto qkv_heads = qkv->forward(x).view({b, t, 3, heads_, head_dim}).permute({2, 0, 3, 1, 4});
-    auto q = qkv_heads[0], k = qkv_heads[1], v = qkv_heads[2];
-    auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
-    auto future = torch::ones({t, t}, x.options().dtype(torch::kBool)).triu(1);
-    scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
-    auto weights = torch::softmax(scores, -1);
-    if (dropout_ > 0) weights = torch::dropout(weights, dropout_, is_training());
-    auto y = torch::matmul(weights, v).transpose(1, 2).reshape({b, t, c});
+    auto y =
+        causal_attention(qkv_heads[0], qkv_heads[1], qkv_heads[2], is_training() ? dropout_ : 0.0)
+            .transpose(1, 2)
+            .reshape({b, t, c});
     y = out->forward(y);
     return dropout_ > 0 ? torch::dropout(y, dropout_, is_training()) : y;
   }

@@ -62,8 +62,9 @@ Options<AdamArgs> adam_args(double weight_decay, const char* decay_help) {
       .help("use the maximum of past squared gradients (AMSGrad)");
   args.field("fused", &AdamArgs::fused)
       .help(
-          "step each float32 CPU parameter in one pass over its memory (same algorithm and state; "
-          "equal to LibTorch's to float rounding); false = LibTorch's step, op by op");
+          "step each float32 CPU parameter in one pass over its memory, and on a GPU (LibTorch "
+          "2.x) all parameters through LibTorch's fused multi-tensor kernel (same algorithm and "
+          "state; equal to LibTorch's to float rounding); false = LibTorch's step, op by op");
   args.check([](AdamArgs& a, const Config& c) {
     UT_CHECK(a.betas.size() == 2, c.key_path("betas"), " must be two numbers [beta1, beta2], got ",
              a.betas.size(), " value(s)");
@@ -142,12 +143,13 @@ void register_sgd() {
 }
 
 void register_adam() {
-  optimizer_registry().add("adam", "Adam (torch::optim::Adam, fused on the CPU)",
+  optimizer_registry().add("adam", "Adam (torch::optim::Adam, fused on the CPU and on GPUs)",
                            adam_args(0.0, kL2Penalty),
                            make_adam<topt::Adam, FusedAdam, topt::AdamOptions>);
   register_adam_state<topt::Adam, topt::AdamParamState, topt::AdamOptions>("adam");
   optimizer_registry().add(
-      "adamw", "Adam with decoupled weight decay (torch::optim::AdamW, fused on the CPU)",
+      "adamw",
+      "Adam with decoupled weight decay (torch::optim::AdamW, fused on the CPU and on GPUs)",
       adam_args(0.01, "decoupled weight decay (parameters shrink by lr * weight_decay)"),
       make_adam<topt::AdamW, FusedAdamW, topt::AdamWOptions>);
   register_adam_state<topt::AdamW, topt::AdamWParamState, topt::AdamWOptions>("adamw");

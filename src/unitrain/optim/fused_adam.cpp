@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 
+#include "unitrain/compat/fused_adam_kernel.h"
 #include "unitrain/compat/optimizer_state_key.h"
 
 namespace unitrain {
@@ -131,6 +133,81 @@ void fused_step(std::vector<torch::optim::OptimizerParamGroup>& groups, Optimize
   }
 }
 
+/// True when every parameter with a gradient is on one GPU, with its gradient and state of its
+/// own dtype and dense, every group without amsgrad, and its state's steps equal (they are
+/// unless a parameter was added to a group later): LibTorch 2.x's multi-tensor kernel then
+/// takes the step.
+template <typename Options, typename State>
+bool kernel_fusable(const std::vector<torch::optim::OptimizerParamGroup>& groups,
+                    const OptimizerStateMap& state) {
+  if (!has_fused_adam_kernel()) return false;
+  std::optional<torch::Device> device;
+  std::optional<int64_t> step;
+  bool any = false;
+  for (const auto& group : groups) {
+    if (static_cast<const Options&>(group.options()).amsgrad()) return false;
+    for (const auto& p : group.params()) {
+      const torch::Tensor& g = p.grad();
+      if (!g.defined()) continue;
+      any = true;
+      if (!p.is_cuda() || p.is_sparse() || g.is_sparse() || g.device() != p.device() ||
+          g.scalar_type() != p.scalar_type() || !torch::isFloatingType(p.scalar_type()))
+        return false;
+      if (device && *device != p.device()) return false;
+      device = p.device();
+      auto it = state.find(optimizer_state_key(p));
+      const int64_t s = it == state.end() ? 0 : static_cast<const State&>(*it->second).step();
+      if (step && *step != s) return false;
+      step = s;
+      if (it == state.end()) continue;
+      const auto& st = static_cast<const State&>(*it->second);
+      for (const torch::Tensor& t : {st.exp_avg(), st.exp_avg_sq()}) {
+        if (t.device() != p.device() || t.scalar_type() != p.scalar_type() || t.is_sparse())
+          return false;
+      }
+    }
+  }
+  return any;
+}
+
+/// The step of every group through LibTorch 2.x's fused kernel (kernel_fusable()): the same
+/// state as LibTorch's own step (AdamParamState: an integer step, both moments).
+template <typename Options, typename State>
+void kernel_step(std::vector<torch::optim::OptimizerParamGroup>& groups, OptimizerStateMap& state,
+                 bool decoupled) {
+  torch::NoGradGuard no_grad;
+  for (auto& group : groups) {
+    const auto& o = static_cast<const Options&>(group.options());
+    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs;
+    int64_t step = 0;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      const auto key = optimizer_state_key(p);
+      auto it = state.find(key);
+      if (it == state.end()) {  // as LibTorch initialises it
+        auto s = std::make_unique<State>();
+        s->step(0);
+        s->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        s->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        it = state.emplace(key, std::move(s)).first;
+      }
+      auto& s = static_cast<State&>(*it->second);
+      s.step(s.step() + 1);
+      step = s.step();
+      params.push_back(p);
+      grads.push_back(p.grad());
+      exp_avgs.push_back(s.exp_avg());
+      exp_avg_sqs.push_back(s.exp_avg_sq());
+    }
+    if (params.empty()) continue;
+    fused_adam_kernel(params, grads, exp_avgs, exp_avg_sqs,
+                      torch::full({}, static_cast<double>(step),
+                                  torch::TensorOptions(torch::kFloat32).device(params[0].device())),
+                      o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.weight_decay(),
+                      o.eps(), decoupled);
+  }
+}
+
 torch::Tensor closure_loss(const torch::optim::Optimizer::LossClosure& closure) {
   if (!closure) return {};
   at::AutoGradMode enable_grad(true);
@@ -143,10 +220,13 @@ template <typename Torch, typename Options, typename State>
 torch::Tensor step_of(Torch& optimizer, const torch::optim::Optimizer::LossClosure& closure,
                       bool decoupled) {
   torch::Tensor loss = closure_loss(closure);
-  if (!all_fusable<Options, State>(optimizer.param_groups(), optimizer.state())) {
+  if (all_fusable<Options, State>(optimizer.param_groups(), optimizer.state())) {
+    fused_step<Options, State>(optimizer.param_groups(), optimizer.state(), decoupled);
+  } else if (kernel_fusable<Options, State>(optimizer.param_groups(), optimizer.state())) {
+    kernel_step<Options, State>(optimizer.param_groups(), optimizer.state(), decoupled);
+  } else {
     return optimizer.Torch::step([loss] { return loss; });
   }
-  fused_step<Options, State>(optimizer.param_groups(), optimizer.state(), decoupled);
   return loss;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// FusedAdam, FusedAdamW: LibTorch's Adam and AdamW, stepping float32 CPU parameters in one pass.
+// FusedAdam, FusedAdamW: LibTorch's Adam and AdamW, stepping float32 CPU parameters in one pass
+// and GPU parameters through LibTorch 2.x's fused multi-tensor kernel.
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
 
@@ -11,8 +12,11 @@ namespace unitrain {
 /// temporaries per parameter. Same algorithm, options and state (AdamParamState: checkpoints and
 /// PyTorch's layout unchanged, a resume may switch between the two). Results equal LibTorch's
 /// to float rounding (its vectorised kernels fuse some multiply-adds; this one rounds every
-/// operation) and do not depend on the number of threads. When any parameter is not float32 on
-/// the CPU (or amsgrad is on), the whole step is LibTorch's.
+/// operation) and do not depend on the number of threads. On a GPU with LibTorch 2.x, every
+/// parameter on one device with gradients and moments of its dtype, the step is LibTorch's fused
+/// kernel (at::_fused_adam_, what PyTorch's `Adam(fused=True)` runs: a few launches for all the
+/// parameters instead of several per parameter), with the same state. Otherwise (amsgrad, mixed
+/// devices, LibTorch 1.x on a GPU) the whole step is LibTorch's.
 class FusedAdam : public torch::optim::Adam {
  public:
   using Adam::Adam;

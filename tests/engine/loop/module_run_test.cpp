@@ -63,7 +63,7 @@ struct TwoPlayers : TrainModule {
     torch::Tensor lg = maker_loss(*this, b);
     run().backward(lg);
     g.step();
-    run().log("maker_loss", lg.item<double>());
+    run().log("maker_loss", lg);  // a tensor: summed where it is, read at the log event
     run().log("step_seen", static_cast<double>(run().step()));
     return {lc.detach(), {}};
   }
@@ -99,6 +99,7 @@ TEST(ModuleRun, AModuleSteppingItsOwnOptimizersTrainsAsAHandWrittenLoop) {
   TwoPlayers reference;
   torch::manual_seed(11);
   TwoPlayers module;
+  std::vector<double> maker_losses;
   {  // by hand: 2 epochs of 4 batches, in order
     torch::optim::SGD c(reference.critic->parameters(),
                         torch::optim::SGDOptions(0.05).momentum(0.9));
@@ -112,7 +113,9 @@ TEST(ModuleRun, AModuleSteppingItsOwnOptimizersTrainsAsAHandWrittenLoop) {
         TwoPlayers::critic_loss(reference, b).backward();
         c.step();
         g.zero_grad();
-        TwoPlayers::maker_loss(reference, b).backward();
+        torch::Tensor lg = TwoPlayers::maker_loss(reference, b);
+        maker_losses.push_back(lg.item<double>());
+        lg.backward();
         g.step();
       }
     }
@@ -134,7 +137,7 @@ TEST(ModuleRun, AModuleSteppingItsOwnOptimizersTrainsAsAHandWrittenLoop) {
   const auto events = jsonl(dir + "/metrics.jsonl");
   ASSERT_FALSE(events.empty());
   const nlohmann::json& first = events.front();
-  EXPECT_TRUE(first.contains("train/maker_loss")) << first.dump();
+  EXPECT_DOUBLE_EQ(first["train/maker_loss"].get<double>(), maker_losses[0]) << first.dump();
   EXPECT_EQ(first["train/step_seen"].get<double>(), 0.0) << first.dump();  // steps before it
   EXPECT_EQ(first["train/lr-critic"].get<double>(), 0.05) << first.dump();
   EXPECT_EQ(first["train/lr-maker"].get<double>(), 0.01) << first.dump();
@@ -309,18 +312,30 @@ TEST(ModuleRun, OnItsOwnItShowsTheCountersAndStepsTheNamedOptimizers) {
   counters.step = 4;
   counters.epoch = 1;
   NoGradientSync sync;
-  std::vector<std::pair<std::string, double>> logged;
-  LoopModuleRun run(counters, 1, 2,
-                    [&](const std::string& k, double v) { logged.emplace_back(k, v); }, sync,
-                    manual, {w});
+  std::vector<std::pair<std::string, torch::Tensor>> logged;
+  LoopModuleRun run(
+      counters, 1, 2, torch::kCPU,
+      [&](const std::string& k, torch::Tensor v) { logged.emplace_back(k, std::move(v)); }, sync,
+      manual, {w});
   EXPECT_EQ(run.step(), 4);
   EXPECT_EQ(run.epoch(), 1);
   EXPECT_EQ(run.rank(), 1);
   EXPECT_EQ(run.world_size(), 2);
   counters.step = 5;  // it reads the loop's counters, not a copy
   EXPECT_EQ(run.step(), 5);
-  run.log("gap", 0.25);
-  EXPECT_EQ(logged, (std::vector<std::pair<std::string, double>>{{"gap", 0.25}}));
+  EXPECT_EQ(run.device(), torch::Device(torch::kCPU));
+  run.log("gap", 0.25);            // a number: a float64 scalar
+  run.log("norm", (w * 2).sum());  // a tensor: detached, on its device, unread
+  ASSERT_EQ(logged.size(), 2u);
+  EXPECT_EQ(logged[0].first, "gap");
+  EXPECT_EQ(logged[0].second.scalar_type(), torch::kFloat64);
+  EXPECT_EQ(logged[0].second.item<double>(), 0.25);
+  EXPECT_EQ(logged[1].first, "norm");
+  EXPECT_FALSE(logged[1].second.requires_grad());
+  EXPECT_EQ(logged[1].second.item<float>(), 4.0f);
+  std::string refused = test::message_of([&] { run.log("many", w.detach()); });
+  EXPECT_TRUE(test::contains(refused, "run().log('many') takes a scalar tensor, got 2 values"))
+      << refused;
   run.backward((w * 3).sum());  // 1/2 of it: the reduce sums the 2 ranks' halves
   EXPECT_TRUE(torch::equal(w.grad(), torch::full({2}, 1.5)));
   run.optimizer("only").step();
@@ -337,7 +352,8 @@ TEST(ModuleRun, OnItsOwnBackwardIsRefusedWhenTheTrainerStepsTheOptimizer) {
                            nullptr, false);
   TrainState counters;
   NoGradientSync sync;
-  LoopModuleRun run(counters, 0, 1, [](const std::string&, double) {}, sync, automatic, {w});
+  LoopModuleRun run(counters, 0, 1, torch::kCPU, [](const std::string&, torch::Tensor) {}, sync,
+                    automatic, {w});
   const std::string m = test::message_of([&] { run.backward(w.sum()); });
   EXPECT_TRUE(test::contains(m, "return the loss from training_step")) << m;
 }

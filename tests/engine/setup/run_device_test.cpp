@@ -9,6 +9,7 @@
 
 #include "test_util.h"
 #include "unitrain/core/error.h"
+#include "unitrain/engine/config/train_options.h"
 #include "unitrain/engine/setup/cuda_facts.h"
 
 namespace unitrain {
@@ -85,6 +86,27 @@ TEST(RunDevice, DeterministicSetsLibTorchsFlagsAndCublasWorkspaceUnlessSet) {
   } else {
     unsetenv("CUBLAS_WORKSPACE_CONFIG");
   }
+}
+
+// train.matmul_precision sets LibTorch's process-wide precision (what torch.get_float32_matmul_
+// precision reads) and says what is in effect; keep leaves what the program set.
+TEST(RunDevice, MatmulPrecisionSetsLibTorchsAndKeepLeavesTheProgramsOwn) {
+  at::Context& context = at::globalContext();
+  EXPECT_EQ(set_matmul_precision(MatmulPrecision::High), "high");
+  EXPECT_EQ(context.float32MatmulPrecision(), at::Float32MatmulPrecision::HIGH);
+  EXPECT_EQ(set_matmul_precision(MatmulPrecision::Keep), "high");  // the program's, kept
+  EXPECT_EQ(set_matmul_precision(MatmulPrecision::Medium), "medium");
+  EXPECT_EQ(context.float32MatmulPrecision(), at::Float32MatmulPrecision::MEDIUM);
+  EXPECT_EQ(set_matmul_precision(MatmulPrecision::Highest), "highest");
+  EXPECT_EQ(context.float32MatmulPrecision(), at::Float32MatmulPrecision::HIGHEST);
+  EXPECT_EQ(TrainOptions().matmul_precision, MatmulPrecision::Keep);
+  EXPECT_EQ(
+      TrainOptions::from_config(Config::from_string("{matmul_precision: high}")).matmul_precision,
+      MatmulPrecision::High);
+  const std::string m = test::config_error_of(
+      [] { TrainOptions::from_config(Config::from_string("{matmul_precision: tf32}")); });
+  EXPECT_TRUE(test::contains(m, "matmul_precision")) << m;
+  EXPECT_TRUE(test::contains(m, "highest")) << m;
 }
 
 }  // namespace unitrain

@@ -53,6 +53,16 @@ void declare_execution(Options<T>& o) {
           "cuDNN's deterministic kernels without autotuning, CUBLAS_WORKSPACE_CONFIG=:4096:8 "
           "unless set; on a GPU, runs (and exact resumes) are then bitwise equal, at some speed "
           "(docs/checkpoints.md)");
+  o.field("matmul_precision", &T::matmul_precision,
+          {{"keep", MatmulPrecision::Keep},
+           {"highest", MatmulPrecision::Highest},
+           {"high", MatmulPrecision::High},
+           {"medium", MatmulPrecision::Medium}})
+      .help(
+          "float32 matrix products, for the whole process (torch.set_float32_matmul_precision): "
+          "highest = full float32; high = TF32 on GPUs that have it (Ampere and later: several "
+          "times faster, 10-bit mantissa products); medium = also bfloat16 where LibTorch has "
+          "it; keep = as the program left it (highest unless it set another)");
   o.field("on_nonfinite", &T::on_nonfinite,
           {{"stop", OnNonFinite::Stop},
            {"skip", OnNonFinite::Skip},

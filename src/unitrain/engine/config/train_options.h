@@ -17,6 +17,9 @@ namespace unitrain {
 enum class OnNonFinite { Stop, Skip, Rollback };
 /// When the host reads a training step's loss, metrics and non-finite check (train.loss_reads).
 enum class LossReads { Auto, Immediate, Deferred };
+/// How float32 matrix products may run (train.matmul_precision; set_matmul_precision): Keep
+/// leaves LibTorch's setting as the program has it.
+enum class MatmulPrecision { Keep, Highest, High, Medium };
 
 /// Options of the training loop (the `train` section). Each field's key, range, help and
 /// resume class is declared once in declare(); the default is the field's own.
@@ -28,6 +31,7 @@ struct TrainOptions {
   int64_t threads = 0;                       ///< intra-op threads; 0 = auto
   std::string device = "auto";               ///< cpu | cuda | cuda:N | auto (run_device.h)
   bool deterministic = false;                ///< deterministic algorithms only (set_deterministic)
+  MatmulPrecision matmul_precision = MatmulPrecision::Keep;
   OnNonFinite on_nonfinite = OnNonFinite::Stop;
   DivergenceOptions divergence;  ///< loss spikes and rollbacks
   LossReads loss_reads = LossReads::Auto;

@@ -10,17 +10,29 @@
 
 namespace unitrain {
 
-LoopModuleRun::LoopModuleRun(const TrainState& counters, int rank, int world,
-                             std::function<void(const std::string&, double)> log,
+LoopModuleRun::LoopModuleRun(const TrainState& counters, int rank, int world, torch::Device device,
+                             std::function<void(const std::string&, torch::Tensor)> log,
                              GradientSync& sync, const LoopOptimizers& optimizers,
                              std::vector<torch::Tensor> params)
     : counters_(counters),
       rank_(rank),
       world_(world),
+      device_(device),
       log_(std::move(log)),
       sync_(sync),
       optimizers_(optimizers),
       params_(std::move(params)) {}
+
+void LoopModuleRun::log(const std::string& name, double value) {
+  log_(name, torch::scalar_tensor(value, torch::kFloat64));
+}
+
+void LoopModuleRun::log(const std::string& name, const torch::Tensor& value) {
+  UT_CHECK(value.defined() && value.numel() == 1, "run().log('", name,
+           "') takes a scalar tensor, got ",
+           value.defined() ? fmt::format("{} values", value.numel()) : std::string("no tensor"));
+  log_(name, value.detach());
+}
 
 void LoopModuleRun::backward(const torch::Tensor& loss) {
   UT_CHECK(optimizers_.manual(),

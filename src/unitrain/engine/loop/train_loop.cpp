@@ -72,9 +72,11 @@ void TrainLoop::start(const OptimizerFactory& make) {
                                                   callbacks_, profiler_.get(), device_.is_cuda()},
                                         optimizers_->trainers());
   module_run_ = std::make_unique<LoopModuleRun>(
-      counters_, plan_.rank, plan_.world,
-      [this](const std::string& name, double value) { add_train_mean(name, value); }, step_->sync(),
-      *optimizers_, module_.weights().parameters());
+      counters_, plan_.rank, plan_.world, device_,
+      [this](const std::string& name, torch::Tensor value) {
+        train_sums_.add(name, MetricValue(std::move(value), 1.0), 1);
+      },
+      step_->sync(), *optimizers_, module_.weights().parameters());
   module_.set_run(module_run_.get());
   StepRunner& runner = step_->runner();
   if (divergence_.watches_spikes()) runner.watch(&divergence_);

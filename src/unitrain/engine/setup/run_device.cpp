@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "unitrain/core/error.h"
+#include "unitrain/engine/config/train_options.h"
 
 namespace unitrain {
 namespace {
@@ -83,6 +84,31 @@ void set_deterministic(bool on) {
   // cuBLAS's reductions are run-to-run equal only with a fixed workspace (CUDA's documentation
   // of cuBLAS reproducibility); a value the user set is kept.
   setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+}
+
+std::string set_matmul_precision(MatmulPrecision precision) {
+  at::Context& context = at::globalContext();
+  switch (precision) {
+    case MatmulPrecision::Keep:
+      break;
+    case MatmulPrecision::Highest:
+      context.setFloat32MatmulPrecision("highest");
+      break;
+    case MatmulPrecision::High:
+      context.setFloat32MatmulPrecision("high");
+      break;
+    case MatmulPrecision::Medium:
+      context.setFloat32MatmulPrecision("medium");
+      break;
+  }
+  switch (context.float32MatmulPrecision()) {
+    case at::Float32MatmulPrecision::HIGH:
+      return "high";
+    case at::Float32MatmulPrecision::MEDIUM:
+      return "medium";
+    default:
+      return "highest";
+  }
 }
 
 std::optional<int64_t> peak_memory_bytes(const torch::Device& device) {

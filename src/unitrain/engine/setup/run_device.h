@@ -35,6 +35,13 @@ std::string describe_gpu(const torch::Device& device, const std::optional<GpuFac
 /// the first two (nondeterministic allowed, cuDNN's choice); the environment is left as it is.
 void set_deterministic(bool on);
 
+enum class MatmulPrecision;
+
+/// `train.matmul_precision`: sets how LibTorch may compute float32 matrix products, for the
+/// whole process (at::globalContext(), as torch.set_float32_matmul_precision); Keep changes
+/// nothing. Returns the precision then in effect: "highest", "high" or "medium".
+std::string set_matmul_precision(MatmulPrecision precision);
+
 /// The most bytes allocated on `device` since reset_peak_memory(device): a GPU's caching
 /// allocator; nullopt for the CPU (whose peak is the process's RSS).
 std::optional<int64_t> peak_memory_bytes(const torch::Device& device);

@@ -1,0 +1,26 @@
+#pragma once
+// LibTorch 2.x's fused multi-tensor Adam and AdamW kernels (at::_fused_adam_, at::_fused_adamw_:
+// what PyTorch's `Adam(fused=True)` runs; CUDA in every 2.x, the CPU from 2.4). 1.x has none.
+#include <torch/types.h>
+
+#include <vector>
+
+namespace unitrain {
+
+/// Whether this LibTorch has the kernels.
+bool has_fused_adam_kernel();
+
+/// One Adam step (`decoupled`: AdamW's decay on the parameter; else weight decay added to the
+/// gradient) of every tensor in `params`, in place with `exp_avgs` and `exp_avg_sqs`, in one
+/// kernel launch per chunk of tensors. `step` is the step count after this step (a float32
+/// scalar on the parameters' device, shared by all of them). All tensors on one device, each
+/// parameter's gradient and moments of its dtype and shape. Only where has_fused_adam_kernel()
+/// (elsewhere it throws).
+void fused_adam_kernel(const std::vector<torch::Tensor>& params,
+                       const std::vector<torch::Tensor>& grads,
+                       const std::vector<torch::Tensor>& exp_avgs,
+                       const std::vector<torch::Tensor>& exp_avg_sqs, const torch::Tensor& step,
+                       double lr, double beta1, double beta2, double weight_decay, double eps,
+                       bool decoupled);
+
+}  // namespace unitrain
