@@ -5,7 +5,10 @@
 #include "unitrain/checkpoint/file_image.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <numeric>
 
 #include "test_util.h"
@@ -29,9 +32,9 @@ FileImage image_of(const std::vector<size_t>& sizes) {
   return image;
 }
 
-void expect_written(const std::vector<size_t>& sizes) {
+void expect_written(const std::vector<size_t>& sizes, const std::string& dir = test::temp_dir()) {
   const FileImage image = image_of(sizes);
-  const std::string path = test::temp_dir() + "/file.pt";
+  const std::string path = dir + "/file.pt";
   write_synced(path, image);
   EXPECT_EQ(read_file(path), image.bytes());
   EXPECT_EQ(crc32_of_file(path), crc32_of(image));
@@ -45,6 +48,16 @@ TEST(WriteSynced, ALargeFileOfOddPiecesComesBackWhole) {
   // pieces, and a tail that is no whole block.
   expect_written({1, 9 * mb + 3, 4093, 12 * mb + 5, 7, 5 * mb, 2 * mb + 511});
   expect_written({16 * mb});  // exactly two buffers, nothing after
+}
+
+TEST(WriteSynced, ALargeFileOnTmpfsComesBackWhole) {
+  // tmpfs takes the buffered path (no disk to bypass; it accepts O_DIRECT since Linux 6.6).
+  const std::string shm = "/dev/shm/unitrain-file-image-" + std::to_string(::getpid());
+  ASSERT_EQ(::mkdir(shm.c_str(), 0700), 0) << shm;
+  const size_t mb = size_t(1) << 20;
+  expect_written({3, 9 * mb + 3, 5}, shm);
+  std::remove((shm + "/file.pt").c_str());
+  ::rmdir(shm.c_str());
 }
 
 TEST(WriteSynced, AFailingWriteNamesTheFile) {

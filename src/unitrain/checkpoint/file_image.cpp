@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <isa-l/crc.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -29,7 +31,9 @@ std::string errno_message() { return std::strerror(errno); }
 /// direct write costs a user-space copy and little else (docs/performance.md). Two buffers: the
 /// next one is filled while the last one is written (a direct write returns only when the disk
 /// has it, so one buffer would add the copies' time to the disk's). Filesystems without
-/// O_DIRECT (tmpfs, some network ones) get the buffered path.
+/// O_DIRECT (some network ones) get the buffered path, and so does tmpfs, which accepts
+/// O_DIRECT since Linux 6.6 but has no disk to bypass: there a staging copy would only add a
+/// copy of every byte.
 class SyncedWriter {
  public:
   SyncedWriter(std::string path, size_t size) : path_(std::move(path)), size_(size) {
@@ -41,6 +45,8 @@ class SyncedWriter {
       fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     }
     UT_CHECK_TRAIN(fd_ >= 0, "cannot create ", path_, ": ", errno_message());
+    struct statfs fs {};
+    if (direct_ && ::fstatfs(fd_, &fs) == 0 && fs.f_type == TMPFS_MAGIC) buffered();
     if (direct_) {
       if (!(staging_ = aligned_buffer()) || !(spare_ = aligned_buffer())) {
         staging_.reset();

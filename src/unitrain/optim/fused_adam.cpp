@@ -93,6 +93,21 @@ bool all_fusable(const std::vector<torch::optim::OptimizerParamGroup>& groups,
   return true;
 }
 
+/// `p`'s state, made as LibTorch makes it (step 0, zero moments) when it has none.
+template <typename State>
+State& state_of(OptimizerStateMap& state, const torch::Tensor& p) {
+  const auto key = optimizer_state_key(p);
+  auto it = state.find(key);
+  if (it == state.end()) {
+    auto s = std::make_unique<State>();
+    s->step(0);
+    s->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    s->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    it = state.emplace(key, std::move(s)).first;
+  }
+  return static_cast<State&>(*it->second);
+}
+
 /// The fused step over every group of an Adam-like optimizer; `decoupled`: AdamW's decay.
 template <typename Options, typename State>
 void fused_step(std::vector<torch::optim::OptimizerParamGroup>& groups, OptimizerStateMap& state,
@@ -102,16 +117,7 @@ void fused_step(std::vector<torch::optim::OptimizerParamGroup>& groups, Optimize
     const auto& o = static_cast<const Options&>(group.options());
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      const auto key = optimizer_state_key(p);
-      auto it = state.find(key);
-      if (it == state.end()) {  // as LibTorch initialises it
-        auto s = std::make_unique<State>();
-        s->step(0);
-        s->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        s->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        it = state.emplace(key, std::move(s)).first;
-      }
-      auto& s = static_cast<State&>(*it->second);
+      auto& s = state_of<State>(state, p);
       s.step(s.step() + 1);
       const double beta1 = std::get<0>(o.betas()), beta2 = std::get<1>(o.betas());
       const double bias_correction1 = 1 - std::pow(beta1, s.step());
@@ -182,16 +188,7 @@ void kernel_step(std::vector<torch::optim::OptimizerParamGroup>& groups, Optimiz
     int64_t step = 0;
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      const auto key = optimizer_state_key(p);
-      auto it = state.find(key);
-      if (it == state.end()) {  // as LibTorch initialises it
-        auto s = std::make_unique<State>();
-        s->step(0);
-        s->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        s->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        it = state.emplace(key, std::move(s)).first;
-      }
-      auto& s = static_cast<State&>(*it->second);
+      auto& s = state_of<State>(state, p);
       s.step(s.step() + 1);
       step = s.step();
       params.push_back(p);
