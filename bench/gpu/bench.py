@@ -21,6 +21,8 @@ Runners:
   lightning       Lightning's Trainer (eager) on the same module and device-resident batches
   lightning+compile  the same with the module under torch.compile (the upper reference)
 On the CPU every runner uses one thread (the harness is checked there, not the CPU's speed).
+Then unitrain again with each speed feature switched (VARIANTS: fused Adam off, losses read every
+step, unpinned batches, TF32 matrix products), in the column "vs unitrain".
 Every runner is a process of its own. Each runs `windows` windows of `every` steps; the first
 `warm` windows are warm-up (start, allocator, autotuning, compilation) and are dropped; the rate
 is the median of the rest, each window timed from a device synchronisation to the next.
@@ -44,6 +46,19 @@ FASHION = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
 FASHION_LABELS = "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz"
 DIGITS = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"
 RUNNERS = ["unitrain", "plain", "lightning", "lightning+compile"]
+
+# unitrain again with one speed feature switched off (or on, where off is the default): each
+# feature measured on and off in the same call. Rows "unitrain: <name>".
+VARIANTS = {
+    "gpt": [("fused Adam off", ["--optimizer.args.fused", "false"]),
+            ("losses read every step", ["--train.loss_reads", "immediate"]),
+            ("unpinned batches", ["--data.loader.pin_memory", "false"])],
+    "cnn": [("matmul_precision high", ["--train.matmul_precision", "high"]),
+            ("fused Adam off", ["--optimizer.args.fused", "false"]),
+            ("unpinned batches", ["--data.loader.pin_memory", "false"])],
+    "mlp": [("losses read every step", ["--train.loss_reads", "immediate"]),
+            ("fused Adam off", ["--optimizer.args.fused", "false"])],
+}
 
 # Dense bf16 peak of the GPUs this may run on (vendor datasheets), for model FLOP utilisation.
 PEAK_BF16 = [("H200", 989e12), ("H100 PCIe", 756e12), ("H100", 989e12), ("A100", 312e12),
@@ -332,13 +347,14 @@ callbacks: [{{type: throughput}}]
 """
 
 
-def unitrain_run(binary, workload, device, work, data, timeout):
+def unitrain_run(binary, workload, device, work, data, timeout, args=()):
     s = WORKLOADS[workload][device]
-    run_dir = os.path.join(work, "unitrain-" + workload)
-    cfg = os.path.join(work, workload + ".yaml")
+    run_dir = tempfile.mkdtemp(prefix="unitrain-" + workload + "-", dir=work)
+    cfg = run_dir + ".yaml"
     with open(cfg, "w") as f:
         f.write(unitrain_yaml(workload, device, run_dir, data))
-    p = subprocess.run([binary, "train", cfg], capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run([binary, "train", cfg] + list(args), capture_output=True, text=True,
+                       timeout=timeout)
     out = p.stdout + p.stderr
     if p.returncode != 0:
         raise RuntimeError(f"unitrain exited {p.returncode}: {out[-2000:]}")
@@ -399,23 +415,24 @@ def peak_flops(gpu):
 def table(results, facts, device):
     lines = [f"device: {facts.get('gpu', 'cpu')}; " + ", ".join(
         f"{k} {v}" for k, v in facts.items() if k != "gpu"), ""]
-    lines.append("| workload | runner | rate | vs lightning | vs plain | MFU | peak MB | note |")
-    lines.append("|---|---|---|---|---|---|---|---|")
+    lines.append("| workload | runner | rate | vs lightning | vs plain | vs unitrain | MFU | peak MB "
+                 "| note |")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
     peak = peak_flops(facts.get("gpu", ""))
     for workload in WORKLOADS:
         rows = results.get(workload)
         if not rows:
             continue
         s = WORKLOADS[workload][device]
-        for runner in RUNNERS:
+        for runner in rows:
             r = rows.get(runner)
             if r is None:
                 continue
             if "error" in r:
-                lines.append(f"| {workload} | {runner} | — | | | | | {r['error']} |")
+                lines.append(f"| {workload} | {runner} | — | | | | | | {r['error']} |")
                 continue
             rel = []
-            for base in ("lightning", "plain"):
+            for base in ("lightning", "plain", "unitrain"):
                 b = rows.get(base, {})
                 rel.append(f"{r['rate'] / b['rate']:.2f}x" if "rate" in b and base != runner
                            else "")
@@ -424,7 +441,7 @@ def table(results, facts, device):
                 mfu = f"{100 * r['rate'] * gpt_flops_per_token(s) / peak:.1f}%"
             pk = f"{r['peak_mb']:.0f}" if r.get("peak_mb") else ""
             lines.append(f"| {workload} | {runner} | {r['rate']:.1f} {UNITS[workload]} | "
-                         f"{rel[0]} | {rel[1]} | {mfu} | {pk} | {r.get('note', '')} |")
+                         f"{rel[0]} | {rel[1]} | {rel[2]} | {mfu} | {pk} | {r.get('note', '')} |")
     return "\n".join(lines) + "\n"
 
 
@@ -436,6 +453,8 @@ def main():
     ap.add_argument("--only", default="gpt,cnn,mlp")
     ap.add_argument("--runners", default=",".join(RUNNERS))
     ap.add_argument("--timeout", type=float, default=240, help="seconds a run may take")
+    ap.add_argument("--no-variants", action="store_true",
+                    help="unitrain only as configured, not also with each feature switched")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--workload", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)
@@ -454,7 +473,10 @@ def main():
         for workload in a.only.split(","):
             s = WORKLOADS[workload][a.device]
             rows = results.setdefault(workload, {})
-            for runner in a.runners.split(","):
+            runners = a.runners.split(",")
+            if "unitrain" in runners and not a.no_variants:
+                runners += ["unitrain: " + name for name, _ in VARIANTS[workload]]
+            for runner in runners:
                 if runner.startswith("lightning") and not have_lightning:
                     rows[runner] = {"error": "Lightning is not installed here"}
                     continue
@@ -463,8 +485,10 @@ def main():
                     continue
                 t0 = time.time()
                 try:
-                    if runner == "unitrain":
-                        r = unitrain_run(a.unitrain, workload, a.device, work, data, a.timeout)
+                    if runner.startswith("unitrain"):
+                        args = dict(VARIANTS[workload]).get(runner[len("unitrain: "):], [])
+                        r = unitrain_run(a.unitrain, workload, a.device, work, data, a.timeout,
+                                         args)
                     else:
                         p = subprocess.run(
                             [sys.executable, __file__, "--worker", runner, "--workload", workload,
