@@ -13,8 +13,9 @@ Workloads (--device cuda; the CPU mode runs smaller ones, to check the harness i
        one step costs besides its kernels)
 Runners:
   unitrain        `unitrain train` on the YAML a user would write (its data through its loader:
-                  pinned host batches copied without blocking); rates from the throughput
-                  callback's windows in metrics.jsonl, peak memory from its `done:` line
+                  pinned host batches copied without blocking); windows between its training
+                  log events (metrics.jsonl's times, each taken after the event's one read of
+                  the device), peak memory from its `done:` line
   plain           the fastest loop a Python user writes by hand: data resident on the device,
                   batches by a random permutation, zero_grad(set_to_none) / forward / loss /
                   backward / step
@@ -77,7 +78,7 @@ WORKLOADS = {
         "cpu": dict(batch=64, every=20, windows=5, warm=1, precision="fp32"),
     },
     "mlp": {
-        "cuda": dict(batch=64, every=200, windows=8, warm=2, precision="fp32"),
+        "cuda": dict(batch=64, every=500, windows=8, warm=2, precision="fp32"),
         "cpu": dict(batch=64, every=100, windows=5, warm=1, precision="fp32"),
     },
 }
@@ -322,7 +323,6 @@ data:
   train: {{type: tokens, args: {{path: {data['tokens']}, seq_len: {s['ctx']}, vocab_size: {s['vocab']}}}}}
   loader: {{batch_size: {s['batch']}, shuffle: true}}
 optimizer: {{type: adamw, lr: 3.0e-4, args: {{weight_decay: 0.1}}}}
-callbacks: [{{type: throughput, args: {{tokens: x}}}}]
 """
     if workload == "cnn":
         return common + f"""
@@ -333,7 +333,6 @@ data:
   train: {{type: idx, args: {{images: {FASHION}, labels: {FASHION_LABELS}}}}}
   loader: {{batch_size: {s['batch']}, shuffle: true, drop_last: true}}
 optimizer: {{type: adam, lr: 1.0e-3}}
-callbacks: [{{type: throughput}}]
 """
     return common + f"""
 model: {{type: mlp, args: {{sizes: [64, 256, 256, 10]}}}}
@@ -343,7 +342,6 @@ data:
   normalize: {{enabled: true}}
   loader: {{batch_size: {s['batch']}, shuffle: true, drop_last: true}}
 optimizer: {{type: adamw, lr: 2.0e-3, args: {{weight_decay: 0.01}}}}
-callbacks: [{{type: throughput}}]
 """
 
 
@@ -358,15 +356,16 @@ def unitrain_run(binary, workload, device, work, data, timeout, args=()):
     out = p.stdout + p.stderr
     if p.returncode != 0:
         raise RuntimeError(f"unitrain exited {p.returncode}: {out[-2000:]}")
-    rate_key = "train/tokens_per_s" if workload == "gpt" else "train/samples_per_s"
-    rates = []
+    # Each training log event's time is read after its one wait for the device (the logged
+    # losses): windows from one to the next. (No callback: a callback's on_step_end reads the
+    # loss every step, a wait for the device per step.)
+    times = [0.0]
     with open(os.path.join(run_dir, "metrics.jsonl")) as f:
         for line in f:
             e = json.loads(line)
-            if rate_key in e:
-                rates.append(e[rate_key])
-    unit = s["batch"] * (s["ctx"] if workload == "gpt" else 1)  # tokens or samples per step
-    windows = [s["every"] * unit / r for r in rates]
+            if "train/loss" in e:
+                times.append(e["time"])
+    windows = [b - a for a, b in zip(times, times[1:])]
     m = re.search(r"peak cuda:\d+ memory (\d+) MB", out)
     return {"window_s": windows, "peak_mb": float(m.group(1)) if m else None,
             "first_lines": [l for l in out.splitlines() if "device:" in l or "matmul" in l][:3]}
