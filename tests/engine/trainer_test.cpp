@@ -250,6 +250,35 @@ TEST(Trainer, DeferredLossReadsStopOnNonFiniteLossNamingTheStep) {
   }
 }
 
+TEST(Trainer, DeferredLossReadsStopAtTheNextLogValidationOrSaveNamingTheStep) {
+  // Deferred, a loss is not read at its step: the non-finite check waits on the device until
+  // something would show the weights — here step 5's save, which is then not written — and the
+  // error names the step it happened at. Read immediately, the run stops at the step itself.
+  struct WhenSeen : Callback {
+    int64_t step = -1, seen_at = -1;
+    void on_nonfinite(Trainer& t, const NonFinite& what) override {
+      step = what.step;
+      seen_at = t.state().step;
+    }
+  };
+  for (const char* reads : {"immediate", "deferred"}) {
+    const std::string dir = test::temp_dir() + "/" + reads;
+    Config c = base_config(dir, "checkpoint: {every: 5 steps, keep_last: 10}\n");
+    c.set("train.loss_reads", reads);
+    c.set("train.log_every", "10 steps");
+    Trainer trainer(c);
+    auto seen = std::make_shared<WhenSeen>();
+    trainer.add_callback(seen);
+    Regression module;
+    module.poison_at = 3;
+    const std::string m = test::message_of([&] { trainer.fit(module, regression_data(64)); });
+    EXPECT_TRUE(test::contains(m, "non-finite loss at step 3")) << reads << ": " << m;
+    EXPECT_EQ(seen->step, 3) << reads;
+    EXPECT_EQ(seen->seen_at, std::string(reads) == "deferred" ? 5 : 2) << reads;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/checkpoints/step-5")) << reads;
+  }
+}
+
 TEST(Trainer, DeferredLossReadsSkipABadWindowWithoutReadingEachLoss) {
   // Accumulation 2, the 3rd micro-batch's loss NaN: the 2nd window is skipped either way.
   // Read immediately, the window's later backwards are left out; deferred, the host does not

@@ -82,7 +82,9 @@ void declare_execution(Options<T>& o) {
           "when the host reads training losses and metrics: immediate = every micro-batch (free "
           "on CPU); deferred = kept as device tensors and read once per log event, non-finite "
           "losses checked on the device and agreed with the step's decision (no host sync per "
-          "micro-batch on a GPU); auto = deferred on accelerators, immediate on CPU");
+          "micro-batch on a GPU; with on_nonfinite: stop in one process, read only before the "
+          "next log event, validation or save, which then stops the run naming the step: no "
+          "host sync per step); auto = deferred on accelerators, immediate on CPU");
   o.field("precision", &T::precision,
           {{"fp32", PrecisionMode::Fp32},
            {"bf16-mixed", PrecisionMode::Bf16Mixed},

@@ -121,6 +121,7 @@ void TrainCheckpoints::save_if_due(Periods& periods, bool force) {
 }
 
 void TrainCheckpoints::save() {
+  if (check_) check_();
   Profiler::Range range(profiler_, Phase::Checkpoint);
   const Clock::time_point start = Clock::now();
   decisions_.saved();

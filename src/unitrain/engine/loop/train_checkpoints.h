@@ -2,6 +2,7 @@
 // TrainCheckpoints: the checkpoint side of a run — when to save, the entries a checkpoint holds,
 // the best one, and the restore of a resumed run.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,6 +71,9 @@ class TrainCheckpoints {
   std::string rollback_point();
   /// Waits for an async save's parameter copies: the optimizer may change parameters now.
   void fence();
+  /// Runs `check` before each save, before anything is written: what it throws ends the run
+  /// without that checkpoint (the loop's late non-finite check: no diverged weights saved).
+  void check_before_save(std::function<void()> check) { check_ = std::move(check); }
   /// After the loop: the writer drained.
   void finish();
 
@@ -95,6 +99,7 @@ class TrainCheckpoints {
   void save();
   void write(CheckpointWrite& out);
   CheckpointSetup setup_;
+  std::function<void()> check_;  ///< before each save (check_before_save)
   const TrainState& counters_;
   const RunLogger& logger_;
   RunDecisions& decisions_;

@@ -98,6 +98,9 @@ void TrainLoop::open_run_files(const ResumePoint& resume) {
   setup.data_order = train_loader_.shuffle_algorithm();
   checkpoints_ = std::make_unique<TrainCheckpoints>(std::move(setup), counters_, *logger_,
                                                     decisions_, profiler_.get());
+  checkpoints_->check_before_save([this] {
+    if (step_) step_->runner().check_nonfinite();
+  });
   list_checkpoint_entries(optimizers_->trainers());
 }
 
@@ -253,6 +256,7 @@ void TrainLoop::end_epoch() {
 }
 
 void TrainLoop::finish() {
+  if (step_) step_->runner().check_nonfinite();  // a run ends only when every loss was finite
   take_stop_decision();
   close_epoch_batches();
   if (!decisions_.ended_early() && !already_complete_) {
@@ -314,6 +318,7 @@ LogEvent TrainLoop::event(MetricMap metrics) const {
 }
 
 void TrainLoop::log_train() {
+  if (step_) step_->runner().check_nonfinite();  // (checked late: nothing logged if diverged)
   if (train_sums_.empty()) return;
   Profiler::Range range(profiler_.get(), Phase::Logging);
   if (group_) all_reduce_metrics(*group_, train_sums_);  // every rank's samples
@@ -331,6 +336,7 @@ void TrainLoop::log_train() {
 
 void TrainLoop::validate() {
   if (!val_loader_ || last_val_step_ == counters_.step) return;
+  if (step_) step_->runner().check_nonfinite();
   last_val_step_ = counters_.step;
   Profiler::Range range(profiler_.get(), Phase::Validation);
   callbacks_.call("on_validation_start", &Callback::on_validation_start);

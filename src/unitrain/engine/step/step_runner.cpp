@@ -117,6 +117,33 @@ void StepRunner::on_nonfinite(const std::string& what, int64_t step, MicroStep& 
   }
 }
 
+bool StepRunner::checks_nonfinite_late() const {
+  return defer_reads_ && options_.on_nonfinite == OnNonFinite::Stop && !sync_.shares_decisions() &&
+         !(guard_ && guard_->watches_spikes());
+}
+
+void StepRunner::remember_first_bad(const torch::Tensor& bad, const torch::Tensor& loss,
+                                    int64_t step) {
+  torch::NoGradGuard no_grad;
+  if (!first_bad_step_.defined()) {
+    first_bad_step_ = torch::full({}, -1, loss.options().dtype(torch::kLong));
+    first_bad_loss_ = torch::zeros({}, loss.options().dtype(torch::kFloat64));
+  }
+  const torch::Tensor first = bad.logical_and(first_bad_step_.lt(0));
+  first_bad_step_ = torch::where(first, torch::full_like(first_bad_step_, step), first_bad_step_);
+  first_bad_loss_ = torch::where(first, loss.to(torch::kFloat64), first_bad_loss_);
+}
+
+void StepRunner::check_nonfinite() {
+  if (!first_bad_step_.defined()) return;
+  const int64_t step = first_bad_step_.item<int64_t>();  // the one wait for the device
+  if (step < 0) return;
+  MicroStep m;
+  m.loss = first_bad_loss_;
+  first_bad_step_ = torch::Tensor();
+  nonfinite("loss", step, m, /*stops=*/true);
+}
+
 void StepRunner::watch(DivergenceGuard* guard) {
   guard_ = guard;
   UT_CHECK(!(closure_ && guard_->watches_spikes()),
@@ -215,6 +242,7 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
   if (defer_reads_) {  // no host read: the flag stays on the device until the window's end
     torch::Tensor bad = torch::isfinite(m.loss).logical_not();
     bad_on_device_ = bad_on_device_.defined() ? bad_on_device_.logical_or(bad) : bad;
+    if (checks_nonfinite_late()) remember_first_bad(bad, m.loss, step);
   } else if (!std::isfinite(m.loss_value())) {
     if (options_.on_nonfinite == OnNonFinite::Stop && !sync_.shares_decisions()) {
       nonfinite("loss", step, m, true);
@@ -229,7 +257,8 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
     mine.nonfinite = window_bad_;
     if (window_loss_.defined()) mine.loss = window_loss_.item<double>();  // a host read
     window_loss_ = torch::Tensor();
-    sync_.share(mine, bad_on_device_);
+    // Checked late: the window's flag is not read at its end (check_nonfinite() reads it).
+    sync_.share(mine, checks_nonfinite_late() ? torch::Tensor() : bad_on_device_);
   }
   if (!optimizer_) return m;  // training_step ran the module's own backward and updates
   if (!window_bad_ || sync_.reduces_in_backward()) {  // (ZeRO 3: every rank's collectives)

@@ -58,7 +58,10 @@ struct MicroStep {
 /// (deferred: no host sync per micro-batch on a GPU) or-ed into a flag on the device that the
 /// window's decision carries; the host learns of it once per step, in sync_gradients(). Then a
 /// bad window's later backwards run anyway (their gradients are dropped with the update), and
-/// on_nonfinite: stop stops at the window's end instead of at the bad micro-batch.
+/// on_nonfinite: stop stops at the window's end instead of at the bad micro-batch — or, in a
+/// single process without spike detection, not even there: the first bad step and its loss
+/// stay on the device until check_nonfinite() (the loop calls it before it logs, validates or
+/// saves, and at the end), so a step makes no host read at all.
 class StepRunner {
  public:
   /// `optimizer` null: manual optimization — training_step runs backward and steps the
@@ -103,6 +106,15 @@ class StepRunner {
   /// Losses, metrics and non-finite checks are read at log time and at the window's end
   /// (train.loss_reads), not on every micro-batch.
   bool defers_reads() const { return defer_reads_; }
+  /// Whether a non-finite loss that stops the run (on_nonfinite: stop) is read only when the
+  /// loop asks (check_nonfinite(): at log events, validation, checkpoint saves and the end)
+  /// rather than at each window's end: deferred reads in a single process, without spike
+  /// detection. Steps then run without any wait for the device.
+  bool checks_nonfinite_late() const;
+  /// Stops the run (on_nonfinite's callbacks, then the TrainError naming the step and loss)
+  /// when a loss since the last check was not finite; a host read of the device. Nothing
+  /// when checks_nonfinite_late() is false (each window's end has checked).
+  void check_nonfinite();
 
   /// A non-finite loss was seen earlier in the current window (skip mode); checkpoints save it.
   bool window_bad() const;
@@ -129,6 +141,8 @@ class StepRunner {
   void on_nonfinite(const std::string& what, int64_t step, MicroStep& m);
   /// The agreed window loss against the moving mean: a spike stops, skips or marks a rollback.
   void check_spike(MicroStep& m, int64_t step);
+  /// checks_nonfinite_late(): keeps `step` and `loss` when `bad` and no earlier one is kept.
+  void remember_first_bad(const torch::Tensor& bad, const torch::Tensor& loss, int64_t step);
   TrainModule& module_;
   torch::optim::Optimizer* optimizer_;  ///< null: the module steps its own
   const TrainOptions& options_;
@@ -146,6 +160,9 @@ class StepRunner {
   bool window_bad_ = false;      ///< a non-finite loss was seen earlier in this window (skip mode)
   bool defer_reads_;             ///< train.loss_reads resolved for the model's device
   torch::Tensor bad_on_device_;  ///< deferred: a non-finite loss in this window (bool scalar)
+  /// checks_nonfinite_late(): the step of the first non-finite loss since the last check (-1:
+  /// none) and that loss, on the device.
+  torch::Tensor first_bad_step_, first_bad_loss_;
   DivergenceGuard* guard_ = nullptr;  ///< train.divergence's moving mean and rollbacks
   torch::Tensor window_loss_;    ///< spikes watched: sum of the window's losses x their weights
   bool leaves_checked_ = false;  ///< the first training_step's graph was looked at
