@@ -4,7 +4,7 @@
 # GPU tests, in at most 9 minutes, build included.
 #   bench/gpu/run.sh gpu   # on a lent GPU machine (pip wheel's LibTorch, no package registry),
 #                          # from the checkout's root with .gpu/ beside it (tests/gpu/wheel_torch.sh
-#                          # prepare made it here): build, GPU tests, benchmarks
+#                          # prepare made it here): build, benchmarks, GPU tests
 #   bench/gpu/run.sh cpu   # here: the same benchmarks at small sizes on the CPU against Debian's
 #                          # PyTorch, with build/unitrain (scripts/test builds it): checks the harness
 # Results in $OUT (or .gpu/bench): table.md, results.json, log.txt; the GPU tests' logs beside them.
@@ -14,17 +14,20 @@ cd "$root"
 export OUT=${OUT:-$root/.gpu/bench}
 mkdir -p "$OUT"
 start=$(date +%s)
-left() { echo $((${1} - ($(date +%s) - start))); }  # seconds left of a budget of $1
+left() {  # seconds left of a budget of $1 (at least 60)
+  local n=$((${1} - ($(date +%s) - start)))
+  echo $((n < 60 ? 60 : n))
+}
 
 case "${1:-}" in
   gpu)
     tests/gpu/wheel_torch.sh build || exit 1
-    tests/gpu/wheel_torch.sh tests
-    tests=$?
-    # What is left of 9 minutes, less a margin for writing the table.
-    timeout "$(left 520)" python3 bench/gpu/bench.py --unitrain build-gpu/unitrain --device cuda \
+    # The table first (what is left of 7 minutes), then the GPU tests (about 2 minutes).
+    timeout "$(left 420)" python3 bench/gpu/bench.py --unitrain build-gpu/unitrain --device cuda \
       --out "$OUT" --timeout 150 2>&1 | tee -a "$OUT/log.txt"
     bench=${PIPESTATUS[0]}
+    tests/gpu/wheel_torch.sh tests
+    tests=$?
     echo "== $(($(date +%s) - start)) s: done (tests exit $tests, bench exit $bench)"
     [ "$tests" -eq 0 ] && [ "$bench" -eq 0 ]
     ;;

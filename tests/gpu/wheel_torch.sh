@@ -93,7 +93,7 @@ logged() { mkdir -p "$out" && exec > >(tee -a "$out/log.txt") 2>&1; }
 case "${1:-}" in
   prepare) prepare ;;
   run) logged && build && tests ;;
-  build) logged && build ;;  # bench/gpu/run.sh: build, the tests, then its benchmarks
+  build) logged && build ;;  # bench/gpu/run.sh: build, its benchmarks, then the tests
   tests) logged && tests ;;
   *) echo "usage: tests/gpu/wheel_torch.sh prepare | run | build | tests" >&2; exit 2 ;;
 esac
