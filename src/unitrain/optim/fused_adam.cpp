@@ -139,38 +139,42 @@ void fused_step(std::vector<torch::optim::OptimizerParamGroup>& groups, Optimize
   }
 }
 
-/// True when every parameter with a gradient is on one GPU, with its gradient and state of its
-/// own dtype and dense, every group without amsgrad, and its state's steps equal (they are
-/// unless a parameter was added to a group later): LibTorch 2.x's multi-tensor kernel then
-/// takes the step.
+/// True when every parameter with a gradient is on one GPU, it, its gradient and its state all
+/// contiguous and of one floating dtype, every group without amsgrad, and the states' steps
+/// equal (they are unless a parameter was added to a group later): LibTorch 2.x's multi-tensor
+/// kernel then takes the step.
 template <typename Options, typename State>
 bool kernel_fusable(const std::vector<torch::optim::OptimizerParamGroup>& groups,
                     const OptimizerStateMap& state) {
   if (!has_fused_adam_kernel()) return false;
   std::optional<torch::Device> device;
+  std::optional<torch::ScalarType> dtype;
   std::optional<int64_t> step;
   bool any = false;
+  // The kernel takes dense tensors of one device and one dtype (it dispatches on the first).
+  auto same = [&](const torch::Tensor& t) {
+    return !t.is_sparse() && t.device() == *device && t.scalar_type() == *dtype &&
+           t.is_contiguous();
+  };
   for (const auto& group : groups) {
     if (static_cast<const Options&>(group.options()).amsgrad()) return false;
     for (const auto& p : group.params()) {
       const torch::Tensor& g = p.grad();
       if (!g.defined()) continue;
       any = true;
-      if (!p.is_cuda() || p.is_sparse() || g.is_sparse() || g.device() != p.device() ||
-          g.scalar_type() != p.scalar_type() || !torch::isFloatingType(p.scalar_type()))
-        return false;
-      if (device && *device != p.device()) return false;
-      device = p.device();
+      if (!p.is_cuda() || !torch::isFloatingType(p.scalar_type())) return false;
+      if (!device) {
+        device = p.device();
+        dtype = p.scalar_type();
+      }
+      if (!same(p) || !same(g)) return false;
       auto it = state.find(optimizer_state_key(p));
       const int64_t s = it == state.end() ? 0 : static_cast<const State&>(*it->second).step();
       if (step && *step != s) return false;
       step = s;
       if (it == state.end()) continue;
       const auto& st = static_cast<const State&>(*it->second);
-      for (const torch::Tensor& t : {st.exp_avg(), st.exp_avg_sq()}) {
-        if (t.device() != p.device() || t.scalar_type() != p.scalar_type() || t.is_sparse())
-          return false;
-      }
+      if (!same(st.exp_avg()) || !same(st.exp_avg_sq())) return false;
     }
   }
   return any;
