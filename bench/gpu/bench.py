@@ -23,7 +23,8 @@ Runners:
   lightning+compile  the same with the module under torch.compile (the upper reference)
 On the CPU every runner uses one thread (the harness is checked there, not the CPU's speed).
 Then unitrain again with each speed feature switched (VARIANTS: fused Adam off, losses read every
-step, unpinned batches, TF32 matrix products), in the column "vs unitrain".
+step, unpinned batches, TF32 matrix products, the CNN in channels-last layout), in the column
+"vs unitrain".
 Every runner is a process of its own. Each runs `windows` windows of `every` steps; the first
 `warm` windows are warm-up (start, allocator, autotuning, compilation) and are dropped; the rate
 is the median of the rest, each window timed from a device synchronisation to the next.
@@ -54,7 +55,8 @@ VARIANTS = {
     "gpt": [("fused Adam off", ["--optimizer.args.fused", "false"]),
             ("losses read every step", ["--train.loss_reads", "immediate"]),
             ("unpinned batches", ["--data.loader.pin_memory", "false"])],
-    "cnn": [("matmul_precision high", ["--train.matmul_precision", "high"]),
+    "cnn": [("channels_last", ["--model.args.channels_last", "true"]),
+            ("matmul_precision high", ["--train.matmul_precision", "high"]),
             ("fused Adam off", ["--optimizer.args.fused", "false"]),
             ("unpinned batches", ["--data.loader.pin_memory", "false"])],
     "mlp": [("losses read every step", ["--train.loss_reads", "immediate"]),

@@ -43,6 +43,33 @@ TEST(Cnn, DefaultsFashionMnistShape) {
   EXPECT_EQ(out[0].sizes(), (std::vector<int64_t>{3, 10}));
 }
 
+TEST(Cnn, ChannelsLastComputesTheSameLogitsAndGradients) {
+  // model.args.channels_last changes the images' memory layout, not the values: the same
+  // weights give the same logits and gradients, which keep the parameters' layout.
+  torch::manual_seed(2);
+  auto a =
+      make_model("model: {type: cnn, args: {channels: [8, 16], batch_norm: true, dropout: 0}}");
+  auto b = make_model(
+      "model: {type: cnn, args: {channels: [8, 16], batch_norm: true, dropout: 0, "
+      "channels_last: true}}");
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < a->parameters().size(); ++i) {
+      b->parameters()[i].copy_(a->parameters()[i]);
+    }
+  }
+  const torch::Tensor x = torch::randn({4, 1, 28, 28});
+  const torch::Tensor la = a->forward_all({x})[0], lb = b->forward_all({x})[0];
+  EXPECT_TRUE(torch::allclose(la, lb, 1e-5, 1e-5)) << (la - lb).abs().max();
+  la.pow(2).sum().backward();
+  lb.pow(2).sum().backward();
+  for (size_t i = 0; i < a->parameters().size(); ++i) {
+    const torch::Tensor ga = a->parameters()[i].grad(), gb = b->parameters()[i].grad();
+    EXPECT_TRUE(torch::allclose(ga, gb, 1e-4, 1e-5)) << i << ": " << (ga - gb).abs().max();
+    EXPECT_TRUE(gb.is_contiguous()) << i;
+  }
+}
+
 TEST(Cnn, AcceptsUnbatchedChannelAndFlatImages) {
   auto m = make_model("model: {type: cnn, args: {channels: [4], hidden: 8}}");
   m->eval();

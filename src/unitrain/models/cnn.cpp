@@ -23,6 +23,10 @@ void CnnOptions::declare(Options<CnnOptions>& o) {
       .min(0)
       .max(1)
       .help("dropout before the hidden and the output layer, < 1");
+  o.field("channels_last", &T::channels_last_)
+      .help(
+          "the conv blocks' images in channels-last memory layout (NHWC): the same values; on "
+          "GPUs with tensor cores usually faster convolutions (measure: docs/performance.md)");
   o.check([](T& m, const Config& c) { m.validate(c.path().empty() ? "" : c.path() + "."); });
 }
 
@@ -82,6 +86,7 @@ torch::Tensor CnnImpl::forward(torch::Tensor x) {
            " or flat [batch, ", c * h * w, "], got ", shape_string(x),
            "; set model.args.in_channels / image_size to match the data");
   if (!x.is_floating_point()) x = x.to(fc->weight.scalar_type());
+  if (options.channels_last()) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
   for (size_t i = 0; i < convs->size(); ++i) {
     x = convs[i]->as<torch::nn::Conv2d>()->forward(x);
     if (norms) x = norms[i]->as<torch::nn::BatchNorm2d>()->forward(x);
