@@ -129,6 +129,33 @@ TEST(StepRunner, ANonFiniteLossSkipsTheUpdateOrStopsNamingTheStep) {
                              "non-finite loss at step 7"));
 }
 
+TEST(StepRunner, DeferredStopReadsNoLossUntilAskedThenNamesTheFirstBadStep) {
+  // train.loss_reads: deferred with on_nonfinite: stop in one process: a window's end reads
+  // nothing (the update goes ahead); check_nonfinite() reads the first bad step. Skip mode
+  // still decides at each window's end.
+  auto deferred = [](RunnerRig& rig) {
+    rig.options.loss_reads = LossReads::Deferred;
+    rig.runner = std::make_unique<StepRunner>(rig.module, &rig.sgd, rig.options, rig.sync,
+                                              *rig.hooks, rig.precision);
+  };
+  RunnerRig stop(OnNonFinite::Stop, RunnerRig::kNone);
+  deferred(stop);
+  EXPECT_TRUE(stop.runner->checks_nonfinite_late());
+  stop.runner->check_nonfinite();  // nothing seen yet: nothing happens
+  stop.module.poison_at = 2;
+  stop.window({batch_of(8, 1)}, 1);
+  EXPECT_FALSE(stop.window({batch_of(8, 2)}, 2).skipped);  // NaN, unread: the update ran
+  stop.window({batch_of(8, 3)}, 3);
+  const std::string e = test::error_of<TrainError>([&] { stop.runner->check_nonfinite(); });
+  EXPECT_TRUE(test::contains(e, "non-finite loss at step 2: loss=nan")) << e;
+
+  RunnerRig skip(OnNonFinite::Skip, RunnerRig::kNone);
+  deferred(skip);
+  EXPECT_FALSE(skip.runner->checks_nonfinite_late());
+  skip.module.poison_at = 1;
+  EXPECT_TRUE(skip.window({batch_of(8, 1)}, 1).skipped);
+}
+
 TEST(StepRunner, LeavesOutsideTheKnownTensorsAreFoundFromTheLoss) {
   const torch::Tensor w = torch::ones({3}).requires_grad_(true);
   const torch::Tensor stray = torch::ones({2, 3}).requires_grad_(true);
