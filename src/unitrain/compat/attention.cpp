@@ -15,8 +15,6 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
   return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, dropout, /*is_causal=*/true);
 }
 
-bool fused_attention() { return true; }
-
 #else
 
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
@@ -29,8 +27,6 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
   if (dropout > 0) weights = torch::dropout(weights, dropout, /*train=*/true);
   return torch::matmul(weights, v);
 }
-
-bool fused_attention() { return false; }
 
 #endif
 

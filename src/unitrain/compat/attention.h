@@ -12,7 +12,4 @@ namespace unitrain {
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, double dropout);
 
-/// Whether causal_attention() runs LibTorch's fused kernel (2.x) rather than its own product.
-bool fused_attention();
-
 }  // namespace unitrain

@@ -32,7 +32,7 @@ void declare_length_and_step(Options<T>& o) {
       .help("clip the global gradient L2 norm to this value before each step; 0 = off");
 }
 
-/// Where and how the numbers are computed: threads, device, determinism, precision.
+/// Where the numbers are computed and how exactly: threads, device, determinism, matmul precision.
 void declare_execution(Options<T>& o) {
   o.field("threads", &T::threads)
       .or_auto()
@@ -63,6 +63,10 @@ void declare_execution(Options<T>& o) {
           "highest = full float32; high = TF32 on GPUs that have it (Ampere and later: several "
           "times faster, 10-bit mantissa products); medium = also bfloat16 where LibTorch has "
           "it; keep = as the program left it (highest unless it set another)");
+}
+
+/// How a step treats its numbers: non-finite values, spikes, host reads, number formats.
+void declare_numerics(Options<T>& o) {
   o.field("on_nonfinite", &T::on_nonfinite,
           {{"stop", OnNonFinite::Stop},
            {"skip", OnNonFinite::Skip},
@@ -121,6 +125,7 @@ void TrainOptions::declare(Options<TrainOptions>& o) {
   // In this order in docs/config.md.
   declare_length_and_step(o);
   declare_execution(o);
+  declare_numerics(o);
   declare_cadence(o);
 }
 

@@ -87,19 +87,11 @@ void set_deterministic(bool on) {
 }
 
 std::string set_matmul_precision(MatmulPrecision precision) {
+  // LibTorch's names, in the order of MatmulPrecision (Keep has none).
+  static const char* const kNames[] = {nullptr, "highest", "high", "medium"};
   at::Context& context = at::globalContext();
-  switch (precision) {
-    case MatmulPrecision::Keep:
-      break;
-    case MatmulPrecision::Highest:
-      context.setFloat32MatmulPrecision("highest");
-      break;
-    case MatmulPrecision::High:
-      context.setFloat32MatmulPrecision("high");
-      break;
-    case MatmulPrecision::Medium:
-      context.setFloat32MatmulPrecision("medium");
-      break;
+  if (precision != MatmulPrecision::Keep) {
+    context.setFloat32MatmulPrecision(kNames[static_cast<int>(precision)]);
   }
   switch (context.float32MatmulPrecision()) {
     case at::Float32MatmulPrecision::HIGH:

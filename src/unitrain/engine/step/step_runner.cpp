@@ -130,8 +130,8 @@ void StepRunner::remember_first_bad(const torch::Tensor& bad, const torch::Tenso
     first_bad_loss_ = torch::zeros({}, loss.options().dtype(torch::kFloat64));
   }
   const torch::Tensor first = bad.logical_and(first_bad_step_.lt(0));
-  first_bad_step_ = torch::where(first, torch::full_like(first_bad_step_, step), first_bad_step_);
   first_bad_loss_ = torch::where(first, loss.to(torch::kFloat64), first_bad_loss_);
+  first_bad_step_.masked_fill_(first, step);
 }
 
 void StepRunner::check_nonfinite() {
@@ -241,8 +241,11 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
   // the gradients: every rank reaches the same collectives whatever its own loss was.
   if (defer_reads_) {  // no host read: the flag stays on the device until the window's end
     torch::Tensor bad = torch::isfinite(m.loss).logical_not();
-    bad_on_device_ = bad_on_device_.defined() ? bad_on_device_.logical_or(bad) : bad;
-    if (checks_nonfinite_late()) remember_first_bad(bad, m.loss, step);
+    if (checks_nonfinite_late()) {  // (no window flag: nothing reads it at the window's end)
+      remember_first_bad(bad, m.loss, step);
+    } else {
+      bad_on_device_ = bad_on_device_.defined() ? bad_on_device_.logical_or(bad) : bad;
+    }
   } else if (!std::isfinite(m.loss_value())) {
     if (options_.on_nonfinite == OnNonFinite::Stop && !sync_.shares_decisions()) {
       nonfinite("loss", step, m, true);
@@ -257,8 +260,7 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
     mine.nonfinite = window_bad_;
     if (window_loss_.defined()) mine.loss = window_loss_.item<double>();  // a host read
     window_loss_ = torch::Tensor();
-    // Checked late: the window's flag is not read at its end (check_nonfinite() reads it).
-    sync_.share(mine, checks_nonfinite_late() ? torch::Tensor() : bad_on_device_);
+    sync_.share(mine, bad_on_device_);  // (checked late: undefined, check_nonfinite() reads)
   }
   if (!optimizer_) return m;  // training_step ran the module's own backward and updates
   if (!window_bad_ || sync_.reduces_in_backward()) {  // (ZeRO 3: every rank's collectives)
