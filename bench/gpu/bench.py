@@ -174,11 +174,10 @@ def prepare_data(work, device):
 
 def load_fashion():
     import numpy
-    with gzip.open(FASHION) as f:
-        x = numpy.frombuffer(f.read(), numpy.uint8, offset=16).reshape(-1, 1, 28, 28)
-    with gzip.open(FASHION_LABELS) as f:
-        y = numpy.frombuffer(f.read(), numpy.uint8, offset=8)
-    return x.astype(numpy.float32) / 255.0, y.astype(numpy.int64)
+    sys.path.insert(0, os.path.join(SOURCE, "bench"))
+    from python_loop import idx  # the IDX reader bench/python_loop.py has
+    x = idx(FASHION).reshape(-1, 1, 28, 28)
+    return x.astype(numpy.float32) / 255.0, idx(FASHION_LABELS).astype(numpy.int64)
 
 
 def load_digits():
@@ -348,7 +347,6 @@ optimizer: {{type: adamw, lr: 2.0e-3, args: {{weight_decay: 0.01}}}}
 
 
 def unitrain_run(binary, workload, device, work, data, timeout, args=()):
-    s = WORKLOADS[workload][device]
     run_dir = tempfile.mkdtemp(prefix="unitrain-" + workload + "-", dir=work)
     cfg = run_dir + ".yaml"
     with open(cfg, "w") as f:
