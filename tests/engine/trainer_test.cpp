@@ -360,6 +360,35 @@ TEST(Trainer, CallbacksSeeEveryEventAndCanStop) {
   EXPECT_EQ(counter->vals, 2);  // after epoch 1, and at the end
 }
 
+TEST(Trainer, OnStepEndGetsTheLossOnlyWhereItCostsNoWaitOrACallbackReadsIt) {
+  // Deferred reads (a GPU's default): a step's loss is read for on_step_end only when some
+  // callback reads step values (the default of a callback); one that says it does not gets an
+  // empty map, and nothing waits for the device.
+  struct Steps : Callback {
+    bool reads = true;
+    std::vector<size_t> sizes;
+    bool reads_step_values() const override { return reads; }
+    void on_step_end(Trainer&, const MetricMap& m) override {
+      sizes.push_back(m.count("train/loss"));
+    }
+  };
+  for (const std::string reads : {"immediate", "deferred"}) {
+    for (bool callback_reads : {true, false}) {
+      Config c = base_config(test::temp_dir() + "/run", "checkpoint: {enabled: false}\n");
+      c.set("train.loss_reads", reads);
+      c.set("train.max_length", "3 steps");
+      Trainer trainer(c);
+      auto steps = std::make_shared<Steps>();
+      steps->reads = callback_reads;
+      trainer.add_callback(steps);
+      Regression module;
+      trainer.fit(module, regression_data(64));
+      const size_t expected = callback_reads || reads == "immediate" ? 1 : 0;
+      EXPECT_EQ(steps->sizes, std::vector<size_t>(3, expected)) << reads << callback_reads;
+    }
+  }
+}
+
 TEST(Trainer, BadSetupFailsBeforeTraining) {
   auto data = regression_data(64);
   Config c = base_config(test::temp_dir() + "/a");
@@ -423,6 +452,8 @@ TEST(Trainer, EveryRefusalComesBeforeAnEarlierRunsFilesMove) {
           "re-evaluates the loss in its step");
   StepsItsOwn own;
   refused({{"train.accumulation_steps", "2"}}, own, "the module steps its own optimizers");
+  // (On the CPU, or a build without CUDA, train.cuda_graphs is refused with the reason.)
+  refused({{"train.cuda_graphs", "true"}}, plain, "train.cuda_graphs: true cannot capture");
 }
 
 TEST(Trainer, WarnsOnceOfConfigKeysTheProgramNeverRead) {

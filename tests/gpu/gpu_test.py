@@ -103,6 +103,27 @@ class Gpu(common.Case):
         self.assertRegex(out, r"device: cuda:0 \(")
         self.assertGreaterEqual(accuracy(run_dir), 0.9, out)
 
+    def test_an_nccl_group_of_one_process_trains_as_the_process_alone(self):
+        # One launched process that names its backend forms a group of one: NCCL's whole path
+        # (buckets reduced in backward, ZeRO-1's partition, the step's decisions) on one GPU,
+        # ending as the process that trains alone (deterministic: the same bits).
+        import torch
+        finals = {}
+        for backend in ("auto", "nccl"):
+            run_dir = os.path.join(self.dir, "group-of-one-" + backend)
+            cfg = write(run_dir + ".yaml", DIGITS_MLP.format(run_dir=run_dir, data=common.DIGITS))
+            code, out = run(["launch", "--nproc-per-node", "1", "--", "train", cfg,
+                             "--distributed.backend", backend, "--distributed.zero", "1",
+                             "--train.max_length", "2 epochs"])
+            self.assertEqual(code, 0, out)
+            self.assertEqual("data parallel: rank 0 of 1" in out, backend == "nccl", out)
+            if backend == "nccl":
+                self.assertRegex(out, r"data parallel: rank 0 of 1 \(.*, nccl\)")
+            finals[backend] = torch.load(os.path.join(run_dir, "checkpoints", "last", "model.pt"))
+        for k in finals["auto"]:
+            self.assertTrue(torch.allclose(finals["auto"][k], finals["nccl"][k], rtol=1e-5,
+                                           atol=1e-7), k)
+
     def test_two_ranks_on_one_gpu_over_gloo_end_as_one_process(self):
         # NCCL takes one GPU per rank; Gloo reduces CUDA tensors too. Two processes on cuda:0
         # with half the batch each end as one process with the whole batch: plain data
@@ -129,6 +150,49 @@ class Gpu(common.Case):
             for k in finals["one"]:
                 self.assertTrue(torch.allclose(finals["one"][k], finals[name][k], rtol=1e-4,
                                                atol=1e-6), f"{name} {k}")
+
+    def test_cuda_graphs_train_as_the_uncaptured_step(self):
+        # Replayed steps equal the uncaptured run's to the float32 rounding of the learning
+        # rate the captured update reads (and a cosine schedule with warmup moves it every step):
+        # the digits MLP with clipping in fp32, the LM with dropout (the CUDA generator's
+        # offsets advance with each replay) in bf16-mixed; a refused setting names its key.
+        import torch
+        data = self.tokens()
+        for name, precision in (("mlp", "fp32"), ("lm", "bf16-mixed")):
+            finals, losses = [], []
+            for graphs in ("false", "true"):
+                run_dir = os.path.join(self.dir, f"graphs-{name}-{graphs}")
+                args = ["--train.cuda_graphs", graphs, "--train.precision", precision,
+                        "--data.loader.drop_last", "true", "--train.clip_grad_norm", "1.0",
+                        "--train.log_every", "1 step", "--scheduler.type", "cosine",
+                        "--scheduler.args.warmup", "5 steps"]
+                if name == "mlp":
+                    run_dir, out = self.digits(f"graphs-{graphs}", *args)
+                else:
+                    cfg = write(run_dir + ".yaml", TOKENS_LM.format(run_dir=run_dir, data=data))
+                    code, out = run(["train", cfg, "--train.max_length", "40 steps"] + args)
+                    self.assertEqual(code, 0, out)
+                finals.append(torch.load(os.path.join(run_dir, "checkpoints", "last",
+                                                      "model.pt")))
+                losses.append([e["train/loss"] for e in
+                               read_jsonl(os.path.join(run_dir, "metrics.jsonl"))
+                               if "train/loss" in e])
+            self.assertEqual(len(losses[0]), len(losses[1]))
+            tolerance = 1e-4 if precision == "fp32" else 2e-2
+            for a, b in zip(losses[0], losses[1]):
+                self.assertLess(abs(a - b), tolerance * max(1.0, abs(a)), (name, losses))
+            for k in finals[0]:
+                worst = ((finals[0][k] - finals[1][k]).abs().max()
+                         / finals[0][k].abs().max().clamp(min=1e-12)).item()
+                self.assertLess(worst, tolerance, f"{name} {k}")
+        run_dir = os.path.join(self.dir, "graphs-refused")
+        cfg = write(run_dir + ".yaml", TOKENS_LM.format(run_dir=run_dir, data=data))
+        code, out = run(["train", cfg, "--train.cuda_graphs", "true",
+                         "--train.accumulation_steps", "2"])
+        self.assertEqual(code, 2, out)
+        self.assertIn("train.cuda_graphs: true cannot capture", out)
+        self.assertIn("train.accumulation_steps", out)
+        self.assertFalse(os.path.exists(os.path.join(run_dir, "checkpoints")), out)
 
     def tokens(self):
         import torch

@@ -286,6 +286,31 @@ class Distributed(common.Case):
         self.assertNotIn("got no gradient", out)
         self.assert_close(one, self.final_weights(three_dir, "--plugin", plugin))
 
+    def test_one_launched_process_forms_a_group_of_one_only_when_a_backend_is_named(self):
+        # torchrun (here without MASTER_ADDR: a group of one meets no one) and unitrain launch
+        # with one process: alone with backend auto; with a named backend, the data-parallel
+        # path with one rank (what a one-GPU machine can run of NCCL), bitwise the same run.
+        alone = self.one_process_weights()
+        for launcher in ("torchrun", "launch"):
+            for backend in ("auto", "gloo"):
+                cfg, run_dir = self.config(f"{launcher}-{backend}", batch=64)
+                args = ["train", cfg, "--checkpoint.enabled", "true", "--checkpoint.every", "null",
+                        "--distributed.backend", backend]
+                if launcher == "launch":
+                    code, out = run(["launch", "--nproc-per-node", "1", "--"] + args)
+                else:
+                    env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
+                    env.pop("MASTER_ADDR", None)
+                    p = subprocess.run([common.BIN] + args, capture_output=True, text=True,
+                                       timeout=600, env=env)
+                    code, out = p.returncode, p.stdout + p.stderr
+                self.assertEqual(code, 0, out)
+                grouped = "data parallel: rank 0 of 1" in out
+                self.assertEqual(grouped, backend == "gloo", out)
+                weights = self.final_weights(run_dir)
+                for k in alone:
+                    self.assertTrue(torch.equal(alone[k], weights[k]), (launcher, backend, k))
+
     def test_two_processes_match_one_process_with_twice_the_batch(self):
         self.check_same_as_one_process(accumulation=1)
 

@@ -7,8 +7,11 @@
 
 #include <vector>
 
+#include "test_util.h"
 #include "unitrain/checkpoint/optimizer_state.h"
+#include "unitrain/compat/fused_adam_kernel.h"
 #include "unitrain/compat/optimizer_state_key.h"
+#include "unitrain/core/error.h"
 #include "unitrain/optim/optimizer.h"
 
 namespace unitrain {
@@ -120,6 +123,70 @@ TEST(FusedAdam, CheckpointsMoveBetweenFusedAndLibTorchsAdam) {
   fused_test_step(fused, a, 3);
   fused_test_step(plain, b, 3);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-5, 1e-6)) << i;
+}
+
+}  // namespace
+}  // namespace unitrain
+
+namespace unitrain {
+namespace {
+
+/// The gradients of fused_test_step's loss at `step`, without the optimizer's step.
+void graphed_test_gradients(std::vector<torch::Tensor>& params, int step) {
+  for (auto& p : params) p.mutable_grad() = torch::Tensor();
+  torch::Tensor loss = torch::zeros({});
+  for (auto& p : params) loss = loss + (p * p * (0.5 + 0.1 * step)).sum() + p.sin().sum();
+  loss.backward();
+}
+
+TEST(GraphedAdam, StepsAsLibTorchsAdamWWithItsCountAndLearningRateFromTheDevice) {
+  auto a = fused_test_params(torch::kFloat32), b = fused_test_params(torch::kFloat32);
+  // A learning rate float32 holds exactly: the kernel reads it as float32.
+  const auto options = torch::optim::AdamWOptions(0.0078125).weight_decay(0.25);
+  torch::optim::AdamW graphed_opt(a, options), plain(b, options);
+  fused_test_step(graphed_opt, a, 0);  // states made by a first (eager) step
+  fused_test_step(plain, b, 0);
+  if (!has_fused_adam_tensor_lr()) {
+    const std::string e = test::error_of<ConfigError>([&] { GraphedAdam g(graphed_opt); });
+    EXPECT_TRUE(test::contains(e, "2.4 has")) << e;
+    return;
+  }
+  GraphedAdam graphed(graphed_opt);
+  for (int step = 1; step < 6; ++step) {
+    if (step == 3) {  // a schedule moves the rate between steps
+      for (auto* opt : {static_cast<torch::optim::Optimizer*>(&graphed_opt),
+                        static_cast<torch::optim::Optimizer*>(&plain)}) {
+        opt->param_groups()[0].options().set_lr(0.001953125);
+      }
+    }
+    graphed_test_gradients(a, step);
+    graphed.prepare();
+    graphed.step();
+    fused_test_step(plain, b, step);
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-5, 1e-6))
+        << i << ": max difference " << (a[i] - b[i]).abs().max().item<float>();
+  }
+  const auto& sa = static_cast<const torch::optim::AdamWParamState&>(
+      *graphed_opt.state().at(optimizer_state_key(a[3])));
+  EXPECT_EQ(sa.step(), 6);  // counted on the host by prepare()
+}
+
+TEST(GraphedAdam, RefusesWhatTheKernelCannotStepNamingIt) {
+  auto params = fused_test_params(torch::kFloat32);
+  torch::optim::SGD sgd(params, torch::optim::SGDOptions(0.1));
+  EXPECT_TRUE(test::contains(GraphedAdam::refusal(sgd), "not adam or adamw"));
+  torch::optim::Adam amsgrad(params, torch::optim::AdamOptions(0.1).amsgrad(true));
+  const std::string why = GraphedAdam::refusal(amsgrad);
+  EXPECT_TRUE(test::contains(why, has_fused_adam_tensor_lr() ? "amsgrad" : "2.4 has")) << why;
+  torch::optim::Adam adam(params, torch::optim::AdamOptions(0.1));
+  EXPECT_EQ(GraphedAdam::refusal(adam).empty(), has_fused_adam_tensor_lr());
+  // Before any step there is no state to step from.
+  if (has_fused_adam_tensor_lr()) {
+    const std::string e = test::error_of<ConfigError>([&] { GraphedAdam g(adam); });
+    EXPECT_TRUE(test::contains(e, "has no optimizer state")) << e;
+  }
 }
 
 }  // namespace

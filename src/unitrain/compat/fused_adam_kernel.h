@@ -23,4 +23,17 @@ void fused_adam_kernel(const std::vector<torch::Tensor>& params,
                        double lr, double beta1, double beta2, double weight_decay, double eps,
                        bool decoupled);
 
+/// Whether this LibTorch's kernels also take the learning rate as a tensor (2.4 and later).
+bool has_fused_adam_tensor_lr();
+
+/// fused_adam_kernel with the learning rate read from `lr` (a float32 scalar on the device)
+/// when the kernel runs, not fixed when it is launched: what a CUDA graph replays. Only where
+/// has_fused_adam_tensor_lr() (elsewhere it throws).
+void fused_adam_kernel(const std::vector<torch::Tensor>& params,
+                       const std::vector<torch::Tensor>& grads,
+                       const std::vector<torch::Tensor>& exp_avgs,
+                       const std::vector<torch::Tensor>& exp_avg_sqs, const torch::Tensor& step,
+                       const torch::Tensor& lr, double beta1, double beta2, double weight_decay,
+                       double eps, bool decoupled);
+
 }  // namespace unitrain

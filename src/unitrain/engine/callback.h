@@ -118,6 +118,24 @@ class Callback {
   /// the process exits. Exceptions thrown here are logged and ignored.
   virtual void on_exception(Trainer& trainer, const std::exception& error) {}
 
+  // --- What the callback takes from each step ---------------------------------------------
+  /// Whether this callback reads the numbers a step hands its hooks: `metrics` of on_step_end
+  /// ("train/loss") and `norm` of on_after_clip. Reading them waits for the device each step,
+  /// so a GPU can no longer run ahead of the host. true (the default): they are read. Return
+  /// false when the callback takes neither hook or ignores their values: where the loop defers
+  /// its reads (train.loss_reads), and no callback returns true, on_step_end then gets an empty
+  /// `metrics` and on_after_clip a `norm` of -1 when clipping measured it only on the device.
+  /// (on_train_batch_end's MicroStep holds both as device tensors: read them when you need.)
+  virtual bool reads_step_values() const { return true; }
+  /// Whether this callback takes hooks from inside the optimizer step: on_before_backward,
+  /// on_after_backward, the gradient sync's, the clip's, on_before_optimizer_step and the
+  /// zero_grad ones. true (the default): it does. train.cuda_graphs replays a captured step
+  /// without calling them, so it refuses a callback that returns true. A callback that takes
+  /// none of them — or only on_before_optimizer_step to read values the step does not change
+  /// (the learning rate) — returns false; under train.cuda_graphs its on_before_optimizer_step
+  /// and on_after_optimizer_step then run after the replayed step.
+  virtual bool hooks_inside_step() const { return true; }
+
   /// A callback that keeps state per parameter of the module (the ema callback's average)
   /// returns it, so that distributed.zero: 3 keeps, saves and restores it by parts as the
   /// model's (engine/parameter_state.h). nullptr: none.

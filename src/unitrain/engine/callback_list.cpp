@@ -22,6 +22,20 @@ std::string Callback::name() const {
   return out;
 }
 
+bool CallbackList::reads_step_values() const {
+  for (const auto& c : list_) {
+    if (c->reads_step_values()) return true;
+  }
+  return false;
+}
+
+const Callback* CallbackList::hooking_inside_step() const {
+  for (const auto& c : list_) {
+    if (c->hooks_inside_step()) return c.get();
+  }
+  return nullptr;
+}
+
 double monitored(const MetricMap& metrics, const std::string& key, const std::string& who) {
   auto it = metrics.find(key);
   if (it != metrics.end()) return it->second;

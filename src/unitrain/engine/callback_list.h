@@ -21,6 +21,11 @@ class CallbackList {
   void add(std::shared_ptr<Callback> callback);
   bool empty() const { return list_.empty(); }
   const std::vector<std::shared_ptr<Callback>>& all() const { return list_; }
+  /// Whether any callback reads the numbers of each step (Callback::reads_step_values()).
+  bool reads_step_values() const;
+  /// The first callback that takes hooks from inside the optimizer step
+  /// (Callback::hooks_inside_step()); null when none does.
+  const Callback* hooking_inside_step() const;
 
   /// `hooks.call("on_step_end", &Callback::on_step_end, metrics)`.
   template <typename... Params, typename... Args>

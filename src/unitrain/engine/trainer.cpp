@@ -93,6 +93,13 @@ void Trainer::log_mean(const std::string& name, double value) {
   loop_->add_train_mean(name, value);
 }
 
+void Trainer::log_mean(const std::string& name, const torch::Tensor& value) {
+  UT_CHECK(loop_ != nullptr, "log_mean('", name, "') is only possible during fit()");
+  UT_CHECK(value.defined() && value.numel() == 1, "log_mean('", name,
+           "') takes a scalar, got a tensor of ", value.defined() ? value.numel() : 0, " elements");
+  loop_->add_train_mean(name, value);
+}
+
 void Trainer::print(const std::string& message) const { log::info(message); }
 
 void Trainer::prepare_run_dir(bool resuming) {
@@ -164,9 +171,10 @@ void Trainer::report_finished_run() const {
 
 std::shared_ptr<ProcessGroup> Trainer::join_group(const DistEnv& env, ResumePoint& resume,
                                                   const torch::Device& device) {
-  // A data-parallel run when the launcher says so (torchrun, unitrain launch, mpirun, srun).
+  // A data-parallel run when the launcher says so (torchrun, unitrain launch, mpirun, srun);
+  // a launched process alone forms a group of one only when distributed.backend names one.
   std::shared_ptr<ProcessGroup> group;
-  if (env.distributed()) {
+  if (env.distributed() || (env.launcher != "none" && settings_->distributed.backend != "auto")) {
     ProcessGroupOptions options = settings_->distributed.group_options(device);
     options.flight_file = fmt::format("{}/logs/flight-rank-{}.json", run_dir(), env.rank);
     // After a failed collective, 3 s to unwind and log; then the process ends regardless.
@@ -180,7 +188,8 @@ std::shared_ptr<ProcessGroup> Trainer::join_group(const DistEnv& env, ResumePoin
     if (env.rank != 0) log::console_warnings_only();
     // Where the processes met: the launcher's address, or a file (unitrain launch on one
     // machine, which listens on no port).
-    const std::string met = env.store_file.empty()
+    const std::string met = env.world_size == 1 ? std::string("a store of its own")
+                            : env.store_file.empty()
                                 ? fmt::format("{}:{}", env.master_addr, env.master_port)
                                 : "the file store " + env.store_file;
     log::info(fmt::format("data parallel: rank {} of {} ({} via {}, {})", group->rank(),

@@ -84,6 +84,9 @@ class Trainer {
   /// Adds `value` to the next training log event as `train/<name>`: the mean of the values
   /// added (on every rank) since the last log. Checkpoints save the running sums.
   void log_mean(const std::string& name, double value);
+  /// log_mean of a scalar tensor, summed on its device and read only when the log event needs
+  /// it (no wait for a GPU here).
+  void log_mean(const std::string& name, const torch::Tensor& value);
   /// The optimizer of the current fit() (null outside fit, and when the module steps its own).
   torch::optim::Optimizer* optimizer() const;
   /// The optimizers the current fit() steps, by name: the Trainer's (named "") or those the

@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <cmath>
 #include <memory>
@@ -9,6 +10,7 @@
 
 #include "unitrain/compat/fused_adam_kernel.h"
 #include "unitrain/compat/optimizer_state_key.h"
+#include "unitrain/core/error.h"
 
 namespace unitrain {
 namespace {
@@ -241,6 +243,124 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
 torch::Tensor FusedAdamW::step(LossClosure closure) {
   using namespace torch::optim;
   return step_of<AdamW, AdamWOptions, AdamWParamState>(*this, closure, /*decoupled=*/true);
+}
+
+namespace {
+
+/// Adam's or AdamW's options of `group` (`decoupled`: AdamW's), as the kernel takes them.
+struct KernelOptions {
+  double lr, beta1, beta2, weight_decay, eps;
+  bool amsgrad;
+};
+
+KernelOptions kernel_options(const torch::optim::OptimizerParamGroup& group, bool decoupled) {
+  if (decoupled) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    return {o.lr(),     std::get<0>(o.betas()), std::get<1>(o.betas()), o.weight_decay(), o.eps(),
+            o.amsgrad()};
+  }
+  const auto& o = static_cast<const torch::optim::AdamOptions&>(group.options());
+  return {o.lr(),     std::get<0>(o.betas()), std::get<1>(o.betas()), o.weight_decay(), o.eps(),
+          o.amsgrad()};
+}
+
+/// Whether `optimizer` is an AdamW (true), an Adam (false), or neither (nullopt).
+std::optional<bool> adam_kind(const torch::optim::Optimizer& optimizer) {
+  if (dynamic_cast<const torch::optim::AdamW*>(&optimizer)) return true;
+  if (dynamic_cast<const torch::optim::Adam*>(&optimizer)) return false;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string GraphedAdam::refusal(const torch::optim::Optimizer& optimizer) {
+  const std::optional<bool> decoupled = adam_kind(optimizer);
+  if (!decoupled) return "its optimizer is not adam or adamw (the optimizer a graph steps)";
+  if (!has_fused_adam_tensor_lr()) {
+    return std::string("LibTorch ") + TORCH_VERSION +
+           " has no fused Adam kernel that reads its learning rate from the device (2.4 has)";
+  }
+  for (const auto& group : optimizer.param_groups()) {
+    if (kernel_options(group, *decoupled).amsgrad) return "its optimizer uses amsgrad";
+  }
+  return "";
+}
+
+GraphedAdam::GraphedAdam(torch::optim::Optimizer& optimizer) : optimizer_(optimizer) {
+  const std::string why = refusal(optimizer);
+  if (!why.empty()) throw ConfigError("train.cuda_graphs: " + why);
+  decoupled_ = *adam_kind(optimizer);
+  std::optional<torch::Device> device;
+  std::optional<torch::ScalarType> dtype;
+  std::optional<int64_t> steps;
+  for (const auto& group : optimizer.param_groups()) {
+    for (const auto& p : group.params()) {
+      auto it = optimizer.state().find(optimizer_state_key(p));
+      UT_CHECK(it != optimizer.state().end(), "train.cuda_graphs: a parameter of shape ", p.sizes(),
+               " has no optimizer state after the eager steps (it got no gradient); "
+               "every parameter the optimizer trains must take part in every step");
+      const auto& st = static_cast<const torch::optim::AdamParamState&>(*it->second);
+      if (!device) {
+        device = p.device();
+        dtype = p.scalar_type();
+        steps = st.step();
+      }
+      for (const torch::Tensor& t : {p, st.exp_avg(), st.exp_avg_sq()}) {
+        UT_CHECK(t.device() == *device && t.scalar_type() == *dtype && t.is_contiguous(),
+                 "train.cuda_graphs: the fused kernel steps contiguous parameters of one device "
+                 "and one dtype; a parameter of shape ",
+                 p.sizes(), " is ", t.scalar_type(), " on ", t.device(),
+                 t.is_contiguous() ? "" : ", not contiguous");
+      }
+      UT_CHECK(st.step() == *steps, "train.cuda_graphs: the parameters' step counts differ (",
+               st.step(), " and ", *steps, "): a parameter joined a group late");
+    }
+  }
+  UT_CHECK(device.has_value(), "train.cuda_graphs: the optimizer trains no parameter");
+  const auto on_device = torch::TensorOptions(torch::kFloat32).device(*device);
+  step_ = torch::zeros({}, on_device);
+  for (size_t i = 0; i < optimizer.param_groups().size(); ++i) {
+    lr_.push_back(torch::zeros({}, on_device));
+  }
+}
+
+void GraphedAdam::prepare() {
+  torch::NoGradGuard no_grad;
+  int64_t step = 0;
+  auto& groups = optimizer_.param_groups();
+  for (size_t i = 0; i < groups.size(); ++i) {
+    for (const auto& p : groups[i].params()) {
+      auto& s = static_cast<torch::optim::AdamParamState&>(
+          *optimizer_.state().at(optimizer_state_key(p)));
+      s.step(s.step() + 1);
+      step = s.step();
+    }
+    lr_[i].fill_(kernel_options(groups[i], decoupled_).lr);
+  }
+  step_.fill_(static_cast<double>(step));
+}
+
+void GraphedAdam::step() {
+  torch::NoGradGuard no_grad;
+  auto& groups = optimizer_.param_groups();
+  for (size_t i = 0; i < groups.size(); ++i) {
+    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs;
+    for (const auto& p : groups[i].params()) {
+      UT_CHECK(p.grad().defined(), "train.cuda_graphs: a parameter of shape ", p.sizes(),
+               " got no gradient in this step; every parameter the optimizer trains must take "
+               "part in every step");
+      auto& s = static_cast<torch::optim::AdamParamState&>(
+          *optimizer_.state().at(optimizer_state_key(p)));
+      params.push_back(p);
+      grads.push_back(p.grad());
+      exp_avgs.push_back(s.exp_avg());
+      exp_avg_sqs.push_back(s.exp_avg_sq());
+    }
+    if (params.empty()) continue;
+    const KernelOptions o = kernel_options(groups[i], decoupled_);
+    fused_adam_kernel(params, grads, exp_avgs, exp_avg_sqs, step_, lr_[i], o.beta1, o.beta2,
+                      o.weight_decay, o.eps, decoupled_);
+  }
 }
 
 }  // namespace unitrain

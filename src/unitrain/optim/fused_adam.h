@@ -4,6 +4,9 @@
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
 
+#include <string>
+#include <vector>
+
 namespace unitrain {
 
 /// torch::optim::Adam whose step updates each contiguous float32 CPU parameter in one pass
@@ -28,6 +31,35 @@ class FusedAdamW : public torch::optim::AdamW {
  public:
   using AdamW::AdamW;
   torch::Tensor step(LossClosure closure = nullptr) override;
+};
+
+/// The step of an Adam or AdamW (LibTorch's, or FusedAdam(W)) as device work alone, for a step
+/// that train.cuda_graphs captures: the step count and each group's learning rate live in
+/// device tensors that prepare() sets before each replay, so nothing a replay runs was fixed
+/// when it was captured. Through LibTorch's fused kernel in its form that reads the learning
+/// rate from a float32 tensor (2.4 and later): the update equals the kernel's own with the
+/// learning rate rounded to float32. The state stays LibTorch's (AdamParamState: checkpoints
+/// as ever): prepare() counts the step on the host too.
+class GraphedAdam {
+ public:
+  /// Of `optimizer` once every parameter it trains has its state (after a first step). Throws
+  /// ConfigError naming why the kernel cannot step it (not Adam or AdamW, amsgrad, LibTorch
+  /// before 2.4, parameters not of one device and dtype, or not contiguous, unequal step counts).
+  explicit GraphedAdam(torch::optim::Optimizer& optimizer);
+  /// Why GraphedAdam cannot step `optimizer`, judged by its type and options alone (before it
+  /// has a state); "" when it can.
+  static std::string refusal(const torch::optim::Optimizer& optimizer);
+  /// Before each run of step() (outside a capture): each state's step count goes up by one on
+  /// the host and the device's count and learning rates take their values (no host wait).
+  void prepare();
+  /// The update (the kernel launches) from the parameters' current gradients.
+  void step();
+
+ private:
+  torch::optim::Optimizer& optimizer_;
+  bool decoupled_ = false;
+  torch::Tensor step_;             ///< the shared step count, float32 on the device
+  std::vector<torch::Tensor> lr_;  ///< each group's learning rate, float32 on the device
 };
 
 }  // namespace unitrain

@@ -13,7 +13,9 @@ void DistributedOptions::declare(Options<DistributedOptions>& o) {
       .choices({"auto", "gloo", "nccl"})
       .help(
           "c10d backend: gloo (CPU), nccl (CUDA builds of LibTorch); auto = nccl when the run "
-          "trains on a GPU (train.device), else gloo");
+          "trains on a GPU (train.device), else gloo. A launcher's world of one process trains "
+          "alone, unless this names a backend: then it forms a group of one (the data-parallel "
+          "path with one rank)");
   o.field("interface", &T::interface)
       .help(
           "network interface Gloo uses (e.g. eth0); null = GLOO_SOCKET_IFNAME, else the address "

@@ -15,6 +15,7 @@
 #include <optional>
 #include <thread>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -60,6 +61,11 @@ std::shared_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env,
                                                  const ProcessGroupOptions& options) {
   ProcessGroupOptions group_options = options;
   group_options.loopback = env.one_machine();
+  if (env.world_size == 1) {  // a group of one meets no one: a store in this process
+    c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::HashStore>();
+    store->setTimeout(options.timeout);
+    return over_store(store, 0, 1, group_options);
+  }
   if (!env.store_file.empty()) {  // a file, no socket (unitrain launch on one machine)
     c10::intrusive_ptr<c10d::Store> store;
     try {

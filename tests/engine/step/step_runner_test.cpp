@@ -156,6 +156,92 @@ TEST(StepRunner, DeferredStopReadsNoLossUntilAskedThenNamesTheFirstBadStep) {
   EXPECT_TRUE(skip.window({batch_of(8, 1)}, 1).skipped);
 }
 
+/// Makes the weight's gradient infinite at step `at` (the loss stays finite); reads no step
+/// values, so clipping's norm stays on the device.
+struct PoisonGradient : Callback {
+  int64_t at = -1, step = 0;
+  bool reads = false;
+  std::vector<double> norms;  ///< on_after_clip's
+  torch::Tensor weight;
+  bool reads_step_values() const override { return reads; }
+  void on_after_backward(Trainer&) override {
+    if (++step == at) weight.mutable_grad()[0][0] = std::numeric_limits<float>::infinity();
+  }
+  void on_after_clip(Trainer&, double norm) override { norms.push_back(norm); }
+};
+
+TEST(StepRunner, DeferredClippingKeepsTheNormOnTheDeviceAndANonFiniteOneForTheLateCheck) {
+  for (bool reads : {false, true}) {
+    RunnerRig rig(OnNonFinite::Stop, RunnerRig::kRecorded);
+    auto poison = std::make_shared<PoisonGradient>();
+    poison->at = 2;
+    poison->reads = reads;
+    poison->weight = rig.module.fc->weight;
+    rig.hooks = std::make_unique<CallbackList>(*rig.trainer);
+    rig.hooks->add(poison);
+    rig.options.loss_reads = LossReads::Deferred;
+    rig.options.clip_grad_norm = 0.5;
+    rig.runner = std::make_unique<StepRunner>(rig.module, &rig.sgd, rig.options, rig.sync,
+                                              *rig.hooks, rig.precision);
+    ASSERT_TRUE(rig.runner->checks_nonfinite_late());
+    const MicroStep first = rig.window({batch_of(8, 1)}, 1);
+    ASSERT_TRUE(first.norm.defined());
+    EXPECT_GT(first.norm.item<double>(), 0.0);
+    if (!reads) {
+      // Not read: the hook is told -1, the step goes on, the late check names the step.
+      EXPECT_EQ(first.grad_norm, -1);
+      EXPECT_FALSE(rig.window({batch_of(8, 2)}, 2).skipped);
+      EXPECT_EQ(poison->norms, (std::vector<double>{-1, -1}));
+      const std::string e = test::error_of<TrainError>([&] { rig.runner->check_nonfinite(); });
+      EXPECT_TRUE(test::contains(e, "non-finite gradient at step 2")) << e;
+      EXPECT_TRUE(test::contains(e, "grad_norm=inf")) << e;
+    } else {
+      // A callback reads it: on the host at once, and the run stops at the step itself.
+      EXPECT_EQ(first.grad_norm, first.norm.item<double>());
+      const std::string e = test::error_of<TrainError>([&] { rig.window({batch_of(8, 2)}, 2); });
+      EXPECT_TRUE(test::contains(e, "non-finite gradient at step 2")) << e;
+    }
+  }
+}
+
+TEST(StepRunner, TheStepBodyIsTheStepsPhasesWithoutHooks) {
+  // What train.cuda_graphs captures, run eagerly: the update of a window's phases, with
+  // clipping; no hook inside the step, the optimizer hooks after it (step_body_done).
+  RunnerRig phases(OnNonFinite::Stop, RunnerRig::kNone), body(OnNonFinite::Stop);
+  for (RunnerRig* rig : {&phases, &body}) {
+    rig->options.clip_grad_norm = 0.05;
+    rig->runner = std::make_unique<StepRunner>(rig->module, &rig->sgd, rig->options, rig->sync,
+                                               *rig->hooks, rig->precision);
+  }
+  torch::NoGradGuard no_grad;
+  body.module.fc->weight.copy_(phases.module.fc->weight);
+  body.module.fc->bias.copy_(phases.module.fc->bias);
+  for (int64_t step = 1; step <= 3; ++step) {
+    torch::AutoGradMode grad(true);
+    const MicroStep a = phases.window({batch_of(8, step)}, step);
+    for (auto& p : body.module.parameters()) p.mutable_grad() = torch::Tensor();
+    MicroStep b = body.runner->step_body(
+        batch_of(8, step), [&] { body.sgd.step(); }, step);
+    body.runner->step_body_done(b, {}, step);
+    EXPECT_TRUE(torch::equal(a.loss, b.loss));
+    ASSERT_TRUE(b.norm.defined());
+    EXPECT_GT(b.norm.item<double>(), 0.05);  // clipped
+  }
+  EXPECT_TRUE(torch::equal(body.module.fc->weight, phases.module.fc->weight));
+  EXPECT_TRUE(torch::equal(body.module.fc->bias, phases.module.fc->bias));
+  EXPECT_EQ(body.recorder->seen,
+            (std::vector<std::string>{"before_step", "after_step", "before_step", "after_step",
+                                      "before_step", "after_step"}));
+  // A non-finite loss: immediate reads stop at the step, naming it.
+  body.module.poison_at = body.module.calls + 1;
+  torch::AutoGradMode grad(true);
+  MicroStep bad = body.runner->step_body(
+      batch_of(8, 9), [&] { body.sgd.step(); }, 4);
+  const std::string e =
+      test::error_of<TrainError>([&] { body.runner->step_body_done(bad, {}, 4); });
+  EXPECT_TRUE(test::contains(e, "non-finite loss at step 4")) << e;
+}
+
 TEST(StepRunner, LeavesOutsideTheKnownTensorsAreFoundFromTheLoss) {
   const torch::Tensor w = torch::ones({3}).requires_grad_(true);
   const torch::Tensor stray = torch::ones({2, 3}).requires_grad_(true);

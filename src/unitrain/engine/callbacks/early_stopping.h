@@ -18,6 +18,8 @@ class EarlyStopping : public Callback {
  public:
   explicit EarlyStopping(EarlyStoppingOptions options);
   std::string name() const override { return "early_stopping"; }
+  bool reads_step_values() const override { return false; }
+  bool hooks_inside_step() const override { return false; }
   /// Resolves the mode against the module being trained (fit() does it at its start).
   void on_fit_start(Trainer& trainer) override;
   /// Which way the metric improves for `module`: the mode, or for auto what `module` declares.

@@ -28,6 +28,8 @@ class Ema : public Callback, public ParameterState {
  public:
   explicit Ema(EmaOptions options);
   std::string name() const override { return "ema"; }
+  bool reads_step_values() const override { return false; }
+  bool hooks_inside_step() const override { return false; }
   void on_fit_start(Trainer& trainer) override;
   void on_after_optimizer_step(Trainer& trainer, bool skipped) override;
   void on_validation_start(Trainer& trainer) override { swap_in(trainer); }

@@ -15,22 +15,33 @@ void GradNormOptions::declare(Options<GradNormOptions>& o) {
 }
 
 void GradNorm::on_before_clip(Trainer& trainer) {
-  if (!options_.per_parameter) return;
+  // Measured here, before clipping scales the gradients; a norm the step read on the host
+  // (ZeRO's partitioned gradients: the global one) replaces the whole-norm in on_after_clip.
+  torch::NoGradGuard no_grad;
+  pending_.clear();
+  std::vector<torch::Tensor> norms;
   for (const auto& p : trainer.module()->weights().named_parameters()) {
     const torch::Tensor& g = p.value().grad();
-    if (g.defined()) trainer.log_mean("grad_norm/" + p.key(), g.norm().item<double>());
+    if (!g.defined()) continue;
+    norms.push_back(g.scalar_type() == torch::kFloat ? g.norm() : g.to(torch::kFloat).norm());
+    if (options_.per_parameter) pending_.emplace_back("grad_norm/" + p.key(), norms.back());
+  }
+  if (norms.empty()) return;
+  pending_.emplace_back("grad_norm", norms.size() == 1 ? norms[0] : torch::stack(norms).norm());
+}
+
+void GradNorm::on_after_clip(Trainer&, double norm) {
+  if (norm < 0 && !std::isnan(norm)) return;  // not read on the host: the one measured before
+  for (auto& [name, value] : pending_) {
+    if (name == "grad_norm") value = torch::tensor(norm, torch::kFloat64);
   }
 }
 
-void GradNorm::on_after_clip(Trainer& trainer, double norm) {
-  if (norm < 0 && !std::isnan(norm)) {  // not measured by the step: measure it here
-    std::vector<torch::Tensor> norms;
-    for (const auto& p : trainer.module()->weights().parameters()) {
-      if (p.grad().defined()) norms.push_back(p.grad().norm());
-    }
-    norm = norms.empty() ? 0.0 : torch::stack(norms).norm().item<double>();
+void GradNorm::on_after_optimizer_step(Trainer& trainer, bool skipped) {
+  if (!skipped) {
+    for (const auto& [name, value] : pending_) trainer.log_mean(name, value);
   }
-  if (std::isfinite(norm)) trainer.log_mean("grad_norm", norm);  // else the update is skipped
+  pending_.clear();
 }
 
 void register_grad_norm_callback() {

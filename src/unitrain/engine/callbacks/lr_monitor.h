@@ -19,6 +19,8 @@ class LrMonitor : public Callback {
  public:
   explicit LrMonitor(LrMonitorOptions = {}) {}
   std::string name() const override { return "lr_monitor"; }
+  bool reads_step_values() const override { return false; }
+  bool hooks_inside_step() const override { return false; }
   void on_before_optimizer_step(Trainer& trainer, bool skipped) override;
   void on_before_log(Trainer& trainer, MetricMap& metrics) override;
 

@@ -25,6 +25,8 @@ class ModelSummary : public Callback {
  public:
   explicit ModelSummary(ModelSummaryOptions options) : options_(options) {}
   std::string name() const override { return "model_summary"; }
+  bool reads_step_values() const override { return false; }
+  bool hooks_inside_step() const override { return false; }
   void on_fit_start(Trainer& trainer) override;
 
  private:

@@ -25,6 +25,8 @@ class Throughput : public Callback {
   using Clock = std::chrono::steady_clock;
   explicit Throughput(ThroughputOptions options) : options_(std::move(options)) {}
   std::string name() const override { return "throughput"; }
+  bool reads_step_values() const override { return false; }
+  bool hooks_inside_step() const override { return false; }
   void on_train_start(Trainer& trainer) override;
   void on_train_batch_start(Trainer& trainer, const Batch& batch) override;
   void on_step_end(Trainer& trainer, const MetricMap& metrics) override;

@@ -29,6 +29,8 @@ class Timer : public Callback {
   using Clock = std::chrono::steady_clock;
   explicit Timer(TimerOptions options);
   std::string name() const override { return "timer"; }
+  bool reads_step_values() const override { return false; }
+  bool hooks_inside_step() const override { return false; }
   void on_fit_start(Trainer& trainer) override;
   void on_step_end(Trainer& trainer, const MetricMap& metrics) override;
   void on_epoch_end(Trainer& trainer) override;

@@ -63,6 +63,14 @@ void declare_execution(Options<T>& o) {
           "highest = full float32; high = TF32 on GPUs that have it (Ampere and later: several "
           "times faster, 10-bit mantissa products); medium = also bfloat16 where LibTorch has "
           "it; keep = as the program left it (highest unless it set another)");
+  o.field("cuda_graphs", &T::cuda_graphs)
+      .harmless()
+      .help(
+          "on a GPU, capture the optimizer step (forward, backward, clipping, a fused Adam/AdamW "
+          "update) as one CUDA graph after 3 eager steps and replay it: no launch overhead per "
+          "kernel. Needs one process, accumulation_steps 1, fp32 or bf16-mixed, on_nonfinite: "
+          "stop, batches of one shape, callbacks without hooks inside the step; a run that cannot "
+          "be captured is refused with the reason (docs/gpu.md)");
 }
 
 /// How a step treats its numbers: non-finite values, spikes, host reads, number formats.

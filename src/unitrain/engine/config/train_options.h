@@ -32,6 +32,7 @@ struct TrainOptions {
   std::string device = "auto";               ///< cpu | cuda | cuda:N | auto (run_device.h)
   bool deterministic = false;                ///< deterministic algorithms only (set_deterministic)
   MatmulPrecision matmul_precision = MatmulPrecision::Keep;
+  bool cuda_graphs = false;  ///< capture the step as a CUDA graph and replay it (step_graph.h)
   OnNonFinite on_nonfinite = OnNonFinite::Stop;
   DivergenceOptions divergence;  ///< loss spikes and rollbacks
   LossReads loss_reads = LossReads::Auto;

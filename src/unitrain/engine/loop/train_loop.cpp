@@ -18,6 +18,7 @@
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/log/console.h"
+#include "unitrain/optim/fused_adam.h"
 #include "unitrain/parallel/reduce_metrics.h"
 #include "unitrain/parallel/shard_module.h"
 #include "unitrain/parallel/sharded_parameters.h"
@@ -74,6 +75,7 @@ void TrainLoop::start(const OptimizerFactory& make) {
   module_run_ = std::make_unique<LoopModuleRun>(
       counters_, plan_.rank, plan_.world, device_,
       [this](const std::string& name, torch::Tensor value) {
+        if (graph_ && graph_->capturing()) return graph_->keep_log(name, value);
         train_sums_.add(name, MetricValue(std::move(value), 1.0), 1);
       },
       step_->sync(), *optimizers_, module_.weights().parameters());
@@ -83,6 +85,25 @@ void TrainLoop::start(const OptimizerFactory& make) {
   if (runner.defers_reads()) train_sums_ = MetricAccumulator(MetricAccumulator::Reads::Deferred);
   periods_.start_at(counters_);
   optimizers_->remember_lrs();
+  if (settings_.train.cuda_graphs) start_graph();
+}
+
+void TrainLoop::start_graph() {
+  GraphFacts facts;
+  facts.cuda = device_.is_cuda();
+  facts.cuda_build = step_graphs_built();
+  facts.world = plan_.world;
+  facts.accumulation = plan_.accumulation;
+  facts.precision = precision_.mode();
+  torch::optim::Optimizer* trainers = optimizers_->trainers();
+  facts.manual = trainers == nullptr;
+  if (trainers) facts.optimizer_refusal = GraphedAdam::refusal(*trainers);
+  facts.hooking = callbacks_.hooking_inside_step();
+  facts.short_batches = !plan_.drop_last && plan_.epoch_size % plan_.batch_size != 0;
+  facts.profiling = settings_.profile.enabled;
+  const std::string why = step_graph_refusal(settings_.train, facts);
+  if (!why.empty()) throw ConfigError(why);
+  graph_ = std::make_unique<StepGraph>(step_->runner(), *trainers, device_);
 }
 
 void TrainLoop::open_run_files(const ResumePoint& resume) {
@@ -106,6 +127,8 @@ void TrainLoop::open_run_files(const ResumePoint& resume) {
 
 void TrainLoop::run(RunPosition& position) {
   step_->runner().follow(&position);  // backward marks its phase there
+  std::optional<StepGraph::StreamScope> graph_stream;  // cuda_graphs: the loop on its stream
+  if (graph_) graph_stream.emplace(*graph_);
   // One micro-batch per turn; a window's last one ends with the optimizer step.
   while (!finished()) {
     position.enter("data wait", counters_.step + 1);
@@ -116,8 +139,12 @@ void TrainLoop::run(RunPosition& position) {
       continue;
     }
     position.enter("forward");
-    MicroStep m = forward_backward(*batch);                  // forward, backward
-    if (m.window_end && !end_window(m, position)) continue;  // sync, clip, update; rolled back
+    const bool replayed = graph_ && !graph_->eager();
+    MicroStep m = replayed ? graph_step(*batch) : forward_backward(*batch);  // forward, backward
+    if (!replayed && m.window_end) {
+      if (!end_window(m, position)) continue;  // sync, clip, update; rolled back
+      if (graph_) graph_->count_eager_step();
+    }
     position.enter("step end");
     advance(*batch, m);  // counters, decisions, schedule
     position.enter("validation");
@@ -129,6 +156,17 @@ void TrainLoop::run(RunPosition& position) {
   }
   position.enter("finish");
   finish();  // last logs, final save
+}
+
+MicroStep TrainLoop::graph_step(const Batch& batch) {
+  callbacks_.call("on_train_batch_start", &Callback::on_train_batch_start, batch);
+  checkpoints_->fence();  // an async save's parameter copies are taken before the update
+  MicroStep m =
+      graph_->step(on_device(batch, device_, device_batch_), decisions_.mine(), counters_.step + 1);
+  for (auto& [name, value] : graph_->logged()) {
+    train_sums_.add(name, MetricValue(std::move(value), 1.0), 1);
+  }
+  return m;
 }
 
 bool TrainLoop::end_window(MicroStep& m, RunPosition& position) {
@@ -207,9 +245,14 @@ void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
   optimizers_->step_ended(counters_);  // train/lr: what this step used; the schedule moves on
   if (auto changed = threads_->follow()) log::info(*changed);
   callbacks_.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
-  if (!callbacks_.empty()) {  // (a host read of the loss each step: callbacks see it as a number)
-    callbacks_.call("on_step_end", &Callback::on_step_end,
-                    MetricMap{{"train/loss", m.loss_value()}});
+  if (!callbacks_.empty()) {
+    // The loss as a number: a host read each step, where reads are deferred only when a
+    // callback reads it (Callback::reads_step_values).
+    MetricMap metrics;
+    if (callbacks_.reads_step_values() || !step_->runner().defers_reads()) {
+      metrics["train/loss"] = m.loss_value();
+    }
+    callbacks_.call("on_step_end", &Callback::on_step_end, metrics);
   }
   // `epoch` counts completed epochs everywhere (progress bar, log lines, metrics files,
   // checkpoints), the epoch a step ends included. The loss is read only when a bar is drawn.
@@ -307,6 +350,10 @@ double TrainLoop::seconds() const { return already_complete_ ? time_offset_ : el
 
 void TrainLoop::add_train_mean(const std::string& name, double value) {
   train_sums_.add(name, MetricValue(torch::tensor(value, torch::kFloat64), 1.0), 1);
+}
+
+void TrainLoop::add_train_mean(const std::string& name, const torch::Tensor& value) {
+  train_sums_.add(name, MetricValue(value.detach().to(torch::kFloat64).reshape({}), 1.0), 1);
 }
 
 double TrainLoop::elapsed() const {

@@ -25,6 +25,7 @@
 #include "unitrain/engine/setup/run_plan.h"
 #include "unitrain/engine/setup/thread_governor.h"
 #include "unitrain/engine/step/process_step.h"
+#include "unitrain/engine/step/step_graph.h"
 #include "unitrain/log/run_logger.h"
 #include "unitrain/metrics/metric_accumulator.h"
 #include "unitrain/optim/optimizer.h"
@@ -104,6 +105,7 @@ class TrainLoop : private CheckpointEntry {
   FitResult result() const;
   /// Trainer::log_mean: a value for the next training log event.
   void add_train_mean(const std::string& name, double value);
+  void add_train_mean(const std::string& name, const torch::Tensor& value);
   /// The optimizers the run steps (Trainer::optimizers), from start() on (null before).
   const LoopOptimizers* optimizers() const { return optimizers_.get(); }
 
@@ -116,6 +118,10 @@ class TrainLoop : private CheckpointEntry {
   std::optional<Batch> next_batch();
   /// Forward and backward of `batch`, weighted by its share of its window.
   MicroStep forward_backward(const Batch& batch);
+  /// train.cuda_graphs, after its eager steps: the whole step on `batch`, replayed.
+  MicroStep graph_step(const Batch& batch);
+  /// train.cuda_graphs's refusal (ConfigError naming why it cannot capture), or its StepGraph.
+  void start_graph();
   /// The window's end: gradient sync (the ranks agree), clip, the update. False when the step
   /// diverged and the run rolled back (roll_back): the step is not counted.
   bool end_window(MicroStep& m, RunPosition& position);
@@ -188,6 +194,7 @@ class TrainLoop : private CheckpointEntry {
   std::unique_ptr<EpochIterator> epoch_batches_;            ///< the running epoch's
   DivergenceGuard divergence_{settings_.train.divergence};  ///< spikes' moving mean, rollbacks
   std::unique_ptr<ProcessStep> step_;  ///< from start() on: the sync, sharding and runner
+  std::unique_ptr<StepGraph> graph_;   ///< train.cuda_graphs's, from start() on (else null)
   std::unique_ptr<LoopOptimizers> optimizers_;
   std::unique_ptr<LoopModuleRun> module_run_;  ///< what module_.run() returns during the fit
   std::unique_ptr<RunLogger> logger_;          ///< from open_run_files() on

@@ -11,6 +11,7 @@
 #include "unitrain/core/run_position.h"
 #include "unitrain/engine/step/module_error.h"
 #include "unitrain/log/console.h"
+#include "unitrain/optim/grad_clip.h"
 #include "unitrain/optim/optimizer.h"
 #include "unitrain/precision/precision_support.h"
 
@@ -123,14 +124,17 @@ bool StepRunner::checks_nonfinite_late() const {
 }
 
 void StepRunner::remember_first_bad(const torch::Tensor& bad, const torch::Tensor& loss,
-                                    int64_t step) {
+                                    const torch::Tensor& norm, int64_t step) {
   torch::NoGradGuard no_grad;
   if (!first_bad_step_.defined()) {
     first_bad_step_ = torch::full({}, -1, loss.options().dtype(torch::kLong));
     first_bad_loss_ = torch::zeros({}, loss.options().dtype(torch::kFloat64));
+    first_bad_norm_ = torch::full({}, -1.0, loss.options().dtype(torch::kFloat64));
   }
   const torch::Tensor first = bad.logical_and(first_bad_step_.lt(0));
   first_bad_loss_ = torch::where(first, loss.to(torch::kFloat64), first_bad_loss_);
+  if (norm.defined())
+    first_bad_norm_ = torch::where(first, norm.to(torch::kFloat64), first_bad_norm_);
   first_bad_step_.masked_fill_(first, step);
 }
 
@@ -140,8 +144,9 @@ void StepRunner::check_nonfinite() {
   if (step < 0) return;
   MicroStep m;
   m.loss = first_bad_loss_;
+  m.grad_norm = first_bad_norm_.item<double>();
   first_bad_step_ = torch::Tensor();
-  nonfinite("loss", step, m, /*stops=*/true);
+  nonfinite(m.grad_norm == -1 ? "loss" : "gradient", step, m, /*stops=*/true);
 }
 
 void StepRunner::watch(DivergenceGuard* guard) {
@@ -242,7 +247,7 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
   if (defer_reads_) {  // no host read: the flag stays on the device until the window's end
     torch::Tensor bad = torch::isfinite(m.loss).logical_not();
     if (checks_nonfinite_late()) {  // (no window flag: nothing reads it at the window's end)
-      remember_first_bad(bad, m.loss, step);
+      remember_first_bad(bad, m.loss, torch::Tensor(), step);
     } else {
       bad_on_device_ = bad_on_device_.defined() ? bad_on_device_.logical_or(bad) : bad;
     }
@@ -299,20 +304,25 @@ void StepRunner::clip_gradients(MicroStep& m, int64_t step) {
   if (sync_.gradients_partitioned()) {
     if (options_.clip_grad_norm > 0 || options_.on_nonfinite != OnNonFinite::Stop) {
       m.grad_norm = clip_partitioned();
+      m.norm = torch::tensor(m.grad_norm, torch::kFloat64);
     }
   } else if (options_.clip_grad_norm > 0) {
-    m.grad_norm = torch::nn::utils::clip_grad_norm_(clip_params_, options_.clip_grad_norm);
+    m.norm = clip_gradient_norm(clip_params_, options_.clip_grad_norm);
   } else if (options_.on_nonfinite != OnNonFinite::Stop) {
-    std::vector<torch::Tensor> norms;
-    for (const auto& p : clip_params_) {
-      if (p.grad().defined()) norms.push_back(p.grad().norm());
-    }
-    m.grad_norm = norms.empty() ? 0.0 : torch::stack(norms).norm().item<double>();
+    m.norm = gradient_norm(clip_params_);
+  }
+  // The norm on the host only where something decides on it now (skip, rollback, a stop taken
+  // at each step) or a callback reads it: otherwise no step waits for the device.
+  const bool late = checks_nonfinite_late();
+  if (m.norm.defined() && m.grad_norm == -1 && (!late || hooks_.reads_step_values())) {
+    m.grad_norm = m.norm.item<double>();
   }
   hooks_.call("on_after_clip", &Callback::on_after_clip, m.grad_norm);
   if (m.grad_norm != -1 && !std::isfinite(m.grad_norm)) {
     on_nonfinite("gradient", step, m);
     m.skipped = true;
+  } else if (late && m.norm.defined() && m.grad_norm == -1) {
+    remember_first_bad(torch::isfinite(m.norm).logical_not(), m.loss, m.norm, step);
   }
 }
 
@@ -363,6 +373,46 @@ void StepRunner::update(MicroStep& m, int64_t step) {
   zero_grads();
   window_bad_ = false;
   bad_on_device_ = torch::Tensor();
+}
+
+MicroStep StepRunner::step_body(const Batch& batch, const std::function<void()>& optimizer_step,
+                                int64_t step) {
+  MicroStep m;
+  m.window_end = true;
+  StepOutput out = training_step(batch, step);
+  m.loss = out.loss.detach();
+  m.metrics = detached(out.metrics);
+  try {
+    precision_.scale_loss(out.loss).backward();
+  } catch (...) {
+    rethrow_module_error(
+        fmt::format("the backward of the loss training_step returned at step {}", step),
+        "(a loss computed from detached tensors, or without the parameters, has no gradient)");
+  }
+  if (options_.clip_grad_norm > 0) {
+    m.norm = clip_gradient_norm(clip_params_, options_.clip_grad_norm);
+  }
+  optimizer_step();
+  return m;
+}
+
+void StepRunner::step_body_done(MicroStep& m, StepDecision mine, int64_t step) {
+  sync_.share(mine, torch::Tensor());
+  m.decision = sync_.agreed();
+  if (checks_nonfinite_late()) {
+    remember_first_bad(torch::isfinite(m.loss).logical_not(), m.loss, torch::Tensor(), step);
+    if (m.norm.defined()) {
+      remember_first_bad(torch::isfinite(m.norm).logical_not(), m.loss, m.norm, step);
+    }
+  } else {  // immediate reads: this step's numbers now (the update has run: the run stops)
+    if (m.norm.defined()) m.grad_norm = m.norm.item<double>();
+    if (!std::isfinite(m.loss_value())) nonfinite("loss", step, m, /*stops=*/true);
+    if (m.norm.defined() && !std::isfinite(m.grad_norm)) {
+      nonfinite("gradient", step, m, /*stops=*/true);
+    }
+  }
+  hooks_.call("on_before_optimizer_step", &Callback::on_before_optimizer_step, false);
+  hooks_.call("on_after_optimizer_step", &Callback::on_after_optimizer_step, false);
 }
 
 void StepRunner::update_with_closure(MicroStep& m, int64_t step) {

@@ -35,7 +35,12 @@ struct MicroStep {
   StepDecision decision;    ///< what every rank agreed on at the window's end
   bool skipped = false;     ///< the update was skipped (non-finite, on_nonfinite: skip; or
                             ///< a loss-scale overflow under fp16-mixed)
-  double grad_norm = -1;    ///< the gradient norm before clipping, when computed
+  /// The gradient norm before clipping on the host: -1 when not measured, or measured only on
+  /// the device (`norm`; clipping reads it only where a decision or a callback needs it).
+  double grad_norm = -1;
+  /// The gradient norm before clipping as a scalar on the gradients' device; undefined when
+  /// not measured (no clipping, on_nonfinite: stop).
+  torch::Tensor norm;
   /// Why the step diverged, when the run rolls back to its last checkpoint now (a non-finite
   /// loss or gradient with train.on_nonfinite: rollback, a spike with train.divergence.action:
   /// rollback); "" otherwise. The update was skipped.
@@ -61,7 +66,8 @@ struct MicroStep {
 /// on_nonfinite: stop stops at the window's end instead of at the bad micro-batch — or, in a
 /// single process without spike detection, not even there: the first bad step and its loss
 /// stay on the device until check_nonfinite() (the loop calls it before it logs, validates or
-/// saves, and at the end), so a step makes no host read at all.
+/// saves, and at the end), so a step makes no host read at all; so does clipping's norm there,
+/// which stays on the device too (a non-finite one is kept like a non-finite loss).
 class StepRunner {
  public:
   /// `optimizer` null: manual optimization — training_step runs backward and steps the
@@ -116,6 +122,19 @@ class StepRunner {
   /// when checks_nonfinite_late() is false (each window's end has checked).
   void check_nonfinite();
 
+  // --- train.cuda_graphs (StepGraph) ------------------------------------------------------
+  /// The whole step on `batch` with no hook and no host read: training_step under the
+  /// precision's autocast, backward, clipping to train.clip_grad_norm on the device, then
+  /// `optimizer_step`; gradients are left for the next step to overwrite. What StepGraph
+  /// captures (one process, one micro-batch a step). `m.loss`, `m.metrics` and `m.norm` are the
+  /// step's own tensors: a capture's outputs, which each replay overwrites.
+  MicroStep step_body(const Batch& batch, const std::function<void()>& optimizer_step,
+                      int64_t step);
+  /// After step_body's work ran (or its replay): the step's decision, the non-finite checks
+  /// (immediate reads: now; deferred: kept for check_nonfinite()), then on_before_optimizer_step
+  /// and on_after_optimizer_step.
+  void step_body_done(MicroStep& m, StepDecision mine, int64_t step);
+
   /// A non-finite loss was seen earlier in the current window (skip mode); checkpoints save it.
   bool window_bad() const;
   void set_window_bad(bool bad) { window_bad_ = bad; }
@@ -141,8 +160,10 @@ class StepRunner {
   void on_nonfinite(const std::string& what, int64_t step, MicroStep& m);
   /// The agreed window loss against the moving mean: a spike stops, skips or marks a rollback.
   void check_spike(MicroStep& m, int64_t step);
-  /// checks_nonfinite_late(): keeps `step` and `loss` when `bad` and no earlier one is kept.
-  void remember_first_bad(const torch::Tensor& bad, const torch::Tensor& loss, int64_t step);
+  /// checks_nonfinite_late(): keeps `step`, `loss` and the gradient's `norm` (undefined for a
+  /// bad loss) when `bad` and no earlier one is kept.
+  void remember_first_bad(const torch::Tensor& bad, const torch::Tensor& loss,
+                          const torch::Tensor& norm, int64_t step);
   TrainModule& module_;
   torch::optim::Optimizer* optimizer_;  ///< null: the module steps its own
   const TrainOptions& options_;
@@ -160,9 +181,9 @@ class StepRunner {
   bool window_bad_ = false;      ///< a non-finite loss was seen earlier in this window (skip mode)
   bool defer_reads_;             ///< train.loss_reads resolved for the model's device
   torch::Tensor bad_on_device_;  ///< deferred: a non-finite loss in this window (bool scalar)
-  /// checks_nonfinite_late(): the step of the first non-finite loss since the last check (-1:
-  /// none) and that loss, on the device.
-  torch::Tensor first_bad_step_, first_bad_loss_;
+  /// checks_nonfinite_late(): the step of the first non-finite loss or gradient norm since the
+  /// last check (-1: none), its loss and its norm (-1: the loss was the bad one), on the device.
+  torch::Tensor first_bad_step_, first_bad_loss_, first_bad_norm_;
   DivergenceGuard* guard_ = nullptr;  ///< train.divergence's moving mean and rollbacks
   torch::Tensor window_loss_;    ///< spikes watched: sum of the window's losses x their weights
   bool leaves_checked_ = false;  ///< the first training_step's graph was looked at
