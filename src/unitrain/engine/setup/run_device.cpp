@@ -10,6 +10,7 @@
 
 #include "unitrain/core/error.h"
 #include "unitrain/engine/config/train_options.h"
+#include "unitrain/engine/setup/gpu_batches.h"
 
 namespace unitrain {
 namespace {
@@ -119,7 +120,8 @@ torch::Device device_of(const torch::nn::Module& module) {
 
 const Batch& on_device(const Batch& batch, const torch::Device& device, Batch& storage) {
   if (device.is_cpu()) return batch;
-  storage = batch.to(device, /*non_blocking=*/true);
+  storage = device.is_cuda() ? to_gpu_on_side_stream(batch, device)
+                             : batch.to(device, /*non_blocking=*/true);
   return storage;
 }
 

@@ -51,7 +51,8 @@ void reset_peak_memory(const torch::Device& device);
 torch::Device device_of(const torch::nn::Module& module);
 
 /// `batch` on `device`: `batch` itself on the CPU (nothing copied), else its copy there, held in
-/// `storage` (which the result refers to). Copies pinned host memory without blocking.
+/// `storage` (which the result refers to). Copies pinned host memory without blocking; to a GPU
+/// on a side stream, while the step before runs (gpu_batches.h).
 const Batch& on_device(const Batch& batch, const torch::Device& device, Batch& storage);
 
 }  // namespace unitrain
