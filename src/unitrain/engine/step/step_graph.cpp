@@ -67,7 +67,8 @@ std::string step_graph_refusal(const TrainOptions& options, const GraphFacts& fa
   if (why.empty()) return "";
   std::string text = "train.cuda_graphs: true cannot capture this run's step: ";
   for (size_t i = 0; i < why.size(); ++i) text += (i ? "; " : "") + why[i];
-  return text + ". Change that, or set train.cuda_graphs: false";
+  return text + (why.size() > 1 ? ". Change these" : ". Change that") +
+         ", or set train.cuda_graphs: false";
 }
 
 void StepGraph::keep_log(const std::string& name, const torch::Tensor& value) {
