@@ -185,6 +185,22 @@ class Gpu(common.Case):
                 worst = ((finals[0][k] - finals[1][k]).abs().max()
                          / finals[0][k].abs().max().clamp(min=1e-12)).item()
                 self.assertLess(worst, tolerance, f"{name} {k}")
+        # A captured run resumed from a middle checkpoint: its eager steps update as the
+        # replays do, so it ends as the run that never stopped (deterministic: bitwise).
+        full = os.path.join(self.dir, "graphs-true")
+        steps = sorted(d for d in os.listdir(os.path.join(full, "checkpoints"))
+                       if d.startswith("step-"))
+        middle = os.path.join(full, "checkpoints", steps[len(steps) // 2])
+        part, out = self.digits("graphs-resumed", "--train.cuda_graphs", "true",
+                                "--data.loader.drop_last", "true", "--train.clip_grad_norm",
+                                "1.0", "--train.log_every", "1 step", "--scheduler.type",
+                                "cosine", "--scheduler.args.warmup", "5 steps",
+                                "--checkpoint.resume", middle)
+        self.assertIn("resumed from", out)
+        a = torch.load(os.path.join(full, "checkpoints", "last", "model.pt"))
+        b = torch.load(os.path.join(part, "checkpoints", "last", "model.pt"))
+        for k in a:
+            self.assertTrue(torch.equal(a[k], b[k]), k)
         run_dir = os.path.join(self.dir, "graphs-refused")
         cfg = write(run_dir + ".yaml", TOKENS_LM.format(run_dir=run_dir, data=data))
         code, out = run(["train", cfg, "--train.cuda_graphs", "true",

@@ -286,6 +286,15 @@ std::string GraphedAdam::refusal(const torch::optim::Optimizer& optimizer) {
   return "";
 }
 
+bool GraphedAdam::has_state(const torch::optim::Optimizer& optimizer) {
+  for (const auto& group : optimizer.param_groups()) {
+    for (const auto& p : group.params()) {
+      if (optimizer.state().count(optimizer_state_key(p)) == 0) return false;
+    }
+  }
+  return true;
+}
+
 GraphedAdam::GraphedAdam(torch::optim::Optimizer& optimizer) : optimizer_(optimizer) {
   const std::string why = refusal(optimizer);
   if (!why.empty()) throw ConfigError("train.cuda_graphs: " + why);

@@ -49,6 +49,8 @@ class GraphedAdam {
   /// Why GraphedAdam cannot step `optimizer`, judged by its type and options alone (before it
   /// has a state); "" when it can.
   static std::string refusal(const torch::optim::Optimizer& optimizer);
+  /// Whether every parameter `optimizer` trains has its state (after its first step).
+  static bool has_state(const torch::optim::Optimizer& optimizer);
   /// Before each run of step() (outside a capture): each state's step count goes up by one on
   /// the host and the device's count and learning rates take their values (no host wait).
   void prepare();

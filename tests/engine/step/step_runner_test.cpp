@@ -232,6 +232,21 @@ TEST(StepRunner, TheStepBodyIsTheStepsPhasesWithoutHooks) {
   EXPECT_EQ(body.recorder->seen,
             (std::vector<std::string>{"before_step", "after_step", "before_step", "after_step",
                                       "before_step", "after_step"}));
+  // update() can step through another function (StepGraph's eager steps: its kernel).
+  int calls = 0;
+  body.runner->step_optimizer_with([&] {
+    ++calls;
+    body.sgd.step();
+  });
+  phases.runner->step_optimizer_with([&] {
+    ++calls;
+    phases.sgd.step();
+  });
+  {
+    torch::AutoGradMode grad(true);
+    phases.window({batch_of(8, 5)}, 4);
+  }
+  EXPECT_EQ(calls, 1);
   // A non-finite loss: immediate reads stop at the step, naming it.
   body.module.poison_at = body.module.calls + 1;
   torch::AutoGradMode grad(true);

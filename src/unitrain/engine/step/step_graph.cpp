@@ -126,9 +126,22 @@ StepGraph::StepGraph(StepRunner& runner, torch::optim::Optimizer& optimizer, tor
     : runner_(runner),
       optimizer_(optimizer),
       device_(device),
-      cuda_(std::make_unique<Cuda>(device)) {}
+      cuda_(std::make_unique<Cuda>(device)) {
+  // The eager steps update as the replays will (the kernel reading a float32 learning rate
+  // from the device), once the optimizer has its state (a fresh run's first step makes it):
+  // where a run resumes changes none of its numbers.
+  runner_.step_optimizer_with([this] {
+    if (!cuda_->adam && !GraphedAdam::has_state(optimizer_)) {
+      optimizer_.step();
+      return;
+    }
+    if (!cuda_->adam) cuda_->adam = std::make_unique<GraphedAdam>(optimizer_);
+    cuda_->adam->prepare();
+    cuda_->adam->step();
+  });
+}
 
-StepGraph::~StepGraph() = default;
+StepGraph::~StepGraph() { runner_.step_optimizer_with(nullptr); }
 
 StepGraph::StreamScope::StreamScope(StepGraph& graph) {
   // The loop's work so far (the model's and the optimizer's tensors) is ordered before the
@@ -152,7 +165,7 @@ StepGraph::StreamScope::~StreamScope() = default;
 void StepGraph::capture(const Batch& batch, int64_t step) {
   torch::NoGradGuard no_grad;
   for (const auto& [name, value] : batch) inputs_.set(name, value.clone());
-  cuda_->adam = std::make_unique<GraphedAdam>(optimizer_);
+  if (!cuda_->adam) cuda_->adam = std::make_unique<GraphedAdam>(optimizer_);
   // Gradients freed (the eager step's zero_grad): the captured backward makes them in the
   // graph's memory, where each replay writes them again.
   for (const auto& group : optimizer_.param_groups()) {

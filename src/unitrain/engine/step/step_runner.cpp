@@ -364,6 +364,8 @@ void StepRunner::update(MicroStep& m, int64_t step) {
   if (!m.skipped) {
     if (sharding_) {
       sharding_->step();
+    } else if (optimizer_step_) {
+      optimizer_step_();
     } else {
       optimizer_->step();
     }

@@ -123,6 +123,9 @@ class StepRunner {
   void check_nonfinite();
 
   // --- train.cuda_graphs (StepGraph) ------------------------------------------------------
+  /// update() steps the optimizer through `step` instead of its own step() (null: its own):
+  /// StepGraph's eager steps update as its replays do.
+  void step_optimizer_with(std::function<void()> step) { optimizer_step_ = std::move(step); }
   /// The whole step on `batch` with no hook and no host read: training_step under the
   /// precision's autocast, backward, clipping to train.clip_grad_norm on the device, then
   /// `optimizer_step`; gradients are left for the next step to overwrite. What StepGraph
@@ -178,6 +181,7 @@ class StepRunner {
   std::function<bool(bool)> any_rank_;      ///< partitioned gradients: any rank's overflow is all's
   bool closure_;
   const Batch* closure_batch_ = nullptr;  ///< the micro-batch update() re-evaluates
+  std::function<void()> optimizer_step_;  ///< step_optimizer_with()'s (null: the optimizer's)
   bool window_bad_ = false;      ///< a non-finite loss was seen earlier in this window (skip mode)
   bool defer_reads_;             ///< train.loss_reads resolved for the model's device
   torch::Tensor bad_on_device_;  ///< deferred: a non-finite loss in this window (bool scalar)
