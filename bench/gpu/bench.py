@@ -313,6 +313,17 @@ def lightning_fit(runner, model, batch, loss_of, opt_of, s, steps, device, sync)
 # ---------------------------------------------------------------------------------------------
 # unitrain
 
+def save(results, facts, a):
+    """Writes table.md and results.json in a.out from the rows measured so far; the table."""
+    text = table(results, facts, a.device)
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump({"facts": facts, "workloads": {w: WORKLOADS[w][a.device] for w in results},
+                   "results": results}, f, indent=1)
+    with open(os.path.join(a.out, "table.md"), "w") as f:
+        f.write(text)
+    return text
+
+
 def unitrain_yaml(workload, device, run_dir, data):
     s = WORKLOADS[workload][device]
     steps = s["every"] * s["windows"]
@@ -474,53 +485,50 @@ def main():
     results = {}
     with tempfile.TemporaryDirectory(prefix="bench-gpu-") as work:
         data = prepare_data(work, a.device)
-        for workload in a.only.split(","):
+        # Every workload's runners first, then the variant rows: should the call's time run
+        # out, what it loses is variants.
+        order = [(w, r) for w in a.only.split(",") for r in a.runners.split(",")]
+        if "unitrain" in a.runners.split(",") and not a.no_variants:
+            order += [(w, "unitrain: " + name) for w in a.only.split(",")
+                      for name, _ in VARIANTS[w]]
+        for workload, runner in order:
             s = WORKLOADS[workload][a.device]
             rows = results.setdefault(workload, {})
-            runners = a.runners.split(",")
-            if "unitrain" in runners and not a.no_variants:
-                runners += ["unitrain: " + name for name, _ in VARIANTS[workload]]
-            for runner in runners:
-                if runner.startswith("lightning") and not have_lightning:
-                    rows[runner] = {"error": "Lightning is not installed here"}
-                    continue
-                if runner == "unitrain: " + GRAPHS[0] and a.device != "cuda":
-                    rows[runner] = {"error": "CUDA graphs need a GPU"}
-                    continue
-                if runner == "lightning+compile" and not have_compile:
-                    rows[runner] = {"error": f"torch.compile is not in PyTorch {torch.__version__}"}
-                    continue
-                t0 = time.time()
-                try:
-                    if runner.startswith("unitrain"):
-                        args = dict(VARIANTS[workload]).get(runner[len("unitrain: "):], [])
-                        r = unitrain_run(a.unitrain, workload, a.device, work, data, a.timeout,
-                                         args)
-                    else:
-                        p = subprocess.run(
-                            [sys.executable, __file__, "--worker", runner, "--workload", workload,
-                             "--device", a.device, "--data", json.dumps(data)],
-                            capture_output=True, text=True, timeout=a.timeout)
-                        if p.returncode != 0:
-                            raise RuntimeError(f"exit {p.returncode}: "
-                                               + (p.stdout + p.stderr)[-1500:].replace("\n", " "))
-                        r = json.loads(p.stdout.strip().splitlines()[-1])
-                    r["rate"] = rate_of(r, workload, s)
-                except subprocess.TimeoutExpired:
-                    r = {"error": f"over {a.timeout:.0f} s"}
-                except Exception as e:  # noqa: BLE001  (the table says what failed)
-                    r = {"error": str(e)[:300].replace("|", "/")}
-                r["seconds"] = round(time.time() - t0, 1)
-                rows[runner] = r
-                print(f"{workload} {runner}: " + (f"{r['rate']:.1f} {UNITS[workload]}"
-                      if "rate" in r else r["error"]) + f" ({r['seconds']} s)", flush=True)
-    text = table(results, facts, a.device)
-    with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump({"facts": facts, "workloads": {w: WORKLOADS[w][a.device] for w in results},
-                   "results": results}, f, indent=1)
-    with open(os.path.join(a.out, "table.md"), "w") as f:
-        f.write(text)
-    print(text)
+            if runner.startswith("lightning") and not have_lightning:
+                rows[runner] = {"error": "Lightning is not installed here"}
+                continue
+            if runner == "unitrain: " + GRAPHS[0] and a.device != "cuda":
+                rows[runner] = {"error": "CUDA graphs need a GPU"}
+                continue
+            if runner == "lightning+compile" and not have_compile:
+                rows[runner] = {"error": f"torch.compile is not in PyTorch {torch.__version__}"}
+                continue
+            t0 = time.time()
+            try:
+                if runner.startswith("unitrain"):
+                    args = dict(VARIANTS[workload]).get(runner[len("unitrain: "):], [])
+                    r = unitrain_run(a.unitrain, workload, a.device, work, data, a.timeout,
+                                     args)
+                else:
+                    p = subprocess.run(
+                        [sys.executable, __file__, "--worker", runner, "--workload", workload,
+                         "--device", a.device, "--data", json.dumps(data)],
+                        capture_output=True, text=True, timeout=a.timeout)
+                    if p.returncode != 0:
+                        raise RuntimeError(f"exit {p.returncode}: "
+                                           + (p.stdout + p.stderr)[-1500:].replace("\n", " "))
+                    r = json.loads(p.stdout.strip().splitlines()[-1])
+                r["rate"] = rate_of(r, workload, s)
+            except subprocess.TimeoutExpired:
+                r = {"error": f"over {a.timeout:.0f} s"}
+            except Exception as e:  # noqa: BLE001  (the table says what failed)
+                r = {"error": str(e)[:300].replace("|", "/")}
+            r["seconds"] = round(time.time() - t0, 1)
+            rows[runner] = r
+            save(results, facts, a)  # the rows so far, should the call's time run out
+            print(f"{workload} {runner}: " + (f"{r['rate']:.1f} {UNITS[workload]}"
+                  if "rate" in r else r["error"]) + f" ({r['seconds']} s)", flush=True)
+    print(save(results, facts, a))
     failed = [f"{w}/{r}" for w, rows in results.items() for r, v in rows.items()
               if "error" in v
               and not v["error"].startswith(("Lightning is not", "torch.compile", "CUDA graphs"))]
