@@ -335,9 +335,10 @@ double StepRunner::clip_partitioned() {
     if (p.grad().defined()) grads.push_back(p.grad());
   }
   double local = 0;
-  for (const auto& g : grads) {
-    const double n = g.norm().item<double>();
-    local += n * n;
+  if (!grads.empty()) {  // one host read for the rank's part, not one per tensor
+    std::vector<torch::Tensor> norms;
+    for (const auto& g : grads) norms.push_back(g.norm().to(torch::kFloat64));
+    local = torch::stack(norms).square().sum().item<double>();
   }
   const double norm = std::sqrt(sync_.sum_across_ranks(local));
   if (options_.clip_grad_norm > 0) {
