@@ -7,8 +7,14 @@
 
 namespace unitrain {
 
-/// The global L2 norm of the gradients of `params` (those that have one) as a float scalar on
-/// their device; a zero on the CPU when none has one. No host read.
+/// The L2 norm of `grad` as a scalar on its device, float32 for a half or bfloat16 gradient
+/// (whose own precision would round the sum of squares).
+torch::Tensor norm_of_gradient(const torch::Tensor& grad);
+/// The L2 norm of the norms `norms` (each a scalar): a global norm from its parts; a zero on the
+/// CPU when there are none.
+torch::Tensor norm_of_norms(const std::vector<torch::Tensor>& norms);
+/// The global L2 norm of the gradients of `params` (those that have one): norm_of_norms of
+/// their norm_of_gradient. No host read.
 torch::Tensor gradient_norm(const std::vector<torch::Tensor>& params);
 
 /// Scales every gradient of `params` by min(1, max_norm / (norm + 1e-6)) and returns the norm

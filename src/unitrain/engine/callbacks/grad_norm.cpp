@@ -6,6 +6,7 @@
 
 #include "unitrain/engine/callback_registry.h"
 #include "unitrain/engine/trainer.h"
+#include "unitrain/optim/grad_clip.h"
 
 namespace unitrain {
 
@@ -17,17 +18,15 @@ void GradNormOptions::declare(Options<GradNormOptions>& o) {
 void GradNorm::on_before_clip(Trainer& trainer) {
   // Measured here, before clipping scales the gradients; a norm the step read on the host
   // (ZeRO's partitioned gradients: the global one) replaces the whole-norm in on_after_clip.
-  torch::NoGradGuard no_grad;
   pending_.clear();
   std::vector<torch::Tensor> norms;
   for (const auto& p : trainer.module()->weights().named_parameters()) {
     const torch::Tensor& g = p.value().grad();
     if (!g.defined()) continue;
-    norms.push_back(g.scalar_type() == torch::kFloat ? g.norm() : g.to(torch::kFloat).norm());
+    norms.push_back(norm_of_gradient(g));
     if (options_.per_parameter) pending_.emplace_back("grad_norm/" + p.key(), norms.back());
   }
-  if (norms.empty()) return;
-  pending_.emplace_back("grad_norm", norms.size() == 1 ? norms[0] : torch::stack(norms).norm());
+  if (!norms.empty()) pending_.emplace_back("grad_norm", norm_of_norms(norms));
 }
 
 void GradNorm::on_after_clip(Trainer&, double norm) {

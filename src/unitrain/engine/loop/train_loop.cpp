@@ -1,6 +1,6 @@
-// The Trainer's loop, part by part: the micro-batches of each epoch, the step's counters,
-// logging and validation. Its checkpoints (restore, rollback, its own entry):
-// train_loop_checkpoints.cpp.
+// The Trainer's loop, part by part: the micro-batches of each epoch, the step's counters, when
+// to log and validate. Its checkpoints (restore, rollback, its own entry):
+// train_loop_checkpoints.cpp; its log events and validation passes: train_loop_logs.cpp.
 #include "unitrain/engine/loop/train_loop.h"
 
 #include <fmt/format.h>
@@ -12,14 +12,12 @@
 #include "unitrain/core/error.h"
 #include "unitrain/core/run_position.h"
 #include "unitrain/engine/checkpoints/checkpoint_entries.h"
-#include "unitrain/engine/loop/evaluator.h"
 #include "unitrain/engine/loop/run_decisions.h"
 #include "unitrain/engine/results/profile_files.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/log/console.h"
 #include "unitrain/optim/fused_adam.h"
-#include "unitrain/parallel/reduce_metrics.h"
 #include "unitrain/parallel/shard_module.h"
 #include "unitrain/parallel/sharded_parameters.h"
 
@@ -76,7 +74,7 @@ void TrainLoop::start(const OptimizerFactory& make) {
       counters_, plan_.rank, plan_.world, device_,
       [this](const std::string& name, torch::Tensor value) {
         if (graph_ && graph_->capturing()) return graph_->keep_log(name, value);
-        train_sums_.add(name, MetricValue(std::move(value), 1.0), 1);
+        add_train_mean(name, value);
       },
       step_->sync(), *optimizers_, module_.weights().parameters());
   module_.set_run(module_run_.get());
@@ -163,9 +161,7 @@ MicroStep TrainLoop::graph_step(const Batch& batch) {
   checkpoints_->fence();  // an async save's parameter copies are taken before the update
   MicroStep m =
       graph_->step(on_device(batch, device_, device_batch_), decisions_.mine(), counters_.step + 1);
-  for (auto& [name, value] : graph_->logged()) {
-    train_sums_.add(name, MetricValue(std::move(value), 1.0), 1);
-  }
+  for (const auto& [name, value] : graph_->logged()) add_train_mean(name, value);
   return m;
 }
 
@@ -346,69 +342,10 @@ FitResult TrainLoop::result() const {
   return r;
 }
 
-double TrainLoop::seconds() const { return already_complete_ ? time_offset_ : elapsed(); }
-
-void TrainLoop::add_train_mean(const std::string& name, double value) {
-  train_sums_.add(name, MetricValue(torch::tensor(value, torch::kFloat64), 1.0), 1);
-}
-
-void TrainLoop::add_train_mean(const std::string& name, const torch::Tensor& value) {
-  train_sums_.add(name, MetricValue(value.detach().to(torch::kFloat64).reshape({}), 1.0), 1);
-}
-
 double TrainLoop::elapsed() const {
   return time_offset_ + std::chrono::duration<double>(Clock::now() - start_time_).count();
 }
 
-LogEvent TrainLoop::event(MetricMap metrics) const {
-  return {counters_.step, epochs_done(), counters_.samples, elapsed(), std::move(metrics)};
-}
-
-void TrainLoop::log_train() {
-  if (step_) step_->runner().check_nonfinite();  // (checked late: nothing logged if diverged)
-  if (train_sums_.empty()) return;
-  Profiler::Range range(profiler_.get(), Phase::Logging);
-  if (group_) all_reduce_metrics(*group_, train_sums_);  // every rank's samples
-  MetricMap m;
-  for (const auto& [k, v] : train_sums_.result()) m["train/" + k] = v;
-  optimizers_->add_lrs(m);
-  if (const LossScaler* scaler = precision_.scaler()) m["train/loss_scale"] = scaler->scale();
-  if (counters_.skipped_steps > 0) m["train/skipped_steps"] = double(counters_.skipped_steps);
-  train_sums_.clear();
-  callbacks_.call("on_before_log", &Callback::on_before_log, m);
-  logger_->log(event(m));
-  last_train_ = m;
-  callbacks_.call("on_log", &Callback::on_log, m);
-}
-
-void TrainLoop::validate() {
-  if (!val_loader_ || last_val_step_ == counters_.step) return;
-  if (step_) step_->runner().check_nonfinite();
-  last_val_step_ = counters_.step;
-  Profiler::Range range(profiler_.get(), Phase::Validation);
-  callbacks_.call("on_validation_start", &Callback::on_validation_start);
-  MetricAccumulator sums =
-      evaluate_sums(module_, *val_loader_, EvalSplit::Val, settings_.train.test_mode ? 1 : -1,
-                    &callbacks_, &precision_);
-  if (group_) all_reduce_metrics(*group_, sums);  // each rank read a disjoint shard
-  MetricMap m;
-  for (const auto& [name, value] : sums.result()) m["val/" + name] = value;
-  logger_->log(event(m));
-  last_val_ = m;
-  optimizers_->observe_validation(m, counters_);
-  checkpoints_->observe_validation(m);
-  callbacks_.call("on_validation_end", &Callback::on_validation_end, m);
-  // Data-parallel: a stop any rank's callbacks asked for in this pass stops every rank now.
-  decisions_.agree_after_validation([this](bool mine) {
-    std::vector<torch::Tensor> asked{torch::tensor(mine ? 1.0f : 0.0f)};
-    group_->all_reduce_max(asked);
-    return asked[0].item<float>() > 0;
-  });
-}
-
-void TrainLoop::finish_logs() {
-  log_train();
-  if (!settings_.train.test_mode) validate();
-}
+double TrainLoop::seconds() const { return already_complete_ ? time_offset_ : elapsed(); }
 
 }  // namespace unitrain

@@ -166,10 +166,16 @@ void StepGraph::capture(const Batch& batch, int64_t step) {
   torch::NoGradGuard no_grad;
   for (const auto& [name, value] : batch) inputs_.set(name, value.clone());
   if (!cuda_->adam) cuda_->adam = std::make_unique<GraphedAdam>(optimizer_);
-  // Gradients freed (the eager step's zero_grad): the captured backward makes them in the
-  // graph's memory, where each replay writes them again.
+  // The last eager step's zero_grad freed the gradients (one process: set to none), so the
+  // captured backward makes them in the graph's memory, where each replay writes them again
+  // (a gradient still there would be added to, replay after replay).
   for (const auto& group : optimizer_.param_groups()) {
-    for (auto p : group.params()) p.mutable_grad() = torch::Tensor();
+    for (const auto& p : group.params()) {
+      UT_CHECK(!p.grad().defined(),
+               "train.cuda_graphs: a gradient outlived the step before "
+               "the capture (of a parameter of shape ",
+               p.sizes(), ")");
+    }
   }
   cuda_->adam->prepare();       // (the capture runs no kernel: this step's values for its replay)
   cuda_->stream.synchronize();  // once: nothing of the eager steps still running

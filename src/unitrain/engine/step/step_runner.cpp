@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <limits>
-#include <sstream>
 
 #include "unitrain/core/error.h"
 #include "unitrain/core/run_position.h"
@@ -81,100 +80,6 @@ double MicroStep::loss_value() const {
   return loss.defined() ? loss.item<double>() : std::numeric_limits<double>::quiet_NaN();
 }
 
-bool StepRunner::window_bad() const {
-  return window_bad_ || (bad_on_device_.defined() && bad_on_device_.item<bool>());
-}
-
-void StepRunner::nonfinite(const std::string& what, int64_t step, const MicroStep& m, bool stops) {
-  NonFinite info;
-  info.step = step;
-  info.what = what;
-  info.loss = m.loss_value();
-  info.grad_norm = m.grad_norm;
-  info.stops = stops;
-  hooks_.call("on_nonfinite", &Callback::on_nonfinite, info);
-  if (stops) throw_nonfinite(what, step, m);
-}
-
-void StepRunner::throw_nonfinite(const std::string& what, int64_t step, const MicroStep& m) {
-  std::ostringstream terms;
-  for (const auto& [k, v] : m.metrics) terms << " " << k << "=" << v.value.item<double>();
-  throw TrainError(
-      "non-finite " + what + " at step " + std::to_string(step) +
-      ": loss=" + std::to_string(m.loss_value()) + (m.metrics.empty() ? "" : ";" + terms.str()) +
-      (m.grad_norm >= 0 || std::isnan(m.grad_norm) ? "; grad_norm=" + std::to_string(m.grad_norm)
-                                                   : "") +
-      (optimizer_ ? ". Lower optimizer.lr, set train.clip_grad_norm, check the data, or set "
-                    "train.on_nonfinite: skip to skip such updates"
-                  : ". The module steps its own optimizers (manual optimization): lower the "
-                    "learning rates configure_optimizers gives them, clip the gradients before "
-                    "their step (torch::nn::utils::clip_grad_norm_), or check the data"));
-}
-
-void StepRunner::on_nonfinite(const std::string& what, int64_t step, MicroStep& m) {
-  nonfinite(what, step, m, options_.on_nonfinite == OnNonFinite::Stop);
-  if (options_.on_nonfinite == OnNonFinite::Rollback) {
-    m.rollback = fmt::format("non-finite {} at step {} (loss {})", what, step, m.loss_value());
-  }
-}
-
-bool StepRunner::checks_nonfinite_late() const {
-  return defer_reads_ && options_.on_nonfinite == OnNonFinite::Stop && !sync_.shares_decisions() &&
-         !(guard_ && guard_->watches_spikes());
-}
-
-void StepRunner::remember_first_bad(const torch::Tensor& bad, const torch::Tensor& loss,
-                                    const torch::Tensor& norm, int64_t step) {
-  torch::NoGradGuard no_grad;
-  if (!first_bad_step_.defined()) {
-    first_bad_step_ = torch::full({}, -1, loss.options().dtype(torch::kLong));
-    first_bad_loss_ = torch::zeros({}, loss.options().dtype(torch::kFloat64));
-    first_bad_norm_ = torch::full({}, -1.0, loss.options().dtype(torch::kFloat64));
-  }
-  const torch::Tensor first = bad.logical_and(first_bad_step_.lt(0));
-  first_bad_loss_ = torch::where(first, loss.to(torch::kFloat64), first_bad_loss_);
-  if (norm.defined())
-    first_bad_norm_ = torch::where(first, norm.to(torch::kFloat64), first_bad_norm_);
-  first_bad_step_.masked_fill_(first, step);
-}
-
-void StepRunner::check_nonfinite() {
-  if (!first_bad_step_.defined()) return;
-  const int64_t step = first_bad_step_.item<int64_t>();  // the one wait for the device
-  if (step < 0) return;
-  MicroStep m;
-  m.loss = first_bad_loss_;
-  m.grad_norm = first_bad_norm_.item<double>();
-  first_bad_step_ = torch::Tensor();
-  nonfinite(m.grad_norm == -1 ? "loss" : "gradient", step, m, /*stops=*/true);
-}
-
-void StepRunner::watch(DivergenceGuard* guard) {
-  guard_ = guard;
-  UT_CHECK(!(closure_ && guard_->watches_spikes()),
-           "train.divergence.spike_factor does not work with optimizer.type: lbfgs (its loss is "
-           "computed inside its step); unset it, or use another optimizer");
-}
-
-void StepRunner::check_spike(MicroStep& m, int64_t step) {
-  const std::string why = guard_->spike(m.decision.loss);
-  if (why.empty()) return;
-  const std::string what = fmt::format("loss spike at step {}: {}", step, why);
-  switch (guard_->options().action) {
-    case SpikeAction::Stop:
-      throw TrainError(what +
-                       ". Lower optimizer.lr, set train.clip_grad_norm, or set "
-                       "train.divergence.action: rollback (or skip)");
-    case SpikeAction::Skip:
-      log::warn(what + ": the update is skipped (train.divergence.action: skip)");
-      break;
-    case SpikeAction::Rollback:
-      m.rollback = what;
-      break;
-  }
-  m.skipped = true;
-}
-
 void StepRunner::drop_window() {
   clear_gradients();
   window_bad_ = false;
@@ -212,6 +117,11 @@ void StepRunner::backward(const torch::Tensor& loss, bool window_end, int64_t st
   if (position_) position_->enter("backward");
   hooks_.call("on_before_backward", &Callback::on_before_backward, loss);
   sync_.before_backward(window_end);
+  loss_backward(loss, step);
+  hooks_.call("on_after_backward", &Callback::on_after_backward);
+}
+
+void StepRunner::loss_backward(const torch::Tensor& loss, int64_t step) {
   try {
     loss.backward();
   } catch (...) {
@@ -219,7 +129,6 @@ void StepRunner::backward(const torch::Tensor& loss, bool window_end, int64_t st
         fmt::format("the backward of the loss training_step returned at step {}", step),
         "(a loss computed from detached tensors, or without the parameters, has no gradient)");
   }
-  hooks_.call("on_after_backward", &Callback::on_after_backward);
 }
 
 void StepRunner::finish_sync() {
@@ -385,13 +294,7 @@ MicroStep StepRunner::step_body(const Batch& batch, const std::function<void()>&
   StepOutput out = training_step(batch, step);
   m.loss = out.loss.detach();
   m.metrics = detached(out.metrics);
-  try {
-    precision_.scale_loss(out.loss).backward();
-  } catch (...) {
-    rethrow_module_error(
-        fmt::format("the backward of the loss training_step returned at step {}", step),
-        "(a loss computed from detached tensors, or without the parameters, has no gradient)");
-  }
+  loss_backward(precision_.scale_loss(out.loss), step);
   if (options_.clip_grad_norm > 0) {
     m.norm = clip_gradient_norm(clip_params_, options_.clip_grad_norm);
   }

@@ -154,6 +154,8 @@ class StepRunner {
   /// (returned) from one all-reduce of squared norms, each rank clipping its part.
   double clip_partitioned();
   void backward(const torch::Tensor& loss, bool window_end, int64_t step);
+  /// loss.backward(), what it throws rethrown naming the step (no hooks, no sync).
+  void loss_backward(const torch::Tensor& loss, int64_t step);
   void finish_sync();
   /// on_nonfinite, then (`stops`) the TrainError that ends the run.
   void nonfinite(const std::string& what, int64_t step, const MicroStep& m, bool stops);

@@ -1,0 +1,72 @@
+// TrainLoop's log events: the training sums (the loss, metrics, values logged by the module
+// and callbacks) logged and cleared, and validation passes with what they decide.
+#include <torch/torch.h>
+
+#include "unitrain/engine/loop/evaluator.h"
+#include "unitrain/engine/loop/run_decisions.h"
+#include "unitrain/engine/loop/train_loop.h"
+#include "unitrain/parallel/reduce_metrics.h"
+#include "unitrain/precision/precision.h"
+
+namespace unitrain {
+
+void TrainLoop::add_train_mean(const std::string& name, double value) {
+  add_train_mean(name, torch::tensor(value, torch::kFloat64));
+}
+
+void TrainLoop::add_train_mean(const std::string& name, const torch::Tensor& value) {
+  train_sums_.add(name, MetricValue(value.detach().to(torch::kFloat64).reshape({}), 1.0), 1);
+}
+
+LogEvent TrainLoop::event(MetricMap metrics) const {
+  return {counters_.step, epochs_done(), counters_.samples, elapsed(), std::move(metrics)};
+}
+
+void TrainLoop::log_train() {
+  if (step_) step_->runner().check_nonfinite();  // (checked late: nothing logged if diverged)
+  if (train_sums_.empty()) return;
+  Profiler::Range range(profiler_.get(), Phase::Logging);
+  if (group_) all_reduce_metrics(*group_, train_sums_);  // every rank's samples
+  MetricMap m;
+  for (const auto& [k, v] : train_sums_.result()) m["train/" + k] = v;
+  optimizers_->add_lrs(m);
+  if (const LossScaler* scaler = precision_.scaler()) m["train/loss_scale"] = scaler->scale();
+  if (counters_.skipped_steps > 0) m["train/skipped_steps"] = double(counters_.skipped_steps);
+  train_sums_.clear();
+  callbacks_.call("on_before_log", &Callback::on_before_log, m);
+  logger_->log(event(m));
+  last_train_ = m;
+  callbacks_.call("on_log", &Callback::on_log, m);
+}
+
+void TrainLoop::validate() {
+  if (!val_loader_ || last_val_step_ == counters_.step) return;
+  if (step_) step_->runner().check_nonfinite();
+  last_val_step_ = counters_.step;
+  Profiler::Range range(profiler_.get(), Phase::Validation);
+  callbacks_.call("on_validation_start", &Callback::on_validation_start);
+  MetricAccumulator sums =
+      evaluate_sums(module_, *val_loader_, EvalSplit::Val, settings_.train.test_mode ? 1 : -1,
+                    &callbacks_, &precision_);
+  if (group_) all_reduce_metrics(*group_, sums);  // each rank read a disjoint shard
+  MetricMap m;
+  for (const auto& [name, value] : sums.result()) m["val/" + name] = value;
+  logger_->log(event(m));
+  last_val_ = m;
+  optimizers_->observe_validation(m, counters_);
+  checkpoints_->observe_validation(m);
+  callbacks_.call("on_validation_end", &Callback::on_validation_end, m);
+  // Data-parallel: a stop any rank's callbacks asked for in this pass stops every rank now.
+  decisions_.agree_after_validation([this](bool mine) {
+    std::vector<torch::Tensor> asked{torch::tensor(mine ? 1.0f : 0.0f)};
+    group_->all_reduce_max(asked);
+    return asked[0].item<float>() > 0;
+  });
+}
+
+void TrainLoop::finish_logs() {
+  log_train();
+  if (!settings_.train.test_mode) validate();
+}
+
+}  // namespace unitrain
