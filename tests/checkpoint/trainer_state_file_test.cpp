@@ -19,6 +19,7 @@ TrainerStateFile full_state_file() {
   f.batch_size = 16;
   f.accumulation = 3;
   f.zero = 1;
+  f.threads = 2;
   f.state = {4, 120, 3840, 7, 1, 2, true};
   f.last_train = {{"train/loss", 0.25}, {"train/lr", 1e-3}};
   f.last_val = {{"val/acc", std::numeric_limits<double>::quiet_NaN()}};
@@ -40,6 +41,7 @@ TEST(TrainerStateFile, RoundTripsEveryFieldWithNonFiniteValues) {
   EXPECT_EQ(g.batch_size, 16);
   EXPECT_EQ(g.accumulation, 3);
   EXPECT_EQ(g.zero, 1);
+  EXPECT_EQ(g.threads, 2);
   EXPECT_EQ(g.state.epoch, 4);
   EXPECT_EQ(g.state.step, 120);
   EXPECT_EQ(g.state.samples, 3840);
@@ -66,8 +68,8 @@ TEST(TrainerStateFile, KeepsTheLayoutPythonAndOlderRunsRead) {
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{"format", "config_hash", "world_size", "batch_size",
-                                            "accumulation", "zero", "state", "data_order",
-                                            "metrics", "loop", "scheduler"}));
+                                            "accumulation", "zero", "threads", "state",
+                                            "data_order", "metrics", "loop", "scheduler"}));
   EXPECT_EQ(j["data_order"], 1);  // full_state_file() leaves the default
   EXPECT_EQ(j["state"]["stopped"], true);
   EXPECT_EQ(j["metrics"]["val"]["val/acc"], "nan");
@@ -79,6 +81,7 @@ TEST(TrainerStateFile, MissingSectionsReadAsAFreshRunsDefaults) {
   const TrainerStateFile f = TrainerStateFile::parse(R"({"format": 1, "state": {"step": 5}})", "f");
   EXPECT_EQ(f.state.step, 5);
   EXPECT_EQ(f.world_size, 1);
+  EXPECT_EQ(f.threads, 0);  // not recorded: a resume chooses afresh
   EXPECT_EQ(f.last_val_step, -1);
   EXPECT_TRUE(std::isnan(f.best_value));
   EXPECT_TRUE(f.train_sums.empty());

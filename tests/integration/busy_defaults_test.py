@@ -33,8 +33,9 @@ class BusyDefaults(common.Case):
         return sorted(int(os.path.basename(d)[5:])
                       for d in glob.glob(os.path.join(run_dir, "checkpoints", "step-*")))
 
-    def test_auto_threads_leave_the_cpus_other_programs_use(self):
+    def test_auto_threads_keep_their_count_and_sleep_beside_other_programs(self):
         cfg, _ = self.config()
+        cpus = len(os.sched_getaffinity(0))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
         hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"])
                 for _ in range(max(1, len(os.sched_getaffinity(0)) - 1))]
@@ -47,10 +48,22 @@ class BusyDefaults(common.Case):
                 h.wait()
         out = p.stdout + p.stderr
         self.assertEqual(p.returncode, 0, out)
-        self.assertIn("threads 1 (auto: ", out)
-        self.assertIn("other programs kept ", out)
-        self.assertIn("follows their load while training", out)
-        self.assertIn("; precision fp32, threads 1, reader threads 0", out)
+        # The count is the CPUs this process may use, whatever their load (it is part of the
+        # arithmetic); the waits follow the load.
+        self.assertIn(f"threads {cpus} (auto: {cpus} CPUs usable by this process", out)
+        self.assertIn("kept for the whole run, whatever the load", out)
+        self.assertIn(f"; precision fp32, threads {cpus}, reader threads 0", out)
+        if cpus > 1:
+            self.assertIn("waiting: follows other programs' load (they kept ", out)
+            self.assertIn(f"threads sleep while they wait); the count stays {cpus}", out)
+        # With the environment's wait policy, the user's choice is kept.
+        p = subprocess.run([common.BIN, "train", cfg, "--checkpoint.resume", "none"],
+                           capture_output=True, text=True,
+                           env=dict(env, OMP_WAIT_POLICY="PASSIVE"))
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        if cpus > 1:
+            self.assertIn("waiting: as the OpenMP runtime's settings say (OMP_WAIT_POLICY=PASSIVE "
+                          "is set)", p.stdout + p.stderr)
         # A number, or OMP_NUM_THREADS, is kept as given.
         code, out = run(["train", cfg, "--train.threads", "2", "--checkpoint.resume", "none"])
         self.assertEqual(code, 0, out)

@@ -99,6 +99,7 @@ std::string TrainerStateFile::to_json() const {
   j["batch_size"] = batch_size;      // per process: with world_size, what a resume on
   j["accumulation"] = accumulation;  // another number of processes keeps (world_change.h)
   j["zero"] = zero;
+  j["threads"] = threads;  // a resume keeps it: another count rounds differently
   j["state"] = counters(state);
   j["data_order"] = static_cast<int>(data_order);
   j["metrics"] = metrics_of(*this);
@@ -121,6 +122,7 @@ TrainerStateFile TrainerStateFile::parse(const std::string& text, const std::str
     f.batch_size = j.value("batch_size", int64_t(0));
     f.accumulation = j.value("accumulation", int64_t(0));
     f.zero = j.value("zero", int64_t(0));
+    f.threads = j.value("threads", int64_t(0));
     if (j.contains("state")) f.state = counters(j["state"]);
     const int order = j.value("data_order", static_cast<int>(ShuffleAlgorithm::FisherYates));
     UT_CHECK_TRAIN(order == static_cast<int>(ShuffleAlgorithm::FisherYates) ||

@@ -28,6 +28,7 @@ struct TrainerStateFile {
   int64_t batch_size = 0;    ///< per process, as it trained (0: not recorded)
   int64_t accumulation = 0;  ///< micro-batches per step, as it trained (0: not recorded)
   int64_t zero = 0;          ///< distributed.zero of a sharded save (optimizer-rank-<R>.pt)
+  int64_t threads = 0;       ///< intra-op threads it computed with (0: not recorded)
   TrainState state;          ///< the run's counters
   /// The algorithm of the run's shuffled orders and random split (`data_order`, with the data
   /// position): files written before it was recorded used Fisher-Yates.

@@ -34,7 +34,7 @@ const char* type_name(Type t);
 enum class OnResume {
   Free,      ///< may change; the change applies from the resume on (a finished run is not
              ///< re-opened for it: that would train nothing)
-  Harmless,  ///< may change and changes nothing trained (logging, threads, checkpoint
+  Harmless,  ///< may change and changes nothing trained (logging, checkpoint
              ///< writing): a finished run stays finished
   Fixed,     ///< may not change: the checkpoint's state depends on it; the resume is refused
 };

@@ -30,7 +30,7 @@
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/run_dir_lock.h"
 #include "unitrain/engine/setup/run_folder.h"
-#include "unitrain/engine/setup/thread_governor.h"
+#include "unitrain/engine/setup/run_threads.h"
 #include "unitrain/engine/setup/world_change.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"
@@ -320,12 +320,16 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
                         "early_stopping.mode");
   }
   settings_ = std::move(settings);
-  // Plan: the run folder's lock, threads, the checkpoint to resume from, the processes, the
-  // run folder, precision; then the loop's parts around the optimizer.
+  // Plan: the run folder's lock, the checkpoint to resume from, the processes, precision,
+  // threads; then the loop's parts around the optimizer and the run folder.
   const DistEnv env = read_dist_env();
-  auto threads = std::make_unique<ThreadGovernor>(options().threads, env.local_world_size);
   ResumePoint resume;
   std::shared_ptr<ProcessGroup> group = prepare_fit(env, module, resume);
+  // The thread count is the arithmetic's: chosen once (a resume's is the checkpoint's).
+  ThreadCount count =
+      run_thread_count(options().threads, env.local_world_size, resume, group.get());
+  if (!count.warning.empty()) log::warn(count.warning);
+  auto threads = std::make_unique<ThreadGovernor>(std::move(count), env.local_world_size);
   const std::vector<std::string> classes = train->class_names();
   TrainLoop loop({*settings_, config_, callbacks_, counters_, decisions_, *precision_, module,
                   checkpoint_entries_, group, std::move(threads)},

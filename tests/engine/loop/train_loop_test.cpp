@@ -72,9 +72,11 @@ std::vector<torch::Tensor> loop_alone(const Config& config, const test::Regressi
   const std::vector<std::shared_ptr<CheckpointEntry>> extra;
   const ResumePoint fresh;
   torch::manual_seed(settings.seed);  // as the Trainer seeds rank 0 before its loop
-  TrainLoop loop({settings, resolved, callbacks, state, decisions, precision, module, extra,
-                  nullptr, std::make_unique<ThreadGovernor>(settings.train.threads, 1)},
-                 test::regression_data(32), nullptr, fresh);
+  TrainLoop loop(
+      {settings, resolved, callbacks, state, decisions, precision, module, extra, nullptr,
+       std::make_unique<ThreadGovernor>(
+           choose_thread_count(settings.train.threads, nullptr, 1, 2.0, 0), 1)},
+      test::regression_data(32), nullptr, fresh);
   int64_t planned_steps = -1;
   loop.start([&](const RunPlan& plan) {
     planned_steps = plan.total_steps;

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <cstdlib>
 #include <deque>
+#include <vector>
 
 #include "test_util.h"
 
@@ -25,84 +25,139 @@ struct Readings {
 
 class ThreadGovernorTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    before_ = torch::get_num_threads();
-    ::unsetenv("OMP_NUM_THREADS");
-  }
+  void SetUp() override { before_ = torch::get_num_threads(); }
   void TearDown() override { torch::set_num_threads(before_); }
   int before_ = 1;
 };
 
-TEST_F(ThreadGovernorTest, AutoStartsFromTheFreeCpusAndSaysWhy) {
-  auto load = std::make_shared<Readings>(Readings{{0.1}});
-  ThreadGovernor quiet(
-      0, 1, 4.0, [load] { return (*load)(); }, std::chrono::seconds(0));
-  EXPECT_EQ(quiet.threads(), 4);
-  EXPECT_EQ(torch::get_num_threads(), 4);
-  EXPECT_TRUE(contains(quiet.why(),
-                       "threads 4 (auto: 4 CPUs usable by this process, other "
-                       "programs kept 0.1 busy, 1 worker process"))
-      << quiet.why();
-
-  // Two programs busy: two CPUs left; a CPU 70% free counts, 60% does not.
-  EXPECT_EQ(ThreadGovernor(0, 1, 4.0, [] { return 2.0; }).threads(), 2);
-  EXPECT_EQ(ThreadGovernor(0, 1, 4.0, [] { return 1.3; }).threads(), 3);
-  EXPECT_EQ(ThreadGovernor(0, 1, 4.0, [] { return 1.4; }).threads(), 2);
-  // Shared by the job's workers on this machine; never fewer than one.
-  EXPECT_EQ(ThreadGovernor(0, 2, 4.0, [] { return 0.0; }).threads(), 2);
-  EXPECT_EQ(ThreadGovernor(0, 8, 4.0, [] { return 0.0; }).threads(), 1);
-  EXPECT_EQ(ThreadGovernor(0, 1, 2.0, [] { return 5.0; }).threads(), 1);
-  EXPECT_EQ(ThreadGovernor(0, 1, 1.5, [] { return 0.0; }).threads(), 1);  // a cgroup quota
+TEST(ChooseThreadCount, AutoIsTheUsableCpusSharedByTheWorkersNeverTheLoad) {
+  const ThreadCount four = choose_thread_count(0, nullptr, 1, 4.0, 0);
+  EXPECT_EQ(four.threads, 4);
+  EXPECT_TRUE(four.automatic);
+  EXPECT_TRUE(four.warning.empty());
+  EXPECT_TRUE(contains(four.why,
+                       "threads 4 (auto: 4 CPUs usable by this process, 1 worker "
+                       "process of this job on this machine; kept for the whole run"))
+      << four.why;
+  EXPECT_EQ(choose_thread_count(0, nullptr, 2, 4.0, 0).threads, 2);  // shared by the workers
+  EXPECT_EQ(choose_thread_count(0, nullptr, 8, 4.0, 0).threads, 1);  // never fewer than one
+  EXPECT_EQ(choose_thread_count(0, nullptr, 3, 2.0, 0).threads, 1);
+  // A cgroup quota: a CPU 70% available counts, 60% does not.
+  EXPECT_EQ(choose_thread_count(0, nullptr, 1, 1.5, 0).threads, 1);
+  EXPECT_EQ(choose_thread_count(0, nullptr, 1, 1.7, 0).threads, 2);
 }
 
-TEST_F(ThreadGovernorTest, AutoFollowsTheLoadDownAtOnceAndUpWhenConfirmed) {
+TEST(ChooseThreadCount, AResumeKeepsTheCountItStartedWith) {
+  // Fewer or more CPUs now: the run's count, so that its sums split as before.
+  const ThreadCount kept = choose_thread_count(0, nullptr, 1, 1.0, 2);
+  EXPECT_EQ(kept.threads, 2);
+  EXPECT_TRUE(kept.automatic);
+  EXPECT_TRUE(kept.warning.empty());
+  EXPECT_TRUE(contains(kept.why,
+                       "threads 2 (auto: the count this run started with, kept so "
+                       "that its arithmetic stays the same; 1 CPU usable"))
+      << kept.why;
+  EXPECT_EQ(choose_thread_count(0, nullptr, 1, 8.0, 1).threads, 1);
+}
+
+TEST(ChooseThreadCount, AGivenCountIsKeptAndSaysWhenAResumeIsThenNotBitwise) {
+  const ThreadCount fixed = choose_thread_count(3, nullptr, 1, 2.0, 0);
+  EXPECT_EQ(fixed.threads, 3);
+  EXPECT_FALSE(fixed.automatic);
+  EXPECT_EQ(fixed.why, "threads 3 (train.threads)");
+  EXPECT_TRUE(fixed.warning.empty());
+  EXPECT_TRUE(choose_thread_count(3, nullptr, 1, 2.0, 3).warning.empty());  // the same count
+  const ThreadCount other = choose_thread_count(1, nullptr, 1, 2.0, 2);
+  EXPECT_EQ(other.threads, 1);
+  EXPECT_TRUE(contains(other.warning,
+                       "train.threads 1: this run computed with 2 threads before "
+                       "this resume"))
+      << other.warning;
+  EXPECT_TRUE(contains(other.warning, "not bitwise equal to one that never stopped"));
+
+  // OMP_NUM_THREADS wins over auto, as a given count; train.threads over both.
+  const ThreadCount omp = choose_thread_count(0, "1", 1, 2.0, 2);
+  EXPECT_EQ(omp.threads, 1);
+  EXPECT_FALSE(omp.automatic);
+  EXPECT_TRUE(contains(omp.why, "OMP_NUM_THREADS=1")) << omp.why;
+  EXPECT_TRUE(contains(omp.warning, "OMP_NUM_THREADS=1: this run computed with 2 threads"));
+  EXPECT_EQ(choose_thread_count(2, "1", 1, 2.0, 0).threads, 2);
+  EXPECT_EQ(choose_thread_count(0, "", 1, 2.0, 0).threads, 2);  // set but empty: auto
+}
+
+TEST_F(ThreadGovernorTest, TheCountStaysAndTheWaitsFollowTheLoad) {
   auto load = std::make_shared<Readings>(Readings{{0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0}});
+  std::vector<bool> switched;
   ThreadGovernor g(
-      0, 1, 2.0, [load] { return (*load)(); }, std::chrono::seconds(0));
+      choose_thread_count(0, nullptr, 1, 2.0, 0), 1, 2.0, [load] { return (*load)(); },
+      [&switched](bool on) { switched.push_back(on); }, std::chrono::seconds(0));
   EXPECT_EQ(g.threads(), 2);
-  auto changed = g.follow();  // another program took a CPU: one thread, at once
+  EXPECT_EQ(torch::get_num_threads(), 2);
+  EXPECT_FALSE(g.short_waits());
+  EXPECT_TRUE(contains(g.waits(),
+                       "waiting: follows other programs' load (they kept 0.0 of 2 "
+                       "CPUs busy: threads spin while they wait); the count stays 2"))
+      << g.waits();
+  auto changed = g.follow();  // another program took a CPU: short waits, at once
   ASSERT_TRUE(changed.has_value());
   EXPECT_EQ(*changed,
-            "threads 2 -> 1: other programs keep 1.0 of 2 CPUs busy (train.threads: "
-            "auto; set a number to keep one count)");
-  EXPECT_EQ(torch::get_num_threads(), 1);
+            "threads sleep while they wait: other programs keep 1.0 of 2 CPUs busy (the count "
+            "stays 2, and with it the numbers)");
+  EXPECT_TRUE(g.short_waits());
   EXPECT_FALSE(g.follow().has_value());  // free once: not yet
   EXPECT_FALSE(g.follow().has_value());  // busy again: the vote starts over
   EXPECT_FALSE(g.follow().has_value());  // free once
-  changed = g.follow();                  // free twice in a row: back to two
+  changed = g.follow();                  // free twice in a row: spinning again
   ASSERT_TRUE(changed.has_value());
-  EXPECT_TRUE(contains(*changed, "threads 1 -> 2")) << *changed;
-  EXPECT_EQ(g.threads(), 2);
+  EXPECT_TRUE(contains(*changed, "threads spin again while they wait")) << *changed;
   EXPECT_FALSE(g.follow().has_value());
+  EXPECT_EQ(switched, (std::vector<bool>{true, false}));
+  EXPECT_EQ(g.threads(), 2);
+  EXPECT_EQ(torch::get_num_threads(), 2);  // never changed
+}
+
+TEST_F(ThreadGovernorTest, BusyAtTheStartWaitsShortFromTheStartAndEndsThem) {
+  std::vector<bool> switched;
+  {
+    ThreadGovernor g(
+        choose_thread_count(0, nullptr, 1, 2.0, 0), 1, 2.0, [] { return 0.9; },
+        [&switched](bool on) { switched.push_back(on); }, std::chrono::seconds(0));
+    EXPECT_TRUE(g.short_waits());
+    EXPECT_TRUE(contains(g.waits(), "threads sleep while they wait")) << g.waits();
+    EXPECT_EQ(switched, (std::vector<bool>{true}));
+  }
+  EXPECT_EQ(switched, (std::vector<bool>{true, false}));  // the governor ends them
+  // A recorded count above the CPUs now: always short (more threads than CPUs).
+  ThreadGovernor more(
+      choose_thread_count(0, nullptr, 1, 1.0, 2), 1, 1.0, [] { return 0.0; }, [](bool) {},
+      std::chrono::seconds(0));
+  EXPECT_TRUE(more.short_waits());
 }
 
 TEST_F(ThreadGovernorTest, ReadsTheLoadOnlyEveryInterval) {
   int reads = 0;
   ThreadGovernor g(
-      0, 1, 2.0, [&reads] { return ++reads > 1 ? 1.0 : 0.0; }, std::chrono::hours(1));
+      choose_thread_count(0, nullptr, 1, 2.0, 0), 1, 2.0,
+      [&reads] { return ++reads > 1 ? 1.0 : 0.0; }, [](bool) {}, std::chrono::hours(1));
   EXPECT_EQ(reads, 1);
   for (int i = 0; i < 100; ++i) EXPECT_FALSE(g.follow().has_value());
   EXPECT_EQ(reads, 1);
 }
 
-TEST_F(ThreadGovernorTest, ANumberOrOmpNumThreadsIsKept) {
-  int reads = 0;
+TEST_F(ThreadGovernorTest, OneThreadOrNoSwitchNeverReadsTheLoad) {
+  int reads = 0, switches = 0;
+  ThreadGovernor one(
+      choose_thread_count(1, nullptr, 1, 2.0, 0), 1, 2.0, [&reads] { return double(++reads); },
+      [&switches](bool) { ++switches; }, std::chrono::seconds(0));
+  EXPECT_EQ(torch::get_num_threads(), 1);
+  EXPECT_FALSE(one.follow().has_value());
+  EXPECT_TRUE(one.waits().empty());
   ThreadGovernor fixed(
-      3, 1, 2.0, [&reads] { return double(++reads); }, std::chrono::seconds(0));
-  EXPECT_EQ(fixed.threads(), 3);
-  EXPECT_EQ(torch::get_num_threads(), 3);
-  EXPECT_EQ(fixed.why(), "threads 3 (train.threads)");
+      choose_thread_count(2, nullptr, 1, 2.0, 0), 1, 2.0, [&reads] { return double(++reads); },
+      ThreadGovernor::WaitSwitch(), std::chrono::seconds(0));
   EXPECT_FALSE(fixed.follow().has_value());
   EXPECT_EQ(reads, 0);
-
-  ::setenv("OMP_NUM_THREADS", "1", 1);
-  ThreadGovernor omp(
-      0, 1, 2.0, [&reads] { return double(++reads); }, std::chrono::seconds(0));
-  ::unsetenv("OMP_NUM_THREADS");
-  EXPECT_EQ(omp.threads(), 1);
-  EXPECT_TRUE(contains(omp.why(), "OMP_NUM_THREADS=1")) << omp.why();
-  EXPECT_FALSE(omp.follow().has_value());
-  EXPECT_EQ(reads, 0);
+  EXPECT_EQ(switches, 0);
 }
 
 }  // namespace

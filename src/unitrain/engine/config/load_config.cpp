@@ -173,8 +173,9 @@ std::string config_reference_markdown() {
       "value differs from the checkpoint's config: **fixed** keys may not change (the resume is\n"
       "refused, naming the key: the saved state depends on them); **free** keys may change, from\n"
       "the resume on (a finished run is not re-opened by such a change: it would train nothing);\n"
-      "**harmless** keys change nothing trained (logging, threads, checkpoint writing), so a\n"
-      "finished run stays finished. A component's `args` follow its section.\n\n"
+      "**harmless** keys change nothing trained (logging, checkpoint writing; `train.threads`\n"
+      "only the last bits of sums, and a resume that changes it says so), so a finished run\n"
+      "stays finished. A component's `args` follow its section.\n\n"
       "## Run\n\n| key | type | default | allowed | on resume | meaning |\n"
       "|---|---|---|---|---|---|\n";
   md += run_schema()->markdown("", ResumeRule{});

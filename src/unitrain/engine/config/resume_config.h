@@ -24,8 +24,8 @@ std::vector<ConfigChange> check_resume_config(const Config& saved, const Config&
                                               const std::string& dir);
 
 /// True when `key` is declared harmless on resume: changing it cannot change what training
-/// computes (logging, threads, reader threads, checkpoint writing, test data), so such changes
-/// leave a finished run finished.
+/// computes (logging, reader threads, checkpoint writing, test data; threads only in the last
+/// bits), so such changes leave a finished run finished.
 bool changes_nothing_trained(const std::string& key);
 
 /// What must be known of a checkpoint to resume from before the loop is built, read (and

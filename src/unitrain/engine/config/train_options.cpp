@@ -39,9 +39,12 @@ void declare_execution(Options<T>& o) {
       .min(1)
       .harmless()
       .help(
-          "intra-op threads; auto = the CPUs this process may use (affinity, cgroup quota) less "
-          "what other programs keep busy, shared by the job's processes on this machine, and "
-          "following that load while training (OMP_NUM_THREADS, when set, is used instead)");
+          "intra-op threads, fixed for the run (the count is part of the arithmetic: sums are "
+          "split by thread); auto = the CPUs this process may use (affinity, cgroup quota), "
+          "shared by the job's processes on this machine, whatever their load, and on resume "
+          "the count the run started with (OMP_NUM_THREADS, when set, is used instead). Beside "
+          "busy programs the threads sleep instead of spinning while they wait (no number "
+          "changes); another count on resume is allowed but not bitwise");
   o.field("device", &T::device)
       .harmless()
       .help(

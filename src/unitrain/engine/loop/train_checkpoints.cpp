@@ -154,6 +154,7 @@ void TrainCheckpoints::write(CheckpointWrite& out) {
   st.batch_size = setup_.batch_size;
   st.accumulation = setup_.accumulation;
   st.zero = setup_.zero;
+  st.threads = setup_.threads;
   st.data_order = setup_.data_order;
   st.best_value = best_value_;
   out.add(files::kTrainerState, st.to_json());

@@ -35,6 +35,7 @@ struct CheckpointSetup {
   std::string config_text;     ///< the run's resolved config (config.yaml, its hash)
   std::string classes_text;    ///< classes.json: the training data's class names; "" = none
   int64_t world = 1, batch_size = 1, accumulation = 1, zero = 0;  ///< the run's layout
+  int64_t threads = 0;  ///< the intra-op threads it computes with (0: not known)
   ShuffleAlgorithm data_order = kCurrentShuffle;                  ///< the training loader's shuffle
 
   /// The setup of a run with these settings, config and plan; `shared`: data-parallel.

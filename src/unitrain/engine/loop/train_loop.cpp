@@ -115,6 +115,7 @@ void TrainLoop::open_run_files(const ResumePoint& resume) {
       CheckpointSetup::of(settings_, config_, plan_, group_ != nullptr, !callbacks_.empty());
   setup.classes_text = classes_text_;
   setup.data_order = train_loader_.shuffle_algorithm();
+  setup.threads = threads_->threads();
   checkpoints_ = std::make_unique<TrainCheckpoints>(std::move(setup), counters_, *logger_,
                                                     decisions_, profiler_.get());
   checkpoints_->check_before_save([this] {
@@ -195,6 +196,7 @@ bool TrainLoop::announce() {
       plan_.total_steps, precision_name(precision_.mode()), threads_->threads(),
       train_loader_.reader_threads(), loaded_blas_library()));
   log::info(threads_->why());
+  if (!threads_->waits().empty()) log::info(threads_->waits());
   already_complete_ = length_reached();
   return already_complete_;
 }

@@ -54,7 +54,7 @@ struct LoopInputs {
   /// Entries the program added (Trainer::add_checkpoint_entry), saved after the built-in ones.
   const std::vector<std::shared_ptr<CheckpointEntry>>& extra_entries;
   std::shared_ptr<ProcessGroup> group;      ///< null for one process
-  std::unique_ptr<ThreadGovernor> threads;  ///< intra-op threads; follows the load when auto
+  std::unique_ptr<ThreadGovernor> threads;  ///< intra-op threads; their waits follow the load
 };
 
 class TrainLoop : private CheckpointEntry {

@@ -1,14 +1,19 @@
 #pragma once
-// ThreadGovernor: LibTorch's intra-op thread count for a run (`train.threads`). A number is
-// kept as given. `auto` starts from the CPUs this process may use (affinity, cgroup quota)
-// less what other programs keep busy, shared among the job's workers on this machine, and
-// then follows that load during the run: OpenMP threads that wait for a CPU another program
-// holds make every parallel region wait (2 threads beside one busy program ran a small MLP 6x
-// slower than 1 thread; docs/performance.md), so the count drops when others need CPUs and
-// comes back when they are done. On a machine nobody else uses it never changes.
+// LibTorch's intra-op threads for a run (`train.threads`): how many compute, chosen once, and
+// how they wait, which follows the machine's load.
+//
+// The count is part of the arithmetic: LibTorch's CPU reductions (a loss's mean, a sum of
+// 100,000 floats) and OpenBLAS's matrix products split their sums by thread, so another count
+// gives other low bits, and they grow through training (bench/busy/thread_numerics.py). So the
+// count never follows the load: `auto` is the CPUs this process may use (affinity, cgroup
+// quota) shared by the job's workers on this machine — not how busy they are — and a resumed
+// run keeps the count it started with (trainer_state.json's `threads`). What follows the load
+// is the waiting: beside busy programs the threads stop spinning while they wait
+// (ShortOpenMpWaits), which keeps a busy machine fast and changes no number.
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -21,42 +26,64 @@ std::string loaded_blas_library();
 /// Sets LibTorch's intra-op (and OpenMP) thread count.
 void set_threads(int64_t threads);
 
+/// A run's thread count and why.
+struct ThreadCount {
+  int64_t threads = 1;
+  bool automatic = false;  ///< chosen by auto (the job's ranks then agree on the smallest)
+  std::string why;         ///< "threads 2 (...)", the run's first lines
+  std::string warning;     ///< "" or why a resume will not be bitwise (another count than before)
+};
+
+/// Where a run's count comes from. `configured`: train.threads (0 = auto); `omp_num_threads`:
+/// the environment's OMP_NUM_THREADS (nullptr = unset); `local_workers`: the job's processes on
+/// this machine; `usable`: CpuLimits::usable(); `recorded`: the count the checkpoint this run
+/// resumes from computed with (0 = a fresh start, another world size, or not recorded).
+ThreadCount choose_thread_count(int64_t configured, const char* omp_num_threads,
+                                int64_t local_workers, double usable, int64_t recorded);
+
 class ThreadGovernor {
  public:
   /// What other programs keep busy (CPUs' worth) since the last call; the first call covers
   /// the time since the process started to set up.
   using LoadReader = std::function<double()>;
+  /// Makes the threads' waits short (true) or as the OpenMP runtime's settings say (false).
+  using WaitSwitch = std::function<void(bool)>;
 
-  /// `threads`: train.threads (0 = auto). `local_workers`: processes of the job on this
-  /// machine. `limits_usable`: the CPUs this process may use (CpuLimits::usable());
-  /// `read_load`: the load (default: /proc/stat through CpuLoadProbe, the first reading since
-  /// startup_load_probe() began). OMP_NUM_THREADS in the environment wins over auto, as a
-  /// fixed count. Applies the count (set_threads).
-  ThreadGovernor(int64_t threads, int64_t local_workers);
-  ThreadGovernor(int64_t threads, int64_t local_workers, double limits_usable, LoadReader read_load,
+  /// Applies `count` (set_threads) for the run. With more than one thread and waits that can
+  /// be shortened (ShortOpenMpWaits::unavailable_reason() == ""), the waiting follows the load:
+  /// short from the start when set-up already saw busy programs.
+  ThreadGovernor(ThreadCount count, int64_t local_workers);
+  /// The same with the load, the CPUs and the switch given (tests): `switch_waits` empty = the
+  /// waiting never follows the load.
+  ThreadGovernor(ThreadCount count, int64_t local_workers, double limits_usable,
+                 LoadReader read_load, WaitSwitch switch_waits,
                  std::chrono::duration<double> interval = std::chrono::seconds(2));
+  ~ThreadGovernor();
 
-  /// The count in use (already applied with set_threads).
-  int64_t threads() const { return threads_; }
-  /// One line for the run's start: the count and why.
-  const std::string& why() const { return why_; }
+  /// The count in use (already applied with set_threads); it never changes.
+  int64_t threads() const { return count_.threads; }
+  /// The run's first lines: the count and why, then how the threads wait.
+  const std::string& why() const { return count_.why; }
+  const std::string& waits() const { return waits_why_; }
+  /// True while the threads' waits are short (other programs need the CPUs).
+  bool short_waits() const { return short_; }
   /// Called once per optimizer step (cheap: a clock read). Every interval it reads the load:
-  /// fewer threads as soon as others need CPUs, more once two readings in a row say they are
-  /// free. Returns a line saying so when the count changed.
+  /// short waits as soon as others need CPUs, spinning again once two readings in a row say
+  /// they are free. Returns a line saying so when the waiting changed.
   std::optional<std::string> follow();
 
  private:
-  int64_t target(double others) const;
-  void apply(int64_t threads);
-  bool adaptive_ = false;
-  int64_t threads_ = 1;
+  bool busy(double others) const;
+  ThreadCount count_;
   int64_t workers_ = 1;
   double usable_ = 1;
   LoadReader read_load_;
+  WaitSwitch switch_waits_;
   std::chrono::duration<double> interval_;
   std::chrono::steady_clock::time_point last_check_;
-  int raise_votes_ = 0;
-  std::string why_;
+  bool short_ = false;
+  int quiet_votes_ = 0;
+  std::string waits_why_;
 };
 
 }  // namespace unitrain
