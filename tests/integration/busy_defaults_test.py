@@ -53,16 +53,17 @@ class BusyDefaults(common.Case):
         self.assertIn(f"threads {cpus} (auto: {cpus} CPUs usable by this process", out)
         self.assertIn("kept for the whole run, whatever the load", out)
         self.assertIn(f"; precision fp32, threads {cpus}, reader threads 0", out)
-        if cpus > 1:
-            self.assertIn("waiting: follows other programs' load (they kept ", out)
-            self.assertIn(f"threads sleep while they wait); the count stays {cpus}", out)
-        # With the environment's wait policy, the user's choice is kept.
-        p = subprocess.run([common.BIN, "train", cfg, "--checkpoint.resume", "none"],
-                           capture_output=True, text=True,
-                           env=dict(env, OMP_WAIT_POLICY="PASSIVE"))
+        if cpus > 1:  # the team's place follows the load
+            self.assertIn("placement: follows other programs' load (they kept ", out)
+            self.assertIn(f"sleeping while they wait); the count stays {cpus}", out)
+        # A placement of the environment's own is the user's choice, kept (libgomp binds the
+        # first thread to one CPU: two threads given).
+        p = subprocess.run([common.BIN, "train", cfg, "--checkpoint.resume", "none",
+                            "--train.threads", "2"],
+                           capture_output=True, text=True, env=dict(env, OMP_PROC_BIND="true"))
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         if cpus > 1:
-            self.assertIn("waiting: as the OpenMP runtime's settings say (OMP_WAIT_POLICY=PASSIVE "
+            self.assertIn("placement: as the OpenMP runtime's settings say (OMP_PROC_BIND=true "
                           "is set)", p.stdout + p.stderr)
         # A number, or OMP_NUM_THREADS, is kept as given.
         code, out = run(["train", cfg, "--train.threads", "2", "--checkpoint.resume", "none"])

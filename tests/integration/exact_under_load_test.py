@@ -7,7 +7,7 @@ bench/busy/thread_numerics.py shows which sums another count changes.)
 
 The load is the test's own: `sh -c 'while :; do :; done'` processes started and stopped during
 the runs. The runs have no OMP_* variables (scripts/test sets OMP_WAIT_POLICY for CTest), so
-their threads' waits follow the load as a user's would."""
+their threads' place and waits follow the load as a user's would."""
 import os
 import random
 import re
@@ -137,8 +137,8 @@ class ExactUnderLoad(common.Case):
         self.assertIn(f"threads {cpus} (auto: {cpus} CPUs usable by this process", out)
         busy, out = self.train("busy", "busy")
         self.assertIn(f"threads {cpus} (auto: ", out)  # the load chose nothing
-        if cpus > 1:  # the waits follow it
-            self.assertIn("threads sleep while they wait); the count stays", out)
+        if cpus > 1:  # the team's place follows it
+            self.assertIn("sleeping while they wait); the count stays", out)
         changing, out = self.train("changing", "changing")
         self.assertIn(f"threads {cpus} (auto: ", out)
         self.assert_same_run(quiet, busy)

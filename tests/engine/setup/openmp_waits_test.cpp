@@ -117,7 +117,11 @@ TEST(ShortOpenMpWaits, WaitingThreadsSleepWhileOneLives) {
     EXPECT_EQ(threads_of_this_process(), threads_before + waits.team_size());
     sleeping = cpu_of_waits(100);
   }
-  EXPECT_EQ(threads_of_this_process(), threads_before);  // the team ended with it
+  // The team ended with it (its threads leave libgomp's last barrier, then exit).
+  for (int i = 0; i < 200 && threads_of_this_process() != threads_before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(threads_of_this_process(), threads_before);
   // 100 waits of 3 ms: libgomp's default spins through them (~0.3 s of CPU on a quiet machine);
   // short waits spin 100 times, then sleep: the sums' own CPU, ~0.02 s.
   EXPECT_LT(sleeping, 0.1) << "spinning took " << spinning << " s of CPU";

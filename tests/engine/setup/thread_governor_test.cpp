@@ -85,79 +85,96 @@ TEST(ChooseThreadCount, AGivenCountIsKeptAndSaysWhenAResumeIsThenNotBitwise) {
   EXPECT_EQ(choose_thread_count(0, "", 1, 2.0, 0).threads, 2);  // set but empty: auto
 }
 
-TEST_F(ThreadGovernorTest, TheCountStaysAndTheWaitsFollowTheLoad) {
+TEST_F(ThreadGovernorTest, TheCountStaysAndTheTeamsPlaceFollowsTheLoad) {
   auto load = std::make_shared<Readings>(Readings{{0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0}});
-  std::vector<bool> switched;
+  std::vector<int64_t> placed;
   ThreadGovernor g(
       choose_thread_count(0, nullptr, 1, 2.0, 0), 1, 2.0, [load] { return (*load)(); },
-      [&switched](bool on) { switched.push_back(on); }, std::chrono::seconds(0));
+      [&placed](int64_t cpus) { placed.push_back(cpus); }, std::chrono::seconds(0));
   EXPECT_EQ(g.threads(), 2);
   EXPECT_EQ(torch::get_num_threads(), 2);
-  EXPECT_FALSE(g.short_waits());
-  EXPECT_TRUE(contains(g.waits(),
-                       "waiting: follows other programs' load (they kept 0.0 of 2 "
-                       "CPUs busy: threads spin while they wait); the count stays 2"))
-      << g.waits();
-  auto changed = g.follow();  // another program took a CPU: short waits, at once
+  EXPECT_EQ(g.confined_to(), 0);
+  EXPECT_TRUE(contains(g.placement(),
+                       "placement: follows other programs' load (they kept 0.0 of 2 CPUs busy: "
+                       "threads on every CPU, spinning while they wait); the count stays 2"))
+      << g.placement();
+  auto changed = g.follow();  // another program took a CPU: onto the other one, at once
   ASSERT_TRUE(changed.has_value());
   EXPECT_EQ(*changed,
-            "threads sleep while they wait: other programs keep 1.0 of 2 CPUs busy (the count "
-            "stays 2, and with it the numbers)");
-  EXPECT_TRUE(g.short_waits());
+            "threads on 1 CPU, sleeping while they wait: other programs keep 1.0 of 2 CPUs busy "
+            "(the count stays 2, and with it the numbers)");
+  EXPECT_EQ(g.confined_to(), 1);
   EXPECT_FALSE(g.follow().has_value());  // free once: not yet
   EXPECT_FALSE(g.follow().has_value());  // busy again: the vote starts over
   EXPECT_FALSE(g.follow().has_value());  // free once
-  changed = g.follow();                  // free twice in a row: spinning again
+  changed = g.follow();                  // free twice in a row: every CPU again
   ASSERT_TRUE(changed.has_value());
-  EXPECT_TRUE(contains(*changed, "threads spin again while they wait")) << *changed;
+  EXPECT_TRUE(contains(*changed, "threads on every CPU, spinning while they wait")) << *changed;
   EXPECT_FALSE(g.follow().has_value());
-  EXPECT_EQ(switched, (std::vector<bool>{true, false}));
+  EXPECT_EQ(placed, (std::vector<int64_t>{1, 0}));
   EXPECT_EQ(g.threads(), 2);
   EXPECT_EQ(torch::get_num_threads(), 2);  // never changed
 }
 
-TEST_F(ThreadGovernorTest, BusyAtTheStartWaitsShortFromTheStartAndEndsThem) {
-  std::vector<bool> switched;
+TEST_F(ThreadGovernorTest, FewerCpusAtOnceMoreWhenConfirmed) {
+  // 4 threads on 4 CPUs: 1, then 2, then 1 busy, then none.
+  auto load = std::make_shared<Readings>(Readings{{1.0, 2.0, 1.0, 1.0, 0.0, 0.0}});
+  std::vector<int64_t> placed;
+  ThreadGovernor g(
+      choose_thread_count(0, nullptr, 1, 4.0, 0), 1, 4.0, [load] { return (*load)(); },
+      [&placed](int64_t cpus) { placed.push_back(cpus); }, std::chrono::seconds(0));
+  EXPECT_EQ(g.confined_to(), 3);
+  EXPECT_TRUE(g.follow().has_value());   // 2 busy: onto 2 CPUs at once
+  EXPECT_FALSE(g.follow().has_value());  // 1 busy once
+  EXPECT_TRUE(g.follow().has_value());   // twice: onto 3
+  EXPECT_FALSE(g.follow().has_value());  // none busy once
+  EXPECT_TRUE(g.follow().has_value());   // twice: every CPU
+  EXPECT_EQ(placed, (std::vector<int64_t>{3, 2, 3, 0}));
+}
+
+TEST_F(ThreadGovernorTest, BusyAtTheStartIsConfinedFromTheStartAndPutBack) {
+  std::vector<int64_t> placed;
   {
     ThreadGovernor g(
         choose_thread_count(0, nullptr, 1, 2.0, 0), 1, 2.0, [] { return 0.9; },
-        [&switched](bool on) { switched.push_back(on); }, std::chrono::seconds(0));
-    EXPECT_TRUE(g.short_waits());
-    EXPECT_TRUE(contains(g.waits(), "threads sleep while they wait")) << g.waits();
-    EXPECT_EQ(switched, (std::vector<bool>{true}));
+        [&placed](int64_t cpus) { placed.push_back(cpus); }, std::chrono::seconds(0));
+    EXPECT_EQ(g.confined_to(), 1);
+    EXPECT_TRUE(contains(g.placement(), "threads on 1 CPU, sleeping while they wait"))
+        << g.placement();
+    EXPECT_EQ(placed, (std::vector<int64_t>{1}));
   }
-  EXPECT_EQ(switched, (std::vector<bool>{true, false}));  // the governor ends them
-  // A recorded count above the CPUs now: always short (more threads than CPUs).
+  EXPECT_EQ(placed, (std::vector<int64_t>{1, 0}));  // the governor puts the team back
+  // A recorded count above the CPUs now: always confined to what there is.
   ThreadGovernor more(
-      choose_thread_count(0, nullptr, 1, 1.0, 2), 1, 1.0, [] { return 0.0; }, [](bool) {},
+      choose_thread_count(0, nullptr, 1, 1.0, 2), 1, 1.0, [] { return 0.0; }, [](int64_t) {},
       std::chrono::seconds(0));
-  EXPECT_TRUE(more.short_waits());
+  EXPECT_EQ(more.confined_to(), 1);
 }
 
 TEST_F(ThreadGovernorTest, ReadsTheLoadOnlyEveryInterval) {
   int reads = 0;
   ThreadGovernor g(
       choose_thread_count(0, nullptr, 1, 2.0, 0), 1, 2.0,
-      [&reads] { return ++reads > 1 ? 1.0 : 0.0; }, [](bool) {}, std::chrono::hours(1));
+      [&reads] { return ++reads > 1 ? 1.0 : 0.0; }, [](int64_t) {}, std::chrono::hours(1));
   EXPECT_EQ(reads, 1);
   for (int i = 0; i < 100; ++i) EXPECT_FALSE(g.follow().has_value());
   EXPECT_EQ(reads, 1);
 }
 
-TEST_F(ThreadGovernorTest, OneThreadOrNoSwitchNeverReadsTheLoad) {
-  int reads = 0, switches = 0;
+TEST_F(ThreadGovernorTest, OneThreadOrNoPlacementNeverReadsTheLoad) {
+  int reads = 0, placements = 0;
   ThreadGovernor one(
       choose_thread_count(1, nullptr, 1, 2.0, 0), 1, 2.0, [&reads] { return double(++reads); },
-      [&switches](bool) { ++switches; }, std::chrono::seconds(0));
+      [&placements](int64_t) { ++placements; }, std::chrono::seconds(0));
   EXPECT_EQ(torch::get_num_threads(), 1);
   EXPECT_FALSE(one.follow().has_value());
-  EXPECT_TRUE(one.waits().empty());
+  EXPECT_TRUE(one.placement().empty());
   ThreadGovernor fixed(
       choose_thread_count(2, nullptr, 1, 2.0, 0), 1, 2.0, [&reads] { return double(++reads); },
-      ThreadGovernor::WaitSwitch(), std::chrono::seconds(0));
+      ThreadGovernor::Placement(), std::chrono::seconds(0));
   EXPECT_FALSE(fixed.follow().has_value());
   EXPECT_EQ(reads, 0);
-  EXPECT_EQ(switches, 0);
+  EXPECT_EQ(placements, 0);
 }
 
 }  // namespace

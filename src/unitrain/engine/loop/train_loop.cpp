@@ -196,7 +196,7 @@ bool TrainLoop::announce() {
       plan_.total_steps, precision_name(precision_.mode()), threads_->threads(),
       train_loader_.reader_threads(), loaded_blas_library()));
   log::info(threads_->why());
-  if (!threads_->waits().empty()) log::info(threads_->waits());
+  if (!threads_->placement().empty()) log::info(threads_->placement());
   already_complete_ = length_reached();
   return already_complete_;
 }

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "unitrain/core/cpu_budget.h"
-#include "unitrain/engine/setup/openmp_waits.h"
+#include "unitrain/engine/setup/team_placement.h"
 
 namespace unitrain {
 
@@ -94,78 +94,84 @@ ThreadGovernor::LoadReader proc_stat_reader() {
   };
 }
 
-/// The real switch: a ShortOpenMpWaits lives while waits are short.
-ThreadGovernor::WaitSwitch openmp_wait_switch() {
-  auto waits = std::make_shared<std::unique_ptr<ShortOpenMpWaits>>();
-  return [waits](bool on) {
-    if (on && !*waits) *waits = std::make_unique<ShortOpenMpWaits>();
-    if (!on) waits->reset();
-  };
+/// The real placement: a TeamPlacement of the calling thread's team.
+ThreadGovernor::Placement team_placement(int64_t threads) {
+  auto team = std::make_shared<TeamPlacement>(threads);
+  return [team](int64_t cpus) { team->place(cpus); };
 }
 
 }  // namespace
 
 ThreadGovernor::ThreadGovernor(ThreadCount count, int64_t local_workers)
-    : ThreadGovernor(
-          std::move(count), local_workers, read_cpu_limits().usable(), proc_stat_reader(),
-          ShortOpenMpWaits::unavailable_reason().empty() ? openmp_wait_switch() : WaitSwitch()) {
-  if (count_.threads > 1 && !switch_waits_) {
-    waits_why_ = "waiting: as the OpenMP runtime's settings say (" +
-                 ShortOpenMpWaits::unavailable_reason() + ")";
+    : ThreadGovernor(count, local_workers, read_cpu_limits().usable(), proc_stat_reader(),
+                     count.threads > 1 && TeamPlacement::unavailable_reason().empty()
+                         ? team_placement(count.threads)
+                         : Placement()) {
+  if (count_.threads > 1 && !place_) {
+    placement_why_ = "placement: as the OpenMP runtime's settings say (" +
+                     TeamPlacement::unavailable_reason() + ")";
   }
 }
 
 ThreadGovernor::ThreadGovernor(ThreadCount count, int64_t local_workers, double limits_usable,
-                               LoadReader read_load, WaitSwitch switch_waits,
+                               LoadReader read_load, Placement place,
                                std::chrono::duration<double> interval)
     : count_(std::move(count)),
       workers_(std::max<int64_t>(1, local_workers)),
       usable_(limits_usable),
       read_load_(std::move(read_load)),
-      switch_waits_(count_.threads > 1 ? std::move(switch_waits) : WaitSwitch()),
+      place_(count_.threads > 1 ? std::move(place) : Placement()),
       interval_(interval),
       last_check_(std::chrono::steady_clock::now()) {
   set_threads(count_.threads);
-  if (!switch_waits_) return;
+  if (!place_) return;
   const double others = read_load_();
-  short_ = busy(others);
-  if (short_) switch_waits_(true);
-  waits_why_ = fmt::format(
-      "waiting: follows other programs' load (they kept {:.1f} of {:g} CPUs busy: threads {} "
-      "while they wait); the count stays {}",
-      others, std::round(usable_ * 100) / 100, short_ ? "sleep" : "spin", count_.threads);
+  confined_to_ = cpus_for(others);
+  if (confined_to_ > 0) place_(confined_to_);
+  placement_why_ = fmt::format(
+      "placement: follows other programs' load (they kept {:.1f} of {:g} CPUs busy: {}); the "
+      "count stays {}",
+      others, std::round(usable_ * 100) / 100, where(confined_to_), count_.threads);
 }
 
 ThreadGovernor::~ThreadGovernor() {
-  if (short_) switch_waits_(false);
+  if (confined_to_ > 0) place_(0);
 }
 
-bool ThreadGovernor::busy(double others) const {
+int64_t ThreadGovernor::cpus_for(double others) const {
   const double free = std::max(1.0, usable_ - others);
   // A CPU 70% free counts as one: fewer free CPUs per worker than threads is busy.
-  return int64_t(std::floor(free / double(workers_) + 0.3)) < count_.threads;
+  const int64_t cpus = std::max<int64_t>(1, int64_t(std::floor(free / double(workers_) + 0.3)));
+  return cpus < count_.threads ? cpus : 0;
+}
+
+std::string ThreadGovernor::where(int64_t cpus) const {
+  if (cpus == 0) return fmt::format("threads on every CPU, spinning while they wait");
+  return fmt::format("threads on {} CPU{}, sleeping while they wait", cpus, cpus == 1 ? "" : "s");
 }
 
 std::optional<std::string> ThreadGovernor::follow() {
-  if (!switch_waits_) return std::nullopt;
+  if (!place_) return std::nullopt;
   const auto now = std::chrono::steady_clock::now();
   if (now - last_check_ < interval_) return std::nullopt;
   last_check_ = now;
   const double others = read_load_();
-  const bool now_busy = busy(others);
-  if (!now_busy && short_) {
-    if (++quiet_votes_ < 2) return std::nullopt;  // a second reading in a row confirms it
+  const int64_t want = cpus_for(others);
+  // Wider is every CPU (0) or more CPUs than now: confirmed by a second reading in a row.
+  const bool wider = confined_to_ > 0 && (want == 0 || want > confined_to_);
+  if (wider) {
+    if (++raise_votes_ < 2) return std::nullopt;
   } else {
-    quiet_votes_ = 0;
-    if (now_busy == short_) return std::nullopt;
+    raise_votes_ = 0;
+    if (want == confined_to_) return std::nullopt;
   }
-  quiet_votes_ = 0;
-  short_ = now_busy;
-  switch_waits_(short_);
+  raise_votes_ = 0;
+  confined_to_ = want;
+  place_(want);
   return fmt::format(
-      "threads {} while they wait: other programs keep {:.1f} of {:g} CPUs busy (the count "
-      "stays {}, and with it the numbers)",
-      short_ ? "sleep" : "spin again", others, std::round(usable_ * 100) / 100, count_.threads);
+      "{}: other programs keep {:.1f} of {:g} CPUs busy (the count stays {}, and with it the "
+      "numbers)",
+      where(want), others, std::round(usable_ * 100) / 100, count_.threads);
 }
 
 }  // namespace unitrain

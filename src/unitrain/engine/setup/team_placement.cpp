@@ -1,0 +1,83 @@
+#include "unitrain/engine/setup/team_placement.h"
+
+#include <omp.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "unitrain/engine/setup/openmp_waits.h"
+
+namespace unitrain {
+namespace {
+
+std::vector<int> cpus_of_this_thread() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> out;
+  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return out;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) out.push_back(c);
+  }
+  return out;
+}
+
+bool passive_policy() {
+  const char* v = std::getenv("OMP_WAIT_POLICY");
+  if (v == nullptr) return false;
+  std::string s(v);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s == "passive";
+}
+
+}  // namespace
+
+std::string TeamPlacement::unavailable_reason() {
+  for (const char* name : {"OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return std::string(name) + "=" + v + " is set";
+  }
+  if (passive_policy()) return "";
+  return ShortOpenMpWaits::unavailable_reason();
+}
+
+TeamPlacement::TeamPlacement(int64_t threads)
+    : threads_(threads), all_(cpus_of_this_thread()), now_(all_) {}
+
+TeamPlacement::~TeamPlacement() { place(0); }
+
+void TeamPlacement::place(int64_t cpus) {
+  std::vector<int> want = all_;
+  if (cpus > 0 && cpus < int64_t(all_.size())) {
+    // Where this thread runs now first: the kernel has just found it a CPU.
+    const int here = ::sched_getcpu();
+    auto first = std::find(all_.begin(), all_.end(), here);
+    if (first == all_.end()) first = all_.begin();
+    want.clear();
+    for (int64_t i = 0; i < cpus; ++i) {
+      want.push_back(*(all_.begin() + (first - all_.begin() + i) % all_.size()));
+    }
+  }
+  const bool confined = want.size() < all_.size();
+  // Short waits before the threads share CPUs; spinning again only once they no longer do.
+  if (confined && !short_waits_ && ShortOpenMpWaits::unavailable_reason().empty()) {
+    short_waits_ = std::make_unique<ShortOpenMpWaits>();
+  }
+  if (want != now_) set_team_cpus(want);
+  if (!confined) short_waits_.reset();
+}
+
+void TeamPlacement::set_team_cpus(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  // Each of the team's threads sets its own; threads libgomp makes later inherit the calling
+  // thread's.
+  const int n = static_cast<int>(threads_);
+#pragma omp parallel num_threads(n)
+  { ::sched_setaffinity(0, sizeof(set), &set); }
+  now_ = cpus;
+}
+
+}  // namespace unitrain

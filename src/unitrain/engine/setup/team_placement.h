@@ -1,0 +1,51 @@
+#pragma once
+// TeamPlacement: where the training thread's OpenMP team (the threads LibTorch and OpenBLAS
+// split work over, started from that thread) may run, and how its threads wait. It never
+// changes how many threads compute nor how the work is split, so no number changes.
+//
+// Beside busy programs a team of N threads on N CPUs runs each parallel region at the pace of
+// its slowest thread, and a thread that shares a CPU with another program waits for that CPU's
+// scheduler, region after region: a 784-1024-1024-10 MLP with 2 threads beside 2 busy programs
+// ran 8x slower than with 1 thread (docs/performance.md, "A busy machine"). Confined to the CPUs
+// the others leave free, the team's threads take turns there (the kernel moves the other
+// programs to the rest) and run as fast as fewer threads would; they must then sleep, not spin,
+// while they wait (ShortOpenMpWaits).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace unitrain {
+
+class ShortOpenMpWaits;
+
+class TeamPlacement {
+ public:
+  /// "" when the team can be placed: the environment sets no placement of its own
+  /// (OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY) and the waits can be made short or are
+  /// passive already (OMP_WAIT_POLICY=passive); else why not.
+  static std::string unavailable_reason();
+
+  /// For a team of `threads`, started from the calling thread (the one that trains): remembers
+  /// its CPUs (sched_getaffinity). Requires unavailable_reason() == "".
+  explicit TeamPlacement(int64_t threads);
+  /// The team on every CPU it had, waiting as before.
+  ~TeamPlacement();
+  TeamPlacement(const TeamPlacement&) = delete;
+  TeamPlacement& operator=(const TeamPlacement&) = delete;
+
+  /// The team on `cpus` CPUs (the one the calling thread is on, then the next of its set), its
+  /// threads sleeping while they wait; 0 = every CPU it had, waiting as before. Called on the
+  /// thread that trains.
+  void place(int64_t cpus);
+  /// The CPUs the team may use now (sched_getaffinity's numbers).
+  const std::vector<int>& cpus() const { return now_; }
+
+ private:
+  void set_team_cpus(const std::vector<int>& cpus);
+  int64_t threads_;
+  std::vector<int> all_, now_;
+  std::unique_ptr<ShortOpenMpWaits> short_waits_;
+};
+
+}  // namespace unitrain

@@ -1,0 +1,79 @@
+#include "unitrain/engine/setup/team_placement.h"
+
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+namespace unitrain {
+namespace {
+
+/// Cpus_allowed_list of each thread of this process (/proc/self/task/<tid>/status), counted.
+std::map<std::string, int> threads_by_cpus() {
+  std::map<std::string, int> out;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream status(task.path() / "status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("Cpus_allowed_list:", 0) == 0)
+        out[line.substr(line.find_first_not_of(" \t", 18))]++;
+    }
+  }
+  return out;
+}
+
+std::string cpus_of_this_thread() {
+  std::ifstream status("/proc/thread-self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Cpus_allowed_list:", 0) == 0)
+      return line.substr(line.find_first_not_of(" \t", 18));
+  }
+  return "";
+}
+
+TEST(TeamPlacement, ConfinesTheTeamAndPutsItBack) {
+  ASSERT_GE(CPU_COUNT([] {
+              static cpu_set_t s;
+              ::sched_getaffinity(0, sizeof(s), &s);
+              return &s;
+            }()),
+            2)
+      << "this test needs 2 CPUs";
+  const int threads_were = torch::get_num_threads();
+  torch::set_num_threads(2);
+  const torch::Tensor ones = torch::ones({1 << 20});
+  EXPECT_EQ(ones.sum().item<float>(), float(1 << 20));  // the team of two exists
+  const std::string all = cpus_of_this_thread();
+  {
+    TeamPlacement team(2);
+    team.place(1);
+    ASSERT_EQ(team.cpus().size(), 1u);
+    const std::string one = std::to_string(team.cpus()[0]);
+    EXPECT_EQ(cpus_of_this_thread(), one);
+    EXPECT_GE(threads_by_cpus()[one], 2) << "the team's other thread is confined too";
+    // The same sums, on one CPU.
+    EXPECT_EQ(ones.sum().item<float>(), float(1 << 20));
+    team.place(0);
+    EXPECT_EQ(cpus_of_this_thread(), all);
+    EXPECT_EQ(threads_by_cpus().count(one), 0u);
+    team.place(1);
+  }
+  EXPECT_EQ(cpus_of_this_thread(), all);  // put back when it ends
+  EXPECT_EQ(threads_by_cpus().size(), 1u);
+  torch::set_num_threads(threads_were);
+}
+
+TEST(TeamPlacement, AnEnvironmentsPlacementIsKept) {
+  ::setenv("OMP_PROC_BIND", "close", 1);
+  EXPECT_EQ(TeamPlacement::unavailable_reason(), "OMP_PROC_BIND=close is set");
+  ::unsetenv("OMP_PROC_BIND");
+}
+
+}  // namespace
+}  // namespace unitrain
