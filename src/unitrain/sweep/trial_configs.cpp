@@ -74,8 +74,8 @@ TrialConfigs::TrialConfigs(const SweepOptions& options, const SearchSpace& space
     settings_.emplace_back("train.val_every", every.str());
   }
   // Several processes at once: each its share of the CPUs. One: train.threads auto, whose
-  // threads' waits follow the machine's load (2 threads spinning stalled 10x under others'
-  // builds: bench/sweep).
+  // threads' place and waits follow the machine's load (2 threads spinning stalled 10x under
+  // others' builds: bench/sweep).
   const int64_t processes = o_.parallel * std::max<int64_t>(1, o_.nproc_per_node);
   if (processes > 1 && !space.has("train.threads") && !sets(raw_base_, "train", "threads")) {
     const auto share = std::max<int64_t>(1, static_cast<int64_t>(cpus) / processes);

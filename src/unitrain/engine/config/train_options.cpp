@@ -43,8 +43,8 @@ void declare_execution(Options<T>& o) {
           "split by thread); auto = the CPUs this process may use (affinity, cgroup quota), "
           "shared by the job's processes on this machine, whatever their load, and on resume "
           "the count the run started with (OMP_NUM_THREADS, when set, is used instead). Beside "
-          "busy programs the threads sleep instead of spinning while they wait (no number "
-          "changes); another count on resume is allowed but not bitwise");
+          "busy programs the threads share the CPUs the others leave free and sleep while they "
+          "wait (no number changes); another count on resume is allowed but not bitwise");
   o.field("device", &T::device)
       .harmless()
       .help(
