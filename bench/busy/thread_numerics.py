@@ -6,7 +6,8 @@ intra-op thread count, and whether unitrain's loader threads change a run's numb
 Part 1 (Debian's PyTorch, the same LibTorch and OpenBLAS unitrain links): each operation run
 with 1 thread and with 2, 3, 4 (torch.set_num_threads), results compared bit for bit; prints
 those that differ (largest difference) and those that do not.
-Part 2 (with a unitrain binary): the same digits MLP (dropout, accumulation 2) trained with
+Part 2 (with a unitrain binary): the same digits MLP (64-512-512-10, dropout, an L2 term,
+accumulation 2) trained with
 data.loader.workers 0, 2 and 4 (prefetch 2 and 8) at train.threads 2, and with 0 workers at threads 1;
 prints which final weights are bitwise equal. docs/performance.md ("A busy machine") has the
 results.
@@ -82,8 +83,8 @@ def part1():
 CONFIG = """
 run_dir: {run_dir}
 seed: 3
-model: {{type: mlp, args: {{sizes: [64, 128, 10], dropout: 0.2}}}}
-objective: {{losses: [{{type: cross_entropy}}]}}
+model: {{type: mlp, args: {{sizes: [64, 512, 512, 10], dropout: 0.2}}}}
+objective: {{losses: [{{type: cross_entropy}}], regularizers: [{{type: l2, weight: 1.0e-4}}]}}
 data:
   train: {{type: csv, args: {{path: /usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz, header: false, target: "64"}}}}
   normalize: {{enabled: true}}

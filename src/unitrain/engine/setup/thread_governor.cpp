@@ -146,7 +146,7 @@ int64_t ThreadGovernor::cpus_for(double others) const {
 }
 
 std::string ThreadGovernor::where(int64_t cpus) const {
-  if (cpus == 0) return fmt::format("threads on every CPU, spinning while they wait");
+  if (cpus == 0) return "threads on every CPU";
   return fmt::format("threads on {} CPU{}, sleeping while they wait", cpus, cpus == 1 ? "" : "s");
 }
 
