@@ -96,13 +96,44 @@ class Distributed(common.Case):
 
     def test_mpirun_starts_the_same_workers(self):
         cfg, run_dir = self.config("two", batch=32)
-        p = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+        p = subprocess.run(["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", "2",
                             "-x", "MASTER_PORT=29563", common.BIN, "train", cfg,
                             "--checkpoint.enabled", "true", "--checkpoint.every", "null"],
                            capture_output=True, text=True, timeout=600)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("(openmpi via 127.0.0.1:29563, gloo)", p.stdout + p.stderr)
         self.assert_close(self.one_process_weights(), self.final_weights(run_dir))
+
+    def test_mpich_mpiexec_starts_the_same_workers(self):
+        # MPICH's own launcher (hydra: PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS): one
+        # group of 2, not two lone ranks in one run folder.
+        cfg, run_dir = self.config("mpich", batch=32)
+        p = subprocess.run(["mpiexec.mpich", "-n", "2", "-genv", "MASTER_PORT", "29583",
+                            common.BIN, "train", cfg, "--checkpoint.enabled", "true",
+                            "--checkpoint.every", "null"],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("data parallel: rank 0 of 2 (mpich via 127.0.0.1:29583, gloo)",
+                      p.stdout + p.stderr)
+        self.assert_close(self.one_process_weights(), self.final_weights(run_dir))
+
+    def test_mpich_mpiexec_forwards_sigusr1_and_the_same_command_resumes_exactly(self):
+        cfg, run_dir = self.config("mpich-stopped", batch=32, steps=60)
+        command = ["mpiexec.mpich", "-n", "2", "-genv", "MASTER_PORT", "29584", common.BIN,
+                   "train", cfg, "--checkpoint.enabled", "true", "--checkpoint.every",
+                   "null"] + common.slow_steps(30)
+        p = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertTrue(common.wait_for(
+            lambda: os.path.exists(os.path.join(run_dir, "metrics.jsonl"))), "no training")
+        time.sleep(0.3)
+        p.send_signal(signal.SIGUSR1)
+        out, _ = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 75, out)  # every rank saved and exited 75
+        self.assertEqual(len(glob.glob(os.path.join(run_dir, "checkpoints", "step-*"))), 1, out)
+        p = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("resumed from", p.stdout + p.stderr)
+        self.assert_same_as_uninterrupted(run_dir, "29585", "--checkpoint.every", "null")
 
     def kill_rank_after_checkpoint(self, cfg, run_dir, restarts):
         p = subprocess.Popen([common.BIN, "launch", "--nproc-per-node", "2", "--master-port", "29564",

@@ -74,6 +74,69 @@ TEST(DistEnv, OpenMpiVariables) {
             "node0");
 }
 
+TEST(DistEnv, MpichHydraVariables) {
+  // What MPICH's mpiexec (hydra) gives each rank (Intel MPI's is the same).
+  DistEnv e = read({{"PMI_RANK", "1"},
+                    {"PMI_SIZE", "2"},
+                    {"PMI_FD", "8"},
+                    {"MPI_LOCALRANKID", "1"},
+                    {"MPI_LOCALNRANKS", "2"}});
+  EXPECT_EQ(e.launcher, "mpich");
+  EXPECT_EQ(e.rank, 1);
+  EXPECT_EQ(e.world_size, 2);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.local_world_size, 2);
+  EXPECT_EQ(e.master_addr, "127.0.0.1");
+  const std::string m = error_of<ConfigError>([] {
+    read(
+        {{"PMI_RANK", "3"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "2"}});
+  });
+  EXPECT_TRUE(contains(m, "mpiexec runs ranks on several machines but MASTER_ADDR is not set"))
+      << m;
+  EXPECT_TRUE(contains(error_of<ConfigError>([] {
+                         read({{"PMI_RANK", "2"}, {"PMI_SIZE", "2"}});
+                       }),
+                       "PMI_RANK=2"));
+  // mpiexec inside a Slurm batch script: the ranks inherit the batch step's SLURM_PROCID=0 of
+  // SLURM_NTASKS=1, and are MPICH's ranks.
+  e = read({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}});
+  EXPECT_EQ(e.launcher, "mpich");
+  EXPECT_EQ(e.rank, 1);
+  // srun --mpi=pmi2 sets PMI_RANK to Slurm's own rank: Slurm's, with its master and port.
+  e = read({{"PMI_RANK", "1"},
+            {"PMI_SIZE", "2"},
+            {"SLURM_PROCID", "1"},
+            {"SLURM_NTASKS", "2"},
+            {"SLURM_JOB_NODELIST", "n[1-2]"},
+            {"SLURM_JOB_ID", "77"}});
+  EXPECT_EQ(e.launcher, "slurm");
+  EXPECT_EQ(e.master_addr, "n1");
+}
+
+TEST(DistEnv, CrayPalsVariables) {
+  // Cray MPICH's mpiexec under PALS (PBS on HPE Cray systems), two nodes of two ranks.
+  DistEnv e = read({{"PALS_RANKID", "3"},
+                    {"PMI_RANK", "3"},
+                    {"PMI_SIZE", "4"},
+                    {"PALS_LOCAL_RANKID", "1"},
+                    {"PALS_LOCAL_SIZE", "2"},
+                    {"PALS_NODEID", "1"},
+                    {"MASTER_ADDR", "x1000c0s0b0n0"}});
+  EXPECT_EQ(e.launcher, "cray-pals");
+  EXPECT_EQ(e.rank, 3);
+  EXPECT_EQ(e.world_size, 4);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.local_world_size, 2);
+  EXPECT_EQ(e.master_addr, "x1000c0s0b0n0");
+  EXPECT_TRUE(contains(error_of<ConfigError>([] {
+                         read({{"PALS_RANKID", "3"},
+                               {"PMI_SIZE", "4"},
+                               {"PALS_LOCAL_RANKID", "1"},
+                               {"PALS_LOCAL_SIZE", "2"}});
+                       }),
+                       "MASTER_ADDR is not set"));
+}
+
 TEST(DistEnv, SlurmVariables) {
   DistEnv e = read({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"},
                     {"SLURM_NTASKS_PER_NODE", "2(x2)"}, {"SLURM_JOB_NODELIST", "gpu[07-08]"},

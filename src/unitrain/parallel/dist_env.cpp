@@ -87,6 +87,29 @@ std::vector<std::string> expand_slurm_nodelist(const std::string& list) {
   return hosts;
 }
 
+namespace {
+
+/// Ranks on several machines meet at rank 0's machine: its address must be given.
+void require_master_addr(const DistEnv& e, const GetEnv& getenv, const char* launcher,
+                         const char* how) {
+  UT_CHECK(e.local_world_size == e.world_size || getenv("MASTER_ADDR") != nullptr, launcher,
+           " runs ranks on several machines but MASTER_ADDR is not set: pass the address of the "
+           "machine running rank 0, e.g. ",
+           how);
+}
+
+/// srun with a PMI plugin sets PMI_RANK and PMI_SIZE beside Slurm's own, which say more (the
+/// master's host and port); an mpiexec inside a Slurm job inherits the batch step's SLURM_*
+/// (rank 0 of 1), which say otherwise.
+bool slurm_says_the_same(const GetEnv& getenv) {
+  const char* procid = getenv("SLURM_PROCID");
+  const char* ntasks = getenv("SLURM_NTASKS");
+  return procid != nullptr && ntasks != nullptr && std::string(procid) == getenv("PMI_RANK") &&
+         std::string(ntasks) == getenv("PMI_SIZE");
+}
+
+}  // namespace
+
 DistEnv read_dist_env(const GetEnv& getenv) {
   DistEnv e;
   const char* rank_var = "RANK";
@@ -110,9 +133,30 @@ DistEnv read_dist_env(const GetEnv& getenv) {
     e.world_size = number(getenv, size_var, 1);
     e.local_rank = number(getenv, "OMPI_COMM_WORLD_LOCAL_RANK", e.rank);
     e.local_world_size = number(getenv, "OMPI_COMM_WORLD_LOCAL_SIZE", e.world_size);
-    UT_CHECK(e.local_world_size == e.world_size || getenv("MASTER_ADDR") != nullptr,
-             "mpirun runs ranks on several machines but MASTER_ADDR is not set: pass the address of "
-             "the machine running rank 0, e.g. mpirun -x MASTER_ADDR=<host> -x MASTER_PORT=<port>");
+    require_master_addr(e, getenv, "mpirun", "mpirun -x MASTER_ADDR=<host> -x MASTER_PORT=<port>");
+  } else if (getenv("PALS_RANKID") != nullptr && getenv("PMI_SIZE") != nullptr) {
+    // Cray MPICH's mpiexec under PALS (PBS on HPE Cray systems): PMI_RANK too, but the local
+    // rank is PALS's.
+    e.launcher = "cray-pals";
+    rank_var = "PALS_RANKID";
+    size_var = "PMI_SIZE";
+    e.rank = number(getenv, rank_var, 0);
+    e.world_size = number(getenv, size_var, 1);
+    e.local_rank = number(getenv, "PALS_LOCAL_RANKID", e.rank);
+    e.local_world_size = number(getenv, "PALS_LOCAL_SIZE", 0);
+    if (e.local_world_size <= 0) e.local_world_size = e.world_size;
+    require_master_addr(e, getenv, "mpiexec", "mpiexec --env MASTER_ADDR=<host>");
+  } else if (getenv("PMI_RANK") != nullptr && getenv("PMI_SIZE") != nullptr &&
+             !slurm_says_the_same(getenv)) {
+    // MPICH's and Intel MPI's mpiexec (hydra); srun --mpi=pmi2 sets PMI_RANK too, and is Slurm.
+    e.launcher = "mpich";
+    rank_var = "PMI_RANK";
+    size_var = "PMI_SIZE";
+    e.rank = number(getenv, rank_var, 0);
+    e.world_size = number(getenv, size_var, 1);
+    e.local_rank = number(getenv, "MPI_LOCALRANKID", e.rank);
+    e.local_world_size = number(getenv, "MPI_LOCALNRANKS", e.world_size);
+    require_master_addr(e, getenv, "mpiexec", "mpiexec -genv MASTER_ADDR <host>");
   } else if (getenv("SLURM_PROCID") != nullptr && getenv("SLURM_NTASKS") != nullptr) {
     e.launcher = "slurm";
     rank_var = "SLURM_PROCID";

@@ -8,7 +8,9 @@
 namespace unitrain {
 
 struct DistEnv {
-  std::string launcher = "none";  ///< torchrun | openmpi | slurm | none (one process)
+  /// torchrun | openmpi | cray-pals | mpich (MPICH's or Intel MPI's mpiexec) | slurm | none (one
+  /// process)
+  std::string launcher = "none";
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
@@ -36,11 +38,14 @@ struct DistEnv {
 
 /// Reads, in this order: torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
 /// MASTER_ADDR, MASTER_PORT, TORCHELASTIC_USE_AGENT_STORE, TORCHELASTIC_RESTART_COUNT); Open
-/// MPI's (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE); Slurm's (SLURM_PROCID,
+/// MPI's (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE); Cray MPICH's under PALS
+/// (PALS_RANKID, PMI_SIZE, PALS_LOCAL_RANKID, PALS_LOCAL_SIZE); MPICH's and Intel MPI's hydra
+/// (PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS; not when they repeat Slurm's, as srun
+/// with a PMI plugin sets them); Slurm's (SLURM_PROCID,
 /// SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE, SLURM_JOB_NODELIST, SLURM_JOB_ID); else a
 /// single process.
 /// UNITRAIN_STORE_FILE (any launcher) names a rendezvous file instead of MASTER_ADDR:PORT.
-/// MASTER_ADDR and MASTER_PORT, when set, win over what a launcher implies: Open MPI's default
+/// MASTER_ADDR and MASTER_PORT, when set, win over what a launcher implies: the MPIs' default
 /// address is 127.0.0.1 (one machine; several need MASTER_ADDR), Slurm's the first host of the
 /// node list and its port 15000 + the job id's last four digits.
 /// ConfigError naming the variable when one is malformed (not a number, a rank outside the
