@@ -320,16 +320,12 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
                         "early_stopping.mode");
   }
   settings_ = std::move(settings);
-  // Plan: the run folder's lock, the checkpoint to resume from, the processes, precision,
-  // threads; then the loop's parts around the optimizer and the run folder.
+  // Plan: the run folder's lock, the checkpoint to resume from, the processes, precision, the
+  // threads (a count chosen once: a resume's is the checkpoint's); then the loop's parts.
   const DistEnv env = read_dist_env();
   ResumePoint resume;
   std::shared_ptr<ProcessGroup> group = prepare_fit(env, module, resume);
-  // The thread count is the arithmetic's: chosen once (a resume's is the checkpoint's).
-  ThreadCount count =
-      run_thread_count(options().threads, env.local_world_size, resume, group.get());
-  if (!count.warning.empty()) log::warn(count.warning);
-  auto threads = std::make_unique<ThreadGovernor>(std::move(count), env.local_world_size);
+  auto threads = govern_threads(options().threads, env.local_world_size, resume, group.get());
   const std::vector<std::string> classes = train->class_names();
   TrainLoop loop({*settings_, config_, callbacks_, counters_, decisions_, *precision_, module,
                   checkpoint_entries_, group, std::move(threads)},

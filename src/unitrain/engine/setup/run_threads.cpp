@@ -8,6 +8,7 @@
 
 #include "unitrain/core/cpu_budget.h"
 #include "unitrain/engine/config/resume_config.h"
+#include "unitrain/log/console.h"
 #include "unitrain/parallel/process_group.h"
 
 namespace unitrain {
@@ -32,6 +33,13 @@ ThreadCount run_thread_count(int64_t configured, int64_t local_workers, const Re
     c.threads = int64_t(smallest);
   }
   return c;
+}
+
+std::unique_ptr<ThreadGovernor> govern_threads(int64_t configured, int64_t local_workers,
+                                               const ResumePoint& resume, ProcessGroup* group) {
+  ThreadCount count = run_thread_count(configured, local_workers, resume, group);
+  if (!count.warning.empty()) log::warn(count.warning);
+  return std::make_unique<ThreadGovernor>(std::move(count), local_workers);
 }
 
 }  // namespace unitrain

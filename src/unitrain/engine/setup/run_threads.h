@@ -2,6 +2,7 @@
 // The thread count of a fit: train.threads, OMP_NUM_THREADS or auto; a resume's recorded count;
 // one count for the job's ranks.
 #include <cstdint>
+#include <memory>
 
 #include "unitrain/engine/setup/thread_governor.h"
 
@@ -17,5 +18,10 @@ class ProcessGroup;
 /// rank computes alike (a collective every rank reaches, whatever it chose).
 ThreadCount run_thread_count(int64_t configured, int64_t local_workers, const ResumePoint& resume,
                              ProcessGroup* group);
+
+/// The governor of a fit's threads, on the thread that trains: run_thread_count's count (its
+/// warning logged), placed as the load says.
+std::unique_ptr<ThreadGovernor> govern_threads(int64_t configured, int64_t local_workers,
+                                               const ResumePoint& resume, ProcessGroup* group);
 
 }  // namespace unitrain
