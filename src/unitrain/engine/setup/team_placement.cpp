@@ -43,7 +43,10 @@ std::string TeamPlacement::unavailable_reason() {
 }
 
 TeamPlacement::TeamPlacement(int64_t threads)
-    : threads_(threads), all_(cpus_of_this_thread()), now_(all_) {}
+    : threads_(threads),
+      all_(cpus_of_this_thread()),
+      now_(all_),
+      can_shorten_waits_(ShortOpenMpWaits::unavailable_reason().empty()) {}
 
 TeamPlacement::~TeamPlacement() { place(0); }
 
@@ -61,7 +64,7 @@ void TeamPlacement::place(int64_t cpus) {
   }
   const bool confined = want.size() < all_.size();
   // Short waits before the threads share CPUs; spinning again only once they no longer do.
-  if (confined && !short_waits_ && ShortOpenMpWaits::unavailable_reason().empty()) {
+  if (confined && !short_waits_ && can_shorten_waits_) {
     short_waits_ = std::make_unique<ShortOpenMpWaits>();
   }
   if (want != now_) set_team_cpus(want);

@@ -45,6 +45,7 @@ class TeamPlacement {
   void set_team_cpus(const std::vector<int>& cpus);
   int64_t threads_;
   std::vector<int> all_, now_;
+  bool can_shorten_waits_ = false;  ///< ShortOpenMpWaits::unavailable_reason() was ""
   std::unique_ptr<ShortOpenMpWaits> short_waits_;
 };
 
