@@ -89,14 +89,30 @@ std::vector<std::string> expand_slurm_nodelist(const std::string& list) {
 
 namespace {
 
-/// Ranks on several machines meet at rank 0's machine: its address must be given.
-void require_master_addr(const DistEnv& e, const GetEnv& getenv, const char* launcher,
-                         const char* how) {
-  UT_CHECK(e.local_world_size == e.world_size || getenv("MASTER_ADDR") != nullptr, launcher,
-           " runs ranks on several machines but MASTER_ADDR is not set: pass the address of the "
-           "machine running rank 0, e.g. ",
-           how);
-}
+/// A launcher of the MPI kind: it numbers the ranks in variables of its own and says nothing of
+/// the rendezvous (127.0.0.1 unless MASTER_ADDR is given; several machines need it given).
+struct MpiLauncher {
+  const char* name;        ///< DistEnv::launcher
+  const char* rank;        ///< present with `size`: this launcher started the process
+  const char* size;        ///< the world size
+  const char* local_rank;  ///< absent: the rank (one machine)
+  const char* local_size;  ///< absent or 0: the world size (one machine)
+  const char* command;     ///< what users type, for the error
+  const char* how;         ///< how they pass MASTER_ADDR with it
+  bool slurm_may_repeat;   ///< srun sets these too: Slurm's where they equal Slurm's own
+};
+
+/// In the order they are recognised: Cray's PALS sets PMI_RANK too, but the local rank is
+/// PALS's; MPICH's and Intel MPI's hydra last, and not where its variables repeat Slurm's.
+constexpr MpiLauncher kMpiLaunchers[] = {
+    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+     "OMPI_COMM_WORLD_LOCAL_SIZE", "mpirun", "mpirun -x MASTER_ADDR=<host> -x MASTER_PORT=<port>",
+     false},
+    {"cray-pals", "PALS_RANKID", "PMI_SIZE", "PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE", "mpiexec",
+     "mpiexec --env MASTER_ADDR=<host>", false},
+    {"mpich", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "mpiexec",
+     "mpiexec -genv MASTER_ADDR <host>", true},
+};
 
 /// srun with a PMI plugin sets PMI_RANK and PMI_SIZE beside Slurm's own, which say more (the
 /// master's host and port); an mpiexec inside a Slurm job inherits the batch step's SLURM_*
@@ -108,6 +124,63 @@ bool slurm_says_the_same(const GetEnv& getenv) {
          std::string(ntasks) == getenv("PMI_SIZE");
 }
 
+/// The MPI launcher whose variables this process has, or nullptr.
+const MpiLauncher* mpi_launcher(const GetEnv& getenv) {
+  for (const MpiLauncher& l : kMpiLaunchers) {
+    if (getenv(l.rank) == nullptr || getenv(l.size) == nullptr) continue;
+    if (l.slurm_may_repeat && slurm_says_the_same(getenv)) continue;
+    return &l;
+  }
+  return nullptr;
+}
+
+void read_mpi(DistEnv& e, const MpiLauncher& l, const GetEnv& getenv) {
+  e.launcher = l.name;
+  e.rank = number(getenv, l.rank, 0);
+  e.world_size = number(getenv, l.size, 1);
+  e.local_rank = number(getenv, l.local_rank, e.rank);
+  e.local_world_size = number(getenv, l.local_size, 0);
+  if (e.local_world_size <= 0) e.local_world_size = e.world_size;
+  // Ranks on several machines meet at rank 0's machine: its address must be given.
+  UT_CHECK(e.local_world_size == e.world_size || getenv("MASTER_ADDR") != nullptr, l.command,
+           " runs ranks on several machines but MASTER_ADDR is not set: pass the address of the "
+           "machine running rank 0, e.g. ",
+           l.how);
+}
+
+void read_torchrun(DistEnv& e, const GetEnv& getenv) {
+  e.launcher = "torchrun";
+  e.rank = number(getenv, "RANK", 0);
+  e.world_size = number(getenv, "WORLD_SIZE", 1);
+  e.local_rank = number(getenv, "LOCAL_RANK", e.rank);
+  e.local_world_size = number(getenv, "LOCAL_WORLD_SIZE", e.world_size);
+  const char* agent = getenv("TORCHELASTIC_USE_AGENT_STORE");
+  e.agent_store = agent != nullptr && std::string(agent) == "True";
+  e.restart_count = number(getenv, "TORCHELASTIC_RESTART_COUNT", 0);
+  UT_CHECK(e.world_size == 1 || getenv("MASTER_ADDR") != nullptr, "RANK and WORLD_SIZE are set ",
+           "but MASTER_ADDR is not: set it to the address of the machine running rank 0");
+}
+
+void read_slurm(DistEnv& e, const GetEnv& getenv) {
+  e.launcher = "slurm";
+  e.rank = number(getenv, "SLURM_PROCID", 0);
+  e.world_size = number(getenv, "SLURM_NTASKS", 1);
+  e.local_rank = number(getenv, "SLURM_LOCALID", 0);
+  const char* per_node = getenv("SLURM_NTASKS_PER_NODE");
+  if (per_node == nullptr) per_node = getenv("SLURM_TASKS_PER_NODE");
+  e.local_world_size = per_node ? leading_number(per_node) : 0;
+  if (e.local_world_size <= 0) e.local_world_size = e.world_size;
+  if (const char* nodes = getenv("SLURM_JOB_NODELIST")) {
+    e.master_addr = expand_slurm_nodelist(nodes).front();
+  }
+  if (const char* job = getenv("SLURM_JOB_ID")) {
+    std::string id = job;
+    if (is_digits(id.size() > 4 ? id.substr(id.size() - 4) : id)) {
+      e.master_port = 15000 + std::atoi((id.size() > 4 ? id.substr(id.size() - 4) : id).c_str());
+    }
+  }
+}
+
 }  // namespace
 
 DistEnv read_dist_env(const GetEnv& getenv) {
@@ -115,68 +188,15 @@ DistEnv read_dist_env(const GetEnv& getenv) {
   const char* rank_var = "RANK";
   const char* size_var = "WORLD_SIZE";
   if (getenv("RANK") != nullptr && getenv("WORLD_SIZE") != nullptr) {
-    e.launcher = "torchrun";
-    e.rank = number(getenv, "RANK", 0);
-    e.world_size = number(getenv, "WORLD_SIZE", 1);
-    e.local_rank = number(getenv, "LOCAL_RANK", e.rank);
-    e.local_world_size = number(getenv, "LOCAL_WORLD_SIZE", e.world_size);
-    const char* agent = getenv("TORCHELASTIC_USE_AGENT_STORE");
-    e.agent_store = agent != nullptr && std::string(agent) == "True";
-    e.restart_count = number(getenv, "TORCHELASTIC_RESTART_COUNT", 0);
-    UT_CHECK(e.world_size == 1 || getenv("MASTER_ADDR") != nullptr, "RANK and WORLD_SIZE are set ",
-             "but MASTER_ADDR is not: set it to the address of the machine running rank 0");
-  } else if (getenv("OMPI_COMM_WORLD_RANK") != nullptr) {
-    e.launcher = "openmpi";
-    rank_var = "OMPI_COMM_WORLD_RANK";
-    size_var = "OMPI_COMM_WORLD_SIZE";
-    e.rank = number(getenv, rank_var, 0);
-    e.world_size = number(getenv, size_var, 1);
-    e.local_rank = number(getenv, "OMPI_COMM_WORLD_LOCAL_RANK", e.rank);
-    e.local_world_size = number(getenv, "OMPI_COMM_WORLD_LOCAL_SIZE", e.world_size);
-    require_master_addr(e, getenv, "mpirun", "mpirun -x MASTER_ADDR=<host> -x MASTER_PORT=<port>");
-  } else if (getenv("PALS_RANKID") != nullptr && getenv("PMI_SIZE") != nullptr) {
-    // Cray MPICH's mpiexec under PALS (PBS on HPE Cray systems): PMI_RANK too, but the local
-    // rank is PALS's.
-    e.launcher = "cray-pals";
-    rank_var = "PALS_RANKID";
-    size_var = "PMI_SIZE";
-    e.rank = number(getenv, rank_var, 0);
-    e.world_size = number(getenv, size_var, 1);
-    e.local_rank = number(getenv, "PALS_LOCAL_RANKID", e.rank);
-    e.local_world_size = number(getenv, "PALS_LOCAL_SIZE", 0);
-    if (e.local_world_size <= 0) e.local_world_size = e.world_size;
-    require_master_addr(e, getenv, "mpiexec", "mpiexec --env MASTER_ADDR=<host>");
-  } else if (getenv("PMI_RANK") != nullptr && getenv("PMI_SIZE") != nullptr &&
-             !slurm_says_the_same(getenv)) {
-    // MPICH's and Intel MPI's mpiexec (hydra); srun --mpi=pmi2 sets PMI_RANK too, and is Slurm.
-    e.launcher = "mpich";
-    rank_var = "PMI_RANK";
-    size_var = "PMI_SIZE";
-    e.rank = number(getenv, rank_var, 0);
-    e.world_size = number(getenv, size_var, 1);
-    e.local_rank = number(getenv, "MPI_LOCALRANKID", e.rank);
-    e.local_world_size = number(getenv, "MPI_LOCALNRANKS", e.world_size);
-    require_master_addr(e, getenv, "mpiexec", "mpiexec -genv MASTER_ADDR <host>");
+    read_torchrun(e, getenv);
+  } else if (const MpiLauncher* mpi = mpi_launcher(getenv)) {
+    read_mpi(e, *mpi, getenv);
+    rank_var = mpi->rank;
+    size_var = mpi->size;
   } else if (getenv("SLURM_PROCID") != nullptr && getenv("SLURM_NTASKS") != nullptr) {
-    e.launcher = "slurm";
+    read_slurm(e, getenv);
     rank_var = "SLURM_PROCID";
     size_var = "SLURM_NTASKS";
-    e.rank = number(getenv, rank_var, 0);
-    e.world_size = number(getenv, size_var, 1);
-    e.local_rank = number(getenv, "SLURM_LOCALID", 0);
-    const char* per_node = getenv("SLURM_NTASKS_PER_NODE");
-    if (per_node == nullptr) per_node = getenv("SLURM_TASKS_PER_NODE");
-    e.local_world_size = per_node ? leading_number(per_node) : 0;
-    if (e.local_world_size <= 0) e.local_world_size = e.world_size;
-    if (const char* nodes = getenv("SLURM_JOB_NODELIST")) {
-      e.master_addr = expand_slurm_nodelist(nodes).front();
-    }
-    if (const char* job = getenv("SLURM_JOB_ID")) {
-      std::string id = job;
-      if (is_digits(id.size() > 4 ? id.substr(id.size() - 4) : id)) {
-        e.master_port = 15000 + std::atoi((id.size() > 4 ? id.substr(id.size() - 4) : id).c_str());
-      }
-    }
   }
   if (const char* addr = getenv("MASTER_ADDR")) {
     UT_CHECK(*addr != '\0', "MASTER_ADDR is set but empty");
