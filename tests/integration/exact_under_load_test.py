@@ -21,14 +21,16 @@ import torch
 import common
 from common import read_jsonl, wait_for
 
-# Large enough that LibTorch and OpenBLAS split the sums by thread (a 64x64 @ 64x512 product, a
-# 512x512 weight gradient, the L2 term's sum of 262,144 squares): with 1 thread instead of 2 the
-# weights differ after a few steps.
+# Large enough that LibTorch and OpenBLAS split the sums by thread: with 1 thread instead of 2 the
+# weights differ after a few steps. The 784-wide layer is what makes it so with LibTorch 2.6 and
+# OpenBLAS 0.3.29 too (Debian 13), whose products of power-of-two widths (64x512 @ 512x512) and
+# whose L2 sum of 262,144 squares give the same bits at 1 and 2 threads; a 64x784 @ 784x512 product
+# does not, there as with 1.13 and OpenBLAS 0.3.21.
 CONFIG = """
 name: exact
 run_dir: {run_dir}
 seed: 5
-model: {{type: mlp, args: {{sizes: [64, 512, 512, 10], dropout: 0.1}}}}
+model: {{type: mlp, args: {{sizes: [64, 784, 512, 10], dropout: 0.1}}}}
 objective: {{losses: [{{type: cross_entropy}}], regularizers: [{{type: l2, weight: 1.0e-4}}],
             metrics: [{{type: accuracy}}]}}
 data:

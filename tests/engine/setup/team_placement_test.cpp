@@ -4,11 +4,14 @@
 #include <sched.h>
 #include <torch/torch.h>
 
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 
 namespace unitrain {
 namespace {
@@ -50,6 +53,7 @@ TEST(TeamPlacement, ConfinesTheTeamAndPutsItBack) {
   const torch::Tensor ones = torch::ones({1 << 20});
   EXPECT_EQ(ones.sum().item<float>(), float(1 << 20));  // the team of two exists
   const std::string all = cpus_of_this_thread();
+  const auto threads_were_on = threads_by_cpus();
   {
     TeamPlacement team(2);
     team.place(1);
@@ -59,13 +63,39 @@ TEST(TeamPlacement, ConfinesTheTeamAndPutsItBack) {
     EXPECT_GE(threads_by_cpus()[one], 2) << "the team's other thread is confined too";
     // The same sums, on one CPU.
     EXPECT_EQ(ones.sum().item<float>(), float(1 << 20));
+    // A thread started now (as LibTorch starts its autograd threads at the first backward)
+    // inherits the team's CPU, and is given them all back when the team widens.
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool started = false, done = false;
+    std::string born_on, widened_to;
+    std::thread born([&] {
+      std::unique_lock<std::mutex> lock(mutex);
+      born_on = cpus_of_this_thread();
+      started = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return done; });
+      widened_to = cpus_of_this_thread();
+    });
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      cv.wait(lock, [&] { return started; });
+    }
+    EXPECT_EQ(born_on, one);
     team.place(0);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      done = true;
+    }
+    cv.notify_all();
+    born.join();
+    EXPECT_EQ(widened_to, all);
     EXPECT_EQ(cpus_of_this_thread(), all);
-    EXPECT_EQ(threads_by_cpus().count(one), 0u);
+    EXPECT_EQ(threads_by_cpus(), threads_were_on);
     team.place(1);
   }
   EXPECT_EQ(cpus_of_this_thread(), all);  // put back when it ends
-  EXPECT_EQ(threads_by_cpus().size(), 1u);
+  EXPECT_EQ(threads_by_cpus(), threads_were_on);
   torch::set_num_threads(threads_were);
 }
 

@@ -6,19 +6,42 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
+#include <system_error>
 
 #include "unitrain/engine/setup/openmp_waits.h"
 
 namespace unitrain {
 namespace {
 
-std::vector<int> cpus_of_this_thread() {
+/// The CPUs thread `tid` may run on (0: the calling thread); empty when it cannot be read (the
+/// thread has ended).
+std::vector<int> cpus_of(pid_t tid) {
   cpu_set_t set;
   CPU_ZERO(&set);
   std::vector<int> out;
-  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return out;
+  if (::sched_getaffinity(tid, sizeof(set), &set) != 0) return out;
   for (int c = 0; c < CPU_SETSIZE; ++c) {
     if (CPU_ISSET(c, &set)) out.push_back(c);
+  }
+  return out;
+}
+
+cpu_set_t cpu_set_of(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  return set;
+}
+
+/// The ids of this process's threads now (/proc/self/task).
+std::set<pid_t> threads_of_this_process() {
+  std::set<pid_t> out;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    const std::string name = task.path().filename().string();
+    if (!name.empty() && std::all_of(name.begin(), name.end(), ::isdigit))
+      out.insert(pid_t(std::stol(name)));
   }
   return out;
 }
@@ -44,7 +67,7 @@ std::string TeamPlacement::unavailable_reason() {
 
 TeamPlacement::TeamPlacement(int64_t threads)
     : threads_(threads),
-      all_(cpus_of_this_thread()),
+      all_(cpus_of(0)),
       now_(all_),
       can_shorten_waits_(ShortOpenMpWaits::unavailable_reason().empty()) {}
 
@@ -72,15 +95,25 @@ void TeamPlacement::place(int64_t cpus) {
 }
 
 void TeamPlacement::set_team_cpus(const std::vector<int>& cpus) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int c : cpus) CPU_SET(c, &set);
+  const cpu_set_t set = cpu_set_of(cpus);
   // Each of the team's threads sets its own; threads libgomp makes later inherit the calling
   // thread's.
   const int n = static_cast<int>(threads_);
 #pragma omp parallel num_threads(n)
   { ::sched_setaffinity(0, sizeof(set), &set); }
+  if (now_ != all_) give_back_inherited();
   now_ = cpus;
+  // What is here now is the team or was here before it was confined.
+  if (now_ != all_) before_confined_ = threads_of_this_process();
+}
+
+void TeamPlacement::give_back_inherited() {
+  const cpu_set_t all = cpu_set_of(all_);
+  for (pid_t tid : threads_of_this_process()) {
+    if (before_confined_.count(tid) == 0 && cpus_of(tid) == now_)
+      ::sched_setaffinity(tid, sizeof(all), &all);
+  }
+  before_confined_.clear();
 }
 
 }  // namespace unitrain

@@ -11,7 +11,10 @@
 // programs to the rest) and run as fast as fewer threads would; they must then sleep, not spin,
 // while they wait (ShortOpenMpWaits).
 #include <cstdint>
+#include <sys/types.h>
+
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,15 +39,21 @@ class TeamPlacement {
 
   /// The team on `cpus` CPUs (the one the calling thread is on, then the next of its set), its
   /// threads sleeping while they wait; 0 = every CPU it had, waiting as before. Called on the
-  /// thread that trains.
+  /// thread that trains. A thread started while the team was confined inherits its CPUs from
+  /// the thread that started it (LibTorch's autograd threads, a callback's, a writer's): when
+  /// the team moves or widens, and when this ends, each such thread still on the team's CPUs
+  /// is given every CPU the team had.
   void place(int64_t cpus);
   /// The CPUs the team may use now (sched_getaffinity's numbers).
   const std::vector<int>& cpus() const { return now_; }
 
  private:
   void set_team_cpus(const std::vector<int>& cpus);
+  /// Every CPU to the threads started since the team was confined that are still on its CPUs.
+  void give_back_inherited();
   int64_t threads_;
   std::vector<int> all_, now_;
+  std::set<pid_t> before_confined_;  ///< this process's threads when the team was confined
   bool can_shorten_waits_ = false;  ///< ShortOpenMpWaits::unavailable_reason() was ""
   std::unique_ptr<ShortOpenMpWaits> short_waits_;
 };
