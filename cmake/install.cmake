@@ -1,5 +1,7 @@
 # `cmake --install build --prefix P` installs
-#   bin/unitrain                     the command; finds its library through RPATH $ORIGIN/../lib
+#   bin/unitrain                     the command: blocks the signals a run saves on, then
+#                                    executes libexec/unitrain/unitrain
+#   libexec/unitrain/unitrain        the command's program; finds its library through RPATH
 #   lib/libunitrain.so.<version>     and its SONAME and development links
 #   lib/libunitrain_sentencepiece.so SentencePiece's module (the text dataset, tokenizer train)
 #   include/unitrain/...             every header under src/unitrain, folders kept
@@ -13,6 +15,7 @@ set(UNITRAIN_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/unitrain)
 
 install(TARGETS unitrain EXPORT unitrainTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS unitrain_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS unitrain_program RUNTIME DESTINATION ${UNITRAIN_PROGRAM_DIR})
 # SentencePiece's module, which libunitrain opens from its own folder.
 install(TARGETS unitrain_sentencepiece LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 # A pattern, not a list: headers added, moved or renamed (dist/ -> parallel/) need no edit here.

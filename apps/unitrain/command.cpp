@@ -1,8 +1,11 @@
 #include "command.h"
 
+#include <pthread.h>
+
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
 #include "unitrain/core/plugin.h"
+#include "unitrain/core/save_signals.h"
 #include "unitrain/engine/builtins.h"
 #include "unitrain/engine/config/load_config.h"
 #include "unitrain/log/console.h"
@@ -13,6 +16,18 @@ namespace {
 constexpr size_t kNoLimit = std::string::npos;  // error_text: the whole message
 
 }  // namespace
+
+sigset_t stop_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (const SaveSignal& s : save_signals()) sigaddset(&set, s.number);
+  return set;
+}
+
+void Command::take_stop_signals() {
+  const sigset_t set = stop_signal_set();
+  ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
 
 int run_command(Command& command) {
   try {

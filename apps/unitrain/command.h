@@ -3,6 +3,7 @@
 // and the error funnel, and the config file with overrides that train, eval, export and config
 // read.
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,6 +32,11 @@ class Command {
   virtual int run() = 0;
   /// Values completion suggests for its options. Called after register_builtins().
   virtual Choices choices() const { return {}; }
+  /// Called before run(), for the signals a run saves on (the five checkpoint.on_signal may
+  /// list), which main blocks before any library starts: by default they are unblocked, and a
+  /// pending one ends the process as it would have. train holds them (StopSignalGuard::hold);
+  /// launch keeps them blocked until its signal pipe forwards them to the workers.
+  virtual void take_stop_signals();
   /// True for the command that takes another command after `--` (launch).
   virtual bool takes_command_after_separator() const { return false; }
   /// The `--key.path` overrides it takes after its file, with values to suggest, when they are
@@ -62,6 +68,9 @@ template <typename C>
 std::unique_ptr<Command> make_command(CLI::App& app) {
   return std::make_unique<C>(app);
 }
+
+/// The signals a run saves on (core/save_signals.h), as a set.
+sigset_t stop_signal_set();
 
 /// The error funnel: runs `command` and returns its exit code; an exception is logged with its
 /// whole message and gives kExitUsage (ConfigError) or kExitFailure (any other).

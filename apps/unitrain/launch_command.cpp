@@ -65,8 +65,12 @@ class LaunchCommand : public Subcommand {
                                          : default_log_dir(worker_command_);
     options_.command = worker_command_;
     if (!exec_) options_.command.insert(options_.command.begin(), self_path());
+    options_.workers_hold_signals = !exec_;
     return launch(options_);
   }
+
+  /// Blocked until launch()'s signal pipe is there to forward them to the workers.
+  void take_stop_signals() override {}
 
  private:
   /// The process group's shape and the launcher's restart policy.

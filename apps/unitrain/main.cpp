@@ -1,5 +1,7 @@
-// unitrain: the command line. Declares the subcommands (apps/unitrain/*_command(s).cpp, one
-// group a file), parses the arguments and runs the chosen one; nothing else.
+// unitrain: the command line, libexec/unitrain/unitrain (bin/unitrain, apps/unitrain/start.c,
+// executes it with the signals a run saves on blocked). Declares the subcommands
+// (apps/unitrain/*_command(s).cpp, one group a file), parses the arguments and runs the chosen
+// one; nothing else.
 #include <CLI/CLI.hpp>
 
 #include "command.h"
@@ -40,7 +42,9 @@ int main(int argc, char** argv) {
 
   if (const auto exit_code = cli::parse_command_line(app, argc, argv, all_words)) return *exit_code;
   for (const auto& command : commands) {
-    if (*command->cli()) return cli::run_command(*command);
+    if (!*command->cli()) continue;
+    command->take_stop_signals();
+    return cli::run_command(*command);
   }
   return 0;
 }

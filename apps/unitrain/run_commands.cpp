@@ -4,6 +4,8 @@
 #include "commands.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/memory.h"
+#include "unitrain/core/save_signals.h"
+#include "unitrain/engine/loop/stop_signal.h"
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/train_from_config.h"
 #include "unitrain/log/console.h"
@@ -27,12 +29,24 @@ class TrainCommand : public Subcommand {
         profile_ ? std::vector<std::string>{"--profile.enabled", "true"}
                  : std::vector<std::string>{};
     const Config config = resolve(args_, cli_, more);
+    StopSignalGuard::set_hold_exit_code(
+        int(config.at("checkpoint").at("on_signal").get_int("exit_code")));
     // distributed.zero: 3 is chosen to fit a model in less memory: freed memory goes back to
     // the kernel rather than staying for the next step (main kept it; core/memory.h).
     if (config.at("distributed").get_int("zero") == 3) {
       if (const std::string note = give_back_freed_memory(); !note.empty()) log::file_only(note);
     }
-    return train_from_config(config).fit.exit_code;
+    const int code = train_from_config(config).fit.exit_code;
+    if (const int sig = StopSignalGuard::received(); sig != 0 && code == 0) {
+      log::info(signal_name(sig) + " received as the run ended: it is complete, nothing to resume");
+    }
+    return code;
+  }
+
+  void take_stop_signals() override {
+    std::vector<int> all;
+    for (const SaveSignal& s : save_signals()) all.push_back(s.number);
+    StopSignalGuard::hold(all);
   }
 
  private:

@@ -80,13 +80,14 @@ def write(path, text):
     return path
 
 
-def wait_for(predicate, timeout=120):
-    """Polls `predicate` until it holds (True) or `timeout` seconds pass (False)."""
+def wait_for(predicate, timeout=120, interval=0.02):
+    """Polls `predicate` every `interval` seconds until it holds (True) or `timeout` seconds
+    pass (False)."""
     end = time.time() + timeout
     while time.time() < end:
         if predicate():
             return True
-        time.sleep(0.02)
+        time.sleep(interval)
     return False
 
 

@@ -111,7 +111,7 @@ class Package(unittest.TestCase):
         listing = check_run(self, ["dpkg-deb", "-c", self.deb])
         files = set(re.findall(r"\s\./(\S+)$", listing, re.M))
         lib = "usr/lib"
-        for path in ["usr/bin/unitrain", "%s/%s" % (lib, soname()), "%s/libunitrain.so" % lib,
+        for path in ["usr/bin/unitrain", "usr/libexec/unitrain/unitrain", "%s/%s" % (lib, soname()), "%s/libunitrain.so" % lib,
                      "%s/libunitrain_sentencepiece.so" % lib,
                      "%s/cmake/unitrain/unitrainConfig.cmake" % lib,
                      "%s/cmake/unitrain/unitrainTargets.cmake" % lib,
@@ -125,7 +125,8 @@ class Package(unittest.TestCase):
 
     def test_extracted_command_runs_with_its_own_library(self):
         exe = os.path.join(self.root, "usr", "bin", "unitrain")
-        self.assertEqual(resolved(exe, "libunitrain.so", CLEAN_ENV),
+        program = os.path.join(self.root, "usr", "libexec", "unitrain", "unitrain")
+        self.assertEqual(resolved(program, "libunitrain.so", CLEAN_ENV),
                          os.path.join(self.root, "usr", "lib", soname()))
         out = check_run(self, [exe, "--version"], env=CLEAN_ENV)
         self.assertIn("unitrain " + ".".join(version()), out)

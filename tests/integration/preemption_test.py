@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 
 import torch
 
@@ -109,6 +110,70 @@ class Preemption(common.Case):
             self.assert_same(full, self.stop_and_resume(2, sig, f"two-{int(sig)}"))
         # As a scheduler may: the signal reaches one worker only; every rank stops at its step.
         self.assert_same(full, self.stop_and_resume(2, signal.SIGUSR1, "rank1", to_rank=1))
+
+    def past_the_loader(self, pid):
+        """Waits until process `pid` has the signals a run saves on blocked or caught: bin/unitrain
+        (apps/unitrain/start.c) blocks them ~1 ms after exec; before that the dynamic loader
+        runs, not unitrain."""
+        bit = 1 << (signal.SIGUSR1 - 1)
+
+        def held():
+            with open(f"/proc/{pid}/status") as f:
+                masks = {k: int(v, 16) for k, v in (line.split(":\t") for line in f
+                                                    if line.startswith(("SigBlk", "SigCgt")))}
+            return bool((masks["SigBlk"] | masks["SigCgt"]) & bit)
+        self.assertTrue(wait_for(held, timeout=10, interval=0.001))
+
+    def test_a_signal_at_any_moment_of_a_run_is_never_fatal(self):
+        """SIGUSR1 at moments spread over a run's whole life (start-up, loading, rendezvous,
+        the first step, mid-run, the final save, the report): exit 75 with the run's state
+        saved, or 0 when it had finished; never death by the signal. The same command then ends
+        bitwise equal to the run that never stopped."""
+        for world in (1, 2):
+            cfg, run_dir = self.config(f"life-{world}", world)
+            start = time.monotonic()
+            code, out = run(self.command(world, cfg))
+            length = time.monotonic() - start
+            self.assertEqual(code, 0, out)
+            full = self.final_weights(run_dir, "--plugin", common.test_plugin())
+            outcomes = []
+            for i, part in enumerate((0, 0.03, 0.1, 0.2, 0.35, 0.6, 0.85, 0.95, 1.0)):
+                cfg, run_dir = self.config(f"life-{world}-{i}", world)
+                cmd = self.command(world, cfg)
+                p = subprocess.Popen([common.BIN] + cmd, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+                self.past_the_loader(p.pid)
+                time.sleep(part * length)
+                p.send_signal(signal.SIGUSR1)
+                out = p.communicate(timeout=120)[0]
+                at = f"world {world}, SIGUSR1 {part * length:.2f} s after the start"
+                self.assertIn(p.returncode, (0, RESUME_CODE), f"{at}:\n{out}")
+                outcomes.append(f"{part * length:.2f} s: {p.returncode}")
+                if p.returncode == RESUME_CODE:
+                    self.assertIn("run the same command to resume", out, at)
+                    code, out = run(cmd)
+                    self.assertEqual(code, 0, f"{at}, resumed:\n{out}")
+                self.assert_same(full, self.final_weights(run_dir, "--plugin",
+                                                          common.test_plugin()))
+            print(f"world {world} ({length:.1f} s a run): " + ", ".join(outcomes))
+
+    def test_a_signal_while_set_up_is_stuck_ends_it_resumable(self):
+        """Rank 0 of 2 alone waits for rank 1 at the rendezvous: SIGTERM is held, and once
+        training has not started 10 s later the process ends with 75 and says why."""
+        cfg, run_dir = self.config("stuck", 1)
+        Preemption.port += 1
+        env = dict(os.environ, RANK="0", WORLD_SIZE="2", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(Preemption.port))
+        p = subprocess.Popen([common.BIN, "train", cfg], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, env=env)
+        self.assertTrue(wait_for(lambda: os.path.isdir(run_dir)))
+        time.sleep(0.5)
+        sent = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        out = p.communicate(timeout=60)[0]
+        self.assertEqual(p.returncode, RESUME_CODE, out)
+        self.assertGreaterEqual(time.monotonic() - sent, 10, out)
+        self.assertIn("SIGTERM during set-up, and training did not start within 10 s", out)
 
     def test_signals_off_the_list_keep_their_default_action(self):
         cfg, run_dir = self.config("unlisted", 1)

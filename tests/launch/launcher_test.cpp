@@ -137,6 +137,21 @@ TEST(Launcher, WorkersGetTorchrunVariablesAndPrefixedLoggedOutput) {
   EXPECT_TRUE(contains(slurp(o.log_dir + "/rank-0.log"), "rank 0 of 2"));
 }
 
+TEST(Launcher, UnitrainWorkersStartWithTheSaveSignalsBlockedOthersWithNone) {
+  // SigBlk's bits: SIGHUP 1, SIGUSR1 10, SIGUSR2 12, SIGTERM 15, SIGXCPU 24 (0x804a01); a
+  // unitrain worker's main holds them (StopSignalGuard::hold), another program must not find
+  // them blocked.
+  for (const bool hold : {true, false}) {
+    Captured c;
+    LaunchOptions o = sh("", c);
+    o.command = {"grep", "SigBlk", "/proc/self/status"};  // sh would unblock every signal
+    o.master_port = hold ? 29602 : 29603;
+    o.workers_hold_signals = hold;
+    EXPECT_EQ(launch(o), 0);
+    EXPECT_TRUE(contains(c.all(), hold ? "0000000000804a01" : "0000000000000000")) << c.all();
+  }
+}
+
 TEST(Launcher, OnTwoMachinesTheWorkersMeetInMachineZerosLauncherStore) {
   const TwoMachines m = launch_two(
       "echo \"rank $RANK of $WORLD_SIZE local $LOCAL_RANK/$LOCAL_WORLD_SIZE node $GROUP_RANK "

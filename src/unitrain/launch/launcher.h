@@ -30,6 +30,10 @@ struct LaunchOptions {
   std::string log_dir;
   /// Each worker's command line; argv[0] is looked up in PATH.
   std::vector<std::string> command;
+  /// The workers are unitrain (train): the signals a run saves on stay blocked from the fork
+  /// through exec until the worker's main holds them, so that one forwarded while a worker
+  /// starts is never fatal. False for another program, which gets them unblocked.
+  bool workers_hold_signals = false;
   /// Where prefixed output lines go (`stderr` for the worker's stderr); default: the
   /// launcher's own stdout/stderr.
   std::function<void(const std::string& line, bool stderr)> output;

@@ -1,6 +1,7 @@
 #include "unitrain/launch/signal_pipe.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -33,9 +34,16 @@ SignalPipe::SignalPipe() {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   for (int sig : signals()) ::sigaction(sig, &sa, &old_[sig]);
+  // The command line blocks them from before the libraries start (apps/unitrain/main.cpp): one
+  // that came since is forwarded now.
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : signals()) sigaddset(&set, sig);
+  ::pthread_sigmask(SIG_UNBLOCK, &set, &old_mask_);
 }
 
 SignalPipe::~SignalPipe() {
+  ::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
   for (auto& [sig, old] : old_) ::sigaction(sig, &old, nullptr);
   ::close(g_signal_pipe[0]);
   ::close(g_signal_pipe[1]);

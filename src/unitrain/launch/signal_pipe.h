@@ -24,6 +24,7 @@ class SignalPipe {
 
  private:
   std::map<int, struct sigaction> old_;
+  sigset_t old_mask_;  ///< the thread's mask before: restored on destruction
 };
 
 }  // namespace unitrain

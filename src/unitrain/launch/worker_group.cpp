@@ -14,6 +14,7 @@
 #include <map>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/save_signals.h"
 #include "unitrain/launch/signal_pipe.h"
 
 extern char** environ;
@@ -223,9 +224,12 @@ void WorkerGroup::spawn(Worker& w, const std::vector<std::string>& env) {
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     for (int sig : SignalPipe::signals()) ::sigaction(sig, &dfl, nullptr);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    sigset_t kept;
+    sigemptyset(&kept);
+    if (o_.workers_hold_signals) {
+      for (const SaveSignal& s : save_signals()) sigaddset(&kept, s.number);
+    }
+    ::sigprocmask(SIG_SETMASK, &kept, nullptr);
     ::execvpe(argv[0], argv.data(), envp.data());
     const char* msg = "launch: cannot run the worker command: ";
     ssize_t ignored = ::write(STDERR_FILENO, msg, std::strlen(msg));
