@@ -17,6 +17,7 @@ UNITRAIN_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist python3-torch python3-sklearn python3-numpy openmpi-bin
   mpich  # distributed_test.py starts workers with MPICH's mpiexec (Open MPI's stays mpirun)
+  slurm-wlm munge  # slurm_test.py runs a one-machine Slurm (slurmctld, slurmd, munged)
   iproute2  # distributed_test.py joins network namespaces (`ip netns`) as two machines
   chromium python3-pil fonts-dejavu-core  # the report test renders HTML headless and reads the PNG
   python3-protobuf python3-crc32c  # tests/integration/tensorboard_test.py reads the event files

@@ -137,6 +137,66 @@ TEST(DistEnv, CrayPalsVariables) {
                        "MASTER_ADDR is not set"));
 }
 
+TEST(DistEnv, MvapichAndLsfJsrunVariables) {
+  DistEnv e = read({{"MV2_COMM_WORLD_RANK", "2"},
+                    {"MV2_COMM_WORLD_SIZE", "4"},
+                    {"MV2_COMM_WORLD_LOCAL_RANK", "0"},
+                    {"MV2_COMM_WORLD_LOCAL_SIZE", "2"},
+                    {"MASTER_ADDR", "node1"}});
+  EXPECT_EQ(e.launcher, "mvapich");
+  EXPECT_EQ(e.rank, 2);
+  EXPECT_EQ(e.world_size, 4);
+  EXPECT_EQ(e.local_rank, 0);
+  EXPECT_EQ(e.local_world_size, 2);
+  // jsrun (LSF, Spectrum MPI) sets Open MPI's variables too: named for itself.
+  e = read({{"JSM_NAMESPACE_RANK", "5"},
+            {"JSM_NAMESPACE_SIZE", "12"},
+            {"JSM_NAMESPACE_LOCAL_RANK", "5"},
+            {"JSM_NAMESPACE_LOCAL_SIZE", "6"},
+            {"OMPI_COMM_WORLD_RANK", "5"},
+            {"OMPI_COMM_WORLD_SIZE", "12"},
+            {"MASTER_ADDR", "h41n01"}});
+  EXPECT_EQ(e.launcher, "lsf-jsrun");
+  EXPECT_EQ(e.rank, 5);
+  EXPECT_EQ(e.world_size, 12);
+  EXPECT_EQ(e.local_world_size, 6);
+  EXPECT_TRUE(contains(error_of<ConfigError>([] {
+                         read({{"JSM_NAMESPACE_RANK", "5"},
+                               {"JSM_NAMESPACE_SIZE", "12"},
+                               {"JSM_NAMESPACE_LOCAL_RANK", "5"},
+                               {"JSM_NAMESPACE_LOCAL_SIZE", "6"}});
+                       }),
+                       "jsrun -E MASTER_ADDR=<host>"));
+}
+
+TEST(DistEnv, PbsNodeFileGivesTheMastersAddressAndTheJobItsPort) {
+  // Cray MPICH's mpiexec under PBS Pro, as on Polaris: no MASTER_ADDR needed.
+  const std::string nodes = test::write_file(test::temp_dir() + "/nodefile",
+                                             "x3004c0s7b0n0.hsn.cm.polaris\n"
+                                             "x3004c0s7b0n0.hsn.cm.polaris\n"
+                                             "x3004c0s13b1n0.hsn.cm.polaris\n");
+  const Vars pals = {{"PALS_RANKID", "3"},     {"PMI_SIZE", "4"},
+                     {"PALS_LOCAL_RANKID", "1"}, {"PALS_LOCAL_SIZE", "2"},
+                     {"PBS_NODEFILE", nodes},  {"PBS_JOBID", "1234567.polaris-pbs-01"}};
+  DistEnv e = read(pals);
+  EXPECT_EQ(e.launcher, "cray-pals");
+  EXPECT_EQ(e.master_addr, "x3004c0s7b0n0.hsn.cm.polaris");
+  EXPECT_EQ(e.master_port, 15000 + 4567);
+  Vars given = pals;
+  given["MASTER_ADDR"] = "other";
+  given["MASTER_PORT"] = "29555";
+  e = read(given);  // the user's own win
+  EXPECT_EQ(e.master_addr, "other");
+  EXPECT_EQ(e.master_port, 29555);
+  Vars missing = pals;
+  missing["PBS_NODEFILE"] = test::temp_dir() + "/none";
+  EXPECT_TRUE(contains(error_of<ConfigError>([&] { read(missing); }),
+                       "cannot read the job's node file"));
+  Vars empty = pals;
+  empty["PBS_NODEFILE"] = test::write_file(test::temp_dir() + "/empty", "\n");
+  EXPECT_TRUE(contains(error_of<ConfigError>([&] { read(empty); }), "names no host"));
+}
+
 TEST(DistEnv, SlurmVariables) {
   DistEnv e = read({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"},
                     {"SLURM_NTASKS_PER_NODE", "2(x2)"}, {"SLURM_JOB_NODELIST", "gpu[07-08]"},

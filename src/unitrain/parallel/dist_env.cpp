@@ -1,6 +1,8 @@
 #include "unitrain/parallel/dist_env.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
 
 #include "unitrain/core/error.h"
 
@@ -102,11 +104,17 @@ struct MpiLauncher {
   bool slurm_may_repeat;   ///< srun sets these too: Slurm's where they equal Slurm's own
 };
 
-/// In the order they are recognised: Cray's PALS sets PMI_RANK too, but the local rank is
-/// PALS's; MPICH's and Intel MPI's hydra last, and not where its variables repeat Slurm's.
+/// In the order they are recognised: LSF's jsrun sets Open MPI's variables too (Spectrum MPI),
+/// but is named for itself; Cray's PALS sets PMI_RANK too, but the local rank is PALS's;
+/// MPICH's and Intel MPI's hydra last, and not where its variables repeat Slurm's.
 constexpr MpiLauncher kMpiLaunchers[] = {
+    {"lsf-jsrun", "JSM_NAMESPACE_RANK", "JSM_NAMESPACE_SIZE", "JSM_NAMESPACE_LOCAL_RANK",
+     "JSM_NAMESPACE_LOCAL_SIZE", "jsrun", "jsrun -E MASTER_ADDR=<host>", false},
     {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
      "OMPI_COMM_WORLD_LOCAL_SIZE", "mpirun", "mpirun -x MASTER_ADDR=<host> -x MASTER_PORT=<port>",
+     false},
+    {"mvapich", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_RANK",
+     "MV2_COMM_WORLD_LOCAL_SIZE", "mpirun_rsh", "mpirun_rsh -np N -hostfile hosts MASTER_ADDR=<host>",
      false},
     {"cray-pals", "PALS_RANKID", "PMI_SIZE", "PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE", "mpiexec",
      "mpiexec --env MASTER_ADDR=<host>", false},
@@ -134,6 +142,33 @@ const MpiLauncher* mpi_launcher(const GetEnv& getenv) {
   return nullptr;
 }
 
+/// The port a batch job's ranks meet at, from its id (as for Slurm: 15000 + its last 4 digits);
+/// `fallback` when the id does not end in digits.
+int port_of_job(std::string id, int fallback) {
+  id = id.substr(0, id.find('.'));  // PBS: "1234.server"
+  if (id.size() > 4) id = id.substr(id.size() - 4);
+  return !id.empty() && is_digits(id) ? 15000 + std::atoi(id.c_str()) : fallback;
+}
+
+/// Under PBS (Pro, OpenPBS, Torque), rank 0 runs on the first host of the job's node file: the
+/// master's address, and the port from the job's id. False when PBS_NODEFILE is not set.
+bool read_pbs_master(DistEnv& e, const GetEnv& getenv) {
+  const char* file = getenv("PBS_NODEFILE");
+  if (file == nullptr) return false;
+  std::ifstream hosts(file);
+  UT_CHECK(hosts.good(), "PBS_NODEFILE=", file, ": cannot read the job's node file");
+  std::string host;
+  while (std::getline(hosts, host)) {
+    host.erase(0, host.find_first_not_of(" \t"));
+    host.erase(std::min(host.size(), host.find_first_of(" \t\r")));
+    if (!host.empty()) break;
+  }
+  UT_CHECK(!host.empty(), "PBS_NODEFILE=", file, ": the job's node file names no host");
+  e.master_addr = host;
+  if (const char* job = getenv("PBS_JOBID")) e.master_port = port_of_job(job, e.master_port);
+  return true;
+}
+
 void read_mpi(DistEnv& e, const MpiLauncher& l, const GetEnv& getenv) {
   e.launcher = l.name;
   e.rank = number(getenv, l.rank, 0);
@@ -141,8 +176,10 @@ void read_mpi(DistEnv& e, const MpiLauncher& l, const GetEnv& getenv) {
   e.local_rank = number(getenv, l.local_rank, e.rank);
   e.local_world_size = number(getenv, l.local_size, 0);
   if (e.local_world_size <= 0) e.local_world_size = e.world_size;
+  const bool pbs = read_pbs_master(e, getenv);
   // Ranks on several machines meet at rank 0's machine: its address must be given.
-  UT_CHECK(e.local_world_size == e.world_size || getenv("MASTER_ADDR") != nullptr, l.command,
+  UT_CHECK(e.local_world_size == e.world_size || pbs || getenv("MASTER_ADDR") != nullptr,
+           l.command,
            " runs ranks on several machines but MASTER_ADDR is not set: pass the address of the "
            "machine running rank 0, e.g. ",
            l.how);
@@ -173,12 +210,7 @@ void read_slurm(DistEnv& e, const GetEnv& getenv) {
   if (const char* nodes = getenv("SLURM_JOB_NODELIST")) {
     e.master_addr = expand_slurm_nodelist(nodes).front();
   }
-  if (const char* job = getenv("SLURM_JOB_ID")) {
-    std::string id = job;
-    if (is_digits(id.size() > 4 ? id.substr(id.size() - 4) : id)) {
-      e.master_port = 15000 + std::atoi((id.size() > 4 ? id.substr(id.size() - 4) : id).c_str());
-    }
-  }
+  if (const char* job = getenv("SLURM_JOB_ID")) e.master_port = port_of_job(job, e.master_port);
 }
 
 }  // namespace

@@ -1,0 +1,237 @@
+"""A real Slurm on this machine (Debian's slurm-wlm and munge: munged, slurmctld and slurmd started
+by the test from a slurm.conf of its own, stopped by their pids): `srun -n 2 unitrain train`
+forms one group of 2 and ends bitwise equal to `unitrain launch --nproc-per-node 2`; the sbatch
+script of docs/distributed.md, as written but for one node and a short time limit, gets Slurm's
+own time-limit SIGUSR1 mid-run, srun exits 75, the script requeues the job, and the requeued job
+resumes and ends COMPLETED, bitwise equal to the uninterrupted run; `scancel -s TERM` of a
+running job does the same. No variable is set by hand: the workers read Slurm's."""
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+import torch
+
+import common
+from common import run, wait_for
+
+CONFIG = """
+run_dir: {run_dir}
+seed: 5
+model: {{type: mlp, args: {{sizes: [64, 32, 10]}}}}
+objective: {{losses: [{{type: cross_entropy}}]}}
+data:
+  train: {{type: csv, args: {{path: {data}, header: false, target: "64"}}}}
+  loader: {{batch_size: 32, workers: 0, shuffle: true}}
+optimizer: {{type: sgd, lr: 0.05, args: {{momentum: 0.9}}}}
+train: {{max_length: {steps} steps, log_every: 5 steps, threads: 1}}
+checkpoint: {{every: null}}
+"""
+
+SLURM_CONF = """
+ClusterName=unitrain-test
+SlurmctldHost={host}(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort={port}
+SlurmdPort={port_d}
+AuthType=auth/munge
+CredType=cred/munge
+# A requeued job may start again once its credential has expired (121 s by default).
+AuthInfo=socket={dir}/munge.socket,cred_expire=5
+StateSaveLocation={dir}/state
+SlurmdSpoolDir={dir}/spool
+SlurmctldPidFile={dir}/slurmctld.pid
+SlurmdPidFile={dir}/slurmd.pid
+SlurmctldLogFile={dir}/slurmctld.log
+SlurmdLogFile={dir}/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerParameters=sched_interval=1
+ReturnToService=2
+JobRequeue=1
+KillWait=10
+MinJobAge=600
+MailProg=/bin/true
+NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
+PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+"""
+
+
+def docs_sbatch_script():
+    """docs/distributed.md's requeueing sbatch script, as written."""
+    with open(os.path.join(common.SOURCE, "docs", "distributed.md")) as f:
+        text = f.read()
+    start = text.index("A Slurm job that requeues itself")
+    block = re.search(r"```bash\n(.*?)```", text[start:], re.S)
+    return block.group(1)
+
+
+class Slurm(common.Case):
+    cluster = None  # the folder of the running cluster
+    pids = []
+
+    @classmethod
+    def setUpClass(cls):
+        for tool in ("munged", "slurmctld", "slurmd", "srun", "sbatch", "scontrol"):
+            assert shutil.which(tool), f"{tool} is not installed (scripts/lib.sh installs slurm-wlm and munge)"
+        import tempfile
+        cls.cluster = tempfile.mkdtemp(prefix="unitrain-slurm-")
+        d = cls.cluster
+        for sub in ("state", "spool"):
+            os.makedirs(os.path.join(d, sub))
+        with open(os.path.join(d, "munge.key"), "wb") as f:
+            f.write(os.urandom(1024))
+        os.chmod(os.path.join(d, "munge.key"), 0o600)
+        port = 26800 + os.getpid() % 90 * 2
+        common.write(os.path.join(d, "slurm.conf"), SLURM_CONF.format(
+            host=socket.gethostname(), port=port, port_d=port + 1, dir=d,
+            cpus=len(os.sched_getaffinity(0))))
+        os.environ["SLURM_CONF"] = os.path.join(d, "slurm.conf")
+        subprocess.run(["munged", "--force", f"--socket={d}/munge.socket",
+                        f"--key-file={d}/munge.key", f"--pid-file={d}/munged.pid",
+                        f"--log-file={d}/munged.log", f"--seed-file={d}/munge.seed"], check=True)
+        subprocess.run(["slurmctld", "-f", os.environ["SLURM_CONF"]], check=True)
+        subprocess.run(["slurmd", "-f", os.environ["SLURM_CONF"]], check=True)
+        up = wait_for(lambda: "idle" in subprocess.run(["sinfo", "-h", "-o", "%T"],
+                                                       capture_output=True, text=True).stdout,
+                      timeout=60, interval=0.5)
+        assert up, "the test's Slurm did not come up: " + cls.log("slurmctld") + cls.log("slurmd")
+
+    @classmethod
+    def log(cls, name):
+        try:
+            with open(os.path.join(cls.cluster, name + ".log")) as f:
+                return f"\n{name}.log:\n" + f.read()[-3000:]
+        except OSError:
+            return f"\n(no {name}.log)"
+
+    @classmethod
+    def tearDownClass(cls):
+        subprocess.run(["scancel", "--full", "-u", "root"], capture_output=True)
+        for name in ("slurmd", "slurmctld", "munged"):
+            try:
+                with open(os.path.join(cls.cluster, name + ".pid")) as f:
+                    pid = int(f.read().strip())
+                os.kill(pid, signal.SIGTERM)
+                wait_for(lambda: not os.path.exists(f"/proc/{pid}"), timeout=20, interval=0.1)
+            except (OSError, ValueError):
+                pass
+        shutil.rmtree(cls.cluster, ignore_errors=True)
+
+    def config(self, name, steps):
+        data = os.path.join(self.dir, "digits.csv")
+        if not os.path.exists(data):
+            import gzip
+            with gzip.open(common.DIGITS, "rt") as f:
+                common.write(data, "".join(f.readlines()[:640]))
+        run_dir = os.path.join(self.dir, name)
+        cfg = common.write(os.path.join(self.dir, name + ".yaml"),
+                           CONFIG.format(run_dir=run_dir, data=data, steps=steps))
+        return cfg, run_dir
+
+    def weights(self, run_dir):
+        return self.final_weights(run_dir, "--plugin", common.test_plugin())
+
+    def assert_same(self, a, b):
+        self.assertEqual(list(a), list(b))
+        for k in a:
+            self.assertTrue(torch.equal(a[k], b[k]), k)
+
+    def launched(self, steps, slow_ms):
+        """The uninterrupted run: `unitrain launch --nproc-per-node 2`."""
+        cfg, run_dir = self.config("launched", steps)
+        code, out = run(["launch", "--nproc-per-node", "2", "--master-port",
+                         str(29700 + os.getpid() % 50), "--", "train", cfg]
+                        + common.slow_steps(slow_ms))
+        self.assertEqual(code, 0, out)
+        return self.weights(run_dir)
+
+    def job(self, job_id):
+        """`scontrol show job`'s fields of `job_id`."""
+        out = subprocess.run(["scontrol", "show", "job", str(job_id)], capture_output=True,
+                             text=True).stdout
+        return dict(re.findall(r"(\w+)=(\S*)", out))
+
+    def submit(self, script):
+        path = common.write(os.path.join(self.dir, "job.sh"), script)
+        out = subprocess.run(["sbatch", path], capture_output=True, text=True, check=True).stdout
+        return int(out.split()[-1])
+
+    def wait_until_done(self, job_id, timeout):
+        ended = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY")
+        self.assertTrue(wait_for(lambda: self.job(job_id).get("JobState") in ended,
+                                 timeout=timeout, interval=1),
+                        f"job {job_id}: {self.job(job_id)}" + self.log("slurmctld"))
+        return self.job(job_id)
+
+    def docs_script(self, cfg, out, time_limit="1", signal_at="USR1@50", slow_ms=300):
+        """docs/distributed.md's script on this one-node cluster: 2 tasks, a short time limit,
+        this test's binary and config; nothing else changed."""
+        script = docs_sbatch_script()
+        for old, new in (("--nodes=2", "--nodes=1"), ("--ntasks-per-node=4", "--ntasks-per-node=2"),
+                         ("--time=04:00:00", f"--time={time_limit}"),
+                         ("--signal=USR1@120", f"--signal={signal_at}"),
+                         ("--output=unitrain-%j.out", f"--output={out}"),
+                         ("srun unitrain train run.yaml",
+                          "srun " + " ".join([common.BIN, "train", cfg]
+                                             + [f"'{w}'" for w in common.slow_steps(slow_ms)]))):
+            self.assertIn(old, script)
+            script = script.replace(old, new)
+        return script
+
+    def test_srun_forms_one_group_equal_to_launch(self):
+        full = self.launched(40, 0)
+        cfg, run_dir = self.config("srun", 40)
+        p = subprocess.run(["srun", "-n", "2", common.BIN, "train", cfg], capture_output=True,
+                           text=True, timeout=300)
+        out = p.stdout + p.stderr
+        self.assertEqual(p.returncode, 0, out)
+        self.assertIn("data parallel: rank 0 of 2 (slurm via", out)
+        self.assert_same(full, self.weights(run_dir))
+
+    def test_the_docs_script_requeues_on_slurms_time_limit_signal_and_resumes_exactly(self):
+        # 150 steps of 300 ms: 45 s of training, past the time-limit signal (sent 50 s before
+        # the 1-minute limit, up to ~30 s late by slurmctld's clock).
+        full = self.launched(150, 0)
+        cfg, run_dir = self.config("time-limit", 150)
+        out = os.path.join(self.dir, "job.out")
+        job_id = self.submit(self.docs_script(cfg, out))
+        job = self.wait_until_done(job_id, 300)
+        with open(out) as f:
+            log = f.read()
+        self.assertEqual(job["JobState"], "COMPLETED", log)
+        self.assertGreaterEqual(int(job["Restarts"]), 1, log)
+        self.assertIn("stopped by SIGUSR1: checkpoint saved; exit 75", log)
+        self.assertIn("resumed from", log)
+        self.assertNotIn("signal 10", log)  # no task died of it
+        self.assert_same(full, self.weights(run_dir))
+
+    def test_scancel_sigterm_of_a_running_job_requeues_and_resumes_exactly(self):
+        full = self.launched(60, 0)
+        cfg, run_dir = self.config("scancel", 60)
+        out = os.path.join(self.dir, "job.out")
+        # A time limit that never comes: only scancel's SIGTERM stops the first segment.
+        job_id = self.submit(self.docs_script(cfg, out, time_limit="30", signal_at="USR1@60"))
+        metrics = os.path.join(run_dir, "metrics.jsonl")
+        self.assertTrue(wait_for(lambda: os.path.exists(metrics) and
+                                 len(common.read_jsonl(metrics)) >= 2, timeout=120),
+                        self.log("slurmctld"))
+        subprocess.run(["scancel", "--signal=TERM", str(job_id)], check=True)
+        job = self.wait_until_done(job_id, 180)
+        with open(out) as f:
+            log = f.read()
+        self.assertEqual(job["JobState"], "COMPLETED", log)
+        self.assertEqual(int(job["Restarts"]), 1, log)
+        self.assertIn("stopped by SIGTERM: checkpoint saved; exit 75", log)
+        self.assert_same(full, self.weights(run_dir))
+
+
+if __name__ == "__main__":
+    common.main()
