@@ -5,6 +5,8 @@ import glob
 import json
 import os
 import re
+import signal
+import subprocess
 
 import common
 from common import run, write, read_jsonl
@@ -86,6 +88,49 @@ class RunLifecycle(common.Case):
         out = self.train("--train.max_length", "4 epochs")
         self.assertIn("resumed from", out)
         self.assertEqual(summary(self.run_dir)["epoch"], 4)
+
+    def test_a_run_started_with_resume_none_is_continued_by_the_same_command(self):
+        """`--checkpoint.resume none` means "do not resume an earlier run": a run's own
+        checkpoints are its own. Stopped by SIGTERM (exit 75, "run the same command to
+        resume"), the same command continues it; once it finished, the same command starts
+        over (the finished run moves to history/)."""
+        cmd = ["train", self.cfg, "--run_dir", self.run_dir, "--checkpoint.resume", "none"]
+        p = subprocess.Popen([common.BIN] + cmd + common.slow_steps(40), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        metrics = os.path.join(self.run_dir, "metrics.jsonl")
+        self.assertTrue(common.wait_for(lambda: os.path.exists(metrics) and
+                                        len(read_jsonl(metrics)) >= 2))
+        p.send_signal(signal.SIGTERM)
+        out = p.communicate(timeout=120)[0]
+        self.assertEqual(p.returncode, 75, out)
+        stopped_at = summary(self.run_dir)["step"]
+        code, out = run(cmd + common.slow_steps(0))
+        self.assertEqual(code, 0, out)
+        self.assertIn("checkpoint.resume none: the run in %s stopped to be resumed" % self.run_dir,
+                      out)
+        self.assertIn("resumed from %s/checkpoints/step-%d" % (self.run_dir, stopped_at), out)
+        self.assertFalse(os.path.exists(os.path.join(self.run_dir, "history")), out)
+        self.assertEqual(summary(self.run_dir)["status"], "finished")
+        steps = [e["step"] for e in read_jsonl(metrics) if "train/loss" in e]
+        self.assertEqual(steps, sorted(set(steps)), "the same steps logged twice: trained again")
+        out = self.train("--checkpoint.resume", "none")  # a finished run: none starts over
+        self.assertIn("run_dir held an earlier run: its files moved to", out)
+
+    def test_a_one_off_resume_folder_is_not_written_into_the_runs_config(self):
+        """Where to resume from is a fact of one invocation: after `--checkpoint.resume
+        <folder>`, the run's config.yaml says auto, so that training its config.yaml further
+        continues from its own newest checkpoint, not from that older folder again."""
+        self.train("--checkpoint.every", "10 steps", "--checkpoint.keep_last", "10")
+        older = os.path.join(self.run_dir, "checkpoints", step_folders(self.run_dir)[0])
+        self.train("--checkpoint.resume", older, "--train.max_length", "4 epochs")
+        with open(os.path.join(self.run_dir, "config.yaml")) as f:
+            saved = f.read()
+        self.assertEqual(re.findall(r"^\s+resume: (.*)$", saved, re.M), ["auto"], saved)
+        newest = step_folders(self.run_dir)[-1]
+        code, out = run(["train", os.path.join(self.run_dir, "config.yaml"),
+                         "--train.max_length", "5 epochs"])
+        self.assertEqual(code, 0, out)
+        self.assertIn("resumed from %s/checkpoints/%s" % (self.run_dir, newest), out)
 
     def test_the_new_run_advice_follows_how_run_dir_is_set(self):
         # run_dir left at its default runs/${name}: --name moves the run to a new folder.

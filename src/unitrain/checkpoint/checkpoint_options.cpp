@@ -162,8 +162,9 @@ void CheckpointOptions::declare(Options<CheckpointOptions>& o) {
   });
   o.field("resume", &T::resume)
       .help(
-          "auto (newest valid checkpoint in run_dir, else start fresh) | none | last | best | a "
-          "checkpoint folder path");
+          "auto (newest valid checkpoint in run_dir, else start fresh) | none (a new run; a run "
+          "stopped by a save signal or paused is continued) | last | best | a checkpoint folder "
+          "path (for this invocation: the run's config.yaml records auto)");
   o.field("async", &T::async)
       .help("snapshot to memory and write on a background thread; the next save waits for it");
   declare_on_signal(o);

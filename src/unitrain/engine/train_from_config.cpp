@@ -28,6 +28,7 @@
 #include "unitrain/engine/config/load_config.h"
 #include "unitrain/engine/config/resume_config.h"
 #include "unitrain/engine/config/run_settings.h"
+#include "unitrain/engine/results/summary_file.h"
 #include "unitrain/engine/setup/init_weights.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/run_folder.h"
@@ -213,7 +214,8 @@ std::string resume_dir(const RunSettings& run) {
   const CheckpointOptions& ckpt = run.checkpoint;
   if (!ckpt.enabled || run.train.test_mode) return "";
   std::vector<std::string> skipped;  // the run warns of them when it resumes
-  return Checkpointer(ckpt, run.run_dir + "/checkpoints").find_resume(ckpt.resume, &skipped);
+  return Checkpointer(ckpt, run.run_dir + "/checkpoints")
+      .find_resume(resume_choice(ckpt.resume, run.run_dir), &skipped);
 }
 
 /// The shuffle of the data order a run continues (its random split's): the checkpoint it

@@ -102,6 +102,14 @@ void Trainer::log_mean(const std::string& name, const torch::Tensor& value) {
 
 void Trainer::print(const std::string& message) const { log::info(message); }
 
+std::string Trainer::run_config_text() const {
+  const std::string& resume = settings_->checkpoint.resume;
+  if (resume == "auto" || resume == "none") return config_.dump();
+  Config kept = config_;
+  kept.set("checkpoint.resume", "auto");
+  return kept.dump();
+}
+
 void Trainer::prepare_run_dir(bool resuming) {
   if (run_dir_ready_) return;
   prepare_writable_dir(run_dir());
@@ -262,8 +270,23 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   if (env.rank == 0) warn_unread_keys(config_);  // keys the config sets that nothing read
   const CheckpointOptions& ckpt = settings_->checkpoint;
   if (ckpt.enabled && !options().test_mode) {
-    resume = read_resume_point(
-        Checkpointer(ckpt, run_dir() + "/checkpoints").find_resume(ckpt.resume), config_);
+    const std::string choice = resume_choice(ckpt.resume, run_dir());
+    if (choice != ckpt.resume && env.rank == 0) {
+      log::info(fmt::format(
+          "checkpoint.resume none: the run in {} stopped to be resumed ({}): continuing it "
+          "(none starts over a run that finished, failed or was interrupted with Ctrl-C)",
+          run_dir(), status_awaiting_resume(run_dir())));
+    }
+    const std::string dir = Checkpointer(ckpt, run_dir() + "/checkpoints").find_resume(choice);
+    try {
+      resume = read_resume_point(dir, config_);
+    } catch (const ConfigError& e) {
+      if (choice == ckpt.resume) throw;
+      throw ConfigError(fmt::format(
+          "{} (the run stopped to be resumed, so checkpoint.resume none continues it: to start "
+          "over in {}, move its checkpoints/ folder away first)",
+          e.what(), run_dir()));
+    }
   }
   // A rollback restores the last checkpoint: there must be checkpoints.
   UT_CHECK(!options().rolls_back() || ckpt.enabled || options().test_mode,
@@ -345,7 +368,7 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   // finished run that trains nothing, leaves the run's as it was (it describes what trained).
   const bool nothing_to_train = loop.announce();
   if ((!group || group->rank() == 0) && !nothing_to_train) {
-    write_file_atomic(run_dir() + "/config.yaml", config_.dump());
+    write_file_atomic(run_dir() + "/config.yaml", run_config_text());
   }
   if (nothing_to_train) report_finished_run();
   train_until_finished(loop);

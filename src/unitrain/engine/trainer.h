@@ -129,6 +129,9 @@ class Trainer {
   /// The summary's status and the run's last line after `r` was stopped by a signal: which,
   /// whether a checkpoint was saved, the exit status and what it asks for.
   std::string stopped_by_signal_text(const FitResult& r) const;
+  /// The run's config.yaml: its config, but checkpoint.resume `auto` where it named a folder,
+  /// last or best (where this invocation resumed from, not where the run always does).
+  std::string run_config_text() const;
   /// After the loop: the result (and what test() needs of it), results/summary.json, the
   /// run's last log line.
   FitResult conclude(const TrainLoop& loop);

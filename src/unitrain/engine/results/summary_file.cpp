@@ -32,6 +32,21 @@ void write_json(const std::string& path, const Json& j) {
 
 }  // namespace
 
+std::string status_awaiting_resume(const std::string& run_dir) {
+  std::ifstream in(run_dir + "/results/summary.json");
+  if (!in) return "";
+  const Json j = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("status") || !j.at("status").is_string()) return "";
+  const std::string status = j.at("status").get<std::string>();
+  const bool signal = status.rfind("stopped by ", 0) == 0 &&
+                      status.find("run the same command to resume") != std::string::npos;
+  return signal || status.rfind("paused: ", 0) == 0 ? status : "";
+}
+
+std::string resume_choice(const std::string& resume, const std::string& run_dir) {
+  return resume == "none" && !status_awaiting_resume(run_dir).empty() ? "auto" : resume;
+}
+
 void write_run_summary(const std::string& run_dir, const RunSummary& s) {
   Json j;
   j["name"] = s.name;
