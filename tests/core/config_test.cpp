@@ -25,6 +25,14 @@ TEST(Config, BrokenYamlNamesTheLine) {
   EXPECT_NE(msg.find("broken YAML"), std::string::npos) << msg;
 }
 
+TEST(Config, ASecondDocumentIsRefusedNamingItsLine) {
+  std::string msg = test::config_error_of(
+      [] { Config::from_string("seed: 1\nmodel: {type: mlp}\n---\nseed: 2\n", "run.yaml"); });
+  EXPECT_NE(msg.find("run.yaml:4: a second YAML document"), std::string::npos) << msg;
+  // A marker before the only document is one document.
+  EXPECT_EQ(Config::from_string("---\nseed: 1\n", "run.yaml").get_int("seed"), 1);
+}
+
 TEST(Config, DuplicateKeyNamesTheKeyAndBothLines) {
   std::string msg = test::config_error_of([] {
     Config::from_string("optimizer:\n  lr: 0.1\n  type: sgd\n  lr: 0.5\nepochs: 2\n", "run.yaml");

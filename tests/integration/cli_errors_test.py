@@ -139,6 +139,11 @@ class CliErrors(common.Case):
     def test_broken_yaml_names_the_line(self):
         self.expect_usage_error("name: t\nmodel: {type: mlp\ntrain: {}\n", "run.yaml:", "broken YAML")
 
+    def test_a_second_yaml_document_is_refused_naming_its_line(self):
+        # Before, the keys after `---` were ignored without a word.
+        self.expect_usage_error(MLP_DIGITS + "---\noptimizer: {type: sgd, lr: 0.5}\n",
+                                "a second YAML document")
+
     def test_missing_config_file(self):
         code, out = run(["train", os.path.join(self.dir, "none.yaml")])
         self.assertEqual(code, 2, out)

@@ -64,6 +64,14 @@ PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscr
 """
 
 
+def tool(name):
+    """The path of Slurm's or munge's program `name` (the daemons are in /usr/sbin, which a
+    PATH may lack)."""
+    found = shutil.which(name, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+    assert found, f"{name} is not installed (scripts/lib.sh installs slurm-wlm and munge)"
+    return found
+
+
 def docs_sbatch_script():
     """docs/distributed.md's requeueing sbatch script, as written."""
     with open(os.path.join(common.SOURCE, "docs", "distributed.md")) as f:
@@ -79,8 +87,8 @@ class Slurm(common.Case):
 
     @classmethod
     def setUpClass(cls):
-        for tool in ("munged", "slurmctld", "slurmd", "srun", "sbatch", "scontrol"):
-            assert shutil.which(tool), f"{tool} is not installed (scripts/lib.sh installs slurm-wlm and munge)"
+        for name in ("srun", "sbatch", "scontrol", "scancel", "sinfo"):
+            tool(name)
         import tempfile
         cls.cluster = tempfile.mkdtemp(prefix="unitrain-slurm-")
         d = cls.cluster
@@ -94,11 +102,11 @@ class Slurm(common.Case):
             host=socket.gethostname(), port=port, port_d=port + 1, dir=d,
             cpus=len(os.sched_getaffinity(0))))
         os.environ["SLURM_CONF"] = os.path.join(d, "slurm.conf")
-        subprocess.run(["munged", "--force", f"--socket={d}/munge.socket",
+        subprocess.run([tool("munged"), "--force", f"--socket={d}/munge.socket",
                         f"--key-file={d}/munge.key", f"--pid-file={d}/munged.pid",
                         f"--log-file={d}/munged.log", f"--seed-file={d}/munge.seed"], check=True)
-        subprocess.run(["slurmctld", "-f", os.environ["SLURM_CONF"]], check=True)
-        subprocess.run(["slurmd", "-f", os.environ["SLURM_CONF"]], check=True)
+        subprocess.run([tool("slurmctld"), "-f", os.environ["SLURM_CONF"]], check=True)
+        subprocess.run([tool("slurmd"), "-f", os.environ["SLURM_CONF"]], check=True)
         up = wait_for(lambda: "idle" in subprocess.run(["sinfo", "-h", "-o", "%T"],
                                                        capture_output=True, text=True).stdout,
                       timeout=60, interval=0.5)

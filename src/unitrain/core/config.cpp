@@ -131,7 +131,16 @@ Config::Config(YAML::Node node, std::string path) : node_(std::move(node)), path
 Config Config::from_string(const std::string& text, const std::string& source) {
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    // A second document (after a `---` line) would be read by nothing.
+    if (documents.size() > 1) {
+      const YAML::Mark at = documents[1].Mark();
+      throw ConfigError(detail::concat(
+          source, ":", at.line >= 0 ? at.line + 1 : 0,
+          ": a second YAML document (after a '---' line): a config is one document; merge its "
+          "keys into the first, or give each its own file"));
+    }
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::ParserException& e) {
     throw ConfigError(detail::concat(source, ":", e.mark.line + 1, ":", e.mark.column + 1,
                                      ": broken YAML: ", e.msg));
