@@ -131,13 +131,35 @@ class EvalExport(common.Case):
         self.assertIn("layers.0.weight", out)
 
 
-if __name__ == "__main__":
-    common.main()
-
-
 class EmaEvalExport(common.Case):
     """With the ema callback, validation (and so the best checkpoint) uses the averaged
     weights: eval and export reproduce that by default; --weights trained gives model.pt."""
+
+    def test_eval_and_export_read_the_runs_own_settings_not_the_yaml_given(self):
+        """A run trained without input normalization, evaluated with the YAML that normalizes
+        (the example's, naming the run by --run_dir): the run's own settings shape the model's
+        inputs (the logged accuracy again, not a worse one written without a word), and the
+        difference is said; the YAML may still choose what evaluation is (the batch size)."""
+        cfg = write(os.path.join(self.dir, "run.yaml"), CONFIG)
+        run_dir = os.path.join(self.dir, "raw-inputs")
+        code, out = run(["train", cfg, "--run_dir", run_dir, "--train.max_length", "2 epochs",
+                         "--data.normalize.enabled", "false"])
+        self.assertEqual(code, 0, out)
+        code, out = run(["eval", cfg, "--run_dir", run_dir, "--checkpoint", "last",
+                         "--data.loader.batch_size", "7"])
+        self.assertEqual(code, 0, out)
+        self.assertIn("eval: data.normalize.enabled is false in the run", out)
+        with open(os.path.join(run_dir, "results", "val.json")) as f:
+            result = json.load(f)
+        logged = next(e for e in read_jsonl(os.path.join(run_dir, "metrics.jsonl"))
+                      if e["step"] == result["step"] and "val/acc" in e)
+        self.assertAlmostEqual(result["metrics"]["val/acc"], logged["val/acc"], places=9)
+        out_file = os.path.join(self.dir, "raw-inputs.ts")
+        code, out = run(["export", cfg, "--run_dir", run_dir, "--checkpoint", "last",
+                         "--format", "torchscript", "--out", out_file])
+        self.assertEqual(code, 0, out)
+        self.assertIn("export: data.normalize.enabled is false in the run", out)
+        self.assertNotIn("normalizes its input", out)  # the run's model takes raw inputs
 
     def test_eval_and_export_use_the_weights_validation_used(self):
         cfg = write(os.path.join(self.dir, "run.yaml"), CONFIG)
@@ -182,3 +204,7 @@ class EmaEvalExport(common.Case):
         code, out = run(["eval", cfg, "--run_dir", run_dir, "--weights", "raw"])
         self.assertEqual(code, 2, out)
         self.assertIn("--weights raw: give validated", out)
+
+
+if __name__ == "__main__":
+    common.main()

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <yaml-cpp/yaml.h>
+
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -96,6 +98,46 @@ std::string find_checkpoint(const RunSettings& run, const std::string& choice) {
   }
   UT_CHECK(!dir.empty(), "--checkpoint ", choice, ": no checkpoint in ", root);
   return dir;
+}
+
+/// The config the run's checkpoint `choice` trained with (its config.yaml), but for what
+/// evaluating or exporting it may choose itself: the test data, the loader, the metrics, the
+/// device, threads and logging (as `given` says them). So eval and export build the model and
+/// read its inputs as the run did, whatever YAML names the run; each key of the given config
+/// that shapes them and differs is said, and the run's value used.
+Config runs_own_config(const Config& given, const std::string& choice, const char* command) {
+  const std::string dir = find_checkpoint(config_driven(given).run, choice);
+  Config own = read_checkpoint_config(dir);
+  static const char* const kChosen[][2] = {
+      {"data", "test"},  {"data", "loader"}, {"objective", "metrics"}, {"train", "device"},
+      {"train", "threads"}, {"log", nullptr}, {"name", nullptr},        {"run_dir", nullptr}};
+  for (const auto& key : kChosen) {
+    const YAML::Node from = given.node()[key[0]];
+    if (!from.IsDefined() || from.IsNull()) continue;
+    if (key[1] == nullptr) {
+      own.node()[key[0]] = YAML::Clone(from);
+    } else if (from.IsMap() && from[key[1]].IsDefined()) {
+      own.node()[key[0]][key[1]] = YAML::Clone(from[key[1]]);
+    }
+  }
+  auto shapes = [](const std::string& k) {
+    auto under = [&k](const char* p) { return k == p || k.rfind(std::string(p) + ".", 0) == 0; };
+    return (under("model") || under("data") || under("objective") || under("callbacks") ||
+            under("seed") || under("precision")) &&
+           !under("data.test") && !under("data.loader") && !under("objective.metrics");
+  };
+  for (const ConfigChange& d : config_differences(own, given)) {
+    if (!shapes(d.key)) continue;
+    // Statistics the run computed from its data are absent from a YAML that asks for them.
+    if ((d.key == "data.normalize.mean" || d.key == "data.normalize.std") &&
+        (d.now == "[]" || d.now == "(unset)")) {
+      continue;
+    }
+    log::warn(fmt::format("{}: {} is {} in the run ({}/config.yaml), {} in the config given: the "
+                          "run's own is used",
+                          command, d.key, d.was, dir, d.now));
+  }
+  return own;
 }
 
 /// Loads the model tensors of checkpoint `dir` into `module` (strict: the config's model must
@@ -282,8 +324,9 @@ ConfigRunResult train_from_config(const Config& raw_config) {
   return result;
 }
 
-EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoint,
+EvalResult evaluate_checkpoint(const Config& given, const std::string& checkpoint,
                                const std::string& split, const std::string& weights) {
+  const Config config = runs_own_config(given, checkpoint, "eval");
   const ConfigDriven c = config_driven(config);
   UT_CHECK(split == "val" || split == "test", "--split ", split, ": give val or test");
   check_weights_choice(weights);
@@ -322,9 +365,10 @@ EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoi
   return result;
 }
 
-std::string export_checkpoint(const Config& config, const std::string& checkpoint,
+std::string export_checkpoint(const Config& given, const std::string& checkpoint,
                               const std::string& format, const std::string& out,
                               const std::string& weights) {
+  const Config config = runs_own_config(given, checkpoint, "export");
   const ConfigDriven c = config_driven(config);
   check_weights_choice(weights);
   UT_CHECK(format == "state_dict" || format == "safetensors" || format == "torchscript",

@@ -45,13 +45,11 @@ bool changes_nothing_trained(const std::string& key) {
   return run_schema()->resume_rule(key).on == OnResume::Harmless;
 }
 
-std::vector<ConfigChange> check_resume_config(const Config& saved, const Config& current,
-                                              const std::string& dir) {
+std::vector<ConfigChange> config_differences(const Config& was, const Config& now) {
   std::map<std::string, std::string> a, b;
-  flatten(saved.node(), "", a);
-  flatten(current.node(), "", b);
-  using Change = ConfigChange;
-  std::vector<Change> all;
+  flatten(was.node(), "", a);
+  flatten(now.node(), "", b);
+  std::vector<ConfigChange> all;
   for (const auto& [key, value] : a) {
     auto it = b.find(key);
     if (it == b.end()) {
@@ -63,6 +61,13 @@ std::vector<ConfigChange> check_resume_config(const Config& saved, const Config&
   for (const auto& [key, value] : b) {
     if (!a.count(key)) all.push_back({key, "(unset)", value});
   }
+  return all;
+}
+
+std::vector<ConfigChange> check_resume_config(const Config& saved, const Config& current,
+                                              const std::string& dir) {
+  using Change = ConfigChange;
+  std::vector<Change> all = config_differences(saved, current);
   // Refuse on the most telling change: a component's `type` before its arguments.
   auto is_type = [](const Change& c) {
     return c.key.size() >= 5 && c.key.compare(c.key.size() - 5, 5, ".type") == 0;

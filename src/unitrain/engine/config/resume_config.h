@@ -17,6 +17,10 @@ struct ConfigChange {
 /// The config.yaml a checkpoint folder was written with (TrainError when it is unreadable).
 Config read_checkpoint_config(const std::string& dir);
 
+/// Every key whose value differs between `was` and `now` (flattened: `data.loader.batch_size`;
+/// a list of sections by index), "(unset)" for a key one of them lacks.
+std::vector<ConfigChange> config_differences(const Config& was, const Config& now);
+
 /// Differences between the config a checkpoint was saved with and `current`; ConfigError
 /// naming the key when a key declared fixed on resume changed (run_schema()'s resume classes:
 /// model, optimizer, data order, batch size, ...), with the declaration's reason.
