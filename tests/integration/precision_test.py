@@ -73,6 +73,12 @@ class Precision(common.Case):
             code, out, run_dir = self.digits(precision, 64, "--train.precision", precision)
             self.assertEqual(code, 0, out)
             self.assertIn(f"optimizer steps; precision {precision}, threads ", out)  # said at start
+            # What bfloat16 costs on this CPU, measured at start (a CPU without bf16
+            # instructions can be several times slower than fp32: said, with fp32 suggested).
+            said = "a bfloat16 matrix product takes" in out
+            self.assertEqual(said, precision != "fp32", out)
+            if said and "train.precision: fp32" in out:
+                self.assertIn("train.precision bf16: ", out)
             accuracy[precision] = self.val_accuracy(run_dir)
             model = self.final_model(run_dir)
             self.assertEqual({t.dtype for t in model.values()}, {torch.float32}, precision)

@@ -39,6 +39,7 @@
 #include "unitrain/parallel/data_parallel.h"
 #include "unitrain/parallel/dist_env.h"
 #include "unitrain/parallel/sharded_parameters.h"
+#include "unitrain/precision/cpu_bf16.h"
 #include "unitrain/precision/precision_support.h"
 
 namespace unitrain {
@@ -304,6 +305,13 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   if (env.distributed() && settings_->distributed.zero == 2)
     restrictions.push_back(zero2_precisions());
   check_precision(options().precision, device.type(), restrictions);
+  const PrecisionMode mode = options().precision;
+  if ((mode == PrecisionMode::Bf16Mixed || mode == PrecisionMode::Bf16True) && device.is_cpu() &&
+      env.rank == 0) {
+    bool slower = false;
+    const std::string note = measure_cpu_bf16(&slower);
+    slower ? log::warn(note) : log::info(note);
+  }
   std::shared_ptr<ProcessGroup> group = join_group(env, resume, device);
   log::info("device: " + describe_device(device));
   if (options().deterministic) log::info("deterministic: on");
