@@ -224,6 +224,37 @@ TEST(ModuleRun, SettingsThatNeedTheTrainersOptimizerAreErrorsNamingTheKey) {
 // What the run says to a module that steps its own optimizers speaks of its settings, not of the
 // Trainer's: the optimizer and scheduler sections it does not use, its own schedules
 // recomputed when the run is extended, and a non-finite loss.
+TEST(ModuleRun, ALayerNeverRegisteredIsWarnedOfAtTheFirstBackward) {
+  // A member layer without register_module: its weights reach run().backward()'s loss but no
+  // optimizer built from the module's parameters steps them (the returned loss is detached, so
+  // only the losses given to run().backward() can show it).
+  struct Unregistered : TwoPlayers {
+    torch::nn::Linear extra{4, 4};  // not registered
+    StepOutput training_step(const Batch& b) override {
+      torch::optim::Optimizer& c = run().optimizer("critic");
+      c.zero_grad();
+      torch::Tensor lc = torch::mse_loss(critic->forward(extra->forward(b.at("x"))).squeeze(1),
+                                         b.at("y"));
+      run().backward(lc);
+      c.step();
+      return {lc.detach(), {}};
+    }
+  };
+  auto data = regression_data(16);
+  const std::string dir = test::temp_dir() + "/run";
+  Config c = manual_config(dir);
+  c.set("train.max_length", "1 epoch");
+  Trainer trainer(c);
+  Unregistered m;
+  trainer.fit(m, data);
+  std::ifstream in(dir + "/train.log");
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(test::contains(log, "2 tensor(s) that require grad reach the loss but are not "
+                                  "parameters of the module ([4, 4], [4]"))
+      << log;
+  EXPECT_TRUE(test::contains(log, "register_module(\"name\", layer)")) << log;
+}
+
 TEST(ModuleRun, ItsMessagesSpeakOfTheModulesOwnSettings) {
   auto data = regression_data(32);
   const std::string dir = test::temp_dir() + "/run";

@@ -6,6 +6,7 @@
 #include "unitrain/core/error.h"
 #include "unitrain/engine/loop/loop_optimizers.h"
 #include "unitrain/engine/step/module_error.h"
+#include "unitrain/log/console.h"
 #include "unitrain/parallel/gradient_sync.h"
 
 namespace unitrain {
@@ -42,6 +43,13 @@ void LoopModuleRun::backward(const torch::Tensor& loss) {
   UT_CHECK(loss.defined() && loss.numel() == 1, "run().backward() needs a scalar loss");
   // Each rank's gradients are summed by the reduce (DataParallelOptions::average is off):
   // 1 / ranks of each loss makes the sum their average.
+  // Once, as for a returned loss (StepRunner): a layer never registered gets gradients that no
+  // optimizer built from the module's parameters steps and no checkpoint saves.
+  if (!leaves_checked_) {
+    leaves_checked_ = true;
+    const std::string warning = stray_leaves_warning(leaves_outside(loss, params_));
+    if (!warning.empty()) log::warn(warning);
+  }
   sync_.before_backward(true);
   try {
     (world_ > 1 ? loss / static_cast<double>(world_) : loss).backward();

@@ -39,6 +39,7 @@ class LoopModuleRun : public ModuleRun {
   GradientSync& sync_;
   const LoopOptimizers& optimizers_;
   std::vector<torch::Tensor> params_;
+  bool leaves_checked_ = false;  ///< the first backward's graph was looked at for stray leaves
 };
 
 }  // namespace unitrain
