@@ -81,7 +81,13 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, int 
       log::error(error_text(e, std::string::npos) + "\n" + kLaunchSeparatorHint);
       return kExitUsage;
     }
-    return app.exit(e) == 0 ? 0 : kExitUsage;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // As every other bad input reads: "error: ...", then where to look.
+    log::error(std::string(e.what()) + " (unitrain " +
+               (app.get_subcommands().empty() ? std::string()
+                                              : app.get_subcommands().front()->get_name() + " ") +
+               "--help says what it takes)");
+    return kExitUsage;
   }
   return std::nullopt;
 }

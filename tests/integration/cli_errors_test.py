@@ -144,6 +144,11 @@ class CliErrors(common.Case):
         self.expect_usage_error(MLP_DIGITS + "---\noptimizer: {type: sgd, lr: 0.5}\n",
                                 "a second YAML document")
 
+    def test_train_without_a_file_is_an_error_like_the_others(self):
+        code, out = run(["train"])
+        self.assertEqual(code, 2, out)
+        self.assertIn("error: config is required (unitrain train --help says what it takes)", out)
+
     def test_missing_config_file(self):
         code, out = run(["train", os.path.join(self.dir, "none.yaml")])
         self.assertEqual(code, 2, out)
