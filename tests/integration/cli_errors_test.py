@@ -149,6 +149,15 @@ class CliErrors(common.Case):
         self.assertEqual(code, 2, out)
         self.assertIn("error: config is required (unitrain train --help says what it takes)", out)
 
+    def test_far_more_reader_threads_than_cpus_are_said(self):
+        cfg = write(os.path.join(self.dir, "run.yaml"), MLP_DIGITS)
+        cpus = len(os.sched_getaffinity(0))
+        code, out = run(["train", cfg, "--run_dir", os.path.join(self.dir, "run"),
+                         "--data.loader.workers", str(8 * cpus + 1),
+                         "--train.max_length", "1 steps"])
+        self.assertEqual(code, 0, out)
+        self.assertIn(f"data.loader.workers {8 * cpus + 1}: this process may use {cpus} CPU", out)
+
     def test_missing_config_file(self):
         code, out = run(["train", os.path.join(self.dir, "none.yaml")])
         self.assertEqual(code, 2, out)

@@ -197,6 +197,16 @@ bool TrainLoop::announce() {
       train_loader_.reader_threads(), loaded_blas_library()));
   log::info(threads_->why());
   if (!threads_->placement().empty()) log::info(threads_->placement());
+  // Reader threads far beyond the CPUs only wait their turn (and each holds its prefetched
+  // batches in memory).
+  const double cpus = threads_->usable_cpus();
+  if (const int64_t readers = train_loader_.reader_threads(); readers > 4 * std::ceil(cpus)) {
+    log::warn(fmt::format(
+        "data.loader.workers {}: this process may use {:g} CPU{}; that many reader threads "
+        "only wait their turn, each holding its prefetched batches in memory (a few per CPU "
+        "is plenty; auto chooses)",
+        readers, std::round(cpus * 100) / 100, cpus == 1 ? "" : "s"));
+  }
   already_complete_ = length_reached();
   return already_complete_;
 }

@@ -64,6 +64,9 @@ class ThreadGovernor {
   /// The run's first lines: the count and why, then where the team runs.
   const std::string& why() const { return count_.why; }
   const std::string& placement() const { return placement_why_; }
+  /// The CPUs this process may use (affinity and cgroup quota, read when it was made: the team's
+  /// confinement is not counted).
+  double usable_cpus() const { return usable_; }
   /// The CPUs the team is confined to while others keep CPUs busy; 0 = every CPU.
   int64_t confined_to() const { return confined_to_; }
   /// Called once per optimizer step (cheap: a clock read). Every interval it reads the load:
