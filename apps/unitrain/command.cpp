@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include <csignal>
+
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
 #include "unitrain/core/plugin.h"
@@ -17,15 +19,10 @@ constexpr size_t kNoLimit = std::string::npos;  // error_text: the whole message
 
 }  // namespace
 
-sigset_t stop_signal_set() {
+void Command::take_stop_signals() {
   sigset_t set;
   sigemptyset(&set);
   for (const SaveSignal& s : save_signals()) sigaddset(&set, s.number);
-  return set;
-}
-
-void Command::take_stop_signals() {
-  const sigset_t set = stop_signal_set();
   ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 

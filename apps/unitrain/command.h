@@ -3,7 +3,6 @@
 // and the error funnel, and the config file with overrides that train, eval, export and config
 // read.
 #include <CLI/CLI.hpp>
-#include <csignal>
 #include <map>
 #include <memory>
 #include <string>
@@ -68,9 +67,6 @@ template <typename C>
 std::unique_ptr<Command> make_command(CLI::App& app) {
   return std::make_unique<C>(app);
 }
-
-/// The signals a run saves on (core/save_signals.h), as a set.
-sigset_t stop_signal_set();
 
 /// The error funnel: runs `command` and returns its exit code; an exception is logged with its
 /// whole message and gives kExitUsage (ConfigError) or kExitFailure (any other).

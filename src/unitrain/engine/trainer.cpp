@@ -1,7 +1,6 @@
 #include "unitrain/engine/trainer.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <sys/resource.h>
 #include <torch/torch.h>
 
@@ -11,7 +10,6 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "unitrain/checkpoint/checkpointer.h"
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/core/cpu_budget.h"
 #include "unitrain/core/error.h"
@@ -21,7 +19,6 @@
 #include "unitrain/engine/config/load_config.h"
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/loop/loop_optimizers.h"
-#include "unitrain/engine/loop/periods.h"
 #include "unitrain/engine/loop/stall_watchdog.h"
 #include "unitrain/engine/loop/stop_signal.h"
 #include "unitrain/engine/loop/train_loop.h"
@@ -103,14 +100,6 @@ void Trainer::log_mean(const std::string& name, const torch::Tensor& value) {
 
 void Trainer::print(const std::string& message) const { log::info(message); }
 
-std::string Trainer::run_config_text() const {
-  const std::string& resume = settings_->checkpoint.resume;
-  if (resume == "auto" || resume == "none") return config_.dump();
-  Config kept = config_;
-  kept.set("checkpoint.resume", "auto");
-  return kept.dump();
-}
-
 void Trainer::prepare_run_dir(bool resuming) {
   if (run_dir_ready_) return;
   prepare_writable_dir(run_dir());
@@ -132,34 +121,6 @@ SchedulerPtr Trainer::configure_scheduler(const ScheduleContext& context) {
   return scheduler_registry().create(settings_->scheduler, context);
 }
 
-namespace {
-
-std::string finished_how(const TrainState& s, const TrainUnit& length) {
-  return s.should_stop ? fmt::format("stopped early at step {}", s.step)
-                       : fmt::format("step {}, train.max_length {}", s.step, length.str());
-}
-
-}  // namespace
-
-void Trainer::check_resume_point(const ResumePoint& resume) const {
-  if (resume.dir.empty()) return;
-  const TrainState& saved = resume.file.state;
-  if (!saved.should_stop && !reached(options().max_length, saved)) return;
-  // Re-running a finished run with other settings would silently train nothing: refuse, before
-  // anything in run_dir changes.
-  std::vector<std::string> changed;
-  for (const ConfigChange& c : resume.config_changes) {
-    if (!changes_nothing_trained(c.key)) changed.push_back(c.str());
-  }
-  UT_CHECK(changed.empty(), run_dir(), " holds a finished run (",
-           finished_how(saved, options().max_length), ") trained with other settings (",
-           fmt::format("{}", fmt::join(changed, "; ")),
-           "), so nothing would be trained. To "
-           "train with the new settings start a new run: add ",
-           new_run_option(config_), ", or --checkpoint.resume none to start over in ", run_dir(),
-           " (the finished run's files move to ", run_dir(), "/history/)");
-}
-
 void Trainer::check_monitored_metrics(bool has_val) const {
   if (has_val) return;
   auto check = [](const std::string& key, const std::string& metric) {
@@ -169,13 +130,6 @@ void Trainer::check_monitored_metrics(bool has_val) const {
   };
   if (settings_->checkpoint.enabled) check("checkpoint.best.metric", settings_->checkpoint.best_metric);
   check("early_stopping.metric", settings_->early_stopping.metric);
-}
-
-void Trainer::report_finished_run() const {
-  log::info(
-      fmt::format("training already complete ({}): nothing to train. To train again, start a "
-                  "new run with {} or --checkpoint.resume none",
-                  finished_how(counters_, options().max_length), new_run_option(config_)));
 }
 
 std::shared_ptr<ProcessGroup> Trainer::join_group(const DistEnv& env, ResumePoint& resume,
@@ -270,25 +224,7 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   }
   if (env.rank == 0) warn_unread_keys(config_);  // keys the config sets that nothing read
   const CheckpointOptions& ckpt = settings_->checkpoint;
-  if (ckpt.enabled && !options().test_mode) {
-    const std::string choice = resume_choice(ckpt.resume, run_dir());
-    if (choice != ckpt.resume && env.rank == 0) {
-      log::info(fmt::format(
-          "checkpoint.resume none: the run in {} stopped to be resumed ({}): continuing it "
-          "(none starts over a run that finished, failed or was interrupted with Ctrl-C)",
-          run_dir(), status_awaiting_resume(run_dir())));
-    }
-    const std::string dir = Checkpointer(ckpt, run_dir() + "/checkpoints").find_resume(choice);
-    try {
-      resume = read_resume_point(dir, config_);
-    } catch (const ConfigError& e) {
-      if (choice == ckpt.resume) throw;
-      throw ConfigError(fmt::format(
-          "{} (the run stopped to be resumed, so checkpoint.resume none continues it: to start "
-          "over in {}, move its checkpoints/ folder away first)",
-          e.what(), run_dir()));
-    }
-  }
+  if (ckpt.enabled && !options().test_mode) resume = read_resume(env.rank == 0);
   // A rollback restores the last checkpoint: there must be checkpoints.
   UT_CHECK(!options().rolls_back() || ckpt.enabled || options().test_mode,
            options().on_nonfinite == OnNonFinite::Rollback ? "train.on_nonfinite"
@@ -305,13 +241,7 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   if (env.distributed() && settings_->distributed.zero == 2)
     restrictions.push_back(zero2_precisions());
   check_precision(options().precision, device.type(), restrictions);
-  const PrecisionMode mode = options().precision;
-  if ((mode == PrecisionMode::Bf16Mixed || mode == PrecisionMode::Bf16True) && device.is_cpu() &&
-      env.rank == 0) {
-    bool slower = false;
-    const std::string note = measure_cpu_bf16(&slower);
-    slower ? log::warn(note) : log::info(note);
-  }
+  if (env.rank == 0) say_cpu_bf16_cost(options().precision, device.type());
   std::shared_ptr<ProcessGroup> group = join_group(env, resume, device);
   log::info("device: " + describe_device(device));
   if (options().deterministic) log::info("deterministic: on");

@@ -113,6 +113,10 @@ class Trainer {
 
  private:
   void prepare_run_dir(bool resuming);
+  /// The checkpoint this fit resumes from as checkpoint.resume says in run_dir (resume_choice:
+  /// `none` continues a run of its own that stopped to be resumed, said when `say`), read and
+  /// checked against this run's config; an empty one for a fresh start (trainer_resume.cpp).
+  ResumePoint read_resume(bool say) const;
   /// ConfigError, before run_dir is touched, when `resume` is a finished run whose config
   /// changed since in a way that would train something else.
   void check_resume_point(const ResumePoint& resume) const;

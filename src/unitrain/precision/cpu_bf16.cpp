@@ -9,6 +9,8 @@
 #include <limits>
 #include <sstream>
 
+#include "unitrain/log/console.h"
+
 namespace unitrain {
 
 std::string cpu_bf16_flags() {
@@ -64,6 +66,16 @@ std::string measure_cpu_bf16(bool* slower) {
   const double fp32 = fastest(a, b);
   const double bf16 = fastest(a.to(torch::kBFloat16), b.to(torch::kBFloat16));
   return cpu_bf16_note(cpu_bf16_flags(), fp32, bf16, slower);
+}
+
+void say_cpu_bf16_cost(PrecisionMode mode, c10::DeviceType device) {
+  if (device != c10::DeviceType::CPU ||
+      (mode != PrecisionMode::Bf16Mixed && mode != PrecisionMode::Bf16True)) {
+    return;
+  }
+  bool slower = false;
+  const std::string note = measure_cpu_bf16(&slower);
+  slower ? log::warn(note) : log::info(note);
 }
 
 }  // namespace unitrain

@@ -3,7 +3,11 @@
 // emulate its products, which can make `train.precision: bf16-mixed` several times slower than
 // fp32 (a 63M-parameter transformer_lm on a 2-core AMD EPYC with AVX2 only: ~110 s a step
 // against ~15 s, issue 48); nothing else says so.
+#include <c10/core/DeviceType.h>
+
 #include <string>
+
+#include "unitrain/precision/precision_mode.h"
 
 namespace unitrain {
 
@@ -21,5 +25,9 @@ std::string cpu_bf16_note(const std::string& flags, double fp32_seconds, double 
 /// Measures those products on this process's threads (~10 ms) and returns cpu_bf16_note's
 /// line.
 std::string measure_cpu_bf16(bool* slower);
+
+/// For a run in `mode` on `device`: with bf16 (mixed or true) on the CPU, measure_cpu_bf16's
+/// line, a warning when bfloat16 is slower; nothing otherwise.
+void say_cpu_bf16_cost(PrecisionMode mode, c10::DeviceType device);
 
 }  // namespace unitrain

@@ -79,8 +79,7 @@ StopSignalGuard::~StopSignalGuard() {
   for (int sig : handled_) sigaction(sig, &g_old[sig], nullptr);
 }
 
-void StopSignalGuard::hold(const std::vector<int>& signals, int exit_code, double grace) {
-  g_hold_exit_code = exit_code;
+void StopSignalGuard::hold(const std::vector<int>& signals, double grace) {
   sigset_t set;
   sigemptyset(&set);
   for (int sig : signals) {

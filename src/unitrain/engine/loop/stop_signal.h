@@ -11,7 +11,7 @@ namespace unitrain {
 /// checkpoint.on_signal.exit_code after the others). A second SIGINT exits at once with 130.
 /// The previous handlers are restored on destruction; signals not listed keep theirs.
 ///
-/// A program whose whole life is a run (the unitrain command line's train and launch) calls
+/// A program whose whole life is a run (the unitrain command line's train) calls
 /// hold() first, so that a scheduler's signal is never fatal, before the loop or after it.
 class StopSignalGuard {
  public:
@@ -30,10 +30,11 @@ class StopSignalGuard {
   /// by a held signal its own list does not name (checkpoint.on_signal.signals: it would have
   /// ended it without the hold), gives the held signals it does not handle their default action
   /// while it lives, and hands them all back to the hold when it ends. A signal held before any
-  /// guard is made ends the process with `exit_code` if none is made within `grace` seconds
+  /// guard is made ends the process (with set_hold_exit_code's status, 75 until then) if none
+  /// is made within `grace` seconds
   /// (set-up stuck joining the other processes stays stoppable; nothing was trained since the
   /// last checkpoint). Process-wide: for a program's main, never called by the library itself.
-  static void hold(const std::vector<int>& signals, int exit_code = 75, double grace = 10);
+  static void hold(const std::vector<int>& signals, double grace = 10);
   /// The exit status for that end, once the run's config is read (checkpoint.on_signal).
   static void set_hold_exit_code(int exit_code);
 
