@@ -120,20 +120,27 @@ class ExportCommand : public Subcommand {
         ->capture_default_str();
     format_ = cli_->add_option("--format", format_name_,
                                "state_dict (a dict of tensors named as the model's state_dict()), "
-                               "safetensors (the same tensors, for Hugging Face's safetensors) or "
-                               "torchscript (built-in and TorchScript models)")
+                               "safetensors (the same tensors, for Hugging Face's safetensors), "
+                               "torchscript (built-in and TorchScript models) or hf (gpt2 and "
+                               "llama: a Hugging Face model folder)")
                   ->capture_default_str();
-    cli_->add_option("--out", out_, "the file to write")->required();
+    cli_->add_option("--out", out_, "the file to write (--format hf: the folder)")->required();
+    cli_->add_option("--max-shard-size", max_shard_mb_,
+                     "--format hf: weights past this many MB go in shards with an index "
+                     "(Hugging Face's default: 5000)")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
     weights_ = add_weights_option(cli_, weights_name_);
   }
   Choices choices() const override {
-    return {{format_, {"state_dict", "safetensors", "torchscript"}},
+    return {{format_, {"state_dict", "safetensors", "torchscript", "hf"}},
             {weights_, {"validated", "trained"}}};
   }
 
   int run() override {
-    const std::string dir =
-        export_checkpoint(resolve(args_, cli_), checkpoint_, format_name_, out_, weights_name_);
+    const std::string dir = export_checkpoint(resolve(args_, cli_), checkpoint_, format_name_,
+                                              out_, weights_name_,
+                                              uint64_t(max_shard_mb_ * 1'000'000.0));
     log::info("exported " + dir + " as " + format_name_ + " to " + out_);
     return 0;
   }
@@ -141,6 +148,7 @@ class ExportCommand : public Subcommand {
  private:
   ConfigArgs args_;
   std::string checkpoint_ = "last", format_name_ = "state_dict", out_, weights_name_ = "validated";
+  double max_shard_mb_ = 5000;
   CLI::Option* format_;
   CLI::Option* weights_;
 };

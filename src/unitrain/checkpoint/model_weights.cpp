@@ -9,6 +9,7 @@
 #include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
 #include "unitrain/checkpoint/file_image.h"
+#include "unitrain/checkpoint/hf_folder.h"
 #include "unitrain/checkpoint/model_shards.h"
 #include "unitrain/checkpoint/safetensors.h"
 #include "unitrain/core/error.h"
@@ -44,13 +45,15 @@ NamedTensors read_model_weights(const std::string& path, const std::string& key)
     throw ConfigError(detail::concat(
         key, ": '", path, "' does not exist",
         fs::path(path).is_relative() ? " (relative to " + fs::current_path(ec).string() + ")" : "",
-        "; give a state_dict file, a checkpoint folder or a run's checkpoints/best"));
+        "; give a state_dict file, a checkpoint folder, a run's checkpoints/best or a Hugging "
+        "Face folder"));
   }
   try {
     if (!fs::is_directory(path, ec)) {
       if (is_safetensors(path)) return read_safetensors(path, key).tensors;
       return load_tensor_dict(read_file(path), key + " " + path);
     }
+    if (is_hf_weights_folder(path)) return read_hf_weights(path, key);
     // distributed.zero: 3 saved the model in parts, one per rank: merged here.
     if (has_model_shards(path)) return read_model_state(path);
     if (!CheckpointStore::has(path, checkpoint_files::kModel)) {

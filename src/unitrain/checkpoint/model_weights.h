@@ -14,7 +14,8 @@ namespace unitrain {
 /// by Python's `torch.save(model.state_dict(), f)` or by `unitrain export --format
 /// state_dict`), a safetensors file (by its name or its bytes: is_safetensors) or a unitrain
 /// checkpoint folder (its model.pt, checked against the manifest, or a ZeRO 3 checkpoint's
-/// parts merged), such as a run's `checkpoints/best` or `checkpoints/last`.
+/// parts merged), such as a run's `checkpoints/best` or `checkpoints/last`, or a Hugging Face
+/// folder (model.safetensors or its shards: hf_folder.h).
 /// ConfigError naming `key` and `path` when the path is missing, a folder that is not a
 /// checkpoint (for a run folder, saying which of its folders to give), or the bytes are not a
 /// dict of tensors.

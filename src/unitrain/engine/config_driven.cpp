@@ -24,8 +24,14 @@ std::shared_ptr<ObjectiveModule> build_module(const ConfigDriven& c, bool init) 
   const ActivationCheckpointingOptions& ac = c.model_keys.activation_checkpointing;
   UT_CHECK(!ac.enabled || module->model()->checkpoint_activations(ac.every),
            "model.activation_checkpointing.enabled: model type '", c.model_keys.type,
-           "' has no blocks it can recompute (built in: transformer_lm); a model of your own "
+           "' has no blocks it can recompute (built in: transformer_lm, gpt2, llama); a model of your own "
            "wraps its blocks in unitrain::checkpointed (docs/api.md), or set enabled: false");
+  const HfModelInfo* hf = module->model()->hf_info();
+  const bool pretrained = hf != nullptr && !hf->pretrained.empty();
+  UT_CHECK(!pretrained || !c.model_keys.init_from, "model.init_from and model.args.pretrained "
+           "both give the model's weights: keep one (model.args.config gives a Hugging Face "
+           "model's shape without its weights)");
+  if (init && pretrained) load_pretrained_weights(*module, *hf);
   if (init && c.model_keys.init_from) load_init_weights(*module, c.model_keys);
   return module;
 }

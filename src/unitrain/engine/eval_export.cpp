@@ -23,6 +23,7 @@
 #include "unitrain/engine/config/load_config.h"
 #include "unitrain/engine/config/resume_config.h"
 #include "unitrain/engine/config_driven.h"
+#include "unitrain/engine/hf_export.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/engine/train_from_config.h"
@@ -226,12 +227,22 @@ EvalResult evaluate_checkpoint(const Config& given, const std::string& checkpoin
 
 std::string export_checkpoint(const Config& given, const std::string& checkpoint,
                               const std::string& format, const std::string& out,
-                              const std::string& weights) {
+                              const std::string& weights, uint64_t max_shard_bytes) {
   const Config config = runs_own_config(given, checkpoint, "export");
   const ConfigDriven c = config_driven(config);
   check_weights_choice(weights);
-  UT_CHECK(format == "state_dict" || format == "safetensors" || format == "torchscript",
-           "--format ", format, ": give state_dict, safetensors or torchscript");
+  UT_CHECK(format == "state_dict" || format == "safetensors" || format == "torchscript" ||
+               format == "hf",
+           "--format ", format, ": give state_dict, safetensors, torchscript or hf");
+  if (format == "hf") {
+    check_hf_export_folder(out);
+    Trainer trainer(config);
+    auto module = build_module(c, false);
+    const std::string dir = load_chosen_checkpoint(c.run, checkpoint, *module).first;
+    choose_weights(trainer, *module, dir, weights);
+    write_hf_folder(*module, config, out, max_shard_bytes);
+    return dir;
+  }
   UT_CHECK(!out.empty(), "--out: give the file to write");
   // Checked before the model is built and read, and named as the user wrote it (a failed write
   // would name the temporary file).

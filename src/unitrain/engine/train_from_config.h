@@ -1,5 +1,6 @@
 #pragma once
 // The config-driven path: build data, an ObjectiveModule and a Trainer from one resolved config.
+#include <cstdint>
 #include <optional>
 
 #include "unitrain/core/config.h"
@@ -46,8 +47,11 @@ EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoi
 /// (classes.json) has them written beside `out` (`model.pt` -> `model.classes.json`, the same
 /// format), and for safetensors also in the metadata ("classes": a JSON list). Returns the
 /// checkpoint folder used.
+/// `hf` (gpt2 and llama) writes the folder `out` as hf_export.h says, its weights sharded past
+/// `max_shard_bytes`.
 std::string export_checkpoint(const Config& config, const std::string& checkpoint,
                               const std::string& format, const std::string& out,
-                              const std::string& weights = "validated");
+                              const std::string& weights = "validated",
+                              uint64_t max_shard_bytes = 5'000'000'000ULL);
 
 }  // namespace unitrain

@@ -2,6 +2,7 @@
 // Model: what the config-driven objective trains. Named inputs in, named predictions out.
 #include <torch/nn/module.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,19 @@ namespace unitrain {
 /// Registers this area's built-in components (idempotent; engine's register_builtins()
 /// calls every area's).
 void register_builtin_models();
+
+/// What a model built from a Hugging Face folder (gpt2, llama) says of it: where its weights come
+/// from (`pretrained:`, read by the engine as model.init_from is, so that ZeRO 3's parts and
+/// resumes work the same) and what `unitrain export --format hf` writes.
+struct HfModelInfo {
+  std::string pretrained;   ///< the folder the weights come from; "" = a fresh model
+  std::string config_json;  ///< config.json as the model computes (the folder's own keys kept)
+  std::string generation_config_json;  ///< generation_config.json
+  /// The model's name of a tensor named `file_name` in the folder's weights ("h.0.ln_1.weight"
+  /// -> "transformer.h.0.ln_1.weight"); "" for a tensor the model does not hold (a causal-mask
+  /// buffer, rotary frequencies, a tied head's copy of the embeddings).
+  std::function<std::string(const std::string& file_name)> model_name;
+};
 
 /// A torch::nn::Module that maps the batch tensors listed in `objective.inputs` (in that order)
 /// to the predictions listed in `objective.predictions` (in that order).
@@ -31,10 +45,15 @@ class Model : public torch::nn::Module {
   /// The pieces forward runs one after another, each by its parameters (TrainModule::units());
   /// default: none.
   virtual std::vector<std::vector<torch::Tensor>> units() { return {}; }
+  /// Set for a model built from a Hugging Face folder (HfModelInfo); null for others.
+  virtual const HfModelInfo* hf_info() const { return nullptr; }
   /// Who runs the units (null: straight through).
   void set_unit_runner(std::shared_ptr<UnitRunner> runner) { unit_runner_ = std::move(runner); }
 
  protected:
+  /// Whether units run through a unit runner (ZeRO 3: a unit's parameters exist whole only
+  /// while it runs, so a tensor one unit hands another must be its own copy).
+  bool units_run_apart() const { return unit_runner_ != nullptr; }
   /// Unit `unit` of units() on `inputs`: through the unit runner when one is set; with
   /// `recompute`, keeping only its inputs for backward (activation checkpointing).
   std::vector<torch::Tensor> run_unit(size_t unit, const TensorsFn& fn,

@@ -2,6 +2,7 @@
 #include <mutex>
 
 #include "unitrain/models/cnn.h"
+#include "unitrain/models/hf_causal_lm.h"
 #include "unitrain/models/mlp.h"
 #include "unitrain/models/model.h"
 #include "unitrain/models/torchscript_model.h"
@@ -41,7 +42,7 @@ void ModelSection::declare(Options<ModelSection>& o) {
   o.section("activation_checkpointing", &T::activation_checkpointing)
       .help(
           "recompute blocks' activations in backward instead of keeping them from forward: less "
-          "memory for about one more forward of those blocks (built-in transformer_lm; in C++, "
+          "memory for about one more forward of those blocks (built-in transformer_lm, gpt2 and llama; in C++, "
           "unitrain::checkpointed around a model's own blocks)");
   // `type` is the component's key, declared with the `model` section.
   o.check([](T& m, const Config& c) { m.type = component_type(c); });
@@ -66,6 +67,7 @@ void register_builtin_models() {
     models::register_mlp();
     models::register_cnn();
     models::register_transformer_lm();
+    models::register_hf_causal_lms();
     models::register_torchscript_model();
   });
 }

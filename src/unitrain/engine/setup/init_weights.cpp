@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "unitrain/checkpoint/hf_folder.h"
 #include "unitrain/checkpoint/model_weights.h"
 #include "unitrain/checkpoint/safetensors.h"
 #include "unitrain/checkpoint/state_io.h"
@@ -18,6 +19,79 @@
 #include "unitrain/objective/objective_module.h"
 
 namespace unitrain {
+
+namespace {
+
+/// Loads `state` (named `what` in messages) into the module: floating-point tensors of another
+/// precision converted; strict or not (suggesting `strict_key` when only names differ); when
+/// names differ by prefixes, a hint of the `hint_key` renames that would load them ("" = none).
+void load_weights(ObjectiveModule& module, NamedTensors state, const std::string& what,
+                  bool strict, const std::string& hint_key, const std::string& strict_key) {
+  // Floating-point tensors of another precision (bf16 or fp16 weights for an fp32 model) are
+  // converted, as PyTorch's load_state_dict does; other dtype differences stay errors.
+  std::map<std::string, torch::Tensor> own;
+  for (auto& [name, t] : module_state(module.weights(), false)) own.emplace(name, t);
+  std::map<std::string, int> converted;  // "BFloat16 to Float" -> count
+  std::vector<std::string> file_names, model_names;
+  for (auto& [name, t] : state) {
+    file_names.push_back(name);
+    const auto it = own.find(name);
+    if (it != own.end() && t.scalar_type() != it->second.scalar_type() && t.is_floating_point() &&
+        it->second.is_floating_point() && t.sizes().equals(it->second.sizes())) {
+      ++converted[fmt::format("{} to {}", c10::toString(t.scalar_type()),
+                              c10::toString(it->second.scalar_type()))];
+      t = t.to(it->second.scalar_type());
+    }
+  }
+  for (const auto& [name, t] : own) model_names.push_back(name);
+  for (const auto& [how, count] : converted) {
+    log::info(fmt::format("{}: converted {} tensors from {}", what, count, how));
+  }
+  std::map<std::string, torch::IntArrayRef> file_shapes;
+  for (const auto& [name, t] : state) file_shapes.emplace(name, t.sizes());
+  const std::string hint =
+      hint_key.empty() ? ""
+                       : key_map_hint(file_names, model_names, hint_key,
+                                      [&](const std::string& u, const std::string& m) {
+                                        return file_shapes.at(u).equals(own.at(m).sizes());
+                                      });
+  std::string summary;
+  try {
+    summary = load_module_state(module.weights(), state, strict, what, strict_key) + hint;
+  } catch (const ConfigError& e) {
+    throw ConfigError(e.what() + hint);
+  }
+  // Not strict, a part of the model may stay as initialised: a warning that names it.
+  const bool partial = std::set<std::string>(file_names.begin(), file_names.end()) !=
+                       std::set<std::string>(model_names.begin(), model_names.end());
+  (partial ? log::warn : log::info)(summary);
+}
+
+}  // namespace
+
+void load_pretrained_weights(ObjectiveModule& module, const HfModelInfo& hf) {
+  const std::string key = "model.args.pretrained";
+  UT_CHECK(is_hf_weights_folder(hf.pretrained), key, ": '", hf.pretrained, "' holds no weights "
+           "(model.safetensors, model.safetensors.index.json with its shards, or "
+           "pytorch_model.bin); for a fresh model of its shape give model.args.config: ",
+           hf.pretrained, "/config.json");
+  NamedTensors renamed;
+  size_t skipped = 0;
+  for (auto& [name, t] : read_hf_weights(hf.pretrained, key)) {
+    std::string own = hf.model_name(name);
+    if (own.empty()) {
+      ++skipped;
+    } else {
+      renamed.emplace_back(std::move(own), std::move(t));
+    }
+  }
+  if (skipped > 0) {
+    log::info(fmt::format("{} {}: {} tensors are not weights of the model (causal-mask buffers, "
+                          "rotary frequencies, a tied head's copy): not loaded",
+                          key, hf.pretrained, skipped));
+  }
+  load_weights(module, std::move(renamed), key + " " + hf.pretrained, true, "", "");
+}
 
 void load_init_weights(ObjectiveModule& module, const ModelSection& model) {
   const std::string path = *model.init_from;
@@ -41,42 +115,8 @@ void load_init_weights(ObjectiveModule& module, const ModelSection& model) {
     state = rename_keys(std::move(state), key_map, "model.init_key_map");
     what += " (names renamed by model.init_key_map)";
   }
-  // Floating-point tensors of another precision (bf16 or fp16 weights for an fp32 model) are
-  // converted, as PyTorch's load_state_dict does; other dtype differences stay errors.
-  std::map<std::string, torch::Tensor> own;
-  for (auto& [name, t] : module_state(module.weights(), false)) own.emplace(name, t);
-  std::map<std::string, int> converted;  // "BFloat16 to Float" -> count
-  std::vector<std::string> file_names, model_names;
-  for (auto& [name, t] : state) {
-    file_names.push_back(name);
-    const auto it = own.find(name);
-    if (it != own.end() && t.scalar_type() != it->second.scalar_type() && t.is_floating_point() &&
-        it->second.is_floating_point() && t.sizes().equals(it->second.sizes())) {
-      ++converted[fmt::format("{} to {}", c10::toString(t.scalar_type()),
-                              c10::toString(it->second.scalar_type()))];
-      t = t.to(it->second.scalar_type());
-    }
-  }
-  for (const auto& [name, t] : own) model_names.push_back(name);
-  for (const auto& [how, count] : converted) {
-    log::info(fmt::format("model.init_from {}: converted {} tensors from {}", path, count, how));
-  }
-  std::map<std::string, torch::IntArrayRef> file_shapes;
-  for (const auto& [name, t] : state) file_shapes.emplace(name, t.sizes());
-  const std::string hint = key_map_hint(file_names, model_names, "model.init_key_map",
-                                        [&](const std::string& u, const std::string& m) {
-                                          return file_shapes.at(u).equals(own.at(m).sizes());
-                                        });
-  std::string summary;
-  try {
-    summary = load_module_state(module.weights(), state, model.init_strict, what) + hint;
-  } catch (const ConfigError& e) {
-    throw ConfigError(e.what() + hint);
-  }
-  // Not strict, a part of the model may stay as initialised: a warning that names it.
-  const bool partial = std::set<std::string>(file_names.begin(), file_names.end()) !=
-                       std::set<std::string>(model_names.begin(), model_names.end());
-  (partial ? log::warn : log::info)(summary);
+  load_weights(module, std::move(state), what, model.init_strict, "model.init_key_map",
+               "model.init_strict");
 }
 
 }  // namespace unitrain

@@ -4,10 +4,16 @@ namespace unitrain {
 
 class ObjectiveModule;
 struct ModelSection;
+struct HfModelInfo;
 
 /// Loads model.init_from (a state_dict, possibly gzipped, a safetensors file or a checkpoint
 /// folder, merged or in ZeRO 3's parts) into `module`, its names renamed by
 /// model.init_key_map; logs what was loaded.
 void load_init_weights(ObjectiveModule& module, const ModelSection& model);
+
+/// Loads the weights of a model built from a Hugging Face folder (gpt2, llama:
+/// model.args.pretrained) into `module`, strictly, each renamed by hf.model_name (tensors it
+/// names "" skipped); logs what was loaded.
+void load_pretrained_weights(ObjectiveModule& module, const HfModelInfo& hf);
 
 }  // namespace unitrain

@@ -1,0 +1,123 @@
+#include "unitrain/engine/hf_export.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "unitrain/checkpoint/hf_folder.h"
+#include "unitrain/checkpoint/state_io.h"
+#include "unitrain/core/config.h"
+#include "unitrain/core/error.h"
+#include "unitrain/engine/setup/run_folder.h"
+#include "unitrain/log/console.h"
+#include "unitrain/objective/objective_module.h"
+
+namespace unitrain {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The files of a Hugging Face folder that describe its tokenizer.
+constexpr const char* kTokenizerFiles[] = {
+    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+    "vocab.json",     "merges.txt",            "tokenizer.model",         "vocab.txt"};
+
+std::string dtype_name(const NamedTensors& tensors) {
+  if (tensors.empty()) return "float32";
+  switch (tensors.front().second.scalar_type()) {
+    case torch::kBFloat16: return "bfloat16";
+    case torch::kHalf: return "float16";
+    case torch::kDouble: return "float64";
+    default: return "float32";
+  }
+}
+
+/// The run's text tokenizer, when it is a tokenizer.json (data.train.args.tokenizer).
+std::string run_tokenizer_json(const Config& config) {
+  const YAML::Node t = config.node()["data"]["train"]["args"]["tokenizer"];
+  if (!t.IsDefined() || !t.IsScalar()) return "";
+  const std::string path = t.as<std::string>();
+  return fs::path(path).extension() == ".json" ? path : "";
+}
+
+void copy_file_into(const fs::path& from, const fs::path& dir) {
+  std::error_code ec;
+  fs::copy_file(from, dir / from.filename(), fs::copy_options::overwrite_existing, ec);
+  UT_CHECK_TRAIN(!ec, "export: cannot copy ", from.string(), " into ", dir.string(), ": ",
+                 ec.message());
+}
+
+}  // namespace
+
+void check_hf_export_folder(const std::string& out) {
+  UT_CHECK(!out.empty(), "--out: give the folder to write");
+  const fs::path parent = fs::path(out).has_parent_path() ? fs::path(out).parent_path() : ".";
+  std::error_code ec;
+  UT_CHECK(fs::is_directory(parent, ec), "--out ", out, ": the folder ", parent.string(),
+           fs::exists(parent, ec) ? " is not a folder" : " does not exist (create it first)");
+  if (!fs::exists(out, ec)) return;
+  UT_CHECK(fs::is_directory(out, ec) && fs::is_empty(out, ec), "--out ", out,
+           " exists: --format hf writes a new folder (give one that does not exist, or remove it)");
+}
+
+void write_hf_folder(ObjectiveModule& module, const Config& config, const std::string& out,
+                     uint64_t max_shard_bytes) {
+  const HfModelInfo* hf = module.model()->hf_info();
+  UT_CHECK(hf != nullptr, "--format hf: the run's model (model.type ",
+           config.node()["model"]["type"].as<std::string>("?"),
+           ") is not one built from a Hugging Face folder; gpt2 and llama are (export this one "
+           "as safetensors)");
+  const NamedTensors state = module_state(module.weights(), true);
+  const fs::path partial = out + ".partial-" + std::to_string(::getpid());
+  std::error_code ec;
+  fs::remove_all(partial, ec);
+  UT_CHECK_TRAIN(fs::create_directories(partial, ec), "export: cannot create ", partial.string(),
+                 ": ", ec.message());
+  try {
+    nlohmann::json cfg = nlohmann::json::parse(hf->config_json);
+    cfg["torch_dtype"] = dtype_name(state);
+    write_file_atomic((partial / "config.json").string(), cfg.dump(2) + "\n");
+    const fs::path source = hf->pretrained;
+    if (!hf->pretrained.empty() && fs::is_regular_file(source / "generation_config.json", ec)) {
+      copy_file_into(source / "generation_config.json", partial);
+    } else {
+      write_file_atomic((partial / "generation_config.json").string(), hf->generation_config_json);
+    }
+    const std::vector<std::string> weights = write_hf_weights(partial.string(), state, max_shard_bytes);
+    std::vector<std::string> tokenizer;
+    if (!hf->pretrained.empty()) {
+      for (const char* f : kTokenizerFiles) {
+        if (!fs::is_regular_file(source / f, ec)) continue;
+        copy_file_into(source / f, partial);
+        tokenizer.push_back(f);
+      }
+    }
+    if (tokenizer.empty()) {
+      if (const std::string t = run_tokenizer_json(config); !t.empty()) {
+        UT_CHECK_TRAIN(fs::is_regular_file(t, ec), "export: the run's tokenizer ", t,
+                       " (data.train.args.tokenizer) is gone");
+        fs::copy_file(t, partial / "tokenizer.json", ec);
+        UT_CHECK_TRAIN(!ec, "export: cannot copy ", t, ": ", ec.message());
+        tokenizer.push_back("tokenizer.json");
+      }
+    }
+    if (fs::exists(out, ec)) fs::remove(out, ec);  // an empty folder (check_hf_export_folder)
+    fs::rename(partial, out, ec);
+    UT_CHECK_TRAIN(!ec, "export: cannot rename ", partial.string(), " to ", out, ": ", ec.message());
+    log::info(fmt::format("{}: config.json, generation_config.json, {} ({} tensors, {}){}", out,
+                          fmt::join(weights, ", "), state.size(), dtype_name(state),
+                          tokenizer.empty() ? std::string("; no tokenizer files (the model came "
+                                                          "from a config.json alone)")
+                                            : ", " + fmt::format("{}", fmt::join(tokenizer, ", "))));
+  } catch (...) {
+    fs::remove_all(partial, ec);
+    throw;
+  }
+}
+
+}  // namespace unitrain

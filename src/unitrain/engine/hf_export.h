@@ -1,0 +1,28 @@
+#pragma once
+// `unitrain export --format hf`: a model built from a Hugging Face folder (gpt2, llama) written
+// back in that layout, for transformers' from_pretrained, vLLM and llama.cpp's converter.
+#include <cstdint>
+#include <string>
+
+namespace unitrain {
+
+class Config;
+class ObjectiveModule;
+
+/// HF's save_pretrained default shard size (max_shard_size="5GB").
+constexpr uint64_t kHfMaxShardBytes = 5'000'000'000ULL;
+
+/// Checks `out` before anything is read: ConfigError unless its parent folder exists and `out`
+/// does not (or is an empty folder).
+void check_hf_export_folder(const std::string& out);
+
+/// Writes `module`'s model (of the run whose own config is `config`) into the new folder `out`:
+/// config.json (the folder's own keys, torch_dtype as written), generation_config.json (the
+/// folder's, else from the token ids), model.safetensors or its shards past `max_shard_bytes`
+/// with the index, and the tokenizer files of the folder it came from (or the run's
+/// tokenizer.json). Written into a folder beside `out` and renamed: a failure leaves no `out`.
+/// ConfigError when the model was not built from a Hugging Face folder.
+void write_hf_folder(ObjectiveModule& module, const Config& config, const std::string& out,
+                     uint64_t max_shard_bytes);
+
+}  // namespace unitrain

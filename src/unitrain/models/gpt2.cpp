@@ -1,0 +1,229 @@
+// gpt2: GPT2LMHeadModel's computation under its own parameter names.
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "unitrain/compat/attention.h"
+#include "unitrain/core/error.h"
+#include "unitrain/core/unit_parts.h"
+#include "unitrain/models/hf_causal_lm.h"
+#include "unitrain/models/hf_lm_parts.h"
+#include "unitrain/models/model_checks.h"
+
+namespace unitrain::models {
+namespace {
+
+/// Hugging Face's Conv1D: a linear layer whose weight is [in, out] (y = x W + b).
+class Conv1DImpl : public torch::nn::Module {
+ public:
+  Conv1DImpl(int64_t in, int64_t out) {
+    weight = register_parameter("weight", torch::empty({in, out}));
+    bias = register_parameter("bias", torch::zeros({out}));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    auto sizes = x.sizes().vec();
+    sizes.back() = weight.size(1);
+    return torch::addmm(bias, x.reshape({-1, x.size(-1)}), weight).view(sizes);
+  }
+  torch::Tensor weight, bias;
+};
+TORCH_MODULE(Conv1D);
+
+torch::Tensor activation(const std::string& name, const torch::Tensor& x) {
+  if (name == "gelu") return torch::gelu(x);
+  if (name == "relu") return torch::relu(x);
+  if (name == "silu" || name == "swish") return torch::silu(x);
+  return torch::gelu(x, "tanh");  // gelu_new, gelu_pytorch_tanh, gelu_fast: the tanh form
+}
+
+class Gpt2AttentionImpl : public torch::nn::Module {
+ public:
+  explicit Gpt2AttentionImpl(const Gpt2Config& c) : heads_(c.n_head), dropout_(c.attn_pdrop),
+                                                     resid_dropout_(c.resid_pdrop) {
+    c_attn = register_module("c_attn", Conv1D(c.n_embd, 3 * c.n_embd));
+    c_proj = register_module("c_proj", Conv1D(c.n_embd, c.n_embd));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    const int64_t b = x.size(0), t = x.size(1), e = x.size(2), d = e / heads_;
+    auto qkv = c_attn->forward(x).split(e, 2);
+    auto heads = [&](const torch::Tensor& m) { return m.view({b, t, heads_, d}).transpose(1, 2); };
+    auto y = causal_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]),
+                              is_training() ? dropout_ : 0.0)
+                 .transpose(1, 2)
+                 .reshape({b, t, e});
+    return torch::dropout(c_proj->forward(y), resid_dropout_, is_training());
+  }
+  Conv1D c_attn{nullptr}, c_proj{nullptr};
+
+ private:
+  int64_t heads_;
+  double dropout_, resid_dropout_;
+};
+TORCH_MODULE(Gpt2Attention);
+
+class Gpt2MlpImpl : public torch::nn::Module {
+ public:
+  explicit Gpt2MlpImpl(const Gpt2Config& c) : act_(c.activation_function), dropout_(c.resid_pdrop) {
+    c_fc = register_module("c_fc", Conv1D(c.n_embd, c.inner()));
+    c_proj = register_module("c_proj", Conv1D(c.inner(), c.n_embd));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    return torch::dropout(c_proj->forward(activation(act_, c_fc->forward(x))), dropout_,
+                          is_training());
+  }
+  Conv1D c_fc{nullptr}, c_proj{nullptr};
+
+ private:
+  std::string act_;
+  double dropout_;
+};
+TORCH_MODULE(Gpt2Mlp);
+
+class Gpt2BlockImpl : public torch::nn::Module {
+ public:
+  explicit Gpt2BlockImpl(const Gpt2Config& c) {
+    auto norm = [&] {
+      return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon));
+    };
+    ln_1 = register_module("ln_1", norm());
+    attn = register_module("attn", Gpt2Attention(c));
+    ln_2 = register_module("ln_2", norm());
+    mlp = register_module("mlp", Gpt2Mlp(c));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = x + attn->forward(ln_1->forward(x));
+    return x + mlp->forward(ln_2->forward(x));
+  }
+  torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
+  Gpt2Attention attn{nullptr};
+  Gpt2Mlp mlp{nullptr};
+};
+TORCH_MODULE(Gpt2Block);
+
+/// GPT2PreTrainedModel._init_weights: N(0, initializer_range) for weights, zero biases, unit
+/// LayerNorms, and each block's output projections N(0, initializer_range / sqrt(2 n_layer)).
+void initialise(torch::nn::Module& piece, const Gpt2Config& c) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : piece.named_parameters()) {
+    const std::string& name = p.key();
+    torch::Tensor t = p.value();
+    const bool norm = name.find("ln_") != std::string::npos;
+    if (name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0) {
+      t.zero_();
+    } else if (norm) {
+      t.fill_(1.0);
+    } else if (name.find("c_proj.weight") != std::string::npos) {
+      t.normal_(0.0, c.initializer_range / std::sqrt(2.0 * double(c.n_layer)));
+    } else {
+      t.normal_(0.0, c.initializer_range);
+    }
+  }
+}
+
+}  // namespace
+
+Gpt2Impl::Gpt2Impl(const HfModelOptions& options)
+    : config(read_gpt2_config(options.config_path("model.args."))) {
+  const Gpt2Config& c = config;
+  const bool fresh = options.pretrained.empty();
+  transformer = register_module("transformer", std::make_shared<torch::nn::Module>());
+  // Built a unit (of units()) at a time, each handed to unit_built: ZeRO 3's parts.
+  wte = transformer->register_module("wte", torch::nn::Embedding(c.vocab_size, c.n_embd));
+  wpe = transformer->register_module("wpe", torch::nn::Embedding(c.n_positions, c.n_embd));
+  if (fresh) {
+    initialise(*wte, c);
+    initialise(*wpe, c);
+  }
+  unit_built({wte->weight, wpe->weight});
+  h = transformer->register_module("h", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.n_layer; ++i) {
+    Gpt2Block block(c);
+    if (fresh) initialise(*block, c);
+    unit_built(block->parameters());
+    h->push_back(block);
+  }
+  ln_f = transformer->register_module(
+      "ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon)));
+  std::vector<torch::Tensor> last = ln_f->parameters();
+  if (!c.tie_word_embeddings) {
+    lm_head = register_module(
+        "lm_head", torch::nn::Linear(torch::nn::LinearOptions(c.n_embd, c.vocab_size).bias(false)));
+    if (fresh) {
+      torch::NoGradGuard no_grad;
+      lm_head->weight.normal_(0.0, c.initializer_range);
+    }
+    last.push_back(lm_head->weight);
+  }
+  unit_built(last);
+
+  info_.pretrained = options.pretrained;
+  info_.config_json = c.json;
+  info_.generation_config_json = generation_config_json({c.bos_token_id}, {c.eos_token_id});
+  const bool tied = c.tie_word_embeddings;
+  info_.model_name = [tied](const std::string& name) -> std::string {
+    // The old causal-mask buffers (attn.bias [1, 1, P, P], attn.masked_bias) are not weights.
+    if (ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias")) return "";
+    if (name == "lm_head.weight") return tied ? "" : name;
+    if (name.rfind("transformer.", 0) == 0) return name;
+    return "transformer." + name;  // the hub's gpt2 file: GPT2Model's names
+  };
+}
+
+torch::Tensor Gpt2Impl::forward(torch::Tensor tokens) {
+  tokens = checked_tokens("gpt2", tokens, config.n_positions, "n_positions", config.vocab_size);
+  const bool tied = config.tie_word_embeddings;
+  // The embeddings' unit hands the head its weight when tied (a copy when units run apart:
+  // ZeRO 3 frees the gathered weight once the unit has run; the gradient flows back through it).
+  auto first = run_unit(
+      0,
+      [this, tied](const std::vector<torch::Tensor>& in) {
+        const torch::Tensor& ids = in[0];
+        auto positions = torch::arange(ids.size(1), ids.options());
+        auto x = torch::dropout(wte->forward(ids) + wpe->forward(positions), config.embd_pdrop,
+                                is_training());
+        std::vector<torch::Tensor> out{x};
+        if (tied) out.push_back(units_run_apart() ? wte->weight.clone() : wte->weight);
+        return out;
+      },
+      {tokens});
+  torch::Tensor x = first[0];
+  for (size_t i = 0; i < h->size(); ++i) {
+    auto block = h->ptr<Gpt2BlockImpl>(i);
+    const bool recompute = checkpoint_every_ > 0 && i % size_t(checkpoint_every_) == 0;
+    x = run_unit(1 + i, [block](const torch::Tensor& in) { return block->forward(in); }, x,
+                 recompute);
+  }
+  std::vector<torch::Tensor> last_in{x};
+  if (tied) last_in.push_back(first[1]);
+  return run_unit(
+      h->size() + 1,
+      [this, tied](const std::vector<torch::Tensor>& in) {
+        auto y = ln_f->forward(in[0]);
+        return std::vector{tied ? torch::matmul(y, in[1].t()) : lm_head->forward(y)};
+      },
+      last_in)[0];
+}
+
+std::vector<std::vector<torch::Tensor>> Gpt2Impl::units() {
+  std::vector<std::vector<torch::Tensor>> out;
+  out.push_back({wte->weight, wpe->weight});
+  for (const auto& block : *h) out.push_back(block->parameters());
+  std::vector<torch::Tensor> last = ln_f->parameters();
+  if (lm_head) last.push_back(lm_head->weight);
+  out.push_back(std::move(last));
+  return out;
+}
+
+bool Gpt2Impl::checkpoint_activations(int64_t every) {
+  UT_CHECK(every >= 0, "gpt2: activation checkpointing every ", every,
+           " blocks; give a count >= 1 (or 0 = off)");
+  checkpoint_every_ = every;
+  return true;
+}
+
+std::vector<torch::Tensor> Gpt2Impl::forward_all(const std::vector<torch::Tensor>& inputs) {
+  check_input_count("gpt2", inputs, 1, 1);
+  return forward_with_context("gpt2", inputs, [&] { return std::vector{forward(inputs[0])}; });
+}
+
+}  // namespace unitrain::models

@@ -1,0 +1,51 @@
+// What gpt2 and llama share: their args, the token check, registration.
+#include "unitrain/models/hf_causal_lm.h"
+
+#include "unitrain/core/error.h"
+#include "unitrain/core/options.h"
+#include "unitrain/models/hf_lm_parts.h"
+#include "unitrain/models/model_checks.h"
+
+namespace unitrain::models {
+
+void HfModelOptions::declare(Options<HfModelOptions>& o) {
+  using T = HfModelOptions;
+  o.field("pretrained", &T::pretrained)
+      .help(
+          "a Hugging Face model folder (config.json, model.safetensors or its shards with "
+          "model.safetensors.index.json, or pytorch_model.bin): the model's shape and its "
+          "weights; not read when resuming (the checkpoint's weights are the run's)");
+  o.field("config", &T::config)
+      .help("a config.json alone: a fresh model of its shape, initialised as Hugging Face does");
+  o.check([](T& m, const Config& c) { m.config_path(c.path().empty() ? "" : c.path() + "."); });
+}
+
+torch::Tensor checked_tokens(const char* model, torch::Tensor tokens, int64_t max_len,
+                             const char* max_key, int64_t vocab) {
+  UT_CHECK(tokens.dim() == 2 && !tokens.is_floating_point() && !tokens.is_complex(), model,
+           ": expected integer token ids of shape [batch, time], got ", tokens.scalar_type(),
+           " of shape ", shape_string(tokens));
+  UT_CHECK(tokens.size(1) >= 1 && tokens.size(1) <= max_len, model, ": expected at most ",
+           max_key, " = ", max_len, " tokens per sequence (config.json), got shape ",
+           shape_string(tokens), "; cut the sequences shorter (data.args.seq_len)");
+  if (tokens.numel() > 0) {
+    const int64_t lo = tokens.min().item<int64_t>(), hi = tokens.max().item<int64_t>();
+    UT_CHECK(lo >= 0 && hi < vocab, model, ": token ids must be in [0, vocab_size = ", vocab,
+             "), got ids from ", lo, " to ", hi, " (is the tokenizer the model's?)");
+  }
+  return tokens.to(torch::kLong);
+}
+
+void register_hf_causal_lms() {
+  register_declared_model<HfModelOptions, Gpt2Impl>(
+      "gpt2",
+      "GPT-2 causal LM from a Hugging Face folder (args.pretrained) or config.json "
+      "(args.config), Hugging Face's parameter names: token ids [B, T] -> logits [B, T, vocab]");
+  register_declared_model<HfModelOptions, LlamaImpl>(
+      "llama",
+      "Llama causal LM (Llama 2 and 3) from a Hugging Face folder (args.pretrained) or "
+      "config.json (args.config), Hugging Face's parameter names: token ids [B, T] -> logits "
+      "[B, T, vocab]");
+}
+
+}  // namespace unitrain::models

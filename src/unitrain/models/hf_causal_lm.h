@@ -1,0 +1,84 @@
+#pragma once
+// gpt2 and llama: causal language models built from a Hugging Face folder (`pretrained:`) or its
+// config.json alone (`config:`), whose parameters have Hugging Face's names and shapes
+// (GPT2LMHeadModel's, LlamaForCausalLM's), so the folder's weights load with no key map and
+// `unitrain export --format hf` writes a folder transformers and llama.cpp read.
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "unitrain/models/hf_config.h"
+#include "unitrain/models/model.h"
+
+namespace unitrain::models {
+
+/// Registers `gpt2` and `llama` (called by register_builtin_models()).
+void register_hf_causal_lms();
+
+/// GPT-2 (GPT2LMHeadModel): token + learned position embeddings, pre-LayerNorm blocks of causal
+/// self-attention and a GELU MLP (Conv1D weights [in, out]: y = x W + b), ln_f, a head tied to
+/// the token embeddings (or `lm_head.weight` when tie_word_embeddings is false).
+/// Parameters: `transformer.{wte, wpe}.weight`, `transformer.h.<i>.{ln_1, attn.c_attn,
+/// attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj}.{weight, bias}`, `transformer.ln_f.{weight, bias}`.
+/// forward: token ids [B, T], T <= n_positions -> logits [B, T, vocab_size].
+class Gpt2Impl : public Model {
+ public:
+  explicit Gpt2Impl(const HfModelOptions& options);
+  torch::Tensor forward(torch::Tensor tokens);
+  std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& inputs) override;
+  bool checkpoint_activations(int64_t every) override;
+  /// The embeddings, each block, then ln_f (with lm_head when untied).
+  std::vector<std::vector<torch::Tensor>> units() override;
+  const HfModelInfo* hf_info() const override { return &info_; }
+
+  Gpt2Config config;
+  std::shared_ptr<torch::nn::Module> transformer;
+  torch::nn::Embedding wte{nullptr}, wpe{nullptr};
+  torch::nn::ModuleList h{nullptr};
+  torch::nn::LayerNorm ln_f{nullptr};
+  torch::nn::Linear lm_head{nullptr};  ///< null when tied
+
+ private:
+  HfModelInfo info_;
+  int64_t checkpoint_every_ = 0;
+};
+
+/// Llama (LlamaForCausalLM, Llama 2 and 3): token embeddings, pre-RMSNorm blocks (RMSNorm in
+/// float32) of grouped-query causal self-attention with rotary embeddings (Hugging Face's
+/// rotate_half layout, rope_theta, Llama 3's and linear rope_scaling) and a SwiGLU MLP, a final
+/// RMSNorm and lm_head (or the embeddings, tied). Optional biases, an explicit head_dim.
+/// Parameters: `model.embed_tokens.weight`, `model.layers.<i>.{input_layernorm,
+/// post_attention_layernorm}.weight`, `model.layers.<i>.self_attn.{q,k,v,o}_proj.weight` (and
+/// `.bias`), `model.layers.<i>.mlp.{gate,up,down}_proj.weight` (and `.bias`),
+/// `model.norm.weight`, `lm_head.weight` (untied).
+/// forward: token ids [B, T], T <= max_position_embeddings -> logits [B, T, vocab_size].
+class LlamaImpl : public Model {
+ public:
+  explicit LlamaImpl(const HfModelOptions& options);
+  torch::Tensor forward(torch::Tensor tokens);
+  std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& inputs) override;
+  bool checkpoint_activations(int64_t every) override;
+  /// The embeddings, each block, then the norm (with lm_head when untied).
+  std::vector<std::vector<torch::Tensor>> units() override;
+  const HfModelInfo* hf_info() const override { return &info_; }
+
+  LlamaConfig config;
+  std::shared_ptr<torch::nn::Module> body;  ///< `model.`
+  torch::nn::Embedding embed_tokens{nullptr};
+  torch::nn::ModuleList layers{nullptr};
+  torch::nn::Module* norm = nullptr;   ///< an RMSNorm (its `weight`)
+  torch::nn::Linear lm_head{nullptr};  ///< null when tied
+
+ private:
+  /// Rotary cos and sin for positions [0, t), [t, head_dim], in float32 on `device`.
+  std::pair<torch::Tensor, torch::Tensor> rotary(int64_t t, const torch::Device& device) const;
+  HfModelInfo info_;
+  torch::Tensor inv_freq_;  ///< [head_dim / 2], float32, CPU
+  int64_t checkpoint_every_ = 0;
+};
+
+}  // namespace unitrain::models

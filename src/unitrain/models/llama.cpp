@@ -1,0 +1,254 @@
+// llama: LlamaForCausalLM's computation under its own parameter names.
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "unitrain/compat/attention.h"
+#include "unitrain/core/error.h"
+#include "unitrain/core/unit_parts.h"
+#include "unitrain/models/hf_causal_lm.h"
+#include "unitrain/models/hf_lm_parts.h"
+#include "unitrain/models/model_checks.h"
+
+namespace unitrain::models {
+namespace {
+
+/// LlamaRMSNorm: the mean square taken in float32, the result cast back before the weight.
+class RmsNormImpl : public torch::nn::Module {
+ public:
+  RmsNormImpl(int64_t width, double eps) : eps_(eps) {
+    weight = register_parameter("weight", torch::ones({width}));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    auto f = x.to(torch::kFloat);
+    f = f * torch::rsqrt(f.pow(2).mean(-1, /*keepdim=*/true) + eps_);
+    return weight * f.to(x.scalar_type());
+  }
+  torch::Tensor weight;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RmsNorm);
+
+torch::nn::Linear linear(int64_t in, int64_t out, bool bias) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
+}
+
+/// Hugging Face's rotate_half: [x1, x2] -> [-x2, x1] over the last dimension's halves.
+torch::Tensor rotate_half(const torch::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+}
+
+class LlamaAttentionImpl : public torch::nn::Module {
+ public:
+  explicit LlamaAttentionImpl(const LlamaConfig& c)
+      : heads_(c.num_attention_heads), kv_heads_(c.kv_heads()), head_dim_(c.head_width()),
+        dropout_(c.attention_dropout) {
+    const int64_t hd = c.head_width();
+    q_proj = register_module("q_proj", linear(c.hidden_size, heads_ * hd, c.attention_bias));
+    k_proj = register_module("k_proj", linear(c.hidden_size, kv_heads_ * hd, c.attention_bias));
+    v_proj = register_module("v_proj", linear(c.hidden_size, kv_heads_ * hd, c.attention_bias));
+    o_proj = register_module("o_proj", linear(heads_ * hd, c.hidden_size, c.attention_bias));
+  }
+  /// `cos`, `sin`: [T, head_dim] in x's dtype.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+    const int64_t b = x.size(0), t = x.size(1);
+    auto heads = [&](const torch::Tensor& m) { return m.view({b, t, -1, head_dim_}).transpose(1, 2); };
+    auto q = heads(q_proj->forward(x)), k = heads(k_proj->forward(x)), v = heads(v_proj->forward(x));
+    q = q * cos + rotate_half(q) * sin;
+    k = k * cos + rotate_half(k) * sin;
+    if (kv_heads_ != heads_) {  // grouped-query attention: each k/v head serves heads/kv_heads
+      k = k.repeat_interleave(heads_ / kv_heads_, 1);
+      v = v.repeat_interleave(heads_ / kv_heads_, 1);
+    }
+    auto y = causal_attention(q, k, v, is_training() ? dropout_ : 0.0);
+    return o_proj->forward(y.transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
+  }
+  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+
+ private:
+  int64_t heads_, kv_heads_, head_dim_;
+  double dropout_;
+};
+TORCH_MODULE(LlamaAttention);
+
+class LlamaMlpImpl : public torch::nn::Module {
+ public:
+  explicit LlamaMlpImpl(const LlamaConfig& c) {
+    gate_proj = register_module("gate_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
+    up_proj = register_module("up_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
+    down_proj = register_module("down_proj", linear(c.intermediate_size, c.hidden_size, c.mlp_bias));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    return down_proj->forward(torch::silu(gate_proj->forward(x)) * up_proj->forward(x));
+  }
+  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(LlamaMlp);
+
+class LlamaBlockImpl : public torch::nn::Module {
+ public:
+  explicit LlamaBlockImpl(const LlamaConfig& c) {
+    self_attn = register_module("self_attn", LlamaAttention(c));
+    mlp = register_module("mlp", LlamaMlp(c));
+    input_layernorm = register_module("input_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps));
+    post_attention_layernorm =
+        register_module("post_attention_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps));
+  }
+  torch::Tensor forward(torch::Tensor x, const torch::Tensor& cos, const torch::Tensor& sin) {
+    x = x + self_attn->forward(input_layernorm->forward(x), cos, sin);
+    return x + mlp->forward(post_attention_layernorm->forward(x));
+  }
+  LlamaAttention self_attn{nullptr};
+  LlamaMlp mlp{nullptr};
+  RmsNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+};
+TORCH_MODULE(LlamaBlock);
+
+/// LlamaPreTrainedModel._init_weights: linear and embedding weights N(0, initializer_range),
+/// biases zero, norms one (as built), the padding row of the embeddings zero.
+void initialise(torch::nn::Module& piece, const LlamaConfig& c) {
+  torch::NoGradGuard no_grad;
+  piece.apply([&c](torch::nn::Module& m) {
+    if (auto* l = m.as<torch::nn::Linear>()) {
+      l->weight.normal_(0.0, c.initializer_range);
+      if (l->bias.defined()) l->bias.zero_();
+    } else if (auto* e = m.as<torch::nn::Embedding>()) {
+      e->weight.normal_(0.0, c.initializer_range);
+      if (auto pad = e->options.padding_idx()) e->weight[*pad].zero_();
+    }
+  });
+}
+
+/// The rotary inverse frequencies as Hugging Face computes them (float32), with rope_scaling.
+torch::Tensor inverse_frequencies(const LlamaConfig& c) {
+  const int64_t d = c.head_width();
+  auto exponents = torch::arange(0, d, 2, torch::kLong).to(torch::kFloat) / double(d);
+  auto inv = torch::reciprocal(torch::pow(c.rope_theta, exponents));
+  if (c.rope_type == "linear") return inv / c.rope_factor;
+  if (c.rope_type != "llama3") return inv;
+  // Llama 3: long wavelengths divided by factor, short ones kept, those between blended.
+  const double original = double(c.original_max_position_embeddings);
+  const double low_wavelen = original / c.low_freq_factor;
+  const double high_wavelen = original / c.high_freq_factor;
+  // (Python's scalar / tensor is a reciprocal then a product: the same here, for the same bits.)
+  auto wavelen = torch::reciprocal(inv) * (2 * M_PI);
+  auto scaled = torch::where(wavelen > low_wavelen, inv / c.rope_factor, inv);
+  auto smooth = (torch::reciprocal(wavelen) * original - c.low_freq_factor) / (c.high_freq_factor - c.low_freq_factor);
+  auto smoothed = (1 - smooth) * scaled / c.rope_factor + smooth * scaled;
+  auto medium = wavelen.ge(high_wavelen).logical_and(wavelen.le(low_wavelen));
+  return torch::where(medium, smoothed, scaled);
+}
+
+}  // namespace
+
+LlamaImpl::LlamaImpl(const HfModelOptions& options)
+    : config(read_llama_config(options.config_path("model.args."))) {
+  const LlamaConfig& c = config;
+  const bool fresh = options.pretrained.empty();
+  inv_freq_ = inverse_frequencies(c);
+  body = register_module("model", std::make_shared<torch::nn::Module>());
+  // HF's embedding keeps the padding row's gradient zero (nn.Embedding's padding_idx).
+  auto embedding = torch::nn::EmbeddingOptions(c.vocab_size, c.hidden_size);
+  if (c.pad_token_id >= 0 && c.pad_token_id < c.vocab_size) embedding.padding_idx(c.pad_token_id);
+  embed_tokens = body->register_module("embed_tokens", torch::nn::Embedding(embedding));
+  if (fresh) initialise(*embed_tokens, c);
+  unit_built({embed_tokens->weight});
+  layers = body->register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    LlamaBlock block(c);
+    if (fresh) initialise(*block, c);
+    unit_built(block->parameters());
+    layers->push_back(block);
+  }
+  auto final_norm = body->register_module("norm", RmsNorm(c.hidden_size, c.rms_norm_eps));
+  norm = final_norm.get();
+  std::vector<torch::Tensor> last{final_norm->weight};
+  if (!c.tie_word_embeddings) {
+    lm_head = register_module("lm_head", linear(c.hidden_size, c.vocab_size, false));
+    if (fresh) initialise(*lm_head, c);
+    last.push_back(lm_head->weight);
+  }
+  unit_built(last);
+
+  info_.pretrained = options.pretrained;
+  info_.config_json = c.json;
+  info_.generation_config_json = generation_config_json(c.bos_token_ids, c.eos_token_ids);
+  const bool tied = c.tie_word_embeddings;
+  info_.model_name = [tied](const std::string& name) -> std::string {
+    if (ends_with(name, "rotary_emb.inv_freq")) return "";  // computed, not a weight
+    if (name == "lm_head.weight") return tied ? "" : name;
+    if (name.rfind("model.", 0) == 0) return name;
+    return "model." + name;  // LlamaModel's names (no head)
+  };
+}
+
+std::pair<torch::Tensor, torch::Tensor> LlamaImpl::rotary(int64_t t,
+                                                         const torch::Device& device) const {
+  auto positions = torch::arange(t, torch::TensorOptions().dtype(torch::kFloat).device(device));
+  auto freqs = torch::outer(positions, inv_freq_.to(device));
+  auto angles = torch::cat({freqs, freqs}, -1);
+  return {angles.cos(), angles.sin()};
+}
+
+torch::Tensor LlamaImpl::forward(torch::Tensor tokens) {
+  tokens = checked_tokens("llama", tokens, config.max_position_embeddings,
+                          "max_position_embeddings", config.vocab_size);
+  const bool tied = config.tie_word_embeddings;
+  auto first = run_unit(
+      0,
+      [this, tied](const std::vector<torch::Tensor>& in) {
+        std::vector<torch::Tensor> out{embed_tokens->forward(in[0])};
+        if (tied) out.push_back(units_run_apart() ? embed_tokens->weight.clone() : embed_tokens->weight);
+        return out;
+      },
+      {tokens});
+  torch::Tensor x = first[0];
+  auto [cos, sin] = rotary(tokens.size(1), x.device());
+  cos = cos.to(x.scalar_type());
+  sin = sin.to(x.scalar_type());
+  for (size_t i = 0; i < layers->size(); ++i) {
+    auto block = layers->ptr<LlamaBlockImpl>(i);
+    const bool recompute = checkpoint_every_ > 0 && i % size_t(checkpoint_every_) == 0;
+    x = run_unit(
+        1 + i,
+        [block, cos = cos, sin = sin](const torch::Tensor& in) { return block->forward(in, cos, sin); },
+        x, recompute);
+  }
+  std::vector<torch::Tensor> last_in{x};
+  if (tied) last_in.push_back(first[1]);
+  auto* final_norm = norm->as<RmsNormImpl>();
+  return run_unit(
+      layers->size() + 1,
+      [this, tied, final_norm](const std::vector<torch::Tensor>& in) {
+        auto y = final_norm->forward(in[0]);
+        return std::vector{tied ? torch::matmul(y, in[1].t()) : lm_head->forward(y)};
+      },
+      last_in)[0];
+}
+
+std::vector<std::vector<torch::Tensor>> LlamaImpl::units() {
+  std::vector<std::vector<torch::Tensor>> out;
+  out.push_back({embed_tokens->weight});
+  for (const auto& block : *layers) out.push_back(block->parameters());
+  std::vector<torch::Tensor> last{norm->as<RmsNormImpl>()->weight};
+  if (lm_head) last.push_back(lm_head->weight);
+  out.push_back(std::move(last));
+  return out;
+}
+
+bool LlamaImpl::checkpoint_activations(int64_t every) {
+  UT_CHECK(every >= 0, "llama: activation checkpointing every ", every,
+           " blocks; give a count >= 1 (or 0 = off)");
+  checkpoint_every_ = every;
+  return true;
+}
+
+std::vector<torch::Tensor> LlamaImpl::forward_all(const std::vector<torch::Tensor>& inputs) {
+  check_input_count("llama", inputs, 1, 1);
+  return forward_with_context("llama", inputs, [&] { return std::vector{forward(inputs[0])}; });
+}
+
+}  // namespace unitrain::models
