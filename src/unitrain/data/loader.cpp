@@ -118,6 +118,14 @@ int64_t Loader::batches_per_epoch() const {
   return options_.drop_last_ ? n / b : (n + b - 1) / b;
 }
 
+int64_t Loader::most_batches_per_epoch() const {
+  // Rank 0's shard is the largest: positions 0, world, 2 world, ...
+  const int64_t size = dataset_->size();
+  const int64_t n = world_ == 1 || pad_ ? epoch_size() : (size + world_ - 1) / world_;
+  const int64_t b = options_.batch_size_;
+  return options_.drop_last_ ? n / b : (n + b - 1) / b;
+}
+
 void Loader::bucket(std::vector<int64_t>& order, int64_t epoch) const {
   // Across ranks: a window holds world x batch examples per batch, so that after sharding each
   // rank's batches are still runs of similar lengths.

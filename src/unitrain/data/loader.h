@@ -87,6 +87,8 @@ class Loader {
   void shard(int rank, int world, bool pad);
 
   int64_t batches_per_epoch() const;
+  /// The batches per epoch of the largest shard (rank 0's; without shards, batches_per_epoch()).
+  int64_t most_batches_per_epoch() const;
   /// Examples in the whole dataset, and read per epoch (this rank's shard).
   int64_t dataset_size() const;
   int64_t epoch_size() const;

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <optional>
+
 #include "unitrain/engine/callback_list.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/step/module_error.h"
@@ -11,7 +13,7 @@ namespace unitrain {
 
 MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalSplit split,
                                 int64_t max_batches, CallbackList* hooks,
-                                const Precision* precision) {
+                                const Precision* precision, int64_t lockstep_batches) {
   const bool test = split == EvalSplit::Test;
   torch::NoGradGuard no_grad;
   const bool was_training = module.is_training();
@@ -21,6 +23,7 @@ MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalS
   Batch storage;  // a batch copied to the module's device (not on the CPU)
   auto it = loader.epoch(0);
   int64_t seen = 0, index = 0;
+  std::optional<Batch> last;  // kept for lockstep_batches
   while (max_batches < 0 || seen++ < max_batches) {
     auto batch = it->next();
     if (!batch) break;
@@ -46,6 +49,19 @@ MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalS
     const int64_t n = batch->size();
     if (out.loss.defined()) acc.add("loss", MetricValue(out.loss.detach()), n);
     acc.add(out.metrics, n);
+    if (lockstep_batches >= 0) last = std::move(*batch);
+  }
+  for (; last && index < lockstep_batches; ++index) {
+    try {
+      AutocastScope autocast = precision ? precision->autocast() : AutocastScope(false, {}, {});
+      const Batch& there = on_device(*last, device, storage);
+      const Batch& in = precision && precision->casts_inputs() ? precision->inputs(there) : there;
+      (void)(test ? module.test_step(in) : module.validation_step(in));
+    } catch (...) {
+      rethrow_module_error(std::string("the module's ") + (test ? "test_step" : "validation_step") +
+                           " on batch " + std::to_string(index + 1) + " of " + loader.name() +
+                           " (run again: the other ranks' shards have more batches)");
+    }
   }
   module.train(was_training);
   return acc;

@@ -25,8 +25,13 @@ std::map<std::string, double> evaluate(TrainModule& module, const Loader& loader
 
 /// The same pass, returning the raw sums (for reducing across processes before dividing).
 /// With `hooks`, each batch runs on_validation_batch_start/end (on_test_batch_start/end).
+/// `lockstep_batches` >= 0: the module's forward is a collective (ZeRO 3 gathers each unit's
+/// parameters from every rank), so every rank must run as many: a rank whose shard ends sooner
+/// runs its last batch again until it has run that many, the results thrown away (no hooks, no
+/// metrics).
 MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalSplit split,
                                 int64_t max_batches = -1, CallbackList* hooks = nullptr,
-                                const Precision* precision = nullptr);
+                                const Precision* precision = nullptr,
+                                int64_t lockstep_batches = -1);
 
 }  // namespace unitrain

@@ -45,9 +45,15 @@ void TrainLoop::validate() {
   last_val_step_ = counters_.step;
   Profiler::Range range(profiler_.get(), Phase::Validation);
   callbacks_.call("on_validation_start", &Callback::on_validation_start);
-  MetricAccumulator sums =
-      evaluate_sums(module_, *val_loader_, EvalSplit::Val, settings_.train.test_mode ? 1 : -1,
-                    &callbacks_, &precision_);
+  const int64_t max_batches = settings_.train.test_mode ? 1 : -1;
+  // ZeRO 3's forward gathers from every rank: each runs as many batches as the largest shard.
+  int64_t lockstep = -1;
+  if (group_ && settings_.distributed.zero == 3) {
+    lockstep = val_loader_->most_batches_per_epoch();
+    if (max_batches >= 0) lockstep = std::min(lockstep, max_batches);
+  }
+  MetricAccumulator sums = evaluate_sums(module_, *val_loader_, EvalSplit::Val, max_batches,
+                                         &callbacks_, &precision_, lockstep);
   if (group_) all_reduce_metrics(*group_, sums);  // each rank read a disjoint shard
   MetricMap m;
   for (const auto& [name, value] : sums.result()) m["val/" + name] = value;

@@ -1,0 +1,145 @@
+"""gpt2 and llama from Hugging Face folders with the real binary: a folder's weights
+(model.args.pretrained, made by tests/models/hf_reference.py as save_pretrained lays them out)
+train on 2 processes with ZeRO 3, bf16-mixed and activation checkpointing and resume bitwise;
+`export --format hf` of an untouched model gives back every tensor byte for byte, the folder's
+config keys, generation config and tokenizer files, and the export trains again; a config.json
+key whose math the model does not compute is refused by name (exit 2)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import torch
+
+import common
+from common import run
+
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(SOURCE, "tests", "models"))
+import hf_reference  # noqa: E402
+
+CONFIG = """
+run_dir: {run_dir}
+seed: 5
+model:
+  type: {type}
+  args: {{pretrained: {folder}}}
+objective: {{losses: [{{type: cross_entropy}}]}}
+data:
+  train: {{type: tokens, args: {{path: {data}, seq_len: 12}}}}
+  validation_ratio: 0.1
+  loader: {{batch_size: 8, workers: 0, shuffle: true}}
+optimizer: {{type: adamw, lr: {lr}, args: {{weight_decay: 0.01}}}}
+train: {{max_length: {steps} steps, log_every: 4 steps, val_every: 4 steps, threads: 1}}
+checkpoint: {{enabled: true, every: 4 steps}}
+"""
+
+
+class HfModels(common.Case):
+    def setUp(self):
+        super().setUp()
+        self.folders = os.path.join(self.dir, "folders")
+        subprocess.run([sys.executable, os.path.join(SOURCE, "tests/models/hf_reference.py"),
+                        self.folders], check=True)
+        self.data = os.path.join(self.dir, "tokens.bin")
+        g = torch.Generator().manual_seed(3)
+        # 333 windows of 12 + 1: 33 for validation, 17 on rank 0 (3 batches of 8) and 16 on rank
+        # 1 (2): ZeRO 3's forward gathers from every rank, so rank 1 runs a third pass too.
+        ids = torch.randint(96, (4000,), generator=g, dtype=torch.int32).numpy().astype("<u2")
+        with open(self.data, "wb") as f:
+            f.write(ids.tobytes())
+
+    def config(self, name, type, folder, steps=8, lr=1e-3):
+        run_dir = os.path.join(self.dir, name)
+        cfg = common.write(os.path.join(self.dir, name + ".yaml"), CONFIG.format(
+            run_dir=run_dir, type=type, folder=folder, data=self.data, steps=steps, lr=lr))
+        return cfg, run_dir
+
+    def launch(self, port, cfg, *args):
+        code, out = run(["launch", "--nproc-per-node", "2", "--master-port", str(port), "--",
+                         "train", cfg] + list(args))
+        self.assertEqual(code, 0, out)
+        return out
+
+    def test_folders_train_on_two_processes_with_zero3_and_bf16_and_resume_bitwise(self):
+        more = ["--distributed.zero", "3", "--train.precision", "bf16-mixed",
+                "--model.activation_checkpointing.enabled", "true"]
+        for type, folder, port in (("gpt2", "gpt2_noprefix", 29811), ("llama", "llama_tied_bias", 29815)):
+            with self.subTest(type=type):
+                path = os.path.join(self.folders, folder)
+                cfg, straight = self.config(f"{type}-straight", type, path)
+                out = self.launch(port, cfg, *more)
+                self.assertIn(f"from model.args.pretrained {path}", out)
+                self.assertIn("built in parts", out)
+                cfg, halves = self.config(f"{type}-halves", type, path)
+                self.launch(port + 1, cfg, *more, "--train.max_length", "4 steps")
+                out = self.launch(port + 2, cfg, *more)
+                self.assertIn("resumed from", out)
+                self.assertNotIn("model.args.pretrained", out.split("resumed from")[-1])
+                a, b = self.final_weights(straight), self.final_weights(halves)
+                self.assertEqual(sorted(a), sorted(b))
+                for k in a:
+                    self.assertTrue(torch.equal(a[k], b[k]), k)
+                # Trained: the weights moved from the folder's.
+                start = hf_reference.read_folder(path)
+                name = "transformer.h.0.mlp.c_fc.weight" if type == "gpt2" else \
+                    "model.layers.0.mlp.up_proj.weight"
+                file_name = name if type == "llama" else name[len("transformer."):]
+                self.assertFalse(torch.equal(a[name], start[file_name].float()))
+
+    def test_export_of_an_untouched_model_is_byte_equal_and_trains_again(self):
+        source = os.path.join(self.folders, "llama")
+        tokenizer = '{"model": {"type": "BPE"}}\n'  # copied as it is, not read
+        common.write(os.path.join(source, "tokenizer.json"), tokenizer)
+        # One step too small to change a bit (optimizer.lr must be > 0): the weights as loaded.
+        cfg, run_dir = self.config("untouched", "llama", source, steps=1, lr=1e-30)
+        code, out = run(["train", cfg])
+        self.assertEqual(code, 0, out)
+        out_dir = os.path.join(self.dir, "exported")
+        code, out = run(["export", cfg, "--format", "hf", "--out", out_dir,
+                         "--max-shard-size", "0.04"])
+        self.assertEqual(code, 0, out)
+        self.assertTrue(os.path.exists(os.path.join(out_dir, "model.safetensors.index.json")), out)
+        before, after = hf_reference.read_folder(source), hf_reference.read_folder(out_dir)
+        self.assertEqual(sorted(before), sorted(after))
+        for k in before:
+            self.assertEqual(before[k].dtype, after[k].dtype, k)
+            self.assertTrue(torch.equal(before[k], after[k]), k)
+        with open(os.path.join(source, "config.json")) as f:
+            was = json.load(f)
+        with open(os.path.join(out_dir, "config.json")) as f:
+            now = json.load(f)
+        self.assertEqual(was, now)
+        for name in ("generation_config.json", "tokenizer.json"):
+            with open(os.path.join(source, name)) as f, open(os.path.join(out_dir, name)) as g:
+                self.assertEqual(f.read(), g.read(), name)
+        # The export is a folder like any other: it trains, and a second export is refused.
+        cfg, again = self.config("again", "llama", out_dir, steps=2)
+        code, out = run(["train", cfg])
+        self.assertEqual(code, 0, out)
+        code, out = run(["export", cfg, "--format", "hf", "--out", out_dir])
+        self.assertEqual(code, 2, out)
+        self.assertIn("exists", out)
+        self.assertTrue(os.path.exists(os.path.join(out_dir, "config.json")))
+
+    def test_math_the_model_does_not_compute_is_refused_by_name(self):
+        folder = os.path.join(self.dir, "sliding")
+        shutil.copytree(os.path.join(self.folders, "llama"), folder)
+        with open(os.path.join(folder, "config.json")) as f:
+            c = json.load(f)
+        c["sliding_window"] = 8
+        common.write(os.path.join(folder, "config.json"), json.dumps(c))
+        cfg, _ = self.config("sliding", "llama", folder)
+        code, out = run(["train", cfg])
+        self.assertEqual(code, 2, out)
+        self.assertIn("sliding_window", out)
+        self.assertIn(os.path.join(folder, "config.json"), out)
+        cfg, _ = self.config("wrong-type", "llama", os.path.join(self.folders, "gpt2"))
+        code, out = run(["train", cfg])
+        self.assertEqual(code, 2, out)
+        self.assertIn("model.type gpt2", out)
+
+
+if __name__ == "__main__":
+    common.main()

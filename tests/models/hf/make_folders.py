@@ -1,0 +1,207 @@
+#!/usr/bin/python3
+"""Writes tiny random Hugging Face model folders as transformers' save_pretrained lays them out.
+
+  /usr/bin/python3 tests/models/hf/make_folders.py OUT_DIR
+
+Each OUT_DIR/<name>/ holds config.json, generation_config.json and the weights in safetensors
+(written by safetensors_io.py: there is no transformers or safetensors package here):
+  gpt2/             GPT2LMHeadModel's names (`transformer.` prefix), tied head: no lm_head.weight
+  gpt2_noprefix/    the same weights as the hub's original gpt2 names them (no prefix) with the
+                    old causal-mask buffers h.{i}.attn.bias / masked_bias, and the hub's older
+                    config.json (no torch_dtype, n_inner, tie_word_embeddings, scale_attn_*)
+  llama/            LlamaForCausalLM: grouped-query attention, head_dim 16 != hidden 32 / 4 heads,
+                    Llama 3 rope_scaling, untied lm_head.weight, float32
+  llama_tied_bias/  tied head, q/k/v/o and MLP biases, no head_dim key, no rope_scaling, weights
+                    stored as bf16, the old self_attn.rotary_emb.inv_freq buffers
+  llama_sharded/    llama/'s weights in two shards with model.safetensors.index.json
+Seeded: the same OUT_DIR contents every run.
+"""
+import json
+import os
+import sys
+
+import torch
+
+from safetensors_io import write_safetensors
+
+# Matrices are drawn with std 0.2, not HF's initializer_range 0.02: at 0.02 the attention scores are
+# ~0.01, attention is a near-uniform average, and a wrong scale, mask or rotary phase moves the
+# logits by less than a parity test's tolerance. Norm weights are 1 + 0.1 * randn and every bias is
+# 0.1 * randn, so a missing or misplaced one shows too.
+STD = 0.2
+
+VERSION = "4.46.0"
+
+GPT2 = {
+    "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
+    "bos_token_id": 95, "embd_pdrop": 0.1, "eos_token_id": 95, "initializer_range": 0.02,
+    "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": 64, "n_embd": 32, "n_head": 4,
+    "n_inner": None, "n_layer": 2, "n_positions": 64, "reorder_and_upcast_attn": False,
+    "resid_pdrop": 0.1, "scale_attn_by_inverse_layer_idx": False, "scale_attn_weights": True,
+    "summary_activation": None, "summary_first_dropout": 0.1, "summary_proj_to_labels": True,
+    "summary_type": "cls_index", "summary_use_proj": True, "tie_word_embeddings": True,
+    "torch_dtype": "float32", "transformers_version": VERSION, "use_cache": True, "vocab_size": 96,
+}
+
+# The hub's original gpt2/config.json (2019): fewer keys; a loader takes HF's defaults for the rest.
+GPT2_HUB = {k: v for k, v in GPT2.items()
+            if k not in ("n_inner", "reorder_and_upcast_attn", "scale_attn_by_inverse_layer_idx",
+                         "scale_attn_weights", "tie_word_embeddings", "torch_dtype",
+                         "transformers_version", "use_cache")}
+GPT2_HUB["task_specific_params"] = {"text-generation": {"do_sample": True, "max_length": 50}}
+
+LLAMA = {
+    "architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "bos_token_id": 1, "eos_token_id": [2, 3], "head_dim": 16, "hidden_act": "silu",
+    "hidden_size": 32, "initializer_range": 0.02, "intermediate_size": 64,
+    "max_position_embeddings": 64, "mlp_bias": False, "model_type": "llama",
+    "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2,
+    "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+    "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 16, "rope_type": "llama3"},
+    "rope_theta": 500000.0, "tie_word_embeddings": False, "torch_dtype": "float32",
+    "transformers_version": VERSION, "use_cache": True, "vocab_size": 128,
+}
+
+# As transformers 4.41 wrote it: mlp_bias exists, head_dim does not yet (hidden / heads = 12).
+LLAMA_TIED_BIAS = {k: v for k, v in LLAMA.items() if k != "head_dim"}
+LLAMA_TIED_BIAS.update({
+    "attention_bias": True, "eos_token_id": 2, "hidden_size": 48, "intermediate_size": 80,
+    "mlp_bias": True, "num_key_value_heads": 4, "rope_scaling": None, "rope_theta": 10000.0,
+    "tie_word_embeddings": True, "torch_dtype": "bfloat16", "transformers_version": "4.41.2",
+    "vocab_size": 112,
+})
+
+
+def matrix(*shape):
+    return torch.randn(*shape) * STD
+
+
+def norm_weight(n):
+    return 1 + 0.1 * torch.randn(n)
+
+
+def bias(n):
+    return 0.1 * torch.randn(n)
+
+
+def gpt2_weights(cfg):
+    """GPT2LMHeadModel's state dict in module order, less the tied lm_head.weight."""
+    torch.manual_seed(1)
+    e = cfg["n_embd"]
+    inner = cfg.get("n_inner") or 4 * e
+    w = {"transformer.wte.weight": matrix(cfg["vocab_size"], e),
+         "transformer.wpe.weight": matrix(cfg["n_positions"], e)}
+    for i in range(cfg["n_layer"]):
+        p = f"transformer.h.{i}."
+        # Conv1D holds its weight as [in, out].
+        layers = (("ln_1", None), ("attn.c_attn", (e, 3 * e)), ("attn.c_proj", (e, e)),
+                  ("ln_2", None), ("mlp.c_fc", (e, inner)), ("mlp.c_proj", (inner, e)))
+        for name, shape in layers:
+            w[p + name + ".weight"] = norm_weight(e) if shape is None else matrix(*shape)
+            w[p + name + ".bias"] = bias(e if shape is None else shape[1])
+    w["transformer.ln_f.weight"] = norm_weight(e)
+    w["transformer.ln_f.bias"] = bias(e)
+    return w
+
+
+def gpt2_hub_weights(cfg, w):
+    """The hub file's names: GPT2Model's (no prefix), with the causal-mask buffers of old versions."""
+    hub = {}
+    p = cfg["n_positions"]
+    for name, t in w.items():
+        name = name[len("transformer."):]
+        hub[name] = t
+        if name.endswith(".ln_1.bias"):  # the buffers sat between ln_1 and c_attn in the state dict
+            layer = name[:-len("ln_1.bias")]
+            hub[layer + "attn.bias"] = torch.ones(p, p).tril().view(1, 1, p, p)
+            hub[layer + "attn.masked_bias"] = torch.tensor(-1e4)
+    return hub
+
+
+def llama_weights(cfg, seed):
+    """LlamaForCausalLM's state dict in module order (torch Linear: [out, in]); no lm_head if tied."""
+    torch.manual_seed(seed)
+    h, inter = cfg["hidden_size"], cfg["intermediate_size"]
+    heads, kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim") or h // heads
+    linears = (("self_attn.q_proj", heads * hd, h, cfg["attention_bias"]),
+               ("self_attn.k_proj", kv_heads * hd, h, cfg["attention_bias"]),
+               ("self_attn.v_proj", kv_heads * hd, h, cfg["attention_bias"]),
+               ("self_attn.o_proj", h, heads * hd, cfg["attention_bias"]),
+               ("mlp.gate_proj", inter, h, cfg["mlp_bias"]),
+               ("mlp.up_proj", inter, h, cfg["mlp_bias"]),
+               ("mlp.down_proj", h, inter, cfg["mlp_bias"]))
+    w = {"model.embed_tokens.weight": matrix(cfg["vocab_size"], h)}
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        for name, out, inp, has_bias in linears:
+            w[p + name + ".weight"] = matrix(out, inp)
+            if has_bias:
+                w[p + name + ".bias"] = bias(out)
+        w[p + "input_layernorm.weight"] = norm_weight(h)
+        w[p + "post_attention_layernorm.weight"] = norm_weight(h)
+    w["model.norm.weight"] = norm_weight(h)
+    if not cfg["tie_word_embeddings"]:
+        w["lm_head.weight"] = matrix(cfg["vocab_size"], h)
+    return w
+
+
+def write_json(path, value):
+    with open(path, "w") as f:  # as transformers writes its json files
+        f.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
+
+
+def save(folder, cfg, weights, shards=1):
+    """config.json, generation_config.json and the weights, in one file or `shards` files."""
+    os.makedirs(folder, exist_ok=True)
+    write_json(os.path.join(folder, "config.json"), cfg)
+    generation = {"_from_model_config": True, "bos_token_id": cfg["bos_token_id"],
+                  "eos_token_id": cfg["eos_token_id"],
+                  "transformers_version": cfg.get("transformers_version", "4.26.0.dev0")}
+    write_json(os.path.join(folder, "generation_config.json"), generation)
+    # The Rust writer orders a file's tensors by dtype, then name.
+    ordered = lambda names: {n: weights[n] for n in sorted(names)}
+    if shards == 1:
+        write_safetensors(os.path.join(folder, "model.safetensors"), ordered(weights))
+        return
+    # save_pretrained fills shards in state-dict order up to max_shard_size; here: half the bytes.
+    size = lambda t: t.numel() * t.element_size()
+    total = sum(size(t) for t in weights.values())
+    parts, filled = [[] for _ in range(shards)], 0
+    for name, t in weights.items():
+        parts[min(filled * shards // total, shards - 1)].append(name)
+        filled += size(t)
+    weight_map = {}
+    for i, names in enumerate(parts):
+        file = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
+        write_safetensors(os.path.join(folder, file), ordered(names))
+        weight_map.update({n: file for n in names})
+    index = {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}
+    write_json(os.path.join(folder, "model.safetensors.index.json"), index)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: make_folders.py OUT_DIR")
+    out = sys.argv[1]
+    gpt2 = gpt2_weights(GPT2)
+    save(os.path.join(out, "gpt2"), GPT2, gpt2)
+    save(os.path.join(out, "gpt2_noprefix"), GPT2_HUB, gpt2_hub_weights(GPT2, gpt2))
+
+    llama = llama_weights(LLAMA, seed=2)
+    save(os.path.join(out, "llama"), LLAMA, llama)
+    save(os.path.join(out, "llama_sharded"), LLAMA, llama, shards=2)
+
+    # Module.to(bfloat16) converts the buffers too, so the old inv_freq buffers are bf16 as well.
+    cfg = LLAMA_TIED_BIAS
+    tied = llama_weights(cfg, seed=3)
+    hd = cfg["hidden_size"] // cfg["num_attention_heads"]
+    inv_freq = 1.0 / cfg["rope_theta"] ** (torch.arange(0, hd, 2).float() / hd)
+    for i in range(cfg["num_hidden_layers"]):
+        tied[f"model.layers.{i}.self_attn.rotary_emb.inv_freq"] = inv_freq
+    save(os.path.join(out, "llama_tied_bias"), cfg, {n: t.bfloat16() for n, t in tied.items()})
+
+
+if __name__ == "__main__":
+    main()

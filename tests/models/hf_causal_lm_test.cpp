@@ -1,0 +1,199 @@
+#include "unitrain/models/hf_causal_lm.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "test_util.h"
+#include "unitrain/checkpoint/hf_folder.h"
+#include "unitrain/checkpoint/safetensors.h"
+#include "unitrain/checkpoint/state_io.h"
+#include "unitrain/core/config.h"
+#include "unitrain/core/error.h"
+#include "unitrain/models/model.h"
+
+namespace unitrain {
+namespace {
+
+/// The folders and references tests/models/hf_reference.py writes (from Hugging Face's modeling
+/// equations in Debian's PyTorch), made once for the suite.
+class HfCausalLm : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = test::temp_dir() + "/hf_folders";
+    std::filesystem::remove_all(dir_);
+    const std::string cmd = "/usr/bin/python3 " + test::source_dir() +
+                            "/tests/models/hf_reference.py " + dir_ + " > /dev/null";
+    made_ = std::system(cmd.c_str()) == 0;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(made_) << "tests/models/hf_reference.py failed (scripts/test installs "
+                          "python3-torch)";
+  }
+
+  /// `type` from `folder`'s config and weights, as model.args.pretrained builds and loads it.
+  static ModelPtr load(const std::string& type, const std::string& folder) {
+    register_builtin_models();
+    const std::string path = dir_ + "/" + folder;
+    ModelPtr m = model_registry().create(Config::from_string(
+        "model: {type: " + type + ", args: {pretrained: " + path + "}}").at("model"));
+    const HfModelInfo* hf = m->hf_info();
+    EXPECT_NE(hf, nullptr);
+    NamedTensors state;
+    for (auto& [name, t] : read_hf_weights(path, "test")) {
+      const std::string own = hf->model_name(name);
+      if (!own.empty()) state.emplace_back(own, t.to(torch::kFloat));
+    }
+    load_module_state(*m, state, true, path);
+    return m;
+  }
+
+  /// Logits, loss and every gradient of `folder`'s model against its reference (fp32, 1e-5).
+  static void check_against_reference(const std::string& type, const std::string& folder) {
+    ModelPtr m = load(type, folder);
+    m->eval();  // the reference runs without dropout
+    const auto ref = read_safetensors(dir_ + "/" + folder + "/reference.safetensors", "test").tensors;
+    std::map<std::string, torch::Tensor> r(ref.begin(), ref.end());
+    const torch::Tensor ids = r.at("ids");
+    const torch::Tensor logits = m->forward_all({ids})[0];
+    EXPECT_TRUE(torch::allclose(logits, r.at("logits"), 1e-5, 1e-5))
+        << folder << ": logits differ by " << (logits - r.at("logits")).abs().max().item<double>();
+    const int64_t v = logits.size(-1);
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(
+        logits.narrow(1, 0, ids.size(1) - 1).reshape({-1, v}),
+        ids.narrow(1, 1, ids.size(1) - 1).reshape({-1}));
+    EXPECT_NEAR(loss.item<double>(), r.at("loss").item<double>(), 1e-5) << folder;
+    loss.backward();
+    auto params = m->named_parameters();
+    const HfModelInfo* hf = m->hf_info();
+    int64_t compared = 0;
+    for (const auto& [name, grad] : ref) {
+      if (name.rfind("grad.", 0) != 0) continue;
+      const std::string own = hf->model_name(name.substr(5));
+      ASSERT_TRUE(params.contains(own)) << folder << ": " << name << " -> " << own;
+      const torch::Tensor g = params[own].grad();
+      ASSERT_TRUE(g.defined()) << own;
+      EXPECT_TRUE(torch::allclose(g, grad, 1e-5, 1e-5))
+          << folder << ": the gradient of " << own << " differs by "
+          << (g - grad).abs().max().item<double>();
+      ++compared;
+    }
+    EXPECT_EQ(compared, int64_t(params.size())) << folder << ": every parameter's gradient";
+  }
+
+  static std::string dir_;
+  static bool made_;
+};
+std::string HfCausalLm::dir_;
+bool HfCausalLm::made_ = false;
+
+TEST_F(HfCausalLm, Gpt2MatchesTheEquations) { check_against_reference("gpt2", "gpt2"); }
+
+TEST_F(HfCausalLm, Gpt2HubNamesAndMaskBuffersLoad) {
+  check_against_reference("gpt2", "gpt2_noprefix");
+}
+
+TEST_F(HfCausalLm, LlamaWithGroupedQueryHeadDimAndLlama3RopeMatches) {
+  check_against_reference("llama", "llama");
+}
+
+TEST_F(HfCausalLm, LlamaShardedFolderLoads) { check_against_reference("llama", "llama_sharded"); }
+
+TEST_F(HfCausalLm, LlamaTiedWithBiasesFromBf16Matches) {
+  check_against_reference("llama", "llama_tied_bias");
+}
+
+TEST_F(HfCausalLm, ParameterNamesAreHuggingFacesAndUnitsCoverEachOnce) {
+  for (const auto& [type, folder] : std::vector<std::pair<std::string, std::string>>{
+           {"gpt2", "gpt2"}, {"llama", "llama"}, {"llama", "llama_tied_bias"}}) {
+    ModelPtr m = load(type, folder);
+    std::set<std::string> file_names;
+    for (const auto& [name, t] : read_hf_weights(dir_ + "/" + folder, "test")) {
+      if (!m->hf_info()->model_name(name).empty()) file_names.insert(name);
+    }
+    std::set<std::string> own;
+    for (const auto& p : m->named_parameters()) own.insert(p.key());
+    EXPECT_EQ(own, file_names) << folder;
+    EXPECT_TRUE(m->named_buffers().is_empty()) << folder << ": no buffer beside the weights";
+    std::set<const void*> seen;
+    size_t listed = 0;
+    for (const auto& unit : m->units()) {
+      for (const auto& p : unit) {
+        seen.insert(p.unsafeGetTensorImpl());
+        ++listed;
+      }
+    }
+    EXPECT_EQ(listed, own.size()) << folder;
+    EXPECT_EQ(seen.size(), own.size()) << folder;
+  }
+}
+
+TEST_F(HfCausalLm, FreshModelOfAConfigTrainsAndKeepsGpt2sInit) {
+  register_builtin_models();
+  ModelPtr m = model_registry().create(Config::from_string(
+      "model: {type: gpt2, args: {config: " + dir_ + "/gpt2/config.json}}").at("model"));
+  auto params = m->named_parameters();
+  // GPT-2's init: output projections N(0, 0.02 / sqrt(2 n_layer)), LayerNorms one and zero.
+  EXPECT_LT(params["transformer.h.0.attn.c_proj.weight"].std().item<double>(), 0.013);
+  EXPECT_TRUE(torch::equal(params["transformer.h.1.ln_2.weight"], torch::ones({32})));
+  EXPECT_TRUE(torch::equal(params["transformer.h.1.mlp.c_fc.bias"], torch::zeros({128})));
+  auto out = m->forward_all({torch::randint(96, {2, 32})})[0];
+  EXPECT_EQ(out.sizes(), (std::vector<int64_t>{2, 32, 96}));
+}
+
+TEST_F(HfCausalLm, MathItDoesNotComputeIsRefusedByName) {
+  register_builtin_models();
+  auto refused = [](const std::string& type, const std::string& json) {
+    const std::string path = test::write_file(test::temp_dir() + "/hf_bad_config.json", json);
+    return test::config_error_of([&] {
+      model_registry().create(Config::from_string(
+          "model: {type: " + type + ", args: {config: " + path + "}}").at("model"));
+    });
+  };
+  const std::string gpt2 = R"({"model_type": "gpt2", "n_embd": 32, "n_head": 4, "n_layer": 1, )";
+  EXPECT_TRUE(test::contains(refused("gpt2", gpt2 + R"("scale_attn_by_inverse_layer_idx": true})"),
+                             "scale_attn_by_inverse_layer_idx"));
+  EXPECT_TRUE(test::contains(refused("gpt2", gpt2 + R"("activation_function": "quick_gelu"})"),
+                             "activation_function"));
+  const std::string llama = R"({"model_type": "llama", "hidden_size": 32, "num_attention_heads": 4, )";
+  const std::string yarn = refused("llama", llama + R"("rope_scaling": {"rope_type": "yarn", "factor": 4}})");
+  EXPECT_TRUE(test::contains(yarn, "rope_scaling") && test::contains(yarn, "yarn")) << yarn;
+  EXPECT_TRUE(test::contains(refused("llama", llama + R"("sliding_window": 4096})"),
+                             "sliding_window"));
+  EXPECT_TRUE(test::contains(refused("llama", llama + R"("num_key_value_heads": 3})"),
+                             "num_key_value_heads"));
+  const std::string wrong = refused("llama", gpt2 + "\"n_inner\": null}");
+  EXPECT_TRUE(test::contains(wrong, "model_type 'gpt2'") && test::contains(wrong, "model.type gpt2"))
+      << wrong;
+  EXPECT_TRUE(test::contains(refused("gpt2", "{not json"), "is not JSON"));
+  const std::string both = test::config_error_of([&] {
+    model_registry().create(Config::from_string(
+        "model: {type: llama, args: {pretrained: a, config: b}}").at("model"));
+  });
+  EXPECT_TRUE(test::contains(both, "keep one")) << both;
+}
+
+TEST_F(HfCausalLm, ExportedWeightsShardPastTheLimitWithAnIndex) {
+  const std::string out = test::temp_dir() + "/hf_shards";
+  std::filesystem::remove_all(out);
+  std::filesystem::create_directories(out);
+  const NamedTensors weights = read_hf_weights(dir_ + "/llama", "test");
+  const auto files = write_hf_weights(out, weights, 40000);
+  ASSERT_GT(files.size(), 2u);
+  EXPECT_EQ(files.back(), "model.safetensors.index.json");
+  const NamedTensors again = read_hf_weights(out, "test");
+  ASSERT_EQ(again.size(), weights.size());
+  std::map<std::string, torch::Tensor> back(again.begin(), again.end());
+  for (const auto& [name, t] : weights) EXPECT_TRUE(torch::equal(back.at(name), t)) << name;
+  // A shard the index names that is gone is named.
+  std::filesystem::remove(out + "/" + files.front());
+  EXPECT_TRUE(test::contains(test::config_error_of([&] { read_hf_weights(out, "k"); }),
+                             files.front() + "' is missing"));
+}
+
+}  // namespace
+}  // namespace unitrain
