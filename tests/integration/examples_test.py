@@ -142,6 +142,37 @@ class Examples(common.Case):
         self.assertGreater(losses[25], 4.0, losses)  # from ~5.5 (uniform over 256 ids) ...
         self.assertLess(losses[100], 2.7, losses)    # ... to about 2.5 at step 100
 
+    def test_finetune_example_starts_from_the_folder_it_exported(self):
+        # docs/finetune.md's walk-through, shortened: pretrain, export as a Hugging Face folder,
+        # fine-tune from it (model.args.pretrained), export again.
+        subprocess.run([os.path.join(common.SOURCE, "examples/moby_dick/prepare.sh")], check=True,
+                       timeout=600)
+        pre, folder = os.path.join(self.dir, "pre"), os.path.join(self.dir, "tiny-gpt2")
+        short = ["--train.threads", "1", "--train.log_every", "5 steps"]
+        code, out = run(["train", "examples/finetune/pretrain.yaml", "--run_dir", pre,
+                         "--train.max_length", "40 steps"] + short, cwd=common.SOURCE)
+        self.assertEqual(code, 0, out)
+        code, out = run(["export", "examples/finetune/pretrain.yaml", "--run_dir", pre,
+                         "--format", "hf", "--out", folder], cwd=common.SOURCE)
+        self.assertEqual(code, 0, out)
+        fine = os.path.join(self.dir, "fine")
+        code, out = run(["train", "examples/finetune/finetune.yaml", "--run_dir", fine,
+                         "--model.args.pretrained", folder, "--train.max_length", "5 steps"]
+                        + short, cwd=common.SOURCE)
+        self.assertEqual(code, 0, out)
+        self.assertIn("loaded 28 of 28 tensors from model.args.pretrained", out)
+        pre_loss = [e["train/loss"] for e in read_jsonl(os.path.join(pre, "metrics.jsonl"))
+                    if "train/loss" in e]
+        fine_loss = [e["train/loss"] for e in read_jsonl(os.path.join(fine, "metrics.jsonl"))
+                     if "train/loss" in e]
+        self.assertGreater(pre_loss[0], 5.0, pre_loss)  # a fresh model: ~5.5 over 256 ids
+        self.assertLess(fine_loss[0], pre_loss[-1] + 0.2, (pre_loss, fine_loss))  # where it left off
+        code, out = run(["export", "examples/finetune/finetune.yaml", "--run_dir", fine,
+                         "--model.args.pretrained", folder, "--format", "hf", "--out",
+                         os.path.join(self.dir, "fine-folder")], cwd=common.SOURCE)
+        self.assertEqual(code, 0, out)
+        self.assertTrue(os.path.exists(os.path.join(self.dir, "fine-folder", "model.safetensors")))
+
     def test_text_lm_trains_on_paragraphs_with_its_own_tokenizer(self):
         subprocess.run([os.path.join(common.SOURCE, "examples/moby_dick/prepare.sh")], check=True,
                        timeout=600)  # writes moby_dick.paragraphs.jsonl beside the text if missing

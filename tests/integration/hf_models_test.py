@@ -1,5 +1,5 @@
 """gpt2 and llama from Hugging Face folders with the real binary: a folder's weights
-(model.args.pretrained, made by tests/models/hf_reference.py as save_pretrained lays them out)
+(model.args.pretrained, made by tests/models/hf/make_folders.py as save_pretrained lays them out)
 train on 2 processes with ZeRO 3, bf16-mixed and activation checkpointing and resume bitwise;
 `export --format hf` of an untouched model gives back every tensor byte for byte, the folder's
 config keys, generation config and tokenizer files, and the export trains again; a config.json
@@ -16,8 +16,8 @@ import common
 from common import run
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(SOURCE, "tests", "models"))
-import hf_reference  # noqa: E402
+sys.path.insert(0, os.path.join(SOURCE, "tests", "models", "hf"))
+import safetensors_io  # noqa: E402
 
 CONFIG = """
 run_dir: {run_dir}
@@ -40,8 +40,8 @@ class HfModels(common.Case):
     def setUp(self):
         super().setUp()
         self.folders = os.path.join(self.dir, "folders")
-        subprocess.run([sys.executable, os.path.join(SOURCE, "tests/models/hf_reference.py"),
-                        self.folders], check=True)
+        subprocess.run([sys.executable, os.path.join(SOURCE, "tests/models/hf/make_folders.py"),
+                        self.folders], check=True, stdout=subprocess.DEVNULL)
         self.data = os.path.join(self.dir, "tokens.bin")
         g = torch.Generator().manual_seed(3)
         # 333 windows of 12 + 1: 33 for validation, 17 on rank 0 (3 batches of 8) and 16 on rank
@@ -82,7 +82,7 @@ class HfModels(common.Case):
                 for k in a:
                     self.assertTrue(torch.equal(a[k], b[k]), k)
                 # Trained: the weights moved from the folder's.
-                start = hf_reference.read_folder(path)
+                start = safetensors_io.read_folder(path)
                 name = "transformer.h.0.mlp.c_fc.weight" if type == "gpt2" else \
                     "model.layers.0.mlp.up_proj.weight"
                 file_name = name if type == "llama" else name[len("transformer."):]
@@ -101,7 +101,7 @@ class HfModels(common.Case):
                          "--max-shard-size", "0.04"])
         self.assertEqual(code, 0, out)
         self.assertTrue(os.path.exists(os.path.join(out_dir, "model.safetensors.index.json")), out)
-        before, after = hf_reference.read_folder(source), hf_reference.read_folder(out_dir)
+        before, after = safetensors_io.read_folder(source), safetensors_io.read_folder(out_dir)
         self.assertEqual(sorted(before), sorted(after))
         for k in before:
             self.assertEqual(before[k].dtype, after[k].dtype, k)

@@ -19,19 +19,21 @@
 namespace unitrain {
 namespace {
 
-/// The folders and references tests/models/hf_reference.py writes (from Hugging Face's modeling
-/// equations in Debian's PyTorch), made once for the suite.
+/// The folders tests/models/hf/make_folders.py writes and the references of
+/// tests/models/hf/reference.py (a forward written from Hugging Face's modeling equations in
+/// Debian's PyTorch), made once for the suite.
 class HfCausalLm : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = test::temp_dir() + "/hf_folders";
     std::filesystem::remove_all(dir_);
-    const std::string cmd = "/usr/bin/python3 " + test::source_dir() +
-                            "/tests/models/hf_reference.py " + dir_ + " > /dev/null";
+    const std::string hf = "/usr/bin/python3 " + test::source_dir() + "/tests/models/hf/";
+    const std::string cmd = hf + "make_folders.py " + dir_ + " > /dev/null && " + hf +
+                            "reference.py " + dir_ + " > /dev/null";
     made_ = std::system(cmd.c_str()) == 0;
   }
   void SetUp() override {
-    ASSERT_TRUE(made_) << "tests/models/hf_reference.py failed (scripts/test installs "
+    ASSERT_TRUE(made_) << "tests/models/hf/make_folders.py or reference.py failed (scripts/test installs "
                           "python3-torch)";
   }
 
@@ -141,8 +143,8 @@ TEST_F(HfCausalLm, FreshModelOfAConfigTrainsAndKeepsGpt2sInit) {
   EXPECT_LT(params["transformer.h.0.attn.c_proj.weight"].std().item<double>(), 0.013);
   EXPECT_TRUE(torch::equal(params["transformer.h.1.ln_2.weight"], torch::ones({32})));
   EXPECT_TRUE(torch::equal(params["transformer.h.1.mlp.c_fc.bias"], torch::zeros({128})));
-  auto out = m->forward_all({torch::randint(96, {2, 32})})[0];
-  EXPECT_EQ(out.sizes(), (std::vector<int64_t>{2, 32, 96}));
+  auto out = m->forward_all({torch::randint(96, {2, 64})})[0];
+  EXPECT_EQ(out.sizes(), (std::vector<int64_t>{2, 64, 96}));
 }
 
 TEST_F(HfCausalLm, MathItDoesNotComputeIsRefusedByName) {
