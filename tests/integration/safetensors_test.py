@@ -198,7 +198,7 @@ class Safetensors(common.Case):
         code, out = run(["export", self.cfg, "--run_dir", run_dir, "--format", "onnx", "--out",
                          os.path.join(self.dir, "m.onnx")])
         self.assertEqual(code, 2, out)
-        self.assertIn("--format onnx: give state_dict, safetensors or torchscript", out)
+        self.assertIn("--format onnx: give state_dict, safetensors, torchscript or hf", out)
 
     def test_names_that_do_not_fit_are_reported(self):
         weights = random_weights()
