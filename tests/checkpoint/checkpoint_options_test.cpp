@@ -245,8 +245,13 @@ TEST(CheckpointOptions, AMetricOneEditFromADeclaredOneIsATypoWithASuggestion) {
                          monitored_direction(MetricMode::Auto, "val/cer", module, "k", "m");
                        }),
                        "val/cer has no declared direction"));
-  EXPECT_EQ(monitored_direction(MetricMode::Max, "val/accc", module, "k", "m"),
-            MetricDirection::HigherIsBetter);
+  EXPECT_EQ(monitored_direction(MetricMode::Min, "val/cer", module, "k", "m"),
+            MetricDirection::LowerIsBetter);
+  // A mode given does not make a typo of a declared name a metric of its own (issue 48).
+  EXPECT_TRUE(contains(error_of<ConfigError>([&] {
+                         monitored_direction(MetricMode::Max, "val/accc", module, "k", "m");
+                       }),
+                       "did you mean val/acc?"));
 }
 
 TEST(CheckpointOptions, MonitoredDirectionStripsOnlyTheSplit) {

@@ -99,6 +99,16 @@ class MetricDirectionTest(common.Case):
                           "val/acc?", out)
             self.assertNotIn("step 5 |", out)  # before anything trained
             self.assertFalse(os.path.exists(os.path.join(run_dir, "checkpoints")), out)
+        # With the mode given the direction needs no declaration, but a name one edit from a
+        # declared one that nothing declares is still a typo (it used to train an epoch first).
+        for key, mode in (("checkpoint.best", "max"), ("early_stopping", "max")):
+            code, out, run_dir = self.train("typo-mode-" + key, f"--{key}.metric", "val/accc",
+                                            f"--{key}.mode", mode)
+            self.assertEqual(code, 2, out)
+            self.assertIn(f"{key}.metric: val/accc is not a metric the module declares; did you "
+                          "mean val/acc?", out)
+            self.assertNotIn("step 5 |", out)
+            self.assertFalse(os.path.exists(os.path.join(run_dir, "checkpoints")), out)
 
 
 if __name__ == "__main__":

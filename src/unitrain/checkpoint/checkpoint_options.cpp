@@ -104,18 +104,23 @@ std::string declared_neighbour(const std::string& name, const TrainModule& modul
 MetricDirection monitored_direction(MetricMode mode, const std::string& metric,
                                     const TrainModule& module, const std::string& metric_key,
                                     const std::string& mode_key) {
-  if (auto direction = explicit_direction(mode)) return *direction;
   const size_t slash = metric.find('/');
   const std::string name = slash == std::string::npos ? metric : metric.substr(slash + 1);
   std::optional<MetricDirection> declared = module.metric_direction(name);
+  // One edit from a declared name and declared by nothing: a typo, with a mode given or not
+  // (else it is found at the first validation, an epoch later).
   const std::string near = declared ? "" : declared_neighbour(name, module);
+  const std::optional<MetricDirection> given = explicit_direction(mode);
   UT_CHECK(near.empty(), metric_key, ": ", metric,
            " is not a metric the module declares; did you "
            "mean ",
-           metric.substr(0, metric.size() - name.size()), near,
-           "? (a metric of your "
-           "own that the module reports without a direction: set ",
-           mode_key, ": min or max)");
+           metric.substr(0, metric.size() - name.size()), near, "? (",
+           given ? "a metric of your own needs a name that is not one letter from a declared "
+                   "one"
+                 : "a metric of your own that the module reports without a direction: set " +
+                       mode_key + ": min or max",
+           ")");
+  if (given) return *given;
   UT_CHECK(declared.has_value(), metric_key, ": ", metric, " has no declared direction ",
            "(neither its metric's registration nor the module says whether a higher or a lower '",
            name, "' is better); set ", mode_key, ": min or max");
