@@ -28,6 +28,11 @@ class CliErrors(common.Case):
         self.expect_usage_error(MLP_DIGITS + "optimiser: {lr: 0.1}\n", "unknown key 'optimiser'",
                                 "did you mean 'optimizer'")
 
+    def test_a_top_level_section_written_inside_another_is_pointed_to(self):
+        self.expect_usage_error(MLP_DIGITS, "unknown key 'train.early_stopping': early_stopping is "
+                                "a key of the config's top level, not of train",
+                                extra=["--train.early_stopping.metric", "val/loss"])
+
     def test_wrong_type(self):
         self.expect_usage_error(MLP_DIGITS, "data.loader.batch_size: expected int, got 'many'",
                                 extra=["--data.loader.batch_size", "many"])

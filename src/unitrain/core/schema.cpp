@@ -56,6 +56,10 @@ std::string join_path(const std::string& path, const std::string& key) {
 
 bool absent(const YAML::Node& node) { return !node.IsDefined() || node.IsNull(); }
 
+/// The keys at the top of the config being resolved (set while a root schema resolves), so
+/// that a top-level section written inside another (`train.early_stopping`) is pointed to.
+thread_local const std::vector<std::string>* top_level_keys = nullptr;
+
 // Checks every key of `in` is one of `known`; else names the key with a suggestion.
 void check_known_keys(const YAML::Node& in, const std::vector<std::string>& known,
                       const std::string& path) {
@@ -64,6 +68,12 @@ void check_known_keys(const YAML::Node& in, const std::vector<std::string>& know
     const std::string key = kv.first.as<std::string>();
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
     std::string hint = closest_match(key, known);
+    const bool top = hint.empty() && !path.empty() && top_level_keys != nullptr &&
+                     std::find(top_level_keys->begin(), top_level_keys->end(), key) !=
+                         top_level_keys->end();
+    UT_CHECK(!top, "unknown key '", join_path(path, key), "': ", key,
+             " is a key of the config's top level, not of ", path, " (on the command line: --",
+             key, "...)");
     throw ConfigError(detail::concat(
         "unknown key '", join_path(path, key), "'",
         hint.empty() ? "" : "; did you mean '" + join_path(path, hint) + "'?",
@@ -351,6 +361,13 @@ void Schema::resolve_node(const YAML::Node& in, YAML::Node& out, const std::stri
   std::vector<std::string> known;
   for (const auto& f : fields_) known.push_back(f.name());
   check_known_keys(in, known, path);
+  // The root's keys, for the sections below it (restored after: schemas resolve others inside).
+  const std::vector<std::string>* outer_top = top_level_keys;
+  if (path.empty()) top_level_keys = &known;
+  struct Restore {
+    const std::vector<std::string>* keys;
+    ~Restore() { top_level_keys = keys; }
+  } restore{outer_top};
   for (const auto& f : fields_) {
     const bool is_map = in.IsDefined() && in.IsMap();
     YAML::Node value = is_map ? YAML::Node(in[f.name()]) : YAML::Node();
