@@ -33,6 +33,17 @@ class CliErrors(common.Case):
                                 "a key of the config's top level, not of train",
                                 extra=["--train.early_stopping.metric", "val/loss"])
 
+    def test_a_sweep_file_to_train_and_a_run_config_to_sweep_say_which_file_it_is(self):
+        sweep = os.path.join(common.SOURCE, "examples/digits/sweep.yaml")
+        code, out = run(["train", sweep])
+        self.assertEqual(code, 2, out)
+        self.assertIn("is a sweep file (it has base: and space:), not a run's config: run it "
+                      "with `unitrain sweep", out)
+        cfg = write(os.path.join(self.dir, "run.yaml"), MLP_DIGITS)
+        code, out = run(["sweep", cfg])
+        self.assertEqual(code, 2, out)
+        self.assertIn("is a run's config (it has model:, data: or train:), not a sweep file", out)
+
     def test_wrong_type(self):
         self.expect_usage_error(MLP_DIGITS, "data.loader.batch_size: expected int, got 'many'",
                                 extra=["--data.loader.batch_size", "many"])

@@ -99,6 +99,13 @@ void SweepOptions::declare_trial_sections(Options<SweepOptions>& o) {
 SweepOptions load_sweep_options(const std::string& file,
                                 const std::vector<std::pair<std::string, std::string>>& overrides) {
   Config raw = Config::from_file(file);
+  // A run's config where a sweep file belongs: said as such, not as its first unknown key.
+  const YAML::Node& root = raw.node();
+  UT_CHECK(root["base"].IsDefined() || !(root["model"].IsDefined() || root["data"].IsDefined() ||
+                                          root["train"].IsDefined()),
+           file, " is a run's config (it has model:, data: or train:), not a sweep file: train it "
+           "with `unitrain train ", file, "`, or sweep it from a file that names it in base: "
+           "(docs/sweeps.md)");
   for (const auto& [key, value] : overrides) {
     // A space key is a run config key path, dots and all: `--space.optimizer.lr '{choice:
     // [0.1, 0.01]}'` sets (or adds) that key's distribution, as the file's space map does.

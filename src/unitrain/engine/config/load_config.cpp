@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <yaml-cpp/yaml.h>
+
 #include <regex>
 
 #include "unitrain/core/error.h"
@@ -134,7 +136,16 @@ RunSettings program_settings(const Config& config) {
 
 Config load_run_config(const std::vector<std::string>& files, const Overrides& overrides) {
   Config merged;
-  for (const auto& f : files) merged.merge(Config::from_file(f));
+  for (const auto& f : files) {
+    Config file = Config::from_file(f);
+    // A sweep file (base: and space:) where a run's config belongs: said as such, not as its
+    // first unknown key.
+    UT_CHECK(!(file.node()["base"].IsDefined() && file.node()["space"].IsDefined()), f,
+             " is a sweep file (it has base: and space:), not a run's config: run it with "
+             "`unitrain sweep ", f, "`, or train its base (", file.node()["base"].as<std::string>(""),
+             ") with `unitrain train`");
+    merged.merge(file);
+  }
   for (const auto& [key, value] : overrides) merged.set(key, value);
   return resolve_run_config(merged);
 }
