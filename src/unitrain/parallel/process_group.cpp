@@ -129,6 +129,8 @@ std::shared_ptr<ProcessGroup> ProcessGroup::over_store(const c10::intrusive_ptr<
 #endif
   std::shared_ptr<ProcessGroup> pg(new ProcessGroup());
   pg->rank_ = rank;
+  pg->who_ = std::getenv("UNITRAIN_LAUNCH_PREFIXES_LINES") != nullptr ? ""
+             : fmt::format("rank {}: ", rank);
   pg->world_size_ = world_size;
   pg->timeout_ = options.timeout;
   pg->device_ = options.device;
@@ -200,7 +202,7 @@ void ProcessGroup::collective_failed(int64_t seq, const std::exception& error) {
   const std::string what = first_line(error_text(error));
   if (failed_.exchange(true)) {  // a later one: the first was reported
     throw CollectiveError(
-        detail::concat("rank ", rank_, ": ", record.describe(), " failed too: ", what));
+        detail::concat(who_, record.describe(), " failed too: ", what));
   }
   const double waited = unix_seconds() - record.start;
   // The record first (a launcher may stop this process while the others' notices are read),
@@ -210,7 +212,7 @@ void ProcessGroup::collective_failed(int64_t seq, const std::exception& error) {
   if (board_) arrivals = board_->report_failure(seq, std::chrono::seconds(5));
   const std::vector<std::string>& missing = arrivals.missing;
   std::string message =
-      detail::concat("rank ", rank_, ": ", record.describe(), " across ", world_size_,
+      detail::concat(who_, record.describe(), " across ", world_size_,
                      " processes failed after ", fmt::format("{:.1f}", waited),
                      " s (distributed.timeout ", timeout_.count() / 1000.0, " s): ");
   if (!missing.empty()) {

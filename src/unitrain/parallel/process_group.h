@@ -154,6 +154,9 @@ class ProcessGroup {
       const char* op, std::vector<torch::Tensor>& tensors,
       const std::function<c10::intrusive_ptr<c10d::Work>(std::vector<torch::Tensor>&)>& launch);
   int rank_ = 0;
+  /// "rank N: " before this rank's errors, or "" when unitrain launch prefixes every line of
+  /// the process already ("[rank N] ").
+  std::string who_;
   int world_size_ = 1;
   std::chrono::milliseconds timeout_{};
   torch::Device device_ = torch::kCPU;
