@@ -126,19 +126,29 @@ TEST(Trainer, StopsOnNonFiniteLossNamingTheStep) {
 
 TEST(Trainer, AFailedFitSaysItsErrorInTrainLogAndTheSummary) {
   // Whoever calls fit() (a program of its own here): the error in train.log, once even when the
-  // caller logs it too, and results/summary.json's status; a refusal writes neither.
+  // caller logs it too, not on the console (the caller says it), and results/summary.json's
+  // status; a refusal writes neither.
   const std::string dir = test::temp_dir() + "/run";
   Trainer trainer(base_config(dir));
   Regression module;
   module.poison_at = 3;
-  std::string message;
+  std::string message, during_fit, by_caller;
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
   try {
     trainer.fit(module, regression_data(64));
   } catch (const TrainError& e) {
     message = e.what();
+    during_fit = testing::internal::GetCapturedStdout() + testing::internal::GetCapturedStderr();
+    testing::internal::CaptureStdout();
+    testing::internal::CaptureStderr();
     log::error(message);  // as the command does
   }
+  by_caller = testing::internal::GetCapturedStdout() + testing::internal::GetCapturedStderr();
   ASSERT_FALSE(message.empty());
+  // On the console once: the caller's (a program printing e.what() does not see it twice).
+  EXPECT_EQ(during_fit.find(message), std::string::npos) << during_fit;
+  EXPECT_NE(by_caller.find(message), std::string::npos) << by_caller;
   std::ifstream log_file(dir + "/train.log");
   const std::string log((std::istreambuf_iterator<char>(log_file)),
                         std::istreambuf_iterator<char>());

@@ -192,7 +192,7 @@ void record_failure(const std::string& run_dir, const std::string& name, const T
                     const std::exception& e) {
   try {
     const std::string text = error_text(e, std::string::npos);
-    log::error(text);
+    log::error_in_file(text);  // the caller, who gets the exception, says it
     write_failed_summary(run_dir, name, state, read_dist_env().world_size, text);
   } catch (const std::exception&) {
   }

@@ -109,6 +109,9 @@ struct State {
   std::shared_ptr<RunFileSink> file = std::make_shared<RunFileSink>();
   std::shared_ptr<spdlog::logger> both;
   std::shared_ptr<spdlog::logger> file_only;
+  std::shared_ptr<spdlog::logger> console_only;
+  std::mutex filed_mu;
+  std::string filed;  ///< the error error_in_file wrote last (its caller says it on the console)
 };
 
 State& state() {
@@ -117,6 +120,8 @@ State& state() {
     st->both = std::make_shared<spdlog::logger>(
         "unitrain", spdlog::sinks_init_list{st->console, st->file});
     st->file_only = std::make_shared<spdlog::logger>("unitrain-file", st->file);
+    st->console_only = std::make_shared<spdlog::logger>("unitrain-console", st->console);
+    st->console_only->flush_on(spdlog::level::trace);
     st->both->flush_on(spdlog::level::trace);  // lines reach pipes and train.log at once
     st->file_only->flush_on(spdlog::level::trace);
     // Every part of unitrain that logs through spdlog directly (spdlog::info) lands here too:
@@ -151,7 +156,25 @@ void warn(const std::string& message) {
 }
 void error(const std::string& message) {
   if (said_last(&message)) return;
-  state().both->error("{}", message);
+  State& st = state();
+  {
+    std::lock_guard<std::mutex> lock(st.filed_mu);
+    if (message == st.filed) {  // in train.log already (error_in_file): the console's turn
+      st.filed.clear();
+      st.console_only->error("{}", message);
+      return;
+    }
+  }
+  st.both->error("{}", message);
+}
+void error_in_file(const std::string& message) {
+  State& st = state();
+  {
+    std::lock_guard<std::mutex> lock(st.filed_mu);
+    st.filed = message;
+  }
+  said_last(nullptr);
+  st.file_only->error("{}", message);
 }
 void file_only(const std::string& message) { state().file_only->info("{}", message); }
 

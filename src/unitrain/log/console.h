@@ -18,6 +18,9 @@ void error(const std::string& message);
 void console_warnings_only();
 /// Writes a message to train.log only (not the console).
 void file_only(const std::string& message);
+/// Writes an error to train.log only: the failure a library call throws, which its caller says
+/// (a program of its own prints it; the command's error() then reaches the console alone).
+void error_in_file(const std::string& message);
 /// Called before a console line is printed, to clear a progress bar (set by the progress bar).
 void set_before_print(void (*hook)());
 /// Flushes every sink.
