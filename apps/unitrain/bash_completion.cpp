@@ -23,7 +23,7 @@ using KeyMap = std::map<std::string, std::vector<std::string>>;
 
 std::vector<std::string> values_of(const Field& f) {
   if (f.type() == Type::Bool) return {"true", "false"};
-  return {};
+  return f.choice_list();  // train.precision, train.on_nonfinite, ...: the words allowed
 }
 
 void add_keys(const Schema& schema, const std::string& prefix, KeyMap& out) {

@@ -62,6 +62,8 @@ class Field {
   Field& max(double v) { max_ = v; return *this; }  ///< value <= v
   Field& lt(double v) { max_ = v; max_exclusive_ = true; return *this; }  ///< value < v
   Field& choices(std::vector<std::string> c) { choices_ = std::move(c); return *this; }
+  /// The values allowed (choices()); empty when any value of the type is.
+  const std::vector<std::string>& choice_list() const { return choices_; }
   Field& help(std::string h) { help_ = std::move(h); return *this; }
   /// null is allowed: the default without def(); with def(), an explicit null stays null.
   Field& nullable() { nullable_ = true; return *this; }

@@ -17,6 +17,11 @@ TEST(BashCompletion, ConfigKeysComeFromTheSchemaAndTheRegistry) {
   const auto& models = keys.at("model.type");
   EXPECT_NE(std::find(models.begin(), models.end(), "transformer_lm"), models.end());
   EXPECT_EQ(keys.at("train.test_mode"), (std::vector<std::string>{"true", "false"}));
+  // A key with a list of allowed words completes to them.
+  EXPECT_EQ(keys.at("train.precision"),
+            (std::vector<std::string>{"fp32", "bf16-mixed", "fp16-mixed", "bf16-true"}));
+  EXPECT_EQ(keys.at("train.on_nonfinite").size(), 3u);
+  EXPECT_EQ(keys.at("train.divergence.action").size(), 3u);
   EXPECT_EQ(keys.count("objective.losses.type"), 0u);  // lists of sections are set whole
 }
 
