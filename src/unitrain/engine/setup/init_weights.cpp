@@ -25,8 +25,11 @@ namespace {
 /// Loads `state` (named `what` in messages) into the module: floating-point tensors of another
 /// precision converted; strict or not (suggesting `strict_key` when only names differ); when
 /// names differ by prefixes, a hint of the `hint_key` renames that would load them ("" = none).
+/// `given_names`: the file's names before the user's renames (`hint_key` set), so that a hint
+/// is the whole map from the file's names, never one that undoes the user's renames.
 void load_weights(ObjectiveModule& module, NamedTensors state, const std::string& what,
-                  bool strict, const std::string& hint_key, const std::string& strict_key) {
+                  bool strict, const std::string& hint_key, const std::string& strict_key,
+                  const NamedTensors* given_names = nullptr) {
   // Floating-point tensors of another precision (bf16 or fp16 weights for an fp32 model) are
   // converted, as PyTorch's load_state_dict does; other dtype differences stay errors.
   std::map<std::string, torch::Tensor> own;
@@ -47,14 +50,20 @@ void load_weights(ObjectiveModule& module, NamedTensors state, const std::string
   for (const auto& [how, count] : converted) {
     log::info(fmt::format("{}: converted {} tensors from {}", what, count, how));
   }
+  const NamedTensors& hinted = given_names != nullptr ? *given_names : state;
   std::map<std::string, torch::IntArrayRef> file_shapes;
-  for (const auto& [name, t] : state) file_shapes.emplace(name, t.sizes());
-  const std::string hint =
+  std::vector<std::string> hinted_names;
+  for (const auto& [name, t] : hinted) {
+    file_shapes.emplace(name, t.sizes());
+    hinted_names.push_back(name);
+  }
+  std::string hint =
       hint_key.empty() ? ""
-                       : key_map_hint(file_names, model_names, hint_key,
+                       : key_map_hint(hinted_names, model_names, hint_key,
                                       [&](const std::string& u, const std::string& m) {
                                         return file_shapes.at(u).equals(own.at(m).sizes());
                                       });
+  if (!hint.empty() && given_names != nullptr) hint += " (in place of the map given)";
   std::string summary;
   try {
     summary = load_module_state(module.weights(), state, strict, what, strict_key) + hint;
@@ -111,12 +120,14 @@ void load_init_weights(ObjectiveModule& module, const ModelSection& model) {
   }
   const KeyMap& key_map = model.init_key_map;
   std::string what = "model.init_from " + path;
+  NamedTensors given;  // the file's names, for a hint (the tensors are shared, not copied)
   if (!key_map.empty()) {
+    given = state;
     state = rename_keys(std::move(state), key_map, "model.init_key_map");
     what += " (names renamed by model.init_key_map)";
   }
   load_weights(module, std::move(state), what, model.init_strict, "model.init_key_map",
-               "model.init_strict");
+               "model.init_strict", key_map.empty() ? nullptr : &given);
 }
 
 }  // namespace unitrain
