@@ -234,14 +234,18 @@ class Checkpoints(common.Case):
     def test_auto_resume_continues_and_completed_run_does_not_retrain(self):
         run_dir = os.path.join(self.dir, "auto")
         self.train(run_dir, "--train.max_length", "2 epochs")
-        out = self.train(run_dir, "--train.max_length", "3 epochs")
+        out = self.train(run_dir, "--train.max_length", "3 epochs", "--optimizer.lr", "0.02")
         self.assertIn("train.max_length", out)  # the changed key is reported
         self.assertIn("resumed from", out)
+        # A key that changes training besides the length is a warning, said once.
+        self.assertEqual(out.count("warning: config changed since the checkpoint: optimizer.lr"),
+                         1, out)
+        self.assertNotIn("warning: config changed since the checkpoint: train.max_length", out)
         self.assertEqual(state_of(checkpoints(run_dir)[-1])["step"], 69)
-        out = self.train(run_dir, "--train.max_length", "3 epochs")
+        out = self.train(run_dir, "--train.max_length", "3 epochs", "--optimizer.lr", "0.02")
         self.assertIn("already complete", out)
         # A rerun that trains nothing changes nothing of the run's config (it says 3 epochs).
-        out = self.train(run_dir, "--train.max_length", "2 epochs")
+        out = self.train(run_dir, "--train.max_length", "2 epochs", "--optimizer.lr", "0.02")
         self.assertIn("already complete", out)
         with open(os.path.join(run_dir, "config.yaml")) as f:
             self.assertIn("max_length: 3 epochs", f.read())

@@ -10,6 +10,8 @@
 #include "unitrain/checkpoint/checkpointer.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/schema.h"
+#include "unitrain/engine/config/load_config.h"
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/loop/periods.h"
 #include "unitrain/engine/loop/run_decisions.h"
@@ -186,8 +188,22 @@ void TrainCheckpoints::write(CheckpointWrite& out) {
 void TrainCheckpoints::restore(const ResumePoint& resume, int64_t batches_per_epoch, int rank,
                                const char* how) {
   const std::string& dir = resume.dir;
-  for (const auto& c : resume.config_changes) {
-    log::info("config changed since the checkpoint: " + c.str());
+  // Said once (a rollback restores again); a key that changes training is a warning: from here
+  // on the run is not the one it would have been.
+  if (!changes_said_) {
+    const auto schema = run_schema();
+    for (const auto& c : resume.config_changes) {
+      // (A longer max_length continues the run; its effect on a schedule is said by the lr
+      // controller.)
+      if (schema->resume_rule(c.key).on == OnResume::Harmless || c.key == "train.max_length") {
+        log::info("config changed since the checkpoint: " + c.str());
+      } else {
+        log::warn(fmt::format("config changed since the checkpoint: {} (it applies from step {} "
+                              "on: the run trains otherwise than it would have)",
+                              c.str(), resume.file.state.step + 1));
+      }
+    }
+    changes_said_ = true;
   }
   const TrainState& saved = resume.file.state;
   UT_CHECK(saved.batch_in_epoch <= batches_per_epoch, "cannot resume from ", dir,

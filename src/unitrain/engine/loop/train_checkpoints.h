@@ -110,6 +110,7 @@ class TrainCheckpoints {
   std::unique_ptr<Checkpointer> checkpointer_;         ///< rank 0's
   std::shared_ptr<SnapshotBuffers> snapshot_buffers_;  ///< reused by async saves
   double best_value_;            ///< checkpoint.best.metric's best value (NaN: none yet)
+  bool changes_said_ = false;    ///< the config's changes since the checkpoint (said once)
   bool want_best_save_ = false;  ///< validation just improved the best metric
   bool save_pending_ = false;    ///< data-parallel: a save due inside a window, at its end
   SavePoint saved_;
