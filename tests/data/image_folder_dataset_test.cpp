@@ -206,7 +206,8 @@ TEST(ImageFolderDataset, ImagesOfDifferentSizesNeedSizeOrATransform) {
                              {transform_registry().create(Config::from_string(
                                  "{type: horizontal_flip, args: {p: 1.0}}"))});
   const std::string stack_error = config_error_of([&] { flipped.get_batch({0, 1}); });
-  EXPECT_TRUE(test::contains(stack_error, "[3, 6, 8] (example 0) vs [3, 3, 4] (example 1); images of "
+  EXPECT_TRUE(test::contains(stack_error, "[3, 6, 8] (the dataset's example 0) vs [3, 3, 4] (the dataset's "
+                                    "example 1); images of "
                                     "different sizes are batched after resizing or cropping them "
                                     "to one size: add a resize, center_crop or "
                                     "random_resized_crop to data.transforms"))

@@ -492,6 +492,32 @@ TEST(Trainer, WarnsOnceOfConfigKeysTheProgramNeverRead) {
   EXPECT_FALSE(test::contains(err, "train.log_every")) << err;
 }
 
+/// A program's own dataset with one example of another shape (index 28).
+struct OneOddExample : Dataset {
+  int64_t size() const override { return 40; }
+  Batch get(int64_t i) const override {
+    return Batch{{"x", torch::ones({i == 28 ? 5 : 4})}, {"y", torch::tensor(1.0f)}};
+  }
+};
+
+TEST(Trainer, ABadExampleMetWhileTrainingIsNamedByItsIndexAndRecorded) {
+  const std::string dir = test::temp_dir() + "/odd";
+  Trainer trainer(base_config(dir));
+  Regression module;
+  const std::string m = test::config_error_of([&] {
+    trainer.fit(module, std::make_shared<OneOddExample>());
+  });
+  EXPECT_TRUE(test::contains(m, "[4] (the dataset's example 24) vs [5] (the dataset's example "
+                                "28)")) << m;
+  // Met while training (step 3): the run's failure, in train.log and the summary.
+  std::ifstream log_file(dir + "/train.log");
+  const std::string log((std::istreambuf_iterator<char>(log_file)),
+                        std::istreambuf_iterator<char>());
+  EXPECT_TRUE(test::contains(log, "the dataset's example 28")) << log;
+  const auto summary = nlohmann::json::parse(std::ifstream(dir + "/results/summary.json"));
+  EXPECT_TRUE(test::contains(summary["status"].get<std::string>(), "failed: ")) << summary.dump();
+}
+
 TEST(Trainer, AProgramsOwnModuleIsNotStoppedByAModelSectionItNeverReads) {
   // model.args.sizes is required by the mlp; this program builds its own module.
   const std::string dir = test::temp_dir() + "/run";

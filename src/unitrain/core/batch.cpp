@@ -15,15 +15,20 @@ std::string shape_str(const torch::Tensor& t) {
   return out.str();
 }
 
-/// Why example `i`'s `t` cannot be stacked with example 0's `first`.
+/// Why example `i`'s `t` cannot be stacked with example 0's `first`; `indices` (when not empty)
+/// are the examples' indices in their dataset.
 std::string shape_mismatch(const std::string& name, const torch::Tensor& first,
-                           const torch::Tensor& t, size_t i) {
+                           const torch::Tensor& t, size_t i, const std::vector<int64_t>& indices) {
   const bool only_length =
       t.dim() == first.dim() && t.dim() > 0 && t.sizes().slice(1) == first.sizes().slice(1);
   // Images [C, H, W] of one channel count but different sizes.
   const bool image_sizes = t.dim() == 3 && first.dim() == 3 && t.size(0) == first.size(0);
+  auto which = [&](size_t k) {
+    return indices.empty() ? detail::concat("example ", k, " of the batch")
+                           : detail::concat("the dataset's example ", indices[k]);
+  };
   return detail::concat("examples disagree on the shape of '", name, "': ", shape_str(first),
-                        " (example 0) vs ", shape_str(t), " (example ", i, ")",
+                        " (", which(0), ") vs ", shape_str(t), " (", which(i), ")",
                         only_length ? "; examples of varying length are batched by padding "
                                       "them to the longest: set data.collate: {type: pad}"
                         : image_sizes
@@ -83,7 +88,9 @@ Batch Batch::to(const torch::Device& device, bool non_blocking) const {
   return out;
 }
 
-Batch collate(const std::vector<Batch>& examples) {
+Batch collate(const std::vector<Batch>& examples) { return collate(examples, {}); }
+
+Batch collate(const std::vector<Batch>& examples, const std::vector<int64_t>& indices) {
   UT_CHECK(!examples.empty(), "cannot collate an empty list of examples");
   Batch out;
   const Batch& first = examples.front();
@@ -92,7 +99,11 @@ Batch collate(const std::vector<Batch>& examples) {
     parts.reserve(examples.size());
     for (size_t i = 0; i < examples.size(); ++i) {
       const torch::Tensor& t = examples[i].at(name);
-      if (t.sizes() != tensor.sizes()) throw ConfigError(shape_mismatch(name, tensor, t, i));
+      if (t.sizes() != tensor.sizes()) {
+        throw ConfigError(shape_mismatch(name, tensor, t, i,
+                                         indices.size() == examples.size() ? indices
+                                                                           : std::vector<int64_t>{}));
+      }
       parts.push_back(t);
     }
     out.set(name, torch::stack(parts));

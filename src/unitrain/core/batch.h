@@ -37,5 +37,8 @@ class Batch {
 /// Stacks examples with equal names and shapes into one batch; ConfigError naming the key and
 /// both shapes when two examples disagree.
 Batch collate(const std::vector<Batch>& examples);
+/// The same, for the examples of a dataset at `indices` (one each): a shape error names the
+/// examples by their index in the dataset, not their place in the batch.
+Batch collate(const std::vector<Batch>& examples, const std::vector<int64_t>& indices);
 
 }  // namespace unitrain

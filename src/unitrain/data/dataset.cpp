@@ -19,7 +19,7 @@ Batch Dataset::get_batch(const std::vector<int64_t>& indices) const {
   std::vector<Batch> examples;
   examples.reserve(indices.size());
   for (int64_t i : indices) examples.push_back(get(i));
-  return collate(examples);
+  return collate(examples, indices);
 }
 
 Registry<DatasetPtr>& dataset_registry() {

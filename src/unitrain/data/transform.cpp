@@ -72,7 +72,7 @@ Batch TransformedDataset::read_batch(const std::vector<int64_t>& indices,
     for (const auto& t : transforms_) t->apply(examples[j], rngs.back());
   }
   if (collate_) return collate_->collate(examples, rngs);
-  return collate(examples);
+  return collate(examples, indices);
 }
 
 }  // namespace unitrain

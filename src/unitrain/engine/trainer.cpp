@@ -204,8 +204,9 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   try {
     return run_fit(module, std::move(train), std::move(val));
   } catch (const std::exception& e) {
-    if (run_dir_ready_ && dynamic_cast<const ConfigError*>(&e) == nullptr)
-      record_failure(run_dir(), settings_->name, counters_, e);
+    // Once the run's folder is ready every failure is the run's, a bad input met while
+    // training too (an example of another shape: a ConfigError, exit 2).
+    if (run_dir_ready_) record_failure(run_dir(), settings_->name, counters_, e);
     loop_ = nullptr;
     module_ = nullptr;
     // Refused before it wrote anything: a folder this run created goes again.
