@@ -155,7 +155,7 @@ TEST(TextDataset, LmShiftsByOneAndMaxLengthKeepsBosAndEos) {
   }
   o.max_length = 2;
   EXPECT_TRUE(test::contains(config_error_of([&] { TextDataset{o}; }),
-                             "max_length 2 leaves no room for text beside bos/eos"));
+                             "max_length 2 leaves no room for text beside the special tokens (2)"));
 }
 
 TEST(TextDataset, JsonlFieldAcrossSeveralFilesAndFormats) {

@@ -9,41 +9,16 @@
 #include "unitrain/core/error.h"
 #include "unitrain/data/file_bytes.h"
 #include "unitrain/data/hf_tokenizer/added_tokens.h"
+#include "unitrain/data/hf_tokenizer/byte_level.h"
 #include "unitrain/data/hf_tokenizer/components.h"
 #include "unitrain/data/hf_tokenizer/json_at.h"
 #include "unitrain/data/hf_tokenizer/unicode_text.h"
+#include "unitrain/data/hf_tokenizer/word_cache.h"
 
 namespace unitrain {
 namespace {
 
 using hf::JsonAt;
-
-/// The words a thread has tokenised, per tokenizer: no lock on the loader's hot path. Each
-/// cache holds at most kWords words (then starts again empty); a thread keeps the caches of
-/// its last kTokenizers tokenizers.
-class ThreadWordCache {
- public:
-  static constexpr size_t kWords = 50000;
-  static constexpr size_t kTokenizers = 4;
-  using Words = std::unordered_map<std::string, std::vector<int>>;
-
-  static Words& of(uint64_t tokenizer) {
-    thread_local ThreadWordCache self;
-    for (auto& [serial, words] : self.caches_) {
-      if (serial == tokenizer) {
-        if (words.size() >= kWords) words.clear();
-        return words;
-      }
-    }
-    if (self.caches_.size() >= kTokenizers) self.caches_.erase(self.caches_.begin());
-    self.caches_.emplace_back(tokenizer, Words());
-    self.caches_.back().second.reserve(1024);
-    return self.caches_.back().second;
-  }
-
- private:
-  std::vector<std::pair<uint64_t, Words>> caches_;
-};
 
 std::atomic<uint64_t> next_serial{1};
 
@@ -187,25 +162,35 @@ void HfTokenizer::Parts::find_special_ids(const JsonAt& root) {
 
 void HfTokenizer::Parts::encode_text(std::string_view text, bool first,
                                      std::vector<int>& ids) const {
-  std::string normalized(text);
-  if (normalizer) normalizer->normalize(normalized);
-  auto& cache = ThreadWordCache::of(serial);
-  std::string key;
-  for (const hf::Segment& segment : normalized_tokens->split(normalized)) {
+  std::string normalized;
+  if (normalizer) {
+    normalized.assign(text);
+    normalizer->normalize(normalized);
+    text = normalized;
+  }
+  hf::WordCache& cache = hf::WordCache::of(serial);
+  std::vector<int> word;
+  hf::Pieces pieces;
+  for (const hf::Segment& segment : normalized_tokens->split(text)) {
     if (segment.id >= 0) {
       ids.push_back(segment.id);
       continue;
     }
-    std::vector<std::string> pieces{std::string(segment.text)};
-    if (pre_tokenizer) pre_tokenizer->split(pieces, first && segment.text.data() == normalized.data());
-    for (const std::string& piece : pieces) {
-      auto it = cache.find(piece);
-      if (it == cache.end()) {
-        std::vector<int> word;
-        model->tokenize(piece, word);
-        it = cache.emplace(piece, std::move(word)).first;
+    pieces.texts.assign(1, std::string(segment.text));
+    pieces.byte_level = false;
+    if (pre_tokenizer) pre_tokenizer->split(pieces, first && segment.text.data() == text.data());
+    // The cache's keys are the pieces before a pending byte-level mapping: a word seen before
+    // skips it.
+    for (const std::string& piece : pieces.texts) {
+      size_t count = 0;
+      if (const int* found = cache.find(piece, &count)) {
+        ids.insert(ids.end(), found, found + count);
+        continue;
       }
-      ids.insert(ids.end(), it->second.begin(), it->second.end());
+      word.clear();
+      model->tokenize(pieces.byte_level ? hf::to_byte_level(piece) : piece, word);
+      cache.insert(piece, word);
+      ids.insert(ids.end(), word.begin(), word.end());
     }
   }
 }

@@ -22,13 +22,23 @@ class Normalizer {
 /// and the type for a type it does not implement.
 std::unique_ptr<Normalizer> make_normalizer(const JsonAt& json);
 
+/// The pieces of a text on their way to the model.
+struct Pieces {
+  std::vector<std::string> texts;
+  /// The texts still need GPT-2's byte-to-character mapping: the ByteLevel pre-tokenizer leaves
+  /// it to the end, so that a word found in the tokenizer's cache never pays for it.
+  bool byte_level = false;
+  /// Applies the pending byte-level mapping (a pre-tokenizer after ByteLevel needs the text).
+  void settle();
+};
+
 /// Splits texts into the pieces the model tokenizes one at a time (words, byte-level words).
 class PreTokenizer {
  public:
   virtual ~PreTokenizer() = default;
-  /// Replaces `pieces` by their splits, in order. `first`: the pieces start the text (they are
-  /// not after an added token), for Metaspace's prepend_scheme "first".
-  virtual void split(std::vector<std::string>& pieces, bool first) const = 0;
+  /// Replaces the pieces by their splits, in order. `first`: the pieces start the text (they
+  /// are not after an added token), for Metaspace's prepend_scheme "first".
+  virtual void split(Pieces& pieces, bool first) const = 0;
 };
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonAt& json);
 

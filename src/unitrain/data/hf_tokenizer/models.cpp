@@ -68,9 +68,9 @@ class BpeModel : public Model {
   void read_merges(const JsonAt& merges) {
     const std::vector<JsonAt> items = merges.items();
     merges_.reserve(items.size());
-    const auto id_of = [&](const std::string& token, const JsonAt& at) {
+    const auto id_of = [&](const std::string& token, const JsonAt& at, const char* what) {
       auto it = vocab_.find(token);
-      if (it == vocab_.end()) at.fail("merges '" + token + "', which is not in model.vocab");
+      if (it == vocab_.end()) at.fail(std::string(what) + " '" + token + "', which is not in model.vocab");
       return it->second;
     };
     for (size_t rank = 0; rank < items.size(); ++rank) {
@@ -92,9 +92,9 @@ class BpeModel : public Model {
       }
       const std::string joined =
           left + (right.compare(0, prefix_.size(), prefix_) == 0 ? right.substr(prefix_.size()) : right);
-      const int merged = id_of(joined, item);
-      merges_.emplace(pair_key(id_of(left, item), id_of(right, item)),
-                      Merge{static_cast<int>(rank), merged});
+      const int left_id = id_of(left, item, "has"), right_id = id_of(right, item, "has");
+      merges_.emplace(pair_key(left_id, right_id),
+                      Merge{static_cast<int>(rank), id_of(joined, item, "makes")});
     }
   }
 

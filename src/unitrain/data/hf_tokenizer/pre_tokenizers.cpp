@@ -126,21 +126,24 @@ class ByteLevelPreTokenizer : public PreTokenizer {
                    ? std::make_unique<Pattern>(kGpt2Pattern, false, "GPT-2's pattern")
                    : nullptr) {}
 
-  void split(std::vector<std::string>& pieces, bool) const override {
+  void split(Pieces& p, bool) const override {
+    p.settle();
+    auto& pieces = p.texts;
     std::vector<std::string> out;
     out.reserve(pieces.size() * 4);
     for (std::string& piece : pieces) {
       if (add_prefix_space_ && (piece.empty() || piece[0] != ' ')) piece.insert(0, " ");
       if (!regex_) {
-        out.push_back(to_byte_level(piece));
+        out.push_back(std::move(piece));
         continue;
       }
       const std::string_view text = piece;
       regex_->for_each_match(text, [&](size_t begin, size_t end) {
-        out.push_back(to_byte_level(text.substr(begin, end - begin)));
+        out.emplace_back(text.substr(begin, end - begin));
       });
     }
     pieces = std::move(out);
+    p.byte_level = true;
   }
 
  private:
@@ -154,7 +157,9 @@ class SplitPreTokenizer : public PreTokenizer {
       : find_(pattern_matcher(std::make_shared<TextPattern>(json.at("pattern")))),
         behavior_(read_behavior(json.at("behavior"))),
         invert_(json.bool_or("invert", false)) {}
-  void split(std::vector<std::string>& pieces, bool) const override {
+  void split(Pieces& p, bool) const override {
+    p.settle();
+    auto& pieces = p.texts;
     split_all(pieces, find_, behavior_, invert_);
   }
 
@@ -170,7 +175,9 @@ bool is_bert_punctuation(char32_t c) {
 
 class BertPreTokenizer : public PreTokenizer {
  public:
-  void split(std::vector<std::string>& pieces, bool) const override {
+  void split(Pieces& p, bool) const override {
+    p.settle();
+    auto& pieces = p.texts;
     split_all(pieces, each_char(is_whitespace), Behavior::Removed);
     split_all(pieces, each_char(is_bert_punctuation), Behavior::Isolated);
   }
@@ -180,7 +187,9 @@ class WhitespacePreTokenizer : public PreTokenizer {
  public:
   WhitespacePreTokenizer()
       : words_(std::make_unique<Pattern>("\\w+|[^\\w\\s]+", false, "Whitespace's pattern")) {}
-  void split(std::vector<std::string>& pieces, bool) const override {
+  void split(Pieces& p, bool) const override {
+    p.settle();
+    auto& pieces = p.texts;
     const Pattern& words = *words_;
     split_all(
         pieces,
@@ -196,7 +205,9 @@ class WhitespacePreTokenizer : public PreTokenizer {
 
 class WhitespaceSplitPreTokenizer : public PreTokenizer {
  public:
-  void split(std::vector<std::string>& pieces, bool) const override {
+  void split(Pieces& p, bool) const override {
+    p.settle();
+    auto& pieces = p.texts;
     split_all(pieces, each_char(is_whitespace), Behavior::Removed);
   }
 };
@@ -205,7 +216,9 @@ class PunctuationPreTokenizer : public PreTokenizer {
  public:
   explicit PunctuationPreTokenizer(const JsonAt& json)
       : behavior_(json.has("behavior") ? read_behavior(json.at("behavior")) : Behavior::Isolated) {}
-  void split(std::vector<std::string>& pieces, bool) const override {
+  void split(Pieces& p, bool) const override {
+    p.settle();
+    auto& pieces = p.texts;
     split_all(pieces, each_char(is_bert_punctuation), behavior_);
   }
 
@@ -217,7 +230,9 @@ class DigitsPreTokenizer : public PreTokenizer {
  public:
   explicit DigitsPreTokenizer(const JsonAt& json)
       : individual_(json.bool_or("individual_digits", false)) {}
-  void split(std::vector<std::string>& pieces, bool) const override {
+  void split(Pieces& p, bool) const override {
+    p.settle();
+    auto& pieces = p.texts;
     split_all(pieces, each_char(is_number),
               individual_ ? Behavior::Isolated : Behavior::Contiguous);
   }
@@ -244,7 +259,9 @@ class MetaspacePreTokenizer : public PreTokenizer {
     if (replacement_.empty()) json.at("replacement").fail("is empty");
   }
 
-  void split(std::vector<std::string>& pieces, bool first) const override {
+  void split(Pieces& p, bool first) const override {
+    p.settle();
+    auto& pieces = p.texts;
     for (size_t i = 0; i < pieces.size(); ++i) {
       std::string& piece = pieces[i];
       std::string replaced;
@@ -287,7 +304,7 @@ class SequencePreTokenizer : public PreTokenizer {
       parts_.push_back(make_pre_tokenizer(item));
     }
   }
-  void split(std::vector<std::string>& pieces, bool first) const override {
+  void split(Pieces& pieces, bool first) const override {
     for (const auto& part : parts_) part->split(pieces, first);
   }
 
@@ -296,6 +313,12 @@ class SequencePreTokenizer : public PreTokenizer {
 };
 
 }  // namespace
+
+void Pieces::settle() {
+  if (!byte_level) return;
+  for (std::string& text : texts) text = to_byte_level(text);
+  byte_level = false;
+}
 
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonAt& json) {
   const std::string& type = json.type();

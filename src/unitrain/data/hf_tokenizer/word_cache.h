@@ -1,0 +1,48 @@
+#pragma once
+// The ids of the words a tokenizer has seen, per thread: the loader threads encode most words
+// many times, and a flat table with the short words inside it answers with one memory access.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace unitrain::hf {
+
+/// A bounded word -> ids table, open addressing with linear probing. Not thread-safe: each
+/// thread has its own (WordCache::of). When it holds kMaxWords words it starts again empty.
+class WordCache {
+ public:
+  static constexpr size_t kMaxWords = 32768;
+
+  WordCache();
+  /// The ids of `word`, or null when they are not here yet; `*count` is their number.
+  const int* find(std::string_view word, size_t* count) const;
+  /// Keeps the ids of `word` (not here yet).
+  void insert(std::string_view word, const std::vector<int>& ids);
+
+  /// The calling thread's cache for the tokenizer numbered `tokenizer` (a thread keeps those of
+  /// its last few tokenizers).
+  static WordCache& of(uint64_t tokenizer);
+
+ private:
+  static constexpr size_t kSlots = 2 * kMaxWords;  // a power of two: load at most 1/2
+  static constexpr size_t kInline = 16;           // words up to this long live in the slot
+  struct Slot {
+    uint64_t hash = 0;  ///< 0: empty
+    uint32_t ids_at = 0, key_at = 0;
+    uint16_t ids = 0, key_size = 0;
+    char key[kInline];
+  };
+  static uint64_t hash_of(std::string_view word);
+  std::string_view key_of(const Slot& s) const {
+    return s.key_size <= kInline ? std::string_view(s.key, s.key_size)
+                                 : std::string_view(long_keys_).substr(s.key_at, s.key_size);
+  }
+
+  std::vector<Slot> slots_;
+  std::vector<int> ids_;
+  std::string long_keys_;
+  size_t words_ = 0;
+};
+
+}  // namespace unitrain::hf
