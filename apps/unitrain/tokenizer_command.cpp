@@ -70,12 +70,12 @@ class TokenizerCommand : public Subcommand {
                          "train: a text file (.gz too): one text a line, or JSON Lines; "
                          "repeatable")
             ->allow_extra_args(false));
-    train_only_.push_back(cli_->add_option(
-        "--vocab-size", options_.vocab_size,
-        "train: pieces in the model, <unk> <s> </s> <pad> (ids 0-3) included"));
-    model_type_ = cli_->add_option("--model-type", options_.model_type,
-                                   "train: unigram, bpe, char or word")
-                      ->capture_default_str();
+    train_only_.push_back(
+        cli_->add_option("--vocab-size", options_.vocab_size,
+                         "train: pieces in the model, <unk> <s> </s> <pad> (ids 0-3) included"));
+    model_type_ =
+        cli_->add_option("--model-type", options_.model_type, "train: unigram, bpe, char or word")
+            ->capture_default_str();
     train_only_.push_back(model_type_);
     train_only_.push_back(
         cli_->add_option("--out", options_.out, "train: writes OUT.model and OUT.vocab")
@@ -146,8 +146,7 @@ class TokenizerCommand : public Subcommand {
                             "decode: ids parted by spaces or commas (else each line of stdin)");
     codec_only_.push_back(ids_);
     codec_only_.push_back(cli_->add_flag(
-        "--json", json_,
-        "encode: one JSON object a text: {\"ids\": [...], \"tokens\": [...]}"));
+        "--json", json_, "encode: one JSON object a text: {\"ids\": [...], \"tokens\": [...]}"));
     codec_only_.push_back(cli_->add_flag(
         "--no-special-tokens", no_special_,
         "encode: without the special tokens a tokenizer.json's post_processor adds (bos, "

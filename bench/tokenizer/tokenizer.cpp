@@ -5,14 +5,14 @@
 // starts with an empty word cache (the loader's first epoch), the second finds its words there.
 // Prints one line a thread count:
 //   threads N  first_pass_MB_per_s_per_thread X  second_pass_MB_per_s_per_thread Y  tokens T
+#include "unitrain/data/tokenizer.h"
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include "unitrain/data/tokenizer.h"
 
 namespace {
 

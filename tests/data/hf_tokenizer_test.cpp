@@ -27,28 +27,37 @@ std::string hf_write(const json& tokenizer, const std::string& name = "tokenizer
 /// A byte-level BPE over a few letters: "a b" -> ab, "ab c" -> abc, "Ġ a" -> Ġa; "abc" also in
 /// the vocabulary as a whole word.
 json hf_byte_level_bpe(const json& merges, bool ignore_merges = false) {
-  return {{"version", "1.0"},
-          {"added_tokens", json::array()},
-          {"normalizer", nullptr},
-          {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
-          {"post_processor", {{"type", "ByteLevel"}}},
-          {"decoder", {{"type", "ByteLevel"}}},
-          {"model",
-           {{"type", "BPE"},
-            {"dropout", nullptr},
-            {"unk_token", nullptr},
-            {"ignore_merges", ignore_merges},
-            {"vocab",
-             {{"a", 0}, {"b", 1}, {"c", 2}, {"\xC4\xA0", 3}, {"ab", 4}, {"abc", 5}, {"\xC4\xA0" "a", 6},
-              {"d", 7}, {"cd", 8}}},
-            {"merges", merges}}}};
+  return {
+      {"version", "1.0"},
+      {"added_tokens", json::array()},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+      {"post_processor", {{"type", "ByteLevel"}}},
+      {"decoder", {{"type", "ByteLevel"}}},
+      {"model",
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"ignore_merges", ignore_merges},
+        {"vocab",
+         {{"a", 0},
+          {"b", 1},
+          {"c", 2},
+          {"\xC4\xA0", 3},
+          {"ab", 4},
+          {"abc", 5},
+          {"\xC4\xA0"
+           "a",
+           6},
+          {"d", 7},
+          {"cd", 8}}},
+        {"merges", merges}}}};
 }
 
 TEST(HfTokenizer, ByteLevelBpeReadsMergesAsStringsOrPairs) {
   const HfTokenizer strings(hf_write(hf_byte_level_bpe({"a b", "ab c", "\xC4\xA0 a"})));
-  const HfTokenizer pairs(
-      hf_write(hf_byte_level_bpe(json::array({json::array({"a", "b"}), json::array({"ab", "c"}),
-                                              json::array({"\xC4\xA0", "a"})}))));
+  const HfTokenizer pairs(hf_write(hf_byte_level_bpe(json::array(
+      {json::array({"a", "b"}), json::array({"ab", "c"}), json::array({"\xC4\xA0", "a"})}))));
   for (const HfTokenizer* t : {&strings, &pairs}) {
     // " abc" is Ġ a b c: "a b" (rank 0) merges before "Ġ a" (rank 2) could, then "ab c".
     EXPECT_EQ(t->encode("abc abc"), (std::vector<int>{5, 3, 5}));
@@ -56,7 +65,9 @@ TEST(HfTokenizer, ByteLevelBpeReadsMergesAsStringsOrPairs) {
     EXPECT_EQ(t->encode("cab"), (std::vector<int>{2, 4}));
     EXPECT_EQ(t->decode(t->encode("abc abc")), "abc abc");
     EXPECT_EQ(t->vocab_size(), 9);
-    EXPECT_EQ(t->id_to_token(6), "\xC4\xA0" "a");
+    EXPECT_EQ(t->id_to_token(6),
+              "\xC4\xA0"
+              "a");
     EXPECT_EQ(t->pad_id(), -1);
   }
 }
@@ -79,7 +90,7 @@ TEST(HfTokenizer, AddedTokensAreFoundBeforeSplittingWithTheirStripRules) {
   const HfTokenizer tok(hf_write(t));
   EXPECT_EQ(tok.vocab_size(), 13);
   EXPECT_EQ(tok.encode("ab<x>ab"), (std::vector<int>{4, 9, 4}));
-  EXPECT_EQ(tok.encode("<xy><x>"), (std::vector<int>{10, 9}));  // the longest at a place
+  EXPECT_EQ(tok.encode("<xy><x>"), (std::vector<int>{10, 9}));       // the longest at a place
   EXPECT_EQ(tok.encode("ab [L] ab"), (std::vector<int>{4, 11, 4}));  // spaces taken
   EXPECT_EQ(tok.encode("a w a"), (std::vector<int>{0, 3, 12, 6}));
   // "w" touching a word is not the token: the model has no "w" and no unk, so it drops it (as
@@ -121,8 +132,8 @@ json hf_bert(const json& post_processor) {
 }
 
 TEST(HfTokenizer, BertWordPieceNormalizesSplitsAndWrapsWithClsAndSep) {
-  const HfTokenizer bert(hf_write(hf_bert(
-      {{"type", "BertProcessing"}, {"sep", {"[SEP]", 3}}, {"cls", {"[CLS]", 2}}})));
+  const HfTokenizer bert(hf_write(
+      hf_bert({{"type", "BertProcessing"}, {"sep", {"[SEP]", 3}}, {"cls", {"[CLS]", 2}}})));
   // Lower case, accents off, CJK apart, punctuation split, ## pieces, unknown and too-long words.
   EXPECT_EQ(bert.encode("Hello, CAFÉ\tunaffable!\x01你好 xyz helloworldhello"),
             (std::vector<int>{4, 10, 9, 6, 7, 8, 11, 12, 13, 1, 1}));
@@ -133,8 +144,8 @@ TEST(HfTokenizer, BertWordPieceNormalizesSplitsAndWrapsWithClsAndSep) {
   EXPECT_EQ(bert.decode({4, 10, 6, 7, 8, 11}), "hello, unaffable!");
   EXPECT_EQ(bert.pad_id(), 0);
   EXPECT_EQ(bert.unk_id(), 1);
-  const HfTokenizer roberta(hf_write(hf_bert(
-      {{"type", "RobertaProcessing"}, {"sep", {"[SEP]", 3}}, {"cls", {"[CLS]", 2}}})));
+  const HfTokenizer roberta(hf_write(
+      hf_bert({{"type", "RobertaProcessing"}, {"sep", {"[SEP]", 3}}, {"cls", {"[CLS]", 2}}})));
   EXPECT_EQ(roberta.encode_pair("hello", "world"), (std::vector<int>{2, 4, 3, 3, 5, 3}));
 }
 
@@ -146,16 +157,15 @@ TEST(HfTokenizer, TemplateProcessingAddsBosEosForOneTextOrAPair) {
   const json eos = {{"SpecialToken", {{"id", "</s>"}, {"type_id", 0}}}};
   const json a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
   const json b = {{"Sequence", {{"id", "B"}, {"type_id", 1}}}};
-  t["post_processor"] = {
-      {"type", "Sequence"},
-      {"processors",
-       {{{"type", "ByteLevel"}},
-        {{"type", "TemplateProcessing"},
-         {"single", {bos, a, eos}},
-         {"pair", {bos, a, eos, b, eos}},
-         {"special_tokens",
-          {{"<s>", {{"id", "<s>"}, {"ids", {9}}, {"tokens", {"<s>"}}}},
-           {"</s>", {{"id", "</s>"}, {"ids", {10}}, {"tokens", {"</s>"}}}}}}}}}};
+  t["post_processor"] = {{"type", "Sequence"},
+                         {"processors",
+                          {{{"type", "ByteLevel"}},
+                           {{"type", "TemplateProcessing"},
+                            {"single", {bos, a, eos}},
+                            {"pair", {bos, a, eos, b, eos}},
+                            {"special_tokens",
+                             {{"<s>", {{"id", "<s>"}, {"ids", {9}}, {"tokens", {"<s>"}}}},
+                              {"</s>", {{"id", "</s>"}, {"ids", {10}}, {"tokens", {"</s>"}}}}}}}}}};
   const HfTokenizer tok(hf_write(t));
   EXPECT_EQ(tok.encode("ab", true), (std::vector<int>{9, 4, 10}));
   EXPECT_EQ(tok.encode("ab"), (std::vector<int>{4}));
@@ -176,22 +186,24 @@ TEST(HfTokenizer, TemplateProcessingAddsBosEosForOneTextOrAPair) {
 HfTokenizer hf_word_level(const json& normalizer, const std::vector<std::string>& words) {
   json vocab = {{"<unk>", 0}};
   for (size_t i = 0; i < words.size(); ++i) vocab[words[i]] = static_cast<int>(i + 1);
-  return HfTokenizer(hf_write({{"normalizer", normalizer},
-                               {"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
-                               {"model", {{"type", "WordLevel"}, {"unk_token", "<unk>"}, {"vocab", vocab}}}}));
+  return HfTokenizer(
+      hf_write({{"normalizer", normalizer},
+                {"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
+                {"model", {{"type", "WordLevel"}, {"unk_token", "<unk>"}, {"vocab", vocab}}}}));
 }
 
 TEST(HfTokenizer, NormalizersRewriteTheTextBeforeTheModel) {
   const std::string e_acute = "\xC3\xA9", e_combining = "e\xCC\x81";
-  EXPECT_EQ(hf_word_level({{"type", "NFC"}}, {e_acute}).encode(e_combining),
-            (std::vector<int>{1}));
-  EXPECT_EQ(hf_word_level({{"type", "NFD"}}, {e_combining}).encode(e_acute),
-            (std::vector<int>{1}));
+  EXPECT_EQ(hf_word_level({{"type", "NFC"}}, {e_acute}).encode(e_combining), (std::vector<int>{1}));
+  EXPECT_EQ(hf_word_level({{"type", "NFD"}}, {e_combining}).encode(e_acute), (std::vector<int>{1}));
   EXPECT_EQ(hf_word_level({{"type", "NFKC"}}, {"fi"}).encode("\xEF\xAC\x81"),  // ﬁ
             (std::vector<int>{1}));
   EXPECT_EQ(hf_word_level({{"type", "NFKD"}}, {"1"}).encode("\xE2\x91\xA0"),  // ①
             (std::vector<int>{1}));
-  EXPECT_EQ(hf_word_level({{"type", "Lowercase"}}, {"\xC3\xA9" "cole"}).encode("\xC3\x89" "COLE"),
+  EXPECT_EQ(hf_word_level({{"type", "Lowercase"}}, {"\xC3\xA9"
+                                                    "cole"})
+                .encode("\xC3\x89"
+                        "COLE"),
             (std::vector<int>{1}));
   const json sequence = {
       {"type", "Sequence"},
@@ -208,8 +220,8 @@ TEST(HfTokenizer, NormalizersRewriteTheTextBeforeTheModel) {
 
 TEST(HfTokenizer, LlamaTwoStyleByteFallbackDecodesBackToTheText) {
   // SentencePiece-like BPE: spaces as ▁ by the normalizer, unknown characters as their bytes.
-  json vocab = {{"<unk>", 0}, {"\xE2\x96\x81", 1}, {"h", 2}, {"i", 3}, {"\xE2\x96\x81h", 4},
-                {"\xE2\x96\x81hi", 5}};
+  json vocab = {{"<unk>", 0}, {"\xE2\x96\x81", 1},  {"h", 2},
+                {"i", 3},     {"\xE2\x96\x81h", 4}, {"\xE2\x96\x81hi", 5}};
   for (int b = 0; b < 256; ++b) {
     char name[8];
     std::snprintf(name, sizeof(name), "<0x%02X>", b);
@@ -254,29 +266,29 @@ TEST(HfTokenizer, RefusesWhatItDoesNotImplementNamingFilePathAndType) {
                              "normalizer has normalizer type 'Precompiled', which unitrain does "
                              "not implement"));
   EXPECT_TRUE(test::contains(
-      error_with("pre_tokenizer", {{"type", "Sequence"},
-                                   {"pretokenizers", {{{"type", "ByteLevel"}},
-                                                      {{"type", "UnicodeScripts"}}}}}),
+      error_with("pre_tokenizer",
+                 {{"type", "Sequence"},
+                  {"pretokenizers", {{{"type", "ByteLevel"}}, {{"type", "UnicodeScripts"}}}}}),
       "pre_tokenizer.pretokenizers[1] has pre_tokenizer type 'UnicodeScripts'"));
-  EXPECT_TRUE(test::contains(error_with("decoder", {{"type", "CTC"}}),
-                             "decoder has decoder type 'CTC'"));
+  EXPECT_TRUE(
+      test::contains(error_with("decoder", {{"type", "CTC"}}), "decoder has decoder type 'CTC'"));
   EXPECT_TRUE(test::contains(error_with("post_processor", {{"type", "Magic"}}),
                              "post_processor has post_processor type 'Magic'"));
   EXPECT_TRUE(test::contains(error_with("model", {{"type", "Unigram"}, {"vocab", json::array()}}),
                              "model has model type 'Unigram'"));
-  EXPECT_TRUE(test::contains(
-      error_with("model", hf_byte_level_bpe({"a zz"})["model"]),
-      "model.merges[0] has 'zz', which is not in model.vocab"));
+  EXPECT_TRUE(test::contains(error_with("model", hf_byte_level_bpe({"a zz"})["model"]),
+                             "model.merges[0] has 'zz', which is not in model.vocab"));
   EXPECT_TRUE(test::contains(error_with("model", hf_byte_level_bpe({"c d", "a b", "b c"})["model"]),
                              "model.merges[2] makes 'bc', which is not in model.vocab"));
   json dropout = hf_byte_level_bpe({"a b"})["model"];
   dropout["dropout"] = 0.1;
   EXPECT_TRUE(test::contains(error_with("model", dropout), "model.dropout is 0.1"));
   EXPECT_TRUE(test::contains(
-      error_with("pre_tokenizer", {{"type", "Split"}, {"pattern", {{"Regex", "(a"}}},
-                                   {"behavior", "Isolated"}}),
+      error_with("pre_tokenizer",
+                 {{"type", "Split"}, {"pattern", {{"Regex", "(a"}}}, {"behavior", "Isolated"}}),
       "pre_tokenizer.pattern.Regex: the regular expression '(a' does not compile"));
-  const std::string corrupt = test::write_file(test::temp_dir() + "/tokenizer.json", "{\"model\": [");
+  const std::string corrupt =
+      test::write_file(test::temp_dir() + "/tokenizer.json", "{\"model\": [");
   EXPECT_TRUE(test::contains(config_error_of([&] { HfTokenizer{corrupt}; }),
                              "tokenizer '" + corrupt + "' is not valid JSON"));
   EXPECT_TRUE(test::contains(config_error_of([&] { HfTokenizer{corrupt + ".missing"}; }),
@@ -289,8 +301,9 @@ TEST(HfTokenizer, TextDatasetTakesATokenizerJsonWithItsTemplate) {
                        {{"id", 10}, {"content", "</s>"}, {"special", true}}};
   t["post_processor"] = {
       {"type", "TemplateProcessing"},
-      {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
-                  {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+      {"single",
+       {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+        {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
       {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {9}}, {"tokens", {"<s>"}}}}}}};
   TextOptions o;
   o.paths = {test::write_file(test::temp_dir() + "/t.txt", "abc\ncab\n")};

@@ -55,8 +55,8 @@ struct HfTokenizer::Parts {
   std::vector<hf::AddedToken> added;
   std::unique_ptr<hf::AddedTokenFinder> raw_tokens;         ///< found in the raw text
   std::unique_ptr<hf::AddedTokenFinder> normalized_tokens;  ///< found after the normalizer
-  std::vector<std::string> tokens;  ///< id -> token
-  std::vector<bool> special;        ///< id -> an added special token
+  std::vector<std::string> tokens;                          ///< id -> token
+  std::vector<bool> special;                                ///< id -> an added special token
   std::vector<int> prefix, suffix;  ///< the post_processor's ids around one text
   int64_t bos = -1, eos = -1, pad = -1, unk = -1;
 
@@ -67,7 +67,8 @@ struct HfTokenizer::Parts {
 };
 
 void HfTokenizer::Parts::read(const JsonAt& root) {
-  if (!root.value().is_object()) root.fail("should be a JSON object (a Hugging Face tokenizer.json)");
+  if (!root.value().is_object())
+    root.fail("should be a JSON object (a Hugging Face tokenizer.json)");
   model = hf::make_model(root.at("model"));
   if (auto j = root.find("normalizer")) normalizer = hf::make_normalizer(*j);
   if (auto j = root.find("pre_tokenizer")) pre_tokenizer = hf::make_pre_tokenizer(*j);
@@ -151,7 +152,8 @@ void HfTokenizer::Parts::find_special_ids(const JsonAt& root) {
   }
   if (!prefix.empty() && special[prefix.front()]) bos = prefix.front();
   if (!suffix.empty() && special[suffix.back()]) eos = suffix.back();
-  if (bos < 0) bos = named({"<s>", "<|begin_of_text|>", "<|startoftext|>", "<bos>", "[CLS]", "<|endoftext|>"});
+  if (bos < 0)
+    bos = named({"<s>", "<|begin_of_text|>", "<|startoftext|>", "<bos>", "[CLS]", "<|endoftext|>"});
   if (eos < 0) eos = named({"</s>", "<|end_of_text|>", "<|endoftext|>", "<eos>", "[SEP]"});
   if (auto padding = root.find("padding")) {
     pad = padding->int_or("pad_id", -1);
@@ -217,7 +219,8 @@ std::vector<int> HfTokenizer::encode(std::string_view input, bool add_special_to
       parts_->encode_text(segment.text, segment.text.data() == text.data(), ids);
     }
   }
-  if (add_special_tokens && parts_->post_processor) return parts_->post_processor->process(ids, nullptr);
+  if (add_special_tokens && parts_->post_processor)
+    return parts_->post_processor->process(ids, nullptr);
   return ids;
 }
 

@@ -8,8 +8,8 @@
 
 #include "unitrain/core/options.h"
 #include "unitrain/data/dataset.h"
-#include "unitrain/data/tokenizer.h"
 #include "unitrain/data/text_lines.h"
+#include "unitrain/data/tokenizer.h"
 
 namespace unitrain {
 
@@ -21,8 +21,8 @@ enum class TextTask { Lm, Sequence };
 struct TextOptions {
   std::vector<std::string> paths;
   TextFormat format = TextFormat::Auto;
-  std::string field = "text";  ///< jsonl: the key holding the text
-  std::string tokenizer;       ///< a SentencePiece .model file or a tokenizer.json
+  std::string field = "text";      ///< jsonl: the key holding the text
+  std::string tokenizer;           ///< a SentencePiece .model file or a tokenizer.json
   bool add_special_tokens = true;  ///< a tokenizer.json's post_processor tokens around a text
   bool add_bos = false;
   bool add_eos = false;
@@ -40,10 +40,10 @@ struct TextOptions {
 /// post_processor already put that id there), cut to max_length (+1 for lm) by dropping text
 /// tokens from the end, the special tokens kept; then
 /// `x` int64 [L] and, for lm, `y` int64 [L] shifted by one. Lengths vary: batch them with a
-/// padding collate (`data.collate: {type: pad}`). info: vocab_size (the tokenizer's, added tokens included),
-/// num_examples. ConfigError when built: a missing or corrupt file or tokenizer (named), a bad
-/// JSON line (file, line, key), add_bos/add_eos without such a token in the tokenizer. get() throws
-/// ConfigError naming the file and line when an lm example would have fewer than 2 tokens.
+/// padding collate (`data.collate: {type: pad}`). info: vocab_size (the tokenizer's, added tokens
+/// included), num_examples. ConfigError when built: a missing or corrupt file or tokenizer (named),
+/// a bad JSON line (file, line, key), add_bos/add_eos without such a token in the tokenizer. get()
+/// throws ConfigError naming the file and line when an lm example would have fewer than 2 tokens.
 class TextDataset : public Dataset {
  public:
   explicit TextDataset(const TextOptions& options);

@@ -32,8 +32,7 @@ char32_t code_point_before(std::string_view s, size_t end) {
 
 }  // namespace
 
-AddedTokenFinder::AddedTokenFinder(const std::vector<const AddedToken*>& tokens)
-    : tokens_(tokens) {
+AddedTokenFinder::AddedTokenFinder(const std::vector<const AddedToken*>& tokens) : tokens_(tokens) {
   if (tokens_.empty()) return;
   // The longest first: PCRE2 takes the first alternative that matches at a position.
   std::stable_sort(tokens_.begin(), tokens_.end(), [](const AddedToken* a, const AddedToken* b) {
@@ -67,11 +66,11 @@ std::vector<Segment> AddedTokenFinder::split(std::string_view text) const {
       }
     }
     if (token == nullptr) return;
-    if (token->single_word && ((begin > 0 && is_word_char(code_point_before(text, begin))) ||
-                               (end < text.size() && [&] {
-                                 size_t i = end;
-                                 return is_word_char(next_code_point(text, i));
-                               }()))) {
+    if (token->single_word &&
+        ((begin > 0 && is_word_char(code_point_before(text, begin))) || (end < text.size() && [&] {
+           size_t i = end;
+           return is_word_char(next_code_point(text, i));
+         }()))) {
       return;
     }
     size_t start = begin, stop = end;

@@ -15,9 +15,9 @@ struct AddedToken {
   int id = -1;
   std::string content;
   bool special = false;
-  bool normalized = false;  ///< found in the normalized text rather than the raw text
-  bool lstrip = false;      ///< takes the whitespace on its left
-  bool rstrip = false;      ///< takes the whitespace on its right
+  bool normalized = false;   ///< found in the normalized text rather than the raw text
+  bool lstrip = false;       ///< takes the whitespace on its left
+  bool rstrip = false;       ///< takes the whitespace on its right
   bool single_word = false;  ///< only where no word character touches it
 };
 

@@ -58,9 +58,9 @@ class WordPieceDecoder : public Decoder {
  private:
   static std::string clean_up(std::string t) {
     static const std::pair<const char*, const char*> kRules[] = {
-        {" .", "."},       {" ?", "?"},     {" !", "!"},     {" ,", ","},
-        {" ' ", "'"},      {" n't", "n't"}, {" 'm", "'m"},   {" do not", " don't"},
-        {" 's", "'s"},     {" 've", "'ve"}, {" 're", "'re"}};
+        {" .", "."},   {" ?", "?"},     {" !", "!"},    {" ,", ","},
+        {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},  {" do not", " don't"},
+        {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
     for (const auto& [from, to] : kRules) {
       const std::string f = from;
       for (size_t at = t.find(f); at != std::string::npos; at = t.find(f, at + std::strlen(to))) {
@@ -189,7 +189,8 @@ class BpeDecoder : public Decoder {
     for (size_t i = 0; i < tokens.size(); ++i) {
       std::string& t = tokens[i];
       const std::string by = i + 1 == tokens.size() ? "" : " ";
-      for (size_t at = t.find(suffix_); at != std::string::npos; at = t.find(suffix_, at + by.size())) {
+      for (size_t at = t.find(suffix_); at != std::string::npos;
+           at = t.find(suffix_, at + by.size())) {
         t.replace(at, suffix_.size(), by);
       }
     }

@@ -87,7 +87,9 @@ class JsonAt {
   }
 
  private:
-  std::string child(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  std::string child(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
   void expect(bool ok, const char* what) const {
     if (!ok) fail(std::string("should be ") + what + ", not " + value_.dump().substr(0, 80));
   }

@@ -1,13 +1,14 @@
 // The BPE model of tokenizer.json: a vocabulary and ranked merges, applied lowest rank first
 // with a priority queue (as Hugging Face's Word::merge_all), with continuing_subword_prefix,
 // end_of_word_suffix, unk_token and fuse_unk, byte_fallback and ignore_merges.
+#include "unitrain/data/hf_tokenizer/models.h"
+
 #include <array>
 #include <cstdio>
 #include <queue>
 
 #include "unitrain/data/hf_tokenizer/components.h"
 #include "unitrain/data/hf_tokenizer/json_at.h"
-#include "unitrain/data/hf_tokenizer/models.h"
 #include "unitrain/data/hf_tokenizer/unicode_text.h"
 
 namespace unitrain::hf {
@@ -70,7 +71,8 @@ class BpeModel : public Model {
     merges_.reserve(items.size());
     const auto id_of = [&](const std::string& token, const JsonAt& at, const char* what) {
       auto it = vocab_.find(token);
-      if (it == vocab_.end()) at.fail(std::string(what) + " '" + token + "', which is not in model.vocab");
+      if (it == vocab_.end())
+        at.fail(std::string(what) + " '" + token + "', which is not in model.vocab");
       return it->second;
     };
     for (size_t rank = 0; rank < items.size(); ++rank) {
@@ -91,7 +93,8 @@ class BpeModel : public Model {
         right = pair[1].str();
       }
       const std::string joined =
-          left + (right.compare(0, prefix_.size(), prefix_) == 0 ? right.substr(prefix_.size()) : right);
+          left +
+          (right.compare(0, prefix_.size(), prefix_) == 0 ? right.substr(prefix_.size()) : right);
       const int left_id = id_of(left, item, "has"), right_id = id_of(right, item, "has");
       merges_.emplace(pair_key(left_id, right_id),
                       Merge{static_cast<int>(rank), id_of(joined, item, "makes")});

@@ -140,7 +140,8 @@ class BertNormalizer : public Normalizer {
 class SequenceNormalizer : public Normalizer {
  public:
   explicit SequenceNormalizer(const JsonAt& json) {
-    for (const JsonAt& item : json.at("normalizers").items()) parts_.push_back(make_normalizer(item));
+    for (const JsonAt& item : json.at("normalizers").items())
+      parts_.push_back(make_normalizer(item));
   }
   void normalize(std::string& text) const override {
     for (const auto& part : parts_) part->normalize(text);

@@ -43,10 +43,11 @@ Pattern::Pattern(const std::string& pattern, bool literal, const std::string& wh
     : code_(std::make_unique<Code>()) {
   int error = 0;
   PCRE2_SIZE offset = 0;
-  const uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK | (literal ? PCRE2_LITERAL : 0);
+  const uint32_t options =
+      PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK | (literal ? PCRE2_LITERAL : 0);
   UT_CHECK(is_valid_utf8(pattern), where, ": the pattern is not valid UTF-8");
-  code_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                              options, &error, &offset, nullptr);
+  code_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options,
+                              &error, &offset, nullptr);
   UT_CHECK(code_->code != nullptr, where, ": the regular expression '", pattern,
            "' does not compile (PCRE2 at offset ", offset, ": ", pcre2_message(error), ")");
   code_->jit = pcre2_jit_compile(code_->code, PCRE2_JIT_COMPLETE) == 0;
@@ -65,8 +66,8 @@ void Pattern::for_each_match(std::string_view text,
     const int rc = pcre2_match(code_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK,
                                data.get(), thread_context.context);
     if (rc == PCRE2_ERROR_NOMATCH) return;
-    UT_CHECK_TRAIN(rc >= 0, "tokenizer: the regular expression failed on a text: ",
-                   pcre2_message(rc));
+    UT_CHECK_TRAIN(rc >= 0,
+                   "tokenizer: the regular expression failed on a text: ", pcre2_message(rc));
     const PCRE2_SIZE* v = pcre2_get_ovector_pointer(data.get());
     const size_t begin = v[0], end = v[1];
     if (end > begin) {

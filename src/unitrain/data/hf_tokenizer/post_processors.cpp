@@ -16,7 +16,8 @@ class TemplateProcessing : public PostProcessor {
       for (const auto& [name, value] : tokens->value().items()) {
         const JsonAt token(value, tokens->path() + "." + name, json.file());
         std::vector<int> ids;
-        for (const JsonAt& id : token.at("ids").items()) ids.push_back(static_cast<int>(id.integer()));
+        for (const JsonAt& id : token.at("ids").items())
+          ids.push_back(static_cast<int>(id.integer()));
         specials[name] = ids;
       }
     }

@@ -53,7 +53,9 @@ void split_piece(const std::string& piece, const Matcher& find, Behavior behavio
   std::vector<Span> kept;  // match: dropped
   bool previous = false;
   switch (behavior) {
-    case Behavior::Removed: kept = spans; break;
+    case Behavior::Removed:
+      kept = spans;
+      break;
     case Behavior::Isolated:
       for (const Span& s : spans) kept.push_back({s.begin, s.end, false});
       break;
@@ -246,7 +248,8 @@ class DigitsPreTokenizer : public PreTokenizer {
 class MetaspacePreTokenizer : public PreTokenizer {
  public:
   explicit MetaspacePreTokenizer(const JsonAt& json)
-      : replacement_(json.str_or("replacement", "\xE2\x96\x81")), split_(json.bool_or("split", true)) {
+      : replacement_(json.str_or("replacement", "\xE2\x96\x81")),
+        split_(json.bool_or("split", true)) {
     if (auto scheme = json.find("prepend_scheme")) {
       const std::string& s = scheme->str();
       if (s != "always" && s != "first" && s != "never") {
@@ -284,7 +287,8 @@ class MetaspacePreTokenizer : public PreTokenizer {
     split_all(
         pieces,
         [&r](std::string_view text, const std::function<void(size_t, size_t)>& on_match) {
-          for (size_t at = text.find(r); at != std::string_view::npos; at = text.find(r, at + r.size())) {
+          for (size_t at = text.find(r); at != std::string_view::npos;
+               at = text.find(r, at + r.size())) {
             on_match(at, at + r.size());
           }
         },

@@ -121,16 +121,23 @@ std::string normalize_form(std::string_view s, NormalForm form) {
   if (is_ascii(s)) return std::string(s);  // every form leaves ASCII as it is
   int options = UTF8PROC_STABLE;
   switch (form) {
-    case NormalForm::Nfc: options |= UTF8PROC_COMPOSE; break;
-    case NormalForm::Nfd: options |= UTF8PROC_DECOMPOSE; break;
-    case NormalForm::Nfkc: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
-    case NormalForm::Nfkd: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+    case NormalForm::Nfc:
+      options |= UTF8PROC_COMPOSE;
+      break;
+    case NormalForm::Nfd:
+      options |= UTF8PROC_DECOMPOSE;
+      break;
+    case NormalForm::Nfkc:
+      options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+      break;
+    case NormalForm::Nfkd:
+      options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+      break;
   }
   utf8proc_uint8_t* out = nullptr;
-  const utf8proc_ssize_t n =
-      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
-                   static_cast<utf8proc_ssize_t>(s.size()), &out,
-                   static_cast<utf8proc_option_t>(options));
+  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                                          static_cast<utf8proc_ssize_t>(s.size()), &out,
+                                          static_cast<utf8proc_option_t>(options));
   std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owned(out, &std::free);
   UT_CHECK_TRAIN(n >= 0, "Unicode normalization failed: ", utf8proc_errmsg(n));
   return std::string(reinterpret_cast<const char*>(out), static_cast<size_t>(n));

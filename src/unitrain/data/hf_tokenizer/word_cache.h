@@ -26,7 +26,7 @@ class WordCache {
 
  private:
   static constexpr size_t kSlots = 2 * kMaxWords;  // a power of two: load at most 1/2
-  static constexpr size_t kInline = 16;           // words up to this long live in the slot
+  static constexpr size_t kInline = 16;            // words up to this long live in the slot
   struct Slot {
     uint64_t hash = 0;  ///< 0: empty
     uint32_t ids_at = 0, key_at = 0;
