@@ -9,6 +9,10 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$root/examples/data/generated/tokenizers}
 script="$root/tests/data/hf_tokenizer_reference.mjs"
 stamp=$(cat "$0" "$script" | sha256sum | cut -c1-16)
+# The unit tests and the integration test may ask at once: one makes them, the other waits.
+mkdir -p "$out"
+exec 9>"$out.lock"
+flock 9
 [ -s "$out/cases.jsonl" ] && [ "$(cat "$out/stamp" 2>/dev/null)" = "$stamp" ] && exit 0
 command -v npm >/dev/null || { echo "npm is needed: apt-get install -y npm" >&2; exit 1; }
 moby=$("$root/examples/moby_dick/prepare.sh" | tail -1)
