@@ -39,6 +39,16 @@ struct Span {
 /// appended to `out` (empty pieces dropped), as NormalizedString::split does.
 void split_piece(const std::string& piece, const Matcher& find, Behavior behavior, bool invert,
                  std::vector<std::string>& out) {
+  if (behavior == Behavior::Isolated && !invert) {  // the common case (Llama-3's), directly
+    size_t done = 0;
+    find(piece, [&](size_t begin, size_t end) {
+      if (begin > done) out.emplace_back(piece, done, begin - done);
+      out.emplace_back(piece, begin, end - begin);
+      done = end;
+    });
+    if (done < piece.size()) out.emplace_back(piece, done, piece.size() - done);
+    return;
+  }
   std::vector<Span> spans;
   size_t done = 0;
   find(piece, [&](size_t begin, size_t end) {

@@ -31,19 +31,22 @@ uint64_t WordCache::hash_of(std::string_view word) {
 
 const int* WordCache::find(std::string_view word, size_t* count) const {
   const uint64_t h = hash_of(word);
+  uint64_t padded[2] = {0, 0};
+  std::memcpy(padded, word.data(), std::min(word.size(), kInlineKey));
   for (size_t i = h & (kSlots - 1);; i = (i + 1) & (kSlots - 1)) {
     const Slot& s = slots_[i];
     if (s.hash == 0) return nullptr;
-    if (s.hash == h && key_of(s) == word) {
-      *count = s.ids;
-      return ids_.data() + s.ids_at;
+    if (s.hash == h && same_key(s, word, padded)) {
+      *count = s.count;
+      return s.count <= kInlineIds ? s.ids : ids_.data() + s.ids_at;
     }
   }
 }
 
 void WordCache::insert(std::string_view word, const std::vector<int>& ids) {
   if (ids.size() > UINT16_MAX || word.size() > UINT16_MAX) return;  // not worth keeping
-  if (words_ >= kMaxWords || long_keys_.size() + word.size() > UINT32_MAX) {
+  if (words_ >= kMaxWords || long_keys_.size() + word.size() > UINT32_MAX ||
+      ids_.size() + ids.size() > UINT32_MAX) {
     std::fill(slots_.begin(), slots_.end(), Slot());
     ids_.clear();
     long_keys_.clear();
@@ -54,16 +57,20 @@ void WordCache::insert(std::string_view word, const std::vector<int>& ids) {
   while (slots_[i].hash != 0) i = (i + 1) & (kSlots - 1);
   Slot& s = slots_[i];
   s.hash = h;
-  s.ids_at = static_cast<uint32_t>(ids_.size());
-  s.ids = static_cast<uint16_t>(ids.size());
   s.key_size = static_cast<uint16_t>(word.size());
-  if (word.size() <= kInline) {
+  if (word.size() <= kInlineKey) {
     std::memcpy(s.key, word.data(), word.size());
   } else {
     s.key_at = static_cast<uint32_t>(long_keys_.size());
     long_keys_.append(word);
   }
-  ids_.insert(ids_.end(), ids.begin(), ids.end());
+  s.count = static_cast<uint16_t>(ids.size());
+  if (ids.size() <= kInlineIds) {
+    std::copy(ids.begin(), ids.end(), s.ids);
+  } else {
+    s.ids_at = static_cast<uint32_t>(ids_.size());
+    ids_.insert(ids_.end(), ids.begin(), ids.end());
+  }
   ++words_;
 }
 

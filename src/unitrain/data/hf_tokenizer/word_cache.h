@@ -26,17 +26,22 @@ class WordCache {
 
  private:
   static constexpr size_t kSlots = 2 * kMaxWords;  // a power of two: load at most 1/2
-  static constexpr size_t kInline = 16;            // words up to this long live in the slot
-  struct Slot {
-    uint64_t hash = 0;  ///< 0: empty
-    uint32_t ids_at = 0, key_at = 0;
-    uint16_t ids = 0, key_size = 0;
-    char key[kInline];
+  static constexpr size_t kInlineKey = 16;         // words up to this long live in the slot
+  static constexpr size_t kInlineIds = 5;          // and up to this many ids
+  /// One cache line: a hit reads nothing else for a short word of a few ids.
+  struct alignas(64) Slot {
+    uint64_t hash = 0;         ///< 0: empty
+    uint64_t key[2] = {0, 0};  ///< a short word, zero-padded
+    uint32_t key_at = 0;       ///< a longer word: where in long_keys_
+    uint32_t ids_at = 0;       ///< more ids: where in ids_
+    uint16_t key_size = 0, count = 0;
+    int ids[kInlineIds] = {};
   };
   static uint64_t hash_of(std::string_view word);
-  std::string_view key_of(const Slot& s) const {
-    return s.key_size <= kInline ? std::string_view(s.key, s.key_size)
-                                 : std::string_view(long_keys_).substr(s.key_at, s.key_size);
+  bool same_key(const Slot& s, std::string_view word, const uint64_t* padded) const {
+    if (s.key_size != word.size()) return false;
+    if (word.size() <= kInlineKey) return s.key[0] == padded[0] && s.key[1] == padded[1];
+    return std::string_view(long_keys_).substr(s.key_at, s.key_size) == word;
   }
 
   std::vector<Slot> slots_;
