@@ -218,6 +218,34 @@ TEST(HfTokenizer, NormalizersRewriteTheTextBeforeTheModel) {
             (std::vector<int>{1, 2, 3, 4, 0}));
 }
 
+TEST(HfTokenizer, MetaspaceDigitsAndWhitespacePreTokenizers) {
+  const std::string meta = "\xE2\x96\x81";  // ▁
+  const json vocab = {{"<unk>", 0},
+                      {meta + "hello", 1},
+                      {meta + "world", 2},
+                      {meta, 3},
+                      {"1", 4},
+                      {"2", 5},
+                      {"hi", 6},
+                      {",", 7},
+                      {"there", 8},
+                      {"!", 9}};
+  const HfTokenizer metaspace(hf_write(
+      {{"pre_tokenizer",
+        {{"type", "Sequence"},
+         {"pretokenizers",
+          {{{"type", "Metaspace"}, {"replacement", meta}, {"prepend_scheme", "always"}},
+           {{"type", "Digits"}, {"individual_digits", true}}}}}},
+       {"decoder", {{"type", "Metaspace"}, {"replacement", meta}, {"prepend_scheme", "always"}}},
+       {"model", {{"type", "WordLevel"}, {"unk_token", "<unk>"}, {"vocab", vocab}}}}));
+  EXPECT_EQ(metaspace.encode("hello world 12"), (std::vector<int>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(metaspace.decode({1, 2, 3, 4, 5}), "hello world 12");
+  const HfTokenizer whitespace(
+      hf_write({{"pre_tokenizer", {{"type", "Whitespace"}}},
+                {"model", {{"type", "WordLevel"}, {"unk_token", "<unk>"}, {"vocab", vocab}}}}));
+  EXPECT_EQ(whitespace.encode("hi,  there!?"), (std::vector<int>{6, 7, 8, 0}));  // "!?" is one
+}
+
 TEST(HfTokenizer, LlamaTwoStyleByteFallbackDecodesBackToTheText) {
   // SentencePiece-like BPE: spaces as ▁ by the normalizer, unknown characters as their bytes.
   json vocab = {{"<unk>", 0}, {"\xE2\x96\x81", 1},  {"h", 2},
