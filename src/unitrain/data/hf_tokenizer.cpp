@@ -31,6 +31,32 @@ nlohmann::json parse_json(const std::string& text, const std::string& path) {
   }
 }
 
+/// OpenAI's GPT-2 files, `encoder.json` (token -> id, read as `vocab`) and the `vocab.bpe` beside
+/// it (a "#version" line, then one merge "a b" a line), as the tokenizer.json Hugging Face's gpt2
+/// has: byte-level BPE with GPT-2's pattern, <|endoftext|> an added special token.
+nlohmann::json gpt2_tokenizer_json(nlohmann::json vocab, const std::string& bpe_path) {
+  std::istringstream lines(read_file_bytes(bpe_path, "tokenizer"));
+  nlohmann::json merges = nlohmann::json::array();
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line.rfind("#version", 0) == 0) continue;
+    merges.push_back(line);
+  }
+  nlohmann::json added = nlohmann::json::array();
+  if (vocab.contains("<|endoftext|>")) {
+    added.push_back({{"id", vocab["<|endoftext|>"]},
+                     {"content", "<|endoftext|>"},
+                     {"special", true},
+                     {"normalized", false}});
+  }
+  const nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}};
+  return {{"added_tokens", added},
+          {"pre_tokenizer", byte_level},
+          {"post_processor", byte_level},
+          {"decoder", byte_level},
+          {"model", {{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", merges}}}};
+}
+
 /// A token name from tokenizer_config.json: "<s>" or {"content": "<s>", ...}.
 std::string config_token(const nlohmann::json& config, const char* key) {
   auto it = config.find(key);
@@ -199,7 +225,13 @@ void HfTokenizer::Parts::encode_text(std::string_view text, bool first,
 
 HfTokenizer::HfTokenizer(const std::string& path) : parts_(std::make_unique<Parts>()) {
   parts_->path = path;
-  const nlohmann::json root = parse_json(read_file_bytes(path, "tokenizer"), path);
+  nlohmann::json root = parse_json(read_file_bytes(path, "tokenizer"), path);
+  const auto bpe = std::filesystem::path(path).parent_path() / "vocab.bpe";
+  std::error_code error;
+  const bool has_model = root.is_object() && root.contains("model") && root["model"].is_object();
+  if (root.is_object() && !has_model && std::filesystem::is_regular_file(bpe, error)) {
+    root = gpt2_tokenizer_json(std::move(root), bpe.string());  // GPT-2's encoder.json
+  }
   parts_->read(JsonAt(root, "", parts_->path));
 }
 

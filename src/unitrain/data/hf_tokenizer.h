@@ -12,7 +12,9 @@ namespace unitrain {
 /// normalized) and the text between them goes through the normalizer, pre-tokenizer and model.
 /// Any component type it does not implement is a ConfigError naming the file, the JSON path and
 /// the type, never ignored. The file's truncation and padding settings are not applied (as
-/// transformers does not unless asked); padding.pad_id names pad_id().
+/// transformers does not unless asked); padding.pad_id names pad_id(). OpenAI's GPT-2 files
+/// read too: an `encoder.json` (token -> id: no "model" object) with its `vocab.bpe` beside it is
+/// read as the tokenizer.json Hugging Face's gpt2 has.
 ///
 /// bos_id, eos_id and pad_id come from the tokenizer_config.json beside the file when there is
 /// one (its bos_token, eos_token, pad_token), else from the post_processor's template (its first
