@@ -11,7 +11,8 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 # dpkg-shlibdeps turns the libraries the binaries link into Depends (libtorch1.13, libyaml-cpp0.7,
-# libfmt9, libspdlog1.10, libisal2, zlib1g, libgomp1, libc6, ...).
+# libfmt9, libspdlog1.10, libisal2, zlib1g, libgomp1, libc6, libpcre2-8-0 and libutf8proc2 for
+# tokenizer.json, ...).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # Not a link dependency: LibTorch calls the system BLAS, and OpenBLAS is ~30x faster than the
 # reference BLAS on matrix products.

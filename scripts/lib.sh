@@ -12,6 +12,7 @@ UNITRAIN_PACKAGES=(
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev libisal-dev
   libprotobuf-dev protobuf-compiler  # the tensorboard tracker's event files
   libsentencepiece-dev python3-sentencepiece  # the text dataset's tokenizer; its tests' reference
+  libpcre2-dev libutf8proc-dev  # Hugging Face tokenizer.json: its regular expressions, Unicode
   libhdf5-dev python3-h5py  # the hdf5 dataset; its tests write files with h5py
   libpng-dev libturbojpeg0-dev  # the image_folder dataset decodes PNG and JPEG with them
   libgtest-dev libgmock-dev libbenchmark-dev

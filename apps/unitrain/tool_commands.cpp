@@ -1,4 +1,4 @@
-// checkpoint and tokenizer: the tools for a run's files.
+// checkpoint: the tool for a run's checkpoints (tokenizer_command.cpp has `tokenizer`).
 #include <iostream>
 #include <map>
 
@@ -8,7 +8,6 @@
 #include "unitrain/checkpoint/checkpoint_tools.h"
 #include "unitrain/checkpoint/model_shards.h"
 #include "unitrain/core/error.h"
-#include "unitrain/data/tokenizer_trainer.h"
 #include "unitrain/log/console.h"
 
 namespace unitrain::cli {
@@ -83,70 +82,8 @@ class CheckpointCommand : public Subcommand {
   CLI::Option* format_;
 };
 
-class TokenizerCommand : public Subcommand {
- public:
-  explicit TokenizerCommand(CLI::App& app)
-      : Subcommand(app, "tokenizer",
-                   "train a SentencePiece tokenizer for the text dataset: train "
-                   "--input FILE --vocab-size N [--out PREFIX]") {
-    action_ = cli_->add_option("action", action_name_, "train")->required();
-    cli_->add_option("--input", options_.inputs,
-                     "a text file (.gz too): one text a line, or JSON Lines; repeatable")
-        ->required()
-        ->allow_extra_args(false);
-    cli_->add_option("--vocab-size", options_.vocab_size,
-                     "pieces in the model, <unk> <s> </s> <pad> (ids 0-3) included")
-        ->required();
-    model_type_ =
-        cli_->add_option("--model-type", options_.model_type, "unigram, bpe, char or word")
-            ->capture_default_str();
-    cli_->add_option("--out", options_.out, "writes OUT.model and OUT.vocab")
-        ->capture_default_str();
-    add_text_options();
-    cli_->add_flag("--force", options_.force, "replace an existing OUT.model/.vocab");
-  }
-  Choices choices() const override {
-    std::vector<std::string> formats;
-    for (const auto& [name, value] : kTextFormatNames) formats.push_back(name);
-    return {{action_, {"train"}}, {model_type_, kTokenizerModelTypes}, {format_, formats}};
-  }
-
-  int run() override {
-    if (action_name_ != "train") {
-      throw ConfigError("tokenizer: unknown action '" + action_name_ + "'; use train");
-    }
-    const std::string model = train_tokenizer(options_);
-    log::info("wrote " + model + " and " + options_.out +
-              ".vocab; use it with data.<split>.args.tokenizer: " + model);
-    return 0;
-  }
-
- private:
-  /// How the input files are read.
-  void add_text_options() {
-    format_ = cli_->add_option("--format", options_.format,
-                               "lines, jsonl, or auto (jsonl for names ending .jsonl/.json)")
-                  ->transform(CLI::CheckedTransformer(std::map<std::string, TextFormat>(
-                      kTextFormatNames.begin(), kTextFormatNames.end())))
-                  ->default_str("auto");
-    cli_->add_option("--field", options_.field, "jsonl: the key holding the text")
-        ->capture_default_str();
-    cli_->add_option("--character-coverage", options_.character_coverage,
-                     "share of the text's characters the pieces cover (rarer ones become <unk>); "
-                     "1.0 for small alphabets")
-        ->capture_default_str();
-  }
-
-  TokenizerTrainOptions options_;
-  std::string action_name_;
-  CLI::Option* action_;
-  CLI::Option* model_type_;
-  CLI::Option* format_;
-};
-
 }  // namespace
 
 const CommandFactory make_checkpoint_command = make_command<CheckpointCommand>;
-const CommandFactory make_tokenizer_command = make_command<TokenizerCommand>;
 
 }  // namespace unitrain::cli

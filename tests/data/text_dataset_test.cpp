@@ -155,7 +155,7 @@ TEST(TextDataset, LmShiftsByOneAndMaxLengthKeepsBosAndEos) {
   }
   o.max_length = 2;
   EXPECT_TRUE(test::contains(config_error_of([&] { TextDataset{o}; }),
-                             "max_length 2 leaves no room for text beside bos/eos"));
+                             "max_length 2 leaves no room for text beside the special tokens (2)"));
 }
 
 TEST(TextDataset, JsonlFieldAcrossSeveralFilesAndFormats) {
@@ -239,7 +239,7 @@ TEST(TextDataset, MissingOrCorruptFilesAndMissingPieces) {
   o.add_eos = true;
   EXPECT_TRUE(test::contains(
       config_error_of([&] { TextDataset{o}; }),
-      "add_eos is true but the tokenizer '" + dir + "/plain.model' has no eos piece"));
+      "add_eos is true but the tokenizer '" + dir + "/plain.model' has no eos token"));
 }
 
 TEST(TextDataset, LmExampleOfOneTokenIsAnErrorNamingTheLine) {

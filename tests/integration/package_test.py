@@ -89,7 +89,8 @@ class Package(unittest.TestCase):
         # Made by dpkg-shlibdeps from the libraries linked, plus OpenBLAS named in package.cmake.
         # (Package names carry the library's version: libtorch1.13 on Debian 12, libtorch2.6 on 13.)
         for package in [r"libtorch\d", r"libyaml-cpp0\.\d", r"libfmt\d", "libc6", "libopenblas0-openmp",
-                        "libsentencepiece0"]:  # the last from libunitrain_sentencepiece.so
+                        "libsentencepiece0",  # from libunitrain_sentencepiece.so
+                        "libpcre2-8-0", r"libutf8proc\d"]:  # tokenizer.json's regexes, Unicode
             self.assertTrue(any(re.fullmatch(package + r"[\d.]*(t64)?", d) for d in depends),
                             f"{package} in {sorted(depends)}")
         installed = installed_with(depends)

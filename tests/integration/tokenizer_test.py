@@ -98,7 +98,10 @@ train: {max_length: 30 steps, log_every: 10 steps, threads: 1}
         self.assertIn("tokenizer train: '%s' line 2: no key 'body' (its keys: text)" % jsonl, out)
         code, out = run(["tokenizer", "encode", "--input", small, "--vocab-size", "20"])
         self.assertEqual(code, 2, out)
-        self.assertIn("unknown action 'encode'", out)
+        self.assertIn("tokenizer encode: --input is train's option, not encode's", out)
+        code, out = run(["tokenizer", "tokenize", "--input", small])
+        self.assertEqual(code, 2, out)
+        self.assertIn("unknown action 'tokenize'; use train, encode or decode", out)
 
 
 if __name__ == "__main__":

@@ -74,6 +74,23 @@ std::vector<int> SentencePieceModel::encode(std::string_view text) const {
   return ids;
 }
 
+std::string SentencePieceModel::decode(const std::vector<int>& ids) const {
+  for (int id : ids) {
+    UT_CHECK(id >= 0 && id < vocab_size_, "tokenizer '", path_, "': id ", id,
+             " is out of range [0, ", vocab_size_, ")");
+  }
+  std::string text, error;
+  UT_CHECK_TRAIN(processor_->decode(ids, text, error), "tokenizer '", path_,
+                 "': SentencePiece cannot decode the ids: ", error);
+  return text;
+}
+
+std::string SentencePieceModel::id_to_token(int64_t id) const {
+  UT_CHECK(id >= 0 && id < vocab_size_, "tokenizer '", path_, "': id ", id, " is out of range [0, ",
+           vocab_size_, ")");
+  return processor_->id_to_piece(static_cast<int>(id));
+}
+
 void train_sentencepiece(const std::map<std::string, std::string>& args,
                          const std::function<bool(std::string&)>& next) {
   CallbackSentences sentences(next);

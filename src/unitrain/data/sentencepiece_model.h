@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "unitrain/data/tokenizer.h"
+
 namespace unitrain {
 
 namespace sentencepiece_module {
@@ -18,23 +20,26 @@ class Processor;
 /// Python's sentencepiece), loaded through libunitrain_sentencepiece.so. encode() is const and
 /// safe to call from several loader threads at once. ConfigError naming the file when it is
 /// missing or not a SentencePiece model, or when the module cannot be loaded.
-class SentencePieceModel {
+class SentencePieceModel : public Tokenizer {
  public:
   explicit SentencePieceModel(const std::string& path);
-  ~SentencePieceModel();
+  ~SentencePieceModel() override;
   SentencePieceModel(const SentencePieceModel&) = delete;
   SentencePieceModel& operator=(const SentencePieceModel&) = delete;
 
   /// The ids of `text`, as Python's `SentencePieceProcessor.encode(text)` gives them (no bos or
   /// eos). TrainError when SentencePiece refuses it.
-  std::vector<int> encode(std::string_view text) const;
-  int64_t vocab_size() const { return vocab_size_; }
+  std::vector<int> encode(std::string_view text) const override;
+  /// As Python's `SentencePieceProcessor.decode(ids)`.
+  std::string decode(const std::vector<int>& ids) const override;
+  std::string id_to_token(int64_t id) const override;
+  int64_t vocab_size() const override { return vocab_size_; }
   /// The ids of these pieces; -1 when the model has none.
-  int64_t bos_id() const { return bos_id_; }
-  int64_t eos_id() const { return eos_id_; }
-  int64_t pad_id() const { return pad_id_; }
-  int64_t unk_id() const { return unk_id_; }
-  const std::string& path() const { return path_; }
+  int64_t bos_id() const override { return bos_id_; }
+  int64_t eos_id() const override { return eos_id_; }
+  int64_t pad_id() const override { return pad_id_; }
+  int64_t unk_id() const override { return unk_id_; }
+  const std::string& path() const override { return path_; }
 
  private:
   std::unique_ptr<sentencepiece_module::Processor> processor_;

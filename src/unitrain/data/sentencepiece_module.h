@@ -24,6 +24,10 @@ class Processor {
   virtual ~Processor() = default;
   /// The ids of `text`; false with `error` set when SentencePiece refuses.
   virtual bool encode(std::string_view text, std::vector<int>& ids, std::string& error) const = 0;
+  /// The text of `ids`; false with `error` set when SentencePiece refuses (an id out of range).
+  virtual bool decode(const std::vector<int>& ids, std::string& text, std::string& error) const = 0;
+  /// The piece of `id` (0 <= id < piece_size()).
+  virtual std::string id_to_piece(int id) const = 0;
   virtual int piece_size() const = 0;
   virtual int bos_id() const = 0;
   virtual int eos_id() const = 0;
@@ -56,7 +60,7 @@ class Module {
 /// The module's file name (beside libunitrain.so) and its one exported function, whose name
 /// carries the version of this interface.
 inline constexpr const char* kFileName = "libunitrain_sentencepiece.so";
-inline constexpr const char* kEntryPoint = "unitrain_sentencepiece_module_v1";
+inline constexpr const char* kEntryPoint = "unitrain_sentencepiece_module_v2";
 using EntryPoint = const Module* (*)();
 
 }  // namespace unitrain::sentencepiece_module

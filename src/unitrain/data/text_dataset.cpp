@@ -25,9 +25,17 @@ void TextOptions::declare(Options<TextOptions>& o) {
       .required()
       .help(
           "a SentencePiece .model file (unitrain tokenizer train, spm_train or Python's "
-          "sentencepiece)");
-  o.field("add_bos", &T::add_bos).help("put the model's bos id first");
-  o.field("add_eos", &T::add_eos).help("put the model's eos id last");
+          "sentencepiece) or a Hugging Face tokenizer.json (a name ending .json, or JSON "
+          "content)");
+  o.field("add_special_tokens", &T::add_special_tokens)
+      .help(
+          "a tokenizer.json: put its post_processor's special tokens around each text (e.g. "
+          "Llama-3's <|begin_of_text|>, BERT's [CLS] and [SEP]), as transformers' tokenizer(text) "
+          "does; SentencePiece models have none");
+  o.field("add_bos", &T::add_bos)
+      .help("put the tokenizer's bos id first (not twice when the post_processor put it there)");
+  o.field("add_eos", &T::add_eos)
+      .help("put the tokenizer's eos id last (not twice when the post_processor put it there)");
   o.field("max_length", &T::max_length)
       .gt(0)
       .help(
@@ -41,48 +49,67 @@ void TextOptions::declare(Options<TextOptions>& o) {
 
 namespace {
 
-/// The id of a special piece the options ask for; ConfigError when the model has none.
-int64_t special_id(bool wanted, int64_t id, const char* key, const SentencePieceModel& model) {
-  if (!wanted) return -1;
-  UT_CHECK(id >= 0, "text: ", key, " is true but the tokenizer '", model.path(), "' has no ",
+/// The id of a special token the options ask for; ConfigError when the tokenizer has none.
+int64_t special_id(int64_t id, const char* key, const Tokenizer& tokenizer) {
+  UT_CHECK(id >= 0, "text: ", key, " is true but the tokenizer '", tokenizer.path(), "' has no ",
            key == std::string("add_bos") ? "bos" : "eos",
-           " piece (train one with unitrain tokenizer train, which adds <s> and </s>, or set ", key,
-           ": false)");
+           " token (train one with unitrain tokenizer train, which adds <s> and </s>; for a "
+           "tokenizer.json, give its tokenizer_config.json beside it; or set ",
+           key, ": false)");
   return id;
+}
+
+/// The ids around a text: the post_processor's (when `o.add_special_tokens`), then bos and eos
+/// when asked and not already there.
+void special_ids(const TextOptions& o, const Tokenizer& tokenizer, std::vector<int64_t>& prefix,
+                 std::vector<int64_t>& suffix) {
+  if (o.add_special_tokens) {
+    prefix.assign(tokenizer.special_prefix().begin(), tokenizer.special_prefix().end());
+    suffix.assign(tokenizer.special_suffix().begin(), tokenizer.special_suffix().end());
+  }
+  if (o.add_bos) {
+    const int64_t bos = special_id(tokenizer.bos_id(), "add_bos", tokenizer);
+    if (prefix.empty() || prefix.front() != bos) prefix.insert(prefix.begin(), bos);
+  }
+  if (o.add_eos) {
+    const int64_t eos = special_id(tokenizer.eos_id(), "add_eos", tokenizer);
+    if (suffix.empty() || suffix.back() != eos) suffix.push_back(eos);
+  }
 }
 
 }  // namespace
 
 TextDataset::TextDataset(const TextOptions& o)
     : lines_(o.paths, o.format, o.field, "text"),
-      tokenizer_(o.tokenizer),
-      bos_(special_id(o.add_bos, tokenizer_.bos_id(), "add_bos", tokenizer_)),
-      eos_(special_id(o.add_eos, tokenizer_.eos_id(), "add_eos", tokenizer_)),
+      tokenizer_(load_tokenizer(o.tokenizer)),
       task_(o.task) {
-  const int64_t specials = (bos_ >= 0) + (eos_ >= 0);
+  special_ids(o, *tokenizer_, prefix_, suffix_);
+  const auto specials = static_cast<int64_t>(prefix_.size() + suffix_.size());
   if (o.max_length) {
     UT_CHECK(*o.max_length > specials, "text: max_length ", *o.max_length,
-             " leaves no room for text beside bos/eos; make it at least ", specials + 1);
+             " leaves no room for text beside the special tokens (", specials,
+             "); make it at least ", specials + 1);
     max_tokens_ = *o.max_length + (task_ == TextTask::Lm ? 1 : 0);
   }
   UT_CHECK(lines_.size() > 0, "text: the files hold no text (every line is blank)");
   spdlog::info("text: {} texts ({} bytes) from {} file(s), tokenizer '{}' of {} pieces",
-               lines_.size(), lines_.bytes(), o.paths.size(), o.tokenizer, tokenizer_.vocab_size());
+               lines_.size(), lines_.bytes(), o.paths.size(), o.tokenizer,
+               tokenizer_->vocab_size());
 }
 
 Batch TextDataset::get(int64_t index) const {
   UT_CHECK(index >= 0 && index < size(), "text: example index ", index, " is out of range [0, ",
            size(), ")");
-  const std::vector<int> ids = tokenizer_.encode(lines_.text(index));
-  const int64_t specials = (bos_ >= 0) + (eos_ >= 0);
+  const std::vector<int> ids = tokenizer_->encode(lines_.text(index));
+  const auto specials = static_cast<int64_t>(prefix_.size() + suffix_.size());
   auto kept = static_cast<int64_t>(ids.size());
   if (max_tokens_ > 0) kept = std::min(kept, max_tokens_ - specials);
   const int64_t n = kept + specials;
   torch::Tensor tokens = torch::empty({n}, torch::kInt64);
   int64_t* out = tokens.data_ptr<int64_t>();
-  if (bos_ >= 0) *out++ = bos_;
+  out = std::copy(prefix_.begin(), prefix_.end(), out);
   out = std::copy(ids.begin(), ids.begin() + kept, out);
-  if (eos_ >= 0) *out = eos_;
+  std::copy(suffix_.begin(), suffix_.end(), out);
   if (task_ == TextTask::Sequence) return {{"x", tokens}};
   UT_CHECK(n >= 2, "text: ", lines_.where(index), " encodes to ", n, n == 1 ? " token" : " tokens",
            "; task lm needs at least 2 (x = ids[:-1], y = ids[1:]): set add_bos: true, "
@@ -91,13 +118,14 @@ Batch TextDataset::get(int64_t index) const {
 }
 
 std::map<std::string, int64_t> TextDataset::info() const {
-  return {{"vocab_size", tokenizer_.vocab_size()}, {"num_examples", size()}};
+  return {{"vocab_size", tokenizer_->vocab_size()}, {"num_examples", size()}};
 }
 
 void register_text_dataset() {
   dataset_registry().add<TextOptions>(
       "text",
-      "lines or JSON Lines of text, tokenised by a SentencePiece model in the loader threads: "
+      "lines or JSON Lines of text, tokenised by a SentencePiece model or a Hugging Face "
+      "tokenizer.json in the loader threads: "
       "x (and y for lm) int64 [L] of varying length",
       [](const TextOptions& o) -> DatasetPtr { return std::make_shared<TextDataset>(o); });
 }

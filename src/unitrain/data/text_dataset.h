@@ -1,6 +1,6 @@
 #pragma once
-// The `text` dataset: lines or JSON Lines of text, tokenised by a SentencePiece model in the
-// loader threads.
+// The `text` dataset: lines or JSON Lines of text, tokenised by a SentencePiece model or a
+// Hugging Face tokenizer.json in the loader threads.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -8,8 +8,8 @@
 
 #include "unitrain/core/options.h"
 #include "unitrain/data/dataset.h"
-#include "unitrain/data/sentencepiece_model.h"
 #include "unitrain/data/text_lines.h"
+#include "unitrain/data/tokenizer.h"
 
 namespace unitrain {
 
@@ -21,8 +21,9 @@ enum class TextTask { Lm, Sequence };
 struct TextOptions {
   std::vector<std::string> paths;
   TextFormat format = TextFormat::Auto;
-  std::string field = "text";  ///< jsonl: the key holding the text
-  std::string tokenizer;       ///< a SentencePiece .model file
+  std::string field = "text";      ///< jsonl: the key holding the text
+  std::string tokenizer;           ///< a SentencePiece .model file or a tokenizer.json
+  bool add_special_tokens = true;  ///< a tokenizer.json's post_processor tokens around a text
   bool add_bos = false;
   bool add_eos = false;
   std::optional<int64_t> max_length;  ///< the most tokens in x; unset = no limit
@@ -33,13 +34,16 @@ struct TextOptions {
 
 /// One example per non-blank line (or JSON object) of the files, tokenised on demand by get()
 /// in the loader threads: nothing is encoded up front, and the texts are held in one buffer
-/// (TextLines). Example i: the ids of text i (bos first when add_bos, eos last when add_eos),
-/// cut to max_length (+1 for lm) by dropping text tokens from the end, bos and eos kept; then
+/// (TextLines). Example i: the ids of text i between the tokenizer's special tokens (a
+/// tokenizer.json's post_processor ones when add_special_tokens, e.g. Llama-3's
+/// <|begin_of_text|>; then bos first when add_bos and eos last when add_eos, unless the
+/// post_processor already put that id there), cut to max_length (+1 for lm) by dropping text
+/// tokens from the end, the special tokens kept; then
 /// `x` int64 [L] and, for lm, `y` int64 [L] shifted by one. Lengths vary: batch them with a
-/// padding collate (`data.collate: {type: pad}`). info: vocab_size (the model's pieces),
-/// num_examples. ConfigError when built: a missing or corrupt file or tokenizer (named), a bad
-/// JSON line (file, line, key), add_bos/add_eos without such a piece in the model. get() throws
-/// ConfigError naming the file and line when an lm example would have fewer than 2 tokens.
+/// padding collate (`data.collate: {type: pad}`). info: vocab_size (the tokenizer's, added tokens
+/// included), num_examples. ConfigError when built: a missing or corrupt file or tokenizer (named),
+/// a bad JSON line (file, line, key), add_bos/add_eos without such a token in the tokenizer. get()
+/// throws ConfigError naming the file and line when an lm example would have fewer than 2 tokens.
 class TextDataset : public Dataset {
  public:
   explicit TextDataset(const TextOptions& options);
@@ -50,10 +54,10 @@ class TextDataset : public Dataset {
 
  private:
   TextLines lines_;
-  SentencePieceModel tokenizer_;
-  int64_t bos_ = -1;        ///< the id put first, or -1
-  int64_t eos_ = -1;        ///< the id put last, or -1
-  int64_t max_tokens_ = 0;  ///< the most ids of an example (bos and eos included); 0 = any
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::vector<int64_t> prefix_;  ///< the ids put before a text's (bos, a template's)
+  std::vector<int64_t> suffix_;  ///< the ids put after (eos, a template's)
+  int64_t max_tokens_ = 0;       ///< the most ids of an example (specials included); 0 = any
   TextTask task_;
 };
 

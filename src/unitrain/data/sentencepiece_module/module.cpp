@@ -23,6 +23,12 @@ class SentencePieceProcessorModel : public Processor {
     if (!status.ok()) error = status.ToString();
     return status.ok();
   }
+  bool decode(const std::vector<int>& ids, std::string& text, std::string& error) const override {
+    const auto status = processor_.Decode(ids, &text);
+    if (!status.ok()) error = status.ToString();
+    return status.ok();
+  }
+  std::string id_to_piece(int id) const override { return processor_.IdToPiece(id); }
   int piece_size() const override { return processor_.GetPieceSize(); }
   int bos_id() const override { return processor_.bos_id(); }
   int eos_id() const override { return processor_.eos_id(); }
@@ -70,7 +76,7 @@ class SentencePieceModule : public Module {
 }  // namespace unitrain::sentencepiece_module
 
 extern "C" __attribute__((visibility("default"))) const unitrain::sentencepiece_module::Module*
-unitrain_sentencepiece_module_v1() {
+unitrain_sentencepiece_module_v2() {
   static const unitrain::sentencepiece_module::SentencePieceModule module;
   return &module;
 }

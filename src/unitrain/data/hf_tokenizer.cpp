@@ -1,0 +1,307 @@
+#include "unitrain/data/hf_tokenizer.h"
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "unitrain/core/error.h"
+#include "unitrain/data/file_bytes.h"
+#include "unitrain/data/hf_tokenizer/added_tokens.h"
+#include "unitrain/data/hf_tokenizer/byte_level.h"
+#include "unitrain/data/hf_tokenizer/components.h"
+#include "unitrain/data/hf_tokenizer/json_at.h"
+#include "unitrain/data/hf_tokenizer/unicode_text.h"
+#include "unitrain/data/hf_tokenizer/word_cache.h"
+
+namespace unitrain {
+namespace {
+
+using hf::JsonAt;
+
+std::atomic<uint64_t> next_serial{1};
+
+nlohmann::json parse_json(const std::string& text, const std::string& path) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError("tokenizer '" + path + "' is not valid JSON (at byte " +
+                      std::to_string(e.byte) + "); a Hugging Face tokenizer.json was expected");
+  }
+}
+
+/// OpenAI's GPT-2 files, `encoder.json` (token -> id, read as `vocab`) and the `vocab.bpe` beside
+/// it (a "#version" line, then one merge "a b" a line), as the tokenizer.json Hugging Face's gpt2
+/// has: byte-level BPE with GPT-2's pattern, <|endoftext|> an added special token.
+nlohmann::json gpt2_tokenizer_json(nlohmann::json vocab, const std::string& bpe_path) {
+  std::istringstream lines(read_file_bytes(bpe_path, "tokenizer"));
+  nlohmann::json merges = nlohmann::json::array();
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line.rfind("#version", 0) == 0) continue;
+    merges.push_back(line);
+  }
+  nlohmann::json added = nlohmann::json::array();
+  if (vocab.contains("<|endoftext|>")) {
+    added.push_back({{"id", vocab["<|endoftext|>"]},
+                     {"content", "<|endoftext|>"},
+                     {"special", true},
+                     {"normalized", false}});
+  }
+  const nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}};
+  return {{"added_tokens", added},
+          {"pre_tokenizer", byte_level},
+          {"post_processor", byte_level},
+          {"decoder", byte_level},
+          {"model", {{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", merges}}}};
+}
+
+/// A token name from tokenizer_config.json: "<s>" or {"content": "<s>", ...}.
+std::string config_token(const nlohmann::json& config, const char* key) {
+  auto it = config.find(key);
+  if (it == config.end()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_object() && it->contains("content") && (*it)["content"].is_string()) {
+    return (*it)["content"].get<std::string>();
+  }
+  return "";
+}
+
+}  // namespace
+
+struct HfTokenizer::Parts {
+  std::string path;
+  uint64_t serial = next_serial++;
+  std::unique_ptr<hf::Normalizer> normalizer;
+  std::unique_ptr<hf::PreTokenizer> pre_tokenizer;
+  std::unique_ptr<hf::Model> model;
+  std::unique_ptr<hf::PostProcessor> post_processor;
+  std::unique_ptr<hf::Decoder> decoder;
+  std::vector<hf::AddedToken> added;
+  std::unique_ptr<hf::AddedTokenFinder> raw_tokens;         ///< found in the raw text
+  std::unique_ptr<hf::AddedTokenFinder> normalized_tokens;  ///< found after the normalizer
+  std::vector<std::string> tokens;                          ///< id -> token
+  std::vector<bool> special;                                ///< id -> an added special token
+  std::vector<int> prefix, suffix;  ///< the post_processor's ids around one text
+  int64_t bos = -1, eos = -1, pad = -1, unk = -1;
+
+  void read(const JsonAt& root);
+  void find_special_ids(const JsonAt& root);
+  int64_t id_of(const std::string& token) const;
+  void encode_text(std::string_view text, bool first, std::vector<int>& ids) const;
+};
+
+void HfTokenizer::Parts::read(const JsonAt& root) {
+  if (!root.value().is_object())
+    root.fail("should be a JSON object (a Hugging Face tokenizer.json)");
+  model = hf::make_model(root.at("model"));
+  if (auto j = root.find("normalizer")) normalizer = hf::make_normalizer(*j);
+  if (auto j = root.find("pre_tokenizer")) pre_tokenizer = hf::make_pre_tokenizer(*j);
+  if (auto j = root.find("post_processor")) post_processor = hf::make_post_processor(*j);
+  if (auto j = root.find("decoder")) decoder = hf::make_decoder(*j);
+  int64_t size = 0;
+  for (const auto& [token, id] : model->vocab()) size = std::max<int64_t>(size, id + 1);
+  if (auto list = root.find("added_tokens")) {
+    for (const JsonAt& item : list->items()) {
+      hf::AddedToken t;
+      const int64_t id = item.at("id").integer();
+      if (id < 0 || id > INT32_MAX) item.at("id").fail("is out of range");
+      t.id = static_cast<int>(id);
+      t.content = item.at("content").str();
+      if (t.content.empty()) item.at("content").fail("is empty");
+      t.special = item.bool_or("special", false);
+      t.normalized = item.bool_or("normalized", !t.special);
+      t.lstrip = item.bool_or("lstrip", false);
+      t.rstrip = item.bool_or("rstrip", false);
+      t.single_word = item.bool_or("single_word", false);
+      size = std::max<int64_t>(size, id + 1);
+      added.push_back(t);
+    }
+  }
+  tokens.assign(static_cast<size_t>(size), std::string());
+  special.assign(static_cast<size_t>(size), false);
+  for (const auto& [token, id] : model->vocab()) tokens[id] = token;
+  std::vector<const hf::AddedToken*> raw, normalized;
+  for (const hf::AddedToken& t : added) {
+    tokens[t.id] = t.content;
+    special[t.id] = t.special;
+    (t.normalized && normalizer ? normalized : raw).push_back(&t);
+  }
+  raw_tokens = std::make_unique<hf::AddedTokenFinder>(raw);
+  normalized_tokens = std::make_unique<hf::AddedTokenFinder>(normalized);
+  if (post_processor) {
+    const std::vector<int> marked =
+        post_processor->process({-7}, nullptr);  // -7: where the text's ids go
+    const auto at = std::find(marked.begin(), marked.end(), -7);
+    if (at == marked.end() || std::count(marked.begin(), marked.end(), -7) != 1) {
+      root.at("post_processor").fail("does not put a single text once ($A once in \"single\")");
+    }
+    prefix.assign(marked.begin(), at);
+    suffix.assign(at + 1, marked.end());
+  }
+  find_special_ids(root);
+}
+
+int64_t HfTokenizer::Parts::id_of(const std::string& token) const {
+  if (token.empty()) return -1;
+  for (const hf::AddedToken& t : added) {
+    if (t.content == token) return t.id;
+  }
+  auto it = model->vocab().find(token);
+  return it == model->vocab().end() ? -1 : it->second;
+}
+
+void HfTokenizer::Parts::find_special_ids(const JsonAt& root) {
+  const auto named = [&](std::initializer_list<const char*> names) -> int64_t {
+    for (const char* name : names) {
+      for (const hf::AddedToken& t : added) {
+        if (t.special && t.content == name) return t.id;
+      }
+    }
+    return -1;
+  };
+  unk = model->unk_id();
+  const auto config_path = std::filesystem::path(path).parent_path() / "tokenizer_config.json";
+  std::error_code error;
+  if (std::filesystem::is_regular_file(config_path, error)) {
+    std::ifstream in(config_path);
+    std::stringstream text;
+    text << in.rdbuf();
+    const nlohmann::json config = nlohmann::json::parse(text.str(), nullptr, false);
+    if (config.is_object()) {
+      bos = id_of(config_token(config, "bos_token"));
+      eos = id_of(config_token(config, "eos_token"));
+      pad = id_of(config_token(config, "pad_token"));
+      return;
+    }
+  }
+  if (!prefix.empty() && special[prefix.front()]) bos = prefix.front();
+  if (!suffix.empty() && special[suffix.back()]) eos = suffix.back();
+  if (bos < 0)
+    bos = named({"<s>", "<|begin_of_text|>", "<|startoftext|>", "<bos>", "[CLS]", "<|endoftext|>"});
+  if (eos < 0) eos = named({"</s>", "<|end_of_text|>", "<|endoftext|>", "<eos>", "[SEP]"});
+  if (auto padding = root.find("padding")) {
+    pad = padding->int_or("pad_id", -1);
+  } else {
+    pad = named({"<pad>", "[PAD]", "<|pad|>", "<|padding|>"});
+  }
+}
+
+void HfTokenizer::Parts::encode_text(std::string_view text, bool first,
+                                     std::vector<int>& ids) const {
+  std::string normalized;
+  if (normalizer) {
+    normalized.assign(text);
+    normalizer->normalize(normalized);
+    text = normalized;
+  }
+  hf::WordCache& cache = hf::WordCache::of(serial);
+  std::vector<int> word;
+  hf::Pieces pieces;
+  for (const hf::Segment& segment : normalized_tokens->split(text)) {
+    if (segment.id >= 0) {
+      ids.push_back(segment.id);
+      continue;
+    }
+    pieces.texts.assign(1, std::string(segment.text));
+    pieces.byte_level = false;
+    if (pre_tokenizer) pre_tokenizer->split(pieces, first && segment.text.data() == text.data());
+    // The cache's keys are the pieces before a pending byte-level mapping: a word seen before
+    // skips it.
+    for (const std::string& piece : pieces.texts) {
+      size_t count = 0;
+      if (const int* found = cache.find(piece, &count)) {
+        ids.insert(ids.end(), found, found + count);
+        continue;
+      }
+      word.clear();
+      model->tokenize(pieces.byte_level ? hf::to_byte_level(piece) : piece, word);
+      cache.insert(piece, word);
+      ids.insert(ids.end(), word.begin(), word.end());
+    }
+  }
+}
+
+HfTokenizer::HfTokenizer(const std::string& path) : parts_(std::make_unique<Parts>()) {
+  parts_->path = path;
+  nlohmann::json root = parse_json(read_file_bytes(path, "tokenizer"), path);
+  const auto bpe = std::filesystem::path(path).parent_path() / "vocab.bpe";
+  std::error_code error;
+  const bool has_model = root.is_object() && root.contains("model") && root["model"].is_object();
+  if (root.is_object() && !has_model && std::filesystem::is_regular_file(bpe, error)) {
+    root = gpt2_tokenizer_json(std::move(root), bpe.string());  // GPT-2's encoder.json
+  }
+  parts_->read(JsonAt(root, "", parts_->path));
+}
+
+HfTokenizer::~HfTokenizer() = default;
+
+std::vector<int> HfTokenizer::encode(std::string_view text) const { return encode(text, false); }
+
+std::vector<int> HfTokenizer::encode(std::string_view input, bool add_special_tokens) const {
+  const std::string repaired = hf::is_valid_utf8(input) ? std::string() : hf::valid_utf8(input);
+  const std::string_view text = repaired.empty() ? input : std::string_view(repaired);
+  std::vector<int> ids;
+  ids.reserve(text.size() / 3 + 4);
+  for (const hf::Segment& segment : parts_->raw_tokens->split(text)) {
+    if (segment.id >= 0) {
+      ids.push_back(segment.id);
+    } else if (!segment.text.empty()) {
+      parts_->encode_text(segment.text, segment.text.data() == text.data(), ids);
+    }
+  }
+  if (add_special_tokens && parts_->post_processor)
+    return parts_->post_processor->process(ids, nullptr);
+  return ids;
+}
+
+std::vector<int> HfTokenizer::encode_pair(std::string_view first, std::string_view second,
+                                          bool add_special_tokens) const {
+  const std::vector<int> a = encode(first, false), b = encode(second, false);
+  if (add_special_tokens && parts_->post_processor) return parts_->post_processor->process(a, &b);
+  std::vector<int> out = a;
+  out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
+const std::vector<int>& HfTokenizer::special_prefix() const { return parts_->prefix; }
+const std::vector<int>& HfTokenizer::special_suffix() const { return parts_->suffix; }
+
+std::string HfTokenizer::decode(const std::vector<int>& ids) const { return decode(ids, false); }
+
+std::string HfTokenizer::decode(const std::vector<int>& ids, bool skip_special_tokens) const {
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
+  for (int id : ids) {
+    UT_CHECK(id >= 0 && id < vocab_size(), "tokenizer '", parts_->path, "': id ", id,
+             " is out of range [0, ", vocab_size(), ")");
+    if (skip_special_tokens && parts_->special[id]) continue;
+    tokens.push_back(parts_->tokens[id]);
+  }
+  if (!parts_->decoder) {
+    std::string out;
+    for (size_t i = 0; i < tokens.size(); ++i) out += (i ? " " : "") + tokens[i];
+    return out;
+  }
+  parts_->decoder->decode(tokens);
+  std::string out;
+  for (const std::string& t : tokens) out += t;
+  return out;
+}
+
+std::string HfTokenizer::id_to_token(int64_t id) const {
+  UT_CHECK(id >= 0 && id < vocab_size(), "tokenizer '", parts_->path, "': id ", id,
+           " is out of range [0, ", vocab_size(), ")");
+  return parts_->tokens[id];
+}
+
+int64_t HfTokenizer::token_to_id(const std::string& token) const { return parts_->id_of(token); }
+int64_t HfTokenizer::vocab_size() const { return static_cast<int64_t>(parts_->tokens.size()); }
+int64_t HfTokenizer::bos_id() const { return parts_->bos; }
+int64_t HfTokenizer::eos_id() const { return parts_->eos; }
+int64_t HfTokenizer::pad_id() const { return parts_->pad; }
+int64_t HfTokenizer::unk_id() const { return parts_->unk; }
+const std::string& HfTokenizer::path() const { return parts_->path; }
+
+}  // namespace unitrain
