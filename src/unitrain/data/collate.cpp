@@ -25,6 +25,7 @@ class StackCollate : public Collate {
 
 struct PadArgs {
   double pad_value = 0;
+  bool pad_value_auto = true;  ///< build_data sets the tokenizer's pad id (else 0)
   std::vector<std::string> label_keys{"y"};
   int64_t ignore_index = -100;
   std::string mask_key = "attention_mask";
@@ -32,7 +33,10 @@ struct PadArgs {
   int64_t multiple_of = 1;
   static void declare(Options<PadArgs>& o) {
     using A = PadArgs;
-    o.field("pad_value", &A::pad_value).help("what sequences other than labels are padded with");
+    o.field_or_auto("pad_value", &A::pad_value, &A::pad_value_auto)
+        .def("auto")
+        .help("what sequences other than labels are padded with; auto = the pad id of the text "
+              "dataset's tokenizer (a tokenizer.json's, or a SentencePiece model's), else 0");
     o.field("label_keys", &A::label_keys)
         .help("sequences padded with ignore_index instead (the loss skips those positions)");
     o.field("ignore_index", &A::ignore_index).help("the loss's ignore index (cross_entropy: -100)");
