@@ -117,7 +117,9 @@ class Hang(common.Case):
             self.assertTrue(last["failed"], flight)
             self.assertEqual(last["end"], "in flight")
             self.assertGreater(len(flight["records"]), 10)
-            self.assertIn(f"rank {r}: {last['op']} #{last['seq']} (step ", out)
+            # The launcher prefixes the rank: the error does not say it again.
+            self.assertRegex(out, rf"\[rank {r}\] error: [^\n]*{last['op']} #{last['seq']} \(step ")
+            self.assertNotIn(f"rank {r}: {last['op']} #{last['seq']}", out)
 
     def blamed_when_rank_2_stops(self, port, torchrun):
         """3 workers, rank 2 SIGSTOPped: the ranks each of ranks 0 and 1 said did not arrive

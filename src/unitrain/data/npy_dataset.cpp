@@ -10,6 +10,7 @@
 #include "unitrain/core/mapped_file.h"
 #include "unitrain/data/array_shards.h"
 #include "unitrain/data/class_names.h"
+#include "unitrain/data/hf_tokenizer/unicode_text.h"
 #include "unitrain/data/npy_format.h"
 #include "unitrain/data/shard_paths.h"
 #include "unitrain/data/tensor_dataset.h"
@@ -103,25 +104,6 @@ class NpyColumn : public ArrayColumn {
   bool in_memory_;
 };
 
-/// Appends code point `c` to `out` as UTF-8.
-void append_utf8(uint32_t c, std::string& out) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
-}
-
 /// Element `i` of a string array: UTF-32 code units ('U') or bytes ('S'), NumPy's trailing
 /// NULs dropped; text as UTF-8.
 std::string string_element(const NpyHeader& h, const unsigned char* npy, int64_t i) {
@@ -137,7 +119,7 @@ std::string string_element(const NpyHeader& h, const unsigned char* npy, int64_t
               ? (uint32_t(u[0]) << 24 | uint32_t(u[1]) << 16 | uint32_t(u[2]) << 8 | u[3])
               : (uint32_t(u[3]) << 24 | uint32_t(u[2]) << 16 | uint32_t(u[1]) << 8 | u[0]);
       if (c == 0) break;
-      append_utf8(c, out);
+      hf::append_utf8(out, static_cast<char32_t>(c));
     }
   }
   return out.substr(0, out.find('\0'));

@@ -123,7 +123,7 @@ void initialise(torch::nn::Module& piece, const Gpt2Config& c) {
 }  // namespace
 
 Gpt2Impl::Gpt2Impl(const HfModelOptions& options)
-    : config(read_gpt2_config(options.config_path("model.args."))) {
+    : HfCausalLm("gpt2"), config(read_gpt2_config(options.config_path("model.args."))) {
   const Gpt2Config& c = config;
   const bool fresh = options.pretrained.empty();
   transformer = register_module("transformer", std::make_shared<torch::nn::Module>());
@@ -189,7 +189,7 @@ torch::Tensor Gpt2Impl::forward(torch::Tensor tokens) {
   torch::Tensor x = first[0];
   for (size_t i = 0; i < h->size(); ++i) {
     auto block = h->ptr<Gpt2BlockImpl>(i);
-    const bool recompute = checkpoint_every_ > 0 && i % size_t(checkpoint_every_) == 0;
+    const bool recompute = recomputes(i);
     x = run_unit(1 + i, [block](const torch::Tensor& in) { return block->forward(in); }, x,
                  recompute);
   }
@@ -212,18 +212,6 @@ std::vector<std::vector<torch::Tensor>> Gpt2Impl::units() {
   if (lm_head) last.push_back(lm_head->weight);
   out.push_back(std::move(last));
   return out;
-}
-
-bool Gpt2Impl::checkpoint_activations(int64_t every) {
-  UT_CHECK(every >= 0, "gpt2: activation checkpointing every ", every,
-           " blocks; give a count >= 1 (or 0 = off)");
-  checkpoint_every_ = every;
-  return true;
-}
-
-std::vector<torch::Tensor> Gpt2Impl::forward_all(const std::vector<torch::Tensor>& inputs) {
-  check_input_count("gpt2", inputs, 1, 1);
-  return forward_with_context("gpt2", inputs, [&] { return std::vector{forward(inputs[0])}; });
 }
 
 }  // namespace unitrain::models

@@ -36,6 +36,18 @@ torch::Tensor checked_tokens(const char* model, torch::Tensor tokens, int64_t ma
   return tokens.to(torch::kLong);
 }
 
+std::vector<torch::Tensor> HfCausalLm::forward_all(const std::vector<torch::Tensor>& inputs) {
+  check_input_count(type_, inputs, 1, 1);
+  return forward_with_context(type_, inputs, [&] { return std::vector{forward(inputs[0])}; });
+}
+
+bool HfCausalLm::checkpoint_activations(int64_t every) {
+  UT_CHECK(every >= 0, type_, ": activation checkpointing every ", every,
+           " blocks; give a count >= 1 (or 0 = off)");
+  checkpoint_every_ = every;
+  return true;
+}
+
 void register_hf_causal_lms() {
   register_declared_model<HfModelOptions, Gpt2Impl>(
       "gpt2",

@@ -19,21 +19,42 @@ namespace unitrain::models {
 /// Registers `gpt2` and `llama` (called by register_builtin_models()).
 void register_hf_causal_lms();
 
+/// What gpt2 and llama share: one input (token ids), one prediction (logits), blocks that
+/// recompute their activations, the Hugging Face folder they came from.
+class HfCausalLm : public Model {
+ public:
+  /// Token ids [B, T] -> logits [B, T, vocab].
+  virtual torch::Tensor forward(torch::Tensor tokens) = 0;
+  std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& inputs) override;
+  /// Blocks 0, every, 2 * every, ... recompute their activations in backward; 0 = none.
+  bool checkpoint_activations(int64_t every) override;
+  const HfModelInfo* hf_info() const override { return &info_; }
+
+ protected:
+  explicit HfCausalLm(const char* type) : type_(type) {}
+  /// Whether block `i` recomputes its activations.
+  bool recomputes(size_t i) const {
+    return checkpoint_every_ > 0 && i % static_cast<size_t>(checkpoint_every_) == 0;
+  }
+  HfModelInfo info_;
+
+ private:
+  const char* type_;
+  int64_t checkpoint_every_ = 0;
+};
+
 /// GPT-2 (GPT2LMHeadModel): token + learned position embeddings, pre-LayerNorm blocks of causal
 /// self-attention and a GELU MLP (Conv1D weights [in, out]: y = x W + b), ln_f, a head tied to
 /// the token embeddings (or `lm_head.weight` when tie_word_embeddings is false).
 /// Parameters: `transformer.{wte, wpe}.weight`, `transformer.h.<i>.{ln_1, attn.c_attn,
 /// attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj}.{weight, bias}`, `transformer.ln_f.{weight, bias}`.
 /// forward: token ids [B, T], T <= n_positions -> logits [B, T, vocab_size].
-class Gpt2Impl : public Model {
+class Gpt2Impl : public HfCausalLm {
  public:
   explicit Gpt2Impl(const HfModelOptions& options);
-  torch::Tensor forward(torch::Tensor tokens);
-  std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& inputs) override;
-  bool checkpoint_activations(int64_t every) override;
+  torch::Tensor forward(torch::Tensor tokens) override;
   /// The embeddings, each block, then ln_f (with lm_head when untied).
   std::vector<std::vector<torch::Tensor>> units() override;
-  const HfModelInfo* hf_info() const override { return &info_; }
 
   Gpt2Config config;
   std::shared_ptr<torch::nn::Module> transformer;
@@ -41,10 +62,6 @@ class Gpt2Impl : public Model {
   torch::nn::ModuleList h{nullptr};
   torch::nn::LayerNorm ln_f{nullptr};
   torch::nn::Linear lm_head{nullptr};  ///< null when tied
-
- private:
-  HfModelInfo info_;
-  int64_t checkpoint_every_ = 0;
 };
 
 /// Llama (LlamaForCausalLM, Llama 2 and 3): token embeddings, pre-RMSNorm blocks (RMSNorm in
@@ -56,15 +73,12 @@ class Gpt2Impl : public Model {
 /// `.bias`), `model.layers.<i>.mlp.{gate,up,down}_proj.weight` (and `.bias`),
 /// `model.norm.weight`, `lm_head.weight` (untied).
 /// forward: token ids [B, T], T <= max_position_embeddings -> logits [B, T, vocab_size].
-class LlamaImpl : public Model {
+class LlamaImpl : public HfCausalLm {
  public:
   explicit LlamaImpl(const HfModelOptions& options);
-  torch::Tensor forward(torch::Tensor tokens);
-  std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& inputs) override;
-  bool checkpoint_activations(int64_t every) override;
+  torch::Tensor forward(torch::Tensor tokens) override;
   /// The embeddings, each block, then the norm (with lm_head when untied).
   std::vector<std::vector<torch::Tensor>> units() override;
-  const HfModelInfo* hf_info() const override { return &info_; }
 
   LlamaConfig config;
   std::shared_ptr<torch::nn::Module> body;  ///< `model.`
@@ -76,9 +90,7 @@ class LlamaImpl : public Model {
  private:
   /// Rotary cos and sin for positions [0, t), [t, head_dim], in float32 on `device`.
   std::pair<torch::Tensor, torch::Tensor> rotary(int64_t t, const torch::Device& device) const;
-  HfModelInfo info_;
   torch::Tensor inv_freq_;  ///< [head_dim / 2], float32, CPU
-  int64_t checkpoint_every_ = 0;
 };
 
 }  // namespace unitrain::models

@@ -145,7 +145,7 @@ torch::Tensor inverse_frequencies(const LlamaConfig& c) {
 }  // namespace
 
 LlamaImpl::LlamaImpl(const HfModelOptions& options)
-    : config(read_llama_config(options.config_path("model.args."))) {
+    : HfCausalLm("llama"), config(read_llama_config(options.config_path("model.args."))) {
   const LlamaConfig& c = config;
   const bool fresh = options.pretrained.empty();
   inv_freq_ = inverse_frequencies(c);
@@ -211,7 +211,7 @@ torch::Tensor LlamaImpl::forward(torch::Tensor tokens) {
   sin = sin.to(x.scalar_type());
   for (size_t i = 0; i < layers->size(); ++i) {
     auto block = layers->ptr<LlamaBlockImpl>(i);
-    const bool recompute = checkpoint_every_ > 0 && i % size_t(checkpoint_every_) == 0;
+    const bool recompute = recomputes(i);
     x = run_unit(
         1 + i,
         [block, cos = cos, sin = sin](const torch::Tensor& in) { return block->forward(in, cos, sin); },
@@ -237,18 +237,6 @@ std::vector<std::vector<torch::Tensor>> LlamaImpl::units() {
   if (lm_head) last.push_back(lm_head->weight);
   out.push_back(std::move(last));
   return out;
-}
-
-bool LlamaImpl::checkpoint_activations(int64_t every) {
-  UT_CHECK(every >= 0, "llama: activation checkpointing every ", every,
-           " blocks; give a count >= 1 (or 0 = off)");
-  checkpoint_every_ = every;
-  return true;
-}
-
-std::vector<torch::Tensor> LlamaImpl::forward_all(const std::vector<torch::Tensor>& inputs) {
-  check_input_count("llama", inputs, 1, 1);
-  return forward_with_context("llama", inputs, [&] { return std::vector{forward(inputs[0])}; });
 }
 
 }  // namespace unitrain::models
