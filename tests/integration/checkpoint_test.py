@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 import zlib
 
 import torch
@@ -320,6 +321,25 @@ class Checkpoints(common.Case):
                                 load(os.path.join(checkpoints(run_dir)[-1], "model.pt")))
             self.assertEqual(without_time(read_jsonl(os.path.join(full, "metrics.jsonl"))),
                              without_time(read_jsonl(metrics)))
+
+    def test_a_fast_double_ctrl_c_shows_both_acknowledgements(self):
+        run_dir = os.path.join(self.dir, "double")
+        # Steps of 300 ms: the second Ctrl-C (50 ms after the first, apart enough not to merge
+        # with it) comes while the first still waits for its step to end.
+        p = subprocess.Popen([common.BIN, "train", self.config(), "--run_dir", run_dir,
+                              "--checkpoint.every", "null", "--train.max_length", "30 epochs"]
+                             + common.slow_steps(300),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        metrics = os.path.join(run_dir, "metrics.jsonl")
+        self.assertTrue(wait_for(lambda: os.path.exists(metrics) and len(read_jsonl(metrics)) >= 2))
+        p.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+        p.send_signal(signal.SIGINT)
+        out = p.communicate(timeout=120)[0]
+        self.assertIn("interrupt: stopping after this step with a checkpoint", out)
+        self.assertIn("second interrupt: exiting now, without a checkpoint", out)
+        self.assertLess(out.index("interrupt: stopping"), out.index("second interrupt"), out)
+        self.assertEqual(p.returncode, 130, out)
 
     def test_sigkill_during_a_save_keeps_the_previous_checkpoint(self):
         run_dir = os.path.join(self.dir, "kill")

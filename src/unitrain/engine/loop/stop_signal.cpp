@@ -49,6 +49,13 @@ void on_stop_signal(int sig) {
     [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
     ::_exit(128 + SIGINT);
   }
+  if (g_received == 0 && sig == SIGINT) {
+    // Said at once: a second Ctrl-C right after must not be the first word the user reads.
+    static const char msg[] =
+        "\ninterrupt: stopping after this step with a checkpoint (Ctrl-C again: exit now, "
+        "without one)\n";
+    [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+  }
   if (g_received == 0) g_received = sig;  // the first one is the run's outcome
 }
 
