@@ -61,6 +61,31 @@ TEST(ArrivalBoard, NamesTheRanksThatDidNotArrive) {
   EXPECT_TRUE(test::contains(lines[2], "rank 5: never published")) << lines[2];
 }
 
+TEST(ArrivalBoard, ANoticeBehindACollectiveThisRankCompletedIsSeenThere) {
+  // Rank 1's last beat was at #159; #160 completed here, so rank 1 was in it (issue 48: the
+  // report named #159, one collective stale). A notice already past it, this rank's own and a
+  // failed one stay as they are.
+  std::vector<std::optional<RankNotice>> notices{arrival_notice(1, 158), arrival_notice(2, 159),
+                                                 arrival_notice(3, 161), arrival_notice(4, 150, true),
+                                                 std::nullopt};
+  CollectiveRecord done;
+  done.seq = 160;
+  done.op = "reduce_scatter";
+  done.step = 15;
+  done.phase = "backward";
+  done.end = 1001;
+  raise_to_completed(notices, 0, done);
+  EXPECT_EQ(notices[0]->seq, 158);  // this rank's own
+  EXPECT_EQ(notices[1]->collective(), "reduce_scatter #160 (step 15, backward)");
+  EXPECT_EQ(notices[2]->seq, 161);
+  EXPECT_EQ(notices[3]->seq, 150);
+  EXPECT_FALSE(notices[4]);
+  done.end = -1;  // still in flight here: no evidence about the others
+  notices[1]->seq = 159;
+  raise_to_completed(notices, 0, done);
+  EXPECT_EQ(notices[1]->seq, 159);
+}
+
 TEST(ArrivalBoard, ARankThatTrainedWithoutACollectiveIsSeenWhereItsTrainingWas) {
   // Rank 1 stopped having published no collective of its own, but 5 steps into training.
   RankNotice n = arrival_notice(3, -1);

@@ -67,6 +67,21 @@ std::string last_seen(const RankNotice& n) {
 
 }  // namespace
 
+void raise_to_completed(std::vector<std::optional<RankNotice>>& notices, int me,
+                        const CollectiveRecord& done) {
+  if (done.seq < 0 || done.end < 0 || done.failed) return;
+  for (size_t r = 0; r < notices.size(); ++r) {
+    auto& n = notices[r];
+    if (int(r) == me || !n || n->failed || n->seq >= done.seq) continue;
+    n->seq = done.seq;
+    n->op = done.op;
+    n->step = done.step;
+    n->phase = done.phase;
+    n->bucket = done.bucket;
+    n->in_flight = false;
+  }
+}
+
 std::vector<std::string> ranks_not_arrived(int64_t seq, int me,
                                            const std::vector<std::optional<RankNotice>>& first,
                                            const std::vector<std::optional<RankNotice>>& second,
@@ -220,9 +235,17 @@ ArrivalReport ArrivalBoard::compare(int64_t seq) {
     return report;
   }
   std::this_thread::sleep_for(2 * interval_ + std::chrono::milliseconds(100));
-  const Read second = read_all();
+  Read second = read_all();
   const double now = unix_seconds();
   if (second.error.empty()) {
+    // The newest collective before `seq` this rank completed: every rank was in it.
+    for (int64_t k = seq - 1; k >= 0 && k >= seq - 16; --k) {
+      const CollectiveRecord done = recorder_.find(k);
+      if (done.seq == k && done.end >= 0 && !done.failed) {
+        raise_to_completed(second.notices, rank_, done);
+        break;
+      }
+    }
     report.missing = ranks_not_arrived(seq, rank_, first.notices, second.notices, now);
     return report;
   }

@@ -53,6 +53,12 @@ std::vector<std::string> ranks_not_arrived(int64_t seq, int me,
                                            const std::vector<std::optional<RankNotice>>& second,
                                            double now);
 
+/// Each notice of another rank (not `me`) older than `done` — a collective this rank completed,
+/// so every rank took part in it — brought up to it: a notice is published on a beat and may
+/// lag a collective or two behind where its rank was last seen.
+void raise_to_completed(std::vector<std::optional<RankNotice>>& notices, int me,
+                        const CollectiveRecord& done);
+
 /// From one read of every rank's notice (the store went away before a second could be taken):
 /// the ranks whose notice is older than `stale_after` seconds at `now` (their publisher stopped
 /// beating before the store went), named as ranks_not_arrived() names a rank that shows no sign
