@@ -125,6 +125,50 @@ const std::initializer_list<const char*> kCommonHarmless = {
     "_attn_implementation", "attn_implementation", "quantization_config_applied",
     "torchscript", "pruned_heads_applied", "keys_to_ignore_at_inference"};
 
+/// Llama's rotary embeddings: rope_theta and rope_scaling (transformers 4), or both inside
+/// rope_parameters (transformers 5); the scalings llama computes (default, linear, llama3).
+void read_rope(ConfigFile& f, LlamaConfig& c) {
+  f.number("rope_theta", c.rope_theta, 1e-9, 1e30);
+  f.harmless({"rope_scaling", "rope_parameters"});
+  nlohmann::json scaling;
+  const char* scaling_key = f.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
+  if (f.has(scaling_key)) scaling = f.at(scaling_key);
+  if (!scaling.is_null()) {
+    UT_CHECK(scaling.is_object(), f.where(scaling_key), " must be an object, got ", scaling.dump());
+    const std::string type = scaling.value("rope_type", scaling.value("type", std::string("default")));
+    auto num = [&](const char* k, double& out) {
+      if (!scaling.contains(k)) return;
+      UT_CHECK(scaling.at(k).is_number(), f.where(scaling_key), ".", k, " must be a number, got ",
+               scaling.at(k).dump());
+      out = scaling.at(k).get<double>();
+    };
+    num("rope_theta", c.rope_theta);
+    if (type == "llama3" || type == "linear") {
+      c.rope_type = type;
+      UT_CHECK(scaling.contains("factor"), f.where(scaling_key), ".factor is missing (", type,
+               " scaling needs it)");
+      num("factor", c.rope_factor);
+      UT_CHECK(c.rope_factor > 0, f.where(scaling_key), ".factor must be > 0, got ", c.rope_factor);
+    }
+    if (type == "llama3") {
+      num("low_freq_factor", c.low_freq_factor);
+      num("high_freq_factor", c.high_freq_factor);
+      double original = double(c.original_max_position_embeddings);
+      num("original_max_position_embeddings", original);
+      c.original_max_position_embeddings = int64_t(original);
+      UT_CHECK(c.high_freq_factor != c.low_freq_factor, f.where(scaling_key),
+               ": high_freq_factor and low_freq_factor must differ");
+    }
+    UT_CHECK(type == "default" || type == "llama3" || type == "linear", f.where(scaling_key),
+             " has rope_type '", type, "'; llama computes default, linear and llama3 rotary "
+             "embeddings (not dynamic, yarn, longrope)");
+    double attention_factor = 1;
+    num("attention_factor", attention_factor);
+    UT_CHECK(attention_factor == 1, f.where(scaling_key), ".attention_factor is ",
+             attention_factor, "; llama computes rotary embeddings unscaled");
+  }
+}
+
 }  // namespace
 
 std::string HfModelOptions::config_path(const std::string& p) const {
@@ -213,47 +257,7 @@ LlamaConfig read_llama_config(const std::string& path) {
            c.num_attention_heads, ") when head_dim is not given");
   UT_CHECK(c.head_width() % 2 == 0, f.where("head_dim"), ": rotary embeddings need an even head "
            "width, got ", c.head_width());
-  // Rotary embeddings: rope_theta and rope_scaling (transformers 4), or both inside
-  // rope_parameters (transformers 5).
-  f.number("rope_theta", c.rope_theta, 1e-9, 1e30);
-  f.harmless({"rope_scaling", "rope_parameters"});
-  nlohmann::json scaling;
-  const char* scaling_key = f.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
-  if (f.has(scaling_key)) scaling = f.at(scaling_key);
-  if (!scaling.is_null()) {
-    UT_CHECK(scaling.is_object(), f.where(scaling_key), " must be an object, got ", scaling.dump());
-    const std::string type = scaling.value("rope_type", scaling.value("type", std::string("default")));
-    auto num = [&](const char* k, double& out) {
-      if (!scaling.contains(k)) return;
-      UT_CHECK(scaling.at(k).is_number(), f.where(scaling_key), ".", k, " must be a number, got ",
-               scaling.at(k).dump());
-      out = scaling.at(k).get<double>();
-    };
-    num("rope_theta", c.rope_theta);
-    if (type == "llama3" || type == "linear") {
-      c.rope_type = type;
-      UT_CHECK(scaling.contains("factor"), f.where(scaling_key), ".factor is missing (", type,
-               " scaling needs it)");
-      num("factor", c.rope_factor);
-      UT_CHECK(c.rope_factor > 0, f.where(scaling_key), ".factor must be > 0, got ", c.rope_factor);
-    }
-    if (type == "llama3") {
-      num("low_freq_factor", c.low_freq_factor);
-      num("high_freq_factor", c.high_freq_factor);
-      double original = double(c.original_max_position_embeddings);
-      num("original_max_position_embeddings", original);
-      c.original_max_position_embeddings = int64_t(original);
-      UT_CHECK(c.high_freq_factor != c.low_freq_factor, f.where(scaling_key),
-               ": high_freq_factor and low_freq_factor must differ");
-    }
-    UT_CHECK(type == "default" || type == "llama3" || type == "linear", f.where(scaling_key),
-             " has rope_type '", type, "'; llama computes default, linear and llama3 rotary "
-             "embeddings (not dynamic, yarn, longrope)");
-    double attention_factor = 1;
-    num("attention_factor", attention_factor);
-    UT_CHECK(attention_factor == 1, f.where(scaling_key), ".attention_factor is ",
-             attention_factor, "; llama computes rotary embeddings unscaled");
-  }
+  read_rope(f, c);
   f.refuse_unless("pretraining_tp", 1, "llama computes its products whole (set it to 1: the "
                   "math is the same, sliced)");
   for (const char* key : {"sliding_window", "attn_logit_softcapping", "final_logit_softcapping",
