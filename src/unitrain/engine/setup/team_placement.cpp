@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "unitrain/engine/setup/openmp_waits.h"
+#include "unitrain/engine/setup/turn_ticks.h"
 
 namespace unitrain {
 namespace {
@@ -73,6 +74,8 @@ TeamPlacement::TeamPlacement(int64_t threads)
 
 TeamPlacement::~TeamPlacement() { place(0); }
 
+bool TeamPlacement::ticking() const { return ticks_ != nullptr; }
+
 void TeamPlacement::place(int64_t cpus) {
   std::vector<int> want = all_;
   if (cpus > 0 && cpus < int64_t(all_.size())) {
@@ -90,8 +93,17 @@ void TeamPlacement::place(int64_t cpus) {
   if (confined && !short_waits_ && can_shorten_waits_) {
     short_waits_ = std::make_unique<ShortOpenMpWaits>();
   }
-  if (want != now_) set_team_cpus(want);
+  if (want != now_) {
+    // The ticks stop first: they are threads started while the team was confined.
+    ticks_.reset();
+    set_team_cpus(want);
+  }
   if (!confined) short_waits_.reset();
+  // More team threads than CPUs take turns on them: a spinning one yields within a tick of
+  // ours, not the kernel's.
+  if (confined && int64_t(want.size()) < threads_ && !ticks_) {
+    ticks_ = std::make_unique<TurnTicks>(want);
+  }
 }
 
 void TeamPlacement::set_team_cpus(const std::vector<int>& cpus) {

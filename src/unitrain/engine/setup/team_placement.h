@@ -9,7 +9,8 @@
 // ran 8x slower than with 1 thread (docs/performance.md, "A busy machine"). Confined to the CPUs
 // the others leave free, the team's threads take turns there (the kernel moves the other
 // programs to the rest) and run as fast as fewer threads would; they must then sleep, not spin,
-// while they wait (ShortOpenMpWaits).
+// while they wait (ShortOpenMpWaits), and where a kernel spins anyway the turns must come
+// often (TurnTicks).
 #include <cstdint>
 #include <sys/types.h>
 
@@ -21,6 +22,7 @@
 namespace unitrain {
 
 class ShortOpenMpWaits;
+class TurnTicks;
 
 class TeamPlacement {
  public:
@@ -46,6 +48,8 @@ class TeamPlacement {
   void place(int64_t cpus);
   /// The CPUs the team may use now (sched_getaffinity's numbers).
   const std::vector<int>& cpus() const { return now_; }
+  /// Whether TurnTicks run on the team's CPUs (confined to fewer CPUs than it has threads).
+  bool ticking() const;
 
  private:
   void set_team_cpus(const std::vector<int>& cpus);
@@ -56,6 +60,7 @@ class TeamPlacement {
   std::set<pid_t> before_confined_;  ///< this process's threads when the team was confined
   bool can_shorten_waits_ = false;  ///< ShortOpenMpWaits::unavailable_reason() was ""
   std::unique_ptr<ShortOpenMpWaits> short_waits_;
+  std::unique_ptr<TurnTicks> ticks_;
 };
 
 }  // namespace unitrain
