@@ -240,6 +240,25 @@ class Distributed(common.Case):
         self.assertIn(f"cannot host the rendezvous at 127.0.0.1:{port}", out)
         self.assertIn("port in use", out)
 
+    def test_ranks_given_different_world_sizes_are_a_clear_error_not_a_hang(self):
+        # Rank 0 told 3 ranks, rank 1 two (ranks started by hand, or by two launchers): both
+        # name the disagreement as soon as they meet, long before the 120 s timeout.
+        cfg, _ = self.config("disagree", batch=32)
+        base = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT="29567")
+        procs = [subprocess.Popen([common.BIN, "train", cfg, "--distributed.timeout", "120"],
+                                  env=dict(base, RANK=str(r), WORLD_SIZE=str(w)),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                 for r, w in ((0, 3), (1, 2))]
+        t0 = time.time()
+        outs = [p.communicate(timeout=100)[0] for p in procs]
+        self.assertLess(time.time() - t0, 60, outs)
+        for p, out in zip(procs, outs):
+            self.assertNotEqual(p.returncode, 0, out)
+        self.assertIn("rank 1 (", outs[1])
+        self.assertIn("was started for a world of 2 (WORLD_SIZE=2), rank 0 (", outs[1])
+        self.assertIn("for a world of 3: every rank must be given the same world size", outs[1])
+        self.assertIn("was started for a world of 3 (WORLD_SIZE=3), rank 1 (", outs[0])
+
     def test_a_backend_that_cannot_reduce_on_the_device_is_refused_before_joining(self):
         # NCCL with train.device cpu (Gloo with a GPU, its mirror, is tested through
         # DistributedOptions in tests/parallel/): exit 2 naming both keys, no rendezvous tried.

@@ -240,6 +240,7 @@ DistEnv read_dist_env(const GetEnv& getenv) {
     e.store_file = file;
   }
   check(e, rank_var, size_var);
+  e.world_size_variable = size_var;
   return e;
 }
 

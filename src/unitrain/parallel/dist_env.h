@@ -30,6 +30,9 @@ struct DistEnv {
   /// a TCP store, so no socket listens for it. `unitrain launch` on one machine sets it to a
   /// file in a fresh folder only its user can open.
   std::string store_file;
+  /// The launcher's variable that gave world_size (WORLD_SIZE, SLURM_NTASKS, PMI_SIZE, ...),
+  /// for messages.
+  std::string world_size_variable = "WORLD_SIZE";
 
   bool distributed() const { return world_size > 1; }
   /// Every rank runs on this machine (LOCAL_WORLD_SIZE == WORLD_SIZE).

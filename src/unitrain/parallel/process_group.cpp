@@ -23,9 +23,11 @@
 #include "unitrain/compat/tcp_store_options.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
+#include "unitrain/core/host_name.h"
 #include "unitrain/parallel/arrival_board.h"
 #include "unitrain/parallel/collective_error.h"
 #include "unitrain/parallel/listen_address.h"
+#include "unitrain/parallel/roll_call.h"
 #ifdef UNITRAIN_CUDA
 #include "unitrain/parallel/nccl_group.h"
 #endif
@@ -55,6 +57,12 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const ProcessGroupOptions
   }
 }
 
+/// roll_call with the run's log for its note.
+void call_the_roll(c10d::Store& store, const DistEnv& env, const ProcessGroupOptions& options) {
+  roll_call(store, env, host_name(), options.timeout,
+            [](const std::string& note) { spdlog::info("{}", note); });
+}
+
 }  // namespace
 
 std::shared_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env,
@@ -75,6 +83,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env,
       throw TrainError("rank " + std::to_string(env.rank) + " cannot use the rendezvous file " +
                        env.store_file + " (UNITRAIN_STORE_FILE): " + first_line(e.what()));
     }
+    call_the_roll(*store, env, group_options);
     return over_store(store, env.rank, env.world_size, group_options);
   }
   c10d::TCPStoreOptions store_options = tcp_store_options();
@@ -114,6 +123,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env,
     store = c10::make_intrusive<c10d::PrefixStore>(
         "/worker/attempt_" + std::to_string(env.restart_count), store);
   }
+  call_the_roll(*store, env, group_options);
   return over_store(store, env.rank, env.world_size, group_options);
 }
 
