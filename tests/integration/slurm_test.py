@@ -4,7 +4,10 @@ forms one group of 2 and ends bitwise equal to `unitrain launch --nproc-per-node
 script of docs/distributed.md, as written but for one node and a short time limit, gets Slurm's
 own time-limit SIGUSR1 mid-run, srun exits 75, the script requeues the job, and the requeued job
 resumes and ends COMPLETED, bitwise equal to the uninterrupted run; `scancel -s TERM` of a
-running job does the same. No variable is set by hand: the workers read Slurm's."""
+running job, `scontrol requeue` of it and its preemption by a job of a higher-priority partition
+(PreemptMode=REQUEUE) do the same; SIGUSR1 sent to `srun -n 2` at moments spread over the run's
+life is never fatal and the same command resumes bitwise. No variable is set by hand: the workers
+read Slurm's."""
 import os
 import re
 import shutil
@@ -59,8 +62,14 @@ JobRequeue=1
 KillWait=10
 MinJobAge=600
 MailProg=/bin/true
+# Preemption: a job of partition high takes the node from a job of partition low, which Slurm
+# signals (SIGTERM at once, SIGKILL after GraceTime) and puts back in the queue.
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
 NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
 PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+PartitionName=low Nodes={host} MaxTime=INFINITE State=UP OverSubscribe=NO PriorityTier=1 GraceTime=30
+PartitionName=high Nodes={host} MaxTime=INFINITE State=UP OverSubscribe=NO PriorityTier=2
 """
 
 
@@ -179,6 +188,19 @@ class Slurm(common.Case):
                         f"job {job_id}: {self.job(job_id)}" + self.log("slurmctld"))
         return self.job(job_id)
 
+    def running_job(self, cfg, run_dir, out, extra=""):
+        """docs/distributed.md's script submitted with a time limit that never comes (`extra`:
+        more #SBATCH lines), once its run has logged twice; its job id."""
+        script = self.docs_script(cfg, out, time_limit="30", signal_at="USR1@60")
+        if extra:
+            script = script.replace("#SBATCH --job-name=unitrain", "#SBATCH --job-name=unitrain\n" + extra)
+        job_id = self.submit(script)
+        metrics = os.path.join(run_dir, "metrics.jsonl")
+        self.assertTrue(wait_for(lambda: os.path.exists(metrics) and
+                                 len(common.read_jsonl(metrics)) >= 2, timeout=120),
+                        self.log("slurmctld"))
+        return job_id
+
     def docs_script(self, cfg, out, time_limit="1", signal_at="USR1@50", slow_ms=300):
         """docs/distributed.md's script on this one-node cluster: 2 tasks, a short time limit,
         this test's binary and config; nothing else changed."""
@@ -225,12 +247,7 @@ class Slurm(common.Case):
         full = self.launched(60, 0)
         cfg, run_dir = self.config("scancel", 60)
         out = os.path.join(self.dir, "job.out")
-        # A time limit that never comes: only scancel's SIGTERM stops the first segment.
-        job_id = self.submit(self.docs_script(cfg, out, time_limit="30", signal_at="USR1@60"))
-        metrics = os.path.join(run_dir, "metrics.jsonl")
-        self.assertTrue(wait_for(lambda: os.path.exists(metrics) and
-                                 len(common.read_jsonl(metrics)) >= 2, timeout=120),
-                        self.log("slurmctld"))
+        job_id = self.running_job(cfg, run_dir, out)
         subprocess.run(["scancel", "--signal=TERM", str(job_id)], check=True)
         job = self.wait_until_done(job_id, 180)
         with open(out) as f:
@@ -239,6 +256,83 @@ class Slurm(common.Case):
         self.assertEqual(int(job["Restarts"]), 1, log)
         self.assertIn("stopped by SIGTERM: checkpoint saved; exit 75", log)
         self.assert_same(full, self.weights(run_dir))
+
+    def test_scontrol_requeue_of_a_running_job_resumes_exactly(self):
+        # Slurm sends the job's steps SIGTERM (SIGKILL KillWait = 10 s later) and queues it again.
+        full = self.launched(60, 0)
+        cfg, run_dir = self.config("requeue", 60)
+        out = os.path.join(self.dir, "job.out")
+        job_id = self.running_job(cfg, run_dir, out)
+        subprocess.run(["scontrol", "requeue", str(job_id)], check=True)
+        job = self.wait_until_done(job_id, 180)
+        with open(out) as f:
+            log = f.read()
+        self.assertEqual(job["JobState"], "COMPLETED", log)
+        self.assertGreaterEqual(int(job["Restarts"]), 1, log)
+        self.assertIn("stopped by SIGTERM: checkpoint saved; exit 75", log)
+        self.assertIn("resumed from", log)
+        self.assert_same(full, self.weights(run_dir))
+
+    def test_preemption_by_a_higher_priority_partition_requeues_and_resumes_exactly(self):
+        full = self.launched(60, 0)
+        cfg, run_dir = self.config("preempted", 60)
+        out = os.path.join(self.dir, "job.out")
+        low = self.running_job(cfg, run_dir, out, extra="#SBATCH --partition=low")
+        # A job that needs the whole node: Slurm preempts the low one (SIGTERM, requeue).
+        high = int(subprocess.run(["sbatch", "--partition=high", "--exclusive", "--output=/dev/null",
+                                   "--wrap", "sleep 2"], capture_output=True, text=True,
+                                  check=True).stdout.split()[-1])
+        self.assertEqual(self.wait_until_done(high, 120)["JobState"], "COMPLETED",
+                         self.log("slurmctld"))
+        job = self.wait_until_done(low, 180)
+        with open(out) as f:
+            log = f.read()
+        self.assertEqual(job["JobState"], "COMPLETED", log)
+        self.assertGreaterEqual(int(job["Restarts"]), 1, log)
+        self.assertIn("stopped by SIGTERM: checkpoint saved; exit 75", log)
+        self.assertIn("resumed from", log)
+        self.assert_same(full, self.weights(run_dir))
+
+    def test_slurms_signal_at_any_moment_of_the_tasks_is_never_fatal(self):
+        # `scancel --signal=USR1` (Slurm's slurmd signals the tasks, as its --signal does) from
+        # the moment the tasks exist to their end: srun returns 75 (saved) or 0 (done), never
+        # death by the signal, and the same command resumes bitwise.
+        full = self.launched(30, 50)
+        outcomes = []
+        for i, at in enumerate((0.0, 0.3, 1.0, 2.5)):
+            cfg, run_dir = self.config(f"srun-signal-{i}", 30)
+            cmd = ["srun", "-n", "2", common.BIN, "train", cfg] + common.slow_steps(50)
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            job = []
+            self.assertTrue(wait_for(lambda: job.extend(self.job_of_task(cfg)) or job,
+                                     timeout=60, interval=0.002), "no task started")
+            time.sleep(at)
+            subprocess.run(["scancel", "--signal=USR1", job[0]], check=True)
+            out = p.communicate(timeout=120)[0]
+            outcomes.append(f"{at} s: {p.returncode}")
+            self.assertIn(p.returncode, (0, 75), f"SIGUSR1 {at} s after the tasks started:\n{out}")
+            if p.returncode == 75:
+                again = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+                self.assertEqual(again.returncode, 0, again.stdout + again.stderr)
+            self.assert_same(full, self.weights(run_dir))
+        print("srun -n 2, Slurm's SIGUSR1 at: " + ", ".join(outcomes))
+
+    @staticmethod
+    def job_of_task(cfg):
+        """[SLURM_JOB_ID] of a running task whose command line names `cfg`, or []."""
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+                if cfg.encode() not in argv or argv[0].endswith(b"srun"):
+                    continue
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+            except OSError:
+                continue
+            if b"SLURM_STEP_ID" in env and b"SLURM_JOB_ID" in env:
+                return [env[b"SLURM_JOB_ID"].decode()]
+        return []
 
 
 if __name__ == "__main__":
