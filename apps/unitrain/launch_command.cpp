@@ -1,5 +1,7 @@
 // launch: this machine's workers of a distributed run.
+#include <cstdlib>
 #include <filesystem>
+#include <iostream>
 
 #include "command_line.h"
 #include "commands.h"
@@ -7,6 +9,7 @@
 #include "unitrain/engine/builtins.h"
 #include "unitrain/engine/config/load_config.h"
 #include "unitrain/launch/launcher.h"
+#include "unitrain/launch/slurm_step.h"
 
 namespace unitrain::cli {
 namespace {
@@ -66,6 +69,7 @@ class LaunchCommand : public Subcommand {
     options_.command = worker_command_;
     if (!exec_) options_.command.insert(options_.command.begin(), self_path());
     options_.workers_hold_signals = !exec_;
+    machines_from_slurm();
     return launch(options_);
   }
 
@@ -73,6 +77,22 @@ class LaunchCommand : public Subcommand {
   void take_stop_signals() override {}
 
  private:
+  /// Under srun (one task per node), the machines not given on the command line come from the
+  /// Slurm step.
+  void machines_from_slurm() {
+    const auto step = slurm_step_machines([](const char* name) { return std::getenv(name); });
+    if (!step) return;
+    if (cli_->count("--nnodes") == 0) options_.nnodes = step->nnodes;
+    if (cli_->count("--node-rank") == 0) options_.node_rank = step->node_rank;
+    if (cli_->count("--master-addr") == 0) options_.master_addr = step->master_addr;
+    if (cli_->count("--master-port") == 0) options_.master_port = step->master_port;
+    std::cout << "launch: machine " << options_.node_rank << " of " << options_.nnodes
+              << ", rendezvous at " << options_.master_addr << ":" << options_.master_port
+              << " (from the Slurm step: SLURM_STEP_NUM_NODES, SLURM_PROCID, the first host of "
+                 "SLURM_STEP_NODELIST, SLURM_JOB_ID; options given on the command line win)"
+              << std::endl;
+  }
+
   /// The process group's shape and the launcher's restart policy.
   void add_group_options() {
     cli_->add_option("--nproc-per-node", options_.nproc_per_node, "workers on this machine")

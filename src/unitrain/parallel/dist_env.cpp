@@ -142,14 +142,6 @@ const MpiLauncher* mpi_launcher(const GetEnv& getenv) {
   return nullptr;
 }
 
-/// The port a batch job's ranks meet at, from its id (as for Slurm: 15000 + its last 4 digits);
-/// `fallback` when the id does not end in digits.
-int port_of_job(std::string id, int fallback) {
-  id = id.substr(0, id.find('.'));  // PBS: "1234.server"
-  if (id.size() > 4) id = id.substr(id.size() - 4);
-  return !id.empty() && is_digits(id) ? 15000 + std::atoi(id.c_str()) : fallback;
-}
-
 /// Under PBS (Pro, OpenPBS, Torque), rank 0 runs on the first host of the job's node file: the
 /// master's address, and the port from the job's id. False when PBS_NODEFILE is not set.
 bool read_pbs_master(DistEnv& e, const GetEnv& getenv) {
@@ -214,6 +206,12 @@ void read_slurm(DistEnv& e, const GetEnv& getenv) {
 }
 
 }  // namespace
+
+int port_of_job(std::string id, int fallback) {
+  id = id.substr(0, id.find('.'));  // PBS: "1234.server"
+  if (id.size() > 4) id = id.substr(id.size() - 4);
+  return !id.empty() && is_digits(id) ? 15000 + std::atoi(id.c_str()) : fallback;
+}
 
 DistEnv read_dist_env(const GetEnv& getenv) {
   DistEnv e;

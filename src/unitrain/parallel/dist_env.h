@@ -57,6 +57,10 @@ DistEnv read_dist_env(const std::function<const char*(const char*)>& getenv);
 /// read_dist_env of this process's environment.
 DistEnv read_dist_env();
 
+/// The port a batch job's ranks meet at, from its id (Slurm's SLURM_JOB_ID, PBS's PBS_JOBID):
+/// 15000 + its last 4 digits; `fallback` when the id does not end in digits.
+int port_of_job(std::string id, int fallback);
+
 /// The host names of a Slurm node list: "node[01-03,7],login1" -> node01 node02 node03 node7
 /// login1. ConfigError naming the list when it is malformed.
 std::vector<std::string> expand_slurm_nodelist(const std::string& list);
