@@ -138,6 +138,26 @@ void read_profile(const std::string& dir, RunData& run) {
   }
 }
 
+/// The `generate` callback's samples.jsonl, when there is one; a bad line becomes a note.
+void read_samples(const std::string& dir, RunData& run) {
+  const auto text = read_text_file(dir + "/samples.jsonl");
+  if (!text) return;
+  std::istringstream lines(*text);
+  std::string line;
+  for (int n = 1; std::getline(lines, line); ++n) {
+    if (line.empty()) continue;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() ||
+        !j.value("prompt", nlohmann::json()).is_string() ||
+        !j.value("completion", nlohmann::json()).is_string()) {
+      run.notes.push_back("samples.jsonl line " + std::to_string(n) + " is not a sample");
+      continue;
+    }
+    run.generated.push_back({j["step"].get<int64_t>(), j["prompt"].get<std::string>(),
+                           j["completion"].get<std::string>()});
+  }
+}
+
 }  // namespace
 
 RunData read_run(const std::string& dir) {
@@ -180,6 +200,7 @@ RunData read_run(const std::string& dir) {
     }
   }
   read_profile(dir, run);
+  read_samples(dir, run);
   if (run.events.empty()) run.notes.push_back("metrics.jsonl has no events yet");
   return run;
 }
