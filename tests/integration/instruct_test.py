@@ -102,6 +102,23 @@ class Instruct(common.Case):
                     got = json.load(f)
                 self.assertAlmostEqual(got["perplexity"], self.perplexity(folder, text), delta=1e-4 * got["perplexity"])
 
+    def test_bad_input_is_named_with_exit_2(self):
+        folder = os.path.join(self.folders, "gpt2")
+        with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
+            json.dump({"eos_token": "<eos>", "chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}"}, f)
+        chat = common.write(os.path.join(self.dir, "chat.jsonl"),
+                            json.dumps({"messages": [{"role": "assistant", "content": "blue"}]}) + "\n")
+        cfg, _ = self.config("chat", "gpt2")
+        for args, message in (
+                (["train", cfg, "--data.train.args.paths", f"[{chat}]"],
+                 "tokenizer_config.json: its chat_template is a Jinja template"),
+                (["generate", folder, "--prompt", "sky", "--max-new-tokens", "70"], "exceed the model's 64 positions"),
+                (["generate", folder, "--prompt", "sky", "--template", "{question}"], "--template: '{question}' has '{question}'"),
+                (["generate", self.dir, "--prompt", "sky"], "is neither a Hugging Face folder")):
+            code, out = run(args)
+            self.assertEqual(code, 2, out)
+            self.assertIn(message, out)
+
     @staticmethod
     def perplexity(folder, text):
         """Debian's PyTorch on the exported folder (tests/models/hf/reference.py's forward): windows
@@ -149,6 +166,9 @@ class Instruct(common.Case):
         code, out = run(["launch", "--nproc-per-node", "2", "--master-port", "29871", "--", "train",
                          cfg, "--callbacks", f"[{generate}]"] + more)
         self.assertEqual(code, 0, out)
+        losses = [e["train/loss"] for e in common.read_jsonl(os.path.join(straight, "metrics.jsonl"))
+                  if "train/loss" in e]
+        self.assertLess(sum(losses[-2:]), 0.7 * sum(losses[:2]), losses)
         samples = common.read_jsonl(os.path.join(straight, "samples.jsonl"))
         self.assertEqual([s["step"] for s in samples], [4, 8])
         self.assertIn("generate (step 4): what is the color of sky -> ", out)
