@@ -7,6 +7,7 @@
 #include "unitrain/core/error.h"
 #include "unitrain/data/chat_template.h"
 #include "unitrain/engine/text_generator.h"
+#include "unitrain/log/console.h"
 
 namespace unitrain::cli {
 namespace {
@@ -76,6 +77,8 @@ class GenerateCommand : public Subcommand {
     const TextTemplate wrap(template_, {"prompt"}, "prompt", "--template");
     const std::vector<std::string> prompts =
         prompts_file_.empty() ? std::vector<std::string>{prompt_} : read_prompts(prompts_file_);
+    // JSON Lines on stdout: only warnings join them (the loading messages do not).
+    if (json_ || !prompts_file_.empty()) log::console_warnings_only();
     const TextGenerator generator = load_text_generator(source_, checkpoint_, tokenizer_);
     for (const std::string& p : prompts) {
       const auto [before, after] = wrap.around({});

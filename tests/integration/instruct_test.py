@@ -14,6 +14,7 @@ import sys
 import torch
 
 import common
+import tensorboard_test
 from common import run, wait_for
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -76,7 +77,8 @@ class Instruct(common.Case):
         code, out = run(["generate", source, "--prompt", "what is the color of grass", "--template",
                          "Q : {prompt} A :", "--max-new-tokens", "6", "--json"] + list(more))
         self.assertEqual(code, 0, out)
-        return json.loads(out.strip().splitlines()[-1])
+        self.assertEqual(len(out.strip().splitlines()), 1, out)  # JSON alone: no loading messages
+        return json.loads(out)
 
     def test_finetune_then_generate_from_the_run_and_its_export(self):
         for type in ("gpt2", "llama"):
@@ -172,7 +174,11 @@ class Instruct(common.Case):
         samples = common.read_jsonl(os.path.join(straight, "samples.jsonl"))
         self.assertEqual([s["step"] for s in samples], [4, 8])
         self.assertIn("generate (step 4): what is the color of sky -> ", out)
-        self.assertTrue(glob.glob(os.path.join(straight, "events.out.tfevents.*.samples")))
+        events = glob.glob(os.path.join(straight, "tensorboard", "events.out.tfevents.*.samples"))
+        self.assertEqual(len(events), 1)
+        texts = tensorboard_test.plugin_values(tensorboard_test.read_events(self, events[0]), "text")
+        self.assertEqual([(tag, step) for tag, step, _ in texts], [("samples/0", 4), ("samples/0", 8)])
+        self.assertIn(samples[-1]["completion"], texts[-1][2].tensor.string_val[0].decode())
         cfg, killed = self.config("killed", "llama", steps=8)
         args = ["launch", "--nproc-per-node", "2", "--master-port", "29875", "--", "train", cfg,
                 "--callbacks", f"[{generate}, {slow}]"] + more

@@ -99,8 +99,10 @@ TEST(RunData, TheGenerateCallbacksSamplesAreReadAndShown) {
   test::write_file(dir + "/config.yaml", "name: s\n");
   test::write_file(dir + "/metrics.jsonl", "{\"step\":4,\"train/loss\":1}\n");
   test::write_file(dir + "/samples.jsonl",
-                   "{\"step\":4,\"epoch\":0,\"prompt\":\"a <b>\",\"completion\":\"c & d\"}\n"
-                   "{\"step\":8}\n");
+                   "{\"step\":4,\"epoch\":0,\"prompt\":\"a <b>\",\"completion\":\"before\"}\n"
+                   "{\"step\":8}\n"
+                   // a resumed run generated again at step 4: the later line holds
+                   "{\"step\":4,\"epoch\":0,\"prompt\":\"a <b>\",\"completion\":\"c & d\"}\n");
   std::vector<RunData> runs{read_run(dir)};
   ASSERT_EQ(runs[0].generated.size(), 1u);
   EXPECT_EQ(runs[0].generated[0].step, 4);

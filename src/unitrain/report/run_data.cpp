@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -153,8 +154,17 @@ void read_samples(const std::string& dir, RunData& run) {
       run.notes.push_back("samples.jsonl line " + std::to_string(n) + " is not a sample");
       continue;
     }
-    run.generated.push_back({j["step"].get<int64_t>(), j["prompt"].get<std::string>(),
-                           j["completion"].get<std::string>()});
+    GeneratedSample sample{j["step"].get<int64_t>(), j["prompt"].get<std::string>(),
+                           j["completion"].get<std::string>()};
+    // A resumed run generates again at the steps after its checkpoint: the later line holds.
+    auto same = std::find_if(run.generated.begin(), run.generated.end(), [&](const auto& g) {
+      return g.step == sample.step && g.prompt == sample.prompt;
+    });
+    if (same != run.generated.end()) {
+      *same = std::move(sample);
+    } else {
+      run.generated.push_back(std::move(sample));
+    }
   }
 }
 

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <chrono>
+#include <filesystem>
 #include <tuple>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -88,13 +89,18 @@ void GenerateSamples::on_fit_start(Trainer& trainer) {
       TextTemplate(wrap, {"prompt"}, "prompt", "callbacks: generate: template").around({});
   generator_ = std::make_unique<TextGenerator>(nullptr, *model, load_tokenizer(tokenizer),
                                                generation_eos_ids(model->hf_info()->generation_config_json));
-  if (trainer.rank() == 0 && !trainer.run_dir().empty()) {
-    events_ = std::make_unique<TfRecordWriter>(trainer.run_dir() + "/" +
-                                               new_event_file_name(trainer.run_dir()) + ".samples");
-    const double now = std::chrono::duration<double>(
-                           std::chrono::system_clock::now().time_since_epoch()).count();
-    events_->write(tensorboard::file_version_event(now));
-  }
+}
+
+void GenerateSamples::open_events(const std::string& run_dir) {
+  // Beside the tensorboard tracker's files, created after its segment's first one (which a
+  // resumed run's SessionLog START opens), so that they sort after it.
+  const std::string dir = run_dir + "/tensorboard";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  events_ = std::make_unique<TfRecordWriter>(dir + "/" + new_event_file_name(dir) + ".samples");
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  events_->write(tensorboard::file_version_event(now));
 }
 
 void GenerateSamples::on_validation_end(Trainer& trainer, const MetricMap&) {
@@ -107,6 +113,7 @@ void GenerateSamples::on_validation_end(Trainer& trainer, const MetricMap&) {
   if (trainer.rank() == 0 && !trainer.run_dir().empty()) {
     out.open(trainer.run_dir() + "/samples.jsonl", std::ios::app);
   }
+  if (trainer.rank() == 0 && !trainer.run_dir().empty() && !events_) open_events(trainer.run_dir());
   const double now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   for (size_t i = 0; i < o_.prompts.size(); ++i) {

@@ -33,7 +33,8 @@ struct GenerateSamplesOptions {
 /// llama model in eval mode without gradients (the same on every rank, so that ZeRO 3's
 /// gathers match; rank 0 writes): each completion is printed, appended to run_dir/samples.jsonl
 /// ({"step", "epoch", "prompt", "completion"}) and written as a TensorBoard text summary
-/// (tag samples/<i>) to its own event file in run_dir. The model's mode is restored after.
+/// (tag samples/<i>) to an event file of its own in run_dir/tensorboard (opened at the first
+/// validation). The model's mode is restored after.
 /// ConfigError at the start of fit when the module is not the config-driven one with a gpt2
 /// or llama model, or no tokenizer is known.
 class GenerateSamples : public Callback {
@@ -48,6 +49,7 @@ class GenerateSamples : public Callback {
   void on_fit_end(Trainer& trainer, const FitResult& result) override;
 
  private:
+  void open_events(const std::string& run_dir);
   GenerateSamplesOptions o_;
   models::GenerationOptions generation_;
   std::string before_, after_;  ///< the template around the prompt
