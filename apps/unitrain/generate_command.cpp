@@ -65,7 +65,8 @@ class GenerateCommand : public Subcommand {
     cli_->add_flag("--no-cache", no_cache_, "recompute every position for each new token");
     cli_->add_option("--checkpoint", checkpoint_, "a run's: best, last or a checkpoint folder")
         ->capture_default_str();
-    cli_->add_option("--tokenizer", tokenizer_, "a tokenizer.json or .model instead of the "
+    cli_->add_option("--tokenizer", tokenizer_,
+                     "a tokenizer.json or .model instead of the "
                      "source's");
     cli_->add_flag("--json", json_, "one JSON object a prompt: completion, ids, timings");
   }
@@ -87,12 +88,8 @@ class GenerateCommand : public Subcommand {
         std::cout << g.completion << std::endl;
         continue;
       }
-      nlohmann::json j{{"prompt", p},
-                       {"completion", g.completion},
-                       {"prompt_ids", g.prompt_ids},
-                       {"ids", g.ids},
-                       {"stopped_by", g.stopped_by},
-                       {"seconds", g.seconds}};
+      nlohmann::json j{{"prompt", p},  {"completion", g.completion}, {"prompt_ids", g.prompt_ids},
+                       {"ids", g.ids}, {"stopped_by", g.stopped_by}, {"seconds", g.seconds}};
       std::cout << j.dump() << std::endl;
     }
     return 0;
@@ -100,7 +97,7 @@ class GenerateCommand : public Subcommand {
 
  private:
   std::string source_, prompt_, prompts_file_, template_ = "{prompt}", checkpoint_ = "last",
-                                                          tokenizer_;
+                                               tokenizer_;
   std::vector<std::string> stops_;
   models::GenerationOptions o_;
   bool no_cache_ = false, json_ = false;

@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
     model.forward_cached(ids.narrow(1, 0, length), cache);
     model.forward_cached(ids.narrow(1, length, 1), cache);  // warm-up
     auto start = std::chrono::steady_clock::now();
-    for (int64_t r = 0; r < reps; ++r) model.forward_cached(ids.narrow(1, length + 1 + r, 1), cache);
+    for (int64_t r = 0; r < reps; ++r)
+      model.forward_cached(ids.narrow(1, length + 1 + r, 1), cache);
     const double cached = seconds_since(start) / double(reps);
     model.forward(ids.narrow(1, 0, length + 1));  // warm-up
     start = std::chrono::steady_clock::now();

@@ -17,19 +17,27 @@ using test::config_error_of;
 /// A word-level tokenizer.json (Whitespace pre-tokenizer): <unk> 0, the words 1.., <eos> last;
 /// tokenizer_config.json beside it names eos (and `chat_template` when given).
 std::string write_tokenizer(const std::string& dir, const std::string& chat_template = "") {
-  const std::vector<std::string> words{"<unk>", "###", "Instruction", ":", "Response", "sky",
-                                       "blue", "grass", "green", "what", "is", "<|user|>",
-                                       "<|assistant|>", "hi", "hello", "<eos>"};
+  const std::vector<std::string> words{
+      "<unk>", "###",  "Instruction", ":",        "Response",      "sky", "blue",  "grass",
+      "green", "what", "is",          "<|user|>", "<|assistant|>", "hi",  "hello", "<eos>"};
   nlohmann::json vocab = nlohmann::json::object(), added = nlohmann::json::array();
   for (size_t i = 0; i < words.size(); ++i) {
     vocab[words[i]] = i;
     if (words[i].front() == '<') {
-      added.push_back({{"id", i}, {"content", words[i]}, {"single_word", false}, {"lstrip", false},
-                       {"rstrip", false}, {"normalized", false}, {"special", true}});
+      added.push_back({{"id", i},
+                       {"content", words[i]},
+                       {"single_word", false},
+                       {"lstrip", false},
+                       {"rstrip", false},
+                       {"normalized", false},
+                       {"special", true}});
     }
   }
-  nlohmann::json tok{{"version", "1.0"}, {"added_tokens", added}, {"normalizer", nullptr},
-                     {"pre_tokenizer", {{"type", "Whitespace"}}}, {"post_processor", nullptr},
+  nlohmann::json tok{{"version", "1.0"},
+                     {"added_tokens", added},
+                     {"normalizer", nullptr},
+                     {"pre_tokenizer", {{"type", "Whitespace"}}},
+                     {"post_processor", nullptr},
                      {"decoder", nullptr},
                      {"model", {{"type", "WordLevel"}, {"vocab", vocab}, {"unk_token", "<unk>"}}}};
   nlohmann::json config{{"eos_token", "<eos>"}};
@@ -51,35 +59,41 @@ std::vector<int64_t> ids(const torch::Tensor& t) {
 
 TEST(InstructDataset, LabelsOnTheResponseAndEosOnly) {
   const std::string dir = test::temp_dir();
-  InstructOptions o = options(dir, R"({"prompt": "what is sky", "response": "blue"})" "\n");
+  InstructOptions o = options(dir, R"({"prompt": "what is sky", "response": "blue"})"
+                                   "\n");
   o.template_text = "### Instruction : {prompt} ### Response :";
   const Batch b = InstructDataset(o).get(0);
   // ### Instruction : what is sky ### Response : blue <eos>
   const std::vector<int64_t> all{1, 2, 3, 9, 10, 5, 1, 4, 3, 6, 15};
   EXPECT_EQ(ids(b.at("x")), std::vector<int64_t>(all.begin(), all.end() - 1));
-  EXPECT_EQ(ids(b.at("y")), (std::vector<int64_t>{-100, -100, -100, -100, -100, -100, -100, -100,
-                                                  6, 15}));
+  EXPECT_EQ(ids(b.at("y")),
+            (std::vector<int64_t>{-100, -100, -100, -100, -100, -100, -100, -100, 6, 15}));
   EXPECT_FALSE(b.has("segments"));
 }
 
 TEST(InstructDataset, ChatTrainsEveryAssistantMessage) {
   const std::string dir = test::temp_dir();
   InstructOptions o = options(
-      dir, R"({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},)"
-           R"( {"role": "user", "content": "what is grass"}, {"role": "assistant", "content": "green"}]})" "\n");
+      dir,
+      R"({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},)"
+      R"( {"role": "user", "content": "what is grass"}, {"role": "assistant", "content": "green"}]})"
+      "\n");
   o.chat_template = "<|{role}|> {content}";
   const Batch b = InstructDataset(o).get(0);
   // <|user|> hi <|assistant|> hello <eos> <|user|> what is grass <|assistant|> green <eos>
   EXPECT_EQ(ids(b.at("x")), (std::vector<int64_t>{11, 13, 12, 14, 15, 11, 9, 10, 7, 12, 8}));
-  EXPECT_EQ(ids(b.at("y")), (std::vector<int64_t>{-100, -100, 14, 15, -100, -100, -100, -100,
-                                                  -100, 8, 15}));
+  EXPECT_EQ(ids(b.at("y")),
+            (std::vector<int64_t>{-100, -100, 14, 15, -100, -100, -100, -100, -100, 8, 15}));
 }
 
 TEST(InstructDataset, TruncationSidesAndPacking) {
   const std::string dir = test::temp_dir();
-  InstructOptions o = options(dir, R"({"prompt": "what is sky", "response": "blue"})" "\n"
-                                   R"({"prompt": "grass", "response": "green"})" "\n"
-                                   R"({"prompt": "hi", "response": "hello"})" "\n");
+  InstructOptions o = options(dir, R"({"prompt": "what is sky", "response": "blue"})"
+                                   "\n"
+                                   R"({"prompt": "grass", "response": "green"})"
+                                   "\n"
+                                   R"({"prompt": "hi", "response": "hello"})"
+                                   "\n");
   o.template_text = "{prompt} :";
   o.max_length = 3;  // what is sky : blue <eos> -> 4 of 6 tokens
   EXPECT_EQ(ids(InstructDataset(o).get(0).at("x")), (std::vector<int64_t>{9, 10, 5}));
@@ -98,7 +112,8 @@ TEST(InstructDataset, TruncationSidesAndPacking) {
 
 TEST(InstructDataset, RefusesJinjaBadLinesAndUnknownFields) {
   const std::string dir = test::temp_dir();
-  const std::string chat = R"({"messages": [{"role": "assistant", "content": "hi"}]})" "\n";
+  const std::string chat = R"({"messages": [{"role": "assistant", "content": "hi"}]})"
+                           "\n";
   InstructOptions o = options(dir, chat);
   o.tokenizer = write_tokenizer(dir, "{% for m in messages %}{{ m.content }}{% endfor %}");
   EXPECT_TRUE(test::contains(config_error_of([&] { InstructDataset{o}; }),
@@ -108,10 +123,12 @@ TEST(InstructDataset, RefusesJinjaBadLinesAndUnknownFields) {
   o = options(dir, chat);
   EXPECT_TRUE(test::contains(config_error_of([&] { InstructDataset{o}; }),
                              "line 1 holds chat messages but there is no chat template"));
-  o = options(dir, R"({"prompt": "hi"})" "\n");
+  o = options(dir, R"({"prompt": "hi"})"
+                   "\n");
   EXPECT_TRUE(test::contains(config_error_of([&] { InstructDataset{o}; }),
                              "line 1: 'response' is not a string (it is missing)"));
-  o = options(dir, R"({"prompt": "hi", "response": "hello"})" "\n");
+  o = options(dir, R"({"prompt": "hi", "response": "hello"})"
+                   "\n");
   o.template_text = "{question} :";
   EXPECT_TRUE(test::contains(config_error_of([&] { InstructDataset{o}; }), "has '{question}'"));
 }

@@ -84,19 +84,23 @@ TEST_F(Generation, CachedLogitsEqualTheWholeForward) {
     models::KvCache cache;
     auto first = m->forward_cached(ids.narrow(1, 0, 13), cache);
     std::vector<torch::Tensor> parts{first};
-    for (int64_t t = 13; t < 20; ++t) parts.push_back(m->forward_cached(ids.narrow(1, t, 1), cache));
+    for (int64_t t = 13; t < 20; ++t)
+      parts.push_back(m->forward_cached(ids.narrow(1, t, 1), cache));
     EXPECT_EQ(cache.length, 20);
     EXPECT_TRUE(torch::allclose(torch::cat(parts, 1), whole, 1e-5, 1e-5)) << folder;
   }
 }
 
 /// Two examples packed in one row, with segment ids, give each one's logits alone.
-void expect_packed_equals_alone(const std::function<torch::Tensor(torch::Tensor)>& alone,
-                                const std::function<torch::Tensor(torch::Tensor, torch::Tensor)>& packed,
-                                const std::string& what) {
+void expect_packed_equals_alone(
+    const std::function<torch::Tensor(torch::Tensor)>& alone,
+    const std::function<torch::Tensor(torch::Tensor, torch::Tensor)>& packed,
+    const std::string& what) {
   torch::NoGradGuard no_grad;
-  const auto a = torch::randint(90, {1, 7}, torch::kLong), b = torch::randint(90, {1, 5}, torch::kLong);
-  const auto segments = torch::cat({torch::full({1, 7}, 1, torch::kLong), torch::full({1, 5}, 2, torch::kLong)}, 1);
+  const auto a = torch::randint(90, {1, 7}, torch::kLong),
+             b = torch::randint(90, {1, 5}, torch::kLong);
+  const auto segments =
+      torch::cat({torch::full({1, 7}, 1, torch::kLong), torch::full({1, 5}, 2, torch::kLong)}, 1);
   const auto got = packed(torch::cat({a, b}, 1), segments);
   EXPECT_TRUE(torch::allclose(got.narrow(1, 0, 7), alone(a), 1e-5, 1e-5)) << what;
   EXPECT_TRUE(torch::allclose(got.narrow(1, 7, 5), alone(b), 1e-5, 1e-5)) << what;
@@ -142,14 +146,17 @@ TEST_F(Generation, StopsAtAStopIdAndRefusesTooLongAPrompt) {
   models::GenerationOptions o;
   o.max_new_tokens = 24;
   o.stop_ids = {ids[3]};
-  EXPECT_EQ(models::generate(*m, ref["prompt"], o), std::vector<int64_t>(ids.begin(), ids.begin() + 4));
+  EXPECT_EQ(models::generate(*m, ref["prompt"], o),
+            std::vector<int64_t>(ids.begin(), ids.begin() + 4));
   o.max_new_tokens = 60;  // 7 + 60 > n_positions 64
-  EXPECT_TRUE(test::contains(test::error_of<ConfigError>([&] { models::generate(*m, ref["prompt"], o); }),
-                             "64 positions"));
+  EXPECT_TRUE(
+      test::contains(test::error_of<ConfigError>([&] { models::generate(*m, ref["prompt"], o); }),
+                     "64 positions"));
   o.max_new_tokens = 4;
   o.top_p = 0;
-  EXPECT_TRUE(test::contains(test::error_of<ConfigError>([&] { models::generate(*m, ref["prompt"], o); }),
-                             "top_p must be in (0, 1]"));
+  EXPECT_TRUE(
+      test::contains(test::error_of<ConfigError>([&] { models::generate(*m, ref["prompt"], o); }),
+                     "top_p must be in (0, 1]"));
 }
 
 }  // namespace

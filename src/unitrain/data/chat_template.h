@@ -17,7 +17,8 @@ class TextTemplate {
                const std::string& required, const std::string& what);
   /// The text before the required field and the text after it, with the other fields filled
   /// from `values` (a field without a value reads as empty).
-  std::pair<std::string, std::string> around(const std::map<std::string, std::string>& values) const;
+  std::pair<std::string, std::string> around(
+      const std::map<std::string, std::string>& values) const;
 
  private:
   struct Piece {

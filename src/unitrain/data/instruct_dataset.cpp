@@ -14,36 +14,43 @@ void InstructOptions::declare(Options<InstructOptions>& o) {
   using T = InstructOptions;
   o.field("paths", &T::paths)
       .required()
-      .help("JSON Lines files (.gz too): each line {prompt, response} or {messages: [{role, "
-            "content}, ...]}");
+      .help(
+          "JSON Lines files (.gz too): each line {prompt, response} or {messages: [{role, "
+          "content}, ...]}");
   o.field("tokenizer", &T::tokenizer)
       .required()
-      .help("a Hugging Face tokenizer.json (its tokenizer_config.json beside it names eos and "
-            "may hold a chat_template) or a SentencePiece .model");
+      .help(
+          "a Hugging Face tokenizer.json (its tokenizer_config.json beside it names eos and "
+          "may hold a chat_template) or a SentencePiece .model");
   o.field("prompt_key", &T::prompt_key).help("the key of an instruction line's prompt");
   o.field("response_key", &T::response_key).help("the key of an instruction line's response");
   o.field("messages_key", &T::messages_key).help("the key of a chat line's list of messages");
   o.field("template", &T::template_text)
       .help("the text before an instruction's response, with {prompt} where the prompt goes");
   o.field("chat_template", &T::chat_template)
-      .help("each chat message's text, with {role} and {content} (e.g. "
-            "'<|im_start|>{role}\\n{content}<|im_end|>\\n'); null = the tokenizer_config.json's "
-            "chat_template when it is such plain text (a Jinja one is refused, by name)");
+      .help(
+          "each chat message's text, with {role} and {content} (e.g. "
+          "'<|im_start|>{role}\\n{content}<|im_end|>\\n'); null = the tokenizer_config.json's "
+          "chat_template when it is such plain text (a Jinja one is refused, by name)");
   o.field("add_special_tokens", &T::add_special_tokens)
-      .help("start each example with the tokenizer's special prefix (Llama-3's "
-            "<|begin_of_text|>)");
+      .help(
+          "start each example with the tokenizer's special prefix (Llama-3's "
+          "<|begin_of_text|>)");
   o.field("add_eos", &T::add_eos)
       .help("end each response (each assistant message) with the tokenizer's eos, trained");
   o.field("max_length", &T::max_length)
       .gt(1)
-      .help("the most tokens in x (longer examples are cut from the truncation side); with "
-            "pack, the window's length; null = no limit");
+      .help(
+          "the most tokens in x (longer examples are cut from the truncation side); with "
+          "pack, the window's length; null = no limit");
   o.field("truncation", &T::truncation, {{"right", Truncation::Right}, {"left", Truncation::Left}})
-      .help("right: a long example loses its last tokens; left: its first (after the special "
-            "prefix), keeping the response");
+      .help(
+          "right: a long example loses its last tokens; left: its first (after the special "
+          "prefix), keeping the response");
   o.field("pack", &T::pack)
-      .help("lay several examples in one window of max_length tokens, with `segments` (give "
-            "objective.inputs: [x, segments] so that attention stays inside each example)");
+      .help(
+          "lay several examples in one window of max_length tokens, with `segments` (give "
+          "objective.inputs: [x, segments] so that attention stays inside each example)");
   o.field("ignore_index", &T::ignore_index).help("the label of prompt tokens (cross_entropy's)");
   o.check([](T& a, const Config& c) {
     UT_CHECK(!a.pack || a.max_length, c.key_path("pack"),
@@ -73,23 +80,24 @@ InstructDataset::InstructDataset(const InstructOptions& o)
     : o_(o),
       lines_(o.paths, TextFormat::Lines, "", "instruct"),
       tokenizer_(load_tokenizer(o.tokenizer)) {
-  prompt_template_ = std::make_unique<TextTemplate>(o.template_text, std::vector<std::string>{"prompt"},
-                                                    "prompt", "data: instruct: template");
+  prompt_template_ = std::make_unique<TextTemplate>(
+      o.template_text, std::vector<std::string>{"prompt"}, "prompt", "data: instruct: template");
   std::string chat = o.chat_template, chat_from = "data: instruct: chat_template";
   if (chat.empty()) {
     chat = tokenizer_chat_template(o.tokenizer);  // throws, naming it, for Jinja
     chat_from = "the chat_template of the tokenizer_config.json beside " + o.tokenizer;
   }
   if (!chat.empty()) {
-    chat_template_ = std::make_unique<TextTemplate>(chat, std::vector<std::string>{"role", "content"},
-                                                    "content", chat_from);
+    chat_template_ = std::make_unique<TextTemplate>(
+        chat, std::vector<std::string>{"role", "content"}, "content", chat_from);
   }
-  if (o.add_special_tokens) prefix_.assign(tokenizer_->special_prefix().begin(),
-                                           tokenizer_->special_prefix().end());
+  if (o.add_special_tokens)
+    prefix_.assign(tokenizer_->special_prefix().begin(), tokenizer_->special_prefix().end());
   if (o.add_eos) {
     eos_ = tokenizer_->eos_id();
-    UT_CHECK(eos_ >= 0, "instruct: add_eos is true but the tokenizer '", o.tokenizer,
-             "' has no eos token (give its tokenizer_config.json beside it, or set add_eos: false)");
+    UT_CHECK(
+        eos_ >= 0, "instruct: add_eos is true but the tokenizer '", o.tokenizer,
+        "' has no eos token (give its tokenizer_config.json beside it, or set add_eos: false)");
   }
   UT_CHECK(lines_.size() > 0, "instruct: the files hold no lines");
   for (int64_t i = 0; i < lines_.size(); ++i) {
@@ -100,11 +108,11 @@ InstructDataset::InstructDataset(const InstructOptions& o)
     }
   }
   if (o.pack) pack_windows();
-  spdlog::info("instruct: {} examples{} from {} file(s), tokenizer '{}'", lines_.size(),
-               o.pack ? fmt::format(" in {} windows of at most {} tokens", windows_.size(),
-                                    *o.max_length)
-                      : "",
-               o.paths.size(), o.tokenizer);
+  spdlog::info(
+      "instruct: {} examples{} from {} file(s), tokenizer '{}'", lines_.size(),
+      o.pack ? fmt::format(" in {} windows of at most {} tokens", windows_.size(), *o.max_length)
+             : "",
+      o.paths.size(), o.tokenizer);
 }
 
 InstructDataset::~InstructDataset() = default;
@@ -117,25 +125,15 @@ void InstructDataset::add(InstructTokens& out, const std::string& text, bool tra
   }
 }
 
-InstructTokens InstructDataset::render(int64_t line) const {
-  const std::string where = lines_.where(line);
-  const nlohmann::json j = parse_line(lines_.text(line), where);
-  InstructTokens t;
-  t.ids = prefix_;
-  t.trained.assign(prefix_.size(), 0);
-  auto end_response = [&] {
-    if (eos_ >= 0 && (t.ids.empty() || t.ids.back() != eos_)) {
-      t.ids.push_back(eos_);
-      t.trained.push_back(1);
-    }
-  };
-  if (!j.contains(o_.messages_key)) {
-    const auto [before, after] = prompt_template_->around({});
-    add(t, before + string_at(j, o_.prompt_key, where) + after, false);
-    add(t, string_at(j, o_.response_key, where), true);
-    end_response();
-    return t;
+void InstructDataset::end_response(InstructTokens& t) const {
+  if (eos_ >= 0 && (t.ids.empty() || t.ids.back() != eos_)) {
+    t.ids.push_back(eos_);
+    t.trained.push_back(1);
   }
+}
+
+void InstructDataset::render_chat(InstructTokens& t, const nlohmann::json& j,
+                                  const std::string& where) const {
   const nlohmann::json& messages = j[o_.messages_key];
   UT_CHECK(messages.is_array() && !messages.empty(), "instruct: ", where, ": '", o_.messages_key,
            "' is not a non-empty list of messages");
@@ -153,10 +151,26 @@ InstructTokens InstructDataset::render(int64_t line) const {
     add(t, head + (response ? "" : string_at(m, "content", where) + tail), false);
     if (!response) continue;
     add(t, string_at(m, "content", where) + tail, true);
-    end_response();
+    end_response(t);
   }
-  UT_CHECK(any_response, "instruct: ", where, ": no message has role 'assistant' (nothing to "
-           "train on)");
+  UT_CHECK(any_response, "instruct: ", where,
+           ": no message has role 'assistant' (nothing to train on)");
+}
+
+InstructTokens InstructDataset::render(int64_t line) const {
+  const std::string where = lines_.where(line);
+  const nlohmann::json j = parse_line(lines_.text(line), where);
+  InstructTokens t;
+  t.ids = prefix_;
+  t.trained.assign(prefix_.size(), 0);
+  if (j.contains(o_.messages_key)) {
+    render_chat(t, j, where);
+    return t;
+  }
+  const auto [before, after] = prompt_template_->around({});
+  add(t, before + string_at(j, o_.prompt_key, where) + after, false);
+  add(t, string_at(j, o_.response_key, where), true);
+  end_response(t);
   return t;
 }
 
@@ -205,15 +219,15 @@ int64_t InstructDataset::size() const {
 }
 
 Batch InstructDataset::get(int64_t index) const {
-  UT_CHECK(index >= 0 && index < size(), "instruct: example index ", index,
-           " is out of range [0, ", size(), ")");
+  UT_CHECK(index >= 0 && index < size(), "instruct: example index ", index, " is out of range [0, ",
+           size(), ")");
   std::vector<int64_t> lines{index};
   if (o_.pack) lines = windows_[static_cast<size_t>(index)];
   std::vector<int64_t> x, y, segments;
   for (size_t s = 0; s < lines.size(); ++s) {
     const InstructTokens t = o_.pack ? packed_examples_[lines[s]] : tokens(lines[s]);
-    UT_CHECK(t.ids.size() >= 2, "instruct: ", lines_.where(lines[s]), " encodes to ",
-             t.ids.size(), " token; x = ids[:-1], y = ids[1:] needs at least 2");
+    UT_CHECK(t.ids.size() >= 2, "instruct: ", lines_.where(lines[s]), " encodes to ", t.ids.size(),
+             " token; x = ids[:-1], y = ids[1:] needs at least 2");
     for (size_t i = 0; i + 1 < t.ids.size(); ++i) {
       x.push_back(t.ids[i]);
       y.push_back(t.trained[i + 1] ? t.ids[i + 1] : o_.ignore_index);
@@ -227,7 +241,7 @@ Batch InstructDataset::get(int64_t index) const {
 
 std::map<std::string, int64_t> InstructDataset::info() const {
   std::map<std::string, int64_t> info{{"vocab_size", tokenizer_->vocab_size()},
-                                       {"num_examples", lines_.size()}};
+                                      {"num_examples", lines_.size()}};
   if (tokenizer_->pad_id() >= 0) info["pad_id"] = tokenizer_->pad_id();
   return info;
 }

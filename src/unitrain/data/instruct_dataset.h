@@ -3,6 +3,7 @@
 // with labels on the response tokens only; optionally packed into windows.
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,6 +74,10 @@ class InstructDataset : public Dataset {
 
  private:
   InstructTokens render(int64_t line) const;
+  /// A chat line's messages into `t` (`j`: the line, `where`: its file and line).
+  void render_chat(InstructTokens& t, const nlohmann::json& j, const std::string& where) const;
+  /// eos after a response, trained (not twice).
+  void end_response(InstructTokens& t) const;
   void add(InstructTokens& out, const std::string& text, bool trained) const;
   void cut(InstructTokens& t) const;
   void pack_windows();

@@ -25,7 +25,9 @@ namespace fs = std::filesystem;
 
 TextGenerator::TextGenerator(std::shared_ptr<torch::nn::Module> owner, models::HfCausalLm& model,
                              std::unique_ptr<Tokenizer> tokenizer, std::vector<int64_t> stop_ids)
-    : owner_(std::move(owner)), model_(model), tokenizer_(std::move(tokenizer)),
+    : owner_(std::move(owner)),
+      model_(model),
+      tokenizer_(std::move(tokenizer)),
       stop_ids_(std::move(stop_ids)) {
   if (const int64_t eos = tokenizer_->eos_id(); eos >= 0) stop_ids_.push_back(eos);
 }
@@ -89,8 +91,8 @@ std::string read_text(const fs::path& path) {
 
 /// The model of Hugging Face folder `dir` with its weights.
 std::shared_ptr<models::HfCausalLm> folder_model(const std::string& dir) {
-  const nlohmann::json config = nlohmann::json::parse(read_text(fs::path(dir) / "config.json"),
-                                                      nullptr, false);
+  const nlohmann::json config =
+      nlohmann::json::parse(read_text(fs::path(dir) / "config.json"), nullptr, false);
   const std::string type = config.is_object() ? config.value("model_type", "") : "";
   models::HfModelOptions options;
   options.pretrained = dir;
@@ -132,8 +134,10 @@ TextGenerator load_text_generator(const std::string& source, const std::string& 
     return TextGenerator(model, m, load_tokenizer(t),
                          generation_eos_ids(m.hf_info()->generation_config_json));
   }
-  const fs::path yaml = fs::is_directory(source, ec) ? fs::path(source) / "config.yaml" : fs::path(source);
-  UT_CHECK(fs::is_regular_file(yaml, ec), "generate: ", source, " is neither a Hugging Face folder "
+  const fs::path yaml =
+      fs::is_directory(source, ec) ? fs::path(source) / "config.yaml" : fs::path(source);
+  UT_CHECK(fs::is_regular_file(yaml, ec), "generate: ", source,
+           " is neither a Hugging Face folder "
            "(config.json), a run folder (config.yaml) nor a run's YAML file");
   Overrides where;
   if (fs::is_directory(source, ec)) where.emplace_back("run_dir", source);  // wherever it is now
@@ -144,7 +148,8 @@ TextGenerator load_text_generator(const std::string& source, const std::string& 
            loaded.config.node()["model"]["type"].as<std::string>("?"),
            ") is not a gpt2 or llama causal LM");
   const std::string t = !tokenizer.empty() ? tokenizer : run_tokenizer(loaded.config);
-  UT_CHECK(!t.empty(), "generate: the run's data.train names no tokenizer; give one with "
+  UT_CHECK(!t.empty(),
+           "generate: the run's data.train names no tokenizer; give one with "
            "--tokenizer");
   loaded.module->to(torch::kCPU);
   loaded.module->eval();

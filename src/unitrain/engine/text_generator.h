@@ -18,11 +18,11 @@ class HfCausalLm;
 
 /// What one prompt gave.
 struct GeneratedText {
-  std::string completion;            ///< the new tokens' text, cut before a stop string
-  std::vector<int64_t> prompt_ids;   ///< the prompt's tokens (special prefix included)
-  std::vector<int64_t> ids;          ///< the new tokens
-  std::string stopped_by;            ///< "eos", "stop string", or "max_new_tokens"
-  double seconds = 0;                ///< the generation's wall time (prompt and new tokens)
+  std::string completion;           ///< the new tokens' text, cut before a stop string
+  std::vector<int64_t> prompt_ids;  ///< the prompt's tokens (special prefix included)
+  std::vector<int64_t> ids;         ///< the new tokens
+  std::string stopped_by;           ///< "eos", "stop string", or "max_new_tokens"
+  double seconds = 0;               ///< the generation's wall time (prompt and new tokens)
 };
 
 /// A causal LM ready to generate, with its tokenizer. Holds what owns the model.

@@ -77,9 +77,10 @@ PerplexityResult text_perplexity(const Config& given, const std::string& checkpo
   const std::string results = loaded.config.node()["run_dir"].as<std::string>() + "/results";
   prepare_writable_dir(results);
   r.results_file = results + "/perplexity.json";
-  nlohmann::json out{{"file", text_file}, {"tokenizer", tok}, {"checkpoint", r.checkpoint},
-                     {"window", window}, {"windows", r.windows}, {"tokens", r.tokens},
-                     {"mean_nll", r.mean_nll}, {"perplexity", r.perplexity}};
+  nlohmann::json out{{"file", text_file},          {"tokenizer", tok},
+                     {"checkpoint", r.checkpoint}, {"window", window},
+                     {"windows", r.windows},       {"tokens", r.tokens},
+                     {"mean_nll", r.mean_nll},     {"perplexity", r.perplexity}};
   write_file_atomic(r.results_file, out.dump(1) + "\n");
   return r;
 }

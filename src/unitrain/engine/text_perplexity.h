@@ -9,11 +9,11 @@ namespace unitrain {
 
 /// What text_perplexity measured.
 struct PerplexityResult {
-  double perplexity = 0;   ///< exp(mean_nll)
-  double mean_nll = 0;     ///< nats per predicted token
-  int64_t tokens = 0;      ///< tokens predicted (each window's first has no context: not counted)
+  double perplexity = 0;  ///< exp(mean_nll)
+  double mean_nll = 0;    ///< nats per predicted token
+  int64_t tokens = 0;     ///< tokens predicted (each window's first has no context: not counted)
   int64_t windows = 0;
-  std::string checkpoint;  ///< the checkpoint folder evaluated
+  std::string checkpoint;    ///< the checkpoint folder evaluated
   std::string results_file;  ///< run_dir/results/perplexity.json
 };
 

@@ -15,13 +15,13 @@ struct GenerationOptions {
   int64_t max_new_tokens = 64;
   /// 0: greedy (the most likely token, ties to the lowest id); > 0: sample at this temperature.
   double temperature = 0;
-  int64_t top_k = 0;       ///< sampling: only the k most likely tokens; 0 = all
-  double top_p = 1;        ///< sampling: the fewest most likely tokens whose mass reaches p
+  int64_t top_k = 0;  ///< sampling: only the k most likely tokens; 0 = all
+  double top_p = 1;   ///< sampling: the fewest most likely tokens whose mass reaches p
   /// > 1 makes tokens already in the prompt or generated less likely (CTRL's penalty, as
   /// Hugging Face applies it: a positive logit divided by it, a negative one multiplied).
   double repetition_penalty = 1;
-  uint64_t seed = 0;       ///< the draws' generator (same seed, same tokens)
-  bool use_cache = true;   ///< keep each block's keys and values (KvCache); false recomputes all
+  uint64_t seed = 0;      ///< the draws' generator (same seed, same tokens)
+  bool use_cache = true;  ///< keep each block's keys and values (KvCache); false recomputes all
   std::vector<int64_t> stop_ids;  ///< end after generating one of these (kept in the output)
 
   /// ConfigError naming the option (as `key_prefix`<name>) when one is out of range.

@@ -183,8 +183,8 @@ torch::Tensor Gpt2Impl::run(torch::Tensor tokens, const TokenLayout& layout) {
       0,
       [this, tied, layout](const std::vector<torch::Tensor>& in) {
         const torch::Tensor& ids = in[0];
-        auto x = torch::dropout(wte->forward(ids) + wpe->forward(layout.positions), config.embd_pdrop,
-                                is_training());
+        auto x = torch::dropout(wte->forward(ids) + wpe->forward(layout.positions),
+                                config.embd_pdrop, is_training());
         std::vector<torch::Tensor> out{x};
         if (tied) out.push_back(units_run_apart() ? wte->weight.clone() : wte->weight);
         return out;
@@ -195,8 +195,9 @@ torch::Tensor Gpt2Impl::run(torch::Tensor tokens, const TokenLayout& layout) {
     auto block = h->ptr<Gpt2BlockImpl>(i);
     const bool recompute = recomputes(i);
     x = run_unit(
-        1 + i, [block, layout, i](const torch::Tensor& in) { return block->forward(in, layout, i); },
-        x, recompute);
+        1 + i,
+        [block, layout, i](const torch::Tensor& in) { return block->forward(in, layout, i); }, x,
+        recompute);
   }
   std::vector<torch::Tensor> last_in{x};
   if (tied) last_in.push_back(first[1]);

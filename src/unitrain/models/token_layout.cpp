@@ -34,8 +34,10 @@ TokenLayout TokenLayout::packed(const torch::Tensor& segments, const torch::Tens
                                 const char* model) {
   UT_CHECK(segments.dim() == 2 && !segments.is_floating_point() && !segments.is_complex() &&
                segments.sizes() == tokens.sizes(),
-           model, ": the segment ids (the second of objective.inputs) must be integers of the "
-           "token ids' shape ", shape_string(tokens), ", got ", segments.scalar_type(), " of shape ",
+           model,
+           ": the segment ids (the second of objective.inputs) must be integers of the "
+           "token ids' shape ",
+           shape_string(tokens), ", got ", segments.scalar_type(), " of shape ",
            shape_string(segments));
   auto seg = segments.to(torch::kLong);
   const int64_t t = seg.size(1);

@@ -7,9 +7,9 @@
 
 #include <chrono>
 #include <filesystem>
-#include <tuple>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "unitrain/core/error.h"
 #include "unitrain/data/chat_template.h"
@@ -30,8 +30,9 @@ void GenerateSamplesOptions::declare(Options<GenerateSamplesOptions>& o) {
   o.field("tokenizer", &T::tokenizer)
       .help("a tokenizer.json or .model; null = data.train.args.tokenizer");
   o.field("template", &T::template_text)
-      .help("the text each prompt is put into, with {prompt}; null = the instruct train set's "
-            "template, else the prompt as it is");
+      .help(
+          "the text each prompt is put into, with {prompt}; null = the instruct train set's "
+          "template, else the prompt as it is");
   o.field("max_new_tokens", &T::max_new_tokens).min(1).help("the most tokens generated a prompt");
   o.field("temperature", &T::temperature).min(0).help("0 = greedy; > 0 samples at it");
   o.field("top_k", &T::top_k).min(0).help("sampling: only the k likeliest tokens (0 = all)");
@@ -72,11 +73,13 @@ std::string train_arg(const Config& config, const std::string& key, const std::s
 void GenerateSamples::on_fit_start(Trainer& trainer) {
   auto* module = dynamic_cast<ObjectiveModule*>(trainer.module());
   auto* model = module ? dynamic_cast<models::HfCausalLm*>(module->model().get()) : nullptr;
-  UT_CHECK(model != nullptr, "callbacks: generate needs the config-driven path with a gpt2 or "
+  UT_CHECK(model != nullptr,
+           "callbacks: generate needs the config-driven path with a gpt2 or "
            "llama model (model.type)");
   const std::string tokenizer =
       !o_.tokenizer.empty() ? o_.tokenizer : train_arg(trainer.config(), "tokenizer");
-  UT_CHECK(!tokenizer.empty(), "callbacks: generate: args.tokenizer is null and data.train names "
+  UT_CHECK(!tokenizer.empty(),
+           "callbacks: generate: args.tokenizer is null and data.train names "
            "no tokenizer");
   std::string wrap = o_.template_text;
   if (wrap.empty()) wrap = train_arg(trainer.config(), "template", "instruct");
@@ -87,8 +90,9 @@ void GenerateSamples::on_fit_start(Trainer& trainer) {
   if (wrap.empty()) wrap = "{prompt}";
   std::tie(before_, after_) =
       TextTemplate(wrap, {"prompt"}, "prompt", "callbacks: generate: template").around({});
-  generator_ = std::make_unique<TextGenerator>(nullptr, *model, load_tokenizer(tokenizer),
-                                               generation_eos_ids(model->hf_info()->generation_config_json));
+  generator_ =
+      std::make_unique<TextGenerator>(nullptr, *model, load_tokenizer(tokenizer),
+                                      generation_eos_ids(model->hf_info()->generation_config_json));
 }
 
 void GenerateSamples::open_events(const std::string& run_dir) {
@@ -117,12 +121,16 @@ void GenerateSamples::on_validation_end(Trainer& trainer, const MetricMap&) {
   const double now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   for (size_t i = 0; i < o_.prompts.size(); ++i) {
-    const GeneratedText g = generator_->generate(before_ + o_.prompts[i] + after_, generation_, o_.stop);
+    const GeneratedText g =
+        generator_->generate(before_ + o_.prompts[i] + after_, generation_, o_.stop);
     if (trainer.rank() != 0) continue;
     trainer.print(fmt::format("generate (step {}): {} -> {}", s.step, o_.prompts[i], g.completion));
     if (out.is_open()) {
-      out << nlohmann::json{{"step", s.step}, {"epoch", s.epoch}, {"prompt", o_.prompts[i]},
-                            {"completion", g.completion}}.dump()
+      out << nlohmann::json{{"step", s.step},
+                            {"epoch", s.epoch},
+                            {"prompt", o_.prompts[i]},
+                            {"completion", g.completion}}
+                 .dump()
           << "\n";
     }
     if (events_) {

@@ -19,8 +19,9 @@ int64_t WindowTokens::count(const Batch& batch) const {
   return batch.at(key_).ne(-100).sum().item<int64_t>();
 }
 
-void WindowTokens::read_window(EpochIterator& source, int64_t b,
-                               const std::function<std::unique_ptr<EpochIterator>(int64_t)>& reread) {
+void WindowTokens::read_window(
+    EpochIterator& source, int64_t b,
+    const std::function<std::unique_ptr<EpochIterator>(int64_t)>& reread) {
   const int64_t first = b / plan_.accumulation * plan_.accumulation;
   const int64_t last = std::min(first + plan_.accumulation, plan_.batches_per_epoch) - 1;
   double local = 0;
