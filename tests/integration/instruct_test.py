@@ -6,6 +6,7 @@ bitwise; `eval --text` reports perplexity; the `generate` callback writes sample
 import glob
 import json
 import math
+import shutil
 import os
 import signal
 import subprocess
@@ -159,6 +160,31 @@ class Instruct(common.Case):
         self.assert_weights_close(weights["whole"], weights["halves"], rtol=0, atol=1e-6)
         self.assertFalse(all(torch.allclose(weights["whole"][k], weights["samples"][k], rtol=0, atol=1e-4)
                              for k in weights["whole"]))
+
+    def test_resume_inside_a_window_counts_its_tokens_again(self):
+        """A checkpoint inside an accumulation window (every 3 samples, windows of 2 x 1): the
+        resumed run reads the window's first micro-batch again to count its tokens, bitwise."""
+        more = ["--data.loader.batch_size", "1", "--train.accumulation_steps", "2",
+                "--checkpoint.every", "3 samples", "--checkpoint.keep_last", "0"]
+        cfg, full = self.config("mid", "llama", steps=4)
+        code, out = run(["train", cfg] + more)
+        self.assertEqual(code, 0, out)
+        steps = sorted(glob.glob(os.path.join(full, "checkpoints", "step-*")), key=lambda d: int(d.rsplit("-", 1)[1]))
+        state = lambda d: json.load(open(os.path.join(d, "trainer_state.json")))["state"]
+        inside = next(d for d in steps if state(d)["micro_in_window"] == 1)
+        part = os.path.join(self.dir, "mid-part")
+        shutil.copytree(full, part, symlinks=True)
+        for d in glob.glob(os.path.join(part, "checkpoints", "step-*")):
+            if int(d.rsplit("-", 1)[1]) > state(inside)["step"]:
+                shutil.rmtree(d)
+        code, out = run(["train", cfg, "--run_dir", part, "--checkpoint.resume",
+                         os.path.join(part, "checkpoints", os.path.basename(inside))] + more)
+        self.assertEqual(code, 0, out)
+        self.assertIn("resumed from", out)
+        a = torch.load(os.path.join(full, "checkpoints", "last", "model.pt"))
+        b = torch.load(os.path.join(part, "checkpoints", "last", "model.pt"))
+        for k in a:
+            self.assertTrue(torch.equal(a[k], b[k]), k)
 
     def test_two_processes_killed_resume_bitwise_and_the_generate_callback(self):
         generate = '{type: generate, args: {prompts: ["what is the color of sky"], max_new_tokens: 3}}'
