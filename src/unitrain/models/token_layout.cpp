@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "unitrain/compat/attention.h"
 #include "unitrain/core/error.h"
 #include "unitrain/models/model_checks.h"
@@ -14,14 +16,25 @@ std::pair<torch::Tensor, torch::Tensor> KvCache::extend(size_t block, const torc
     keys.resize(block + 1);
     values.resize(block + 1);
   }
-  if (keys[block].defined()) {
-    keys[block] = torch::cat({keys[block], k}, 2);
-    values[block] = torch::cat({values[block], v}, 2);
-  } else {
-    keys[block] = k;
-    values[block] = v;
+  const int64_t need = length + k.size(2);
+  torch::Tensor& kb = keys[block];
+  torch::Tensor& vb = values[block];
+  if (!kb.defined() || kb.size(2) < need) {
+    // Room for twice as many: a token's extend copies only its own keys and values (amortised),
+    // not the whole cache as a concatenation would.
+    const int64_t room = std::max<int64_t>(need, kb.defined() ? 2 * kb.size(2) : 64);
+    auto grown_k = torch::empty({k.size(0), k.size(1), room, k.size(3)}, k.options());
+    auto grown_v = torch::empty({v.size(0), v.size(1), room, v.size(3)}, v.options());
+    if (kb.defined()) {
+      grown_k.narrow(2, 0, length).copy_(kb.narrow(2, 0, length));
+      grown_v.narrow(2, 0, length).copy_(vb.narrow(2, 0, length));
+    }
+    kb = grown_k;
+    vb = grown_v;
   }
-  return {keys[block], values[block]};
+  kb.narrow(2, length, k.size(2)).copy_(k);
+  vb.narrow(2, length, v.size(2)).copy_(v);
+  return {kb.narrow(2, 0, need), vb.narrow(2, 0, need)};
 }
 
 TokenLayout TokenLayout::causal(int64_t t, const torch::Device& device) {

@@ -11,13 +11,16 @@
 namespace unitrain::models {
 
 /// The keys and values each block computed for the tokens decoded so far, so that the next
-/// token's forward computes only its own (HfCausalLm::forward_cached). Built empty; the model
-/// fills it. Its tensors are [B, kv heads, length, head dim], before any grouped-query repeat.
+/// token's forward computes only its own (HfCausalLm::forward_cached; for inference, without
+/// gradients). Built empty; the model fills it. Its buffers are [B, kv heads, room, head dim]
+/// (before any grouped-query repeat), the first `length` positions in use; the room doubles
+/// when full, so a new token costs the copy of its own keys and values only.
 struct KvCache {
-  std::vector<torch::Tensor> keys, values;  ///< one per block
-  int64_t length = 0;                       ///< tokens the cache holds
+  std::vector<torch::Tensor> keys, values;  ///< one buffer per block
+  int64_t length = 0;                       ///< tokens the cache holds (forward_cached moves it)
 
-  /// Block `block`'s keys and values with the new `k`, `v` appended (kept for the next call).
+  /// Block `block`'s keys and values of positions [0, length + new) with the new `k`, `v`
+  /// written at `length` (kept for the next call; `length` moves once every block has them).
   std::pair<torch::Tensor, torch::Tensor> extend(size_t block, const torch::Tensor& k,
                                                  const torch::Tensor& v);
 };
