@@ -16,6 +16,9 @@ extern const CommandFactory make_train_command;
 extern const CommandFactory make_eval_command;
 extern const CommandFactory make_export_command;
 
+// generate_command.cpp: text from a causal LM.
+extern const CommandFactory make_generate_command;
+
 // config_commands.cpp: writing and reading configs, and the components they name.
 extern const CommandFactory make_config_command;
 extern const CommandFactory make_list_command;

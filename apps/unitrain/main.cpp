@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   commands.push_back(cli::make_config_command(app));
   commands.push_back(cli::make_eval_command(app));
   commands.push_back(cli::make_export_command(app));
+  commands.push_back(cli::make_generate_command(app));
   commands.push_back(cli::make_launch_command(app, std::move(worker_command)));
   commands.push_back(cli::make_list_command(app));
   commands.push_back(cli::make_init_command(app));

@@ -1,4 +1,6 @@
 // train, eval and export: what a run's config drives.
+#include <fmt/format.h>
+
 #include <filesystem>
 
 #include "commands.h"
@@ -7,6 +9,7 @@
 #include "unitrain/core/save_signals.h"
 #include "unitrain/engine/loop/stop_signal.h"
 #include "unitrain/engine/config/run_settings.h"
+#include "unitrain/engine/text_perplexity.h"
 #include "unitrain/engine/train_from_config.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"
@@ -77,6 +80,14 @@ class EvalCommand : public Subcommand {
         ->capture_default_str();
     split_ = cli_->add_option("--split", split_name_, "val or test")->capture_default_str();
     weights_ = add_weights_option(cli_, weights_name_);
+    cli_->add_option("--text", text_,
+                     "a language model's perplexity on this text file instead (one text a line; "
+                     "writes run_dir/results/perplexity.json)");
+    cli_->add_option("--tokenizer", tokenizer_, "--text: the tokenizer (default: the run's)");
+    cli_->add_option("--window", window_,
+                     "--text: tokens of context per window (0 = the model's longest)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
   }
   Choices choices() const override {
     return {{split_, {"val", "test"}}, {weights_, {"validated", "trained"}}};
@@ -84,6 +95,7 @@ class EvalCommand : public Subcommand {
 
   int run() override {
     const Config cfg = resolve(args_, cli_);
+    if (!text_.empty()) return perplexity(cfg);
     std::string choice = checkpoint_;
     // The default `best` falls back to `last` when the run tracked no best metric.
     if (cli_->count("--checkpoint") == 0 &&
@@ -103,7 +115,19 @@ class EvalCommand : public Subcommand {
   }
 
  private:
+  int perplexity(const Config& cfg) {
+    const std::string choice = cli_->count("--checkpoint") == 0 ? "last" : checkpoint_;
+    const PerplexityResult r = text_perplexity(cfg, choice, text_, tokenizer_, window_);
+    log::info(fmt::format("{}: perplexity {:.4f} (mean NLL {:.4f} nats) over {} tokens in {} "
+                          "windows, checkpoint {}",
+                          text_, r.perplexity, r.mean_nll, r.tokens, r.windows, r.checkpoint));
+    log::info("results: " + r.results_file);
+    return 0;
+  }
+
   ConfigArgs args_;
+  std::string text_, tokenizer_;
+  int64_t window_ = 0;
   std::string checkpoint_ = "best", split_name_ = "val", weights_name_ = "validated";
   CLI::Option* split_;
   CLI::Option* weights_;

@@ -105,7 +105,10 @@ TEST(BuildData, ConfigErrors) {
   EXPECT_NE(msg.find("missing key data.train"), std::string::npos) << msg;
   msg = test::config_error_of([] { build_data(data_section("train: {type: synthetc}"), 0); });
   EXPECT_NE(msg.find("did you mean 'synthetic'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("csv, hdf5, idx, image_folder, npy, npz, synthetic, text, text_chars"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("csv, hdf5, idx, image_folder, instruct, npy, npz, synthetic, text, "
+                     "text_chars"),
+            std::string::npos)
+      << msg;
   msg = test::config_error_of([] {
     build_data(data_section(R"(
 train: {type: synthetic}

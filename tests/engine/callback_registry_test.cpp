@@ -18,7 +18,8 @@ namespace unitrain {
 namespace {
 
 const std::vector<std::string> kBuiltins = {
-    "early_stopping", "ema", "grad_norm", "lr_monitor", "model_summary", "throughput", "timer"};
+    "early_stopping", "ema",      "generate", "grad_norm",
+    "lr_monitor",     "model_summary", "throughput", "timer"};
 
 TEST(CallbackRegistry, EveryBuiltinIsBuiltByItsNameOnce) {
   register_builtins();
@@ -29,10 +30,12 @@ TEST(CallbackRegistry, EveryBuiltinIsBuiltByItsNameOnce) {
   for (const std::string& name : kBuiltins) {
     SCOPED_TRACE(name);
     EXPECT_NE(std::find(listed.begin(), listed.end(), name), listed.end());
-    // Each with its defaults, and what has none: the metric early_stopping watches, the time
-    // timer allows.
+    // Each with its defaults, and what has none: the metric early_stopping watches, the prompts
+    // generate writes after, the time timer allows.
     const std::map<std::string, std::string> required = {
-        {"early_stopping", ", args: {metric: val/loss}"}, {"timer", ", args: {budget: 1h}"}};
+        {"early_stopping", ", args: {metric: val/loss}"},
+        {"timer", ", args: {budget: 1h}"},
+        {"generate", ", args: {prompts: [hi]}"}};
     const std::string args = required.count(name) ? required.at(name) : "";
     const CallbackPtr built =
         callback_registry().create(Config::from_string("{type: " + name + args + "}"));

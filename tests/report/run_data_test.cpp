@@ -7,6 +7,7 @@
 
 #include "test_util.h"
 #include "unitrain/core/error.h"
+#include "unitrain/report/report_sections.h"
 
 namespace unitrain::report {
 namespace {
@@ -91,6 +92,27 @@ TEST(RunData, ARunInProgressShowsWhatItHas) {
   EXPECT_TRUE(any_note_has(run, "2 line(s) are not JSON objects with a step (first: line 2)"));
   EXPECT_TRUE(any_note_has(run, "no results/summary.json"));
   EXPECT_TRUE(any_note_has(run, "no train.log"));
+}
+
+TEST(RunData, TheGenerateCallbacksSamplesAreReadAndShown) {
+  const std::string dir = test::temp_dir() + "/samples";
+  test::write_file(dir + "/config.yaml", "name: s\n");
+  test::write_file(dir + "/metrics.jsonl", "{\"step\":4,\"train/loss\":1}\n");
+  test::write_file(dir + "/samples.jsonl",
+                   "{\"step\":4,\"epoch\":0,\"prompt\":\"a <b>\",\"completion\":\"before\"}\n"
+                   "{\"step\":8}\n"
+                   // a resumed run generated again at step 4: the later line holds
+                   "{\"step\":4,\"epoch\":0,\"prompt\":\"a <b>\",\"completion\":\"c & d\"}\n");
+  std::vector<RunData> runs{read_run(dir)};
+  ASSERT_EQ(runs[0].generated.size(), 1u);
+  EXPECT_EQ(runs[0].generated[0].step, 4);
+  EXPECT_EQ(runs[0].generated[0].completion, "c & d");
+  EXPECT_TRUE(any_note_has(runs[0], "samples.jsonl line 2 is not a sample"));
+  const std::string html = samples_section(runs);
+  EXPECT_NE(html.find("a &lt;b&gt;"), std::string::npos) << html;
+  EXPECT_NE(html.find("<pre>c &amp; d</pre>"), std::string::npos) << html;
+  runs[0].generated.clear();
+  EXPECT_EQ(samples_section(runs), "");
 }
 
 TEST(RunData, OnlyTheLineBeingWrittenIsNoNote) {

@@ -12,4 +12,12 @@ namespace unitrain {
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, double dropout);
 
+/// Attention of `q` ([B, H, Tq, D]) over `k`, `v` ([B, H, Tk, D]) where query i attends key j
+/// only where `allowed` (bool, broadcastable to [B, H, Tq, Tk]) is true: a packed batch's
+/// block-diagonal causal mask, or a KV cache's new tokens over every earlier one. Each query
+/// must be allowed at least one key. Scaled by 1/sqrt(D), dropout as causal_attention's.
+torch::Tensor masked_attention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, const torch::Tensor& allowed,
+                               double dropout);
+
 }  // namespace unitrain

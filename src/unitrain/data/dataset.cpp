@@ -6,6 +6,7 @@
 #include "unitrain/data/hdf5_dataset.h"
 #include "unitrain/data/idx_dataset.h"
 #include "unitrain/data/image_folder_dataset.h"
+#include "unitrain/data/instruct_dataset.h"
 #include "unitrain/data/npy_dataset.h"
 #include "unitrain/data/synthetic_dataset.h"
 #include "unitrain/data/text_chars_dataset.h"
@@ -36,6 +37,7 @@ void register_builtin_datasets() {
     register_text_chars_dataset();
     register_tokens_dataset();
     register_text_dataset();
+    register_instruct_dataset();
     register_npy_datasets();
     register_hdf5_dataset();
     register_image_folder_dataset();

@@ -225,6 +225,18 @@ EvalResult evaluate_checkpoint(const Config& given, const std::string& checkpoin
   return result;
 }
 
+LoadedCheckpoint load_checkpoint_module(const Config& given, const std::string& checkpoint,
+                                        const std::string& weights, const char* command) {
+  const Config config = runs_own_config(given, checkpoint, command);
+  const ConfigDriven c = config_driven(config);
+  check_weights_choice(weights);
+  Trainer trainer(config);
+  LoadedCheckpoint out{config, build_module(c, false), ""};
+  out.dir = load_chosen_checkpoint(c.run, checkpoint, *out.module).first;
+  choose_weights(trainer, *out.module, out.dir, weights);
+  return out;
+}
+
 std::string export_checkpoint(const Config& given, const std::string& checkpoint,
                               const std::string& format, const std::string& out,
                               const std::string& weights, uint64_t max_shard_bytes) {

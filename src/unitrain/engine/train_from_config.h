@@ -1,13 +1,17 @@
 #pragma once
 // The config-driven path: build data, an ObjectiveModule and a Trainer from one resolved config.
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <string>
 
 #include "unitrain/core/config.h"
 #include "unitrain/engine/results/class_results.h"
 #include "unitrain/engine/trainer.h"
 
 namespace unitrain {
+
+class ObjectiveModule;
 
 struct ConfigRunResult {
   FitResult fit;
@@ -39,6 +43,18 @@ struct EvalResult {
 /// model.pt as trained.
 EvalResult evaluate_checkpoint(const Config& config, const std::string& checkpoint,
                                const std::string& split, const std::string& weights = "validated");
+
+/// A run's checkpoint loaded: the run's own config, its module with the checkpoint's weights
+/// (as `weights` chooses, as for evaluate_checkpoint), the checkpoint folder.
+struct LoadedCheckpoint {
+  Config config;
+  std::shared_ptr<ObjectiveModule> module;
+  std::string dir;
+};
+/// Loads checkpoint `checkpoint` (best | last | a folder) of the run `config` names; `command`
+/// names the caller in messages ("generate"). ConfigError when there is none.
+LoadedCheckpoint load_checkpoint_module(const Config& config, const std::string& checkpoint,
+                                        const std::string& weights, const char* command);
 
 /// Writes the model of `checkpoint` to `out` as `format`: state_dict (a dict of tensors for
 /// Python's torch.load, names as the model's state_dict()), safetensors (the same tensors and

@@ -2,8 +2,8 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <tuple>
 
-#include "unitrain/compat/attention.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/unit_parts.h"
 #include "unitrain/models/hf_causal_lm.h"
@@ -43,12 +43,14 @@ class Gpt2AttentionImpl : public torch::nn::Module {
     c_attn = register_module("c_attn", Conv1D(c.n_embd, 3 * c.n_embd));
     c_proj = register_module("c_proj", Conv1D(c.n_embd, c.n_embd));
   }
-  torch::Tensor forward(const torch::Tensor& x) {
+  /// `layout`: the tokens' attention (a KV cache's block `block` when it has one).
+  torch::Tensor forward(const torch::Tensor& x, const TokenLayout& layout, size_t block) {
     const int64_t b = x.size(0), t = x.size(1), e = x.size(2), d = e / heads_;
     auto qkv = c_attn->forward(x).split(e, 2);
     auto heads = [&](const torch::Tensor& m) { return m.view({b, t, heads_, d}).transpose(1, 2); };
-    auto y = causal_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]),
-                              is_training() ? dropout_ : 0.0)
+    auto k = heads(qkv[1]), v = heads(qkv[2]);
+    if (layout.cache) std::tie(k, v) = layout.cache->extend(block, k, v);
+    auto y = layout.attend(heads(qkv[0]), k, v, is_training() ? dropout_ : 0.0)
                  .transpose(1, 2)
                  .reshape({b, t, e});
     return torch::dropout(c_proj->forward(y), resid_dropout_, is_training());
@@ -90,8 +92,8 @@ class Gpt2BlockImpl : public torch::nn::Module {
     ln_2 = register_module("ln_2", norm());
     mlp = register_module("mlp", Gpt2Mlp(c));
   }
-  torch::Tensor forward(torch::Tensor x) {
-    x = x + attn->forward(ln_1->forward(x));
+  torch::Tensor forward(torch::Tensor x, const TokenLayout& layout, size_t block) {
+    x = x + attn->forward(ln_1->forward(x), layout, block);
     return x + mlp->forward(ln_2->forward(x));
   }
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
@@ -169,18 +171,20 @@ Gpt2Impl::Gpt2Impl(const HfModelOptions& options)
   };
 }
 
-torch::Tensor Gpt2Impl::forward(torch::Tensor tokens) {
-  tokens = checked_tokens("gpt2", tokens, config.n_positions, "n_positions", config.vocab_size);
+torch::Tensor Gpt2Impl::checked(torch::Tensor tokens) const {
+  return checked_tokens("gpt2", tokens, config.n_positions, "n_positions", config.vocab_size);
+}
+
+torch::Tensor Gpt2Impl::run(torch::Tensor tokens, const TokenLayout& layout) {
   const bool tied = config.tie_word_embeddings;
   // The embeddings' unit hands the head its weight when tied (a copy when units run apart:
   // ZeRO 3 frees the gathered weight once the unit has run; the gradient flows back through it).
   auto first = run_unit(
       0,
-      [this, tied](const std::vector<torch::Tensor>& in) {
+      [this, tied, layout](const std::vector<torch::Tensor>& in) {
         const torch::Tensor& ids = in[0];
-        auto positions = torch::arange(ids.size(1), ids.options());
-        auto x = torch::dropout(wte->forward(ids) + wpe->forward(positions), config.embd_pdrop,
-                                is_training());
+        auto x = torch::dropout(wte->forward(ids) + wpe->forward(layout.positions),
+                                config.embd_pdrop, is_training());
         std::vector<torch::Tensor> out{x};
         if (tied) out.push_back(units_run_apart() ? wte->weight.clone() : wte->weight);
         return out;
@@ -190,8 +194,10 @@ torch::Tensor Gpt2Impl::forward(torch::Tensor tokens) {
   for (size_t i = 0; i < h->size(); ++i) {
     auto block = h->ptr<Gpt2BlockImpl>(i);
     const bool recompute = recomputes(i);
-    x = run_unit(1 + i, [block](const torch::Tensor& in) { return block->forward(in); }, x,
-                 recompute);
+    x = run_unit(
+        1 + i,
+        [block, layout, i](const torch::Tensor& in) { return block->forward(in, layout, i); }, x,
+        recompute);
   }
   std::vector<torch::Tensor> last_in{x};
   if (tied) last_in.push_back(first[1]);

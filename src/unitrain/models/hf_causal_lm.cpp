@@ -36,9 +36,31 @@ torch::Tensor checked_tokens(const char* model, torch::Tensor tokens, int64_t ma
   return tokens.to(torch::kLong);
 }
 
+torch::Tensor HfCausalLm::forward(torch::Tensor tokens) {
+  tokens = checked(tokens);
+  return run(tokens, TokenLayout::causal(tokens.size(1), tokens.device()));
+}
+
+torch::Tensor HfCausalLm::forward(torch::Tensor tokens, const torch::Tensor& segments) {
+  tokens = checked(tokens);
+  return run(tokens, TokenLayout::packed(segments, tokens, type_));
+}
+
+torch::Tensor HfCausalLm::forward_cached(torch::Tensor tokens, KvCache& cache) {
+  tokens = checked(tokens);
+  UT_CHECK(cache.length + tokens.size(1) <= max_length(), type_, ": ", cache.length, " + ",
+           tokens.size(1), " tokens are more than the model's ", max_length(),
+           " positions (config.json); generate fewer new tokens or give a shorter prompt");
+  torch::Tensor logits = run(tokens, TokenLayout::cached(tokens.size(1), cache, tokens.device()));
+  cache.length += tokens.size(1);
+  return logits;
+}
+
 std::vector<torch::Tensor> HfCausalLm::forward_all(const std::vector<torch::Tensor>& inputs) {
-  check_input_count(type_, inputs, 1, 1);
-  return forward_with_context(type_, inputs, [&] { return std::vector{forward(inputs[0])}; });
+  check_input_count(type_, inputs, 1, 2);
+  return forward_with_context(type_, inputs, [&] {
+    return std::vector{inputs.size() == 2 ? forward(inputs[0], inputs[1]) : forward(inputs[0])};
+  });
 }
 
 bool HfCausalLm::checkpoint_activations(int64_t every) {

@@ -13,18 +13,30 @@
 
 #include "unitrain/models/hf_config.h"
 #include "unitrain/models/model.h"
+#include "unitrain/models/token_layout.h"
 
 namespace unitrain::models {
 
 /// Registers `gpt2` and `llama` (called by register_builtin_models()).
 void register_hf_causal_lms();
 
-/// What gpt2 and llama share: one input (token ids), one prediction (logits), blocks that
-/// recompute their activations, the Hugging Face folder they came from.
+/// What gpt2 and llama share: token ids in (and, for packed rows, segment ids), one prediction
+/// (logits), incremental decoding with a KV cache, blocks that recompute their activations, the
+/// Hugging Face folder they came from.
 class HfCausalLm : public Model {
  public:
   /// Token ids [B, T] -> logits [B, T, vocab].
-  virtual torch::Tensor forward(torch::Tensor tokens) = 0;
+  torch::Tensor forward(torch::Tensor tokens);
+  /// Packed rows: `segments` int64 [B, T] numbers the examples of each row (TokenLayout::packed:
+  /// attention stays inside each example, positions restart with each).
+  torch::Tensor forward(torch::Tensor tokens, const torch::Tensor& segments);
+  /// The logits of `tokens` [B, T] that follow the `cache.length` tokens `cache` holds, whose
+  /// keys and values it reuses; adds the new tokens' to it. The same logits as forward() on
+  /// all the tokens (to float rounding), at the cost of the new ones only.
+  torch::Tensor forward_cached(torch::Tensor tokens, KvCache& cache);
+  /// The most tokens a sequence may hold (n_positions, max_position_embeddings).
+  virtual int64_t max_length() const = 0;
+  /// inputs: token ids, and optionally segment ids (objective.inputs: [x, segments]).
   std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& inputs) override;
   /// Blocks 0, every, 2 * every, ... recompute their activations in backward; 0 = none.
   bool checkpoint_activations(int64_t every) override;
@@ -32,6 +44,10 @@ class HfCausalLm : public Model {
 
  protected:
   explicit HfCausalLm(const char* type) : type_(type) {}
+  /// Logits of checked token ids laid out as `layout` says.
+  virtual torch::Tensor run(torch::Tensor tokens, const TokenLayout& layout) = 0;
+  /// The token ids checked (checked_tokens): int64 [B, T].
+  virtual torch::Tensor checked(torch::Tensor tokens) const = 0;
   /// Whether block `i` recomputes its activations.
   bool recomputes(size_t i) const {
     return checkpoint_every_ > 0 && i % static_cast<size_t>(checkpoint_every_) == 0;
@@ -52,7 +68,7 @@ class HfCausalLm : public Model {
 class Gpt2Impl : public HfCausalLm {
  public:
   explicit Gpt2Impl(const HfModelOptions& options);
-  torch::Tensor forward(torch::Tensor tokens) override;
+  int64_t max_length() const override { return config.n_positions; }
   /// The embeddings, each block, then ln_f (with lm_head when untied).
   std::vector<std::vector<torch::Tensor>> units() override;
 
@@ -62,6 +78,10 @@ class Gpt2Impl : public HfCausalLm {
   torch::nn::ModuleList h{nullptr};
   torch::nn::LayerNorm ln_f{nullptr};
   torch::nn::Linear lm_head{nullptr};  ///< null when tied
+
+ protected:
+  torch::Tensor run(torch::Tensor tokens, const TokenLayout& layout) override;
+  torch::Tensor checked(torch::Tensor tokens) const override;
 };
 
 /// Llama (LlamaForCausalLM, Llama 2 and 3): token embeddings, pre-RMSNorm blocks (RMSNorm in
@@ -76,7 +96,7 @@ class Gpt2Impl : public HfCausalLm {
 class LlamaImpl : public HfCausalLm {
  public:
   explicit LlamaImpl(const HfModelOptions& options);
-  torch::Tensor forward(torch::Tensor tokens) override;
+  int64_t max_length() const override { return config.max_position_embeddings; }
   /// The embeddings, each block, then the norm (with lm_head when untied).
   std::vector<std::vector<torch::Tensor>> units() override;
 
@@ -87,9 +107,14 @@ class LlamaImpl : public HfCausalLm {
   torch::nn::Module* norm = nullptr;   ///< an RMSNorm (its `weight`)
   torch::nn::Linear lm_head{nullptr};  ///< null when tied
 
+ protected:
+  torch::Tensor run(torch::Tensor tokens, const TokenLayout& layout) override;
+  torch::Tensor checked(torch::Tensor tokens) const override;
+
  private:
-  /// Rotary cos and sin for positions [0, t), [t, head_dim], in float32 on `device`.
-  std::pair<torch::Tensor, torch::Tensor> rotary(int64_t t, const torch::Device& device) const;
+  /// Rotary cos and sin of `positions` ([T] or [B, T]): [T, head_dim] or [B, 1, T, head_dim],
+  /// in float32.
+  std::pair<torch::Tensor, torch::Tensor> rotary(const torch::Tensor& positions) const;
   torch::Tensor inv_freq_;  ///< [head_dim / 2], float32, CPU
 };
 

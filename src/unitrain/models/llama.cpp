@@ -2,8 +2,8 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <tuple>
 
-#include "unitrain/compat/attention.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/unit_parts.h"
 #include "unitrain/models/hf_causal_lm.h"
@@ -52,18 +52,21 @@ class LlamaAttentionImpl : public torch::nn::Module {
     v_proj = register_module("v_proj", linear(c.hidden_size, kv_heads_ * hd, c.attention_bias));
     o_proj = register_module("o_proj", linear(heads_ * hd, c.hidden_size, c.attention_bias));
   }
-  /// `cos`, `sin`: [T, head_dim] in x's dtype.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  /// `cos`, `sin`: [T, head_dim] or [B, 1, T, head_dim] in x's dtype; `layout`: the tokens'
+  /// attention (a KV cache's block `block` when it has one).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        const TokenLayout& layout, size_t block) {
     const int64_t b = x.size(0), t = x.size(1);
     auto heads = [&](const torch::Tensor& m) { return m.view({b, t, -1, head_dim_}).transpose(1, 2); };
     auto q = heads(q_proj->forward(x)), k = heads(k_proj->forward(x)), v = heads(v_proj->forward(x));
     q = q * cos + rotate_half(q) * sin;
     k = k * cos + rotate_half(k) * sin;
+    if (layout.cache) std::tie(k, v) = layout.cache->extend(block, k, v);
     if (kv_heads_ != heads_) {  // grouped-query attention: each k/v head serves heads/kv_heads
       k = k.repeat_interleave(heads_ / kv_heads_, 1);
       v = v.repeat_interleave(heads_ / kv_heads_, 1);
     }
-    auto y = causal_attention(q, k, v, is_training() ? dropout_ : 0.0);
+    auto y = layout.attend(q, k, v, is_training() ? dropout_ : 0.0);
     return o_proj->forward(y.transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
   }
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
@@ -97,8 +100,9 @@ class LlamaBlockImpl : public torch::nn::Module {
     post_attention_layernorm =
         register_module("post_attention_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps));
   }
-  torch::Tensor forward(torch::Tensor x, const torch::Tensor& cos, const torch::Tensor& sin) {
-    x = x + self_attn->forward(input_layernorm->forward(x), cos, sin);
+  torch::Tensor forward(torch::Tensor x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        const TokenLayout& layout, size_t block) {
+    x = x + self_attn->forward(input_layernorm->forward(x), cos, sin, layout, block);
     return x + mlp->forward(post_attention_layernorm->forward(x));
   }
   LlamaAttention self_attn{nullptr};
@@ -185,17 +189,20 @@ LlamaImpl::LlamaImpl(const HfModelOptions& options)
   };
 }
 
-std::pair<torch::Tensor, torch::Tensor> LlamaImpl::rotary(int64_t t,
-                                                         const torch::Device& device) const {
-  auto positions = torch::arange(t, torch::TensorOptions().dtype(torch::kFloat).device(device));
-  auto freqs = torch::outer(positions, inv_freq_.to(device));
+std::pair<torch::Tensor, torch::Tensor> LlamaImpl::rotary(const torch::Tensor& positions) const {
+  // As Hugging Face: float32 positions times the inverse frequencies.
+  auto freqs = positions.to(torch::kFloat).unsqueeze(-1) * inv_freq_.to(positions.device());
   auto angles = torch::cat({freqs, freqs}, -1);
+  if (angles.dim() == 3) angles = angles.unsqueeze(1);  // [B, 1, T, D]: broadcast over heads
   return {angles.cos(), angles.sin()};
 }
 
-torch::Tensor LlamaImpl::forward(torch::Tensor tokens) {
-  tokens = checked_tokens("llama", tokens, config.max_position_embeddings,
-                          "max_position_embeddings", config.vocab_size);
+torch::Tensor LlamaImpl::checked(torch::Tensor tokens) const {
+  return checked_tokens("llama", tokens, config.max_position_embeddings,
+                        "max_position_embeddings", config.vocab_size);
+}
+
+torch::Tensor LlamaImpl::run(torch::Tensor tokens, const TokenLayout& layout) {
   const bool tied = config.tie_word_embeddings;
   auto first = run_unit(
       0,
@@ -206,7 +213,7 @@ torch::Tensor LlamaImpl::forward(torch::Tensor tokens) {
       },
       {tokens});
   torch::Tensor x = first[0];
-  auto [cos, sin] = rotary(tokens.size(1), x.device());
+  auto [cos, sin] = rotary(layout.positions);
   cos = cos.to(x.scalar_type());
   sin = sin.to(x.scalar_type());
   for (size_t i = 0; i < layers->size(); ++i) {
@@ -214,7 +221,9 @@ torch::Tensor LlamaImpl::forward(torch::Tensor tokens) {
     const bool recompute = recomputes(i);
     x = run_unit(
         1 + i,
-        [block, cos = cos, sin = sin](const torch::Tensor& in) { return block->forward(in, cos, sin); },
+        [block, cos = cos, sin = sin, layout, i](const torch::Tensor& in) {
+          return block->forward(in, cos, sin, layout, i);
+        },
         x, recompute);
   }
   std::vector<torch::Tensor> last_in{x};

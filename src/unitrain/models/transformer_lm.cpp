@@ -6,11 +6,11 @@
 
 #include <cmath>
 
-#include "unitrain/compat/attention.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/unit_parts.h"
 #include "unitrain/models/activation_checkpoint.h"
 #include "unitrain/models/model_checks.h"
+#include "unitrain/models/token_layout.h"
 #include "unitrain/models/torchscript_export.h"
 
 namespace unitrain::models {
@@ -25,12 +25,12 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
     out = register_module("out", torch::nn::Linear(d_model, d_model));
   }
 
-  torch::Tensor forward(const torch::Tensor& x) {  // [B, T, C]
+  torch::Tensor forward(const torch::Tensor& x, const TokenLayout& layout) {  // [B, T, C]
     const int64_t b = x.size(0), t = x.size(1), c = x.size(2), head_dim = c / heads_;
     // [B, T, 3, H, D] -> [3, B, H, T, D]
     auto qkv_heads = qkv->forward(x).view({b, t, 3, heads_, head_dim}).permute({2, 0, 3, 1, 4});
     auto y =
-        causal_attention(qkv_heads[0], qkv_heads[1], qkv_heads[2], is_training() ? dropout_ : 0.0)
+        layout.attend(qkv_heads[0], qkv_heads[1], qkv_heads[2], is_training() ? dropout_ : 0.0)
             .transpose(1, 2)
             .reshape({b, t, c});
     y = out->forward(y);
@@ -73,8 +73,8 @@ class BlockImpl : public torch::nn::Module {
     norm2 = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
     feed_forward = register_module("feed_forward", FeedForward(d, o.ff_mult() * d, o.dropout()));
   }
-  torch::Tensor forward(torch::Tensor x) {
-    x = x + attention->forward(norm1->forward(x));
+  torch::Tensor forward(torch::Tensor x, const TokenLayout& layout) {
+    x = x + attention->forward(norm1->forward(x), layout);
     return x + feed_forward->forward(norm2->forward(x));
   }
   torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
@@ -155,6 +155,16 @@ TransformerLmImpl::TransformerLmImpl(TransformerLmOptions options_) : options(st
 }
 
 torch::Tensor TransformerLmImpl::forward(torch::Tensor tokens) {
+  tokens = checked(tokens);
+  return run(tokens, TokenLayout::causal(tokens.size(1), tokens.device()));
+}
+
+torch::Tensor TransformerLmImpl::forward(torch::Tensor tokens, const torch::Tensor& segments) {
+  tokens = checked(tokens);
+  return run(tokens, TokenLayout::packed(segments, tokens, "transformer_lm"));
+}
+
+torch::Tensor TransformerLmImpl::checked(torch::Tensor tokens) const {
   UT_CHECK(tokens.dim() == 2 && !tokens.is_floating_point() && !tokens.is_complex(),
            "transformer_lm: expected integer token ids of shape [batch, time], got ",
            tokens.scalar_type(), " of shape ", shape_string(tokens));
@@ -169,13 +179,15 @@ torch::Tensor TransformerLmImpl::forward(torch::Tensor tokens) {
              "transformer_lm: token ids must be in [0, vocab = ", options.vocab(),
              "), got ids from ", lo, " to ", hi);
   }
-  tokens = tokens.to(torch::kLong);
+  return tokens.to(torch::kLong);
+}
+
+torch::Tensor TransformerLmImpl::run(const torch::Tensor& tokens, const TokenLayout& layout) {
   // Each piece runs as a unit of units() (ZeRO stage 3 gathers its parameters around it).
   auto x = run_unit(
       0,
-      [this](const torch::Tensor& ids) {
-        auto positions = torch::arange(ids.size(1), ids.options());
-        auto e = token_embedding->forward(ids) + position_embedding->forward(positions);
+      [this, layout](const torch::Tensor& ids) {
+        auto e = token_embedding->forward(ids) + position_embedding->forward(layout.positions);
         return options.dropout() > 0 ? torch::dropout(e, options.dropout(), is_training()) : e;
       },
       tokens);
@@ -183,7 +195,8 @@ torch::Tensor TransformerLmImpl::forward(torch::Tensor tokens) {
     auto block = blocks->ptr<BlockImpl>(i);
     const bool recompute = checkpoint_every_ > 0 && i % static_cast<size_t>(checkpoint_every_) == 0;
     x = run_unit(
-        1 + i, [block](const torch::Tensor& in) { return block->forward(in); }, x, recompute);
+        1 + i, [block, layout](const torch::Tensor& in) { return block->forward(in, layout); }, x,
+        recompute);
   }
   return run_unit(
       blocks->size() + 1,
@@ -209,9 +222,10 @@ bool TransformerLmImpl::checkpoint_activations(int64_t every) {
 
 std::vector<torch::Tensor> TransformerLmImpl::forward_all(
     const std::vector<torch::Tensor>& inputs) {
-  check_input_count("transformer_lm", inputs, 1, 1);
-  return forward_with_context("transformer_lm", inputs,
-                              [&] { return std::vector{forward(inputs[0])}; });
+  check_input_count("transformer_lm", inputs, 1, 2);
+  return forward_with_context("transformer_lm", inputs, [&] {
+    return std::vector{inputs.size() == 2 ? forward(inputs[0], inputs[1]) : forward(inputs[0])};
+  });
 }
 
 namespace {

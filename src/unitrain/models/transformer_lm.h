@@ -16,6 +16,8 @@
 
 namespace unitrain::models {
 
+struct TokenLayout;
+
 /// Registers `transformer_lm`: its factory and its TorchScript export (called by
 /// register_builtin_models()).
 void register_transformer_lm();
@@ -61,7 +63,10 @@ class TransformerLmImpl : public Model {
   explicit TransformerLmImpl(TransformerLmOptions options);
 
   torch::Tensor forward(torch::Tensor tokens);
-  /// One input, one prediction.
+  /// Packed rows: `segments` int64 [B, T] numbers the examples of each row; attention stays
+  /// inside each example and positions restart with each (models/token_layout.h).
+  torch::Tensor forward(torch::Tensor tokens, const torch::Tensor& segments);
+  /// Token ids, and optionally segment ids (objective.inputs: [x, segments]); one prediction.
   std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& inputs) override;
   /// Blocks 0, every, 2 * every, ... recompute their activations in backward; 0 = none.
   bool checkpoint_activations(int64_t every) override;
@@ -76,6 +81,8 @@ class TransformerLmImpl : public Model {
   torch::nn::Linear head{nullptr};
 
  private:
+  torch::Tensor checked(torch::Tensor tokens) const;
+  torch::Tensor run(const torch::Tensor& tokens, const TokenLayout& layout);
   int64_t checkpoint_every_ = 0;
 };
 

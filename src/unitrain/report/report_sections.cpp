@@ -206,6 +206,20 @@ std::string config_section(const std::vector<RunData>& runs) {
   return out + "</section>";
 }
 
+std::string samples_section(const std::vector<RunData>& runs) {
+  std::string out;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    for (const GeneratedSample& s : runs[r].generated) {
+      out += "<tr><td>" + chip(r) + html_escape(runs[r].label) + "</td><td>" +
+             std::to_string(s.step) + "</td><td>" + html_escape(s.prompt) + "</td><td><pre>" +
+             html_escape(s.completion) + "</pre></td></tr>";
+    }
+  }
+  if (out.empty()) return "";
+  return "<section id=\"samples\"><h2>Samples</h2><table><tr><th>run</th><th>step</th>"
+         "<th>prompt</th><th>completion</th></tr>" + out + "</table></section>";
+}
+
 std::string notes_section(const std::vector<RunData>& runs) {
   std::string out;
   for (size_t r = 0; r < runs.size(); ++r) {

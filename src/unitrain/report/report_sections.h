@@ -25,6 +25,10 @@ std::string profile_section(const std::vector<RunData>& runs);
 /// others folded.
 std::string config_section(const std::vector<RunData>& runs);
 
+/// The `generate` callback's completions, per run, prompt by prompt and step by step; "" when
+/// no run has any.
+std::string samples_section(const std::vector<RunData>& runs);
+
 /// What could not be read, per run; "" when nothing.
 std::string notes_section(const std::vector<RunData>& runs);
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -138,6 +139,35 @@ void read_profile(const std::string& dir, RunData& run) {
   }
 }
 
+/// The `generate` callback's samples.jsonl, when there is one; a bad line becomes a note.
+void read_samples(const std::string& dir, RunData& run) {
+  const auto text = read_text_file(dir + "/samples.jsonl");
+  if (!text) return;
+  std::istringstream lines(*text);
+  std::string line;
+  for (int n = 1; std::getline(lines, line); ++n) {
+    if (line.empty()) continue;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() ||
+        !j.value("prompt", nlohmann::json()).is_string() ||
+        !j.value("completion", nlohmann::json()).is_string()) {
+      run.notes.push_back("samples.jsonl line " + std::to_string(n) + " is not a sample");
+      continue;
+    }
+    GeneratedSample sample{j["step"].get<int64_t>(), j["prompt"].get<std::string>(),
+                           j["completion"].get<std::string>()};
+    // A resumed run generates again at the steps after its checkpoint: the later line holds.
+    auto same = std::find_if(run.generated.begin(), run.generated.end(), [&](const auto& g) {
+      return g.step == sample.step && g.prompt == sample.prompt;
+    });
+    if (same != run.generated.end()) {
+      *same = std::move(sample);
+    } else {
+      run.generated.push_back(std::move(sample));
+    }
+  }
+}
+
 }  // namespace
 
 RunData read_run(const std::string& dir) {
@@ -180,6 +210,7 @@ RunData read_run(const std::string& dir) {
     }
   }
   read_profile(dir, run);
+  read_samples(dir, run);
   if (run.events.empty()) run.notes.push_back("metrics.jsonl has no events yet");
   return run;
 }

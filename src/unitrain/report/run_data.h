@@ -23,6 +23,12 @@ struct MetricEvent {
 
 /// A run folder, read leniently: what a run still in progress, stopped or without validation
 /// has is there; what could not be read is named in `notes`.
+/// A completion the `generate` callback wrote at a validation (samples.jsonl).
+struct GeneratedSample {
+  int64_t step = 0;
+  std::string prompt, completion;
+};
+
 struct RunData {
   std::string dir;    ///< as given on the command line
   std::string label;  ///< the run's name (config `name`), made unique among the runs shown
@@ -40,6 +46,7 @@ struct RunData {
   std::map<std::string, double> test_metrics;  ///< results/test.json
   std::vector<CheckpointInfo> checkpoints;     ///< by step
   std::optional<ProfileSummary> profile;
+  std::vector<GeneratedSample> generated;  ///< samples.jsonl, in file order
   std::vector<std::string> notes;
 };
 

@@ -5,6 +5,7 @@
 #include "unitrain/engine/callback_registry.h"
 #include "unitrain/engine/callbacks/early_stopping.h"
 #include "unitrain/engine/callbacks/ema.h"
+#include "unitrain/engine/callbacks/generate_samples.h"
 #include "unitrain/engine/callbacks/grad_norm.h"
 #include "unitrain/engine/callbacks/lr_monitor.h"
 #include "unitrain/engine/callbacks/model_summary.h"
@@ -23,6 +24,7 @@ void register_builtin_callbacks() {
     register_timer_callback();
     register_ema_callback();
     register_model_summary_callback();
+    register_generate_callback();
   });
 }
 

@@ -15,6 +15,8 @@
 namespace unitrain {
 
 enum class OnNonFinite { Stop, Skip, Rollback };
+/// What a window's micro-batches (and ranks) are weighted by (train.loss_average).
+enum class LossAverage { Samples, Tokens };
 /// When the host reads a training step's loss, metrics and non-finite check (train.loss_reads).
 enum class LossReads { Auto, Immediate, Deferred };
 /// How float32 matrix products may run (train.matmul_precision; set_matmul_precision): Keep
@@ -28,6 +30,8 @@ struct TrainOptions {
   int64_t accumulation_steps = 1;            ///< micro-batches per optimizer step
   std::optional<int64_t> global_batch_size;  ///< alternative to accumulation_steps
   double clip_grad_norm = 0;                 ///< 0 = no clipping
+  LossAverage loss_average = LossAverage::Samples;
+  std::string token_key = "y";  ///< loss_average tokens: the batch key of the targets
   int64_t threads = 0;                       ///< intra-op threads; 0 = auto
   std::string device = "auto";               ///< cpu | cuda | cuda:N | auto (run_device.h)
   bool deterministic = false;                ///< deterministic algorithms only (set_deterministic)

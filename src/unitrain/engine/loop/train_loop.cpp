@@ -56,6 +56,9 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
         settings_.distributed.broadcast_buffers && !module_.weights().buffers().empty();
   }
   plan_ = RunPlan::make(settings_.train, train_loader_, rank, world);
+  if (settings_.train.loss_average == LossAverage::Tokens) {
+    window_tokens_ = std::make_unique<WindowTokens>(settings_.train.token_key, group_.get(), plan_);
+  }
   periods_.set_batches_per_epoch(plan_.batches_per_epoch);
   if (settings_.profile.enabled) {
     profiler_ = std::make_unique<Profiler>(settings_.profile, rank, device_.is_cuda());
@@ -219,7 +222,10 @@ std::optional<Batch> TrainLoop::next_batch() {
   // A step lasts from the fetch of its first micro-batch to that of the next step's.
   if (profiler_) profiler_->begin_step(counters_.step + 1);
   Profiler::Range wait(profiler_.get(), Phase::DataWait);
-  return epoch_batches_->next();
+  if (!window_tokens_) return epoch_batches_->next();
+  return window_tokens_->next(*epoch_batches_, counters_.batch_in_epoch, [this](int64_t b) {
+    return train_loader_.epoch(counters_.epoch, b);
+  });
 }
 
 MicroStep TrainLoop::forward_backward(const Batch& batch) {
@@ -229,7 +235,10 @@ MicroStep TrainLoop::forward_backward(const Batch& batch) {
   const int64_t b = counters_.batch_in_epoch;
   // The loss is scaled by this micro-batch's share of the window and, across ranks, by
   // 1 / ranks, so the summed gradients are the average (DataParallelOptions::average).
-  const double weight = double(batch.size()) / plan_.window_samples(b) / double(plan_.world);
+  // (train.loss_average: tokens — by its share of the window's target tokens on all ranks.)
+  const double weight = window_tokens_ ? window_tokens_->weight(batch)
+                                       : double(batch.size()) / plan_.window_samples(b) /
+                                             double(plan_.world);
   callbacks_.call("on_train_batch_start", &Callback::on_train_batch_start, batch);
   // (On a GPU the copy stays in device_batch_: L-BFGS's update() re-evaluates it.)
   return step_->runner().forward_backward(on_device(batch, device_, device_batch_), weight,
@@ -242,7 +251,9 @@ void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
   counters_.batch_in_epoch++;
   counters_.micro_in_window = m.window_end ? 0 : counters_.micro_in_window + 1;
   counters_.samples += n * plan_.world;             // every rank read a batch of the same size
-  train_sums_.add("loss", MetricValue(m.loss), n);  // read at log time when deferred
+  // The logged loss is a mean over what the loss averages: samples, or target tokens.
+  const int64_t counted = window_tokens_ ? window_tokens_->count(batch) : n;
+  train_sums_.add("loss", MetricValue(m.loss), counted);  // read at log time when deferred
   train_sums_.add(m.metrics, n);
   if (!m.window_end) {
     return callbacks_.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
@@ -292,6 +303,7 @@ void TrainLoop::close_epoch_batches() {
   if (!epoch_batches_) return;
   data_wait_seconds_ += epoch_batches_->wait_seconds();
   epoch_batches_.reset();
+  if (window_tokens_) window_tokens_->clear();
 }
 
 void TrainLoop::end_epoch() {

@@ -22,6 +22,7 @@
 #include "unitrain/engine/loop/module_run.h"
 #include "unitrain/engine/loop/periods.h"
 #include "unitrain/engine/loop/train_checkpoints.h"
+#include "unitrain/engine/loop/window_tokens.h"
 #include "unitrain/engine/setup/run_plan.h"
 #include "unitrain/engine/setup/thread_governor.h"
 #include "unitrain/engine/step/process_step.h"
@@ -192,6 +193,7 @@ class TrainLoop : private CheckpointEntry {
   Loader train_loader_;
   std::unique_ptr<Loader> val_loader_;
   std::unique_ptr<EpochIterator> epoch_batches_;            ///< the running epoch's
+  std::unique_ptr<WindowTokens> window_tokens_;  ///< train.loss_average: tokens (else null)
   DivergenceGuard divergence_{settings_.train.divergence};  ///< spikes' moving mean, rollbacks
   std::unique_ptr<ProcessStep> step_;  ///< from start() on: the sync, sharding and runner
   std::unique_ptr<StepGraph> graph_;   ///< train.cuda_graphs's, from start() on (else null)

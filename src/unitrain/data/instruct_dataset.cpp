@@ -1,0 +1,258 @@
+#include "unitrain/data/instruct_dataset.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include "unitrain/core/error.h"
+#include "unitrain/data/chat_template.h"
+
+namespace unitrain {
+
+void InstructOptions::declare(Options<InstructOptions>& o) {
+  using T = InstructOptions;
+  o.field("paths", &T::paths)
+      .required()
+      .help(
+          "JSON Lines files (.gz too): each line {prompt, response} or {messages: [{role, "
+          "content}, ...]}");
+  o.field("tokenizer", &T::tokenizer)
+      .required()
+      .help(
+          "a Hugging Face tokenizer.json (its tokenizer_config.json beside it names eos and "
+          "may hold a chat_template) or a SentencePiece .model");
+  o.field("prompt_key", &T::prompt_key).help("the key of an instruction line's prompt");
+  o.field("response_key", &T::response_key).help("the key of an instruction line's response");
+  o.field("messages_key", &T::messages_key).help("the key of a chat line's list of messages");
+  o.field("template", &T::template_text)
+      .help("the text before an instruction's response, with {prompt} where the prompt goes");
+  o.field("chat_template", &T::chat_template)
+      .help(
+          "each chat message's text, with {role} and {content} (e.g. "
+          "'<|im_start|>{role}\\n{content}<|im_end|>\\n'); null = the tokenizer_config.json's "
+          "chat_template when it is such plain text (a Jinja one is refused, by name)");
+  o.field("add_special_tokens", &T::add_special_tokens)
+      .help(
+          "start each example with the tokenizer's special prefix (Llama-3's "
+          "<|begin_of_text|>)");
+  o.field("add_eos", &T::add_eos)
+      .help("end each response (each assistant message) with the tokenizer's eos, trained");
+  o.field("max_length", &T::max_length)
+      .gt(1)
+      .help(
+          "the most tokens in x (longer examples are cut from the truncation side); with "
+          "pack, the window's length; null = no limit");
+  o.field("truncation", &T::truncation, {{"right", Truncation::Right}, {"left", Truncation::Left}})
+      .help(
+          "right: a long example loses its last tokens; left: its first (after the special "
+          "prefix), keeping the response");
+  o.field("pack", &T::pack)
+      .help(
+          "lay several examples in one window of max_length tokens, with `segments` (give "
+          "objective.inputs: [x, segments] so that attention stays inside each example)");
+  o.field("ignore_index", &T::ignore_index).help("the label of prompt tokens (cross_entropy's)");
+  o.check([](T& a, const Config& c) {
+    UT_CHECK(!a.pack || a.max_length, c.key_path("pack"),
+             " is true but max_length is null: packing needs the window's length");
+  });
+}
+
+namespace {
+
+/// Line `where`'s JSON object; ConfigError naming it otherwise.
+nlohmann::json parse_line(std::string_view text, const std::string& where) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  UT_CHECK(j.is_object(), "instruct: ", where, " is not a JSON object");
+  return j;
+}
+
+/// j[key] as a string; ConfigError naming the line and the key.
+std::string string_at(const nlohmann::json& j, const std::string& key, const std::string& where) {
+  UT_CHECK(j.contains(key) && j[key].is_string(), "instruct: ", where, ": '", key,
+           "' is not a string", j.contains(key) ? "" : " (it is missing)");
+  return j[key].get<std::string>();
+}
+
+}  // namespace
+
+InstructDataset::InstructDataset(const InstructOptions& o)
+    : o_(o),
+      lines_(o.paths, TextFormat::Lines, "", "instruct"),
+      tokenizer_(load_tokenizer(o.tokenizer)) {
+  prompt_template_ = std::make_unique<TextTemplate>(
+      o.template_text, std::vector<std::string>{"prompt"}, "prompt", "data: instruct: template");
+  std::string chat = o.chat_template, chat_from = "data: instruct: chat_template";
+  if (chat.empty()) {
+    chat = tokenizer_chat_template(o.tokenizer);  // throws, naming it, for Jinja
+    chat_from = "the chat_template of the tokenizer_config.json beside " + o.tokenizer;
+  }
+  if (!chat.empty()) {
+    chat_template_ = std::make_unique<TextTemplate>(
+        chat, std::vector<std::string>{"role", "content"}, "content", chat_from);
+  }
+  if (o.add_special_tokens)
+    prefix_.assign(tokenizer_->special_prefix().begin(), tokenizer_->special_prefix().end());
+  if (o.add_eos) {
+    eos_ = tokenizer_->eos_id();
+    UT_CHECK(
+        eos_ >= 0, "instruct: add_eos is true but the tokenizer '", o.tokenizer,
+        "' has no eos token (give its tokenizer_config.json beside it, or set add_eos: false)");
+  }
+  UT_CHECK(lines_.size() > 0, "instruct: the files hold no lines");
+  for (int64_t i = 0; i < lines_.size(); ++i) {
+    if (o.pack) {
+      packed_examples_.push_back(tokens(i));
+    } else {
+      render(i);  // every line checked now, not mid-run
+    }
+  }
+  if (o.pack) pack_windows();
+  spdlog::info(
+      "instruct: {} examples{} from {} file(s), tokenizer '{}'", lines_.size(),
+      o.pack ? fmt::format(" in {} windows of at most {} tokens", windows_.size(), *o.max_length)
+             : "",
+      o.paths.size(), o.tokenizer);
+}
+
+InstructDataset::~InstructDataset() = default;
+
+void InstructDataset::add(InstructTokens& out, const std::string& text, bool trained) const {
+  if (text.empty()) return;
+  for (int id : tokenizer_->encode(text)) {
+    out.ids.push_back(id);
+    out.trained.push_back(trained);
+  }
+}
+
+void InstructDataset::end_response(InstructTokens& t) const {
+  if (eos_ >= 0 && (t.ids.empty() || t.ids.back() != eos_)) {
+    t.ids.push_back(eos_);
+    t.trained.push_back(1);
+  }
+}
+
+void InstructDataset::render_chat(InstructTokens& t, const nlohmann::json& j,
+                                  const std::string& where) const {
+  const nlohmann::json& messages = j[o_.messages_key];
+  UT_CHECK(messages.is_array() && !messages.empty(), "instruct: ", where, ": '", o_.messages_key,
+           "' is not a non-empty list of messages");
+  UT_CHECK(chat_template_ != nullptr, "instruct: ", where,
+           " holds chat messages but there is no chat template: set data.<split>.args."
+           "chat_template (plain text with {role} and {content}), or give the tokenizer a "
+           "tokenizer_config.json with such a chat_template");
+  bool any_response = false;
+  for (const nlohmann::json& m : messages) {
+    UT_CHECK(m.is_object(), "instruct: ", where, ": a message is not an object");
+    const std::string role = string_at(m, "role", where);
+    const auto [head, tail] = chat_template_->around({{"role", role}});
+    const bool response = role == "assistant";
+    any_response = any_response || response;
+    add(t, head + (response ? "" : string_at(m, "content", where) + tail), false);
+    if (!response) continue;
+    add(t, string_at(m, "content", where) + tail, true);
+    end_response(t);
+  }
+  UT_CHECK(any_response, "instruct: ", where,
+           ": no message has role 'assistant' (nothing to train on)");
+}
+
+InstructTokens InstructDataset::render(int64_t line) const {
+  const std::string where = lines_.where(line);
+  const nlohmann::json j = parse_line(lines_.text(line), where);
+  InstructTokens t;
+  t.ids = prefix_;
+  t.trained.assign(prefix_.size(), 0);
+  if (j.contains(o_.messages_key)) {
+    render_chat(t, j, where);
+    return t;
+  }
+  const auto [before, after] = prompt_template_->around({});
+  add(t, before + string_at(j, o_.prompt_key, where) + after, false);
+  add(t, string_at(j, o_.response_key, where), true);
+  end_response(t);
+  return t;
+}
+
+void InstructDataset::cut(InstructTokens& t) const {
+  if (!o_.max_length) return;
+  const auto most = static_cast<size_t>(*o_.max_length + 1);
+  if (t.ids.size() <= most) return;
+  if (o_.truncation == Truncation::Right) {
+    t.ids.resize(most);
+    t.trained.resize(most);
+    return;
+  }
+  const auto drop = static_cast<std::ptrdiff_t>(t.ids.size() - most);
+  const auto from = static_cast<std::ptrdiff_t>(std::min(prefix_.size(), most - 1));
+  t.ids.erase(t.ids.begin() + from, t.ids.begin() + from + drop);
+  t.trained.erase(t.trained.begin() + from, t.trained.begin() + from + drop);
+}
+
+InstructTokens InstructDataset::tokens(int64_t line) const {
+  InstructTokens t = render(line);
+  cut(t);
+  return t;
+}
+
+void InstructDataset::pack_windows() {
+  const int64_t room = *o_.max_length;
+  std::vector<int64_t> open;
+  int64_t used = 0;
+  for (int64_t i = 0; i < lines_.size(); ++i) {
+    const auto n = static_cast<int64_t>(packed_examples_[i].ids.size()) - 1;
+    if (n < 1) continue;  // a single token predicts nothing
+    if (used + n > room && !open.empty()) {
+      windows_.push_back(std::move(open));
+      open.clear();
+      used = 0;
+    }
+    open.push_back(i);
+    used += n;
+  }
+  if (!open.empty()) windows_.push_back(std::move(open));
+  UT_CHECK(!windows_.empty(), "instruct: no example has 2 tokens or more");
+}
+
+int64_t InstructDataset::size() const {
+  return o_.pack ? static_cast<int64_t>(windows_.size()) : lines_.size();
+}
+
+Batch InstructDataset::get(int64_t index) const {
+  UT_CHECK(index >= 0 && index < size(), "instruct: example index ", index, " is out of range [0, ",
+           size(), ")");
+  std::vector<int64_t> lines{index};
+  if (o_.pack) lines = windows_[static_cast<size_t>(index)];
+  std::vector<int64_t> x, y, segments;
+  for (size_t s = 0; s < lines.size(); ++s) {
+    const InstructTokens t = o_.pack ? packed_examples_[lines[s]] : tokens(lines[s]);
+    UT_CHECK(t.ids.size() >= 2, "instruct: ", lines_.where(lines[s]), " encodes to ", t.ids.size(),
+             " token; x = ids[:-1], y = ids[1:] needs at least 2");
+    for (size_t i = 0; i + 1 < t.ids.size(); ++i) {
+      x.push_back(t.ids[i]);
+      y.push_back(t.trained[i + 1] ? t.ids[i + 1] : o_.ignore_index);
+      segments.push_back(static_cast<int64_t>(s) + 1);
+    }
+  }
+  Batch b{{"x", torch::tensor(x, torch::kInt64)}, {"y", torch::tensor(y, torch::kInt64)}};
+  if (o_.pack) b.set("segments", torch::tensor(segments, torch::kInt64));
+  return b;
+}
+
+std::map<std::string, int64_t> InstructDataset::info() const {
+  std::map<std::string, int64_t> info{{"vocab_size", tokenizer_->vocab_size()},
+                                      {"num_examples", lines_.size()}};
+  if (tokenizer_->pad_id() >= 0) info["pad_id"] = tokenizer_->pad_id();
+  return info;
+}
+
+void register_instruct_dataset() {
+  dataset_registry().add<InstructOptions>(
+      "instruct",
+      "JSON Lines of {prompt, response} or chat messages through a template, labels on the "
+      "responses only (prompt tokens ignore_index), eos appended, optional packing: x, y int64 "
+      "[L] (and segments with pack)",
+      [](const InstructOptions& o) -> DatasetPtr { return std::make_shared<InstructDataset>(o); });
+}
+
+}  // namespace unitrain

@@ -1,0 +1,156 @@
+#include "unitrain/engine/callbacks/generate_samples.h"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <tuple>
+
+#include "unitrain/core/error.h"
+#include "unitrain/data/chat_template.h"
+#include "unitrain/engine/callback_registry.h"
+#include "unitrain/engine/text_generator.h"
+#include "unitrain/engine/trainer.h"
+#include "unitrain/log/tensorboard_events.h"
+#include "unitrain/log/tensorboard_tracker.h"
+#include "unitrain/log/tfrecord_writer.h"
+#include "unitrain/models/hf_causal_lm.h"
+#include "unitrain/objective/objective_module.h"
+
+namespace unitrain {
+
+void GenerateSamplesOptions::declare(Options<GenerateSamplesOptions>& o) {
+  using T = GenerateSamplesOptions;
+  o.field("prompts", &T::prompts).required().help("the prompts generated after at each validation");
+  o.field("tokenizer", &T::tokenizer)
+      .help("a tokenizer.json or .model; null = data.train.args.tokenizer");
+  o.field("template", &T::template_text)
+      .help(
+          "the text each prompt is put into, with {prompt}; null = the instruct train set's "
+          "template, else the prompt as it is");
+  o.field("max_new_tokens", &T::max_new_tokens).min(1).help("the most tokens generated a prompt");
+  o.field("temperature", &T::temperature).min(0).help("0 = greedy; > 0 samples at it");
+  o.field("top_k", &T::top_k).min(0).help("sampling: only the k likeliest tokens (0 = all)");
+  o.field("top_p", &T::top_p).gt(0).max(1).help("sampling: the likeliest tokens of this mass");
+  o.field("repetition_penalty", &T::repetition_penalty)
+      .gt(0)
+      .help("> 1 discourages tokens already seen (Hugging Face's)");
+  o.field("seed", &T::seed).min(0).help("sampling's seed (the same draws at every validation)");
+  o.field("stop", &T::stop).help("texts that end a completion");
+}
+
+GenerateSamples::GenerateSamples(GenerateSamplesOptions options) : o_(std::move(options)) {
+  generation_.max_new_tokens = o_.max_new_tokens;
+  generation_.temperature = o_.temperature;
+  generation_.top_k = o_.top_k;
+  generation_.top_p = o_.top_p;
+  generation_.repetition_penalty = o_.repetition_penalty;
+  generation_.seed = static_cast<uint64_t>(o_.seed);
+}
+
+GenerateSamples::~GenerateSamples() = default;
+
+namespace {
+
+/// data.train.args.<key> when the train set is `type` (any type when empty); "" otherwise.
+std::string train_arg(const Config& config, const std::string& key, const std::string& type = "") {
+  const YAML::Node train = config.node()["data"]["train"];
+  if (!train.IsDefined() || !train.IsMap()) return "";
+  if (!type.empty() && (!train["type"].IsDefined() || train["type"].as<std::string>("") != type)) {
+    return "";
+  }
+  const YAML::Node v = train["args"][key];
+  return v.IsDefined() && v.IsScalar() ? v.as<std::string>() : "";
+}
+
+}  // namespace
+
+void GenerateSamples::on_fit_start(Trainer& trainer) {
+  auto* module = dynamic_cast<ObjectiveModule*>(trainer.module());
+  auto* model = module ? dynamic_cast<models::HfCausalLm*>(module->model().get()) : nullptr;
+  UT_CHECK(model != nullptr,
+           "callbacks: generate needs the config-driven path with a gpt2 or "
+           "llama model (model.type)");
+  const std::string tokenizer =
+      !o_.tokenizer.empty() ? o_.tokenizer : train_arg(trainer.config(), "tokenizer");
+  UT_CHECK(!tokenizer.empty(),
+           "callbacks: generate: args.tokenizer is null and data.train names "
+           "no tokenizer");
+  std::string wrap = o_.template_text;
+  if (wrap.empty()) wrap = train_arg(trainer.config(), "template", "instruct");
+  const YAML::Node train = trainer.config().node()["data"]["train"];
+  if (wrap.empty() && train.IsMap() && train["type"].as<std::string>("") == "instruct") {
+    wrap = "### Instruction:\n{prompt}\n\n### Response:\n";  // the instruct dataset's default
+  }
+  if (wrap.empty()) wrap = "{prompt}";
+  std::tie(before_, after_) =
+      TextTemplate(wrap, {"prompt"}, "prompt", "callbacks: generate: template").around({});
+  generator_ =
+      std::make_unique<TextGenerator>(nullptr, *model, load_tokenizer(tokenizer),
+                                      generation_eos_ids(model->hf_info()->generation_config_json));
+}
+
+void GenerateSamples::open_events(const std::string& run_dir) {
+  // Beside the tensorboard tracker's files, created after its segment's first one (which a
+  // resumed run's SessionLog START opens), so that they sort after it.
+  const std::string dir = run_dir + "/tensorboard";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  events_ = std::make_unique<TfRecordWriter>(dir + "/" + new_event_file_name(dir) + ".samples");
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  events_->write(tensorboard::file_version_event(now));
+}
+
+void GenerateSamples::on_validation_end(Trainer& trainer, const MetricMap&) {
+  if (!generator_) return;
+  torch::nn::Module& model = *dynamic_cast<ObjectiveModule&>(*trainer.module()).model();
+  const bool was_training = model.is_training();
+  model.eval();
+  const TrainState s = trainer.state();
+  std::ofstream out;
+  if (trainer.rank() == 0 && !trainer.run_dir().empty()) {
+    out.open(trainer.run_dir() + "/samples.jsonl", std::ios::app);
+  }
+  if (trainer.rank() == 0 && !trainer.run_dir().empty() && !events_) open_events(trainer.run_dir());
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (size_t i = 0; i < o_.prompts.size(); ++i) {
+    const GeneratedText g =
+        generator_->generate(before_ + o_.prompts[i] + after_, generation_, o_.stop);
+    if (trainer.rank() != 0) continue;
+    trainer.print(fmt::format("generate (step {}): {} -> {}", s.step, o_.prompts[i], g.completion));
+    if (out.is_open()) {
+      out << nlohmann::json{{"step", s.step},
+                            {"epoch", s.epoch},
+                            {"prompt", o_.prompts[i]},
+                            {"completion", g.completion}}
+                 .dump()
+          << "\n";
+    }
+    if (events_) {
+      events_->write(tensorboard::text_event(now, s.step, fmt::format("samples/{}", i),
+                                             "**" + o_.prompts[i] + "**\n\n" + g.completion));
+    }
+  }
+  model.train(was_training);
+}
+
+void GenerateSamples::on_fit_end(Trainer&, const FitResult&) {
+  generator_.reset();
+  events_.reset();
+}
+
+void register_generate_callback() {
+  register_callback<GenerateSamples, GenerateSamplesOptions>(
+      "generate",
+      "at each validation, text the gpt2/llama model generates after fixed prompts: console, "
+      "run_dir/samples.jsonl (the report) and TensorBoard text");
+}
+
+}  // namespace unitrain

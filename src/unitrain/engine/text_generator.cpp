@@ -1,0 +1,161 @@
+#include "unitrain/engine/text_generator.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "unitrain/checkpoint/hf_folder.h"
+#include "unitrain/checkpoint/state_io.h"
+#include "unitrain/core/error.h"
+#include "unitrain/engine/config/load_config.h"
+#include "unitrain/engine/train_from_config.h"
+#include "unitrain/log/console.h"
+#include "unitrain/models/hf_causal_lm.h"
+#include "unitrain/objective/objective_module.h"
+
+namespace unitrain {
+
+namespace fs = std::filesystem;
+
+TextGenerator::TextGenerator(std::shared_ptr<torch::nn::Module> owner, models::HfCausalLm& model,
+                             std::unique_ptr<Tokenizer> tokenizer, std::vector<int64_t> stop_ids)
+    : owner_(std::move(owner)),
+      model_(model),
+      tokenizer_(std::move(tokenizer)),
+      stop_ids_(std::move(stop_ids)) {
+  if (const int64_t eos = tokenizer_->eos_id(); eos >= 0) stop_ids_.push_back(eos);
+}
+
+TextGenerator::~TextGenerator() = default;
+
+GeneratedText TextGenerator::generate(const std::string& prompt, models::GenerationOptions o,
+                                      const std::vector<std::string>& stop_strings) const {
+  GeneratedText out;
+  for (int id : tokenizer_->special_prefix()) out.prompt_ids.push_back(id);
+  for (int id : tokenizer_->encode(prompt)) out.prompt_ids.push_back(id);
+  o.stop_ids.insert(o.stop_ids.end(), stop_ids_.begin(), stop_ids_.end());
+  // The first stop string in the decoded text so far, and where.
+  auto find_stop = [&](const std::vector<int64_t>& ids, size_t& at) {
+    const std::string text = tokenizer_->decode(std::vector<int>(ids.begin(), ids.end()));
+    at = std::string::npos;
+    for (const std::string& s : stop_strings) at = std::min(at, text.find(s));
+    return at != std::string::npos;
+  };
+  size_t at = std::string::npos;
+  const auto start = std::chrono::steady_clock::now();
+  out.ids = models::generate(model_, out.prompt_ids, o, [&](const std::vector<int64_t>& ids) {
+    return !stop_strings.empty() && find_stop(ids, at);
+  });
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.completion = tokenizer_->decode(std::vector<int>(out.ids.begin(), out.ids.end()));
+  if (!stop_strings.empty() && find_stop(out.ids, at)) {
+    out.completion.resize(at);
+    out.stopped_by = "stop string";
+  } else if (!out.ids.empty() &&
+             std::find(o.stop_ids.begin(), o.stop_ids.end(), out.ids.back()) != o.stop_ids.end()) {
+    out.stopped_by = "eos";
+  } else {
+    out.stopped_by = "max_new_tokens";
+  }
+  return out;
+}
+
+std::vector<int64_t> generation_eos_ids(const std::string& generation_config_json) {
+  const nlohmann::json j = nlohmann::json::parse(generation_config_json, nullptr, false);
+  std::vector<int64_t> ids;
+  if (!j.is_object() || !j.contains("eos_token_id")) return ids;
+  const nlohmann::json& e = j["eos_token_id"];
+  if (e.is_number_integer()) ids.push_back(e.get<int64_t>());
+  if (e.is_array()) {
+    for (const auto& id : e) {
+      if (id.is_number_integer()) ids.push_back(id.get<int64_t>());
+    }
+  }
+  return ids;
+}
+
+namespace {
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// The model of Hugging Face folder `dir` with its weights.
+std::shared_ptr<models::HfCausalLm> folder_model(const std::string& dir) {
+  const nlohmann::json config =
+      nlohmann::json::parse(read_text(fs::path(dir) / "config.json"), nullptr, false);
+  const std::string type = config.is_object() ? config.value("model_type", "") : "";
+  models::HfModelOptions options;
+  options.pretrained = dir;
+  std::shared_ptr<models::HfCausalLm> model;
+  if (type == "gpt2") model = std::make_shared<models::Gpt2Impl>(options);
+  if (type == "llama") model = std::make_shared<models::LlamaImpl>(options);
+  UT_CHECK(model != nullptr, "generate: ", dir, "/config.json has model_type '", type,
+           "'; unitrain generates with gpt2 and llama");
+  NamedTensors state;
+  for (auto& [name, t] : read_hf_weights(dir, "generate " + dir)) {
+    if (std::string own = model->hf_info()->model_name(name); !own.empty()) {
+      state.emplace_back(std::move(own), std::move(t));
+    }
+  }
+  log::info(load_module_state(*model, state, true, "generate: the weights of " + dir));
+  return model;
+}
+
+/// The run's tokenizer (data.train.args.tokenizer), "" when it names none.
+std::string run_tokenizer(const Config& config) {
+  const YAML::Node t = config.node()["data"]["train"]["args"]["tokenizer"];
+  return t.IsDefined() && t.IsScalar() ? t.as<std::string>() : "";
+}
+
+}  // namespace
+
+TextGenerator load_text_generator(const std::string& source, const std::string& checkpoint,
+                                  const std::string& tokenizer) {
+  std::error_code ec;
+  const bool folder = fs::is_regular_file(fs::path(source) / "config.json", ec);
+  if (folder) {
+    auto model = folder_model(source);
+    model->eval();
+    const fs::path own = fs::path(source) / "tokenizer.json";
+    const std::string t = !tokenizer.empty() ? tokenizer : own.string();
+    UT_CHECK(!tokenizer.empty() || fs::is_regular_file(own, ec), "generate: ", source,
+             " holds no tokenizer.json; give one with --tokenizer");
+    auto& m = *model;
+    return TextGenerator(model, m, load_tokenizer(t),
+                         generation_eos_ids(m.hf_info()->generation_config_json));
+  }
+  const fs::path yaml =
+      fs::is_directory(source, ec) ? fs::path(source) / "config.yaml" : fs::path(source);
+  UT_CHECK(fs::is_regular_file(yaml, ec), "generate: ", source,
+           " is neither a Hugging Face folder "
+           "(config.json), a run folder (config.yaml) nor a run's YAML file");
+  Overrides where;
+  if (fs::is_directory(source, ec)) where.emplace_back("run_dir", source);  // wherever it is now
+  const Config given = load_run_config({yaml.string()}, where);
+  LoadedCheckpoint loaded = load_checkpoint_module(given, checkpoint, "validated", "generate");
+  auto* model = dynamic_cast<models::HfCausalLm*>(loaded.module->model().get());
+  UT_CHECK(model != nullptr, "generate: the run's model (model.type ",
+           loaded.config.node()["model"]["type"].as<std::string>("?"),
+           ") is not a gpt2 or llama causal LM");
+  const std::string t = !tokenizer.empty() ? tokenizer : run_tokenizer(loaded.config);
+  UT_CHECK(!t.empty(),
+           "generate: the run's data.train names no tokenizer; give one with "
+           "--tokenizer");
+  loaded.module->to(torch::kCPU);
+  loaded.module->eval();
+  log::info("generate: checkpoint " + loaded.dir);
+  return TextGenerator(loaded.module, *model, load_tokenizer(t),
+                       generation_eos_ids(model->hf_info()->generation_config_json));
+}
+
+}  // namespace unitrain

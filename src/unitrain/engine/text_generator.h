@@ -1,0 +1,62 @@
+#pragma once
+// TextGenerator: text in, text out — a gpt2 or llama model (from a run's checkpoint or a Hugging
+// Face folder) with its tokenizer, generating after each prompt (models/generation.h).
+#include <torch/nn/module.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "unitrain/data/tokenizer.h"
+#include "unitrain/models/generation.h"
+
+namespace unitrain {
+
+namespace models {
+class HfCausalLm;
+}
+
+/// What one prompt gave.
+struct GeneratedText {
+  std::string completion;           ///< the new tokens' text, cut before a stop string
+  std::vector<int64_t> prompt_ids;  ///< the prompt's tokens (special prefix included)
+  std::vector<int64_t> ids;         ///< the new tokens
+  std::string stopped_by;           ///< "eos", "stop string", or "max_new_tokens"
+  double seconds = 0;               ///< the generation's wall time (prompt and new tokens)
+};
+
+/// A causal LM ready to generate, with its tokenizer. Holds what owns the model.
+class TextGenerator {
+ public:
+  /// `model` must stay owned by `owner`. Stop ids: `stop_ids` (the model's eos ids) and the
+  /// tokenizer's eos.
+  TextGenerator(std::shared_ptr<torch::nn::Module> owner, models::HfCausalLm& model,
+                std::unique_ptr<Tokenizer> tokenizer, std::vector<int64_t> stop_ids);
+  ~TextGenerator();
+
+  /// The prompt's tokens (the tokenizer's special prefix, then `prompt`'s), then generation;
+  /// the completion ends at the first of `stop_strings` in its text (that string dropped).
+  GeneratedText generate(const std::string& prompt, models::GenerationOptions options,
+                         const std::vector<std::string>& stop_strings = {}) const;
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+
+ private:
+  std::shared_ptr<torch::nn::Module> owner_;
+  models::HfCausalLm& model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::vector<int64_t> stop_ids_;
+};
+
+/// The eos ids of a generation_config.json's text (eos_token_id: an id or a list); none when
+/// absent or null.
+std::vector<int64_t> generation_eos_ids(const std::string& generation_config_json);
+
+/// A generator from `source`: a Hugging Face folder (config.json with model_type gpt2 or llama,
+/// its weights and tokenizer.json), a run folder (its config.yaml and checkpoint `checkpoint`:
+/// best, last or a folder) or a run's YAML. `tokenizer` overrides the folder's or the run's
+/// (data.train.args.tokenizer). The model runs on the CPU in eval mode. ConfigError naming the
+/// source when it is none of these, its model is not gpt2 or llama, or there is no tokenizer.
+TextGenerator load_text_generator(const std::string& source, const std::string& checkpoint,
+                                  const std::string& tokenizer);
+
+}  // namespace unitrain

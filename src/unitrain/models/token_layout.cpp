@@ -1,0 +1,86 @@
+#include "unitrain/models/token_layout.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+
+#include "unitrain/compat/attention.h"
+#include "unitrain/core/error.h"
+#include "unitrain/models/model_checks.h"
+
+namespace unitrain::models {
+
+std::pair<torch::Tensor, torch::Tensor> KvCache::extend(size_t block, const torch::Tensor& k,
+                                                        const torch::Tensor& v) {
+  if (keys.size() <= block) {
+    keys.resize(block + 1);
+    values.resize(block + 1);
+  }
+  const int64_t need = length + k.size(2);
+  torch::Tensor& kb = keys[block];
+  torch::Tensor& vb = values[block];
+  if (!kb.defined() || kb.size(2) < need) {
+    // Room for twice as many: a token's extend copies only its own keys and values (amortised),
+    // not the whole cache as a concatenation would.
+    const int64_t room = std::max<int64_t>(need, kb.defined() ? 2 * kb.size(2) : 64);
+    auto grown_k = torch::empty({k.size(0), k.size(1), room, k.size(3)}, k.options());
+    auto grown_v = torch::empty({v.size(0), v.size(1), room, v.size(3)}, v.options());
+    if (kb.defined()) {
+      grown_k.narrow(2, 0, length).copy_(kb.narrow(2, 0, length));
+      grown_v.narrow(2, 0, length).copy_(vb.narrow(2, 0, length));
+    }
+    kb = grown_k;
+    vb = grown_v;
+  }
+  kb.narrow(2, length, k.size(2)).copy_(k);
+  vb.narrow(2, length, v.size(2)).copy_(v);
+  return {kb.narrow(2, 0, need), vb.narrow(2, 0, need)};
+}
+
+TokenLayout TokenLayout::causal(int64_t t, const torch::Device& device) {
+  TokenLayout l;
+  l.positions = torch::arange(t, torch::TensorOptions().dtype(torch::kLong).device(device));
+  return l;
+}
+
+TokenLayout TokenLayout::packed(const torch::Tensor& segments, const torch::Tensor& tokens,
+                                const char* model) {
+  UT_CHECK(segments.dim() == 2 && !segments.is_floating_point() && !segments.is_complex() &&
+               segments.sizes() == tokens.sizes(),
+           model,
+           ": the segment ids (the second of objective.inputs) must be integers of the "
+           "token ids' shape ",
+           shape_string(tokens), ", got ", segments.scalar_type(), " of shape ",
+           shape_string(segments));
+  auto seg = segments.to(torch::kLong);
+  const int64_t t = seg.size(1);
+  auto index = torch::arange(t, seg.options()).expand_as(seg);
+  // A token starts an example where its id differs from the one before it.
+  auto starts = torch::ones_like(seg, torch::kBool);
+  if (t > 1) starts.narrow(1, 1, t - 1).copy_(seg.narrow(1, 1, t - 1) != seg.narrow(1, 0, t - 1));
+  auto first = std::get<0>(torch::where(starts, index, torch::zeros_like(index)).cummax(1));
+  TokenLayout l;
+  l.positions = index - first;
+  auto same = seg.unsqueeze(2) == seg.unsqueeze(1);  // [B, T, T]
+  auto earlier = torch::ones({t, t}, seg.options().dtype(torch::kBool)).tril();
+  l.allowed = same.logical_and(earlier).unsqueeze(1);
+  return l;
+}
+
+TokenLayout TokenLayout::cached(int64_t t, KvCache& cache, const torch::Device& device) {
+  const auto opts = torch::TensorOptions().dtype(torch::kLong).device(device);
+  TokenLayout l;
+  l.positions = torch::arange(cache.length, cache.length + t, opts);
+  // New token i (at length + i) attends keys 0..length + i.
+  l.allowed = torch::arange(cache.length + t, opts).unsqueeze(0) <= l.positions.unsqueeze(1);
+  l.cache = &cache;
+  return l;
+}
+
+torch::Tensor TokenLayout::attend(const torch::Tensor& q, const torch::Tensor& k,
+                                  const torch::Tensor& v, double dropout) const {
+  if (!allowed.defined()) return causal_attention(q, k, v, dropout);
+  return masked_attention(q, k, v, allowed, dropout);
+}
+
+}  // namespace unitrain::models
