@@ -1,0 +1,72 @@
+#!/bin/bash
+# LoRA against a full fine-tune of the same GPT-2-shaped model (docs/performance.md, "LoRA against
+# a full fine-tune"): checkpoint bytes, seconds per step and peak RSS, from the same config with
+# and without model.lora.
+#   bench/lora/measure.sh BUILD_DIR [STEPS]
+# Makes a random GPT-2 folder (d 512, 8 layers, 8 heads, vocab 4096: 29.5M parameters) in
+# save_pretrained's layout and random tokens under a temporary folder.
+set -euo pipefail
+BIN=$(cd "$1" && pwd)/unitrain
+STEPS=${2:-12}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+WORK=$(mktemp -d /tmp/unitrain-lora-bench.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+/usr/bin/python3 - "$WORK" "$ROOT" <<'PY'
+import json, os, sys
+import torch
+sys.path.insert(0, os.path.join(sys.argv[2], "tests/models/hf"))
+from safetensors_io import write_safetensors
+work = sys.argv[1]
+cfg = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": 4096,
+       "n_positions": 256, "n_embd": 512, "n_layer": 8, "n_head": 8,
+       "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5, "resid_pdrop": 0.1,
+       "embd_pdrop": 0.1, "attn_pdrop": 0.1, "initializer_range": 0.02, "bos_token_id": 0,
+       "eos_token_id": 0, "tie_word_embeddings": True, "torch_dtype": "float32"}
+g = torch.Generator().manual_seed(0)
+e, n = cfg["n_embd"], cfg["n_layer"]
+w = {"transformer.wte.weight": torch.randn(4096, e, generator=g) * 0.02,
+     "transformer.wpe.weight": torch.randn(256, e, generator=g) * 0.01,
+     "transformer.ln_f.weight": torch.ones(e), "transformer.ln_f.bias": torch.zeros(e)}
+for i in range(n):
+    p = f"transformer.h.{i}."
+    for name, shape in (("attn.c_attn", (e, 3 * e)), ("attn.c_proj", (e, e)),
+                        ("mlp.c_fc", (e, 4 * e)), ("mlp.c_proj", (4 * e, e))):
+        w[p + name + ".weight"] = torch.randn(*shape, generator=g) * 0.02
+        w[p + name + ".bias"] = torch.zeros(shape[1])
+    for ln in ("ln_1", "ln_2"):
+        w[p + ln + ".weight"], w[p + ln + ".bias"] = torch.ones(e), torch.zeros(e)
+os.makedirs(os.path.join(work, "gpt2"))
+with open(os.path.join(work, "gpt2", "config.json"), "w") as f:
+    json.dump(cfg, f)
+write_safetensors(os.path.join(work, "gpt2", "model.safetensors"), w)
+ids = torch.randint(4096, (400_000,), generator=g).numpy().astype("<u2")
+ids.tofile(os.path.join(work, "tokens.bin"))
+PY
+cat > "$WORK/run.yaml" <<YAML
+seed: 1
+model:
+  type: gpt2
+  args: {pretrained: $WORK/gpt2}
+  lora: {r: 8, alpha: 16, target_modules: [c_attn, c_fc]}
+objective: {losses: [{type: cross_entropy}]}
+data:
+  train: {type: tokens, args: {path: $WORK/tokens.bin, seq_len: 128}}
+  loader: {batch_size: 8, workers: 0}
+optimizer: {type: adamw, lr: 1.0e-4}
+train: {max_length: $STEPS steps, log_every: $STEPS steps, threads: 2}
+checkpoint: {enabled: true, every: $STEPS steps}
+YAML
+echo "| run | checkpoint bytes | model.pt | optimizer.pt | s/step | peak RSS |"
+echo "|---|---|---|---|---|---|"
+for kind in full lora; do
+  more=()
+  [ "$kind" = full ] && more=(--model.lora null)
+  out=$("$BIN" train "$WORK/run.yaml" --run_dir "$WORK/$kind" "${more[@]}" 2>&1)
+  step="$WORK/$kind/checkpoints/step-$STEPS"
+  done_line=$(grep -o "done: .*" <<<"$out")
+  secs=$(sed -E 's/.* in ([0-9.]+) s;.*/\1/' <<<"$done_line")
+  rss=$(sed -E 's/.*peak RSS ([0-9]+) MB.*/\1/' <<<"$done_line")
+  echo "| $kind | $(du -sb "$step" | cut -f1) | $(stat -c %s "$step/model.pt") |" \
+       "$(stat -c %s "$step/optimizer.pt") | $(awk "BEGIN {printf \"%.3f\", $secs / $STEPS}") |" \
+       "$rss MB |"
+done
