@@ -147,16 +147,22 @@ class Lora(common.Case):
         more = ["--distributed.zero", "2", "--train.precision", "bf16-mixed",
                 "--model.activation_checkpointing.enabled", "true"]
         finals = []
-        for name, port in (("straight", 29871), ("halves", 29874)):
-            cfg, run_dir = self.config(name, "llama")
+        for name, port in (("base", 29868), ("straight", 29871), ("halves", 29874)):
+            cfg, run_dir = self.config(name, "llama", lora="null" if name == "base" else None)
             launch = ["launch", "--nproc-per-node", "2", "--master-port", str(port), "--", "train",
                       cfg] + more
-            if name == "halves":
+            if name != "straight":
                 code, out = run(launch + ["--train.max_length", "4 steps"])
                 self.assertEqual(code, 0, out)
+            if name == "base":
+                base = self.losses(run_dir)
+                continue
             code, out = run(launch)
             self.assertEqual(code, 0, out)
             finals.append(self.adapters(run_dir))
+            losses = self.losses(run_dir)
+            self.assertEqual(losses[0], base[0])  # step 0: the base model, on 2 processes too
+            self.assertLess(max(losses[-2:]), 0.8 * losses[0])
         self.assertEqual(sorted(finals[0]), sorted(finals[1]))
         for k in finals[0]:
             self.assertTrue(torch.equal(finals[0][k], finals[1][k]), k)
