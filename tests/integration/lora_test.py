@@ -179,6 +179,10 @@ class Lora(common.Case):
         cfg, run_dir = self.config("changed", "llama")
         code, out = run(["train", cfg, "--train.max_length", "4 steps"])
         self.assertEqual(code, 0, out)
+        code, out = run(["export", cfg, "--format", "safetensors", "--merge", "--out",
+                         os.path.join(self.dir, "m.safetensors")])
+        self.assertEqual(code, 2, out)
+        self.assertIn("--merge: only --format hf", out)
         weights = os.path.join(self.folders, "llama", "model.safetensors")
         w = safetensors_io.read_safetensors(weights)
         w["model.norm.weight"] = w["model.norm.weight"] * 2
