@@ -105,10 +105,6 @@ ConfigRunResult train_from_config(const Config& raw_config) {
   }
   // A resumed run's weights are its checkpoint's: model.init_from is not read (it may be gone
   // from a machine the run is requeued on).
-  UT_CHECK(!c.model_keys.lora || c.run.distributed.zero != 3,
-           "model.lora with distributed.zero: 3: LoRA trains with ZeRO stages 0 to 2 (its "
-           "adapters' optimizer state and gradients sharded by 1 and 2); set distributed.zero "
-           "to 2 or less");
   if (c.model_keys.init_from && !resume.empty() && !c.model_keys.lora) {
     log::info(fmt::format("model.init_from {}: not read, the run resumes from {}",
                           *c.model_keys.init_from, resume));
