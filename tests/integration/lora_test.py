@@ -195,6 +195,13 @@ class Lora(common.Case):
                          os.path.join(self.dir, "m.safetensors")])
         self.assertEqual(code, 2, out)
         self.assertIn("--merge: only --format hf", out)
+        peft_dir = os.path.join(self.dir, "changed-peft")
+        code, out = run(["export", cfg, "--format", "hf", "--out", peft_dir])
+        self.assertEqual(code, 0, out)
+        other, _ = self.config("other-r", "llama", lora="{r: 2, alpha: 8, target_modules: [q_proj]}")
+        code, out = run(["train", other, "--model.init_from", peft_dir])
+        self.assertEqual(code, 2, out)
+        self.assertIn("adapter_config.json: r is 4, model.lora.r is 2", out)
         weights = os.path.join(self.folders, "llama", "model.safetensors")
         w = safetensors_io.read_safetensors(weights)
         w["model.norm.weight"] = w["model.norm.weight"] * 2
