@@ -1,7 +1,6 @@
 #include "unitrain/engine/peft_adapter.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -13,6 +12,7 @@
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
 #include "unitrain/data/file_bytes.h"
+#include "unitrain/engine/hf_export.h"
 #include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/log/console.h"
 #include "unitrain/models/lora.h"
@@ -83,13 +83,15 @@ void write_peft_folder(ObjectiveModule& module, const LoraOptions& lora, const s
   UT_CHECK(!layers.empty(), "export: the run's model has no LoRA adapters (model.lora)");
   NamedTensors tensors;
   bool fan_in_fan_out = false;
-  for (const auto& [name, t] : module_state(module.weights(), true)) {
-    if (name.find(".lora_A.") != std::string::npos || name.find(".lora_B.") != std::string::npos) {
-      tensors.emplace_back(kPrefix + name, t);
+  for (const auto& l : layers) {
+    const auto params = l.layer->named_parameters();
+    for (const std::string part : {"lora_A", "lora_B"}) {
+      const torch::Tensor& w = params[part + ".weight"];
+      tensors.emplace_back(kPrefix + l.name + "." + part + ".weight",
+                           w.detach().to(torch::kCPU).contiguous());
     }
+    fan_in_fan_out = fan_in_fan_out || l.fan_in_fan_out;
   }
-  for (const auto& l : layers) fan_in_fan_out = fan_in_fan_out || l.fan_in_fan_out;
-  std::error_code ec;
   const std::set<std::string> targets(lora.target_modules.begin(), lora.target_modules.end());
   const nlohmann::json cfg = {{"peft_type", "LORA"},
                               {"task_type", "CAUSAL_LM"},
@@ -111,21 +113,10 @@ void write_peft_folder(ObjectiveModule& module, const LoraOptions& lora, const s
                               {"rank_pattern", nlohmann::json::object()},
                               {"alpha_pattern", nlohmann::json::object()},
                               {"revision", nullptr}};
-  const fs::path partial = out + ".partial-" + std::to_string(::getpid());
-  fs::remove_all(partial, ec);
-  UT_CHECK_TRAIN(fs::create_directories(partial, ec), "export: cannot create ", partial.string(),
-                 ": ", ec.message());
-  try {
-    write_file_atomic((partial / kConfigFile).string(), cfg.dump(2) + "\n");
-    write_safetensors((partial / kWeightsFile).string(), tensors, {{"format", "pt"}});
-    if (fs::exists(out, ec)) fs::remove(out, ec);  // an empty folder (check_hf_export_folder)
-    fs::rename(partial, out, ec);
-    UT_CHECK_TRAIN(!ec, "export: cannot rename ", partial.string(), " to ", out, ": ",
-                   ec.message());
-  } catch (...) {
-    fs::remove_all(partial, ec);
-    throw;
-  }
+  write_new_folder(out, [&](const std::string& dir) {
+    write_file_atomic((fs::path(dir) / kConfigFile).string(), cfg.dump(2) + "\n");
+    write_safetensors((fs::path(dir) / kWeightsFile).string(), tensors, {{"format", "pt"}});
+  });
   log::info(
       fmt::format("{}: {}, {} ({} adapter tensors on {} layers; PEFT's "
                   "PeftModel.from_pretrained reads it over its base model)",
