@@ -33,10 +33,10 @@ constexpr uint64_t kLoraSeedSalt = 0x4c6f5241;  // "LoRA"
 void add_lora(ObjectiveModule& module, const LoraOptions& lora, const std::string& type,
               uint64_t seed) {
   Model& model = *module.model();
-  UT_CHECK(model.runs_lora_adapters(), "model.lora: model type '", type, "' does not run LoRA "
-           "adapters (built in: gpt2, llama, transformer_lm); a model of your own calls its "
-           "layers through unitrain::models::project and overrides Model::runs_lora_adapters "
-           "(docs/api.md)");
+  UT_CHECK(model.runs_lora_adapters(), "model.lora: model type '", type,
+           "' does not run LoRA adapters (built in: gpt2, llama, transformer_lm); a model of "
+           "your own calls its layers through unitrain::models::project and overrides "
+           "Model::runs_lora_adapters (docs/api.md)");
   // A generator of the adapters' own: the run's dropout and data draw as without LoRA, so step
   // 0 is the base model's to the bit.
   const auto layers = models::add_lora_adapters(
@@ -46,9 +46,11 @@ void add_lora(ObjectiveModule& module, const LoraOptions& lora, const std::strin
     all += p.numel();
     if (p.requires_grad()) trainable += p.numel();
   }
-  log::info(fmt::format("model.lora: adapters of rank {} on {} layers (scaling {}): {} trainable "
-                        "parameters of {} ({:.3g}%), the rest frozen", lora.r, layers.size(),
-                        lora.scaling(), trainable, all, 100.0 * double(trainable) / double(all)));
+  log::info(fmt::format(
+      "model.lora: adapters of rank {} on {} layers (scaling {}): {} trainable parameters of {} "
+      "({:.3g}%), the rest frozen",
+      lora.r, layers.size(), lora.scaling(), trainable, all,
+      100.0 * double(trainable) / double(all)));
 }
 
 }  // namespace
@@ -63,19 +65,20 @@ std::shared_ptr<ObjectiveModule> build_module(const ConfigDriven& c, bool init) 
   const HfModelInfo* hf = module->model()->hf_info();
   const bool pretrained = hf != nullptr && !hf->pretrained.empty();
   const std::optional<LoraOptions>& lora = c.model_keys.lora;
-  const bool adapter = lora && c.model_keys.init_from && is_peft_adapter_folder(*c.model_keys.init_from);
-  UT_CHECK(!pretrained || !c.model_keys.init_from || adapter, "model.init_from and model.args.pretrained "
-           "both give the model's weights: keep one (model.args.config gives a Hugging Face "
-           "model's shape without its weights; with model.lora, init_from may be a PEFT adapter "
-           "folder)");
+  const std::optional<std::string>& init_from = c.model_keys.init_from;
+  const bool adapter = lora && init_from && is_peft_adapter_folder(*init_from);
+  UT_CHECK(!pretrained || !init_from || adapter,
+           "model.init_from and model.args.pretrained both give the model's weights: keep one "
+           "(model.args.config gives a Hugging Face model's shape without its weights; with "
+           "model.lora, init_from may be a PEFT adapter folder)");
   // With LoRA the base weights are read whenever the model is built: checkpoints hold the
   // adapters alone.
   const bool base = init || lora.has_value();
   if (base && pretrained) load_pretrained_weights(*module, *hf);
-  if (base && c.model_keys.init_from && !adapter) load_init_weights(*module, c.model_keys);
+  if (base && init_from && !adapter) load_init_weights(*module, c.model_keys);
   if (lora) {
-    add_lora(*module, *lora, c.model_keys.type, static_cast<uint64_t>(c.run.seed));
-    if (init && adapter) load_peft_adapter(*module, *lora, *c.model_keys.init_from, "model.init_from");
+    add_lora(*module, *lora, c.model_keys.type, c.run.seed);
+    if (init && adapter) load_peft_adapter(*module, *lora, *init_from, "model.init_from");
   }
   return module;
 }

@@ -122,7 +122,8 @@ void write_new_folder(const std::string& out,
     fill(partial.string());
     if (fs::exists(out, ec)) fs::remove(out, ec);  // an empty folder (check_hf_export_folder)
     fs::rename(partial, out, ec);
-    UT_CHECK_TRAIN(!ec, "export: cannot rename ", partial.string(), " to ", out, ": ", ec.message());
+    UT_CHECK_TRAIN(!ec, "export: cannot rename ", partial.string(), " to ", out, ": ",
+                   ec.message());
   } catch (...) {
     fs::remove_all(partial, ec);
     throw;

@@ -57,7 +57,8 @@ class LlamaAttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
     const int64_t b = x.size(0), t = x.size(1);
     auto heads = [&](const torch::Tensor& m) { return m.view({b, t, -1, head_dim_}).transpose(1, 2); };
-    auto q = heads(project(q_proj, x)), k = heads(project(k_proj, x)), v = heads(project(v_proj, x));
+    auto q = heads(project(q_proj, x)), k = heads(project(k_proj, x)),
+         v = heads(project(v_proj, x));
     q = q * cos + rotate_half(q) * sin;
     k = k * cos + rotate_half(k) * sin;
     if (kv_heads_ != heads_) {  // grouped-query attention: each k/v head serves heads/kv_heads
