@@ -3,12 +3,15 @@
 # a full fine-tune"): checkpoint bytes, seconds per step and peak RSS, from the same config with
 # and without model.lora (r 8, alpha 16 on c_attn and c_fc). The step time is the median of the
 # throughput callback's (train/step_ms_p50): start-up and the checkpoint's save are not in it.
-#   bench/lora/measure.sh BUILD_DIR [STEPS]
+#   bench/lora/measure.sh BUILD_DIR [STEPS] [ROUNDS]
+# ROUNDS (default 1) alternates the two runs that many times (a shared machine's load moves the
+# step times; the bytes do not move).
 # Makes a random GPT-2 folder (d 512, 8 layers, 8 heads, vocab 4096: 29.5M parameters) in
 # save_pretrained's layout and random tokens under a temporary folder.
 set -euo pipefail
 BIN=$(cd "$1" && pwd)/unitrain
 STEPS=${2:-12}
+ROUNDS=${3:-1}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=$(mktemp -d /tmp/unitrain-lora-bench.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
@@ -60,7 +63,9 @@ checkpoint: {enabled: true, every: $STEPS steps}
 YAML
 echo "| run | trainable parameters | checkpoint bytes | model.pt | optimizer.pt | step ms (median) | peak RSS |"
 echo "|---|---|---|---|---|---|---|"
+for round in $(seq "$ROUNDS"); do
 for kind in full lora; do
+  rm -rf "${WORK:?}/$kind"
   more=()
   [ "$kind" = full ] && more=(--model.lora null)
   out=$("$BIN" train "$WORK/run.yaml" --run_dir "$WORK/$kind" "${more[@]}" 2>&1)
@@ -73,4 +78,5 @@ print([json.loads(l) for l in open(sys.argv[1]) if 'train/step_ms_p50' in l][-1]
        "$WORK/$kind/metrics.jsonl")
   echo "| $kind | $trainable | $(du -sb "$step" | cut -f1) | $(stat -c %s "$step/model.pt") |" \
        "$(stat -c %s "$step/optimizer.pt") | $(printf %.0f "$ms") | $rss MB |"
+done
 done
