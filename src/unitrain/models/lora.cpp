@@ -113,9 +113,13 @@ std::vector<LoraLayer> add_lora_adapters(torch::nn::Module& model, const LoraOpt
   for (auto& p : model.parameters()) p.requires_grad_(false);
   for (LoraLayer& a : adapted) {
     const LayerShape s = shape_of(*a.layer);
-    a.layer->register_module("lora_A",
-                             std::make_shared<LoraDownImpl>(s.in, o.r, o.dropout, generator));
-    a.layer->register_module("lora_B", std::make_shared<LoraUpImpl>(o.r, s.out, o.scaling()));
+    auto down = std::make_shared<LoraDownImpl>(s.in, o.r, o.dropout, generator);
+    auto up = std::make_shared<LoraUpImpl>(o.r, s.out, o.scaling());
+    const torch::Device device = a.layer->named_parameters(false)["weight"].device();
+    down->to(device);  // drawn on the CPU (the generator's), kept where the layer is
+    up->to(device);
+    a.layer->register_module("lora_A", down);
+    a.layer->register_module("lora_B", up);
   }
   return adapted;
 }
