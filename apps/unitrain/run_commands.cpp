@@ -154,6 +154,9 @@ class ExportCommand : public Subcommand {
                      "(Hugging Face's default: 5000)")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
+    cli_->add_flag("--merge", merge_,
+                   "--format hf of a LoRA run (model.lora): the model with its adapters merged "
+                   "into the weights, a Hugging Face folder (default: PEFT's adapter folder)");
     weights_ = add_weights_option(cli_, weights_name_);
   }
   Choices choices() const override {
@@ -164,7 +167,7 @@ class ExportCommand : public Subcommand {
   int run() override {
     const std::string dir = export_checkpoint(resolve(args_, cli_), checkpoint_, format_name_,
                                               out_, weights_name_,
-                                              uint64_t(max_shard_mb_ * 1'000'000.0));
+                                              uint64_t(max_shard_mb_ * 1'000'000.0), merge_);
     log::info("exported " + dir + " as " + format_name_ + " to " + out_);
     return 0;
   }
@@ -173,6 +176,7 @@ class ExportCommand : public Subcommand {
   ConfigArgs args_;
   std::string checkpoint_ = "last", format_name_ = "state_dict", out_, weights_name_ = "validated";
   double max_shard_mb_ = 5000;
+  bool merge_ = false;
   CLI::Option* format_;
   CLI::Option* weights_;
 };

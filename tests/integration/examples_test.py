@@ -172,6 +172,18 @@ class Examples(common.Case):
                          os.path.join(self.dir, "fine-folder")], cwd=common.SOURCE)
         self.assertEqual(code, 0, out)
         self.assertTrue(os.path.exists(os.path.join(self.dir, "fine-folder", "model.safetensors")))
+        # examples/finetune/lora.yaml on the same folder: adapters only, exported as PEFT's.
+        lora = os.path.join(self.dir, "lora")
+        given = ["--run_dir", lora, "--model.args.pretrained", folder]
+        code, out = run(["train", "examples/finetune/lora.yaml", "--train.max_length", "5 steps"]
+                        + given + short, cwd=common.SOURCE)
+        self.assertEqual(code, 0, out)
+        self.assertIn("model.lora: adapters of rank 8 on", out)
+        code, out = run(["export", "examples/finetune/lora.yaml", "--format", "hf", "--out",
+                         os.path.join(self.dir, "lora-adapter")] + given, cwd=common.SOURCE)
+        self.assertEqual(code, 0, out)
+        self.assertTrue(os.path.exists(os.path.join(self.dir, "lora-adapter",
+                                                    "adapter_model.safetensors")))
 
     def test_text_lm_trains_on_paragraphs_with_its_own_tokenizer(self):
         subprocess.run([os.path.join(common.SOURCE, "examples/moby_dick/prepare.sh")], check=True,

@@ -7,6 +7,8 @@ namespace unitrain::checkpoint_files {
 inline constexpr const char* kModel = "model.pt";                   ///< the model's state_dict
 inline constexpr const char* kOptimizer = "optimizer.pt";           ///< the optimizer's state
 inline constexpr const char* kGradients = "grads.pt";               ///< saved inside a window only
+/// The fingerprint of the frozen weights a checkpoint of the trainable ones alone trained on.
+inline constexpr const char* kFrozenWeights = "frozen_weights.json";
 inline constexpr const char* kLossScaler = "loss_scaler.json";      ///< fp16-mixed's loss scale
 inline constexpr const char* kDivergence = "divergence.json";       ///< train.divergence's state
 inline constexpr const char* kTrainerState = "trainer_state.json";  ///< TrainerStateFile

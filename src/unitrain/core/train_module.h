@@ -69,6 +69,10 @@ class TrainModule : public torch::nn::Module {
   /// The module whose parameters and buffers a checkpoint's model.pt and `unitrain export`
   /// hold and `model.init_from` loads, by its state_dict() names. Default: this module.
   virtual torch::nn::Module& weights() { return *this; }
+  /// Whether a checkpoint's model.pt holds only the parameters of weights() that train (and
+  /// its buffers): the frozen ones (LoRA's base model) are read again from where they came on
+  /// resume, checked against the fingerprint the checkpoint keeps. Default: false (all).
+  virtual bool checkpoints_trainable_only() { return false; }
   /// The pieces of weights() that forward runs one after another (a transformer's embeddings,
   /// each block, its head), each as the list of its parameters, in the order forward runs them;
   /// every trainable parameter in one. ZeRO stage 3 (distributed.zero: 3) keeps each unit's

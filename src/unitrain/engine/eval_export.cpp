@@ -12,6 +12,7 @@
 
 #include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
+#include "unitrain/checkpoint/frozen_weights.h"
 #include "unitrain/checkpoint/checkpointer.h"
 #include "unitrain/checkpoint/model_shards.h"
 #include "unitrain/checkpoint/model_weights.h"
@@ -24,11 +25,13 @@
 #include "unitrain/engine/config/resume_config.h"
 #include "unitrain/engine/config_driven.h"
 #include "unitrain/engine/hf_export.h"
+#include "unitrain/engine/peft_adapter.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/engine/train_from_config.h"
 #include "unitrain/engine/trainer.h"
 #include "unitrain/log/console.h"
+#include "unitrain/models/lora.h"
 #include "unitrain/models/torchscript_export.h"
 
 namespace unitrain {
@@ -103,6 +106,14 @@ int64_t load_checkpoint_model(ObjectiveModule& module, const std::string& dir) {
     step = TrainerStateFile::read(dir).state.step;
   } catch (const TrainError& e) {
     throw ConfigError(e.what());
+  }
+  if (module.checkpoints_trainable_only()) {  // LoRA: the adapters, over the base read again
+    if (CheckpointStore::has(dir, checkpoint_files::kFrozenWeights)) {
+      const std::vector<char> saved = CheckpointStore::read(dir, checkpoint_files::kFrozenWeights);
+      check_frozen_fingerprint({saved.begin(), saved.end()}, frozen_fingerprint(module.weights()),
+                               dir + "/" + checkpoint_files::kFrozenWeights);
+    }
+    state = with_frozen_parameters(module.weights(), std::move(state));
   }
   log::info(load_module_state(module.weights(), state, true, what));
   return step;
@@ -237,21 +248,44 @@ LoadedCheckpoint load_checkpoint_module(const Config& given, const std::string& 
   return out;
 }
 
+namespace {
+
+/// A LoRA run's adapters merged into its base weights (W + (alpha / r) B A): every export but
+/// PEFT's adapter folder writes the plain model.
+void merge_adapters(ObjectiveModule& module, const ConfigDriven& c) {
+  if (!c.model_keys.lora) return;
+  const size_t n = models::merge_lora_adapters(*module.model());
+  log::info(fmt::format("model.lora: the adapters of {} layers merged into their weights "
+                        "(W + {} B A)", n, c.model_keys.lora->scaling()));
+}
+
+}  // namespace
+
 std::string export_checkpoint(const Config& given, const std::string& checkpoint,
                               const std::string& format, const std::string& out,
-                              const std::string& weights, uint64_t max_shard_bytes) {
+                              const std::string& weights, uint64_t max_shard_bytes, bool merge) {
   const Config config = runs_own_config(given, checkpoint, "export");
   const ConfigDriven c = config_driven(config);
   check_weights_choice(weights);
   UT_CHECK(format == "state_dict" || format == "safetensors" || format == "torchscript" ||
                format == "hf",
            "--format ", format, ": give state_dict, safetensors, torchscript or hf");
+  UT_CHECK(!merge || (format == "hf" && c.model_keys.lora), "--merge: ",
+           format != "hf" ? "only --format hf writes a LoRA run's adapters apart (the other "
+                            "formats merge them always)"
+                          : "the run has no LoRA adapters (model.lora)");
   if (format == "hf") {
     check_hf_export_folder(out);
     Trainer trainer(config);
     auto module = build_module(c, false);
     const std::string dir = load_chosen_checkpoint(c.run, checkpoint, *module).first;
     choose_weights(trainer, *module, dir, weights);
+    const HfModelInfo* hf = module->model()->hf_info();
+    if (c.model_keys.lora && !merge && hf != nullptr) {
+      write_peft_folder(*module, *c.model_keys.lora, hf->pretrained, out);
+      return dir;
+    }
+    merge_adapters(*module, c);
     write_hf_folder(*module, config, out, max_shard_bytes);
     return dir;
   }
@@ -269,6 +303,7 @@ std::string export_checkpoint(const Config& given, const std::string& checkpoint
   auto module = build_module(c, false);
   const std::string dir = load_chosen_checkpoint(c.run, checkpoint, *module).first;
   choose_weights(trainer, *module, dir, weights);
+  merge_adapters(*module, c);
   module->eval();
   const std::vector<std::string> classes = checkpoint_class_names(dir);
   if (format == "torchscript") {

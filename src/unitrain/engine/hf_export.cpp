@@ -73,12 +73,9 @@ void write_hf_folder(ObjectiveModule& module, const Config& config, const std::s
            ") is not one built from a Hugging Face folder; gpt2 and llama are (export this one "
            "as safetensors)");
   const NamedTensors state = module_state(module.weights(), true);
-  const fs::path partial = out + ".partial-" + std::to_string(::getpid());
-  std::error_code ec;
-  fs::remove_all(partial, ec);
-  UT_CHECK_TRAIN(fs::create_directories(partial, ec), "export: cannot create ", partial.string(),
-                 ": ", ec.message());
-  try {
+  write_new_folder(out, [&](const std::string& dir) {
+    const fs::path partial = dir;
+    std::error_code ec;
     nlohmann::json cfg = nlohmann::json::parse(hf->config_json);
     cfg["torch_dtype"] = dtype_name(state);
     write_file_atomic((partial / "config.json").string(), cfg.dump(2) + "\n");
@@ -106,14 +103,27 @@ void write_hf_folder(ObjectiveModule& module, const Config& config, const std::s
         tokenizer.push_back("tokenizer.json");
       }
     }
-    if (fs::exists(out, ec)) fs::remove(out, ec);  // an empty folder (check_hf_export_folder)
-    fs::rename(partial, out, ec);
-    UT_CHECK_TRAIN(!ec, "export: cannot rename ", partial.string(), " to ", out, ": ", ec.message());
     log::info(fmt::format("{}: config.json, generation_config.json, {} ({} tensors, {}){}", out,
                           fmt::join(weights, ", "), state.size(), dtype_name(state),
                           tokenizer.empty() ? std::string("; no tokenizer files (the model came "
                                                           "from a config.json alone)")
                                             : ", " + fmt::format("{}", fmt::join(tokenizer, ", "))));
+  });
+}
+
+void write_new_folder(const std::string& out,
+                      const std::function<void(const std::string&)>& fill) {
+  const fs::path partial = out + ".partial-" + std::to_string(::getpid());
+  std::error_code ec;
+  fs::remove_all(partial, ec);
+  UT_CHECK_TRAIN(fs::create_directories(partial, ec), "export: cannot create ", partial.string(),
+                 ": ", ec.message());
+  try {
+    fill(partial.string());
+    if (fs::exists(out, ec)) fs::remove(out, ec);  // an empty folder (check_hf_export_folder)
+    fs::rename(partial, out, ec);
+    UT_CHECK_TRAIN(!ec, "export: cannot rename ", partial.string(), " to ", out, ": ",
+                   ec.message());
   } catch (...) {
     fs::remove_all(partial, ec);
     throw;

@@ -2,6 +2,7 @@
 // `unitrain export --format hf`: a model built from a Hugging Face folder (gpt2, llama) written
 // back in that layout, for transformers' from_pretrained, vLLM and llama.cpp's converter.
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace unitrain {
@@ -15,6 +16,11 @@ constexpr uint64_t kHfMaxShardBytes = 5'000'000'000ULL;
 /// Checks `out` before anything is read: ConfigError unless its parent folder exists and `out`
 /// does not (or is an empty folder).
 void check_hf_export_folder(const std::string& out);
+
+/// Makes the new folder `out` by `fill` (which writes into the folder it is given): a folder
+/// beside `out`, renamed to it once complete; a failure (fill's exception, rethrown) leaves
+/// no `out`. An empty `out` (check_hf_export_folder) is replaced.
+void write_new_folder(const std::string& out, const std::function<void(const std::string&)>& fill);
 
 /// Writes `module`'s model (of the run whose own config is `config`) into the new folder `out`:
 /// config.json (the folder's own keys, torch_dtype as written), generation_config.json (the

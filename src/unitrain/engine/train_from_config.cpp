@@ -105,7 +105,7 @@ ConfigRunResult train_from_config(const Config& raw_config) {
   }
   // A resumed run's weights are its checkpoint's: model.init_from is not read (it may be gone
   // from a machine the run is requeued on).
-  if (c.model_keys.init_from && !resume.empty()) {
+  if (c.model_keys.init_from && !resume.empty() && !c.model_keys.lora) {
     log::info(fmt::format("model.init_from {}: not read, the run resumes from {}",
                           *c.model_keys.init_from, resume));
   }

@@ -64,10 +64,12 @@ LoadedCheckpoint load_checkpoint_module(const Config& config, const std::string&
 /// format), and for safetensors also in the metadata ("classes": a JSON list). Returns the
 /// checkpoint folder used.
 /// `hf` (gpt2 and llama) writes the folder `out` as hf_export.h says, its weights sharded past
-/// `max_shard_bytes`.
+/// `max_shard_bytes`. A LoRA run (model.lora): `hf` writes PEFT's adapter folder
+/// (peft_adapter.h), or with `merge` the model with its adapters merged into the weights
+/// (W + scaling B A) as a Hugging Face folder; the other formats always write the merged model.
 std::string export_checkpoint(const Config& config, const std::string& checkpoint,
                               const std::string& format, const std::string& out,
                               const std::string& weights = "validated",
-                              uint64_t max_shard_bytes = 5'000'000'000ULL);
+                              uint64_t max_shard_bytes = 5'000'000'000ULL, bool merge = false);
 
 }  // namespace unitrain

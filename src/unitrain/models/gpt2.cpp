@@ -8,26 +8,11 @@
 #include "unitrain/core/unit_parts.h"
 #include "unitrain/models/hf_causal_lm.h"
 #include "unitrain/models/hf_lm_parts.h"
+#include "unitrain/models/lora.h"
 #include "unitrain/models/model_checks.h"
 
 namespace unitrain::models {
 namespace {
-
-/// Hugging Face's Conv1D: a linear layer whose weight is [in, out] (y = x W + b).
-class Conv1DImpl : public torch::nn::Module {
- public:
-  Conv1DImpl(int64_t in, int64_t out) {
-    weight = register_parameter("weight", torch::empty({in, out}));
-    bias = register_parameter("bias", torch::zeros({out}));
-  }
-  torch::Tensor forward(const torch::Tensor& x) {
-    auto sizes = x.sizes().vec();
-    sizes.back() = weight.size(1);
-    return torch::addmm(bias, x.reshape({-1, x.size(-1)}), weight).view(sizes);
-  }
-  torch::Tensor weight, bias;
-};
-TORCH_MODULE(Conv1D);
 
 torch::Tensor activation(const std::string& name, const torch::Tensor& x) {
   if (name == "gelu") return torch::gelu(x);
@@ -46,14 +31,14 @@ class Gpt2AttentionImpl : public torch::nn::Module {
   /// `layout`: the tokens' attention (a KV cache's block `block` when it has one).
   torch::Tensor forward(const torch::Tensor& x, const TokenLayout& layout, size_t block) {
     const int64_t b = x.size(0), t = x.size(1), e = x.size(2), d = e / heads_;
-    auto qkv = c_attn->forward(x).split(e, 2);
+    auto qkv = project(c_attn, x).split(e, 2);
     auto heads = [&](const torch::Tensor& m) { return m.view({b, t, heads_, d}).transpose(1, 2); };
     auto k = heads(qkv[1]), v = heads(qkv[2]);
     if (layout.cache) std::tie(k, v) = layout.cache->extend(block, k, v);
     auto y = layout.attend(heads(qkv[0]), k, v, is_training() ? dropout_ : 0.0)
                  .transpose(1, 2)
                  .reshape({b, t, e});
-    return torch::dropout(c_proj->forward(y), resid_dropout_, is_training());
+    return torch::dropout(project(c_proj, y), resid_dropout_, is_training());
   }
   Conv1D c_attn{nullptr}, c_proj{nullptr};
 
@@ -70,7 +55,7 @@ class Gpt2MlpImpl : public torch::nn::Module {
     c_proj = register_module("c_proj", Conv1D(c.inner(), c.n_embd));
   }
   torch::Tensor forward(const torch::Tensor& x) {
-    return torch::dropout(c_proj->forward(activation(act_, c_fc->forward(x))), dropout_,
+    return torch::dropout(project(c_proj, activation(act_, project(c_fc, x))), dropout_,
                           is_training());
   }
   Conv1D c_fc{nullptr}, c_proj{nullptr};
@@ -205,7 +190,7 @@ torch::Tensor Gpt2Impl::run(torch::Tensor tokens, const TokenLayout& layout) {
       h->size() + 1,
       [this, tied](const std::vector<torch::Tensor>& in) {
         auto y = ln_f->forward(in[0]);
-        return std::vector{tied ? torch::matmul(y, in[1].t()) : lm_head->forward(y)};
+        return std::vector{tied ? torch::matmul(y, in[1].t()) : project(lm_head, y)};
       },
       last_in)[0];
 }

@@ -20,6 +20,12 @@ void HfModelOptions::declare(Options<HfModelOptions>& o) {
   o.check([](T& m, const Config& c) { m.config_path(c.path().empty() ? "" : c.path() + "."); });
 }
 
+torch::Tensor Conv1DImpl::forward(const torch::Tensor& x) {
+  auto sizes = x.sizes().vec();
+  sizes.back() = weight.size(1);
+  return torch::addmm(bias, x.reshape({-1, x.size(-1)}), weight).view(sizes);
+}
+
 torch::Tensor checked_tokens(const char* model, torch::Tensor tokens, int64_t max_len,
                              const char* max_key, int64_t vocab) {
   UT_CHECK(tokens.dim() == 2 && !tokens.is_floating_point() && !tokens.is_complex(), model,

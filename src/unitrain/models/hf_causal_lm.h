@@ -41,6 +41,7 @@ class HfCausalLm : public Model {
   /// Blocks 0, every, 2 * every, ... recompute their activations in backward; 0 = none.
   bool checkpoint_activations(int64_t every) override;
   const HfModelInfo* hf_info() const override { return &info_; }
+  bool runs_lora_adapters() const override { return true; }
 
  protected:
   explicit HfCausalLm(const char* type) : type_(type) {}

@@ -8,6 +8,7 @@
 #include "unitrain/core/unit_parts.h"
 #include "unitrain/models/hf_causal_lm.h"
 #include "unitrain/models/hf_lm_parts.h"
+#include "unitrain/models/lora.h"
 #include "unitrain/models/model_checks.h"
 
 namespace unitrain::models {
@@ -58,7 +59,8 @@ class LlamaAttentionImpl : public torch::nn::Module {
                         const TokenLayout& layout, size_t block) {
     const int64_t b = x.size(0), t = x.size(1);
     auto heads = [&](const torch::Tensor& m) { return m.view({b, t, -1, head_dim_}).transpose(1, 2); };
-    auto q = heads(q_proj->forward(x)), k = heads(k_proj->forward(x)), v = heads(v_proj->forward(x));
+    auto q = heads(project(q_proj, x)), k = heads(project(k_proj, x)),
+         v = heads(project(v_proj, x));
     q = q * cos + rotate_half(q) * sin;
     k = k * cos + rotate_half(k) * sin;
     if (layout.cache) std::tie(k, v) = layout.cache->extend(block, k, v);
@@ -67,7 +69,7 @@ class LlamaAttentionImpl : public torch::nn::Module {
       v = v.repeat_interleave(heads_ / kv_heads_, 1);
     }
     auto y = layout.attend(q, k, v, is_training() ? dropout_ : 0.0);
-    return o_proj->forward(y.transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
+    return project(o_proj, y.transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
   }
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
@@ -85,7 +87,7 @@ class LlamaMlpImpl : public torch::nn::Module {
     down_proj = register_module("down_proj", linear(c.intermediate_size, c.hidden_size, c.mlp_bias));
   }
   torch::Tensor forward(const torch::Tensor& x) {
-    return down_proj->forward(torch::silu(gate_proj->forward(x)) * up_proj->forward(x));
+    return project(down_proj, torch::silu(project(gate_proj, x)) * project(up_proj, x));
   }
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 };
@@ -233,7 +235,7 @@ torch::Tensor LlamaImpl::run(torch::Tensor tokens, const TokenLayout& layout) {
       layers->size() + 1,
       [this, tied, final_norm](const std::vector<torch::Tensor>& in) {
         auto y = final_norm->forward(in[0]);
-        return std::vector{tied ? torch::matmul(y, in[1].t()) : lm_head->forward(y)};
+        return std::vector{tied ? torch::matmul(y, in[1].t()) : project(lm_head, y)};
       },
       last_in)[0];
 }

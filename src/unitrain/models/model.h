@@ -10,6 +10,7 @@
 
 #include "unitrain/core/registry.h"
 #include "unitrain/core/unit_runner.h"
+#include "unitrain/models/lora.h"
 
 namespace unitrain {
 
@@ -45,6 +46,9 @@ class Model : public torch::nn::Module {
   /// The pieces forward runs one after another, each by its parameters (TrainModule::units());
   /// default: none.
   virtual std::vector<std::vector<torch::Tensor>> units() { return {}; }
+  /// Whether forward calls its linear layers through models::project (lora.h), so that LoRA
+  /// adapters (model.lora) take part; the built-in gpt2, llama and transformer_lm do.
+  virtual bool runs_lora_adapters() const { return false; }
   /// Set for a model built from a Hugging Face folder (HfModelInfo); null for others.
   virtual const HfModelInfo* hf_info() const { return nullptr; }
   /// Who runs the units (null: straight through).
@@ -90,13 +94,14 @@ struct ActivationCheckpointingOptions {
 
 /// The keys of the `model` section besides `type` and `args`: `init_from` (a state_dict file
 /// saved from Python or by `unitrain export`, or a safetensors file, loaded into the new
-/// model), `init_key_map` (prefix renames of its names), `init_strict` and
-/// `activation_checkpointing`; each declared once in declare().
+/// model, or with `lora` a PEFT adapter folder), `init_key_map` (prefix renames of its names),
+/// `init_strict`, `activation_checkpointing` and `lora`; each declared once in declare().
 struct ModelSection {
   std::optional<std::string> init_from;
   NamedStrings init_key_map;  ///< (from, to) prefixes, e.g. {"transformer.", ""}
   bool init_strict = true;
   ActivationCheckpointingOptions activation_checkpointing;
+  std::optional<LoraOptions> lora;  ///< null = no adapters: every parameter trains
   std::string type;  ///< the component's `type` (the registered model), "" when unset
 
   static void declare(Options<ModelSection>& o);

@@ -25,7 +25,8 @@ void ModelSection::declare(Options<ModelSection>& o) {
           "file (its name ends in .safetensors, or its bytes say so) or a checkpoint folder "
           "(runs/<name>/checkpoints/last, ZeRO 3's parts too); floating-point tensors of "
           "another precision (bf16, fp16) are converted to the model's; not used when resuming "
-          "from a checkpoint");
+          "from a checkpoint (with model.lora it is the frozen base, read again on resume); with "
+          "model.lora, a PEFT adapter folder (adapter_config.json) starts the adapters instead");
   declare_named_strings(o, "init_key_map", &T::init_key_map, R"({"transformer.": ""})")
       .def("{}")
       .free()
@@ -44,6 +45,12 @@ void ModelSection::declare(Options<ModelSection>& o) {
           "recompute blocks' activations in backward instead of keeping them from forward: less "
           "memory for about one more forward of those blocks (built-in transformer_lm, gpt2 and llama; in C++, "
           "unitrain::checkpointed around a model's own blocks)");
+  o.section("lora", &T::lora)
+      .fixed("a checkpoint's adapters were made with these settings")
+      .help(
+          "LoRA: low-rank adapters on the layers target_modules names, every other parameter "
+          "frozen (no gradient, no optimizer state, not in checkpoints); null = train all "
+          "(docs/finetune.md)");
   // `type` is the component's key, declared with the `model` section.
   o.check([](T& m, const Config& c) { m.type = component_type(c); });
 }

@@ -9,6 +9,7 @@
 #include "unitrain/core/error.h"
 #include "unitrain/core/unit_parts.h"
 #include "unitrain/models/activation_checkpoint.h"
+#include "unitrain/models/lora.h"
 #include "unitrain/models/model_checks.h"
 #include "unitrain/models/token_layout.h"
 #include "unitrain/models/torchscript_export.h"
@@ -28,12 +29,12 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const TokenLayout& layout) {  // [B, T, C]
     const int64_t b = x.size(0), t = x.size(1), c = x.size(2), head_dim = c / heads_;
     // [B, T, 3, H, D] -> [3, B, H, T, D]
-    auto qkv_heads = qkv->forward(x).view({b, t, 3, heads_, head_dim}).permute({2, 0, 3, 1, 4});
+    auto qkv_heads = project(qkv, x).view({b, t, 3, heads_, head_dim}).permute({2, 0, 3, 1, 4});
     auto y =
         layout.attend(qkv_heads[0], qkv_heads[1], qkv_heads[2], is_training() ? dropout_ : 0.0)
             .transpose(1, 2)
             .reshape({b, t, c});
-    y = out->forward(y);
+    y = project(out, y);
     return dropout_ > 0 ? torch::dropout(y, dropout_, is_training()) : y;
   }
 
@@ -53,7 +54,7 @@ class FeedForwardImpl : public torch::nn::Module {
     proj = register_module("proj", torch::nn::Linear(width, d_model));
   }
   torch::Tensor forward(const torch::Tensor& x) {
-    auto y = proj->forward(torch::gelu(fc->forward(x)));
+    auto y = project(proj, torch::gelu(project(fc, x)));
     return dropout_ > 0 ? torch::dropout(y, dropout_, is_training()) : y;
   }
   torch::nn::Linear fc{nullptr}, proj{nullptr};
@@ -200,7 +201,7 @@ torch::Tensor TransformerLmImpl::run(const torch::Tensor& tokens, const TokenLay
   }
   return run_unit(
       blocks->size() + 1,
-      [this](const torch::Tensor& in) { return head->forward(norm->forward(in)); }, x);
+      [this](const torch::Tensor& in) { return project(head, norm->forward(in)); }, x);
 }
 
 std::vector<std::vector<torch::Tensor>> TransformerLmImpl::units() {

@@ -72,6 +72,7 @@ class TransformerLmImpl : public Model {
   bool checkpoint_activations(int64_t every) override;
   /// The embeddings (token and position), each block, then the final norm with the head.
   std::vector<std::vector<torch::Tensor>> units() override;
+  bool runs_lora_adapters() const override { return true; }
 
   TransformerLmOptions options;
   torch::nn::Embedding token_embedding{nullptr};

@@ -91,6 +91,8 @@ class ObjectiveModule : public TrainModule {
   /// The model alone: checkpoints and exports name its tensors as the model does
   /// (`layers.0.weight`), as a Python module of the same structure would.
   torch::nn::Module& weights() override { return *model_; }
+  /// True when the model carries LoRA adapters (model.lora): checkpoints hold them alone.
+  bool checkpoints_trainable_only() override { return !models::lora_layers(*model_).empty(); }
   /// The model's (Model::units()).
   std::vector<std::vector<torch::Tensor>> units() override { return model_->units(); }
   void set_unit_runner(std::shared_ptr<UnitRunner> runner) override {

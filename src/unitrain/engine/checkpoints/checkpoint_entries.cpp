@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "unitrain/checkpoint/checkpoint_files.h"
+#include "unitrain/checkpoint/frozen_weights.h"
 #include "unitrain/checkpoint/model_shards.h"
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/checkpoint/state_io.h"
@@ -51,9 +52,22 @@ class ModelEntry : public CheckpointEntry {
     if (!out.writes) return;
     // bf16-true: the float32 master weights (and buffers widened), not the bfloat16 copies.
     const MasterWeights* masters = precision_.masters();
-    auto state = std::make_shared<NamedTensors>(
-        masters ? named_state(masters->parameters(), masters->buffers(), out.async, out.buffers)
-                : module_state(module_.weights(), out.async, out.buffers));
+    torch::nn::Module& weights = module_.weights();
+    NamedTensors params, buffers;
+    if (masters) {
+      params = masters->parameters();
+      buffers = masters->buffers();
+    } else {
+      for (const auto& p : weights.named_parameters()) params.emplace_back(p.key(), p.value());
+      for (const auto& b : weights.named_buffers()) buffers.emplace_back(b.key(), b.value());
+    }
+    if (module_.checkpoints_trainable_only()) {  // LoRA: the adapters, not the base
+      if (frozen_.empty()) frozen_ = frozen_fingerprint(weights, masters ? &params : nullptr);
+      out.add(files::kFrozenWeights, frozen_ + "\n");
+      params = trainable_state(weights, std::move(params));
+    }
+    auto state =
+        std::make_shared<NamedTensors>(named_state(params, buffers, out.async, out.buffers));
     out.files.push_back({files::kModel, {}, [state] { return tensor_dict_image(*state); }});
   }
 
@@ -61,6 +75,10 @@ class ModelEntry : public CheckpointEntry {
     const std::string file =
         has_model_shards(in.dir) ? in.dir + " (its parts merged)" : in.path(files::kModel);
     NamedTensors state = read_model_state(in.dir);  // whole, or distributed.zero: 3's parts
+    if (module_.checkpoints_trainable_only()) {
+      check_frozen(in);
+      state = with_frozen_parameters(module_.weights(), std::move(state));
+    }
     MasterWeights* masters = precision_.masters();
     if (!masters) {
       load_module_state(module_.weights(), state, /*strict=*/true, file);
@@ -77,8 +95,21 @@ class ModelEntry : public CheckpointEntry {
   }
 
  private:
+  /// The frozen weights now must be those the checkpoint trained on (the base folder unchanged).
+  void check_frozen(const CheckpointRead& in) {
+    if (frozen_.empty()) {
+      const MasterWeights* masters = precision_.masters();
+      const NamedTensors values = masters ? masters->parameters() : NamedTensors();
+      frozen_ = frozen_fingerprint(module_.weights(), masters ? &values : nullptr);
+    }
+    if (!in.has(files::kFrozenWeights)) return;
+    const std::vector<char> bytes = in.read(files::kFrozenWeights);
+    check_frozen_fingerprint({bytes.begin(), bytes.end()}, frozen_, in.path(files::kFrozenWeights));
+  }
+
   TrainModule& module_;
   Precision& precision_;
+  std::string frozen_;  ///< frozen_fingerprint, computed once (the frozen weights never change)
 };
 
 class OptimizerEntry : public CheckpointEntry {

@@ -1,0 +1,28 @@
+#pragma once
+// A checkpoint of the parameters that train alone (LoRA's adapters): the frozen ones come back
+// from where the run first read them, checked against the fingerprint the checkpoint keeps.
+#include <torch/nn/module.h>
+
+#include <string>
+
+#include "unitrain/checkpoint/named_tensors.h"
+
+namespace unitrain {
+
+/// The entries of `state` that are parameters of `module` with requires_grad set.
+NamedTensors trainable_state(const torch::nn::Module& module, NamedTensors state);
+/// `state` with the module's own frozen parameters (requires_grad false) it lacks added, so
+/// that a state of the trainable parameters alone loads strictly.
+NamedTensors with_frozen_parameters(const torch::nn::Module& module, NamedTensors state);
+/// What identifies the module's frozen parameters: a JSON object of their count, elements and
+/// the CRC-32 of their names, shapes and float32 values (read on the CPU). `values`, when
+/// given, holds their values by name in place of the module's own (bf16-true's float32
+/// masters, so that the fingerprint is the base's as loaded whatever the run computes in).
+std::string frozen_fingerprint(const torch::nn::Module& module,
+                               const NamedTensors* values = nullptr);
+/// ConfigError naming `path` (the checkpoint's frozen_weights.json, whose text is `saved`)
+/// unless `saved` is the fingerprint `now`: the base model changed since the checkpoint.
+void check_frozen_fingerprint(const std::string& saved, const std::string& now,
+                              const std::string& path);
+
+}  // namespace unitrain
