@@ -18,34 +18,17 @@ from common import run, wait_for
 import slurm_test
 from slurm_test import tool
 
-SLURM_CONF = """
-ClusterName=unitrain-two
-SlurmctldHost={n0}({a0})
-SlurmUser=root
-SlurmdUser=root
-SlurmctldPort={port}
-SlurmdPort={port_d}
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket={dir}/munge.socket,cred_expire=5
-StateSaveLocation={dir}/state
-SlurmdSpoolDir={dir}/spool-%n
-SlurmctldPidFile={dir}/slurmctld.pid
-SlurmdPidFile={dir}/slurmd-%n.pid
-SlurmctldLogFile={dir}/slurmctld.log
-SlurmdLogFile={dir}/slurmd-%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-SchedulerParameters=sched_interval=1
-ReturnToService=2
-JobRequeue=1
-KillWait=10
-MinJobAge=600
-MailProg=/bin/true
-NodeName={n0} NodeAddr={a0} CPUs={cpus} State=UNKNOWN
+def slurm_conf():
+    """slurm_test's cluster settings, for two nodes: slurmctld on the first, and each slurmd's
+    spool, pid and log files apart (%n: its node name)."""
+    conf = slurm_test.SLURM_CONF[:slurm_test.SLURM_CONF.index("# Preemption")]
+    for old, new in (("SlurmctldHost={host}(127.0.0.1)", "SlurmctldHost={n0}({a0})"),
+                     ("ClusterName=unitrain-test", "ClusterName=unitrain-two"),
+                     ("{dir}/spool", "{dir}/spool-%n"), ("{dir}/slurmd.pid", "{dir}/slurmd-%n.pid"),
+                     ("{dir}/slurmd.log", "{dir}/slurmd-%n.log")):
+        assert old in conf, old
+        conf = conf.replace(old, new)
+    return conf + """NodeName={n0} NodeAddr={a0} CPUs={cpus} State=UNKNOWN
 NodeName={n1} NodeAddr={a1} CPUs={cpus} State=UNKNOWN
 PartitionName=test Nodes={n0},{n1} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 """
@@ -72,7 +55,7 @@ class SlurmTwoMachines(common.Case):
         common.write(os.path.join(d, "hosts"), "127.0.0.1 localhost\n" + "".join(
             f"{a} {n}\n" for a, n in zip(machines.addrs, self.names)))
         port = 26900 + os.getpid() % 45 * 2
-        self.conf = common.write(os.path.join(d, "slurm.conf"), SLURM_CONF.format(
+        self.conf = common.write(os.path.join(d, "slurm.conf"), slurm_conf().format(
             n0=self.names[0], n1=self.names[1], a0=machines.addrs[0], a1=machines.addrs[1],
             port=port, port_d=port + 1, dir=d, cpus=len(os.sched_getaffinity(0))))
         self.env = dict(os.environ, SLURM_CONF=self.conf)
