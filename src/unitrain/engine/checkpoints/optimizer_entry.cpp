@@ -1,0 +1,154 @@
+// The optimizer's state in a checkpoint: optimizer.pt, or under distributed.zero one partition
+// per rank (optimizer-partition-rank-<R>.pt), read back from any number of ranks: each run takes
+// what it needs (with ZeRO, its own partition's state).
+#include <torch/torch.h>
+
+#include "unitrain/checkpoint/checkpoint_files.h"
+#include "unitrain/checkpoint/optimizer_state.h"
+#include "unitrain/core/error.h"
+#include "unitrain/engine/checkpoints/checkpoint_entries.h"
+#include "unitrain/engine/checkpoints/rank_files.h"
+#include "unitrain/parallel/optimizer_sharding.h"
+#include "unitrain/parallel/process_group.h"
+#include "unitrain/parallel/sharded_parameters.h"
+
+namespace unitrain {
+namespace files = checkpoint_files;
+namespace {
+
+class OptimizerEntry : public CheckpointEntry {
+ public:
+  OptimizerEntry(torch::optim::Optimizer& optimizer, const torch::nn::Module& model,
+                 ProcessGroup* group, OptimizerSharding* sharding, std::string root,
+                 const ShardedParameters* sharded)
+      : optimizer_(optimizer),
+        model_(model),
+        group_(group),
+        sharding_(sharding),
+        sharded_(sharded),
+        root_(std::move(root)) {}
+
+  void save(CheckpointWrite& out) override {
+    std::vector<CheckpointFile> partitions;
+    if (sharding_ || sharded_) {
+      partitions = write_rank_files(*group_, root_, out.state.state.step, "optimizer",
+                                    "optimizer partition", files::optimizer_partition,
+                                    [this] { return save_optimizer_state(optimizer_); });
+    }
+    if (!out.writes) return;
+    out.files.push_back({sharding_ || sharded_ ? files::optimizer_partition(0) : files::kOptimizer,
+                         {},
+                         optimizer_state_snapshot(optimizer_, out.async, out.buffers)});
+    for (CheckpointFile& f : partitions) out.files.push_back(std::move(f));
+  }
+
+  /// optimizer.pt, or a ZeRO run's partitions (from any number of ranks): this run takes what
+  /// it needs (with ZeRO, its own partition's state).
+  void restore(const CheckpointRead& in) override {
+    if (sharded_) return restore_parts(in);
+    if (in.has(files::kModelShards) && !in.has(files::kOptimizer)) return restore_flattened(in);
+    std::vector<OptimizerFile> found;
+    if (in.has(files::kOptimizer)) {
+      found.push_back({in.read(files::kOptimizer), in.path(files::kOptimizer)});
+    } else {
+      for (int r = 0; in.has(files::optimizer_partition(r)); ++r) {
+        const std::string name = files::optimizer_partition(r);
+        found.push_back({in.read(name), in.path(name)});
+      }
+    }
+    UT_CHECK_TRAIN(!found.empty(), in.dir, " holds no optimizer state (", files::kOptimizer, " or ",
+                   files::optimizer_partition(0), ")");
+    load_optimizer_state(optimizer_, std::move(found));
+    if (sharding_) sharding_->drop_foreign_state();
+  }
+
+ private:
+  /// distributed.zero: 3: this rank's own file at the same world size and layout, else every
+  /// rank's files re-cut into this rank's parts.
+  void restore_parts(const CheckpointRead& in) {
+    const ShardLayout layout = sharded_->layout();
+    UT_CHECK_TRAIN(in.has(files::kModelShards), in.dir,
+                   " was saved by a run without distributed.zero: 3: its optimizer state is by "
+                   "parameter, not by parts of flattened ones; resume it with the distributed.zero "
+                   "it was saved with, or start from its weights (model.init_from)");
+    const std::vector<char> text = in.read(files::kModelShards);
+    const ShardLayout saved =
+        ShardLayout::from_json({text.begin(), text.end()}, in.path(files::kModelShards));
+    UT_CHECK_TRAIN(saved.same_flats(layout), in.dir,
+                   "'s parameters were flattened otherwise (other units, optimizer groups or "
+                   "dtypes): its optimizer state does not fit; resume with the model and "
+                   "optimizer.no_decay_bias_norm it was saved with");
+    if (saved.world_size == layout.world_size) {
+      const std::string name = files::optimizer_partition(in.rank);
+      load_optimizer_state(optimizer_, in.read(name), in.path(name));
+      return;
+    }
+    // Every rank's file mapped: only the elements of this rank's new parts are read.
+    std::vector<OptimizerBytes> parts;
+    for (int r = 0; r < saved.world_size; ++r) {
+      const std::string name = files::optimizer_partition(r);
+      parts.push_back(OptimizerBytes::of(in.map(name), in.path(name)));
+    }
+    // The optimizer's parameters, counted over its groups, are the flats of each group's key.
+    std::vector<FlatCut> cuts;
+    for (size_t g = 0; g < optimizer_.param_groups().size(); ++g) {
+      for (size_t i = 0; i < layout.flats.size(); ++i) {
+        if (layout.flats[i].key != static_cast<int>(g)) continue;
+        cuts.push_back({layout.flats[i].length, saved.flats[i].part, layout.flats[i].part});
+      }
+    }
+    load_resharded_optimizer_state(optimizer_, parts, cuts, in.rank,
+                                   in.dir + "'s optimizer parts, re-cut");
+  }
+
+  /// A run without distributed.zero: 3 (one process, or another ZeRO stage) from a checkpoint
+  /// of one with it: every rank's parts, by parameter.
+  void restore_flattened(const CheckpointRead& in) {
+    const std::vector<char> text = in.read(files::kModelShards);
+    const ShardLayout saved =
+        ShardLayout::from_json({text.begin(), text.end()}, in.path(files::kModelShards));
+    std::map<const void*, std::string> names;
+    for (const auto& item : model_.named_parameters(/*recurse=*/true)) {
+      names[item.value().unsafeGetTensorImpl()] = item.key();
+    }
+    std::vector<std::vector<std::string>> group_names;
+    for (const auto& g : optimizer_.param_groups()) {
+      group_names.emplace_back();
+      for (const auto& p : g.params()) {
+        const auto name = names.find(p.unsafeGetTensorImpl());
+        UT_CHECK_TRAIN(name != names.end(), in.dir,
+                       " holds the optimizer state of a run with distributed.zero: 3 by the "
+                       "model's parameter names; this optimizer trains a tensor that is not "
+                       "one of the model's parameters");
+        group_names.back().push_back(name->second);
+      }
+    }
+    std::vector<OptimizerBytes> parts;
+    for (int r = 0; r < saved.world_size; ++r) {
+      const std::string name = files::optimizer_partition(r);
+      parts.push_back(OptimizerBytes::of(in.map(name), in.path(name)));
+    }
+    load_optimizer_state(optimizer_, unflatten_optimizer_files(parts, saved, group_names),
+                         in.dir + "'s optimizer parts, by parameter");
+    if (sharding_) sharding_->drop_foreign_state();
+  }
+
+  torch::optim::Optimizer& optimizer_;
+  const torch::nn::Module& model_;
+  ProcessGroup* group_;
+  OptimizerSharding* sharding_;
+  const ShardedParameters* sharded_;
+  std::string root_;
+};
+
+}  // namespace
+
+CheckpointEntryPtr optimizer_entry(torch::optim::Optimizer& optimizer,
+                                   const torch::nn::Module& model, ProcessGroup* group,
+                                   OptimizerSharding* sharding, std::string root,
+                                   const ShardedParameters* sharded) {
+  return std::make_unique<OptimizerEntry>(optimizer, model, group, sharding, std::move(root),
+                                          sharded);
+}
+
+}  // namespace unitrain
