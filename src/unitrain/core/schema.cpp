@@ -29,21 +29,6 @@ std::string describe_node(const YAML::Node& node) {
 // The shortest text that reads back as `v`, as people write it: 0.1, 1e-08, 100.
 std::string format_number(double v) { return fmt::format("{}", v); }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 YAML::Node parse_default(const std::string& yaml) {
   YAML::Node node = YAML::Load(yaml);
   if (!node.IsDefined()) node = YAML::Node(YAML::NodeType::Null);
@@ -399,19 +384,6 @@ void resolve_component(const std::string& kind, const std::string& default_type,
   YAML::Node resolved(YAML::NodeType::Map);
   info.args->resolve_node(args, resolved, path + ".args");
   out["args"] = resolved;
-}
-
-std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
-  std::string best;
-  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
-  for (const auto& c : candidates) {
-    size_t d = edit_distance(word, c);
-    if (d < best_distance) {
-      best_distance = d;
-      best = c;
-    }
-  }
-  return best;
 }
 
 }  // namespace unitrain
