@@ -191,6 +191,23 @@ class Lora(common.Case):
             zero3.append(losses)
         self.assertEqual(zero3[0], zero3[1])
         self.assertLess(max(zero3[0][-2:]), 0.8 * zero3[0][0])
+        # Its checkpoints hold the adapters' parts alone and fingerprint the base as any run's.
+        last = os.path.join(run_dir, "checkpoints", "last")
+        self.assertTrue(os.path.exists(os.path.join(last, "frozen_weights.json")))
+        parts = sum(os.path.getsize(f) for f in glob.glob(os.path.join(last, "model-shard-*")))
+        base = os.path.getsize(os.path.join(self.folders, "llama", "model.safetensors"))
+        self.assertLess(parts, base / 5, (parts, base))
+        peft_dir = os.path.join(self.dir, "z3-peft")
+        code, out = run(["export", cfg, "--format", "hf", "--out", peft_dir])
+        self.assertEqual(code, 0, out)
+        peft = safetensors_io.read_safetensors(os.path.join(peft_dir, "adapter_model.safetensors"))
+        self.assertEqual(len(peft), 2 * 3 * 2)  # 2 blocks x 3 targets x (A, B)
+        # Resumed on 1 process (its parts re-cut, the base as built), and without ZeRO 3.
+        for zero, steps in (("3", "10 steps"), ("0", "12 steps")):
+            code, out = run(["train", cfg, "--distributed.zero", zero,
+                             "--train.max_length", steps])
+            self.assertEqual(code, 0, out)
+            self.assertIn("resumed from", out)
 
     def test_bad_settings_and_a_changed_base_are_refused_by_name(self):
         cfg, run_dir = self.config("bad", "llama", lora="{r: 4, target_modules: [q_projj]}")

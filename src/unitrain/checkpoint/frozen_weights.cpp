@@ -34,25 +34,42 @@ NamedTensors with_frozen_parameters(const torch::nn::Module& module, NamedTensor
   return state;
 }
 
+void FrozenFingerprint::add(const std::string& name, c10::IntArrayRef shape, uint32_t values_crc,
+                            uint64_t bytes) {
+  const std::string head = name + ":" + c10::str(shape);
+  crc_ = crc32_of(head.data(), head.size(), crc_);
+  crc_ = crc32_combine_of(crc_, values_crc, bytes);
+  ++tensors_;
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  elements_ += n;
+}
+
+void FrozenFingerprint::add(const std::string& name, const torch::Tensor& t) {
+  const torch::Tensor v = values_form(t);
+  add(name, v.sizes(), crc32_of(static_cast<const char*>(v.data_ptr()), v.nbytes()), v.nbytes());
+}
+
+std::string FrozenFingerprint::json() const {
+  return nlohmann::json{{"tensors", tensors_}, {"elements", elements_}, {"crc32", crc_}}.dump();
+}
+
+torch::Tensor FrozenFingerprint::values_form(const torch::Tensor& t) {
+  torch::Tensor v = t.detach().to(torch::kCPU);
+  if (v.is_floating_point()) v = v.to(torch::kFloat);
+  return v.contiguous();
+}
+
 std::string frozen_fingerprint(const torch::nn::Module& module, const NamedTensors* values) {
   std::map<std::string, torch::Tensor> given;
   if (values != nullptr) given.insert(values->begin(), values->end());
-  uint32_t crc = 0;
-  int64_t tensors = 0, elements = 0;
+  FrozenFingerprint out;
   for (const auto& p : module.named_parameters()) {
     if (p.value().requires_grad()) continue;
     const auto it = given.find(p.key());
-    torch::Tensor t = it != given.end() ? it->second : p.value();
-    t = t.detach().to(torch::kCPU);
-    if (t.is_floating_point()) t = t.to(torch::kFloat);
-    t = t.contiguous();
-    const std::string head = p.key() + ":" + c10::str(t.sizes());
-    crc = crc32_of(head.data(), head.size(), crc);
-    crc = crc32_of(static_cast<const char*>(t.data_ptr()), t.nbytes(), crc);
-    ++tensors;
-    elements += t.numel();
+    out.add(p.key(), it != given.end() ? it->second : p.value());
   }
-  return nlohmann::json{{"tensors", tensors}, {"elements", elements}, {"crc32", crc}}.dump();
+  return out.json();
 }
 
 void check_frozen_fingerprint(const std::string& saved, const std::string& now,

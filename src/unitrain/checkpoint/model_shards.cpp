@@ -22,7 +22,8 @@ namespace {
 
 /// Every rank's file of parts (`file_of`) of checkpoint `dir`, mapped and verified: each flat's
 /// parts by rank, views of the mappings (read where touched), and rank 0's whole.<name>
-/// entries, by name without the prefix.
+/// entries, by name without the prefix. A flat that does not train (key -1) whose parts no
+/// rank saved (LoRA's base: frozen_weights.json fingerprints it) has no parts.
 struct SavedParts {
   std::vector<std::vector<torch::Tensor>> parts;
   NamedTensors whole;
@@ -48,6 +49,11 @@ SavedParts map_saved_parts(const std::string& dir, ShardFileName file_of,
     }
     for (size_t i = 0; i < layout.flats.size(); ++i) {
       const auto it = mine.find(std::to_string(i));
+      if (it == mine.end() && r == 0 && layout.flats[i].key < 0) continue;  // not saved
+      if (r > 0 && out.parts[i].empty()) {
+        UT_CHECK_TRAIN(it == mine.end(), what, ": a part of flat ", i, ", which rank 0 saved none of");
+        continue;
+      }
       UT_CHECK_TRAIN(
           it != mine.end() && it->second.dim() == 1 && it->second.numel() == layout.flats[i].part,
           what, ": no part of ", layout.flats[i].part, " elements for flat ", i);
@@ -80,6 +86,7 @@ NamedTensors merge_model_shards(const std::string& dir, ShardFileName file_of) {
   NamedTensors out;
   for (size_t i = 0; i < layout.flats.size(); ++i) {
     const ShardLayout::Flat& flat = layout.flats[i];
+    if (saved.parts[i].empty()) continue;  // a frozen flat not saved
     const torch::Tensor whole = torch::cat(saved.parts[i]);
     for (const ShardLayout::Member& m : flat.members) {
       int64_t numel = 1;
@@ -115,6 +122,10 @@ RecutParts recut_model_shards(const std::string& dir, ShardFileName file_of,
   out.whole = std::move(from.whole);
   for (size_t i = 0; i < layout.flats.size(); ++i) {
     const ShardLayout::Flat& flat = layout.flats[i];
+    if (from.parts[i].empty()) {  // a frozen flat not saved
+      out.parts.emplace_back();
+      continue;
+    }
     torch::Tensor mine = torch::zeros({flat.part}, from.parts[i][0].options());
     const int64_t start = rank * flat.part;
     const int64_t n = std::max<int64_t>(0, std::min(flat.part, flat.length - start));

@@ -29,7 +29,8 @@ using ShardFileName = std::function<std::string(int rank)>;
 std::vector<std::string> sharded_state_names(const std::string& dir);
 
 /// The parts merged into whole tensors, in the layout's order (each rank's file read once),
-/// then rank 0's whole.<name> entries. TrainError naming the file when one is missing, damaged
+/// then rank 0's whole.<name> entries; a frozen flat whose parts were not saved (LoRA's base)
+/// gives none. TrainError naming the file when one is missing, damaged
 /// or does not fit the layout.
 NamedTensors merge_model_shards(const std::string& dir,
                                 ShardFileName file_of = checkpoint_files::model_shard);
@@ -43,7 +44,9 @@ void copy_flat_range(const std::vector<at::Tensor>& parts, int64_t part, int64_t
 /// One rank's parts of a new layout cut from a checkpoint's parts of the same flats at another
 /// world size, and rank 0's whole.<name> entries (by name, without the prefix).
 struct RecutParts {
-  std::vector<at::Tensor> parts;  ///< per flat: `layout.flats[i].part` elements, saved dtype
+  /// per flat: `layout.flats[i].part` elements, saved dtype; undefined for a frozen flat whose
+  /// parts were not saved
+  std::vector<at::Tensor> parts;
   std::vector<std::pair<std::string, at::Tensor>> whole;
 };
 

@@ -250,10 +250,11 @@ void ShardedParameters::load_whole(const std::map<std::string, torch::Tensor>& s
 
 std::vector<torch::Tensor> ShardedParameters::cut(const std::map<std::string, torch::Tensor>& state,
                                                   const std::string& what,
-                                                  c10::ScalarType dtype) const {
+                                                  c10::ScalarType dtype, bool frozen_too) const {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> out(shards_.size());
   for (const auto& flat : flats_) {
+    if (!flat->trains && flat->key < 0 && !frozen_too) continue;
     const torch::Tensor& shard = shards_[flat->shard];
     out[flat->shard] = torch::empty_like(
         shard, shard.options().dtype(shard.is_floating_point() ? dtype : shard.scalar_type()));

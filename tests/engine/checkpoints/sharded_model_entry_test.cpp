@@ -1,7 +1,7 @@
 // sharded_model_entry on its own (no Trainer, no loop): ZeRO 3's model parts saved by two ranks
 // of one in-memory group come back into fresh modules at two ranks (each its own file) and at
-// three (cut anew from the parts), with the buffer outside the units; and a whole model.pt of a
-// run without ZeRO 3 is cut into parts.
+// three (cut anew from the parts), with the buffer outside the units; a whole model.pt of a
+// run without ZeRO 3 is cut into parts; LoRA's parts are its adapters' alone.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -10,6 +10,9 @@
 #include "parallel/run_ranks.h"
 #include "test_util.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
+#include "unitrain/checkpoint/frozen_weights.h"
+#include "unitrain/checkpoint/model_shards.h"
+#include "unitrain/core/error.h"
 #include "unitrain/core/train_state.h"
 #include "unitrain/engine/checkpoints/checkpoint_entries.h"
 #include "unitrain/parallel/process_group.h"
@@ -125,6 +128,77 @@ TEST(ShardedModelEntry, AWholeModelOfARunWithoutZeroThreeIsCutIntoParts) {
   }
   const std::string dir = CheckpointStore::write_new(root + "/step-1", 1, out.files);
   restore_on(2, dir, root);
+}
+
+/// LoRA's shape: the first unit frozen (values of `frozen_base`), the second trained.
+struct Adapted : TwoUnits {
+  Adapted(float base, float frozen_base) : TwoUnits(base) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : first->parameters()) {
+      p.fill_(frozen_base);
+      p.set_requires_grad(false);
+    }
+  }
+  bool checkpoints_trainable_only() override { return true; }
+};
+
+/// `world` ranks with an Adapted(base, frozen_base) sharded: save into `dir` (`save`) or
+/// restore from it, then make the module whole and compare it with Adapted(1, frozen_base).
+/// With `refused`: the restore must throw a ConfigError naming it.
+void adapted_on(int world, const std::string& root, const std::string& dir, bool save,
+                float base, float frozen_base, const char* refused = nullptr) {
+  const std::vector<torch::Tensor> want = values_of(*std::make_unique<Adapted>(1, frozen_base));
+  test::run_shared_ranks(world, [&](int rank, const std::shared_ptr<ProcessGroup>& group) {
+    Adapted module(base, frozen_base);
+    torch::optim::SGD sgd(module.second->parameters(), torch::optim::SGDOptions(0.1));
+    auto params = shard_module(group, module, sgd);
+    TrainState counters;
+    counters.step = 3;
+    auto entry = sharded_model_entry(module, *params, *group, counters, nullptr, root);
+    if (save) {
+      CheckpointWrite out;
+      out.writes = rank == 0;
+      out.state.state = counters;
+      entry->save(out);
+      if (rank == 0) {
+        for (CheckpointFile& f : out.files) {
+          if (f.produce) f.image = f.produce();
+        }
+        CheckpointStore::write_new(dir, 3, out.files);
+      }
+      group->barrier();
+      return;
+    }
+    const TrainerStateFile state;
+    if (refused != nullptr) {
+      try {
+        entry->restore(CheckpointRead{dir, state, rank});
+        ADD_FAILURE() << "rank " << rank << " restored over another base";
+      } catch (const ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find(refused), std::string::npos) << e.what();
+      }
+      return;
+    }
+    entry->restore(CheckpointRead{dir, state, rank});
+    unshard_module(module, *params);
+    expect_values(module, want, rank);
+  });
+}
+
+TEST(ShardedModelEntry, LorasPartsAreTheAdaptersAloneAndTheBaseIsFingerprintedAsAWholeRunDoes) {
+  const std::string root = test::temp_dir(), dir = root + "/step-3";
+  adapted_on(2, root, dir, /*save=*/true, 1, 5);
+  // No part of the frozen unit: the merged parts are the trained unit and the buffer.
+  std::vector<std::string> names;
+  for (const auto& [name, t] : merge_model_shards(dir)) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"second.weight", "second.bias", "seen"}));
+  // The fingerprint of the parts is that of the whole module (any stage, any world size).
+  const std::vector<char> saved = CheckpointStore::read(dir, "frozen_weights.json");
+  EXPECT_EQ(std::string(saved.begin(), saved.end()), frozen_fingerprint(Adapted(1, 5)) + "\n");
+  adapted_on(2, root, dir, /*save=*/false, 7, 5);  // each rank its own file, the base kept
+  adapted_on(3, root, dir, /*save=*/false, 7, 5);  // re-cut
+  // Another base than the one the adapters trained on is refused by name.
+  adapted_on(3, root, dir, /*save=*/false, 7, 6, "frozen_weights.json");
 }
 
 }  // namespace

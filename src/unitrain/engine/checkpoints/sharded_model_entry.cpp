@@ -3,13 +3,20 @@
 // its float32 masters; "grad.<i>": that part's gradient when saved inside an accumulation
 // window; rank 0's also "whole.<name>": the buffers and parameters outside the units). The ema
 // callback's average: ema-shard-rank-<R>.pt in the same layout (rank 0's "whole.<name>": the
-// average of the parameters outside the units).
+// average of the parameters outside the units). LoRA (TrainModule::checkpoints_trainable_only):
+// the frozen flats' parts are not saved (nor the frozen parameters outside the units), and
+// frozen_weights.json fingerprints them as a run without ZeRO 3 does; the resume keeps the base
+// it built.
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 
 #include "unitrain/checkpoint/checkpoint_files.h"
+#include "unitrain/checkpoint/file_image.h"
+#include "unitrain/checkpoint/frozen_weights.h"
 #include "unitrain/checkpoint/model_shards.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
@@ -70,6 +77,7 @@ class ShardedPartsEntry : public CheckpointEntry {
     auto mine = std::make_shared<NamedTensors>();
     const std::vector<torch::Tensor> saved = parts();
     for (size_t i = 0; i < saved.size(); ++i) {
+      if (!saves_part(i)) continue;
       mine->emplace_back(std::to_string(i), saved[i].detach().to(torch::kCPU).clone());
     }
     add_to_file(*mine);
@@ -115,6 +123,11 @@ class ShardedPartsEntry : public CheckpointEntry {
         check_recut(in, saved);
         RecutParts recut = recut_model_shards(in.dir, file_of_, saved, layout, in.rank);
         for (size_t i = 0; i < into.size(); ++i) {
+          if (!recut.parts[i].defined()) {
+            UT_CHECK_TRAIN(!saves_part(i), in.dir, " holds no part of flat ", i, " (", what_,
+                           "): its frozen weights were not saved");
+            continue;
+          }
           torch::Tensor part = into[i];
           part.copy_(recut.parts[i]);
         }
@@ -157,11 +170,22 @@ class ShardedPartsEntry : public CheckpointEntry {
                              std::map<std::string, torch::Tensor>& whole) = 0;
   /// After everything was restored.
   virtual void restored() {}
+  /// Whether the checkpoint holds the frozen flats' parts (not LoRA's base: saves_part).
+  virtual bool saves_frozen() const { return true; }
+
+  /// Whether flat `i`'s parts are saved: all but the frozen ones (which train not and no
+  /// optimizer group holds) when !saves_frozen(); those keep what the run built (the base).
+  bool saves_part(size_t i) const {
+    return saves_frozen() || params_.shards()[i].requires_grad() || params_.shard_keys()[i] >= 0;
+  }
 
   void cut_into(const std::vector<torch::Tensor>& into,
                 const std::map<std::string, torch::Tensor>& whole, const std::string& what) {
-    const std::vector<torch::Tensor> cut = params_.cut(whole, what, torch::kFloat32);
-    for (size_t i = 0; i < into.size(); ++i) into[i].copy_(cut[i]);
+    const std::vector<torch::Tensor> cut =
+        params_.cut(whole, what, torch::kFloat32, /*frozen_too=*/saves_frozen());
+    for (size_t i = 0; i < into.size(); ++i) {
+      if (cut[i].defined()) into[i].copy_(cut[i]);
+    }
   }
 
   ShardedParameters& params_;
@@ -175,6 +199,7 @@ class ShardedPartsEntry : public CheckpointEntry {
     std::map<std::string, torch::Tensor> own =
         by_name(map_tensor_dict(in.map(name), in.path(name)));
     for (size_t i = 0; i < into.size(); ++i) {
+      if (!saves_part(i)) continue;  // LoRA's base: as the run built it
       const auto it = own.find(std::to_string(i));
       UT_CHECK_TRAIN(it != own.end() && it->second.numel() == into[i].numel(), in.path(name),
                      " has no part of ", into[i].numel(), " elements for flat ", i);
@@ -200,7 +225,29 @@ class ShardedModelEntry : public ShardedPartsEntry {
         counters_(counters),
         masters_(masters) {}
 
+  void save(CheckpointWrite& out) override {
+    if (module_.checkpoints_trainable_only()) {  // LoRA: the adapters' parts, not the base's
+      const std::string& frozen = frozen_fingerprint();
+      if (out.writes) out.add(files::kFrozenWeights, frozen + "\n");
+    }
+    ShardedPartsEntry::save(out);
+  }
+
+  void restore(const CheckpointRead& in) override {
+    if (module_.checkpoints_trainable_only()) {
+      const std::string& now = frozen_fingerprint();
+      if (in.has(files::kFrozenWeights)) {
+        const std::vector<char> bytes = in.read(files::kFrozenWeights);
+        check_frozen_fingerprint({bytes.begin(), bytes.end()}, now,
+                                 in.path(files::kFrozenWeights));
+      }
+    }
+    ShardedPartsEntry::restore(in);
+  }
+
  protected:
+  bool saves_frozen() const override { return !module_.checkpoints_trainable_only(); }
+
   /// The shards, or bf16-true's float32 masters of them (model.pt merged is float32 then, as
   /// without distributed.zero: 3).
   std::vector<torch::Tensor> parts() override {
@@ -214,9 +261,14 @@ class ShardedModelEntry : public ShardedPartsEntry {
     return out;
   }
 
-  /// The module's buffers and the parameters no unit holds.
+  /// The module's buffers and the parameters no unit holds (LoRA: the trained ones).
   Named outside() override {
     Named out = parameters_outside_units(module_, params_);
+    if (!saves_frozen()) {
+      out.erase(std::remove_if(out.begin(), out.end(),
+                               [](const auto& p) { return !p.second.requires_grad(); }),
+                out.end());
+    }
     for (const auto& b : module_.weights().named_buffers()) out.emplace_back(b.key(), b.value());
     return out;
   }
@@ -275,9 +327,67 @@ class ShardedModelEntry : public ShardedPartsEntry {
   }
 
  private:
+  /// LoRA's frozen_weights.json of the frozen parameters as the parts hold them (bf16-true: their
+  /// float32 masters): each rank's CRC of its slice of each, joined in rank order, so that it
+  /// equals frozen_fingerprint of the whole module (any ZeRO stage, any world size). A
+  /// collective, computed once (the frozen weights never change).
+  const std::string& frozen_fingerprint() {
+    if (!frozen_.empty()) return frozen_;
+    const ShardLayout layout = params_.layout();
+    std::map<std::string, std::pair<size_t, int64_t>> place;  // name: flat, offset
+    for (size_t i = 0; i < layout.flats.size(); ++i) {
+      for (const auto& m : layout.flats[i].members) place[m.name] = {i, m.offset};
+    }
+    const std::vector<torch::Tensor> values = parts();
+    const int rank = group_.rank();
+    std::vector<std::pair<std::string, std::vector<int64_t>>> frozen;
+    std::vector<uint64_t> mine;  // per frozen parameter: this rank's CRC, bytes
+    for (const auto& p : module_.weights().named_parameters()) {
+      if (p.value().requires_grad()) continue;
+      frozen.emplace_back(p.key(), p.value().sizes().vec());
+      torch::Tensor slice;
+      const auto at = place.find(p.key());
+      if (at != place.end()) {
+        const ShardLayout::Flat& flat = layout.flats[at->second.first];
+        const int64_t first = rank * flat.part, offset = at->second.second;
+        const int64_t lo = std::max(first, offset);
+        const int64_t hi = std::min(first + flat.part, offset + p.value().numel());
+        if (lo < hi) slice = values[at->second.first].narrow(0, lo - first, hi - lo);
+      } else if (rank == 0) {  // outside the units: whole on every rank
+        slice = p.value();
+      }
+      uint32_t crc = 0;
+      uint64_t bytes = 0;
+      if (slice.defined()) {
+        const torch::Tensor v = FrozenFingerprint::values_form(slice);
+        bytes = v.nbytes();
+        crc = crc32_of(static_cast<const char*>(v.data_ptr()), bytes);
+      }
+      mine.push_back(crc);
+      mine.push_back(bytes);
+    }
+    const std::vector<std::string> all = group_.all_gather(
+        std::string(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(uint64_t)));
+    FrozenFingerprint out;
+    for (size_t j = 0; j < frozen.size(); ++j) {
+      uint32_t crc = 0;
+      uint64_t bytes = 0;
+      for (const std::string& theirs : all) {
+        uint64_t slice[2];
+        std::memcpy(slice, theirs.data() + 2 * j * sizeof(uint64_t), sizeof(slice));
+        crc = crc32_combine_of(crc, static_cast<uint32_t>(slice[0]), slice[1]);
+        bytes += slice[1];
+      }
+      out.add(frozen[j].first, frozen[j].second, crc, bytes);
+    }
+    frozen_ = out.json();
+    return frozen_;
+  }
+
   TrainModule& module_;
   const TrainState& counters_;
   MasterWeights* masters_;
+  std::string frozen_;
 };
 
 /// A callback's per-parameter state, by parts (ParameterState::keep_parts: the shards, then the
