@@ -180,7 +180,7 @@ class Lora(common.Case):
         for name, port in (("z3-straight", 29877), ("z3-halves", 29880)):
             cfg, run_dir = self.config(name, "llama")
             launch = ["launch", "--nproc-per-node", "2", "--master-port", str(port), "--", "train",
-                      cfg, "--distributed.zero", "3"]
+                      cfg, "--distributed.zero", "3", "--callbacks", "[{type: ema}]"]
             if name == "z3-halves":
                 code, out = run(launch + ["--train.max_length", "4 steps"])
                 self.assertEqual(code, 0, out)
@@ -194,9 +194,12 @@ class Lora(common.Case):
         # Its checkpoints hold the adapters' parts alone and fingerprint the base as any run's.
         last = os.path.join(run_dir, "checkpoints", "last")
         self.assertTrue(os.path.exists(os.path.join(last, "frozen_weights.json")))
-        parts = sum(os.path.getsize(f) for f in glob.glob(os.path.join(last, "model-shard-*")))
         base = os.path.getsize(os.path.join(self.folders, "llama", "model.safetensors"))
-        self.assertLess(parts, base / 5, (parts, base))
+        for kind in ("model", "ema"):  # the ema callback's average: of the adapters alone too
+            files = glob.glob(os.path.join(last, kind + "-shard-rank-*.pt"))
+            self.assertEqual(len(files), 2, os.listdir(last))
+            parts = sum(os.path.getsize(f) for f in files)
+            self.assertLess(parts, base / 5, (kind, parts, base))
         peft_dir = os.path.join(self.dir, "z3-peft")
         code, out = run(["export", cfg, "--format", "hf", "--out", peft_dir])
         self.assertEqual(code, 0, out)

@@ -4,6 +4,7 @@
 
 #include "engine/regression_fixture.h"
 #include "test_util.h"
+#include "unitrain/checkpoint/state_io.h"
 #include "unitrain/engine/trainer.h"
 
 namespace unitrain {
@@ -48,6 +49,28 @@ TEST(Ema, AveragesEveryUpdateAndValidatesWithTheAverage) {
     EXPECT_TRUE(torch::equal(watch->validated[1][i], expect[i]));
     EXPECT_TRUE(torch::equal(module.parameters()[i], watch->updates.back()[i]));
   }
+}
+
+TEST(Ema, AFrozenParameterIsItsOwnAverageNeitherKeptNorSaved) {
+  auto ema = std::make_shared<Ema>(EmaOptions{});
+  Trainer trainer(test::base_config(test::temp_dir() + "/run", "checkpoint: {enabled: false}\n"));
+  trainer.add_callback(ema);
+  test::Regression module;
+  module.fc->bias.set_requires_grad(false);  // as LoRA's base
+  auto data = test::regression_data(32);
+  trainer.fit(module, data, data);
+  ASSERT_EQ(ema->values().size(), 1u);  // fc.weight's average alone
+  CheckpointEntries entries;
+  ema->on_save_checkpoint(trainer, entries);
+  const std::string& bytes = entries.at(checkpoint_files::kEmaEntry);
+  const NamedTensors saved = load_tensor_dict({bytes.begin(), bytes.end()}, "ema.pt");
+  ASSERT_EQ(saved.size(), 1u);
+  EXPECT_EQ(saved[0].first, "fc.weight");
+  // Loaded for validation: the weight averaged, the frozen bias as the module holds it.
+  test::Regression other;
+  other.fc->bias.set_requires_grad(false);
+  EXPECT_TRUE(ema->on_load_validated_weights(trainer, other.weights(), entries));
+  EXPECT_TRUE(torch::equal(other.fc->weight, ema->values()[0]));
 }
 
 TEST(Ema, OptionsAreCheckedByTheirDeclaration) {

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <set>
 
 #include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/state_io.h"
@@ -40,6 +41,7 @@ void Ema::make_whole(const torch::nn::Module& weights,
   names_.clear();
   average_.clear();
   for (const auto& p : weights.named_parameters()) {
+    if (!p.value().requires_grad()) continue;  // frozen: its own average
     const auto it = whole.find(p.key());
     TORCH_INTERNAL_ASSERT(it != whole.end(), "ema: no average of ", p.key());
     names_.push_back(p.key());
@@ -50,7 +52,9 @@ void Ema::make_whole(const torch::nn::Module& weights,
 std::vector<torch::Tensor> Ema::params(Trainer& trainer) const {
   if (!parts_.empty()) return parts_;
   std::vector<torch::Tensor> out;
-  for (const auto& p : trainer.module()->weights().named_parameters()) out.push_back(p.value());
+  for (const auto& p : trainer.module()->weights().named_parameters()) {
+    if (p.value().requires_grad()) out.push_back(p.value());
+  }
   return out;
 }
 
@@ -64,6 +68,7 @@ void Ema::on_fit_start(Trainer& trainer) {
     return;
   }
   for (const auto& p : trainer.module()->weights().named_parameters()) {
+    if (!p.value().requires_grad()) continue;  // frozen (LoRA's base): its own average
     names_.push_back(p.key());
     average_.push_back(p.value().detach().clone());
   }
@@ -121,9 +126,8 @@ void Ema::on_load_checkpoint(Trainer& trainer, const CheckpointEntries& entries)
   }
   const NamedTensors saved =
       load_tensor_dict(std::vector<char>(it->second.begin(), it->second.end()), kEmaEntry);
-  UT_CHECK_TRAIN(saved.size() == names_.size(), "the checkpoint's ", kEmaEntry, " holds ",
-                 saved.size(), " tensors; the model has ", names_.size(), " parameters");
-  // By name: a distributed.zero: 3 checkpoint's parts merged come in the order of its flats.
+  // By name: a distributed.zero: 3 checkpoint's parts merged come in the order of its flats;
+  // an earlier unitrain's also held the frozen parameters.
   std::map<std::string, torch::Tensor> by_name(saved.begin(), saved.end());
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < names_.size(); ++i) {
@@ -142,8 +146,12 @@ bool Ema::on_load_validated_weights(Trainer&, torch::nn::Module& weights,
   const NamedTensors saved =
       load_tensor_dict(std::vector<char>(it->second.begin(), it->second.end()), kEmaEntry);
   auto params = weights.named_parameters();
-  UT_CHECK_TRAIN(saved.size() == params.size(), "the checkpoint's ", kEmaEntry, " holds ",
-                 saved.size(), " tensors; the model has ", params.size(), " parameters");
+  std::set<std::string> averaged;  // every trained parameter has its average
+  for (const auto& [name, average] : saved) averaged.insert(name);
+  for (const auto& p : params) {
+    UT_CHECK_TRAIN(!p.value().requires_grad() || averaged.count(p.key()) > 0, "the checkpoint's ",
+                   kEmaEntry, " holds no average of parameter ", p.key());
+  }
   torch::NoGradGuard no_grad;
   for (const auto& [name, average] : saved) {
     torch::Tensor* p = params.find(name);

@@ -23,7 +23,8 @@ struct EmaOptions {
 /// With `evaluate`, validation and test passes run with the averaged parameters (the module's
 /// own buffers, e.g. batch norm statistics, are used as they are), and the training weights
 /// are put back after. Checkpoints save the average (ema.pt, a dict of tensors by parameter
-/// name, readable with torch.load); a resumed run continues it exactly.
+/// name, readable with torch.load); a resumed run continues it exactly. Frozen parameters
+/// (requires_grad false: LoRA's base) are their own average: neither kept nor saved.
 class Ema : public Callback, public ParameterState {
  public:
   explicit Ema(EmaOptions options);
@@ -49,8 +50,8 @@ class Ema : public Callback, public ParameterState {
   ParameterState* parameter_state() override { return this; }
   std::string state_name() const override { return checkpoint_files::kEmaState; }
   void keep_parts(std::vector<torch::Tensor> parts) override;
-  /// The averaged parameters, in the module's named_parameters() order (after keep_parts(): in
-  /// the order of its `parts`).
+  /// The averaged parameters, the trained ones in the module's named_parameters() order (after
+  /// keep_parts(): every part, in the order of its `parts`).
   const std::vector<torch::Tensor>& values() const override { return average_; }
   void restart_from_parts() override;
   void make_whole(const torch::nn::Module& weights,

@@ -4,7 +4,7 @@
 // window; rank 0's also "whole.<name>": the buffers and parameters outside the units). The ema
 // callback's average: ema-shard-rank-<R>.pt in the same layout (rank 0's "whole.<name>": the
 // average of the parameters outside the units). LoRA (TrainModule::checkpoints_trainable_only):
-// the frozen flats' parts are not saved (nor the frozen parameters outside the units), and
+// neither holds the frozen flats' parts (nor the frozen parameters outside the units), and
 // frozen_weights.json fingerprints them as a run without ZeRO 3 does; the resume keeps the base
 // it built.
 #include <torch/torch.h>
@@ -395,15 +395,20 @@ class ShardedModelEntry : public ShardedPartsEntry {
 class ShardedStateEntry : public ShardedPartsEntry {
  public:
   ShardedStateEntry(ParameterState& state, std::vector<std::string> outside_names,
+                    std::vector<bool> outside_trains, bool frozen_saved,
                     ShardedParameters& params, ProcessGroup& group, std::string root)
       : ShardedPartsEntry(
             params, group, std::move(root),
             [name = state.state_name()](int rank) { return files::state_shard(name, rank); },
             state.state_name(), "part of the " + state.state_name() + " callback's state"),
         state_(state),
-        outside_names_(std::move(outside_names)) {}
+        outside_names_(std::move(outside_names)),
+        outside_trains_(std::move(outside_trains)),
+        frozen_saved_(frozen_saved) {}
 
  protected:
+  bool saves_frozen() const override { return frozen_saved_; }
+
   std::vector<torch::Tensor> parts() override {
     const auto& a = state_.values();
     return {a.begin(), a.begin() + static_cast<std::ptrdiff_t>(params_.shards().size())};
@@ -413,6 +418,7 @@ class ShardedStateEntry : public ShardedPartsEntry {
     const auto& a = state_.values();
     Named out;
     for (size_t j = 0; j < outside_names_.size(); ++j) {
+      if (!frozen_saved_ && !outside_trains_[j]) continue;  // LoRA's base: its own average
       out.emplace_back(outside_names_[j], a[params_.shards().size() + j]);
     }
     return out;
@@ -436,6 +442,8 @@ class ShardedStateEntry : public ShardedPartsEntry {
  private:
   ParameterState& state_;
   std::vector<std::string> outside_names_;
+  std::vector<bool> outside_trains_;
+  bool frozen_saved_;
 };
 
 }  // namespace
@@ -465,12 +473,16 @@ CheckpointEntryPtr sharded_state_entry(ParameterState& state, TrainModule& modul
                                        std::string root) {
   std::vector<torch::Tensor> parts = params.shards();
   std::vector<std::string> outside_names;
+  std::vector<bool> outside_trains;
   for (const auto& [name, t] : parameters_outside_units(module, params)) {
     outside_names.push_back(name);
+    outside_trains.push_back(t.requires_grad());
     parts.push_back(t);
   }
   state.keep_parts(std::move(parts));
-  return std::make_unique<ShardedStateEntry>(state, std::move(outside_names), params, group,
+  return std::make_unique<ShardedStateEntry>(state, std::move(outside_names),
+                                             std::move(outside_trains),
+                                             !module.checkpoints_trainable_only(), params, group,
                                              std::move(root));
 }
 
