@@ -24,7 +24,8 @@ MetricMap Trainer::evaluate(TrainModule& module, DatasetPtr data, EvalSplit spli
     mixed = std::make_unique<Precision>(mode, module.weights(), options().loss_scaler);
   }
   return unitrain::evaluate(module, loader, split, prefix, options().test_mode ? 1 : -1,
-                            precision_ ? precision_.get() : mixed.get());
+                            precision_ ? precision_.get() : mixed.get(),
+                            options().eval_token_key());
 }
 
 MetricMap Trainer::test(TrainModule& module, DatasetPtr data) {
@@ -37,7 +38,7 @@ MetricMap Trainer::test(TrainModule& module, DatasetPtr data) {
     Loader loader(std::move(data), settings_->loader.in_order(), 0, "data.test");
     const MetricAccumulator sums = evaluate_sums(module, loader, EvalSplit::Test,
                                                  options().test_mode ? 1 : -1, &callbacks_,
-                                                 precision_.get());
+                                                 precision_.get(), -1, options().eval_token_key());
     for (const auto& [name, value] : sums.result()) m["test/" + name] = value;
     callbacks_.call("on_test_end", &Callback::on_test_end, m);
   } catch (const std::exception& e) {

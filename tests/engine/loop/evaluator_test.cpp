@@ -1,5 +1,5 @@
-// The evaluator on its own: a pass of validation_step over a loader, averaged over samples,
-// without gradients, the module's training mode kept.
+// The evaluator on its own: a pass of validation_step over a loader, averaged over samples (or
+// target tokens), without gradients, the module's training mode kept.
 #include "unitrain/engine/loop/evaluator.h"
 
 #include <gtest/gtest.h>
@@ -31,6 +31,29 @@ TEST(Evaluator, AveragesOverSamplesWithoutGradientsAndKeepsTheTrainingMode) {
   EXPECT_NEAR(first.at("val/loss"),
               torch::mse_loss(module.fc->forward(b0.at("x")).squeeze(1), b0.at("y")).item<double>(),
               1e-6 * first.at("val/loss"));
+}
+
+/// A language model's validation in small: the loss is the mean over a batch's target tokens
+/// (y other than -100) of their values.
+struct TokenMean : TrainModule {
+  StepOutput training_step(const Batch& b) override { return validation_step(b); }
+  StepOutput validation_step(const Batch& b) override {
+    const torch::Tensor y = b.at("y"), kept = y.ne(-100);
+    return {y.masked_select(kept).to(torch::kFloat).mean(), {}};
+  }
+};
+
+TEST(Evaluator, WithATokenKeyAveragesOverTargetTokensNotSamples) {
+  // Two batches of 2 samples: 6 tokens of 1 in the first, 1 token of 8 in the second.
+  const torch::Tensor y = torch::tensor({1, 1, 1, 1, 1, 1, 8, -100, -100, -100, -100, -100},
+                                        torch::kLong)
+                              .view({4, 3});
+  DatasetPtr data = std::make_shared<TensorDataset>(Batch{{"y", y}});
+  const Loader loader(data, LoaderOptions().batch_size(2).workers(0).shuffle(false), 0, "data.val");
+  TokenMean module;
+  EXPECT_DOUBLE_EQ(evaluate(module, loader, EvalSplit::Val, "val").at("val/loss"), 4.5);
+  EXPECT_DOUBLE_EQ(evaluate(module, loader, EvalSplit::Val, "val", -1, nullptr, "y").at("val/loss"),
+                   2.0);  // (6 * 1 + 1 * 8) / 7
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ void declare_length_and_step(Options<T>& o) {
             "micro-batch's loss by its share of the window's samples), or tokens (by its share "
             "of the window's target tokens, token_key entries other than -100, on all processes: "
             "the update of the mean loss over every response token; one number summed across "
-            "processes per window)");
+            "processes per window); validation and test weigh their batches the same way");
   o.field("token_key", &T::token_key)
       .fixed("the token counts change with it")
       .help("loss_average tokens: the batch key whose entries other than -100 are counted");

@@ -32,6 +32,11 @@ struct TrainOptions {
   double clip_grad_norm = 0;                 ///< 0 = no clipping
   LossAverage loss_average = LossAverage::Samples;
   std::string token_key = "y";  ///< loss_average tokens: the batch key of the targets
+  /// What validation and test weigh each batch by: token_key with loss_average tokens (the mean
+  /// over target tokens), else "" (the mean over samples).
+  std::string eval_token_key() const {
+    return loss_average == LossAverage::Tokens ? token_key : std::string();
+  }
   int64_t threads = 0;                       ///< intra-op threads; 0 = auto
   std::string device = "auto";               ///< cpu | cuda | cuda:N | auto (run_device.h)
   bool deterministic = false;                ///< deterministic algorithms only (set_deterministic)

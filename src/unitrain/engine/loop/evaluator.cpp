@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "unitrain/engine/callback_list.h"
+#include "unitrain/engine/loop/window_tokens.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/step/module_error.h"
 #include "unitrain/precision/precision.h"
@@ -13,7 +14,8 @@ namespace unitrain {
 
 MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalSplit split,
                                 int64_t max_batches, CallbackList* hooks,
-                                const Precision* precision, int64_t lockstep_batches) {
+                                const Precision* precision, int64_t lockstep_batches,
+                                const std::string& token_key) {
   const bool test = split == EvalSplit::Test;
   torch::NoGradGuard no_grad;
   const bool was_training = module.is_training();
@@ -46,7 +48,7 @@ MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalS
     if (hooks && !test) {
       hooks->call("on_validation_batch_end", &Callback::on_validation_batch_end, *batch, out);
     }
-    const int64_t n = batch->size();
+    const int64_t n = token_key.empty() ? batch->size() : target_tokens(*batch, token_key);
     if (out.loss.defined()) acc.add("loss", MetricValue(out.loss.detach()), n);
     acc.add(out.metrics, n);
     if (lockstep_batches >= 0) last = std::move(*batch);
@@ -69,10 +71,10 @@ MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalS
 
 std::map<std::string, double> evaluate(TrainModule& module, const Loader& loader, EvalSplit split,
                                        const std::string& prefix, int64_t max_batches,
-                                       const Precision* precision) {
+                                       const Precision* precision, const std::string& token_key) {
   std::map<std::string, double> out;
   const MetricAccumulator sums =
-      evaluate_sums(module, loader, split, max_batches, nullptr, precision);
+      evaluate_sums(module, loader, split, max_batches, nullptr, precision, -1, token_key);
   for (const auto& [name, value] : sums.result()) {
     out[prefix + "/" + name] = value;
   }

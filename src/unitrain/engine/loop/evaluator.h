@@ -21,17 +21,20 @@ enum class EvalSplit { Val, Test };
 /// run as training's forward does (autocast; bf16-true's bfloat16 inputs).
 std::map<std::string, double> evaluate(TrainModule& module, const Loader& loader, EvalSplit split,
                                        const std::string& prefix, int64_t max_batches = -1,
-                                       const Precision* precision = nullptr);
+                                       const Precision* precision = nullptr,
+                                       const std::string& token_key = "");
 
 /// The same pass, returning the raw sums (for reducing across processes before dividing).
 /// With `hooks`, each batch runs on_validation_batch_start/end (on_test_batch_start/end).
 /// `lockstep_batches` >= 0: the module's forward is a collective (ZeRO 3 gathers each unit's
 /// parameters from every rank), so every rank must run as many: a rank whose shard ends sooner
 /// runs its last batch again until it has run that many, the results thrown away (no hooks, no
-/// metrics).
+/// metrics). `token_key` non-empty (train.loss_average: tokens): each batch's loss and metrics
+/// weigh by its target tokens (entries of that key other than -100), not its samples, as the
+/// training loss does: a validation loss is then the mean over every target token.
 MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalSplit split,
                                 int64_t max_batches = -1, CallbackList* hooks = nullptr,
                                 const Precision* precision = nullptr,
-                                int64_t lockstep_batches = -1);
+                                int64_t lockstep_batches = -1, const std::string& token_key = "");
 
 }  // namespace unitrain

@@ -53,7 +53,8 @@ void TrainLoop::validate() {
     if (max_batches >= 0) lockstep = std::min(lockstep, max_batches);
   }
   MetricAccumulator sums = evaluate_sums(module_, *val_loader_, EvalSplit::Val, max_batches,
-                                         &callbacks_, &precision_, lockstep);
+                                         &callbacks_, &precision_, lockstep,
+                                         settings_.train.eval_token_key());
   if (group_) all_reduce_metrics(*group_, sums);  // each rank read a disjoint shard
   MetricMap m;
   for (const auto& [name, value] : sums.result()) m["val/" + name] = value;

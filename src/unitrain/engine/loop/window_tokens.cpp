@@ -13,11 +13,13 @@ namespace unitrain {
 WindowTokens::WindowTokens(std::string key, ProcessGroup* group, const RunPlan& plan)
     : key_(std::move(key)), group_(group), plan_(plan) {}
 
-int64_t WindowTokens::count(const Batch& batch) const {
-  UT_CHECK(batch.has(key_), "train.loss_average: tokens counts the targets of batch key '", key_,
+int64_t target_tokens(const Batch& batch, const std::string& key) {
+  UT_CHECK(batch.has(key), "train.loss_average: tokens counts the targets of batch key '", key,
            "' (train.token_key), which the batches do not hold");
-  return batch.at(key_).ne(-100).sum().item<int64_t>();
+  return batch.at(key).ne(-100).sum().item<int64_t>();
 }
+
+int64_t WindowTokens::count(const Batch& batch) const { return target_tokens(batch, key_); }
 
 void WindowTokens::read_window(
     EpochIterator& source, int64_t b,

@@ -16,6 +16,10 @@ namespace unitrain {
 class ProcessGroup;
 struct RunPlan;
 
+/// Target tokens of `batch`: entries of batch key `key` other than -100 (the ignore index);
+/// ConfigError naming train.token_key when the batch has no such key.
+int64_t target_tokens(const Batch& batch, const std::string& key);
+
 /// Reads each accumulation window's micro-batches ahead of their forward, counts their target
 /// tokens (entries of batch key `key` other than -100, the ignore index), sums the count over
 /// the ranks (one number, once per window) and gives each micro-batch the weight
