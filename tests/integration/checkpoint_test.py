@@ -4,6 +4,7 @@ Python's torch (python3-torch) reads what unitrain wrote: checkpoints' model.pt
 (eval_export_test.py: eval, exported state dicts and TorchScript files).
 """
 import glob
+import gzip
 import json
 import os
 import shutil
@@ -257,14 +258,33 @@ class Checkpoints(common.Case):
         self.assertEqual(len(archived), 1)
 
     def test_resume_refuses_changes_that_cannot_work(self):
+        # A refused resume leaves every byte of the run folder as it was (but the lock file's
+        # record of who held it last): refused by the config, or by a checkpoint that does not
+        # fit the data (an epoch now shorter than where it stopped), before anything is written.
         run_dir = os.path.join(self.dir, "refuse")
         self.train(run_dir, "--train.max_length", "1 epoch")
         for key, value in (("--model.args.sizes", "[64, 32, 10]"), ("--optimizer.type", "sgd"),
                            ("--data.loader.batch_size", "16")):
+            before = common.folder_hash(run_dir)
             code, out = run(["train", self.config(), "--run_dir", run_dir, key, value,
                              "--train.max_length", "2 epochs"])
             self.assertEqual(code, 2, out)
             self.assertIn(key[2:], out)
+            self.assertEqual(common.folder_hash(run_dir), before, key)
+        data = os.path.join(self.dir, "digits.csv")
+        with gzip.open(common.DIGITS, "rt") as f:
+            rows = f.readlines()
+        write(data, "".join(rows))
+        short = os.path.join(self.dir, "short")
+        more = ["--data.train.args.path", data, "--data.normalize.enabled", "false"]
+        self.train(short, "--train.max_length", "10 steps", *more)  # micro-batch 20 of 45
+        write(data, "".join(rows[:300]))  # 240 examples to train on: 8 micro-batches an epoch
+        before = common.folder_hash(short)
+        code, out = run(["train", self.config(), "--run_dir", short, "--train.max_length",
+                         "20 steps"] + more)
+        self.assertEqual(code, 2, out)
+        self.assertIn("stopped at batch 20 of an epoch that now has 8 batches", out)
+        self.assertEqual(common.folder_hash(short), before)
         # The lr can change on resume.
         out = self.train(run_dir, "--optimizer.lr", "1e-3", "--train.max_length", "2 epochs")
         self.assertIn("optimizer.lr", out)

@@ -1,5 +1,6 @@
 """Helpers for the integration tests: run the real unitrain binary and read what it wrote."""
 import functools
+import hashlib
 import json
 import os
 import subprocess
@@ -71,6 +72,22 @@ def slow_steps(ms):
     """Words for `unitrain train CONFIG ...` that make `ms` milliseconds' pause after each
     optimizer step (the test plugin's callback slow_steps, as the run's only callback)."""
     return ["--plugin", test_plugin(), "--callbacks", "[{type: slow_steps, args: {ms: %d}}]" % ms]
+
+
+def folder_hash(folder):
+    """SHA-1 of every file under `folder` (names and bytes) but .lock, whose record of who
+    held the run folder last changes with each command that takes it."""
+    h = hashlib.sha1()
+    for root, dirs, files in sorted(os.walk(folder)):
+        dirs.sort()
+        for name in sorted(files):
+            if name == ".lock":
+                continue
+            path = os.path.join(root, name)
+            h.update(os.path.relpath(path, folder).encode() + b"\0")
+            with open(path, "rb") as f:
+                h.update(f.read())
+    return h.hexdigest()
 
 
 def write(path, text):

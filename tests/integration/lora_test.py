@@ -235,10 +235,12 @@ class Lora(common.Case):
         w = safetensors_io.read_safetensors(weights)
         w["model.norm.weight"] = w["model.norm.weight"] * 2
         safetensors_io.write_safetensors(weights, w)
-        code, out = run(["train", cfg])
+        before = common.folder_hash(run_dir)
+        code, out = run(["train", cfg, "--train.max_length", "12 steps"])
         self.assertEqual(code, 2, out)
         self.assertIn("frozen_weights.json", out)
         self.assertIn("changed since", out)
+        self.assertEqual(common.folder_hash(run_dir), before)  # refused before it wrote a byte
 
 
 if __name__ == "__main__":

@@ -48,4 +48,18 @@ inline std::string module_schedule(const std::string& name) {
 /// The generator states of `rank`.
 inline std::string rng(int rank) { return "rng-rank-" + std::to_string(rank) + ".pt"; }
 
+/// Whether `name` is (or may be) a file the built-in entries write: one of the names above, or
+/// of their families (extra-*, *-rank-*, module-optimizer-*, module-schedule-*).
+inline bool is_builtin(const std::string& name) {
+  for (const char* fixed : {kModel, kOptimizer, kGradients, kFrozenWeights, kLossScaler,
+                            kDivergence, kTrainerState, kConfig, kClasses, kModelShards, kEmaEntry,
+                            "MANIFEST.json"}) {
+    if (name == fixed) return true;
+  }
+  for (const char* prefix : {kCallbackPrefix, "module-optimizer-", "module-schedule-"}) {
+    if (name.rfind(prefix, 0) == 0) return true;
+  }
+  return name.find("-rank-") != std::string::npos;
+}
+
 }  // namespace unitrain::checkpoint_files

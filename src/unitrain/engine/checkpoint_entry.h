@@ -48,6 +48,10 @@ class CheckpointEntry {
   virtual ~CheckpointEntry() = default;
   virtual void save(CheckpointWrite& out) = 0;
   virtual void restore(const CheckpointRead& in) = 0;
+  /// The names of the files save() writes, when known before the run (a program's entry
+  /// declares them): one that a built-in entry or another declared entry writes is refused
+  /// when fit() starts, before the run folder changes, instead of at the first save.
+  virtual std::vector<std::string> files() const { return {}; }
 };
 
 using CheckpointEntryPtr = std::unique_ptr<CheckpointEntry>;

@@ -297,12 +297,15 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   loop.start([&](const RunPlan& plan) {  // the optimizers; the last refusals
     return configure_loop_optimizers(module, plan, group != nullptr);
   });
+  // Restore what the checkpoint holds of the run's parts, before the run folder changes: a
+  // checkpoint that does not fit refuses the resume here and leaves the folder as it was.
+  loop.list_checkpoints();
+  if (!resume.dir.empty()) loop.restore(resume);
   // Nothing refused the run: its folder, then its logs and checkpoints there.
   prepare_run_folder(group.get(), !resume.dir.empty(), classes);
   loop.open_run_files(resume);
   callbacks_.call("on_fit_start", &Callback::on_fit_start);
-  // Restore: everything the checkpoint holds, exactly where it was saved.
-  if (!resume.dir.empty()) loop.restore(resume);
+  if (!resume.dir.empty()) loop.restore_callbacks(resume);
   // The run's config once nothing refused it and it trains: a refused resume, or a rerun of a
   // finished run that trains nothing, leaves the run's as it was (it describes what trained).
   const bool nothing_to_train = loop.announce();

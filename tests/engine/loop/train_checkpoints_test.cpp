@@ -97,7 +97,8 @@ TEST(TrainCheckpoints, OnItsOwnItSavesItsEntriesAndRestoresThemWithTheCounters) 
     RunDecisions decisions;
     NoteEntry note;
     note.text = "kept";
-    TrainCheckpoints checkpoints(setup, state, logger, decisions, nullptr);
+    TrainCheckpoints checkpoints(setup, state, decisions, nullptr);
+    checkpoints.open(logger);
     checkpoints.add(note);
     Periods periods(settings.train.log_every, settings.train.val_every, settings.checkpoint.every);
     periods.set_batches_per_epoch(plan.batches_per_epoch);
@@ -111,7 +112,8 @@ TEST(TrainCheckpoints, OnItsOwnItSavesItsEntriesAndRestoresThemWithTheCounters) 
   TrainState restored;
   RunDecisions decisions;
   NoteEntry back;
-  TrainCheckpoints checkpoints(setup, restored, logger, decisions, nullptr);
+  TrainCheckpoints checkpoints(setup, restored, decisions, nullptr);
+  checkpoints.open(logger);
   checkpoints.add(back);
   const ResumePoint point = read_resume_point(dir + "/checkpoints/step-3", config);
   EXPECT_EQ(point.file.state.step, 3);  // the counters, which the loop sets from the point
@@ -242,6 +244,7 @@ TEST(TrainCheckpoints, AProgramsOwnEntryIsSavedAndRestored) {
 }
 
 TEST(TrainCheckpoints, TwoEntriesWritingOneFileAreAnError) {
+  // Found at the first save: an entry that does not declare its files.
   Trainer trainer(window_config(test::temp_dir(), "{every: null}"));
   auto clash = std::make_shared<CursorEntry>();
   clash->file = "model.pt";
@@ -250,6 +253,33 @@ TEST(TrainCheckpoints, TwoEntriesWritingOneFileAreAnError) {
   EXPECT_TRUE(test::contains(
       test::error_of<TrainError>([&] { trainer.fit(module, test::regression_data(64)); }),
       "two checkpoint entries write the file 'model.pt'"));
+}
+
+/// A CursorEntry that declares its file.
+struct DeclaredCursor : CursorEntry {
+  std::vector<std::string> files() const override { return {file}; }
+};
+
+TEST(TrainCheckpoints, AFileAnEntryDeclaresIsRefusedAtTheStartWhenAnotherWritesIt) {
+  for (const auto& [first, second] : {std::pair<std::string, std::string>{"model.pt", ""},
+                                      {"rng-rank-0.pt", ""},
+                                      {"cursor.txt", "cursor.txt"}}) {
+    const std::string dir = test::temp_dir() + "/run";
+    Trainer trainer(window_config(dir, "{every: null}"));
+    auto one = std::make_shared<DeclaredCursor>();
+    one->file = first;
+    trainer.add_checkpoint_entry(one);
+    if (!second.empty()) {
+      auto two = std::make_shared<DeclaredCursor>();
+      two->file = second;
+      trainer.add_checkpoint_entry(two);
+    }
+    test::Regression module;
+    EXPECT_TRUE(test::contains(
+        test::error_of<ConfigError>([&] { trainer.fit(module, test::regression_data(64)); }),
+        "two checkpoint entries write the file '" + first + "'"));
+    EXPECT_FALSE(std::filesystem::exists(dir)) << first;  // refused before the folder was made
+  }
 }
 
 }  // namespace

@@ -84,6 +84,7 @@ std::vector<torch::Tensor> loop_alone(const Config& config, const test::Regressi
                                             settings.schedule_per_epoch);
   });
   EXPECT_EQ(planned_steps, 8);             // 2 epochs of 4 batches of 8
+  loop.list_checkpoints();
   prepare_writable_dir(settings.run_dir);  // the run folder, as the Trainer prepares it
   loop.open_run_files(fresh);
   EXPECT_FALSE(loop.announce());

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <set>
@@ -50,24 +51,36 @@ CheckpointSetup CheckpointSetup::of(const RunSettings& s, const Config& config, 
 }
 
 TrainCheckpoints::TrainCheckpoints(CheckpointSetup setup, const TrainState& counters,
-                                   const RunLogger& logger, RunDecisions& decisions,
-                                   Profiler* profiler)
+                                   RunDecisions& decisions, Profiler* profiler)
     : setup_(std::move(setup)),
       counters_(counters),
-      logger_(logger),
       decisions_(decisions),
       profiler_(profiler),
-      best_value_(std::numeric_limits<double>::quiet_NaN()) {
+      best_value_(std::numeric_limits<double>::quiet_NaN()) {}
+
+TrainCheckpoints::~TrainCheckpoints() = default;
+
+void TrainCheckpoints::open(const RunLogger& logger) {
+  logger_ = &logger;
   if (setup_.writes) {
     checkpointer_ = std::make_unique<Checkpointer>(setup_.options, setup_.root);
     checkpointer_->clean_partial();  // folders of saves that a crash or SIGKILL interrupted
   }
 }
 
-TrainCheckpoints::~TrainCheckpoints() = default;
+void TrainCheckpoints::add(CheckpointEntry& entry, Restores when) {
+  for (const std::string& name : entry.files()) {
+    UT_CHECK(!files::is_builtin(name) && declared_.insert(name).second,
+             "two checkpoint entries write the file '", name, "' (",
+             files::is_builtin(name) ? "a name of unitrain's own" : "declared twice",
+             "; Trainer::add_checkpoint_entry: give yours another file name)");
+  }
+  entries_.push_back(&entry);
+  late_.push_back(when == Restores::AfterFitStart);
+}
 
-void TrainCheckpoints::add(CheckpointEntryPtr entry) {
-  entries_.push_back(entry.get());
+void TrainCheckpoints::add(CheckpointEntryPtr entry, Restores when) {
+  add(*entry, when);
   owned_.push_back(std::move(entry));
 }
 
@@ -78,7 +91,8 @@ double TrainCheckpoints::write_seconds() const {
 }
 
 TrainCheckpoints::SavePoint TrainCheckpoints::here() const {
-  return {counters_.samples, counters_.should_stop, logger_.events()};
+  return {counters_.samples, counters_.should_stop,
+          logger_ ? logger_->events() : restored_events_};
 }
 
 void TrainCheckpoints::observe_validation(const MetricMap& val) {
@@ -186,7 +200,7 @@ void TrainCheckpoints::write(CheckpointWrite& out) {
 }
 
 void TrainCheckpoints::restore(const ResumePoint& resume, int64_t batches_per_epoch, int rank,
-                               const char* how) {
+                               const char* how, Which which) {
   const std::string& dir = resume.dir;
   // Said once (a rollback restores again); a key that changes training is a warning: from here
   // on the run is not the one it would have been.
@@ -211,11 +225,21 @@ void TrainCheckpoints::restore(const ResumePoint& resume, int64_t batches_per_ep
            batches_per_epoch, " batches");
   best_value_ = resume.file.best_value;
   const CheckpointRead in{dir, resume.file, rank};
-  for (CheckpointEntry* e : entries_) e->restore(in);
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (which == Which::All || !late_[i]) entries_[i]->restore(in);
+  }
+  restored_events_ = std::max<int64_t>(resume.file.log_events, 0);  // what the logger opens with
   saved_ = here();
   last_checkpoint_ = dir;
   log::info(fmt::format("{} {}: epoch {}, step {}, batch {} of the epoch, {} samples seen", how,
                         dir, saved.epoch, saved.step, saved.batch_in_epoch, saved.samples));
+}
+
+void TrainCheckpoints::restore_late(const ResumePoint& resume, int rank) {
+  const CheckpointRead in{resume.dir, resume.file, rank};
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (late_[i]) entries_[i]->restore(in);
+  }
 }
 
 std::string TrainCheckpoints::rollback_point() {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,25 +49,40 @@ struct CheckpointSetup {
 /// the counters, the best value and config.yaml are this class's own. Rank 0 writes.
 class TrainCheckpoints {
  public:
-  TrainCheckpoints(CheckpointSetup setup, const TrainState& counters, const RunLogger& logger,
-                   RunDecisions& decisions, Profiler* profiler);
+  /// Changes nothing on disk: a resume restores (and may be refused) before the run folder
+  /// changes; open() then starts the saving side.
+  TrainCheckpoints(CheckpointSetup setup, const TrainState& counters, RunDecisions& decisions,
+                   Profiler* profiler);
   ~TrainCheckpoints();
+  /// Once the run folder is ready: the logger whose events checkpoints record, and the folders
+  /// of saves a crash or SIGKILL interrupted removed (rank 0).
+  void open(const RunLogger& logger);
 
+  /// When an entry restores in a resume: with the run's parts (before the run folder changes,
+  /// so that a refusal leaves it as it was), or after on_fit_start (the callbacks' state, which
+  /// on_fit_start sets up first, and the program's own entries).
+  enum class Restores { WithTheRun, AfterFitStart };
   /// Entries, in the order they save and restore: owned, or parts of the run that outlive this.
-  void add(CheckpointEntryPtr entry);
-  void add(CheckpointEntry& entry) { entries_.push_back(&entry); }
+  /// ConfigError when a file the entry declares (CheckpointEntry::files) is a built-in one's or
+  /// another declared entry's.
+  void add(CheckpointEntryPtr entry, Restores when = Restores::WithTheRun);
+  void add(CheckpointEntry& entry, Restores when = Restores::WithTheRun);
 
   /// After a validation pass: a new best of checkpoint.best.metric is saved with the next save.
   void observe_validation(const MetricMap& val);
   /// Saves when due at this point (or when `force`); a signal or pause not acted on yet is
   /// acted on here (RunDecisions) and saved.
   void save_if_due(Periods& periods, bool force = false);
-  /// Restores every entry from `resume`, once the loop has set the run's counters to its
-  /// (entries restore against them); ConfigError when it stopped past the end of an epoch that
-  /// now has `batches_per_epoch`. The log line begins with `how` ("resumed from", "rolled back
-  /// to").
+  /// Restores the entries `which` says from `resume`, once the loop has set the run's counters
+  /// to its (entries restore against them); ConfigError when it stopped past the end of an
+  /// epoch that now has `batches_per_epoch`. The log line begins with `how` ("resumed from",
+  /// "rolled back to"). A resume restores WithTheRun's, then (restore_late) AfterFitStart's; a
+  /// rollback all of them at once.
+  enum class Which { All, WithTheRun };
   void restore(const ResumePoint& resume, int64_t batches_per_epoch, int rank,
-               const char* how = "resumed from");
+               const char* how = "resumed from", Which which = Which::All);
+  /// A resume's AfterFitStart entries, after on_fit_start.
+  void restore_late(const ResumePoint& resume, int rank);
   /// The folder of the last checkpoint saved (or resumed from), once written (a save in
   /// flight is waited for): where a rollback goes. "" when there is none.
   std::string rollback_point();
@@ -102,11 +118,14 @@ class TrainCheckpoints {
   CheckpointSetup setup_;
   std::function<void()> check_;  ///< before each save (check_before_save)
   const TrainState& counters_;
-  const RunLogger& logger_;
+  const RunLogger* logger_ = nullptr;  ///< from open() on
+  int64_t restored_events_ = 0;        ///< before open(): the log events a resume restored
   RunDecisions& decisions_;
   Profiler* profiler_;
   std::vector<CheckpointEntryPtr> owned_;
   std::vector<CheckpointEntry*> entries_;
+  std::vector<bool> late_;  ///< per entry: it restores after on_fit_start
+  std::set<std::string> declared_;  ///< the files entries declared (CheckpointEntry::files)
   std::unique_ptr<Checkpointer> checkpointer_;         ///< rank 0's
   std::shared_ptr<SnapshotBuffers> snapshot_buffers_;  ///< reused by async saves
   double best_value_;            ///< checkpoint.best.metric's best value (NaN: none yet)

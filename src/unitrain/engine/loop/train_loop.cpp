@@ -107,6 +107,20 @@ void TrainLoop::start_graph() {
   graph_ = std::make_unique<StepGraph>(step_->runner(), *trainers, device_);
 }
 
+void TrainLoop::list_checkpoints() {
+  CheckpointSetup setup =
+      CheckpointSetup::of(settings_, config_, plan_, group_ != nullptr, !callbacks_.empty());
+  setup.classes_text = classes_text_;
+  setup.data_order = train_loader_.shuffle_algorithm();
+  setup.threads = threads_->threads();
+  checkpoints_ =
+      std::make_unique<TrainCheckpoints>(std::move(setup), counters_, decisions_, profiler_.get());
+  checkpoints_->check_before_save([this] {
+    if (step_) step_->runner().check_nonfinite();
+  });
+  list_checkpoint_entries(optimizers_->trainers());
+}
+
 void TrainLoop::open_run_files(const ResumePoint& resume) {
   const int rank = plan_.rank;
   logger_ = std::make_unique<RunLogger>(
@@ -114,17 +128,7 @@ void TrainLoop::open_run_files(const ResumePoint& resume) {
       settings_.log.segment(config_.dump(), settings_.run_dir, rank, plan_.world,
                             resume.dir.empty() ? 0 : resume.file.state.step,
                             resume.dir.empty() ? -1 : resume.file.log_events));
-  CheckpointSetup setup =
-      CheckpointSetup::of(settings_, config_, plan_, group_ != nullptr, !callbacks_.empty());
-  setup.classes_text = classes_text_;
-  setup.data_order = train_loader_.shuffle_algorithm();
-  setup.threads = threads_->threads();
-  checkpoints_ = std::make_unique<TrainCheckpoints>(std::move(setup), counters_, *logger_,
-                                                    decisions_, profiler_.get());
-  checkpoints_->check_before_save([this] {
-    if (step_) step_->runner().check_nonfinite();
-  });
-  list_checkpoint_entries(optimizers_->trainers());
+  checkpoints_->open(*logger_);
 }
 
 void TrainLoop::run(RunPosition& position) {

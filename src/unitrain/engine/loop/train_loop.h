@@ -72,11 +72,19 @@ class TrainLoop : private CheckpointEntry {
   /// run's parts (manual optimization's settings, L-BFGS's precisions, ZeRO 3 of a model without
   /// units) comes from here, before the run folder changes: nothing is written.
   void start(const OptimizerFactory& make);
-  /// Once the run folder is ready: the run's logs (trackers, metrics files) and its
-  /// checkpoints, with every entry a checkpoint holds.
-  void open_run_files(const ResumePoint& resume);
-  /// Restores everything a checkpoint holds, exactly where it was saved.
+  /// The run's checkpoints, with every entry a checkpoint holds (nothing written yet).
+  void list_checkpoints();
+  /// Restores what a checkpoint holds of the run's parts, exactly where it was saved, before
+  /// the run folder changes: what refuses the resume (a model or optimizer that does not fit,
+  /// an epoch of other length, another base under LoRA's adapters) leaves the folder as it
+  /// was. The callbacks' state and the program's own entries come after on_fit_start
+  /// (restore_callbacks).
   void restore(const ResumePoint& resume);
+  /// Once the run folder is ready: the run's logs (trackers, metrics files cut back to the
+  /// checkpoint's) and the checkpoints' writer.
+  void open_run_files(const ResumePoint& resume);
+  /// After on_fit_start: the callbacks' state and the program's entries the checkpoint holds.
+  void restore_callbacks(const ResumePoint& resume);
   /// The run's first lines: sizes, threads (and why), loader, BLAS. True when the run was
   /// complete before it started (nothing to train).
   bool announce();

@@ -24,7 +24,8 @@ void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
     const std::string root = settings_.run_dir + "/checkpoints";
     c.add(sharded_model_entry(module_, *sharded, *group_, counters_, precision_.masters(), root));
     for (ParameterState* state : parameter_states()) {  // kept by parts too
-      c.add(sharded_state_entry(*state, module_, *sharded, *group_, root));
+      c.add(sharded_state_entry(*state, module_, *sharded, *group_, root),
+            TrainCheckpoints::Restores::AfterFitStart);  // on_fit_start sets the state up
     }
   } else {
     c.add(model_entry(module_, precision_));
@@ -35,13 +36,15 @@ void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
   }
   c.add(gradients_entry(module_, counters_));
   optimizers_->add_entries(c, counters_);
-  c.add(callbacks_entry(callbacks_));
+  c.add(callbacks_entry(callbacks_), TrainCheckpoints::Restores::AfterFitStart);
   c.add(loss_scaler_entry(precision_));
   if (divergence_.watches_spikes() || settings_.train.rolls_back()) {
     c.add(divergence_entry(divergence_));
   }
   c.add(rng_entry(group_.get()));
-  for (const auto& e : extra_entries_) c.add(*e);  // Trainer::add_checkpoint_entry's
+  for (const auto& e : extra_entries_) {  // Trainer::add_checkpoint_entry's
+    c.add(*e, TrainCheckpoints::Restores::AfterFitStart);
+  }
 }
 
 std::vector<ParameterState*> TrainLoop::parameter_states() const {
@@ -54,7 +57,8 @@ std::vector<ParameterState*> TrainLoop::parameter_states() const {
 
 void TrainLoop::restore(const ResumePoint& resume) {
   counters_ = resume.file.state;  // first: the entries restore against them
-  checkpoints_->restore(resume, plan_.batches_per_epoch, plan_.rank);
+  checkpoints_->restore(resume, plan_.batches_per_epoch, plan_.rank, "resumed from",
+                        TrainCheckpoints::Which::WithTheRun);
   if (divergence_.lr_scale() != 1.0) {  // the rollbacks before the checkpoint scaled the lr
     optimizers_->scale_lrs(divergence_.lr_scale());
     optimizers_->follow(counters_);
@@ -64,6 +68,10 @@ void TrainLoop::restore(const ResumePoint& resume) {
       optimizers_->resume_note(resume.config_changes, resume.file.last_train, counters_.step + 1);
   if (!note.empty()) log::warn(note);  // training goes on with another lr than it would have
   if (step_->sharded_parameters()) release_freed_memory();  // ZeRO 3: what reading the files freed
+}
+
+void TrainLoop::restore_callbacks(const ResumePoint& resume) {
+  checkpoints_->restore_late(resume, plan_.rank);
 }
 
 bool TrainLoop::roll_back(const MicroStep& m) {
