@@ -12,6 +12,7 @@
 #include "unitrain/core/save_signals.h"
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/loop/train_loop.h"
+#include "unitrain/engine/results/profile_files.h"
 #include "unitrain/engine/results/summary_file.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/trainer.h"
@@ -75,6 +76,9 @@ FitResult Trainer::conclude(const TrainLoop& loop) {
     r.exit_code = static_cast<int>(settings_->checkpoint.on_signal_exit_code);
   }
   rank_ = loop.plan().rank;
+  if (const ProfileResult* profile = loop.profile()) {
+    write_profile(*profile, *settings_, rank_, counters_.step);
+  }
   log_events_ = loop.log_events();
   seconds_ = r.seconds;
   last_checkpoint_ = r.last_checkpoint;

@@ -13,7 +13,6 @@
 #include "unitrain/core/run_position.h"
 #include "unitrain/engine/checkpoints/checkpoint_entries.h"
 #include "unitrain/engine/loop/run_decisions.h"
-#include "unitrain/engine/results/profile_files.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/log/console.h"
@@ -332,10 +331,7 @@ void TrainLoop::finish() {
   }
   checkpoints_->finish();
   logger_->finish(!decisions_.ended_early());
-  if (profiler_) {
-    write_profile(profiler_->finish(device_.str(), peak_memory_bytes(device_)), settings_,
-                  plan_.rank, counters_.step);
-  }
+  if (profiler_) profile_ = profiler_->finish(device_.str(), peak_memory_bytes(device_));
   if (ShardedParameters* sharded = step_->sharded_parameters()) {
     // The module whole again for what comes after fit (tests, export).
     // The optimizer steps the parts, which a next fit() cuts anew: its state is freed first.

@@ -112,6 +112,9 @@ class TrainLoop : private CheckpointEntry {
   double seconds() const;
   /// The loop's part of FitResult (Trainer::conclude adds the counters and seconds).
   FitResult result() const;
+  /// profile.enabled's results once the run has finished (Trainer::conclude writes them), or
+  /// null.
+  const ProfileResult* profile() const { return profile_ ? &*profile_ : nullptr; }
   /// Trainer::log_mean: a value for the next training log event.
   void add_train_mean(const std::string& name, double value);
   void add_train_mean(const std::string& name, const torch::Tensor& value);
@@ -209,6 +212,7 @@ class TrainLoop : private CheckpointEntry {
   std::unique_ptr<LoopModuleRun> module_run_;  ///< what module_.run() returns during the fit
   std::unique_ptr<RunLogger> logger_;          ///< from open_run_files() on
   std::unique_ptr<Profiler> profiler_;  ///< null unless profile.enabled
+  std::optional<ProfileResult> profile_;  ///< the profiler's results, from finish() on
   std::unique_ptr<TrainCheckpoints> checkpoints_;  ///< from open_run_files() on
   std::string classes_text_;                       ///< classes.json's text, which checkpoints hold
   MetricAccumulator train_sums_;
