@@ -128,7 +128,8 @@ std::string checkpoints_section(const std::vector<RunData>& runs) {
     std::vector<std::string> keys(key_set.begin(), key_set.end());
     std::sort(keys.begin(), keys.end(), metric_before);
     out +=
-        "<table><thead><tr><th>checkpoint</th><th>step</th><th>epoch</th><th>samples</th><th></th>";
+        "<table><thead><tr><th>checkpoint</th><th>step</th><th>epoch</th><th>samples</th>"
+        "<th>state</th>";
     for (const auto& k : keys) out += "<th>" + html_escape(k) + "</th>";
     out += "</tr></thead><tbody>";
     for (const auto& c : run.checkpoints) {
@@ -217,7 +218,8 @@ std::string samples_section(const std::vector<RunData>& runs) {
   }
   if (out.empty()) return "";
   return "<section id=\"samples\"><h2>Samples</h2><table><tr><th>run</th><th>step</th>"
-         "<th>prompt</th><th>completion</th></tr>" + out + "</table></section>";
+         "<th>prompt</th><th>completion</th></tr>" +
+         out + "</table></section>";
 }
 
 std::string notes_section(const std::vector<RunData>& runs) {

@@ -15,7 +15,8 @@ std::string runs_section(const std::vector<RunData>& runs);
 /// the best checkpoint's metric.
 std::string results_section(const std::vector<RunData>& runs);
 
-/// Each run's checkpoints: step, epoch, samples, last/best, complete or not, saved metrics.
+/// Each run's checkpoints: step, epoch, samples, state (which of the last and best links point
+/// at it; incomplete without its manifest), saved metrics.
 std::string checkpoints_section(const std::vector<RunData>& runs);
 
 /// Each profiled run's phases (profile/summary.json); "" when no run has a profile.
