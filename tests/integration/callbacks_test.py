@@ -176,7 +176,7 @@ class CallbacksTest(common.Case):
         cfg, run_dir = self.config("timer", timer, train_rows=64, length="3 epochs")
         code, out = run(["train", cfg, "--plugin", plugin()])
         self.assertEqual(code, 75, out)  # checkpoint.on_signal.exit_code: resume me
-        self.assertIn("timer: the budget of 1s", out)
+        self.assertIn("timer: the time budget of 1 s is spent (after 1.", out)
         self.assertIn("exit 75 (checkpoint.on_signal.exit_code): run the same command to resume",
                       out)
         summary = self.summary(run_dir)

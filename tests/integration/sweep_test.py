@@ -62,7 +62,8 @@ class Sweep(common.Case):
         self.assertEqual(code, 0, out)
         self.assertIn("best: trial", out)
         rows = self.results(folder)
-        self.assertEqual([r["parameters"]["optimizer.lr"] for r in rows], lrs)
+        # results.json: a number as a number (results.csv keeps the YAML text).
+        self.assertEqual([r["parameters"]["optimizer.lr"] for r in rows], [float(x) for x in lrs])
         self.assertEqual([r["status"] for r in rows], ["finished"] * 4)
         for k, lr in enumerate(lrs):
             trial = os.path.join(folder, "trial-%d" % k)
@@ -97,6 +98,24 @@ class Sweep(common.Case):
         self.assertEqual(code, 0, out)
         self.assertIn("continuing the sweep", out)
         self.assertEqual(self.results(folder), rows)
+        # A trial that early_stopping ended says so, and where it stopped: not `finished` after
+        # the rung's 5 epochs (the console, results.csv and .json, the report's table).
+        sweep, folder = self.sweep_file(
+            "early", "strategy: grid\nspace: {optimizer.lr: {grid: [0.01]}}\n", length="5 epochs")
+        with open(self.base(length="5 epochs"), "a") as f:
+            f.write("early_stopping: {metric: val/acc, mode: max, patience: 1, min_delta: 1.0}\n")
+        code, out = run(["sweep", sweep])
+        self.assertEqual(code, 0, out)
+        self.assertIn("trial 0: val/acc", out)
+        self.assertIn("stopped early after 2 epochs, 46 steps (of 5 epochs)", out)
+        row = self.results(folder)[0]
+        self.assertEqual((row["status"], row["steps"], row["epochs"]), ("stopped early", 46, 2))
+        with open(os.path.join(folder, "results.csv")) as f:
+            self.assertTrue(f.read().strip().endswith(",46,stopped early"))
+        code, out = run(["report", folder])
+        self.assertEqual(code, 0, out)
+        with open(os.path.join(folder, "report.html")) as f:
+            self.assertIn("<td class=\"num\">46</td><td>stopped early</td></tr>", f.read())
 
     def slow_sweep(self, name, parallel=1):
         """Random search, 3 trials of 40 steps slowed to ~50 ms a step (time for kills)."""
@@ -174,6 +193,8 @@ class Sweep(common.Case):
         self.assertEqual(code, 75, out)
         self.assertEqual([r["status"] for r in self.results(folder)], ["paused"] * 3)
         self.assertEqual([r["metric"] for r in self.results(folder)], [None] * 3)
+        self.assertEqual([r["rung"] for r in self.results(folder)], [None] * 3)  # not -1
+        self.assertNotIn(" -1 ", out)
         self.assertFalse(os.path.exists(os.path.join(folder, "best.yaml")))
         self.assertIn("paused with a checkpoint: run the same command again to resume them; "
                       "exit 75", out)

@@ -60,6 +60,21 @@ TEST(LineChart, LongSeriesDrawTheExtremesOfEachPixelColumn) {
   EXPECT_TRUE(test::contains(svg, ",36.4 L")) << "the spike was dropped";
 }
 
+TEST(LineChart, ALogAxisLabelsItsTicksWithTheValuesAndSaysSo) {
+  LineChart c{"loss", "loss", "step", "loss", {}};
+  c.series.push_back({"r", "train", "#000", {{0, 0.01}, {10, 0.1}, {20, 1}, {30, 10}}});
+  c.log_y = true;
+  const std::string svg = render_line_chart(c);
+  for (const char* tick : {">0.01</text>", ">0.1</text>", ">1</text>", ">10</text>"}) {
+    EXPECT_TRUE(test::contains(svg, tick)) << tick << "\n" << svg;
+  }
+  EXPECT_TRUE(test::contains(svg, ">loss (log scale)</text>"));
+  EXPECT_TRUE(test::contains(svg, "step 30: 10</title>"));  // the value, not its logarithm
+  LineChart linear = c;
+  linear.log_y = false;
+  EXPECT_FALSE(test::contains(render_line_chart(linear), "(log scale)"));
+}
+
 TEST(LineChart, ManyPointsDrawNoMarkers) {
   ChartSeries s{"r", "train", "#000", {}};
   for (int i = 0; i < 500; ++i) s.points.emplace_back(i, std::sin(i / 10.0));

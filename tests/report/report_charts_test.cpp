@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "test_util.h"
 
@@ -66,6 +67,33 @@ TEST(ReportCharts, ThroughputLeavesValidationTimeOut) {
       {5, 0, 500, 1.0, {}}, {2, 0, 200, 0.5, {}}, {4, 0, 400, 1.0, {}}};
   EXPECT_EQ(throughput_points(restarted),
             (std::vector<std::pair<double, double>>{{5, 500}, {4, 400}}));
+}
+
+TEST(ReportCharts, EveryRunHasAColourOfItsOwnBeyondThePalette) {
+  std::set<std::string> twelve, forty;
+  for (size_t i = 0; i < 12; ++i) twelve.insert(run_colour(i));
+  for (size_t i = 0; i < 40; ++i) forty.insert(run_colour(i));
+  EXPECT_EQ(twelve.size(), 12u);
+  EXPECT_EQ(forty.size(), 40u);
+  // 12 runs on one page: 12 styles of line.
+  std::vector<RunData> runs;
+  for (int i = 0; i < 12; ++i) runs.push_back(two_event_run("r" + std::to_string(i), 1e-3));
+  std::set<std::string> styles;
+  for (const auto& s : chart_named(report_charts(runs), "loss").series)
+    styles.insert(s.colour + " " + s.split);
+  EXPECT_EQ(styles.size(), 24u);  // each run's train and val
+}
+
+TEST(ReportCharts, ALossThatSpansDecadesGetsALogAxisAnAccuracyDoesNot) {
+  RunData r = two_event_run("a", 1e-3);
+  EXPECT_FALSE(chart_named(report_charts({r}), "loss").log_y);
+  r.events.push_back(
+      {30, 1, 1920, 3.5, {{"train/loss", 900.0}, {"train/acc", 0.8}}});  // an outlier
+  const auto charts = report_charts({r});
+  EXPECT_TRUE(chart_named(charts, "loss").log_y);
+  EXPECT_FALSE(chart_named(charts, "acc").log_y);
+  r.events.push_back({40, 1, 2560, 4.5, {{"train/loss", 0.0}}});  // 0 has no place on a log axis
+  EXPECT_FALSE(chart_named(report_charts({r}), "loss").log_y);
 }
 
 TEST(ReportCharts, MetricsWithNoFiniteValueAndEmptyRunsGetNoChart) {

@@ -58,6 +58,7 @@ TEST(ReportPage, OneRunHasEverySectionAndLoadsNothingFromElsewhere) {
                            "val/acc 0.625 (step-2)",
                            "last",
                            "best",
+                           "<th>state</th>",  // the checkpoints' last/best/incomplete column
                            "<details open>",
                            "data-script"}) {
     EXPECT_TRUE(test::contains(html, part)) << part;

@@ -1,5 +1,6 @@
 #include "unitrain/report/run_data.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -143,6 +144,64 @@ TEST(RunData, TheLastDoneLineGivesAGpusPeakMemory) {
                    start + done + "; peak cuda:0 memory 123 MB\n" + done + "\n");
   run = read_run(dir);
   EXPECT_EQ(run.peak_device_memory, "");
+}
+
+TEST(RunData, EachStartOfTheRunIsReadWithItsSettingsAndChanges) {
+  // On 2 processes, resumed on 1 with another lr and 2 threads, then again with 1 thread.
+  const std::string dir = test::temp_dir() + "/restarted";
+  test::write_file(dir + "/config.yaml", "name: r\n");
+  test::write_file(dir + "/metrics.jsonl", "{\"step\":1,\"train/loss\":1}\n");
+  const auto line = [](const std::string& level, const std::string& text) {
+    return "[2026-01-01 10:00:00.000] [" + level + "] " + text + "\n";
+  };
+  const auto training = [&](int accumulation, int threads) {
+    return line("info", fmt::format("training: 1438 samples, 12 batches/epoch of 64, "
+                                    "accumulation {}, 20 optimizer steps; precision fp32, threads "
+                                    "{}, reader threads 0, BLAS libopenblas.so",
+                                    accumulation, threads));
+  };
+  test::write_file(
+      dir + "/train.log",
+      line("info", "data parallel: rank 0 of 2 (torchrun via the file store /tmp/s, gloo)") +
+          training(1, 1) +
+          line("info", "resuming on 1 process(es) a checkpoint written by 2: the global batch") +
+          line("warning",
+               "config changed since the checkpoint: optimizer.lr: 1.0e-3 -> 2e-3 (it "
+               "applies from step 21 on: the run trains otherwise than it would have)") +
+          line("info", "config changed since the checkpoint: train.threads: 1 -> 2") +
+          line("info",
+               "resumed from runs/r/checkpoints/step-20: epoch 1, step 20, batch 16 of "
+               "the epoch, 2462 samples seen") +
+          training(2, 2) +
+          line("info", "resumed from runs/r/checkpoints/step-40: epoch 3, step 40, batch 8") +
+          training(1, 1));
+  const RunData run = read_run(dir);
+  ASSERT_EQ(run.starts.size(), 3u);
+  EXPECT_EQ(run.starts[0].from_step, 0);
+  EXPECT_EQ(run.starts[1].from_step, 20);
+  EXPECT_EQ(run.starts[2].from_step, 40);
+  EXPECT_EQ(run.starts[0].settings.front(),
+            (std::pair<std::string, std::string>{"world size", "2"}));
+  EXPECT_EQ(run.starts[1].settings.front(),
+            (std::pair<std::string, std::string>{"world size", "1"}));
+  EXPECT_EQ(run.starts[1].config_changes,
+            (std::vector<std::string>{"optimizer.lr: 1.0e-3 -> 2e-3", "train.threads: 1 -> 2"}));
+  EXPECT_TRUE(run.starts[2].config_changes.empty());
+  EXPECT_EQ(run.threads, "1");  // the last start's
+  // The Runs section shows each start's differing settings, not only the last start's.
+  const std::string html = runs_section({run});
+  EXPECT_TRUE(test::contains(html, "r: 3 starts")) << html;
+  EXPECT_TRUE(test::contains(html,
+                             "<th>start</th><th>from step</th><th>world size</th>"
+                             "<th>accumulation</th><th>threads</th><th>config changed</th>"))
+      << html;
+  EXPECT_TRUE(test::contains(html,
+                             "<td class=\"num\">2</td><td class=\"num\">20</td><td>1</td>"
+                             "<td>2</td><td>2</td><td>optimizer.lr: 1.0e-3 -&gt; 2e-3; "
+                             "train.threads: 1 -&gt; 2</td>"))
+      << html;
+  // One start (the fixture), or starts alike: no such table.
+  EXPECT_FALSE(test::contains(runs_section({read_run(fixture_run("run-a"))}), "starts</h3>"));
 }
 
 TEST(RunData, AFolderThatIsNoRunIsNamed) {

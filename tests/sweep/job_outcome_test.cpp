@@ -37,11 +37,24 @@ int status_of(int code, int sig = 0) {
 TEST(JobOutcome, AFinishedJobsMetricAndSteps) {
   const std::string dir =
       job_left(R"({"status": "finished", "step": 46, "final": {"val": {"val/acc": 0.9}}})");
-  EXPECT_EQ(read_job_result(dir, "val/acc"), std::make_pair(0.9, int64_t(46)));
+  const JobResult r = read_job_result(dir, "val/acc");
+  EXPECT_EQ(r.metric, 0.9);
+  EXPECT_EQ(r.steps, 46);
+  EXPECT_FALSE(r.stopped_early);
   EXPECT_EQ(steps_done(dir), 46);
   const std::string m = test::config_error_of([&] { read_job_result(dir, "val/f1"); });
   EXPECT_TRUE(test::contains(m, "does not report 'val/f1'; it reports: val/acc")) << m;
   EXPECT_EQ(read_pause(dir, "val/acc"), std::nullopt);  // not paused
+}
+
+TEST(JobOutcome, AJobStoppedEarlySaysWhereItStopped) {
+  const std::string dir = job_left(R"({"status": "stopped early", "step": 161, "epoch": 7, )"
+                                   R"("final": {"val": {"val/acc": 0.8}}})");
+  const JobResult r = read_job_result(dir, "val/acc");
+  EXPECT_TRUE(r.stopped_early);
+  EXPECT_EQ(r.steps, 161);
+  EXPECT_EQ(r.epochs, 7);
+  EXPECT_EQ(read_pause(dir, "val/acc"), std::nullopt);
 }
 
 TEST(JobOutcome, APausedJobIsCheckedForTheMetricOnceItValidated) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "test_util.h"
 #include "unitrain/core/error.h"
 
@@ -40,6 +42,23 @@ TEST(TrialConfigs, SetsFolderNameThreadsAndParameters) {
   // Validation every 4 epochs misses the end of 6: the sweep validates every 6.
   EXPECT_EQ(c.at("train").get_duration("val_every"), TrainUnit::epochs(6));
   EXPECT_EQ(c.at("train").get_duration("max_length"), TrainUnit::epochs(6));
+}
+
+TEST(TrialConfigs, AContinuedSweepKeepsTheWidthOfItsTrialFolders) {
+  const std::string dir = test::temp_dir() + "/grown";
+  const SweepOptions o = sweep_of(
+      "space: {optimizer.lr: {uniform: [0.1, 0.2]}}\nstrategy: "
+      "random\nmax_trials: 12\nsweep_dir: " +
+      dir);
+  const SearchSpace space = SearchSpace::from_config(o.space);
+  EXPECT_EQ(TrialConfigs(o, space, 1).run_dir(3), dir + "/trial-03");  // a new sweep of 12
+  // The same folder, first swept with max_trials 3: its trial-0..2 keep their names.
+  std::filesystem::create_directories(dir + "/trial-0");
+  std::filesystem::create_directories(dir + "/trial-2");
+  const TrialConfigs grown(o, space, 1);
+  EXPECT_EQ(grown.run_dir(2), dir + "/trial-2");
+  EXPECT_EQ(grown.run_dir(3), dir + "/trial-3");
+  EXPECT_EQ(grown.run_dir(11), dir + "/trial-11");
 }
 
 TEST(TrialConfigs, AshaRungsSetTheLengthAndAValidationThatFallsOnEach) {

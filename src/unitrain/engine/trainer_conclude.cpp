@@ -13,6 +13,7 @@
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/loop/train_loop.h"
 #include "unitrain/engine/results/profile_files.h"
+#include "unitrain/engine/results/run_status.h"
 #include "unitrain/engine/results/summary_file.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/trainer.h"
@@ -47,9 +48,9 @@ void Trainer::write_summary(const TrainLoop& loop, const FitResult& r) const {
   RunSummary s;
   s.name = settings_->name;
   s.status = r.signal != 0           ? stopped_by_signal_text(r)
-             : !r.paused.empty()     ? "paused: " + r.paused
-             : counters_.should_stop ? "stopped early"
-                                     : "finished";
+             : !r.paused.empty()     ? run_status_text(RunStatus::Paused, r.paused)
+             : counters_.should_stop ? run_status_text(RunStatus::StoppedEarly)
+                                     : run_status_text(RunStatus::Finished);
   s.state = counters_;
   s.seconds = r.seconds;
   s.final_train = r.last_train;

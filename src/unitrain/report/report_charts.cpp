@@ -1,5 +1,7 @@
 #include "unitrain/report/report_charts.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -48,7 +50,16 @@ std::string run_colour(size_t index) {
   static const std::array<const char*, 10> colours = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2",
                                                       "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
                                                       "#9c755f", "#bab0ac"};
-  return colours[index % colours.size()];
+  if (index < colours.size()) return colours[index];
+  // Runs 10 to 19: the same hues darker (60% of each channel), so that run 10 is never run 0.
+  if (index < 2 * colours.size()) {
+    const unsigned rgb = std::stoul(colours[index % colours.size()] + 1, nullptr, 16);
+    const auto darker = [&](int shift) { return ((rgb >> shift) & 0xff) * 3 / 5; };
+    return fmt::format("#{:02x}{:02x}{:02x}", darker(16), darker(8), darker(0));
+  }
+  // Beyond: hues a golden angle apart, at two lightnesses, none the same as another run's.
+  return fmt::format("hsl({:.1f}, 65%, {}%)", std::fmod(static_cast<double>(index) * 137.508, 360),
+                     index % 2 ? 35 : 55);
 }
 
 std::vector<std::pair<double, double>> throughput_points(const std::vector<MetricEvent>& events) {
@@ -108,6 +119,7 @@ std::vector<LineChart> report_charts(const std::vector<RunData>& runs) {
         if (has_finite(s)) c.series.push_back(std::move(s));
       }
     }
+    c.log_y = wants_log_y(c);
     if (!c.series.empty()) charts.push_back(std::move(c));
   }
 

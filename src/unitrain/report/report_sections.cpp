@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "unitrain/report/config_diff.h"
@@ -46,6 +47,50 @@ std::string metric_table(const std::vector<std::string>& keys,
   return out;
 }
 
+std::optional<std::string> setting_of(const RunStart& start, const std::string& name) {
+  for (const auto& [k, v] : start.settings) {
+    if (k == name) return v;
+  }
+  return std::nullopt;
+}
+
+/// A run's starts when they were not alike: a row per start with the settings that differ
+/// between them and the config keys each resume changed; "" for one start or alike ones.
+std::string starts_table(const RunData& run, size_t r) {
+  if (run.starts.size() < 2) return "";
+  std::vector<std::string> names;  // the settings whose value is not the same in every start
+  for (const RunStart& s : run.starts) {
+    for (const auto& [name, v] : s.settings) {
+      const bool differs = std::any_of(run.starts.begin(), run.starts.end(), [&](const auto& o) {
+        return setting_of(o, name) != std::optional<std::string>(v);
+      });
+      if (differs && std::find(names.begin(), names.end(), name) == names.end())
+        names.push_back(name);
+    }
+  }
+  const bool changes = std::any_of(run.starts.begin(), run.starts.end(),
+                                   [](const RunStart& s) { return !s.config_changes.empty(); });
+  if (names.empty() && !changes) return "";
+  std::string out = fmt::format(
+      "<h3>{}{}: {} starts</h3><p>What differed between the run's starts (train.log); the table "
+      "above shows the last.</p><table><thead><tr><th>start</th><th>from step</th>",
+      chip(r), html_escape(run.label), run.starts.size());
+  for (const auto& name : names) out += "<th>" + html_escape(name) + "</th>";
+  out += changes ? "<th>config changed</th></tr></thead><tbody>" : "</tr></thead><tbody>";
+  for (size_t i = 0; i < run.starts.size(); ++i) {
+    const RunStart& s = run.starts[i];
+    out += "<tr>" + td(std::to_string(i + 1), true) + td(std::to_string(s.from_step), true);
+    for (const auto& name : names) out += td(setting_of(s, name).value_or("—"));
+    if (changes) {
+      std::string said;
+      for (const auto& c : s.config_changes) said += (said.empty() ? "" : "; ") + c;
+      out += td(or_dash(said));
+    }
+    out += "</tr>";
+  }
+  return out + "</tbody></table>";
+}
+
 }  // namespace
 
 std::string runs_section(const std::vector<RunData>& runs) {
@@ -69,7 +114,9 @@ std::string runs_section(const std::vector<RunData>& runs) {
            td(or_dash(run.blas)) + td(or_dash(run.peak_rss), true) +
            td(or_dash(run.peak_device_memory), true) + "</tr>";
   }
-  return out + "</tbody></table></section>";
+  out += "</tbody></table>";
+  for (size_t r = 0; r < runs.size(); ++r) out += starts_table(runs[r], r);
+  return out + "</section>";
 }
 
 std::string results_section(const std::vector<RunData>& runs) {
@@ -128,7 +175,8 @@ std::string checkpoints_section(const std::vector<RunData>& runs) {
     std::vector<std::string> keys(key_set.begin(), key_set.end());
     std::sort(keys.begin(), keys.end(), metric_before);
     out +=
-        "<table><thead><tr><th>checkpoint</th><th>step</th><th>epoch</th><th>samples</th><th></th>";
+        "<table><thead><tr><th>checkpoint</th><th>step</th><th>epoch</th><th>samples</th>"
+        "<th>state</th>";
     for (const auto& k : keys) out += "<th>" + html_escape(k) + "</th>";
     out += "</tr></thead><tbody>";
     for (const auto& c : run.checkpoints) {
@@ -217,7 +265,8 @@ std::string samples_section(const std::vector<RunData>& runs) {
   }
   if (out.empty()) return "";
   return "<section id=\"samples\"><h2>Samples</h2><table><tr><th>run</th><th>step</th>"
-         "<th>prompt</th><th>completion</th></tr>" + out + "</table></section>";
+         "<th>prompt</th><th>completion</th></tr>" +
+         out + "</table></section>";
 }
 
 std::string notes_section(const std::vector<RunData>& runs) {

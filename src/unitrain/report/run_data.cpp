@@ -101,8 +101,9 @@ void read_test_results(const std::string& dir, RunData& run) {
   }
 }
 
-/// The hardware lines of train.log: the last "training: ..." line (a resumed run has several)
-/// and the last "done: ..." line.
+/// The hardware lines of train.log: each start's "training: ..." line (a resumed run has
+/// several; the last gives the run's threads and BLAS) with the lines before it that say where
+/// and how it started, and the last "done: ..." line.
 void read_train_log(const std::string& dir, RunData& run) {
   std::ifstream in(dir + "/train.log");
   if (!in) {
@@ -111,14 +112,41 @@ void read_train_log(const std::string& dir, RunData& run) {
   }
   static const std::regex training(
       R"(training: .*threads (\d+), reader threads (\d+), BLAS (.*?)\s*$)");
+  static const std::regex batch(R"(batches/epoch of (\d+), accumulation (\d+))");
+  static const std::regex precision(R"(; precision (\S+),)");
+  static const std::regex world(R"(\] data parallel: rank \d+ of (\d+) )");
+  static const std::regex resumed(R"(\] resumed from .*: epoch \d+, step (\d+),)");
+  static const std::regex changed(
+      R"(\] config changed since the checkpoint: (.*?)(?: \(it applies from step .*)?\s*$)");
   static const std::regex peak(R"((?:done|stopped by \S+): .*peak RSS (\d+) MB)");
   static const std::regex device_peak(R"(; peak (\S+) memory (\d+) MB)");  // on a GPU
   std::smatch m;
+  RunStart next;  // what the lines before the next "training: ..." line said
+  std::string world_size = "1";
   for (std::string line; std::getline(in, line);) {
-    if (std::regex_search(line, m, training)) {
+    if (std::regex_search(line, m, world)) {
+      world_size = m[1];
+    } else if (std::regex_search(line, m, resumed)) {
+      next.from_step = std::stoll(m[1]);
+    } else if (std::regex_search(line, m, changed)) {
+      next.config_changes.push_back(m[1]);
+    } else if (std::regex_search(line, m, training)) {
       run.threads = m[1];
       run.reader_threads = m[2];
       run.blas = m[3];
+      next.settings.emplace_back("world size", world_size);
+      if (std::smatch b; std::regex_search(line, b, batch)) {
+        next.settings.emplace_back("batch size", b[1]);
+        next.settings.emplace_back("accumulation", b[2]);
+      }
+      if (std::smatch p; std::regex_search(line, p, precision))
+        next.settings.emplace_back("precision", p[1]);
+      next.settings.emplace_back("threads", run.threads);
+      next.settings.emplace_back("reader threads", run.reader_threads);
+      next.settings.emplace_back("BLAS", run.blas);
+      run.starts.push_back(std::move(next));
+      next = RunStart();
+      world_size = "1";
     } else if (std::regex_search(line, m, peak)) {
       run.peak_rss = std::string(m[1]) + " MB";
       run.peak_device_memory = std::regex_search(line, m, device_peak)

@@ -29,6 +29,16 @@ struct GeneratedSample {
   std::string prompt, completion;
 };
 
+/// One start of a run — the first, or a resume — as train.log tells it: where it began, the
+/// settings it trained with, and the config keys it changed.
+struct RunStart {
+  int64_t from_step = 0;  ///< the step it resumed from (0: the first start)
+  /// name -> value: world size, batch size, accumulation, precision, threads, reader threads,
+  /// BLAS (in that order; one the log does not say is left out)
+  std::vector<std::pair<std::string, std::string>> settings;
+  std::vector<std::string> config_changes;  ///< "optimizer.lr: 1.0e-3 -> 2e-3", said at the start
+};
+
 struct RunData {
   std::string dir;    ///< as given on the command line
   std::string label;  ///< the run's name (config `name`), made unique among the runs shown
@@ -40,6 +50,7 @@ struct RunData {
   int64_t step = 0, epoch = 0, samples = 0;
   std::optional<int64_t> world_size;
   std::string threads, reader_threads, blas, peak_rss;  ///< from train.log ("" = not found)
+  std::vector<RunStart> starts;    ///< every start in train.log, in order (the last: the above)
   std::string peak_device_memory;  ///< the last done line's GPU peak, "123 MB (cuda:0)"; or ""
   std::string best_metric, best_checkpoint;
   std::optional<double> best_value;

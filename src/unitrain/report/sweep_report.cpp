@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "unitrain/core/error.h"
+#include "unitrain/engine/results/run_status.h"
 #include "unitrain/report/html_text.h"
 #include "unitrain/report/json_read.h"
 #include "unitrain/report/report_charts.h"
@@ -90,8 +91,8 @@ SweepData read_sweep(const std::string& dir) {
   for (const auto& row : json->at("trials")) {
     SweepTrial t;
     t.index = row.at("trial").get<int64_t>();
-    for (const auto& [k, v] : row.at("parameters").items()) {
-      t.parameters.emplace_back(k, v.get<std::string>());
+    for (const auto& [k, v] : row.at("parameters").items()) {  // (older results: all text)
+      t.parameters.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
     }
     t.metric = json_double(row.at("metric"));
     if (row.contains("rung_metrics") && row.at("rung_metrics").is_array()) {
@@ -107,6 +108,12 @@ SweepData read_sweep(const std::string& dir) {
       t.status = row.at("status").get<std::string>();
     const std::string d = trial_dir(dir, t.index);
     if (!d.empty() && fs::exists(fs::path(d) / "metrics.jsonl")) t.dir = d;
+    // A sweep before `stopped early` was a trial status called such a trial finished; its
+    // run folder's summary.json says what happened.
+    if (const auto summary = t.dir.empty() ? std::nullopt : read_summary_status(t.dir);
+        summary && summary->status.status == RunStatus::StoppedEarly) {
+      t.status = run_status_text(RunStatus::StoppedEarly);
+    }
     sweep.trials.push_back(std::move(t));
   }
   return sweep;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "unitrain/core/error.h"
+#include "unitrain/engine/results/run_status.h"
 
 namespace unitrain {
 namespace {
@@ -30,29 +31,33 @@ nlohmann::json reported(const nlohmann::json& j, const std::string& metric,
 
 }  // namespace
 
-std::pair<double, int64_t> read_job_result(const std::string& run_dir, const std::string& metric) {
+JobResult read_job_result(const std::string& run_dir, const std::string& metric) {
   const std::string file = run_dir + "/results/summary.json";
+  const auto summary = read_summary_status(run_dir);
+  UT_CHECK_TRAIN(summary, file, ": missing, or without a status, after the trial ended");
   std::ifstream in(file);
-  UT_CHECK_TRAIN(in, file, ": missing after the trial ended");
   const nlohmann::json j = nlohmann::json::parse(in);
-  return {reported(j, metric, file).at(metric).get<double>(), j.at("step").get<int64_t>()};
+  JobResult r;
+  r.metric = reported(j, metric, file).at(metric).get<double>();
+  r.steps = summary->step;
+  r.epochs = summary->epoch;
+  r.stopped_early = summary->status.status == RunStatus::StoppedEarly;
+  return r;
 }
 
 std::optional<std::pair<std::string, int64_t>> read_pause(const std::string& run_dir,
                                                           const std::string& metric) {
+  const auto summary = read_summary_status(run_dir);
+  if (!summary || summary->status.status != RunStatus::Paused) return std::nullopt;
   const std::string file = run_dir + "/results/summary.json";
   std::ifstream in(file);
-  if (!in) return std::nullopt;
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  const std::string prefix = "paused: ";
-  if (!j.is_object() || !j.value("status", nlohmann::json()).is_string()) return std::nullopt;
-  const std::string status = j.at("status").get<std::string>();
-  if (status.rfind(prefix, 0) != 0) return std::nullopt;
-  const nlohmann::json last = j.value("final", nlohmann::json::object());
+  const nlohmann::json last =
+      j.is_object() ? j.value("final", nlohmann::json::object()) : nlohmann::json::object();
   if (last.is_object() && last.contains("val") && !last.at("val").empty()) {
     reported(j, metric, file);
   }
-  return std::make_pair(status.substr(prefix.size()), j.value("step", int64_t(0)));
+  return std::make_pair(summary->status.detail, summary->step);
 }
 
 bool ended_by_signal(int status, int resume_code) {
@@ -62,12 +67,8 @@ bool ended_by_signal(int status, int resume_code) {
 }
 
 int64_t steps_done(const std::string& run_dir) {
-  std::ifstream in(run_dir + "/results/summary.json");
-  if (!in) return 0;
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  return j.is_object() && j.value("step", nlohmann::json()).is_number_integer()
-             ? j.at("step").get<int64_t>()
-             : 0;
+  const auto summary = read_summary_status(run_dir);
+  return summary ? summary->step : 0;
 }
 
 }  // namespace unitrain

@@ -8,9 +8,18 @@
 
 namespace unitrain {
 
-/// The metric and step count a finished job left in the trial's results/summary.json.
-/// ConfigError naming the metrics its validation reported when `metric` is not among them.
-std::pair<double, int64_t> read_job_result(const std::string& run_dir, const std::string& metric);
+/// What a job that ended well (exit 0) left in the trial's results/summary.json.
+struct JobResult {
+  double metric = 0;   ///< the last validation's value of the sweep's metric
+  int64_t steps = 0;   ///< optimizer steps trained in all
+  int64_t epochs = 0;  ///< completed epochs
+  bool stopped_early =
+      false;  ///< it ended before its length (early_stopping): status `stopped early`
+};
+
+/// The result a job left in the trial's results/summary.json. ConfigError naming the metrics
+/// its validation reported when `metric` is not among them; TrainError when there is no summary.
+JobResult read_job_result(const std::string& run_dir, const std::string& metric);
 
 /// What a job that exited with its resume code (checkpoint.on_signal.exit_code) left in
 /// results/summary.json when it paused (a `timer` callback's budget spent): why, and its step;

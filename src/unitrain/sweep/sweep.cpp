@@ -230,18 +230,27 @@ class SweepRunner {
       t.steps = pause->second;
       paused_exit_code_ = ended.resume_code;
       log::info(fmt::format(
-          "trial {}: paused ({}) at {} steps, before {}; running the same sweep again resumes it",
-          t.index, pause->first, pause->second, configs_.rungs()[ended.job.rung].str()));
+          "trial {}: paused at {} steps, before {}; {}; running the same sweep again resumes it",
+          t.index, pause->second, configs_.rungs()[ended.job.rung].str(), pause->first));
     } else if (ok) {
-      const auto [metric, steps] = read_job_result(configs_.run_dir(t.index), o_.metric);
+      const JobResult r = read_job_result(configs_.run_dir(t.index), o_.metric);
       t.rung_metrics.resize(ended.job.rung);
-      t.rung_metrics.push_back(metric);
-      t.steps = steps;
+      t.rung_metrics.push_back(r.metric);
+      t.steps = r.steps;
+      t.epochs = r.epochs;
       const bool last = ended.job.rung + 1 == static_cast<int>(configs_.rungs().size());
-      t.status = last ? TrialStatus::Finished : TrialStatus::Stopped;
+      t.status = r.stopped_early ? TrialStatus::StoppedEarly
+                 : last          ? TrialStatus::Finished
+                                 : TrialStatus::Stopped;
       t.error.clear();
-      log::info(fmt::format("trial {}: {} {:.4f} at {} ({} steps)", t.index, o_.metric, metric,
-                            configs_.rungs()[ended.job.rung].str(), steps));
+      const std::string length = configs_.rungs()[ended.job.rung].str();
+      log::info(r.stopped_early
+                    ? fmt::format("trial {}: {} {:.4f}; stopped early after {} epoch{}, {} "
+                                  "steps (of {})",
+                                  t.index, o_.metric, r.metric, r.epochs, r.epochs == 1 ? "" : "s",
+                                  r.steps, length)
+                    : fmt::format("trial {}: {} {:.4f} at {} ({} steps)", t.index, o_.metric,
+                                  r.metric, length, r.steps));
     } else if (ended.stopped_by_sweep) {
       t.steps = std::max(t.steps, steps_done(configs_.run_dir(t.index)));  // saved on the signal
       log::info(fmt::format("trial {}: stopped ({}); the same sweep resumes it", t.index,

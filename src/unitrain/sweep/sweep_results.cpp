@@ -1,8 +1,12 @@
 #include "unitrain/sweep/sweep_results.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -21,6 +25,48 @@ std::string csv_field(const std::string& s) {
 
 std::string metric_text(const TrialRecord& t) {
   return t.metric() ? fmt::format("{}", *t.metric()) : std::string();
+}
+
+/// The rung a trial finished last; none (a trial paused or failed before its first) is "".
+std::string rung_text(const TrialRecord& t) {
+  return t.rung() >= 0 ? std::to_string(t.rung()) : std::string();
+}
+
+/// A parameter's value as JSON: numbers and booleans as such, lists and maps as arrays and
+/// objects, null as null, any other text (a categorical choice, a quoted scalar) as a string.
+nlohmann::json json_of(const YAML::Node& node) {
+  if (node.IsSequence()) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& v : node) a.push_back(json_of(v));
+    return a;
+  }
+  if (node.IsMap()) {
+    nlohmann::json o = nlohmann::json::object();
+    for (const auto& kv : node) o[kv.first.Scalar()] = json_of(kv.second);
+    return o;
+  }
+  if (!node.IsScalar()) return nullptr;
+  const std::string& text = node.Scalar();
+  if (node.Tag() == "!") return text;  // quoted: a string, whatever it looks like
+  if (text == "true" || text == "false") return text == "true";
+  if (!text.empty() && text.find_first_not_of("+-0123456789") == std::string::npos) {
+    errno = 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (errno == 0 && *end == '\0') return static_cast<int64_t>(v);
+  }
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (!text.empty() && *end == '\0' && std::isfinite(v)) return v;
+  return text;
+}
+
+nlohmann::json parameter_json(const std::string& yaml_text) {
+  try {
+    return json_of(YAML::Load(yaml_text));
+  } catch (const YAML::Exception&) {
+    return yaml_text;
+  }
 }
 
 }  // namespace
@@ -54,16 +100,17 @@ void write_sweep_results(const std::string& folder, const std::vector<TrialRecor
     nlohmann::json params = nlohmann::json::object();
     for (const auto& [k, v] : t.parameters) {
       csv << "," << csv_field(v);
-      params[k] = v;
+      params[k] = parameter_json(v);
     }
-    csv << "," << t.rung() << "," << metric_text(t) << "," << t.steps << ","
+    csv << "," << rung_text(t) << "," << metric_text(t) << "," << t.steps << ","
         << status_name(t.status) << "\n";
     rows.push_back({{"trial", t.index},
                     {"parameters", params},
-                    {"rung", t.rung()},
+                    {"rung", t.rung() >= 0 ? nlohmann::json(t.rung()) : nlohmann::json()},
                     {"metric", t.metric() ? nlohmann::json(*t.metric()) : nlohmann::json()},
                     {"rung_metrics", t.rung_metrics},
                     {"steps", t.steps},
+                    {"epochs", t.epochs},
                     {"status", status_name(t.status)}});
   }
   write_file_atomic(folder + "/results.csv", csv.str());
@@ -91,7 +138,7 @@ std::vector<std::string> results_table(const std::vector<TrialRecord>& trials,
   for (const TrialRecord* t : rank_trials(trials, higher_is_better)) {
     std::vector<std::string> row = {std::to_string(t->index)};
     for (const auto& [k, v] : t->parameters) row.push_back(v);
-    row.push_back(std::to_string(t->rung()));
+    row.push_back(t->rung() >= 0 ? std::to_string(t->rung()) : std::string("-"));
     row.push_back(t->metric() ? fmt::format("{:.4f}", *t->metric()) : std::string("-"));
     row.push_back(std::to_string(t->steps));
     row.push_back(status_name(t->status));

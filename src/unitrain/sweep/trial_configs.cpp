@@ -4,8 +4,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 
 #include "unitrain/core/error.h"
 #include "unitrain/engine/config/load_config.h"
@@ -28,6 +30,31 @@ bool validates_at(const TrainUnit& every, const std::vector<TrainUnit>& rungs) {
     return every.unit == r.unit && every.count > 0 &&
            (r.count * every.per) % (r.per * every.count) == 0;
   });
+}
+
+/// The width trial numbers were zero-padded to in the folder of an earlier sweep: the fewest
+/// digits among its trial-<k> folders and configs/trial-<k>.yaml (trial 0's, which has no more
+/// than the width); none when it has neither.
+std::optional<int> width_in_use(const std::string& folder) {
+  namespace fs = std::filesystem;
+  std::optional<int> width;
+  const auto note = [&](std::string name, const std::string& suffix) {
+    if (name.rfind("trial-", 0) != 0 || name.size() <= 6 + suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      return;
+    }
+    name = name.substr(6, name.size() - 6 - suffix.size());
+    if (name.find_first_not_of("0123456789") != std::string::npos) return;
+    width = std::min(width.value_or(INT32_MAX), static_cast<int>(name.size()));
+  };
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(folder, ec)) {
+    if (e.is_directory(ec)) note(e.path().filename().string(), "");
+  }
+  for (const auto& e : fs::directory_iterator(fs::path(folder) / "configs", ec)) {
+    note(e.path().filename().string(), ".yaml");
+  }
+  return width;
 }
 
 }  // namespace
@@ -81,8 +108,11 @@ TrialConfigs::TrialConfigs(const SweepOptions& options, const SearchSpace& space
     const auto share = std::max<int64_t>(1, static_cast<int64_t>(cpus) / processes);
     settings_.emplace_back("train.threads", std::to_string(share));
   }
+  // Trial k's folder is trial-<k> zero-padded to max_trials' width; a continued sweep keeps
+  // the width its folders have, whatever max_trials is now (grown from 5 to 20: trial-3 stays
+  // trial-3, and trial 12 is trial-12 beside it, not trial-03 and trial-12).
   const int64_t n = std::max<int64_t>(1, o_.max_trials);
-  width_ = static_cast<int>(std::to_string(n - 1).size());
+  width_ = width_in_use(o_.folder()).value_or(static_cast<int>(std::to_string(n - 1).size()));
 }
 
 std::string TrialConfigs::run_dir(int64_t k) const {

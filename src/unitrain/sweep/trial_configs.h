@@ -20,7 +20,9 @@ class TrialConfigs {
 
   /// The rungs' lengths: asha's rungs, else the base config's train.max_length alone.
   const std::vector<TrainUnit>& rungs() const { return rungs_; }
-  /// Trial k's folder: <sweep folder>/trial-<k>, k zero-padded to max_trials' width.
+  /// Trial k's folder: <sweep folder>/trial-<k>, k zero-padded to max_trials' width, or to the
+  /// width the sweep folder's trial folders already have (a continued sweep whose max_trials
+  /// grew keeps its names).
   std::string run_dir(int64_t k) const;
   /// Trial k's resolved run config trained to rung `rung`'s length. ConfigError naming the
   /// space's key and the run config key at fault (unknown key, wrong type, bad value).

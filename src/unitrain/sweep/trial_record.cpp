@@ -10,11 +10,10 @@ namespace unitrain {
 namespace {
 
 const std::vector<std::pair<TrialStatus, const char*>> kStatusNames = {
-    {TrialStatus::Running, "running"},
-    {TrialStatus::Stopped, "stopped"},
-    {TrialStatus::Finished, "finished"},
-    {TrialStatus::Failed, "failed"},
-    {TrialStatus::Paused, "paused"}};
+    {TrialStatus::Running, "running"},   {TrialStatus::Stopped, "stopped"},
+    {TrialStatus::Finished, "finished"}, {TrialStatus::StoppedEarly, "stopped early"},
+    {TrialStatus::Failed, "failed"},     {TrialStatus::Paused, "paused"},
+};
 
 TrialStatus status_from(const std::string& name, const std::string& file) {
   for (const auto& [s, n] : kStatusNames) {
@@ -56,6 +55,7 @@ std::vector<TrialRecord> read_trial_records(const std::string& file) {
     r.rung_metrics = t.at("rung_metrics").get<std::vector<double>>();
     r.target_rung = t.at("target_rung").get<int>();
     r.steps = t.at("steps").get<int64_t>();
+    r.epochs = t.value("epochs", int64_t{0});  // (older sweeps: none)
     r.status = status_from(t.at("status").get<std::string>(), file);
     r.restarts = t.value("restarts", int64_t{0});
     r.error = t.value("error", std::string());
@@ -74,6 +74,7 @@ void write_trial_records(const std::string& file, const std::vector<TrialRecord>
                     {"rung_metrics", r.rung_metrics},
                     {"target_rung", r.target_rung},
                     {"steps", r.steps},
+                    {"epochs", r.epochs},
                     {"status", status_name(r.status)},
                     {"restarts", r.restarts},
                     {"error", r.error}});

@@ -11,11 +11,12 @@
 namespace unitrain {
 
 enum class TrialStatus {
-  Running,   ///< a job trains it (or did when the sweep was killed): it resumes
-  Stopped,   ///< it finished a rung and waits for a promotion (asha), or was not promoted
-  Finished,  ///< it finished the last rung
-  Failed,    ///< its last job failed; a continued sweep runs that job again
-  Paused,    ///< its job paused with a checkpoint (a `timer`): a continued sweep resumes it
+  Running,       ///< a job trains it (or did when the sweep was killed): it resumes
+  Stopped,       ///< it finished a rung and waits for a promotion (asha), or was not promoted
+  Finished,      ///< it finished the last rung
+  StoppedEarly,  ///< its job ended before its rung's length (early_stopping): never promoted
+  Failed,        ///< its last job failed; a continued sweep runs that job again
+  Paused,        ///< its job paused with a checkpoint (a `timer`): a continued sweep resumes it
 };
 const char* status_name(TrialStatus s);
 
@@ -25,6 +26,7 @@ struct TrialRecord {
   std::vector<double> rung_metrics;  ///< the metric at each rung it finished, in order
   int target_rung = 0;               ///< the rung its current or last job trains to
   int64_t steps = 0;                 ///< optimizer steps trained so far
+  int64_t epochs = 0;                ///< epochs completed when its last job ended well
   TrialStatus status = TrialStatus::Running;
   int64_t restarts = 0;  ///< restarts after a signal the sweep did not send
   std::string error;     ///< how its last job failed

@@ -31,5 +31,17 @@ TEST(Timer, ABadBudgetNamesTheKeyAndShowsTheForms) {
   EXPECT_THROW(Timer{zero}, ConfigError);
 }
 
+TEST(Timer, SaysItsBudgetOnceInTheUnitItReadsIn) {
+  EXPECT_EQ(budget_spent_text(1, 1.04), "timer: the time budget of 1 s is spent (after 1.0 s)");
+  EXPECT_EQ(budget_spent_text(1.5, 1.52), "timer: the time budget of 1.5 s is spent (after 1.5 s)");
+  EXPECT_EQ(budget_spent_text(90, 90.2),
+            "timer: the time budget of 1 min 30 s is spent (after "
+            "1 min 30 s)");
+  EXPECT_EQ(budget_spent_text(13800, 13801),
+            "timer: the time budget of 3 h 50 min is spent "
+            "(after 3 h 50 min)");
+  EXPECT_EQ(budget_spent_text(3600, 3600), "timer: the time budget of 1 h is spent (after 1 h)");
+}
+
 }  // namespace
 }  // namespace unitrain

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
+#include "unitrain/engine/results/run_status.h"
 
 namespace unitrain {
 namespace {
@@ -70,6 +71,41 @@ TEST(SummaryFile, AFailureBeforeAnySummaryWritesOneOfItsOwn) {
   EXPECT_EQ(j["name"], "demo");
   EXPECT_EQ(j["status"], "failed: boom");
   EXPECT_EQ(j["step"], 3);
+}
+
+TEST(RunStatus, EachStatusTextReadsBackAsWhatHappened) {
+  for (const RunStatus st :
+       {RunStatus::Finished, RunStatus::StoppedEarly, RunStatus::Paused, RunStatus::Failed}) {
+    const StatusText read = parse_run_status(run_status_text(st, "why"));
+    EXPECT_EQ(read.status, st) << read.text;
+    EXPECT_EQ(read.resumable, st == RunStatus::Paused) << read.text;
+  }
+  EXPECT_EQ(parse_run_status("stopped early").text, "stopped early");
+  EXPECT_EQ(parse_run_status("paused: timer").detail, "timer");
+  EXPECT_EQ(parse_run_status("failed: disk full").detail, "disk full");
+  const StatusText signal = parse_run_status(
+      "stopped by SIGTERM: checkpoint saved; exit 75 (checkpoint.on_signal.exit_code): run the "
+      "same command to resume");
+  EXPECT_EQ(signal.status, RunStatus::StoppedBySignal);
+  EXPECT_TRUE(signal.resumable);
+  EXPECT_FALSE(parse_run_status("stopped by SIGINT: checkpoint saved; exit 130").resumable);
+  EXPECT_EQ(parse_run_status("finished!").status, RunStatus::Unknown);
+}
+
+TEST(RunStatus, ReadsTheSummarysStatusStepAndEpoch) {
+  const std::string dir = test::temp_dir();
+  EXPECT_FALSE(read_summary_status(dir).has_value());
+  RunSummary s;
+  s.status = run_status_text(RunStatus::StoppedEarly);
+  s.state.step = 161;
+  s.state.epoch = 7;
+  write_run_summary(dir, s);
+  const auto read = read_summary_status(dir);
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->status.status, RunStatus::StoppedEarly);
+  EXPECT_EQ(read->step, 161);
+  EXPECT_EQ(read->epoch, 7);
+  EXPECT_EQ(status_awaiting_resume(dir), "");
 }
 
 }  // namespace

@@ -3,18 +3,21 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <cmath>
 #include <vector>
 
-#include "unitrain/engine/callback_registry.h"
 #include "unitrain/core/error.h"
+#include "unitrain/engine/callback_registry.h"
 #include "unitrain/engine/trainer.h"
 
 namespace unitrain {
 namespace {
 
 [[noreturn]] void bad_budget(const std::string& key, const std::string& text) {
-  throw ConfigError(fmt::format("{}: '{}' is not a wall-clock budget; give e.g. 3h50m, 90m, 45s "
-                                "or 03:50:00 (HH:MM:SS)", key, text));
+  throw ConfigError(
+      fmt::format("{}: '{}' is not a wall-clock budget; give e.g. 3h50m, 90m, 45s "
+                  "or 03:50:00 (HH:MM:SS)",
+                  key, text));
 }
 
 // "1:02:30:00", "02:30:00", "30:00": colon-separated fields, the last being seconds.
@@ -38,7 +41,25 @@ double parse_clock(const std::string& text, const std::string& key) {
   return seconds;
 }
 
+/// "1 s", "1.5 s" (seconds as `seconds_format` gives them), "12 min 30 s", "3 h 50 min".
+std::string duration_text(double seconds, const char* seconds_format) {
+  if (seconds < 59.95) return fmt::format(fmt::runtime(seconds_format), seconds) + " s";
+  const auto whole = static_cast<int64_t>(std::llround(seconds));
+  if (whole < 3600) {
+    return whole % 60 ? fmt::format("{} min {} s", whole / 60, whole % 60)
+                      : fmt::format("{} min", whole / 60);
+  }
+  const int64_t minutes = (whole % 3600) / 60;
+  return minutes ? fmt::format("{} h {} min", whole / 3600, minutes)
+                 : fmt::format("{} h", whole / 3600);
+}
+
 }  // namespace
+
+std::string budget_spent_text(double budget_seconds, double spent_seconds) {
+  return fmt::format("timer: the time budget of {} is spent (after {})",
+                     duration_text(budget_seconds, "{:g}"), duration_text(spent_seconds, "{:.1f}"));
+}
 
 double parse_wall_clock(const std::string& text, const std::string& key) {
   if (text.find(':') != std::string::npos) return parse_clock(text, key);
@@ -63,8 +84,9 @@ double parse_wall_clock(const std::string& text, const std::string& key) {
 void TimerOptions::declare(Options<TimerOptions>& o) {
   o.field("budget", &TimerOptions::budget)
       .required()
-      .help("wall-clock time to train for, from the start of this process's fit(): 3h50m, 90m, "
-            "45s or 03:50:00");
+      .help(
+          "wall-clock time to train for, from the start of this process's fit(): 3h50m, 90m, "
+          "45s or 03:50:00");
   o.field("pause", &TimerOptions::pause)
       .help(
           "true: end resumable (exit checkpoint.on_signal.exit_code, 75: run the same command "
@@ -72,7 +94,8 @@ void TimerOptions::declare(Options<TimerOptions>& o) {
 }
 
 Timer::Timer(TimerOptions options)
-    : options_(std::move(options)), budget_seconds_(parse_wall_clock(options_.budget, "timer.budget")) {
+    : options_(std::move(options)),
+      budget_seconds_(parse_wall_clock(options_.budget, "timer.budget")) {
   UT_CHECK(budget_seconds_ > 0, "timer.budget: '", options_.budget, "' must be more than 0 s");
 }
 
@@ -89,8 +112,7 @@ void Timer::check(Trainer& trainer) {
   const double spent = std::chrono::duration<double>(Clock::now() - start_).count();
   if (fired_ || spent < budget_seconds_) return;
   fired_ = true;
-  const std::string why = fmt::format("timer: the budget of {} ({:.0f} s) is spent after {:.0f} s",
-                                      options_.budget, budget_seconds_, spent);
+  const std::string why = budget_spent_text(budget_seconds_, spent);
   if (options_.pause) {
     trainer.request_pause(why);
   } else {

@@ -9,14 +9,19 @@
 namespace unitrain {
 
 struct TimerOptions {
-  std::string budget;   ///< "3h50m", "90m", "45s", "1h", "02:30:00" (HH:MM:SS), "1:02:30:00" (DD:HH:MM:SS)
-  bool pause = true;    ///< true: a checkpoint the next run resumes from; false: a finished run
+  std::string
+      budget;  ///< "3h50m", "90m", "45s", "1h", "02:30:00" (HH:MM:SS), "1:02:30:00" (DD:HH:MM:SS)
+  bool pause = true;  ///< true: a checkpoint the next run resumes from; false: a finished run
   static void declare(Options<TimerOptions>& o);
 };
 
 /// Parses a budget: units d, h, m, s combined ("1h30m", "90s"), or [[DD:]HH:]MM:SS; ConfigError
 /// naming `key` otherwise.
 double parse_wall_clock(const std::string& text, const std::string& key);
+
+/// What a timer says when its budget is spent, once: "timer: the time budget of 1 s is spent
+/// (after 1.0 s)", longer times in minutes and hours ("3 h 50 min").
+std::string budget_spent_text(double budget_seconds, double spent_seconds);
 
 /// Checks after each optimizer step (and epoch) whether this process has trained for `budget`
 /// since fit() began; then ends the run after the step with a checkpoint (what a cluster job

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "unitrain/engine/results/run_status.h"
 #include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/log/json_number.h"
 
@@ -33,14 +34,8 @@ void write_json(const std::string& path, const Json& j) {
 }  // namespace
 
 std::string status_awaiting_resume(const std::string& run_dir) {
-  std::ifstream in(run_dir + "/results/summary.json");
-  if (!in) return "";
-  const Json j = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("status") || !j.at("status").is_string()) return "";
-  const std::string status = j.at("status").get<std::string>();
-  const bool signal = status.rfind("stopped by ", 0) == 0 &&
-                      status.find("run the same command to resume") != std::string::npos;
-  return signal || status.rfind("paused: ", 0) == 0 ? status : "";
+  const auto summary = read_summary_status(run_dir);
+  return summary && summary->status.resumable ? summary->status.text : "";
 }
 
 std::string resume_choice(const std::string& resume, const std::string& run_dir) {
@@ -80,10 +75,10 @@ void write_failed_summary(const std::string& run_dir, const std::string& name,
     s.name = name;
     s.state = state;
     s.world_size = world_size;
-    s.status = "failed: " + error;
+    s.status = run_status_text(RunStatus::Failed, error);
     return write_run_summary(run_dir, s);
   }
-  j["status"] = "failed: " + error;
+  j["status"] = run_status_text(RunStatus::Failed, error);
   j["step"] = state.step;
   j["epoch"] = state.epoch;
   j["samples"] = state.samples;

@@ -12,7 +12,7 @@ namespace unitrain {
 /// What summary.json says of a fit().
 struct RunSummary {
   std::string name;
-  std::string status;  ///< finished | stopped early | paused: why | stopped by SIG...: ...
+  std::string status;  ///< run_status_text(): finished, stopped early, paused: why, ...
   TrainState state;
   double seconds = 0;       ///< training time, before a resume included
   MetricMap final_train;    ///< the last training log event
