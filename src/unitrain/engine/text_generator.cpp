@@ -111,13 +111,29 @@ std::shared_ptr<models::HfCausalLm> folder_model(const std::string& dir) {
   return model;
 }
 
-/// The run's tokenizer (data.train.args.tokenizer), "" when it names none.
+}  // namespace
+
 std::string run_tokenizer(const Config& config) {
   const YAML::Node t = config.node()["data"]["train"]["args"]["tokenizer"];
-  return t.IsDefined() && t.IsScalar() ? t.as<std::string>() : "";
+  if (t.IsDefined() && t.IsScalar() && !t.as<std::string>().empty()) return t.as<std::string>();
+  const YAML::Node folder = config.node()["model"]["args"]["pretrained"];
+  if (!folder.IsDefined() || !folder.IsScalar()) return "";
+  std::error_code ec;
+  for (const char* name : {"tokenizer.json", "tokenizer.model"}) {
+    const fs::path own = fs::path(folder.as<std::string>()) / name;
+    if (fs::is_regular_file(own, ec)) return own.string();
+  }
+  return "";
 }
 
-}  // namespace
+std::string no_tokenizer_text(const Config& config) {
+  const YAML::Node folder = config.node()["model"]["args"]["pretrained"];
+  return "data.train names no tokenizer (data.train.args.tokenizer)" +
+         (folder.IsDefined() && folder.IsScalar()
+              ? ", and the model's folder " + folder.as<std::string>() +
+                    " (model.args.pretrained) holds no tokenizer.json or tokenizer.model"
+              : std::string());
+}
 
 TextGenerator load_text_generator(const std::string& source, const std::string& checkpoint,
                                   const std::string& tokenizer) {
@@ -148,9 +164,8 @@ TextGenerator load_text_generator(const std::string& source, const std::string& 
            loaded.config.node()["model"]["type"].as<std::string>("?"),
            ") is not a gpt2 or llama causal LM");
   const std::string t = !tokenizer.empty() ? tokenizer : run_tokenizer(loaded.config);
-  UT_CHECK(!t.empty(),
-           "generate: the run's data.train names no tokenizer; give one with "
-           "--tokenizer");
+  UT_CHECK(!t.empty(), "generate: the run's ", no_tokenizer_text(loaded.config),
+           "; give one with --tokenizer");
   loaded.module->to(torch::kCPU);
   loaded.module->eval();
   log::info("generate: checkpoint " + loaded.dir);

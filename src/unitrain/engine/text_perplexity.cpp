@@ -11,6 +11,7 @@
 #include "unitrain/core/error.h"
 #include "unitrain/data/text_lines.h"
 #include "unitrain/data/tokenizer.h"
+#include "unitrain/engine/text_generator.h"
 #include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/engine/train_from_config.h"
 #include "unitrain/models/hf_causal_lm.h"
@@ -46,9 +47,9 @@ PerplexityResult text_perplexity(const Config& given, const std::string& checkpo
                                  int64_t window) {
   LoadedCheckpoint loaded = load_checkpoint_module(given, checkpoint, "validated", "eval");
   Model& model = *loaded.module->model();
-  const YAML::Node run_tok = loaded.config.node()["data"]["train"]["args"]["tokenizer"];
-  const std::string tok = !tokenizer.empty() ? tokenizer : run_tok.as<std::string>("");
-  UT_CHECK(!tok.empty(), "eval --text: the run's data.train names no tokenizer; give --tokenizer");
+  const std::string tok = !tokenizer.empty() ? tokenizer : run_tokenizer(loaded.config);
+  UT_CHECK(!tok.empty(), "eval --text: the run's ", no_tokenizer_text(loaded.config),
+           "; give --tokenizer");
   if (window == 0) window = longest_context(model);
   UT_CHECK(window >= 1, "eval --text: the model (model.type ",
            loaded.config.node()["model"]["type"].as<std::string>("?"),

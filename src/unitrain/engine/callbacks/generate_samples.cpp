@@ -28,7 +28,8 @@ void GenerateSamplesOptions::declare(Options<GenerateSamplesOptions>& o) {
   using T = GenerateSamplesOptions;
   o.field("prompts", &T::prompts).required().help("the prompts generated after at each validation");
   o.field("tokenizer", &T::tokenizer)
-      .help("a tokenizer.json or .model; null = data.train.args.tokenizer");
+      .help("a tokenizer.json or .model; null = data.train.args.tokenizer, else the model "
+            "folder's (model.args.pretrained)");
   o.field("template", &T::template_text)
       .help(
           "the text each prompt is put into, with {prompt}; null = the instruct train set's "
@@ -77,10 +78,10 @@ void GenerateSamples::on_fit_start(Trainer& trainer) {
            "callbacks: generate needs the config-driven path with a gpt2 or "
            "llama model (model.type)");
   const std::string tokenizer =
-      !o_.tokenizer.empty() ? o_.tokenizer : train_arg(trainer.config(), "tokenizer");
-  UT_CHECK(!tokenizer.empty(),
-           "callbacks: generate: args.tokenizer is null and data.train names "
-           "no tokenizer");
+      !o_.tokenizer.empty() ? o_.tokenizer : run_tokenizer(trainer.config());
+  UT_CHECK(!tokenizer.empty(), "callbacks: generate: args.tokenizer is null and ",
+           no_tokenizer_text(trainer.config()),
+           "; give the generate callback's args.tokenizer: a tokenizer.json or .model");
   std::string wrap = o_.template_text;
   if (wrap.empty()) wrap = train_arg(trainer.config(), "template", "instruct");
   const YAML::Node train = trainer.config().node()["data"]["train"];
