@@ -263,4 +263,45 @@ TEST_F(OptimizerTest, BadSectionsGiveErrorsNamingTheKey) {
   EXPECT_NE(msg.find("no trainable parameters"), std::string::npos) << msg;
 }
 
+/// An SGD whose step a plugin says can be captured: its CapturedStep counts its calls.
+struct CapturedSgd : torch::optim::SGD {
+  using torch::optim::SGD::SGD;
+};
+struct CountingStep : CapturedStep {
+  int* prepares;
+  explicit CountingStep(int* p) : prepares(p) {}
+  void prepare() override { ++*prepares; }
+  void step() override {}
+};
+
+TEST_F(OptimizerTest, ACapturedStepIsDeclaredWhereTheOptimizerRegisters) {
+  Net net;
+  std::vector<torch::Tensor> params = net.parameters();
+  // adam and adamw (and their fused subclasses) from the start; others say none was declared.
+  auto adamw = build_optimizer(section("{type: adamw}"), net);
+  EXPECT_NE(capture_of(*adamw), nullptr);
+  torch::optim::SGD sgd(params, torch::optim::SGDOptions(0.1));
+  EXPECT_EQ(capture_of(sgd), nullptr);
+  EXPECT_TRUE(test::contains(capture_refusal(sgd), "declares no captured step")) << capture_refusal(sgd);
+  // A plugin's declaration: its refusal, its state test and its step are the ones used.
+  static int prepares = 0;
+  StepCapture mine;
+  mine.refusal = [](const torch::optim::Optimizer& o) {
+    return get_lr(o) > 1 ? std::string("its lr is above 1") : std::string();
+  };
+  mine.has_state = [](const torch::optim::Optimizer&) { return true; };
+  mine.make = [](torch::optim::Optimizer&) -> std::unique_ptr<CapturedStep> {
+    return std::make_unique<CountingStep>(&prepares);
+  };
+  declare_capturable(optimizer_is<CapturedSgd>(), mine);
+  CapturedSgd ok(params, torch::optim::SGDOptions(0.1));
+  CapturedSgd high(params, torch::optim::SGDOptions(2.0));
+  EXPECT_EQ(capture_refusal(ok), "");
+  EXPECT_EQ(capture_refusal(high), "its lr is above 1");
+  auto step = capture_of(ok)->make(ok);
+  step->prepare();
+  EXPECT_EQ(prepares, 1);
+  EXPECT_EQ(capture_of(sgd), nullptr);  // a plain SGD is still not one
+}
+
 }  // namespace unitrain

@@ -295,6 +295,16 @@ bool GraphedAdam::has_state(const torch::optim::Optimizer& optimizer) {
   return true;
 }
 
+StepCapture adam_step_capture() {
+  StepCapture c;
+  c.refusal = [](const torch::optim::Optimizer& o) { return GraphedAdam::refusal(o); };
+  c.has_state = [](const torch::optim::Optimizer& o) { return GraphedAdam::has_state(o); };
+  c.make = [](torch::optim::Optimizer& o) -> std::unique_ptr<CapturedStep> {
+    return std::make_unique<GraphedAdam>(o);
+  };
+  return c;
+}
+
 GraphedAdam::GraphedAdam(torch::optim::Optimizer& optimizer) : optimizer_(optimizer) {
   const std::string why = refusal(optimizer);
   if (!why.empty()) throw ConfigError("train.cuda_graphs: " + why);

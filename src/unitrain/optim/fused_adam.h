@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "unitrain/optim/optimizer.h"
+
 namespace unitrain {
 
 /// torch::optim::Adam whose step updates each contiguous float32 CPU parameter in one pass
@@ -40,7 +42,7 @@ class FusedAdamW : public torch::optim::AdamW {
 /// rate from a float32 tensor (2.4 and later): the update equals the kernel's own with the
 /// learning rate rounded to float32. The state stays LibTorch's (AdamParamState: checkpoints
 /// as ever): prepare() counts the step on the host too.
-class GraphedAdam {
+class GraphedAdam : public CapturedStep {
  public:
   /// Of `optimizer` once every parameter it trains has its state (after a first step). Throws
   /// ConfigError naming why the kernel cannot step it (not Adam or AdamW, amsgrad, LibTorch
@@ -53,9 +55,9 @@ class GraphedAdam {
   static bool has_state(const torch::optim::Optimizer& optimizer);
   /// Before each run of step() (outside a capture): each state's step count goes up by one on
   /// the host and the device's count and learning rates take their values (no host wait).
-  void prepare();
+  void prepare() override;
   /// The update (the kernel launches) from the parameters' current gradients.
-  void step();
+  void step() override;
 
  private:
   torch::optim::Optimizer& optimizer_;
@@ -63,5 +65,9 @@ class GraphedAdam {
   torch::Tensor step_;             ///< the shared step count, float32 on the device
   std::vector<torch::Tensor> lr_;  ///< each group's learning rate, float32 on the device
 };
+
+/// Adam's and AdamW's StepCapture (GraphedAdam), declared for torch::optim::Adam and AdamW and
+/// their subclasses (FusedAdam, FusedAdamW) from the start, as LBFGS's closure is.
+StepCapture adam_step_capture();
 
 }  // namespace unitrain

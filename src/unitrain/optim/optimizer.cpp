@@ -2,9 +2,11 @@
 
 #include <torch/torch.h>
 
+#include <list>
 #include <mutex>
 
 #include "unitrain/optim/component_section.h"
+#include "unitrain/optim/fused_adam.h"
 
 namespace unitrain {
 namespace {
@@ -99,6 +101,46 @@ bool needs_closure(const torch::optim::Optimizer& optimizer) {
     if (is_of_type(optimizer)) return true;
   }
   return false;
+}
+
+namespace {
+
+std::mutex capture_types_mutex;
+
+/// What declare_capturable declared, by type test; a list whose elements never move.
+std::list<std::pair<std::function<bool(const torch::optim::Optimizer&)>, StepCapture>>&
+capture_types() {
+  // Adam's and AdamW's from the start, as LBFGS's closure (an optimizer a
+  // Trainer::configure_optimizer override built itself is captured too).
+  static std::list<std::pair<std::function<bool(const torch::optim::Optimizer&)>, StepCapture>>
+      types{{optimizer_is<torch::optim::Adam>(), adam_step_capture()},
+            {optimizer_is<torch::optim::AdamW>(), adam_step_capture()}};
+  return types;
+}
+
+}  // namespace
+
+void declare_capturable(std::function<bool(const torch::optim::Optimizer&)> is_of_type,
+                        StepCapture capture) {
+  std::lock_guard<std::mutex> lock(capture_types_mutex);
+  capture_types().emplace_back(std::move(is_of_type), std::move(capture));
+}
+
+const StepCapture* capture_of(const torch::optim::Optimizer& optimizer) {
+  std::lock_guard<std::mutex> lock(capture_types_mutex);
+  for (const auto& [is_of_type, capture] : capture_types()) {
+    if (is_of_type(optimizer)) return &capture;
+  }
+  return nullptr;
+}
+
+std::string capture_refusal(const torch::optim::Optimizer& optimizer) {
+  const StepCapture* capture = capture_of(optimizer);
+  if (!capture) {
+    return "its optimizer declares no captured step (optim/optimizer.h: declare_capturable; "
+           "adam and adamw do)";
+  }
+  return capture->refusal(optimizer);
 }
 
 double get_lr(const torch::optim::Optimizer& optimizer, size_t group) {

@@ -67,6 +67,37 @@ void declare_needs_closure() {
 /// Trainer::configure_optimizer override built itself.
 bool needs_closure(const torch::optim::Optimizer& optimizer);
 
+/// A step that train.cuda_graphs captures: device work alone, with what changes between steps
+/// (the step count, each group's learning rate) in device tensors that prepare() sets before
+/// each run of step() (outside a capture), so that nothing a replay runs was fixed when it was
+/// captured. GraphedAdam (optim/fused_adam.h) is adam's and adamw's.
+class CapturedStep {
+ public:
+  virtual ~CapturedStep() = default;
+  virtual void prepare() = 0;
+  virtual void step() = 0;
+};
+
+/// How train.cuda_graphs captures the step of optimizers of one type, declared where the
+/// optimizer registers, as a closure is (declare_needs_closure):
+///   declare_capturable(optimizer_is<MyOptimizer>(), {refusal, has_state, make});
+struct StepCapture {
+  /// Why the optimizer's step cannot be captured, from its type and options alone (before it
+  /// has a state): e.g. an option the captured step lacks; "" when it can.
+  std::function<std::string(const torch::optim::Optimizer&)> refusal;
+  /// Whether every parameter it trains has its state (the eager steps before a capture make it).
+  std::function<bool(const torch::optim::Optimizer&)> has_state;
+  /// Its captured step, once it has its state (ConfigError naming why it cannot be).
+  std::function<std::unique_ptr<CapturedStep>(torch::optim::Optimizer&)> make;
+};
+void declare_capturable(std::function<bool(const torch::optim::Optimizer&)> is_of_type,
+                        StepCapture capture);
+/// The StepCapture declared for `optimizer`'s type (or a base of it); null when none was.
+const StepCapture* capture_of(const torch::optim::Optimizer& optimizer);
+/// Why train.cuda_graphs cannot capture `optimizer`'s step ("" when it can): its type declared
+/// no StepCapture, or its StepCapture's refusal.
+std::string capture_refusal(const torch::optim::Optimizer& optimizer);
+
 /// Reads/writes the learning rate of group `i` (every LibTorch optimizer's options have one).
 double get_lr(const torch::optim::Optimizer& optimizer, size_t group = 0);
 void set_lr(torch::optim::Optimizer& optimizer, size_t group, double lr);

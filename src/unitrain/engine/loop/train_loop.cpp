@@ -16,7 +16,7 @@
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/log/console.h"
-#include "unitrain/optim/fused_adam.h"
+#include "unitrain/optim/optimizer.h"
 #include "unitrain/parallel/shard_module.h"
 #include "unitrain/parallel/sharded_parameters.h"
 
@@ -97,7 +97,7 @@ void TrainLoop::start_graph() {
   facts.precision = precision_.mode();
   torch::optim::Optimizer* trainers = optimizers_->trainers();
   facts.manual = trainers == nullptr;
-  if (trainers) facts.optimizer_refusal = GraphedAdam::refusal(*trainers);
+  if (trainers) facts.optimizer_refusal = capture_refusal(*trainers);
   facts.hooking = callbacks_.hooking_inside_step();
   facts.short_batches = !plan_.drop_last && plan_.epoch_size % plan_.batch_size != 0;
   facts.profiling = settings_.profile.enabled;

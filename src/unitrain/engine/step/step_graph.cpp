@@ -14,7 +14,7 @@
 
 #include "unitrain/core/error.h"
 #include "unitrain/engine/callback.h"
-#include "unitrain/optim/fused_adam.h"
+#include "unitrain/optim/optimizer.h"
 
 namespace unitrain {
 
@@ -118,24 +118,27 @@ struct StepGraph::Cuda {
       : stream(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index())) {}
   c10::cuda::CUDAStream stream;
   at::cuda::CUDAGraph graph;
-  std::unique_ptr<GraphedAdam> adam;
+  std::unique_ptr<CapturedStep> adam;  ///< the optimizer's captured step (StepCapture::make)
   bool captured = false;
 };
 
 StepGraph::StepGraph(StepRunner& runner, torch::optim::Optimizer& optimizer, torch::Device device)
     : runner_(runner),
       optimizer_(optimizer),
+      capture_(capture_of(optimizer)),
       device_(device),
       cuda_(std::make_unique<Cuda>(device)) {
+  const std::string why = capture_refusal(optimizer);
+  if (!why.empty()) throw ConfigError("train.cuda_graphs: " + why);
   // The eager steps update as the replays will (the kernel reading a float32 learning rate
   // from the device), once the optimizer has its state (a fresh run's first step makes it):
   // where a run resumes changes none of its numbers.
   runner_.step_optimizer_with([this] {
-    if (!cuda_->adam && !GraphedAdam::has_state(optimizer_)) {
+    if (!cuda_->adam && !capture_->has_state(optimizer_)) {
       optimizer_.step();
       return;
     }
-    if (!cuda_->adam) cuda_->adam = std::make_unique<GraphedAdam>(optimizer_);
+    if (!cuda_->adam) cuda_->adam = capture_->make(optimizer_);
     cuda_->adam->prepare();
     cuda_->adam->step();
   });
@@ -165,7 +168,7 @@ StepGraph::StreamScope::~StreamScope() = default;
 void StepGraph::capture(const Batch& batch, int64_t step) {
   torch::NoGradGuard no_grad;
   for (const auto& [name, value] : batch) inputs_.set(name, value.clone());
-  if (!cuda_->adam) cuda_->adam = std::make_unique<GraphedAdam>(optimizer_);
+  if (!cuda_->adam) cuda_->adam = capture_->make(optimizer_);
   // The last eager step's zero_grad freed the gradients (one process: set to none), so the
   // captured backward makes them in the graph's memory, where each replay writes them again
   // (a gradient still there would be added to, replay after replay).

@@ -11,6 +11,8 @@
 
 namespace unitrain {
 
+struct StepCapture;
+
 class Callback;
 
 /// What decides whether a run's step can be captured (step_graph_refusal()).
@@ -21,7 +23,7 @@ struct GraphFacts {
   int64_t accumulation = 1;  ///< micro-batches a step
   PrecisionMode precision = PrecisionMode::Fp32;
   bool manual = false;                ///< the module steps its own optimizers
-  std::string optimizer_refusal;      ///< GraphedAdam::refusal() of the optimizer ("" when it can)
+  std::string optimizer_refusal;      ///< capture_refusal() of the optimizer ("" when it can)
   const Callback* hooking = nullptr;  ///< a callback with hooks inside the step
   bool short_batches = false;         ///< an epoch ends with a shorter batch (drop_last off)
   bool profiling = false;             ///< profile.enabled
@@ -36,14 +38,15 @@ std::string step_graph_refusal(const TrainOptions& options, const GraphFacts& fa
 
 /// train.cuda_graphs: the first kEagerSteps steps run eagerly through the runner's phases (as
 /// without graphs); the next is captured — forward, backward, clipping, the optimizer's
-/// update (StepRunner::step_body, GraphedAdam) — into one CUDA graph, which every later step
+/// update (StepRunner::step_body, the optimizer's CapturedStep) — into one CUDA graph, which every later step
 /// replays after copying its batch into the captured inputs: no kernel launch from the host
 /// but the graph's. Everything runs on one side stream of the GPU (stream()), as a capture
 /// needs; the caller runs its whole loop there. What the step makes on the host — a loss read,
 /// a number logged, a callback's hook inside the step — would be fixed at the capture: those
 /// are refused (step_graph_refusal(), capture errors naming the step), never replayed wrong.
-/// The captured update reads the learning rate as float32 (GraphedAdam): results equal the
-/// uncaptured run's to that rounding.
+/// The optimizer declares how its step is captured (optim/optimizer.h, StepCapture; adam's and
+/// adamw's GraphedAdam reads the learning rate as float32: results equal the uncaptured run's
+/// to that rounding).
 class StepGraph {
  public:
   static constexpr int kEagerSteps = 3;
@@ -85,6 +88,7 @@ class StepGraph {
   void capture(const Batch& batch, int64_t step);
   StepRunner& runner_;
   torch::optim::Optimizer& optimizer_;
+  const StepCapture* capture_ = nullptr;  ///< how the optimizer's step is captured (its type's)
   torch::Device device_;
   std::unique_ptr<Cuda> cuda_;
   bool capturing_ = false;
