@@ -16,7 +16,6 @@
 #include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/checkpoint_options.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
-#include "unitrain/checkpoint/checkpointer.h"
 #include "unitrain/checkpoint/model_shards.h"
 #include "unitrain/checkpoint/model_weights.h"
 #include "unitrain/checkpoint/safetensors.h"
@@ -31,7 +30,6 @@
 #include "unitrain/engine/config/resume_config.h"
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/config_driven.h"
-#include "unitrain/engine/results/summary_file.h"
 #include "unitrain/engine/setup/init_weights.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/run_folder.h"
@@ -70,13 +68,10 @@ Config with_normalize_statistics(const Config& config, const NormalizeOptions& n
 }
 
 
-/// The checkpoint `run` will resume from, found as Trainer::fit does; "" for a new run.
+/// The checkpoint `run` will resume from, as Trainer::fit finds it; "" for a new run.
 std::string resume_dir(const RunSettings& run) {
-  const CheckpointOptions& ckpt = run.checkpoint;
-  if (!ckpt.enabled || run.train.test_mode) return "";
   std::vector<std::string> skipped;  // the run warns of them when it resumes
-  return Checkpointer(ckpt, run.run_dir + "/checkpoints")
-      .find_resume(resume_choice(ckpt.resume, run.run_dir), &skipped);
+  return Trainer::resume_checkpoint(run, &skipped);
 }
 
 /// The shuffle of the data order a run continues (its random split's): the checkpoint it

@@ -66,6 +66,13 @@ class Trainer {
   /// run's trackers (console, metrics.jsonl/csv) at the run's last step and written to
   /// run_dir/results/test.json and results/summary.json (rank 0).
   MetricMap test(TrainModule& module, DatasetPtr data);
+  /// The checkpoint folder a fit with these settings resumes from ("" for a fresh start, or
+  /// when checkpoints are off or train.test_mode), as checkpoint.resume says in run_dir
+  /// (resume_choice). The one way to find it: fit() and train_from_config (which needs it to
+  /// read the data as the run did) both ask here. `skipped` collects damaged checkpoints passed
+  /// over instead of warning of them.
+  static std::string resume_checkpoint(const RunSettings& run,
+                                       std::vector<std::string>* skipped = nullptr);
 
   const Config& config() const { return config_; }
   const TrainOptions& options() const;

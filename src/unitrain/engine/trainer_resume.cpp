@@ -24,6 +24,13 @@ std::string finished_how(const TrainState& s, const TrainUnit& length) {
 
 }  // namespace
 
+std::string Trainer::resume_checkpoint(const RunSettings& run, std::vector<std::string>* skipped) {
+  const CheckpointOptions& ckpt = run.checkpoint;
+  if (!ckpt.enabled || run.train.test_mode) return "";
+  return Checkpointer(ckpt, run.run_dir + "/checkpoints")
+      .find_resume(resume_choice(ckpt.resume, run.run_dir), skipped);
+}
+
 ResumePoint Trainer::read_resume(bool say) const {
   const CheckpointOptions& ckpt = settings_->checkpoint;
   const std::string choice = resume_choice(ckpt.resume, run_dir());
@@ -33,7 +40,7 @@ ResumePoint Trainer::read_resume(bool say) const {
         "(none starts over a run that finished, failed or was interrupted with Ctrl-C)",
         run_dir(), status_awaiting_resume(run_dir())));
   }
-  const std::string dir = Checkpointer(ckpt, run_dir() + "/checkpoints").find_resume(choice);
+  const std::string dir = resume_checkpoint(*settings_);
   try {
     return read_resume_point(dir, config_);
   } catch (const ConfigError& e) {
