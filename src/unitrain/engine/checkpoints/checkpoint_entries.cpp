@@ -17,6 +17,7 @@
 #include "unitrain/engine/callback_list.h"
 #include "unitrain/engine/checkpoints/rank_files.h"
 #include "unitrain/engine/step/lr_controller.h"
+#include "unitrain/engine/step/step_runner.h"
 #include "unitrain/log/console.h"
 #include "unitrain/parallel/optimizer_sharding.h"
 #include "unitrain/parallel/process_group.h"
@@ -110,6 +111,16 @@ class ModelEntry : public CheckpointEntry {
   TrainModule& module_;
   Precision& precision_;
   std::string frozen_;  ///< frozen_fingerprint, computed once (the frozen weights never change)
+};
+
+class WindowFlagEntry : public CheckpointEntry {
+ public:
+  explicit WindowFlagEntry(StepRunner& runner) : runner_(runner) {}
+  void save(CheckpointWrite& out) override { out.state.window_bad = runner_.window_bad(); }
+  void restore(const CheckpointRead& in) override { runner_.set_window_bad(in.state.window_bad); }
+
+ private:
+  StepRunner& runner_;
 };
 
 class RngEntry : public CheckpointEntry {
@@ -264,6 +275,10 @@ std::map<std::string, std::string> read_callback_entries(const std::string& dir)
 
 CheckpointEntryPtr model_entry(TrainModule& module, Precision& precision) {
   return std::make_unique<ModelEntry>(module, precision);
+}
+
+CheckpointEntryPtr window_flag_entry(StepRunner& runner) {
+  return std::make_unique<WindowFlagEntry>(runner);
 }
 
 CheckpointEntryPtr rng_entry(ProcessGroup* group) { return std::make_unique<RngEntry>(group); }

@@ -23,6 +23,7 @@ class OptimizerSharding;
 class Precision;
 class ProcessGroup;
 class ShardedParameters;
+class StepRunner;
 class TrainModule;
 struct TrainState;
 
@@ -57,6 +58,9 @@ CheckpointEntryPtr sharded_state_entry(ParameterState& state, TrainModule& modul
 /// After ShardedParameters::unshard (a collective): `state` whole again
 /// (ParameterState::make_whole), gathered from the parts.
 void make_state_whole(ParameterState& state, TrainModule& module, const ShardedParameters& params);
+/// trainer_state.json's window_bad: the step runner's flag of a non-finite loss earlier in the
+/// accumulation window a checkpoint was saved inside (on_nonfinite: skip).
+CheckpointEntryPtr window_flag_entry(StepRunner& runner);
 /// rng-rank-<R>.pt: every rank's generator states (gathered on rank 0).
 CheckpointEntryPtr rng_entry(ProcessGroup* group);
 /// grads.pt: the accumulated gradients of a window the checkpoint was saved inside.

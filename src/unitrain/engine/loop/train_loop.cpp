@@ -38,6 +38,10 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
       // A resumed run keeps the shuffle it trained with (its checkpoint's data_order).
       train_loader_(train, settings_.loader.for_device(device_.is_cuda()), settings_.seed,
                     "data.train", resume.dir.empty() ? kCurrentShuffle : resume.file.data_order),
+      logs_(group_.get(), group_ ? group_->rank() : 0,
+            [this] {
+              if (step_) step_->runner().check_nonfinite();
+            }),
       classes_text_(class_names_json(train->class_names())) {
   counters_ = TrainState();  // a fit starts from nothing; restore() sets a resume's
   const int rank = group_ ? group_->rank() : 0;
@@ -82,7 +86,7 @@ void TrainLoop::start(const OptimizerFactory& make) {
   module_.set_run(module_run_.get());
   StepRunner& runner = step_->runner();
   if (divergence_.watches_spikes()) runner.watch(&divergence_);
-  if (runner.defers_reads()) train_sums_ = MetricAccumulator(MetricAccumulator::Reads::Deferred);
+  if (runner.defers_reads()) logs_.defer_reads();
   periods_.start_at(counters_);
   optimizers_->remember_lrs();
   if (settings_.train.cuda_graphs) start_graph();
@@ -114,20 +118,18 @@ void TrainLoop::list_checkpoints() {
   setup.threads = threads_->threads();
   checkpoints_ =
       std::make_unique<TrainCheckpoints>(std::move(setup), counters_, decisions_, profiler_.get());
-  checkpoints_->check_before_save([this] {
-    if (step_) step_->runner().check_nonfinite();
-  });
+  checkpoints_->check_before_save([this] { logs_.settle(); });
   list_checkpoint_entries(optimizers_->trainers());
 }
 
 void TrainLoop::open_run_files(const ResumePoint& resume) {
   const int rank = plan_.rank;
-  logger_ = std::make_unique<RunLogger>(
+  logs_.open(std::make_unique<RunLogger>(
       settings_.log.of_rank(rank),
       settings_.log.segment(config_.dump(), settings_.run_dir, rank, plan_.world,
                             resume.dir.empty() ? 0 : resume.file.state.step,
-                            resume.dir.empty() ? -1 : resume.file.log_events));
-  checkpoints_->open(*logger_);
+                            resume.dir.empty() ? -1 : resume.file.log_events)));
+  checkpoints_->open(logs_.logger());
 }
 
 void TrainLoop::run(RunPosition& position) {
@@ -256,8 +258,7 @@ void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
   counters_.samples += n * plan_.world;             // every rank read a batch of the same size
   // The logged loss is a mean over what the loss averages: samples, or target tokens.
   const int64_t counted = window_tokens_ ? window_tokens_->count(batch) : n;
-  train_sums_.add("loss", MetricValue(m.loss), counted);  // read at log time when deferred
-  train_sums_.add(m.metrics, n);
+  logs_.add_batch(MetricValue(m.loss), counted, m.metrics, n);
   if (!m.window_end) {
     return callbacks_.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
   }
@@ -278,7 +279,7 @@ void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
   }
   // `epoch` counts completed epochs everywhere (progress bar, log lines, metrics files,
   // checkpoints), the epoch a step ends included. The loss is read only when a bar is drawn.
-  logger_->progress(counters_.step, plan_.total_steps, epochs_done(),
+  logs_.logger().progress(counters_.step, plan_.total_steps, epochs_done(),
                     [&m] { return m.loss_value(); });
 }
 
@@ -322,7 +323,7 @@ void TrainLoop::end_epoch() {
 }
 
 void TrainLoop::finish() {
-  if (step_) step_->runner().check_nonfinite();  // a run ends only when every loss was finite
+  logs_.settle();  // a run ends only when every loss was finite
   take_stop_decision();
   close_epoch_batches();
   if (!decisions_.ended_early() && !already_complete_) {
@@ -330,7 +331,7 @@ void TrainLoop::finish() {
     if (settings_.checkpoint.final) checkpoints_->save_if_due(periods_, /*force=*/true);
   }
   checkpoints_->finish();
-  logger_->finish(!decisions_.ended_early());
+  logs_.logger().finish(!decisions_.ended_early());
   if (profiler_) profile_ = profiler_->finish(device_.str(), peak_memory_bytes(device_));
   if (ShardedParameters* sharded = step_->sharded_parameters()) {
     // The module whole again for what comes after fit (tests, export).
@@ -348,10 +349,10 @@ void TrainLoop::finish() {
 
 FitResult TrainLoop::result() const {
   FitResult r;
-  r.last_train = last_train_;
-  r.last_val = last_val_;
+  r.last_train = logs_.last_train();
+  r.last_val = logs_.last_val();
   r.data_wait_seconds = data_wait_seconds_;
-  r.resumed_from = resumed_from_;
+  r.resumed_from = logs_.resumed_from();
   r.last_checkpoint = checkpoints_->last_checkpoint();
   r.checkpoints_saved = checkpoints_->saves();
   r.checkpoint_blocking_seconds = checkpoints_->blocking_seconds();
@@ -366,10 +367,8 @@ FitResult TrainLoop::result() const {
   return r;
 }
 
-double TrainLoop::elapsed() const {
-  return time_offset_ + std::chrono::duration<double>(Clock::now() - start_time_).count();
+double TrainLoop::seconds() const {
+  return already_complete_ ? logs_.seconds_before() : logs_.elapsed();
 }
-
-double TrainLoop::seconds() const { return already_complete_ ? time_offset_ : elapsed(); }
 
 }  // namespace unitrain

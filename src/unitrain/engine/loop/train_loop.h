@@ -21,6 +21,7 @@
 #include "unitrain/engine/loop/loop_optimizers.h"
 #include "unitrain/engine/loop/module_run.h"
 #include "unitrain/engine/loop/periods.h"
+#include "unitrain/engine/loop/train_logs.h"
 #include "unitrain/engine/loop/train_checkpoints.h"
 #include "unitrain/engine/loop/window_tokens.h"
 #include "unitrain/engine/setup/run_plan.h"
@@ -58,10 +59,10 @@ struct LoopInputs {
   std::unique_ptr<ThreadGovernor> threads;  ///< intra-op threads; their waits follow the load
 };
 
-class TrainLoop : private CheckpointEntry {
+class TrainLoop {
  public:
   TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const ResumePoint& resume);
-  ~TrainLoop() override;
+  ~TrainLoop();
 
   /// The optimizers of the fit for its plan: the Trainer's (automatic optimization) or the
   /// module's own (manual: `optimizers.manual()`).
@@ -106,7 +107,7 @@ class TrainLoop : private CheckpointEntry {
     return step_ ? step_->sharded_parameters() : nullptr;
   }
   double best_value() const { return checkpoints_->best_value(); }
-  int64_t log_events() const { return logger_->events(); }
+  int64_t log_events() const { return logs_.logger().events(); }
   /// Seconds trained, over every segment of the run (or, complete before it started, the
   /// segments before).
   double seconds() const;
@@ -122,7 +123,6 @@ class TrainLoop : private CheckpointEntry {
   const LoopOptimizers* optimizers() const { return optimizers_.get(); }
 
  private:
-  using Clock = std::chrono::steady_clock;
   // --- One turn of run(): a micro-batch, and at a window's end the step ----------------------
   bool finished() const;
   /// The next micro-batch of the current epoch (starting one when none is running); nullopt
@@ -166,10 +166,6 @@ class TrainLoop : private CheckpointEntry {
   /// After the loop: the last log events and the final save, the writer drained.
   void finish();
 
-  // The loop's own checkpoint entry: running sums, log position, time, last metrics.
-  void save(CheckpointWrite& out) override;
-  void restore(const CheckpointRead& in) override;
-  double elapsed() const;
   LogEvent event(MetricMap metrics) const;
   /// The epoch's last micro-batch was read (end_epoch() has not counted the epoch yet).
   bool at_epoch_end() const { return counters_.batch_in_epoch == plan_.batches_per_epoch; }
@@ -210,21 +206,14 @@ class TrainLoop : private CheckpointEntry {
   std::unique_ptr<StepGraph> graph_;   ///< train.cuda_graphs's, from start() on (else null)
   std::unique_ptr<LoopOptimizers> optimizers_;
   std::unique_ptr<LoopModuleRun> module_run_;  ///< what module_.run() returns during the fit
-  std::unique_ptr<RunLogger> logger_;          ///< from open_run_files() on
+  TrainLogs logs_;  ///< sums, last metrics, the logger (from open_run_files() on), time
   std::unique_ptr<Profiler> profiler_;  ///< null unless profile.enabled
   std::optional<ProfileResult> profile_;  ///< the profiler's results, from finish() on
   std::unique_ptr<TrainCheckpoints> checkpoints_;  ///< from open_run_files() on
   std::string classes_text_;                       ///< classes.json's text, which checkpoints hold
-  MetricAccumulator train_sums_;
-  MetricMap last_train_, last_val_;
   double data_wait_seconds_ = 0;
-  std::string resumed_from_;
   bool already_complete_ = false;
-  Clock::time_point start_time_ = Clock::now();
-  double time_offset_ = 0;              ///< seconds of training before a resume
-  int64_t restored_log_events_ = 0;     ///< events logged before the checkpoint last restored
   int64_t optimizer_state_bytes_ = -1;  ///< at the end of training, when finish() frees it
-  int64_t last_val_step_ = -1;
   bool broadcast_buffers_ = false;  ///< rank 0's buffers to every rank at each window's start
   Batch device_batch_;              ///< the micro-batch copied to device_ (not on the CPU)
 };

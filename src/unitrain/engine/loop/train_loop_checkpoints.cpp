@@ -1,6 +1,5 @@
-// TrainLoop's checkpoints: what they hold, restoring a resume point, rolling back to the last
-// checkpoint on divergence, and the loop's own checkpoint entry (running sums, log position,
-// time, last metrics).
+// TrainLoop's checkpoints: what they hold, restoring a resume point, and rolling back to the
+// last checkpoint on divergence.
 #include <fmt/format.h>
 #include <torch/torch.h>
 
@@ -18,7 +17,8 @@ namespace unitrain {
 void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
   // What a checkpoint holds, in the order it saves and restores.
   TrainCheckpoints& c = *checkpoints_;
-  c.add(static_cast<CheckpointEntry&>(*this));
+  c.add(logs_);                               // sums, log position, time, last metrics
+  c.add(window_flag_entry(step_->runner()));  // a non-finite loss earlier in the window
   ShardedParameters* sharded = step_->sharded_parameters();
   if (sharded) {
     const std::string root = settings_.run_dir + "/checkpoints";
@@ -59,6 +59,7 @@ void TrainLoop::restore(const ResumePoint& resume) {
   counters_ = resume.file.state;  // first: the entries restore against them
   checkpoints_->restore(resume, plan_.batches_per_epoch, plan_.rank, "resumed from",
                         TrainCheckpoints::Which::WithTheRun);
+  periods_.start_at(counters_);
   if (divergence_.lr_scale() != 1.0) {  // the rollbacks before the checkpoint scaled the lr
     optimizers_->scale_lrs(divergence_.lr_scale());
     optimizers_->follow(counters_);
@@ -98,68 +99,31 @@ bool TrainLoop::roll_back(const MicroStep& m) {
           ? fmt::format(", learning rates x {:.6g}", divergence_.lr_scale())
           : "",
       divergence_.rollbacks(), settings_.train.divergence.max_rollbacks));
-  const double seconds = elapsed();
-  const std::string resumed_from = resumed_from_;
+  const double seconds = logs_.elapsed();
+  const std::string resumed_from = logs_.resumed_from();
   close_epoch_batches();
   step_->runner().drop_window();
   optimizers_->clear_states();  // the checkpoint's replace them whole
   counters_ = point.file.state;  // first: the entries restore against them
   checkpoints_->restore(point, plan_.batches_per_epoch, plan_.rank, "rolled back to");
+  periods_.start_at(counters_);
   divergence_.rolled_back();
   // The logs go back to the checkpoint as a resume's do (the abandoned steps leave them); the
   // rollback itself stays, as an event at the checkpoint's step.
-  logger_->rewind(restored_log_events_, counters_.step + 1);
-  logger_->log({counters_.step,
-                counters_.epoch,
-                counters_.samples,
-                seconds,
-                {{"train/rollbacks", double(divergence_.rollbacks())}}});
+  logs_.rolled_back({counters_.step,
+                     counters_.epoch,
+                     counters_.samples,
+                     seconds,
+                     {{"train/rollbacks", double(divergence_.rollbacks())}}},
+                    seconds, resumed_from);
   if (counters_.micro_in_window != 0) step_->runner().drop_window();  // saved inside a window
   counters_.epoch = here.epoch;
   counters_.batch_in_epoch = here.batch_in_epoch + 1;
   counters_.micro_in_window = 0;
-  resumed_from_ = resumed_from;
-  time_offset_ = seconds - std::chrono::duration<double>(Clock::now() - start_time_).count();
   optimizers_->scale_lrs(divergence_.lr_scale());
   optimizers_->follow(counters_);
   optimizers_->remember_lrs();
   return true;
-}
-
-void TrainLoop::save(CheckpointWrite& out) {
-  // The running training sums, summed over ranks (a resumed rank 0 carries them for everyone).
-  MetricAccumulator sums = train_sums_;
-  if (group_) all_reduce_metrics(*group_, sums);
-  TrainerStateFile& st = out.state;
-  for (const auto& [name, s] : sums.sums())
-    st.train_sums[name] = {s.weighted, s.weight, s.exp_of_mean};
-  st.log_events = logger_->events();
-  st.last_val_step = last_val_step_;
-  st.elapsed = elapsed();
-  st.window_bad = step_->runner().window_bad();
-  st.last_train = last_train_;
-  st.last_val = last_val_;
-}
-
-void TrainLoop::restore(const CheckpointRead& in) {
-  const TrainerStateFile& st = in.state;
-  restored_log_events_ = st.log_events;
-  periods_.start_at(counters_);
-  last_val_step_ = st.last_val_step;
-  time_offset_ = st.elapsed;
-  step_->runner().set_window_bad(st.window_bad);
-  train_sums_.clear();
-  if (plan_.rank == 0) {  // saved summed over ranks: the others start from nothing
-    for (const auto& [name, s] : st.train_sums) {
-      auto& sum = train_sums_.sums()[name];
-      sum.weighted = s.weighted;
-      sum.weight = s.weight;
-      sum.exp_of_mean = s.exp_of_mean;
-    }
-  }
-  last_train_ = st.last_train;
-  last_val_ = st.last_val;
-  resumed_from_ = in.dir;
 }
 
 }  // namespace unitrain

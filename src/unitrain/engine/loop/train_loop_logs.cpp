@@ -15,34 +15,29 @@ void TrainLoop::add_train_mean(const std::string& name, double value) {
 }
 
 void TrainLoop::add_train_mean(const std::string& name, const torch::Tensor& value) {
-  train_sums_.add(name, MetricValue(value.detach().to(torch::kFloat64).reshape({}), 1.0), 1);
+  logs_.add_mean(name, value);
 }
 
 LogEvent TrainLoop::event(MetricMap metrics) const {
-  return {counters_.step, epochs_done(), counters_.samples, elapsed(), std::move(metrics)};
+  return {counters_.step, epochs_done(), counters_.samples, 0, std::move(metrics)};
 }
 
 void TrainLoop::log_train() {
-  if (step_) step_->runner().check_nonfinite();  // (checked late: nothing logged if diverged)
-  if (train_sums_.empty()) return;
+  logs_.settle();  // (checked late: nothing logged if diverged)
+  if (!logs_.has_train_sums()) return;
   Profiler::Range range(profiler_.get(), Phase::Logging);
-  if (group_) all_reduce_metrics(*group_, train_sums_);  // every rank's samples
-  MetricMap m;
-  for (const auto& [k, v] : train_sums_.result()) m["train/" + k] = v;
+  MetricMap m = logs_.take_train_means();
   optimizers_->add_lrs(m);
   if (const LossScaler* scaler = precision_.scaler()) m["train/loss_scale"] = scaler->scale();
   if (counters_.skipped_steps > 0) m["train/skipped_steps"] = double(counters_.skipped_steps);
-  train_sums_.clear();
   callbacks_.call("on_before_log", &Callback::on_before_log, m);
-  logger_->log(event(m));
-  last_train_ = m;
+  logs_.log_train(event(m));
   callbacks_.call("on_log", &Callback::on_log, m);
 }
 
 void TrainLoop::validate() {
-  if (!val_loader_ || last_val_step_ == counters_.step) return;
-  if (step_) step_->runner().check_nonfinite();
-  last_val_step_ = counters_.step;
+  if (!val_loader_ || logs_.validated_at(counters_.step)) return;
+  logs_.settle();
   Profiler::Range range(profiler_.get(), Phase::Validation);
   callbacks_.call("on_validation_start", &Callback::on_validation_start);
   const int64_t max_batches = settings_.train.test_mode ? 1 : -1;
@@ -58,8 +53,7 @@ void TrainLoop::validate() {
   if (group_) all_reduce_metrics(*group_, sums);  // each rank read a disjoint shard
   MetricMap m;
   for (const auto& [name, value] : sums.result()) m["val/" + name] = value;
-  logger_->log(event(m));
-  last_val_ = m;
+  logs_.log_val(event(m), counters_.step);
   optimizers_->observe_validation(m, counters_);
   checkpoints_->observe_validation(m);
   callbacks_.call("on_validation_end", &Callback::on_validation_end, m);

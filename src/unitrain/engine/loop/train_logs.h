@@ -1,0 +1,91 @@
+#pragma once
+// TrainLogs: a fit's log side with the state it carries across a resume — the training sums
+// since the last log event, the last training and validation metrics, the run's logger (metrics
+// files, trackers, the progress bar), its time — and its checkpoint entry.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "unitrain/engine/checkpoint_entry.h"
+#include "unitrain/engine/metric_map.h"
+#include "unitrain/log/run_logger.h"
+#include "unitrain/metrics/metric_accumulator.h"
+
+namespace unitrain {
+
+class ProcessGroup;
+
+class TrainLogs : public CheckpointEntry {
+ public:
+  /// `settle`: the step's late non-finite check, which every log event goes through first
+  /// (nothing is logged of a run whose loss went non-finite since the last event). `group`:
+  /// the ranks whose training sums a log event adds up (null for one process).
+  TrainLogs(ProcessGroup* group, int rank, std::function<void()> settle);
+
+  /// The training sums stay on their device until a log event reads them, once (the runner
+  /// defers its reads).
+  void defer_reads() { train_sums_ = MetricAccumulator(MetricAccumulator::Reads::Deferred); }
+  /// Once the run folder is ready: its logger (a resume's cut back to its checkpoint).
+  void open(std::unique_ptr<RunLogger> logger) { logger_ = std::move(logger); }
+  RunLogger& logger() { return *logger_; }
+  const RunLogger& logger() const { return *logger_; }
+  /// The step's late non-finite check (a log, a save, the end all go through it).
+  void settle() const { settle_(); }
+
+  // --- Training sums --------------------------------------------------------------------
+  /// A micro-batch's values: its loss, weighted by what it averages over (`counted` samples or
+  /// target tokens), and its metrics, by its `samples`.
+  void add_batch(const MetricValue& loss, int64_t counted,
+                 const std::map<std::string, MetricValue>& metrics,
+                 int64_t samples);
+  /// Whether anything was added since the last log event.
+  bool has_train_sums() const { return !train_sums_.empty(); }
+  /// A value for the next log event's means (Trainer::log_mean, run().log).
+  void add_mean(const std::string& name, const at::Tensor& value);
+  /// The training means since the last log event, over every rank, "train/<name>", and the
+  /// sums cleared; empty when nothing was added (after settle(): TrainError of a run whose
+  /// loss went non-finite). A collective when data-parallel.
+  MetricMap take_train_means();
+
+  // --- Log events ------------------------------------------------------------------------
+  /// Logs `event` (its time: elapsed()); its metrics become the last training ones.
+  void log_train(LogEvent event);
+  /// Logs a validation pass's event; its metrics become the last validation ones, at `step`.
+  void log_val(LogEvent event, int64_t step);
+  /// Whether validation ran at `step` already (a pass per step at most).
+  bool validated_at(int64_t step) const { return last_val_step_ == step; }
+  /// Seconds trained, over every segment of the run.
+  double elapsed() const;
+  /// Seconds trained before this segment (a resume's checkpoint's).
+  double seconds_before() const { return time_offset_; }
+  const MetricMap& last_train() const { return last_train_; }
+  const MetricMap& last_val() const { return last_val_; }
+  /// The checkpoint this fit resumed from ("" for a fresh one).
+  const std::string& resumed_from() const { return resumed_from_; }
+  /// After a rollback restored a checkpoint (and this entry with it): the logs go back to the
+  /// checkpoint's events as a resume's do, the rollback stays as `event`, and the time and the
+  /// resumed-from folder go on as they were (`seconds`, `resumed_from`: before the restore).
+  void rolled_back(const LogEvent& event, double seconds, const std::string& resumed_from);
+
+  // The checkpoint entry: the sums (summed over ranks: rank 0 carries them on a resume), the
+  // log position, the time, the last metrics.
+  void save(CheckpointWrite& out) override;
+  void restore(const CheckpointRead& in) override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  ProcessGroup* group_;
+  int rank_;
+  std::function<void()> settle_;
+  std::unique_ptr<RunLogger> logger_;  ///< from open() on
+  MetricAccumulator train_sums_;
+  MetricMap last_train_, last_val_;
+  int64_t last_val_step_ = -1;
+  Clock::time_point start_time_ = Clock::now();
+  double time_offset_ = 0;           ///< seconds of training before a resume
+  int64_t restored_log_events_ = 0;  ///< events logged before the checkpoint last restored
+  std::string resumed_from_;
+};
+
+}  // namespace unitrain
