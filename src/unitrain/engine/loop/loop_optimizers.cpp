@@ -178,6 +178,14 @@ void LoopOptimizers::add_lrs(MetricMap& metrics) const {
   }
 }
 
+void LoopOptimizers::restored(double scale, const TrainState& state, bool moved) {
+  if (moved || scale != 1.0) {
+    scale_lrs(scale);
+    follow(state);
+  }
+  remember_lrs();
+}
+
 void LoopOptimizers::remember_lrs() {
   for (Scheduled& s : list_) s.step_lr = s.lr->lr();
 }

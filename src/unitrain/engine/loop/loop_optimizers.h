@@ -66,6 +66,11 @@ class LoopOptimizers {
   void add_lrs(MetricMap& metrics) const;
   /// Remembers the current lrs as the last step's (at the start and after a restore).
   void remember_lrs();
+  /// After a restore: every lr times `scale` (the rollbacks' train.divergence.lr_factor so far)
+  /// set for where `state` stands — always after a rollback (`moved`: the run stands past the
+  /// checkpoint it restored), after a resume only when scaled (the restored lrs are its own) —
+  /// and remembered as the last step's.
+  void restored(double scale, const TrainState& state, bool moved);
   /// Automatic: LrController::resume_note of the Trainer's optimizer; manual: "".
   std::string resume_note(const std::vector<ConfigChange>& changes,
                           const std::map<std::string, double>& last_train, int64_t next_step) const;

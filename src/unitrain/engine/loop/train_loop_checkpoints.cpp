@@ -60,11 +60,8 @@ void TrainLoop::restore(const ResumePoint& resume) {
   checkpoints_->restore(resume, plan_.batches_per_epoch, plan_.rank, "resumed from",
                         TrainCheckpoints::Which::WithTheRun);
   periods_.start_at(counters_);
-  if (divergence_.lr_scale() != 1.0) {  // the rollbacks before the checkpoint scaled the lr
-    optimizers_->scale_lrs(divergence_.lr_scale());
-    optimizers_->follow(counters_);
-  }
-  optimizers_->remember_lrs();
+  // (the rollbacks before the checkpoint scaled the lr)
+  optimizers_->restored(divergence_.lr_scale(), counters_, /*moved=*/false);
   const std::string note =
       optimizers_->resume_note(resume.config_changes, resume.file.last_train, counters_.step + 1);
   if (!note.empty()) log::warn(note);  // training goes on with another lr than it would have
@@ -120,9 +117,7 @@ bool TrainLoop::roll_back(const MicroStep& m) {
   counters_.epoch = here.epoch;
   counters_.batch_in_epoch = here.batch_in_epoch + 1;
   counters_.micro_in_window = 0;
-  optimizers_->scale_lrs(divergence_.lr_scale());
-  optimizers_->follow(counters_);
-  optimizers_->remember_lrs();
+  optimizers_->restored(divergence_.lr_scale(), counters_, /*moved=*/true);
   return true;
 }
 
