@@ -34,10 +34,8 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
       group_(std::move(in.group)),
       threads_(std::move(in.threads)),
       periods_(settings_.train.log_every, settings_.train.val_every, settings_.checkpoint.every),
-      // Batches pinned for a GPU (data.loader.pin_memory); the module is on the run's device.
-      // A resumed run keeps the shuffle it trained with (its checkpoint's data_order).
-      train_loader_(train, settings_.loader.for_device(device_.is_cuda()), settings_.seed,
-                    "data.train", resume.dir.empty() ? kCurrentShuffle : resume.file.data_order),
+      data_(train, std::move(val), settings_, device_.is_cuda(),
+            resume.dir.empty() ? kCurrentShuffle : resume.file.data_order, group_.get()),
       logs_(group_.get(), group_ ? group_->rank() : 0,
             [this] {
               if (step_) step_->runner().check_nonfinite();
@@ -46,22 +44,12 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
   counters_ = TrainState();  // a fit starts from nothing; restore() sets a resume's
   const int rank = group_ ? group_->rank() : 0;
   const int world = group_ ? group_->world_size() : 1;
-  if (val) {
-    val_loader_ =
-        std::make_unique<Loader>(std::move(val), train_loader_.options().in_order(), 0, "data.val");
-  }
   if (group_) {
-    // Each rank reads its shard: training padded to equal lengths (every rank takes the same
-    // steps), validation disjoint (every example counted once).
-    train_loader_.shard(rank, world, /*pad=*/true);
-    if (val_loader_) val_loader_->shard(rank, world, /*pad=*/false);
     broadcast_buffers_ =
         settings_.distributed.broadcast_buffers && !module_.weights().buffers().empty();
   }
-  plan_ = RunPlan::make(settings_.train, train_loader_, rank, world);
-  if (settings_.train.loss_average == LossAverage::Tokens) {
-    window_tokens_ = std::make_unique<WindowTokens>(settings_.train.token_key, group_.get(), plan_);
-  }
+  plan_ = RunPlan::make(settings_.train, data_.train(), rank, world);
+  data_.plan(settings_, plan_, group_.get());
   periods_.set_batches_per_epoch(plan_.batches_per_epoch);
   if (settings_.profile.enabled) {
     profiler_ = std::make_unique<Profiler>(settings_.profile, rank, device_.is_cuda());
@@ -114,7 +102,7 @@ void TrainLoop::list_checkpoints() {
   CheckpointSetup setup =
       CheckpointSetup::of(settings_, config_, plan_, group_ != nullptr, !callbacks_.empty());
   setup.classes_text = classes_text_;
-  setup.data_order = train_loader_.shuffle_algorithm();
+  setup.data_order = data_.train().shuffle_algorithm();
   setup.threads = threads_->threads();
   checkpoints_ =
       std::make_unique<TrainCheckpoints>(std::move(setup), counters_, decisions_, profiler_.get());
@@ -200,15 +188,15 @@ bool TrainLoop::announce() {
   log::info(fmt::format(
       "training: {} samples, {} batches/epoch of {}, accumulation {}, {} optimizer steps; "
       "precision {}, threads {}, reader threads {}, BLAS {}",
-      train_loader_.dataset_size(), plan_.batches_per_epoch, plan_.batch_size, plan_.accumulation,
+      data_.train().dataset_size(), plan_.batches_per_epoch, plan_.batch_size, plan_.accumulation,
       plan_.total_steps, precision_name(precision_.mode()), threads_->threads(),
-      train_loader_.reader_threads(), loaded_blas_library()));
+      data_.train().reader_threads(), loaded_blas_library()));
   log::info(threads_->why());
   if (!threads_->placement().empty()) log::info(threads_->placement());
   // Reader threads far beyond the CPUs only wait their turn (and each holds its prefetched
   // batches in memory).
   const double cpus = threads_->usable_cpus();
-  if (const int64_t readers = train_loader_.reader_threads(); readers > 4 * std::ceil(cpus)) {
+  if (const int64_t readers = data_.train().reader_threads(); readers > 4 * std::ceil(cpus)) {
     log::warn(fmt::format(
         "data.loader.workers {}: this process may use {:g} CPU{}; that many reader threads "
         "only wait their turn, each holding its prefetched batches in memory (a few per CPU "
@@ -220,17 +208,14 @@ bool TrainLoop::announce() {
 }
 
 std::optional<Batch> TrainLoop::next_batch() {
-  if (!epoch_batches_) {
-    epoch_batches_ = train_loader_.epoch(counters_.epoch, counters_.batch_in_epoch);
+  if (!data_.epoch_open()) {
+    data_.open_epoch(counters_.epoch, counters_.batch_in_epoch);
     callbacks_.call("on_epoch_start", &Callback::on_epoch_start);
   }
   // A step lasts from the fetch of its first micro-batch to that of the next step's.
   if (profiler_) profiler_->begin_step(counters_.step + 1);
   Profiler::Range wait(profiler_.get(), Phase::DataWait);
-  if (!window_tokens_) return epoch_batches_->next();
-  return window_tokens_->next(*epoch_batches_, counters_.batch_in_epoch, [this](int64_t b) {
-    return train_loader_.epoch(counters_.epoch, b);
-  });
+  return data_.next(counters_.epoch, counters_.batch_in_epoch);
 }
 
 MicroStep TrainLoop::forward_backward(const Batch& batch) {
@@ -241,9 +226,7 @@ MicroStep TrainLoop::forward_backward(const Batch& batch) {
   // The loss is scaled by this micro-batch's share of the window and, across ranks, by
   // 1 / ranks, so the summed gradients are the average (DataParallelOptions::average).
   // (train.loss_average: tokens — by its share of the window's target tokens on all ranks.)
-  const double weight = window_tokens_ ? window_tokens_->weight(batch)
-                                       : double(batch.size()) / plan_.window_samples(b) /
-                                             double(plan_.world);
+  const double weight = data_.weight(batch, plan_.window_samples(b), plan_.world);
   callbacks_.call("on_train_batch_start", &Callback::on_train_batch_start, batch);
   // (On a GPU the copy stays in device_batch_: L-BFGS's update() re-evaluates it.)
   return step_->runner().forward_backward(on_device(batch, device_, device_batch_), weight,
@@ -257,7 +240,7 @@ void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
   counters_.micro_in_window = m.window_end ? 0 : counters_.micro_in_window + 1;
   counters_.samples += n * plan_.world;             // every rank read a batch of the same size
   // The logged loss is a mean over what the loss averages: samples, or target tokens.
-  const int64_t counted = window_tokens_ ? window_tokens_->count(batch) : n;
+  const int64_t counted = data_.counted(batch);
   logs_.add_batch(MetricValue(m.loss), counted, m.metrics, n);
   if (!m.window_end) {
     return callbacks_.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
@@ -304,10 +287,7 @@ bool TrainLoop::epoch_complete() const {
 }
 
 void TrainLoop::close_epoch_batches() {
-  if (!epoch_batches_) return;
-  data_wait_seconds_ += epoch_batches_->wait_seconds();
-  epoch_batches_.reset();
-  if (window_tokens_) window_tokens_->clear();
+  data_.close_epoch();
 }
 
 void TrainLoop::end_epoch() {
@@ -351,7 +331,7 @@ FitResult TrainLoop::result() const {
   FitResult r;
   r.last_train = logs_.last_train();
   r.last_val = logs_.last_val();
-  r.data_wait_seconds = data_wait_seconds_;
+  r.data_wait_seconds = data_.wait_seconds();
   r.resumed_from = logs_.resumed_from();
   r.last_checkpoint = checkpoints_->last_checkpoint();
   r.checkpoints_saved = checkpoints_->saves();

@@ -18,12 +18,12 @@
 #include "unitrain/engine/checkpoint_entry.h"
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/fit_result.h"
+#include "unitrain/engine/loop/loop_data.h"
 #include "unitrain/engine/loop/loop_optimizers.h"
 #include "unitrain/engine/loop/module_run.h"
 #include "unitrain/engine/loop/periods.h"
 #include "unitrain/engine/loop/train_logs.h"
 #include "unitrain/engine/loop/train_checkpoints.h"
-#include "unitrain/engine/loop/window_tokens.h"
 #include "unitrain/engine/setup/run_plan.h"
 #include "unitrain/engine/setup/thread_governor.h"
 #include "unitrain/engine/step/process_step.h"
@@ -197,10 +197,7 @@ class TrainLoop {
   std::unique_ptr<ThreadGovernor> threads_;
   RunPlan plan_;
   Periods periods_;
-  Loader train_loader_;
-  std::unique_ptr<Loader> val_loader_;
-  std::unique_ptr<EpochIterator> epoch_batches_;            ///< the running epoch's
-  std::unique_ptr<WindowTokens> window_tokens_;  ///< train.loss_average: tokens (else null)
+  LoopData data_;  ///< the loaders, the running epoch, the windows' token counts
   DivergenceGuard divergence_{settings_.train.divergence};  ///< spikes' moving mean, rollbacks
   std::unique_ptr<ProcessStep> step_;  ///< from start() on: the sync, sharding and runner
   std::unique_ptr<StepGraph> graph_;   ///< train.cuda_graphs's, from start() on (else null)
@@ -211,7 +208,6 @@ class TrainLoop {
   std::optional<ProfileResult> profile_;  ///< the profiler's results, from finish() on
   std::unique_ptr<TrainCheckpoints> checkpoints_;  ///< from open_run_files() on
   std::string classes_text_;                       ///< classes.json's text, which checkpoints hold
-  double data_wait_seconds_ = 0;
   bool already_complete_ = false;
   int64_t optimizer_state_bytes_ = -1;  ///< at the end of training, when finish() frees it
   bool broadcast_buffers_ = false;  ///< rank 0's buffers to every rank at each window's start

@@ -36,7 +36,7 @@ void TrainLoop::log_train() {
 }
 
 void TrainLoop::validate() {
-  if (!val_loader_ || logs_.validated_at(counters_.step)) return;
+  if (!data_.val() || logs_.validated_at(counters_.step)) return;
   logs_.settle();
   Profiler::Range range(profiler_.get(), Phase::Validation);
   callbacks_.call("on_validation_start", &Callback::on_validation_start);
@@ -44,10 +44,10 @@ void TrainLoop::validate() {
   // ZeRO 3's forward gathers from every rank: each runs as many batches as the largest shard.
   int64_t lockstep = -1;
   if (group_ && settings_.distributed.zero == 3) {
-    lockstep = val_loader_->most_batches_per_epoch();
+    lockstep = data_.val()->most_batches_per_epoch();
     if (max_batches >= 0) lockstep = std::min(lockstep, max_batches);
   }
-  MetricAccumulator sums = evaluate_sums(module_, *val_loader_, EvalSplit::Val, max_batches,
+  MetricAccumulator sums = evaluate_sums(module_, *data_.val(), EvalSplit::Val, max_batches,
                                          &callbacks_, &precision_, lockstep,
                                          settings_.train.eval_token_key());
   if (group_) all_reduce_metrics(*group_, sums);  // each rank read a disjoint shard
