@@ -1,6 +1,6 @@
 // The Trainer's loop, part by part: the micro-batches of each epoch, the step's counters, when
-// to log and validate. Its checkpoints (restore, rollback, its own entry):
-// train_loop_checkpoints.cpp; its log events and validation passes: train_loop_logs.cpp.
+// to log and validate. Its observation points (log events, validation passes, the checkpoints'
+// entries, restore and rollback): train_loop_points.cpp.
 #include "unitrain/engine/loop/train_loop.h"
 
 #include <fmt/format.h>
