@@ -63,6 +63,23 @@ void expect_values(torch::nn::Module& m, const std::vector<torch::Tensor>& want,
   }
 }
 
+/// `entry` saved by this rank at `counters` (rank 0 writes checkpoint folder `dir`), as a save
+/// of the Trainer's does.
+void save_into(CheckpointEntry& entry, const TrainState& counters, int rank, ProcessGroup& group,
+               const std::string& dir) {
+  CheckpointWrite out;
+  out.writes = rank == 0;
+  out.state.state = counters;
+  entry.save(out);
+  if (rank == 0) {
+    for (CheckpointFile& f : out.files) {
+      if (f.produce) f.image = f.produce();
+    }
+    CheckpointStore::write_new(dir, counters.step, out.files);
+  }
+  group.barrier();  // (as a save's end)
+}
+
 /// Two ranks train nothing and save their parts into `root`/step-3 (base 1: the values saved).
 std::string save_by_two(const std::string& root) {
   const std::string dir = root + "/step-3";
@@ -73,17 +90,7 @@ std::string save_by_two(const std::string& root) {
     TrainState counters;
     counters.step = 3;
     auto entry = sharded_model_entry(module, *params, *group, counters, nullptr, root);
-    CheckpointWrite out;
-    out.writes = rank == 0;
-    out.state.state = counters;
-    entry->save(out);
-    if (rank == 0) {
-      for (CheckpointFile& f : out.files) {
-        if (f.produce) f.image = f.produce();
-      }
-      CheckpointStore::write_new(dir, 3, out.files);
-    }
-    group->barrier();  // (as a save's end)
+    save_into(*entry, counters, rank, *group, dir);
   });
   return dir;
 }
@@ -155,20 +162,7 @@ void adapted_on(int world, const std::string& root, const std::string& dir, bool
     TrainState counters;
     counters.step = 3;
     auto entry = sharded_model_entry(module, *params, *group, counters, nullptr, root);
-    if (save) {
-      CheckpointWrite out;
-      out.writes = rank == 0;
-      out.state.state = counters;
-      entry->save(out);
-      if (rank == 0) {
-        for (CheckpointFile& f : out.files) {
-          if (f.produce) f.image = f.produce();
-        }
-        CheckpointStore::write_new(dir, 3, out.files);
-      }
-      group->barrier();
-      return;
-    }
+    if (save) return save_into(*entry, counters, rank, *group, dir);
     const TrainerStateFile state;
     if (refused != nullptr) {
       try {
