@@ -20,7 +20,8 @@ TrainerStateFile full_state_file() {
   f.accumulation = 3;
   f.zero = 1;
   f.threads = 2;
-  f.state = {4, 120, 3840, 7, 1, 2, true};
+  f.state = {4, 120, 3840, 7, 1, 2};
+  f.stopped = true;
   f.last_train = {{"train/loss", 0.25}, {"train/lr", 1e-3}};
   f.last_val = {{"val/acc", std::numeric_limits<double>::quiet_NaN()}};
   f.log_events = 17;
@@ -48,7 +49,7 @@ TEST(TrainerStateFile, RoundTripsEveryFieldWithNonFiniteValues) {
   EXPECT_EQ(g.state.batch_in_epoch, 7);
   EXPECT_EQ(g.state.micro_in_window, 1);
   EXPECT_EQ(g.state.skipped_steps, 2);
-  EXPECT_TRUE(g.state.should_stop);
+  EXPECT_TRUE(g.stopped);
   EXPECT_EQ(g.last_train, f.last_train);
   EXPECT_TRUE(std::isnan(g.last_val.at("val/acc")));
   EXPECT_EQ(g.log_events, 17);

@@ -114,7 +114,7 @@ TEST(Trainer, APauseSavesACheckpointThatTheNextFitResumesFrom) {
   EXPECT_EQ(paused.paused, "test pause");
   EXPECT_EQ(paused.exit_code, 75);  // checkpoint.on_signal.exit_code: run it again to resume
   EXPECT_EQ(paused.state.step, 3);
-  EXPECT_FALSE(paused.state.should_stop);
+  EXPECT_FALSE(paused.stopped);
   EXPECT_TRUE(std::filesystem::exists(dir + "/checkpoints/step-3"));
   {
     Trainer trainer(test::base_config(dir));

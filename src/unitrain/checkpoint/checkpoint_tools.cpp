@@ -83,7 +83,7 @@ std::string inspect_checkpoint(const std::string& path, bool json) {
   out["accumulation"] = f.accumulation;
   out["zero"] = f.zero;
   out["config_hash"] = f.config_hash;
-  out["stopped"] = f.state.should_stop;
+  out["stopped"] = f.stopped;
   out["metrics"] = nlohmann::ordered_json::parse(f.metrics_json());
   nlohmann::ordered_json files = nlohmann::ordered_json::object();
   for (const auto& [name, size] : CheckpointStore::files_of(dir)) files[name] = size;

@@ -25,14 +25,14 @@ double number(const Json& j) {
   return std::numeric_limits<double>::quiet_NaN();
 }
 
-Json counters(const TrainState& s) {
+Json counters(const TrainState& s, bool stopped) {
   return {{"epoch", s.epoch},
           {"step", s.step},
           {"samples", s.samples},
           {"batch_in_epoch", s.batch_in_epoch},
           {"micro_in_window", s.micro_in_window},
           {"skipped_steps", s.skipped_steps},
-          {"stopped", s.should_stop}};
+          {"stopped", stopped}};
 }
 
 TrainState counters(const Json& st) {
@@ -43,7 +43,6 @@ TrainState counters(const Json& st) {
   s.batch_in_epoch = st.value("batch_in_epoch", int64_t(0));
   s.micro_in_window = st.value("micro_in_window", int64_t(0));
   s.skipped_steps = st.value("skipped_steps", int64_t(0));
-  s.should_stop = st.value("stopped", false);
   return s;
 }
 
@@ -100,7 +99,7 @@ std::string TrainerStateFile::to_json() const {
   j["accumulation"] = accumulation;  // another number of processes keeps (world_change.h)
   j["zero"] = zero;
   j["threads"] = threads;  // a resume keeps it: another count rounds differently
-  j["state"] = counters(state);
+  j["state"] = counters(state, stopped);
   j["data_order"] = static_cast<int>(data_order);
   j["metrics"] = metrics_of(*this);
   j["loop"] = loop_of(*this);
@@ -123,7 +122,10 @@ TrainerStateFile TrainerStateFile::parse(const std::string& text, const std::str
     f.accumulation = j.value("accumulation", int64_t(0));
     f.zero = j.value("zero", int64_t(0));
     f.threads = j.value("threads", int64_t(0));
-    if (j.contains("state")) f.state = counters(j["state"]);
+    if (j.contains("state")) {
+      f.state = counters(j["state"]);
+      f.stopped = j["state"].value("stopped", false);
+    }
     const int order = j.value("data_order", static_cast<int>(ShuffleAlgorithm::FisherYates));
     UT_CHECK_TRAIN(order == static_cast<int>(ShuffleAlgorithm::FisherYates) ||
                        order == static_cast<int>(ShuffleAlgorithm::Feistel),

@@ -30,6 +30,7 @@ struct TrainerStateFile {
   int64_t zero = 0;          ///< distributed.zero of a sharded save (optimizer-rank-<R>.pt)
   int64_t threads = 0;       ///< intra-op threads it computed with (0: not recorded)
   TrainState state;          ///< the run's counters
+  bool stopped = false;      ///< a stop was decided (early stopping): the run is finished
   /// The algorithm of the run's shuffled orders and random split (`data_order`, with the data
   /// position): files written before it was recorded used Fisher-Yates.
   ShuffleAlgorithm data_order = ShuffleAlgorithm::FisherYates;

@@ -11,6 +11,9 @@ namespace unitrain {
 /// What Trainer::fit() returns. Also written to run_dir/results/summary.json.
 struct FitResult {
   TrainState state;
+  /// A stop was decided (Trainer::request_stop: early stopping, a timer without pause): the
+  /// run is finished before train.max_length, and a resume trains nothing.
+  bool stopped = false;
   MetricMap last_train;  ///< the last training log event's metrics
   MetricMap last_val;    ///< the last validation pass's metrics (empty without val data)
   double seconds = 0;

@@ -72,14 +72,12 @@ void Trainer::add_checkpoint_entry(std::shared_ptr<CheckpointEntry> entry) {
   checkpoint_entries_.push_back(std::move(entry));
 }
 
-int Trainer::rank() const { return loop_ ? loop_->plan().rank : rank_; }
+int Trainer::rank() const { return loop_ ? loop_->plan().rank : last_fit_.rank; }
 
 int Trainer::world_size() const { return loop_ ? loop_->plan().world : 1; }
 
 TrainState Trainer::state() const {
-  TrainState s = counters_;  // the loop's to write
-  s.should_stop = s.should_stop || decisions_.stop_decided();
-  return s;
+  return loop_ ? loop_->counters() : last_fit_.result.state;
 }
 
 void Trainer::request_stop() { decisions_.request_stop(); }
@@ -206,8 +204,8 @@ FitResult Trainer::fit(TrainModule& module, DatasetPtr train, DatasetPtr val) {
   } catch (const std::exception& e) {
     // Once the run's folder is ready every failure is the run's, a bad input met while
     // training too (an example of another shape: a ConfigError, exit 2).
-    if (run_dir_ready_) record_failure(run_dir(), settings_->name, counters_, e);
-    loop_ = nullptr;
+    if (run_dir_ready_) record_failure(run_dir(), settings_->name, state(), e);
+    loop_.reset();
     module_ = nullptr;
     // Refused before it wrote anything: a folder this run created goes again.
     if (run_dir_lock_ && run_dir_lock_->undo_creation()) run_dir_lock_.reset();
@@ -289,10 +287,11 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   std::shared_ptr<ProcessGroup> group = prepare_fit(env, module, resume);
   auto threads = govern_threads(options().threads, env.local_world_size, resume, group.get());
   const std::vector<std::string> classes = train->class_names();
-  TrainLoop loop({*settings_, config_, callbacks_, counters_, decisions_, *precision_, module,
-                  checkpoint_entries_, group, std::move(threads)},
-                 std::move(train), std::move(val), resume);
-  loop_ = &loop;
+  loop_ = std::make_unique<TrainLoop>(
+      LoopInputs{*settings_, config_, callbacks_, decisions_, *precision_, module,
+                 checkpoint_entries_, group, std::move(threads)},
+      std::move(train), std::move(val), resume);
+  TrainLoop& loop = *loop_;
   module_ = &module;
   loop.start([&](const RunPlan& plan) {  // the optimizers; the last refusals
     return configure_loop_optimizers(module, plan, group != nullptr);
@@ -317,7 +316,7 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   callbacks_.call("on_train_end", &Callback::on_train_end);
   const FitResult result = conclude(loop);                     // summary.json, the last line
   callbacks_.call("on_fit_end", &Callback::on_fit_end, result);
-  loop_ = nullptr;
+  loop_.reset();
   module_ = nullptr;
   return result;
 }

@@ -76,9 +76,11 @@ class Trainer {
 
   const Config& config() const { return config_; }
   const TrainOptions& options() const;
-  /// The run's counters (all zeros before fit), with should_stop as decided: a stop asked for
-  /// in one process counts at once, in data-parallel runs once the ranks agreed.
+  /// The run's counters: the running fit()'s, or after it the last fit's (zeros before any).
   TrainState state() const;
+  /// A stop was decided (request_stop): in one process at once, in data-parallel runs once the
+  /// ranks agreed. Stays true after the fit it ended, until the next fit() starts.
+  bool stop_decided() const { return decisions_.stop_decided(); }
   const std::string& run_dir() const;
   /// Ends training (callbacks call this): in one process after the current optimizer step. In
   /// data-parallel runs the ranks agree: a stop asked for on any rank ends the run on every
@@ -169,22 +171,26 @@ class Trainer {
   void train_until_finished(TrainLoop& loop);
   Config config_;
   std::unique_ptr<const RunSettings> settings_;  ///< fit_resume_to_world may replace them
-  TrainState counters_;
   bool run_dir_ready_ = false;
   /// run_dir's lock, held from the first fit() of the process that writes the run folder
   /// (rank 0) until this Trainer is destroyed.
   std::unique_ptr<RunDirLock> run_dir_lock_;
-  // What test() needs of the last fit(): where its logs and checkpoints stand.
-  int rank_ = 0;
-  int64_t log_events_ = -1;
-  double seconds_ = 0;
-  std::string last_checkpoint_;
+  /// What test() needs of the last fit(): its result, this process's rank, where its logs
+  /// stand (test() logs after them).
+  struct LastFit {
+    FitResult result;
+    int rank = 0;
+    int64_t log_events = -1;
+  };
+  LastFit last_fit_;
   CallbackList callbacks_{*this};
   std::vector<std::shared_ptr<CheckpointEntry>> checkpoint_entries_;  ///< add_checkpoint_entry's
   /// train.precision as set up by the last fit() (its test() and evaluate() use it), or null.
   std::unique_ptr<Precision> precision_;
   TrainModule* module_ = nullptr;
-  TrainLoop* loop_ = nullptr;     ///< the running fit()'s
+  /// The running fit()'s loop, which owns the live counters (null outside fit(); a failed
+  /// fit() records them before it goes).
+  std::unique_ptr<TrainLoop> loop_;
   /// Stop, pause, signals: what callbacks and signals ask for, and what the ranks agreed.
   RunDecisions decisions_;
   /// Where the training thread is (step, phase): the stall watchdog and the group's flight

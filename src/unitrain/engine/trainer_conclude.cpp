@@ -49,9 +49,9 @@ void Trainer::write_summary(const TrainLoop& loop, const FitResult& r) const {
   s.name = settings_->name;
   s.status = r.signal != 0           ? stopped_by_signal_text(r)
              : !r.paused.empty()     ? run_status_text(RunStatus::Paused, r.paused)
-             : counters_.should_stop ? run_status_text(RunStatus::StoppedEarly)
+             : r.stopped             ? run_status_text(RunStatus::StoppedEarly)
                                      : run_status_text(RunStatus::Finished);
-  s.state = counters_;
+  s.state = r.state;
   s.seconds = r.seconds;
   s.final_train = r.last_train;
   s.final_val = r.last_val;
@@ -76,20 +76,19 @@ FitResult Trainer::conclude(const TrainLoop& loop) {
   if (!r.paused.empty() && r.signal == 0 && saves_checkpoints()) {
     r.exit_code = static_cast<int>(settings_->checkpoint.on_signal_exit_code);
   }
-  rank_ = loop.plan().rank;
+  last_fit_ = {r, loop.plan().rank, loop.log_events()};
+  const int rank = last_fit_.rank;
+  const TrainState& counters = r.state;
   if (const ProfileResult* profile = loop.profile()) {
-    write_profile(*profile, *settings_, rank_, counters_.step);
+    write_profile(*profile, *settings_, rank, counters.step);
   }
-  log_events_ = loop.log_events();
-  seconds_ = r.seconds;
-  last_checkpoint_ = r.last_checkpoint;
-  if (rank_ == 0 && !options().test_mode) write_summary(loop, r);
+  if (rank == 0 && !options().test_mode) write_summary(loop, r);
   if (r.already_complete) {  // nothing trained now: no times or memory of this process
     log::info(
         fmt::format("nothing trained: the run was complete at {} steps, {} epoch{}, {} "
                     "samples, trained in {:.1f} s",
-                    counters_.step, counters_.epoch, counters_.epoch == 1 ? "" : "s",
-                    counters_.samples, r.seconds));
+                    counters.step, counters.epoch, counters.epoch == 1 ? "" : "s",
+                    counters.samples, r.seconds));
     return r;
   }
   rusage usage{};
@@ -101,20 +100,20 @@ FitResult Trainer::conclude(const TrainLoop& loop) {
   log::info(fmt::format(
       "{}: {} steps, {} epoch{} completed, {} samples in {:.1f} s; waited {:.2f} s "
       "for data; peak RSS {} MB{}",
-      how, counters_.step, counters_.epoch, counters_.epoch == 1 ? "" : "s", counters_.samples,
+      how, counters.step, counters.epoch, counters.epoch == 1 ? "" : "s", counters.samples,
       r.seconds, r.data_wait_seconds, usage.ru_maxrss / 1024,
       device_peak
           ? fmt::format("; peak {} memory {} MB", loop.device().str(), *device_peak / (1024 * 1024))
           : ""));
   if (loop.group() && optimizer()) {  // what ZeRO saves, in each rank's log
-    log::info(fmt::format("optimizer state on rank {}: {} bytes (distributed.zero: {})", rank_,
+    log::info(fmt::format("optimizer state on rank {}: {} bytes (distributed.zero: {})", rank,
                           r.optimizer_state_bytes >= 0 ? r.optimizer_state_bytes
                                                        : optimizer_state_bytes(*optimizer()),
                           loop.sharded() ? settings_->distributed.zero : 0));
   }
   if (const ShardedParameters* p = loop.sharded_parameters()) {
     log::info(fmt::format("parameters on rank {}: {} bytes of {} in {} units (distributed.zero: 3)",
-                          rank_, p->shard_bytes(), p->whole_bytes(), p->units()));
+                          rank, p->shard_bytes(), p->whole_bytes(), p->units()));
   }
   if (r.signal != 0) log::warn(stopped_by_signal_text(r));  // the last line: what comes next
   if (!r.paused.empty() && r.exit_code != 0) {

@@ -47,17 +47,18 @@ MetricMap Trainer::test(TrainModule& module, DatasetPtr data) {
     throw;
   }
   module_ = nullptr;
-  if (rank_ != 0) return m;
+  if (last_fit_.rank != 0) return m;
   if (!run_dir_ready_ || options().test_mode) {  // no run folder to write to: the console only
     RunLogger(settings_->log, "").log({0, 0, 0, 0, m});
     return m;
   }
-  RunLogger logger(settings_->log, run_dir(), log_events_);
-  logger.log({counters_.step, counters_.epoch, counters_.samples, seconds_, m});
+  const FitResult& fit = last_fit_.result;
+  RunLogger logger(settings_->log, run_dir(), last_fit_.log_events);
+  logger.log({fit.state.step, fit.state.epoch, fit.state.samples, fit.seconds, m});
   logger.finish();
-  log_events_ = logger.events();
+  last_fit_.log_events = logger.events();
   log::info("test results: " +
-            write_test_results(run_dir(), m, counters_.step, size, last_checkpoint_));
+            write_test_results(run_dir(), m, fit.state.step, size, fit.last_checkpoint));
   return m;
 }
 

@@ -17,9 +17,9 @@ namespace unitrain {
 
 namespace {
 
-std::string finished_how(const TrainState& s, const TrainUnit& length) {
-  return s.should_stop ? fmt::format("stopped early at step {}", s.step)
-                       : fmt::format("step {}, train.max_length {}", s.step, length.str());
+std::string finished_how(const TrainState& s, bool stopped, const TrainUnit& length) {
+  return stopped ? fmt::format("stopped early at step {}", s.step)
+                 : fmt::format("step {}, train.max_length {}", s.step, length.str());
 }
 
 }  // namespace
@@ -55,7 +55,7 @@ ResumePoint Trainer::read_resume(bool say) const {
 void Trainer::check_resume_point(const ResumePoint& resume) const {
   if (resume.dir.empty()) return;
   const TrainState& saved = resume.file.state;
-  if (!saved.should_stop && !reached(options().max_length, saved)) return;
+  if (!resume.file.stopped && !reached(options().max_length, saved)) return;
   // Re-running a finished run with other settings would silently train nothing: refuse, before
   // anything in run_dir changes.
   std::vector<std::string> changed;
@@ -63,7 +63,7 @@ void Trainer::check_resume_point(const ResumePoint& resume) const {
     if (!changes_nothing_trained(c.key)) changed.push_back(c.str());
   }
   UT_CHECK(changed.empty(), run_dir(), " holds a finished run (",
-           finished_how(saved, options().max_length), ") trained with other settings (",
+           finished_how(saved, resume.file.stopped, options().max_length), ") trained with other settings (",
            fmt::format("{}", fmt::join(changed, "; ")),
            "), so nothing would be trained. To "
            "train with the new settings start a new run: add ",
@@ -75,7 +75,8 @@ void Trainer::report_finished_run() const {
   log::info(
       fmt::format("training already complete ({}): nothing to train. To train again, start a "
                   "new run with {} or --checkpoint.resume none",
-                  finished_how(counters_, options().max_length), new_run_option(config_)));
+                  finished_how(state(), stop_decided(), options().max_length),
+                  new_run_option(config_)));
 }
 
 std::string Trainer::run_config_text() const {

@@ -36,9 +36,9 @@ TEST(EarlyStopping, StopsAfterPatienceValidationsWithoutImprovement) {
   Trainer trainer(test::base_config(test::temp_dir() + "/a"));
   EarlyStopping early(watch_loss(2));
   for (double v : {1.0, 0.5, 0.6}) early.on_validation_end(trainer, {{"val/loss", v}});
-  EXPECT_FALSE(trainer.state().should_stop);
+  EXPECT_FALSE(trainer.stop_decided());
   early.on_validation_end(trainer, {{"val/loss", 0.7}});
-  EXPECT_TRUE(trainer.state().should_stop);
+  EXPECT_TRUE(trainer.stop_decided());
   EXPECT_EQ(early.best(), 0.5);
   EXPECT_EQ(early.stalls(), 2);
 }
@@ -64,11 +64,11 @@ TEST(EarlyStopping, AutoModeStopsOnTheSideTheModuleDeclares) {
   early.resolve_direction(WerModule());
   // A falling error rate improves: no stop, the lowest is the best.
   for (double v : {0.5, 0.4, 0.3, 0.2}) early.on_validation_end(trainer, {{"val/wer", v}});
-  EXPECT_FALSE(trainer.state().should_stop);
+  EXPECT_FALSE(trainer.stop_decided());
   EXPECT_EQ(early.best(), 0.2);
   EXPECT_EQ(early.stalls(), 0);
   for (double v : {0.25, 0.3}) early.on_validation_end(trainer, {{"val/wer", v}});
-  EXPECT_TRUE(trainer.state().should_stop);
+  EXPECT_TRUE(trainer.stop_decided());
   EXPECT_EQ(early.best(), 0.2);
 }
 

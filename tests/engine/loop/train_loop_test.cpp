@@ -59,7 +59,6 @@ std::vector<torch::Tensor> loop_alone(const Config& config, const test::Regressi
   const Config resolved = resolve_run_config(config);
   const RunSettings settings = RunSettings::from_config(resolved);
   CallbackList callbacks;  // no Trainer: no callbacks
-  TrainState state;
   RunDecisions decisions;
   decisions.start(false, false, 0, 0);
   test::Regression module;
@@ -73,7 +72,7 @@ std::vector<torch::Tensor> loop_alone(const Config& config, const test::Regressi
   const ResumePoint fresh;
   torch::manual_seed(settings.seed);  // as the Trainer seeds rank 0 before its loop
   TrainLoop loop(
-      {settings, resolved, callbacks, state, decisions, precision, module, extra, nullptr,
+      {settings, resolved, callbacks, decisions, precision, module, extra, nullptr,
        std::make_unique<ThreadGovernor>(
            choose_thread_count(settings.train.threads, nullptr, 1, 2.0, 0), 1)},
       test::regression_data(32), nullptr, fresh);

@@ -55,8 +55,11 @@ class RunDecisions {
   /// A checkpoint was saved now: the clock restarts.
   void saved();
 
-  /// A stop was decided: asked for in one process, or agreed by the ranks. The loop, the one
-  /// writer of the run's counters, makes it their should_stop (saved with checkpoints).
+  /// A stop that every rank decides at the same point, with nothing to agree: train.test_mode's
+  /// after its one step, a resumed checkpoint that holds one.
+  void stop_everywhere() { stop_ = true; }
+  /// A stop was decided: asked for in one process, or agreed by the ranks, or stop_everywhere().
+  /// The one place a stop lives: the loop ends on it, checkpoints and summary.json record it.
   bool stop_decided() const { return stop_; }
 
   // --- Acted on -----------------------------------------------------------------------------

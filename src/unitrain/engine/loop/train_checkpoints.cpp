@@ -91,7 +91,7 @@ double TrainCheckpoints::write_seconds() const {
 }
 
 TrainCheckpoints::SavePoint TrainCheckpoints::here() const {
-  return {counters_.samples, counters_.should_stop,
+  return {counters_.samples, decisions_.stop_decided(),
           logger_ ? logger_->events() : restored_events_};
 }
 
@@ -152,6 +152,7 @@ void TrainCheckpoints::save() {
     out.buffers = snapshot_buffers_.get();
   }
   out.state.state = counters_;
+  out.state.stopped = decisions_.stop_decided();
   for (CheckpointEntry* e : entries_) e->save(out);
   if (!out.writes) {  // another rank: rank 0 writes
     want_best_save_ = false;

@@ -25,7 +25,6 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
     : settings_(in.settings),
       config_(in.config),
       callbacks_(in.callbacks),
-      counters_(in.counters),
       decisions_(in.decisions),
       precision_(in.precision),
       module_(in.module),
@@ -41,7 +40,6 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
               if (step_) step_->runner().check_nonfinite();
             }),
       classes_text_(class_names_json(train->class_names())) {
-  counters_ = TrainState();  // a fit starts from nothing; restore() sets a resume's
   const int rank = group_ ? group_->rank() : 0;
   const int world = group_ ? group_->world_size() : 1;
   if (group_) {
@@ -175,7 +173,7 @@ bool TrainLoop::end_window(MicroStep& m, RunPosition& position) {
 }
 
 bool TrainLoop::length_reached() const {
-  return counters_.should_stop || decisions_.stop_decided() ||
+  return decisions_.stop_decided() ||
          reached(settings_.train.max_length, counters_, plan_.batches_per_epoch);
 }
 
@@ -266,15 +264,11 @@ void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
                     [&m] { return m.loss_value(); });
 }
 
-void TrainLoop::take_stop_decision() {
-  if (decisions_.stop_decided()) counters_.should_stop = true;
-}
-
 void TrainLoop::log_and_validate() {
   if (settings_.train.test_mode) {  // one step, one validation batch, then stop
     log_train();
     validate();
-    counters_.should_stop = true;
+    decisions_.stop_everywhere();
     return;
   }
   if (periods_.due(Periods::Log, counters_)) log_train();
@@ -304,7 +298,6 @@ void TrainLoop::end_epoch() {
 
 void TrainLoop::finish() {
   logs_.settle();  // a run ends only when every loss was finite
-  take_stop_decision();
   close_epoch_batches();
   if (!decisions_.ended_early() && !already_complete_) {
     finish_logs();
@@ -343,6 +336,7 @@ FitResult TrainLoop::result() const {
   r.rollbacks = divergence_.rollbacks();
   r.optimizer_state_bytes = optimizer_state_bytes_;
   r.state = counters_;
+  r.stopped = decisions_.stop_decided();
   r.seconds = seconds();
   return r;
 }

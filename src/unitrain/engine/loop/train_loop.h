@@ -44,12 +44,11 @@ class RunDecisions;
 class RunPosition;
 
 /// What a TrainLoop is built from: the run's settings and the parts that the Trainer keeps
-/// across fit() calls (callbacks, counters, decisions, precision) or built for this one.
+/// across fit() calls (callbacks, decisions, precision) or built for this one.
 struct LoopInputs {
   const RunSettings& settings;
   const Config& config;  ///< the resolved config (metrics files, checkpoints)
   CallbackList& callbacks;
-  TrainState& counters;  ///< what callbacks see as trainer.state()
   RunDecisions& decisions;
   Precision& precision;
   TrainModule& module;
@@ -97,6 +96,9 @@ class TrainLoop {
   void run(RunPosition& position);
 
   // --- What the Trainer reads of it -------------------------------------------------------
+  /// The run's counters, which the loop alone writes (what callbacks see as trainer.state()):
+  /// zeros until restore() sets a resume's.
+  const TrainState& counters() const { return counters_; }
   const RunPlan& plan() const { return plan_; }
   /// Where the module trains (train.device), from start() on.
   const torch::Device& device() const { return device_; }
@@ -152,13 +154,8 @@ class TrainLoop {
   /// epoch's last micro-batch end_epoch() saves instead, after counting the epoch: a save (or a
   /// signal's, a pause's) there holds the epoch as completed, as the logs of that step say.
   void save_if_due() {
-    take_stop_decision();  // a checkpoint holds it
     if (!at_epoch_end()) checkpoints_->save_if_due(periods_);
   }
-  /// A stop the decisions hold (a callback's, the ranks') becomes the counters' should_stop,
-  /// before each save and at the end: the loop is the one writer of the run's counters (until
-  /// then length_reached() and Trainer::state() read the decision itself).
-  void take_stop_decision();
   bool epoch_complete() const;
   /// The epoch's end: counters, the per-epoch schedule, on_epoch_end, epoch-period logs,
   /// validation and saves.
@@ -187,7 +184,6 @@ class TrainLoop {
   const RunSettings& settings_;
   const Config& config_;
   CallbackList& callbacks_;
-  TrainState& counters_;
   RunDecisions& decisions_;
   Precision& precision_;
   TrainModule& module_;
@@ -195,6 +191,7 @@ class TrainLoop {
   const std::vector<std::shared_ptr<CheckpointEntry>>& extra_entries_;
   std::shared_ptr<ProcessGroup> group_;
   std::unique_ptr<ThreadGovernor> threads_;
+  TrainState counters_;  ///< the run's counters: this loop is their one writer
   RunPlan plan_;
   Periods periods_;
   LoopData data_;  ///< the loaders, the running epoch, the windows' token counts

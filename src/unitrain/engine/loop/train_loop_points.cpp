@@ -122,6 +122,7 @@ std::vector<ParameterState*> TrainLoop::parameter_states() const {
 
 void TrainLoop::restore(const ResumePoint& resume) {
   counters_ = resume.file.state;  // first: the entries restore against them
+  if (resume.file.stopped) decisions_.stop_everywhere();  // a finished run: nothing to train
   checkpoints_->restore(resume, plan_.batches_per_epoch, plan_.rank, "resumed from",
                         TrainCheckpoints::Which::WithTheRun);
   periods_.start_at(counters_);
