@@ -24,13 +24,8 @@ TrainerStateFile full_state_file() {
   f.stopped = true;
   f.last_train = {{"train/loss", 0.25}, {"train/lr", 1e-3}};
   f.last_val = {{"val/acc", std::numeric_limits<double>::quiet_NaN()}};
-  f.log_events = 17;
-  f.last_val_step = 100;
-  f.elapsed = 12.5;
-  f.best_value = -std::numeric_limits<double>::infinity();
-  f.window_bad = true;
-  f.train_sums = {{"loss", {3.5, 7.0, false}}, {"ppl", {1.0, 2.0, true}}};
-  f.scheduler = {{"best", 0.1}, {"bad_epochs", 2}};
+  f.set_section("logs", R"({"log_events": 17, "train_sums": {"loss": [3.5, 7.0, false]}})");
+  f.set_section("schedule", R"({"best": 0.1, "bad_epochs": 2})");
   return f;
 }
 
@@ -52,40 +47,62 @@ TEST(TrainerStateFile, RoundTripsEveryFieldWithNonFiniteValues) {
   EXPECT_TRUE(g.stopped);
   EXPECT_EQ(g.last_train, f.last_train);
   EXPECT_TRUE(std::isnan(g.last_val.at("val/acc")));
-  EXPECT_EQ(g.log_events, 17);
-  EXPECT_EQ(g.last_val_step, 100);
-  EXPECT_EQ(g.elapsed, 12.5);
-  EXPECT_TRUE(std::isinf(g.best_value) && g.best_value < 0);
-  EXPECT_TRUE(g.window_bad);
-  ASSERT_EQ(g.train_sums.size(), 2u);
-  EXPECT_EQ(g.train_sums.at("loss").weighted, 3.5);
-  EXPECT_TRUE(g.train_sums.at("ppl").exp_of_mean);
-  EXPECT_EQ(g.scheduler, f.scheduler);
+  EXPECT_EQ(g.sections(), f.sections());
+  EXPECT_EQ(g.section("schedule"), R"({"best":0.1,"bad_epochs":2})");
+  EXPECT_EQ(g.section("none"), "");
   EXPECT_EQ(g.to_json(), f.to_json());
 }
 
-TEST(TrainerStateFile, KeepsTheLayoutPythonAndOlderRunsRead) {
+TEST(TrainerStateFile, KeepsIdentityAndCountersAtTheTopAndEachEntrysStateInItsSection) {
   const auto j = nlohmann::ordered_json::parse(full_state_file().to_json());
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{"format", "config_hash", "world_size", "batch_size",
                                             "accumulation", "zero", "threads", "state",
-                                            "data_order", "metrics", "loop", "scheduler"}));
+                                            "data_order", "metrics", "sections"}));
+  EXPECT_EQ(j["format"], 2);
   EXPECT_EQ(j["data_order"], 1);  // full_state_file() leaves the default
   EXPECT_EQ(j["state"]["stopped"], true);
   EXPECT_EQ(j["metrics"]["val"]["val/acc"], "nan");
-  EXPECT_EQ(j["loop"]["best_checkpoint_value"], "-inf");
-  EXPECT_EQ(j["loop"]["train_sums"]["loss"], nlohmann::ordered_json::parse("[3.5, 7.0, false]"));
+  EXPECT_EQ(j["sections"]["logs"]["train_sums"]["loss"],
+            nlohmann::ordered_json::parse("[3.5, 7.0, false]"));
+  EXPECT_EQ(j["sections"]["schedule"]["bad_epochs"], 2);
+}
+
+TEST(TrainerStateFile, TwoEntriesCannotWriteOneSection) {
+  TrainerStateFile f;
+  f.set_section("mine", "{}");
+  EXPECT_TRUE(test::contains(
+      test::error_of<TrainError>([&] { f.set_section("mine", R"({"a": 1})"); }),
+      "two checkpoint entries write the section 'mine'"));
+  EXPECT_TRUE(test::contains(test::error_of<TrainError>([&] { f.set_section("list", "[1]"); }),
+                             "section 'list' must be a JSON object"));
+}
+
+TEST(TrainerStateFile, AVersion1FileIsReadIntoTheSectionsOfItsEntries) {
+  // Written before the sections (2026-11-29): the loop's and the schedule's state at the top.
+  const TrainerStateFile f = TrainerStateFile::parse(R"({"format": 1,
+      "state": {"step": 5, "stopped": false},
+      "loop": {"log_events": 3, "last_val_step": 4, "elapsed": 1.5,
+               "best_checkpoint_value": "-inf", "window_bad": true,
+               "train_sums": {"loss": [1.0, 2.0, false]}},
+      "scheduler": {"best": 0.5}})",
+                                                     "f");
+  EXPECT_EQ(f.state.step, 5);
+  EXPECT_EQ(f.section("logs"),
+            R"({"log_events":3,"last_val_step":4,"elapsed":1.5,"train_sums":{"loss":[1.0,2.0,false]}})");
+  EXPECT_EQ(f.section("checkpoints"), R"({"best_value":"-inf"})");
+  EXPECT_EQ(f.section("nonfinite"), R"({"window_bad":true})");
+  EXPECT_EQ(f.section("schedule"), R"({"best":0.5})");
 }
 
 TEST(TrainerStateFile, MissingSectionsReadAsAFreshRunsDefaults) {
-  const TrainerStateFile f = TrainerStateFile::parse(R"({"format": 1, "state": {"step": 5}})", "f");
+  const TrainerStateFile f = TrainerStateFile::parse(R"({"format": 2, "state": {"step": 5}})", "f");
   EXPECT_EQ(f.state.step, 5);
   EXPECT_EQ(f.world_size, 1);
   EXPECT_EQ(f.threads, 0);  // not recorded: a resume chooses afresh
-  EXPECT_EQ(f.last_val_step, -1);
-  EXPECT_TRUE(std::isnan(f.best_value));
-  EXPECT_TRUE(f.train_sums.empty());
+  EXPECT_FALSE(f.stopped);
+  EXPECT_TRUE(f.sections().empty());
 }
 
 TEST(TrainerStateFile, DataOrderRoundTripsAndIsFisherYatesInOlderFiles) {
@@ -108,17 +125,17 @@ TEST(TrainerStateFile, BadFilesAreTrainErrorsNamingTheFile) {
                        "d/ts.json is not valid JSON"));
   EXPECT_TRUE(contains(
       error_of<TrainError>([] { TrainerStateFile::parse(R"({"format": 9})", "d/ts.json"); }),
-      "format version 9; this unitrain reads version 1"));
+      "format version 9; this unitrain reads versions 1 and 2"));
   EXPECT_TRUE(contains(error_of<TrainError>([] {
                          TrainerStateFile::parse(R"({"format": 1, "state": {"step": "x"}})",
                                                  "d/ts.json");
                        }),
                        "d/ts.json: "));
   EXPECT_TRUE(contains(error_of<TrainError>([] {
-                         TrainerStateFile::parse(
-                             R"({"format": 1, "loop": {"train_sums": {"a": [1]}}})", "d/ts.json");
+                         TrainerStateFile::parse(R"({"format": 2, "sections": {"logs": 1}})",
+                                                 "d/ts.json");
                        }),
-                       "loop.train_sums.a must be [weighted, weight, exp_of_mean]"));
+                       "d/ts.json: sections.logs must be an object"));
 }
 
 }  // namespace

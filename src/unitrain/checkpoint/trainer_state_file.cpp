@@ -1,29 +1,14 @@
 #include "unitrain/checkpoint/trainer_state_file.h"
 
-#include <cmath>
-#include <nlohmann/json.hpp>
-
 #include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
+#include "unitrain/checkpoint/state_json.h"
 #include "unitrain/core/error.h"
 
 namespace unitrain {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
-Json number(double v) {
-  if (std::isfinite(v)) return v;
-  return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
-}
-
-double number(const Json& j) {
-  if (j.is_number()) return j.get<double>();
-  const std::string s = j.is_string() ? j.get<std::string>() : "nan";
-  if (s == "inf") return std::numeric_limits<double>::infinity();
-  if (s == "-inf") return -std::numeric_limits<double>::infinity();
-  return std::numeric_limits<double>::quiet_NaN();
-}
+using Json = StateJson;
 
 Json counters(const TrainState& s, bool stopped) {
   return {{"epoch", s.epoch},
@@ -48,14 +33,14 @@ TrainState counters(const Json& st) {
 
 Json numbers(const std::map<std::string, double>& m) {
   Json o = Json::object();
-  for (const auto& [k, v] : m) o[k] = number(v);
+  for (const auto& [k, v] : m) o[k] = state_number(v);
   return o;
 }
 
 std::map<std::string, double> numbers(const Json& o) {
   std::map<std::string, double> m;
   if (!o.is_object()) return m;
-  for (const auto& [k, v] : o.items()) m[k] = number(v);
+  for (const auto& [k, v] : o.items()) m[k] = state_double(v);
   return m;
 }
 
@@ -63,32 +48,40 @@ Json metrics_of(const TrainerStateFile& f) {
   return {{"train", numbers(f.last_train)}, {"val", numbers(f.last_val)}};
 }
 
-Json loop_of(const TrainerStateFile& f) {
-  Json sums = Json::object();
-  for (const auto& [name, sum] : f.train_sums) {
-    sums[name] = {number(sum.weighted), number(sum.weight), sum.exp_of_mean};
+/// A version 1 file's "loop" and "scheduler", as the sections of their entries hold them now.
+void read_version_1(const Json& j, TrainerStateFile& f) {
+  if (const auto lp = j.find("loop"); lp != j.end() && lp->is_object()) {
+    Json logs = Json::object();
+    for (const char* key : {"log_events", "last_val_step", "elapsed", "train_sums"}) {
+      if (lp->contains(key)) logs[key] = (*lp)[key];
+    }
+    f.set_section("logs", logs.dump());
+    if (lp->contains("best_checkpoint_value")) {
+      f.set_section("checkpoints", Json{{"best_value", (*lp)["best_checkpoint_value"]}}.dump());
+    }
+    if (lp->contains("window_bad")) {
+      f.set_section("nonfinite", Json{{"window_bad", (*lp)["window_bad"]}}.dump());
+    }
   }
-  return {{"log_events", f.log_events}, {"last_val_step", f.last_val_step},
-          {"elapsed", f.elapsed},       {"best_checkpoint_value", number(f.best_value)},
-          {"window_bad", f.window_bad}, {"train_sums", sums}};
-}
-
-void read_loop(const Json& lp, TrainerStateFile& f, const std::string& where) {
-  if (!lp.is_object()) return;
-  f.log_events = lp.value("log_events", int64_t(0));
-  f.last_val_step = lp.value("last_val_step", int64_t(-1));
-  f.elapsed = lp.value("elapsed", 0.0);
-  if (lp.contains("best_checkpoint_value")) f.best_value = number(lp["best_checkpoint_value"]);
-  f.window_bad = lp.value("window_bad", false);
-  if (!lp.contains("train_sums")) return;
-  for (const auto& [name, v] : lp["train_sums"].items()) {
-    UT_CHECK_TRAIN(v.is_array() && v.size() == 3 && v.at(2).is_boolean(), where,
-                   ": loop.train_sums.", name, " must be [weighted, weight, exp_of_mean]");
-    f.train_sums[name] = {number(v.at(0)), number(v.at(1)), v.at(2).get<bool>()};
+  if (const auto sc = j.find("scheduler"); sc != j.end() && sc->is_object() && !sc->empty()) {
+    f.set_section("schedule", sc->dump());
   }
 }
 
 }  // namespace
+
+std::string TrainerStateFile::section(const std::string& key) const {
+  const auto it = sections_.find(key);
+  return it == sections_.end() ? std::string() : it->second;
+}
+
+void TrainerStateFile::set_section(const std::string& key, const std::string& json) {
+  const Json j = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  UT_CHECK_TRAIN(!j.is_discarded() && j.is_object(), "trainer_state.json's section '", key,
+                 "' must be a JSON object, got: ", json.substr(0, 80));
+  UT_CHECK_TRAIN(sections_.emplace(key, j.dump()).second, "two checkpoint entries write the "
+                 "section '", key, "' of trainer_state.json (give yours another key)");
+}
 
 std::string TrainerStateFile::to_json() const {
   Json j;
@@ -102,8 +95,9 @@ std::string TrainerStateFile::to_json() const {
   j["state"] = counters(state, stopped);
   j["data_order"] = static_cast<int>(data_order);
   j["metrics"] = metrics_of(*this);
-  j["loop"] = loop_of(*this);
-  j["scheduler"] = numbers(scheduler);
+  Json sections = Json::object();
+  for (const auto& [key, text] : sections_) sections[key] = Json::parse(text);
+  j["sections"] = std::move(sections);
   return j.dump(1) + "\n";
 }
 
@@ -112,8 +106,9 @@ std::string TrainerStateFile::metrics_json() const { return metrics_of(*this).du
 TrainerStateFile TrainerStateFile::parse(const std::string& text, const std::string& where) {
   const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   UT_CHECK_TRAIN(!j.is_discarded() && j.is_object(), where, " is not valid JSON");
-  UT_CHECK_TRAIN(j.value("format", 0) == kFormat, where, " has format version ",
-                 j.value("format", 0), "; this unitrain reads version ", kFormat);
+  const int format = j.value("format", 0);
+  UT_CHECK_TRAIN(format == kFormat || format == 1, where, " has format version ", format,
+                 "; this unitrain reads versions 1 and ", kFormat);
   TrainerStateFile f;
   try {
     f.config_hash = j.value("config_hash", std::string());
@@ -136,8 +131,15 @@ TrainerStateFile TrainerStateFile::parse(const std::string& text, const std::str
       f.last_train = numbers(j["metrics"].value("train", Json::object()));
       f.last_val = numbers(j["metrics"].value("val", Json::object()));
     }
-    if (j.contains("loop")) read_loop(j["loop"], f, where);
-    if (j.contains("scheduler")) f.scheduler = numbers(j["scheduler"]);
+    if (format == 1) {
+      read_version_1(j, f);
+    } else if (const auto sections = j.find("sections"); sections != j.end()) {
+      UT_CHECK_TRAIN(sections->is_object(), where, ": sections must be an object");
+      for (const auto& [key, value] : sections->items()) {
+        UT_CHECK_TRAIN(value.is_object(), where, ": sections.", key, " must be an object");
+        f.sections_[key] = value.dump();
+      }
+    }
   } catch (const nlohmann::json::exception& e) {  // a field of the wrong type
     throw TrainError(detail::concat(where, ": ", e.what()));
   }

@@ -1,8 +1,8 @@
 #pragma once
-// TrainerStateFile: trainer_state.json, a checkpoint's counters and loop state, read and written
-// by this one type (the trainer, `unitrain eval`/`export`, `checkpoint inspect`, the report).
+// TrainerStateFile: trainer_state.json, a checkpoint's identity, counters and the entries' keyed
+// state, read and written by this one type (the trainer, `unitrain eval`/`export`, `checkpoint
+// inspect`, the report).
 #include <cstdint>
-#include <limits>
 #include <map>
 #include <string>
 
@@ -11,17 +11,16 @@
 
 namespace unitrain {
 
-/// One running sum of a training metric (MetricAccumulator::Sum), summed over ranks.
-struct SavedSum {
-  double weighted = 0;
-  double weight = 0;
-  bool exp_of_mean = false;
-};
-
-/// What trainer_state.json holds. JSON has no NaN or infinity: such values are written as the
-/// strings "nan", "inf", "-inf" and read back; finite doubles round-trip exactly.
+/// What trainer_state.json holds: who wrote it (identity), the run's counters and the last
+/// metrics it logged (what `checkpoint inspect`, the report and a finished run describe it
+/// with), and each entry's own state in a section under the entry's key (as torchtitan's
+/// Stateful entries: "logs", "nonfinite", "checkpoints", "schedule", a program's own), which
+/// only that entry reads. JSON has no NaN or infinity: such values are written as the strings
+/// "nan", "inf", "-inf" and read back; finite doubles round-trip exactly.
 struct TrainerStateFile {
-  static constexpr int kFormat = 1;
+  /// 2: the entries' state in `sections`. Version 1 files (the loop's and the schedule's state
+  /// in "loop" and "scheduler") are read into the same sections.
+  static constexpr int kFormat = 2;
 
   std::string config_hash;   ///< CRC-32 of the config it trained with, hex
   int64_t world_size = 1;    ///< processes that wrote it
@@ -36,24 +35,26 @@ struct TrainerStateFile {
   ShuffleAlgorithm data_order = ShuffleAlgorithm::FisherYates;
   /// The last metrics logged, so that a finished run describes itself when resumed.
   std::map<std::string, double> last_train, last_val;
-  // The loop's own state.
-  int64_t log_events = 0;      ///< events in metrics.jsonl when it was saved
-  int64_t last_val_step = -1;  ///< the step of the last validation pass
-  double elapsed = 0;          ///< seconds of training so far
-  double best_value = std::numeric_limits<double>::quiet_NaN();  ///< checkpoint.best.metric's
-  bool window_bad = false;  ///< a non-finite loss earlier in the open window (skip mode)
-  std::map<std::string, SavedSum> train_sums;  ///< the training metrics not yet logged
-  std::map<std::string, double> scheduler;     ///< the schedule's own state
+
+  /// The section `key` as compact JSON text (an object), or "" when the file has none.
+  std::string section(const std::string& key) const;
+  /// Sets section `key` to `json` (the text of a JSON object). TrainError when another entry
+  /// set the same key in this save, or `json` is not an object.
+  void set_section(const std::string& key, const std::string& json);
+  const std::map<std::string, std::string>& sections() const { return sections_; }
 
   /// The file's text (indented JSON, a newline at the end).
   std::string to_json() const;
   /// {"train": {...}, "val": {...}}: the last metrics as JSON text, as the file holds them.
   std::string metrics_json() const;
   /// Parses the text of `where` (a path, for messages); TrainError when it is not a
-  /// trainer_state.json of this format.
+  /// trainer_state.json of this format or the one before.
   static TrainerStateFile parse(const std::string& text, const std::string& where);
   /// Reads and parses checkpoint folder `dir`'s file (its size and CRC checked).
   static TrainerStateFile read(const std::string& dir);
+
+ private:
+  std::map<std::string, std::string> sections_;  ///< key -> a JSON object's compact text
 };
 
 }  // namespace unitrain

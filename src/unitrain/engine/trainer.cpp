@@ -288,8 +288,8 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   auto threads = govern_threads(options().threads, env.local_world_size, resume, group.get());
   const std::vector<std::string> classes = train->class_names();
   loop_ = std::make_unique<TrainLoop>(
-      LoopInputs{*settings_, config_, callbacks_, decisions_, *precision_, module,
-                 checkpoint_entries_, group, std::move(threads)},
+      LoopInputs{*settings_, config_, callbacks_, decisions_, *precision_, module, group,
+                 std::move(threads)},
       std::move(train), std::move(val), resume);
   TrainLoop& loop = *loop_;
   module_ = &module;
@@ -298,7 +298,7 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   });
   // Restore what the checkpoint holds of the run's parts, before the run folder changes: a
   // checkpoint that does not fit refuses the resume here and leaves the folder as it was.
-  loop.list_checkpoints();
+  loop.list_checkpoints(checkpoint_entries_);
   if (!resume.dir.empty()) loop.restore(resume);
   // Nothing refused the run: its folder, then its logs and checkpoints there.
   prepare_run_folder(group.get(), !resume.dir.empty(), classes);

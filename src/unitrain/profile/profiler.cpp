@@ -116,7 +116,7 @@ std::string profile_table(int64_t steps, const std::array<double, kPhases>& tota
   return out;
 }
 
-ProfileResult Profiler::finish(const std::string& device,
+const ProfileResult& Profiler::finish(const std::string& device,
                                std::optional<int64_t> peak_device_bytes) {
   const bool active = state_ == State::Active;
   if (step_ >= 0) end_step();
@@ -154,7 +154,8 @@ ProfileResult Profiler::finish(const std::string& device,
   add("other", std::max(0.0, total - in_phases));
   r.summary_json = j.dump(1) + "\n";
   if (trace_) r.trace_json = trace_->json(rank_);
-  return r;
+  result_ = std::move(r);
+  return *result_;
 }
 
 }  // namespace unitrain

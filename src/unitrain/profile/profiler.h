@@ -67,8 +67,10 @@ class Profiler {
   /// The summary names the run's `device` and, when given, its peak memory in bytes since the
   /// run's start (`peak_device_bytes`: a GPU's caching allocator), which the table's last line
   /// says too.
-  ProfileResult finish(const std::string& device = "cpu",
-                       std::optional<int64_t> peak_device_bytes = std::nullopt);
+  const ProfileResult& finish(const std::string& device = "cpu",
+                              std::optional<int64_t> peak_device_bytes = std::nullopt);
+  /// finish()'s result (null before it).
+  const ProfileResult* result() const { return result_ ? &*result_ : nullptr; }
 
   /// Totals over the recorded steps (for tests and the table).
   int64_t steps() const { return static_cast<int64_t>(step_seconds_.size()); }
@@ -97,6 +99,7 @@ class Profiler {
   std::array<double, kPhases> totals_{};
   std::vector<double> step_seconds_;
   std::unique_ptr<TraceRecorder> trace_;  ///< LibTorch's profiler, while it runs
+  std::optional<ProfileResult> result_;   ///< finish()'s
 };
 
 /// The table of a summary: each phase's total, mean per step and share of the step time, and

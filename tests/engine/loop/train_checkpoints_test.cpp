@@ -2,6 +2,7 @@
 // through the Trainer: a pause inside an accumulation window, a SIGTERM at a chosen step and
 // async saves, each resumed or compared bit for bit.
 #include "unitrain/engine/loop/train_checkpoints.h"
+#include "unitrain/engine/loop/train_logs.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -87,7 +88,8 @@ TEST(TrainCheckpoints, OnItsOwnItSavesItsEntriesAndRestoresThemWithTheCounters) 
   plan.batches_per_epoch = 4;
   LogOptions no_trackers;
   no_trackers.trackers.clear();
-  const RunLogger logger(no_trackers, dir, 0);
+  TrainLogs logs(nullptr, 0);  // whose events a checkpoint records
+  logs.open(std::make_unique<RunLogger>(no_trackers, dir, 0));
   const CheckpointSetup setup = CheckpointSetup::of(settings, config, plan, false, false);
   TrainState state;
   state.step = 3;
@@ -97,8 +99,8 @@ TEST(TrainCheckpoints, OnItsOwnItSavesItsEntriesAndRestoresThemWithTheCounters) 
     RunDecisions decisions;
     NoteEntry note;
     note.text = "kept";
-    TrainCheckpoints checkpoints(setup, state, decisions, nullptr);
-    checkpoints.open(logger);
+    TrainCheckpoints checkpoints(setup, state, decisions, logs, nullptr);
+    checkpoints.open();
     checkpoints.add(note);
     Periods periods(settings.train.log_every, settings.train.val_every, settings.checkpoint.every);
     periods.set_batches_per_epoch(plan.batches_per_epoch);
@@ -112,8 +114,8 @@ TEST(TrainCheckpoints, OnItsOwnItSavesItsEntriesAndRestoresThemWithTheCounters) 
   TrainState restored;
   RunDecisions decisions;
   NoteEntry back;
-  TrainCheckpoints checkpoints(setup, restored, decisions, nullptr);
-  checkpoints.open(logger);
+  TrainCheckpoints checkpoints(setup, restored, decisions, logs, nullptr);
+  checkpoints.open();
   checkpoints.add(back);
   const ResumePoint point = read_resume_point(dir + "/checkpoints/step-3", config);
   EXPECT_EQ(point.file.state.step, 3);  // the counters, which the loop sets from the point

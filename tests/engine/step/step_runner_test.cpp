@@ -131,7 +131,7 @@ TEST(StepRunner, ANonFiniteLossSkipsTheUpdateOrStopsNamingTheStep) {
 
 TEST(StepRunner, DeferredStopReadsNoLossUntilAskedThenNamesTheFirstBadStep) {
   // train.loss_reads: deferred with on_nonfinite: stop in one process: a window's end reads
-  // nothing (the update goes ahead); check_nonfinite() reads the first bad step. Skip mode
+  // nothing (the update goes ahead); nonfinite().settle() reads the first bad step. Skip mode
   // still decides at each window's end.
   auto deferred = [](RunnerRig& rig) {
     rig.options.loss_reads = LossReads::Deferred;
@@ -141,12 +141,12 @@ TEST(StepRunner, DeferredStopReadsNoLossUntilAskedThenNamesTheFirstBadStep) {
   RunnerRig stop(OnNonFinite::Stop, RunnerRig::kNone);
   deferred(stop);
   EXPECT_TRUE(stop.runner->checks_nonfinite_late());
-  stop.runner->check_nonfinite();  // nothing seen yet: nothing happens
+  stop.runner->nonfinite().settle();  // nothing seen yet: nothing happens
   stop.module.poison_at = 2;
   stop.window({batch_of(8, 1)}, 1);
   EXPECT_FALSE(stop.window({batch_of(8, 2)}, 2).skipped);  // NaN, unread: the update ran
   stop.window({batch_of(8, 3)}, 3);
-  const std::string e = test::error_of<TrainError>([&] { stop.runner->check_nonfinite(); });
+  const std::string e = test::error_of<TrainError>([&] { stop.runner->nonfinite().settle(); });
   EXPECT_TRUE(test::contains(e, "non-finite loss at step 2: loss=nan")) << e;
 
   RunnerRig skip(OnNonFinite::Skip, RunnerRig::kNone);
@@ -192,7 +192,7 @@ TEST(StepRunner, DeferredClippingKeepsTheNormOnTheDeviceAndANonFiniteOneForTheLa
       EXPECT_EQ(first.grad_norm, -1);
       EXPECT_FALSE(rig.window({batch_of(8, 2)}, 2).skipped);
       EXPECT_EQ(poison->norms, (std::vector<double>{-1, -1}));
-      const std::string e = test::error_of<TrainError>([&] { rig.runner->check_nonfinite(); });
+      const std::string e = test::error_of<TrainError>([&] { rig.runner->nonfinite().settle(); });
       EXPECT_TRUE(test::contains(e, "non-finite gradient at step 2")) << e;
       EXPECT_TRUE(test::contains(e, "grad_norm=inf")) << e;
     } else {

@@ -11,13 +11,13 @@
 #include "unitrain/checkpoint/model_shards.h"
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/checkpoint/state_io.h"
+#include "unitrain/checkpoint/state_json.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
 #include "unitrain/core/train_module.h"
 #include "unitrain/engine/callback_list.h"
 #include "unitrain/engine/checkpoints/rank_files.h"
 #include "unitrain/engine/step/lr_controller.h"
-#include "unitrain/engine/step/step_runner.h"
 #include "unitrain/log/console.h"
 #include "unitrain/parallel/optimizer_sharding.h"
 #include "unitrain/parallel/process_group.h"
@@ -111,16 +111,6 @@ class ModelEntry : public CheckpointEntry {
   TrainModule& module_;
   Precision& precision_;
   std::string frozen_;  ///< frozen_fingerprint, computed once (the frozen weights never change)
-};
-
-class WindowFlagEntry : public CheckpointEntry {
- public:
-  explicit WindowFlagEntry(StepRunner& runner) : runner_(runner) {}
-  void save(CheckpointWrite& out) override { out.state.window_bad = runner_.window_bad(); }
-  void restore(const CheckpointRead& in) override { runner_.set_window_bad(in.state.window_bad); }
-
- private:
-  StepRunner& runner_;
 };
 
 class RngEntry : public CheckpointEntry {
@@ -232,15 +222,24 @@ class CallbacksEntry : public CheckpointEntry {
 
 class ScheduleEntry : public CheckpointEntry {
  public:
+  static constexpr const char* kSection = "schedule";
   ScheduleEntry(LrController& lr, const TrainState& counters) : lr_(lr), counters_(counters) {}
 
+  /// trainer_state.json's section "schedule": the schedule's own numbers (Scheduler::state).
   void save(CheckpointWrite& out) override {
-    if (Scheduler* s = lr_.scheduler()) out.state.scheduler = s->state();
+    Scheduler* s = lr_.scheduler();
+    if (!s) return;
+    StateJson j = StateJson::object();
+    for (const auto& [k, v] : s->state()) j[k] = state_number(v);
+    out.state.set_section(kSection, j.dump());
   }
 
   void restore(const CheckpointRead& in) override {
-    if (Scheduler* s = lr_.scheduler(); s && !in.state.scheduler.empty()) {
-      s->load_state(in.state.scheduler);
+    const StateJson j = state_section(in.state.section(kSection));
+    if (Scheduler* s = lr_.scheduler(); s && !j.empty()) {
+      std::map<std::string, double> state;
+      for (const auto& [k, v] : j.items()) state[k] = state_double(v);
+      s->load_state(state);
     }
     lr_.follow(counters_);
   }
@@ -275,10 +274,6 @@ std::map<std::string, std::string> read_callback_entries(const std::string& dir)
 
 CheckpointEntryPtr model_entry(TrainModule& module, Precision& precision) {
   return std::make_unique<ModelEntry>(module, precision);
-}
-
-CheckpointEntryPtr window_flag_entry(StepRunner& runner) {
-  return std::make_unique<WindowFlagEntry>(runner);
 }
 
 CheckpointEntryPtr rng_entry(ProcessGroup* group) { return std::make_unique<RngEntry>(group); }

@@ -23,7 +23,6 @@ class OptimizerSharding;
 class Precision;
 class ProcessGroup;
 class ShardedParameters;
-class StepRunner;
 class TrainModule;
 struct TrainState;
 
@@ -58,9 +57,6 @@ CheckpointEntryPtr sharded_state_entry(ParameterState& state, TrainModule& modul
 /// After ShardedParameters::unshard (a collective): `state` whole again
 /// (ParameterState::make_whole), gathered from the parts.
 void make_state_whole(ParameterState& state, TrainModule& module, const ShardedParameters& params);
-/// trainer_state.json's window_bad: the step runner's flag of a non-finite loss earlier in the
-/// accumulation window a checkpoint was saved inside (on_nonfinite: skip).
-CheckpointEntryPtr window_flag_entry(StepRunner& runner);
 /// rng-rank-<R>.pt: every rank's generator states (gathered on rank 0).
 CheckpointEntryPtr rng_entry(ProcessGroup* group);
 /// grads.pt: the accumulated gradients of a window the checkpoint was saved inside.
@@ -71,7 +67,8 @@ CheckpointEntryPtr loss_scaler_entry(Precision& precision);
 CheckpointEntryPtr callbacks_entry(CallbackList& callbacks);
 /// The callbacks' entries of checkpoint folder `dir` (extra-<name> files, by name).
 std::map<std::string, std::string> read_callback_entries(const std::string& dir);
-/// The schedule's own state (trainer_state.json "scheduler"); the lr follows the restored run.
+/// The schedule's own state (trainer_state.json's section "schedule"); the lr follows the
+/// restored run.
 CheckpointEntryPtr schedule_entry(LrController& lr, const TrainState& counters);
 
 }  // namespace unitrain

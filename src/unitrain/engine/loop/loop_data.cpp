@@ -11,7 +11,8 @@ LoopData::LoopData(DatasetPtr train, DatasetPtr val, const RunSettings& settings
                    ShuffleAlgorithm order, ProcessGroup* group)
     // Batches pinned for a GPU (data.loader.pin_memory); a resumed run keeps the shuffle it
     // trained with (its checkpoint's data_order).
-    : train_(std::move(train), settings.loader.for_device(cuda), settings.seed, "data.train",
+    : class_names_(train->class_names()),
+      train_(std::move(train), settings.loader.for_device(cuda), settings.seed, "data.train",
              order) {
   if (val) {
     val_ = std::make_unique<Loader>(std::move(val), train_.options().in_order(), 0, "data.val");

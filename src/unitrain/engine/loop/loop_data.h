@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "unitrain/core/batch.h"
 #include "unitrain/data/dataset.h"
@@ -26,6 +28,8 @@ class LoopData {
   ~LoopData();
 
   const Loader& train() const { return train_; }
+  /// The training data's class names (empty: none), which checkpoints hold in classes.json.
+  const std::vector<std::string>& class_names() const { return class_names_; }
   /// The validation loader, or null.
   const Loader* val() const { return val_.get(); }
   /// Once the plan is made: with train.loss_average: tokens, each window's tokens are counted.
@@ -50,6 +54,7 @@ class LoopData {
   double wait_seconds() const { return wait_seconds_; }
 
  private:
+  std::vector<std::string> class_names_;
   Loader train_;
   std::unique_ptr<Loader> val_;
   std::unique_ptr<EpochIterator> epoch_;      ///< the running epoch's

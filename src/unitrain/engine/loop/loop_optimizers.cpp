@@ -145,6 +145,11 @@ void LoopOptimizers::clear_states() {
   for (Scheduled& s : list_) s.optimizer->state().clear();
 }
 
+void LoopOptimizers::free_states() {
+  if (trainers_) freed_state_bytes_ = optimizer_state_bytes(*trainers_);
+  clear_states();
+}
+
 void LoopOptimizers::follow(const TrainState& state) {
   for (Scheduled& s : list_) s.lr->follow(state);
 }

@@ -56,6 +56,11 @@ class LoopOptimizers {
   void scale_lrs(double scale);
   /// Forgets every optimizer's state (a rollback, before the checkpoint's is restored).
   void clear_states();
+  /// clear_states() at the end of a run whose optimizer steps parts that the next fit() cuts
+  /// anew (ZeRO 3), remembering the bytes of the Trainer's optimizer's state first.
+  void free_states();
+  /// The bytes free_states() freed (-1: it did not run, or manual optimization).
+  int64_t freed_state_bytes() const { return freed_state_bytes_; }
   /// A step ended: remember the lr it used (train/lr), then follow per-step schedules.
   void step_ended(const TrainState& state);
   /// An epoch ended: follow per-epoch schedules.
@@ -89,6 +94,7 @@ class LoopOptimizers {
   OptimizerPtr trainers_;                  ///< automatic
   std::unique_ptr<OptimizerSetup> setup_;  ///< manual
   std::vector<Scheduled> list_;
+  int64_t freed_state_bytes_ = -1;
 };
 
 }  // namespace unitrain

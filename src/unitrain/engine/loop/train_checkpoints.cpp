@@ -10,12 +10,14 @@
 #include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/checkpointer.h"
 #include "unitrain/checkpoint/state_io.h"
+#include "unitrain/checkpoint/state_json.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/schema.h"
 #include "unitrain/engine/config/load_config.h"
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/loop/periods.h"
 #include "unitrain/engine/loop/run_decisions.h"
+#include "unitrain/engine/loop/train_logs.h"
 #include "unitrain/engine/setup/run_plan.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/run_logger.h"
@@ -26,6 +28,7 @@ namespace files = checkpoint_files;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr const char* kSection = "checkpoints";
 
 std::string hash_of(const std::string& text) {
   return fmt::format("{:08x}", crc32_of(text.data(), text.size()));
@@ -51,17 +54,18 @@ CheckpointSetup CheckpointSetup::of(const RunSettings& s, const Config& config, 
 }
 
 TrainCheckpoints::TrainCheckpoints(CheckpointSetup setup, const TrainState& counters,
-                                   RunDecisions& decisions, Profiler* profiler)
+                                   RunDecisions& decisions, const TrainLogs& logs,
+                                   Profiler* profiler)
     : setup_(std::move(setup)),
       counters_(counters),
       decisions_(decisions),
+      logs_(logs),
       profiler_(profiler),
       best_value_(std::numeric_limits<double>::quiet_NaN()) {}
 
 TrainCheckpoints::~TrainCheckpoints() = default;
 
-void TrainCheckpoints::open(const RunLogger& logger) {
-  logger_ = &logger;
+void TrainCheckpoints::open() {
   if (setup_.writes) {
     checkpointer_ = std::make_unique<Checkpointer>(setup_.options, setup_.root);
     checkpointer_->clean_partial();  // folders of saves that a crash or SIGKILL interrupted
@@ -91,8 +95,7 @@ double TrainCheckpoints::write_seconds() const {
 }
 
 TrainCheckpoints::SavePoint TrainCheckpoints::here() const {
-  return {counters_.samples, decisions_.stop_decided(),
-          logger_ ? logger_->events() : restored_events_};
+  return {counters_.samples, decisions_.stop_decided(), logs_.events()};
 }
 
 void TrainCheckpoints::observe_validation(const MetricMap& val) {
@@ -137,7 +140,7 @@ void TrainCheckpoints::save_if_due(Periods& periods, bool force) {
 }
 
 void TrainCheckpoints::save() {
-  if (check_) check_();
+  logs_.settle();  // the step's late non-finite check: no diverged weights saved
   Profiler::Range range(profiler_, Phase::Checkpoint);
   const Clock::time_point start = Clock::now();
   decisions_.saved();
@@ -173,7 +176,7 @@ void TrainCheckpoints::write(CheckpointWrite& out) {
   st.zero = setup_.zero;
   st.threads = setup_.threads;
   st.data_order = setup_.data_order;
-  st.best_value = best_value_;
+  st.set_section(kSection, StateJson{{"best_value", state_number(best_value_)}}.dump());
   out.add(files::kTrainerState, st.to_json());
   out.add(files::kConfig, setup_.config_text);
   if (!setup_.classes_text.empty()) out.add(files::kClasses, setup_.classes_text);
@@ -224,12 +227,12 @@ void TrainCheckpoints::restore(const ResumePoint& resume, int64_t batches_per_ep
   UT_CHECK(saved.batch_in_epoch <= batches_per_epoch, "cannot resume from ", dir,
            ": it stopped at batch ", saved.batch_in_epoch, " of an epoch that now has ",
            batches_per_epoch, " batches");
-  best_value_ = resume.file.best_value;
+  best_value_ = state_double(
+      state_section(resume.file.section(kSection)).value("best_value", StateJson("nan")));
   const CheckpointRead in{dir, resume.file, rank};
   for (size_t i = 0; i < entries_.size(); ++i) {
     if (which == Which::All || !late_[i]) entries_[i]->restore(in);
   }
-  restored_events_ = std::max<int64_t>(resume.file.log_events, 0);  // what the logger opens with
   saved_ = here();
   last_checkpoint_ = dir;
   log::info(fmt::format("{} {}: epoch {}, step {}, batch {} of the epoch, {} samples seen", how,

@@ -2,7 +2,6 @@
 // TrainCheckpoints: the checkpoint side of a run — when to save, the entries a checkpoint holds,
 // the best one, and the restore of a resumed run.
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -20,8 +19,8 @@ class Checkpointer;
 class Periods;
 class Profiler;
 class RunDecisions;
-class RunLogger;
 class SnapshotBuffers;
+class TrainLogs;
 struct RunPlan;
 struct RunSettings;
 
@@ -45,18 +44,20 @@ struct CheckpointSetup {
 };
 
 /// Saves when the policy says (a period crossed, a new best, a signal or a pause, the end),
-/// from the entries added in order: each brings its files and trainer_state.json fields;
-/// the counters, the best value and config.yaml are this class's own. Rank 0 writes.
+/// from the entries added in order: each brings its files and trainer_state.json's fields or
+/// its section; the counters, the stop, config.yaml and the section "checkpoints" (the best
+/// value) are this class's own. Rank 0 writes.
 class TrainCheckpoints {
  public:
   /// Changes nothing on disk: a resume restores (and may be refused) before the run folder
-  /// changes; open() then starts the saving side.
+  /// changes; open() then starts the saving side. `logs`: whose events a checkpoint records,
+  /// and whose settle() every save goes through first (no diverged weights saved).
   TrainCheckpoints(CheckpointSetup setup, const TrainState& counters, RunDecisions& decisions,
-                   Profiler* profiler);
+                   const TrainLogs& logs, Profiler* profiler);
   ~TrainCheckpoints();
-  /// Once the run folder is ready: the logger whose events checkpoints record, and the folders
-  /// of saves a crash or SIGKILL interrupted removed (rank 0).
-  void open(const RunLogger& logger);
+  /// Once the run folder is ready: the folders of saves a crash or SIGKILL interrupted removed
+  /// (rank 0).
+  void open();
 
   /// When an entry restores in a resume: with the run's parts (before the run folder changes,
   /// so that a refusal leaves it as it was), or after on_fit_start (the callbacks' state, which
@@ -88,9 +89,6 @@ class TrainCheckpoints {
   std::string rollback_point();
   /// Waits for an async save's parameter copies: the optimizer may change parameters now.
   void fence();
-  /// Runs `check` before each save, before anything is written: what it throws ends the run
-  /// without that checkpoint (the loop's late non-finite check: no diverged weights saved).
-  void check_before_save(std::function<void()> check) { check_ = std::move(check); }
   /// After the loop: the writer drained.
   void finish();
 
@@ -116,11 +114,9 @@ class TrainCheckpoints {
   void save();
   void write(CheckpointWrite& out);
   CheckpointSetup setup_;
-  std::function<void()> check_;  ///< before each save (check_before_save)
   const TrainState& counters_;
-  const RunLogger* logger_ = nullptr;  ///< from open() on
-  int64_t restored_events_ = 0;        ///< before open(): the log events a resume restored
   RunDecisions& decisions_;
+  const TrainLogs& logs_;
   Profiler* profiler_;
   std::vector<CheckpointEntryPtr> owned_;
   std::vector<CheckpointEntry*> entries_;

@@ -2,13 +2,27 @@
 
 #include <torch/torch.h>
 
+#include <fmt/format.h>
+
+#include "unitrain/checkpoint/checkpoint_files.h"
+#include "unitrain/checkpoint/state_json.h"
 #include "unitrain/checkpoint/trainer_state_file.h"
+#include "unitrain/core/error.h"
+#include "unitrain/engine/step/nonfinite_watch.h"
 #include "unitrain/parallel/reduce_metrics.h"
 
 namespace unitrain {
+namespace {
+constexpr const char* kSection = "logs";
+}  // namespace
 
-TrainLogs::TrainLogs(ProcessGroup* group, int rank, std::function<void()> settle)
-    : group_(group), rank_(rank), settle_(std::move(settle)) {}
+TrainLogs::TrainLogs(ProcessGroup* group, int rank) : group_(group), rank_(rank) {}
+
+void TrainLogs::settle() const {
+  if (watch_) watch_->settle();
+}
+
+int64_t TrainLogs::events() const { return logger_ ? logger_->events() : restored_log_events_; }
 
 void TrainLogs::add_batch(const MetricValue& loss, int64_t counted,
                           const std::map<std::string, MetricValue>& metrics,
@@ -22,7 +36,7 @@ void TrainLogs::add_mean(const std::string& name, const torch::Tensor& value) {
 }
 
 MetricMap TrainLogs::take_train_means() {
-  settle_();
+  settle();
   MetricMap m;
   if (train_sums_.empty()) return m;
   if (group_) all_reduce_metrics(*group_, train_sums_);  // every rank's samples
@@ -32,14 +46,14 @@ MetricMap TrainLogs::take_train_means() {
 }
 
 void TrainLogs::log_train(LogEvent event) {
-  settle_();
+  settle();
   event.time = elapsed();
   logger_->log(event);
   last_train_ = std::move(event.metrics);
 }
 
 void TrainLogs::log_val(LogEvent event, int64_t step) {
-  settle_();
+  settle();
   event.time = elapsed();
   logger_->log(event);
   last_val_ = std::move(event.metrics);
@@ -62,33 +76,43 @@ void TrainLogs::save(CheckpointWrite& out) {
   // The running training sums, summed over ranks (a resumed rank 0 carries them for everyone).
   MetricAccumulator sums = train_sums_;
   if (group_) all_reduce_metrics(*group_, sums);
-  TrainerStateFile& st = out.state;
+  StateJson j;
+  j["log_events"] = events();
+  j["last_val_step"] = last_val_step_;
+  j["elapsed"] = elapsed();
+  StateJson& saved = j["train_sums"] = StateJson::object();
   for (const auto& [name, s] : sums.sums()) {
-    st.train_sums[name] = {s.weighted, s.weight, s.exp_of_mean};
+    saved[name] = {state_number(s.weighted), state_number(s.weight), s.exp_of_mean};
   }
-  st.log_events = logger_->events();
-  st.last_val_step = last_val_step_;
-  st.elapsed = elapsed();
-  st.last_train = last_train_;
-  st.last_val = last_val_;
+  out.state.set_section(kSection, j.dump());
+  out.state.last_train = last_train_;
+  out.state.last_val = last_val_;
 }
 
 void TrainLogs::restore(const CheckpointRead& in) {
-  const TrainerStateFile& st = in.state;
-  restored_log_events_ = st.log_events;
-  last_val_step_ = st.last_val_step;
-  time_offset_ = st.elapsed;
-  train_sums_.clear();
-  if (rank_ == 0) {  // saved summed over ranks: the others start from nothing
-    for (const auto& [name, s] : st.train_sums) {
-      auto& sum = train_sums_.sums()[name];
-      sum.weighted = s.weighted;
-      sum.weight = s.weight;
-      sum.exp_of_mean = s.exp_of_mean;
+  const std::string where = in.path(checkpoint_files::kTrainerState);
+  const StateJson j = state_section(in.state.section(kSection));
+  try {
+    restored_log_events_ = std::max<int64_t>(j.value("log_events", int64_t(0)), 0);
+    last_val_step_ = j.value("last_val_step", int64_t(-1));
+    time_offset_ = j.value("elapsed", 0.0);
+    train_sums_.clear();
+    if (rank_ == 0 && j.contains("train_sums")) {  // saved summed over ranks: the others start
+      for (const auto& [name, v] : j["train_sums"].items()) {  // from nothing
+        UT_CHECK_TRAIN(v.is_array() && v.size() == 3 && v.at(2).is_boolean(), where,
+                       ": sections.logs.train_sums.", name,
+                       " must be [weighted, weight, exp_of_mean]");
+        auto& sum = train_sums_.sums()[name];
+        sum.weighted = state_double(v.at(0));
+        sum.weight = state_double(v.at(1));
+        sum.exp_of_mean = v.at(2).get<bool>();
+      }
     }
+  } catch (const nlohmann::json::exception& e) {  // a field of the wrong type
+    throw TrainError(fmt::format("{}: sections.logs: {}", where, e.what()));
   }
-  last_train_ = st.last_train;
-  last_val_ = st.last_val;
+  last_train_ = in.state.last_train;
+  last_val_ = in.state.last_val;
   resumed_from_ = in.dir;
 }
 

@@ -3,7 +3,6 @@
 // since the last log event, the last training and validation metrics, the run's logger (metrics
 // files, trackers, the progress bar), its time — and its checkpoint entry.
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <string>
 
@@ -14,14 +13,17 @@
 
 namespace unitrain {
 
+class NonfiniteWatch;
 class ProcessGroup;
 
 class TrainLogs : public CheckpointEntry {
  public:
-  /// `settle`: the step's late non-finite check, which every log event goes through first
-  /// (nothing is logged of a run whose loss went non-finite since the last event). `group`:
-  /// the ranks whose training sums a log event adds up (null for one process).
-  TrainLogs(ProcessGroup* group, int rank, std::function<void()> settle);
+  /// `group`: the ranks whose training sums a log event adds up (null for one process).
+  TrainLogs(ProcessGroup* group, int rank);
+
+  /// The step's non-finite watch, which every log event settles first (nothing is logged of a
+  /// run whose loss went non-finite since the last event): from the step's start on.
+  void settle_with(NonfiniteWatch& watch) { watch_ = &watch; }
 
   /// The training sums stay on their device until a log event reads them, once (the runner
   /// defers its reads).
@@ -30,8 +32,10 @@ class TrainLogs : public CheckpointEntry {
   void open(std::unique_ptr<RunLogger> logger) { logger_ = std::move(logger); }
   RunLogger& logger() { return *logger_; }
   const RunLogger& logger() const { return *logger_; }
-  /// The step's late non-finite check (a log, a save, the end all go through it).
-  void settle() const { settle_(); }
+  /// The step's late non-finite check (a log, a validation, a save, the end go through it).
+  void settle() const;
+  /// The events in the run's metrics files: the logger's, or before open() a resume's.
+  int64_t events() const;
 
   // --- Training sums --------------------------------------------------------------------
   /// A micro-batch's values: its loss, weighted by what it averages over (`counted` samples or
@@ -68,8 +72,8 @@ class TrainLogs : public CheckpointEntry {
   /// resumed-from folder go on as they were (`seconds`, `resumed_from`: before the restore).
   void rolled_back(const LogEvent& event, double seconds, const std::string& resumed_from);
 
-  // The checkpoint entry: the sums (summed over ranks: rank 0 carries them on a resume), the
-  // log position, the time, the last metrics.
+  // The checkpoint entry: trainer_state.json's section "logs" — the sums (summed over ranks:
+  // rank 0 carries them on a resume), the log position, the time — and the last metrics.
   void save(CheckpointWrite& out) override;
   void restore(const CheckpointRead& in) override;
 
@@ -77,7 +81,7 @@ class TrainLogs : public CheckpointEntry {
   using Clock = std::chrono::steady_clock;
   ProcessGroup* group_;
   int rank_;
-  std::function<void()> settle_;
+  NonfiniteWatch* watch_ = nullptr;
   std::unique_ptr<RunLogger> logger_;  ///< from open() on
   MetricAccumulator train_sums_;
   MetricMap last_train_, last_val_;

@@ -28,29 +28,20 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
       decisions_(in.decisions),
       precision_(in.precision),
       module_(in.module),
-      device_(device_of(in.module.weights())),
-      extra_entries_(in.extra_entries),
       group_(std::move(in.group)),
       threads_(std::move(in.threads)),
       periods_(settings_.train.log_every, settings_.train.val_every, settings_.checkpoint.every),
-      data_(train, std::move(val), settings_, device_.is_cuda(),
+      data_(std::move(train), std::move(val), settings_, device_of(module_.weights()).is_cuda(),
             resume.dir.empty() ? kCurrentShuffle : resume.file.data_order, group_.get()),
-      logs_(group_.get(), group_ ? group_->rank() : 0,
-            [this] {
-              if (step_) step_->runner().check_nonfinite();
-            }),
-      classes_text_(class_names_json(train->class_names())) {
+      logs_(group_.get(), group_ ? group_->rank() : 0) {
   const int rank = group_ ? group_->rank() : 0;
   const int world = group_ ? group_->world_size() : 1;
-  if (group_) {
-    broadcast_buffers_ =
-        settings_.distributed.broadcast_buffers && !module_.weights().buffers().empty();
-  }
   plan_ = RunPlan::make(settings_.train, data_.train(), rank, world);
   data_.plan(settings_, plan_, group_.get());
   periods_.set_batches_per_epoch(plan_.batches_per_epoch);
   if (settings_.profile.enabled) {
-    profiler_ = std::make_unique<Profiler>(settings_.profile, rank, device_.is_cuda());
+    profiler_ = std::make_unique<Profiler>(settings_.profile, rank,
+                                           device_of(module_.weights()).is_cuda());
   }
 }
 
@@ -59,53 +50,39 @@ TrainLoop::~TrainLoop() { module_.set_run(nullptr); }
 void TrainLoop::start(const OptimizerFactory& make) {
   optimizers_ = make(plan_);
   optimizers_->follow(counters_);
-  step_ = std::make_unique<ProcessStep>(StepParts{settings_, group_, module_, precision_,
-                                                  callbacks_, profiler_.get(), device_.is_cuda()},
-                                        optimizers_->trainers());
+  step_ = std::make_unique<ProcessStep>(
+      StepParts{settings_, group_, module_, precision_, callbacks_, profiler_.get(),
+                device_of(module_.weights())},
+      optimizers_->trainers());
   module_run_ = std::make_unique<LoopModuleRun>(
-      counters_, plan_.rank, plan_.world, device_,
+      counters_, plan_.rank, plan_.world, step_->device(),
       [this](const std::string& name, torch::Tensor value) {
-        if (graph_ && graph_->capturing()) return graph_->keep_log(name, value);
+        StepGraph* graph = step_->graph();
+        if (graph && graph->capturing()) return graph->keep_log(name, value);
         add_train_mean(name, value);
       },
       step_->sync(), *optimizers_, module_.weights().parameters());
   module_.set_run(module_run_.get());
-  StepRunner& runner = step_->runner();
-  if (divergence_.watches_spikes()) runner.watch(&divergence_);
-  if (runner.defers_reads()) logs_.defer_reads();
+  if (step_->runner().defers_reads()) logs_.defer_reads();
+  logs_.settle_with(step_->nonfinite());  // every log, validation and save settles it first
   periods_.start_at(counters_);
   optimizers_->remember_lrs();
-  if (settings_.train.cuda_graphs) start_graph();
+  if (settings_.train.cuda_graphs) step_->capture_steps(plan_, callbacks_.hooking_inside_step());
 }
 
-void TrainLoop::start_graph() {
-  GraphFacts facts;
-  facts.cuda = device_.is_cuda();
-  facts.cuda_build = step_graphs_built();
-  facts.world = plan_.world;
-  facts.accumulation = plan_.accumulation;
-  facts.precision = precision_.mode();
-  torch::optim::Optimizer* trainers = optimizers_->trainers();
-  facts.manual = trainers == nullptr;
-  if (trainers) facts.optimizer_refusal = capture_refusal(*trainers);
-  facts.hooking = callbacks_.hooking_inside_step();
-  facts.short_batches = !plan_.drop_last && plan_.epoch_size % plan_.batch_size != 0;
-  facts.profiling = settings_.profile.enabled;
-  const std::string why = step_graph_refusal(settings_.train, facts);
-  if (!why.empty()) throw ConfigError(why);
-  graph_ = std::make_unique<StepGraph>(step_->runner(), *trainers, device_);
-}
-
-void TrainLoop::list_checkpoints() {
+void TrainLoop::list_checkpoints(
+    const std::vector<std::shared_ptr<CheckpointEntry>>& program_entries) {
   CheckpointSetup setup =
       CheckpointSetup::of(settings_, config_, plan_, group_ != nullptr, !callbacks_.empty());
-  setup.classes_text = classes_text_;
+  setup.classes_text = class_names_json(data_.class_names());
   setup.data_order = data_.train().shuffle_algorithm();
   setup.threads = threads_->threads();
-  checkpoints_ =
-      std::make_unique<TrainCheckpoints>(std::move(setup), counters_, decisions_, profiler_.get());
-  checkpoints_->check_before_save([this] { logs_.settle(); });
+  checkpoints_ = std::make_unique<TrainCheckpoints>(std::move(setup), counters_, decisions_,
+                                                    logs_, profiler_.get());
   list_checkpoint_entries(optimizers_->trainers());
+  for (const auto& e : program_entries) {  // Trainer::add_checkpoint_entry's
+    checkpoints_->add(*e, TrainCheckpoints::Restores::AfterFitStart);
+  }
 }
 
 void TrainLoop::open_run_files(const ResumePoint& resume) {
@@ -114,14 +91,14 @@ void TrainLoop::open_run_files(const ResumePoint& resume) {
       settings_.log.of_rank(rank),
       settings_.log.segment(config_.dump(), settings_.run_dir, rank, plan_.world,
                             resume.dir.empty() ? 0 : resume.file.state.step,
-                            resume.dir.empty() ? -1 : resume.file.log_events)));
-  checkpoints_->open(logs_.logger());
+                            resume.dir.empty() ? -1 : logs_.events())));
+  checkpoints_->open();
 }
 
 void TrainLoop::run(RunPosition& position) {
   step_->runner().follow(&position);  // backward marks its phase there
   std::optional<StepGraph::StreamScope> graph_stream;  // cuda_graphs: the loop on its stream
-  if (graph_) graph_stream.emplace(*graph_);
+  if (StepGraph* graph = step_->graph()) graph_stream.emplace(*graph);
   // One micro-batch per turn; a window's last one ends with the optimizer step.
   while (!finished()) {
     position.enter("data wait", counters_.step + 1);
@@ -132,11 +109,12 @@ void TrainLoop::run(RunPosition& position) {
       continue;
     }
     position.enter("forward");
-    const bool replayed = graph_ && !graph_->eager();
+    const bool replayed = step_->replays();
     MicroStep m = replayed ? graph_step(*batch) : forward_backward(*batch);  // forward, backward
     if (!replayed && m.window_end) {
-      if (!end_window(m, position)) continue;  // sync, clip, update; rolled back
-      if (graph_) graph_->count_eager_step();
+      // sync, clip, update (an async save's parameter copies taken before it)
+      step_->end_window(m, counters_.step + 1, position, [this] { checkpoints_->fence(); });
+      if (roll_back(m)) continue;  // diverged: the last checkpoint; the step is not counted
     }
     position.enter("step end");
     advance(*batch, m);  // counters, decisions, schedule
@@ -154,22 +132,9 @@ void TrainLoop::run(RunPosition& position) {
 MicroStep TrainLoop::graph_step(const Batch& batch) {
   callbacks_.call("on_train_batch_start", &Callback::on_train_batch_start, batch);
   checkpoints_->fence();  // an async save's parameter copies are taken before the update
-  MicroStep m =
-      graph_->step(on_device(batch, device_, device_batch_), decisions_.mine(), counters_.step + 1);
-  for (const auto& [name, value] : graph_->logged()) add_train_mean(name, value);
+  MicroStep m = step_->replay(batch, decisions_.mine(), counters_.step + 1);
+  for (const auto& [name, value] : step_->graph()->logged()) add_train_mean(name, value);
   return m;
-}
-
-bool TrainLoop::end_window(MicroStep& m, RunPosition& position) {
-  const int64_t step = counters_.step + 1;
-  position.enter("gradient sync");
-  step_->runner().sync_gradients(m, step);  // the ranks agree on the step's decisions
-  position.enter("clip");
-  step_->runner().clip_gradients(m, step);
-  position.enter("optimizer");
-  checkpoints_->fence();          // an async save's parameter copies are taken before the update
-  step_->runner().update(m, step);  // optimizer step, zero grads
-  return !roll_back(m);           // diverged: the last checkpoint
 }
 
 bool TrainLoop::length_reached() const {
@@ -217,19 +182,14 @@ std::optional<Batch> TrainLoop::next_batch() {
 }
 
 MicroStep TrainLoop::forward_backward(const Batch& batch) {
-  if (broadcast_buffers_ && counters_.micro_in_window == 0) {
-    unitrain::broadcast_buffers(*group_, module_.weights());
-  }
   const int64_t b = counters_.batch_in_epoch;
   // The loss is scaled by this micro-batch's share of the window and, across ranks, by
   // 1 / ranks, so the summed gradients are the average (DataParallelOptions::average).
   // (train.loss_average: tokens — by its share of the window's target tokens on all ranks.)
   const double weight = data_.weight(batch, plan_.window_samples(b), plan_.world);
   callbacks_.call("on_train_batch_start", &Callback::on_train_batch_start, batch);
-  // (On a GPU the copy stays in device_batch_: L-BFGS's update() re-evaluates it.)
-  return step_->runner().forward_backward(on_device(batch, device_, device_batch_), weight,
-                                          plan_.ends_window(b), decisions_.mine(),
-                                          counters_.step + 1);
+  return step_->forward_backward(batch, weight, counters_.micro_in_window == 0,
+                                 plan_.ends_window(b), decisions_.mine(), counters_.step + 1);
 }
 
 void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
@@ -305,14 +265,11 @@ void TrainLoop::finish() {
   }
   checkpoints_->finish();
   logs_.logger().finish(!decisions_.ended_early());
-  if (profiler_) profile_ = profiler_->finish(device_.str(), peak_memory_bytes(device_));
+  if (profiler_) profiler_->finish(device().str(), peak_memory_bytes(device()));
   if (ShardedParameters* sharded = step_->sharded_parameters()) {
     // The module whole again for what comes after fit (tests, export).
     // The optimizer steps the parts, which a next fit() cuts anew: its state is freed first.
-    if (!optimizers_->manual()) {
-      optimizer_state_bytes_ = optimizer_state_bytes(*optimizers_->all()[0].second);
-    }
-    optimizers_->clear_states();
+    optimizers_->free_states();
     unshard_module(module_, *sharded);
     for (ParameterState* state : parameter_states()) {
       make_state_whole(*state, module_, *sharded);
@@ -333,8 +290,8 @@ FitResult TrainLoop::result() const {
   r.signal = decisions_.stopped_by_signal();
   r.paused = decisions_.paused();
   r.already_complete = already_complete_;
-  r.rollbacks = divergence_.rollbacks();
-  r.optimizer_state_bytes = optimizer_state_bytes_;
+  r.rollbacks = step_->divergence().rollbacks();
+  r.optimizer_state_bytes = optimizers_->freed_state_bytes();
   r.state = counters_;
   r.stopped = decisions_.stop_decided();
   r.seconds = seconds();

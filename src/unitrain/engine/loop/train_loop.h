@@ -52,8 +52,6 @@ struct LoopInputs {
   RunDecisions& decisions;
   Precision& precision;
   TrainModule& module;
-  /// Entries the program added (Trainer::add_checkpoint_entry), saved after the built-in ones.
-  const std::vector<std::shared_ptr<CheckpointEntry>>& extra_entries;
   std::shared_ptr<ProcessGroup> group;      ///< null for one process
   std::unique_ptr<ThreadGovernor> threads;  ///< intra-op threads; their waits follow the load
 };
@@ -72,8 +70,10 @@ class TrainLoop {
   /// run's parts (manual optimization's settings, L-BFGS's precisions, ZeRO 3 of a model without
   /// units) comes from here, before the run folder changes: nothing is written.
   void start(const OptimizerFactory& make);
-  /// The run's checkpoints, with every entry a checkpoint holds (nothing written yet).
-  void list_checkpoints();
+  /// The run's checkpoints, with every entry a checkpoint holds (nothing written yet): the
+  /// run's parts', then `program_entries` (Trainer::add_checkpoint_entry's), which restore
+  /// after on_fit_start.
+  void list_checkpoints(const std::vector<std::shared_ptr<CheckpointEntry>>& program_entries);
   /// Restores what a checkpoint holds of the run's parts, exactly where it was saved, before
   /// the run folder changes: what refuses the resume (a model or optimizer that does not fit,
   /// an epoch of other length, another base under LoRA's adapters) leaves the folder as it
@@ -101,7 +101,7 @@ class TrainLoop {
   const TrainState& counters() const { return counters_; }
   const RunPlan& plan() const { return plan_; }
   /// Where the module trains (train.device), from start() on.
-  const torch::Device& device() const { return device_; }
+  const torch::Device& device() const { return step_->device(); }
   ProcessGroup* group() const { return group_.get(); }
   bool sharded() const { return step_ && step_->sharded(); }
   /// distributed.zero: 3's parameters (null otherwise).
@@ -117,7 +117,7 @@ class TrainLoop {
   FitResult result() const;
   /// profile.enabled's results once the run has finished (Trainer::conclude writes them), or
   /// null.
-  const ProfileResult* profile() const { return profile_ ? &*profile_ : nullptr; }
+  const ProfileResult* profile() const { return profiler_ ? profiler_->result() : nullptr; }
   /// Trainer::log_mean: a value for the next training log event.
   void add_train_mean(const std::string& name, double value);
   void add_train_mean(const std::string& name, const torch::Tensor& value);
@@ -134,11 +134,6 @@ class TrainLoop {
   MicroStep forward_backward(const Batch& batch);
   /// train.cuda_graphs, after its eager steps: the whole step on `batch`, replayed.
   MicroStep graph_step(const Batch& batch);
-  /// train.cuda_graphs's refusal (ConfigError naming why it cannot capture), or its StepGraph.
-  void start_graph();
-  /// The window's end: gradient sync (the ranks agree), clip, the update. False when the step
-  /// diverged and the run rolled back (roll_back): the step is not counted.
-  bool end_window(MicroStep& m, RunPosition& position);
   /// After a window's update: when the step diverged and the run rolls back (`m.rollback`),
   /// restores the last checkpoint (weights, optimizers, schedule, generators, callbacks) and
   /// moves the data on past the batches since, to the batch after this window; scales the lr
@@ -175,8 +170,8 @@ class TrainLoop {
   /// before its last checkpoint so that the checkpoint holds them.
   void finish_logs();
   void close_epoch_batches();
-  /// The checkpoint's entries, in the order it saves and restores them (`trainers`: the
-  /// optimizer the step runner steps, null with manual optimization).
+  /// The checkpoint's entries of the run's parts, in the order it saves and restores them
+  /// (`trainers`: the optimizer the step runner steps, null with manual optimization).
   void list_checkpoint_entries(torch::optim::Optimizer* trainers);
   /// The per-parameter state of the run's callbacks (ZeRO 3 has it kept by parts).
   std::vector<ParameterState*> parameter_states() const;
@@ -187,28 +182,21 @@ class TrainLoop {
   RunDecisions& decisions_;
   Precision& precision_;
   TrainModule& module_;
-  const torch::Device device_;  ///< where the module is (train.device), read once at the start
-  const std::vector<std::shared_ptr<CheckpointEntry>>& extra_entries_;
   std::shared_ptr<ProcessGroup> group_;
   std::unique_ptr<ThreadGovernor> threads_;
   TrainState counters_;  ///< the run's counters: this loop is their one writer
   RunPlan plan_;
   Periods periods_;
   LoopData data_;  ///< the loaders, the running epoch, the windows' token counts
-  DivergenceGuard divergence_{settings_.train.divergence};  ///< spikes' moving mean, rollbacks
-  std::unique_ptr<ProcessStep> step_;  ///< from start() on: the sync, sharding and runner
-  std::unique_ptr<StepGraph> graph_;   ///< train.cuda_graphs's, from start() on (else null)
+  /// From start() on: the sync, sharding and runner, the device's batch, the divergence guard,
+  /// the non-finite watch, train.cuda_graphs's graph.
+  std::unique_ptr<ProcessStep> step_;
   std::unique_ptr<LoopOptimizers> optimizers_;
   std::unique_ptr<LoopModuleRun> module_run_;  ///< what module_.run() returns during the fit
   TrainLogs logs_;  ///< sums, last metrics, the logger (from open_run_files() on), time
-  std::unique_ptr<Profiler> profiler_;  ///< null unless profile.enabled
-  std::optional<ProfileResult> profile_;  ///< the profiler's results, from finish() on
-  std::unique_ptr<TrainCheckpoints> checkpoints_;  ///< from open_run_files() on
-  std::string classes_text_;                       ///< classes.json's text, which checkpoints hold
+  std::unique_ptr<Profiler> profiler_;             ///< null unless profile.enabled
+  std::unique_ptr<TrainCheckpoints> checkpoints_;  ///< from list_checkpoints() on
   bool already_complete_ = false;
-  int64_t optimizer_state_bytes_ = -1;  ///< at the end of training, when finish() frees it
-  bool broadcast_buffers_ = false;  ///< rank 0's buffers to every rank at each window's start
-  Batch device_batch_;              ///< the micro-batch copied to device_ (not on the CPU)
 };
 
 }  // namespace unitrain

@@ -83,7 +83,7 @@ void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
   // What a checkpoint holds, in the order it saves and restores.
   TrainCheckpoints& c = *checkpoints_;
   c.add(logs_);                               // sums, log position, time, last metrics
-  c.add(window_flag_entry(step_->runner()));  // a non-finite loss earlier in the window
+  c.add(step_->nonfinite());  // a non-finite loss earlier in the window
   ShardedParameters* sharded = step_->sharded_parameters();
   if (sharded) {
     const std::string root = settings_.run_dir + "/checkpoints";
@@ -103,13 +103,10 @@ void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
   optimizers_->add_entries(c, counters_);
   c.add(callbacks_entry(callbacks_), TrainCheckpoints::Restores::AfterFitStart);
   c.add(loss_scaler_entry(precision_));
-  if (divergence_.watches_spikes() || settings_.train.rolls_back()) {
-    c.add(divergence_entry(divergence_));
+  if (step_->divergence().watches_spikes() || settings_.train.rolls_back()) {
+    c.add(divergence_entry(step_->divergence()));
   }
   c.add(rng_entry(group_.get()));
-  for (const auto& e : extra_entries_) {  // Trainer::add_checkpoint_entry's
-    c.add(*e, TrainCheckpoints::Restores::AfterFitStart);
-  }
 }
 
 std::vector<ParameterState*> TrainLoop::parameter_states() const {
@@ -127,7 +124,7 @@ void TrainLoop::restore(const ResumePoint& resume) {
                         TrainCheckpoints::Which::WithTheRun);
   periods_.start_at(counters_);
   // (the rollbacks before the checkpoint scaled the lr)
-  optimizers_->restored(divergence_.lr_scale(), counters_, /*moved=*/false);
+  optimizers_->restored(step_->divergence().lr_scale(), counters_, /*moved=*/false);
   const std::string note =
       optimizers_->resume_note(resume.config_changes, resume.file.last_train, counters_.step + 1);
   if (!note.empty()) log::warn(note);  // training goes on with another lr than it would have
@@ -145,7 +142,8 @@ bool TrainLoop::roll_back(const MicroStep& m) {
   UT_CHECK_TRAIN(!dir.empty(), m.rollback,
                  "; the run rolls back to its last checkpoint, but none was saved yet (the first "
                  "save comes with checkpoint.every)");
-  divergence_.begin_rollback(m.rollback);  // TrainError past max_rollbacks
+  DivergenceGuard& divergence = step_->divergence();
+  divergence.begin_rollback(m.rollback);  // TrainError past max_rollbacks
   if (group_) group_->barrier();           // every rank reads what rank 0 wrote
   const ResumePoint point = read_resume_point(dir, config_);
   // The data goes on after this window; the rest comes from the checkpoint.
@@ -158,10 +156,10 @@ bool TrainLoop::roll_back(const MicroStep& m) {
       "{}: rolled back to step {}; training goes on from epoch {} batch {} ({} batches of each "
       "process skipped){} — rollback {} of at most {} (train.divergence.max_rollbacks)",
       m.rollback, there.step, here.epoch, here.batch_in_epoch + 1, skipped,
-      divergence_.lr_scale() != 1.0
-          ? fmt::format(", learning rates x {:.6g}", divergence_.lr_scale())
+      divergence.lr_scale() != 1.0
+          ? fmt::format(", learning rates x {:.6g}", divergence.lr_scale())
           : "",
-      divergence_.rollbacks(), settings_.train.divergence.max_rollbacks));
+      divergence.rollbacks(), settings_.train.divergence.max_rollbacks));
   const double seconds = logs_.elapsed();
   const std::string resumed_from = logs_.resumed_from();
   close_epoch_batches();
@@ -170,20 +168,20 @@ bool TrainLoop::roll_back(const MicroStep& m) {
   counters_ = point.file.state;  // first: the entries restore against them
   checkpoints_->restore(point, plan_.batches_per_epoch, plan_.rank, "rolled back to");
   periods_.start_at(counters_);
-  divergence_.rolled_back();
+  divergence.rolled_back();
   // The logs go back to the checkpoint as a resume's do (the abandoned steps leave them); the
   // rollback itself stays, as an event at the checkpoint's step.
   logs_.rolled_back({counters_.step,
                      counters_.epoch,
                      counters_.samples,
                      seconds,
-                     {{"train/rollbacks", double(divergence_.rollbacks())}}},
+                     {{"train/rollbacks", double(divergence.rollbacks())}}},
                     seconds, resumed_from);
   if (counters_.micro_in_window != 0) step_->runner().drop_window();  // saved inside a window
   counters_.epoch = here.epoch;
   counters_.batch_in_epoch = here.batch_in_epoch + 1;
   counters_.micro_in_window = 0;
-  optimizers_->restored(divergence_.lr_scale(), counters_, /*moved=*/true);
+  optimizers_->restored(divergence.lr_scale(), counters_, /*moved=*/true);
   return true;
 }
 

@@ -2,7 +2,13 @@
 
 #include <vector>
 
+#include "unitrain/core/error.h"
+#include "unitrain/core/run_position.h"
 #include "unitrain/engine/config/run_settings.h"
+#include "unitrain/engine/setup/run_device.h"
+#include "unitrain/engine/setup/run_plan.h"
+#include "unitrain/engine/step/step_graph.h"
+#include "unitrain/optim/optimizer.h"
 #include "unitrain/parallel/data_parallel.h"
 #include "unitrain/parallel/shard_module.h"
 #include "unitrain/parallel/sharded_parameters.h"
@@ -10,7 +16,8 @@
 
 namespace unitrain {
 
-ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* trainers) {
+ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* trainers)
+    : parts_(parts), device_(parts.device), divergence_(parts.settings.train.divergence) {
   const DistributedOptions& distributed = parts.settings.distributed;
   const bool manual = trainers == nullptr;
   const auto& group = parts.group;
@@ -32,7 +39,8 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
   }
   if (shards && distributed.zero == 3) {
     sharded_params_ = shard_module(group, parts.module, *trainers, parts.precision.masters(),
-                                   distributed.unit_min_params, distributed.prefetches(parts.cuda));
+                                   distributed.unit_min_params,
+                                   distributed.prefetches(device_.is_cuda()));
   }
   runner_ = std::make_unique<StepRunner>(parts.module, trainers, parts.settings.train, *sync_,
                                          parts.callbacks, parts.precision, parts.profiler);
@@ -43,8 +51,56 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
         group, *trainers, parts.module.weights().parameters(), gradient_owners);
   }
   if (sharding_) runner_->shard(sharding_.get());
+  if (divergence_.watches_spikes()) runner_->watch(&divergence_);
+  broadcast_buffers_ = group && distributed.broadcast_buffers &&
+                       !parts.module.weights().buffers().empty();
 }
 
 ProcessStep::~ProcessStep() = default;
+
+void ProcessStep::capture_steps(const RunPlan& plan, const Callback* hooking) {
+  GraphFacts facts;
+  facts.cuda = device_.is_cuda();
+  facts.cuda_build = step_graphs_built();
+  facts.world = plan.world;
+  facts.accumulation = plan.accumulation;
+  facts.precision = parts_.precision.mode();
+  torch::optim::Optimizer* trainers = runner_->optimizer();
+  facts.manual = trainers == nullptr;
+  if (trainers) facts.optimizer_refusal = capture_refusal(*trainers);
+  facts.hooking = hooking;
+  facts.short_batches = !plan.drop_last && plan.epoch_size % plan.batch_size != 0;
+  facts.profiling = parts_.settings.profile.enabled;
+  const std::string why = step_graph_refusal(parts_.settings.train, facts);
+  if (!why.empty()) throw ConfigError(why);
+  graph_ = std::make_unique<StepGraph>(*runner_, *trainers, device_);
+}
+
+bool ProcessStep::replays() const { return graph_ && !graph_->eager(); }
+
+MicroStep ProcessStep::forward_backward(const Batch& batch, double weight, bool window_start,
+                                        bool window_end, StepDecision mine, int64_t step) {
+  if (broadcast_buffers_ && window_start) {
+    unitrain::broadcast_buffers(*parts_.group, parts_.module.weights());
+  }
+  return runner_->forward_backward(on_device(batch, device_, device_batch_), weight, window_end,
+                                   mine, step);
+}
+
+MicroStep ProcessStep::replay(const Batch& batch, StepDecision mine, int64_t step) {
+  return graph_->step(on_device(batch, device_, device_batch_), mine, step);
+}
+
+void ProcessStep::end_window(MicroStep& m, int64_t step, RunPosition& position,
+                             const std::function<void()>& before_update) {
+  position.enter("gradient sync");
+  runner_->sync_gradients(m, step);  // the ranks agree on the step's decisions
+  position.enter("clip");
+  runner_->clip_gradients(m, step);
+  position.enter("optimizer");
+  before_update();
+  runner_->update(m, step);  // optimizer step, zero grads
+  if (graph_ && m.rollback.empty()) graph_->count_eager_step();  // (rolled back: not taken)
+}
 
 }  // namespace unitrain

@@ -58,7 +58,14 @@ StepRunner::StepRunner(TrainModule& module, torch::optim::Optimizer* optimizer,
       hooks_(hooks),
       precision_(precision),
       profiler_(profiler),
-      closure_(optimizer != nullptr && needs_closure(*optimizer)) {
+      closure_(optimizer != nullptr && needs_closure(*optimizer)),
+      watch_([this](const std::string& what, int64_t step, const torch::Tensor& loss,
+                    double grad_norm) {
+        MicroStep m;
+        m.loss = loss;
+        m.grad_norm = grad_norm;
+        nonfinite(what, step, m, /*stops=*/true);
+      }) {
   if (closure_) check_precision_support(precision.mode(), closure_optimizer_precisions());
   if (!optimizer_) {  // manual optimization: gradients and updates are the module's business
     defer_reads_ = false;
@@ -82,8 +89,7 @@ double MicroStep::loss_value() const {
 
 void StepRunner::drop_window() {
   clear_gradients();
-  window_bad_ = false;
-  bad_on_device_ = torch::Tensor();
+  watch_.window_closed();
   window_loss_ = torch::Tensor();
 }
 
@@ -156,28 +162,29 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
   if (defer_reads_) {  // no host read: the flag stays on the device until the window's end
     torch::Tensor bad = torch::isfinite(m.loss).logical_not();
     if (checks_nonfinite_late()) {  // (no window flag: nothing reads it at the window's end)
-      remember_first_bad(bad, m.loss, torch::Tensor(), step);
+      watch_.remember_first_bad(bad, m.loss, torch::Tensor(), step);
     } else {
-      bad_on_device_ = bad_on_device_.defined() ? bad_on_device_.logical_or(bad) : bad;
+      watch_.window_may_be_bad(bad);
     }
   } else if (!std::isfinite(m.loss_value())) {
     if (options_.on_nonfinite == OnNonFinite::Stop && !sync_.shares_decisions()) {
       nonfinite("loss", step, m, true);
     }
-    window_bad_ = true;
+    watch_.window_saw_bad();
   }
   if (guard_ && guard_->watches_spikes()) {  // this rank's share of the window's mean loss
     torch::Tensor share = m.loss.to(torch::kFloat64) * weight;
     window_loss_ = window_loss_.defined() ? window_loss_ + share : share;
   }
   if (window_end) {
-    mine.nonfinite = window_bad_;
+    mine.nonfinite = watch_.window_seen_bad();
     if (window_loss_.defined()) mine.loss = window_loss_.item<double>();  // a host read
     window_loss_ = torch::Tensor();
-    sync_.share(mine, bad_on_device_);  // (checked late: undefined, check_nonfinite() reads)
+    // (checked late: undefined, settle() reads)
+    sync_.share(mine, watch_.window_flag_on_device());
   }
   if (!optimizer_) return m;  // training_step ran the module's own backward and updates
-  if (!window_bad_ || sync_.reduces_in_backward()) {  // (ZeRO 3: every rank's collectives)
+  if (!watch_.window_seen_bad() || sync_.reduces_in_backward()) {  // (ZeRO 3: all collectives)
     backward(precision_.scale_loss(weight == 1.0 ? out.loss : out.loss * weight), window_end, step);
   }
   return m;
@@ -187,14 +194,14 @@ void StepRunner::sync_gradients(MicroStep& m, int64_t step) {
   if (closure_) return;  // the closure synchronises inside the optimizer's step
   if (!optimizer_) {
     sync_.agree();  // the module's backwards reduced its gradients: the decisions alone
-  } else if (sync_.shares_decisions() || !window_bad_) {
+  } else if (sync_.shares_decisions() || !watch_.window_seen_bad()) {
     // A rank that skipped its backward still joins every reduce (finish() launches them).
     finish_sync();
   }
   m.decision = sync_.agreed();  // deferred: the one host read of the window's flag
   m.skipped = m.decision.nonfinite;
   if (m.skipped) {
-    on_nonfinite(window_bad() ? "loss" : "loss (on another rank)", step, m);
+    on_nonfinite(watch_.window_bad() ? "loss" : "loss (on another rank)", step, m);
   } else if (guard_ && guard_->watches_spikes()) {
     check_spike(m, step);
   }
@@ -231,7 +238,7 @@ void StepRunner::clip_gradients(MicroStep& m, int64_t step) {
     on_nonfinite("gradient", step, m);
     m.skipped = true;
   } else if (late && m.norm.defined() && m.grad_norm == -1) {
-    remember_first_bad(torch::isfinite(m.norm).logical_not(), m.loss, m.norm, step);
+    watch_.remember_first_bad(torch::isfinite(m.norm).logical_not(), m.loss, m.norm, step);
   }
 }
 
@@ -268,7 +275,7 @@ void StepRunner::update(MicroStep& m, int64_t step) {
   if (guard_ && !m.skipped) guard_->record(m.decision.loss);
   if (!optimizer_) {  // the module stepped its optimizers in training_step
     hooks_.call("on_after_optimizer_step", &Callback::on_after_optimizer_step, m.skipped);
-    window_bad_ = false;
+    watch_.window_closed();
     return;
   }
   if (!m.skipped) {
@@ -283,8 +290,7 @@ void StepRunner::update(MicroStep& m, int64_t step) {
   precision_.finish_step(m.skipped);
   hooks_.call("on_after_optimizer_step", &Callback::on_after_optimizer_step, m.skipped);
   zero_grads();
-  window_bad_ = false;
-  bad_on_device_ = torch::Tensor();
+  watch_.window_closed();
 }
 
 MicroStep StepRunner::step_body(const Batch& batch, const std::function<void()>& optimizer_step,
@@ -306,9 +312,10 @@ void StepRunner::step_body_done(MicroStep& m, StepDecision mine, int64_t step) {
   sync_.share(mine, torch::Tensor());
   m.decision = sync_.agreed();
   if (checks_nonfinite_late()) {
-    remember_first_bad(torch::isfinite(m.loss).logical_not(), m.loss, torch::Tensor(), step);
+    watch_.remember_first_bad(torch::isfinite(m.loss).logical_not(), m.loss, torch::Tensor(),
+                              step);
     if (m.norm.defined()) {
-      remember_first_bad(torch::isfinite(m.norm).logical_not(), m.loss, m.norm, step);
+      watch_.remember_first_bad(torch::isfinite(m.norm).logical_not(), m.loss, m.norm, step);
     }
   } else {  // immediate reads: this step's numbers now (the update has run: the run stops)
     if (m.norm.defined()) m.grad_norm = m.norm.item<double>();

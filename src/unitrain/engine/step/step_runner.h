@@ -14,6 +14,7 @@
 #include "unitrain/engine/callback_list.h"
 #include "unitrain/engine/config/train_options.h"
 #include "unitrain/engine/step/divergence_guard.h"
+#include "unitrain/engine/step/nonfinite_watch.h"
 #include "unitrain/parallel/gradient_sync.h"
 #include "unitrain/parallel/optimizer_sharding.h"
 #include "unitrain/parallel/step_decision.h"
@@ -65,9 +66,10 @@ struct MicroStep {
 /// bad window's later backwards run anyway (their gradients are dropped with the update), and
 /// on_nonfinite: stop stops at the window's end instead of at the bad micro-batch — or, in a
 /// single process without spike detection, not even there: the first bad step and its loss
-/// stay on the device until check_nonfinite() (the loop calls it before it logs, validates or
-/// saves, and at the end), so a step makes no host read at all; so does clipping's norm there,
-/// which stays on the device too (a non-finite one is kept like a non-finite loss).
+/// stay on the device until nonfinite().settle() (every log event, validation pass and save
+/// goes through it, and the run's end), so a step makes no host read at all; so does
+/// clipping's norm there, which stays on the device too (a non-finite one is kept like a
+/// non-finite loss).
 class StepRunner {
  public:
   /// `optimizer` null: manual optimization — training_step runs backward and steps the
@@ -94,6 +96,8 @@ class StepRunner {
   /// (precision's finish_step between: the loss scale's update, master weights into the model.)
   void update(MicroStep& m, int64_t step);
 
+  /// The optimizer it steps (null: manual optimization).
+  torch::optim::Optimizer* optimizer() const { return optimizer_; }
   /// Backward marks its phase in `position` (null: nowhere).
   void follow(RunPosition* position) { position_ = position; }
 
@@ -113,14 +117,13 @@ class StepRunner {
   /// (train.loss_reads), not on every micro-batch.
   bool defers_reads() const { return defer_reads_; }
   /// Whether a non-finite loss that stops the run (on_nonfinite: stop) is read only when the
-  /// loop asks (check_nonfinite(): at log events, validation, checkpoint saves and the end)
-  /// rather than at each window's end: deferred reads in a single process, without spike
-  /// detection. Steps then run without any wait for the device.
+  /// run observes its numbers (nonfinite().settle(): at log events, validation, checkpoint
+  /// saves and the end) rather than at each window's end: deferred reads in a single process,
+  /// without spike detection. Steps then run without any wait for the device.
   bool checks_nonfinite_late() const;
-  /// Stops the run (on_nonfinite's callbacks, then the TrainError naming the step and loss)
-  /// when a loss since the last check was not finite; a host read of the device. Nothing
-  /// when checks_nonfinite_late() is false (each window's end has checked).
-  void check_nonfinite();
+  /// The step's non-finite watch: the window's flag (its checkpoint entry) and the late check
+  /// every observation of the run settles first.
+  NonfiniteWatch& nonfinite() { return watch_; }
 
   // --- train.cuda_graphs (StepGraph) ------------------------------------------------------
   /// update() steps the optimizer through `step` instead of its own step() (null: its own):
@@ -137,10 +140,6 @@ class StepRunner {
   /// (immediate reads: now; deferred: kept for check_nonfinite()), then on_before_optimizer_step
   /// and on_after_optimizer_step.
   void step_body_done(MicroStep& m, StepDecision mine, int64_t step);
-
-  /// A non-finite loss was seen earlier in the current window (skip mode); checkpoints save it.
-  bool window_bad() const;
-  void set_window_bad(bool bad) { window_bad_ = bad; }
 
  private:
   void update_with_closure(MicroStep& m, int64_t step);
@@ -165,10 +164,6 @@ class StepRunner {
   void on_nonfinite(const std::string& what, int64_t step, MicroStep& m);
   /// The agreed window loss against the moving mean: a spike stops, skips or marks a rollback.
   void check_spike(MicroStep& m, int64_t step);
-  /// checks_nonfinite_late(): keeps `step`, `loss` and the gradient's `norm` (undefined for a
-  /// bad loss) when `bad` and no earlier one is kept.
-  void remember_first_bad(const torch::Tensor& bad, const torch::Tensor& loss,
-                          const torch::Tensor& norm, int64_t step);
   TrainModule& module_;
   torch::optim::Optimizer* optimizer_;  ///< null: the module steps its own
   const TrainOptions& options_;
@@ -184,12 +179,8 @@ class StepRunner {
   bool closure_;
   const Batch* closure_batch_ = nullptr;  ///< the micro-batch update() re-evaluates
   std::function<void()> optimizer_step_;  ///< step_optimizer_with()'s (null: the optimizer's)
-  bool window_bad_ = false;      ///< a non-finite loss was seen earlier in this window (skip mode)
-  bool defer_reads_;             ///< train.loss_reads resolved for the model's device
-  torch::Tensor bad_on_device_;  ///< deferred: a non-finite loss in this window (bool scalar)
-  /// checks_nonfinite_late(): the step of the first non-finite loss or gradient norm since the
-  /// last check (-1: none), its loss and its norm (-1: the loss was the bad one), on the device.
-  torch::Tensor first_bad_step_, first_bad_loss_, first_bad_norm_;
+  bool defer_reads_;  ///< train.loss_reads resolved for the model's device
+  NonfiniteWatch watch_;  ///< the window's non-finite flags, the late check's first bad step
   DivergenceGuard* guard_ = nullptr;  ///< train.divergence's moving mean and rollbacks
   torch::Tensor window_loss_;    ///< spikes watched: sum of the window's losses x their weights
   bool leaves_checked_ = false;  ///< the first training_step's graph was looked at

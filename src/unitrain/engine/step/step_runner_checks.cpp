@@ -12,10 +12,6 @@
 
 namespace unitrain {
 
-bool StepRunner::window_bad() const {
-  return window_bad_ || (bad_on_device_.defined() && bad_on_device_.item<bool>());
-}
-
 void StepRunner::nonfinite(const std::string& what, int64_t step, const MicroStep& m, bool stops) {
   NonFinite info;
   info.step = step;
@@ -52,32 +48,6 @@ void StepRunner::on_nonfinite(const std::string& what, int64_t step, MicroStep& 
 bool StepRunner::checks_nonfinite_late() const {
   return defer_reads_ && options_.on_nonfinite == OnNonFinite::Stop && !sync_.shares_decisions() &&
          !(guard_ && guard_->watches_spikes());
-}
-
-void StepRunner::remember_first_bad(const torch::Tensor& bad, const torch::Tensor& loss,
-                                    const torch::Tensor& norm, int64_t step) {
-  torch::NoGradGuard no_grad;
-  if (!first_bad_step_.defined()) {
-    first_bad_step_ = torch::full({}, -1, loss.options().dtype(torch::kLong));
-    first_bad_loss_ = torch::zeros({}, loss.options().dtype(torch::kFloat64));
-    first_bad_norm_ = torch::full({}, -1.0, loss.options().dtype(torch::kFloat64));
-  }
-  const torch::Tensor first = bad.logical_and(first_bad_step_.lt(0));
-  first_bad_loss_ = torch::where(first, loss.to(torch::kFloat64), first_bad_loss_);
-  if (norm.defined())
-    first_bad_norm_ = torch::where(first, norm.to(torch::kFloat64), first_bad_norm_);
-  first_bad_step_.masked_fill_(first, step);
-}
-
-void StepRunner::check_nonfinite() {
-  if (!first_bad_step_.defined()) return;
-  const int64_t step = first_bad_step_.item<int64_t>();  // the one wait for the device
-  if (step < 0) return;
-  MicroStep m;
-  m.loss = first_bad_loss_;
-  m.grad_norm = first_bad_norm_.item<double>();
-  first_bad_step_ = torch::Tensor();
-  nonfinite(m.grad_norm == -1 ? "loss" : "gradient", step, m, /*stops=*/true);
 }
 
 void StepRunner::watch(DivergenceGuard* guard) {
