@@ -12,8 +12,9 @@ namespace unitrain {
 
 class SnapshotBuffers;
 
-/// What one save collects from the entries: files for the step folder and the fields of its
-/// trainer_state.json.
+/// What one save collects from the entries: files for the step folder, and in its
+/// trainer_state.json each entry's section (TrainerStateFile::set_section) — the built-in
+/// logs fill its last metrics too.
 struct CheckpointWrite {
   bool writes = false;  ///< this process writes the checkpoint (rank 0); others only take part
   bool async = false;   ///< tensors are snapshotted into `buffers` and serialised later

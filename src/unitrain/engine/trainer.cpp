@@ -23,8 +23,8 @@
 #include "unitrain/engine/loop/stop_signal.h"
 #include "unitrain/engine/loop/train_loop.h"
 #include "unitrain/engine/results/summary_file.h"
+#include "unitrain/engine/setup/fit_device.h"
 #include "unitrain/engine/setup/run_callbacks.h"
-#include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/run_dir_lock.h"
 #include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/engine/setup/run_threads.h"
@@ -33,11 +33,7 @@
 #include "unitrain/log/console_tracker.h"
 #include "unitrain/log/run_logger.h"
 #include "unitrain/optim/optimizer_setup.h"
-#include "unitrain/parallel/data_parallel.h"
 #include "unitrain/parallel/dist_env.h"
-#include "unitrain/parallel/sharded_parameters.h"
-#include "unitrain/precision/cpu_bf16.h"
-#include "unitrain/precision/precision_support.h"
 
 namespace unitrain {
 
@@ -231,33 +227,10 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
            ": rollback restores the run's last checkpoint, but checkpoint.enabled is false; "
            "enable checkpoints, or use skip or stop");
   // The device before the processes join: data parallelism on GPUs talks through NCCL.
-  set_deterministic(options().deterministic);  // before anything uses a GPU
-  const std::string matmul = set_matmul_precision(options().matmul_precision);
-  const torch::Device device = resolve_device(options().device, env.local_rank);
-  settings_->loader.check_pin_memory(device.is_cuda());
-  // Every precision restriction of the run's parts on its device, before the run folder changes.
-  std::vector<PrecisionSupport> restrictions;
-  if (env.distributed() && settings_->distributed.zero == 2)
-    restrictions.push_back(zero2_precisions());
-  check_precision(options().precision, device.type(), restrictions);
-  if (env.rank == 0) say_cpu_bf16_cost(options().precision, device.type());
-  std::shared_ptr<ProcessGroup> group = join_group(env, resume, device);
-  log::info("device: " + describe_device(device));
-  if (options().deterministic) log::info("deterministic: on");
-  if (matmul != "highest") {
-    log::info("matmul precision: " + matmul +
-              " (float32 matrix products may use TF32, and with medium bfloat16, where the "
-              "hardware has it)");
-  }
-  reset_peak_memory(device);  // the done line's peak is this run's
-  // A model built in parts (core/unit_parts.h) is cut into ZeRO 3's shards a unit at a time;
-  // a run that reads its values before (a GPU's copy, bf16-true's cast) or never shards them
-  // gathers it whole here.
-  if (group && (settings_->distributed.zero != 3 || device.is_cuda() ||
-                options().precision == PrecisionMode::Bf16True))
-    restore_kept_parts(*group, module.weights().parameters());
-  module.to(device);  // before the weights are broadcast and the optimizer built
-  if (group) broadcast_module(*group, module.weights());  // every rank starts from rank 0's weights
+  const FitDevice fit = set_up_device(*settings_, env);
+  std::shared_ptr<ProcessGroup> group = join_group(env, resume, fit.device);
+  announce_device(fit, options());
+  place_module(module, group.get(), *settings_, fit.device);
   // bf16-true casts the model here, before the gradient buckets are laid out for its dtype.
   precision_ = configure_precision(module.weights());
   UT_CHECK(precision_ != nullptr, "configure_precision() returned no Precision");

@@ -31,7 +31,6 @@ LogEvent TrainLoop::event(MetricMap metrics) const {
 }
 
 void TrainLoop::log_train() {
-  logs_.settle();  // (checked late: nothing logged if diverged)
   if (!logs_.has_train_sums()) return;
   Profiler::Range range(profiler_.get(), Phase::Logging);
   MetricMap m = logs_.take_train_means();
