@@ -84,13 +84,14 @@ ShuffleAlgorithm resumed_shuffle(const std::string& resume) {
 }  // namespace
 
 ConfigRunResult train_from_config(const Config& raw_config) {
-  // The config read once: the normalisation statistics measured below change no key that the
-  // model, the objective or the processes read (and the copy shares its record of reads).
-  const ConfigDriven c = config_driven(raw_config);
-  const std::string resume = resume_dir(c.run);
-  DataSplits data = build_data(c.run.data, c.run.seed, resumed_shuffle(resume));
-  const Config config = with_normalize_statistics(raw_config, c.data_keys.normalize, data);
+  const ConfigDriven raw = config_driven(raw_config);
+  const std::string resume = resume_dir(raw.run);
+  DataSplits data = build_data(raw.run.data, raw.run.seed, resumed_shuffle(resume));
+  const Config config = with_normalize_statistics(raw_config, raw.data_keys.normalize, data);
   Trainer trainer(config);  // seeds torch before the model is built
+  // Read again from the config the Trainer keeps (the measured statistics in it): its record of
+  // reads is the one the unread-keys warning checks, and the model's keys count as read there.
+  const ConfigDriven c = config_driven(config);
   // ZeRO 3 on several processes: each unit keeps this process's part of it from the moment it
   // is built (core/unit_parts.h), so that no process holds the whole model.
   std::optional<BuildInParts> in_parts;
