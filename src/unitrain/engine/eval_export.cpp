@@ -19,6 +19,7 @@
 #include "unitrain/checkpoint/safetensors.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/checkpoint/trainer_state_file.h"
+#include "unitrain/core/atomic_file.h"
 #include "unitrain/core/error.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/engine/config/load_config.h"

@@ -11,9 +11,9 @@
 
 #include "unitrain/checkpoint/hf_folder.h"
 #include "unitrain/checkpoint/state_io.h"
+#include "unitrain/core/atomic_file.h"
 #include "unitrain/core/config.h"
 #include "unitrain/core/error.h"
-#include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/log/console.h"
 #include "unitrain/objective/objective_module.h"
 

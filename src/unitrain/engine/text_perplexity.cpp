@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "unitrain/checkpoint/state_io.h"
+#include "unitrain/core/atomic_file.h"
 #include "unitrain/core/error.h"
 #include "unitrain/data/text_lines.h"
 #include "unitrain/data/tokenizer.h"

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "unitrain/checkpoint/optimizer_state.h"
+#include "unitrain/core/atomic_file.h"
 #include "unitrain/core/cpu_budget.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"

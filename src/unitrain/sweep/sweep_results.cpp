@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "unitrain/core/atomic_file.h"
 #include "unitrain/core/error.h"
-#include "unitrain/engine/setup/run_folder.h"
 
 namespace unitrain {
 namespace {

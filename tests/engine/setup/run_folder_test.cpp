@@ -1,5 +1,5 @@
 // The run folder on its own: created and checked, an earlier run's files moved to history/,
-// classes.json, atomic writes.
+// classes.json.
 #include "unitrain/engine/setup/run_folder.h"
 
 #include <gtest/gtest.h>
@@ -60,16 +60,6 @@ TEST(RunFolder, ClassNamesRoundTripAndABadFileIsNamed) {
   const std::string message =
       test::error_of<TrainError>([] { parse_class_names("[1, 2]", "ckpt/classes.json"); });
   EXPECT_TRUE(test::contains(message, "ckpt/classes.json")) << message;
-}
-
-TEST(RunFolder, AnAtomicWriteReplacesTheFileWhole) {
-  const std::string path = test::temp_dir() + "/config.yaml";
-  write_file_atomic(path, "a: 1\n");
-  write_file_atomic(path, "b: 2\n");
-  EXPECT_EQ(text_of(path), "b: 2\n");
-  int files = 0;
-  for (const auto& e : fs::directory_iterator(fs::path(path).parent_path())) files += !!e.exists();
-  EXPECT_EQ(files, 1);  // no temporary left
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "unitrain/core/atomic_file.h"
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/log/console.h"

@@ -1,5 +1,5 @@
 #pragma once
-// The run folder: created and checked, an earlier run archived, files written atomically.
+// The run folder: created and checked, an earlier run archived, classes.json.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,8 +25,5 @@ void write_class_names(const std::string& run_dir, const std::vector<std::string
 std::string class_names_json(const std::vector<std::string>& classes);
 /// The class names of a classes.json text; TrainError naming `what` when it is not one.
 std::vector<std::string> parse_class_names(const std::string& text, const std::string& what);
-
-/// Writes `text` to `path` atomically (temporary file, fsync, rename).
-void write_file_atomic(const std::string& path, const std::string& text);
 
 }  // namespace unitrain
