@@ -72,6 +72,15 @@ TEST(JobOutcome, StepsOfAJobThatLeftNothingOrSomethingElse) {
   EXPECT_EQ(read_pause(job_left("not json"), "val/acc"), std::nullopt);
 }
 
+TEST(JobOutcome, AFinishedJobWithoutASummaryIsATrainErrorNamingTheFile) {
+  const std::string dir = job_left("not json");
+  const std::string m = test::error_of<TrainError>([&] { read_job_result(dir, "val/acc"); });
+  EXPECT_TRUE(test::contains(m, dir + "/results/summary.json is not a run summary")) << m;
+  const std::string none = test::temp_dir() + "/trial-1";
+  const std::string missing = test::error_of<TrainError>([&] { read_job_result(none, "val/acc"); });
+  EXPECT_TRUE(test::contains(missing, none + "/results/summary.json: missing")) << missing;
+}
+
 TEST(JobOutcome, EndsBySignalAsALauncherOrAShellReportsThem) {
   EXPECT_TRUE(ended_by_signal(status_of(0, SIGKILL), 75));  // killed itself
   EXPECT_TRUE(ended_by_signal(status_of(75), 75));          // saved on a signal

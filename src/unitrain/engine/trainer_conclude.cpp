@@ -13,11 +13,10 @@
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/loop/train_loop.h"
 #include "unitrain/engine/results/profile_files.h"
-#include "unitrain/engine/results/run_status.h"
-#include "unitrain/engine/results/summary_file.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/trainer.h"
 #include "unitrain/log/console.h"
+#include "unitrain/log/run_summary.h"
 #include "unitrain/parallel/sharded_parameters.h"
 
 namespace unitrain {
@@ -47,11 +46,12 @@ std::string Trainer::stopped_by_signal_text(const FitResult& r) const {
 void Trainer::write_summary(const TrainLoop& loop, const FitResult& r) const {
   RunSummary s;
   s.name = settings_->name;
-  s.status = r.signal != 0           ? stopped_by_signal_text(r)
-             : !r.paused.empty()     ? run_status_text(RunStatus::Paused, r.paused)
-             : r.stopped             ? run_status_text(RunStatus::StoppedEarly)
-                                     : run_status_text(RunStatus::Finished);
-  s.state = r.state;
+  s.status = r.signal != 0       ? RunStatus::StoppedBySignal
+             : !r.paused.empty() ? RunStatus::Paused
+             : r.stopped         ? RunStatus::StoppedEarly
+                                 : RunStatus::Finished;
+  s.status_detail = r.signal != 0 ? stopped_by_signal_text(r) : r.paused;
+  s.set_counters(r.state);
   s.seconds = r.seconds;
   s.final_train = r.last_train;
   s.final_val = r.last_val;
@@ -65,7 +65,7 @@ void Trainer::write_summary(const TrainLoop& loop, const FitResult& r) const {
   s.resumed_from = r.resumed_from;
   s.world_size = loop.plan().world;
   s.rollbacks = r.rollbacks;
-  write_run_summary(run_dir(), s);
+  s.write(run_dir());
 }
 
 FitResult Trainer::conclude(const TrainLoop& loop) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -11,6 +12,7 @@
 #include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/trainer_state_file.h"
 #include "unitrain/core/error.h"
+#include "unitrain/log/run_summary.h"
 #include "unitrain/report/config_diff.h"
 #include "unitrain/report/json_read.h"
 
@@ -55,36 +57,33 @@ void read_events(const std::string& path, RunData& run) {
 }
 
 void read_summary(const std::string& dir, RunData& run) {
-  const std::string path = dir + "/results/summary.json";
-  const auto j = read_json_object(path);
-  if (!j) {
+  std::optional<RunSummary> s;
+  try {
+    s = RunSummary::read(dir);
+  } catch (const TrainError& e) {
+    run.status = "unknown";
+    run.notes.push_back(e.what());
+    return;
+  }
+  if (!s) {
     run.status = "unfinished";
     run.notes.push_back("no results/summary.json: the run is in progress or was interrupted");
     return;
   }
-  if (j->is_discarded()) {
-    run.status = "unknown";
-    run.notes.push_back(path + " is not valid JSON");
-    return;
-  }
   run.has_summary = true;
-  run.status = j->value("status", std::string("unknown"));
-  if (const int64_t n = count_of(*j, "rollbacks"); n > 0) {  // train.divergence
-    run.status += fmt::format(" ({} rollback{})", n, n == 1 ? "" : "s");
+  run.status = s->status_text();
+  if (s->rollbacks > 0) {  // train.divergence
+    run.status += fmt::format(" ({} rollback{})", s->rollbacks, s->rollbacks == 1 ? "" : "s");
   }
-  run.step = count_of(*j, "step");
-  run.epoch = count_of(*j, "epoch");
-  run.samples = count_of(*j, "samples");
-  if (j->contains("seconds") && (*j)["seconds"].is_number()) run.seconds = (*j)["seconds"];
-  if (j->contains("world_size") && (*j)["world_size"].is_number())
-    run.world_size = count_of(*j, "world_size");
-  if (j->contains("best") && (*j)["best"].is_object()) {
-    const auto& b = (*j)["best"];
-    run.best_metric = b.value("metric", std::string());
-    run.best_checkpoint = b.value("checkpoint", std::string());
-    if (b.contains("value")) {
-      if (const auto v = json_double(b["value"]); v && !std::isnan(*v)) run.best_value = *v;
-    }
+  run.step = s->step;
+  run.epoch = s->epoch;
+  run.samples = s->samples;
+  run.seconds = s->seconds;
+  run.world_size = s->world_size;
+  if (!s->best_metric.empty()) {
+    run.best_metric = s->best_metric;
+    run.best_checkpoint = s->best_checkpoint;
+    if (!std::isnan(s->best_value)) run.best_value = s->best_value;
   }
 }
 

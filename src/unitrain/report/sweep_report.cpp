@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "unitrain/core/error.h"
-#include "unitrain/engine/results/run_status.h"
+#include "unitrain/log/run_summary.h"
 #include "unitrain/report/html_text.h"
 #include "unitrain/report/json_read.h"
 #include "unitrain/report/report_charts.h"
@@ -110,8 +110,8 @@ SweepData read_sweep(const std::string& dir) {
     if (!d.empty() && fs::exists(fs::path(d) / "metrics.jsonl")) t.dir = d;
     // A sweep before `stopped early` was a trial status called such a trial finished; its
     // run folder's summary.json says what happened.
-    if (const auto summary = t.dir.empty() ? std::nullopt : read_summary_status(t.dir);
-        summary && summary->status.status == RunStatus::StoppedEarly) {
+    if (const auto summary = t.dir.empty() ? std::nullopt : RunSummary::read_if_valid(t.dir);
+        summary && summary->status == RunStatus::StoppedEarly) {
       t.status = run_status_text(RunStatus::StoppedEarly);
     }
     sweep.trials.push_back(std::move(t));

@@ -18,7 +18,8 @@ struct JobResult {
 };
 
 /// The result a job left in the trial's results/summary.json. ConfigError naming the metrics
-/// its validation reported when `metric` is not among them; TrainError when there is no summary.
+/// its validation reported when `metric` is not among them; TrainError when there is no summary,
+/// or the file is not one.
 JobResult read_job_result(const std::string& run_dir, const std::string& metric);
 
 /// What a job that exited with its resume code (checkpoint.on_signal.exit_code) left in

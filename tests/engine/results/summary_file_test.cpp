@@ -1,32 +1,39 @@
-// results/summary.json and results/test.json on their own: what a run writes, a failure that
-// keeps what an earlier part wrote, test metrics added.
+// What the Trainer adds to results/summary.json after a fit's end, and reads of it: a failure
+// that keeps what an earlier part wrote, test metrics (and results/test.json), a resume's check.
 #include "unitrain/engine/results/summary_file.h"
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
-#include "unitrain/engine/results/run_status.h"
+#include "unitrain/log/run_summary.h"
 
 namespace unitrain {
 namespace {
 
-nlohmann::json json_of(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
+std::string summary_file_text(const std::string& dir) {
+  std::ifstream in(dir + "/results/summary.json");
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-TEST(SummaryFile, SaysWhatTheRunDidAndKeepsItThroughAFailureAndATest) {
-  const std::string dir = test::temp_dir();
+/// `text` with its first `from` replaced by `to`.
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? text : text.replace(at, from.size(), to);
+}
+
+/// A run's summary as the trainer writes it at a fit's end.
+RunSummary finished_summary(const std::string& dir) {
   RunSummary s;
   s.name = "demo";
-  s.status = "finished";
-  s.state.step = 40;
-  s.state.epoch = 2;
-  s.state.samples = 640;
+  s.status = RunStatus::Finished;
+  s.step = 40;
+  s.epoch = 2;
+  s.samples = 640;
   s.seconds = 1.23456;
   s.final_train = {{"train/loss", 0.5}};
   s.final_val = {{"val/loss", 0.25}};
@@ -34,32 +41,29 @@ TEST(SummaryFile, SaysWhatTheRunDidAndKeepsItThroughAFailureAndATest) {
   s.best_value = 0.25;
   s.best_checkpoint = dir + "/checkpoints/step-40";
   s.last_checkpoint = dir + "/checkpoints/step-40";
-  write_run_summary(dir, s);
-  nlohmann::json j = json_of(dir + "/results/summary.json");
-  EXPECT_EQ(j["status"], "finished");
-  EXPECT_EQ(j["step"], 40);
-  EXPECT_EQ(j["seconds"], 1.235);
-  EXPECT_EQ(j["final"]["val"]["val/loss"], 0.25);
-  EXPECT_EQ(j["best"]["metric"], "val/loss");
-  EXPECT_EQ(j["checkpoints"]["last"], dir + "/checkpoints/step-40");
-  EXPECT_FALSE(j.contains("rollbacks"));  // written only when there were any
-  // A later part fails: the status and counters change, the rest stays.
-  TrainState later = s.state;
+  return s;
+}
+
+TEST(SummaryFile, AFailureChangesTheStatusAndCountersAndKeepsTheRest) {
+  const std::string dir = test::temp_dir();
+  finished_summary(dir).write(dir);
+  const std::string before = summary_file_text(dir);
+  TrainState later;
   later.step = 45;
-  write_failed_summary(dir, "demo", later, 2, "disk full");
-  j = json_of(dir + "/results/summary.json");
-  EXPECT_EQ(j["status"], "failed: disk full");
-  EXPECT_EQ(j["step"], 45);
-  EXPECT_EQ(j["world_size"], 2);
-  EXPECT_EQ(j["best"]["metric"], "val/loss");
-  // Test metrics: test.json, and summary.json's "test".
-  const std::string path = write_test_results(dir, {{"test/loss", 0.3}}, 45, 100, "");
-  EXPECT_EQ(path, dir + "/results/test.json");
-  const nlohmann::json t = json_of(path);
-  EXPECT_EQ(t["split"], "test");
-  EXPECT_EQ(t["examples"], 100);
-  EXPECT_EQ(t["metrics"]["test/loss"], 0.3);
-  EXPECT_EQ(json_of(dir + "/results/summary.json")["test"]["test/loss"], 0.3);
+  later.epoch = 2;
+  later.samples = 640;
+  write_failed_summary(dir, "other name", later, 2, "disk full");
+  // The file's other bytes stay as they were, as when its keys were patched in place.
+  std::string expected =
+      replaced(before, R"("status": "finished")", R"("status": "failed: disk full")");
+  expected = replaced(expected, R"("step": 40)", R"("step": 45)");
+  expected = replaced(expected, R"("world_size": 1)", R"("world_size": 2)");
+  EXPECT_EQ(summary_file_text(dir), expected);
+  const auto s = RunSummary::read(dir);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->status, RunStatus::Failed);
+  EXPECT_EQ(s->status_detail, "disk full");
+  EXPECT_EQ(s->name, "demo");  // the earlier summary's
 }
 
 TEST(SummaryFile, AFailureBeforeAnySummaryWritesOneOfItsOwn) {
@@ -67,44 +71,52 @@ TEST(SummaryFile, AFailureBeforeAnySummaryWritesOneOfItsOwn) {
   TrainState state;
   state.step = 3;
   write_failed_summary(dir, "demo", state, 1, "boom");
-  const nlohmann::json j = json_of(dir + "/results/summary.json");
-  EXPECT_EQ(j["name"], "demo");
-  EXPECT_EQ(j["status"], "failed: boom");
-  EXPECT_EQ(j["step"], 3);
+  const auto s = RunSummary::read(dir);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->name, "demo");
+  EXPECT_EQ(s->status_text(), "failed: boom");
+  EXPECT_EQ(s->step, 3);
+  // A file that is not a summary is replaced the same way.
+  test::write_file(dir + "/results/summary.json", "not json");
+  write_failed_summary(dir, "demo", state, 1, "boom");
+  EXPECT_EQ(RunSummary::read(dir)->status, RunStatus::Failed);
 }
 
-TEST(RunStatus, EachStatusTextReadsBackAsWhatHappened) {
-  for (const RunStatus st :
-       {RunStatus::Finished, RunStatus::StoppedEarly, RunStatus::Paused, RunStatus::Failed}) {
-    const StatusText read = parse_run_status(run_status_text(st, "why"));
-    EXPECT_EQ(read.status, st) << read.text;
-    EXPECT_EQ(read.resumable, st == RunStatus::Paused) << read.text;
-  }
-  EXPECT_EQ(parse_run_status("stopped early").text, "stopped early");
-  EXPECT_EQ(parse_run_status("paused: timer").detail, "timer");
-  EXPECT_EQ(parse_run_status("failed: disk full").detail, "disk full");
-  const StatusText signal = parse_run_status(
-      "stopped by SIGTERM: checkpoint saved; exit 75 (checkpoint.on_signal.exit_code): run the "
-      "same command to resume");
-  EXPECT_EQ(signal.status, RunStatus::StoppedBySignal);
-  EXPECT_TRUE(signal.resumable);
-  EXPECT_FALSE(parse_run_status("stopped by SIGINT: checkpoint saved; exit 130").resumable);
-  EXPECT_EQ(parse_run_status("finished!").status, RunStatus::Unknown);
-}
-
-TEST(RunStatus, ReadsTheSummarysStatusStepAndEpoch) {
+TEST(SummaryFile, TestMetricsGoToTestJsonAndIntoTheSummary) {
   const std::string dir = test::temp_dir();
-  EXPECT_FALSE(read_summary_status(dir).has_value());
-  RunSummary s;
-  s.status = run_status_text(RunStatus::StoppedEarly);
-  s.state.step = 161;
-  s.state.epoch = 7;
-  write_run_summary(dir, s);
-  const auto read = read_summary_status(dir);
-  ASSERT_TRUE(read.has_value());
-  EXPECT_EQ(read->status.status, RunStatus::StoppedEarly);
-  EXPECT_EQ(read->step, 161);
-  EXPECT_EQ(read->epoch, 7);
+  // No summary yet: test.json alone.
+  std::string path = write_test_results(dir, {{"test/loss", 0.3}}, 45, 100, "");
+  EXPECT_FALSE(RunSummary::read(dir).has_value());
+  finished_summary(dir).write(dir);
+  const std::string before = summary_file_text(dir);
+  path = write_test_results(dir, {{"test/loss", 0.3}}, 45, 100, "");
+  EXPECT_EQ(path, dir + "/results/test.json");
+  std::ifstream in(path);
+  const nlohmann::json t = nlohmann::json::parse(in);
+  EXPECT_EQ(t["split"], "test");
+  EXPECT_EQ(t["examples"], 100);
+  EXPECT_EQ(t["metrics"]["test/loss"], 0.3);
+  // The summary gains "test" at its end; nothing else changes.
+  EXPECT_EQ(summary_file_text(dir),
+            replaced(before, "\n }\n}\n", "\n },\n \"test\": {\n  \"test/loss\": 0.3\n }\n}\n"));
+  EXPECT_EQ(RunSummary::read(dir)->test->at("test/loss"), 0.3);
+}
+
+TEST(SummaryFile, ARunAwaitsResumeAfterAPauseOrASaveSignalOnly) {
+  const std::string dir = test::temp_dir();
+  EXPECT_EQ(status_awaiting_resume(dir), "");  // no summary
+  EXPECT_EQ(resume_choice("none", dir), "none");
+  RunSummary s = finished_summary(dir);
+  s.status = RunStatus::StoppedEarly;
+  s.write(dir);
+  EXPECT_EQ(status_awaiting_resume(dir), "");
+  s.status = RunStatus::Paused;
+  s.status_detail = "timer";
+  s.write(dir);
+  EXPECT_EQ(status_awaiting_resume(dir), "paused: timer");
+  EXPECT_EQ(resume_choice("none", dir), "auto");
+  EXPECT_EQ(resume_choice("last", dir), "last");
+  test::write_file(dir + "/results/summary.json", "{");  // damaged: says nothing
   EXPECT_EQ(status_awaiting_resume(dir), "");
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// results/summary.json: what a run did, in one file (the Hugging Face Trainer's
-// all_results.json / trainer_state.json, for unitrain runs).
+// What the Trainer writes into results/summary.json besides a fit's end (a failure, test
+// metrics) and reads of it (whether a run stopped to be resumed), through RunSummary
+// (unitrain/log/run_summary.h), which reads and writes the file; and results/test.json.
 #include <cstdint>
 #include <string>
 
@@ -8,24 +9,6 @@
 #include "unitrain/engine/metric_map.h"
 
 namespace unitrain {
-
-/// What summary.json says of a fit().
-struct RunSummary {
-  std::string name;
-  std::string status;  ///< run_status_text(): finished, stopped early, paused: why, ...
-  TrainState state;
-  double seconds = 0;       ///< training time, before a resume included
-  MetricMap final_train;    ///< the last training log event
-  MetricMap final_val;      ///< the last validation pass
-  std::string best_metric;  ///< checkpoint.best.metric ("" = none)
-  double best_value = 0;    ///< its best value (NaN: none yet)
-  std::string best_checkpoint, last_checkpoint, resumed_from;
-  int world_size = 1;
-  int64_t rollbacks = 0;  ///< train.divergence's rollbacks (written when there were any)
-};
-
-/// Writes run_dir/results/summary.json (atomically). TrainError when it cannot.
-void write_run_summary(const std::string& run_dir, const RunSummary& summary);
 
 /// A fit() that failed with `error` while training: summary.json's status becomes `failed:
 /// <error>` and its counters the run's (`state`, `world_size`); what an earlier part of the run
