@@ -30,6 +30,7 @@
 #include "unitrain/engine/config/resume_config.h"
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/config_driven.h"
+#include "unitrain/engine/setup/run_resume.h"
 #include "unitrain/engine/setup/init_weights.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/run_folder.h"
@@ -71,7 +72,7 @@ Config with_normalize_statistics(const Config& config, const NormalizeOptions& n
 /// The checkpoint `run` will resume from, as Trainer::fit finds it; "" for a new run.
 std::string resume_dir(const RunSettings& run) {
   std::vector<std::string> skipped;  // the run warns of them when it resumes
-  return Trainer::resume_checkpoint(run, &skipped);
+  return resume_checkpoint(run, &skipped);
 }
 
 /// The shuffle of the data order a run continues (its random split's): the checkpoint it

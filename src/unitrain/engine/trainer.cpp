@@ -24,10 +24,12 @@
 #include "unitrain/engine/loop/stop_signal.h"
 #include "unitrain/engine/loop/train_loop.h"
 #include "unitrain/engine/results/summary_file.h"
+#include "unitrain/engine/results/fit_conclusion.h"
 #include "unitrain/engine/setup/fit_device.h"
 #include "unitrain/engine/setup/run_callbacks.h"
 #include "unitrain/engine/setup/run_dir_lock.h"
 #include "unitrain/engine/setup/run_folder.h"
+#include "unitrain/engine/setup/run_resume.h"
 #include "unitrain/engine/setup/run_threads.h"
 #include "unitrain/engine/setup/world_change.h"
 #include "unitrain/log/console.h"
@@ -158,7 +160,7 @@ std::shared_ptr<ProcessGroup> Trainer::join_group(const DistEnv& env, ResumePoin
     fit_resume_to_world(resume, group ? group->world_size() : 1, *settings);
     settings_ = std::move(settings);
   }
-  check_resume_point(resume);
+  check_finished_run_resume(resume, *settings_, config_);
   return group;
 }
 
@@ -220,7 +222,7 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   }
   if (env.rank == 0) warn_unread_keys(config_);  // keys the config sets that nothing read
   const CheckpointOptions& ckpt = settings_->checkpoint;
-  if (ckpt.enabled && !options().test_mode) resume = read_resume(env.rank == 0);
+  if (ckpt.enabled && !options().test_mode) resume = read_resume(*settings_, config_, env.rank == 0);
   // A rollback restores the last checkpoint: there must be checkpoints.
   UT_CHECK(!options().rolls_back() || ckpt.enabled || options().test_mode,
            options().on_nonfinite == OnNonFinite::Rollback ? "train.on_nonfinite"
@@ -283,12 +285,15 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   // finished run that trains nothing, leaves the run's as it was (it describes what trained).
   const bool nothing_to_train = loop.announce();
   if ((!group || group->rank() == 0) && !nothing_to_train) {
-    write_file_atomic(run_dir() + "/config.yaml", run_config_text());
+    write_file_atomic(run_dir() + "/config.yaml", run_config_text(config_, *settings_));
   }
-  if (nothing_to_train) report_finished_run();
+  if (nothing_to_train) {
+    log::info(finished_run_line(loop.counters(), stop_decided(), *settings_, config_));
+  }
   train_until_finished(loop);
   callbacks_.call("on_train_end", &Callback::on_train_end);
-  const FitResult result = conclude(loop);                     // summary.json, the last line
+  const FitResult result = conclude_fit(loop, *settings_);  // summary.json, the last lines
+  last_fit_ = {result, loop.plan().rank, loop.log_events()};
   callbacks_.call("on_fit_end", &Callback::on_fit_end, result);
   loop_.reset();
   module_ = nullptr;

@@ -66,13 +66,6 @@ class Trainer {
   /// run's trackers (console, metrics.jsonl/csv) at the run's last step and written to
   /// run_dir/results/test.json and results/summary.json (rank 0).
   MetricMap test(TrainModule& module, DatasetPtr data);
-  /// The checkpoint folder a fit with these settings resumes from ("" for a fresh start, or
-  /// when checkpoints are off or train.test_mode), as checkpoint.resume says in run_dir
-  /// (resume_choice). The one way to find it: fit() and train_from_config (which needs it to
-  /// read the data as the run did) both ask here. `skipped` collects damaged checkpoints passed
-  /// over instead of warning of them.
-  static std::string resume_checkpoint(const RunSettings& run,
-                                       std::vector<std::string>* skipped = nullptr);
 
   const Config& config() const { return config_; }
   const TrainOptions& options() const;
@@ -122,32 +115,9 @@ class Trainer {
 
  private:
   void prepare_run_dir(bool resuming);
-  /// The checkpoint this fit resumes from as checkpoint.resume says in run_dir (resume_choice:
-  /// `none` continues a run of its own that stopped to be resumed, said when `say`), read and
-  /// checked against this run's config; an empty one for a fresh start (trainer_resume.cpp).
-  ResumePoint read_resume(bool say) const;
-  /// ConfigError, before run_dir is touched, when `resume` is a finished run whose config
-  /// changed since in a way that would train something else.
-  void check_resume_point(const ResumePoint& resume) const;
   /// ConfigError, before anything is read or written, when checkpoint.best.metric or
   /// early_stopping.metric names a validation metric and fit() got no validation data.
   void check_monitored_metrics(bool has_val) const;
-  /// Says that a resumed run is already finished.
-  void report_finished_run() const;
-  void write_summary(const TrainLoop& loop, const FitResult& result) const;
-  /// True when a stop by a signal leaves a checkpoint (checkpoint.enabled, not test_mode).
-  bool saves_checkpoints() const;
-  /// FitResult::exit_code for a run `signal` stopped (0: none did).
-  int exit_code_after_signal(int signal) const;
-  /// The summary's status and the run's last line after `r` was stopped by a signal: which,
-  /// whether a checkpoint was saved, the exit status and what it asks for.
-  std::string stopped_by_signal_text(const FitResult& r) const;
-  /// The run's config.yaml: its config, but checkpoint.resume `auto` where it named a folder,
-  /// last or best (where this invocation resumed from, not where the run always does).
-  std::string run_config_text() const;
-  /// After the loop: the result (and what test() needs of it), results/summary.json, the
-  /// run's last log line.
-  FitResult conclude(const TrainLoop& loop);
   /// The processes (null group: one process; on a GPU `device` they talk through NCCL when
   /// the backend is auto), with a resume's checks against this run's processes and config.
   std::shared_ptr<ProcessGroup> join_group(const DistEnv& env, ResumePoint& resume,

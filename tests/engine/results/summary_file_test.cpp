@@ -1,5 +1,5 @@
-// What the Trainer adds to results/summary.json after a fit's end, and reads of it: a failure
-// that keeps what an earlier part wrote, test metrics (and results/test.json), a resume's check.
+// What the Trainer adds to results/summary.json after a fit's end: a failure that keeps what an
+// earlier part wrote, test metrics (and results/test.json).
 #include "unitrain/engine/results/summary_file.h"
 
 #include <gtest/gtest.h>
@@ -100,24 +100,6 @@ TEST(SummaryFile, TestMetricsGoToTestJsonAndIntoTheSummary) {
   EXPECT_EQ(summary_file_text(dir),
             replaced(before, "\n }\n}\n", "\n },\n \"test\": {\n  \"test/loss\": 0.3\n }\n}\n"));
   EXPECT_EQ(RunSummary::read(dir)->test->at("test/loss"), 0.3);
-}
-
-TEST(SummaryFile, ARunAwaitsResumeAfterAPauseOrASaveSignalOnly) {
-  const std::string dir = test::temp_dir();
-  EXPECT_EQ(status_awaiting_resume(dir), "");  // no summary
-  EXPECT_EQ(resume_choice("none", dir), "none");
-  RunSummary s = finished_summary(dir);
-  s.status = RunStatus::StoppedEarly;
-  s.write(dir);
-  EXPECT_EQ(status_awaiting_resume(dir), "");
-  s.status = RunStatus::Paused;
-  s.status_detail = "timer";
-  s.write(dir);
-  EXPECT_EQ(status_awaiting_resume(dir), "paused: timer");
-  EXPECT_EQ(resume_choice("none", dir), "auto");
-  EXPECT_EQ(resume_choice("last", dir), "last");
-  test::write_file(dir + "/results/summary.json", "{");  // damaged: says nothing
-  EXPECT_EQ(status_awaiting_resume(dir), "");
 }
 
 }  // namespace

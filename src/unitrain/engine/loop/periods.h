@@ -6,17 +6,9 @@
 
 #include "unitrain/core/train_state.h"
 #include "unitrain/core/train_unit.h"
+#include "unitrain/engine/setup/run_plan.h"  // position, periods_behind, reached
 
 namespace unitrain {
-
-/// How far a run is in `unit`: completed epochs, optimizer steps or samples.
-int64_t position(TrainUnit::Unit unit, const TrainState& state);
-/// How many whole `every`s the run has behind it: position / count, and for a fraction of an
-/// epoch, the batches read over the batches `every` spans (`batches_per_epoch` > 0 needed:
-/// without it a fraction counts whole epochs only).
-int64_t periods_behind(const TrainUnit& every, const TrainState& state, int64_t batches_per_epoch);
-/// True when the run has trained for `length` (a fraction of an epoch: as periods_behind).
-bool reached(const TrainUnit& length, const TrainState& state, int64_t batches_per_epoch = 0);
 
 /// The run's periodic events. A period elapsed when the run's position in the period's unit
 /// crossed a multiple of its count since the event was last asked about: so a period in

@@ -10,15 +10,6 @@
 
 namespace unitrain {
 
-std::string status_awaiting_resume(const std::string& run_dir) {
-  const auto summary = RunSummary::read_if_valid(run_dir);
-  return summary && summary->resumable() ? summary->status_text() : "";
-}
-
-std::string resume_choice(const std::string& resume, const std::string& run_dir) {
-  return resume == "none" && !status_awaiting_resume(run_dir).empty() ? "auto" : resume;
-}
-
 void write_failed_summary(const std::string& run_dir, const std::string& name,
                           const TrainState& state, int world_size, const std::string& error) {
   const std::optional<RunSummary> earlier = RunSummary::read_if_valid(run_dir);

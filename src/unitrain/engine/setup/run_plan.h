@@ -2,6 +2,8 @@
 // RunPlan: the sizes of a run — batches, windows, steps — computed once when fit() starts.
 #include <cstdint>
 
+#include "unitrain/core/train_state.h"
+#include "unitrain/core/train_unit.h"
 #include "unitrain/engine/config/train_options.h"
 #include "unitrain/optim/scheduler.h"
 
@@ -32,5 +34,16 @@ struct RunPlan {
   /// What a schedule needs to know of the run; `per_epoch`: it steps once per epoch.
   ScheduleContext schedule_context(bool per_epoch, double base_lr) const;
 };
+
+// --- How far a run is, against a length or a period (Periods, the loop's end, a resume) ---
+
+/// How far a run is in `unit`: completed epochs, optimizer steps or samples.
+int64_t position(TrainUnit::Unit unit, const TrainState& state);
+/// How many whole `every`s the run has behind it: position / count, and for a fraction of an
+/// epoch, the batches read over the batches `every` spans (`batches_per_epoch` > 0 needed:
+/// without it a fraction counts whole epochs only).
+int64_t periods_behind(const TrainUnit& every, const TrainState& state, int64_t batches_per_epoch);
+/// True when the run has trained for `length` (a fraction of an epoch: as periods_behind).
+bool reached(const TrainUnit& length, const TrainState& state, int64_t batches_per_epoch = 0);
 
 }  // namespace unitrain

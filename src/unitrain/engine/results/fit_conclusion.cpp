@@ -1,5 +1,5 @@
-// The end of a Trainer's fit: its result, summary.json, the last lines (done, or what a signal
-// means for the next command) and the exit code after a signal.
+#include "unitrain/engine/results/fit_conclusion.h"
+
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <torch/torch.h>
@@ -14,26 +14,30 @@
 #include "unitrain/engine/loop/train_loop.h"
 #include "unitrain/engine/results/profile_files.h"
 #include "unitrain/engine/setup/run_device.h"
-#include "unitrain/engine/trainer.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/run_summary.h"
 #include "unitrain/parallel/sharded_parameters.h"
 
 namespace unitrain {
+namespace {
 
-bool Trainer::saves_checkpoints() const {
-  return settings_->checkpoint.enabled && !options().test_mode;
+/// True when a stop by a signal leaves a checkpoint (checkpoint.enabled, not test_mode).
+bool saves_checkpoints(const RunSettings& settings) {
+  return settings.checkpoint.enabled && !settings.train.test_mode;
 }
 
-int Trainer::exit_code_after_signal(int signal) const {
+/// FitResult::exit_code for a run `signal` stopped (0: none did).
+int exit_code_after_signal(const RunSettings& settings, int signal) {
   if (signal == 0) return 0;
-  if (!saves_checkpoints() || signal == SIGINT) return 128 + signal;
-  return static_cast<int>(settings_->checkpoint.on_signal_exit_code);
+  if (!saves_checkpoints(settings) || signal == SIGINT) return 128 + signal;
+  return static_cast<int>(settings.checkpoint.on_signal_exit_code);
 }
 
-std::string Trainer::stopped_by_signal_text(const FitResult& r) const {
+/// The summary's status and the run's last line after `r` was stopped by a signal: which,
+/// whether a checkpoint was saved, the exit status and what it asks for.
+std::string stopped_by_signal_text(const RunSettings& settings, const FitResult& r) {
   const std::string by = "stopped by " + signal_name(r.signal);
-  if (!saves_checkpoints()) {
+  if (!saves_checkpoints(settings)) {
     return fmt::format("{}: checkpoints are off, nothing saved; exit {}", by, r.exit_code);
   }
   if (r.signal == SIGINT) return fmt::format("{}: checkpoint saved; exit {}", by, r.exit_code);
@@ -43,46 +47,47 @@ std::string Trainer::stopped_by_signal_text(const FitResult& r) const {
       by, r.exit_code);
 }
 
-void Trainer::write_summary(const TrainLoop& loop, const FitResult& r) const {
+void write_summary(const TrainLoop& loop, const RunSettings& settings, const FitResult& r) {
   RunSummary s;
-  s.name = settings_->name;
+  s.name = settings.name;
   s.status = r.signal != 0       ? RunStatus::StoppedBySignal
              : !r.paused.empty() ? RunStatus::Paused
              : r.stopped         ? RunStatus::StoppedEarly
                                  : RunStatus::Finished;
-  s.status_detail = r.signal != 0 ? stopped_by_signal_text(r) : r.paused;
+  s.status_detail = r.signal != 0 ? stopped_by_signal_text(settings, r) : r.paused;
   s.set_counters(r.state);
   s.seconds = r.seconds;
   s.final_train = r.last_train;
   s.final_val = r.last_val;
-  const CheckpointOptions& ckpt = settings_->checkpoint;
+  const CheckpointOptions& ckpt = settings.checkpoint;
   s.best_metric = ckpt.enabled ? ckpt.best_metric : "";
   s.best_value = loop.best_value();
   std::error_code ec;
-  const auto best = std::filesystem::canonical(run_dir() + "/checkpoints/best", ec);
+  const auto best = std::filesystem::canonical(settings.run_dir + "/checkpoints/best", ec);
   if (!ec && ckpt.enabled) s.best_checkpoint = best.string();
   s.last_checkpoint = r.last_checkpoint;
   s.resumed_from = r.resumed_from;
   s.world_size = loop.plan().world;
   s.rollbacks = r.rollbacks;
-  s.write(run_dir());
+  s.write(settings.run_dir);
 }
 
-FitResult Trainer::conclude(const TrainLoop& loop) {
+}  // namespace
+
+FitResult conclude_fit(const TrainLoop& loop, const RunSettings& settings) {
   FitResult r = loop.result();
-  r.exit_code = exit_code_after_signal(r.signal);
+  r.exit_code = exit_code_after_signal(settings, r.signal);
   // A pause saved a checkpoint to be resumed from: the resume code, as after a signal, so a
   // script (or a sweep) tells it from a finished run. Without checkpoints nothing resumes.
-  if (!r.paused.empty() && r.signal == 0 && saves_checkpoints()) {
-    r.exit_code = static_cast<int>(settings_->checkpoint.on_signal_exit_code);
+  if (!r.paused.empty() && r.signal == 0 && saves_checkpoints(settings)) {
+    r.exit_code = static_cast<int>(settings.checkpoint.on_signal_exit_code);
   }
-  last_fit_ = {r, loop.plan().rank, loop.log_events()};
-  const int rank = last_fit_.rank;
+  const int rank = loop.plan().rank;
   const TrainState& counters = r.state;
   if (const ProfileResult* profile = loop.profile()) {
-    write_profile(*profile, *settings_, rank, counters.step);
+    write_profile(*profile, settings, rank, counters.step);
   }
-  if (rank == 0 && !options().test_mode) write_summary(loop, r);
+  if (rank == 0 && !settings.train.test_mode) write_summary(loop, settings, r);
   if (r.already_complete) {  // nothing trained now: no times or memory of this process
     log::info(
         fmt::format("nothing trained: the run was complete at {} steps, {} epoch{}, {} "
@@ -105,17 +110,18 @@ FitResult Trainer::conclude(const TrainLoop& loop) {
       device_peak
           ? fmt::format("; peak {} memory {} MB", loop.device().str(), *device_peak / (1024 * 1024))
           : ""));
-  if (loop.group() && optimizer()) {  // what ZeRO saves, in each rank's log
+  const torch::optim::Optimizer* trainers = loop.optimizers()->trainers();
+  if (loop.group() && trainers) {  // what ZeRO saves, in each rank's log
     log::info(fmt::format("optimizer state on rank {}: {} bytes (distributed.zero: {})", rank,
                           r.optimizer_state_bytes >= 0 ? r.optimizer_state_bytes
-                                                       : optimizer_state_bytes(*optimizer()),
-                          loop.sharded() ? settings_->distributed.zero : 0));
+                                                       : optimizer_state_bytes(*trainers),
+                          loop.sharded() ? settings.distributed.zero : 0));
   }
   if (const ShardedParameters* p = loop.sharded_parameters()) {
     log::info(fmt::format("parameters on rank {}: {} bytes of {} in {} units (distributed.zero: 3)",
                           rank, p->shard_bytes(), p->whole_bytes(), p->units()));
   }
-  if (r.signal != 0) log::warn(stopped_by_signal_text(r));  // the last line: what comes next
+  if (r.signal != 0) log::warn(stopped_by_signal_text(settings, r));  // the last line: what comes next
   if (!r.paused.empty() && r.exit_code != 0) {
     log::info(
         fmt::format("paused ({}): checkpoint saved; exit {} (checkpoint.on_signal.exit_code): "
