@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "parallel/run_ranks.h"
 #include "test_util.h"
 
 namespace unitrain {
@@ -45,6 +46,28 @@ TEST(ProcessGroup, RanksMeetThroughAStoreFileWithoutASocket) {
   for (int r = 0; r < world; ++r) {
     EXPECT_EQ(failures[size_t(r)], "") << "rank " << r;
     EXPECT_EQ(sums[size_t(r)], 9.0);  // (1 + 2) x 3
+  }
+}
+
+TEST(ProcessGroup, AllToAllSwapsEqualPartsAndCarriesBfloat16AsItsBits) {
+  for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    test::run_ranks(3, [dtype](int rank, ProcessGroup& g) {
+      // Rank r's part for rank q holds 100 r + q (and a bfloat16 value float16 cannot hold).
+      torch::Tensor input = torch::empty({6}, dtype);
+      for (int q = 0; q < 3; ++q) {
+        input.narrow(0, 2 * q, 2).copy_(torch::tensor({100.0 * rank + q, 1e30 + rank}));
+      }
+      torch::Tensor output = torch::zeros({6}, dtype);
+      g.all_to_all(output, input);
+      for (int q = 0; q < 3; ++q) {  // part q: rank q's part for this rank
+        torch::Tensor want = torch::tensor({100.0 * q + rank, 1e30 + q}).to(dtype);
+        EXPECT_TRUE(torch::equal(output.narrow(0, 2 * q, 2), want)) << rank << " " << q;
+      }
+      const CollectiveRecord record = g.flight().latest();
+      EXPECT_STREQ(record.op, "all_to_all");
+      EXPECT_EQ(record.bytes, 6 * input.element_size());
+      EXPECT_GE(record.end, 0);
+    });
   }
 }
 

@@ -14,7 +14,7 @@ class RunPosition;
 /// One collective as the recorder saw it. `op` and `phase` are names with static storage.
 struct CollectiveRecord {
   int64_t seq = -1;        ///< this rank's collectives, counted from 0; -1: no record
-  const char* op = "";     ///< all_reduce, broadcast, reduce, all_gather, barrier
+  const char* op = "";     ///< all_reduce, broadcast, reduce, all_gather, all_to_all, barrier
   int32_t tensors = 0;     ///< tensors in the call
   int32_t bucket = -1;     ///< the gradient bucket it reduces; -1: none
   int64_t bytes = 0;       ///< of the tensors

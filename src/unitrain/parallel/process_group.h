@@ -115,6 +115,13 @@ class ProcessGroup {
   /// gradient reduction. NCCL: one reduce-scatter; Gloo: `by`. `full` is overwritten.
   void reduce_scatter_sum(torch::Tensor& shard, torch::Tensor& full,
                           ReduceScatterBy by = ReduceScatterBy::PartReduces);
+  /// Equal parts exchanged between every pair of ranks: `input` (1-D, world x n) is cut into
+  /// world parts of n elements, part q going to rank q; `output` (1-D, contiguous, as long and
+  /// of the same dtype) receives rank q's part for this rank at [q * n, (q + 1) * n).
+  /// distributed.reproducible's gradient exchange. One all-to-all (Gloo, NCCL); nothing is added,
+  /// so a bfloat16 tensor travels on Gloo as its bits (viewed as float16, which Gloo has), not
+  /// widened.
+  void all_to_all(torch::Tensor& output, const torch::Tensor& input);
   /// Every rank's `text`, by rank.
   std::vector<std::string> all_gather(const std::string& text);
   void barrier();

@@ -1,5 +1,6 @@
-// ProcessGroup::all_gather_shards and reduce_scatter_sum: ZeRO stage 3's collectives over flat
-// shards (each rank one equal part of a padded flat buffer).
+// ProcessGroup::all_gather_shards, reduce_scatter_sum and all_to_all: the collectives over flat
+// shards (each rank one equal part of a padded flat buffer) of ZeRO stage 3 and of
+// distributed.reproducible.
 #include <torch/torch.h>
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -79,6 +80,27 @@ void ProcessGroup::reduce_scatter_sum(torch::Tensor& shard, torch::Tensor& full,
       for (auto& w : works) w->wait();
     }
     shard.copy_(whole.narrow(0, rank_ * n, n));
+  });
+}
+
+void ProcessGroup::all_to_all(torch::Tensor& output, const torch::Tensor& input) {
+  TORCH_INTERNAL_ASSERT(input.dim() == 1 && output.dim() == 1 && output.is_contiguous() &&
+                        input.numel() == output.numel() && input.numel() % world_size_ == 0 &&
+                        input.scalar_type() == output.scalar_type());
+  torch::NoGradGuard no_grad;
+  // Gloo has no bfloat16; an exchange adds nothing, so its bits travel as float16's.
+  const auto carried = needs_widening(input.scalar_type()) ? torch::kHalf : input.scalar_type();
+  wait("all_to_all", 1, input.numel() * static_cast<int64_t>(input.element_size()), [&] {
+    // A tensor elsewhere than the group's device travels as a copy made there.
+    torch::Tensor out = output.device() == device_
+                            ? output
+                            : torch::empty({output.numel()}, output.options().device(device_));
+    torch::Tensor in = input.to(device_).contiguous();
+    torch::Tensor out_carried = out.view(carried);
+    torch::Tensor in_carried = in.view(carried);
+    std::vector<int64_t> equal_parts;  // empty: world equal parts
+    group_->alltoall_base(out_carried, in_carried, equal_parts, equal_parts)->wait();
+    if (!out.is_same(output)) output.copy_(out);
   });
 }
 

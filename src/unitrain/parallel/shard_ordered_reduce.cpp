@@ -1,0 +1,172 @@
+#include "unitrain/parallel/shard_ordered_reduce.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "unitrain/parallel/process_group.h"
+
+namespace unitrain {
+namespace {
+
+/// The sum of squares of x[0..n) in float64: eight lanes (element i into lane i % 8), each
+/// summed in index order, then combined pairwise. The order is a function of n alone.
+template <typename T>
+double squares_of(const T* x, int64_t n) {
+  constexpr int kLanes = 8;
+  double lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      const double v = static_cast<double>(static_cast<float>(x[i + j]));
+      lane[j] += v * v;
+    }
+  }
+  for (int j = 0; i < n; ++i, ++j) {
+    const double v = static_cast<double>(static_cast<float>(x[i]));
+    lane[j] += v * v;
+  }
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+/// `t` as a 1-D tensor of `padded` elements: itself, or a copy padded with zeros.
+torch::Tensor padded_to(const torch::Tensor& t, int64_t padded) {
+  torch::Tensor flat = t.reshape({-1});
+  if (flat.numel() == padded) return flat.contiguous();
+  torch::Tensor out = torch::zeros({padded}, flat.options());
+  out.narrow(0, 0, flat.numel()).copy_(flat);
+  return out;
+}
+
+}  // namespace
+
+ShardOrderedReduce::ShardOrderedReduce(std::shared_ptr<ProcessGroup> group, MicroShardLayout layout,
+                                       c10::ScalarType dtype)
+    : group_(std::move(group)), layout_(layout) {
+  TORCH_INTERNAL_ASSERT(group_->world_size() == layout_.world_size() &&
+                        group_->rank() == layout_.rank());
+  const auto options = torch::TensorOptions().dtype(dtype).device(group_->device());
+  if (layout_.world_size() > 1) received_ = torch::empty({layout_.padded_numel()}, options);
+  owned_ = torch::empty({layout_.owned_numel()}, options);
+}
+
+void ShardOrderedReduce::add(const torch::Tensor& shard_gradient) {
+  TORCH_INTERNAL_ASSERT(shard_gradient.scalar_type() == owned_.scalar_type() &&
+                        (shard_gradient.numel() == layout_.numel() ||
+                         shard_gradient.numel() == layout_.padded_numel()));
+  if (complete()) done_ = 0;
+  torch::NoGradGuard no_grad;
+  const torch::Tensor mine = padded_to(shard_gradient, layout_.padded_numel());
+  const int world = layout_.world_size();
+  const int64_t n = layout_.owned_numel();
+  // received_'s part q: this rank's slice of shard shard_at(done_, q), from rank q.
+  if (world > 1) group_->all_to_all(received_, mine);
+  const torch::Tensor& parts = world > 1 ? received_ : mine;
+  for (int q = 0; q < world; ++q) {
+    const torch::Tensor part = parts.narrow(0, q * n, n);
+    if (done_ == 0 && q == 0) {
+      owned_.copy_(part);  // shard 0: the sum starts as its gradient, not as 0 + it
+    } else {
+      owned_.add_(part);
+    }
+  }
+  ++done_;
+}
+
+std::vector<double> chunk_squares(const torch::Tensor& owned, const MicroShardLayout& layout) {
+  const int64_t len = layout.chunk_numel();
+  TORCH_INTERNAL_ASSERT(owned.dim() == 1 && owned.numel() % len == 0);
+  const int64_t chunks = owned.numel() / len;
+  std::vector<double> out(static_cast<size_t>(chunks));
+  if (!owned.device().is_cpu()) {
+    // Elsewhere (a GPU): each chunk reduced on its own, so its kernel sees one shape for every W.
+    std::vector<torch::Tensor> sums;
+    for (int64_t c = 0; c < chunks; ++c) {
+      sums.push_back(owned.narrow(0, c * len, len).to(torch::kFloat64).square().sum());
+    }
+    const torch::Tensor host = torch::stack(sums).cpu();
+    std::copy(host.data_ptr<double>(), host.data_ptr<double>() + chunks, out.begin());
+    return out;
+  }
+  const torch::Tensor values = owned.contiguous();
+  AT_DISPATCH_FLOATING_TYPES_AND2(torch::kBFloat16, torch::kHalf, values.scalar_type(),
+                                  "chunk_squares", [&] {
+                                    const scalar_t* x = values.data_ptr<scalar_t>();
+                                    for (int64_t c = 0; c < chunks; ++c)
+                                      out[size_t(c)] = squares_of(x + c * len, len);
+                                  });
+  return out;
+}
+
+double ShardOrderedReduce::norm() {
+  TORCH_INTERNAL_ASSERT(complete());
+  const std::vector<double> mine = chunk_squares(owned_, layout_);
+  const int chunks = layout_.micro_shards();
+  torch::Tensor all = torch::from_blob(const_cast<double*>(mine.data()),
+                                       {static_cast<int64_t>(mine.size())}, torch::kFloat64)
+                          .clone();
+  if (layout_.world_size() > 1) {
+    torch::Tensor every =
+        torch::empty({chunks}, torch::TensorOptions(torch::kFloat64).device(group_->device()));
+    group_->all_gather_shards(every, all.to(group_->device()));
+    all = every.cpu();
+  }
+  const double* squares = all.data_ptr<double>();
+  double total = squares[0];
+  for (int c = 1; c < chunks; ++c) total += squares[c];  // in chunk order
+  return std::sqrt(total);
+}
+
+double ShardOrderedReduce::clip_to_norm(double max_norm) {
+  const double total = norm();
+  const double raw = max_norm / (total + 1e-6);
+  const double coef = std::isnan(raw) || raw < 1.0 ? raw : 1.0;
+  torch::NoGradGuard no_grad;
+  if (coef != 1.0) owned_.mul_(coef);
+  return total;
+}
+
+int64_t ShardOrderedReduce::bytes_sent_per_micro_step() const {
+  return (layout_.world_size() - 1) * layout_.owned_numel() *
+         static_cast<int64_t>(owned_.element_size());
+}
+
+std::vector<double> sum_in_shard_order(ProcessGroup& group, const MicroShardLayout& layout,
+                                       const std::vector<std::vector<double>>& mine) {
+  const int steps = layout.micro_steps();
+  const int world = layout.world_size();
+  TORCH_INTERNAL_ASSERT(static_cast<int>(mine.size()) == steps);
+  const size_t k = mine[0].size();
+  if (k == 0) return {};
+  torch::Tensor local = torch::empty({steps * static_cast<int64_t>(k)}, torch::kFloat64);
+  for (int i = 0; i < steps; ++i) {
+    TORCH_INTERNAL_ASSERT(mine[size_t(i)].size() == k);
+    std::copy(mine[size_t(i)].begin(), mine[size_t(i)].end(),
+              local.data_ptr<double>() + size_t(i) * k);
+  }
+  torch::Tensor all = local;  // rank q's values for shard shard_at(i, q) at (q x steps + i) x k
+  if (world > 1) {
+    torch::Tensor every = torch::empty(
+        {world * local.numel()}, torch::TensorOptions(torch::kFloat64).device(group.device()));
+    group.all_gather_shards(every, local.to(group.device()));
+    all = every.cpu();
+  }
+  const double* v = all.data_ptr<double>();
+  std::vector<double> sums(k);
+  for (int s = 0; s < layout.micro_shards(); ++s) {
+    const double* values = v + (size_t(s % world) * size_t(steps) + size_t(s / world)) * k;
+    for (size_t j = 0; j < k; ++j) sums[j] = s == 0 ? values[j] : sums[j] + values[j];
+  }
+  return sums;
+}
+
+void gather_owned(ProcessGroup& group, const MicroShardLayout& layout, torch::Tensor& flat) {
+  TORCH_INTERNAL_ASSERT(flat.dim() == 1 && flat.is_contiguous() &&
+                        flat.numel() == layout.padded_numel());
+  if (layout.world_size() == 1) return;
+  torch::NoGradGuard no_grad;
+  group.all_gather_shards(flat, flat.narrow(0, layout.owned_offset(), layout.owned_numel()));
+}
+
+}  // namespace unitrain

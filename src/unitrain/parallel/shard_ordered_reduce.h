@@ -1,0 +1,105 @@
+#pragma once
+// ShardOrderedReduce: distributed.reproducible's gradient reduction — the sum over a step's G
+// micro-shards taken in global shard order whatever the world size W, so that the gradient, its
+// norm and the logged sums are bitwise those of one process accumulating G micro-batches.
+//
+// Design (issue 51).
+// - Layout (MicroShardLayout): the flat gradient is padded to G chunks of equal length (a
+//   multiple of 64 elements) fixed by its size and G alone; rank r owns chunks
+//   [r G/W, (r+1) G/W), a contiguous slice. Rank r runs shard i W + r at micro-step i.
+// - Order of additions: at micro-step i every rank sends each owner its slice of the shard it
+//   ran (one all-to-all); the owner receives shards i W + 0, ..., i W + W - 1 and adds them, in
+//   that order, into its accumulator: over the G / W micro-steps, shards 0, 1, ..., G - 1.
+//   Shard 0 is copied, not added to zeros (0 + -0 is +0), and every later shard is one
+//   elementwise add_ — autograd's accumulation of G micro-batches (grad = g0; grad += g1; ...).
+//   Each element's sum is the same sequence of float additions for every W.
+// - Norm: each owner sums the squares of each of its chunks in float64, in a fixed order within
+//   the chunk (8 lanes by index, combined pairwise); the G chunk sums are gathered and added in
+//   chunk order. The norm and the clip coefficient are the same double for every W.
+// - Scalars (losses, metric sums): every shard's values are gathered and added in shard order.
+// - Parameters: each rank updates its owned slice, then one all-gather (gather_owned()).
+// - Cost, per rank, for a flat gradient of P padded elements of b bytes: each micro-step's
+//   all-to-all sends (W - 1) / W x P x b (and receives as much) — what one reduce-scatter (ZeRO
+//   2) sends; a step of G / W micro-steps sends G (W - 1) / W^2 x P x b, then the all-gather
+//   (W - 1) / W x P x b. DDP sends 2 (W - 1) / W x P x b per step (a ring all-reduce, once: no
+//   reduce on accumulation micro-steps), as unitrain's ZeRO 2 sends about (W - 1) / W x P x b
+//   in reduces plus its gather. So with G = W (no accumulation) it costs what DDP costs; each
+//   further micro-step adds one reduce-scatter's worth. No exact scheme sends less: shards of one
+//   owner are never adjacent in the order (interleaved), and a partial sum of non-adjacent shards
+//   is not a prefix of the sequential sum, so every shard's slice must reach its owner. Memory:
+//   a receive buffer of P and an accumulator of P / W elements.
+// Left for the engine: the flat gradient of each shard (parameters' gradients laid end to end
+// and padded, produced from no gradient — set_to_none, not zeroed — by the same micro-batch shape
+// and intra-op thread count on every W; a parameter without gradient as zeros); the loss
+// divided by G, not by G / W; dropout and every random draw seeded from (seed, step, shard); the
+// optimizer on owned slices (FusedAdam, whose result per element does not depend on where a
+// loop starts; LibTorch's AdamW matched too in the tests on 64-element-aligned slices, but its
+// vectorised loops fuse multiply-adds that their scalar tails do not); optimizer state and
+// checkpoints in this W-independent layout (chunks re-owned on a resume at another W); overlapping
+// a micro-step's exchange with the next micro-step's backward; batch norm (per-shard statistics)
+// refused or documented.
+#include <torch/types.h>
+
+#include <memory>
+#include <vector>
+
+#include "unitrain/parallel/micro_shard_layout.h"
+
+namespace unitrain {
+
+class ProcessGroup;
+
+/// A rank's accumulator of the step's gradient over its owned slice. Every rank calls add() once
+/// per micro-step, and norm(), clip_to_norm() together (they are collectives).
+class ShardOrderedReduce {
+ public:
+  /// The gradient in `dtype` (float32; bfloat16 where the parameters are), on the group's device.
+  ShardOrderedReduce(std::shared_ptr<ProcessGroup> group, MicroShardLayout layout,
+                     c10::ScalarType dtype);
+
+  const MicroShardLayout& layout() const { return layout_; }
+  /// Micro-step micro_steps_done(): this rank's shard's flat gradient (shard
+  /// layout().shard_at(micro_steps_done(), rank)), of the reduce's dtype, padded_numel() long
+  /// (padding zeros), or numel() long (padded in a copy). A collective: the all-to-all, then the
+  /// adds. The first add() after complete() starts the next step.
+  void add(const torch::Tensor& shard_gradient);
+  int micro_steps_done() const { return done_; }
+  /// Every micro-step of the step added: owned_gradient() holds the sum over shards 0..G-1.
+  bool complete() const { return done_ == layout_.micro_steps(); }
+  /// This rank's slice [owned_offset(), + owned_numel()) of the sum of the step's shard
+  /// gradients, in global shard order (valid once complete()). The optimizer steps it; clipping
+  /// scales it in place.
+  torch::Tensor& owned_gradient() { return owned_; }
+  /// The L2 norm of the whole summed gradient, the same double on every rank and every W.
+  /// A collective (an all-gather of G / W doubles per rank).
+  double norm();
+  /// Scales owned_gradient() by min(1, max_norm / (norm + 1e-6)) (clip_gradient_norm's
+  /// coefficient, in double; a NaN norm gives NaN) and returns the norm. A collective.
+  double clip_to_norm(double max_norm);
+  /// Bytes this rank sends others per micro-step: (W - 1) x owned_numel() x element size.
+  int64_t bytes_sent_per_micro_step() const;
+
+ private:
+  std::shared_ptr<ProcessGroup> group_;
+  MicroShardLayout layout_;
+  torch::Tensor received_;  ///< padded_numel(): every rank's shard, this rank's slice of each
+  torch::Tensor owned_;     ///< owned_numel(): the sum so far
+  int done_ = 0;
+};
+
+/// The sum of the squares of each chunk of `owned` (a rank's owned slice: whole chunks of
+/// `layout`), in float64, in an order fixed by the chunk's length alone.
+std::vector<double> chunk_squares(const torch::Tensor& owned, const MicroShardLayout& layout);
+
+/// The sums over the step's G shards, in shard order (the first copied, then added), of
+/// per-shard values: `mine[i]` holds this rank's values (as many on every shard and rank) for
+/// shard layout.shard_at(i, rank), i in [0, micro_steps()). The same doubles on every rank and
+/// every W. A collective (an all-gather).
+std::vector<double> sum_in_shard_order(ProcessGroup& group, const MicroShardLayout& layout,
+                                       const std::vector<std::vector<double>>& mine);
+
+/// Every rank's owned slice of `flat` (padded_numel() long, contiguous: the parameters after each
+/// rank updated its own slice) into every rank's `flat`, in place. A collective.
+void gather_owned(ProcessGroup& group, const MicroShardLayout& layout, torch::Tensor& flat);
+
+}  // namespace unitrain
