@@ -26,6 +26,13 @@ class EpochOrder {
 
   /// This order as shard `rank` of `world`, padded or not (see the class comment).
   EpochOrder sharded(int rank, int world, bool pad) const;
+  /// This order's first `limit` positions cut into blocks of `block` (batches), block k read by
+  /// rank k mod `world`: its i-th index is the base order's at ((i / block) x world + rank) x
+  /// block + i mod block. Which examples make up a block does not depend on `world`
+  /// (distributed.reproducible); the last block is short when `limit` is not a multiple of it.
+  EpochOrder sharded_in_blocks(int rank, int world, int64_t block, int64_t limit) const;
+  /// How many of the first `limit` positions rank `rank` of `world` reads in blocks of `block`.
+  static int64_t size_in_blocks(int64_t limit, int64_t block, int rank, int world);
 
   int64_t size() const { return size_; }
   /// Index i of the epoch; requires 0 <= i < size().
@@ -41,6 +48,7 @@ class EpochOrder {
   std::optional<SeededPermutation> permutation_;
   std::shared_ptr<const std::vector<int64_t>> listed_;
   int64_t rank_ = 0, world_ = 1;
+  int64_t block_ = 0;  ///< sharded_in_blocks' block; 0: by example (sharded)
   int64_t size_;
 };
 

@@ -92,6 +92,7 @@ int64_t Loader::dataset_size() const { return dataset_->size(); }
 
 int64_t Loader::epoch_size() const {
   const int64_t n = dataset_->size();
+  if (by_batches_) return EpochOrder::size_in_blocks(read_limit(), options_.batch_size_, rank_, world_);
   if (world_ == 1) return n;
   return pad_ ? (n + world_ - 1) / world_ : (n - rank_ + world_ - 1) / world_;
 }
@@ -108,6 +109,28 @@ void Loader::shard(int rank, int world, bool pad) {
            ") with data.loader.drop_last: true");
 }
 
+void Loader::shard_batches(int rank, int world, int64_t whole) {
+  UT_CHECK(world >= 1 && rank >= 0 && rank < world, name_, ": shard ", rank, " of ", world,
+           " does not exist");
+  rank_ = rank;
+  world_ = world;
+  pad_ = false;
+  by_batches_ = true;
+  whole_ = whole;
+  const int64_t step = whole * options_.batch_size_;
+  UT_CHECK(whole == 0 || dataset_->size() >= step, name_, " has ", dataset_->size(),
+           " examples: fewer than one step of distributed.reproducible's ", whole,
+           " micro-shards x data.loader.batch_size ", options_.batch_size_, " = ", step,
+           "; lower either");
+}
+
+int64_t Loader::read_limit() const {
+  const int64_t n = dataset_->size();
+  if (!by_batches_ || whole_ == 0) return n;
+  const int64_t step = whole_ * options_.batch_size_;
+  return n / step * step;
+}
+
 int64_t Loader::reader_threads() const {
   if (options_.workers_ >= 0) return options_.workers_;
   return dataset_->in_memory() ? 0 : 2;
@@ -121,7 +144,10 @@ int64_t Loader::batches_per_epoch() const {
 int64_t Loader::most_batches_per_epoch() const {
   // Rank 0's shard is the largest: positions 0, world, 2 world, ...
   const int64_t size = dataset_->size();
-  const int64_t n = world_ == 1 || pad_ ? epoch_size() : (size + world_ - 1) / world_;
+  const int64_t n =
+      by_batches_ ? EpochOrder::size_in_blocks(read_limit(), options_.batch_size_, 0, world_)
+      : world_ == 1 || pad_ ? epoch_size()
+                            : (size + world_ - 1) / world_;
   const int64_t b = options_.batch_size_;
   return options_.drop_last_ ? n / b : (n + b - 1) / b;
 }
@@ -129,7 +155,9 @@ int64_t Loader::most_batches_per_epoch() const {
 void Loader::bucket(std::vector<int64_t>& order, int64_t epoch) const {
   // Across ranks: a window holds world x batch examples per batch, so that after sharding each
   // rank's batches are still runs of similar lengths.
-  const auto batch = static_cast<size_t>(options_.batch_size_ * world_);
+  // (distributed.reproducible: a step's micro-shards, whatever the world size.)
+  const auto batch =
+      static_cast<size_t>(options_.batch_size_ * (by_batches_ && whole_ > 0 ? whole_ : world_));
   const size_t window = batch * static_cast<size_t>(options_.bucket_window_);
   for (size_t start = 0, w = 0; start < order.size(); start += window, ++w) {
     const auto first = order.begin() + static_cast<std::ptrdiff_t>(start);
@@ -165,6 +193,7 @@ EpochOrder Loader::epoch_order(int64_t epoch) const {
     bucket(listed, epoch);
     all = EpochOrder(std::move(listed));
   }
+  if (by_batches_) return all.sharded_in_blocks(rank_, world_, options_.batch_size_, read_limit());
   return world_ == 1 ? all : all.sharded(rank_, world_, pad_);
 }
 

@@ -85,6 +85,13 @@ class Loader {
   /// it (validation) the shards are disjoint and together read every example once.
   /// ConfigError when a shard is smaller than one batch with drop_last.
   void shard(int rank, int world, bool pad);
+  /// Reads shard `rank` of `world` by whole batches (distributed.reproducible): the epoch's
+  /// order is cut into batches (which examples make up each does not depend on `world`), batch
+  /// k read by rank k mod `world`. `whole` > 0 keeps only the first multiple of `whole`
+  /// batches (training: whole optimizer steps of `whole` micro-shards; ConfigError naming
+  /// data.loader.batch_size and `whole` when an epoch has not one); 0 reads every example once
+  /// (validation). Also with `world` 1.
+  void shard_batches(int rank, int world, int64_t whole);
 
   int64_t batches_per_epoch() const;
   /// The batches per epoch of the largest shard (rank 0's; without shards, batches_per_epoch()).
@@ -118,7 +125,11 @@ class Loader {
   int rank_ = 0;
   int world_ = 1;
   bool pad_ = true;
+  bool by_batches_ = false;  ///< shard_batches()
+  int64_t whole_ = 0;        ///< shard_batches()' whole
   ShuffleAlgorithm shuffle_;
+  /// The positions of an epoch's order read at all: shard_batches()' whole steps, else all.
+  int64_t read_limit() const;
   /// Sorts `order` by length within windows and shuffles the windows' batches (bucket_window).
   void bucket(std::vector<int64_t>& order, int64_t epoch) const;
   std::vector<int64_t> lengths_;  ///< bucketing: each example's length, read once

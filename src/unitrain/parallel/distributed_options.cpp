@@ -63,6 +63,19 @@ void DistributedOptions::declare(Options<DistributedOptions>& o) {
           "most two units whole at a time); false = each unit gathered when it runs; auto = on "
           "with NCCL (GPUs), off with Gloo (on CPUs it costs memory and gains little: "
           "docs/performance.md)");
+  o.field("reproducible", &T::reproducible)
+      .min(0)
+      .fixed("distributed.reproducible's micro-shards are each step's batch and the order of its "
+             "sums")
+      .help(
+          "G > 0: the same weights, optimizer state and logged losses, bit for bit, on any number "
+          "of processes that divides G (and on one). Each step is cut into G micro-shards of "
+          "data.loader.batch_size samples, shard i x W + r run by rank r at micro-step i (so G / W "
+          "accumulation micro-steps per process), every random draw seeded from (seed, step, "
+          "shard), and the gradients, losses and metrics summed in shard order whatever the "
+          "world size. An epoch's samples past its last whole step (G x batch_size) are not "
+          "read. Needs train.threads; refuses batch norm, ZeRO 3, manual optimization, L-BFGS "
+          "and train.cuda_graphs. 0 = off (each process reduces as fast as it can)");
 }
 
 ProcessGroupOptions DistributedOptions::group_options(const torch::Device& device) const {

@@ -25,6 +25,13 @@ struct DistributedOptions {
   int64_t unit_min_params = 0;  ///< ZeRO 3: consecutive units joined until each holds this many
   bool prefetch = false;        ///< ZeRO 3: the next unit's gather launched while one computes
   bool prefetch_auto = true;    ///< `auto`: on with NCCL (GPUs), off with Gloo
+  /// G > 0: every step is a function of its G micro-shards alone, bitwise the same on any
+  /// world size dividing G (docs/distributed.md, "The same weights on any number of
+  /// processes"); 0: off.
+  int64_t reproducible = 0;
+
+  /// distributed.reproducible is on.
+  bool reproducible_on() const { return reproducible > 0; }
 
   /// ZeRO 3's prefetch: `prefetch`, or with `auto` on a GPU (NCCL) only.
   bool prefetches(bool on_gpu) const { return prefetch_auto ? on_gpu : prefetch; }

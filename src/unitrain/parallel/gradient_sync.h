@@ -17,6 +17,8 @@ class GradientSync {
   /// Before the backward of a micro-batch; `will_step` is false on accumulation micro-steps
   /// (no reduce needed then).
   virtual void before_backward(bool will_step) {}
+  /// After the backward of a micro-batch (and its on_after_backward callbacks).
+  virtual void after_backward() {}
   /// At the accumulation boundary, before clipping and the optimizer step: every gradient
   /// must be final (reduced and averaged) when this returns.
   virtual void finish(const std::vector<torch::Tensor>& params) {}

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "unitrain/core/error.h"
+#include "unitrain/data/permutation.h"
 
 namespace unitrain {
 namespace {
@@ -35,6 +36,10 @@ MicroShardLayout::MicroShardLayout(int64_t numel, int micro_shards, int world_si
   TORCH_INTERNAL_ASSERT(rank >= 0 && rank < world_size);
   const int64_t per_chunk = (numel + micro_shards - 1) / micro_shards;
   chunk_numel_ = std::max<int64_t>(1, (per_chunk + kChunkAlign - 1) / kChunkAlign) * kChunkAlign;
+}
+
+uint64_t micro_shard_seed(uint64_t seed, int64_t step, int64_t shard) {
+  return mix_seed(mix_seed(seed, static_cast<uint64_t>(step)), static_cast<uint64_t>(shard));
 }
 
 }  // namespace unitrain

@@ -55,4 +55,8 @@ class MicroShardLayout {
   int64_t chunk_numel_;
 };
 
+/// The seed of the random draws (dropout) of micro-shard `shard` of optimizer step `step` in a
+/// run seeded `seed`: the same on whichever rank of whichever world size runs it.
+uint64_t micro_shard_seed(uint64_t seed, int64_t step, int64_t shard);
+
 }  // namespace unitrain

@@ -51,6 +51,13 @@ ShardOrderedReduce::ShardOrderedReduce(std::shared_ptr<ProcessGroup> group, Micr
   owned_ = torch::empty({layout_.owned_numel()}, options);
 }
 
+ShardOrderedReduce::ShardOrderedReduce(MicroShardLayout layout, c10::ScalarType dtype,
+                                       const torch::Device& device)
+    : layout_(layout) {
+  TORCH_INTERNAL_ASSERT(layout_.world_size() == 1);
+  owned_ = torch::empty({layout_.owned_numel()}, torch::TensorOptions().dtype(dtype).device(device));
+}
+
 void ShardOrderedReduce::add(const torch::Tensor& shard_gradient) {
   TORCH_INTERNAL_ASSERT(shard_gradient.scalar_type() == owned_.scalar_type() &&
                         (shard_gradient.numel() == layout_.numel() ||

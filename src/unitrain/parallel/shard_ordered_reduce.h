@@ -56,6 +56,8 @@ class ShardOrderedReduce {
   /// The gradient in `dtype` (float32; bfloat16 where the parameters are), on the group's device.
   ShardOrderedReduce(std::shared_ptr<ProcessGroup> group, MicroShardLayout layout,
                      c10::ScalarType dtype);
+  /// One process without a group (`layout`'s world of 1): the same sums, on `device`.
+  ShardOrderedReduce(MicroShardLayout layout, c10::ScalarType dtype, const torch::Device& device);
 
   const MicroShardLayout& layout() const { return layout_; }
   /// Micro-step micro_steps_done(): this rank's shard's flat gradient (shard
@@ -80,7 +82,7 @@ class ShardOrderedReduce {
   int64_t bytes_sent_per_micro_step() const;
 
  private:
-  std::shared_ptr<ProcessGroup> group_;
+  std::shared_ptr<ProcessGroup> group_;  ///< null: one process
   MicroShardLayout layout_;
   torch::Tensor received_;  ///< padded_numel(): every rank's shard, this rank's slice of each
   torch::Tensor owned_;     ///< owned_numel(): the sum so far

@@ -8,6 +8,7 @@
 #include "unitrain/engine/loop/window_tokens.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/step/module_error.h"
+#include "unitrain/parallel/shard_ordered_metrics.h"
 #include "unitrain/precision/precision.h"
 
 namespace unitrain {
@@ -15,7 +16,7 @@ namespace unitrain {
 MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalSplit split,
                                 int64_t max_batches, CallbackList* hooks,
                                 const Precision* precision, int64_t lockstep_batches,
-                                const std::string& token_key) {
+                                const std::string& token_key, ShardOrderedMetrics* in_order) {
   const bool test = split == EvalSplit::Test;
   torch::NoGradGuard no_grad;
   const bool was_training = module.is_training();
@@ -49,8 +50,14 @@ MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalS
       hooks->call("on_validation_batch_end", &Callback::on_validation_batch_end, *batch, out);
     }
     const int64_t n = token_key.empty() ? batch->size() : target_tokens(*batch, token_key);
-    if (out.loss.defined()) acc.add("loss", MetricValue(out.loss.detach()), n);
-    acc.add(out.metrics, n);
+    if (in_order) {
+      std::map<std::string, MetricValue> values = out.metrics;
+      if (out.loss.defined()) values["loss"] = MetricValue(out.loss.detach());
+      in_order->add(values, n);
+    } else {
+      if (out.loss.defined()) acc.add("loss", MetricValue(out.loss.detach()), n);
+      acc.add(out.metrics, n);
+    }
     if (lockstep_batches >= 0) last = std::move(*batch);
   }
   for (; last && index < lockstep_batches; ++index) {

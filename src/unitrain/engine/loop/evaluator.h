@@ -11,6 +11,7 @@ namespace unitrain {
 
 class CallbackList;
 class Precision;
+class ShardOrderedMetrics;
 
 enum class EvalSplit { Val, Test };
 
@@ -32,9 +33,12 @@ std::map<std::string, double> evaluate(TrainModule& module, const Loader& loader
 /// metrics). `token_key` non-empty (train.loss_average: tokens): each batch's loss and metrics
 /// weigh by its target tokens (entries of that key other than -100), not its samples, as the
 /// training loss does: a validation loss is then the mean over every target token.
+/// `in_order` (distributed.reproducible): each batch's values go there instead, for the caller
+/// to add up in the global order of the batches (ShardOrderedMetrics::fold).
 MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalSplit split,
                                 int64_t max_batches = -1, CallbackList* hooks = nullptr,
                                 const Precision* precision = nullptr,
-                                int64_t lockstep_batches = -1, const std::string& token_key = "");
+                                int64_t lockstep_batches = -1, const std::string& token_key = "",
+                                ShardOrderedMetrics* in_order = nullptr);
 
 }  // namespace unitrain

@@ -17,11 +17,19 @@ LoopData::LoopData(DatasetPtr train, DatasetPtr val, const RunSettings& settings
   if (val) {
     val_ = std::make_unique<Loader>(std::move(val), train_.options().in_order(), 0, "data.val");
   }
-  if (group) {
+  const int rank = group ? group->rank() : 0;
+  const int world = group ? group->world_size() : 1;
+  if (settings.distributed.reproducible_on()) {
+    // Whole batches a rank, whatever the world size: batch k of the epoch is micro-shard k of
+    // the order, read by rank k mod W; training reads whole steps of G micro-shards.
+    reproducible_ = true;
+    train_.shard_batches(rank, world, settings.distributed.reproducible);
+    if (val_) val_->shard_batches(rank, world, 0);
+  } else if (group) {
     // Each rank reads its shard: training padded to equal lengths (every rank takes the same
     // steps), validation disjoint (every example counted once).
-    train_.shard(group->rank(), group->world_size(), /*pad=*/true);
-    if (val_) val_->shard(group->rank(), group->world_size(), /*pad=*/false);
+    train_.shard(rank, world, /*pad=*/true);
+    if (val_) val_->shard(rank, world, /*pad=*/false);
   }
 }
 
@@ -50,8 +58,10 @@ void LoopData::close_epoch() {
 }
 
 double LoopData::weight(const Batch& batch, int64_t window_samples, int64_t world) const {
-  return tokens_ ? tokens_->weight(batch)
-                 : double(batch.size()) / double(window_samples) / double(world);
+  if (tokens_) return tokens_->weight(batch);
+  // distributed.reproducible: one division by the step's samples, the same double on every W.
+  if (reproducible_) return double(batch.size()) / double(window_samples * world);
+  return double(batch.size()) / double(window_samples) / double(world);
 }
 
 int64_t LoopData::counted(const Batch& batch) const {

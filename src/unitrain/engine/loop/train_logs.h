@@ -10,6 +10,7 @@
 #include "unitrain/engine/metric_map.h"
 #include "unitrain/log/run_logger.h"
 #include "unitrain/metrics/metric_accumulator.h"
+#include "unitrain/parallel/shard_ordered_metrics.h"
 
 namespace unitrain {
 
@@ -28,6 +29,11 @@ class TrainLogs : public CheckpointEntry {
   /// The training sums stay on their device until a log event reads them, once (the runner
   /// defers its reads).
   void defer_reads() { train_sums_ = MetricAccumulator(MetricAccumulator::Reads::Deferred); }
+  /// distributed.reproducible: each micro-batch's loss and metrics are kept as they are and
+  /// added in the global order of the micro-shards at each log event and save (the same sums
+  /// on every rank and every world size, which every rank then holds); add_mean()'s values are
+  /// summed over ranks as before.
+  void order_by_shards();
   /// Once the run folder is ready: its logger (a resume's cut back to its checkpoint).
   void open(std::unique_ptr<RunLogger> logger) { logger_ = std::move(logger); }
   RunLogger& logger() { return *logger_; }
@@ -44,7 +50,9 @@ class TrainLogs : public CheckpointEntry {
                  const std::map<std::string, MetricValue>& metrics,
                  int64_t samples);
   /// Whether anything was added since the last log event.
-  bool has_train_sums() const { return !train_sums_.empty(); }
+  bool has_train_sums() const {
+    return !train_sums_.empty() || !means_.empty() || (ordered_ && !ordered_->empty());
+  }
   /// A value for the next log event's means (Trainer::log_mean, run().log).
   void add_mean(const std::string& name, const at::Tensor& value);
   /// The training means since the last log event, over every rank, "train/<name>", and the
@@ -73,7 +81,8 @@ class TrainLogs : public CheckpointEntry {
   void rolled_back(const LogEvent& event, double seconds, const std::string& resumed_from);
 
   // The checkpoint entry: trainer_state.json's section "logs" — the sums (summed over ranks:
-  // rank 0 carries them on a resume), the log position, the time — and the last metrics.
+  // rank 0 carries them on a resume; ordered ones every rank, add_mean()'s beside them as
+  // train_means), the log position, the time — and the last metrics.
   void save(CheckpointWrite& out) override;
   void restore(const CheckpointRead& in) override;
 
@@ -84,6 +93,12 @@ class TrainLogs : public CheckpointEntry {
   NonfiniteWatch* watch_ = nullptr;
   std::unique_ptr<RunLogger> logger_;  ///< from open() on
   MetricAccumulator train_sums_;
+  /// order_by_shards(): the micro-batches not added yet, and add_mean()'s values (train_sums_
+  /// then holds the ordered sums, the same on every rank).
+  std::unique_ptr<ShardOrderedMetrics> ordered_;
+  MetricAccumulator means_;
+  /// Folds ordered_ into train_sums_ (a collective); nothing without it.
+  void fold();
   MetricMap last_train_, last_val_;
   int64_t last_val_step_ = -1;
   Clock::time_point start_time_ = Clock::now();

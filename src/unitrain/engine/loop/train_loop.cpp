@@ -17,6 +17,7 @@
 #include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/log/console.h"
 #include "unitrain/optim/optimizer.h"
+#include "unitrain/parallel/micro_shard_layout.h"
 #include "unitrain/parallel/shard_module.h"
 #include "unitrain/parallel/sharded_parameters.h"
 
@@ -36,7 +37,8 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
       logs_(group_.get(), group_ ? group_->rank() : 0) {
   const int rank = group_ ? group_->rank() : 0;
   const int world = group_ ? group_->world_size() : 1;
-  plan_ = RunPlan::make(settings_.train, data_.train(), rank, world);
+  plan_ = RunPlan::make(settings_.train, data_.train(), rank, world,
+                        settings_.distributed.reproducible);
   data_.plan(settings_, plan_, group_.get());
   periods_.set_batches_per_epoch(plan_.batches_per_epoch);
   if (settings_.profile.enabled) {
@@ -64,6 +66,7 @@ void TrainLoop::start(const OptimizerFactory& make) {
       step_->sync(), *optimizers_, module_.weights().parameters());
   module_.set_run(module_run_.get());
   if (step_->runner().defers_reads()) logs_.defer_reads();
+  if (plan_.micro_shards > 0) logs_.order_by_shards();
   logs_.settle_with(step_->nonfinite());  // every log, validation and save settles it first
   periods_.start_at(counters_);
   optimizers_->remember_lrs();
@@ -188,6 +191,12 @@ MicroStep TrainLoop::forward_backward(const Batch& batch) {
   // (train.loss_average: tokens — by its share of the window's target tokens on all ranks.)
   const double weight = data_.weight(batch, plan_.window_samples(b), plan_.world);
   callbacks_.call("on_train_batch_start", &Callback::on_train_batch_start, batch);
+  if (plan_.micro_shards > 0) {
+    // distributed.reproducible: every random draw of the micro-shard (dropout) from (seed,
+    // step, shard), not from the process, so that it runs alike on any rank of any world size.
+    torch::manual_seed(micro_shard_seed(settings_.seed, counters_.step + 1,
+                                        plan_.shard_at(counters_.micro_in_window)));
+  }
   return step_->forward_backward(batch, weight, counters_.micro_in_window == 0,
                                  plan_.ends_window(b), decisions_.mine(), counters_.step + 1);
 }

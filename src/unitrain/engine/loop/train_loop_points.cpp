@@ -14,6 +14,7 @@
 #include "unitrain/log/console.h"
 #include "unitrain/parallel/process_group.h"
 #include "unitrain/parallel/reduce_metrics.h"
+#include "unitrain/parallel/shard_ordered_metrics.h"
 #include "unitrain/precision/precision.h"
 
 namespace unitrain {
@@ -54,10 +55,19 @@ void TrainLoop::validate() {
     lockstep = data_.val()->most_batches_per_epoch();
     if (max_batches >= 0) lockstep = std::min(lockstep, max_batches);
   }
+  // distributed.reproducible: the batches' values added in the order of the batches, the same
+  // sums on every world size.
+  ShardOrderedMetrics in_order;
+  const bool ordered = plan_.micro_shards > 0;
   MetricAccumulator sums = evaluate_sums(module_, *data_.val(), EvalSplit::Val, max_batches,
                                          &callbacks_, &precision_, lockstep,
-                                         settings_.train.eval_token_key());
-  if (group_) all_reduce_metrics(*group_, sums);  // each rank read a disjoint shard
+                                         settings_.train.eval_token_key(),
+                                         ordered ? &in_order : nullptr);
+  if (ordered) {
+    in_order.fold(group_.get(), sums);
+  } else if (group_) {
+    all_reduce_metrics(*group_, sums);  // each rank read a disjoint shard
+  }
   MetricMap m;
   for (const auto& [name, value] : sums.result()) m["val/" + name] = value;
   logs_.log_val(event(m), counters_.step);

@@ -6,6 +6,7 @@
 
 #include "unitrain/core/train_module.h"
 #include "unitrain/engine/config/run_settings.h"
+#include "unitrain/engine/setup/reproducible_checks.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/log/console.h"
 #include "unitrain/parallel/data_parallel.h"
@@ -25,7 +26,8 @@ FitDevice set_up_device(const RunSettings& settings, const DistEnv& env) {
   settings.loader.check_pin_memory(fit.device.is_cuda());
   // Every precision restriction of the run's parts on its device, before the run folder changes.
   std::vector<PrecisionSupport> restrictions;
-  if (env.distributed() && settings.distributed.zero == 2) {
+  check_reproducible(settings, env.world_size);
+  if (env.distributed() && settings.distributed.zero == 2 && !settings.distributed.reproducible_on()) {
     restrictions.push_back(zero2_precisions());
   }
   check_precision(train.precision, fit.device.type(), restrictions);

@@ -6,13 +6,16 @@
 
 namespace unitrain {
 
-RunPlan RunPlan::make(const TrainOptions& options, const Loader& train, int rank, int world) {
+RunPlan RunPlan::make(const TrainOptions& options, const Loader& train, int rank, int world,
+                      int64_t micro_shards) {
   RunPlan p;
   p.rank = rank;
   p.world = world;
+  p.micro_shards = micro_shards;
   p.batch_size = train.options().batch_size_;
   p.drop_last = train.options().drop_last_;
-  p.accumulation = options.resolve_accumulation(p.batch_size, world);
+  p.accumulation = micro_shards > 0 ? micro_shards / world
+                                    : options.resolve_accumulation(p.batch_size, world);
   p.batches_per_epoch = train.batches_per_epoch();
   p.epoch_size = train.epoch_size();
   p.steps_per_epoch = (p.batches_per_epoch + p.accumulation - 1) / p.accumulation;

@@ -26,11 +26,19 @@ struct RunPlan {
   int64_t epoch_size = 0;        ///< this rank's samples per epoch
   bool drop_last = false;
 
-  static RunPlan make(const TrainOptions& options, const Loader& train, int rank, int world);
+  /// `micro_shards` > 0 (distributed.reproducible): G / world micro-batches a window, every
+  /// one full (the loader reads whole steps).
+  static RunPlan make(const TrainOptions& options, const Loader& train, int rank, int world,
+                      int64_t micro_shards = 0);
+  /// distributed.reproducible's G, 0 when off.
+  int64_t micro_shards = 0;
   /// Whether micro-batch `b` of an epoch ends its accumulation window.
   bool ends_window(int64_t b) const;
   /// Samples (of this rank) in the accumulation window that micro-batch `b` belongs to.
   int64_t window_samples(int64_t b) const;
+  /// The micro-shard this rank runs at micro-step `micro_in_window` of a window
+  /// (distributed.reproducible: micro_in_window x world + rank).
+  int64_t shard_at(int64_t micro_in_window) const { return micro_in_window * world + rank; }
   /// What a schedule needs to know of the run; `per_epoch`: it steps once per epoch.
   ScheduleContext schedule_context(bool per_epoch, double base_lr) const;
 };

@@ -6,10 +6,12 @@
 #include "unitrain/core/run_position.h"
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/setup/run_device.h"
+#include "unitrain/engine/setup/reproducible_checks.h"
 #include "unitrain/engine/setup/run_plan.h"
 #include "unitrain/engine/step/step_graph.h"
 #include "unitrain/optim/optimizer.h"
 #include "unitrain/parallel/data_parallel.h"
+#include "unitrain/parallel/reproducible_sync.h"
 #include "unitrain/parallel/shard_module.h"
 #include "unitrain/parallel/sharded_parameters.h"
 #include "unitrain/parallel/sharded_sync.h"
@@ -23,7 +25,11 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
   const auto& group = parts.group;
   const bool shards = group && !manual;  // (the module's own optimizers are never sharded)
   std::vector<int> gradient_owners;      // ZeRO 2: each parameter's bucket owner, model order
-  if (!group) {
+  check_reproducible_step(parts.settings, parts.module, trainers);
+  if (distributed.reproducible_on()) {
+    sync_ = std::make_unique<ReproducibleSync>(group, parts.module.weights().parameters(),
+                                               static_cast<int>(distributed.reproducible));
+  } else if (!group) {
     sync_ = std::make_unique<NoGradientSync>();
   } else if (distributed.zero == 3 && !manual) {  // each unit reduces its own gradients
     sync_ = std::make_unique<ShardedSync>(group);
@@ -44,7 +50,10 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
   }
   runner_ = std::make_unique<StepRunner>(parts.module, trainers, parts.settings.train, *sync_,
                                          parts.callbacks, parts.precision, parts.profiler);
-  if (shards && distributed.zero == 1) {
+  if (shards && distributed.reproducible_on() && distributed.zero >= 1) {
+    // Gradients are whole on every rank: ZeRO 2's partitions are ZeRO 1's.
+    sharding_ = std::make_unique<OptimizerSharding>(group, *trainers);
+  } else if (shards && distributed.zero == 1) {
     sharding_ = std::make_unique<OptimizerSharding>(group, *trainers);
   } else if (shards && distributed.zero == 2) {  // the buckets' owners
     sharding_ = std::make_unique<OptimizerSharding>(

@@ -125,6 +125,7 @@ void StepRunner::backward(const torch::Tensor& loss, bool window_end, int64_t st
   sync_.before_backward(window_end);
   loss_backward(loss, step);
   hooks_.call("on_after_backward", &Callback::on_after_backward);
+  sync_.after_backward();
 }
 
 void StepRunner::loss_backward(const torch::Tensor& loss, int64_t step) {

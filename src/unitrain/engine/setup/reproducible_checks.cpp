@@ -1,0 +1,66 @@
+#include "unitrain/engine/setup/reproducible_checks.h"
+
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "unitrain/core/error.h"
+#include "unitrain/core/train_module.h"
+#include "unitrain/engine/config/run_settings.h"
+#include "unitrain/optim/optimizer.h"
+#include "unitrain/parallel/micro_shard_layout.h"
+
+namespace unitrain {
+
+void check_reproducible(const RunSettings& settings, int world) {
+  const DistributedOptions& d = settings.distributed;
+  if (!d.reproducible_on()) return;
+  const TrainOptions& train = settings.train;
+  const int64_t g = d.reproducible;
+  UT_CHECK(g <= (int64_t(1) << 20), "distributed.reproducible: ", g,
+           " micro-shards per step is more than this trainer plans for (2^20)");
+  (void)MicroShardLayout(0, static_cast<int>(g), world, 0);  // W must divide G: named there
+  UT_CHECK(d.zero != 3, "distributed.reproducible with distributed.zero: 3 is not built yet: its "
+           "parameters are cut by the world size; use distributed.zero 0, 1 or 2 (the same "
+           "weights on every world size), or distributed.reproducible: 0");
+  UT_CHECK(!train.cuda_graphs, "distributed.reproducible with train.cuda_graphs: a captured step "
+           "is one process's whole step; set train.cuda_graphs: false");
+  const int64_t steps = g / world;
+  UT_CHECK(train.accumulation_steps == 1 || train.accumulation_steps == steps,
+           "train.accumulation_steps is ", train.accumulation_steps,
+           ", but distributed.reproducible: ", g, " on ", world, " processes makes ", steps,
+           " micro-steps per optimizer step; leave train.accumulation_steps at 1 (the micro-shards "
+           "set it)");
+  const int64_t batch = settings.loader.batch_size_;
+  UT_CHECK(!train.global_batch_size || *train.global_batch_size == g * batch,
+           "train.global_batch_size is ", train.global_batch_size.value_or(0),
+           ", but distributed.reproducible: ", g, " micro-shards of data.loader.batch_size ",
+           batch, " make a step of ", g * batch, " samples; give only one of them");
+  const char* omp = std::getenv("OMP_NUM_THREADS");
+  UT_CHECK(train.threads > 0 || (omp && std::atoi(omp) > 0),
+           "distributed.reproducible needs a fixed intra-op thread count: train.threads: auto "
+           "picks by the CPUs and processes of each machine, and a different count sums some "
+           "reductions in another order; set train.threads (e.g. 1), the same on every world "
+           "size you run at");
+}
+
+void check_reproducible_step(const RunSettings& settings, TrainModule& module,
+                             const torch::optim::Optimizer* trainers) {
+  if (!settings.distributed.reproducible_on()) return;
+  UT_CHECK(trainers != nullptr, "distributed.reproducible with manual optimization (the module "
+           "steps its own optimizers): the trainer cannot sum its gradients in shard order; use "
+           "the Trainer's optimizer, or distributed.reproducible: 0");
+  UT_CHECK(!needs_closure(*trainers), "distributed.reproducible with an optimizer that "
+           "re-evaluates the loss (L-BFGS): each evaluation is a whole step; use another "
+           "optimizer, or distributed.reproducible: 0");
+  for (const auto& m : module.weights().modules(/*include_self=*/true)) {
+    const std::string name = m->name();
+    UT_CHECK(name.find("BatchNorm") == std::string::npos,
+             "distributed.reproducible with a batch-norm layer (", name,
+             "): its statistics would be each micro-shard's and its running ones each rank's; "
+             "use a layer norm or group norm, or distributed.reproducible: 0");
+  }
+}
+
+}  // namespace unitrain
