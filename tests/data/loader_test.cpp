@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "data_test_util.h"
+#include "unitrain/core/error.h"
 #include "unitrain/data/permutation.h"
 #include "unitrain/data/tensor_dataset.h"
 
@@ -327,6 +328,68 @@ TEST(LoaderShard, ShardSmallerThanABatchWithDropLastIsAConfigError) {
     EXPECT_NE(std::string(e.what()).find("data.train has 10 examples, 3 per process of 4"),
               std::string::npos)
         << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace unitrain
+
+namespace unitrain {
+namespace {
+
+TEST(LoaderShardBatches, EveryWorldSizeReadsTheSameBatchesOfWholeSteps) {
+  // distributed.reproducible: G = 6 micro-shards of 4 examples a step; 50 examples hold two
+  // whole steps (48), the last 2 are not read. Batch k of the epoch is the same examples
+  // whichever of W ranks reads it (rank k mod W).
+  DatasetPtr data = numbered(50);
+  auto options = LoaderOptions().batch_size(4).workers(0);
+  std::vector<std::vector<int64_t>> alone;
+  {
+    Loader one(data, options, 9);
+    one.shard_batches(0, 1, 6);
+    EXPECT_EQ(one.epoch_size(), 48);
+    EXPECT_EQ(one.batches_per_epoch(), 12);
+    alone = read_epoch(one, 2);
+  }
+  ASSERT_EQ(alone.size(), 12u);
+  for (int world : {2, 3, 6}) {
+    for (int r = 0; r < world; ++r) {
+      Loader shard(data, options, 9);
+      shard.shard_batches(r, world, 6);
+      EXPECT_EQ(shard.batches_per_epoch(), 12 / world) << world;
+      const auto batches = read_epoch(shard, 2);
+      for (size_t k = 0; k < batches.size(); ++k) {
+        EXPECT_EQ(batches[k], alone[k * size_t(world) + size_t(r)]) << world << " " << r;
+      }
+    }
+  }
+}
+
+TEST(LoaderShardBatches, ValidationReadsEveryExampleOnceInWholeBatches) {
+  // whole = 0: every batch, the last short; 11 examples in batches of 4 over 2 ranks: rank 0
+  // reads batches 0 and 2 (4 + 3 examples), rank 1 batch 1.
+  DatasetPtr data = numbered(11);
+  auto options = LoaderOptions().batch_size(4).workers(0).shuffle(false);
+  std::vector<std::vector<int64_t>> got;
+  for (int r = 0; r < 2; ++r) {
+    Loader shard(data, options, 0);
+    shard.shard_batches(r, 2, 0);
+    for (auto& b : read_epoch(shard, 0)) got.push_back(b);
+  }
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0], (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(got[1], (std::vector<int64_t>{8, 9, 10}));
+  EXPECT_EQ(got[2], (std::vector<int64_t>{4, 5, 6, 7}));
+}
+
+TEST(LoaderShardBatches, FewerExamplesThanOneStepAreNamed) {
+  Loader loader(numbered(20), LoaderOptions().batch_size(4).workers(0), 0, "data.train");
+  try {
+    loader.shard_batches(0, 2, 6);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("data.train has 20 examples"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("distributed.reproducible"), std::string::npos);
   }
 }
 
