@@ -74,8 +74,9 @@ void DistributedOptions::declare(Options<DistributedOptions>& o) {
           "accumulation micro-steps per process), every random draw seeded from (seed, step, "
           "shard), and the gradients, losses and metrics summed in shard order whatever the "
           "world size. An epoch's samples past its last whole step (G x batch_size) are not "
-          "read. Needs train.threads; refuses batch norm, ZeRO 3, manual optimization, L-BFGS "
-          "and train.cuda_graphs. 0 = off (each process reduces as fast as it can)");
+          "read. Needs train.threads (and under ZeRO 3 the fused adam or adamw); refuses batch "
+          "norm, manual optimization, L-BFGS and train.cuda_graphs. 0 = off (each process "
+          "reduces as fast as it can)");
 }
 
 ProcessGroupOptions DistributedOptions::group_options(const torch::Device& device) const {

@@ -31,6 +31,11 @@ class GradientSync {
   /// each rank's part, through sum_across_ranks (one small all-reduce).
   virtual bool gradients_partitioned() const { return false; }
   virtual double sum_across_ranks(double local) { return local; }
+  /// distributed.reproducible: the gradients' L2 norm comes from norm() (after finish(), a
+  /// collective where the gradients are partitioned), the same double on every world size;
+  /// clipping scales every gradient by its coefficient.
+  virtual bool measures_norm() const { return false; }
+  virtual double norm() { return 0; }
   /// True when backward itself runs collectives (ZeRO stage 3 reduces each unit's gradients as
   /// its backward ends): every rank must then run every backward, a rank whose loss was not
   /// finite too (the agreed decision skips the update).

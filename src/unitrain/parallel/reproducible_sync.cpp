@@ -134,4 +134,14 @@ void ReproducibleSync::finish(const std::vector<torch::Tensor>&) {
   }
 }
 
+double ReproducibleSync::norm() {
+  std::vector<int64_t> numels;
+  for (const auto& p : params_) numels.push_back(p.numel());
+  ParameterBlockSquares squares(numels);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (params_[i].grad().defined()) squares.add(i, 0, params_[i].grad());
+  }
+  return squares.norm(nullptr);
+}
+
 }  // namespace unitrain

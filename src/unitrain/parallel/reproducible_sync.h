@@ -46,6 +46,10 @@ class ReproducibleSync : public GradientSync {
   void agree() override;
   StepDecision agreed() const override { return StepDecision::decode(agreed_.data()); }
 
+  bool measures_norm() const override { return true; }
+  /// ParameterBlockSquares' norm of the gradients finish() gave (no collective: they are whole).
+  double norm() override;
+
   const MicroShardLayout& layout() const { return reduce_.layout(); }
   /// Bytes this rank sends per micro-step (the all-to-all) and per step's end (the gather).
   int64_t bytes_sent_per_micro_step() const { return reduce_.bytes_sent_per_micro_step(); }

@@ -40,7 +40,7 @@ std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> gr
                                                 TrainModule& module,
                                                 torch::optim::Optimizer& optimizer,
                                                 MasterWeights* masters, int64_t unit_min_params,
-                                                bool prefetch) {
+                                                bool prefetch, int micro_shards) {
   const std::vector<std::vector<torch::Tensor>> units = module.units();
   UT_CHECK(!units.empty(),
            "distributed.zero: 3 shards a model by its units (its embeddings, each block, its "
@@ -82,7 +82,21 @@ std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> gr
              names.count(impl) ? names[impl] : std::string("(not the model's)"),
              ", which none of the model's units lists");
   }
-  auto sharded = std::make_shared<ShardedParameters>(group, params, unit_of, key_of, param_names);
+  auto sharded = std::make_shared<ShardedParameters>(
+      group, params, unit_of, key_of, param_names, ProcessGroup::ReduceScatterBy::PartReduces,
+      micro_shards);
+  if (micro_shards > 0) {  // the norm's order: the model's parameters that train, in order
+    std::map<const void*, int64_t> trained;
+    for (const auto& p : module.weights().parameters()) {
+      if (p.requires_grad()) trained.emplace(p.unsafeGetTensorImpl(), int64_t(trained.size()));
+    }
+    std::vector<int64_t> order;
+    for (const auto& p : params) {
+      const auto it = trained.find(p.unsafeGetTensorImpl());
+      order.push_back(it == trained.end() ? -1 : it->second);
+    }
+    sharded->order_norm_by(std::move(order));
+  }
   // A model built in parts: a parameter it kept outside the units (frozen ones) whole again.
   restore_kept_parts(*group, module.weights().parameters());
   if (masters != nullptr) {

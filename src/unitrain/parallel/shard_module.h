@@ -26,12 +26,15 @@ class TrainModule;
 /// (join_small_units): gathered and reduced together. `prefetch`: ShardedUnitRunner's.
 /// With bf16-true's `masters` (the module already in bfloat16), the masters become the shards'
 /// (cut from their whole float32 values, which are freed), before the optimizer adopts them.
+/// `micro_shards` > 0: distributed.reproducible's G (ShardedParameters' layout and sums in shard
+/// order; its norm numbers the model's parameters that train in the model's order).
 /// Every rank must call it with the same module (after broadcast_module) and optimizer.
 std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> group,
                                                 TrainModule& module,
                                                 torch::optim::Optimizer& optimizer,
                                                 MasterWeights* masters = nullptr,
-                                                int64_t unit_min_params = 0, bool prefetch = false);
+                                                int64_t unit_min_params = 0, bool prefetch = false,
+                                                int micro_shards = 0);
 
 /// The module whole again after training with ZeRO 3 (what comes after fit: a test split, an
 /// export): its unit runner removed, the parts' gradients dropped and the memory they and the

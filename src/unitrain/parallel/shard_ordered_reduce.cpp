@@ -42,12 +42,14 @@ torch::Tensor padded_to(const torch::Tensor& t, int64_t padded) {
 }  // namespace
 
 ShardOrderedReduce::ShardOrderedReduce(std::shared_ptr<ProcessGroup> group, MicroShardLayout layout,
-                                       c10::ScalarType dtype)
-    : group_(std::move(group)), layout_(layout) {
+                                       c10::ScalarType dtype, bool keep_buffer)
+    : group_(std::move(group)), layout_(layout), keep_buffer_(keep_buffer) {
   TORCH_INTERNAL_ASSERT(group_->world_size() == layout_.world_size() &&
                         group_->rank() == layout_.rank());
   const auto options = torch::TensorOptions().dtype(dtype).device(group_->device());
-  if (layout_.world_size() > 1) received_ = torch::empty({layout_.padded_numel()}, options);
+  if (layout_.world_size() > 1 && keep_buffer_) {
+    received_ = torch::empty({layout_.padded_numel()}, options);
+  }
   owned_ = torch::empty({layout_.owned_numel()}, options);
 }
 
@@ -68,6 +70,7 @@ void ShardOrderedReduce::add(const torch::Tensor& shard_gradient) {
   const int world = layout_.world_size();
   const int64_t n = layout_.owned_numel();
   // received_'s part q: this rank's slice of shard shard_at(done_, q), from rank q.
+  if (world > 1 && !received_.defined()) received_ = torch::empty_like(mine);
   if (world > 1) group_->all_to_all(received_, mine);
   const torch::Tensor& parts = world > 1 ? received_ : mine;
   for (int q = 0; q < world; ++q) {
@@ -79,6 +82,52 @@ void ShardOrderedReduce::add(const torch::Tensor& shard_gradient) {
     }
   }
   ++done_;
+  if (!keep_buffer_) received_ = torch::Tensor();
+}
+
+ParameterBlockSquares::ParameterBlockSquares(const std::vector<int64_t>& numels) {
+  int64_t blocks = 0;
+  for (int64_t n : numels) {
+    first_block_.push_back(blocks);
+    blocks += (n + kBlock - 1) / kBlock;
+  }
+  blocks_.assign(static_cast<size_t>(blocks), 0.0);
+}
+
+void ParameterBlockSquares::add(size_t param, int64_t first, const torch::Tensor& values) {
+  TORCH_INTERNAL_ASSERT(first % kBlock == 0 && param < first_block_.size());
+  const torch::Tensor host = values.reshape({-1}).cpu().contiguous();
+  const int64_t n = host.numel();
+  double* out = blocks_.data() + first_block_[param] + first / kBlock;
+  AT_DISPATCH_FLOATING_TYPES_AND2(torch::kBFloat16, torch::kHalf, host.scalar_type(),
+                                  "block_squares", [&] {
+                                    const scalar_t* x = host.data_ptr<scalar_t>();
+                                    for (int64_t b = 0; b * kBlock < n; ++b) {
+                                      double sum = 0;
+                                      const int64_t end = std::min(n, (b + 1) * kBlock);
+                                      for (int64_t i = b * kBlock; i < end; ++i) {
+                                        const double v = static_cast<double>(
+                                            static_cast<float>(x[i]));
+                                        sum += v * v;
+                                      }
+                                      out[b] = sum;
+                                    }
+                                  });
+}
+
+double ParameterBlockSquares::norm(ProcessGroup* group) {
+  if (group != nullptr && group->world_size() > 1 && !blocks_.empty()) {
+    std::vector<torch::Tensor> t{
+        torch::from_blob(blocks_.data(), {static_cast<int64_t>(blocks_.size())}, torch::kFloat64)
+            .to(group->device())};
+    group->all_reduce_sum(t);
+    const torch::Tensor host = t[0].cpu();
+    std::copy(host.data_ptr<double>(), host.data_ptr<double>() + host.numel(), blocks_.begin());
+  }
+  double total = 0;
+  for (double b : blocks_) total += b;  // in block order
+  std::fill(blocks_.begin(), blocks_.end(), 0.0);
+  return std::sqrt(total);
 }
 
 std::vector<double> chunk_squares(const torch::Tensor& owned, const MicroShardLayout& layout) {

@@ -54,8 +54,10 @@ class ProcessGroup;
 class ShardOrderedReduce {
  public:
   /// The gradient in `dtype` (float32; bfloat16 where the parameters are), on the group's device.
+  /// `keep_buffer` false: the receive buffer (padded_numel()) is made for each add() and freed
+  /// after it (ZeRO 3: one unit's at a time), instead of kept.
   ShardOrderedReduce(std::shared_ptr<ProcessGroup> group, MicroShardLayout layout,
-                     c10::ScalarType dtype);
+                     c10::ScalarType dtype, bool keep_buffer = true);
   /// One process without a group (`layout`'s world of 1): the same sums, on `device`.
   ShardOrderedReduce(MicroShardLayout layout, c10::ScalarType dtype, const torch::Device& device);
 
@@ -87,6 +89,29 @@ class ShardOrderedReduce {
   torch::Tensor received_;  ///< padded_numel(): every rank's shard, this rank's slice of each
   torch::Tensor owned_;     ///< owned_numel(): the sum so far
   int done_ = 0;
+  bool keep_buffer_ = true;
+};
+
+/// distributed.reproducible's gradient norm, the same double however the gradients are laid
+/// out (whole on every rank, or cut into ZeRO 3's parts): each parameter's gradient is cut into
+/// blocks of kBlock elements from its first, each block's squares summed in float64 in index
+/// order (a float32 or bfloat16 value's square is exact in float64), and the blocks added in
+/// order, parameter by parameter in a fixed order (the model's parameters that train).
+class ParameterBlockSquares {
+ public:
+  static constexpr int64_t kBlock = 64;
+  /// `numels`: each parameter's elements, in that order.
+  explicit ParameterBlockSquares(const std::vector<int64_t>& numels);
+  /// The blocks of elements [first, first + values.numel()) of parameter `param` (`first` a
+  /// multiple of kBlock; the values end at a block's end or the parameter's).
+  void add(size_t param, int64_t first, const torch::Tensor& values);
+  /// The L2 norm. With a `group`, each block was added by one rank: the blocks are summed over
+  /// ranks first (one all-reduce; adding zeros changes no bits). Clears the blocks.
+  double norm(ProcessGroup* group);
+
+ private:
+  std::vector<int64_t> first_block_;  ///< per parameter, its first block's index
+  std::vector<double> blocks_;
 };
 
 /// The sum of the squares of each chunk of `owned` (a rank's owned slice: whole chunks of

@@ -41,11 +41,12 @@ ShardedParameters::ShardedParameters(std::shared_ptr<ProcessGroup> group,
                                      std::vector<torch::Tensor> params,
                                      const std::vector<int>& unit_of,
                                      const std::vector<int>& key_of, std::vector<std::string> names,
-                                     ProcessGroup::ReduceScatterBy reduce_by)
+                                     ProcessGroup::ReduceScatterBy reduce_by, int micro_shards)
     : group_(std::move(group)),
       params_(std::move(params)),
       names_(std::move(names)),
-      reduce_by_(reduce_by) {
+      reduce_by_(reduce_by),
+      micro_shards_(micro_shards) {
   if (names_.empty()) {
     for (size_t i = 0; i < params_.size(); ++i) names_.push_back("param." + std::to_string(i));
   }
@@ -74,6 +75,10 @@ ShardedParameters::ShardedParameters(std::shared_ptr<ProcessGroup> group,
     }
     Flat& flat = *flats_[*it];
     flat.members.push_back(i);
+    if (micro_shards_ > 0) {  // blocks of a member's gradient never straddle two parts
+      constexpr int64_t align = MicroShardLayout::kChunkAlign;
+      flat.length = (flat.length + align - 1) / align * align;
+    }
     flat.offsets.push_back(flat.length);
     flat.length += p.numel();
   }
@@ -87,6 +92,15 @@ ShardedParameters::ShardedParameters(std::shared_ptr<ProcessGroup> group,
     for (size_t f : unit) {
       Flat& flat = *flats_[f];
       flat.part = (flat.length + world - 1) / world;
+      if (micro_shards_ > 0) {
+        const MicroShardLayout layout(flat.length, micro_shards_, world, rank);
+        flat.part = layout.owned_numel();
+        if (flat.trains) {
+          ordered_.resize(flats_.size());
+          ordered_[f] = std::make_unique<ShardOrderedReduce>(
+              group_, layout, flat.dtype, /*keep_buffer=*/false);
+        }
+      }
       const torch::Tensor& first = params_[flat.members[0]];
       flat.whole = torch::zeros({flat.part * world}, first.options().requires_grad(false));
       for (size_t j = 0; j < flat.members.size(); ++j) {
@@ -198,6 +212,16 @@ void ShardedParameters::reduce_gradients(int unit, double divisor) {
         p.mutable_grad().reset();
       }
     }
+    if (f < ordered_.size() && ordered_[f]) {  // distributed.reproducible
+      TORCH_INTERNAL_ASSERT(divisor == 1.0);
+      ShardOrderedReduce& sum = *ordered_[f];
+      sum.add(grads);
+      grads = torch::Tensor();
+      give_spare(bytes, std::move(memory));
+      torch::Tensor& shard = shards_[flat.shard];
+      shard.mutable_grad() = sum.complete() ? sum.owned_gradient() : torch::Tensor();
+      continue;
+    }
     torch::Tensor part = torch::empty({flat.part}, grads.options());
     group_->reduce_scatter_sum(part, grads, reduce_by_);
     grads = torch::Tensor();
@@ -210,6 +234,32 @@ void ShardedParameters::reduce_gradients(int unit, double divisor) {
       shard.mutable_grad() = part;
     }
   }
+}
+
+double ShardedParameters::reproducible_norm() const {
+  TORCH_INTERNAL_ASSERT(norm_order_.size() == params_.size());
+  std::vector<int64_t> numels;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (norm_order_[i] < 0) continue;
+    if (numels.size() <= size_t(norm_order_[i])) numels.resize(size_t(norm_order_[i]) + 1, 0);
+    numels[size_t(norm_order_[i])] = params_[i].numel();
+  }
+  ParameterBlockSquares squares(numels);
+  const int rank = group_->rank();
+  for (const auto& flat : flats_) {
+    const torch::Tensor& grad = shards_[flat->shard].grad();
+    if (!flat->trains || !grad.defined()) continue;
+    const int64_t begin = rank * flat->part, end = begin + flat->part;  // this rank's part
+    for (size_t j = 0; j < flat->members.size(); ++j) {
+      const size_t i = flat->members[j];
+      const int64_t first = std::max(begin, flat->offsets[j]);
+      const int64_t last = std::min(end, flat->offsets[j] + params_[i].numel());
+      if (first >= last || norm_order_[i] < 0) continue;
+      squares.add(size_t(norm_order_[i]), first - flat->offsets[j],
+                  grad.narrow(0, first - begin, last - first));
+    }
+  }
+  return squares.norm(group_.get());
 }
 
 void ShardedParameters::unshard() {

@@ -13,6 +13,7 @@
 
 #include "unitrain/core/shard_layout.h"
 #include "unitrain/parallel/process_group.h"
+#include "unitrain/parallel/shard_ordered_reduce.h"
 
 namespace unitrain {
 
@@ -36,11 +37,16 @@ namespace unitrain {
 class ShardedParameters {
  public:
   /// `names`: the parameters' names (checkpoints' layouts), or empty.
+  /// `micro_shards` > 0 (distributed.reproducible's G): each member starts at a multiple of 64
+  /// elements of its flat, each flat is padded to G chunks (MicroShardLayout: parts of G / W
+  /// chunks, boundaries that no world size moves), and reduce_gradients() sums the micro-shards
+  /// in shard order (ShardOrderedReduce) instead of reduce-scattering each.
   ShardedParameters(
       std::shared_ptr<ProcessGroup> group, std::vector<torch::Tensor> params,
       const std::vector<int>& unit_of, const std::vector<int>& key_of,
       std::vector<std::string> names = {},
-      ProcessGroup::ReduceScatterBy reduce_by = ProcessGroup::ReduceScatterBy::PartReduces);
+      ProcessGroup::ReduceScatterBy reduce_by = ProcessGroup::ReduceScatterBy::PartReduces,
+      int micro_shards = 0);
   ~ShardedParameters();
   ShardedParameters(const ShardedParameters&) = delete;
   ShardedParameters& operator=(const ShardedParameters&) = delete;
@@ -70,6 +76,14 @@ class ShardedParameters {
   /// is added to its shards' .grad (made when undefined: gradients accumulate over
   /// micro-batches), and the whole gradients are freed.
   void reduce_gradients(int unit, double divisor);
+  /// distributed.reproducible: after the window's last micro-shard, each shard's .grad is this
+  /// rank's part of the sum over the G micro-shards in shard order (the first micro-step's
+  /// backward starts a window; `divisor` must be 1: the loss carries 1 / G).
+  /// The gradients' norm as ParameterBlockSquares takes it over the parameters that train,
+  /// numbered by `norm_order` (per parameter, its place among the model's parameters that
+  /// train, -1 for one that does not), from this rank's parts (a collective).
+  void order_norm_by(std::vector<int64_t> norm_order) { norm_order_ = std::move(norm_order); }
+  double reproducible_norm() const;
   /// Every parameter whole again, in memory of its own (a collective: each unit gathered in
   /// turn): the module works without this object from then on. Its shards stay as they were.
   void unshard();
@@ -118,6 +132,10 @@ class ShardedParameters {
   std::vector<bool> gathered_;
   std::vector<std::vector<std::function<void()>>> in_flight_;  ///< per unit: prefetch waits
   ProcessGroup::ReduceScatterBy reduce_by_;
+  int micro_shards_ = 0;  ///< distributed.reproducible's G; 0: off
+  /// Per flat (distributed.reproducible, trained flats): its sum in shard order, else null.
+  std::vector<std::unique_ptr<ShardOrderedReduce>> ordered_;
+  std::vector<int64_t> norm_order_;
   static constexpr size_t kSpares = 2;
   std::vector<std::pair<size_t, at::DataPtr>> spare_;  ///< freed memory by bytes, oldest first
 };

@@ -3,6 +3,7 @@
 // shards during backward (ShardedUnitRunner): at the window's end only the step's decision is
 // left to agree on.
 #include <array>
+#include <functional>
 #include <memory>
 
 #include "unitrain/parallel/gradient_sync.h"
@@ -24,8 +25,14 @@ class ShardedSync : public GradientSync {
   void share(const StepDecision& mine, const torch::Tensor& nonfinite_on_device = {}) override;
   void agree() override;
   StepDecision agreed() const override { return StepDecision::decode(agreed_.data()); }
+  /// distributed.reproducible: the gradients' norm from `norm` (ShardedParameters'
+  /// reproducible_norm, a collective), not from each rank's part summed over ranks.
+  void measure_norm_with(std::function<double()> norm) { norm_ = std::move(norm); }
+  bool measures_norm() const override { return static_cast<bool>(norm_); }
+  double norm() override { return norm_(); }
 
  private:
+  std::function<double()> norm_;
   std::shared_ptr<ProcessGroup> group_;
   std::array<float, StepDecision::kSlots> mine_{}, agreed_{};
   torch::Tensor nonfinite_flag_;

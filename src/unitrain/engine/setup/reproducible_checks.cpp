@@ -8,7 +8,9 @@
 #include "unitrain/core/error.h"
 #include "unitrain/core/train_module.h"
 #include "unitrain/engine/config/run_settings.h"
+#include "unitrain/optim/fused_adam.h"
 #include "unitrain/optim/optimizer.h"
+#include "unitrain/parallel/process_group.h"
 #include "unitrain/parallel/micro_shard_layout.h"
 
 namespace unitrain {
@@ -21,9 +23,6 @@ void check_reproducible(const RunSettings& settings, int world) {
   UT_CHECK(g <= (int64_t(1) << 20), "distributed.reproducible: ", g,
            " micro-shards per step is more than this trainer plans for (2^20)");
   (void)MicroShardLayout(0, static_cast<int>(g), world, 0);  // W must divide G: named there
-  UT_CHECK(d.zero != 3, "distributed.reproducible with distributed.zero: 3 is not built yet: its "
-           "parameters are cut by the world size; use distributed.zero 0, 1 or 2 (the same "
-           "weights on every world size), or distributed.reproducible: 0");
   UT_CHECK(!train.cuda_graphs, "distributed.reproducible with train.cuda_graphs: a captured step "
            "is one process's whole step; set train.cuda_graphs: false");
   const int64_t steps = g / world;
@@ -46,7 +45,7 @@ void check_reproducible(const RunSettings& settings, int world) {
 }
 
 void check_reproducible_step(const RunSettings& settings, TrainModule& module,
-                             const torch::optim::Optimizer* trainers) {
+                             const torch::optim::Optimizer* trainers, const ProcessGroup* group) {
   if (!settings.distributed.reproducible_on()) return;
   UT_CHECK(trainers != nullptr, "distributed.reproducible with manual optimization (the module "
            "steps its own optimizers): the trainer cannot sum its gradients in shard order; use "
@@ -54,6 +53,23 @@ void check_reproducible_step(const RunSettings& settings, TrainModule& module,
   UT_CHECK(!needs_closure(*trainers), "distributed.reproducible with an optimizer that "
            "re-evaluates the loss (L-BFGS): each evaluation is a whole step; use another "
            "optimizer, or distributed.reproducible: 0");
+  if (group && group->world_size() > 1 && settings.distributed.zero == 3) {
+    const bool fused = dynamic_cast<const FusedAdam*>(trainers) != nullptr ||
+                       dynamic_cast<const FusedAdamW*>(trainers) != nullptr;
+    bool amsgrad = false;
+    for (const auto& g : trainers->param_groups()) {
+      if (const auto* o = dynamic_cast<const torch::optim::AdamOptions*>(&g.options())) {
+        amsgrad = amsgrad || o->amsgrad();
+      }
+      if (const auto* o = dynamic_cast<const torch::optim::AdamWOptions*>(&g.options())) {
+        amsgrad = amsgrad || o->amsgrad();
+      }
+    }
+    UT_CHECK(fused && !amsgrad, "distributed.reproducible with distributed.zero: 3 needs "
+             "optimizer.type adam or adamw with args.fused: true and no amsgrad: ZeRO 3 steps "
+             "parts of flat buffers, and only the fused step rounds each element alike wherever "
+             "it falls; or use distributed.zero 0, 1 or 2");
+  }
   for (const auto& m : module.weights().modules(/*include_self=*/true)) {
     const std::string name = m->name();
     UT_CHECK(name.find("BatchNorm") == std::string::npos,

@@ -25,8 +25,8 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
   const auto& group = parts.group;
   const bool shards = group && !manual;  // (the module's own optimizers are never sharded)
   std::vector<int> gradient_owners;      // ZeRO 2: each parameter's bucket owner, model order
-  check_reproducible_step(parts.settings, parts.module, trainers);
-  if (distributed.reproducible_on()) {
+  check_reproducible_step(parts.settings, parts.module, trainers, group.get());
+  if (distributed.reproducible_on() && !(group && distributed.zero == 3)) {
     sync_ = std::make_unique<ReproducibleSync>(group, parts.module.weights().parameters(),
                                                static_cast<int>(distributed.reproducible));
   } else if (!group) {
@@ -46,11 +46,16 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
   if (shards && distributed.zero == 3) {
     sharded_params_ = shard_module(group, parts.module, *trainers, parts.precision.masters(),
                                    distributed.unit_min_params,
-                                   distributed.prefetches(device_.is_cuda()));
+                                   distributed.prefetches(device_.is_cuda()),
+                                   static_cast<int>(distributed.reproducible));
+    if (distributed.reproducible_on()) {
+      static_cast<ShardedSync&>(*sync_).measure_norm_with(
+          [params = sharded_params_] { return params->reproducible_norm(); });
+    }
   }
   runner_ = std::make_unique<StepRunner>(parts.module, trainers, parts.settings.train, *sync_,
                                          parts.callbacks, parts.precision, parts.profiler);
-  if (shards && distributed.reproducible_on() && distributed.zero >= 1) {
+  if (shards && distributed.reproducible_on() && (distributed.zero == 1 || distributed.zero == 2)) {
     // Gradients are whole on every rank: ZeRO 2's partitions are ZeRO 1's.
     sharding_ = std::make_unique<OptimizerSharding>(group, *trainers);
   } else if (shards && distributed.zero == 1) {

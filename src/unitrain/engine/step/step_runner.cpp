@@ -218,7 +218,12 @@ void StepRunner::clip_gradients(MicroStep& m, int64_t step) {
     return;
   }
   hooks_.call("on_before_clip", &Callback::on_before_clip);
-  if (sync_.gradients_partitioned()) {
+  if (sync_.measures_norm()) {  // distributed.reproducible: the same double on every world size
+    if (options_.clip_grad_norm > 0 || options_.on_nonfinite != OnNonFinite::Stop) {
+      m.grad_norm = clip_measured();
+      m.norm = torch::tensor(m.grad_norm, torch::kFloat64);
+    }
+  } else if (sync_.gradients_partitioned()) {
     if (options_.clip_grad_norm > 0 || options_.on_nonfinite != OnNonFinite::Stop) {
       m.grad_norm = clip_partitioned();
       m.norm = torch::tensor(m.grad_norm, torch::kFloat64);
@@ -263,6 +268,18 @@ double StepRunner::clip_partitioned() {
     if (coef < 1) {
       torch::NoGradGuard no_grad;
       for (auto& g : grads) g.mul_(coef);
+    }
+  }
+  return norm;
+}
+
+double StepRunner::clip_measured() {
+  const double norm = sync_.norm();
+  const double coef = options_.clip_grad_norm / (norm + 1e-6);
+  if (options_.clip_grad_norm > 0 && coef < 1) {  // (a NaN norm: nothing scaled, the step skips)
+    torch::NoGradGuard no_grad;
+    for (auto& p : clip_params_) {
+      if (p.grad().defined()) p.mutable_grad().mul_(coef);
     }
   }
   return norm;

@@ -152,6 +152,9 @@ class StepRunner {
   /// clip_gradients when each rank holds only its partition's gradients: the global norm
   /// (returned) from one all-reduce of squared norms, each rank clipping its part.
   double clip_partitioned();
+  /// clip_gradients when the sync measures the norm (distributed.reproducible): its norm
+  /// (returned), every gradient scaled by clip_grad_norm / (norm + 1e-6) when that is below 1.
+  double clip_measured();
   void backward(const torch::Tensor& loss, bool window_end, int64_t step);
   /// loss.backward(), what it throws rethrown naming the step (no hooks, no sync).
   void loss_backward(const torch::Tensor& loss, int64_t step);
