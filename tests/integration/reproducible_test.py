@@ -1,8 +1,8 @@
 """distributed.reproducible with the real binary: the same config on 1, 2, 3 and 4 processes
-(G = 12 micro-shards), plain data parallelism and ZeRO 1 and 2, float32 and bf16-mixed, with
+(G = 12 micro-shards), plain data parallelism and ZeRO 1, 2 and 3, float32 and bf16-mixed, with
 dropout and clipping, ends with bitwise the same weights and optimizer state and the same logged
-losses; a run of 4 processes resumed on 2 and then on 3 ends as the one-process run; what would
-break the promise is refused by name."""
+losses; a run of 4 processes resumed on 2 and then on 3 ends as the one-process run (ZeRO 3's
+parts re-cut, and merged on one); what would break the promise is refused by name."""
 import gzip
 import json
 import os
@@ -30,6 +30,25 @@ distributed: {{reproducible: 12}}
 checkpoint: {{enabled: true, every: null}}
 """
 
+# ZeRO 3 shards a model by its units: a small transformer_lm, two optimizer groups, dropout.
+LM_CONFIG = """
+run_dir: {run_dir}
+seed: 7
+model:
+  type: transformer_lm
+  args: {{vocab: 64, d_model: 32, layers: 3, heads: 4, seq_len: 16, dropout: 0.1}}
+objective: {{losses: [{{type: cross_entropy}}]}}
+data:
+  train: {{type: tokens, args: {{path: {data}, seq_len: 16}}}}
+  validation_ratio: 0.1
+  loader: {{batch_size: 4, workers: 0, shuffle: true}}
+optimizer: {{type: adamw, lr: 0.003, no_decay_bias_norm: true, args: {{weight_decay: 0.01}}}}
+train: {{max_length: 12 steps, log_every: 4 steps, val_every: 6 steps, threads: 1,
+        clip_grad_norm: 0.5}}
+distributed: {{reproducible: 12, zero: 3}}
+checkpoint: {{enabled: true, every: null}}
+"""
+
 
 class Reproducible(common.Case):
     port = 29700
@@ -42,6 +61,31 @@ class Reproducible(common.Case):
         run_dir = os.path.join(self.dir, name)
         return common.write(os.path.join(self.dir, name + ".yaml"),
                             CONFIG.format(run_dir=run_dir, data=data)), run_dir
+
+    def lm_config(self, name):
+        data = os.path.join(self.dir, "tokens.bin")
+        if not os.path.exists(data):
+            g = torch.Generator().manual_seed(1)
+            ids = torch.randint(64, (6000,), generator=g, dtype=torch.int32).numpy().astype("<u2")
+            with open(data, "wb") as f:
+                f.write(ids.tobytes())
+        run_dir = os.path.join(self.dir, name)
+        return common.write(os.path.join(self.dir, name + ".yaml"),
+                            LM_CONFIG.format(run_dir=run_dir, data=data)), run_dir
+
+    def flat_optimizer_state(self, run_dir):
+        """ZeRO 3's optimizer state by flat: every rank's part laid end to end (the flats' padded
+        lengths do not depend on the world size under distributed.reproducible)."""
+        step = os.path.join(run_dir, "checkpoints", "last")
+        with open(os.path.join(step, "model-shards.json")) as f:
+            world = json.load(f)["world_size"]
+        parts = [torch.load(os.path.join(step, f"optimizer-rank-{r}.pt"))["state"]
+                 for r in range(world)]
+        out = {}
+        for index in parts[0]:
+            out[index] = {k: torch.cat([p[index][k] for p in parts]) if k != "step"
+                          else parts[0][index][k] for k in parts[0][index]}
+        return out
 
     def train(self, world, cfg, *args):
         Reproducible.port += 1
@@ -125,6 +169,40 @@ class Reproducible(common.Case):
         last = [e for e in self.logged(run_dir) if "val/loss" in e][-1]
         self.assertEqual(last, [e for e in self.logged(ref) if "val/loss" in e][-1])
 
+    def test_zero3_on_two_to_four_processes_and_resized_ends_as_one(self):
+        # One process (ZeRO 3 has no effect there): the plain path, whole gradients.
+        cfg, ref = self.lm_config("one")
+        self.train(1, cfg)
+        exported = {}
+        for world in (2, 4):
+            with self.subTest(world=world):
+                cfg, run_dir = self.lm_config(f"zero3-{world}")
+                self.train(world, cfg)
+                exported[world] = run_dir
+                self.assert_same_tensors(self.final_weights(ref), self.final_weights(run_dir),
+                                         "weights")
+                self.assertEqual(self.logged(ref), self.logged(run_dir))
+        self.assert_same_tensors(self.flat_optimizer_state(exported[2]),
+                                 self.flat_optimizer_state(exported[4]), "optimizer parts")
+        # bf16-mixed: 3 processes as one.
+        cfg, ref16 = self.lm_config("one-bf16")
+        self.train(1, cfg, "--train.precision", "bf16-mixed")
+        cfg, run16 = self.lm_config("zero3-3-bf16")
+        self.train(3, cfg, "--train.precision", "bf16-mixed")
+        self.assert_same_tensors(self.final_weights(ref16), self.final_weights(run16), "bf16")
+        self.assertEqual(self.logged(ref16), self.logged(run16))
+        # Resized: 4 -> 2 -> 3 (the parts re-cut each time), and 4 -> 1 (the parts merged).
+        cfg, resized = self.lm_config("resized")
+        self.train(4, cfg, "--train.max_length", "5 steps")
+        self.train(2, cfg, "--train.max_length", "9 steps", "--checkpoint.resume", "auto")
+        self.train(3, cfg, "--checkpoint.resume", "auto")
+        self.assert_same_tensors(self.final_weights(ref), self.final_weights(resized), "4-2-3")
+        cfg, merged = self.lm_config("to-one")
+        self.train(4, cfg, "--train.max_length", "5 steps")
+        out = self.train(1, cfg, "--checkpoint.resume", "auto")
+        self.assertIn("resuming on 1 process(es) a checkpoint written by 4", out)
+        self.assert_same_tensors(self.final_weights(ref), self.final_weights(merged), "4-1")
+
     def test_what_would_break_the_promise_is_refused_by_name(self):
         cfg, run_dir = self.config("refused")
         Reproducible.port += 1
@@ -146,6 +224,12 @@ class Reproducible(common.Case):
         code, out = run(["train", images])  # (refused before any step: the shapes never meet)
         self.assertNotEqual(code, 0, out)
         self.assertIn("batch-norm layer", out)
+        cfg, _ = self.lm_config("sgd")
+        Reproducible.port += 1
+        code, out = run(["launch", "--nproc-per-node", "2", "--master-port",
+                         str(Reproducible.port), "--", "train", cfg, "--optimizer.type", "sgd"])
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("needs optimizer.type adam or adamw with args.fused: true", out)
 
 
 if __name__ == "__main__":
