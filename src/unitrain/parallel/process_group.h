@@ -122,6 +122,10 @@ class ProcessGroup {
   /// so a bfloat16 tensor travels on Gloo as its bits (viewed as float16, which Gloo has), not
   /// widened.
   void all_to_all(torch::Tensor& output, const torch::Tensor& input);
+  /// all_to_all launched, not waited for: the returned function waits for it (call it exactly
+  /// once, before reading `output`; `output` and `input` must live, and `input` not change,
+  /// until then): distributed.reproducible's exchange overlapping the next micro-shard.
+  std::function<void()> start_all_to_all(torch::Tensor& output, const torch::Tensor& input);
   /// Every rank's `text`, by rank.
   std::vector<std::string> all_gather(const std::string& text);
   void barrier();

@@ -68,6 +68,9 @@ void ReproducibleSync::before_backward(bool) {
 
 void ReproducibleSync::after_backward() {
   torch::NoGradGuard no_grad;
+  // The last micro-shard's exchange ran while this one computed: its adds first, then flat_
+  // is free for this one's gradient.
+  if (reduce_.in_flight()) reduce_.finish_add();
   for (size_t i = 0; i < params_.size(); ++i) {
     torch::Tensor slot = flat_.narrow(0, offsets_[i], params_[i].numel());
     torch::Tensor& grad = params_[i].mutable_grad();
@@ -81,7 +84,7 @@ void ReproducibleSync::after_backward() {
   }
   const int64_t n = layout().numel();
   if (layout().padded_numel() > n) flat_.narrow(0, n, layout().padded_numel() - n).zero_();
-  reduce_.add(flat_);
+  reduce_.start(flat_);  // (finished by the next micro-shard, or by finish())
 }
 
 void ReproducibleSync::share(const StepDecision& mine, const torch::Tensor& nonfinite_on_device) {
@@ -118,6 +121,7 @@ void ReproducibleSync::agree_with_used() {
 void ReproducibleSync::agree() { agree_with_used(); }
 
 void ReproducibleSync::finish(const std::vector<torch::Tensor>&) {
+  if (reduce_.in_flight()) reduce_.finish_add();
   TORCH_INTERNAL_ASSERT(reduce_.complete(), "distributed.reproducible: a window of ",
                         reduce_.micro_steps_done(), " micro-steps, not ",
                         layout().micro_steps());

@@ -20,7 +20,8 @@ class ProcessGroup;
 ///   shard's gradient is what its backward alone makes;
 /// - after it, they are laid end to end (in parameter order; one without a gradient as zeros)
 ///   into a flat buffer and handed to ShardOrderedReduce (one all-to-all per micro-step), then
-///   freed;
+///   freed; the exchange runs while the next micro-shard computes (its adds wait for the next
+///   after_backward(), or finish());
 /// - at the window's end (finish), every rank's owned slice of the sum is gathered into the
 ///   flat buffer, and the parameters' gradients become views of it: the same bits on every rank
 ///   and every world size, so clipping's norm, the loss scaler's check and the optimizer (whole,

@@ -84,24 +84,43 @@ void ProcessGroup::reduce_scatter_sum(torch::Tensor& shard, torch::Tensor& full,
 }
 
 void ProcessGroup::all_to_all(torch::Tensor& output, const torch::Tensor& input) {
+  start_all_to_all(output, input)();
+}
+
+std::function<void()> ProcessGroup::start_all_to_all(torch::Tensor& output,
+                                                     const torch::Tensor& input) {
   TORCH_INTERNAL_ASSERT(input.dim() == 1 && output.dim() == 1 && output.is_contiguous() &&
                         input.numel() == output.numel() && input.numel() % world_size_ == 0 &&
                         input.scalar_type() == output.scalar_type());
   torch::NoGradGuard no_grad;
   // Gloo has no bfloat16; an exchange adds nothing, so its bits travel as float16's.
   const auto carried = needs_widening(input.scalar_type()) ? torch::kHalf : input.scalar_type();
-  wait("all_to_all", 1, input.numel() * static_cast<int64_t>(input.element_size()), [&] {
-    // A tensor elsewhere than the group's device travels as a copy made there.
-    torch::Tensor out = output.device() == device_
-                            ? output
-                            : torch::empty({output.numel()}, output.options().device(device_));
-    torch::Tensor in = input.to(device_).contiguous();
-    torch::Tensor out_carried = out.view(carried);
-    torch::Tensor in_carried = in.view(carried);
-    std::vector<int64_t> equal_parts;  // empty: world equal parts
-    group_->alltoall_base(out_carried, in_carried, equal_parts, equal_parts)->wait();
+  const int64_t seq =
+      flight_.begin("all_to_all", 1, input.numel() * static_cast<int64_t>(input.element_size()));
+  // A tensor elsewhere than the group's device travels as a copy made there.
+  torch::Tensor out = output.device() == device_
+                          ? output
+                          : torch::empty({output.numel()}, output.options().device(device_));
+  torch::Tensor in = input.to(device_).contiguous();
+  torch::Tensor out_carried = out.view(carried);
+  torch::Tensor in_carried = in.view(carried);
+  std::vector<int64_t> equal_parts;  // empty: world equal parts
+  c10::intrusive_ptr<c10d::Work> work;
+  try {
+    work = group_->alltoall_base(out_carried, in_carried, equal_parts, equal_parts);
+  } catch (const std::exception& e) {
+    collective_failed(seq, e);
+  }
+  // The copies live in the closure until the wait.
+  return [this, seq, work, out, in, output]() mutable {
+    try {
+      work->wait();
+    } catch (const std::exception& e) {
+      collective_failed(seq, e);
+    }
+    flight_.end(seq);
     if (!out.is_same(output)) output.copy_(out);
-  });
+  };
 }
 
 }  // namespace unitrain

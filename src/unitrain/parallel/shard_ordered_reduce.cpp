@@ -61,18 +61,35 @@ ShardOrderedReduce::ShardOrderedReduce(MicroShardLayout layout, c10::ScalarType 
 }
 
 void ShardOrderedReduce::add(const torch::Tensor& shard_gradient) {
-  TORCH_INTERNAL_ASSERT(shard_gradient.scalar_type() == owned_.scalar_type() &&
+  start(shard_gradient);
+  finish_add();
+}
+
+void ShardOrderedReduce::start(const torch::Tensor& shard_gradient) {
+  TORCH_INTERNAL_ASSERT(!in_flight() && shard_gradient.scalar_type() == owned_.scalar_type() &&
                         (shard_gradient.numel() == layout_.numel() ||
                          shard_gradient.numel() == layout_.padded_numel()));
-  if (complete()) done_ = 0;
   torch::NoGradGuard no_grad;
-  const torch::Tensor mine = padded_to(shard_gradient, layout_.padded_numel());
+  mine_ = padded_to(shard_gradient, layout_.padded_numel());
+  if (layout_.world_size() == 1) {
+    wait_ = [] {};
+    return;
+  }
+  // received_'s part q: this rank's slice of shard shard_at(done_, q), from rank q.
+  if (!received_.defined()) received_ = torch::empty_like(mine_);
+  wait_ = group_->start_all_to_all(received_, mine_);
+}
+
+void ShardOrderedReduce::finish_add() {
+  TORCH_INTERNAL_ASSERT(in_flight());
+  std::function<void()> wait = std::move(wait_);
+  wait_ = nullptr;
+  wait();
+  if (complete()) done_ = 0;  // the first micro-step of the next step
+  torch::NoGradGuard no_grad;
   const int world = layout_.world_size();
   const int64_t n = layout_.owned_numel();
-  // received_'s part q: this rank's slice of shard shard_at(done_, q), from rank q.
-  if (world > 1 && !received_.defined()) received_ = torch::empty_like(mine);
-  if (world > 1) group_->all_to_all(received_, mine);
-  const torch::Tensor& parts = world > 1 ? received_ : mine;
+  const torch::Tensor& parts = world > 1 ? received_ : mine_;
   for (int q = 0; q < world; ++q) {
     const torch::Tensor part = parts.narrow(0, q * n, n);
     if (done_ == 0 && q == 0) {
@@ -82,6 +99,7 @@ void ShardOrderedReduce::add(const torch::Tensor& shard_gradient) {
     }
   }
   ++done_;
+  mine_ = torch::Tensor();
   if (!keep_buffer_) received_ = torch::Tensor();
 }
 

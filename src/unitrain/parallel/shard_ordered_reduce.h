@@ -40,6 +40,7 @@
 // refused or documented.
 #include <torch/types.h>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -67,6 +68,13 @@ class ShardOrderedReduce {
   /// (padding zeros), or numel() long (padded in a copy). A collective: the all-to-all, then the
   /// adds. The first add() after complete() starts the next step.
   void add(const torch::Tensor& shard_gradient);
+  /// add() in two halves: start() launches the exchange (`shard_gradient` must live and not
+  /// change until finish_add()), finish_add() waits for it and adds; between them this rank may
+  /// compute the next micro-shard. One exchange in flight at a time.
+  void start(const torch::Tensor& shard_gradient);
+  void finish_add();
+  /// An exchange was started and not finished.
+  bool in_flight() const { return static_cast<bool>(wait_); }
   int micro_steps_done() const { return done_; }
   /// Every micro-step of the step added: owned_gradient() holds the sum over shards 0..G-1.
   bool complete() const { return done_ == layout_.micro_steps(); }
@@ -90,6 +98,8 @@ class ShardOrderedReduce {
   torch::Tensor owned_;     ///< owned_numel(): the sum so far
   int done_ = 0;
   bool keep_buffer_ = true;
+  torch::Tensor mine_;             ///< start()'s shard gradient (padded) until finish_add()
+  std::function<void()> wait_;     ///< start()'s exchange; null: none in flight
 };
 
 /// distributed.reproducible's gradient norm, the same double however the gradients are laid
