@@ -169,6 +169,18 @@ class Reproducible(common.Case):
         last = [e for e in self.logged(run_dir) if "val/loss" in e][-1]
         self.assertEqual(last, [e for e in self.logged(ref) if "val/loss" in e][-1])
 
+    def test_one_process_saves_at_window_ends_and_resumes_exactly(self):
+        # A quarter epoch is 2.5 steps of 12 micro-batches: the save due inside step 3's window
+        # waits for its end (the window's sum so far is the sync's, which no checkpoint holds).
+        cfg, ref = self.config("one")
+        self.train(1, cfg)
+        cfg, run_dir = self.config("quarters")
+        self.train(1, cfg, "--checkpoint.every", "0.25 epochs", "--train.max_length", "4 steps")
+        self.assertEqual(sorted(os.listdir(os.path.join(run_dir, "checkpoints"))),
+                         ["last", "step-3", "step-4"])
+        self.train(1, cfg, "--checkpoint.resume", os.path.join(run_dir, "checkpoints", "step-3"))
+        self.assert_same_run(ref, run_dir)
+
     def test_zero3_on_two_to_four_processes_and_resized_ends_as_one(self):
         # One process (ZeRO 3 has no effect there): the plain path, whole gradients.
         cfg, ref = self.lm_config("one")

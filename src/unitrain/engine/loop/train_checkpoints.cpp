@@ -44,6 +44,7 @@ CheckpointSetup CheckpointSetup::of(const RunSettings& s, const Config& config, 
   c.on = s.checkpoint.enabled && !s.train.test_mode;
   c.writes = c.on && plan.rank == 0;
   c.shared = shared;
+  c.at_window_ends = shared || s.distributed.reproducible_on();
   c.has_callbacks = has_callbacks;
   c.config_text = config.dump();
   c.world = plan.world;
@@ -120,9 +121,9 @@ void TrainCheckpoints::save_if_due(Periods& periods, bool force) {
   if (decisions_.act_on_signal_or_pause(setup_.on)) force = true;
   if (!setup_.on) return;
   bool due_now = due(periods, force);
-  // Data-parallel runs save at window boundaries only (gradients inside a window are each
-  // rank's own): a save due inside one waits for its end.
-  if (setup_.shared && (due_now || save_pending_) && counters_.micro_in_window != 0) {
+  // Data-parallel and reproducible runs save at window boundaries only: a save due inside one
+  // waits for its end.
+  if (setup_.at_window_ends && (due_now || save_pending_) && counters_.micro_in_window != 0) {
     save_pending_ = true;
     return;
   }

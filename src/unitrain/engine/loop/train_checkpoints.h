@@ -30,7 +30,11 @@ struct CheckpointSetup {
   std::string root;            ///< run_dir/checkpoints
   bool on = false;             ///< checkpoint.enabled, outside train.test_mode
   bool writes = false;         ///< on, and this process writes them (rank 0)
-  bool shared = false;         ///< data-parallel: saves wait for a window's end
+  bool shared = false;         ///< data-parallel
+  /// Saves wait for a window's end: data-parallel (gradients inside a window are each rank's
+  /// own), or distributed.reproducible (the window's sum so far is the sync's, not the
+  /// parameters' gradients that a checkpoint keeps).
+  bool at_window_ends = false;
   bool has_callbacks = false;  ///< callbacks may change parameters outside optimizer steps
   std::string config_text;     ///< the run's resolved config (config.yaml, its hash)
   std::string classes_text;    ///< classes.json: the training data's class names; "" = none

@@ -108,10 +108,10 @@ void TrainLogs::save(CheckpointWrite& out) {
     }
   };
   write(sums, j["train_sums"]);
-  if (ordered_ && !means_.empty()) {
+  if (ordered_) {  // (every rank reduces, whether it has means or not)
     MetricAccumulator means = means_;
     if (group_) all_reduce_metrics(*group_, means);
-    write(means, j["train_means"]);
+    if (!means.empty()) write(means, j["train_means"]);
   }
   out.state.set_section(kSection, j.dump());
   out.state.last_train = last_train_;
