@@ -12,6 +12,7 @@
 #include <cstring>
 #include <iostream>
 #include <random>
+#include <tuple>
 
 #include "parallel/run_ranks.h"
 #include "unitrain/optim/fused_adam.h"
@@ -205,6 +206,52 @@ TEST(ShardOrderedReduceCost, BytesAndTimePerMicroStepForOneMillionParameters) {
       }
     });
   }
+}
+
+}  // namespace
+}  // namespace unitrain
+
+namespace unitrain {
+namespace {
+
+TEST(ParameterBlockSquares, TheNormIsTheSameWholeOrInPartsOnAnyRanks) {
+  // Three parameters (100, 64 and 7 elements, magnitudes over many octaves): whole on one rank,
+  // or their 64-element blocks spread over 3 ranks as ZeRO 3's parts spread them.
+  const std::vector<int64_t> numels{100, 64, 7};
+  std::vector<torch::Tensor> grads;
+  auto gen = at::detail::createCPUGenerator(3);
+  for (int64_t n : numels) {
+    grads.push_back(torch::randn({n}, gen) * torch::exp(4 * torch::randn({n}, gen)));
+  }
+  double expected = 0;  // by hand: each block's squares in order, the blocks in order
+  for (const auto& g : grads) {
+    for (int64_t b = 0; b * 64 < g.numel(); ++b) {
+      double block = 0;
+      for (int64_t i = b * 64; i < std::min(g.numel(), (b + 1) * 64); ++i) {
+        const double v = g[i].item<float>();
+        block += v * v;
+      }
+      expected += block;
+    }
+  }
+  ParameterBlockSquares whole(numels);
+  for (size_t p = 0; p < grads.size(); ++p) whole.add(p, 0, grads[p]);
+  const double alone = whole.norm(nullptr);
+  EXPECT_EQ(alone, std::sqrt(expected));
+  // Blocks by owner: (param 0, block 0) rank 2, (0, 1) rank 0, (1, 0) rank 1, (2, 0) rank 0.
+  const std::vector<std::tuple<size_t, int64_t, int>> owners{
+      {0, 0, 2}, {0, 64, 0}, {1, 0, 1}, {2, 0, 0}};
+  std::vector<double> norms(3);
+  test::run_shared_ranks(3, [&](int rank, const std::shared_ptr<ProcessGroup>& group) {
+    ParameterBlockSquares parts(numels);
+    for (const auto& [p, first, owner] : owners) {
+      if (owner != rank) continue;
+      const int64_t n = std::min<int64_t>(64, numels[p] - first);
+      parts.add(p, first, grads[p].narrow(0, first, n));
+    }
+    norms[size_t(rank)] = parts.norm(group.get());
+  });
+  for (double n : norms) EXPECT_TRUE(same_bits(n, alone));
 }
 
 }  // namespace
