@@ -12,8 +12,8 @@ import torch
 import common
 from common import run, read_jsonl
 
-# Dropout, AdamW (which amplifies any difference where gradients are ~0), clipping: any other
-# order of additions shows. 1000 examples: 10 steps of 12 x 8 an epoch, the last 40 not read.
+# Dropout, AdamW (which amplifies any difference where gradients are ~0), clipping, the
+# divergence guard's moving mean of the agreed loss: any other order of additions shows. 1000 examples: 10 steps of 12 x 8 an epoch, the last 40 not read.
 CONFIG = """
 run_dir: {run_dir}
 seed: 7
@@ -25,7 +25,7 @@ data:
   loader: {{batch_size: 8, workers: 0, shuffle: true}}
 optimizer: {{type: adamw, lr: 0.003, args: {{weight_decay: 0.01}}}}
 train: {{max_length: 20 steps, log_every: 5 steps, val_every: 10 steps, threads: 1,
-        clip_grad_norm: 1.0}}
+        clip_grad_norm: 1.0, divergence: {{spike_factor: 100, window: 3, action: skip}}}}
 distributed: {{reproducible: 12}}
 checkpoint: {{enabled: true, every: null}}
 """
@@ -134,6 +134,11 @@ class Reproducible(common.Case):
                                  "optimizer state")
         if logs:
             self.assertEqual(self.logged(ref), self.logged(other))
+        # train.divergence's moving window: the agreed losses, summed in shard order.
+        guard = os.path.join("checkpoints", "last", "divergence.json")
+        if os.path.exists(os.path.join(ref, guard)):
+            with open(os.path.join(ref, guard)) as a, open(os.path.join(other, guard)) as b:
+                self.assertEqual(a.read(), b.read())
 
     def test_one_to_four_processes_zero_0_1_2_float32_and_bf16_mixed(self):
         for precision in ("fp32", "bf16-mixed"):

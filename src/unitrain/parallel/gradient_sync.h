@@ -36,6 +36,11 @@ class GradientSync {
   /// clipping scales every gradient by its coefficient.
   virtual bool measures_norm() const { return false; }
   virtual double norm() { return 0; }
+  /// distributed.reproducible: the agreed decision's loss (train.divergence) is the sum in
+  /// shard order of the window's shares each rank gives share_losses() (each micro-shard's loss
+  /// x its weight, in its order) before finish(), not the float sum over ranks of theirs.
+  virtual bool orders_losses() const { return false; }
+  virtual void share_losses(std::vector<double> shares) {}
   /// True when backward itself runs collectives (ZeRO stage 3 reduces each unit's gradients as
   /// its backward ends): every rank must then run every backward, a rank whose loss was not
   /// finite too (the agreed decision skips the update).

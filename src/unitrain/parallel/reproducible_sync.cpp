@@ -50,7 +50,8 @@ ReproducibleSync::ReproducibleSync(std::shared_ptr<ProcessGroup> group,
     : group_(std::move(group)),
       params_(trained(params)),
       reduce_(make_reduce(group_, params_, micro_shards)),
-      used_(params_.size(), 0.f) {
+      used_(params_.size(), 0.f),
+      loss_(micro_shards) {
   int64_t offset = 0;
   for (const auto& p : params_) {
     offsets_.push_back(offset);
@@ -116,6 +117,15 @@ void ReproducibleSync::agree_with_used() {
   mine_.fill(0.f);
   std::fill(used_.begin(), used_.end(), 0.f);
   nonfinite_flag_ = torch::Tensor();
+  // (Spikes watched: every rank shared its window's losses.)
+  has_agreed_loss_ = loss_.shared();
+  if (has_agreed_loss_) agreed_loss_ = loss_.agree(group_.get());
+}
+
+StepDecision ReproducibleSync::agreed() const {
+  StepDecision d = StepDecision::decode(agreed_.data());
+  if (has_agreed_loss_) d.loss = agreed_loss_;
+  return d;
 }
 
 void ReproducibleSync::agree() { agree_with_used(); }

@@ -45,7 +45,9 @@ class ReproducibleSync : public GradientSync {
   bool shares_decisions() const override { return true; }
   void share(const StepDecision& mine, const torch::Tensor& nonfinite_on_device = {}) override;
   void agree() override;
-  StepDecision agreed() const override { return StepDecision::decode(agreed_.data()); }
+  StepDecision agreed() const override;
+  bool orders_losses() const override { return true; }
+  void share_losses(std::vector<double> shares) override { loss_.share(std::move(shares)); }
 
   bool measures_norm() const override { return true; }
   /// ParameterBlockSquares' norm of the gradients finish() gave (no collective: they are whole).
@@ -69,6 +71,9 @@ class ReproducibleSync : public GradientSync {
   std::array<float, StepDecision::kSlots> agreed_{};
   std::vector<bool> used_by_any_;  ///< after finish: per parameter
   torch::Tensor nonfinite_flag_;
+  ShardOrderedLoss loss_;
+  double agreed_loss_ = 0;
+  bool has_agreed_loss_ = false;
 };
 
 }  // namespace unitrain

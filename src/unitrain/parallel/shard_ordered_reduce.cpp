@@ -148,6 +148,21 @@ double ParameterBlockSquares::norm(ProcessGroup* group) {
   return std::sqrt(total);
 }
 
+double ShardOrderedLoss::agree(ProcessGroup* group) {
+  std::vector<double> shares = std::move(shares_);
+  shares_.clear();
+  if (group == nullptr || group->world_size() == 1) {
+    double sum = shares.empty() ? 0 : shares[0];
+    for (size_t i = 1; i < shares.size(); ++i) sum += shares[i];
+    return sum;
+  }
+  const MicroShardLayout layout(0, micro_shards_, group->world_size(), group->rank());
+  TORCH_INTERNAL_ASSERT(static_cast<int>(shares.size()) == layout.micro_steps());
+  std::vector<std::vector<double>> mine;
+  for (double s : shares) mine.push_back({s});
+  return sum_in_shard_order(*group, layout, mine)[0];
+}
+
 std::vector<double> chunk_squares(const torch::Tensor& owned, const MicroShardLayout& layout) {
   const int64_t len = layout.chunk_numel();
   TORCH_INTERNAL_ASSERT(owned.dim() == 1 && owned.numel() % len == 0);

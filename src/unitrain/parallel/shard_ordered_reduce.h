@@ -124,6 +124,24 @@ class ParameterBlockSquares {
   std::vector<double> blocks_;
 };
 
+/// distributed.reproducible's agreed window loss (train.divergence's spike check): each
+/// micro-shard's share of the window's mean loss, as this rank ran them, summed over every
+/// rank in global shard order: the same double on every world size.
+class ShardOrderedLoss {
+ public:
+  explicit ShardOrderedLoss(int micro_shards) : micro_shards_(micro_shards) {}
+  /// This rank's shares of the window, in its order (G / W of them).
+  void share(std::vector<double> shares) { shares_ = std::move(shares); }
+  bool shared() const { return !shares_.empty(); }
+  /// Their sum over every rank in shard order (a collective with a `group`; every rank calls it
+  /// when any shared); clears the shares.
+  double agree(ProcessGroup* group);
+
+ private:
+  int micro_shards_;
+  std::vector<double> shares_;
+};
+
 /// The sum of the squares of each chunk of `owned` (a rank's owned slice: whole chunks of
 /// `layout`), in float64, in an order fixed by the chunk's length alone.
 std::vector<double> chunk_squares(const torch::Tensor& owned, const MicroShardLayout& layout);

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "unitrain/parallel/gradient_sync.h"
+#include "unitrain/parallel/shard_ordered_reduce.h"
 
 namespace unitrain {
 
@@ -24,7 +25,11 @@ class ShardedSync : public GradientSync {
   bool shares_decisions() const override { return true; }
   void share(const StepDecision& mine, const torch::Tensor& nonfinite_on_device = {}) override;
   void agree() override;
-  StepDecision agreed() const override { return StepDecision::decode(agreed_.data()); }
+  StepDecision agreed() const override;
+  /// distributed.reproducible's G: the agreed loss summed in shard order (ShardOrderedLoss).
+  void order_losses(int micro_shards) { loss_ = std::make_unique<ShardOrderedLoss>(micro_shards); }
+  bool orders_losses() const override { return loss_ != nullptr; }
+  void share_losses(std::vector<double> shares) override { loss_->share(std::move(shares)); }
   /// distributed.reproducible: the gradients' norm from `norm` (ShardedParameters'
   /// reproducible_norm, a collective), not from each rank's part summed over ranks.
   void measure_norm_with(std::function<double()> norm) { norm_ = std::move(norm); }
@@ -33,6 +38,9 @@ class ShardedSync : public GradientSync {
 
  private:
   std::function<double()> norm_;
+  std::unique_ptr<ShardOrderedLoss> loss_;
+  double agreed_loss_ = 0;
+  bool has_agreed_loss_ = false;
   std::shared_ptr<ProcessGroup> group_;
   std::array<float, StepDecision::kSlots> mine_{}, agreed_{};
   torch::Tensor nonfinite_flag_;

@@ -49,6 +49,7 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
                                    distributed.prefetches(device_.is_cuda()),
                                    static_cast<int>(distributed.reproducible));
     if (distributed.reproducible_on()) {
+      static_cast<ShardedSync&>(*sync_).order_losses(static_cast<int>(distributed.reproducible));
       static_cast<ShardedSync&>(*sync_).measure_norm_with(
           [params = sharded_params_] { return params->reproducible_norm(); });
     }

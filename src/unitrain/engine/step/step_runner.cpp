@@ -91,6 +91,7 @@ void StepRunner::drop_window() {
   clear_gradients();
   watch_.window_closed();
   window_loss_ = torch::Tensor();
+  window_shares_.clear();
 }
 
 void StepRunner::clear_gradients() {
@@ -176,11 +177,17 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
   if (guard_ && guard_->watches_spikes()) {  // this rank's share of the window's mean loss
     torch::Tensor share = m.loss.to(torch::kFloat64) * weight;
     window_loss_ = window_loss_.defined() ? window_loss_ + share : share;
+    if (sync_.orders_losses()) window_shares_.push_back(share);
   }
   if (window_end) {
     mine.nonfinite = watch_.window_seen_bad();
     if (window_loss_.defined()) mine.loss = window_loss_.item<double>();  // a host read
     window_loss_ = torch::Tensor();
+    if (!window_shares_.empty()) {  // distributed.reproducible: summed in shard order
+      const torch::Tensor host = torch::stack(window_shares_).cpu();
+      sync_.share_losses({host.data_ptr<double>(), host.data_ptr<double>() + host.numel()});
+      window_shares_.clear();
+    }
     // (checked late: undefined, settle() reads)
     sync_.share(mine, watch_.window_flag_on_device());
   }

@@ -186,6 +186,8 @@ class StepRunner {
   NonfiniteWatch watch_;  ///< the window's non-finite flags, the late check's first bad step
   DivergenceGuard* guard_ = nullptr;  ///< train.divergence's moving mean and rollbacks
   torch::Tensor window_loss_;    ///< spikes watched: sum of the window's losses x their weights
+  /// Spikes watched under distributed.reproducible: each micro-shard's loss x its weight.
+  std::vector<torch::Tensor> window_shares_;
   bool leaves_checked_ = false;  ///< the first training_step's graph was looked at
 };
 
