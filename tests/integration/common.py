@@ -97,6 +97,18 @@ def write(path, text):
     return path
 
 
+def random_tokens(path, vocab, count, seed=1):
+    """`count` token ids below `vocab` (uint16, seeded) in `path`, unless it exists: a `tokens`
+    dataset's file. Returns the path."""
+    if not os.path.exists(path):
+        import torch
+        g = torch.Generator().manual_seed(seed)
+        ids = torch.randint(vocab, (count,), generator=g, dtype=torch.int32).numpy().astype("<u2")
+        with open(path, "wb") as f:
+            f.write(ids.tobytes())
+    return path
+
+
 def wait_for(predicate, timeout=120, interval=0.02):
     """Polls `predicate` every `interval` seconds until it holds (True) or `timeout` seconds
     pass (False)."""
@@ -157,6 +169,14 @@ class Case(unittest.TestCase):
         self.assertEqual(list(a), list(b))
         for k in a:
             self.assertTrue(torch.allclose(a[k], b[k], rtol=rtol, atol=atol),
+                            f"{k}: max difference {(a[k] - b[k]).abs().max().item()}")
+
+    def assert_weights_equal(self, a, b):
+        """Two state dicts with the same names, every tensor bitwise equal."""
+        import torch
+        self.assertEqual(list(a), list(b))
+        for k in a:
+            self.assertTrue(torch.equal(a[k], b[k]),
                             f"{k}: max difference {(a[k] - b[k]).abs().max().item()}")
 
     def final_weights(self, run_dir, *export_args):

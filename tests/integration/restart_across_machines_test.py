@@ -93,12 +93,8 @@ class RestartAcrossMachines(common.Case):
         ref_cfg, ref_dir = self.config("uninterrupted")
         code, out = run(["launch", "--nproc-per-node", "4", "--", "train", ref_cfg])
         self.assertEqual(code, 0, out)
-        a = self.final_weights(ref_dir)
-        b = self.final_weights(run_dir, "--plugin", common.test_plugin())
-        self.assertEqual(list(a), list(b))
-        for k in a:
-            self.assertTrue(torch.equal(a[k], b[k]),
-                            f"{k}: max difference {(a[k] - b[k]).abs().max().item()}")
+        self.assert_weights_equal(self.final_weights(ref_dir),
+                                  self.final_weights(run_dir, "--plugin", common.test_plugin()))
 
 
 if __name__ == "__main__":

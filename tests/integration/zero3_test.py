@@ -46,12 +46,7 @@ checkpoint: {{enabled: true, every: 6 steps}}
 
 class Zero3(common.Case):
     def config(self, name, steps=12):
-        data = os.path.join(self.dir, "tokens.bin")
-        if not os.path.exists(data):
-            g = torch.Generator().manual_seed(1)
-            ids = torch.randint(64, (6000,), generator=g, dtype=torch.int32).numpy().astype("<u2")
-            with open(data, "wb") as f:
-                f.write(ids.tobytes())
+        data = common.random_tokens(os.path.join(self.dir, "tokens.bin"), 64, 6000)
         run_dir = os.path.join(self.dir, name)
         cfg = common.write(os.path.join(self.dir, name + ".yaml"),
                            CONFIG.format(run_dir=run_dir, data=data, steps=steps))

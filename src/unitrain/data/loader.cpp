@@ -97,11 +97,15 @@ int64_t Loader::epoch_size() const {
   return pad_ ? (n + world_ - 1) / world_ : (n - rank_ + world_ - 1) / world_;
 }
 
-void Loader::shard(int rank, int world, bool pad) {
+void Loader::place(int rank, int world) {
   UT_CHECK(world >= 1 && rank >= 0 && rank < world, name_, ": shard ", rank, " of ", world,
            " does not exist");
   rank_ = rank;
   world_ = world;
+}
+
+void Loader::shard(int rank, int world, bool pad) {
+  place(rank, world);
   pad_ = pad;
   UT_CHECK(!options_.drop_last_ || epoch_size() >= options_.batch_size_, name_, " has ",
            dataset_->size(), " examples, ", epoch_size(), " per process of ", world,
@@ -110,10 +114,7 @@ void Loader::shard(int rank, int world, bool pad) {
 }
 
 void Loader::shard_batches(int rank, int world, int64_t whole) {
-  UT_CHECK(world >= 1 && rank >= 0 && rank < world, name_, ": shard ", rank, " of ", world,
-           " does not exist");
-  rank_ = rank;
-  world_ = world;
+  place(rank, world);
   pad_ = false;
   by_batches_ = true;
   whole_ = whole;

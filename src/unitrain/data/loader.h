@@ -128,6 +128,8 @@ class Loader {
   bool by_batches_ = false;  ///< shard_batches()
   int64_t whole_ = 0;        ///< shard_batches()' whole
   ShuffleAlgorithm shuffle_;
+  /// This loader as shard `rank` of `world` (ConfigError naming it when there is no such shard).
+  void place(int rank, int world);
   /// The positions of an epoch's order read at all: shard_batches()' whole steps, else all.
   int64_t read_limit() const;
   /// Sorts `order` by length within windows and shuffles the windows' batches (bucket_window).
