@@ -6,6 +6,7 @@ parts re-cut, and merged on one); what would break the promise is refused by nam
 import gzip
 import json
 import os
+import signal
 
 import torch
 
@@ -180,6 +181,41 @@ class Reproducible(common.Case):
                          ["last", "step-3", "step-4"])
         self.train(1, cfg, "--checkpoint.resume", os.path.join(run_dir, "checkpoints", "step-3"))
         self.assert_same_run(ref, run_dir)
+
+    def test_two_machines_stopped_by_sigterm_resume_on_three_as_one_process(self):
+        # Two "machines" (network namespaces joined by a veth pair) of 2 workers each, stopped
+        # by SIGTERM to both launchers mid-run (every rank saves at the window's end), resumed
+        # on 3 processes of one machine: bitwise the one-process run.
+        cfg, ref = self.config("one")
+        self.train(1, cfg)
+        cfg, run_dir = self.config("machines")
+        Reproducible.port += 1
+        with common.Machines(self, "10.78.0") as machines:
+            procs = [machines.launch(node, [
+                "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", "2",
+                "--master-addr", machines.addrs[0], "--master-port", str(Reproducible.port), "--",
+                "train", cfg, "--distributed.timeout", "60"] + common.slow_steps(100))
+                for node in (0, 1)]
+            metrics = os.path.join(run_dir, "metrics.jsonl")
+
+            def logged_step_5():
+                try:
+                    return any(e["step"] >= 5 for e in read_jsonl(metrics))
+                except (OSError, ValueError):  # not yet written, or a line being written
+                    return False
+
+            self.assertTrue(common.wait_for(logged_step_5, 120))
+            for p in procs:
+                p.send_signal(signal.SIGTERM)
+            outs = [p.communicate(timeout=120)[0] for p in procs]
+            for p, out in zip(procs, outs):
+                self.assertEqual(p.returncode, 75, out)  # checkpoint.on_signal's exit code
+        saved = [n for n in os.listdir(os.path.join(run_dir, "checkpoints")) if n != "last"]
+        self.assertEqual(len(saved), 1, outs[0])
+        self.assertLess(int(saved[0][5:]), 20, saved)
+        out = self.train(3, cfg, "--checkpoint.resume", "auto")
+        self.assertIn("resuming on 3 process(es) a checkpoint written by 4", out)
+        self.assert_same_run(ref, run_dir, logs=False)
 
     def test_zero3_on_two_to_four_processes_and_resized_ends_as_one(self):
         # One process (ZeRO 3 has no effect there): the plain path, whole gradients.
