@@ -10,26 +10,6 @@
 namespace unitrain {
 namespace {
 
-/// The sum of squares of x[0..n) in float64: eight lanes (element i into lane i % 8), each
-/// summed in index order, then combined pairwise. The order is a function of n alone.
-template <typename T>
-double squares_of(const T* x, int64_t n) {
-  constexpr int kLanes = 8;
-  double lane[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) {
-      const double v = static_cast<double>(static_cast<float>(x[i + j]));
-      lane[j] += v * v;
-    }
-  }
-  for (int j = 0; i < n; ++i, ++j) {
-    const double v = static_cast<double>(static_cast<float>(x[i]));
-    lane[j] += v * v;
-  }
-  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-}
-
 /// `t` as a 1-D tensor of `padded` elements: itself, or a copy padded with zeros.
 torch::Tensor padded_to(const torch::Tensor& t, int64_t padded) {
   torch::Tensor flat = t.reshape({-1});
@@ -161,59 +141,6 @@ double ShardOrderedLoss::agree(ProcessGroup* group) {
   std::vector<std::vector<double>> mine;
   for (double s : shares) mine.push_back({s});
   return sum_in_shard_order(*group, layout, mine)[0];
-}
-
-std::vector<double> chunk_squares(const torch::Tensor& owned, const MicroShardLayout& layout) {
-  const int64_t len = layout.chunk_numel();
-  TORCH_INTERNAL_ASSERT(owned.dim() == 1 && owned.numel() % len == 0);
-  const int64_t chunks = owned.numel() / len;
-  std::vector<double> out(static_cast<size_t>(chunks));
-  if (!owned.device().is_cpu()) {
-    // Elsewhere (a GPU): each chunk reduced on its own, so its kernel sees one shape for every W.
-    std::vector<torch::Tensor> sums;
-    for (int64_t c = 0; c < chunks; ++c) {
-      sums.push_back(owned.narrow(0, c * len, len).to(torch::kFloat64).square().sum());
-    }
-    const torch::Tensor host = torch::stack(sums).cpu();
-    std::copy(host.data_ptr<double>(), host.data_ptr<double>() + chunks, out.begin());
-    return out;
-  }
-  const torch::Tensor values = owned.contiguous();
-  AT_DISPATCH_FLOATING_TYPES_AND2(torch::kBFloat16, torch::kHalf, values.scalar_type(),
-                                  "chunk_squares", [&] {
-                                    const scalar_t* x = values.data_ptr<scalar_t>();
-                                    for (int64_t c = 0; c < chunks; ++c)
-                                      out[size_t(c)] = squares_of(x + c * len, len);
-                                  });
-  return out;
-}
-
-double ShardOrderedReduce::norm() {
-  TORCH_INTERNAL_ASSERT(complete());
-  const std::vector<double> mine = chunk_squares(owned_, layout_);
-  const int chunks = layout_.micro_shards();
-  torch::Tensor all = torch::from_blob(const_cast<double*>(mine.data()),
-                                       {static_cast<int64_t>(mine.size())}, torch::kFloat64)
-                          .clone();
-  if (layout_.world_size() > 1) {
-    torch::Tensor every =
-        torch::empty({chunks}, torch::TensorOptions(torch::kFloat64).device(group_->device()));
-    group_->all_gather_shards(every, all.to(group_->device()));
-    all = every.cpu();
-  }
-  const double* squares = all.data_ptr<double>();
-  double total = squares[0];
-  for (int c = 1; c < chunks; ++c) total += squares[c];  // in chunk order
-  return std::sqrt(total);
-}
-
-double ShardOrderedReduce::clip_to_norm(double max_norm) {
-  const double total = norm();
-  const double raw = max_norm / (total + 1e-6);
-  const double coef = std::isnan(raw) || raw < 1.0 ? raw : 1.0;
-  torch::NoGradGuard no_grad;
-  if (coef != 1.0) owned_.mul_(coef);
-  return total;
 }
 
 int64_t ShardOrderedReduce::bytes_sent_per_micro_step() const {

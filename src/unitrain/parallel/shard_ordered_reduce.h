@@ -13,9 +13,9 @@
 //   Shard 0 is copied, not added to zeros (0 + -0 is +0), and every later shard is one
 //   elementwise add_ — autograd's accumulation of G micro-batches (grad = g0; grad += g1; ...).
 //   Each element's sum is the same sequence of float additions for every W.
-// - Norm: each owner sums the squares of each of its chunks in float64, in a fixed order within
-//   the chunk (8 lanes by index, combined pairwise); the G chunk sums are gathered and added in
-//   chunk order. The norm and the clip coefficient are the same double for every W.
+// - Norm (ParameterBlockSquares): each parameter's gradient in blocks of 64 elements, each
+//   block's squares summed in float64 in index order, the blocks added in a fixed order of the
+//   parameters: the same double whether the gradient is whole or in ZeRO 3's parts, on any W.
 // - Scalars (losses, metric sums): every shard's values are gathered and added in shard order.
 // - Parameters: each rank updates its owned slice, then one all-gather (gather_owned()).
 // - Cost, per rank, for a flat gradient of P padded elements of b bytes: each micro-step's
@@ -28,16 +28,13 @@
 //   owner are never adjacent in the order (interleaved), and a partial sum of non-adjacent shards
 //   is not a prefix of the sequential sum, so every shard's slice must reach its owner. Memory:
 //   a receive buffer of P and an accumulator of P / W elements.
-// Left for the engine: the flat gradient of each shard (parameters' gradients laid end to end
-// and padded, produced from no gradient — set_to_none, not zeroed — by the same micro-batch shape
-// and intra-op thread count on every W; a parameter without gradient as zeros); the loss
-// divided by G, not by G / W; dropout and every random draw seeded from (seed, step, shard); the
-// optimizer on owned slices (FusedAdam, whose result per element does not depend on where a
-// loop starts; LibTorch's AdamW matched too in the tests on 64-element-aligned slices, but its
-// vectorised loops fuse multiply-adds that their scalar tails do not); optimizer state and
-// checkpoints in this W-independent layout (chunks re-owned on a resume at another W); overlapping
-// a micro-step's exchange with the next micro-step's backward; batch norm (per-shard statistics)
-// refused or documented.
+// The engine's side (docs/distributed.md, "The same weights on any number of processes"):
+// ReproducibleSync lays each shard's gradient out flat from no gradient and gathers the sum
+// whole for clipping and the optimizer (ZeRO 0-2); ShardedParameters sums each unit's parts so
+// under ZeRO 3 (members 64-aligned, the fused Adam on the parts); LoopData reads whole batches
+// and weighs each by 1 / G; TrainLoop seeds every micro-shard's draws from (seed, step, shard);
+// ShardOrderedMetrics and ShardOrderedLoss order the logged sums and the divergence guard's loss;
+// reproducible_checks refuses batch norm and what else would depend on W.
 #include <torch/types.h>
 
 #include <functional>
@@ -50,8 +47,8 @@ namespace unitrain {
 
 class ProcessGroup;
 
-/// A rank's accumulator of the step's gradient over its owned slice. Every rank calls add() once
-/// per micro-step, and norm(), clip_to_norm() together (they are collectives).
+/// A rank's accumulator of the step's gradient over its owned slice. Every rank calls add() (or
+/// start() and finish_add()) once per micro-step: they are collectives.
 class ShardOrderedReduce {
  public:
   /// The gradient in `dtype` (float32; bfloat16 where the parameters are), on the group's device.
@@ -79,15 +76,8 @@ class ShardOrderedReduce {
   /// Every micro-step of the step added: owned_gradient() holds the sum over shards 0..G-1.
   bool complete() const { return done_ == layout_.micro_steps(); }
   /// This rank's slice [owned_offset(), + owned_numel()) of the sum of the step's shard
-  /// gradients, in global shard order (valid once complete()). The optimizer steps it; clipping
-  /// scales it in place.
+  /// gradients, in global shard order (valid once complete()).
   torch::Tensor& owned_gradient() { return owned_; }
-  /// The L2 norm of the whole summed gradient, the same double on every rank and every W.
-  /// A collective (an all-gather of G / W doubles per rank).
-  double norm();
-  /// Scales owned_gradient() by min(1, max_norm / (norm + 1e-6)) (clip_gradient_norm's
-  /// coefficient, in double; a NaN norm gives NaN) and returns the norm. A collective.
-  double clip_to_norm(double max_norm);
   /// Bytes this rank sends others per micro-step: (W - 1) x owned_numel() x element size.
   int64_t bytes_sent_per_micro_step() const;
 
@@ -141,10 +131,6 @@ class ShardOrderedLoss {
   int micro_shards_;
   std::vector<double> shares_;
 };
-
-/// The sum of the squares of each chunk of `owned` (a rank's owned slice: whole chunks of
-/// `layout`), in float64, in an order fixed by the chunk's length alone.
-std::vector<double> chunk_squares(const torch::Tensor& owned, const MicroShardLayout& layout);
 
 /// The sums over the step's G shards, in shard order (the first copied, then added), of
 /// per-shard values: `mine[i]` holds this rank's values (as many on every shard and rank) for
