@@ -1,6 +1,6 @@
 """distributed.reproducible with the real binary: the same config on 1, 2, 3 and 4 processes
-(G = 12 micro-shards), plain data parallelism and ZeRO 1, 2 and 3, float32 and bf16-mixed, with
-dropout and clipping, ends with bitwise the same weights and optimizer state and the same logged
+(G = 12 micro-shards), plain data parallelism and ZeRO 1, 2 and 3, float32, bf16-mixed and
+bf16-true (ZeRO 0-2), with dropout and clipping, ends with bitwise the same weights and optimizer state and the same logged
 losses; a run of 4 processes resumed on 2 and then on 3 ends as the one-process run (ZeRO 3's
 parts re-cut, and merged on one); what would break the promise is refused by name."""
 import gzip
@@ -136,8 +136,8 @@ class Reproducible(common.Case):
             with open(os.path.join(ref, guard)) as a, open(os.path.join(other, guard)) as b:
                 self.assertEqual(a.read(), b.read())
 
-    def test_one_to_four_processes_zero_0_1_2_float32_and_bf16_mixed(self):
-        for precision in ("fp32", "bf16-mixed"):
+    def test_one_to_four_processes_zero_0_1_2_float32_and_bfloat16(self):
+        for precision in ("fp32", "bf16-mixed", "bf16-true"):
             cfg, ref = self.config(f"one-{precision}")
             self.train(1, cfg, "--train.precision", precision)
             losses = [e["train/loss"] for e in self.logged(ref) if "train/loss" in e]
