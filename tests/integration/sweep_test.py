@@ -54,6 +54,26 @@ class Sweep(common.Case):
         with open(os.path.join(folder, "results.json")) as f:
             return json.load(f)["trials"]
 
+    def test_a_trial_whose_metric_is_not_a_number_fails_and_the_sweep_goes_on(self):
+        # lr 1e30 with on_nonfinite: skip trains to its end with a validation loss of NaN: that
+        # trial failed (diverged), the other is ranked and best, and the sweep says one failed.
+        sweep, folder = self.sweep_file(
+            "diverged", "strategy: grid\nspace: {optimizer.lr: {grid: [1.0e+30, 0.001]}}\n",
+            length="1 epoch", metric="val/loss")
+        with open(sweep) as f:
+            common.write(sweep, f.read().replace("mode: max", "mode: min"))
+        base = os.path.join(self.dir, "base.yaml")
+        with open(base) as f:
+            common.write(base, f.read().replace("threads: 1}", "threads: 1, on_nonfinite: skip}"))
+        code, out = run(["sweep", sweep])
+        self.assertNotIn("does not report", out)
+        self.assertIn("trial 0 failed: it diverged: its validation reported val/loss = nan", out)
+        self.assertIn("best: trial 1", out)
+        self.assertEqual(code, 1, out)  # a failed trial: the sweep's exit says so
+        rows = self.results(folder)
+        self.assertEqual([r["status"] for r in rows], ["failed", "finished"])
+        self.assertEqual(rows[0]["steps"], 23)
+
     def test_a_grid_of_learning_rates_equals_separate_runs(self):
         lrs = ["0.01", "0.003", "0.001", "0.0003"]
         sweep, folder = self.sweep_file(

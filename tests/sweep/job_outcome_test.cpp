@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "test_util.h"
@@ -45,6 +46,19 @@ TEST(JobOutcome, AFinishedJobsMetricAndSteps) {
   const std::string m = test::config_error_of([&] { read_job_result(dir, "val/f1"); });
   EXPECT_TRUE(test::contains(m, "does not report 'val/f1'; it reports: val/acc")) << m;
   EXPECT_EQ(read_pause(dir, "val/acc"), std::nullopt);  // not paused
+}
+
+TEST(JobOutcome, ADivergedJobsMetricIsReadAsItsNotANumber) {
+  // Reported, but not a number (the trial diverged): not "does not report" (the sweep marks the
+  // trial failed and goes on).
+  const std::string dir =
+      job_left(R"({"status": "finished", "step": 12, "final": {"val": {"val/loss": "NaN"}}})");
+  const JobResult r = read_job_result(dir, "val/loss");
+  EXPECT_TRUE(std::isnan(r.metric));
+  EXPECT_EQ(r.steps, 12);
+  const std::string inf =
+      job_left(R"({"status": "finished", "step": 3, "final": {"val": {"val/loss": "Infinity"}}})");
+  EXPECT_TRUE(std::isinf(read_job_result(inf, "val/loss").metric));
 }
 
 TEST(JobOutcome, AJobStoppedEarlySaysWhereItStopped) {

@@ -11,12 +11,11 @@
 namespace unitrain {
 namespace {
 
-/// The last validation's value of `metric` in a job's summary `s`; ConfigError naming the
-/// metrics it reported when `metric` is not among them. A value that is not a finite number
-/// counts as not reported, as it did when a JSON number was asked of the file.
+/// The last validation's value of `metric` in a job's summary `s` (NaN or infinite when the
+/// trial diverged); ConfigError naming the metrics it reported when `metric` is not among them.
 double reported(const RunSummary& s, const std::string& metric, const std::string& run_dir) {
   const auto it = s.final_val.find(metric);
-  if (it == s.final_val.end() || !std::isfinite(it->second)) {
+  if (it == s.final_val.end()) {
     std::string known;
     for (const auto& [k, v] : s.final_val) known += (known.empty() ? "" : ", ") + k;
     throw ConfigError(

@@ -10,7 +10,7 @@ namespace unitrain {
 
 /// What a job that ended well (exit 0) left in the trial's results/summary.json.
 struct JobResult {
-  double metric = 0;   ///< the last validation's value of the sweep's metric
+  double metric = 0;   ///< the last validation's value of the sweep's metric (NaN: diverged)
   int64_t steps = 0;   ///< optimizer steps trained in all
   int64_t epochs = 0;  ///< completed epochs
   bool stopped_early =

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -234,6 +235,7 @@ class SweepRunner {
           t.index, pause->second, configs_.rungs()[ended.job.rung].str(), pause->first));
     } else if (ok) {
       const JobResult r = read_job_result(configs_.run_dir(t.index), o_.metric);
+      if (!std::isfinite(r.metric)) return diverged(t, r);
       t.rung_metrics.resize(ended.job.rung);
       t.rung_metrics.push_back(r.metric);
       t.steps = r.steps;
@@ -266,6 +268,19 @@ class SweepRunner {
       log::warn(fmt::format("trial {} failed: it {} (see {}/logs/{}.log)", t.index, t.error,
                             o_.folder(), fs::path(configs_.run_dir(t.index)).filename().string()));
     }
+    write_trial_records(state_file(), trials_);
+    write_sweep_results(o_.folder(), trials_, o_.metric, o_.higher_is_better, space_.scales());
+  }
+
+  /// A trial that trained to its end with a metric that is not a number (on_nonfinite: skip
+  /// kept it going): failed, not ranked, and the sweep goes on.
+  void diverged(TrialRecord& t, const JobResult& r) {
+    t.status = TrialStatus::Failed;
+    t.steps = r.steps;
+    t.epochs = r.epochs;
+    t.error = fmt::format("diverged: its validation reported {} = {}", o_.metric, r.metric);
+    log::warn(fmt::format("trial {} failed: it {} (see {}/logs/{}.log)", t.index, t.error,
+                          o_.folder(), fs::path(configs_.run_dir(t.index)).filename().string()));
     write_trial_records(state_file(), trials_);
     write_sweep_results(o_.folder(), trials_, o_.metric, o_.higher_is_better, space_.scales());
   }
