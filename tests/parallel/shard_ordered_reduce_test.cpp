@@ -96,7 +96,7 @@ OrderedRun run_ordered(int world, c10::ScalarType dtype) {
     }
     const int64_t at = layout.owned_offset(), n = layout.owned_numel();
     out.gradient.narrow(0, at, n).copy_(reduce.owned_gradient());
-    out.value_sums[size_t(rank)] = sum_in_shard_order(*group, layout, values);
+    out.value_sums[size_t(rank)] = sum_in_shard_order(group.get(), layout, values);
     // AdamW on the owned slice (float32 masters), then every slice to every rank.
     torch::Tensor flat = start.clone();
     torch::Tensor mine = flat.narrow(0, at, n).clone().requires_grad_();

@@ -92,7 +92,9 @@ int64_t Loader::dataset_size() const { return dataset_->size(); }
 
 int64_t Loader::epoch_size() const {
   const int64_t n = dataset_->size();
-  if (by_batches_) return EpochOrder::size_in_blocks(read_limit(), options_.batch_size_, rank_, world_);
+  if (by_batches_) {
+    return EpochOrder::size_in_blocks(read_limit(), options_.batch_size_, rank_, world_);
+  }
   if (world_ == 1) return n;
   return pad_ ? (n + world_ - 1) / world_ : (n - rank_ + world_ - 1) / world_;
 }

@@ -1,14 +1,66 @@
 #include "unitrain/parallel/distributed_options.h"
 
-
 #include <cmath>
 
 #include "unitrain/core/error.h"
 
 namespace unitrain {
+namespace {
+
+using T = DistributedOptions;
+
+/// The ZeRO keys: what each rank keeps of the optimizer's state, the gradients, the
+/// parameters.
+void declare_zero(Options<T>& o) {
+  o.field("zero", &T::zero)
+      .min(0)
+      .max(3)
+      .help(
+          "ZeRO stage. 0: every rank keeps the optimizer's state for every parameter; 1: each "
+          "rank keeps it for its partition of the parameters (balanced by size), steps those and "
+          "broadcasts them (optimizer-state memory / ranks); 2: also gradients, each bucket "
+          "reduced to its owner only and freed elsewhere; 3: also the parameters, each rank "
+          "keeping an equal part of every unit of the model (a transformer block) and gathering "
+          "a unit just before it runs (models with units: transformer_lm, or TrainModule::units() "
+          "in C++). No effect in one process");
+  o.field("unit_min_params", &T::unit_min_params)
+      .min(0)
+      .fixed("distributed.zero: 3's saved parts and optimizer state are cut by its joined units")
+      .help(
+          "distributed.zero: 3: the model's consecutive units are joined until each joined unit "
+          "holds at least this many parameters (the last ones, if fewer, join the one before), "
+          "then gathered and reduced as one: fewer, larger collectives for a model of many small "
+          "units, more memory while one runs. 0 = each unit of the model on its own");
+  o.field_or_auto("prefetch", &T::prefetch, &T::prefetch_auto)
+      .help(
+          "distributed.zero: 3: launch the gather of the next unit (forward) or of the unit "
+          "before (backward) as one starts, so that the transfer overlaps the computation (at "
+          "most two units whole at a time); false = each unit gathered when it runs; auto = on "
+          "with NCCL (GPUs), off with Gloo (on CPUs it costs memory and gains little: "
+          "docs/performance.md)");
+}
+
+/// distributed.reproducible.
+void declare_reproducible(Options<T>& o) {
+  o.field("reproducible", &T::reproducible)
+      .min(0)
+      .fixed("distributed.reproducible's micro-shards are each step's batch and the order of its "
+             "sums")
+      .help(
+          "G > 0: the same weights, optimizer state and logged losses, bit for bit, on any number "
+          "of processes that divides G (and on one). Each step is cut into G micro-shards of "
+          "data.loader.batch_size samples, shard i x W + r run by rank r at micro-step i (so G / W "
+          "accumulation micro-steps per process), every random draw seeded from (seed, step, "
+          "shard), and the gradients, losses and metrics summed in shard order whatever the "
+          "world size. An epoch's samples past its last whole step (G x batch_size) are not "
+          "read. Needs train.threads (and under ZeRO 3 the fused adam or adamw); refuses batch "
+          "norm, manual optimization, L-BFGS and train.cuda_graphs. 0 = off (each process "
+          "reduces as fast as it can)");
+}
+
+}  // namespace
 
 void DistributedOptions::declare(Options<DistributedOptions>& o) {
-  using T = DistributedOptions;
   o.field("backend", &T::backend)
       .choices({"auto", "gloo", "nccl"})
       .help(
@@ -37,46 +89,8 @@ void DistributedOptions::declare(Options<DistributedOptions>& o) {
       .help(
           "copy rank 0's buffers (batch-norm statistics) to every rank at the start of each "
           "accumulation window; false = each rank keeps its own");
-  o.field("zero", &T::zero)
-      .min(0)
-      .max(3)
-      .help(
-          "ZeRO stage. 0: every rank keeps the optimizer's state for every parameter; 1: each "
-          "rank keeps it for its partition of the parameters (balanced by size), steps those and "
-          "broadcasts them (optimizer-state memory / ranks); 2: also gradients, each bucket "
-          "reduced to its owner only and freed elsewhere; 3: also the parameters, each rank "
-          "keeping an equal part of every unit of the model (a transformer block) and gathering "
-          "a unit just before it runs (models with units: transformer_lm, or TrainModule::units() "
-          "in C++). No effect in one process");
-  o.field("unit_min_params", &T::unit_min_params)
-      .min(0)
-      .fixed("distributed.zero: 3's saved parts and optimizer state are cut by its joined units")
-      .help(
-          "distributed.zero: 3: the model's consecutive units are joined until each joined unit "
-          "holds at least this many parameters (the last ones, if fewer, join the one before), "
-          "then gathered and reduced as one: fewer, larger collectives for a model of many small "
-          "units, more memory while one runs. 0 = each unit of the model on its own");
-  o.field_or_auto("prefetch", &T::prefetch, &T::prefetch_auto)
-      .help(
-          "distributed.zero: 3: launch the gather of the next unit (forward) or of the unit "
-          "before (backward) as one starts, so that the transfer overlaps the computation (at "
-          "most two units whole at a time); false = each unit gathered when it runs; auto = on "
-          "with NCCL (GPUs), off with Gloo (on CPUs it costs memory and gains little: "
-          "docs/performance.md)");
-  o.field("reproducible", &T::reproducible)
-      .min(0)
-      .fixed("distributed.reproducible's micro-shards are each step's batch and the order of its "
-             "sums")
-      .help(
-          "G > 0: the same weights, optimizer state and logged losses, bit for bit, on any number "
-          "of processes that divides G (and on one). Each step is cut into G micro-shards of "
-          "data.loader.batch_size samples, shard i x W + r run by rank r at micro-step i (so G / W "
-          "accumulation micro-steps per process), every random draw seeded from (seed, step, "
-          "shard), and the gradients, losses and metrics summed in shard order whatever the "
-          "world size. An epoch's samples past its last whole step (G x batch_size) are not "
-          "read. Needs train.threads (and under ZeRO 3 the fused adam or adamw); refuses batch "
-          "norm, manual optimization, L-BFGS and train.cuda_graphs. 0 = off (each process "
-          "reduces as fast as it can)");
+  declare_zero(o);
+  declare_reproducible(o);
 }
 
 ProcessGroupOptions DistributedOptions::group_options(const torch::Device& device) const {

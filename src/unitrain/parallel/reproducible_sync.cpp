@@ -16,6 +16,12 @@ std::vector<torch::Tensor> trained(const std::vector<torch::Tensor>& params) {
   return out;
 }
 
+std::vector<int64_t> numels_of(const std::vector<torch::Tensor>& params) {
+  std::vector<int64_t> out;
+  for (const auto& p : params) out.push_back(p.numel());
+  return out;
+}
+
 int64_t total_numel(const std::vector<torch::Tensor>& params) {
   int64_t n = 0;
   for (const auto& p : params) n += p.numel();
@@ -51,7 +57,8 @@ ReproducibleSync::ReproducibleSync(std::shared_ptr<ProcessGroup> group,
       params_(trained(params)),
       reduce_(make_reduce(group_, params_, micro_shards)),
       used_(params_.size(), 0.f),
-      loss_(micro_shards) {
+      loss_(micro_shards),
+      squares_(numels_of(params_)) {
   int64_t offset = 0;
   for (const auto& p : params_) {
     offsets_.push_back(offset);
@@ -117,15 +124,7 @@ void ReproducibleSync::agree_with_used() {
   mine_.fill(0.f);
   std::fill(used_.begin(), used_.end(), 0.f);
   nonfinite_flag_ = torch::Tensor();
-  // (Spikes watched: every rank shared its window's losses.)
-  has_agreed_loss_ = loss_.shared();
-  if (has_agreed_loss_) agreed_loss_ = loss_.agree(group_.get());
-}
-
-StepDecision ReproducibleSync::agreed() const {
-  StepDecision d = StepDecision::decode(agreed_.data());
-  if (has_agreed_loss_) d.loss = agreed_loss_;
-  return d;
+  loss_.agree(group_.get());
 }
 
 void ReproducibleSync::agree() { agree_with_used(); }
@@ -149,13 +148,10 @@ void ReproducibleSync::finish(const std::vector<torch::Tensor>&) {
 }
 
 double ReproducibleSync::norm() {
-  std::vector<int64_t> numels;
-  for (const auto& p : params_) numels.push_back(p.numel());
-  ParameterBlockSquares squares(numels);
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (params_[i].grad().defined()) squares.add(i, 0, params_[i].grad());
+    if (params_[i].grad().defined()) squares_.add(i, 0, params_[i].grad());
   }
-  return squares.norm(nullptr);
+  return squares_.norm(nullptr);
 }
 
 }  // namespace unitrain

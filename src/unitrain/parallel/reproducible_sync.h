@@ -45,7 +45,9 @@ class ReproducibleSync : public GradientSync {
   bool shares_decisions() const override { return true; }
   void share(const StepDecision& mine, const torch::Tensor& nonfinite_on_device = {}) override;
   void agree() override;
-  StepDecision agreed() const override;
+  StepDecision agreed() const override {
+    return loss_.applied_to(StepDecision::decode(agreed_.data()));
+  }
   bool orders_losses() const override { return true; }
   void share_losses(std::vector<double> shares) override { loss_.share(std::move(shares)); }
 
@@ -72,8 +74,7 @@ class ReproducibleSync : public GradientSync {
   std::vector<bool> used_by_any_;  ///< after finish: per parameter
   torch::Tensor nonfinite_flag_;
   ShardOrderedLoss loss_;
-  double agreed_loss_ = 0;
-  bool has_agreed_loss_ = false;
+  ParameterBlockSquares squares_;  ///< norm()'s blocks of params_
 };
 
 }  // namespace unitrain

@@ -128,19 +128,20 @@ double ParameterBlockSquares::norm(ProcessGroup* group) {
   return std::sqrt(total);
 }
 
-double ShardOrderedLoss::agree(ProcessGroup* group) {
-  std::vector<double> shares = std::move(shares_);
-  shares_.clear();
-  if (group == nullptr || group->world_size() == 1) {
-    double sum = shares.empty() ? 0 : shares[0];
-    for (size_t i = 1; i < shares.size(); ++i) sum += shares[i];
-    return sum;
-  }
-  const MicroShardLayout layout(0, micro_shards_, group->world_size(), group->rank());
-  TORCH_INTERNAL_ASSERT(static_cast<int>(shares.size()) == layout.micro_steps());
+void ShardOrderedLoss::agree(ProcessGroup* group) {
+  agreed_.reset();
+  if (shares_.empty()) return;
+  const MicroShardLayout layout(0, micro_shards_, group ? group->world_size() : 1,
+                                group ? group->rank() : 0);
   std::vector<std::vector<double>> mine;
-  for (double s : shares) mine.push_back({s});
-  return sum_in_shard_order(*group, layout, mine)[0];
+  for (double s : shares_) mine.push_back({s});
+  shares_.clear();
+  agreed_ = sum_in_shard_order(group, layout, mine)[0];
+}
+
+StepDecision ShardOrderedLoss::applied_to(StepDecision d) const {
+  if (agreed_) d.loss = *agreed_;
+  return d;
 }
 
 int64_t ShardOrderedReduce::bytes_sent_per_micro_step() const {
@@ -148,7 +149,7 @@ int64_t ShardOrderedReduce::bytes_sent_per_micro_step() const {
          static_cast<int64_t>(owned_.element_size());
 }
 
-std::vector<double> sum_in_shard_order(ProcessGroup& group, const MicroShardLayout& layout,
+std::vector<double> sum_in_shard_order(ProcessGroup* group, const MicroShardLayout& layout,
                                        const std::vector<std::vector<double>>& mine) {
   const int steps = layout.micro_steps();
   const int world = layout.world_size();
@@ -163,9 +164,10 @@ std::vector<double> sum_in_shard_order(ProcessGroup& group, const MicroShardLayo
   }
   torch::Tensor all = local;  // rank q's values for shard shard_at(i, q) at (q x steps + i) x k
   if (world > 1) {
+    TORCH_INTERNAL_ASSERT(group != nullptr);
     torch::Tensor every = torch::empty(
-        {world * local.numel()}, torch::TensorOptions(torch::kFloat64).device(group.device()));
-    group.all_gather_shards(every, local.to(group.device()));
+        {world * local.numel()}, torch::TensorOptions(torch::kFloat64).device(group->device()));
+    group->all_gather_shards(every, local.to(group->device()));
     all = every.cpu();
   }
   const double* v = all.data_ptr<double>();

@@ -39,9 +39,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "unitrain/parallel/micro_shard_layout.h"
+#include "unitrain/parallel/step_decision.h"
 
 namespace unitrain {
 
@@ -122,21 +124,24 @@ class ShardOrderedLoss {
   explicit ShardOrderedLoss(int micro_shards) : micro_shards_(micro_shards) {}
   /// This rank's shares of the window, in its order (G / W of them).
   void share(std::vector<double> shares) { shares_ = std::move(shares); }
-  bool shared() const { return !shares_.empty(); }
-  /// Their sum over every rank in shard order (a collective with a `group`; every rank calls it
-  /// when any shared); clears the shares.
-  double agree(ProcessGroup* group);
+  /// Their sum over every rank in shard order, when this window shared any (train.divergence
+  /// watches spikes: then every rank did, and this is a collective with a `group`); clears the
+  /// shares.
+  void agree(ProcessGroup* group);
+  /// `d` with the agreed sum as its loss, when the last agree() made one.
+  StepDecision applied_to(StepDecision d) const;
 
  private:
   int micro_shards_;
   std::vector<double> shares_;
+  std::optional<double> agreed_;
 };
 
 /// The sums over the step's G shards, in shard order (the first copied, then added), of
 /// per-shard values: `mine[i]` holds this rank's values (as many on every shard and rank) for
 /// shard layout.shard_at(i, rank), i in [0, micro_steps()). The same doubles on every rank and
-/// every W. A collective (an all-gather).
-std::vector<double> sum_in_shard_order(ProcessGroup& group, const MicroShardLayout& layout,
+/// every W. A collective (an all-gather); `group` null: one process (`layout`'s world of 1).
+std::vector<double> sum_in_shard_order(ProcessGroup* group, const MicroShardLayout& layout,
                                        const std::vector<std::vector<double>>& mine);
 
 /// Every rank's owned slice of `flat` (padded_numel() long, contiguous: the parameters after each

@@ -25,14 +25,12 @@ void ShardedSync::agree() {
   std::copy(host.data_ptr<float>(), host.data_ptr<float>() + StepDecision::kSlots, agreed_.begin());
   mine_.fill(0.f);
   nonfinite_flag_ = torch::Tensor();
-  has_agreed_loss_ = loss_ && loss_->shared();
-  if (has_agreed_loss_) agreed_loss_ = loss_->agree(group_.get());
+  if (loss_) loss_->agree(group_.get());
 }
 
 StepDecision ShardedSync::agreed() const {
-  StepDecision d = StepDecision::decode(agreed_.data());
-  if (has_agreed_loss_) d.loss = agreed_loss_;
-  return d;
+  const StepDecision d = StepDecision::decode(agreed_.data());
+  return loss_ ? loss_->applied_to(d) : d;
 }
 
 double ShardedSync::sum_across_ranks(double local) { return group_->sum_of(local); }

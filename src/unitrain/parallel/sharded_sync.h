@@ -39,8 +39,6 @@ class ShardedSync : public GradientSync {
  private:
   std::function<double()> norm_;
   std::unique_ptr<ShardOrderedLoss> loss_;
-  double agreed_loss_ = 0;
-  bool has_agreed_loss_ = false;
   std::shared_ptr<ProcessGroup> group_;
   std::array<float, StepDecision::kSlots> mine_{}, agreed_{};
   torch::Tensor nonfinite_flag_;

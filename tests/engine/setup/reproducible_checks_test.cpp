@@ -6,6 +6,8 @@
 #include <torch/torch.h>
 
 #include <cstdlib>
+#include <optional>
+#include <string>
 
 #include "unitrain/core/error.h"
 #include "unitrain/engine/config/load_config.h"
@@ -32,8 +34,27 @@ bool mentions(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+/// OMP_NUM_THREADS unset for a test, as it was after.
+class WithoutOmpThreads {
+ public:
+  WithoutOmpThreads() {
+    if (const char* v = std::getenv("OMP_NUM_THREADS")) saved_ = v;
+    unsetenv("OMP_NUM_THREADS");
+  }
+  ~WithoutOmpThreads() {
+    if (saved_) {
+      setenv("OMP_NUM_THREADS", saved_->c_str(), 1);
+    } else {
+      unsetenv("OMP_NUM_THREADS");
+    }
+  }
+
+ private:
+  std::optional<std::string> saved_;
+};
+
 TEST(ReproducibleChecks, WhatWouldDependOnTheWorldSizeIsNamed) {
-  unsetenv("OMP_NUM_THREADS");
+  const WithoutOmpThreads unset;
   const std::string on = "distributed: {reproducible: 12}\ntrain: {threads: 1}\n";
   EXPECT_EQ(refusal(on, 1), "");
   EXPECT_EQ(refusal(on, 3), "");

@@ -27,7 +27,10 @@ FitDevice set_up_device(const RunSettings& settings, const DistEnv& env) {
   // Every precision restriction of the run's parts on its device, before the run folder changes.
   std::vector<PrecisionSupport> restrictions;
   check_reproducible(settings, env.world_size);
-  if (env.distributed() && settings.distributed.zero == 2 && !settings.distributed.reproducible_on()) {
+  // (Under distributed.reproducible ZeRO 2 steps whole gradients: no bucket owners.)
+  const bool buckets_to_owners =
+      settings.distributed.zero == 2 && !settings.distributed.reproducible_on();
+  if (env.distributed() && buckets_to_owners) {
     restrictions.push_back(zero2_precisions());
   }
   check_precision(train.precision, fit.device.type(), restrictions);

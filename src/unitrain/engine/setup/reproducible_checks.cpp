@@ -8,10 +8,11 @@
 #include "unitrain/core/error.h"
 #include "unitrain/core/train_module.h"
 #include "unitrain/engine/config/run_settings.h"
+#include "unitrain/engine/setup/thread_governor.h"
 #include "unitrain/optim/fused_adam.h"
 #include "unitrain/optim/optimizer.h"
-#include "unitrain/parallel/process_group.h"
 #include "unitrain/parallel/micro_shard_layout.h"
+#include "unitrain/parallel/process_group.h"
 
 namespace unitrain {
 
@@ -36,8 +37,10 @@ void check_reproducible(const RunSettings& settings, int world) {
            "train.global_batch_size is ", train.global_batch_size.value_or(0),
            ", but distributed.reproducible: ", g, " micro-shards of data.loader.batch_size ",
            batch, " make a step of ", g * batch, " samples; give only one of them");
-  const char* omp = std::getenv("OMP_NUM_THREADS");
-  UT_CHECK(train.threads > 0 || (omp && std::atoi(omp) > 0),
+  // Given (train.threads, or OMP_NUM_THREADS), not chosen by auto: as a fit will choose it.
+  const ThreadCount threads =
+      choose_thread_count(train.threads, std::getenv("OMP_NUM_THREADS"), 1, 1.0, 0);
+  UT_CHECK(!threads.automatic,
            "distributed.reproducible needs a fixed intra-op thread count: train.threads: auto "
            "picks by the CPUs and processes of each machine, and a different count sums some "
            "reductions in another order; set train.threads (e.g. 1), the same on every world "
@@ -56,15 +59,13 @@ void check_reproducible_step(const RunSettings& settings, TrainModule& module,
   if (group && group->world_size() > 1 && settings.distributed.zero == 3) {
     const bool fused = dynamic_cast<const FusedAdam*>(trainers) != nullptr ||
                        dynamic_cast<const FusedAdamW*>(trainers) != nullptr;
+    const auto amsgrad_in = [](const torch::optim::OptimizerOptions& o) {
+      if (const auto* a = dynamic_cast<const torch::optim::AdamOptions*>(&o)) return a->amsgrad();
+      if (const auto* w = dynamic_cast<const torch::optim::AdamWOptions*>(&o)) return w->amsgrad();
+      return false;
+    };
     bool amsgrad = false;
-    for (const auto& g : trainers->param_groups()) {
-      if (const auto* o = dynamic_cast<const torch::optim::AdamOptions*>(&g.options())) {
-        amsgrad = amsgrad || o->amsgrad();
-      }
-      if (const auto* o = dynamic_cast<const torch::optim::AdamWOptions*>(&g.options())) {
-        amsgrad = amsgrad || o->amsgrad();
-      }
-    }
+    for (const auto& g : trainers->param_groups()) amsgrad = amsgrad || amsgrad_in(g.options());
     UT_CHECK(fused && !amsgrad, "distributed.reproducible with distributed.zero: 3 needs "
              "optimizer.type adam or adamw with args.fused: true and no amsgrad: ZeRO 3 steps "
              "parts of flat buffers, and only the fused step rounds each element alike wherever "
