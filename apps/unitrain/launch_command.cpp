@@ -1,7 +1,8 @@
 // launch: this machine's workers of a distributed run.
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <filesystem>
-#include <iostream>
 
 #include "command_line.h"
 #include "commands.h"
@@ -10,6 +11,7 @@
 #include "unitrain/engine/config/load_config.h"
 #include "unitrain/launch/launcher.h"
 #include "unitrain/launch/slurm_step.h"
+#include "unitrain/log/console.h"
 
 namespace unitrain::cli {
 namespace {
@@ -86,11 +88,11 @@ class LaunchCommand : public Subcommand {
     if (cli_->count("--node-rank") == 0) options_.node_rank = step->node_rank;
     if (cli_->count("--master-addr") == 0) options_.master_addr = step->master_addr;
     if (cli_->count("--master-port") == 0) options_.master_port = step->master_port;
-    std::cout << "launch: machine " << options_.node_rank << " of " << options_.nnodes
-              << ", rendezvous at " << options_.master_addr << ":" << options_.master_port
-              << " (from the Slurm step: SLURM_STEP_NUM_NODES, SLURM_PROCID, the first host of "
-                 "SLURM_STEP_NODELIST, SLURM_JOB_ID; options given on the command line win)"
-              << std::endl;
+    log::info(fmt::format(
+        "launch: machine {} of {}, rendezvous at {}:{} (from the Slurm step: "
+        "SLURM_STEP_NUM_NODES, SLURM_PROCID, the first host of SLURM_STEP_NODELIST, "
+        "SLURM_JOB_ID; options given on the command line win)",
+        options_.node_rank, options_.nnodes, options_.master_addr, options_.master_port));
   }
 
   /// The process group's shape and the launcher's restart policy.

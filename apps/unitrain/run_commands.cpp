@@ -2,13 +2,14 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <iostream>
 
 #include "commands.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/memory.h"
 #include "unitrain/core/save_signals.h"
-#include "unitrain/engine/loop/stop_signal.h"
 #include "unitrain/engine/config/run_settings.h"
+#include "unitrain/engine/loop/stop_signal.h"
 #include "unitrain/engine/text_perplexity.h"
 #include "unitrain/engine/train_from_config.h"
 #include "unitrain/log/console.h"
@@ -105,11 +106,13 @@ class EvalCommand : public Subcommand {
     const auto r = evaluate_checkpoint(cfg, choice, split_name_, weights_name_);
     std::string line = detail::concat(r.split, " at step ", r.step, ":");
     for (const auto& [k, v] : r.metrics) line += " " + k + " " + format_metric(v);
-    log::info(line);
+    // The metrics are the command's product (stdout); where they were saved is a diagnostic.
+    std::cout << line << '\n';
     if (r.classes) {
-      log::info("per class:");
-      for (const std::string& l : r.classes->lines()) log::info("  " + l);
+      std::cout << "per class:\n";
+      for (const std::string& l : r.classes->lines()) std::cout << "  " << l << '\n';
     }
+    std::cout << std::flush;
     log::info("results: " + r.results_file);
     return 0;
   }
@@ -118,9 +121,11 @@ class EvalCommand : public Subcommand {
   int perplexity(const Config& cfg) {
     const std::string choice = cli_->count("--checkpoint") == 0 ? "last" : checkpoint_;
     const PerplexityResult r = text_perplexity(cfg, choice, text_, tokenizer_, window_);
-    log::info(fmt::format("{}: perplexity {:.4f} (mean NLL {:.4f} nats) over {} tokens in {} "
-                          "windows, checkpoint {}",
-                          text_, r.perplexity, r.mean_nll, r.tokens, r.windows, r.checkpoint));
+    std::cout << fmt::format(
+                     "{}: perplexity {:.4f} (mean NLL {:.4f} nats) over {} tokens in {} "
+                     "windows, checkpoint {}\n",
+                     text_, r.perplexity, r.mean_nll, r.tokens, r.windows, r.checkpoint)
+              << std::flush;
     log::info("results: " + r.results_file);
     return 0;
   }

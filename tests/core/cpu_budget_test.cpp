@@ -122,6 +122,23 @@ TEST(CpuBudget, AnotherProgramsBusyCpuIsCountedAndOursIsNot) {
       << counted << " " << excluded << " " << sibling_used;
 }
 
+TEST(CpuBudget, ASiblingThatEndsInTheWindowIsNotReadAsOthersLoad) {
+  // A sibling (another job started from the same shell) that spun for a while and ends inside
+  // the window: its past CPU time must not turn into others' load (it once read "878.7 of 2
+  // CPUs busy"); no reading exceeds the CPUs there are.
+  const pid_t sibling = spinning_child();
+  ASSERT_GT(sibling, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  CpuLoadProbe probe({int(sibling)});
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ::kill(sibling, SIGKILL);
+  ::waitpid(sibling, nullptr, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const double others = probe.others_busy();
+  EXPECT_LE(others, double(std::thread::hardware_concurrency()));
+  EXPECT_GE(others, 0.0);
+}
+
 TEST(CpuBudget, SiblingWorkersShareTheParentAndTheProgram) {
   int pipe_fds[2];
   ASSERT_EQ(::pipe(pipe_fds), 0);

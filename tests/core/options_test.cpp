@@ -124,6 +124,30 @@ TEST(Options, DefaultsComeFromTheStruct) {
   EXPECT_EQ(widget_field("seed").allowed(), ">= 0");  // unsigned
 }
 
+/// Defaults whose text YAML would fold or unescape if written plainly or single-quoted.
+struct Texts {
+  std::string lines = "### Instruction:\n{prompt}\n\n### Response:\n";
+  std::string marks = "tab\there, 'quoted' \"double\" back\\slash\x01";
+  static void declare(Options<Texts>& o) {
+    o.field("lines", &Texts::lines);
+    o.field("marks", &Texts::marks);
+  }
+};
+
+TEST(Options, StringDefaultsWithLineBreaksReadBackAsThemselves) {
+  const Texts t = options_of<Texts>().parse(Config::from_string("t: {}").at("t"));
+  EXPECT_EQ(t.lines, Texts().lines);
+  EXPECT_EQ(t.marks, Texts().marks);
+  // The resolved section, dumped and read again (a run's config.yaml), keeps them too.
+  const Config resolved =
+      options_of<Texts>().schema()->resolve(Config::from_string("t: {}").at("t"));
+  const Config reread = Config::from_string(resolved.dump());
+  EXPECT_EQ(options_of<Texts>().parse(reread).lines, Texts().lines);
+  // docs/config.md shows the escapes on one line.
+  EXPECT_EQ(*options_of<Texts>().schema()->find("lines")->default_yaml(),
+            "\"### Instruction:\\n{prompt}\\n\\n### Response:\\n\"");
+}
+
 TEST(Options, ReadsEveryType) {
   const Widget w = widget(
       "w: {path: p, count: 5, seed: 9, rate: 0.5, on: false, label: x, note: hi, every: 3st,"

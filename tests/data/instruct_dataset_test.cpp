@@ -110,6 +110,32 @@ TEST(InstructDataset, TruncationSidesAndPacking) {
   EXPECT_EQ(ids(w.at("segments")), (std::vector<int64_t>{1, 1, 1, 2, 2, 2}));
 }
 
+TEST(InstructDataset, SaysOnceHowManyExamplesTheCutLeftWithoutAResponse) {
+  const std::string dir = test::temp_dir();
+  InstructOptions o = options(dir, R"({"prompt": "what is sky", "response": "blue"})"
+                                   "\n"
+                                   R"({"prompt": "grass", "response": "green"})"
+                                   "\n");
+  o.template_text = "{prompt} :";
+  o.max_length = 3;  // what is sky : | blue <eos>: the response is cut away
+  testing::internal::CaptureStderr();
+  InstructDataset{o};
+  const std::string right = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(test::contains(right, "1 of 2 examples are longer than max_length 3")) << right;
+  EXPECT_TRUE(test::contains(right, "the response's end); 1 have no response token")) << right;
+  EXPECT_TRUE(test::contains(right, "truncation: left")) << right;
+  o.truncation = Truncation::Left;  // the prompt's start is cut; every response is kept
+  testing::internal::CaptureStderr();
+  InstructDataset{o};
+  const std::string left = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(test::contains(left, "the prompt's start); 0 have no response token")) << left;
+  o.max_length = 8;
+  testing::internal::CaptureStderr();
+  InstructDataset{o};
+  const std::string none = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(test::contains(none, "max_length")) << none;
+}
+
 TEST(InstructDataset, RefusesJinjaBadLinesAndUnknownFields) {
   const std::string dir = test::temp_dir();
   const std::string chat = R"({"messages": [{"role": "assistant", "content": "hi"}]})"
@@ -131,6 +157,37 @@ TEST(InstructDataset, RefusesJinjaBadLinesAndUnknownFields) {
                    "\n");
   o.template_text = "{question} :";
   EXPECT_TRUE(test::contains(config_error_of([&] { InstructDataset{o}; }), "has '{question}'"));
+}
+
+TEST(InstructDataset, PromptResponseLinesNeedNoChatTemplateBesideAHubJinjaOne) {
+  // Every hub instruct folder's tokenizer_config.json holds a Jinja chat_template: prompt and
+  // response lines train beside it, and a chat line is refused with Llama 3's plain turns.
+  const std::string dir = test::temp_dir();
+  InstructOptions o = options(dir, R"({"prompt": "what is sky", "response": "blue"})"
+                                   "\n");
+  o.tokenizer =
+      write_tokenizer(dir,
+                      "{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>"
+                      "{{ m.content }}<|eot_id|>{% endfor %}");
+  EXPECT_EQ(InstructDataset(o).size(), 1);
+  o.paths = {test::write_file(dir + "/chat.jsonl",
+                              R"({"prompt": "sky", "response": "blue"})"
+                              "\n"
+                              R"({"messages": [{"role": "assistant", "content": "hi"}]})"
+                              "\n")};
+  const std::string error = config_error_of([&] { InstructDataset{o}; });
+  EXPECT_TRUE(test::contains(error, "chat.jsonl' line 2 holds chat messages")) << error;
+  EXPECT_TRUE(test::contains(error, "<|start_header_id|>{role}<|end_header_id|>")) << error;
+  EXPECT_FALSE(test::contains(error, "im_start")) << error;
+}
+
+TEST(InstructDataset, RefusesATruncatedTokenizerConfig) {
+  const std::string dir = test::temp_dir();
+  InstructOptions o = options(dir, R"({"prompt": "sky", "response": "blue"})"
+                                   "\n");
+  test::write_file(dir + "/tokenizer_config.json", R"({"eos_token": "<eo)");
+  const std::string error = config_error_of([&] { InstructDataset{o}; });
+  EXPECT_TRUE(test::contains(error, "tokenizer_config.json")) << error;
 }
 
 }  // namespace

@@ -139,9 +139,9 @@ TEST(NpyDataset, DtypeConversionAndInfo) {
 np.save(d + 'x.npy', np.linspace(0, 1, 12).reshape(6, 2))
 np.save(d + 'y.npy', np.array([0, 2, 1, 4, 2, 0], dtype=np.uint8))
 )");
-  testing::internal::CaptureStdout();  // the console log
+  testing::internal::CaptureStderr();  // the console log
   DatasetPtr kept = load_npy(npy_arrays({{"x", dir + "/x.npy"}, {"y", dir + "/y.npy"}}));
-  const std::string log = testing::internal::GetCapturedStdout();
+  const std::string log = testing::internal::GetCapturedStderr();
   // NumPy's default float is float64; models are float32: read as float32, said once.
   EXPECT_EQ(kept->get(0).at("x").scalar_type(), torch::kFloat32);
   EXPECT_NE(log.find("x.npy' (key x) is float64; read as float32"), std::string::npos) << log;

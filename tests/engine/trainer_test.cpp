@@ -480,10 +480,10 @@ TEST(Trainer, WarnsOnceOfConfigKeysTheProgramNeverRead) {
   config.set("train.log_every", "2 steps");    // and one that fit() reads does not warn
   Trainer trainer(config);
   Regression module;
-  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
   trainer.fit(module, regression_data(32));
   trainer.fit(module, regression_data(32));
-  const std::string err = testing::internal::GetCapturedStdout();
+  const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_TRUE(test::contains(err, "model.type")) << err;
   EXPECT_TRUE(test::contains(err, "data.collate.type")) << err;
   EXPECT_EQ(err.find("model.type"), err.rfind("model.type")) << "warned once: " << err;
@@ -525,11 +525,11 @@ TEST(Trainer, AProgramsOwnModuleIsNotStoppedByAModelSectionItNeverReads) {
                            "\nmodel: {type: mlp}\n"
                            "data: {loader: {batch_size: 8, workers: 0}}\n"
                            "train: {max_length: 1 epoch}\n";
-  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
   Trainer trainer(Config::from_string(text));
   Regression module;
   EXPECT_EQ(trainer.fit(module, regression_data(32)).state.step, 4);
-  const std::string out = testing::internal::GetCapturedStdout();
+  const std::string out = testing::internal::GetCapturedStderr();
   EXPECT_TRUE(test::contains(out, "model.args.sizes")) << out;
   EXPECT_TRUE(test::contains(out, "a program that builds its own module does not use them")) << out;
   std::ifstream saved(dir + "/config.yaml");
@@ -546,9 +546,9 @@ TEST(Trainer, DeterministicRunsAskLibTorchForDeterministicAlgorithms) {
     if (!deterministic.empty()) c.set("train.deterministic", deterministic);
     Trainer trainer(c);
     Regression module;
-    testing::internal::CaptureStdout();
+    testing::internal::CaptureStderr();
     trainer.fit(module, regression_data(32));
-    return testing::internal::GetCapturedStdout();
+    return testing::internal::GetCapturedStderr();
   };
   std::string out = fit_logging("true");
   EXPECT_TRUE(at::globalContext().deterministicAlgorithms());

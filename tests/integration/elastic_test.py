@@ -70,6 +70,19 @@ class Elastic(common.Case):
         self.assertEqual(code, 0, out)
         return out
 
+    def test_a_refused_resume_never_says_it_resumes(self):
+        # A finished 1-process run, then 2 processes with another precision: refused (nothing
+        # would train), and no line before the refusal says the run resumes on 2 processes.
+        cfg, _ = self.config("refused")
+        self.train(1, cfg, "--train.max_length", "15 steps")
+        Elastic.port += 1
+        code, out = run(["launch", "--nproc-per-node", "2", "--master-port", str(Elastic.port),
+                         "--", "train", cfg, "--train.max_length", "15 steps",
+                         "--train.precision", "bf16-mixed"])
+        self.assertNotEqual(code, 0, out)
+        self.assertIn("holds a finished run", out)
+        self.assertNotIn("resuming on 2 process(es)", out)
+
     def check(self, before, after, zero="0", **config):
         cfg, ref = self.config(f"ref-{before}-{after}-{zero}", **config)
         self.train(after, cfg, "--distributed.zero", zero)

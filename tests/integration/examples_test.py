@@ -18,7 +18,7 @@ class Examples(common.Case):
             p = subprocess.run([exe, os.path.join(self.dir, "lib")], capture_output=True, text=True,
                                timeout=900)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-            outs.append(p.stdout)
+            outs.append(p.stdout + p.stderr)
         first = re.search(r"step (\d+) val/acc ([0-9.]+)", outs[0])
         self.assertIsNotNone(first, outs[0])
         self.assertNotIn("already complete", outs[0])
@@ -155,6 +155,8 @@ class Examples(common.Case):
         code, out = run(["export", "examples/finetune/pretrain.yaml", "--run_dir", pre,
                          "--format", "hf", "--out", folder], cwd=common.SOURCE)
         self.assertEqual(code, 0, out)
+        # The byte-level tokenizer.json the run names travels with the folder.
+        self.assertTrue(os.path.exists(os.path.join(folder, "tokenizer.json")))
         fine = os.path.join(self.dir, "fine")
         code, out = run(["train", "examples/finetune/finetune.yaml", "--run_dir", fine,
                          "--model.args.pretrained", folder, "--train.max_length", "5 steps"]
@@ -172,6 +174,14 @@ class Examples(common.Case):
                          os.path.join(self.dir, "fine-folder")], cwd=common.SOURCE)
         self.assertEqual(code, 0, out)
         self.assertTrue(os.path.exists(os.path.join(self.dir, "fine-folder", "model.safetensors")))
+        # The docs' own runs generate: the completion alone on stdout, the loading on stderr.
+        p = subprocess.run([common.BIN, "generate", fine, "--prompt", "Call me",
+                            "--max-new-tokens", "8"], capture_output=True, text=True,
+                           cwd=common.SOURCE, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertTrue(p.stdout.strip(), p.stderr)
+        for said in ["checkpoint", "loaded", "warning", "tensors"]:
+            self.assertNotIn(said, p.stdout)
         # examples/finetune/lora.yaml on the same folder: adapters only, exported as PEFT's.
         lora = os.path.join(self.dir, "lora")
         given = ["--run_dir", lora, "--model.args.pretrained", folder]

@@ -150,11 +150,12 @@ CpuLoadProbe::Sample CpuLoadProbe::sample() const {
     if (!std::binary_search(mine.begin(), mine.end(), cpu)) continue;
     s.busy += (user + nice + system + irq + softirq + steal) / hz;
   }
+  s.cpus = static_cast<int>(mine.size());
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
   s.own = double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
           double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-  for (int pid : siblings_) s.own += process_seconds(pid);
+  for (int pid : siblings_) s.siblings.push_back(process_seconds(pid));
   return s;
 }
 
@@ -166,7 +167,15 @@ double CpuLoadProbe::others_busy() const {
   const Sample now = sample();
   const double wall = std::chrono::duration<double>(now.at - start_.at).count();
   if (wall <= 0) return 0;
-  return std::max(0.0, ((now.busy - start_.busy) - (now.own - start_.own)) / wall);
+  // Each sibling's own time in the window: one that ended (0 now) or whose pid was taken by
+  // another program (less now) is not subtracted, so its whole past is not read as others'.
+  double siblings = 0;
+  for (size_t i = 0; i < now.siblings.size() && i < start_.siblings.size(); ++i) {
+    if (now.siblings[i] > 0) siblings += std::max(0.0, now.siblings[i] - start_.siblings[i]);
+  }
+  const double others = ((now.busy - start_.busy) - (now.own - start_.own) - siblings) / wall;
+  // No more CPUs can be busy than there are (a tick counted late can overshoot a short window).
+  return std::clamp(others, 0.0, double(std::max(1, now.cpus)));
 }
 
 std::vector<int> sibling_workers() {

@@ -42,7 +42,9 @@ class CpuLoadProbe {
   struct Sample {
     std::chrono::steady_clock::time_point at;
     double busy = 0;     ///< seconds of busy CPU time, summed over this process's CPUs
-    double own = 0;      ///< this process's and its siblings' CPU seconds
+    double own = 0;      ///< this process's CPU seconds
+    std::vector<double> siblings;  ///< each sibling's CPU seconds (0: gone)
+    int cpus = 1;                  ///< how many CPUs this process may run on
   };
   Sample sample() const;
   std::vector<int> siblings_;

@@ -1,6 +1,9 @@
 #include "unitrain/core/options.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
 
 #include "unitrain/core/error.h"
 
@@ -14,9 +17,44 @@ std::string flow_list(const std::vector<E>& v, Text text) {
   return out + "]";
 }
 
+// `s` as a YAML double-quoted scalar: control characters escaped (\n, \t, \xHH), so that it
+// reads back byte for byte.
+std::string double_quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
 }  // namespace
 
 std::string yaml_text(const std::string& s) {
+  const bool control =
+      std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; });
+  if (control) return double_quoted(s);  // a single-quoted line break folds into a space
   try {
     const YAML::Node node = YAML::Load(s);
     if (!s.empty() && node.IsScalar() && node.Scalar() == s && s.find('#') == std::string::npos) {

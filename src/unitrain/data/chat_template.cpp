@@ -16,6 +16,37 @@ bool is_jinja(const std::string& text) {
          text.find("{#") != std::string::npos;
 }
 
+/// A plain template in the format of the Jinja one `jinja`, for the families whose turns are
+/// "header, content, end" (a hint in the refusal; "" when the format is not one of them).
+std::string plain_template_hint(const std::string& jinja) {
+  if (jinja.find("<|start_header_id|>") != std::string::npos) {  // Llama 3
+    return ", e.g. '<|start_header_id|>{role}<|end_header_id|>\\n\\n{content}<|eot_id|>' "
+           "(Llama 3's turns)";
+  }
+  if (jinja.find("<|im_start|>") != std::string::npos) {  // ChatML: Qwen, others
+    return ", e.g. '<|im_start|>{role}\\n{content}<|im_end|>\\n' (ChatML's turns)";
+  }
+  return "";
+}
+
+/// tokenizer_config.json as JSON; ConfigError naming it when it is too large or not a JSON
+/// object (a truncated file is refused, not ignored).
+nlohmann::json read_tokenizer_config(const std::string& path) {
+  constexpr std::uintmax_t kMostBytes = 256ull << 20;
+  std::error_code error;
+  const std::uintmax_t bytes = std::filesystem::file_size(path, error);
+  UT_CHECK(!error && bytes <= kMostBytes, path, ": ",
+           error ? "cannot be read" : "is larger than 256 MiB; not a tokenizer_config.json");
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  UT_CHECK(in.good() || in.eof(), path, ": cannot be read");
+  nlohmann::json config = nlohmann::json::parse(text.str(), nullptr, false);
+  UT_CHECK(!config.is_discarded(), path, ": is not valid JSON (truncated?)");
+  UT_CHECK(config.is_object(), path, ": is not a JSON object");
+  return config;
+}
+
 }  // namespace
 
 TextTemplate::TextTemplate(const std::string& text, const std::vector<std::string>& fields,
@@ -66,26 +97,22 @@ std::pair<std::string, std::string> TextTemplate::around(
   return {fill(before_, values), fill(after_, values)};
 }
 
-std::string tokenizer_chat_template(const std::string& tokenizer) {
+TokenizerChatTemplate tokenizer_chat_template(const std::string& tokenizer) {
   const auto path = std::filesystem::path(tokenizer).parent_path() / "tokenizer_config.json";
   std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) return "";
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  const nlohmann::json config = nlohmann::json::parse(text.str(), nullptr, false);
-  if (!config.is_object() || !config.contains("chat_template")) return "";
+  if (!std::filesystem::is_regular_file(path, error)) return {};
+  const nlohmann::json config = read_tokenizer_config(path.string());
+  if (!config.contains("chat_template") || config["chat_template"].is_null()) return {};
   const nlohmann::json& t = config["chat_template"];
-  UT_CHECK(t.is_string(), path.string(), ": chat_template is ",
-           t.is_array() ? "a list of named templates" : "not a string",
-           ", which unitrain cannot run; give data.<split>.args.chat_template as plain text "
-           "with {role} and {content}");
-  const std::string s = t.get<std::string>();
-  UT_CHECK(!is_jinja(s), path.string(),
-           ": its chat_template is a Jinja template, which unitrain cannot run; give "
-           "data.<split>.args.chat_template as plain text with {role} and {content} (e.g. "
-           "'<|im_start|>{role}\\n{content}<|im_end|>\\n')");
-  return s;
+  UT_CHECK(t.is_string() || t.is_array(), path.string(),
+           ": chat_template is neither a string nor a list of named templates");
+  const std::string text = t.is_string() ? t.get<std::string>() : "";
+  if (t.is_string() && !is_jinja(text)) return {text, ""};
+  return {"", path.string() + ": its chat_template is " +
+                  (t.is_array() ? "a list of named Jinja templates" : "a Jinja template") +
+                  ", which unitrain cannot run; give data.<split>.args.chat_template as plain "
+                  "text with {role} and {content}" +
+                  plain_template_hint(text)};
 }
 
 }  // namespace unitrain

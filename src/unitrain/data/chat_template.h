@@ -30,9 +30,17 @@ class TextTemplate {
   std::vector<Piece> before_, after_;
 };
 
-/// The chat_template of the tokenizer_config.json beside `tokenizer` when it is plain text with
-/// {role} and {content}; "" when there is no such file or it has no chat_template. ConfigError
-/// naming the file when its chat_template is Jinja (it cannot run here) or not a string.
-std::string tokenizer_chat_template(const std::string& tokenizer);
+/// The chat_template of the tokenizer_config.json beside a tokenizer.
+struct TokenizerChatTemplate {
+  std::string text;     ///< plain text with {role} and {content}; "" when there is none to use
+  std::string refusal;  ///< why the file's template cannot run (Jinja, a list of named ones)
+};
+
+/// Reads the chat_template of the tokenizer_config.json beside `tokenizer`: both fields empty
+/// when there is no such file or it has no chat_template; `refusal` set (naming the file, with a
+/// plain template to give instead) when it is one unitrain cannot run, so that a caller says it
+/// only when a chat needs it. ConfigError naming the file when it is not JSON, too large, or its
+/// chat_template is neither a string nor a list.
+TokenizerChatTemplate tokenizer_chat_template(const std::string& tokenizer);
 
 }  // namespace unitrain

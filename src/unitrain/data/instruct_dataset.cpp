@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "unitrain/core/error.h"
@@ -31,7 +32,8 @@ void InstructOptions::declare(Options<InstructOptions>& o) {
       .help(
           "each chat message's text, with {role} and {content} (e.g. "
           "'<|im_start|>{role}\\n{content}<|im_end|>\\n'); null = the tokenizer_config.json's "
-          "chat_template when it is such plain text (a Jinja one is refused, by name)");
+          "chat_template when it is such plain text (a Jinja one is refused, by name, at the "
+          "first chat line; prompt/response lines do not need it)");
   o.field("add_special_tokens", &T::add_special_tokens)
       .help(
           "start each example with the tokenizer's special prefix (Llama-3's "
@@ -84,7 +86,11 @@ InstructDataset::InstructDataset(const InstructOptions& o)
       o.template_text, std::vector<std::string>{"prompt"}, "prompt", "data: instruct: template");
   std::string chat = o.chat_template, chat_from = "data: instruct: chat_template";
   if (chat.empty()) {
-    chat = tokenizer_chat_template(o.tokenizer);  // throws, naming it, for Jinja
+    // A Jinja template is refused only when a line holds chat messages: prompt/response data
+    // beside a hub tokenizer_config.json (which holds one) needs no chat template.
+    TokenizerChatTemplate beside = tokenizer_chat_template(o.tokenizer);
+    chat = std::move(beside.text);
+    chat_refusal_ = std::move(beside.refusal);
     chat_from = "the chat_template of the tokenizer_config.json beside " + o.tokenizer;
   }
   if (!chat.empty()) {
@@ -100,13 +106,19 @@ InstructDataset::InstructDataset(const InstructOptions& o)
         "' has no eos token (give its tokenizer_config.json beside it, or set add_eos: false)");
   }
   UT_CHECK(lines_.size() > 0, "instruct: the files hold no lines");
+  // Every line is rendered now (checked before the run, not mid-run), and what max_length cuts
+  // is counted: an example cut to no trained label teaches nothing, silently otherwise.
+  int64_t truncated = 0, without_labels = 0;
   for (int64_t i = 0; i < lines_.size(); ++i) {
-    if (o.pack) {
-      packed_examples_.push_back(tokens(i));
-    } else {
-      render(i);  // every line checked now, not mid-run
-    }
+    InstructTokens t = render(i);
+    const size_t whole = t.ids.size();
+    cut(t);
+    truncated += t.ids.size() < whole;
+    without_labels += std::find(t.trained.begin() + std::min<size_t>(1, t.trained.size()),
+                                t.trained.end(), 1) == t.trained.end();
+    if (o.pack) packed_examples_.push_back(std::move(t));
   }
+  if (truncated > 0 || without_labels > 0) warn_truncated(truncated, without_labels);
   if (o.pack) pack_windows();
   spdlog::info(
       "instruct: {} examples{} from {} file(s), tokenizer '{}'", lines_.size(),
@@ -116,6 +128,19 @@ InstructDataset::InstructDataset(const InstructOptions& o)
 }
 
 InstructDataset::~InstructDataset() = default;
+
+void InstructDataset::warn_truncated(int64_t truncated, int64_t without_labels) const {
+  const std::string side = o_.truncation == Truncation::Right
+                               ? "their last tokens (the response's end)"
+                               : "their first tokens after the special prefix (the prompt's start)";
+  spdlog::warn(
+      "instruct: {} of {} examples are longer than max_length {} + 1 tokens and lose {}; {} "
+      "have no response token left to train on (they add nothing to the loss){}",
+      truncated, lines_.size(), o_.max_length ? *o_.max_length : 0, side, without_labels,
+      o_.truncation == Truncation::Right && without_labels > 0
+          ? ". Raise max_length, or set truncation: left to keep the responses"
+          : "");
+}
 
 void InstructDataset::add(InstructTokens& out, const std::string& text, bool trained) const {
   if (text.empty()) return;
@@ -137,6 +162,8 @@ void InstructDataset::render_chat(InstructTokens& t, const nlohmann::json& j,
   const nlohmann::json& messages = j[o_.messages_key];
   UT_CHECK(messages.is_array() && !messages.empty(), "instruct: ", where, ": '", o_.messages_key,
            "' is not a non-empty list of messages");
+  UT_CHECK(chat_template_ != nullptr || chat_refusal_.empty(), "instruct: ", where,
+           " holds chat messages: ", chat_refusal_);
   UT_CHECK(chat_template_ != nullptr, "instruct: ", where,
            " holds chat messages but there is no chat template: set data.<split>.args."
            "chat_template (plain text with {role} and {content}), or give the tokenizer a "

@@ -80,12 +80,15 @@ class InstructDataset : public Dataset {
   void end_response(InstructTokens& t) const;
   void add(InstructTokens& out, const std::string& text, bool trained) const;
   void cut(InstructTokens& t) const;
+  /// One warning: how many examples max_length cut, from which side, how many have no label.
+  void warn_truncated(int64_t truncated, int64_t without_labels) const;
   void pack_windows();
 
   InstructOptions o_;
   TextLines lines_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<TextTemplate> prompt_template_, chat_template_;
+  std::string chat_refusal_;  ///< why the tokenizer's chat template cannot run (said at a chat)
   std::vector<int64_t> prefix_;
   int64_t eos_ = -1;
   std::vector<InstructTokens> packed_examples_;  ///< pack: every line's tokens

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "unitrain/core/error.h"
 #include "unitrain/data/shard_paths.h"
@@ -28,6 +29,11 @@ void TokensOptions::declare(Options<TokensOptions>& o) {
       .help(
           "ids must be below it (checked as windows are read); null = the largest id + 1, "
           "found by reading the files, which must then total at most 64 MiB");
+  o.field("tokenizer", &T::tokenizer)
+      .help(
+          "the tokenizer the ids came from (a tokenizer.json or SentencePiece .model); not read "
+          "to train: export --format hf copies its files into the folder, and generate and eval "
+          "--text encode with it");
 }
 
 TokensDataset::TokensDataset(const TokensOptions& o)
@@ -37,6 +43,9 @@ TokensDataset::TokensDataset(const TokensOptions& o)
   UT_CHECK(o.dtype == "uint16" || o.dtype == "uint32",
            "tokens: dtype must be uint16 or uint32, got '", o.dtype, "'");
   UT_CHECK(seq_len_ > 0 && stride_ > 0, "tokens: seq_len and stride must be positive");
+  std::error_code error;
+  UT_CHECK(o.tokenizer.empty() || std::filesystem::is_regular_file(o.tokenizer, error),
+           "tokens: tokenizer '", o.tokenizer, "' is not a file");
   for (const std::string& path : shard_paths(o.path, o.paths, "tokens")) {
     PositionalFile file(path, "tokens");
     const size_t bytes = file.size();

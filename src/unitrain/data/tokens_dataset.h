@@ -20,6 +20,7 @@ struct TokensOptions {
   int64_t seq_len = 128;
   int64_t stride = 0;                 ///< tokens between window starts; 0 = seq_len
   std::optional<int64_t> vocab_size;  ///< unset: the largest id + 1, for files up to 64 MiB
+  std::string tokenizer;              ///< the tokenizer the ids came from; "" = none named
 
   static void declare(Options<TokensOptions>& o);
 };

@@ -278,6 +278,7 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   if (!resume.dir.empty()) loop.restore(resume);
   // Nothing refused the run: its folder, then its logs and checkpoints there.
   prepare_run_folder(group.get(), !resume.dir.empty(), classes);
+  if (!resume.world_change.empty()) log::info(resume.world_change);
   loop.open_run_files(resume);
   callbacks_.call("on_fit_start", &Callback::on_fit_start);
   if (!resume.dir.empty()) loop.restore_callbacks(resume);

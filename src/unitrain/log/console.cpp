@@ -54,9 +54,9 @@ class ConsoleSink : public spdlog::sinks::base_sink<std::mutex> {
                                                         : "";
     const std::string line = fmt::format("{}{}{}\n", tag, prefix(),
                                          fmt::string_view(msg.payload.data(), msg.payload.size()));
-    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fwrite(line.data(), 1, line.size(), stderr);
   }
-  void flush_() override { std::fflush(stdout); }
+  void flush_() override { std::fflush(stderr); }
 
  private:
   void (*before_print_)() = nullptr;

@@ -16,8 +16,8 @@ bool g_bar_visible = false;
 
 void clear_bar() {
   if (g_bar_visible) {
-    std::fputs("\r\033[2K", stdout);
-    std::fflush(stdout);
+    std::fputs("\r\033[2K", stderr);
+    std::fflush(stderr);
     g_bar_visible = false;
   }
 }
@@ -76,8 +76,8 @@ void ConsoleTracker::progress(int64_t step, int64_t total_steps, int64_t epoch,
   std::string text = fmt::format("\r\033[2Kepoch {} {}{}/{} {:.1f} it/s ETA {} loss {}", epoch,
                                  bar, step, total_steps > 0 ? std::to_string(total_steps) : "?",
                                  rate, format_duration(eta), format_metric(loss()));
-  std::fputs(text.c_str(), stdout);
-  std::fflush(stdout);
+  std::fputs(text.c_str(), stderr);
+  std::fflush(stderr);
   g_bar_visible = true;
 }
 
@@ -96,7 +96,7 @@ void register_console_tracker() {
       "a live progress bar",
       Schema(), [](const Config&, const LogOptions& o) -> TrackerPtr {
         const bool bar =
-            o.progress_bar == "true" || (o.progress_bar == "auto" && isatty(STDOUT_FILENO));
+            o.progress_bar == "true" || (o.progress_bar == "auto" && isatty(STDERR_FILENO));
         return std::make_unique<ConsoleTracker>(bar);
       });
 }

@@ -65,7 +65,7 @@ void LogOptions::declare(Options<LogOptions>& o) {
           "{tensorboard: {hparams: [optimizer, train]}}; checked and filled with defaults");
   o.field("progress_bar", &LogOptions::progress_bar)
       .choices({"auto", "true", "false"})
-      .help("a progress bar with rate, ETA and running loss; auto = when stdout is a terminal");
+      .help("a progress bar with rate, ETA and running loss; auto = when stderr is a terminal");
   o.field("all_ranks", &LogOptions::all_ranks)
       .help(
           "data-parallel runs: every rank writes its own tracker files (rank 0 in run_dir, "

@@ -38,6 +38,9 @@ struct ResumePoint {
   std::string dir;                           ///< "" = a fresh start
   TrainerStateFile file;                     ///< its trainer_state.json
   std::vector<ConfigChange> config_changes;  ///< since it was saved
+  /// How a resume on another number of processes continues (fit_resume_to_world), said once
+  /// nothing refused the resume; "" when the number is the checkpoint's.
+  std::string world_change;
 };
 
 /// Reads what must be known of `dir` before the loop is built (trainer_state.json, config.yaml)

@@ -8,7 +8,6 @@
 #include "unitrain/core/error.h"
 #include "unitrain/engine/config/resume_config.h"
 #include "unitrain/engine/config/run_settings.h"
-#include "unitrain/log/console.h"
 
 namespace unitrain {
 
@@ -95,11 +94,11 @@ void fit_resume_to_world(ResumePoint& resume, int world, RunSettings& settings) 
     settings.train.accumulation_steps = change.accumulation;
   }
   if (saved.world != world) {
-    log::info(fmt::format(
+    resume.world_change = fmt::format(
         "resuming on {} process(es) a checkpoint written by {}: the global batch of {} samples "
         "per step is kept ({}), training continues at sample {} of epoch {}",
         world, saved.world, saved.world * saved.batch_size * saved.accumulation, change.describe(),
-        saved.batch_in_epoch * saved.world * saved.batch_size, resume.file.state.epoch));
+        saved.batch_in_epoch * saved.world * saved.batch_size, resume.file.state.epoch);
   }
 }
 

@@ -44,7 +44,8 @@ WorldChange plan_world_change(const SavedLayout& saved, int world, int64_t batch
 /// A resume on `world` processes of a checkpoint (`resume`) written by another number of them,
 /// or with another batch layout: keeps its global batch by adjusting the per-process batch or
 /// the accumulation in `settings` (plan_world_change), carries its position in the epoch over
-/// into `resume`, and says so in the log when the world changed. Nothing without a resume.
+/// into `resume`, and when the world changed writes how into `resume.world_change` (the
+/// Trainer says it once nothing refused the resume). Nothing without a resume.
 /// ConfigError, before the run folder is touched, when that cannot be done.
 void fit_resume_to_world(ResumePoint& resume, int world, RunSettings& settings);
 
