@@ -1,13 +1,16 @@
 """A real Slurm on this machine (Debian's slurm-wlm and munge: munged, slurmctld and slurmd started
 by the test from a slurm.conf of its own, stopped by their pids): `srun -n 2 unitrain train`
 forms one group of 2 and ends bitwise equal to `unitrain launch --nproc-per-node 2`; the sbatch
-script of docs/distributed.md, as written but for one node and a short time limit, gets Slurm's
-own time-limit SIGUSR1 mid-run, srun exits 75, the script requeues the job, and the requeued job
-resumes and ends COMPLETED, bitwise equal to the uninterrupted run; `scancel -s TERM` of a
-running job, `scontrol requeue` of it and its preemption by a job of a higher-priority partition
-(PreemptMode=REQUEUE) do the same; SIGUSR1 sent to `srun -n 2` at moments spread over the run's
-life is never fatal and the same command resumes bitwise. No variable is set by hand: the workers
-read Slurm's."""
+scripts of docs/distributed.md, taken from the page and changed only for one node, this
+machine's worker count, the binary, the config and the time limit: the one of a task per worker
+gets Slurm's own time-limit SIGUSR1 mid-run, srun exits 75, the script requeues the job, and the
+requeued job resumes and ends COMPLETED, bitwise equal to the uninterrupted run; the one of a
+launcher per node trains a group of 2 to its end, bitwise equal too, and the launcher line under
+the other script's header (srun keeps the job's tasks per node) is refused with the fix;
+`scancel -s TERM` of a running job, `scontrol requeue` of it and its preemption by a job of a
+higher-priority partition (PreemptMode=REQUEUE) do the same; SIGUSR1 sent to `srun -n 2` at
+moments spread over the run's life is never fatal and the same command resumes bitwise. No
+variable is set by hand: the workers read Slurm's."""
 import os
 import re
 import shutil
@@ -81,13 +84,33 @@ def tool(name):
     return found
 
 
-def docs_sbatch_script():
-    """docs/distributed.md's requeueing sbatch script, as written."""
+PER_WORKER = "one task per worker"
+LAUNCHER = "one launcher per node"
+
+
+def docs_sbatch_script(form):
+    """docs/distributed.md's requeueing sbatch script of `form` (PER_WORKER or LAUNCHER), as
+    written: the block after its `<!-- slurm-script: FORM ... -->` mark."""
     with open(os.path.join(common.SOURCE, "docs", "distributed.md")) as f:
         text = f.read()
-    start = text.index("A Slurm job that requeues itself")
-    block = re.search(r"```bash\n(.*?)```", text[start:], re.S)
+    mark = r"<!-- slurm-script: " + re.escape(form) + r"\b[^\n]*-->\n+"
+    block = re.search(mark + r"```bash\n(.*?)```", text, re.S)
+    assert block, f"docs/distributed.md has no sbatch script marked '{form}'"
     return block.group(1)
+
+
+def docs_launcher_script(nodes, nproc, train_args, out):
+    """docs/distributed.md's script of one launcher per node, for `nodes` nodes of `nproc` workers
+    running this test's binary with `train_args`; nothing else changed."""
+    script = docs_sbatch_script(LAUNCHER)
+    for old, new in (("--nodes=2", f"--nodes={nodes}"),
+                     ("--output=unitrain-%j.out", f"--output={out}"),
+                     ("unitrain launch --nproc-per-node 4",
+                      f"{common.BIN} launch --nproc-per-node {nproc}"),
+                     ("-- train run.yaml", "-- train " + " ".join(train_args))):
+        assert old in script, (old, script)
+        script = script.replace(old, new)
+    return script
 
 
 class Slurm(common.Case):
@@ -204,7 +227,7 @@ class Slurm(common.Case):
     def docs_script(self, cfg, out, time_limit="1", signal_at="USR1@50", slow_ms=300):
         """docs/distributed.md's script on this one-node cluster: 2 tasks, a short time limit,
         this test's binary and config; nothing else changed."""
-        script = docs_sbatch_script()
+        script = docs_sbatch_script(PER_WORKER)
         for old, new in (("--nodes=2", "--nodes=1"), ("--ntasks-per-node=4", "--ntasks-per-node=2"),
                          ("--time=04:00:00", f"--time={time_limit}"),
                          ("--signal=USR1@120", f"--signal={signal_at}"),
@@ -238,9 +261,34 @@ class Slurm(common.Case):
             log = f.read()
         self.assertEqual(job["JobState"], "COMPLETED", log)
         self.assertGreaterEqual(int(job["Restarts"]), 1, log)
+        self.assertIn("data parallel: rank 0 of 2 (slurm via", log)
         self.assertIn("stopped by SIGUSR1: checkpoint saved; exit 75", log)
         self.assertIn("resumed from", log)
         self.assertNotIn("signal 10", log)  # no task died of it
+        self.assert_same(full, self.weights(run_dir))
+
+    def test_the_docs_launcher_script_trains_a_group_of_all_the_workers(self):
+        cfg, run_dir = self.config("launcher", 40)
+        # Its srun line under the other script's header (2 tasks per node), as the page once had
+        # it: srun keeps the job's 2 tasks, and each launcher refuses with the fix.
+        p = subprocess.run(["salloc", "--nodes=1", "--ntasks-per-node=2", "srun",
+                            "--ntasks-per-node=1", common.BIN, "launch", "--nproc-per-node", "2",
+                            "--", "train", cfg], capture_output=True, text=True, timeout=120)
+        out = p.stdout + p.stderr
+        self.assertNotEqual(p.returncode, 0, out)
+        self.assertIn("srun started 2 tasks on 1 node(s)", out)
+        self.assertIn("the job asks for 2 tasks per node", out)
+        self.assertIn("#SBATCH --ntasks-per-node=1", out)
+        self.assertFalse(os.path.exists(os.path.join(run_dir, "metrics.jsonl")), out)
+        # The script as written, on one node of 2 workers.
+        full = self.launched(40, 0)
+        log_path = os.path.join(self.dir, "launcher.out")
+        job = self.wait_until_done(self.submit(docs_launcher_script(1, 2, [cfg], log_path)), 180)
+        with open(log_path) as f:
+            log = f.read()
+        self.assertEqual(job["JobState"], "COMPLETED", log)
+        self.assertIn("launch: machine 0 of 1, rendezvous at", log)
+        self.assertIn("data parallel: rank 0 of 2 (", log)
         self.assert_same(full, self.weights(run_dir))
 
     def check_stopped_job_requeues_and_resumes_exactly(self, name, stop, extra=""):

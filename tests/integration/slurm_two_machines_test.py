@@ -1,8 +1,8 @@
 """A real Slurm of two machines: two slurmd's, each in its own network namespace with its own host
 name (the veth pair of common.Machines; the node names resolve through each one's /etc/hosts, as
-a cluster's DNS would), slurmctld beside the first. docs/distributed.md's sbatch script with
-`unitrain launch` once per node (its machines from the Slurm step), adapted only to 2 nodes of 1
-worker: a worker killed -9 on the second machine, both launchers restart their workers, the job
+a cluster's DNS would), slurmctld beside the first. docs/distributed.md's sbatch script of
+`unitrain launch` once per node (its machines from the Slurm step), as written but for 1 worker a
+node: a worker killed -9 on the second machine, both launchers restart their workers, the job
 ends COMPLETED with weights bitwise equal to an uninterrupted run. No variable is set by hand."""
 import os
 import re
@@ -113,22 +113,9 @@ class SlurmTwoMachines(common.Case):
         with common.Machines(self, "10.81.0") as machines:
             self.start_cluster(machines)
             try:
-                script = slurm_test.docs_sbatch_script()
-                launch_line = re.search(r"^# srun --ntasks-per-node=1 unitrain launch .*$", script,
-                                        re.M)
-                self.assertIsNotNone(launch_line, script)
-                worker = launch_line.group(0)[2:].split("#")[0].strip()
-                worker = worker.replace("unitrain launch", common.BIN + " launch").replace(
-                    "--nproc-per-node 8", "--nproc-per-node 1").replace(
-                    "train run.yaml", " ".join(["train", cfg, "--checkpoint.every", "'5 steps'",
-                                                "--distributed.timeout", "20"]
-                                               + [f"'{w}'" for w in common.slow_steps(150)]))
-                for old, new in (("--ntasks-per-node=4", "--ntasks-per-node=1"),
-                                 ("--output=unitrain-%j.out",
-                                  f"--output={self.dir}/job.out"),
-                                 ("srun unitrain train run.yaml", worker)):
-                    self.assertIn(old, script)
-                    script = script.replace(old, new, 1)
+                script = slurm_test.docs_launcher_script(
+                    2, 1, [cfg, "--checkpoint.every", "'5 steps'", "--distributed.timeout", "20"]
+                    + [f"'{w}'" for w in common.slow_steps(150)], f"{self.dir}/job.out")
                 path = common.write(os.path.join(self.dir, "job.sh"), script)
                 sub = self.client(machines, ["sbatch", path])
                 self.assertEqual(sub.returncode, 0, sub.stderr)

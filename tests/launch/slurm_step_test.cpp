@@ -35,22 +35,41 @@ TEST(SlurmStepMachines, OneTaskPerNodeGivesTheMachines) {
 TEST(SlurmStepMachines, NotASlurmStepGivesNothing) {
   EXPECT_FALSE(machines({}));
   // A batch script's own shell: the job's variables, no step's.
-  EXPECT_FALSE(machines({{"SLURM_JOB_ID", "5"}, {"SLURM_NODEID", "0"}, {"SLURM_PROCID", "0"},
+  EXPECT_FALSE(machines({{"SLURM_JOB_ID", "5"},
+                         {"SLURM_NODEID", "0"},
+                         {"SLURM_PROCID", "0"},
                          {"SLURM_JOB_NODELIST", "n[1-2]"}}));
+}
+
+std::string slurm_step_refusal(const Env& env) {
+  try {
+    machines(env);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "accepted";
 }
 
 TEST(SlurmStepMachines, MoreTasksThanNodesIsRefused) {
   Env env = kStep;
   env["SLURM_STEP_NUM_TASKS"] = "8";
-  try {
-    machines(env);
-    FAIL() << "accepted 8 tasks on 2 nodes";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("srun started 8 tasks on 2 node(s)"), std::string::npos)
-        << e.what();
-    EXPECT_NE(std::string(e.what()).find("srun --ntasks-per-node=1 unitrain launch"),
-              std::string::npos);
-  }
+  const std::string what = slurm_step_refusal(env);
+  EXPECT_NE(what.find("srun started 8 tasks on 2 node(s)"), std::string::npos) << what;
+  EXPECT_NE(what.find("#SBATCH --ntasks-per-node=1"), std::string::npos) << what;
+  EXPECT_NE(what.find("srun --ntasks-per-node=1 unitrain launch"), std::string::npos) << what;
+  EXPECT_NE(what.find("srun unitrain train"), std::string::npos) << what;
+}
+
+TEST(SlurmStepMachines, TheRefusalNamesTheJobsTasksPerNode) {
+  // `#SBATCH --ntasks-per-node=4` and `srun --ntasks-per-node=1 unitrain launch`: srun keeps 4.
+  Env env = kStep;
+  env["SLURM_STEP_NUM_TASKS"] = "8";
+  env["SLURM_NTASKS_PER_NODE"] = "4";
+  const std::string what = slurm_step_refusal(env);
+  EXPECT_NE(what.find("the job asks for 4 tasks per node (SLURM_NTASKS_PER_NODE"),
+            std::string::npos)
+      << what;
+  EXPECT_NE(what.find("#SBATCH --ntasks-per-node=1"), std::string::npos) << what;
 }
 
 }  // namespace

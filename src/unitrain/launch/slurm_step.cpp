@@ -28,10 +28,25 @@ std::optional<SlurmStepMachines> slurm_step_machines(
   SlurmStepMachines m;
   m.nnodes = number_of(getenv, "SLURM_STEP_NUM_NODES");
   const int tasks = number_of(getenv, "SLURM_STEP_NUM_TASKS");
-  UT_CHECK(tasks == m.nnodes, "launch: srun started ", tasks, " tasks on ", m.nnodes,
-           " node(s) (SLURM_STEP_NUM_TASKS, SLURM_STEP_NUM_NODES): `unitrain launch` starts "
-           "every worker of its machine, so run one per node (srun --ntasks-per-node=1 unitrain "
-           "launch --nproc-per-node N ...), or let srun start the workers (srun unitrain train ...)");
+  if (tasks != m.nnodes) {
+    // srun's own --ntasks-per-node=1 cannot lower the job's task count: name the header.
+    const char* job_per_node = getenv("SLURM_NTASKS_PER_NODE");
+    const std::string why =
+        job_per_node != nullptr && std::atoi(job_per_node) > 1
+            ? detail::concat("the job asks for ", job_per_node,
+                             " tasks per node (SLURM_NTASKS_PER_NODE, from #SBATCH "
+                             "--ntasks-per-node), and srun keeps them even with "
+                             "--ntasks-per-node=1")
+            : std::string("srun starts the job's tasks (SLURM_NTASKS) unless it has one per node");
+    throw ConfigError(detail::concat(
+        "launch: srun started ", tasks, " tasks on ", m.nnodes,
+        " node(s) (SLURM_STEP_NUM_TASKS, SLURM_STEP_NUM_NODES), but `unitrain launch` starts "
+        "every worker of its machine and must run once per node; ",
+        why,
+        ": with the launcher give the job one task per node (#SBATCH --ntasks-per-node=1, no "
+        "--ntasks) and run srun --ntasks-per-node=1 unitrain launch --nproc-per-node N ..., or "
+        "drop the launcher and let srun start one task per worker (srun unitrain train ...)"));
+  }
   m.node_rank = number_of(getenv, "SLURM_PROCID");
   m.master_addr = expand_slurm_nodelist(getenv("SLURM_STEP_NODELIST")).front();
   if (const char* job = getenv("SLURM_JOB_ID")) m.master_port = port_of_job(job, m.master_port);
