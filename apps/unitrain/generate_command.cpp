@@ -63,6 +63,10 @@ class GenerateCommand : public Subcommand {
     cli_->add_option("--stop", stops_, "end a completion at this text (repeatable)");
     cli_->add_option("--seed", o_.seed, "sampling's seed")->capture_default_str();
     cli_->add_flag("--no-cache", no_cache_, "recompute every position for each new token");
+    cli_->add_flag("--no-special-tokens", no_special_tokens_,
+                   "do not start the prompt with the tokenizer's special prefix (e.g. Llama-3's "
+                   "<|begin_of_text|>), which transformers' tokenizer(text) and the instruct "
+                   "dataset (add_special_tokens) put there");
     cli_->add_option("--checkpoint", checkpoint_, "a run's: best, last or a checkpoint folder")
         ->capture_default_str();
     cli_->add_option("--tokenizer", tokenizer_,
@@ -80,7 +84,8 @@ class GenerateCommand : public Subcommand {
         prompts_file_.empty() ? std::vector<std::string>{prompt_} : read_prompts(prompts_file_);
     // JSON Lines on stdout: only warnings join them (the loading messages do not).
     if (json_ || !prompts_file_.empty()) log::console_warnings_only();
-    const TextGenerator generator = load_text_generator(source_, checkpoint_, tokenizer_);
+    TextGenerator generator = load_text_generator(source_, checkpoint_, tokenizer_);
+    generator.add_special_tokens(!no_special_tokens_);
     for (const std::string& p : prompts) {
       const auto [before, after] = wrap.around({});
       const GeneratedText g = generator.generate(before + p + after, o_, stops_);
@@ -100,7 +105,7 @@ class GenerateCommand : public Subcommand {
                                                tokenizer_;
   std::vector<std::string> stops_;
   models::GenerationOptions o_;
-  bool no_cache_ = false, json_ = false;
+  bool no_cache_ = false, no_special_tokens_ = false, json_ = false;
 };
 
 }  // namespace

@@ -174,6 +174,14 @@ class Examples(common.Case):
                          os.path.join(self.dir, "fine-folder")], cwd=common.SOURCE)
         self.assertEqual(code, 0, out)
         self.assertTrue(os.path.exists(os.path.join(self.dir, "fine-folder", "model.safetensors")))
+        # The run folder in place of the YAML: its config.yaml, the overrides it trained with
+        # included.
+        code, out = run(["export", fine, "--format", "hf", "--out",
+                         os.path.join(self.dir, "fine-folder-2")], cwd=common.SOURCE)
+        self.assertEqual(code, 0, out)
+        with open(os.path.join(self.dir, "fine-folder", "model.safetensors"), "rb") as a, \
+                open(os.path.join(self.dir, "fine-folder-2", "model.safetensors"), "rb") as b:
+            self.assertEqual(a.read(), b.read())
         # The docs' own runs generate: the completion alone on stdout, the loading on stderr.
         p = subprocess.run([common.BIN, "generate", fine, "--prompt", "Call me",
                             "--max-new-tokens", "8"], capture_output=True, text=True,

@@ -92,6 +92,12 @@ class Instruct(common.Case):
                 self.assertLess(sum(losses[-4:]) / 4, 0.5 * sum(losses[:4]) / 4, losses)
                 g = self.generate(run_dir)
                 self.assertEqual(g["ids"], self.generate(run_dir, "--no-cache")["ids"])
+                # A product on stdout: `> out.txt` gets the completion alone, the loading lines
+                # go to stderr.
+                p = subprocess.run([common.BIN, "generate", run_dir, "--prompt", "what is the color of grass",
+                                    "--template", "Q : {prompt} A :", "--max-new-tokens", "6"],
+                                   capture_output=True, text=True, timeout=300)
+                self.assertEqual((p.returncode, p.stdout), (0, g["completion"] + "\n"), p.stderr)
                 folder = os.path.join(self.dir, type + "-hf")
                 code, out = run(["export", cfg, "--format", "hf", "--out", folder])
                 self.assertEqual(code, 0, out)
@@ -173,7 +179,9 @@ class Instruct(common.Case):
             code, out = run(["train", cfg, "--optimizer.type", "sgd", "--optimizer.lr", "0.5"] + more)
             self.assertEqual(code, 0, out)
             weights[name] = self.final_weights(run_dir)
-        self.assert_weights_close(weights["whole"], weights["halves"], rtol=0, atol=1e-6)
+        # Equal but for the order of float additions (a sum over 2 examples, or 2 sums of 1):
+        # a few float32 roundings after 4 steps at lr 0.5; "samples" differs by over 1e-4.
+        self.assert_weights_close(weights["whole"], weights["halves"], rtol=0, atol=5e-6)
         self.assertFalse(all(torch.allclose(weights["whole"][k], weights["samples"][k], rtol=0, atol=1e-4)
                              for k in weights["whole"]))
 

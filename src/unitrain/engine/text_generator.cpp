@@ -10,10 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "unitrain/checkpoint/hf_folder.h"
-#include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
 #include "unitrain/engine/config/load_config.h"
+#include "unitrain/engine/setup/init_weights.h"
 #include "unitrain/engine/train_from_config.h"
 #include "unitrain/log/console.h"
 #include "unitrain/models/hf_causal_lm.h"
@@ -37,7 +36,9 @@ TextGenerator::~TextGenerator() = default;
 GeneratedText TextGenerator::generate(const std::string& prompt, models::GenerationOptions o,
                                       const std::vector<std::string>& stop_strings) const {
   GeneratedText out;
-  for (int id : tokenizer_->special_prefix()) out.prompt_ids.push_back(id);
+  if (special_tokens_) {
+    for (int id : tokenizer_->special_prefix()) out.prompt_ids.push_back(id);
+  }
   for (int id : tokenizer_->encode(prompt)) out.prompt_ids.push_back(id);
   o.stop_ids.insert(o.stop_ids.end(), stop_ids_.begin(), stop_ids_.end());
   // The first stop string in the decoded text so far, and where.
@@ -89,25 +90,26 @@ std::string read_text(const fs::path& path) {
   return s.str();
 }
 
-/// The model of Hugging Face folder `dir` with its weights.
+/// The model of Hugging Face folder `dir` with its weights: built as model.type = its
+/// model_type with args.pretrained = `dir`, its weights loaded as train loads them (another
+/// float precision converted).
 std::shared_ptr<models::HfCausalLm> folder_model(const std::string& dir) {
-  const nlohmann::json config =
-      nlohmann::json::parse(read_text(fs::path(dir) / "config.json"), nullptr, false);
+  const std::string where = (fs::path(dir) / "config.json").string();
+  const nlohmann::json config = nlohmann::json::parse(read_text(where), nullptr, false);
   const std::string type = config.is_object() ? config.value("model_type", "") : "";
-  models::HfModelOptions options;
-  options.pretrained = dir;
   std::shared_ptr<models::HfCausalLm> model;
-  if (type == "gpt2") model = std::make_shared<models::Gpt2Impl>(options);
-  if (type == "llama") model = std::make_shared<models::LlamaImpl>(options);
-  UT_CHECK(model != nullptr, "generate: ", dir, "/config.json has model_type '", type,
-           "'; unitrain generates with gpt2 and llama");
-  NamedTensors state;
-  for (auto& [name, t] : read_hf_weights(dir, "generate " + dir)) {
-    if (std::string own = model->hf_info()->model_name(name); !own.empty()) {
-      state.emplace_back(std::move(own), std::move(t));
-    }
+  register_builtin_models();
+  // A registered model built from a Hugging Face folder takes one as args.pretrained.
+  if (model_registry().contains(type) &&
+      catalog::find("model", type, where).args->find("pretrained") != nullptr) {
+    YAML::Node args(YAML::NodeType::Map);
+    args["pretrained"] = dir;
+    model = std::dynamic_pointer_cast<models::HfCausalLm>(model_registry().create_named(
+        type, Config(args, "generate " + dir), where + " model_type"));
   }
-  log::info(load_module_state(*model, state, true, "generate: the weights of " + dir));
+  UT_CHECK(model != nullptr, "generate: ", where, " has model_type '", type,
+           "'; unitrain generates with gpt2 and llama");
+  load_pretrained_weights(*model, *model->hf_info());
   return model;
 }
 

@@ -35,10 +35,18 @@ class TextGenerator {
                 std::unique_ptr<Tokenizer> tokenizer, std::vector<int64_t> stop_ids);
   ~TextGenerator();
 
-  /// The prompt's tokens (the tokenizer's special prefix, then `prompt`'s), then generation;
-  /// the completion ends at the first of `stop_strings` in its text (that string dropped).
+  /// The prompt's tokens (the tokenizer's special prefix, as transformers' tokenizer(text)
+  /// and the instruct dataset's add_special_tokens put it, unless add_special_tokens(false);
+  /// then `prompt`'s), then generation; the completion ends at the first of `stop_strings` in
+  /// its text (that string dropped).
   GeneratedText generate(const std::string& prompt, models::GenerationOptions options,
                          const std::vector<std::string>& stop_strings = {}) const;
+  /// Whether prompts start with the tokenizer's special prefix (e.g. Llama-3's
+  /// <|begin_of_text|>); on by default.
+  TextGenerator& add_special_tokens(bool on) {
+    special_tokens_ = on;
+    return *this;
+  }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
 
  private:
@@ -46,6 +54,7 @@ class TextGenerator {
   models::HfCausalLm& model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::vector<int64_t> stop_ids_;
+  bool special_tokens_ = true;
 };
 
 /// The eos ids of a generation_config.json's text (eos_token_id: an id or a list); none when
@@ -59,7 +68,8 @@ std::string run_tokenizer(const Config& config);
 std::string no_tokenizer_text(const Config& config);
 
 /// A generator from `source`: a Hugging Face folder (config.json with model_type gpt2 or llama,
-/// its weights and tokenizer.json), a run folder (its config.yaml and checkpoint `checkpoint`:
+/// its weights, of any float precision, loaded as train loads model.args.pretrained, and
+/// tokenizer.json), a run folder (its config.yaml and checkpoint `checkpoint`:
 /// best, last or a folder) or a run's YAML. `tokenizer` overrides the folder's or the run's
 /// (run_tokenizer). The model runs on the CPU in eval mode. ConfigError naming the
 /// source when it is none of these, its model is not gpt2 or llama, or there is no tokenizer.

@@ -13,6 +13,7 @@
 
 #include "unitrain/core/error.h"
 #include "unitrain/data/chat_template.h"
+#include "unitrain/data/instruct_dataset.h"
 #include "unitrain/engine/callback_registry.h"
 #include "unitrain/engine/text_generator.h"
 #include "unitrain/engine/trainer.h"
@@ -28,8 +29,9 @@ void GenerateSamplesOptions::declare(Options<GenerateSamplesOptions>& o) {
   using T = GenerateSamplesOptions;
   o.field("prompts", &T::prompts).required().help("the prompts generated after at each validation");
   o.field("tokenizer", &T::tokenizer)
-      .help("a tokenizer.json or .model; null = data.train.args.tokenizer, else the model "
-            "folder's (model.args.pretrained)");
+      .help(
+          "a tokenizer.json or .model; null = data.train.args.tokenizer, else the model "
+          "folder's (model.args.pretrained)");
   o.field("template", &T::template_text)
       .help(
           "the text each prompt is put into, with {prompt}; null = the instruct train set's "
@@ -71,6 +73,22 @@ std::string train_arg(const Config& config, const std::string& key, const std::s
 
 }  // namespace
 
+TrainPromptFormat train_prompt_format(const Config& config, const std::string& given_template) {
+  TrainPromptFormat f;
+  f.template_text = given_template;
+  if (f.template_text.empty()) f.template_text = train_arg(config, "template", "instruct");
+  const YAML::Node train = config.node()["data"]["train"];
+  if (f.template_text.empty() && train.IsMap() && train["type"].as<std::string>("") == "instruct") {
+    f.template_text = InstructOptions{}.template_text;  // the instruct dataset's default
+  }
+  if (f.template_text.empty()) f.template_text = "{prompt}";
+  const YAML::Node args = train.IsMap() ? train["args"] : YAML::Node();
+  const YAML::Node special =
+      args.IsDefined() && args.IsMap() ? args["add_special_tokens"] : YAML::Node();
+  if (special.IsDefined() && special.IsScalar()) f.add_special_tokens = special.as<bool>(true);
+  return f;
+}
+
 void GenerateSamples::on_fit_start(Trainer& trainer) {
   auto* module = dynamic_cast<ObjectiveModule*>(trainer.module());
   auto* model = module ? dynamic_cast<models::HfCausalLm*>(module->model().get()) : nullptr;
@@ -82,18 +100,14 @@ void GenerateSamples::on_fit_start(Trainer& trainer) {
   UT_CHECK(!tokenizer.empty(), "callbacks: generate: args.tokenizer is null and ",
            no_tokenizer_text(trainer.config()),
            "; give the generate callback's args.tokenizer: a tokenizer.json or .model");
-  std::string wrap = o_.template_text;
-  if (wrap.empty()) wrap = train_arg(trainer.config(), "template", "instruct");
-  const YAML::Node train = trainer.config().node()["data"]["train"];
-  if (wrap.empty() && train.IsMap() && train["type"].as<std::string>("") == "instruct") {
-    wrap = "### Instruction:\n{prompt}\n\n### Response:\n";  // the instruct dataset's default
-  }
-  if (wrap.empty()) wrap = "{prompt}";
+  const TrainPromptFormat format = train_prompt_format(trainer.config(), o_.template_text);
   std::tie(before_, after_) =
-      TextTemplate(wrap, {"prompt"}, "prompt", "callbacks: generate: template").around({});
+      TextTemplate(format.template_text, {"prompt"}, "prompt", "callbacks: generate: template")
+          .around({});
   generator_ =
       std::make_unique<TextGenerator>(nullptr, *model, load_tokenizer(tokenizer),
                                       generation_eos_ids(model->hf_info()->generation_config_json));
+  generator_->add_special_tokens(format.add_special_tokens);
 }
 
 void GenerateSamples::open_events(const std::string& run_dir) {
