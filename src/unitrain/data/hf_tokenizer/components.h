@@ -2,6 +2,7 @@
 // The stages of a Hugging Face tokenizer.json, each an interface with one factory that reads its
 // JSON section: normalizer -> pre_tokenizer -> model -> post_processor, and the decoder back.
 // Every implementation is immutable once made, so one tokenizer serves many threads.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -71,6 +72,7 @@ class PostProcessor {
   virtual std::vector<int> process(const std::vector<int>& first,
                                    const std::vector<int>* second) const = 0;
 };
-std::unique_ptr<PostProcessor> make_post_processor(const JsonAt& json);
+/// Its special tokens' ids must be below `vocab_size` (the vocabulary and the added tokens).
+std::unique_ptr<PostProcessor> make_post_processor(const JsonAt& json, int64_t vocab_size);
 
 }  // namespace unitrain::hf

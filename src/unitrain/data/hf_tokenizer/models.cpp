@@ -29,7 +29,7 @@ class BpeModel : public Model {
         ignore_merges_(json.bool_or("ignore_merges", false)) {
     if (auto dropout = json.find("dropout")) {
       if (!dropout->value().is_number() || dropout->value().get<double>() != 0.0) {
-        dropout->fail("is " + dropout->value().dump() +
+        dropout->fail("is " + json_preview(dropout->value()) +
                       ": BPE dropout (random merges while training) is not implemented; make "
                       "it null");
       }
@@ -267,7 +267,7 @@ std::unordered_map<std::string, int> read_vocab(const JsonAt& vocab) {
   out.reserve(vocab.value().size());
   for (const auto& [token, id] : vocab.value().items()) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
-      vocab.fail("gives token '" + token + "' the id " + id.dump() +
+      vocab.fail("gives token '" + token.substr(0, 80) + "' the id " + json_preview(id) +
                  "; an id is an integer from 0");
     }
     out.emplace(token, id.get<int>());

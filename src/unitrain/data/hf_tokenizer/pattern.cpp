@@ -31,6 +31,15 @@ struct ThreadMatchContext {
   pcre2_match_context* context = nullptr;
 };
 
+/// `pattern` for a message: at most its first 200 bytes (whole code points), then "...".
+std::string quoted(const std::string& pattern) {
+  constexpr size_t kShown = 200;
+  if (pattern.size() <= kShown) return "'" + pattern + "'";
+  size_t end = kShown;
+  while (end > 0 && (static_cast<unsigned char>(pattern[end]) & 0xC0) == 0x80) --end;
+  return "'" + pattern.substr(0, end) + "...' (" + std::to_string(pattern.size()) + " bytes)";
+}
+
 }  // namespace
 
 struct Pattern::Code {
@@ -48,8 +57,8 @@ Pattern::Pattern(const std::string& pattern, bool literal, const std::string& wh
   UT_CHECK(is_valid_utf8(pattern), where, ": the pattern is not valid UTF-8");
   code_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options,
                               &error, &offset, nullptr);
-  UT_CHECK(code_->code != nullptr, where, ": the regular expression '", pattern,
-           "' does not compile (PCRE2 at offset ", offset, ": ", pcre2_message(error), ")");
+  UT_CHECK(code_->code != nullptr, where, ": the regular expression ", quoted(pattern),
+           " does not compile (PCRE2 at offset ", offset, ": ", pcre2_message(error), ")");
   code_->jit = pcre2_jit_compile(code_->code, PCRE2_JIT_COMPLETE) == 0;
 }
 

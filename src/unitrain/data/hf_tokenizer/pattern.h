@@ -10,7 +10,8 @@
 namespace unitrain::hf {
 
 /// A pattern compiled once and matched from any number of threads at once (each match has its
-/// own match data). ConfigError naming `where` when PCRE2 refuses the pattern.
+/// own match data). ConfigError naming `where` (the file and the JSON path) when PCRE2 refuses
+/// the pattern, quoting at most its first 200 bytes.
 class Pattern {
  public:
   /// `literal`: the pattern is plain text (a tokenizer.json {"String": ...} pattern).

@@ -9,15 +9,14 @@ namespace {
 /// A template: special tokens' ids and the places of sequence A and B.
 class TemplateProcessing : public PostProcessor {
  public:
-  explicit TemplateProcessing(const JsonAt& json) {
+  TemplateProcessing(const JsonAt& json, int64_t vocab_size) {
     std::unordered_map<std::string, std::vector<int>> specials;
     if (auto tokens = json.find("special_tokens")) {
       if (!tokens->value().is_object()) tokens->fail("should be an object");
       for (const auto& [name, value] : tokens->value().items()) {
-        const JsonAt token(value, tokens->path() + "." + name, json.file());
+        const JsonAt token = tokens->member(value, name);
         std::vector<int> ids;
-        for (const JsonAt& id : token.at("ids").items())
-          ids.push_back(static_cast<int>(id.integer()));
+        for (const JsonAt& id : token.at("ids").items()) ids.push_back(id.token_id(vocab_size));
         specials[name] = ids;
       }
     }
@@ -77,8 +76,10 @@ class TemplateProcessing : public PostProcessor {
 /// [CLS] A [SEP] (B [SEP]); RoBERTa's <s> A </s> (</s> B </s>).
 class BertProcessing : public PostProcessor {
  public:
-  BertProcessing(const JsonAt& json, bool roberta)
-      : cls_(read_token(json.at("cls"))), sep_(read_token(json.at("sep"))), roberta_(roberta) {}
+  BertProcessing(const JsonAt& json, int64_t vocab_size, bool roberta)
+      : cls_(read_token(json.at("cls"), vocab_size)),
+        sep_(read_token(json.at("sep"), vocab_size)),
+        roberta_(roberta) {}
   std::vector<int> process(const std::vector<int>& first,
                            const std::vector<int>* second) const override {
     std::vector<int> out{cls_};
@@ -93,10 +94,10 @@ class BertProcessing : public PostProcessor {
   }
 
  private:
-  static int read_token(const JsonAt& json) {  // ["[CLS]", 101]
+  static int read_token(const JsonAt& json, int64_t vocab_size) {  // ["[CLS]", 101]
     const std::vector<JsonAt> pair = json.items();
     if (pair.size() != 2) json.fail("should be [token, id]");
-    return static_cast<int>(pair[1].integer());
+    return pair[1].token_id(vocab_size);
   }
   int cls_, sep_;
   bool roberta_;
@@ -116,14 +117,14 @@ class ByteLevelProcessing : public PostProcessor {
 /// changes offsets only).
 class SequenceProcessing : public PostProcessor {
  public:
-  explicit SequenceProcessing(const JsonAt& json) {
+  SequenceProcessing(const JsonAt& json, int64_t vocab_size) {
     for (const JsonAt& item : json.at("processors").items()) {
       if (item.type() == "ByteLevel") continue;
       if (adder_) {
         item.fail("is a second post-processor that adds tokens (" + item.type() +
                   "); unitrain reads a Sequence with one");
       }
-      adder_ = make_post_processor(item);
+      adder_ = make_post_processor(item, vocab_size);
     }
   }
   std::vector<int> process(const std::vector<int>& first,
@@ -137,13 +138,13 @@ class SequenceProcessing : public PostProcessor {
 
 }  // namespace
 
-std::unique_ptr<PostProcessor> make_post_processor(const JsonAt& json) {
+std::unique_ptr<PostProcessor> make_post_processor(const JsonAt& json, int64_t vocab_size) {
   const std::string& type = json.type();
-  if (type == "TemplateProcessing") return std::make_unique<TemplateProcessing>(json);
-  if (type == "BertProcessing") return std::make_unique<BertProcessing>(json, false);
-  if (type == "RobertaProcessing") return std::make_unique<BertProcessing>(json, true);
+  if (type == "TemplateProcessing") return std::make_unique<TemplateProcessing>(json, vocab_size);
+  if (type == "BertProcessing") return std::make_unique<BertProcessing>(json, vocab_size, false);
+  if (type == "RobertaProcessing") return std::make_unique<BertProcessing>(json, vocab_size, true);
   if (type == "ByteLevel") return std::make_unique<ByteLevelProcessing>();
-  if (type == "Sequence") return std::make_unique<SequenceProcessing>(json);
+  if (type == "Sequence") return std::make_unique<SequenceProcessing>(json, vocab_size);
   json.unsupported("post_processor",
                    "BertProcessing, ByteLevel, RobertaProcessing, Sequence, TemplateProcessing");
 }
