@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import torch
+import yaml
 
 import common
 from common import run, read_jsonl, wait_for
@@ -211,6 +212,91 @@ class Lora(common.Case):
                              "--train.max_length", steps])
             self.assertEqual(code, 0, out)
             self.assertIn("resumed from", out)
+
+    def card(self, folder):
+        """README.md's front matter (YAML between the --- lines) and its text."""
+        with open(os.path.join(folder, "README.md")) as f:
+            _, front, text = f.read().split("---\n", 2)
+        return yaml.safe_load(front), text
+
+    def test_all_linear_regex_and_modules_to_save_export_with_tokenizer_and_card(self):
+        llama = os.path.join(self.folders, "llama")
+        tokenizer = {"tokenizer.json": {
+            "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+            "normalizer": None, "pre_tokenizer": {"type": "Whitespace"}, "post_processor": None,
+            "decoder": None,
+            "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "a": 1, "b": 2},
+                      "unk_token": "[UNK]"}},
+            "tokenizer_config.json": {"eos_token": "b", "model_max_length": 64},
+            "special_tokens_map.json": {"eos_token": "b"}}
+        for name, content in tokenizer.items():
+            common.write(os.path.join(llama, name), json.dumps(content))
+        lora = "{r: 4, alpha: 8, target_modules: all-linear, modules_to_save: [lm_head]}"
+        cfg, run_dir = self.config("all", "llama", lora=lora)
+        code, out = run(["train", cfg])
+        self.assertEqual(code, 0, out)
+        self.assertIn("adapters of rank 4 on 14 layers (scaling 2), modules_to_save lm_head", out)
+        trained = self.adapters(run_dir)
+        base = safetensors_io.read_folder(llama)
+        self.assertFalse(torch.equal(trained["lm_head.weight"], base["lm_head.weight"]))
+        self.assertEqual(len(trained), 2 * 14 + 1)
+        peft_dir, merged_dir = (os.path.join(self.dir, "all-" + w) for w in ("peft", "merged"))
+        code, out = run(["export", cfg, "--format", "hf", "--out", peft_dir])
+        self.assertEqual(code, 0, out)
+        with open(os.path.join(peft_dir, "adapter_config.json")) as f:
+            adapter = json.load(f)
+        self.assertEqual(adapter["target_modules"], sorted(
+            ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]))
+        self.assertEqual(adapter["modules_to_save"], ["lm_head"])
+        peft = safetensors_io.read_safetensors(os.path.join(peft_dir, "adapter_model.safetensors"))
+        # PEFT's names: its ModulesToSaveWrapper's "modules_to_save.default." left out.
+        self.assertEqual(sorted(peft), sorted("base_model.model." + k for k in trained))
+        self.assertTrue(torch.equal(peft["base_model.model.lm_head.weight"], trained["lm_head.weight"]))
+        for name in tokenizer:
+            with open(os.path.join(peft_dir, name)) as a, open(os.path.join(llama, name)) as b:
+                self.assertEqual(a.read(), b.read(), name)
+        front, text = self.card(peft_dir)
+        self.assertEqual(front["library_name"], "peft")
+        self.assertEqual(front["base_model"], llama)
+        self.assertIn("base_model:adapter:" + llama, front["tags"])
+        self.assertIn("r 4, lora_alpha 8", text)
+        self.assertIn("modules_to_save (trained in full): lm_head", text)
+        self.assertIn("Trained for 8 steps", text)
+        code, out = run(["export", cfg, "--format", "hf", "--merge", "--out", merged_dir])
+        self.assertEqual(code, 0, out)
+        merged = safetensors_io.read_folder(merged_dir)
+        self.assertTrue(torch.equal(merged["lm_head.weight"], trained["lm_head.weight"]))
+        self.assertTrue(os.path.exists(os.path.join(merged_dir, "tokenizer_config.json")))
+        self.assertEqual(self.card(merged_dir)[0]["library_name"], "transformers")
+        # The folder comes back as a run's start: lm_head's trained values with the adapters.
+        cfg2, _ = self.config("all-again", "llama", lora=lora)
+        code, out = run(["train", cfg2, "--model.init_from", peft_dir, "--train.max_length",
+                         "1 step", "--optimizer.lr", "1e-30"])
+        self.assertEqual(code, 0, out)
+        self.assertIn("29 adapter tensors loaded", out)
+        cfg3, _ = self.config("all-other", "llama", lora=lora)
+        code, out = run(["train", cfg3, "--model.init_from", peft_dir,
+                         "--model.lora.modules_to_save", "[]"])
+        self.assertEqual(code, 2, out)
+        self.assertIn('adapter_config.json: modules_to_save is ["lm_head"], '
+                      "model.lora.modules_to_save is []", out)
+        # A regular expression matches whole names (PEFT's re.fullmatch).
+        cfg, _ = self.config("regex", "llama",
+                             lora=r"{r: 4, alpha: 8, target_modules: '.*\.(q_proj|v_proj)'}")
+        code, out = run(["train", cfg, "--train.max_length", "1 step"])
+        self.assertEqual(code, 0, out)
+        self.assertIn("adapters of rank 4 on 4 layers", out)
+        code, out = run(["train", cfg, "--model.lora.target_modules", "q_proj"])
+        self.assertEqual(code, 2, out)
+        self.assertIn("model.lora.target_modules: 'q_proj' matches no layer's whole name", out)
+        # A tied head's embedding cannot be trained apart from it as PEFT would.
+        tied = self.config("tied", "llama", lora="{r: 4, target_modules: [q_proj], "
+                           "modules_to_save: [embed_tokens]}")[0]
+        code, out = run(["train", tied, "--model.args.pretrained",
+                         os.path.join(self.folders, "llama_tied_bias")])
+        self.assertEqual(code, 2, out)
+        self.assertIn("model.lora.modules_to_save: model.embed_tokens holds the token embedding "
+                      "that the tied output head also computes with", out)
 
     def test_bad_settings_and_a_changed_base_are_refused_by_name(self):
         cfg, run_dir = self.config("bad", "llama", lora="{r: 4, target_modules: [q_projj]}")

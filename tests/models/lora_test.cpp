@@ -12,6 +12,7 @@
 #include "unitrain/checkpoint/safetensors.h"
 #include "unitrain/core/config.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/options.h"
 #include "unitrain/models/hf_lm_parts.h"
 #include "unitrain/models/model.h"
 #include "unitrain/models/transformer_lm.h"
@@ -146,6 +147,106 @@ TEST(Lora, TargetsArePeftsSuffixesAndUnknownOnesAreNamed) {
   const std::string norm =
       test::config_error_of([&] { add_lora_adapters(*other, options(2, 4, false, "norm1")); });
   EXPECT_TRUE(test::contains(norm, "LoRA adapts Linear layers")) << norm;
+}
+
+models::TransformerLm tiny_lora_lm() {
+  return models::TransformerLm(
+      models::TransformerLmOptions(11).d_model(8).layers(2).heads(2).seq_len(6));
+}
+
+LoraOptions pattern_options(const std::string& pattern) {
+  LoraOptions o = options(2, 4, false, "");
+  o.target_modules.clear();
+  o.target_pattern = pattern;
+  return o;
+}
+
+std::vector<std::string> adapted_names(torch::nn::Module& m, const LoraOptions& o) {
+  std::vector<std::string> names;
+  for (const auto& l : add_lora_adapters(m, o)) names.push_back(l.name);
+  return names;
+}
+
+TEST(Lora, TargetModulesTakeAListAllLinearOrARegexAndABadValueShowsNames) {
+  const auto parse = [](const std::string& yaml) {
+    return options_of<LoraOptions>().parse(Config::from_string(yaml));
+  };
+  const LoraOptions list = parse("target_modules: [q_proj, v_proj]");
+  EXPECT_EQ(list.target_modules, (std::vector<std::string>{"q_proj", "v_proj"}));
+  EXPECT_EQ(list.target_pattern, "");
+  EXPECT_TRUE(list.modules_to_save.empty());
+  const LoraOptions all = parse("target_modules: ALL-linear\nmodules_to_save: [lm_head]");
+  EXPECT_TRUE(all.all_linear() && all.target_modules.empty());
+  EXPECT_EQ(all.modules_to_save, std::vector<std::string>{"lm_head"});
+  EXPECT_EQ(parse(R"(target_modules: '.*\.(q_proj|v_proj)')").target_pattern,
+            R"(.*\.(q_proj|v_proj))");
+  const std::string map = test::config_error_of([&] { parse("target_modules: {q_proj: 1}"); });
+  EXPECT_TRUE(test::contains(map,
+                             "target_modules: expected a list of layer names such as "
+                             "[q_proj, v_proj], all-linear or a regular expression"))
+      << map;
+  const std::string one =
+      test::config_error_of([&] { parse("target_modules: [q]\nmodules_to_save: lm_head"); });
+  EXPECT_TRUE(test::contains(one, "modules_to_save: expected a list of string such as [a, b]"))
+      << one;
+  const std::string bad = test::config_error_of([&] { parse("target_modules: 'q_(proj'"); });
+  EXPECT_TRUE(test::contains(bad, "target_modules: 'q_(proj' is not a regular expression")) << bad;
+}
+
+TEST(Lora, AllLinearAdaptsEveryLinearLayerButTheOutputLayer) {
+  auto lm = tiny_lora_lm();
+  const auto names = adapted_names(*lm, pattern_options("all-linear"));
+  ASSERT_EQ(names.size(), 8u);  // qkv, out, fc, proj in 2 blocks; not the head
+  EXPECT_EQ(names.front(), "blocks.0.attention.qkv");
+  for (const auto& n : names) EXPECT_EQ(n.find("head"), std::string::npos) << n;
+  EXPECT_EQ(models::target_modules_naming(*lm, names),
+            (std::vector<std::string>{"fc", "out", "proj", "qkv"}));
+}
+
+TEST(Lora, ARegexMustMatchALayersWholeName) {
+  auto lm = tiny_lora_lm();
+  EXPECT_EQ(adapted_names(*lm, pattern_options(R"(.*\.(qkv|fc))")),
+            (std::vector<std::string>{"blocks.0.attention.qkv", "blocks.0.feed_forward.fc",
+                                      "blocks.1.attention.qkv", "blocks.1.feed_forward.fc"}));
+  auto other = tiny_lora_lm();
+  const std::string part =
+      test::config_error_of([&] { add_lora_adapters(*other, pattern_options("qkv")); });
+  EXPECT_TRUE(test::contains(part,
+                             "model.lora.target_modules: 'qkv' matches no layer's whole "
+                             "name"))
+      << part;
+  const std::string block =
+      test::config_error_of([&] { add_lora_adapters(*other, pattern_options(R"(blocks\.0.*)")); });
+  EXPECT_TRUE(test::contains(block, "the pattern names blocks.0, a ")) << block;
+}
+
+TEST(Lora, ModulesToSaveTrainInFullAndTakeNoAdapter) {
+  auto lm = tiny_lora_lm();
+  LoraOptions o = pattern_options("all-linear");
+  o.modules_to_save = {"blocks.0"};
+  const auto names = adapted_names(*lm, o);
+  ASSERT_EQ(names.size(), 4u);
+  EXPECT_EQ(names.front(), "blocks.1.attention.qkv");
+  // Last names would also name block 0's layers: the whole names are written.
+  EXPECT_EQ(models::target_modules_naming(*lm, names).front(), "blocks.1.attention.out");
+  EXPECT_EQ(models::lora_modules_to_save(*lm, o), std::vector<std::string>{"blocks.0"});
+  for (const auto& p : lm->named_parameters()) {
+    const bool trains =
+        p.key().rfind("blocks.0.", 0) == 0 || p.key().find(".lora_") != std::string::npos;
+    EXPECT_EQ(p.value().requires_grad(), trains) << p.key();
+  }
+  auto other = tiny_lora_lm();
+  LoraOptions head = options(2, 4, false, "head");
+  head.modules_to_save = {"head"};
+  const std::string both = test::config_error_of([&] { add_lora_adapters(*other, head); });
+  EXPECT_TRUE(test::contains(both,
+                             "'head' names only modules that model.lora.modules_to_save "
+                             "trains in full"))
+      << both;
+  head.modules_to_save = {"lm_head"};
+  const std::string unknown = test::config_error_of([&] { add_lora_adapters(*other, head); });
+  EXPECT_TRUE(test::contains(unknown, "model.lora.modules_to_save: 'lm_head' names no module"))
+      << unknown;
 }
 
 TEST(Lora, AnAdaptedModelEqualsItsMergeAndStartsAsItsBase) {

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <type_traits>
 #include <utility>
 
 #include "unitrain/core/error.h"
@@ -46,8 +47,11 @@ template <typename T>
 std::vector<T> convert_list(const YAML::Node& node, const std::string& key, const char* expected) {
   UT_CHECK(node.IsDefined() && !node.IsNull(), "missing value for ", key, " (expected a list of ",
            expected, ")");
-  UT_CHECK(node.IsSequence(), key, ": expected a list of ", expected, " such as [1, 2], got ",
-           describe(node));
+  const char* example = std::is_same_v<T, std::string> ? "[a, b]"
+                        : std::is_floating_point_v<T>  ? "[0.5, 1.0]"
+                                                       : "[1, 2]";
+  UT_CHECK(node.IsSequence(), key, ": expected a list of ", expected, " such as ", example,
+           ", got ", describe(node));
   std::vector<T> out;
   for (size_t i = 0; i < node.size(); ++i) {
     out.push_back(convert<T>(node[i], key + "[" + std::to_string(i) + "]", expected));

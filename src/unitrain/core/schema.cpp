@@ -301,8 +301,11 @@ void Field::check_value(const YAML::Node& value, const std::string& key) const {
       Type element = type_ == Type::IntList   ? Type::Int
                      : type_ == Type::FloatList ? Type::Float
                                                 : Type::String;
-      UT_CHECK(value.IsSequence(), key, ": expected a ", type_name(type_), " such as [1, 2], got ",
-               describe_node(value));
+      const char* example = type_ == Type::IntList     ? "[1, 2]"
+                            : type_ == Type::FloatList ? "[0.5, 1.0]"
+                                                       : "[a, b]";
+      UT_CHECK(value.IsSequence(), key, ": expected a ", type_name(type_), " such as ", example,
+               ", got ", describe_node(value));
       for (size_t i = 0; i < value.size(); ++i) {
         check_scalar(value[i], key + "[" + std::to_string(i) + "]", element);
       }

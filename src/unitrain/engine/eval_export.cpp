@@ -26,6 +26,7 @@
 #include "unitrain/engine/config/resume_config.h"
 #include "unitrain/engine/config_driven.h"
 #include "unitrain/engine/hf_export.h"
+#include "unitrain/engine/model_card.h"
 #include "unitrain/engine/peft_adapter.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/run_folder.h"
@@ -260,6 +261,31 @@ void merge_adapters(ObjectiveModule& module, const ConfigDriven& c) {
                         "(W + {} B A)", n, c.model_keys.lora->scaling()));
 }
 
+/// What README.md says of the folder `out` written from checkpoint `checkpoint_dir` of run `c`
+/// (before the adapters are merged).
+ModelCardFacts card_facts(const ConfigDriven& c, ObjectiveModule& module, const std::string& out,
+                          const std::string& checkpoint_dir) {
+  namespace fs = std::filesystem;
+  ModelCardFacts f;
+  const fs::path folder = fs::path(out).lexically_normal();
+  f.name = (folder.has_filename() ? folder : folder.parent_path()).filename().string();
+  f.run = c.run.name;
+  const HfModelInfo* hf = module.model()->hf_info();
+  if (hf != nullptr && !hf->pretrained.empty()) {
+    f.base = fs::absolute(hf->pretrained).lexically_normal().string();
+  }
+  if (c.model_keys.lora) {
+    const LoraOptions& lora = *c.model_keys.lora;
+    f.lora = &lora;
+    f.targets = lora.target_pattern.empty() ? lora.target_modules
+                                            : std::vector<std::string>{lora.target_pattern};
+    f.adapted_layers = models::lora_layers(module.weights()).size();
+    f.saved_modules = models::lora_modules_to_save(module.weights(), lora);
+  }
+  f.trained = TrainerStateFile::read(checkpoint_dir).state;
+  return f;
+}
+
 }  // namespace
 
 std::string export_checkpoint(const Config& given, const std::string& checkpoint,
@@ -282,12 +308,14 @@ std::string export_checkpoint(const Config& given, const std::string& checkpoint
     const std::string dir = load_chosen_checkpoint(c.run, checkpoint, *module).first;
     choose_weights(trainer, *module, dir, weights);
     const HfModelInfo* hf = module->model()->hf_info();
+    ModelCardFacts card = card_facts(c, *module, out, dir);
     if (c.model_keys.lora && !merge && hf != nullptr) {
-      write_peft_folder(*module, *c.model_keys.lora, hf->pretrained, out);
+      card.adapter = true;
+      write_peft_folder(*module, *c.model_keys.lora, hf->pretrained, out, config, model_card(card));
       return dir;
     }
     merge_adapters(*module, c);
-    write_hf_folder(*module, config, out, max_shard_bytes);
+    write_hf_folder(*module, config, out, max_shard_bytes, model_card(card));
     return dir;
   }
   UT_CHECK(!out.empty(), "--out: give the file to write");

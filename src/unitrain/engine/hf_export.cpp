@@ -65,8 +65,33 @@ void check_hf_export_folder(const std::string& out) {
            " exists: --format hf writes a new folder (give one that does not exist, or remove it)");
 }
 
+std::vector<std::string> copy_tokenizer_files(const std::string& pretrained, const Config& config,
+                                              const std::string& dir) {
+  std::vector<std::string> copied;
+  std::error_code ec;
+  const auto copy_present = [&](const fs::path& folder, const char* skip) {
+    for (const char* f : kTokenizerFiles) {
+      if (f == std::string(skip) || !fs::is_regular_file(folder / f, ec)) continue;
+      copy_file_into(folder / f, dir);
+      copied.push_back(f);
+    }
+  };
+  if (!pretrained.empty()) copy_present(pretrained, "");
+  if (!copied.empty()) return copied;
+  const std::string t = run_tokenizer_json(config);
+  if (t.empty()) return copied;
+  UT_CHECK_TRAIN(fs::is_regular_file(t, ec), "export: the run's tokenizer ", t,
+                 " (data.train.args.tokenizer) is gone");
+  fs::copy_file(t, fs::path(dir) / "tokenizer.json", fs::copy_options::overwrite_existing, ec);
+  UT_CHECK_TRAIN(!ec, "export: cannot copy ", t, ": ", ec.message());
+  copied.push_back("tokenizer.json");
+  const fs::path beside = fs::path(t).has_parent_path() ? fs::path(t).parent_path() : ".";
+  copy_present(beside, "tokenizer.json");
+  return copied;
+}
+
 void write_hf_folder(ObjectiveModule& module, const Config& config, const std::string& out,
-                     uint64_t max_shard_bytes) {
+                     uint64_t max_shard_bytes, const std::string& model_card) {
   const HfModelInfo* hf = module.model()->hf_info();
   UT_CHECK(hf != nullptr, "--format hf: the run's model (model.type ",
            config.node()["model"]["type"].as<std::string>("?"),
@@ -85,29 +110,17 @@ void write_hf_folder(ObjectiveModule& module, const Config& config, const std::s
     } else {
       write_file_atomic((partial / "generation_config.json").string(), hf->generation_config_json);
     }
-    const std::vector<std::string> weights = write_hf_weights(partial.string(), state, max_shard_bytes);
-    std::vector<std::string> tokenizer;
-    if (!hf->pretrained.empty()) {
-      for (const char* f : kTokenizerFiles) {
-        if (!fs::is_regular_file(source / f, ec)) continue;
-        copy_file_into(source / f, partial);
-        tokenizer.push_back(f);
-      }
-    }
-    if (tokenizer.empty()) {
-      if (const std::string t = run_tokenizer_json(config); !t.empty()) {
-        UT_CHECK_TRAIN(fs::is_regular_file(t, ec), "export: the run's tokenizer ", t,
-                       " (data.train.args.tokenizer) is gone");
-        fs::copy_file(t, partial / "tokenizer.json", ec);
-        UT_CHECK_TRAIN(!ec, "export: cannot copy ", t, ": ", ec.message());
-        tokenizer.push_back("tokenizer.json");
-      }
-    }
-    log::info(fmt::format("{}: config.json, generation_config.json, {} ({} tensors, {}){}", out,
-                          fmt::join(weights, ", "), state.size(), dtype_name(state),
-                          tokenizer.empty() ? std::string("; no tokenizer files (the model came "
-                                                          "from a config.json alone)")
-                                            : ", " + fmt::format("{}", fmt::join(tokenizer, ", "))));
+    const std::vector<std::string> weights =
+        write_hf_weights(partial.string(), state, max_shard_bytes);
+    const std::vector<std::string> tokenizer = copy_tokenizer_files(hf->pretrained, config, dir);
+    if (!model_card.empty()) write_file_atomic((partial / "README.md").string(), model_card);
+    const std::string files =
+        tokenizer.empty()
+            ? std::string("; no tokenizer files (the model came from a config.json alone)")
+            : fmt::format(", {}", fmt::join(tokenizer, ", "));
+    log::info(fmt::format("{}: config.json, generation_config.json, {} ({} tensors, {}){}{}", out,
+                          fmt::join(weights, ", "), state.size(), dtype_name(state), files,
+                          model_card.empty() ? "" : ", README.md"));
   });
 }
 

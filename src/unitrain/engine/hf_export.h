@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace unitrain {
 
@@ -22,13 +23,21 @@ void check_hf_export_folder(const std::string& out);
 /// no `out`. An empty `out` (check_hf_export_folder) is replaced.
 void write_new_folder(const std::string& out, const std::function<void(const std::string&)>& fill);
 
+/// Copies into folder `dir` the tokenizer files (tokenizer.json, tokenizer_config.json,
+/// special_tokens_map.json, ...) that the Hugging Face folder `pretrained` holds; when it holds
+/// none (or is ""), the run's tokenizer.json (data.train.args.tokenizer of `config`, written as
+/// tokenizer.json) and those tokenizer files beside it. Returns the names copied (none when the
+/// run has no tokenizer.json). TrainError when a copy fails or the run's tokenizer is gone.
+std::vector<std::string> copy_tokenizer_files(const std::string& pretrained, const Config& config,
+                                              const std::string& dir);
+
 /// Writes `module`'s model (of the run whose own config is `config`) into the new folder `out`:
 /// config.json (the folder's own keys, torch_dtype as written), generation_config.json (the
 /// folder's, else from the token ids), model.safetensors or its shards past `max_shard_bytes`
-/// with the index, and the tokenizer files of the folder it came from (or the run's
-/// tokenizer.json). Written into a folder beside `out` and renamed: a failure leaves no `out`.
-/// ConfigError when the model was not built from a Hugging Face folder.
+/// with the index, the tokenizer files (copy_tokenizer_files) and README.md with the text
+/// `model_card` (none when ""). Written into a folder beside `out` and renamed: a failure leaves
+/// no `out`. ConfigError when the model was not built from a Hugging Face folder.
 void write_hf_folder(ObjectiveModule& module, const Config& config, const std::string& out,
-                     uint64_t max_shard_bytes);
+                     uint64_t max_shard_bytes, const std::string& model_card = "");
 
 }  // namespace unitrain

@@ -55,7 +55,6 @@ class WorkerGroup {
   bool streams_open() const;
 
   const std::vector<Worker>& workers() const { return workers_; }
-  const Worker* first_failure() const { return first_failure_; }
 
  private:
   using Clock = std::chrono::steady_clock;

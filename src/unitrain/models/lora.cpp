@@ -3,8 +3,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/torch.h>
+#include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cmath>
+#include <optional>
+#include <regex>
 #include <set>
 
 #include "unitrain/core/error.h"
@@ -15,6 +19,53 @@ namespace unitrain {
 double LoraOptions::scaling() const {
   return rslora ? alpha / std::sqrt(static_cast<double>(r)) : alpha / static_cast<double>(r);
 }
+
+bool LoraOptions::all_linear() const {
+  std::string lower = target_pattern;
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return lower == "all-linear";
+}
+
+namespace {
+
+/// `pattern` compiled; ConfigError naming `key` when it is not a regular expression.
+std::regex target_regex(const std::string& pattern, const std::string& key) {
+  try {
+    return std::regex(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw ConfigError(
+        detail::concat(key, ": '", pattern, "' is not a regular expression (", e.what(), ")"));
+  }
+}
+
+std::string flow_text(const YAML::Node& n) {
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
+/// target_modules: a list of names, or one string (all-linear or a regular expression).
+void read_target_modules(LoraOptions& l, const Config& c) {
+  const std::string key = c.key_path("target_modules");
+  const YAML::Node node = c.node()["target_modules"];
+  if (node.IsScalar()) {
+    l.target_pattern = c.get_string("target_modules");
+    l.target_modules.clear();
+    UT_CHECK(!l.target_pattern.empty(), key,
+             ": give layer names such as [q_proj, v_proj], all-linear or a regular expression");
+    if (!l.all_linear()) target_regex(l.target_pattern, key);
+    return;
+  }
+  UT_CHECK(node.IsSequence(), key,
+           ": expected a list of layer names such as [q_proj, v_proj], all-linear or a regular "
+           "expression such as '.*\\.(q_proj|v_proj)', got ",
+           flow_text(node));
+  l.target_modules = c.get_string_list("target_modules");
+  l.target_pattern.clear();
+  UT_CHECK(!l.target_modules.empty(), key, ": name at least one layer, e.g. [q_proj, v_proj]");
+}
+
+}  // namespace
 
 void LoraOptions::declare(Options<LoraOptions>& o) {
   using T = LoraOptions;
@@ -29,18 +80,23 @@ void LoraOptions::declare(Options<LoraOptions>& o) {
       .help(
           "dropout on the adapters' input while training (lora_dropout); the base layer sees x "
           "unchanged");
-  o.field("target_modules", &T::target_modules)
+  o.key("target_modules", Type::Any)
       .required()
       .help(
-          "the layers that get an adapter, by name or last part of it (PEFT's rule: a layer "
-          "`model.layers.0.self_attn.q_proj` is named by q_proj, self_attn.q_proj or the whole "
-          "name); each must name at least one Linear (or GPT-2 Conv1D) layer, e.g. [q_proj, "
-          "v_proj] "
-          "for llama, [c_attn] for gpt2, [qkv] for transformer_lm");
+          "the layers that get an adapter, in PEFT's two forms. A list of names, each a layer's "
+          "whole name or its last parts (`model.layers.0.self_attn.q_proj` is named by q_proj, "
+          "self_attn.q_proj or the whole name), each naming at least one Linear (or GPT-2 "
+          "Conv1D) layer: e.g. [q_proj, v_proj] for llama, [c_attn] for gpt2, [qkv] for "
+          "transformer_lm. Or one string: all-linear (every Linear/Conv1D layer but the output "
+          "layer, lm_head), or a regular expression a layer's whole name must match (PEFT's "
+          "re.fullmatch), e.g. '.*\\.(q_proj|v_proj)'");
+  o.field("modules_to_save", &T::modules_to_save)
+      .help(
+          "modules trained in full beside the adapters (PEFT's modules_to_save), named as list "
+          "targets are, e.g. [lm_head] or [embed_tokens]: their parameters train, no adapter goes "
+          "on or in them; the adapter folder holds their values and a merged export has them");
   o.field("rslora", &T::rslora).help("rank-stabilised scaling alpha / sqrt(r) (use_rslora)");
-  o.check([](T& l, const Config& c) {
-    UT_CHECK(!l.target_modules.empty(), c.path(), ".target_modules: name at least one layer");
-  });
+  o.check([](T& l, const Config& c) { read_target_modules(l, c); });
 }
 
 namespace models {
@@ -80,46 +136,155 @@ LayerShape shape_of(torch::nn::Module& m) {
   return {};
 }
 
-bool names(const std::string& layer, const std::string& target) {
-  return layer == target || ends_with(layer, "." + target);
+bool is_adapter(torch::nn::Module& m) {
+  return m.as<LoraDownImpl>() != nullptr || m.as<LoraUpImpl>() != nullptr;
+}
+
+std::string last_name(const std::string& name) { return name.substr(name.rfind('.') + 1); }
+
+bool starts_inside(const std::string& name, const std::string& outer) {
+  return name.size() > outer.size() && name.compare(0, outer.size(), outer) == 0 &&
+         name[outer.size()] == '.';
+}
+
+/// all-linear leaves out the output layer: the last Linear/Conv1D child of the model itself.
+std::string output_layer(torch::nn::Module& model) {
+  std::string out;
+  for (const auto& child : model.named_children()) {
+    if (shape_of(*child.value()).in > 0) out = child.key();
+  }
+  return out;
 }
 
 }  // namespace
+
+bool names_module(const std::string& name, const std::string& target) {
+  return name == target || ends_with(name, "." + target);
+}
+
+std::vector<std::string> lora_modules_to_save(torch::nn::Module& model, const LoraOptions& o,
+                                              const std::string& key) {
+  std::vector<std::string> out;
+  std::set<std::string> used, candidates;
+  for (const auto& item : model.named_modules("", /*include_self=*/false)) {
+    const std::string& name = item.key();
+    if (is_adapter(*item.value())) continue;
+    if (!item.value()->named_parameters(/*recurse=*/false).is_empty()) {
+      candidates.insert(last_name(name));
+    }
+    bool named = false;
+    for (const std::string& target : o.modules_to_save) {
+      if (!names_module(name, target)) continue;
+      used.insert(target);
+      named = true;
+    }
+    if (named && (out.empty() || !starts_inside(name, out.back()))) out.push_back(name);
+  }
+  for (const std::string& target : o.modules_to_save) {
+    UT_CHECK(used.count(target) > 0, key, ".modules_to_save: '", target,
+             "' names no module of the model; its modules with parameters are named ",
+             fmt::format("{}", fmt::join(candidates, ", ")));
+  }
+  return out;
+}
+
+std::vector<std::string> lora_target_layers(torch::nn::Module& model, const LoraOptions& o,
+                                            const std::string& key) {
+  const std::string where = key + ".target_modules";
+  const std::vector<std::string> saved = lora_modules_to_save(model, o, key);
+  const auto in_saved = [&saved](const std::string& name) {
+    for (const std::string& s : saved) {
+      if (name == s || starts_inside(name, s)) return true;
+    }
+    return false;
+  };
+  const bool all_linear = o.all_linear();
+  const bool list = o.target_pattern.empty();
+  std::optional<std::regex> pattern;
+  if (!list && !all_linear) pattern = target_regex(o.target_pattern, where);
+  const std::string output = all_linear ? output_layer(model) : "";
+  std::vector<std::string> out;
+  std::set<std::string> used, only_saved, candidates;
+  for (const auto& item : model.named_modules("", /*include_self=*/false)) {
+    const std::string& name = item.key();
+    if (is_adapter(*item.value())) continue;
+    const LayerShape s = shape_of(*item.value());
+    if (s.in > 0) candidates.insert(last_name(name));
+    std::vector<std::string> by;  // the list entries that name it
+    if (list) {
+      for (const std::string& target : o.target_modules) {
+        if (names_module(name, target)) by.push_back(target);
+      }
+    }
+    const bool named = list         ? !by.empty()
+                       : all_linear ? s.in > 0 && name != output
+                                    : std::regex_match(name, *pattern);
+    if (!named) continue;
+    if (in_saved(name)) {  // PEFT's rule: modules to save take no adapter
+      only_saved.insert(by.begin(), by.end());
+      continue;
+    }
+    UT_CHECK(s.in > 0, where, ": ", list ? "'" + by.front() + "'" : "the pattern", " names ", name,
+             ", a ", item.value()->name(), ": LoRA adapts Linear layers (and GPT-2's Conv1D)");
+    used.insert(by.begin(), by.end());
+    out.push_back(name);
+  }
+  const std::string layers = fmt::format("{}", fmt::join(candidates, ", "));
+  for (const std::string& target : o.target_modules) {
+    UT_CHECK(used.count(target) > 0, where, ": '", target,
+             only_saved.count(target) > 0
+                 ? "' names only modules that " + key +
+                       ".modules_to_save trains in full: keep each layer in one of the two"
+                 : "' names no layer of the model; its Linear layers are named " + layers);
+  }
+  UT_CHECK(!out.empty() || list, where, ": ",
+           all_linear ? std::string("all-linear finds no Linear layer but the output layer")
+                      : "'" + o.target_pattern +
+                            "' matches no layer's whole name (a string is a regular "
+                            "expression the whole name must match, as PEFT's re.fullmatch: "
+                            "write [q_proj] for the layers named q_proj); its Linear layers "
+                            "are named " +
+                            layers);
+  return out;
+}
+
+std::vector<std::string> target_modules_naming(torch::nn::Module& model,
+                                               const std::vector<std::string>& adapted) {
+  const std::set<std::string> whole(adapted.begin(), adapted.end());
+  std::set<std::string> lasts;
+  for (const std::string& name : adapted) lasts.insert(last_name(name));
+  for (const auto& item : model.named_modules("", /*include_self=*/false)) {
+    if (is_adapter(*item.value())) continue;
+    if (lasts.count(last_name(item.key())) != whole.count(item.key())) {
+      return {whole.begin(), whole.end()};
+    }
+  }
+  return {lasts.begin(), lasts.end()};
+}
 
 std::vector<LoraLayer> add_lora_adapters(torch::nn::Module& model, const LoraOptions& o,
                                          const std::string& key,
                                          c10::optional<at::Generator> generator) {
   UT_CHECK(lora_layers(model).empty(), key, ": the model already has LoRA adapters");
-  std::vector<LoraLayer> adapted;
-  std::set<std::string> used, candidates;
-  for (const auto& item : model.named_modules("", /*include_self=*/false)) {
-    const std::string& name = item.key();
-    const LayerShape s = shape_of(*item.value());
-    if (s.in > 0) candidates.insert(name.substr(name.rfind('.') + 1));
-    for (const std::string& target : o.target_modules) {
-      if (!names(name, target)) continue;
-      UT_CHECK(s.in > 0, key, ".target_modules: '", target, "' names ", name, ", a ",
-               item.value()->name(), ": LoRA adapts Linear layers (and GPT-2's Conv1D)");
-      used.insert(target);
-      adapted.push_back({name, item.value().get(), s.fan_in_fan_out});
-      break;
-    }
-  }
-  for (const std::string& target : o.target_modules) {
-    UT_CHECK(used.count(target) > 0, key, ".target_modules: '", target,
-             "' names no layer of the model; its Linear layers are named ",
-             fmt::format("{}", fmt::join(candidates, ", ")));
-  }
+  const std::vector<std::string> names = lora_target_layers(model, o, key);
+  const std::vector<std::string> saved = lora_modules_to_save(model, o, key);
+  const auto modules = model.named_modules("", /*include_self=*/false);
   for (auto& p : model.parameters()) p.requires_grad_(false);
-  for (LoraLayer& a : adapted) {
-    const LayerShape s = shape_of(*a.layer);
+  for (const std::string& name : saved) {
+    for (auto& p : modules[name]->parameters()) p.requires_grad_(true);
+  }
+  std::vector<LoraLayer> adapted;
+  for (const std::string& name : names) {
+    torch::nn::Module* layer = modules[name].get();
+    const LayerShape s = shape_of(*layer);
     auto down = std::make_shared<LoraDownImpl>(s.in, o.r, o.dropout, generator);
     auto up = std::make_shared<LoraUpImpl>(o.r, s.out, o.scaling());
-    const torch::Device device = a.layer->named_parameters(false)["weight"].device();
+    const torch::Device device = layer->named_parameters(false)["weight"].device();
     down->to(device);  // drawn on the CPU (the generator's), kept where the layer is
     up->to(device);
-    a.layer->register_module("lora_A", down);
-    a.layer->register_module("lora_B", up);
+    layer->register_module("lora_A", down);
+    layer->register_module("lora_B", up);
+    adapted.push_back({name, layer, s.fan_in_fan_out});
   }
   return adapted;
 }

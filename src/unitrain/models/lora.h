@@ -17,10 +17,21 @@ struct LoraOptions {
   int64_t r = 8;         ///< the adapters' rank
   double alpha = 8.0;    ///< lora_alpha: scaling = alpha / r (alpha / sqrt(r) with rslora)
   double dropout = 0.0;  ///< on the adapter's input only, while training
-  std::vector<std::string> target_modules;  ///< layer names, matched as PEFT does (a suffix)
-  bool rslora = false;                      ///< use_rslora
+  /// target_modules as a list (PEFT's rule: each a layer's whole name or its last parts after
+  /// a '.'); empty when target_pattern is set.
+  std::vector<std::string> target_modules;
+  /// target_modules as one string (PEFT's rule): "all-linear" (any case: every Linear or
+  /// Conv1D layer but the model's output layer) or a regular expression a layer's whole name
+  /// must match (re.fullmatch; ECMAScript syntax here). "" = the list form.
+  std::string target_pattern;
+  /// Modules trained in full beside the adapters (PEFT's modules_to_save: e.g. lm_head), named
+  /// as list targets are; no adapter goes on them or inside them.
+  std::vector<std::string> modules_to_save;
+  bool rslora = false;  ///< use_rslora
 
   double scaling() const;
+  /// target_pattern is "all-linear" (PEFT compares it in lower case).
+  bool all_linear() const;
   static void declare(Options<LoraOptions>& o);
 };
 
@@ -56,13 +67,38 @@ struct LoraLayer {
   bool fan_in_fan_out;
 };
 
-/// Puts an adapter (`lora_A`, `lora_B`) on every torch::nn::Linear or Hugging Face Conv1D of
-/// `model` whose name is one of `o.target_modules` or ends with "." + one (PEFT's rule), and
-/// freezes every other parameter (requires_grad false: no gradient, no optimizer state).
-/// A draws from `generator` (the run's unitrain seeds one of its own, so that the adapters
-/// leave the draws of dropout and data as a run without them makes them), else from torch's
-/// default one. ConfigError naming `key` when a target matches no layer (listing the layers
-/// that can take one) or names a layer of another kind.
+/// Whether `target` names module `name` as PEFT's lists do: the whole name, or its last parts
+/// after a '.' (q_proj and self_attn.q_proj name model.layers.0.self_attn.q_proj).
+bool names_module(const std::string& name, const std::string& target);
+
+/// The names of the modules of `model` that `o.modules_to_save` names (the outermost ones, in
+/// the model's order). ConfigError naming `key` when an entry names no module.
+std::vector<std::string> lora_modules_to_save(torch::nn::Module& model, const LoraOptions& o,
+                                              const std::string& key = "model.lora");
+
+/// The names of the layers of `model` that `o` adapts, in the model's order: those its
+/// target_modules name (a list, a regular expression, or all-linear: every Linear or Conv1D
+/// layer but the output layer, the last such layer that is a child of `model` itself: lm_head,
+/// transformer_lm's head), leaving out modules_to_save and what they hold (PEFT's rule).
+/// ConfigError naming `key` when a list entry names no layer (listing the layers that can take
+/// one) or a module to save, when a pattern matches none or is not a valid regular
+/// expression, or when a target names a layer of another kind.
+std::vector<std::string> lora_target_layers(torch::nn::Module& model, const LoraOptions& o,
+                                            const std::string& key = "model.lora");
+
+/// The shortest target_modules list that names exactly `adapted` among the layers of `model`:
+/// their last names when those name no other layer (as PEFT writes all-linear's), else their
+/// whole names. Sorted. What PEFT's adapter_config.json holds for a list or all-linear.
+std::vector<std::string> target_modules_naming(torch::nn::Module& model,
+                                               const std::vector<std::string>& adapted);
+
+/// Puts an adapter (`lora_A`, `lora_B`) on each layer lora_target_layers names (a
+/// torch::nn::Linear or Hugging Face Conv1D), and freezes every other parameter (requires_grad
+/// false: no gradient, no optimizer state) but those of `o.modules_to_save`, which train in
+/// full. A draws from `generator` (the run's unitrain seeds one of its own, so that the
+/// adapters leave the draws of dropout and data as a run without them makes them), else from
+/// torch's default one. ConfigError naming `key` as lora_target_layers and
+/// lora_modules_to_save say.
 std::vector<LoraLayer> add_lora_adapters(torch::nn::Module& model, const LoraOptions& o,
                                          const std::string& key = "model.lora",
                                          c10::optional<at::Generator> generator = c10::nullopt);

@@ -49,8 +49,8 @@ void ModelSection::declare(Options<ModelSection>& o) {
       .fixed("a checkpoint's adapters were made with these settings")
       .help(
           "LoRA: low-rank adapters on the layers target_modules names, every other parameter "
-          "frozen (no gradient, no optimizer state, not in checkpoints); null = train all "
-          "(docs/finetune.md)");
+          "but those of modules_to_save frozen (no gradient, no optimizer state, not in "
+          "checkpoints); null = train all (docs/finetune.md)");
   // `type` is the component's key, declared with the `model` section.
   o.check([](T& m, const Config& c) { m.type = component_type(c); });
 }
