@@ -212,6 +212,32 @@ TEST_F(OptimizerTest, NeedsClosureIsDeclaredWhereTheOptimizerRegisters) {
   }
 }
 
+/// A user's optimizer whose step is elementwise, declared so.
+struct ElementwiseSgd : torch::optim::SGD {
+  using torch::optim::SGD::SGD;
+};
+
+TEST_F(OptimizerTest, AnElementwiseStepIsDeclaredNotFoundByItsType) {
+  Net net;
+  std::vector<torch::Tensor> params = net.parameters();
+  // The fused Adam(W) of the registry keep ZeRO 3's reproducible promise; with amsgrad, or
+  // LibTorch's own step, they do not, and the refusal says why.
+  for (const char* type : {"adam", "adamw"}) {
+    const std::string fused = std::string("{type: ") + type + ", args: {fused: true}}";
+    EXPECT_EQ(elementwise_step_refusal(*build_optimizer(section(fused), net)), "") << type;
+    const std::string amsgrad =
+        std::string("{type: ") + type + ", args: {fused: true, amsgrad: true}}";
+    EXPECT_NE(elementwise_step_refusal(*build_optimizer(section(amsgrad), net)).find("amsgrad"),
+              std::string::npos)
+        << type;
+  }
+  EXPECT_NE(elementwise_step_refusal(torch::optim::Adam(params)), "");
+  EXPECT_NE(elementwise_step_refusal(*build_optimizer(section("{type: sgd}"), net)), "");
+  declare_elementwise_step(optimizer_is<ElementwiseSgd>(),
+                           [](const torch::optim::Optimizer&) { return std::string(); });
+  EXPECT_EQ(elementwise_step_refusal(ElementwiseSgd(params, torch::optim::SGDOptions(0.1))), "");
+}
+
 TEST_F(OptimizerTest, ArgsMapToLibTorchOptions) {
   Net net;
   auto opt = build_optimizer(

@@ -143,6 +143,48 @@ std::string capture_refusal(const torch::optim::Optimizer& optimizer) {
   return capture->refusal(optimizer);
 }
 
+namespace {
+
+using TypeTest = std::function<bool(const torch::optim::Optimizer&)>;
+using Refusal = std::function<std::string(const torch::optim::Optimizer&)>;
+std::mutex elementwise_types_mutex;
+
+/// Why an Adam(W) with amsgrad in any group does not step elementwise alike ("" otherwise).
+std::string amsgrad_refusal(const torch::optim::Optimizer& optimizer) {
+  for (const auto& g : optimizer.param_groups()) {
+    const auto* a = dynamic_cast<const torch::optim::AdamOptions*>(&g.options());
+    const auto* w = dynamic_cast<const torch::optim::AdamWOptions*>(&g.options());
+    if ((a && a->amsgrad()) || (w && w->amsgrad())) {
+      return "its amsgrad step is LibTorch's, which rounds an element by where it falls";
+    }
+  }
+  return "";
+}
+
+/// What declare_elementwise_step declared, by type test: the fused Adam(W) from the start.
+std::list<std::pair<TypeTest, Refusal>>& elementwise_types() {
+  static std::list<std::pair<TypeTest, Refusal>> types{
+      {optimizer_is<FusedAdam>(), amsgrad_refusal}, {optimizer_is<FusedAdamW>(), amsgrad_refusal}};
+  return types;
+}
+
+}  // namespace
+
+void declare_elementwise_step(TypeTest is_of_type, Refusal refusal) {
+  std::lock_guard<std::mutex> lock(elementwise_types_mutex);
+  elementwise_types().emplace_back(std::move(is_of_type), std::move(refusal));
+}
+
+std::string elementwise_step_refusal(const torch::optim::Optimizer& optimizer) {
+  std::lock_guard<std::mutex> lock(elementwise_types_mutex);
+  for (const auto& [is_of_type, refusal] : elementwise_types()) {
+    if (is_of_type(optimizer)) return refusal(optimizer);
+  }
+  return "its step is not declared to round each element alike wherever it falls "
+         "(optim/optimizer.h: declare_elementwise_step; adam and adamw with args.fused: true "
+         "are)";
+}
+
 double get_lr(const torch::optim::Optimizer& optimizer, size_t group) {
   return group_at(optimizer, group).options().get_lr();
 }

@@ -98,6 +98,17 @@ const StepCapture* capture_of(const torch::optim::Optimizer& optimizer);
 /// no StepCapture, or its StepCapture's refusal.
 std::string capture_refusal(const torch::optim::Optimizer& optimizer);
 
+/// Declares that optimizers of a type step each element alike wherever it falls in a flat
+/// buffer, so that ZeRO 3's parts of any size give the same bits (distributed.reproducible's
+/// promise under distributed.zero: 3); `refusal` says why one of them does not, from its
+/// options ("" when it does). Declared where the optimizer registers, as a closure is;
+/// FusedAdam and FusedAdamW (without amsgrad) are declared from the start.
+void declare_elementwise_step(std::function<bool(const torch::optim::Optimizer&)> is_of_type,
+                              std::function<std::string(const torch::optim::Optimizer&)> refusal);
+/// Why `optimizer`'s step may round an element by where it falls in a part (its type declared
+/// no elementwise step, or the declaration's refusal); "" when it keeps the promise.
+std::string elementwise_step_refusal(const torch::optim::Optimizer& optimizer);
+
 /// Reads/writes the learning rate of group `i` (every LibTorch optimizer's options have one).
 double get_lr(const torch::optim::Optimizer& optimizer, size_t group = 0);
 void set_lr(torch::optim::Optimizer& optimizer, size_t group, double lr);

@@ -57,19 +57,13 @@ void check_reproducible_step(const RunSettings& settings, TrainModule& module,
            "re-evaluates the loss (L-BFGS): each evaluation is a whole step; use another "
            "optimizer, or distributed.reproducible: 0");
   if (group && group->world_size() > 1 && settings.distributed.zero == 3) {
-    const bool fused = dynamic_cast<const FusedAdam*>(trainers) != nullptr ||
-                       dynamic_cast<const FusedAdamW*>(trainers) != nullptr;
-    const auto amsgrad_in = [](const torch::optim::OptimizerOptions& o) {
-      if (const auto* a = dynamic_cast<const torch::optim::AdamOptions*>(&o)) return a->amsgrad();
-      if (const auto* w = dynamic_cast<const torch::optim::AdamWOptions*>(&o)) return w->amsgrad();
-      return false;
-    };
-    bool amsgrad = false;
-    for (const auto& g : trainers->param_groups()) amsgrad = amsgrad || amsgrad_in(g.options());
-    UT_CHECK(fused && !amsgrad, "distributed.reproducible with distributed.zero: 3 needs "
+    const std::string refusal = elementwise_step_refusal(*trainers);
+    UT_CHECK(refusal.empty(),
+             "distributed.reproducible with distributed.zero: 3 needs "
              "optimizer.type adam or adamw with args.fused: true and no amsgrad: ZeRO 3 steps "
              "parts of flat buffers, and only the fused step rounds each element alike wherever "
-             "it falls; or use distributed.zero 0, 1 or 2");
+             "it falls (",
+             refusal, "); or use distributed.zero 0, 1 or 2");
   }
   for (const auto& m : module.weights().modules(/*include_self=*/true)) {
     const std::string name = m->name();
