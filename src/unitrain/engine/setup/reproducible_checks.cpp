@@ -9,7 +9,6 @@
 #include "unitrain/core/train_module.h"
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/setup/thread_governor.h"
-#include "unitrain/optim/fused_adam.h"
 #include "unitrain/optim/optimizer.h"
 #include "unitrain/parallel/micro_shard_layout.h"
 #include "unitrain/parallel/process_group.h"
