@@ -10,6 +10,7 @@
 
 #include "test_util.h"
 #include "unitrain/checkpoint/state_io.h"
+#include "unitrain/core/safetensors_header.h"
 
 namespace unitrain {
 namespace {
@@ -207,7 +208,7 @@ TEST(Safetensors, RejectsHeadersThatAreNotTheFormat) {
       {R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 8]}})", kEight,
        "tensor 'w': F32 [2,3] needs 24 bytes, but data_offsets [0,8] hold 8"},
       {R"({"w": {"dtype": "F64", "shape": [4611686018427387904, 8], "data_offsets": [0, 8]}})",
-       kEight, "needs more than 2^64 bytes"},
+       kEight, "needs more than 2^63 bytes"},
       {"{\"w\": {" + kF32x2 + ", \"data_offsets\": [0, 8]}, \"w\": {" + kF32x2 +
            ", \"data_offsets\": [0, 8]}}",
        kEight, "tensor 'w': named twice in the header"},
@@ -240,6 +241,41 @@ TEST(Safetensors, RejectsOffsetsThatOverlapLeaveGapsOrTrail) {
       "trailing", R"({"a": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}})", "12345"));
   EXPECT_TRUE(test::contains(trailing, "3 bytes after the last tensor belong to no tensor"))
       << trailing;
+}
+
+TEST(Safetensors, HeaderErrorsAreShortLinesWithoutTheJsonLibrarysIds) {
+  // A 100,000-character dtype is quoted cut short (a message once held 50 million characters).
+  const std::string long_dtype =
+      read_error(raw_safetensors("long_dtype",
+                                 "{\"w\": {\"dtype\": \"" + std::string(100000, 'X') +
+                                     "\", \"shape\": [2], \"data_offsets\": [0, 8]}}",
+                                 kEight));
+  EXPECT_TRUE(test::contains(long_dtype, "unknown dtype \"XXXX")) << long_dtype.substr(0, 300);
+  EXPECT_LT(long_dtype.size(), 500u);
+  const std::string not_json = read_error(raw_safetensors("not_json", "{\"w\": [1, 2", ""));
+  EXPECT_TRUE(test::contains(not_json, "is not JSON: parse error at line 1")) << not_json;
+  EXPECT_FALSE(test::contains(not_json, "json.exception")) << not_json;
+  // More than the format's 100 MB of header is refused before it is read.
+  const uint64_t length = uint64_t(1) << 28;
+  std::string head(reinterpret_cast<const char*>(&length), 8);
+  const std::string big = test::config_error_of([&] {
+    parse_safetensors_header(reinterpret_cast<const unsigned char*>(head.data()), 8,
+                             uint64_t(1) << 40, "k", "big.safetensors");
+  });
+  EXPECT_TRUE(test::contains(big, "more than the 100000000 the format allows")) << big;
+}
+
+TEST(Safetensors, TheHeaderAloneTellsWhatTheFileHolds) {
+  const std::string path = test::temp_dir() + "/header_only.safetensors";
+  write_safetensors(path, every_dtype());
+  const SafetensorsHeader header = read_safetensors_header(path, "k");
+  const NamedTensors read = read_safetensors(path, "k").tensors;
+  ASSERT_EQ(header.entries.size(), read.size());
+  for (size_t i = 0; i < read.size(); ++i) {
+    EXPECT_EQ(header.entries[i].name, read[i].first);
+    EXPECT_EQ(header.entries[i].shape, read[i].second.sizes().vec());
+    EXPECT_EQ(header.entries[i].dtype->dtype, read[i].second.scalar_type());
+  }
 }
 
 TEST(Safetensors, RejectsBoolBytesOtherThanZeroOrOne) {

@@ -163,6 +163,43 @@ TEST(TorchFile, DecodesPythonFilesCompressedOrNot) {
   }
 }
 
+TEST(TorchFile, ForgedSizesAndOffsetsAreRefusedNotReadPastTheStorage) {
+  ASSERT_EQ(std::system("/usr/bin/python3 -c 'import torch' > /dev/null 2>&1"), 0)
+      << "/usr/bin/python3 has no torch: scripts/test installs python3-torch";
+  const std::string dir = test::temp_dir();
+  // A pickle may give any sizes, strides and offset over a storage of 6 floats; LibTorch's
+  // unpickler takes them as they are. (Two entries: LibTorch 1.13 reads no SETITEM, the opcode
+  // of a dict of one.)
+  const std::string script =
+      "import sys, collections, torch\n"
+      "class Forged:\n"
+      "    def __init__(self, offset, size, stride): self.a = (offset, size, stride)\n"
+      "    def __reduce__(self):\n"
+      "        return (torch._utils._rebuild_tensor_v2, (torch.arange(6.).storage(), *self.a,\n"
+      "                False, collections.OrderedDict()))\n"
+      "for name, a in [('past', (0, (1000000,), (1,))), ('offset', (4, (2, 2), (2, 1))),\n"
+      "                ('huge', (0, (1 << 62, 4), (4, 1))), ('fine', (2, (2, 2), (2, 1)))]:\n"
+      "    torch.save({'w': Forged(*a), 'n': torch.tensor(1)}, sys.argv[1] + '/' + name + '.pt')\n";
+  test::write_file(dir + "/forge.py", script);
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + dir + "/forge.py " + dir + " 2> /dev/null").c_str()),
+            0);
+  auto decode = [&](const std::string& name) {
+    std::ifstream in(dir + "/" + name + ".pt", std::ios::binary);
+    auto bytes = std::make_shared<std::vector<char>>(std::istreambuf_iterator<char>(in),
+                                                     std::istreambuf_iterator<char>());
+    return decode_torch_file(bytes, name + ".pt");
+  };
+  EXPECT_TRUE(torch::equal(decode("fine").toGenericDict().at("w").toTensor(),
+                           torch::tensor({{2.f, 3.f}, {4.f, 5.f}})));
+  for (const std::string name : {"past", "offset"}) {
+    const std::string e = test::error_of<TrainError>([&] { decode(name); });
+    EXPECT_TRUE(test::contains(e, name + ".pt: tensor w (sizes")) << e;
+    EXPECT_TRUE(test::contains(e, "reaches past the 24 bytes of its storage")) << e;
+  }
+  const std::string huge = test::error_of<TrainError>([&] { decode("huge"); });
+  EXPECT_TRUE(test::contains(huge, "huge.pt: its data.pkl does not unpickle")) << huge;
+}
+
 TEST(TorchFile, SameValueGivesSameBytes) {
   EXPECT_EQ(encode_torch_file(sample_dict()).bytes(), encode_torch_file(sample_dict()).bytes());
 }

@@ -5,7 +5,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "test_util.h"
@@ -195,6 +197,170 @@ TEST_F(HfCausalLm, ExportedWeightsShardPastTheLimitWithAnIndex) {
   std::filesystem::remove(out + "/" + files.front());
   EXPECT_TRUE(test::contains(test::config_error_of([&] { read_hf_weights(out, "k"); }),
                              files.front() + "' is missing"));
+}
+
+/// A copy of `folder` (of dir_) whose config.json (or `file`) `change` edited, under `name`.
+std::string edited_folder(const std::string& from, const std::string& name,
+                          const std::function<void(nlohmann::json&)>& change,
+                          const std::string& file = "config.json") {
+  const std::string to = test::temp_dir() + "/" + name;
+  std::filesystem::remove_all(to);
+  std::filesystem::copy(from, to);
+  std::ifstream in(to + "/" + file);
+  nlohmann::json j = nlohmann::json::parse(in);
+  change(j);
+  test::write_file(to + "/" + file, j.dump());
+  return to;
+}
+
+/// The error of building `type` from folder `path` (model.args.pretrained).
+std::string pretrained_error(const std::string& type, const std::string& path) {
+  register_builtin_models();
+  return test::config_error_of([&] {
+    model_registry().create(
+        Config::from_string("model: {type: " + type + ", args: {pretrained: " + path + "}}")
+            .at("model"));
+  });
+}
+
+TEST_F(HfCausalLm, ShapeOfAConfigIsTheModelsParameters) {
+  register_builtin_models();
+  const std::string gpt2 = edited_folder(dir_ + "/gpt2", "shape_gpt2", [](nlohmann::json& j) {
+    j["n_inner"] = 40;
+    j["tie_word_embeddings"] = false;
+  });
+  for (const auto& [type, config] : std::vector<std::pair<std::string, std::string>>{
+           {"gpt2", dir_ + "/gpt2/config.json"},
+           {"gpt2", gpt2 + "/config.json"},
+           {"llama", dir_ + "/llama/config.json"},
+           {"llama", dir_ + "/llama_tied_bias/config.json"}}) {
+    ModelPtr m = model_registry().create(
+        Config::from_string("model: {type: " + type + ", args: {config: " + config + "}}")
+            .at("model"));
+    std::map<std::string, std::vector<int64_t>> built, said;
+    for (const auto& p : m->named_parameters()) built[p.key()] = p.value().sizes().vec();
+    const models::ConfigShape shape =
+        type == "gpt2" ? models::Gpt2Impl::shape_of(m->as<models::Gpt2Impl>()->config, config)
+                       : models::LlamaImpl::shape_of(m->as<models::LlamaImpl>()->config, config);
+    for (const auto& t : shape.tensors) said[t.name] = t.shape;
+    EXPECT_EQ(said, built) << config;
+  }
+}
+
+TEST_F(HfCausalLm, AConfigThatIsNotItsWeightsIsRefusedBeforeBuildingNamingKeyAndTensor) {
+  // Three layers over two of weights: the files' layers, named (it used to name neither file).
+  const std::string three = pretrained_error(
+      "gpt2", edited_folder(dir_ + "/gpt2", "three", [](nlohmann::json& j) { j["n_layer"] = 3; }));
+  EXPECT_TRUE(test::contains(three,
+                             "config.json says n_layer 3, but model.safetensors has "
+                             "layers 0..1"))
+      << three;
+  const std::string one = pretrained_error(
+      "llama", edited_folder(dir_ + "/llama_sharded", "one",
+                             [](nlohmann::json& j) { j["num_hidden_layers"] = 1; }));
+  EXPECT_TRUE(test::contains(one,
+                             "config.json says num_hidden_layers 1, but "
+                             "model.safetensors.index.json has layers 0..1"))
+      << one;
+  const std::string wide = pretrained_error(
+      "gpt2",
+      edited_folder(dir_ + "/gpt2", "wide", [](nlohmann::json& j) { j["n_positions"] = 65; }));
+  EXPECT_TRUE(test::contains(wide,
+                             "config.json (n_positions 65, n_embd 32) makes "
+                             "transformer.wpe.weight [65, 32], but model.safetensors holds "
+                             "transformer.wpe.weight [64, 32]"))
+      << wide;
+  const std::string untied = pretrained_error(
+      "llama", edited_folder(dir_ + "/llama_tied_bias", "untied",
+                             [](nlohmann::json& j) { j["tie_word_embeddings"] = false; }));
+  EXPECT_TRUE(test::contains(untied, "model.safetensors has no lm_head.weight")) << untied;
+  // Sizes no model has: refused by their key before anything of their size is made (1e18
+  // layers hung building blocks; 2^62 threw std::bad_alloc; 2^40 positions LibTorch's text).
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, int64_t>>{{"n_layer", int64_t(1000000000000000000)},
+                                                    {"n_layer", int64_t(1) << 62},
+                                                    {"n_positions", int64_t(1) << 40}}) {
+    const std::string huge = pretrained_error(
+        "gpt2",
+        edited_folder(dir_ + "/gpt2", "huge",
+                      [&, key = key, value = value](nlohmann::json& j) { j[key] = value; }));
+    EXPECT_TRUE(test::contains(huge, "config.json key " + key + " must be in [1, ")) << huge;
+  }
+}
+
+TEST_F(HfCausalLm, ValuesHuggingFaceCannotComputeAreRefusedByKeyInOneShortLine) {
+  auto llama_error = [&](const std::function<void(nlohmann::json&)>& change) {
+    return pretrained_error("llama", edited_folder(dir_ + "/llama", "values", change));
+  };
+  EXPECT_TRUE(test::contains(llama_error([](nlohmann::json& j) { j["rope_theta"] = nullptr; }),
+                             "config.json key rope_theta is null"));
+  EXPECT_TRUE(test::contains(llama_error([](nlohmann::json& j) { j["rms_norm_eps"] = 0; }),
+                             "config.json key rms_norm_eps must be in (0, 1], got 0"));
+  EXPECT_TRUE(test::contains(llama_error([](nlohmann::json& j) { j["eos_token_id"] = "x"; }),
+                             "config.json key eos_token_id must be a token id"));
+  EXPECT_TRUE(test::contains(llama_error([](nlohmann::json& j) { j["eos_token_id"] = 128; }),
+                             "must hold ids in [0, vocab_size 128), got 128"));
+  const std::string type = llama_error([](nlohmann::json& j) { j["model_type"] = 5; });
+  EXPECT_TRUE(test::contains(type, "has model_type 5, not 'llama'")) << type;
+  const std::string scaling =
+      llama_error([](nlohmann::json& j) { j["rope_scaling"]["rope_type"] = 3; });
+  EXPECT_TRUE(test::contains(scaling, "rope_scaling.rope_type must be a string, got 3")) << scaling;
+  const std::string long_text =
+      llama_error([](nlohmann::json& j) { j["hidden_act"] = std::string(1000000, 'a'); });
+  EXPECT_TRUE(test::contains(long_text, "key hidden_act is 'aaa")) << long_text.substr(0, 300);
+  EXPECT_LT(long_text.size(), 500u);
+  const std::string folder = dir_ + "/llama";
+  const std::string cut = test::temp_dir() + "/cut";
+  std::filesystem::remove_all(cut);
+  std::filesystem::copy(folder, cut);
+  test::write_file(cut + "/config.json", "{\"model_type\": \"lla");
+  const std::string truncated = pretrained_error("llama", cut);
+  EXPECT_TRUE(test::contains(truncated, "config.json' is not JSON: parse error at line 1"))
+      << truncated;
+  EXPECT_FALSE(test::contains(truncated, "json.exception")) << truncated;
+}
+
+TEST_F(HfCausalLm, TheFoldersGenerationConfigIsReadAndChecked) {
+  register_builtin_models();
+  const std::string eos7 = edited_folder(
+      dir_ + "/gpt2", "gen7", [](nlohmann::json& j) { j["eos_token_id"] = 7; },
+      "generation_config.json");
+  ModelPtr m = model_registry().create(
+      Config::from_string("model: {type: gpt2, args: {pretrained: " + eos7 + "}}").at("model"));
+  EXPECT_EQ(nlohmann::json::parse(m->hf_info()->generation_config_json)["eos_token_id"], 7);
+  const std::string x = pretrained_error(
+      "gpt2", edited_folder(
+                  dir_ + "/gpt2", "genx", [](nlohmann::json& j) { j["eos_token_id"] = "x"; },
+                  "generation_config.json"));
+  EXPECT_TRUE(test::contains(x, "generation_config.json key eos_token_id must be a token id")) << x;
+  const std::string cut = edited_folder(dir_ + "/gpt2", "gencut", [](nlohmann::json&) {});
+  test::write_file(cut + "/generation_config.json", "{\"eos_tok");
+  const std::string truncated = pretrained_error("gpt2", cut);
+  EXPECT_TRUE(test::contains(truncated, "generation_config.json' is not JSON")) << truncated;
+}
+
+TEST_F(HfCausalLm, AFreshModelLargerThanMemoryIsRefusedBeforeItIsMade) {
+  const std::string path = test::write_file(
+      test::temp_dir() + "/huge_config.json",
+      R"({"model_type": "gpt2", "n_embd": 262144, "n_head": 4, "n_layer": 2, "n_positions": 67108864})");
+  register_builtin_models();
+  const std::string e = test::config_error_of([&] {
+    model_registry().create(
+        Config::from_string("model: {type: gpt2, args: {config: " + path + "}}").at("model"));
+  });
+  EXPECT_TRUE(test::contains(e, "more than the memory this process may use")) << e;
+  EXPECT_TRUE(test::contains(e, "transformer.wpe.weight [67108864, 262144] from n_positions")) << e;
+}
+
+TEST_F(HfCausalLm, PytorchModelBinSmallerThanTheConfigIsRefused) {
+  const std::string folder =
+      edited_folder(dir_ + "/gpt2", "bin", [](nlohmann::json& j) { j["n_layer"] = 200; });
+  const std::vector<char> bytes = save_tensor_dict(read_hf_weights(folder, "test"));
+  std::filesystem::remove(folder + "/model.safetensors");
+  test::write_file(folder + "/pytorch_model.bin", std::string(bytes.begin(), bytes.end()));
+  const std::string e = pretrained_error("gpt2", folder);
+  EXPECT_TRUE(test::contains(e, "config.json makes a gpt2 of")) << e;
+  EXPECT_TRUE(test::contains(e, "than pytorch_model.bin's")) << e;
 }
 
 }  // namespace

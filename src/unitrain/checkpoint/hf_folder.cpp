@@ -11,6 +11,8 @@
 #include "unitrain/checkpoint/safetensors.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/hf_weight_files.h"
+#include "unitrain/core/json_excerpt.h"
 
 namespace unitrain {
 namespace {
@@ -19,79 +21,36 @@ namespace fs = std::filesystem;
 
 constexpr const char* kSafetensors = "model.safetensors";
 constexpr const char* kSafetensorsIndex = "model.safetensors.index.json";
-constexpr const char* kBin = "pytorch_model.bin";
-constexpr const char* kBinIndex = "pytorch_model.bin.index.json";
 
-bool is_file(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec);
-}
-
-NamedTensors read_one(const fs::path& file, const std::string& key) {
-  if (is_safetensors(file.string())) return read_safetensors(file.string(), key).tensors;
+NamedTensors read_one(const std::string& file, const std::string& key) {
+  if (is_safetensors(file)) return read_safetensors(file, key).tensors;
   try {
-    return load_tensor_dict(read_file(file.string()), key + " " + file.string());
+    return load_tensor_dict(read_file(file), key + " " + file);
   } catch (const TrainError& e) {
     throw ConfigError(e.what());
   }
-}
-
-/// The shards an index names, in the order they first appear, and which tensors each holds.
-NamedTensors read_sharded(const fs::path& dir, const fs::path& index, const std::string& key) {
-  nlohmann::json j;
-  try {
-    const std::vector<char> bytes = read_file(index.string());
-    j = nlohmann::json::parse(bytes.begin(), bytes.end());
-  } catch (const TrainError& e) {
-    throw ConfigError(e.what());
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(fmt::format("{}: '{}' is not JSON: {}", key, index.string(), e.what()));
-  }
-  UT_CHECK(j.is_object() && j.contains("weight_map") && j["weight_map"].is_object(), key, ": '",
-           index.string(), "' has no weight_map object (a Hugging Face index maps each tensor's "
-           "name to its shard)");
-  std::vector<std::string> files;
-  std::map<std::string, std::set<std::string>> names_of;
-  for (const auto& [name, file] : j["weight_map"].items()) {
-    UT_CHECK(file.is_string(), key, ": '", index.string(), "' maps ", name, " to ", file.dump(),
-             ", not a file name");
-    const std::string f = file.get<std::string>();
-    UT_CHECK(f.find('/') == std::string::npos, key, ": '", index.string(), "' maps ", name,
-             " to '", f, "', outside the folder");
-    if (names_of.find(f) == names_of.end()) files.push_back(f);
-    names_of[f].insert(name);
-  }
-  NamedTensors out;
-  for (const std::string& f : files) {
-    UT_CHECK(is_file(dir / f), key, ": '", (dir / f).string(), "' is missing (",
-             index.filename().string(), " names it for ", names_of[f].size(), " tensors)");
-    std::set<std::string> wanted = names_of[f];
-    for (auto& [name, t] : read_one(dir / f, key)) {
-      if (wanted.erase(name)) out.emplace_back(name, std::move(t));
-    }
-    UT_CHECK(wanted.empty(), key, ": '", (dir / f).string(), "' does not hold ", *wanted.begin(),
-             " (", index.filename().string(), " says it does)");
-  }
-  return out;
 }
 
 }  // namespace
 
-bool is_hf_weights_folder(const std::string& dir) {
-  for (const char* f : {kSafetensors, kSafetensorsIndex, kBin, kBinIndex}) {
-    if (is_file(fs::path(dir) / f)) return true;
-  }
-  return false;
-}
+bool is_hf_weights_folder(const std::string& dir) { return has_hf_weights(dir); }
 
 NamedTensors read_hf_weights(const std::string& dir, const std::string& key) {
-  const fs::path d(dir);
-  if (is_file(d / kSafetensors)) return read_one(d / kSafetensors, key);
-  if (is_file(d / kSafetensorsIndex)) return read_sharded(d, d / kSafetensorsIndex, key);
-  if (is_file(d / kBin)) return read_one(d / kBin, key);
-  if (is_file(d / kBinIndex)) return read_sharded(d, d / kBinIndex, key);
-  throw ConfigError(fmt::format("{}: '{}' holds no weights (model.safetensors, {} or {})", key,
-                                dir, kSafetensorsIndex, kBin));
+  const HfWeightFiles files = hf_weight_files(dir, key);
+  if (files.index.empty()) return read_one(files.files.front(), key);
+  // Shard after shard, each tensor from the shard the index names for it.
+  NamedTensors out;
+  for (size_t i = 0; i < files.files.size(); ++i) {
+    const std::vector<std::string>& names = files.names[i];
+    std::set<std::string> wanted(names.begin(), names.end());
+    for (auto& [name, t] : read_one(files.files[i], key)) {
+      if (wanted.erase(name)) out.emplace_back(name, std::move(t));
+    }
+    UT_CHECK(wanted.empty(), key, ": '", files.files[i], "' does not hold ",
+             text_excerpt(*wanted.begin()), " (", fs::path(files.index).filename().string(),
+             " says it does)");
+  }
+  return out;
 }
 
 std::vector<std::string> write_hf_weights(const std::string& dir, const NamedTensors& tensors,

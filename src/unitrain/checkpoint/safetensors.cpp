@@ -9,15 +9,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <nlohmann/json.hpp>
-#include <set>
-#include <tuple>
 #include <vector>
 
 #include "unitrain/checkpoint/checkpoint_store.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/json_excerpt.h"
 #include "unitrain/core/mapped_file.h"
+#include "unitrain/core/safetensors_header.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "safetensors.cpp reads and writes tensor bytes as they are: it needs a little-endian machine"
@@ -30,161 +29,11 @@ using nlohmann::json;
 
 constexpr const char* kMetadataKey = "__metadata__";
 
-struct SafetensorsDtype {
-  const char* name;
-  torch::Dtype dtype;
-  size_t size;
-};
-
-constexpr SafetensorsDtype kDtypes[] = {
-    {"F64", torch::kFloat64, 8},   {"F32", torch::kFloat32, 4}, {"F16", torch::kFloat16, 2},
-    {"BF16", torch::kBFloat16, 2}, {"I64", torch::kInt64, 8},   {"I32", torch::kInt32, 4},
-    {"I16", torch::kInt16, 2},     {"I8", torch::kInt8, 1},     {"U8", torch::kUInt8, 1},
-    {"BOOL", torch::kBool, 1},
-};
-
 std::string dtype_names() {
   std::string out;
-  for (const auto& d : kDtypes) out += (out.empty() ? "" : ", ") + std::string(d.name);
+  for (const auto& d : safetensors_dtypes()) out += (out.empty() ? "" : ", ") + std::string(d.name);
   return out;
 }
-
-/// One tensor's entry in the header, checked on its own.
-struct Entry {
-  std::string name;
-  const SafetensorsDtype* dtype = nullptr;
-  std::vector<int64_t> shape;
-  uint64_t begin = 0, end = 0;
-};
-
-/// Reads and checks one file's header; every error names `key`, the file and the tensor.
-class HeaderReader {
- public:
-  HeaderReader(const std::string& key, const std::string& path)
-      : where_(detail::concat(key, ": '", path, "'")) {}
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw ConfigError(detail::concat(where_, " is not a valid safetensors file: ", what));
-  }
-  [[noreturn]] void fail(const std::string& tensor, const std::string& what) const {
-    fail(detail::concat("tensor '", tensor, "': ", what));
-  }
-
-  json parse(const char* begin, const char* end) const {
-    std::set<std::string> names;
-    // nlohmann keeps the last of duplicate keys silently: a second entry of a name is refused.
-    const json::parser_callback_t no_duplicates = [&](int depth, json::parse_event_t event,
-                                                      json& parsed) {
-      if (depth == 1 && event == json::parse_event_t::key &&
-          !names.insert(parsed.get<std::string>()).second) {
-        fail(parsed.get<std::string>(), "named twice in the header");
-      }
-      return true;
-    };
-    json header;
-    try {
-      header = json::parse(begin, end, no_duplicates);
-    } catch (const json::exception& e) {
-      fail(detail::concat("its header (", end - begin, " bytes after the 8-byte length) is not ",
-                          "JSON: ", e.what()));
-    }
-    if (!header.is_object()) fail("its header is JSON but not an object of tensors");
-    return header;
-  }
-
-  std::map<std::string, std::string> metadata(const json& value) const {
-    if (!value.is_object())
-      fail(detail::concat(kMetadataKey, " must be an object of strings, got ", value.dump()));
-    std::map<std::string, std::string> out;
-    for (const auto& [k, v] : value.items()) {
-      if (!v.is_string()) {
-        fail(detail::concat(kMetadataKey, ".", k, " must be a string, got ", v.dump()));
-      }
-      out[k] = v.get<std::string>();
-    }
-    return out;
-  }
-
-  Entry entry(const std::string& name, const json& value) const {
-    Entry e;
-    e.name = name;
-    if (!value.is_object()) {
-      fail(name, "expected {\"dtype\", \"shape\", \"data_offsets\"}, got " + value.dump());
-    }
-    for (const char* field : {"dtype", "shape", "data_offsets"}) {
-      if (!value.contains(field)) fail(name, detail::concat("no \"", field, "\""));
-    }
-    const json& dtype = value["dtype"];
-    if (!dtype.is_string()) fail(name, "dtype must be a string, got " + dtype.dump());
-    for (const auto& d : kDtypes) {
-      if (dtype.get<std::string>() == d.name) e.dtype = &d;
-    }
-    if (e.dtype == nullptr) {
-      fail(name, detail::concat("unknown dtype ", dtype.dump(), " (known: ", dtype_names(), ")"));
-    }
-    const json& shape = value["shape"];
-    if (!shape.is_array()) fail(name, "shape must be a list of sizes, got " + shape.dump());
-    uint64_t elements = 1;
-    bool overflow = false;
-    for (const json& d : shape) {
-      if (!d.is_number_unsigned() ||
-          d.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) {
-        fail(name, "shape must hold sizes >= 0, got " + shape.dump());
-      }
-      e.shape.push_back(d.get<int64_t>());
-      overflow = overflow || __builtin_mul_overflow(elements, d.get<uint64_t>(), &elements);
-    }
-    const json& offsets = value["data_offsets"];
-    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
-        !offsets[1].is_number_unsigned() ||
-        offsets[0].get<uint64_t>() > offsets[1].get<uint64_t>()) {
-      fail(name, "data_offsets must be [begin, end] with 0 <= begin <= end, got " + offsets.dump());
-    }
-    e.begin = offsets[0].get<uint64_t>();
-    e.end = offsets[1].get<uint64_t>();
-    uint64_t bytes = 0;
-    overflow = overflow || __builtin_mul_overflow(elements, uint64_t(e.dtype->size), &bytes);
-    if (overflow || bytes != e.end - e.begin) {
-      fail(name,
-           detail::concat(e.dtype->name, " ", shape.dump(), " needs ",
-                          overflow ? std::string("more than 2^64") : std::to_string(bytes),
-                          " bytes, but data_offsets ", offsets.dump(), " hold ", e.end - e.begin));
-    }
-    return e;
-  }
-
-  /// Checks that `entries` (sorted by offset) cover [0, data_size) exactly.
-  void check_layout(const std::vector<Entry>& entries, uint64_t data_size) const {
-    uint64_t at = 0;
-    const Entry* previous = nullptr;
-    for (const Entry& e : entries) {
-      if (e.end > data_size) {
-        fail(e.name, detail::concat("its bytes [", e.begin, ", ", e.end,
-                                    ") run past the end of the ", "file, which holds ", data_size,
-                                    " bytes of data after the ", "header (truncated?)"));
-      }
-      if (e.begin < at) {
-        fail(e.name,
-             detail::concat("its bytes [", e.begin, ", ", e.end, ") overlap those of '",
-                            previous->name, "' [", previous->begin, ", ", previous->end, ")"));
-      }
-      if (e.begin > at) {
-        fail(e.name,
-             detail::concat("bytes [", at, ", ", e.begin, ") before it belong to no tensor ",
-                            "(the offsets must cover the data without gaps)"));
-      }
-      at = e.end;
-      previous = &e;
-    }
-    if (at != data_size) {
-      fail(detail::concat(data_size - at, " bytes after the last tensor belong to no tensor (the ",
-                          "data holds ", data_size, " bytes, the tensors end at ", at, ")"));
-    }
-  }
-
- private:
-  std::string where_;
-};
 
 uint64_t read_le64(const unsigned char* p) {
   uint64_t v = 0;
@@ -196,48 +45,23 @@ uint64_t read_le64(const unsigned char* p) {
 
 SafetensorsContent read_safetensors(const std::string& path, const std::string& key) {
   const MappedFile file(path, key, MappedFile::Access::Sequential);
-  const HeaderReader reader(key, path);
-  const uint64_t size = file.size();
-  if (size < 8) {
-    reader.fail(detail::concat("it holds ", size, " bytes, less than the 8-byte header length"));
-  }
-  const uint64_t header_size = read_le64(file.data());
-  if (header_size > size - 8) {
-    reader.fail(detail::concat("its header length says ", header_size, " bytes, but only ",
-                               size - 8, " follow (truncated, or not a safetensors file)"));
-  }
-  const char* header_begin = reinterpret_cast<const char*>(file.data()) + 8;
-  const json header = reader.parse(header_begin, header_begin + header_size);
-
+  const SafetensorsHeader header =
+      parse_safetensors_header(file.data(), file.size(), file.size(), key, path);
   SafetensorsContent out;
-  std::vector<Entry> entries;
-  for (const auto& [name, value] : header.items()) {
-    if (name == kMetadataKey) {
-      out.metadata = reader.metadata(value);
-    } else {
-      entries.push_back(reader.entry(name, value));
-    }
-  }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
-  });
-  const uint64_t data_size = size - 8 - header_size;
-  reader.check_layout(entries, data_size);
-
-  const unsigned char* data = file.data() + 8 + header_size;
-  out.tensors.reserve(entries.size());
-  for (const Entry& e : entries) {
-    torch::Tensor t = torch::empty(e.shape, torch::TensorOptions().dtype(e.dtype->dtype));
-    const size_t bytes = e.end - e.begin;
-    if (bytes > 0) std::memcpy(t.data_ptr(), data + e.begin, bytes);
+  out.metadata = header.metadata;
+  const unsigned char* data = file.data() + header.data_offset;
+  out.tensors.reserve(header.entries.size());
+  for (const SafetensorsEntry& e : header.entries) {
     if (e.dtype->dtype == torch::kBool) {
       const unsigned char* bad =
           std::find_if(data + e.begin, data + e.end, [](unsigned char b) { return b > 1; });
-      if (bad != data + e.end) {
-        reader.fail(e.name, detail::concat("BOOL byte ", bad - (data + e.begin), " is ", int(*bad),
-                                           ", not 0 or 1"));
-      }
+      UT_CHECK(bad == data + e.end, key, ": '", path, "' is not a valid safetensors file: tensor '",
+               text_excerpt(e.name), "': BOOL byte ", bad - (data + e.begin), " is ", int(*bad),
+               ", not 0 or 1");
     }
+    torch::Tensor t = torch::empty(e.shape, torch::TensorOptions().dtype(e.dtype->dtype));
+    const size_t bytes = e.end - e.begin;
+    if (bytes > 0) std::memcpy(t.data_ptr(), data + e.begin, bytes);
     out.tensors.emplace_back(e.name, std::move(t));
   }
   return out;
@@ -274,12 +98,12 @@ FileImage safetensors_image(const NamedTensors& tensors,
   if (!metadata.empty()) header[kMetadataKey] = metadata;
   uint64_t at = 0;
   for (const auto& [name, given] : sorted) {
-    const auto* d = std::find_if(std::begin(kDtypes), std::end(kDtypes), [&](const auto& known) {
+    const auto& dtypes = safetensors_dtypes();
+    const auto d = std::find_if(dtypes.begin(), dtypes.end(), [&](const auto& known) {
       return known.dtype == given.scalar_type();
     });
-    UT_CHECK(d != std::end(kDtypes), "safetensors: tensor '", name, "' has dtype ",
-             given.scalar_type(), ", which the format has no name for (it holds ", dtype_names(),
-             ")");
+    UT_CHECK(d != dtypes.end(), "safetensors: tensor '", name, "' has dtype ", given.scalar_type(),
+             ", which the format has no name for (it holds ", dtype_names(), ")");
     torch::Tensor t = given.detach().to(torch::kCPU).contiguous();
     header[name] = {
         {"dtype", d->name}, {"shape", t.sizes().vec()}, {"data_offsets", {at, at + t.nbytes()}}};

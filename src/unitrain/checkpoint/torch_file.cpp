@@ -184,6 +184,47 @@ std::map<std::string, ZipEntry> records_by_name(const char* bytes, size_t size,
   return out;
 }
 
+/// TrainError naming `what` and `name` unless every element of tensor `t` lies inside its
+/// storage: a pickle gives each tensor's sizes, strides and offset, which LibTorch's unpickler
+/// takes as they are, so a damaged or forged file would read memory past its storage.
+void check_in_storage(const at::Tensor& t, const std::string& name, const std::string& what) {
+  if (!t.defined() || !t.has_storage() || t.numel() == 0) return;
+  int64_t last = t.storage_offset();  // the furthest element's index in the storage
+  bool ok = last >= 0;
+  for (int64_t d = 0; ok && d < t.dim(); ++d) {
+    int64_t step = 0;
+    ok = t.stride(d) >= 0 && !__builtin_mul_overflow(t.size(d) - 1, t.stride(d), &step) &&
+         !__builtin_add_overflow(last, step, &last);
+  }
+  int64_t bytes = 0;
+  ok = ok && !__builtin_mul_overflow(last + 1, int64_t(t.element_size()), &bytes) &&
+       uint64_t(bytes) <= t.storage().nbytes();
+  UT_CHECK_TRAIN(ok, what, ": tensor ", name, " (sizes ", t.sizes(), ", strides ", t.strides(),
+                 ", offset ", t.storage_offset(), ") reaches past the ", t.storage().nbytes(),
+                 " bytes of its storage (a damaged file?)");
+}
+
+/// check_in_storage of every tensor in `v` (dicts, lists and tuples of them), named by their
+/// dict keys.
+void check_tensors_in_storage(const c10::IValue& v, const std::string& name,
+                              const std::string& what, int depth = 0) {
+  UT_CHECK_TRAIN(depth < 64, what, ": values nested more than 64 deep");
+  if (v.isTensor()) {
+    check_in_storage(v.toTensor(), name, what);
+  } else if (v.isGenericDict()) {
+    for (const auto& e : v.toGenericDict()) {
+      const std::string key = e.key().isString() ? e.key().toStringRef() : "?";
+      check_tensors_in_storage(e.value(), name.empty() ? key : name + "." + key, what, depth + 1);
+    }
+  } else if (v.isList()) {
+    for (const c10::IValue& e : v.toListRef()) check_tensors_in_storage(e, name, what, depth + 1);
+  } else if (v.isTuple()) {
+    for (const c10::IValue& e : v.toTupleRef().elements()) {
+      check_tensors_in_storage(e, name, what, depth + 1);
+    }
+  }
+}
+
 }  // namespace
 
 c10::IValue decode_torch_file(const std::shared_ptr<const std::vector<char>>& bytes,
@@ -230,7 +271,17 @@ c10::IValue decode_torch_file(const char* bytes, size_t size,
     unpickler.set_version(std::strtoull(text.c_str(), nullptr, 10));
     break;
   }
-  return unpickler.parse_ivalue();
+  c10::IValue value;
+  try {
+    value = unpickler.parse_ivalue();
+  } catch (const c10::Error&) {
+    // LibTorch's own words ("numel: integer multiplication overflow") name no tensor or file.
+    throw TrainError(what +
+                     ": its data.pkl does not unpickle into tensors LibTorch can build (a "
+                     "size past 2^63, an unknown object or a damaged pickle)");
+  }
+  check_tensors_in_storage(value, "", what);
+  return value;
 }
 
 FileImage encode_torch_file(const c10::IValue& value, bool force_zip64) {

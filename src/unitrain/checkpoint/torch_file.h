@@ -28,8 +28,9 @@ FileImage encode_torch_file(const c10::IValue& value, bool force_zip64 = false);
 /// The value in a file PyTorch's format (encode_torch_file's, or Python's `torch.save`) whose
 /// bytes are `bytes`, unpickled in place: each tensor's storage is its record inside `bytes`
 /// (kept alive by the tensors), not a copy. Records that are compressed or not aligned for
-/// their tensors are copied. Throws (c10::Error, ConfigError or TrainError, naming `what`)
-/// when the bytes are not such a file.
+/// their tensors are copied. Throws (ConfigError or TrainError, naming `what`) when the bytes
+/// are not such a file, its pickle does not unpickle (LibTorch's words are not passed on), or a
+/// tensor's sizes, strides and offset reach past its storage (naming the tensor by its keys).
 c10::IValue decode_torch_file(const std::shared_ptr<const std::vector<char>>& bytes,
                               const std::string& what);
 /// decode_torch_file of `size` bytes at `bytes` (a mapped file), which `keep` keeps alive: the

@@ -1,4 +1,5 @@
 // gpt2: GPT2LMHeadModel's computation under its own parameter names.
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <cmath>
@@ -109,10 +110,64 @@ void initialise(torch::nn::Module& piece, const Gpt2Config& c) {
 
 }  // namespace
 
+ConfigShape Gpt2Impl::shape_of(const Gpt2Config& c, const std::string& path) {
+  ConfigShape s{"gpt2", path, "n_layer", c.n_layer, "transformer.h.", {}};
+  const int64_t e = c.n_embd, v = c.vocab_size, inner = c.inner();
+  const std::string embd = fmt::format("n_embd {}", e);
+  const std::string inner_keys = c.n_inner > 0 ? fmt::format("n_embd {}, n_inner {}", e, inner)
+                                               : fmt::format("n_embd {}, n_inner 4 n_embd", e);
+  auto add = [&s](std::string name, std::vector<int64_t> shape, const std::string& keys) {
+    s.tensors.push_back({std::move(name), std::move(shape), keys});
+  };
+  add("transformer.wte.weight", {v, e}, fmt::format("vocab_size {}, {}", v, embd));
+  add("transformer.wpe.weight", {c.n_positions, e},
+      fmt::format("n_positions {}, {}", c.n_positions, embd));
+  for (int64_t i = 0; i < c.n_layer; ++i) {
+    const std::string p = fmt::format("transformer.h.{}.", i);
+    for (const char* norm : {"ln_1", "ln_2"}) {
+      add(p + norm + ".weight", {e}, embd);
+      add(p + norm + ".bias", {e}, embd);
+    }
+    add(p + "attn.c_attn.weight", {e, 3 * e}, embd);
+    add(p + "attn.c_attn.bias", {3 * e}, embd);
+    add(p + "attn.c_proj.weight", {e, e}, embd);
+    add(p + "attn.c_proj.bias", {e}, embd);
+    add(p + "mlp.c_fc.weight", {e, inner}, inner_keys);
+    add(p + "mlp.c_fc.bias", {inner}, inner_keys);
+    add(p + "mlp.c_proj.weight", {inner, e}, inner_keys);
+    add(p + "mlp.c_proj.bias", {e}, embd);
+  }
+  add("transformer.ln_f.weight", {e}, embd);
+  add("transformer.ln_f.bias", {e}, embd);
+  if (!c.tie_word_embeddings) {
+    add("lm_head.weight", {v, e},
+        fmt::format("vocab_size {}, {}, tie_word_embeddings false", v, embd));
+  }
+  return s;
+}
+
 Gpt2Impl::Gpt2Impl(const HfModelOptions& options)
     : HfCausalLm("gpt2"), config(read_gpt2_config(options.config_path("model.args."))) {
   const Gpt2Config& c = config;
   const bool fresh = options.pretrained.empty();
+  const bool tied = c.tie_word_embeddings;
+  info_.model_name = [tied](const std::string& name) -> std::string {
+    // The old causal-mask buffers (attn.bias [1, 1, P, P], attn.masked_bias) are not weights.
+    if (ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias")) return "";
+    if (name == "lm_head.weight") return tied ? "" : name;
+    if (name.rfind("transformer.", 0) == 0) return name;
+    return "transformer." + name;  // the hub's gpt2 file: GPT2Model's names
+  };
+  // Before a tensor is allocated: config.json's sizes against the weights' headers.
+  check_config_shape(shape_of(c, options.config_path("model.args.")), options.pretrained,
+                     info_.model_name);
+  const std::string own_generation = generation_config_json({c.bos_token_id}, {c.eos_token_id});
+  info_.generation_config_json =
+      fresh ? own_generation
+            : read_generation_config(options.pretrained, c.vocab_size, own_generation);
+  info_.pretrained = options.pretrained;
+  info_.config_json = c.json;
+
   transformer = register_module("transformer", std::make_shared<torch::nn::Module>());
   // Built a unit (of units()) at a time, each handed to unit_built: ZeRO 3's parts.
   wte = transformer->register_module("wte", torch::nn::Embedding(c.vocab_size, c.n_embd));
@@ -142,18 +197,6 @@ Gpt2Impl::Gpt2Impl(const HfModelOptions& options)
     last.push_back(lm_head->weight);
   }
   unit_built(last);
-
-  info_.pretrained = options.pretrained;
-  info_.config_json = c.json;
-  info_.generation_config_json = generation_config_json({c.bos_token_id}, {c.eos_token_id});
-  const bool tied = c.tie_word_embeddings;
-  info_.model_name = [tied](const std::string& name) -> std::string {
-    // The old causal-mask buffers (attn.bias [1, 1, P, P], attn.masked_bias) are not weights.
-    if (ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias")) return "";
-    if (name == "lm_head.weight") return tied ? "" : name;
-    if (name.rfind("transformer.", 0) == 0) return name;
-    return "transformer." + name;  // the hub's gpt2 file: GPT2Model's names
-  };
 }
 
 torch::Tensor Gpt2Impl::checked(torch::Tensor tokens) const {

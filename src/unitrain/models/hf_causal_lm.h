@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "unitrain/models/hf_config.h"
+#include "unitrain/models/hf_shape_check.h"
 #include "unitrain/models/model.h"
 #include "unitrain/models/token_layout.h"
 
@@ -69,6 +70,8 @@ class HfCausalLm : public Model {
 class Gpt2Impl : public HfCausalLm {
  public:
   explicit Gpt2Impl(const HfModelOptions& options);
+  /// The parameters a gpt2 of config `c` (read from `path`) has, by name and shape.
+  static ConfigShape shape_of(const Gpt2Config& c, const std::string& path);
   int64_t max_length() const override { return config.n_positions; }
   /// The embeddings, each block, then ln_f (with lm_head when untied).
   std::vector<std::vector<torch::Tensor>> units() override;
@@ -97,6 +100,8 @@ class Gpt2Impl : public HfCausalLm {
 class LlamaImpl : public HfCausalLm {
  public:
   explicit LlamaImpl(const HfModelOptions& options);
+  /// The parameters a llama of config `c` (read from `path`) has, by name and shape.
+  static ConfigShape shape_of(const LlamaConfig& c, const std::string& path);
   int64_t max_length() const override { return config.max_position_embeddings; }
   /// The embeddings, each block, then the norm (with lm_head when untied).
   std::vector<std::vector<torch::Tensor>> units() override;

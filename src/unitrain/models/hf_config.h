@@ -69,6 +69,13 @@ struct LlamaConfig {
 Gpt2Config read_gpt2_config(const std::string& path);
 LlamaConfig read_llama_config(const std::string& path);
 
+/// The text of folder `dir`'s generation_config.json, or `fallback` when it has none.
+/// ConfigError naming the file (and the key) for one that is not a JSON object (truncated,
+/// damaged) or whose bos_token_id, eos_token_id or pad_token_id is not an id in [0, `vocab`)
+/// or a list of them.
+std::string read_generation_config(const std::string& dir, int64_t vocab,
+                                   const std::string& fallback);
+
 /// generation_config.json for a model with these token ids (Hugging Face's keys).
 std::string generation_config_json(const std::vector<int64_t>& bos, const std::vector<int64_t>& eos);
 

@@ -1,4 +1,5 @@
 // llama: LlamaForCausalLM's computation under its own parameter names.
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include <cmath>
@@ -150,10 +151,68 @@ torch::Tensor inverse_frequencies(const LlamaConfig& c) {
 
 }  // namespace
 
+ConfigShape LlamaImpl::shape_of(const LlamaConfig& c, const std::string& path) {
+  ConfigShape s{"llama", path, "num_hidden_layers", c.num_hidden_layers, "model.layers.", {}};
+  const int64_t h = c.hidden_size, v = c.vocab_size, n = c.intermediate_size, d = c.head_width();
+  const int64_t q = c.num_attention_heads * d, kv = c.kv_heads() * d;
+  const std::string hidden = fmt::format("hidden_size {}", h);
+  const std::string width = c.head_dim > 0 ? fmt::format("head_dim {}", d)
+                                           : fmt::format("{} / num_attention_heads", hidden);
+  const std::string q_keys =
+      fmt::format("num_attention_heads {}, {}, {}", c.num_attention_heads, width, hidden);
+  const std::string kv_keys =
+      fmt::format("num_key_value_heads {}, {}, {}", c.kv_heads(), width, hidden);
+  const std::string mlp = fmt::format("intermediate_size {}, {}", n, hidden);
+  auto add = [&s](std::string name, std::vector<int64_t> shape, const std::string& keys) {
+    s.tensors.push_back({std::move(name), std::move(shape), keys});
+  };
+  add("model.embed_tokens.weight", {v, h}, fmt::format("vocab_size {}, {}", v, hidden));
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    const std::tuple<const char*, int64_t, int64_t, const std::string*, bool> linears[] = {
+        {"self_attn.q_proj", q, h, &q_keys, c.attention_bias},
+        {"self_attn.k_proj", kv, h, &kv_keys, c.attention_bias},
+        {"self_attn.v_proj", kv, h, &kv_keys, c.attention_bias},
+        {"self_attn.o_proj", h, q, &q_keys, c.attention_bias},
+        {"mlp.gate_proj", n, h, &mlp, c.mlp_bias},
+        {"mlp.up_proj", n, h, &mlp, c.mlp_bias},
+        {"mlp.down_proj", h, n, &mlp, c.mlp_bias}};
+    for (const auto& [name, out, in, keys, bias] : linears) {
+      add(p + name + ".weight", {out, in}, *keys);
+      if (bias) add(p + name + ".bias", {out}, *keys);
+    }
+    add(p + "input_layernorm.weight", {h}, hidden);
+    add(p + "post_attention_layernorm.weight", {h}, hidden);
+  }
+  add("model.norm.weight", {h}, hidden);
+  if (!c.tie_word_embeddings) {
+    add("lm_head.weight", {v, h},
+        fmt::format("vocab_size {}, {}, tie_word_embeddings false", v, hidden));
+  }
+  return s;
+}
+
 LlamaImpl::LlamaImpl(const HfModelOptions& options)
     : HfCausalLm("llama"), config(read_llama_config(options.config_path("model.args."))) {
   const LlamaConfig& c = config;
   const bool fresh = options.pretrained.empty();
+  const bool tied = c.tie_word_embeddings;
+  info_.model_name = [tied](const std::string& name) -> std::string {
+    if (ends_with(name, "rotary_emb.inv_freq")) return "";  // computed, not a weight
+    if (name == "lm_head.weight") return tied ? "" : name;
+    if (name.rfind("model.", 0) == 0) return name;
+    return "model." + name;  // LlamaModel's names (no head)
+  };
+  // Before a tensor is allocated: config.json's sizes against the weights' headers.
+  check_config_shape(shape_of(c, options.config_path("model.args.")), options.pretrained,
+                     info_.model_name);
+  const std::string own_generation = generation_config_json(c.bos_token_ids, c.eos_token_ids);
+  info_.generation_config_json =
+      fresh ? own_generation
+            : read_generation_config(options.pretrained, c.vocab_size, own_generation);
+  info_.pretrained = options.pretrained;
+  info_.config_json = c.json;
+
   inv_freq_ = inverse_frequencies(c);
   body = register_module("model", std::make_shared<torch::nn::Module>());
   // HF's embedding keeps the padding row's gradient zero (nn.Embedding's padding_idx).
@@ -178,17 +237,6 @@ LlamaImpl::LlamaImpl(const HfModelOptions& options)
     last.push_back(lm_head->weight);
   }
   unit_built(last);
-
-  info_.pretrained = options.pretrained;
-  info_.config_json = c.json;
-  info_.generation_config_json = generation_config_json(c.bos_token_ids, c.eos_token_ids);
-  const bool tied = c.tie_word_embeddings;
-  info_.model_name = [tied](const std::string& name) -> std::string {
-    if (ends_with(name, "rotary_emb.inv_freq")) return "";  // computed, not a weight
-    if (name == "lm_head.weight") return tied ? "" : name;
-    if (name.rfind("model.", 0) == 0) return name;
-    return "model." + name;  // LlamaModel's names (no head)
-  };
 }
 
 std::pair<torch::Tensor, torch::Tensor> LlamaImpl::rotary(const torch::Tensor& positions) const {

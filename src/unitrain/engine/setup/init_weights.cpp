@@ -13,6 +13,7 @@
 #include "unitrain/checkpoint/safetensors.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/hf_weight_files.h"
 #include "unitrain/data/file_bytes.h"
 #include "unitrain/log/console.h"
 #include "unitrain/models/model.h"
@@ -22,18 +23,19 @@ namespace unitrain {
 
 namespace {
 
-/// Loads `state` (named `what` in messages) into the module: floating-point tensors of another
-/// precision converted; strict or not (suggesting `strict_key` when only names differ); when
-/// names differ by prefixes, a hint of the `hint_key` renames that would load them ("" = none).
+/// Loads `state` (named `what` in messages) into `weights` (a model, or an ObjectiveModule's
+/// weights()): floating-point tensors of another precision converted; strict or not
+/// (suggesting `strict_key` when only names differ); when names differ by prefixes, a hint of
+/// the `hint_key` renames that would load them ("" = none).
 /// `given_names`: the file's names before the user's renames (`hint_key` set), so that a hint
 /// is the whole map from the file's names, never one that undoes the user's renames.
-void load_weights(ObjectiveModule& module, NamedTensors state, const std::string& what,
+void load_weights(torch::nn::Module& weights, NamedTensors state, const std::string& what,
                   bool strict, const std::string& hint_key, const std::string& strict_key,
                   const NamedTensors* given_names = nullptr) {
   // Floating-point tensors of another precision (bf16 or fp16 weights for an fp32 model) are
   // converted, as PyTorch's load_state_dict does; other dtype differences stay errors.
   std::map<std::string, torch::Tensor> own;
-  for (auto& [name, t] : module_state(module.weights(), false)) own.emplace(name, t);
+  for (auto& [name, t] : module_state(weights, false)) own.emplace(name, t);
   std::map<std::string, int> converted;  // "BFloat16 to Float" -> count
   std::vector<std::string> file_names, model_names;
   for (auto& [name, t] : state) {
@@ -66,7 +68,7 @@ void load_weights(ObjectiveModule& module, NamedTensors state, const std::string
   if (!hint.empty() && given_names != nullptr) hint += " (in place of the map given)";
   std::string summary;
   try {
-    summary = load_module_state(module.weights(), state, strict, what, strict_key) + hint;
+    summary = load_module_state(weights, state, strict, what, strict_key) + hint;
   } catch (const ConfigError& e) {
     throw ConfigError(e.what() + hint);
   }
@@ -78,7 +80,7 @@ void load_weights(ObjectiveModule& module, NamedTensors state, const std::string
 
 }  // namespace
 
-void load_pretrained_weights(ObjectiveModule& module, const HfModelInfo& hf) {
+void load_pretrained_weights(torch::nn::Module& weights, const HfModelInfo& hf) {
   const std::string key = "model.args.pretrained";
   UT_CHECK(is_hf_weights_folder(hf.pretrained), key, ": '", hf.pretrained, "' holds no weights "
            "(model.safetensors, model.safetensors.index.json with its shards, or "
@@ -99,7 +101,10 @@ void load_pretrained_weights(ObjectiveModule& module, const HfModelInfo& hf) {
                           "rotary frequencies, a tied head's copy): not loaded",
                           key, hf.pretrained, skipped));
   }
-  load_weights(module, std::move(renamed), key + " " + hf.pretrained, true, "", "");
+  // Messages name the weights' file (or index), not only the folder.
+  const std::string file =
+      (std::filesystem::path(hf.pretrained) / hf_weight_files(hf.pretrained, key).label()).string();
+  load_weights(weights, std::move(renamed), key + " " + file, true, "", "");
 }
 
 void load_init_weights(ObjectiveModule& module, const ModelSection& model) {
@@ -126,7 +131,7 @@ void load_init_weights(ObjectiveModule& module, const ModelSection& model) {
     state = rename_keys(std::move(state), key_map, "model.init_key_map");
     what += " (names renamed by model.init_key_map)";
   }
-  load_weights(module, std::move(state), what, model.init_strict, "model.init_key_map",
+  load_weights(module.weights(), std::move(state), what, model.init_strict, "model.init_key_map",
                "model.init_strict", key_map.empty() ? nullptr : &given);
 }
 
