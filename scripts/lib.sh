@@ -27,6 +27,7 @@ UNITRAIN_TEST_PACKAGES=(
   python3-sentencepiece  # the text dataset's tests' reference
   python3-h5py  # the hdf5 dataset's tests write files with h5py
   python3-torch python3-numpy openmpi-bin
+  python3-jinja2  # hf_models_test renders a hub chat_template as transformers does
   mpich  # distributed_test.py starts workers with MPICH's mpiexec (Open MPI's stays mpirun)
   slurm-wlm munge  # slurm_test.py runs a one-machine Slurm (slurmctld, slurmd, munged)
   iproute2  # distributed_test.py joins network namespaces (`ip netns`) as two machines

@@ -471,6 +471,18 @@ TEST(HfTokenizer, ErrorsNameTheFileAndQuoteLittleOfALongPattern) {
                                           "it ('" +
                                           config + "') is not valid JSON (at byte"))
       << message;
+  // eos/bos of another type, or naming no token, are refused by key; a pad it lacks is none.
+  for (const auto& [text, said] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"eos_token": 5})", "eos_token is neither a token's text"},
+           {R"({"eos_token": {"content": 3}})", "eos_token is neither a token's text"},
+           {R"({"eos_token": "<nowhere>"})", "eos_token '<nowhere>' is not a token"},
+           {R"({"bos_token": "<s>"})", "bos_token '<s>' is not a token"}}) {
+    test::write_file(config, text);
+    message = config_error_of([&] { HfTokenizer{path}; });
+    EXPECT_TRUE(test::contains(message, config + "'): " + said)) << text << ": " << message;
+  }
+  test::write_file(config, R"({"eos_token": null, "pad_token": "<pad>"})");
+  EXPECT_EQ(HfTokenizer(path).pad_id(), -1);
 }
 
 TEST(HfTokenizer, TextDatasetTakesATokenizerJsonWithItsTemplate) {

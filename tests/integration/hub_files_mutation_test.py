@@ -63,6 +63,10 @@ MUST_REFUSE = {
     "gpt2-adapter/adapter_config.json target_modules=['c_attn']": "accepted silently",
     "gpt2_bin/pytorch_model.bin a tensor 64 elements past its storage": "read past it, loaded",
     "llama-adapter/adapter_config.json bias='all'": "accepted silently",
+    "gpt2-text/tokenizer_config.json eos_token=5": "accepted silently",
+    "gpt2-text/tokenizer.json a Sequence 20000 deep": "hung",
+    "gpt2-text/tokenizer.json added token id 2000000000": "std::bad_alloc",
+    "gpt2-text/tokenizer.json post-processor id 2^40": "accepted silently",
 }
 MUST_TRAIN = {"gpt2-adapter/adapter_model.safetensors as F16": "refused where F16 base weights load"}
 
@@ -276,6 +280,39 @@ def mutants(sizes):
                          ("eos_token={'content': 3}", set_key(tok, "eos_token", {"content": 3})),
                          ("a list", lambda folder: write(os.path.join(folder, tok), "[]"))):
         add("gpt2-text", tok, what, mutate)
+
+    # tokenizer.json: nesting, ids out of range, a truncated file, a bad pattern.
+    tj = "tokenizer.json"
+
+    def nested(depth):
+        def mutate(folder):  # as text: Python's json recurses as deep as the value
+            path = os.path.join(folder, tj)
+            with open(path) as f:
+                j = json.load(f)
+            j["normalizer"] = "@@"
+            deep = '{"type": "Sequence", "normalizers": [' * depth + '{"type": "Lowercase"}' + "]}" * depth
+            write(path, json.dumps(j).replace('"@@"', deep))
+        return mutate
+
+    def in_json(change):
+        return lambda folder: edit_json(os.path.join(folder, tj), change)
+
+    def added_id(value):
+        return in_json(lambda j: j["added_tokens"][1].__setitem__("id", value))
+
+    template = {"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A", "type_id": 0}},
+                                                         {"SpecialToken": {"id": "<eos>", "type_id": 0}}],
+                "pair": [], "special_tokens": {"<eos>": {"id": "<eos>", "ids": [2 ** 40], "tokens": ["<eos>"]}}}
+    for what, mutate in (("a Sequence 20000 deep", nested(20000)),
+                         ("added token id 2000000000", added_id(2000000000)),
+                         ("added token id -3", added_id(-3)),
+                         ("post-processor id 2^40", set_key(tj, "post_processor", template)),
+                         ("truncated at 100", truncate(tj, 100)),
+                         ("pre_tokenizer regex that does not compile", set_key(
+                             tj, "pre_tokenizer", {"type": "Split", "pattern": {"Regex": "(" * 3000},
+                                                   "behavior": "Isolated", "invert": False})),
+                         ("model type unknown", in_json(lambda j: j["model"].__setitem__("type", "Nope")))):
+        add("gpt2-text", tj, what, mutate)
 
     cfg = "adapter_config.json"
     weights = "adapter_model.safetensors"

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/json_excerpt.h"
 #include "unitrain/data/file_bytes.h"
 #include "unitrain/data/hf_tokenizer/added_tokens.h"
 #include "unitrain/data/hf_tokenizer/byte_level.h"
@@ -62,14 +63,18 @@ nlohmann::json gpt2_tokenizer_json(nlohmann::json vocab, const std::string& bpe_
 }
 
 /// A token name from tokenizer_config.json: "<s>" or {"content": "<s>", ...}.
-std::string config_token(const nlohmann::json& config, const char* key) {
+/// tokenizer_config.json's `key` (a token's text, or {"content": text, ...}); "" when absent or
+/// null. ConfigError naming the file (`where`) and the key for any other value.
+std::string config_token(const nlohmann::json& config, const char* key, const std::string& where) {
   auto it = config.find(key);
-  if (it == config.end()) return "";
+  if (it == config.end() || it->is_null()) return "";
   if (it->is_string()) return it->get<std::string>();
   if (it->is_object() && it->contains("content") && (*it)["content"].is_string()) {
     return (*it)["content"].get<std::string>();
   }
-  return "";
+  throw ConfigError(where + "'): " + key +
+                    " is neither a token's text nor {\"content\": text} (a " + it->type_name() +
+                    ")");
 }
 
 }  // namespace
@@ -189,9 +194,18 @@ void HfTokenizer::Parts::find_special_ids(const JsonAt& root) {
     const nlohmann::json config = parse_json(read_file_bytes(config_path.string(), "tokenizer"),
                                              where + "') is not valid JSON");
     if (!config.is_object()) throw ConfigError(where + "') is not a JSON object");
-    bos = id_of(config_token(config, "bos_token"));
-    eos = id_of(config_token(config, "eos_token"));
-    pad = id_of(config_token(config, "pad_token"));
+    // bos and eos must be tokens of the tokenizer (a model ends its texts with eos); a pad
+    // token it lacks is one transformers would add: read as none.
+    for (auto [key, id] :
+         {std::pair<const char*, int64_t*>{"bos_token", &bos}, {"eos_token", &eos}}) {
+      const std::string token = config_token(config, key, where);
+      *id = id_of(token);
+      if (!token.empty() && *id < 0) {
+        throw ConfigError(where + "'): " + key + " '" + text_excerpt(token, 80) +
+                          "' is not a token of the tokenizer");
+      }
+    }
+    pad = id_of(config_token(config, "pad_token", where));
     return;
   }
   if (!prefix.empty() && special[prefix.front()]) bos = prefix.front();
