@@ -8,6 +8,8 @@
 
 #include "test_util.h"
 #include "unitrain/core/config.h"
+#include "unitrain/engine/builtins.h"
+#include "unitrain/engine/config/load_config.h"
 
 namespace unitrain {
 namespace {
@@ -30,8 +32,11 @@ TEST(HfExport, TokenizerFilesComeFromTheFolderElseFromBesideTheRunsTokenizer) {
   test::write_file(dir + "/run_tok/mine.json", "{\"run\": 1}");
   test::write_file(dir + "/run_tok/tokenizer_config.json", "{\"eos_token\": \"b\"}");
   test::write_file(dir + "/run_tok/special_tokens_map.json", "{}");
-  const Config config =
-      Config::from_string("data: {train: {args: {tokenizer: " + dir + "/run_tok/mine.json}}}");
+  register_builtins();
+  const Config config = resolve_run_config(Config::from_string(
+      "model: {type: mlp, args: {sizes: [2, 2]}}\ndata: {train: {type: tokens, args: {path: x.bin, "
+      "seq_len: 4, tokenizer: " +
+      dir + "/run_tok/mine.json}}}"));
   EXPECT_EQ(copy_tokenizer_files(dir + "/folder", config, dir + "/out1"),
             (std::vector<std::string>{"tokenizer.json", "tokenizer_config.json"}));
   EXPECT_EQ(text_of_export_file(dir + "/out1/tokenizer.json"), "{\"folder\": 1}");

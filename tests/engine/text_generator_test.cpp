@@ -1,7 +1,6 @@
-// Where a run's text tools (generate, eval --text, the generate callback) find its tokenizer:
-// data.train.args.tokenizer, else the model folder's tokenizer.json or tokenizer.model. A Hugging
-// Face folder's generator: its tokenizer's special prefix first (unless turned off), and its
-// weights of any float precision loaded as train loads them.
+// A Hugging Face folder's generator: its tokenizer's special prefix first (unless turned off), and
+// its weights of any float precision loaded as train loads them. (Where a run's tokenizer is
+// found: run_text_test.cpp.)
 #include "unitrain/engine/text_generator.h"
 
 #include <gtest/gtest.h>
@@ -12,31 +11,11 @@
 
 #include "test_util.h"
 #include "unitrain/checkpoint/hf_folder.h"
-#include "unitrain/core/config.h"
 #include "unitrain/engine/builtins.h"
 #include "unitrain/models/hf_causal_lm.h"
 
 namespace unitrain {
 namespace {
-
-Config run_with(const std::string& folder, const std::string& tokenizer) {
-  return Config::from_string("model: {type: gpt2, args: {pretrained: " + folder +
-                             "}}\ndata: {train: {type: tokens, args: {path: x.bin" +
-                             (tokenizer.empty() ? "" : ", tokenizer: " + tokenizer) + "}}}\n");
-}
-
-TEST(RunTokenizer, TheDataOnesElseTheModelFoldersElseNoneWithWhereItLooked) {
-  const std::string folder = test::temp_dir();
-  EXPECT_EQ(run_tokenizer(run_with(folder, "")), "");
-  const std::string why = no_tokenizer_text(run_with(folder, ""));
-  EXPECT_TRUE(test::contains(why, "data.train.args.tokenizer")) << why;
-  EXPECT_TRUE(test::contains(why, folder + " (model.args.pretrained)")) << why;
-  std::ofstream(folder + "/tokenizer.model") << "x";
-  EXPECT_EQ(run_tokenizer(run_with(folder, "")), folder + "/tokenizer.model");
-  std::ofstream(folder + "/tokenizer.json") << "{}";
-  EXPECT_EQ(run_tokenizer(run_with(folder, "")), folder + "/tokenizer.json");
-  EXPECT_EQ(run_tokenizer(run_with(folder, "/data/own.json")), "/data/own.json");
-}
 
 /// A word-level tokenizer.json of 16 words whose post_processor (TemplateProcessing) puts <s>
 /// (id 0) before a text, as Llama-3's puts <|begin_of_text|>.

@@ -35,16 +35,18 @@ class HfCausalLm : public ::testing::Test {
     made_ = std::system(cmd.c_str()) == 0;
   }
   void SetUp() override {
-    ASSERT_TRUE(made_) << "tests/models/hf/make_folders.py or reference.py failed (scripts/test installs "
-                          "python3-torch)";
+    ASSERT_TRUE(made_)
+        << "tests/models/hf/make_folders.py or reference.py failed (scripts/test installs "
+           "python3-torch)";
   }
 
   /// `type` from `folder`'s config and weights, as model.args.pretrained builds and loads it.
   static ModelPtr load(const std::string& type, const std::string& folder) {
     register_builtin_models();
     const std::string path = dir_ + "/" + folder;
-    ModelPtr m = model_registry().create(Config::from_string(
-        "model: {type: " + type + ", args: {pretrained: " + path + "}}").at("model"));
+    ModelPtr m = model_registry().create(
+        Config::from_string("model: {type: " + type + ", args: {pretrained: " + path + "}}")
+            .at("model"));
     const HfModelInfo* hf = m->hf_info();
     EXPECT_NE(hf, nullptr);
     NamedTensors state;
@@ -60,16 +62,17 @@ class HfCausalLm : public ::testing::Test {
   static void check_against_reference(const std::string& type, const std::string& folder) {
     ModelPtr m = load(type, folder);
     m->eval();  // the reference runs without dropout
-    const auto ref = read_safetensors(dir_ + "/" + folder + "/reference.safetensors", "test").tensors;
+    const auto ref =
+        read_safetensors(dir_ + "/" + folder + "/reference.safetensors", "test").tensors;
     std::map<std::string, torch::Tensor> r(ref.begin(), ref.end());
     const torch::Tensor ids = r.at("ids");
     const torch::Tensor logits = m->forward_all({ids})[0];
     EXPECT_TRUE(torch::allclose(logits, r.at("logits"), 1e-5, 1e-5))
         << folder << ": logits differ by " << (logits - r.at("logits")).abs().max().item<double>();
     const int64_t v = logits.size(-1);
-    const torch::Tensor loss = torch::nn::functional::cross_entropy(
-        logits.narrow(1, 0, ids.size(1) - 1).reshape({-1, v}),
-        ids.narrow(1, 1, ids.size(1) - 1).reshape({-1}));
+    const torch::Tensor loss =
+        torch::nn::functional::cross_entropy(logits.narrow(1, 0, ids.size(1) - 1).reshape({-1, v}),
+                                             ids.narrow(1, 1, ids.size(1) - 1).reshape({-1}));
     EXPECT_NEAR(loss.item<double>(), r.at("loss").item<double>(), 1e-5) << folder;
     loss.backward();
     auto params = m->named_parameters();
@@ -138,8 +141,9 @@ TEST_F(HfCausalLm, ParameterNamesAreHuggingFacesAndUnitsCoverEachOnce) {
 
 TEST_F(HfCausalLm, FreshModelOfAConfigTrainsAndKeepsGpt2sInit) {
   register_builtin_models();
-  ModelPtr m = model_registry().create(Config::from_string(
-      "model: {type: gpt2, args: {config: " + dir_ + "/gpt2/config.json}}").at("model"));
+  ModelPtr m = model_registry().create(
+      Config::from_string("model: {type: gpt2, args: {config: " + dir_ + "/gpt2/config.json}}")
+          .at("model"));
   auto params = m->named_parameters();
   // GPT-2's init: output projections N(0, 0.02 / sqrt(2 n_layer)), LayerNorms one and zero.
   EXPECT_LT(params["transformer.h.0.attn.c_proj.weight"].std().item<double>(), 0.013);
@@ -149,13 +153,28 @@ TEST_F(HfCausalLm, FreshModelOfAConfigTrainsAndKeepsGpt2sInit) {
   EXPECT_EQ(out.sizes(), (std::vector<int64_t>{2, 64, 96}));
 }
 
+TEST_F(HfCausalLm, ItsContextLengthIsItsConfigsPositionsAndItGenerates) {
+  register_builtin_models();
+  for (const std::string type : {"gpt2", "llama"}) {
+    const std::string config = dir_ + "/" + type + "/config.json";
+    ModelPtr m = model_registry().create(
+        Config::from_string("model: {type: " + type + ", args: {config: " + config + "}}")
+            .at("model"));
+    const nlohmann::json c = nlohmann::json::parse(std::ifstream(config));
+    const int64_t positions = c.at(type == "gpt2" ? "n_positions" : "max_position_embeddings");
+    EXPECT_EQ(m->context_length(), std::optional<int64_t>(positions)) << type;
+    EXPECT_EQ(static_cast<Model*>(m->generation_model()), m.get()) << type;
+  }
+}
+
 TEST_F(HfCausalLm, MathItDoesNotComputeIsRefusedByName) {
   register_builtin_models();
   auto refused = [](const std::string& type, const std::string& json) {
     const std::string path = test::write_file(test::temp_dir() + "/hf_bad_config.json", json);
     return test::config_error_of([&] {
-      model_registry().create(Config::from_string(
-          "model: {type: " + type + ", args: {config: " + path + "}}").at("model"));
+      model_registry().create(
+          Config::from_string("model: {type: " + type + ", args: {config: " + path + "}}")
+              .at("model"));
     });
   };
   const std::string gpt2 = R"({"model_type": "gpt2", "n_embd": 32, "n_head": 4, "n_layer": 1, )";
@@ -163,20 +182,23 @@ TEST_F(HfCausalLm, MathItDoesNotComputeIsRefusedByName) {
                              "scale_attn_by_inverse_layer_idx"));
   EXPECT_TRUE(test::contains(refused("gpt2", gpt2 + R"("activation_function": "quick_gelu"})"),
                              "activation_function"));
-  const std::string llama = R"({"model_type": "llama", "hidden_size": 32, "num_attention_heads": 4, )";
-  const std::string yarn = refused("llama", llama + R"("rope_scaling": {"rope_type": "yarn", "factor": 4}})");
+  const std::string llama =
+      R"({"model_type": "llama", "hidden_size": 32, "num_attention_heads": 4, )";
+  const std::string yarn =
+      refused("llama", llama + R"("rope_scaling": {"rope_type": "yarn", "factor": 4}})");
   EXPECT_TRUE(test::contains(yarn, "rope_scaling") && test::contains(yarn, "yarn")) << yarn;
-  EXPECT_TRUE(test::contains(refused("llama", llama + R"("sliding_window": 4096})"),
-                             "sliding_window"));
+  EXPECT_TRUE(
+      test::contains(refused("llama", llama + R"("sliding_window": 4096})"), "sliding_window"));
   EXPECT_TRUE(test::contains(refused("llama", llama + R"("num_key_value_heads": 3})"),
                              "num_key_value_heads"));
   const std::string wrong = refused("llama", gpt2 + "\"n_inner\": null}");
-  EXPECT_TRUE(test::contains(wrong, "model_type 'gpt2'") && test::contains(wrong, "model.type gpt2"))
+  EXPECT_TRUE(test::contains(wrong, "model_type 'gpt2'") &&
+              test::contains(wrong, "model.type gpt2"))
       << wrong;
   EXPECT_TRUE(test::contains(refused("gpt2", "{not json"), "is not JSON"));
   const std::string both = test::config_error_of([&] {
-    model_registry().create(Config::from_string(
-        "model: {type: llama, args: {pretrained: a, config: b}}").at("model"));
+    model_registry().create(
+        Config::from_string("model: {type: llama, args: {pretrained: a, config: b}}").at("model"));
   });
   EXPECT_TRUE(test::contains(both, "keep one")) << both;
 }

@@ -5,8 +5,8 @@
 
 #include "models/sgd_check.h"
 #include "test_util.h"
-#include "unitrain/models/model.h"
 #include "unitrain/core/error.h"
+#include "unitrain/models/model.h"
 
 namespace unitrain {
 namespace {
@@ -53,6 +53,14 @@ TEST(TransformerLm, Defaults) {
   EXPECT_EQ(lm->blocks->size(), 2u);
 }
 
+TEST(TransformerLm, ItsContextLengthIsSeqLenAndItGeneratesNoText) {
+  auto m = make_lm(kSmall);
+  EXPECT_EQ(m->context_length(), std::optional<int64_t>(16));
+  EXPECT_EQ(m->generation_model(), nullptr);
+  // A model that does not say has none.
+  EXPECT_EQ(make_lm("model: {type: mlp, args: {sizes: [2, 2]}}")->context_length(), std::nullopt);
+}
+
 TEST(TransformerLm, IsCausal) {
   torch::manual_seed(0);
   auto m = make_lm(kSmall);
@@ -89,10 +97,14 @@ TEST(TransformerLm, BadArgsAndInputs) {
             }).find("model.args.vocab"),
             std::string::npos);
   auto m = make_lm(kSmall);
-  std::string too_long = test::config_error_of([&] { m->forward_all({torch::randint(50, {1, 17})}); });
+  std::string too_long = test::config_error_of([&] {
+    m->forward_all({torch::randint(50, {1, 17})});
+  });
   EXPECT_NE(too_long.find("seq_len = 16"), std::string::npos) << too_long;
   EXPECT_NE(too_long.find("[1, 17]"), std::string::npos) << too_long;
-  std::string bad_id = test::config_error_of([&] { m->forward_all({torch::full({1, 3}, 50, torch::kLong)}); });
+  std::string bad_id = test::config_error_of([&] {
+    m->forward_all({torch::full({1, 3}, 50, torch::kLong)});
+  });
   EXPECT_NE(bad_id.find("[0, vocab = 50)"), std::string::npos) << bad_id;
   std::string floats = test::config_error_of([&] { m->forward_all({torch::randn({2, 4})}); });
   EXPECT_NE(floats.find("integer token ids"), std::string::npos) << floats;

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
-#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -14,6 +13,8 @@
 #include "unitrain/core/atomic_file.h"
 #include "unitrain/core/config.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/registry.h"
+#include "unitrain/engine/run_text.h"
 #include "unitrain/log/console.h"
 #include "unitrain/objective/objective_module.h"
 
@@ -23,26 +24,27 @@ namespace {
 namespace fs = std::filesystem;
 
 /// The files of a Hugging Face folder that describe its tokenizer.
-constexpr const char* kTokenizerFiles[] = {
-    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
-    "vocab.json",     "merges.txt",            "tokenizer.model",         "vocab.txt"};
+constexpr const char* kTokenizerFiles[] = {"tokenizer.json",
+                                           "tokenizer_config.json",
+                                           "special_tokens_map.json",
+                                           "added_tokens.json",
+                                           "vocab.json",
+                                           "merges.txt",
+                                           "tokenizer.model",
+                                           "vocab.txt"};
 
 std::string dtype_name(const NamedTensors& tensors) {
   if (tensors.empty()) return "float32";
   switch (tensors.front().second.scalar_type()) {
-    case torch::kBFloat16: return "bfloat16";
-    case torch::kHalf: return "float16";
-    case torch::kDouble: return "float64";
-    default: return "float32";
+    case torch::kBFloat16:
+      return "bfloat16";
+    case torch::kHalf:
+      return "float16";
+    case torch::kDouble:
+      return "float64";
+    default:
+      return "float32";
   }
-}
-
-/// The run's text tokenizer, when it is a tokenizer.json (data.train.args.tokenizer).
-std::string run_tokenizer_json(const Config& config) {
-  const YAML::Node t = config.node()["data"]["train"]["args"]["tokenizer"];
-  if (!t.IsDefined() || !t.IsScalar()) return "";
-  const std::string path = t.as<std::string>();
-  return fs::path(path).extension() == ".json" ? path : "";
 }
 
 void copy_file_into(const fs::path& from, const fs::path& dir) {
@@ -78,8 +80,8 @@ std::vector<std::string> copy_tokenizer_files(const std::string& pretrained, con
   };
   if (!pretrained.empty()) copy_present(pretrained, "");
   if (!copied.empty()) return copied;
-  const std::string t = run_tokenizer_json(config);
-  if (t.empty()) return copied;
+  const std::string t = run_text(config).train_tokenizer;
+  if (fs::path(t).extension() != ".json") return copied;  // none, or not a tokenizer.json
   UT_CHECK_TRAIN(fs::is_regular_file(t, ec), "export: the run's tokenizer ", t,
                  " (data.train.args.tokenizer) is gone");
   fs::copy_file(t, fs::path(dir) / "tokenizer.json", fs::copy_options::overwrite_existing, ec);
@@ -94,7 +96,7 @@ void write_hf_folder(ObjectiveModule& module, const Config& config, const std::s
                      uint64_t max_shard_bytes, const std::string& model_card) {
   const HfModelInfo* hf = module.model()->hf_info();
   UT_CHECK(hf != nullptr, "--format hf: the run's model (model.type ",
-           config.node()["model"]["type"].as<std::string>("?"),
+           component_type(config.at("model")),
            ") is not one built from a Hugging Face folder; gpt2 and llama are (export this one "
            "as safetensors)");
   const NamedTensors state = module_state(module.weights(), true);
@@ -124,8 +126,7 @@ void write_hf_folder(ObjectiveModule& module, const Config& config, const std::s
   });
 }
 
-void write_new_folder(const std::string& out,
-                      const std::function<void(const std::string&)>& fill) {
+void write_new_folder(const std::string& out, const std::function<void(const std::string&)>& fill) {
   const fs::path partial = out + ".partial-" + std::to_string(::getpid());
   std::error_code ec;
   fs::remove_all(partial, ec);

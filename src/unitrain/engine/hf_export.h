@@ -25,9 +25,10 @@ void write_new_folder(const std::string& out, const std::function<void(const std
 
 /// Copies into folder `dir` the tokenizer files (tokenizer.json, tokenizer_config.json,
 /// special_tokens_map.json, ...) that the Hugging Face folder `pretrained` holds; when it holds
-/// none (or is ""), the run's tokenizer.json (data.train.args.tokenizer of `config`, written as
-/// tokenizer.json) and those tokenizer files beside it. Returns the names copied (none when the
-/// run has no tokenizer.json). TrainError when a copy fails or the run's tokenizer is gone.
+/// none (or is ""), the run's tokenizer.json (data.train.args.tokenizer of `config`, the run's
+/// resolved config, as run_text() reads it; written as tokenizer.json) and those tokenizer files
+/// beside it. Returns the names copied (none when the run has no tokenizer.json). TrainError when a
+/// copy fails or the run's tokenizer is gone.
 std::vector<std::string> copy_tokenizer_files(const std::string& pretrained, const Config& config,
                                               const std::string& dir);
 

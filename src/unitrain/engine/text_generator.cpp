@@ -11,11 +11,12 @@
 #include <sstream>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/registry.h"
 #include "unitrain/engine/config/load_config.h"
+#include "unitrain/engine/run_text.h"
 #include "unitrain/engine/setup/init_weights.h"
 #include "unitrain/engine/train_from_config.h"
 #include "unitrain/log/console.h"
-#include "unitrain/models/hf_causal_lm.h"
 #include "unitrain/objective/objective_module.h"
 
 namespace unitrain {
@@ -92,50 +93,28 @@ std::string read_text(const fs::path& path) {
 
 /// The model of Hugging Face folder `dir` with its weights: built as model.type = its
 /// model_type with args.pretrained = `dir`, its weights loaded as train loads them (another
-/// float precision converted).
-std::shared_ptr<models::HfCausalLm> folder_model(const std::string& dir) {
+/// float precision converted); ConfigError unless it generates text (Model::generation_model).
+ModelPtr folder_model(const std::string& dir) {
   const std::string where = (fs::path(dir) / "config.json").string();
   const nlohmann::json config = nlohmann::json::parse(read_text(where), nullptr, false);
   const std::string type = config.is_object() ? config.value("model_type", "") : "";
-  std::shared_ptr<models::HfCausalLm> model;
+  ModelPtr model;
   register_builtin_models();
   // A registered model built from a Hugging Face folder takes one as args.pretrained.
   if (model_registry().contains(type) &&
       catalog::find("model", type, where).args->find("pretrained") != nullptr) {
     YAML::Node args(YAML::NodeType::Map);
     args["pretrained"] = dir;
-    model = std::dynamic_pointer_cast<models::HfCausalLm>(model_registry().create_named(
-        type, Config(args, "generate " + dir), where + " model_type"));
+    model =
+        model_registry().create_named(type, Config(args, "generate " + dir), where + " model_type");
   }
-  UT_CHECK(model != nullptr, "generate: ", where, " has model_type '", type,
-           "'; unitrain generates with gpt2 and llama");
+  UT_CHECK(model != nullptr && model->generation_model() != nullptr, "generate: ", where,
+           " has model_type '", type, "'; unitrain generates with gpt2 and llama");
   load_pretrained_weights(*model, *model->hf_info());
   return model;
 }
 
 }  // namespace
-
-std::string run_tokenizer(const Config& config) {
-  const YAML::Node t = config.node()["data"]["train"]["args"]["tokenizer"];
-  if (t.IsDefined() && t.IsScalar() && !t.as<std::string>().empty()) return t.as<std::string>();
-  const YAML::Node folder = config.node()["model"]["args"]["pretrained"];
-  if (!folder.IsDefined() || !folder.IsScalar()) return "";
-  std::error_code ec;
-  for (const char* name : {"tokenizer.json", "tokenizer.model"}) {
-    const fs::path own = fs::path(folder.as<std::string>()) / name;
-    if (fs::is_regular_file(own, ec)) return own.string();
-  }
-  return "";
-}
-
-std::string no_tokenizer_text(const Config& config) {
-  const YAML::Node folder = config.node()["model"]["args"]["pretrained"];
-  return "data.train names no tokenizer (data.train.args.tokenizer)" +
-         (folder.IsDefined() && folder.IsScalar()
-              ? ", and the model's folder " + folder.as<std::string>() +
-                    " (model.args.pretrained) holds no tokenizer.json or tokenizer.model"
-              : std::string());
-}
 
 TextGenerator load_text_generator(const std::string& source, const std::string& checkpoint,
                                   const std::string& tokenizer) {
@@ -148,9 +127,8 @@ TextGenerator load_text_generator(const std::string& source, const std::string& 
     const std::string t = !tokenizer.empty() ? tokenizer : own.string();
     UT_CHECK(!tokenizer.empty() || fs::is_regular_file(own, ec), "generate: ", source,
              " holds no tokenizer.json; give one with --tokenizer");
-    auto& m = *model;
-    return TextGenerator(model, m, load_tokenizer(t),
-                         generation_eos_ids(m.hf_info()->generation_config_json));
+    return TextGenerator(model, *model->generation_model(), load_tokenizer(t),
+                         generation_eos_ids(model->hf_info()->generation_config_json));
   }
   const fs::path yaml =
       fs::is_directory(source, ec) ? fs::path(source) / "config.yaml" : fs::path(source);
@@ -161,18 +139,19 @@ TextGenerator load_text_generator(const std::string& source, const std::string& 
   if (fs::is_directory(source, ec)) where.emplace_back("run_dir", source);  // wherever it is now
   const Config given = load_run_config({yaml.string()}, where);
   LoadedCheckpoint loaded = load_checkpoint_module(given, checkpoint, "validated", "generate");
-  auto* model = dynamic_cast<models::HfCausalLm*>(loaded.module->model().get());
+  models::HfCausalLm* model = loaded.module->model()->generation_model();
   UT_CHECK(model != nullptr, "generate: the run's model (model.type ",
-           loaded.config.node()["model"]["type"].as<std::string>("?"),
-           ") is not a gpt2 or llama causal LM");
-  const std::string t = !tokenizer.empty() ? tokenizer : run_tokenizer(loaded.config);
-  UT_CHECK(!t.empty(), "generate: the run's ", no_tokenizer_text(loaded.config),
+           component_type(loaded.config.at("model")), ") is not a gpt2 or llama causal LM");
+  const RunText run = run_text(loaded.config);
+  const std::string t = !tokenizer.empty() ? tokenizer : run.tokenizer();
+  UT_CHECK(!t.empty(), "generate: the run's ", run.no_tokenizer_text(),
            "; give one with --tokenizer");
   loaded.module->to(torch::kCPU);
   loaded.module->eval();
   log::info("generate: checkpoint " + loaded.dir);
-  return TextGenerator(loaded.module, *model, load_tokenizer(t),
-                       generation_eos_ids(model->hf_info()->generation_config_json));
+  return TextGenerator(
+      loaded.module, *model, load_tokenizer(t),
+      generation_eos_ids(loaded.module->model()->hf_info()->generation_config_json));
 }
 
 }  // namespace unitrain

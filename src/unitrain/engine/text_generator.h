@@ -12,7 +12,6 @@
 
 namespace unitrain {
 
-class Config;
 namespace models {
 class HfCausalLm;
 }
@@ -61,17 +60,11 @@ class TextGenerator {
 /// absent or null.
 std::vector<int64_t> generation_eos_ids(const std::string& generation_config_json);
 
-/// The run's tokenizer: data.train.args.tokenizer, else the tokenizer.json (or
-/// tokenizer.model) of the model's folder (model.args.pretrained); "" when there is none.
-std::string run_tokenizer(const Config& config);
-/// Why a run has no tokenizer, naming where it was looked for.
-std::string no_tokenizer_text(const Config& config);
-
 /// A generator from `source`: a Hugging Face folder (config.json with model_type gpt2 or llama,
 /// its weights, of any float precision, loaded as train loads model.args.pretrained, and
 /// tokenizer.json), a run folder (its config.yaml and checkpoint `checkpoint`:
 /// best, last or a folder) or a run's YAML. `tokenizer` overrides the folder's or the run's
-/// (run_tokenizer). The model runs on the CPU in eval mode. ConfigError naming the
+/// (RunText::tokenizer). The model runs on the CPU in eval mode. ConfigError naming the
 /// source when it is none of these, its model is not gpt2 or llama, or there is no tokenizer.
 TextGenerator load_text_generator(const std::string& source, const std::string& checkpoint,
                                   const std::string& tokenizer);

@@ -1,7 +1,6 @@
 #include "unitrain/engine/text_perplexity.h"
 
 #include <torch/torch.h>
-#include <yaml-cpp/yaml.h>
 
 #include <cmath>
 #include <filesystem>
@@ -10,24 +9,16 @@
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/atomic_file.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/registry.h"
 #include "unitrain/data/text_lines.h"
 #include "unitrain/data/tokenizer.h"
-#include "unitrain/engine/text_generator.h"
+#include "unitrain/engine/run_text.h"
 #include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/engine/train_from_config.h"
-#include "unitrain/models/hf_causal_lm.h"
-#include "unitrain/models/transformer_lm.h"
 #include "unitrain/objective/objective_module.h"
 
 namespace unitrain {
 namespace {
-
-/// The most tokens `model` takes at once; 0 when it does not say.
-int64_t longest_context(Model& model) {
-  if (auto* hf = dynamic_cast<models::HfCausalLm*>(&model)) return hf->max_length();
-  if (auto* lm = dynamic_cast<models::TransformerLmImpl*>(&model)) return lm->options.seq_len();
-  return 0;
-}
 
 /// Every line's ids with the tokenizer's special tokens around it, one after another.
 std::vector<int64_t> token_stream(const std::string& file, const Tokenizer& tokenizer) {
@@ -48,12 +39,12 @@ PerplexityResult text_perplexity(const Config& given, const std::string& checkpo
                                  int64_t window) {
   LoadedCheckpoint loaded = load_checkpoint_module(given, checkpoint, "validated", "eval");
   Model& model = *loaded.module->model();
-  const std::string tok = !tokenizer.empty() ? tokenizer : run_tokenizer(loaded.config);
-  UT_CHECK(!tok.empty(), "eval --text: the run's ", no_tokenizer_text(loaded.config),
-           "; give --tokenizer");
-  if (window == 0) window = longest_context(model);
+  const RunText run = run_text(loaded.config);
+  const std::string tok = !tokenizer.empty() ? tokenizer : run.tokenizer();
+  UT_CHECK(!tok.empty(), "eval --text: the run's ", run.no_tokenizer_text(), "; give --tokenizer");
+  if (window == 0) window = model.context_length().value_or(0);
   UT_CHECK(window >= 1, "eval --text: the model (model.type ",
-           loaded.config.node()["model"]["type"].as<std::string>("?"),
+           component_type(loaded.config.at("model")),
            ") does not say its context length; give --window");
   const std::vector<int64_t> ids = token_stream(text_file, *load_tokenizer(tok));
   UT_CHECK(ids.size() >= 2, "eval --text ", text_file, ": it encodes to fewer than 2 tokens");
@@ -76,7 +67,7 @@ PerplexityResult text_perplexity(const Config& given, const std::string& checkpo
   r.mean_nll = nll / double(r.tokens);
   r.perplexity = std::exp(r.mean_nll);
   r.checkpoint = loaded.dir;
-  const std::string results = loaded.config.node()["run_dir"].as<std::string>() + "/results";
+  const std::string results = loaded.config.get_string("run_dir") + "/results";
   prepare_writable_dir(results);
   r.results_file = results + "/perplexity.json";
   nlohmann::json out{{"file", text_file},          {"tokenizer", tok},

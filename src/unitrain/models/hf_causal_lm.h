@@ -9,6 +9,7 @@
 #include <torch/nn/modules/normalization.h>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "unitrain/models/hf_config.h"
@@ -43,6 +44,9 @@ class HfCausalLm : public Model {
   bool checkpoint_activations(int64_t every) override;
   const HfModelInfo* hf_info() const override { return &info_; }
   bool runs_lora_adapters() const override { return true; }
+  /// max_length().
+  std::optional<int64_t> context_length() const override { return max_length(); }
+  HfCausalLm* generation_model() override { return this; }
 
  protected:
   explicit HfCausalLm(const char* type) : type_(type) {}

@@ -14,6 +14,10 @@
 
 namespace unitrain {
 
+namespace models {
+class HfCausalLm;
+}
+
 /// Registers this area's built-in components (idempotent; engine's register_builtins()
 /// calls every area's).
 void register_builtin_models();
@@ -51,6 +55,12 @@ class Model : public torch::nn::Module {
   virtual bool runs_lora_adapters() const { return false; }
   /// Set for a model built from a Hugging Face folder (HfModelInfo); null for others.
   virtual const HfModelInfo* hf_info() const { return nullptr; }
+  /// The model's context length: the most positions one forward takes (n_positions,
+  /// max_position_embeddings, seq_len); nullopt when it has no such limit or does not say.
+  virtual std::optional<int64_t> context_length() const { return std::nullopt; }
+  /// The model as the causal LM that models::generate (generation.h) drives, one token at a
+  /// time with a KV cache; null when it cannot generate text (the default).
+  virtual models::HfCausalLm* generation_model() { return nullptr; }
   /// Who runs the units (null: straight through).
   void set_unit_runner(std::shared_ptr<UnitRunner> runner) { unit_runner_ = std::move(runner); }
 

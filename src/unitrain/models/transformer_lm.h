@@ -9,6 +9,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "unitrain/core/options.h"
@@ -73,6 +74,8 @@ class TransformerLmImpl : public Model {
   /// The embeddings (token and position), each block, then the final norm with the head.
   std::vector<std::vector<torch::Tensor>> units() override;
   bool runs_lora_adapters() const override { return true; }
+  /// seq_len (it generates no text: no KV cache).
+  std::optional<int64_t> context_length() const override { return options.seq_len(); }
 
   TransformerLmOptions options;
   torch::nn::Embedding token_embedding{nullptr};

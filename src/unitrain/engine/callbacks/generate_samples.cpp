@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 #include <unistd.h>
-#include <yaml-cpp/yaml.h>
 
 #include <chrono>
 #include <filesystem>
@@ -13,14 +12,13 @@
 
 #include "unitrain/core/error.h"
 #include "unitrain/data/chat_template.h"
-#include "unitrain/data/instruct_dataset.h"
 #include "unitrain/engine/callback_registry.h"
+#include "unitrain/engine/run_text.h"
 #include "unitrain/engine/text_generator.h"
 #include "unitrain/engine/trainer.h"
 #include "unitrain/log/tensorboard_events.h"
 #include "unitrain/log/tensorboard_tracker.h"
 #include "unitrain/log/tfrecord_writer.h"
-#include "unitrain/models/hf_causal_lm.h"
 #include "unitrain/objective/objective_module.h"
 
 namespace unitrain {
@@ -58,56 +56,26 @@ GenerateSamples::GenerateSamples(GenerateSamplesOptions options) : o_(std::move(
 
 GenerateSamples::~GenerateSamples() = default;
 
-namespace {
-
-/// data.train.args.<key> when the train set is `type` (any type when empty); "" otherwise.
-std::string train_arg(const Config& config, const std::string& key, const std::string& type = "") {
-  const YAML::Node train = config.node()["data"]["train"];
-  if (!train.IsDefined() || !train.IsMap()) return "";
-  if (!type.empty() && (!train["type"].IsDefined() || train["type"].as<std::string>("") != type)) {
-    return "";
-  }
-  const YAML::Node v = train["args"][key];
-  return v.IsDefined() && v.IsScalar() ? v.as<std::string>() : "";
-}
-
-}  // namespace
-
-TrainPromptFormat train_prompt_format(const Config& config, const std::string& given_template) {
-  TrainPromptFormat f;
-  f.template_text = given_template;
-  if (f.template_text.empty()) f.template_text = train_arg(config, "template", "instruct");
-  const YAML::Node train = config.node()["data"]["train"];
-  if (f.template_text.empty() && train.IsMap() && train["type"].as<std::string>("") == "instruct") {
-    f.template_text = InstructOptions{}.template_text;  // the instruct dataset's default
-  }
-  if (f.template_text.empty()) f.template_text = "{prompt}";
-  const YAML::Node args = train.IsMap() ? train["args"] : YAML::Node();
-  const YAML::Node special =
-      args.IsDefined() && args.IsMap() ? args["add_special_tokens"] : YAML::Node();
-  if (special.IsDefined() && special.IsScalar()) f.add_special_tokens = special.as<bool>(true);
-  return f;
-}
-
 void GenerateSamples::on_fit_start(Trainer& trainer) {
+  // The Model the config-driven module trains (a TrainModule of one's own names none).
   auto* module = dynamic_cast<ObjectiveModule*>(trainer.module());
-  auto* model = module ? dynamic_cast<models::HfCausalLm*>(module->model().get()) : nullptr;
+  model_ = module ? module->model().get() : nullptr;
+  models::HfCausalLm* model = model_ ? model_->generation_model() : nullptr;
   UT_CHECK(model != nullptr,
            "callbacks: generate needs the config-driven path with a gpt2 or "
            "llama model (model.type)");
-  const std::string tokenizer =
-      !o_.tokenizer.empty() ? o_.tokenizer : run_tokenizer(trainer.config());
+  const RunText run = run_text(trainer.config());
+  const std::string tokenizer = !o_.tokenizer.empty() ? o_.tokenizer : run.tokenizer();
   UT_CHECK(!tokenizer.empty(), "callbacks: generate: args.tokenizer is null and ",
-           no_tokenizer_text(trainer.config()),
+           run.no_tokenizer_text(),
            "; give the generate callback's args.tokenizer: a tokenizer.json or .model");
-  const TrainPromptFormat format = train_prompt_format(trainer.config(), o_.template_text);
-  std::tie(before_, after_) =
-      TextTemplate(format.template_text, {"prompt"}, "prompt", "callbacks: generate: template")
-          .around({});
-  generator_ =
-      std::make_unique<TextGenerator>(nullptr, *model, load_tokenizer(tokenizer),
-                                      generation_eos_ids(model->hf_info()->generation_config_json));
-  generator_->add_special_tokens(format.add_special_tokens);
+  std::tie(before_, after_) = TextTemplate(run.prompt_template(o_.template_text), {"prompt"},
+                                           "prompt", "callbacks: generate: template")
+                                  .around({});
+  generator_ = std::make_unique<TextGenerator>(
+      nullptr, *model, load_tokenizer(tokenizer),
+      generation_eos_ids(model_->hf_info()->generation_config_json));
+  generator_->add_special_tokens(run.add_special_tokens);
 }
 
 void GenerateSamples::open_events(const std::string& run_dir) {
@@ -124,7 +92,7 @@ void GenerateSamples::open_events(const std::string& run_dir) {
 
 void GenerateSamples::on_validation_end(Trainer& trainer, const MetricMap&) {
   if (!generator_) return;
-  torch::nn::Module& model = *dynamic_cast<ObjectiveModule&>(*trainer.module()).model();
+  Model& model = *model_;
   const bool was_training = model.is_training();
   model.eval();
   const TrainState s = trainer.state();
@@ -159,6 +127,7 @@ void GenerateSamples::on_validation_end(Trainer& trainer, const MetricMap&) {
 void GenerateSamples::on_fit_end(Trainer&, const FitResult&) {
   generator_.reset();
   events_.reset();
+  model_ = nullptr;
 }
 
 void register_generate_callback() {

@@ -11,6 +11,7 @@
 
 namespace unitrain {
 
+class Model;
 class TextGenerator;
 class TfRecordWriter;
 
@@ -53,19 +54,10 @@ class GenerateSamples : public Callback {
   GenerateSamplesOptions o_;
   models::GenerationOptions generation_;
   std::string before_, after_;  ///< the template around the prompt
+  Model* model_ = nullptr;      ///< the run's model (its module owns it)
   std::unique_ptr<TextGenerator> generator_;
   std::unique_ptr<TfRecordWriter> events_;
 };
-
-/// How the run's train set put a prompt into tokens, which the callback does the same way.
-struct TrainPromptFormat {
-  std::string template_text;       ///< with {prompt}
-  bool add_special_tokens = true;  ///< the tokenizer's special prefix first
-};
-/// `given_template` when not empty, else an instruct train set's template (its default when
-/// not given), else "{prompt}"; data.train.args.add_special_tokens (true when not given, as the
-/// instruct and text datasets' default).
-TrainPromptFormat train_prompt_format(const Config& config, const std::string& given_template);
 
 /// Registers callback `generate` in callback_registry(); register_builtin_callbacks() calls it.
 void register_generate_callback();
