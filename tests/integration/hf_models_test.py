@@ -231,7 +231,7 @@ train: {{loss_average: tokens, max_length: 2 steps, threads: 1}}
         messages = [{"role": "system", "content": "Answer briefly."},
                     {"role": "user", "content": "What colour is the sky?"},
                     {"role": "assistant", "content": "Blue."}]
-        common.write(data, json.dumps({"messages": messages}) + "\n")
+        common.write(data, (json.dumps({"messages": messages}) + "\n") * 5)
         code, out = run(["train", config, "--run_dir", run_dir + "-chat"])
         self.assertEqual(code, 2, out)
         self.assertIn("tokenizer_config.json: its chat_template is a Jinja template", out)

@@ -202,8 +202,8 @@ def mutants(sizes):
         add(base, "config.json", f"{key}={value!r}", set_key("config.json", key, value))
     for base, keys in numeric.items():
         for key in keys:
-            value = rng.choice(huge)
-            add(base, "config.json", f"{key}={value!r}", set_key("config.json", key, value))
+            for value in rng.sample(huge, 3):
+                add(base, "config.json", f"{key}={value!r}", set_key("config.json", key, value))
         for _ in range(2):
             at = rng.randrange(1, 600)
             add(base, "config.json", f"truncated at {at}", truncate("config.json", at))
