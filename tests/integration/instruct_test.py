@@ -139,10 +139,18 @@ class Instruct(common.Case):
                  "tokenizer_config.json: its chat_template is a Jinja template"),
                 (["generate", folder, "--prompt", "sky", "--max-new-tokens", "70"], "exceed the model's 64 positions"),
                 (["generate", folder, "--prompt", "sky", "--template", "{question}"], "--template: '{question}' has '{question}'"),
-                (["generate", self.dir, "--prompt", "sky"], "is neither a Hugging Face folder")):
+                (["generate", self.dir, "--prompt", "sky"], "is neither a Hugging Face folder"),
+                # Another model's tokenizer (llama's 128 words; gpt2 embeds 96): said before
+                # any weight is read.
+                (["train", cfg, "--data.train.args.tokenizer",
+                  os.path.join(self.folders, "llama", "tokenizer.json")],
+                 "data.train holds token id 127, but the model (model.type gpt2) embeds ids "
+                 "below its vocab_size 96")):
             code, out = run(args)
             self.assertEqual(code, 2, out)
             self.assertIn(message, out)
+            if "holds token id" in message:
+                self.assertNotIn("tensors from model.args.pretrained", out)
 
     @staticmethod
     def perplexity(folder, text):

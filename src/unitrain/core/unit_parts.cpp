@@ -71,6 +71,8 @@ BuildInParts::BuildInParts(int rank, int world) : rank_(rank), world_(world) {
 
 BuildInParts::~BuildInParts() { current_scope = nullptr; }
 
+int parts_world() { return current_scope != nullptr ? current_scope->world() : 1; }
+
 BuildInParts::Paused::Paused() : paused_(current_scope) { current_scope = nullptr; }
 BuildInParts::Paused::~Paused() { current_scope = paused_; }
 

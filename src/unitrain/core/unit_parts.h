@@ -43,6 +43,10 @@ class BuildInParts {
   int rank_, world_;
 };
 
+/// The number of processes the BuildInParts scope open on this thread cuts units for (1 when
+/// none is open): a model built here keeps about 1/parts_world() of its parameters.
+int parts_world();
+
 /// A model's constructor calls it after building and initialising each unit, with that unit's
 /// parameters (as units() will list them): inside a BuildInParts scope of more than one process,
 /// this process's part of them is kept (per dtype, the unit's parameters end to end, padded to

@@ -114,6 +114,7 @@ InstructDataset::InstructDataset(const InstructOptions& o)
     const size_t whole = t.ids.size();
     cut(t);
     truncated += t.ids.size() < whole;
+    for (int64_t id : t.ids) largest_id_ = std::max(largest_id_, id);
     without_labels += std::find(t.trained.begin() + std::min<size_t>(1, t.trained.size()),
                                 t.trained.end(), 1) == t.trained.end();
     if (o.pack) packed_examples_.push_back(std::move(t));
@@ -268,7 +269,8 @@ Batch InstructDataset::get(int64_t index) const {
 
 std::map<std::string, int64_t> InstructDataset::info() const {
   std::map<std::string, int64_t> info{{"vocab_size", tokenizer_->vocab_size()},
-                                      {"num_examples", lines_.size()}};
+                                      {"num_examples", lines_.size()},
+                                      {"max_token_id", largest_id_}};
   if (tokenizer_->pad_id() >= 0) info["pad_id"] = tokenizer_->pad_id();
   return info;
 }

@@ -91,6 +91,7 @@ class InstructDataset : public Dataset {
   std::string chat_refusal_;  ///< why the tokenizer's chat template cannot run (said at a chat)
   std::vector<int64_t> prefix_;
   int64_t eos_ = -1;
+  int64_t largest_id_ = -1;  ///< the largest id of any example (info's max_token_id)
   std::vector<InstructTokens> packed_examples_;  ///< pack: every line's tokens
   std::vector<std::vector<int64_t>> windows_;    ///< pack: the lines of each window
 };

@@ -72,6 +72,7 @@ TokensDataset::TokensDataset(const TokensOptions& o)
            " bytes, more than the 64 MiB read to find the largest id: set vocab_size to the "
            "tokenizer's (e.g. 50257 for GPT-2's, the model's vocabulary follows it)");
   vocab_size_ = largest_id() + 1;
+  scanned_ = true;
 }
 
 int64_t TokensDataset::largest_id() const {
@@ -139,7 +140,9 @@ Batch TokensDataset::get_batch(const std::vector<int64_t>& indices) const {
 }
 
 std::map<std::string, int64_t> TokensDataset::info() const {
-  return {{"vocab_size", vocab_size_}, {"num_tokens", num_tokens_}};
+  std::map<std::string, int64_t> info{{"vocab_size", vocab_size_}, {"num_tokens", num_tokens_}};
+  if (scanned_) info["max_token_id"] = vocab_size_ - 1;  // read from the files
+  return info;
 }
 
 void register_tokens_dataset() {

@@ -68,6 +68,7 @@ class TokensDataset : public Dataset {
   int64_t stride_;
   int64_t size_ = 0;
   int64_t vocab_size_ = 0;
+  bool scanned_ = false;  ///< vocab_size_ is the files' largest id + 1
 };
 
 /// Registers dataset `tokens` (its name, help, args and factory) in dataset_registry();

@@ -21,7 +21,8 @@ ConfigDriven config_driven(const Config& config) {
            "missing key model: a config-driven run needs model.type "
            "(see `unitrain list` for the models)");
   c.data_keys = DataOptions::from_config(c.run.data);
-  UT_CHECK(c.data_keys.train, "missing key data.train: a config-driven run needs a training "
+  UT_CHECK(c.data_keys.train,
+           "missing key data.train: a config-driven run needs a training "
            "dataset (see `unitrain list` for the datasets)");
   c.model_keys = ModelSection::from_config(c.run.model);
   objective_section_schema();  // registers the components the objective names
@@ -89,12 +90,15 @@ void add_lora(ObjectiveModule& module, const LoraOptions& lora, const std::strin
 
 }  // namespace
 
-std::shared_ptr<ObjectiveModule> build_module(const ConfigDriven& c, bool init) {
+std::shared_ptr<ObjectiveModule> build_module(
+    const ConfigDriven& c, bool init, const std::function<void(const Model&)>& before_weights) {
   auto module = std::make_shared<ObjectiveModule>(c.run.model, c.run.objective);
+  if (before_weights) before_weights(*module->model());
   const ActivationCheckpointingOptions& ac = c.model_keys.activation_checkpointing;
   UT_CHECK(!ac.enabled || module->model()->checkpoint_activations(ac.every),
            "model.activation_checkpointing.enabled: model type '", c.model_keys.type,
-           "' has no blocks it can recompute (built in: transformer_lm, gpt2, llama); a model of your own "
+           "' has no blocks it can recompute (built in: transformer_lm, gpt2, llama); a model of "
+           "your own "
            "wraps its blocks in unitrain::checkpointed (docs/api.md), or set enabled: false");
   const HfModelInfo* hf = module->model()->hf_info();
   const bool pretrained = hf != nullptr && !hf->pretrained.empty();

@@ -1,6 +1,7 @@
 #pragma once
 // What the config-driven commands (train, eval, export) read of a resolved run config, and the
 // model and objective they build from it: train_from_config.cpp and eval_export.cpp.
+#include <functional>
 #include <memory>
 
 #include "unitrain/core/config.h"
@@ -25,7 +26,11 @@ struct ConfigDriven {
 ConfigDriven config_driven(const Config& config);
 
 /// The model and objective of `config`, initialised from model.init_from when given and
-/// `init` (a checkpoint's weights replace them otherwise).
-std::shared_ptr<ObjectiveModule> build_module(const ConfigDriven& c, bool init);
+/// `init` (a checkpoint's weights replace them otherwise). `before_weights`, when given, sees
+/// the model once it is built and before any weight is read (checks that would otherwise wait
+/// for the weights: the data's token ids against its vocabulary).
+std::shared_ptr<ObjectiveModule> build_module(
+    const ConfigDriven& c, bool init,
+    const std::function<void(const Model&)>& before_weights = nullptr);
 
 }  // namespace unitrain

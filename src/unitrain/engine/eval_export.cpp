@@ -12,8 +12,8 @@
 
 #include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/checkpoint_store.h"
-#include "unitrain/checkpoint/frozen_weights.h"
 #include "unitrain/checkpoint/checkpointer.h"
+#include "unitrain/checkpoint/frozen_weights.h"
 #include "unitrain/checkpoint/model_shards.h"
 #include "unitrain/checkpoint/model_weights.h"
 #include "unitrain/checkpoint/safetensors.h"

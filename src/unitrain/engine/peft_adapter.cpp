@@ -35,8 +35,8 @@ template <typename V>
 void check_field(const nlohmann::json& cfg, const std::string& path, const char* field,
                  const V& want, const char* key) {
   UT_CHECK(cfg.contains(field) && cfg[field] == nlohmann::json(want), path, ": ", field, " is ",
-           cfg.contains(field) ? json_excerpt(cfg[field]) : std::string("missing"),
-           ", model.lora.", key, " is ", json_excerpt(nlohmann::json(want)),
+           cfg.contains(field) ? json_excerpt(cfg[field]) : std::string("missing"), ", model.lora.",
+           key, " is ", json_excerpt(nlohmann::json(want)),
            ": give model.lora the adapter's settings");
 }
 
@@ -136,9 +136,8 @@ size_t convert_precision(NamedTensors& tensors, const torch::nn::Module& module)
   size_t converted = 0;
   for (auto& [name, t] : tensors) {
     const auto it = own.find(name);
-    if (it != own.end() && t.scalar_type() != it->second.scalar_type() &&
-        t.is_floating_point() && it->second.is_floating_point() &&
-        t.sizes().equals(it->second.sizes())) {
+    if (it != own.end() && t.scalar_type() != it->second.scalar_type() && t.is_floating_point() &&
+        it->second.is_floating_point() && t.sizes().equals(it->second.sizes())) {
       t = t.to(it->second.scalar_type());
       ++converted;
     }
@@ -188,9 +187,9 @@ void load_peft_adapter(ObjectiveModule& module, const LoraOptions& lora, const s
   load_module_state(weights_module, with_frozen_parameters(weights_module, std::move(renamed)),
                     /*strict=*/true, key + " " + weights, "");
   log::info(fmt::format("{} {}: {} adapter tensors loaded{}", key, dir, count,
-                        converted > 0 ? fmt::format(" ({} converted to the model's precision)",
-                                                    converted)
-                                      : std::string()));
+                        converted > 0
+                            ? fmt::format(" ({} converted to the model's precision)", converted)
+                            : std::string()));
 }
 
 void write_peft_folder(ObjectiveModule& module, const LoraOptions& lora, const std::string& base,

@@ -68,6 +68,20 @@ Config with_normalize_statistics(const Config& config, const NormalizeOptions& n
   return out;
 }
 
+/// The train data's largest token id (its info's max_token_id, where the dataset knows it)
+/// against the model's vocab_size, before any weight is read: a tokenizer or token files that
+/// are not the model's are named now, not at the first step.
+void check_token_ids_fit(const Model& model, const DataSplits& data, const std::string& type) {
+  const std::optional<int64_t> vocab = model.vocab_size();
+  if (!vocab || !data.train) return;
+  const std::map<std::string, int64_t> info = data.train->info();
+  const auto largest = info.find("max_token_id");
+  if (largest == info.end()) return;
+  UT_CHECK(largest->second < *vocab, "data.train holds token id ", largest->second,
+           ", but the model (model.type ", type, ") embeds ids below its vocab_size ", *vocab,
+           ": the tokenizer (or token files) is not the model's; give the model folder's own "
+           "tokenizer, or a model of the tokenizer's vocabulary");
+}
 
 /// The checkpoint `run` will resume from, as Trainer::fit finds it; "" for a new run.
 std::string resume_dir(const RunSettings& run) {
@@ -107,7 +121,9 @@ ConfigRunResult train_from_config(const Config& raw_config) {
     log::info(fmt::format("model.init_from {}: not read, the run resumes from {}",
                           *c.model_keys.init_from, resume));
   }
-  auto module = build_module(c, resume.empty());
+  auto module = build_module(c, resume.empty(), [&](const Model& model) {
+    check_token_ids_fit(model, data, c.model_keys.type);
+  });
   in_parts.reset();
   int64_t params = 0;
   bool kept = false;  // a model that builds in parts (transformer_lm) did

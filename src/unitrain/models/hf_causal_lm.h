@@ -38,6 +38,8 @@ class HfCausalLm : public Model {
   torch::Tensor forward_cached(torch::Tensor tokens, KvCache& cache);
   /// The most tokens a sequence may hold (n_positions, max_position_embeddings).
   virtual int64_t max_length() const = 0;
+  /// config.json's vocab_size: token ids must be below it.
+  virtual int64_t vocabulary() const = 0;
   /// inputs: token ids, and optionally segment ids (objective.inputs: [x, segments]).
   std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& inputs) override;
   /// Blocks 0, every, 2 * every, ... recompute their activations in backward; 0 = none.
@@ -46,6 +48,8 @@ class HfCausalLm : public Model {
   bool runs_lora_adapters() const override { return true; }
   /// max_length().
   std::optional<int64_t> context_length() const override { return max_length(); }
+  /// vocabulary().
+  std::optional<int64_t> vocab_size() const override { return vocabulary(); }
   HfCausalLm* generation_model() override { return this; }
 
  protected:
@@ -77,6 +81,7 @@ class Gpt2Impl : public HfCausalLm {
   /// The parameters a gpt2 of config `c` (read from `path`) has, by name and shape.
   static ConfigShape shape_of(const Gpt2Config& c, const std::string& path);
   int64_t max_length() const override { return config.n_positions; }
+  int64_t vocabulary() const override { return config.vocab_size; }
   /// The embeddings, each block, then ln_f (with lm_head when untied).
   std::vector<std::vector<torch::Tensor>> units() override;
 
@@ -107,6 +112,7 @@ class LlamaImpl : public HfCausalLm {
   /// The parameters a llama of config `c` (read from `path`) has, by name and shape.
   static ConfigShape shape_of(const LlamaConfig& c, const std::string& path);
   int64_t max_length() const override { return config.max_position_embeddings; }
+  int64_t vocabulary() const override { return config.vocab_size; }
   /// The embeddings, each block, then the norm (with lm_head when untied).
   std::vector<std::vector<torch::Tensor>> units() override;
 

@@ -17,6 +17,7 @@
 #include "unitrain/core/error_text.h"
 #include "unitrain/core/hf_weight_files.h"
 #include "unitrain/core/json_excerpt.h"
+#include "unitrain/core/unit_parts.h"
 
 namespace unitrain::models {
 namespace {
@@ -68,11 +69,19 @@ double memory_limit() {
 }
 
 void check_fits_memory(const ConfigShape& s) {
-  double total = 0;
-  for (const ConfigTensor& t : s.tensors) total += element_count(t.shape);
+  double total = 0, biggest = 0;
+  for (const ConfigTensor& t : s.tensors) {
+    total += element_count(t.shape);
+    biggest = std::max(biggest, double(element_count(t.shape)));
+  }
+  // Built in parts (distributed.zero: 3), a process keeps its share, and holds one tensor whole
+  // while its unit is cut.
+  const int parts = parts_world();
+  const double kept = parts > 1 ? total / parts + biggest : total;
   const double limit = memory_limit();
-  UT_CHECK(total * 4 <= limit, s.config_path, " makes a ", s.model, " of ",
-           fmt::format("{:.4g}", total), " parameters (", bytes_text(total * 4),
+  UT_CHECK(kept * 4 <= limit, s.config_path, " makes a ", s.model, " of ",
+           fmt::format("{:.4g}", total), " parameters (", bytes_text(kept * 4),
+           parts > 1 ? fmt::format(" of them for each of {} processes", parts) : std::string(),
            " in float32; the largest is ", largest(s),
            "), more than the memory this process may use (", bytes_text(limit), ")");
 }

@@ -58,6 +58,9 @@ class Model : public torch::nn::Module {
   /// The model's context length: the most positions one forward takes (n_positions,
   /// max_position_embeddings, seq_len); nullopt when it has no such limit or does not say.
   virtual std::optional<int64_t> context_length() const { return std::nullopt; }
+  /// The token ids it embeds: every id must be below it (vocab_size); nullopt for a model that
+  /// takes no token ids or does not say.
+  virtual std::optional<int64_t> vocab_size() const { return std::nullopt; }
   /// The model as the causal LM that models::generate (generation.h) drives, one token at a
   /// time with a KV cache; null when it cannot generate text (the default).
   virtual models::HfCausalLm* generation_model() { return nullptr; }

@@ -76,6 +76,7 @@ class TransformerLmImpl : public Model {
   bool runs_lora_adapters() const override { return true; }
   /// seq_len (it generates no text: no KV cache).
   std::optional<int64_t> context_length() const override { return options.seq_len(); }
+  std::optional<int64_t> vocab_size() const override { return options.vocab(); }
 
   TransformerLmOptions options;
   torch::nn::Embedding token_embedding{nullptr};
