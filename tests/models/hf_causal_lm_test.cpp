@@ -164,6 +164,7 @@ TEST_F(HfCausalLm, ItsContextLengthIsItsConfigsPositionsAndItGenerates) {
     const int64_t positions = c.at(type == "gpt2" ? "n_positions" : "max_position_embeddings");
     EXPECT_EQ(m->context_length(), std::optional<int64_t>(positions)) << type;
     EXPECT_EQ(static_cast<Model*>(m->generation_model()), m.get()) << type;
+    EXPECT_EQ(m->vocab_size(), std::optional<int64_t>(c.at("vocab_size").get<int64_t>())) << type;
   }
 }
 

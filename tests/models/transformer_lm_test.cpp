@@ -59,6 +59,8 @@ TEST(TransformerLm, ItsContextLengthIsSeqLenAndItGeneratesNoText) {
   EXPECT_EQ(m->generation_model(), nullptr);
   // A model that does not say has none.
   EXPECT_EQ(make_lm("model: {type: mlp, args: {sizes: [2, 2]}}")->context_length(), std::nullopt);
+  EXPECT_EQ(m->vocab_size(), std::optional<int64_t>(50));
+  EXPECT_EQ(make_lm("model: {type: mlp, args: {sizes: [2, 2]}}")->vocab_size(), std::nullopt);
 }
 
 TEST(TransformerLm, IsCausal) {
