@@ -220,13 +220,15 @@ class Elastic(common.Case):
             b.wait(timeout=30)
             shrunk = "resuming on 1 process(es) a checkpoint written by 2"
 
-            def after_shrink():  # node a's log from the shrink on
+            def after_shrink():  # node a's log from the shrink's resume on
                 # Node a's log is in time order (the logs together are not: an earlier restart,
                 # when b joined after a first group of one had formed, resumed from another step
-                # and said "resuming on 2" too).
+                # and said "resuming on 2" too). The resume says where it resumed from, then,
+                # once nothing refused it, how the world changed.
                 log = text("a")
                 at = log.rfind(shrunk)
-                return log[at:] if at >= 0 else ""
+                start = log.rfind("resumed from", 0, at) if at >= 0 else -1
+                return log[start:] if start >= 0 else ""
 
             def resumed():  # what node a's worker resumed from after the shrink, once said
                 return re.findall(r"resumed from (\S+?):", after_shrink())
