@@ -58,6 +58,19 @@ json hf_byte_level_bpe(const json& merges, bool ignore_merges = false) {
         {"merges", merges}}}};
 }
 
+/// A byte-level BPE of `merges` with <s> (id 9) put before every text by a TemplateProcessing.
+json hf_with_bos(const json& merges) {
+  json t = hf_byte_level_bpe(merges);
+  t["added_tokens"] = {{{"id", 9}, {"content", "<s>"}, {"special", true}}};
+  t["post_processor"] = {
+      {"type", "TemplateProcessing"},
+      {"single",
+       {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+        {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+      {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {9}}, {"tokens", {"<s>"}}}}}}};
+  return t;
+}
+
 TEST(HfTokenizer, ByteLevelBpeReadsMergesAsStringsOrPairs) {
   const HfTokenizer strings(hf_write(hf_byte_level_bpe({"a b", "ab c", "\xC4\xA0 a"})));
   const HfTokenizer pairs(hf_write(hf_byte_level_bpe(json::array(
@@ -396,14 +409,7 @@ TEST(HfTokenizer, RefusesComponentsNestedTooDeepNamingTheFileAndThePath) {
 
 TEST(HfTokenizer, RefusesTokenIdsOutOfRangeNamingTheFileAndTheKey) {
   const auto error_with = [](const std::function<void(json&)>& mutate) {
-    json t = hf_byte_level_bpe({"a b"});
-    t["added_tokens"] = {{{"id", 9}, {"content", "<s>"}, {"special", true}}};
-    t["post_processor"] = {
-        {"type", "TemplateProcessing"},
-        {"single",
-         {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
-          {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
-        {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {9}}, {"tokens", {"<s>"}}}}}}};
+    json t = hf_with_bos({"a b"});
     mutate(t);
     const std::string path = hf_write(t);
     const std::string message = config_error_of([&] { HfTokenizer{path}; });
@@ -486,15 +492,8 @@ TEST(HfTokenizer, ErrorsNameTheFileAndQuoteLittleOfALongPattern) {
 }
 
 TEST(HfTokenizer, TextDatasetTakesATokenizerJsonWithItsTemplate) {
-  json t = hf_byte_level_bpe({"a b", "ab c"});
-  t["added_tokens"] = {{{"id", 9}, {"content", "<s>"}, {"special", true}},
-                       {{"id", 10}, {"content", "</s>"}, {"special", true}}};
-  t["post_processor"] = {
-      {"type", "TemplateProcessing"},
-      {"single",
-       {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
-        {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
-      {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {9}}, {"tokens", {"<s>"}}}}}}};
+  json t = hf_with_bos({"a b", "ab c"});
+  t["added_tokens"].push_back({{"id", 10}, {"content", "</s>"}, {"special", true}});
   TextOptions o;
   o.paths = {test::write_file(test::temp_dir() + "/t.txt", "abc\ncab\n")};
   o.tokenizer = hf_write(t);

@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "unitrain/core/error.h"
+#include "unitrain/data/file_bytes.h"
 
 namespace unitrain {
 namespace {
@@ -29,19 +28,11 @@ std::string plain_template_hint(const std::string& jinja) {
   return "";
 }
 
-/// tokenizer_config.json as JSON; ConfigError naming it when it is too large or not a JSON
-/// object (a truncated file is refused, not ignored).
+/// tokenizer_config.json as JSON; ConfigError naming it when it is not a JSON object (a
+/// truncated file is refused, not ignored).
 nlohmann::json read_tokenizer_config(const std::string& path) {
-  constexpr std::uintmax_t kMostBytes = 256ull << 20;
-  std::error_code error;
-  const std::uintmax_t bytes = std::filesystem::file_size(path, error);
-  UT_CHECK(!error && bytes <= kMostBytes, path, ": ",
-           error ? "cannot be read" : "is larger than 256 MiB; not a tokenizer_config.json");
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  UT_CHECK(in.good() || in.eof(), path, ": cannot be read");
-  nlohmann::json config = nlohmann::json::parse(text.str(), nullptr, false);
+  nlohmann::json config =
+      nlohmann::json::parse(read_file_bytes(path, "tokenizer_config.json"), nullptr, false);
   UT_CHECK(!config.is_discarded(), path, ": is not valid JSON (truncated?)");
   UT_CHECK(config.is_object(), path, ": is not a JSON object");
   return config;

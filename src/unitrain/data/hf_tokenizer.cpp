@@ -96,6 +96,13 @@ struct HfTokenizer::Parts {
   int64_t bos = -1, eos = -1, pad = -1, unk = -1;
 
   void read(const JsonAt& root);
+  /// added_tokens, each checked (an id below 2^31, a content).
+  void read_added_tokens(const JsonAt& root);
+  /// The id table's length (the largest id + 1, vocab's and added tokens'); fails naming the
+  /// key when it runs far past the tokens there are.
+  int64_t id_table_size(const JsonAt& root) const;
+  /// The post_processor and the ids it puts around one text (prefix, suffix).
+  void read_post_processor(const JsonAt& root, int64_t size);
   void find_special_ids(const JsonAt& root);
   int64_t id_of(const std::string& token) const;
   void encode_text(std::string_view text, bool first, std::vector<int>& ids) const;
@@ -108,6 +115,41 @@ void HfTokenizer::Parts::read(const JsonAt& root) {
   if (auto j = root.find("normalizer")) normalizer = hf::make_normalizer(*j);
   if (auto j = root.find("pre_tokenizer")) pre_tokenizer = hf::make_pre_tokenizer(*j);
   if (auto j = root.find("decoder")) decoder = hf::make_decoder(*j);
+  read_added_tokens(root);
+  const int64_t size = id_table_size(root);
+  tokens.assign(static_cast<size_t>(size), std::string());
+  special.assign(static_cast<size_t>(size), false);
+  for (const auto& [token, id] : model->vocab()) tokens[id] = token;
+  std::vector<const hf::AddedToken*> raw, normalized;
+  for (const hf::AddedToken& t : added) {
+    tokens[t.id] = t.content;
+    special[t.id] = t.special;
+    (t.normalized && normalizer ? normalized : raw).push_back(&t);
+  }
+  raw_tokens = std::make_unique<hf::AddedTokenFinder>(raw);
+  normalized_tokens = std::make_unique<hf::AddedTokenFinder>(normalized);
+  read_post_processor(root, size);
+  find_special_ids(root);
+}
+
+void HfTokenizer::Parts::read_added_tokens(const JsonAt& root) {
+  const auto list = root.find("added_tokens");
+  if (!list) return;
+  for (const JsonAt& item : list->items()) {
+    hf::AddedToken t;
+    t.id = item.at("id").id_below(int64_t{1} << 31, "2^31");
+    t.content = item.at("content").str();
+    if (t.content.empty()) item.at("content").fail("is empty");
+    t.special = item.bool_or("special", false);
+    t.normalized = item.bool_or("normalized", !t.special);
+    t.lstrip = item.bool_or("lstrip", false);
+    t.rstrip = item.bool_or("rstrip", false);
+    t.single_word = item.bool_or("single_word", false);
+    added.push_back(t);
+  }
+}
+
+int64_t HfTokenizer::Parts::id_table_size(const JsonAt& root) const {
   // The ids run to the largest one, every id below it a row of the table: ids far past the
   // tokens there are (2^31 for a vocabulary of 5) would make a table of gigabytes.
   int64_t size = 0;
@@ -124,46 +166,26 @@ void HfTokenizer::Parts::read(const JsonAt& root) {
   };
   check_size(static_cast<int64_t>(model->vocab().size()), root.at("model").at("vocab"),
              largest ? "gives token '" + largest->substr(0, 80) + "' the id" : "has the id");
-  if (auto list = root.find("added_tokens")) {
-    const std::vector<JsonAt> items = list->items();
-    for (const JsonAt& item : items) {
-      hf::AddedToken t;
-      t.id = item.at("id").id_below(int64_t{1} << 31, "2^31");
-      t.content = item.at("content").str();
-      if (t.content.empty()) item.at("content").fail("is empty");
-      t.special = item.bool_or("special", false);
-      t.normalized = item.bool_or("normalized", !t.special);
-      t.lstrip = item.bool_or("lstrip", false);
-      t.rstrip = item.bool_or("rstrip", false);
-      t.single_word = item.bool_or("single_word", false);
-      size = std::max<int64_t>(size, t.id + 1);
-      check_size(static_cast<int64_t>(model->vocab().size() + items.size()), item.at("id"), "is");
-      added.push_back(t);
-    }
+  if (added.empty()) return size;
+  const int64_t entries = static_cast<int64_t>(model->vocab().size() + added.size());
+  const std::vector<JsonAt> items = root.at("added_tokens").items();  // added's, in order
+  for (size_t i = 0; i < added.size(); ++i) {
+    size = std::max<int64_t>(size, added[i].id + 1);
+    check_size(entries, items[i].at("id"), "is");
   }
-  tokens.assign(static_cast<size_t>(size), std::string());
-  special.assign(static_cast<size_t>(size), false);
-  for (const auto& [token, id] : model->vocab()) tokens[id] = token;
-  std::vector<const hf::AddedToken*> raw, normalized;
-  for (const hf::AddedToken& t : added) {
-    tokens[t.id] = t.content;
-    special[t.id] = t.special;
-    (t.normalized && normalizer ? normalized : raw).push_back(&t);
-  }
-  raw_tokens = std::make_unique<hf::AddedTokenFinder>(raw);
-  normalized_tokens = std::make_unique<hf::AddedTokenFinder>(normalized);
+  return size;
+}
+
+void HfTokenizer::Parts::read_post_processor(const JsonAt& root, int64_t size) {
   if (auto j = root.find("post_processor")) post_processor = hf::make_post_processor(*j, size);
-  if (post_processor) {
-    const std::vector<int> marked =
-        post_processor->process({-7}, nullptr);  // -7: where the text's ids go
-    const auto at = std::find(marked.begin(), marked.end(), -7);
-    if (at == marked.end() || std::count(marked.begin(), marked.end(), -7) != 1) {
-      root.at("post_processor").fail("does not put a single text once ($A once in \"single\")");
-    }
-    prefix.assign(marked.begin(), at);
-    suffix.assign(at + 1, marked.end());
+  if (!post_processor) return;
+  const std::vector<int> marked = post_processor->process({-7}, nullptr);  // -7: the text's ids
+  const auto at = std::find(marked.begin(), marked.end(), -7);
+  if (at == marked.end() || std::count(marked.begin(), marked.end(), -7) != 1) {
+    root.at("post_processor").fail("does not put a single text once ($A once in \"single\")");
   }
-  find_special_ids(root);
+  prefix.assign(marked.begin(), at);
+  suffix.assign(at + 1, marked.end());
 }
 
 int64_t HfTokenizer::Parts::id_of(const std::string& token) const {
