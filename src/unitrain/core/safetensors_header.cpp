@@ -25,7 +25,7 @@ constexpr const char* kMetadataKey = "__metadata__";
 /// The safetensors package's own limit on a header (MAX_HEADER_SIZE): more is not a real file.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
-std::string dtype_names() {
+std::string known_dtype_names() {
   std::string out;
   for (const auto& d : safetensors_dtypes()) out += (out.empty() ? "" : ", ") + std::string(d.name);
   return out;
@@ -97,7 +97,7 @@ class HeaderReader {
     }
     if (e.dtype == nullptr) {
       fail(name,
-           detail::concat("unknown dtype ", json_excerpt(dtype), " (known: ", dtype_names(), ")"));
+           detail::concat("unknown dtype ", json_excerpt(dtype), " (known: ", known_dtype_names(), ")"));
     }
     const json& shape = value["shape"];
     if (!shape.is_array()) fail(name, "shape must be a list of sizes, got " + json_excerpt(shape));

@@ -12,7 +12,7 @@
 namespace unitrain {
 namespace {
 
-const std::vector<std::pair<std::string, torch::ScalarType>>& dtype_names() {
+const std::vector<std::pair<std::string, torch::ScalarType>>& dtype_table() {
   static const std::vector<std::pair<std::string, torch::ScalarType>> names = {
       {"bool", torch::kBool},      {"uint8", torch::kUInt8},       {"int8", torch::kInt8},
       {"int16", torch::kInt16},    {"int32", torch::kInt32},       {"int64", torch::kInt64},
@@ -26,7 +26,7 @@ bool is_integer(torch::ScalarType t) { return c10::isIntegralType(t, /*includeBo
 }  // namespace
 
 std::string array_dtype_name(torch::ScalarType t) {
-  for (const auto& [text, type] : dtype_names()) {
+  for (const auto& [text, type] : dtype_table()) {
     if (type == t) return text;
   }
   return c10::toString(t);
@@ -34,7 +34,7 @@ std::string array_dtype_name(torch::ScalarType t) {
 
 torch::ScalarType array_dtype_named(const std::string& name, const std::string& where) {
   std::vector<std::string> known;
-  for (const auto& [text, type] : dtype_names()) {
+  for (const auto& [text, type] : dtype_table()) {
     if (text == name) return type;
     known.push_back(text);
   }

@@ -28,7 +28,7 @@ namespace files = checkpoint_files;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr const char* kSection = "checkpoints";
+constexpr const char* kCheckpointsSection = "checkpoints";
 
 std::string hash_of(const std::string& text) {
   return fmt::format("{:08x}", crc32_of(text.data(), text.size()));
@@ -177,7 +177,7 @@ void TrainCheckpoints::write(CheckpointWrite& out) {
   st.zero = setup_.zero;
   st.threads = setup_.threads;
   st.data_order = setup_.data_order;
-  st.set_section(kSection, StateJson{{"best_value", state_number(best_value_)}}.dump());
+  st.set_section(kCheckpointsSection, StateJson{{"best_value", state_number(best_value_)}}.dump());
   out.add(files::kTrainerState, st.to_json());
   out.add(files::kConfig, setup_.config_text);
   if (!setup_.classes_text.empty()) out.add(files::kClasses, setup_.classes_text);
@@ -229,7 +229,7 @@ void TrainCheckpoints::restore(const ResumePoint& resume, int64_t batches_per_ep
            ": it stopped at batch ", saved.batch_in_epoch, " of an epoch that now has ",
            batches_per_epoch, " batches");
   best_value_ = state_double(
-      state_section(resume.file.section(kSection)).value("best_value", StateJson("nan")));
+      state_section(resume.file.section(kCheckpointsSection)).value("best_value", StateJson("nan")));
   const CheckpointRead in{dir, resume.file, rank};
   for (size_t i = 0; i < entries_.size(); ++i) {
     if (which == Which::All || !late_[i]) entries_[i]->restore(in);

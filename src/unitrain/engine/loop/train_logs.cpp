@@ -13,7 +13,7 @@
 
 namespace unitrain {
 namespace {
-constexpr const char* kSection = "logs";
+constexpr const char* kLogsSection = "logs";
 }  // namespace
 
 TrainLogs::TrainLogs(ProcessGroup* group, int rank) : group_(group), rank_(rank) {}
@@ -113,14 +113,14 @@ void TrainLogs::save(CheckpointWrite& out) {
     if (group_) all_reduce_metrics(*group_, means);
     if (!means.empty()) write(means, j["train_means"]);
   }
-  out.state.set_section(kSection, j.dump());
+  out.state.set_section(kLogsSection, j.dump());
   out.state.last_train = last_train_;
   out.state.last_val = last_val_;
 }
 
 void TrainLogs::restore(const CheckpointRead& in) {
   const std::string where = in.path(checkpoint_files::kTrainerState);
-  const StateJson j = state_section(in.state.section(kSection));
+  const StateJson j = state_section(in.state.section(kLogsSection));
   try {
     restored_log_events_ = std::max<int64_t>(j.value("log_events", int64_t(0)), 0);
     last_val_step_ = j.value("last_val_step", int64_t(-1));
