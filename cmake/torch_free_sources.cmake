@@ -8,7 +8,7 @@ set(UNITRAIN_TORCH_FREE_SOURCES
     src/unitrain/core/atomic_file.cpp
     src/unitrain/core/closest_match.cpp
     src/unitrain/core/config.cpp
-    src/unitrain/core/cpu_budget.cpp
+    src/unitrain/core/file_bytes.cpp
     src/unitrain/core/json_excerpt.cpp
     src/unitrain/core/mapped_file.cpp
     src/unitrain/core/memory.cpp
@@ -23,34 +23,15 @@ set(UNITRAIN_TORCH_FREE_SOURCES
     src/unitrain/core/schema_resume.cpp
     src/unitrain/core/shard_layout.cpp
     src/unitrain/core/train_unit.cpp
-    src/unitrain/data/chat_template.cpp
     src/unitrain/data/class_names.cpp
-    src/unitrain/data/csv_sniffer.cpp
     src/unitrain/data/epoch_order.cpp
-    src/unitrain/data/file_bytes.cpp
-    src/unitrain/data/hdf5_handles.cpp
-    src/unitrain/data/hf_tokenizer.cpp
-    src/unitrain/data/hf_tokenizer/added_tokens.cpp
-    src/unitrain/data/hf_tokenizer/byte_level.cpp
-    src/unitrain/data/hf_tokenizer/byte_trie.cpp
-    src/unitrain/data/hf_tokenizer/decoders.cpp
-    src/unitrain/data/hf_tokenizer/models.cpp
-    src/unitrain/data/hf_tokenizer/normalizers.cpp
-    src/unitrain/data/hf_tokenizer/pattern.cpp
-    src/unitrain/data/hf_tokenizer/post_processors.cpp
-    src/unitrain/data/hf_tokenizer/pre_tokenizers.cpp
-    src/unitrain/data/hf_tokenizer/text_pattern.cpp
-    src/unitrain/data/hf_tokenizer/unicode_text.cpp
-    src/unitrain/data/hf_tokenizer/word_cache.cpp
-    src/unitrain/data/image_codec.cpp
-    src/unitrain/data/npy_format.cpp
+    src/unitrain/data/formats/csv_sniffer.cpp
+    src/unitrain/data/formats/hdf5_handles.cpp
+    src/unitrain/data/formats/image_codec.cpp
+    src/unitrain/data/formats/npy_format.cpp
+    src/unitrain/data/formats/zip_archive.cpp
     src/unitrain/data/permutation.cpp
-    src/unitrain/data/sentencepiece_model.cpp
     src/unitrain/data/shard_paths.cpp
-    src/unitrain/data/text_lines.cpp
-    src/unitrain/data/tokenizer.cpp
-    src/unitrain/data/tokenizer_trainer.cpp
-    src/unitrain/data/zip_archive.cpp
     src/unitrain/engine/config/component_list.cpp
     src/unitrain/engine/config/resume_config.cpp
     src/unitrain/engine/config/train_options.cpp
@@ -59,10 +40,7 @@ set(UNITRAIN_TORCH_FREE_SOURCES
     src/unitrain/engine/loop/run_decisions.cpp
     src/unitrain/engine/loop/stop_signal.cpp
     src/unitrain/engine/results/summary_file.cpp
-    src/unitrain/engine/setup/openmp_waits.cpp
     src/unitrain/engine/setup/run_dir_lock.cpp
-    src/unitrain/engine/setup/team_placement.cpp
-    src/unitrain/engine/setup/turn_ticks.cpp
     src/unitrain/engine/step/divergence_guard.cpp
     src/unitrain/launch/signal_pipe.cpp
     src/unitrain/launch/slurm_step.cpp
@@ -106,4 +84,26 @@ set(UNITRAIN_TORCH_FREE_SOURCES
     src/unitrain/sweep/sweep_results.cpp
     src/unitrain/sweep/trial_process.cpp
     src/unitrain/sweep/trial_record.cpp
+    src/unitrain/text/chat_template.cpp
+    src/unitrain/text/hf_tokenizer.cpp
+    src/unitrain/text/hf_tokenizer/added_tokens.cpp
+    src/unitrain/text/hf_tokenizer/byte_level.cpp
+    src/unitrain/text/hf_tokenizer/byte_trie.cpp
+    src/unitrain/text/hf_tokenizer/decoders.cpp
+    src/unitrain/text/hf_tokenizer/models.cpp
+    src/unitrain/text/hf_tokenizer/normalizers.cpp
+    src/unitrain/text/hf_tokenizer/pattern.cpp
+    src/unitrain/text/hf_tokenizer/post_processors.cpp
+    src/unitrain/text/hf_tokenizer/pre_tokenizers.cpp
+    src/unitrain/text/hf_tokenizer/text_pattern.cpp
+    src/unitrain/text/hf_tokenizer/unicode_text.cpp
+    src/unitrain/text/hf_tokenizer/word_cache.cpp
+    src/unitrain/text/sentencepiece_model.cpp
+    src/unitrain/text/text_lines.cpp
+    src/unitrain/text/tokenizer.cpp
+    src/unitrain/text/tokenizer_trainer.cpp
+    src/unitrain/threads/cpu_budget.cpp
+    src/unitrain/threads/openmp_waits.cpp
+    src/unitrain/threads/preemption_ticks.cpp
+    src/unitrain/threads/team_placement.cpp
 )

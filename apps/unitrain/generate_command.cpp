@@ -5,8 +5,8 @@
 
 #include "commands.h"
 #include "unitrain/core/error.h"
-#include "unitrain/data/chat_template.h"
-#include "unitrain/engine/text_generator.h"
+#include "unitrain/text/chat_template.h"
+#include "unitrain/commands/generate.h"
 #include "unitrain/log/console.h"
 
 namespace unitrain::cli {

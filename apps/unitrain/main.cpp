@@ -7,7 +7,7 @@
 #include "command.h"
 #include "command_line.h"
 #include "commands.h"
-#include "unitrain/core/cpu_budget.h"
+#include "unitrain/threads/cpu_budget.h"
 #include "unitrain/core/memory.h"
 #include "unitrain/log/console.h"
 

@@ -5,13 +5,15 @@
 #include <iostream>
 
 #include "commands.h"
+#include "unitrain/commands/evaluate.h"
+#include "unitrain/commands/export.h"
+#include "unitrain/commands/text_perplexity.h"
+#include "unitrain/commands/train_from_config.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/memory.h"
 #include "unitrain/core/save_signals.h"
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/loop/stop_signal.h"
-#include "unitrain/engine/text_perplexity.h"
-#include "unitrain/engine/train_from_config.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"
 

@@ -11,7 +11,7 @@
 #include "unitrain/core/error.h"
 #include "unitrain/core/schema.h"
 #include "unitrain/data/csv_dataset.h"
-#include "unitrain/data/csv_sniffer.h"
+#include "unitrain/data/formats/csv_sniffer.h"
 #include "unitrain/data/idx_dataset.h"
 #include "unitrain/data/text_chars_dataset.h"
 

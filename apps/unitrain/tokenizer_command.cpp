@@ -7,9 +7,9 @@
 
 #include "commands.h"
 #include "unitrain/core/error.h"
-#include "unitrain/data/hf_tokenizer.h"
-#include "unitrain/data/tokenizer.h"
-#include "unitrain/data/tokenizer_trainer.h"
+#include "unitrain/text/hf_tokenizer.h"
+#include "unitrain/text/tokenizer.h"
+#include "unitrain/text/tokenizer_trainer.h"
 #include "unitrain/log/console.h"
 
 namespace unitrain::cli {

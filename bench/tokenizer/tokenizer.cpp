@@ -5,7 +5,7 @@
 // starts with an empty word cache (the loader's first epoch), the second finds its words there.
 // Prints one line a thread count:
 //   threads N  first_pass_MB_per_s_per_thread X  second_pass_MB_per_s_per_thread Y  tokens T
-#include "unitrain/data/tokenizer.h"
+#include "unitrain/text/tokenizer.h"
 
 #include <chrono>
 #include <cstdio>

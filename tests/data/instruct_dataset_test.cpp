@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
-#include "unitrain/data/chat_template.h"
+#include "unitrain/text/chat_template.h"
 
 namespace unitrain {
 namespace {

@@ -12,8 +12,8 @@
 
 #include "test_util.h"
 #include "unitrain/data/build_data.h"
-#include "unitrain/data/sentencepiece_model.h"
-#include "unitrain/data/tokenizer_trainer.h"
+#include "unitrain/text/sentencepiece_model.h"
+#include "unitrain/text/tokenizer_trainer.h"
 
 namespace unitrain {
 namespace {

@@ -9,7 +9,7 @@ GPU machine's image has transformers, tokenizers and safetensors; this one has n
    (labels = ids, transformers' own shift) and `grad.<name>` for every parameter. The same layout
    as tests/models/hf/reference.py writes, so hf_causal_lm_test.cpp can compare against either.
 2. With TOKENIZERS (examples/data/generated/tokenizers: gpt2/ and llama3/ tokenizer.json and
-   cases.jsonl, made by tests/data/hf_tokenizer_references.sh), writes OUT/tokenizer_ids.jsonl:
+   cases.jsonl, made by tests/text/hf_tokenizer_references.sh), writes OUT/tokenizer_ids.jsonl:
    the Rust `tokenizers` library's ids (add_special_tokens true) for every case, as the fixture
    the C++ reader's ids are compared with.
 3. With EXPORT_DIR (a folder `unitrain export --format hf` wrote), loads it with

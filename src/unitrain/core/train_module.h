@@ -20,6 +20,7 @@ class Optimizer;
 
 namespace unitrain {
 
+class Model;
 class OptimizerSetup;
 
 /// The result of one step on one batch.
@@ -73,6 +74,10 @@ class TrainModule : public torch::nn::Module {
   /// its buffers): the frozen ones (LoRA's base model) are read again from where they came on
   /// resume, checked against the fingerprint the checkpoint keeps. Default: false (all).
   virtual bool checkpoints_trainable_only() { return false; }
+  /// The registered model (models/model.h) this module trains, for what needs its declared
+  /// capabilities (the generate callback: Model::generation_model); null when it trains none.
+  /// The config-driven path's ObjectiveModule returns its model. Default: null.
+  virtual Model* trained_model() { return nullptr; }
   /// The pieces of weights() that forward runs one after another (a transformer's embeddings,
   /// each block, its head), each as the list of its parameters, in the order forward runs them;
   /// every trainable parameter in one. ZeRO stage 3 (distributed.zero: 3) keeps each unit's

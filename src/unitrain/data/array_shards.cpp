@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "unitrain/core/error.h"
-#include "unitrain/data/npy_format.h"
+#include "unitrain/data/formats/npy_format.h"
 #include "unitrain/data/tensor_dataset.h"
 
 namespace unitrain {

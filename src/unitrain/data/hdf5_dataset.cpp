@@ -6,9 +6,9 @@
 #include <optional>
 
 #include "unitrain/core/error.h"
-#include "unitrain/data/file_bytes.h"
-#include "unitrain/data/hdf5_handles.h"
-#include "unitrain/data/npy_format.h"
+#include "unitrain/core/file_bytes.h"
+#include "unitrain/data/formats/hdf5_handles.h"
+#include "unitrain/data/formats/npy_format.h"
 #include "unitrain/data/tensor_dataset.h"
 
 namespace unitrain {

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "unitrain/core/error.h"
-#include "unitrain/data/file_bytes.h"
+#include "unitrain/core/file_bytes.h"
 #include "unitrain/data/tensor_dataset.h"
 
 namespace unitrain {

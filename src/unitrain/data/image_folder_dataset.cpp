@@ -12,8 +12,8 @@
 #include <memory>
 
 #include "unitrain/core/error.h"
-#include "unitrain/data/file_bytes.h"
-#include "unitrain/data/image_codec.h"
+#include "unitrain/core/file_bytes.h"
+#include "unitrain/data/formats/image_codec.h"
 #include "unitrain/data/transform.h"
 
 namespace unitrain {

@@ -10,8 +10,8 @@
 
 #include "unitrain/core/options.h"
 #include "unitrain/data/dataset.h"
-#include "unitrain/data/text_lines.h"
-#include "unitrain/data/tokenizer.h"
+#include "unitrain/text/text_lines.h"
+#include "unitrain/text/tokenizer.h"
 
 namespace unitrain {
 

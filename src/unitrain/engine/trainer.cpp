@@ -12,7 +12,7 @@
 
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/core/atomic_file.h"
-#include "unitrain/core/cpu_budget.h"
+#include "unitrain/threads/cpu_budget.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
 #include "unitrain/core/save_signals.h"

@@ -36,9 +36,12 @@ MetricMap Trainer::test(TrainModule& module, DatasetPtr data) {
   try {
     callbacks_.call("on_test_start", &Callback::on_test_start);
     Loader loader(std::move(data), settings_->loader.in_order(), 0, "data.test");
-    const MetricAccumulator sums = evaluate_sums(module, loader, EvalSplit::Test,
-                                                 options().test_mode ? 1 : -1, &callbacks_,
-                                                 precision_.get(), -1, options().eval_token_key());
+    EvalPass pass;
+    pass.max_batches = options().test_mode ? 1 : -1;
+    pass.hooks = &callbacks_;
+    pass.precision = precision_.get();
+    pass.token_key = options().eval_token_key();
+    const MetricAccumulator sums = evaluate_sums(module, loader, EvalSplit::Test, pass);
     for (const auto& [name, value] : sums.result()) m["test/" + name] = value;
     callbacks_.call("on_test_end", &Callback::on_test_end, m);
   } catch (const std::exception& e) {

@@ -24,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using tensorboard::HParam;
 
-double unix_seconds() {
+double event_wall_time() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
@@ -145,7 +145,7 @@ std::vector<HParam> config_hparams(const std::string& config_yaml,
 
 std::string new_event_file_name(const std::string& dir) {
   static std::atomic<int> counter{0};
-  int64_t seconds = static_cast<int64_t>(unix_seconds());
+  int64_t seconds = static_cast<int64_t>(event_wall_time());
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     seconds = std::max(seconds, event_file_seconds(entry.path().filename().string()) + 1);
@@ -175,7 +175,7 @@ void TensorBoardTracker::open() {
   fs::create_directories(dir, ec);
   UT_CHECK_TRAIN(!ec, "cannot create ", dir, ": ", ec.message());
   writer_ = std::make_unique<TfRecordWriter>(dir + "/" + new_event_file_name(dir));
-  const double now = unix_seconds();
+  const double now = event_wall_time();
   writer_->write(tensorboard::file_version_event(now));
   const int64_t base = run_.first_step > 0 ? run_.first_step - 1 : 0;  // the checkpoint's step
   last_step_ = base;
@@ -192,7 +192,7 @@ void TensorBoardTracker::open() {
 void TensorBoardTracker::log(const LogEvent& event) {
   if (run_.dir.empty() || event.metrics.empty()) return;
   if (!writer_) open();
-  writer_->write(tensorboard::scalars_event(unix_seconds(), event.step, event.metrics));
+  writer_->write(tensorboard::scalars_event(event_wall_time(), event.step, event.metrics));
   last_step_ = event.step;
 }
 
@@ -200,7 +200,7 @@ void TensorBoardTracker::finish(const RunEnd& end) {
   if (!writer_ || finished_) return;
   finished_ = true;
   if (hparams_.empty()) return;
-  const double now = unix_seconds();
+  const double now = event_wall_time();
   std::vector<std::string> metrics;
   for (const auto& kv : end.final_metrics) metrics.push_back(kv.first);
   writer_->write(tensorboard::hparams_experiment_event(now, last_step_, hparams_, metrics));

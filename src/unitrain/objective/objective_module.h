@@ -91,6 +91,7 @@ class ObjectiveModule : public TrainModule {
   /// The model alone: checkpoints and exports name its tensors as the model does
   /// (`layers.0.weight`), as a Python module of the same structure would.
   torch::nn::Module& weights() override { return *model_; }
+  Model* trained_model() override { return model_.get(); }
   /// True when the model carries LoRA adapters (model.lora): checkpoints hold them alone.
   bool checkpoints_trainable_only() override { return !models::lora_layers(*model_).empty(); }
   /// The model's (Model::units()).

@@ -16,7 +16,7 @@
 #include <optional>
 #include <thread>
 
-#include "unitrain/core/cpu_budget.h"
+#include "unitrain/threads/cpu_budget.h"
 #include "unitrain/core/error.h"
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/setup/run_dir_lock.h"

@@ -8,7 +8,7 @@
 #include "unitrain/data/instruct_dataset.h"
 #include "unitrain/engine/builtins.h"
 #include "unitrain/engine/config/load_config.h"
-#include "unitrain/engine/run_text.h"
+#include "unitrain/engine/config/run_text.h"
 
 namespace unitrain {
 namespace {

@@ -11,15 +11,15 @@
 #include <tuple>
 
 #include "unitrain/core/error.h"
-#include "unitrain/data/chat_template.h"
+#include "unitrain/text/chat_template.h"
 #include "unitrain/engine/callback_registry.h"
-#include "unitrain/engine/run_text.h"
-#include "unitrain/engine/text_generator.h"
+#include "unitrain/engine/config/run_text.h"
+#include "unitrain/models/text_generator.h"
 #include "unitrain/engine/trainer.h"
 #include "unitrain/log/tensorboard_events.h"
 #include "unitrain/log/tensorboard_tracker.h"
 #include "unitrain/log/tfrecord_writer.h"
-#include "unitrain/objective/objective_module.h"
+#include "unitrain/models/model.h"
 
 namespace unitrain {
 
@@ -57,9 +57,9 @@ GenerateSamples::GenerateSamples(GenerateSamplesOptions options) : o_(std::move(
 GenerateSamples::~GenerateSamples() = default;
 
 void GenerateSamples::on_fit_start(Trainer& trainer) {
-  // The Model the config-driven module trains (a TrainModule of one's own names none).
-  auto* module = dynamic_cast<ObjectiveModule*>(trainer.module());
-  model_ = module ? module->model().get() : nullptr;
+  // The Model the module trains (the config-driven one's; a TrainModule of one's own may name
+  // one through trained_model()).
+  model_ = trainer.module() ? trainer.module()->trained_model() : nullptr;
   models::HfCausalLm* model = model_ ? model_->generation_model() : nullptr;
   UT_CHECK(model != nullptr,
            "callbacks: generate needs the config-driven path with a gpt2 or "

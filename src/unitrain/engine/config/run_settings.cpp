@@ -100,6 +100,17 @@ void RunSettings::declare(Options<RunSettings>& o) {
   });
 }
 
+DataOptions config_driven_data(const RunSettings& run) {
+  UT_CHECK(!run.model.is_null(),
+           "missing key model: a config-driven run needs model.type "
+           "(see `unitrain list` for the models)");
+  DataOptions data = DataOptions::from_config(run.data);
+  UT_CHECK(data.train,
+           "missing key data.train: a config-driven run needs a training "
+           "dataset (see `unitrain list` for the datasets)");
+  return data;
+}
+
 void check_folder_name(const std::string& key, const std::string& name, const std::string& parent,
                        const std::string& folder_key) {
   UT_CHECK(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos, key,

@@ -18,6 +18,8 @@
 
 namespace unitrain {
 
+struct DataOptions;
+
 /// The Trainer's view of a resolved config: each section parsed (and checked) once.
 struct RunSettings {
   std::string name = "run";
@@ -48,6 +50,10 @@ struct RunSettings {
     return options_of<RunSettings>().read_resolved(resolved);
   }
 };
+
+/// The data section's keys of a config-driven run (`run` from its resolved config): ConfigError
+/// when it has no model section or no training data.
+DataOptions config_driven_data(const RunSettings& run);
 
 /// Checks that `name` (the value of config key `key`) is one folder name, as it names a folder
 /// under `parent` ("runs", "sweeps"): not empty, '.' or '..', no '/' — else a ConfigError that

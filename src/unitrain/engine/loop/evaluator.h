@@ -25,20 +25,27 @@ std::map<std::string, double> evaluate(TrainModule& module, const Loader& loader
                                        const Precision* precision = nullptr,
                                        const std::string& token_key = "");
 
-/// The same pass, returning the raw sums (for reducing across processes before dividing).
-/// With `hooks`, each batch runs on_validation_batch_start/end (on_test_batch_start/end).
-/// `lockstep_batches` >= 0: the module's forward is a collective (ZeRO 3 gathers each unit's
-/// parameters from every rank), so every rank must run as many: a rank whose shard ends sooner
-/// runs its last batch again until it has run that many, the results thrown away (no hooks, no
-/// metrics). `token_key` non-empty (train.loss_average: tokens): each batch's loss and metrics
-/// weigh by its target tokens (entries of that key other than -100), not its samples, as the
-/// training loss does: a validation loss is then the mean over every target token.
-/// `in_order` (distributed.reproducible): each batch's values go there instead, for the caller
-/// to add up in the global order of the batches (ShardOrderedMetrics::fold).
+/// How evaluate_sums runs its pass.
+struct EvalPass {
+  int64_t max_batches = -1;        ///< >= 0: stop after that many batches (test_mode)
+  CallbackList* hooks = nullptr;   ///< on_validation_batch_start/end (on_test_...) per batch
+  const Precision* precision = nullptr;  ///< the steps run as training's forward does
+  /// >= 0: the module's forward is a collective (ZeRO 3 gathers each unit's parameters from
+  /// every rank), so every rank must run as many: a rank whose shard ends sooner runs its last
+  /// batch again until it has run that many, the results thrown away (no hooks, no metrics).
+  int64_t lockstep_batches = -1;
+  /// Non-empty (train.loss_average: tokens): each batch's loss and metrics weigh by its target
+  /// tokens (entries of that key other than -100), not its samples, as the training loss does:
+  /// a validation loss is then the mean over every target token.
+  std::string token_key;
+  /// distributed.reproducible: each batch's values go there instead, for the caller to add up
+  /// in the global order of the batches (ShardOrderedMetrics::fold).
+  ShardOrderedMetrics* in_order = nullptr;
+};
+
+/// The same pass, returning the raw sums (for reducing across processes before dividing), as
+/// `pass` says.
 MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalSplit split,
-                                int64_t max_batches = -1, CallbackList* hooks = nullptr,
-                                const Precision* precision = nullptr,
-                                int64_t lockstep_batches = -1, const std::string& token_key = "",
-                                ShardOrderedMetrics* in_order = nullptr);
+                                const EvalPass& pass = {});
 
 }  // namespace unitrain

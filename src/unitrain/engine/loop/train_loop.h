@@ -25,7 +25,7 @@
 #include "unitrain/engine/loop/train_logs.h"
 #include "unitrain/engine/loop/train_checkpoints.h"
 #include "unitrain/engine/setup/run_plan.h"
-#include "unitrain/engine/setup/thread_governor.h"
+#include "unitrain/threads/thread_governor.h"
 #include "unitrain/engine/step/process_step.h"
 #include "unitrain/engine/step/step_graph.h"
 #include "unitrain/log/run_logger.h"

@@ -59,10 +59,14 @@ void TrainLoop::validate() {
   // sums on every world size.
   ShardOrderedMetrics in_order;
   const bool ordered = plan_.micro_shards > 0;
-  MetricAccumulator sums = evaluate_sums(module_, *data_.val(), EvalSplit::Val, max_batches,
-                                         &callbacks_, &precision_, lockstep,
-                                         settings_.train.eval_token_key(),
-                                         ordered ? &in_order : nullptr);
+  EvalPass pass;
+  pass.max_batches = max_batches;
+  pass.hooks = &callbacks_;
+  pass.precision = &precision_;
+  pass.lockstep_batches = lockstep;
+  pass.token_key = settings_.train.eval_token_key();
+  pass.in_order = ordered ? &in_order : nullptr;
+  MetricAccumulator sums = evaluate_sums(module_, *data_.val(), EvalSplit::Val, pass);
   if (ordered) {
     in_order.fold(group_.get(), sums);
   } else if (group_) {

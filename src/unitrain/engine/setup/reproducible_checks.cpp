@@ -8,7 +8,7 @@
 #include "unitrain/core/error.h"
 #include "unitrain/core/train_module.h"
 #include "unitrain/engine/config/run_settings.h"
-#include "unitrain/engine/setup/thread_governor.h"
+#include "unitrain/threads/thread_governor.h"
 #include "unitrain/optim/optimizer.h"
 #include "unitrain/parallel/micro_shard_layout.h"
 #include "unitrain/parallel/process_group.h"

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "unitrain/core/cpu_budget.h"
+#include "unitrain/threads/cpu_budget.h"
 #include "unitrain/engine/config/resume_config.h"
 #include "unitrain/log/console.h"
 #include "unitrain/parallel/process_group.h"

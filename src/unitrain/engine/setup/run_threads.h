@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "unitrain/engine/setup/thread_governor.h"
+#include "unitrain/threads/thread_governor.h"
 
 namespace unitrain {
 

@@ -1,0 +1,64 @@
+#pragma once
+// TextGenerator: text in, text out — a causal LM (Model::generation_model) with its tokenizer,
+// generating after each prompt (models/generation.h). commands/generate.h opens one from a run's
+// checkpoint or a Hugging Face folder.
+#include <torch/nn/module.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "unitrain/text/tokenizer.h"
+#include "unitrain/models/generation.h"
+
+namespace unitrain {
+
+namespace models {
+class HfCausalLm;
+}
+
+/// What one prompt gave.
+struct GeneratedText {
+  std::string completion;           ///< the new tokens' text, cut before a stop string
+  std::vector<int64_t> prompt_ids;  ///< the prompt's tokens (special prefix included)
+  std::vector<int64_t> ids;         ///< the new tokens
+  std::string stopped_by;           ///< "eos", "stop string", or "max_new_tokens"
+  double seconds = 0;               ///< the generation's wall time (prompt and new tokens)
+};
+
+/// A causal LM ready to generate, with its tokenizer. Holds what owns the model.
+class TextGenerator {
+ public:
+  /// `model` must stay owned by `owner`. Stop ids: `stop_ids` (the model's eos ids) and the
+  /// tokenizer's eos.
+  TextGenerator(std::shared_ptr<torch::nn::Module> owner, models::HfCausalLm& model,
+                std::unique_ptr<Tokenizer> tokenizer, std::vector<int64_t> stop_ids);
+  ~TextGenerator();
+
+  /// The prompt's tokens (the tokenizer's special prefix, as transformers' tokenizer(text)
+  /// and the instruct dataset's add_special_tokens put it, unless add_special_tokens(false);
+  /// then `prompt`'s), then generation; the completion ends at the first of `stop_strings` in
+  /// its text (that string dropped).
+  GeneratedText generate(const std::string& prompt, models::GenerationOptions options,
+                         const std::vector<std::string>& stop_strings = {}) const;
+  /// Whether prompts start with the tokenizer's special prefix (e.g. Llama-3's
+  /// <|begin_of_text|>); on by default.
+  TextGenerator& add_special_tokens(bool on) {
+    special_tokens_ = on;
+    return *this;
+  }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+
+ private:
+  std::shared_ptr<torch::nn::Module> owner_;
+  models::HfCausalLm& model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::vector<int64_t> stop_ids_;
+  bool special_tokens_ = true;
+};
+
+/// The eos ids of a generation_config.json's text (eos_token_id: an id or a list); none when
+/// absent or null.
+std::vector<int64_t> generation_eos_ids(const std::string& generation_config_json);
+
+}  // namespace unitrain
