@@ -3,9 +3,8 @@
 //   build/bench/bench_checkpoint [dir=/tmp] [rounds=3] [io|fit]   (io or fit: only that half)
 // The model: an MLP 4096-4096-2048-1024 (27.3 M parameters, 109 MB) with Adam's state (2 more
 // tensors per parameter), about 330 MB per checkpoint.
-#include <torch/torch.h>
-
 #include <fcntl.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -81,7 +80,9 @@ struct Net : unitrain::TrainModule {
   unitrain::StepOutput training_step(const unitrain::Batch& b) override {
     return {torch::cross_entropy_loss(mlp->forward(b.at("x")), b.at("y")), {}};
   }
-  unitrain::StepOutput validation_step(const unitrain::Batch& b) override { return training_step(b); }
+  unitrain::StepOutput validation_step(const unitrain::Batch& b) override {
+    return training_step(b);
+  }
 };
 
 // Serialises what the trainer saves for `net` (model + optimizer), as the trainer does.
@@ -119,7 +120,8 @@ void throughput(const std::string& dir, int rounds) {
     auto t0 = Clock::now();
     auto model_state = std::make_shared<unitrain::NamedTensors>(unitrain::module_state(net, false));
     std::vector<unitrain::CheckpointFile> save_files;
-    save_files.push_back({"model.pt", {}, [model_state] { return unitrain::tensor_dict_image(*model_state); }});
+    save_files.push_back(
+        {"model.pt", {}, [model_state] { return unitrain::tensor_dict_image(*model_state); }});
     save_files.push_back({"optimizer.pt", {}, unitrain::optimizer_state_snapshot(opt, false)});
     checkpointer.save({r + 1, std::move(save_files), false});
     t_save.push_back(since(t0));
@@ -140,7 +142,8 @@ void throughput(const std::string& dir, int rounds) {
     t_plain_r.push_back(since(t0));
 
     t0 = Clock::now();
-    auto state = unitrain::load_tensor_dict(unitrain::CheckpointStore::read(ckpt, "model.pt"), "model.pt");
+    auto state =
+        unitrain::load_tensor_dict(unitrain::CheckpointStore::read(ckpt, "model.pt"), "model.pt");
     unitrain::load_module_state(net, state, true, "model.pt");
     unitrain::load_optimizer_state(opt, unitrain::CheckpointStore::read(ckpt, "optimizer.pt"),
                                    "optimizer.pt");
@@ -149,11 +152,15 @@ void throughput(const std::string& dir, int rounds) {
   }
   fs::remove_all(plain_dir);
   fs::remove_all(checkpointer.store().root());
-  const double w = median(t_plain_w), s = median(t_save), rd = median(t_plain_r), l = median(t_load);
-  std::printf("save %7.0f MB/s (%.3f s) | plain write+fsync %7.0f MB/s (%.3f s) | save/plain %.2fx (median of per-round ratios)\n",
-              mb / s, s, mb / w, w, median(save_ratio));
-  std::printf("load %7.0f MB/s (%.3f s) | plain read        %7.0f MB/s (%.3f s) | load/plain %.2fx\n",
-              mb / l, l, mb / rd, rd, median(load_ratio));
+  const double w = median(t_plain_w), s = median(t_save), rd = median(t_plain_r),
+               l = median(t_load);
+  std::printf(
+      "save %7.0f MB/s (%.3f s) | plain write+fsync %7.0f MB/s (%.3f s) | save/plain %.2fx (median "
+      "of per-round ratios)\n",
+      mb / s, s, mb / w, w, median(save_ratio));
+  std::printf(
+      "load %7.0f MB/s (%.3f s) | plain read        %7.0f MB/s (%.3f s) | load/plain %.2fx\n",
+      mb / l, l, mb / rd, rd, median(load_ratio));
 }
 
 // Training time lost to checkpoints: fit() with saves every `every` steps (sync, async) minus
@@ -167,11 +174,14 @@ FitTime fit_seconds(const std::string& run_dir, const std::string& ckpt, int64_t
                     int threads) {
   fs::remove_all(run_dir);
   auto config = unitrain::Config::from_string(
-      "run_dir: " + run_dir + "\nseed: 1\noptimizer: {type: adam, lr: 1.0e-4}\n"
+      "run_dir: " + run_dir +
+      "\nseed: 1\noptimizer: {type: adam, lr: 1.0e-4}\n"
       "data: {loader: {batch_size: 16, workers: 0}}\nlog: {trackers: []}\n"
-      "train: {threads: '" + std::to_string(threads) + "', max_length: " + std::to_string(steps) +
+      "train: {threads: '" +
+      std::to_string(threads) + "', max_length: " + std::to_string(steps) +
       " steps, log_every: 1000 steps}\n"
-      "checkpoint: " + ckpt + "\n");
+      "checkpoint: " +
+      ckpt + "\n");
   unitrain::Trainer trainer(config);
   Net net;
   auto data = std::make_shared<unitrain::TensorDataset>(unitrain::Batch{
@@ -190,7 +200,8 @@ void async_cost(const std::string& dir, int rounds, int threads) {
   const int64_t steps = 36, every = 12;  // 3 saves
   const int64_t saves = steps / every;
   const std::string run_dir = dir + "/unitrain-bench-fit";
-  const std::string base = "{every: " + std::to_string(every) + " steps, keep_last: 1, final: false";
+  const std::string base =
+      "{every: " + std::to_string(every) + " steps, keep_last: 1, final: false";
   std::vector<double> none, sync, async, sync_blocked, async_blocked;
   for (int r = 0; r < rounds; ++r) {
     none.push_back(fit_seconds(run_dir, "{enabled: false}", steps, threads).seconds);
@@ -203,14 +214,18 @@ void async_cost(const std::string& dir, int rounds, int threads) {
   }
   const double n = median(none), s = median(sync), a = median(async);
   const double lost_sync = (s - n) / saves, lost_async = (a - n) / saves;
-  const double block_sync = median(sync_blocked) / saves, block_async = median(async_blocked) / saves;
-  std::printf("fit %ld steps, %d thread(s), save every %ld: none %.2f s | sync %.2f s | async %.2f s\n",
-              static_cast<long>(steps), threads, static_cast<long>(every), n, s, a);
-  std::printf("  per save, training blocked in save(): sync %.3f s | async %.3f s | async/sync %.1f%%\n",
-              block_sync, block_async, 100.0 * block_async / block_sync);
-  std::printf("  per save, fit time lost (blocking + sharing the cores with the writer): sync %.3f s | "
-              "async %.3f s | async/sync %.1f%%\n",
-              lost_sync, lost_async, 100.0 * lost_async / lost_sync);
+  const double block_sync = median(sync_blocked) / saves,
+               block_async = median(async_blocked) / saves;
+  std::printf(
+      "fit %ld steps, %d thread(s), save every %ld: none %.2f s | sync %.2f s | async %.2f s\n",
+      static_cast<long>(steps), threads, static_cast<long>(every), n, s, a);
+  std::printf(
+      "  per save, training blocked in save(): sync %.3f s | async %.3f s | async/sync %.1f%%\n",
+      block_sync, block_async, 100.0 * block_async / block_sync);
+  std::printf(
+      "  per save, fit time lost (blocking + sharing the cores with the writer): sync %.3f s | "
+      "async %.3f s | async/sync %.1f%%\n",
+      lost_sync, lost_async, 100.0 * lost_async / lost_sync);
 }
 
 }  // namespace

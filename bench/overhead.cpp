@@ -28,9 +28,9 @@ struct Case {
   std::string name;
   std::string model_yaml;  // the `model` section
   int64_t batch;
-  unitrain::Batch data;    // x, y for every example
-  int threads = 2;         // intra-op threads
-  int64_t step_factor = 1; // steps = the command line's steps x this (tiny steps need more)
+  unitrain::Batch data;     // x, y for every example
+  int threads = 2;          // intra-op threads
+  int64_t step_factor = 1;  // steps = the command line's steps x this (tiny steps need more)
 };
 
 // Times steps 2..K of a fit (the first step warms up allocations).
@@ -49,15 +49,18 @@ std::string g_loss_reads = "auto";  // train.loss_reads of unitrain's runs (4th 
 
 Config run_config(const Case& c, int64_t steps, int64_t workers) {
   const std::string threads = std::to_string(c.threads);
-  return Config::from_string(
-      "run_dir: /tmp/unitrain-bench-overhead-" + std::to_string(::getpid()) + "\nseed: 1\nmodel: " + c.model_yaml + "\n" +
-      "objective: {losses: [{type: cross_entropy}]}\n"
-      "optimizer: {type: adam, lr: 1.0e-3}\n"
-      "data: {loader: {batch_size: " + std::to_string(c.batch) + ", workers: " +
-      std::to_string(workers) + ", shuffle: true}}\n"
-      "log: {trackers: []}\ncheckpoint: {enabled: false}\n"
-      "train: {threads: '" + threads + "', max_length: " + std::to_string(steps) +
-      " steps, log_every: 1000000 steps, loss_reads: " + g_loss_reads + "}\n");
+  return Config::from_string("run_dir: /tmp/unitrain-bench-overhead-" + std::to_string(::getpid()) +
+                             "\nseed: 1\nmodel: " + c.model_yaml + "\n" +
+                             "objective: {losses: [{type: cross_entropy}]}\n"
+                             "optimizer: {type: adam, lr: 1.0e-3}\n"
+                             "data: {loader: {batch_size: " +
+                             std::to_string(c.batch) + ", workers: " + std::to_string(workers) +
+                             ", shuffle: true}}\n"
+                             "log: {trackers: []}\ncheckpoint: {enabled: false}\n"
+                             "train: {threads: '" +
+                             threads + "', max_length: " + std::to_string(steps) +
+                             " steps, log_every: 1000000 steps, loss_reads: " + g_loss_reads +
+                             "}\n");
 }
 
 struct UnitrainResult {
@@ -73,8 +76,7 @@ UnitrainResult time_unitrain(const Case& c, int64_t steps, int64_t workers) {
   trainer.add_callback(timer);
   auto data = std::make_shared<unitrain::TensorDataset>(c.data);
   unitrain::FitResult r = trainer.fit(module, data);
-  return {seconds(timer->first, timer->last) / double(steps - 1),
-          r.data_wait_seconds / r.seconds};
+  return {seconds(timer->first, timer->last) / double(steps - 1), r.data_wait_seconds / r.seconds};
 }
 
 double time_hand_loop(const Case& c, int64_t steps) {
@@ -96,7 +98,8 @@ double time_hand_loop(const Case& c, int64_t steps) {
     torch::Tensor idx = perm.narrow(0, pos, c.batch);
     torch::Tensor logits = model->forward_all({x.index_select(0, idx)})[0];
     torch::Tensor target = y.index_select(0, idx);
-    torch::Tensor loss = torch::cross_entropy_loss(logits.flatten(0, logits.dim() - 2), target.flatten());
+    torch::Tensor loss =
+        torch::cross_entropy_loss(logits.flatten(0, logits.dim() - 2), target.flatten());
     opt.zero_grad();
     loss.backward();
     opt.step();
@@ -120,19 +123,31 @@ int main(int argc, char** argv) {
   torch::set_num_threads(2);
   torch::manual_seed(0);
   std::vector<Case> cases;
-  cases.push_back({"mlp 64-256-256-10, batch 256", "{type: mlp, args: {sizes: [64, 256, 256, 10]}}", 256,
+  cases.push_back({"mlp 64-256-256-10, batch 256",
+                   "{type: mlp, args: {sizes: [64, 256, 256, 10]}}",
+                   256,
                    {{"x", torch::randn({256 * 40, 64})}, {"y", torch::randint(10, {256 * 40})}}});
-  cases.push_back({"cnn 1x28x28, batch 64", "{type: cnn, args: {dropout: 0.0}}", 64,
-                   {{"x", torch::rand({64 * 40, 1, 28, 28})}, {"y", torch::randint(10, {64 * 40})}}});
+  cases.push_back(
+      {"cnn 1x28x28, batch 64",
+       "{type: cnn, args: {dropout: 0.0}}",
+       64,
+       {{"x", torch::rand({64 * 40, 1, 28, 28})}, {"y", torch::randint(10, {64 * 40})}}});
   auto tokens = torch::randint(64, {32 * 40, 65});
-  cases.push_back({"transformer_lm d128 L2 T64, batch 32",
-                   "{type: transformer_lm, args: {vocab: 64, d_model: 128, layers: 2, heads: 4, seq_len: 64, dropout: 0.0}}",
-                   32, {{"x", tokens.narrow(1, 0, 64).contiguous()}, {"y", tokens.narrow(1, 1, 64).contiguous()}}});
+  cases.push_back(
+      {"transformer_lm d128 L2 T64, batch 32",
+       "{type: transformer_lm, args: {vocab: 64, d_model: 128, layers: 2, heads: 4, seq_len: 64, "
+       "dropout: 0.0}}",
+       32,
+       {{"x", tokens.narrow(1, 0, 64).contiguous()}, {"y", tokens.narrow(1, 1, 64).contiguous()}}});
   // The tiny case is all overhead: a Linear 16x16 at batch 8 takes microseconds per step.
-  cases.push_back({"linear 16x16, batch 8, 1 thread", "{type: mlp, args: {sizes: [16, 16]}}", 8,
-                   {{"x", torch::randn({8 * 40, 16})}, {"y", torch::randint(16, {8 * 40})}}, 1, 50});
-  std::printf("%-38s %9s | %9s %7s | %9s %7s %7s\n", "case (2 intra-op threads unless said)", "hand ms",
-              "w0 ms", "ratio", "w2 ms", "ratio", "wait");
+  cases.push_back({"linear 16x16, batch 8, 1 thread",
+                   "{type: mlp, args: {sizes: [16, 16]}}",
+                   8,
+                   {{"x", torch::randn({8 * 40, 16})}, {"y", torch::randint(16, {8 * 40})}},
+                   1,
+                   50});
+  std::printf("%-38s %9s | %9s %7s | %9s %7s %7s\n", "case (2 intra-op threads unless said)",
+              "hand ms", "w0 ms", "ratio", "w2 ms", "ratio", "wait");
   const std::string only = argc > 3 ? argv[3] : "";  // run only cases whose name has this
   if (argc > 4) g_loss_reads = argv[4];
   for (const Case& c : cases) {

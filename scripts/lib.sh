@@ -35,6 +35,7 @@ UNITRAIN_TEST_PACKAGES=(
   python3-protobuf python3-crc32c  # tests/integration/tensorboard_test.py reads the event files
   python3-torchvision  # bench/data measures against torchvision's transforms and ImageFolder
   file  # cpack -G DEB (package_test.py) reads the binaries with it
+  clang-format  # scripts/test checks the C++ sources' format (.clang-format)
 )
 
 unitrain_install() {
@@ -59,6 +60,32 @@ unitrain_install_for_tests() {
   local npm=()
   command -v npm >/dev/null 2>&1 || npm=(npm)
   unitrain_install "${UNITRAIN_TEST_PACKAGES[@]}" "${npm[@]}" "$@"
+}
+
+# unitrain_format_check: the C++ sources (src, apps, tests, bench, examples) are as clang-format
+# writes them with the repository's .clang-format; names the files that are not, and how to fix
+# them. Debian 12's clang-format 14 is the reference: another major version formats some
+# constructs otherwise, so it is refused by name (scripts/test-libtorch2, on Debian 13, leaves
+# the check to scripts/test on Debian 12: UNITRAIN_FORMAT_CHECK=0).
+unitrain_format_check() {
+  local version
+  version=$(clang-format --version 2>/dev/null | sed -n 's/.*version \([0-9]*\)\..*/\1/p')
+  if [ "$version" != 14 ]; then
+    echo "format check: needs clang-format 14 (Debian 12's), found '${version:-none}';" \
+      "UNITRAIN_FORMAT_CHECK=0 leaves it to a Debian 12 machine" >&2
+    return 1
+  fi
+  local files
+  mapfile -t files < <(cd "$UNITRAIN_ROOT" && find src apps tests bench examples \
+    \( -name '*.h' -o -name '*.cpp' -o -name '*.c' \) -type f | sort)
+  local bad
+  bad=$(cd "$UNITRAIN_ROOT" && clang-format --dry-run "${files[@]}" 2>&1 | sed -n 's/^\([^:]*\):[0-9]*:[0-9]*: warning:.*/\1/p' | sort -u)
+  if [ -n "$bad" ]; then
+    echo "format check: these files are not as clang-format writes them (fix: clang-format -i FILE...):" >&2
+    echo "$bad" | sed 's/^/  /' >&2
+    return 1
+  fi
+  echo "format check: ${#files[@]} files as clang-format 14 writes them"
 }
 
 # Parallel compile jobs; each needs ~1 GB of memory (LibTorch's headers).

@@ -5,12 +5,12 @@
 #include <csignal>
 #include <vector>
 
+#include "unitrain/commands/open_run.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
 #include "unitrain/core/plugin.h"
 #include "unitrain/core/save_signals.h"
 #include "unitrain/engine/builtins.h"
-#include "unitrain/commands/open_run.h"
 #include "unitrain/engine/config/load_config.h"
 #include "unitrain/log/console.h"
 

@@ -4,10 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "unitrain/core/error.h"
-#include "unitrain/text/chat_template.h"
 #include "unitrain/commands/generate.h"
+#include "unitrain/core/error.h"
 #include "unitrain/log/console.h"
+#include "unitrain/text/chat_template.h"
 
 namespace unitrain::cli {
 namespace {

@@ -7,9 +7,9 @@
 #include "command.h"
 #include "command_line.h"
 #include "commands.h"
-#include "unitrain/threads/cpu_budget.h"
 #include "unitrain/core/memory.h"
 #include "unitrain/log/console.h"
+#include "unitrain/threads/cpu_budget.h"
 
 int main(int argc, char** argv) {
   namespace cli = unitrain::cli;

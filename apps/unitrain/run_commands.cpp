@@ -172,9 +172,9 @@ class ExportCommand : public Subcommand {
   }
 
   int run() override {
-    const std::string dir = export_checkpoint(resolve(args_, cli_), checkpoint_, format_name_,
-                                              out_, weights_name_,
-                                              uint64_t(max_shard_mb_ * 1'000'000.0), merge_);
+    const std::string dir =
+        export_checkpoint(resolve(args_, cli_), checkpoint_, format_name_, out_, weights_name_,
+                          uint64_t(max_shard_mb_ * 1'000'000.0), merge_);
     log::info("exported " + dir + " as " + format_name_ + " to " + out_);
     return 0;
   }

@@ -7,10 +7,10 @@
 
 #include "commands.h"
 #include "unitrain/core/error.h"
+#include "unitrain/log/console.h"
 #include "unitrain/text/hf_tokenizer.h"
 #include "unitrain/text/tokenizer.h"
 #include "unitrain/text/tokenizer_trainer.h"
-#include "unitrain/log/console.h"
 
 namespace unitrain::cli {
 namespace {

@@ -15,14 +15,16 @@
 #include <chrono>
 #include <cstdio>
 
+#include "unitrain/models/mlp.h"
 #include "unitrain/parallel/data_parallel.h"
 #include "unitrain/parallel/dist_env.h"
-#include "unitrain/models/mlp.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 }  // namespace
 
@@ -87,13 +89,15 @@ int main(int argc, char** argv) {
   time_steps(0);  // warm-up
   const double hooks = time_steps(0), after = time_steps(1), none = time_steps(2);
   if (env.rank == 0) {
-    std::printf("gradients %.1f MB | raw c10d all-reduce %.2f ms (%.0f MB/s) | DataParallelSync "
-                "%.2f ms (%.0f MB/s) | sync/raw %.2fx\n",
-                mb, raw * 1e3, mb / raw, sync_s * 1e3, mb / sync_s, sync_s / raw);
-    std::printf("step: no reduce %.2f ms | reduce after backward %.2f ms | bucketed hooks %.2f ms "
-                "| reduce time hidden by backward %.0f%%\n",
-                none * 1e3, after * 1e3, hooks * 1e3,
-                after > none ? 100.0 * (after - hooks) / (after - none) : 0.0);
+    std::printf(
+        "gradients %.1f MB | raw c10d all-reduce %.2f ms (%.0f MB/s) | DataParallelSync "
+        "%.2f ms (%.0f MB/s) | sync/raw %.2fx\n",
+        mb, raw * 1e3, mb / raw, sync_s * 1e3, mb / sync_s, sync_s / raw);
+    std::printf(
+        "step: no reduce %.2f ms | reduce after backward %.2f ms | bucketed hooks %.2f ms "
+        "| reduce time hidden by backward %.0f%%\n",
+        none * 1e3, after * 1e3, hooks * 1e3,
+        after > none ? 100.0 * (after - hooks) / (after - none) : 0.0);
   }
   group->barrier();
   return 0;

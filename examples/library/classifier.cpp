@@ -39,8 +39,8 @@ int main(int argc, char** argv) try {
     std::cerr << "error: the run reported no val/acc\n";
     return 1;
   }
-  std::cout << (result.already_complete ? "already complete: " : "") << "step "
-            << result.state.step << " val/acc " << acc->second << "\n";
+  std::cout << (result.already_complete ? "already complete: " : "") << "step " << result.state.step
+            << " val/acc " << acc->second << "\n";
   return acc->second >= 0.9 ? 0 : 1;
 } catch (const unitrain::ConfigError& e) {
   std::cerr << "error: " << e.what() << "\n";

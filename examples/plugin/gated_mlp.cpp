@@ -1,6 +1,7 @@
 // A plugin: build it as a shared library and pass it with `--plugin`; its static initializer
 // registers the model `gated_mlp`, which a YAML file can then name like any built-in.
-//   unitrain train examples/plugin/digits_gated.yaml --plugin build/examples/libunitrain_example_plugin.so
+//   unitrain train examples/plugin/digits_gated.yaml --plugin
+//   build/examples/libunitrain_example_plugin.so
 #include <torch/torch.h>
 
 #include "unitrain/core/error.h"

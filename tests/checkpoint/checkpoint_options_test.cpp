@@ -123,7 +123,8 @@ TEST(CheckpointOptions, ParsesEveryKey) {
 }
 
 TEST(CheckpointOptions, BadValuesAreConfigErrorsNamingTheKey) {
-  EXPECT_TRUE(contains(error_of<ConfigError>([] { parse("{keep_last: -1}"); }), "checkpoint.keep_last"));
+  EXPECT_TRUE(
+      contains(error_of<ConfigError>([] { parse("{keep_last: -1}"); }), "checkpoint.keep_last"));
   EXPECT_TRUE(
       contains(error_of<ConfigError>([] { parse("{best: {mode: up}}"); }), "checkpoint.best.mode"));
   std::string m = error_of<ConfigError>([] { parse("{best: {threshold: 0.5}}"); });
@@ -222,8 +223,8 @@ TEST(CheckpointOptions, AutoModeOnAMetricWithoutADirectionIsAConfigErrorNamingTh
             "registration nor the module says whether a higher or a lower 'f1' is better); set "
             "checkpoint.best.mode: min or max");
   // Not resolved at all: improves() refuses to guess.
-  EXPECT_FALSE(error_of<TrainError>([] { parse("{best: {metric: val/f1}}").improves(1, 2); })
-                   .empty());
+  EXPECT_FALSE(
+      error_of<TrainError>([] { parse("{best: {metric: val/f1}}").improves(1, 2); }).empty());
 }
 
 TEST(CheckpointOptions, AMetricOneEditFromADeclaredOneIsATypoWithASuggestion) {
@@ -260,10 +261,10 @@ TEST(CheckpointOptions, MonitoredDirectionStripsOnlyTheSplit) {
             MetricDirection::LowerIsBetter);
   EXPECT_EQ(monitored_direction(MetricMode::Auto, "acc", module, "k", "m"),
             MetricDirection::HigherIsBetter);
-  EXPECT_TRUE(contains(
-      error_of<ConfigError>([&] { monitored_direction(MetricMode::Auto, "val/x/wer", module,
-                                                      "k", "m"); }),
-      "'x/wer'"));
+  EXPECT_TRUE(contains(error_of<ConfigError>([&] {
+                         monitored_direction(MetricMode::Auto, "val/x/wer", module, "k", "m");
+                       }),
+                       "'x/wer'"));
 }
 
 TEST(CheckpointEarlyStoppingOptions, SchemaDefaults) {
@@ -285,8 +286,8 @@ TEST(CheckpointEarlyStoppingOptions, ParsesEveryKey) {
   EXPECT_DOUBLE_EQ(on.min_delta, 0.01);
   EXPECT_EQ(parse_early("{metric: val/perplexity, mode: min}").mode, MetricMode::Min);
   EXPECT_EQ(parse_early("{metric: val/perplexity, mode: max}").mode, MetricMode::Max);
-  EXPECT_TRUE(
-      contains(error_of<ConfigError>([] { parse_early("{patience: 0}"); }), "early_stopping.patience"));
+  EXPECT_TRUE(contains(error_of<ConfigError>([] { parse_early("{patience: 0}"); }),
+                       "early_stopping.patience"));
   EXPECT_TRUE(contains(error_of<ConfigError>([] { parse_early("{min_delta: -0.1}"); }),
                        "early_stopping.min_delta"));
   EXPECT_TRUE(

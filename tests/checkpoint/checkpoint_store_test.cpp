@@ -161,7 +161,8 @@ TEST(CheckpointStore, FolderWithoutValidManifestIsNotACheckpoint) {
     const std::string problem = CheckpointStore::verify(dir);
     EXPECT_TRUE(contains(problem, "MANIFEST.json")) << problem;
     EXPECT_TRUE(contains(problem, dir)) << problem;
-    EXPECT_TRUE(contains(error_of<TrainError>([&] { CheckpointStore::read(dir, "model.pt"); }), dir));
+    EXPECT_TRUE(
+        contains(error_of<TrainError>([&] { CheckpointStore::read(dir, "model.pt"); }), dir));
   }
   EXPECT_TRUE(contains(CheckpointStore::verify(store.root() + "/step-99"), "does not exist"));
 }
@@ -221,7 +222,8 @@ TEST(CheckpointStore, RootThatIsARegularFileIsATrainErrorNamingIt) {
 
   // The same below a regular file: the root cannot be created.
   CheckpointStore below(tmp + "/ckpt/sub");
-  EXPECT_TRUE(contains(error_of<TrainError>([&] { below.save(1, files("x")); }), tmp + "/ckpt/sub"));
+  EXPECT_TRUE(
+      contains(error_of<TrainError>([&] { below.save(1, files("x")); }), tmp + "/ckpt/sub"));
 }
 
 TEST(CheckpointStore, PruneKeepsNewestNPlusKeepAndLinkTargets) {
@@ -333,7 +335,8 @@ TEST(CheckpointStore, ManifestWithMalformedEntriesIsNotACheckpoint) {
     test::write_file(dir + "/MANIFEST.json", "{\"format\": 1, \"files\": " + files_json + "}");
     EXPECT_EQ(steps(store), std::vector<int64_t>{1}) << files_json;
     EXPECT_TRUE(contains(CheckpointStore::verify(dir), "MANIFEST.json")) << files_json;
-    EXPECT_TRUE(contains(error_of<TrainError>([&] { CheckpointStore::read(dir, "model.pt"); }), dir));
+    EXPECT_TRUE(
+        contains(error_of<TrainError>([&] { CheckpointStore::read(dir, "model.pt"); }), dir));
   }
 }
 
@@ -377,7 +380,8 @@ TEST(CheckpointStore, RemovePartialLeavesASaveWhoseWriterIsRunning) {
   // This process is not a writer yet when it cleans (a pid reused after a restart, as in
   // containers); another machine's writer cannot be asked: both count as gone.
   fs::create_directories(store.root() + "/.partial-step-7-" + tag);
-  fs::create_directories(store.root() + "/.partial-step-8-" + std::to_string(child) + "@other-host");
+  fs::create_directories(store.root() + "/.partial-step-8-" + std::to_string(child) +
+                         "@other-host");
   EXPECT_TRUE(CheckpointStore::writer_alive(live));
   EXPECT_TRUE(CheckpointStore::writer_alive(live_file));
   EXPECT_FALSE(CheckpointStore::writer_alive(".partial-step-7-" + tag));
@@ -387,8 +391,8 @@ TEST(CheckpointStore, RemovePartialLeavesASaveWhoseWriterIsRunning) {
   EXPECT_EQ(store.remove_partial(&in_use), 3);
   EXPECT_EQ(entries(store.root()), (std::vector<std::string>{live_file, live}));
   std::sort(in_use.begin(), in_use.end());
-  EXPECT_EQ(in_use, (std::vector<std::string>{store.root() + "/" + live_file,
-                                              store.root() + "/" + live}));
+  EXPECT_EQ(in_use,
+            (std::vector<std::string>{store.root() + "/" + live_file, store.root() + "/" + live}));
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
   EXPECT_EQ(store.remove_partial(), 2);  // its writer is gone now

@@ -4,8 +4,8 @@
 
 #include <atomic>
 #include <filesystem>
-#include <thread>
 #include <fstream>
+#include <thread>
 
 #include "test_util.h"
 #include "unitrain/core/error.h"

@@ -33,7 +33,6 @@ class StateIo : public ::testing::Test {
   void SetUp() override { register_builtin_optimizers(); }
 };
 
-
 /// Trains `net` one step with `opt` on a fixed batch.
 void train_step(Net& net, torch::optim::Optimizer& opt, int seed) {
   torch::manual_seed(seed);
@@ -50,7 +49,6 @@ void expect_same_parameters(Net& a, Net& b) {
     EXPECT_TRUE(torch::equal(pa[i].value(), pb[i].value())) << pa[i].key();
   }
 }
-
 
 }  // namespace
 }  // namespace unitrain

@@ -209,7 +209,6 @@ TEST_F(StateIo, DeferredSnapshotBuffersCopyWhenTheQueueRuns) {
   EXPECT_EQ(again_by_name.at("fc.weight").data_ptr(), by_name.at("fc.weight").data_ptr());
 }
 
-
 TEST_F(StateIo, GradientStateRoundTrip) {
   torch::manual_seed(8);
   Net a;

@@ -72,9 +72,9 @@ TEST(TrainerStateFile, KeepsIdentityAndCountersAtTheTopAndEachEntrysStateInItsSe
 TEST(TrainerStateFile, TwoEntriesCannotWriteOneSection) {
   TrainerStateFile f;
   f.set_section("mine", "{}");
-  EXPECT_TRUE(test::contains(
-      test::error_of<TrainError>([&] { f.set_section("mine", R"({"a": 1})"); }),
-      "two checkpoint entries write the section 'mine'"));
+  EXPECT_TRUE(
+      test::contains(test::error_of<TrainError>([&] { f.set_section("mine", R"({"a": 1})"); }),
+                     "two checkpoint entries write the section 'mine'"));
   EXPECT_TRUE(test::contains(test::error_of<TrainError>([&] { f.set_section("list", "[1]"); }),
                              "section 'list' must be a JSON object"));
 }
@@ -89,8 +89,9 @@ TEST(TrainerStateFile, AVersion1FileIsReadIntoTheSectionsOfItsEntries) {
       "scheduler": {"best": 0.5}})",
                                                      "f");
   EXPECT_EQ(f.state.step, 5);
-  EXPECT_EQ(f.section("logs"),
-            R"({"log_events":3,"last_val_step":4,"elapsed":1.5,"train_sums":{"loss":[1.0,2.0,false]}})");
+  EXPECT_EQ(
+      f.section("logs"),
+      R"({"log_events":3,"last_val_step":4,"elapsed":1.5,"train_sums":{"loss":[1.0,2.0,false]}})");
   EXPECT_EQ(f.section("checkpoints"), R"({"best_value":"-inf"})");
   EXPECT_EQ(f.section("nonfinite"), R"({"window_bad":true})");
   EXPECT_EQ(f.section("schedule"), R"({"best":0.5})");

@@ -86,8 +86,9 @@ TEST(InitWeights, ErrorsNameModelInitFrom) {
   EXPECT_TRUE(test::contains(m, "model.init_key_map")) << m;
   // A rename of the user's own that misses: the hint is the map from the file's names, not one
   // that undoes theirs ({"": "net."} after a wrong {"net.": "x."}).
-  m = test::message_of(
-      [&] { load_init_weights(module, from(dir + "/other.safetensors", {{"net.", "x."}})); });
+  m = test::message_of([&] {
+    load_init_weights(module, from(dir + "/other.safetensors", {{"net.", "x."}}));
+  });
   EXPECT_TRUE(test::contains(m, "set model.init_key_map: {\"net.\": \"\"}")) << m;
   EXPECT_TRUE(test::contains(m, "in place of the map given")) << m;
   test::write_file(dir + "/junk.pt", "not a tensor file");

@@ -28,7 +28,7 @@ TEST(ReadRunSource, ARunFolderIsTheConfigItTrainedWithInThatFolder) {
   register_builtins();
   const RunSource source = read_run_source(folder, {{"seed", "11"}});
   EXPECT_EQ(source.config.get_string("run_dir"), folder);  // wherever it is now
-  EXPECT_EQ(source.config.get_int("seed"), 11);  // the overrides after the folder's
+  EXPECT_EQ(source.config.get_int("seed"), 11);            // the overrides after the folder's
   // Its relative paths are from where it started, which is not here: said for errors.
   EXPECT_TRUE(test::contains(source.started_elsewhere, "was started in " + start))
       << source.started_elsewhere;
@@ -47,8 +47,8 @@ TEST(OpenRun, TheChosenCheckpointIsLoadedIntoTheModelTheRunBuilt) {
   const std::string run_dir = test::temp_dir() + "/run";
   const ConfigRunResult trained = train_from_config(test::loaded_run(test::tiny_run_yaml(run_dir)));
   // A YAML whose model differs: the run's own (its config.yaml) is built, and said.
-  const OpenedRun run = open_run(test::loaded_run(test::tiny_run_yaml(run_dir, "[4, 5, 3]")), "last", "trained",
-                                 "test");
+  const OpenedRun run = open_run(test::loaded_run(test::tiny_run_yaml(run_dir, "[4, 5, 3]")),
+                                 "last", "trained", "test");
   EXPECT_EQ(run.step, trained.fit.state.step);
   EXPECT_EQ(run.choice, "last");
   EXPECT_EQ(fs::path(run.dir).parent_path(), fs::path(run_dir) / "checkpoints");

@@ -20,7 +20,8 @@ TEST(Config, TypedGettersNameTheKey) {
 }
 
 TEST(Config, BrokenYamlNamesTheLine) {
-  std::string msg = test::config_error_of([] { Config::from_string("a: 1\nb: [1, 2\nc: 3\n", "run.yaml"); });
+  std::string msg =
+      test::config_error_of([] { Config::from_string("a: 1\nb: [1, 2\nc: 3\n", "run.yaml"); });
   EXPECT_NE(msg.find("run.yaml:"), std::string::npos) << msg;
   EXPECT_NE(msg.find("broken YAML"), std::string::npos) << msg;
 }
@@ -85,9 +86,9 @@ TEST(ConfigKeyReads, KeysReadThroughTheGettersAreRecordedAcrossSectionsAndCopies
   Config c = Config::from_string(
       "seed: 1\nmodel: {type: mlp, args: {sizes: [4, 2]}}\nlosses: [{type: mse}, {type: l1}]\n"
       "free: {a: 1, b: {c: 2}}\nnothing: null\nempty: {}\nnone: []\n");
-  EXPECT_EQ(c.unread_keys(), (std::vector<std::string>{"seed", "model.type", "model.args.sizes",
-                                                       "losses.0.type", "losses.1.type", "free.a",
-                                                       "free.b.c"}));
+  EXPECT_EQ(c.unread_keys(),
+            (std::vector<std::string>{"seed", "model.type", "model.args.sizes", "losses.0.type",
+                                      "losses.1.type", "free.a", "free.b.c"}));
   EXPECT_EQ(c.get_int("seed"), 1);
   const Config model = c.at("model");  // a section shares the record
   model.at("args").get_int_list("sizes");

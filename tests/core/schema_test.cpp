@@ -51,19 +51,22 @@ TEST(Schema, ExplicitNullWinsOverADefaultOnlyWhenNullable) {
   Config c = s.resolve(Config::from_string("{every: null, lr: null}"));
   EXPECT_FALSE(c.has("every"));
   EXPECT_DOUBLE_EQ(c.get_double("lr"), 0.1);  // not nullable: null means "the default"
-  EXPECT_FALSE(s.resolve(c).has("every"));     // resolving again keeps it
+  EXPECT_FALSE(s.resolve(c).has("every"));    // resolving again keeps it
 }
 
 TEST(Schema, ErrorsNameKeyAndValue) {
   Schema s = train_schema();
-  std::string msg = test::config_error_of([&] { s.resolve(Config::from_string("name: x\nlrr: 1\n")); });
+  std::string msg =
+      test::config_error_of([&] { s.resolve(Config::from_string("name: x\nlrr: 1\n")); });
   EXPECT_NE(msg.find("unknown key 'lrr'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("did you mean 'lr'"), std::string::npos) << msg;
   msg = test::config_error_of([&] { s.resolve(Config::from_string("name: x\nlr: -1\n")); });
   EXPECT_NE(msg.find("lr must be > 0, got -1"), std::string::npos) << msg;
-  msg = test::config_error_of([&] { s.resolve(Config::from_string("name: x\nbatch_size: many\n")); });
+  msg =
+      test::config_error_of([&] { s.resolve(Config::from_string("name: x\nbatch_size: many\n")); });
   EXPECT_NE(msg.find("batch_size: expected int, got 'many'"), std::string::npos) << msg;
-  msg = test::config_error_of([&] { s.resolve(Config::from_string("name: x\nbatch_size: 1e3\n")); });
+  msg =
+      test::config_error_of([&] { s.resolve(Config::from_string("name: x\nbatch_size: 1e3\n")); });
   EXPECT_NE(msg.find("whole number"), std::string::npos) << msg;
   msg = test::config_error_of([&] { s.resolve(Config::from_string("name: x\nprecision: fp8\n")); });
   EXPECT_NE(msg.find("'fp8' is not one of: fp32, bf16-mixed"), std::string::npos) << msg;
@@ -77,8 +80,8 @@ TEST(Schema, NestedSectionsCarryTheirPath) {
   auto inner = std::make_shared<Schema>(train_schema());
   Schema outer;
   outer.add("train", Type::Section).section(inner);
-  std::string msg =
-      test::config_error_of([&] { outer.resolve(Config::from_string("train: {name: a, lr: 0}\n")); });
+  std::string msg = test::config_error_of(
+      [&] { outer.resolve(Config::from_string("train: {name: a, lr: 0}\n")); });
   EXPECT_NE(msg.find("train.lr must be > 0, got 0"), std::string::npos) << msg;
 }
 
@@ -102,9 +105,8 @@ TEST(Schema, ComponentSectionsValidateTheirArgs) {
   EXPECT_NE(msg.find("unknown widget 'rund' at widget.type"), std::string::npos) << msg;
   EXPECT_NE(msg.find("did you mean 'round'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("known: round, square"), std::string::npos) << msg;
-  msg = test::config_error_of([&] {
-    s.resolve(Config::from_string("widget: {type: round, args: {size: 0}}\n"));
-  });
+  msg = test::config_error_of(
+      [&] { s.resolve(Config::from_string("widget: {type: round, args: {size: 0}}\n")); });
   EXPECT_NE(msg.find("widget.args.size must be >= 1, got 0"), std::string::npos) << msg;
   msg = test::config_error_of([&] { s.resolve(Config::from_string("more: [{args: {}}]\n")); });
   EXPECT_NE(msg.find("missing required key more.0.type"), std::string::npos) << msg;

@@ -1,10 +1,11 @@
+#include "unitrain/data/build_data.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "data_test_util.h"
 #include "test_util.h"
 #include "unitrain/data/dataset.h"
-#include "unitrain/data/build_data.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/data/text_chars_dataset.h"
 

@@ -151,8 +151,9 @@ TEST(CsvDataset, MissingOrEmptyFileNamesThePath) {
   // A relative path says where it was looked for: the current directory, not the YAML's.
   msg = config_error_of([&] { load_csv(options_for("data/nope.csv", "y")); });
   EXPECT_TRUE(contains(msg, "'data/nope.csv' does not exist")) << msg;
-  EXPECT_TRUE(contains(msg, "read from the current directory, " +
-                                std::filesystem::current_path().string())) << msg;
+  EXPECT_TRUE(
+      contains(msg, "read from the current directory, " + std::filesystem::current_path().string()))
+      << msg;
   std::string empty = test::write_file(dir + "/empty.csv", "\n\n");
   msg = config_error_of([&] { load_csv(options_for(empty, "y")); });
   EXPECT_TRUE(contains(msg, empty + "' is empty")) << msg;

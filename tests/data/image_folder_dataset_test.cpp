@@ -36,9 +36,9 @@ torch::Tensor raw_pixels(const std::string& path, std::vector<int64_t> shape, bo
   std::stringstream bytes;
   bytes << in.rdbuf();
   const std::string s = bytes.str();
-  torch::Tensor t = torch::from_blob(const_cast<char*>(s.data()), shape,
-                                     wide ? torch::kInt16 : torch::kUInt8)
-                        .clone();
+  torch::Tensor t =
+      torch::from_blob(const_cast<char*>(s.data()), shape, wide ? torch::kInt16 : torch::kUInt8)
+          .clone();
   return wide ? t.to(torch::kInt32).bitwise_and(0xFFFF) : t;
 }
 
@@ -80,8 +80,8 @@ TEST(ImageFolderDataset, PngPixelsAreExactlyPils) {
   for (int64_t channels : {1, 3}) {
     ImageFolderDataset d(folder_of(dir + "/pngs", channels));
     ASSERT_EQ(d.size(), 7);
-    const char* names[] = {"a_rgb.png", "b_rgba.png", "c_gray.png", "d_la.png",
-                           "e_palette.png", "f_bilevel.png"};
+    const char* names[] = {"a_rgb.png", "b_rgba.png",    "c_gray.png",
+                           "d_la.png",  "e_palette.png", "f_bilevel.png"};
     for (int64_t i = 0; i < 6; ++i) {
       SCOPED_TRACE(std::string(names[i]) + ", channels " + std::to_string(channels));
       EXPECT_EQ(d.path(i), dir + "/pngs/modes/" + names[i]);
@@ -182,13 +182,15 @@ TEST(ImageFolderDataset, ImagesOfDifferentSizesNeedSizeOrATransform) {
   ImageFolderDataset as_stored(folder_of(root));
   EXPECT_EQ(as_stored.get(0).at("x").sizes(), torch::IntArrayRef({3, 6, 8}));
   const std::string error = config_error_of([&] { as_stored.get_batch({0, 1}); });
-  EXPECT_TRUE(test::contains(error, "image_folder: images of different sizes in one batch: '" + root +
-                                  "/big/img.png' is [3, 6, 8] and '" + root +
-                                  "/small/img.png' is [3, 3, 4] ([C, H, W]); give image_folder "
-                                  "a size"))
+  EXPECT_TRUE(
+      test::contains(error, "image_folder: images of different sizes in one batch: '" + root +
+                                "/big/img.png' is [3, 6, 8] and '" + root +
+                                "/small/img.png' is [3, 3, 4] ([C, H, W]); give image_folder "
+                                "a size"))
       << error;
-  EXPECT_TRUE(test::contains(error, "add a resize, center_crop or random_resized_crop to "
-                              "data.transforms"))
+  EXPECT_TRUE(test::contains(error,
+                             "add a resize, center_crop or random_resized_crop to "
+                             "data.transforms"))
       << error;
 
   // size: resized when decoded, as the resize transform does.
@@ -203,14 +205,15 @@ TEST(ImageFolderDataset, ImagesOfDifferentSizesNeedSizeOrATransform) {
 
   // Through a transform that leaves the sizes as they are, the stack collate says what to do.
   TransformedDataset flipped(std::make_shared<ImageFolderDataset>(folder_of(root)),
-                             {transform_registry().create(Config::from_string(
-                                 "{type: horizontal_flip, args: {p: 1.0}}"))});
+                             {transform_registry().create(
+                                 Config::from_string("{type: horizontal_flip, args: {p: 1.0}}"))});
   const std::string stack_error = config_error_of([&] { flipped.get_batch({0, 1}); });
-  EXPECT_TRUE(test::contains(stack_error, "[3, 6, 8] (the dataset's example 0) vs [3, 3, 4] (the dataset's "
-                                    "example 1); images of "
-                                    "different sizes are batched after resizing or cropping them "
-                                    "to one size: add a resize, center_crop or "
-                                    "random_resized_crop to data.transforms"))
+  EXPECT_TRUE(test::contains(stack_error,
+                             "[3, 6, 8] (the dataset's example 0) vs [3, 3, 4] (the dataset's "
+                             "example 1); images of "
+                             "different sizes are batched after resizing or cropping them "
+                             "to one size: add a resize, center_crop or "
+                             "random_resized_crop to data.transforms"))
       << stack_error;
 }
 
@@ -242,7 +245,7 @@ Image.fromarray(np.stack([x * 30, y * 40, x * y * 5], -1).astype(np.uint8)).save
 TEST(ImageFolderDataset, BadFoldersAreErrorsWhenBuilt) {
   const std::string dir = test::temp_dir();
   EXPECT_TRUE(test::contains(config_error_of([&] { ImageFolderDataset(folder_of(dir + "/nope")); }),
-                       "image_folder root: file '" + dir + "/nope' does not exist"));
+                             "image_folder root: file '" + dir + "/nope' does not exist"));
   test::write_file(dir + "/file", "x");
   EXPECT_EQ(config_error_of([&] { ImageFolderDataset(folder_of(dir + "/file")); }),
             "image_folder: root '" + dir + "/file' is a file, not a folder of class folders");
@@ -261,7 +264,9 @@ TEST(ImageFolderDataset, BadFoldersAreErrorsWhenBuilt) {
                 "folder of root is a class)");
   EXPECT_EQ(config_error_of([&] { ImageFolderDataset(folder_of(dir + "/some", 2)); }),
             "image_folder: channels must be 1 or 3, got 2");
-  EXPECT_EQ(config_error_of([&] { ImageFolderDataset(folder_of(dir + "/some", 3, {0, 4})); }),
+  EXPECT_EQ(config_error_of([&] {
+              ImageFolderDataset(folder_of(dir + "/some", 3, {0, 4}));
+            }),
             "image_folder: size must be positive, got [0, 4]");
 }
 
@@ -299,13 +304,14 @@ open(d + 'root/c/cmyk.jpg', 'wb').write(b.getvalue())
                                      "decode; convert it to RGB (e.g. PIL's "
                                      "Image.open(f).convert('RGB').save(f))");
   EXPECT_TRUE(test::contains(errors["PNG_truncated.png"],
-                       at + "PNG_truncated.png': not a valid PNG file (libpng: "))
+                             at + "PNG_truncated.png': not a valid PNG file (libpng: "))
       << errors["PNG_truncated.png"];
-  EXPECT_TRUE(test::contains(errors["PNG_corrupt.png"], at + "PNG_corrupt.png': not a valid PNG file "
-                                                       "(libpng: "))
+  EXPECT_TRUE(
+      test::contains(errors["PNG_corrupt.png"], at + "PNG_corrupt.png': not a valid PNG file "
+                                                     "(libpng: "))
       << errors["PNG_corrupt.png"];
   EXPECT_TRUE(test::contains(errors["JPEG_truncated.jpg"],
-                       at + "JPEG_truncated.jpg': not a valid JPEG file (libjpeg-turbo: "))
+                             at + "JPEG_truncated.jpg': not a valid JPEG file (libjpeg-turbo: "))
       << errors["JPEG_truncated.jpg"];
   EXPECT_TRUE(test::contains(errors["JPEG_corrupt.jpg"], at + "JPEG_corrupt.jpg': "))
       << errors["JPEG_corrupt.jpg"];
@@ -317,18 +323,18 @@ open(d + 'root/c/cmyk.jpg', 'wb').write(b.getvalue())
   for (int64_t i = 0; i < d.size(); ++i) {
     if (test::contains(d.path(i), "text.png")) removed = config_error_of([&] { d.get(i); });
   }
-  EXPECT_EQ(removed, "image_folder: cannot open '" + dir +
-                         "/root/c/text.png': No such file or directory");
+  EXPECT_EQ(removed,
+            "image_folder: cannot open '" + dir + "/root/c/text.png': No such file or directory");
 }
 
 TEST(ImageFolderDataset, FromConfigClassesThroughSplitsAndSplitsMustAgree) {
   register_builtin_datasets();
   const std::string root = write_two_sizes();
   const std::string args = "{root: " + root + ", size: [4, 4]}";
-  DataSplits s = build_data(Config(Config::from_string("train: {type: image_folder, args: " +
-                                                       args + "}\nvalidation_ratio: 0.5\n"
-                                                              "transforms: {train: [{type: "
-                                                              "horizontal_flip}]}")
+  DataSplits s = build_data(Config(Config::from_string("train: {type: image_folder, args: " + args +
+                                                       "}\nvalidation_ratio: 0.5\n"
+                                                       "transforms: {train: [{type: "
+                                                       "horizontal_flip}]}")
                                        .node(),
                                    "data"),
                             1);
@@ -339,25 +345,26 @@ TEST(ImageFolderDataset, FromConfigClassesThroughSplitsAndSplitsMustAgree) {
   const std::string other = write_two_sizes();
   std::filesystem::rename(other + "/small", other + "/tiny");
   const std::string error = config_error_of([&] {
-    build_data(Config(Config::from_string("train: {type: image_folder, args: " + args +
-                                          "}\nval: {type: image_folder, args: {root: " + other +
-                                          "}}")
-                          .node(),
-                      "data"),
-               1);
+    build_data(
+        Config(Config::from_string("train: {type: image_folder, args: " + args +
+                                   "}\nval: {type: image_folder, args: {root: " + other + "}}")
+                   .node(),
+               "data"),
+        1);
   });
-  EXPECT_EQ(error, "data.val: its classes differ from data.train's (2 and 2 classes; class 1 is "
-                   "'small' in train and 'tiny' in val), so a class index would not mean the "
-                   "same class: give both splits the same class folders");
-  EXPECT_TRUE(test::contains(config_error_of([&] {
-                         build_data(Config(Config::from_string(
-                                               "train: {type: image_folder, args: {root: " +
-                                               root + ", channels: 2}}")
-                                               .node(),
-                                           "data"),
-                                    1);
-                       }),
-                       "channels"));
+  EXPECT_EQ(error,
+            "data.val: its classes differ from data.train's (2 and 2 classes; class 1 is "
+            "'small' in train and 'tiny' in val), so a class index would not mean the "
+            "same class: give both splits the same class folders");
+  EXPECT_TRUE(test::contains(
+      config_error_of([&] {
+        build_data(Config(Config::from_string("train: {type: image_folder, args: {root: " + root +
+                                              ", channels: 2}}")
+                              .node(),
+                          "data"),
+                   1);
+      }),
+      "channels"));
 }
 
 }  // namespace

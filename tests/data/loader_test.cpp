@@ -388,7 +388,8 @@ TEST(LoaderShardBatches, FewerExamplesThanOneStepAreNamed) {
     loader.shard_batches(0, 2, 6);
     FAIL() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("data.train has 20 examples"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("data.train has 20 examples"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("distributed.reproducible"), std::string::npos);
   }
 }

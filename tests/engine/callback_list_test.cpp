@@ -45,9 +45,9 @@ TEST(CallbackList, AThrowingCallbackIsNamedAndSkippedByOnException) {
     EXPECT_STREQ(e.what(), "callback 'second' failed in on_epoch_start: boom");
     list.on_exception(e);
   }
-  EXPECT_EQ(seen, (std::vector<std::string>{
-                      "first: callback 'second' failed in on_epoch_start: boom",
-                      "third: callback 'second' failed in on_epoch_start: boom"}));
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"first: callback 'second' failed in on_epoch_start: boom",
+                                      "third: callback 'second' failed in on_epoch_start: boom"}));
 }
 
 TEST(CallbackList, AListWithoutATrainerCallsNoHookAndTakesNoCallback) {
@@ -68,8 +68,9 @@ TEST(CallbackList, AConfigErrorStaysOne) {
   auto c = std::make_shared<Named>("picky");
   c->config_error = true;
   list.add(c);
-  EXPECT_EQ(test::error_of<ConfigError>([&] { list.call("on_epoch_start", &Callback::on_epoch_start); }),
-            "callback 'picky' failed in on_epoch_start: bad key");
+  EXPECT_EQ(
+      test::error_of<ConfigError>([&] { list.call("on_epoch_start", &Callback::on_epoch_start); }),
+      "callback 'picky' failed in on_epoch_start: bad key");
 }
 
 TEST(CallbackList, TheDefaultNameIsTheCppType) {
@@ -87,8 +88,8 @@ TEST(Trainer, FitRunsOnExceptionWhenACallbackThrows) {
   trainer.add_callback(bad);
   trainer.add_callback(watcher);
   test::Regression module;
-  const std::string what = test::error_of<TrainError>(
-      [&] { trainer.fit(module, test::regression_data(32)); });
+  const std::string what =
+      test::error_of<TrainError>([&] { trainer.fit(module, test::regression_data(32)); });
   EXPECT_EQ(what, "callback 'bad' failed in on_epoch_start: boom");
   EXPECT_EQ(seen, (std::vector<std::string>{"watcher: " + what}));
   EXPECT_EQ(module.calls, 0);

@@ -17,9 +17,9 @@
 namespace unitrain {
 namespace {
 
-const std::vector<std::string> kBuiltins = {
-    "early_stopping", "ema",      "generate", "grad_norm",
-    "lr_monitor",     "model_summary", "throughput", "timer"};
+const std::vector<std::string> kBuiltins = {"early_stopping", "ema",        "generate",
+                                            "grad_norm",      "lr_monitor", "model_summary",
+                                            "throughput",     "timer"};
 
 TEST(CallbackRegistry, EveryBuiltinIsBuiltByItsNameOnce) {
   register_builtins();

@@ -19,7 +19,9 @@ using unitrain::Trainer;
 class RecordHooks : public unitrain::Callback {
  public:
   RecordHooks(std::string file, std::string fail_in, std::string stop_in, int64_t stop_rank)
-      : file_(std::move(file)), fail_in_(std::move(fail_in)), stop_in_(std::move(stop_in)),
+      : file_(std::move(file)),
+        fail_in_(std::move(fail_in)),
+        stop_in_(std::move(stop_in)),
         stop_rank_(stop_rank) {}
   std::string name() const override { return "record_hooks"; }
 
@@ -94,8 +96,8 @@ const bool registered = [] {
       "record_hooks", "writes each hook it sees to a file (test plugin)", args,
       [](const unitrain::Config& a) -> unitrain::CallbackPtr {
         auto text = [&a](const char* key) { return a.has(key) ? a.get_string(key) : ""; };
-        return std::make_shared<RecordHooks>(a.get_string("file"), text("fail_in"),
-                                             text("stop_in"), a.get_int("stop_rank"));
+        return std::make_shared<RecordHooks>(a.get_string("file"), text("fail_in"), text("stop_in"),
+                                             a.get_int("stop_rank"));
       });
   return true;
 }();

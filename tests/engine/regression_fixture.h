@@ -42,7 +42,8 @@ inline Config base_config(const std::string& run_dir, const std::string& extra =
                              "optimizer: {type: sgd, lr: 0.05}\n"
                              "data: {loader: {batch_size: 8, workers: 0, shuffle: false}}\n"
                              "log: {trackers: [jsonl, csv]}\n"
-                             "train: {max_length: 2 epochs, log_every: 1 step}\n" + extra);
+                             "train: {max_length: 2 epochs, log_every: 1 step}\n" +
+                             extra);
 }
 
 }  // namespace unitrain::test

@@ -18,8 +18,8 @@ namespace unitrain {
 namespace {
 
 using test::base_config;
-using test::regression_data;
 using test::Regression;
+using test::regression_data;
 
 std::vector<torch::Tensor> fit_params(Config config, DatasetPtr data, FitResult* result = nullptr) {
   Trainer trainer(config);
@@ -119,7 +119,8 @@ TEST(Trainer, StopsOnNonFiniteLossNamingTheStep) {
     trainer.fit(module, data);
     FAIL() << "expected a TrainError";
   } catch (const TrainError& e) {
-    EXPECT_NE(std::string(e.what()).find("non-finite loss at step 3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("non-finite loss at step 3"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("mae="), std::string::npos) << e.what();
   }
 }
@@ -255,7 +256,8 @@ TEST(Trainer, DeferredLossReadsStopOnNonFiniteLossNamingTheStep) {
     trainer.fit(module, regression_data(64));
     FAIL() << "expected a TrainError";
   } catch (const TrainError& e) {
-    EXPECT_NE(std::string(e.what()).find("non-finite loss at step 3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("non-finite loss at step 3"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("nan"), std::string::npos) << e.what();
   }
 }
@@ -504,11 +506,12 @@ TEST(Trainer, ABadExampleMetWhileTrainingIsNamedByItsIndexAndRecorded) {
   const std::string dir = test::temp_dir() + "/odd";
   Trainer trainer(base_config(dir));
   Regression module;
-  const std::string m = test::config_error_of([&] {
-    trainer.fit(module, std::make_shared<OneOddExample>());
-  });
-  EXPECT_TRUE(test::contains(m, "[4] (the dataset's example 24) vs [5] (the dataset's example "
-                                "28)")) << m;
+  const std::string m =
+      test::config_error_of([&] { trainer.fit(module, std::make_shared<OneOddExample>()); });
+  EXPECT_TRUE(test::contains(m,
+                             "[4] (the dataset's example 24) vs [5] (the dataset's example "
+                             "28)"))
+      << m;
   // Met while training (step 3): the run's failure, in train.log and the summary.
   std::ifstream log_file(dir + "/train.log");
   const std::string log((std::istreambuf_iterator<char>(log_file)),

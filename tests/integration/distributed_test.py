@@ -1,6 +1,7 @@
 """Data-parallel training with the real binary: W processes with per-rank batch B end where one
 process with batch W*B ends."""
 import glob
+import json
 import os
 import re
 import shutil
@@ -128,7 +129,14 @@ class Distributed(common.Case):
         time.sleep(0.3)
         p.send_signal(signal.SIGUSR1)
         out, _ = p.communicate(timeout=120)
-        self.assertEqual(p.returncode, 75, out)  # every rank saved and exited 75
+        # Every rank saved and exited 75: each says so, and summary.json keeps it. Hydra
+        # returns their 75, but loses a rank's exit code now and then on a loaded machine and
+        # returns 0 (pmodels/mpich#7057; docs/distributed.md says so): 75 or that 0, nothing else.
+        self.assertIn(p.returncode, (75, 0), out)
+        self.assertIn("warning: stopped by SIGUSR1: checkpoint saved; exit 75", out)
+        self.assertIn("[rank 1] stopped by SIGUSR1: checkpoint saved; exit 75", out)
+        with open(os.path.join(run_dir, "results", "summary.json")) as f:
+            self.assertTrue(json.load(f)["status"].startswith("stopped by SIGUSR1"), out)
         self.assertEqual(len(glob.glob(os.path.join(run_dir, "checkpoints", "step-*"))), 1, out)
         p = subprocess.run(command, capture_output=True, text=True, timeout=600)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)

@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import torch
+import yaml
 
 import common
 from common import run
@@ -235,9 +236,11 @@ train: {{loss_average: tokens, max_length: 2 steps, threads: 1}}
         code, out = run(["train", config, "--run_dir", run_dir + "-chat"])
         self.assertEqual(code, 2, out)
         self.assertIn("tokenizer_config.json: its chat_template is a Jinja template", out)
-        hint = re.search(r"e\.g\. '([^']*)' \(Llama 3's turns\)", out)
+        # As printed, in YAML's double quotes: pasted into a config, its \n are line breaks.
+        hint = re.search(r'e\.g\. chat_template: ("[^"]*") \(Llama 3\'s turns', out)
         self.assertIsNotNone(hint, out)
-        plain = hint.group(1).replace("\\n", "\n")
+        plain = yaml.safe_load("chat_template: " + hint.group(1))["chat_template"]
+        self.assertIn("<|end_header_id|>\n\n{content}", plain)
         import jinja2
         env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
         jinja = env.from_string(tok_cfg["chat_template"]).render(
@@ -246,7 +249,7 @@ train: {{loss_average: tokens, max_length: 2 steps, threads: 1}}
             plain.replace("{role}", m["role"]).replace("{content}", m["content"]) for m in messages)
         self.assertTrue(jinja.startswith(ours), (jinja, ours))  # Llama 3's adds the next header
         code, out = run(["train", config, "--run_dir", run_dir + "-chat", "--set",
-                         "data.train.args.chat_template=" + json.dumps(hint.group(1).replace("\\n", "\n"))])
+                         "data.train.args.chat_template=" + hint.group(1)])
         self.assertEqual(code, 0, out)
 
     def test_math_the_model_does_not_compute_is_refused_by_name(self):

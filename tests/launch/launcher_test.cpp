@@ -229,7 +229,8 @@ TEST(Launcher, AFailedWorkerEndsTheOthersAndIsNamed) {
 
 TEST(Launcher, WorkersIgnoringSigtermAreKilledAfterTheGracePeriod) {
   Captured c;
-  LaunchOptions o = sh("if [ $RANK = 0 ]; then exit 5; fi; trap '' TERM; sleep 20 >/dev/null 2>&1 & wait; wait", c);
+  LaunchOptions o = sh(
+      "if [ $RANK = 0 ]; then exit 5; fi; trap '' TERM; sleep 20 >/dev/null 2>&1 & wait; wait", c);
   o.grace_seconds = 0.5;
   int code = 0;
   const double took = seconds_of([&] { code = launch(o); });
@@ -248,8 +249,9 @@ TEST(Launcher, RestartsTheGroupUpToMaxRestarts) {
   o.max_restarts = 1;
   o.log_dir = test::temp_dir() + "/logs";
   EXPECT_EQ(launch(o), 0) << once.all();
-  EXPECT_TRUE(contains(once.all(), "restarting the workers (restart 1 of 1) after rank 1 exited "
-                                   "with status 4"))
+  EXPECT_TRUE(contains(once.all(),
+                       "restarting the workers (restart 1 of 1) after rank 1 exited "
+                       "with status 4"))
       << once.all();
   EXPECT_TRUE(contains(once.all(), "[rank 0] done 0")) << once.all();
   EXPECT_TRUE(contains(slurp(o.log_dir + "/rank-1.log"), "--- restart 1 ---"));

@@ -4,8 +4,8 @@
 #include <torch/torch.h>
 
 #include "models/sgd_check.h"
-#include "unitrain/models/model.h"
 #include "unitrain/core/error.h"
+#include "unitrain/models/model.h"
 
 namespace unitrain {
 namespace {

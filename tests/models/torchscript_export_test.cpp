@@ -74,15 +74,20 @@ TEST_F(TorchScriptExport, MlpEveryActivationFlattenOrNot) {
 TEST_F(TorchScriptExport, CnnWithAndWithoutBatchNorm) {
   for (bool bn : {false, true}) {
     torch::manual_seed(2);
-    models::Cnn cnn(models::CnnOptions().in_channels(1).image_size({12, 12}).channels({4, 6})
-                        .batch_norm(bn).hidden(16).classes(5));
+    models::Cnn cnn(models::CnnOptions()
+                        .in_channels(1)
+                        .image_size({12, 12})
+                        .channels({4, 6})
+                        .batch_norm(bn)
+                        .hidden(16)
+                        .classes(5));
     if (bn) {  // running statistics away from their defaults
       cnn->train();
       torch::NoGradGuard no_grad;
       for (int i = 0; i < 3; ++i) cnn->forward(torch::randn({8, 1, 12, 12}) * 3 + 1);
     }
     expect_same(*cnn, torch::randn({3, 1, 12, 12}));
-    expect_same(*cnn, torch::randn({3, 144}));    // flat images
+    expect_same(*cnn, torch::randn({3, 144}));     // flat images
     expect_same(*cnn, torch::randn({3, 12, 12}));  // no channel dim
     const auto names = names_of(to_torchscript(*cnn));
     EXPECT_EQ(names.count("convs.0.bias"), bn ? 0u : 1u);  // batch norm drops the conv biases
@@ -92,8 +97,8 @@ TEST_F(TorchScriptExport, CnnWithAndWithoutBatchNorm) {
 
 TEST_F(TorchScriptExport, TransformerLm) {
   torch::manual_seed(3);
-  models::TransformerLm lm(models::TransformerLmOptions(11).d_model(16).layers(2).heads(4)
-                               .seq_len(9));
+  models::TransformerLm lm(
+      models::TransformerLmOptions(11).d_model(16).layers(2).heads(4).seq_len(9));
   expect_same(*lm, torch::randint(0, 11, {2, 9}), 1e-4);
   expect_same(*lm, torch::randint(0, 11, {3, 4}), 1e-4);  // shorter than seq_len
   EXPECT_TRUE(names_of(to_torchscript(*lm)).count("blocks.1.attention.qkv.weight"));
@@ -106,9 +111,9 @@ TEST_F(TorchScriptExport, ExportCopiesTheWeights) {
     torch::NoGradGuard no_grad;
     mlp->layers[0]->as<torch::nn::Linear>()->weight.fill_(7);
   }
-  EXPECT_FALSE(torch::equal(scripted.attr("layers").toModule().attr("0").toModule()
-                                .attr("weight").toTensor(),
-                            torch::full({2, 3}, 7.0)));
+  EXPECT_FALSE(torch::equal(
+      scripted.attr("layers").toModule().attr("0").toModule().attr("weight").toTensor(),
+      torch::full({2, 3}, 7.0)));
 }
 
 TEST_F(TorchScriptExport, TorchScriptModelRoundTrip) {
@@ -123,9 +128,9 @@ TEST_F(TorchScriptExport, TorchScriptModelRoundTrip) {
   }
   expect_same(wrapped, torch::randn({3, 5}));
   torch::jit::Module again = to_torchscript(wrapped);
-  EXPECT_TRUE(torch::equal(
-      again.attr("layers").toModule().attr("0").toModule().attr("weight").toTensor(),
-      wrapped.named_parameters()["layers.0.weight"]));
+  EXPECT_TRUE(
+      torch::equal(again.attr("layers").toModule().attr("0").toModule().attr("weight").toTensor(),
+                   wrapped.named_parameters()["layers.0.weight"]));
 }
 
 TEST_F(TorchScriptExport, PythonRunsTheFile) {
@@ -150,7 +155,9 @@ TEST_F(TorchScriptExport, PythonRunsTheFile) {
 }
 
 struct Custom : Model {
-  std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& in) override { return in; }
+  std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& in) override {
+    return in;
+  }
 };
 
 TEST_F(TorchScriptExport, OtherModelsAreAConfigError) {

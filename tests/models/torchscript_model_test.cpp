@@ -9,8 +9,8 @@
 
 #include "models/sgd_check.h"
 #include "test_util.h"
-#include "unitrain/models/model.h"
 #include "unitrain/core/error.h"
+#include "unitrain/models/model.h"
 
 namespace unitrain {
 namespace {

@@ -82,10 +82,10 @@ TEST(ObjectiveModuleTest, WeightedLossesAndMetrics) {
 }
 
 TEST(ObjectiveModuleTest, EachLoggedNameHasTheDirectionItsTermDeclares) {
-  ObjectiveModule module(std::make_shared<TwoHeads>(),
-                         objective(std::string(kTwoLosses) +
-                                   "  - {type: accuracy, name: acc}\n"
-                                   "regularizers: [{type: l2, weight: 0.1}]\n"));
+  ObjectiveModule module(
+      std::make_shared<TwoHeads>(),
+      objective(std::string(kTwoLosses) + "  - {type: accuracy, name: acc}\n"
+                                          "regularizers: [{type: l2, weight: 0.1}]\n"));
   constexpr auto kLower = MetricDirection::LowerIsBetter;
   for (const char* name : {"loss", "loss_cross_entropy", "loss_mse", "reg_l2", "value_mae"}) {
     EXPECT_EQ(module.metric_direction(name), kLower) << name;

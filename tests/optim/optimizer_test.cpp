@@ -177,7 +177,8 @@ TEST_F(OptimizerTest, DefaultsToAdamAndReadsAndWritesLr) {
   set_lr(*opt, 0, 0.25);
   EXPECT_DOUBLE_EQ(get_lr(*opt, 0), 0.25);
   EXPECT_DOUBLE_EQ(opt->param_groups()[0].options().get_lr(), 0.25);
-  EXPECT_NE(test::config_error_of([&] { get_lr(*opt, 3); }).find("group 3 does not exist"), std::string::npos);
+  EXPECT_NE(test::config_error_of([&] { get_lr(*opt, 3); }).find("group 3 does not exist"),
+            std::string::npos);
   EXPECT_FALSE(needs_closure(*opt));
 }
 
@@ -308,7 +309,8 @@ TEST_F(OptimizerTest, ACapturedStepIsDeclaredWhereTheOptimizerRegisters) {
   EXPECT_NE(capture_of(*adamw), nullptr);
   torch::optim::SGD sgd(params, torch::optim::SGDOptions(0.1));
   EXPECT_EQ(capture_of(sgd), nullptr);
-  EXPECT_TRUE(test::contains(capture_refusal(sgd), "declares no captured step")) << capture_refusal(sgd);
+  EXPECT_TRUE(test::contains(capture_refusal(sgd), "declares no captured step"))
+      << capture_refusal(sgd);
   // A plugin's declaration: its refusal, its state test and its step are the ones used.
   static int prepares = 0;
   StepCapture mine;

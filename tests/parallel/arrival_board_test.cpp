@@ -66,8 +66,8 @@ TEST(ArrivalBoard, ANoticeBehindACollectiveThisRankCompletedIsSeenThere) {
   // report named #159, one collective stale). A notice already past it, this rank's own and a
   // failed one stay as they are.
   std::vector<std::optional<RankNotice>> notices{arrival_notice(1, 158), arrival_notice(2, 159),
-                                                 arrival_notice(3, 161), arrival_notice(4, 150, true),
-                                                 std::nullopt};
+                                                 arrival_notice(3, 161),
+                                                 arrival_notice(4, 150, true), std::nullopt};
   CollectiveRecord done;
   done.seq = 160;
   done.op = "reduce_scatter";
@@ -111,8 +111,9 @@ TEST(ArrivalBoard, ARankThatFailedEarlierIsTheCauseOnlyWhenNoOtherRankIsNamed) {
   std::vector<std::string> lines = ranks_not_arrived(26, 0, both, both, 1006.5);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_TRUE(test::contains(lines[0], "rank 2: last seen in all_reduce #16")) << lines[0];
-  EXPECT_EQ(lines[1], "(rank 1 failed earlier, in all_reduce #25 (step 37, backward, bucket 3), "
-                      "waiting for it)");
+  EXPECT_EQ(lines[1],
+            "(rank 1 failed earlier, in all_reduce #25 (step 37, backward, bucket 3), "
+            "waiting for it)");
   // Alone, the earlier failure is what there is to say.
   both[2]->beat = 9;
   std::vector<std::optional<RankNotice>> moved = both;

@@ -32,9 +32,13 @@ TEST(DistEnv, NothingSetIsOneProcess) {
 }
 
 TEST(DistEnv, TorchrunVariables) {
-  DistEnv e = read({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
-                    {"LOCAL_WORLD_SIZE", "4"}, {"MASTER_ADDR", "10.0.0.1"},
-                    {"MASTER_PORT", "29400"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+  DistEnv e = read({{"RANK", "5"},
+                    {"WORLD_SIZE", "8"},
+                    {"LOCAL_RANK", "1"},
+                    {"LOCAL_WORLD_SIZE", "4"},
+                    {"MASTER_ADDR", "10.0.0.1"},
+                    {"MASTER_PORT", "29400"},
+                    {"TORCHELASTIC_USE_AGENT_STORE", "True"},
                     {"TORCHELASTIC_RESTART_COUNT", "2"},
                     {"OMPI_COMM_WORLD_RANK", "3"}});  // torchrun's win
   EXPECT_EQ(e.launcher, "torchrun");
@@ -47,15 +51,19 @@ TEST(DistEnv, TorchrunVariables) {
   EXPECT_TRUE(e.agent_store);
   EXPECT_EQ(e.restart_count, 2);
   EXPECT_TRUE(e.distributed());
-  EXPECT_FALSE(read({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"},
+  EXPECT_FALSE(read({{"RANK", "0"},
+                     {"WORLD_SIZE", "2"},
+                     {"MASTER_ADDR", "h"},
                      {"TORCHELASTIC_USE_AGENT_STORE", "False"}})
                    .agent_store);
   EXPECT_EQ(read({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}}).restart_count, 0);
 }
 
 TEST(DistEnv, OpenMpiVariables) {
-  DistEnv e = read({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
-                    {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+  DistEnv e = read({{"OMPI_COMM_WORLD_RANK", "1"},
+                    {"OMPI_COMM_WORLD_SIZE", "2"},
+                    {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                    {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
   EXPECT_EQ(e.launcher, "openmpi");
   EXPECT_EQ(e.rank, 1);
   EXPECT_EQ(e.world_size, 2);
@@ -63,12 +71,16 @@ TEST(DistEnv, OpenMpiVariables) {
   EXPECT_EQ(e.master_addr, "127.0.0.1");  // all ranks on this machine
   // Ranks on several machines need the address of rank 0's.
   const std::string m = error_of<ConfigError>([] {
-    read({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"},
-          {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+    read({{"OMPI_COMM_WORLD_RANK", "1"},
+          {"OMPI_COMM_WORLD_SIZE", "4"},
+          {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+          {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
   });
   EXPECT_TRUE(contains(m, "MASTER_ADDR")) << m;
-  EXPECT_EQ(read({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"},
-                  {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+  EXPECT_EQ(read({{"OMPI_COMM_WORLD_RANK", "1"},
+                  {"OMPI_COMM_WORLD_SIZE", "4"},
+                  {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                  {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
                   {"MASTER_ADDR", "node0"}})
                 .master_addr,
             "node0");
@@ -175,9 +187,9 @@ TEST(DistEnv, PbsNodeFileGivesTheMastersAddressAndTheJobItsPort) {
                                              "x3004c0s7b0n0.hsn.cm.polaris\n"
                                              "x3004c0s7b0n0.hsn.cm.polaris\n"
                                              "x3004c0s13b1n0.hsn.cm.polaris\n");
-  const Vars pals = {{"PALS_RANKID", "3"},     {"PMI_SIZE", "4"},
+  const Vars pals = {{"PALS_RANKID", "3"},       {"PMI_SIZE", "4"},
                      {"PALS_LOCAL_RANKID", "1"}, {"PALS_LOCAL_SIZE", "2"},
-                     {"PBS_NODEFILE", nodes},  {"PBS_JOBID", "1234567.polaris-pbs-01"}};
+                     {"PBS_NODEFILE", nodes},    {"PBS_JOBID", "1234567.polaris-pbs-01"}};
   DistEnv e = read(pals);
   EXPECT_EQ(e.launcher, "cray-pals");
   EXPECT_EQ(e.master_addr, "x3004c0s7b0n0.hsn.cm.polaris");
@@ -190,16 +202,19 @@ TEST(DistEnv, PbsNodeFileGivesTheMastersAddressAndTheJobItsPort) {
   EXPECT_EQ(e.master_port, 29555);
   Vars missing = pals;
   missing["PBS_NODEFILE"] = test::temp_dir() + "/none";
-  EXPECT_TRUE(contains(error_of<ConfigError>([&] { read(missing); }),
-                       "cannot read the job's node file"));
+  EXPECT_TRUE(
+      contains(error_of<ConfigError>([&] { read(missing); }), "cannot read the job's node file"));
   Vars empty = pals;
   empty["PBS_NODEFILE"] = test::write_file(test::temp_dir() + "/empty", "\n");
   EXPECT_TRUE(contains(error_of<ConfigError>([&] { read(empty); }), "names no host"));
 }
 
 TEST(DistEnv, SlurmVariables) {
-  DistEnv e = read({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"},
-                    {"SLURM_NTASKS_PER_NODE", "2(x2)"}, {"SLURM_JOB_NODELIST", "gpu[07-08]"},
+  DistEnv e = read({{"SLURM_PROCID", "3"},
+                    {"SLURM_NTASKS", "4"},
+                    {"SLURM_LOCALID", "1"},
+                    {"SLURM_NTASKS_PER_NODE", "2(x2)"},
+                    {"SLURM_JOB_NODELIST", "gpu[07-08]"},
                     {"SLURM_JOB_ID", "4711234"}});
   EXPECT_EQ(e.launcher, "slurm");
   EXPECT_EQ(e.rank, 3);
@@ -209,8 +224,11 @@ TEST(DistEnv, SlurmVariables) {
   EXPECT_EQ(e.master_addr, "gpu07");
   EXPECT_EQ(e.master_port, 15000 + 1234);
   // MASTER_ADDR / MASTER_PORT win.
-  DistEnv o = read({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_NODELIST", "a,b"},
-                    {"MASTER_ADDR", "b"}, {"MASTER_PORT", "4000"}});
+  DistEnv o = read({{"SLURM_PROCID", "0"},
+                    {"SLURM_NTASKS", "2"},
+                    {"SLURM_JOB_NODELIST", "a,b"},
+                    {"MASTER_ADDR", "b"},
+                    {"MASTER_PORT", "4000"}});
   EXPECT_EQ(o.master_addr, "b");
   EXPECT_EQ(o.master_port, 4000);
   EXPECT_EQ(o.local_world_size, 2);
@@ -251,13 +269,18 @@ TEST(DistEnv, SlurmNodeLists) {
 }
 
 TEST(DistEnv, StoreFileAndOneMachine) {
-  DistEnv e = read({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"},
-                    {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+  DistEnv e = read({{"RANK", "1"},
+                    {"WORLD_SIZE", "2"},
+                    {"LOCAL_RANK", "1"},
+                    {"LOCAL_WORLD_SIZE", "2"},
+                    {"MASTER_ADDR", "127.0.0.1"},
                     {"UNITRAIN_STORE_FILE", "/tmp/unitrain-rendezvous-x/store"}});
   EXPECT_EQ(e.store_file, "/tmp/unitrain-rendezvous-x/store");
   EXPECT_TRUE(e.one_machine());
   EXPECT_EQ(read({}).store_file, "");
-  EXPECT_FALSE(read({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
+  EXPECT_FALSE(read({{"RANK", "5"},
+                     {"WORLD_SIZE", "8"},
+                     {"LOCAL_RANK", "1"},
                      {"LOCAL_WORLD_SIZE", "4"},
                      {"MASTER_ADDR", "10.0.0.1"}})
                    .one_machine());

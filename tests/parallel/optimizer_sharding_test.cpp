@@ -173,10 +173,10 @@ TEST(ProcessGroup, AllGatherFromOwnersGivesEveryTensorItsOwnersValues) {
       for (int64_t d : shape) n *= d;
       return (torch::arange(n, torch::kFloat64) + base + 100.0 * rank).reshape(shape).to(dtype);
     };
-    return std::vector<torch::Tensor>{
-        v({2, 3}, 0, torch::kFloat32),  v({4}, 10, torch::kFloat32), v({1}, 20, torch::kFloat64),
-        v({3, 1}, 30, torch::kFloat32), v({2}, 40, torch::kBFloat16), v({5}, 50, torch::kFloat32),
-        v({2, 2}, 60, torch::kFloat64)};
+    return std::vector<torch::Tensor>{v({2, 3}, 0, torch::kFloat32), v({4}, 10, torch::kFloat32),
+                                      v({1}, 20, torch::kFloat64),   v({3, 1}, 30, torch::kFloat32),
+                                      v({2}, 40, torch::kBFloat16),  v({5}, 50, torch::kFloat32),
+                                      v({2, 2}, 60, torch::kFloat64)};
   };
   run_ranks(3, [&](int rank, ProcessGroup& g) {
     std::vector<torch::Tensor> t = values(rank);

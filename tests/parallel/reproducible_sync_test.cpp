@@ -60,7 +60,8 @@ Grads sync_step(int world) {
       sync.finish(params);
     }
     if (rank == 0) {
-      for (const auto& p : params) out.grads.push_back(p.grad().defined() ? p.grad().clone() : p.grad());
+      for (const auto& p : params)
+        out.grads.push_back(p.grad().defined() ? p.grad().clone() : p.grad());
       out.agreed = sync.agreed();
     }
   });

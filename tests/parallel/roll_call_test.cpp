@@ -27,11 +27,12 @@ DistEnv env_of(int rank, int world_size, const char* variable = "WORLD_SIZE") {
 std::string outcome(c10d::Store& store, const DistEnv& env, milliseconds timeout,
                     std::vector<std::string>* notes = nullptr) {
   try {
-    roll_call(store, env, "host" + std::to_string(env.rank), timeout,
-              [&](const std::string& n) {
-                if (notes) notes->push_back(n);
-              },
-              milliseconds(50));
+    roll_call(
+        store, env, "host" + std::to_string(env.rank), timeout,
+        [&](const std::string& n) {
+          if (notes) notes->push_back(n);
+        },
+        milliseconds(50));
     return "";
   } catch (const TrainError& e) {
     return e.what();
@@ -43,7 +44,8 @@ TEST(RollCall, RanksThatAgreeGoOn) {
   std::vector<std::string> out(3);
   std::vector<std::thread> ranks;
   for (int r = 0; r < 3; ++r) {
-    ranks.emplace_back([&, r] { out[size_t(r)] = outcome(store, env_of(r, 3), milliseconds(5000)); });
+    ranks.emplace_back(
+        [&, r] { out[size_t(r)] = outcome(store, env_of(r, 3), milliseconds(5000)); });
   }
   for (auto& t : ranks) t.join();
   EXPECT_EQ(out, std::vector<std::string>(3, ""));

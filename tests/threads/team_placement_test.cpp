@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <time.h>
 #include <torch/torch.h>
 
 #include <condition_variable>
@@ -12,7 +13,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <time.h>
 
 namespace unitrain {
 namespace {

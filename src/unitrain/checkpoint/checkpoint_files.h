@@ -4,9 +4,9 @@
 
 namespace unitrain::checkpoint_files {
 
-inline constexpr const char* kModel = "model.pt";                   ///< the model's state_dict
-inline constexpr const char* kOptimizer = "optimizer.pt";           ///< the optimizer's state
-inline constexpr const char* kGradients = "grads.pt";               ///< saved inside a window only
+inline constexpr const char* kModel = "model.pt";          ///< the model's state_dict
+inline constexpr const char* kOptimizer = "optimizer.pt";  ///< the optimizer's state
+inline constexpr const char* kGradients = "grads.pt";      ///< saved inside a window only
 /// The fingerprint of the frozen weights a checkpoint of the trainable ones alone trained on.
 inline constexpr const char* kFrozenWeights = "frozen_weights.json";
 inline constexpr const char* kLossScaler = "loss_scaler.json";      ///< fp16-mixed's loss scale
@@ -51,9 +51,9 @@ inline std::string rng(int rank) { return "rng-rank-" + std::to_string(rank) + "
 /// Whether `name` is (or may be) a file the built-in entries write: one of the names above, or
 /// of their families (extra-*, *-rank-*, module-optimizer-*, module-schedule-*).
 inline bool is_builtin(const std::string& name) {
-  for (const char* fixed : {kModel, kOptimizer, kGradients, kFrozenWeights, kLossScaler,
-                            kDivergence, kTrainerState, kConfig, kClasses, kModelShards, kEmaEntry,
-                            "MANIFEST.json"}) {
+  for (const char* fixed :
+       {kModel, kOptimizer, kGradients, kFrozenWeights, kLossScaler, kDivergence, kTrainerState,
+        kConfig, kClasses, kModelShards, kEmaEntry, "MANIFEST.json"}) {
     if (name == fixed) return true;
   }
   for (const char* prefix : {kCallbackPrefix, "module-optimizer-", "module-schedule-"}) {

@@ -16,8 +16,8 @@ namespace {
 /// The one declaration of a monitor's `mode` key (checkpoint.best.mode, early_stopping.mode).
 template <typename T>
 void declare_metric_mode(Options<T>& o, MetricMode T::*member) {
-  o.field("mode", member, {{"auto", MetricMode::Auto}, {"min", MetricMode::Min},
-                           {"max", MetricMode::Max}})
+  o.field("mode", member,
+          {{"auto", MetricMode::Auto}, {"min", MetricMode::Min}, {"max", MetricMode::Max}})
       .help(
           "min or max is better; auto = the direction the metric declares (loss and loss terms: "
           "min; an objective metric: as its type registers it); a metric that declares none "
@@ -137,12 +137,14 @@ void CheckpointOptions::declare(Options<CheckpointOptions>& o) {
           "last save, and inside a longer epoch once auto_max_seconds (30 minutes) have");
   o.field("auto_min_seconds", &T::auto_min_seconds)
       .min(0)
-      .help("every: auto saves at an epoch's end only when this many seconds (wall time) have "
-            "passed since the last save or the start");
+      .help(
+          "every: auto saves at an epoch's end only when this many seconds (wall time) have "
+          "passed since the last save or the start");
   o.field("auto_max_seconds", &T::auto_max_seconds)
       .gt(0)
-      .help("every: auto saves inside an epoch once this many seconds have passed since the "
-            "last save or the start");
+      .help(
+          "every: auto saves inside an epoch once this many seconds have passed since the "
+          "last save or the start");
   o.field("keep_last", &T::keep_last)
       .min(0)
       .help(

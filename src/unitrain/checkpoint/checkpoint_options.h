@@ -38,9 +38,9 @@ struct CheckpointOptions {
   bool every_auto = true;
   double auto_min_seconds = 600;
   double auto_max_seconds = 1800;
-  int64_t keep_last = 3;                 ///< complete checkpoints kept; 0 = all
-  bool final = true;                     ///< save when training ends
-  std::string best_metric;               ///< "" = no best tracking, e.g. "val/acc"
+  int64_t keep_last = 3;    ///< complete checkpoints kept; 0 = all
+  bool final = true;        ///< save when training ends
+  std::string best_metric;  ///< "" = no best tracking, e.g. "val/acc"
   MetricMode best_mode = MetricMode::Auto;
   /// Which way best_metric improves: set by `mode: min|max`, or for auto by
   /// resolve_best_direction() before the run starts; improves() needs it.
@@ -74,7 +74,7 @@ struct CheckpointOptions {
 /// Options of the `early_stopping` section: stop when `metric` has not improved by more than
 /// `min_delta` for `patience` validations. Off when metric is null.
 struct EarlyStoppingOptions {
-  std::string metric;  ///< "" = off
+  std::string metric;                  ///< "" = off
   MetricMode mode = MetricMode::Auto;  ///< resolved by EarlyStopping when the run starts
   int64_t patience = 5;
   double min_delta = 0;

@@ -146,7 +146,8 @@ std::string CheckpointStore::save(int64_t step, const std::vector<CheckpointFile
 std::string CheckpointStore::write_new(const std::string& dir, int64_t step,
                                        const std::vector<CheckpointFile>& files) {
   std::error_code ec;
-  UT_CHECK_TRAIN(!fs::exists(dir, ec), dir, " exists already; choose a new path (nothing is "
+  UT_CHECK_TRAIN(!fs::exists(dir, ec), dir,
+                 " exists already; choose a new path (nothing is "
                  "overwritten)");
   const fs::path parent = fs::absolute(dir).parent_path();
   fs::create_directories(parent, ec);
@@ -322,9 +323,7 @@ void CheckpointStore::prune(int64_t keep_last, const std::string& keep) const {
   }
 }
 
-std::string CheckpointStore::writer_tag() {
-  return std::to_string(::getpid()) + "@" + host_name();
-}
+std::string CheckpointStore::writer_tag() { return std::to_string(::getpid()) + "@" + host_name(); }
 
 bool CheckpointStore::writer_alive(const std::string& name) {
   std::string stem = name;

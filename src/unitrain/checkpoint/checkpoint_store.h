@@ -27,7 +27,7 @@ struct CheckpointFile {
 
 /// A complete checkpoint folder found on disk.
 struct CheckpointRef {
-  std::string dir;   ///< e.g. runs/x/checkpoints/step-120
+  std::string dir;  ///< e.g. runs/x/checkpoints/step-120
   int64_t step = 0;
 };
 

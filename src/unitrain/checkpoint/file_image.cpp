@@ -143,9 +143,9 @@ class SyncedWriter {
         continue;
       }
       if (n <= 0) {
-        throw TrainError(detail::concat("writing ", path_, " failed after ", done_ + at, " of ",
-                                        size_, " bytes: ",
-                                        n == 0 ? "no space left" : std::strerror(errno)));
+        throw TrainError(
+            detail::concat("writing ", path_, " failed after ", done_ + at, " of ", size_,
+                           " bytes: ", n == 0 ? "no space left" : std::strerror(errno)));
       }
       at += size_t(n);
       if (direct_ && at < size) buffered();  // a short direct write: the rest is unaligned

@@ -51,7 +51,8 @@ SavedParts map_saved_parts(const std::string& dir, ShardFileName file_of,
       const auto it = mine.find(std::to_string(i));
       if (it == mine.end() && r == 0 && layout.flats[i].key < 0) continue;  // not saved
       if (r > 0 && out.parts[i].empty()) {
-        UT_CHECK_TRAIN(it == mine.end(), what, ": a part of flat ", i, ", which rank 0 saved none of");
+        UT_CHECK_TRAIN(it == mine.end(), what, ": a part of flat ", i,
+                       ", which rank 0 saved none of");
         continue;
       }
       UT_CHECK_TRAIN(

@@ -64,7 +64,7 @@ NamedTensors module_state(const torch::nn::Module& module, bool copy,
 /// module_state of parameters and buffers given by name (float32 master weights in place of
 /// a bfloat16 module's own).
 NamedTensors named_state(const NamedTensors& params, const NamedTensors& buffers_of_module,
-                            bool copy, SnapshotBuffers* buffers = nullptr);
+                         bool copy, SnapshotBuffers* buffers = nullptr);
 
 /// Copies `state` into the module's parameters and buffers, matched by name. Strict: every
 /// name must be present and no name extra. Either way a shape or dtype mismatch is an error.

@@ -79,8 +79,10 @@ void TrainerStateFile::set_section(const std::string& key, const std::string& js
   const Json j = Json::parse(json, nullptr, /*allow_exceptions=*/false);
   UT_CHECK_TRAIN(!j.is_discarded() && j.is_object(), "trainer_state.json's section '", key,
                  "' must be a JSON object, got: ", json.substr(0, 80));
-  UT_CHECK_TRAIN(sections_.emplace(key, j.dump()).second, "two checkpoint entries write the "
-                 "section '", key, "' of trainer_state.json (give yours another key)");
+  UT_CHECK_TRAIN(sections_.emplace(key, j.dump()).second,
+                 "two checkpoint entries write the "
+                 "section '",
+                 key, "' of trainer_state.json (give yours another key)");
 }
 
 std::string TrainerStateFile::to_json() const {

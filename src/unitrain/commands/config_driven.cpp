@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "unitrain/core/error.h"
-#include "unitrain/commands/peft_adapter.h"
 #include "unitrain/commands/init_weights.h"
+#include "unitrain/commands/peft_adapter.h"
+#include "unitrain/core/error.h"
 #include "unitrain/log/console.h"
 #include "unitrain/models/lora.h"
 

@@ -30,8 +30,7 @@ EvalResult evaluate_checkpoint(const Config& given, const std::string& checkpoin
   UT_CHECK(split == "val" || split == "test", "--split ", split, ": give val or test");
   // A bad split is said before the model is read; the val split is the one it trained with.
   const RunSettings& run = chosen.parts.run;
-  DataSplits data =
-      build_data(run.data, run.seed, TrainerStateFile::read(chosen.dir).data_order);
+  DataSplits data = build_data(run.data, run.seed, TrainerStateFile::read(chosen.dir).data_order);
   DatasetPtr dataset = split == "val" ? data.val : data.test;
   UT_CHECK(dataset != nullptr, "--split ", split, ": the config has no ", split, " data (set ",
            split == "val" ? "data.val or data.validation_ratio" : "data.test", ")");

@@ -45,9 +45,11 @@ std::optional<InputNormalization> saved_input_normalization(const ConfigDriven& 
   const std::string& key = norm.key;
   const std::vector<std::string>& inputs = c.objective_keys.inputs;
   if (inputs.size() != 1 || inputs[0] != key) {
-    log::warn(fmt::format("the exported model does not apply data.normalize: its key '{}' is not "
-                          "the model's one input ({}); normalize '{}' yourself with the mean and "
-                          "std in {}/config.yaml", key, fmt::join(inputs, ", "), key, dir));
+    log::warn(
+        fmt::format("the exported model does not apply data.normalize: its key '{}' is not "
+                    "the model's one input ({}); normalize '{}' yourself with the mean and "
+                    "std in {}/config.yaml",
+                    key, fmt::join(inputs, ", "), key, dir));
     return std::nullopt;
   }
   InputNormalization n{norm.mean, norm.stddev};
@@ -64,8 +66,10 @@ std::optional<InputNormalization> saved_input_normalization(const ConfigDriven& 
 void merge_adapters(ObjectiveModule& module, const ConfigDriven& c) {
   if (!c.model_keys.lora) return;
   const size_t n = models::merge_lora_adapters(*module.model());
-  log::info(fmt::format("model.lora: the adapters of {} layers merged into their weights "
-                        "(W + {} B A)", n, c.model_keys.lora->scaling()));
+  log::info(
+      fmt::format("model.lora: the adapters of {} layers merged into their weights "
+                  "(W + {} B A)",
+                  n, c.model_keys.lora->scaling()));
 }
 
 /// What README.md says of the folder `out` written from the opened run (before the adapters
@@ -131,10 +135,11 @@ void export_tensors(const OpenedRun& run, const std::string& format, const std::
     write_file_atomic(out, std::string(bytes.begin(), bytes.end()));
   }
   if (saved_input_normalization(run.parts, run.dir)) {
-    log::info(fmt::format("the model was trained on inputs normalized by data.normalize; a {} "
-                          "file holds only its tensors: normalize inputs with the mean and std "
-                          "in {}/config.yaml (or export --format torchscript, which does)",
-                          format, run.dir));
+    log::info(
+        fmt::format("the model was trained on inputs normalized by data.normalize; a {} "
+                    "file holds only its tensors: normalize inputs with the mean and std "
+                    "in {}/config.yaml (or export --format torchscript, which does)",
+                    format, run.dir));
   }
 }
 
@@ -167,8 +172,10 @@ std::string export_checkpoint(const Config& given, const std::string& checkpoint
     const std::optional<InputNormalization> norm = saved_input_normalization(run.parts, run.dir);
     save_torchscript(*run.module->model(), out, norm ? &*norm : nullptr);
     if (norm) {
-      log::info(fmt::format("the exported model normalizes its input with data.normalize's "
-                            "statistics ({} channels): give it raw inputs", norm->mean.size()));
+      log::info(
+          fmt::format("the exported model normalizes its input with data.normalize's "
+                      "statistics ({} channels): give it raw inputs",
+                      norm->mean.size()));
     }
   } else {
     export_tensors(run, format, out, classes);

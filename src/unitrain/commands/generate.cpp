@@ -8,12 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "unitrain/commands/init_weights.h"
+#include "unitrain/commands/open_run.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/registry.h"
 #include "unitrain/engine/config/load_config.h"
 #include "unitrain/engine/config/run_text.h"
-#include "unitrain/commands/init_weights.h"
-#include "unitrain/commands/open_run.h"
 #include "unitrain/log/console.h"
 #include "unitrain/objective/objective_module.h"
 
@@ -74,8 +74,8 @@ TextGenerator load_text_generator(const std::string& source, const std::string& 
   UT_CHECK(fs::is_regular_file(yaml, ec), "generate: ", source,
            " is neither a Hugging Face folder "
            "(config.json), a run folder (config.yaml) nor a run's YAML file");
-  OpenedRun opened = open_run(read_run_source(source, {}).config, checkpoint, "validated",
-                              "generate");
+  OpenedRun opened =
+      open_run(read_run_source(source, {}).config, checkpoint, "validated", "generate");
   models::HfCausalLm* model = opened.module->model()->generation_model();
   UT_CHECK(model != nullptr, "generate: the run's model (model.type ",
            component_type(opened.config.at("model")), ") is not a gpt2 or llama causal LM");

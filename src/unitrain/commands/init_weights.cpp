@@ -13,8 +13,8 @@
 #include "unitrain/checkpoint/safetensors.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/core/error.h"
-#include "unitrain/core/hf_weight_files.h"
 #include "unitrain/core/file_bytes.h"
+#include "unitrain/core/hf_weight_files.h"
 #include "unitrain/log/console.h"
 #include "unitrain/models/model.h"
 #include "unitrain/objective/objective_module.h"
@@ -59,12 +59,12 @@ void load_weights(torch::nn::Module& weights, NamedTensors state, const std::str
     file_shapes.emplace(name, t.sizes());
     hinted_names.push_back(name);
   }
-  std::string hint =
-      hint_key.empty() ? ""
-                       : key_map_hint(hinted_names, model_names, hint_key,
-                                      [&](const std::string& u, const std::string& m) {
-                                        return file_shapes.at(u).equals(own.at(m).sizes());
-                                      });
+  std::string hint = hint_key.empty()
+                         ? ""
+                         : key_map_hint(hinted_names, model_names, hint_key,
+                                        [&](const std::string& u, const std::string& m) {
+                                          return file_shapes.at(u).equals(own.at(m).sizes());
+                                        });
   if (!hint.empty() && given_names != nullptr) hint += " (in place of the map given)";
   std::string summary;
   try {
@@ -82,7 +82,8 @@ void load_weights(torch::nn::Module& weights, NamedTensors state, const std::str
 
 void load_pretrained_weights(torch::nn::Module& weights, const HfModelInfo& hf) {
   const std::string key = "model.args.pretrained";
-  UT_CHECK(is_hf_weights_folder(hf.pretrained), key, ": '", hf.pretrained, "' holds no weights "
+  UT_CHECK(is_hf_weights_folder(hf.pretrained), key, ": '", hf.pretrained,
+           "' holds no weights "
            "(model.safetensors, model.safetensors.index.json with its shards, or "
            "pytorch_model.bin); for a fresh model of its shape give model.args.config: ",
            hf.pretrained, "/config.json");
@@ -97,9 +98,10 @@ void load_pretrained_weights(torch::nn::Module& weights, const HfModelInfo& hf) 
     }
   }
   if (skipped > 0) {
-    log::info(fmt::format("{} {}: {} tensors are not weights of the model (causal-mask buffers, "
-                          "rotary frequencies, a tied head's copy): not loaded",
-                          key, hf.pretrained, skipped));
+    log::info(
+        fmt::format("{} {}: {} tensors are not weights of the model (causal-mask buffers, "
+                    "rotary frequencies, a tied head's copy): not loaded",
+                    key, hf.pretrained, skipped));
   }
   // Messages name the weights' file (or index), not only the folder.
   const std::string file =

@@ -47,8 +47,8 @@ fs::path start_folder(const fs::path& folder, const std::string& run_dir) {
 /// A checkpoint of the run (`best`, `last` or a folder), verified; ConfigError naming it when
 /// there is none or it is damaged.
 std::string find_checkpoint(const RunSettings& run, const std::string& choice) {
-  UT_CHECK(choice != "auto" && choice != "none" && !choice.empty(),
-           "--checkpoint ", choice, ": give best, last or a checkpoint folder");
+  UT_CHECK(choice != "auto" && choice != "none" && !choice.empty(), "--checkpoint ", choice,
+           ": give best, last or a checkpoint folder");
   const std::string root = run.run_dir + "/checkpoints";
   std::string dir;
   try {
@@ -67,8 +67,8 @@ std::string find_checkpoint(const RunSettings& run, const std::string& choice) {
 Config runs_own_config(const Config& given, const std::string& dir, const char* command) {
   Config own = read_checkpoint_config(dir);
   static const char* const kChosen[][2] = {
-      {"data", "test"},  {"data", "loader"}, {"objective", "metrics"}, {"train", "device"},
-      {"train", "threads"}, {"log", nullptr}, {"name", nullptr},        {"run_dir", nullptr}};
+      {"data", "test"},     {"data", "loader"}, {"objective", "metrics"}, {"train", "device"},
+      {"train", "threads"}, {"log", nullptr},   {"name", nullptr},        {"run_dir", nullptr}};
   for (const auto& key : kChosen) {
     const YAML::Node from = given.node()[key[0]];
     if (!from.IsDefined() || from.IsNull()) continue;
@@ -91,9 +91,10 @@ Config runs_own_config(const Config& given, const std::string& dir, const char* 
         (d.now == "[]" || d.now == "(unset)")) {
       continue;
     }
-    log::warn(fmt::format("{}: {} is {} in the run ({}/config.yaml), {} in the config given: the "
-                          "run's own is used",
-                          command, d.key, d.was, dir, d.now));
+    log::warn(
+        fmt::format("{}: {} is {} in the run ({}/config.yaml), {} in the config given: the "
+                    "run's own is used",
+                    command, d.key, d.was, dir, d.now));
   }
   return resolve_run_config(own);  // an earlier unitrain's file: today's defaults filled in
 }
@@ -135,8 +136,10 @@ std::pair<std::string, int64_t> load_chosen_checkpoint(const RunSettings& run,
     } catch (const ConfigError&) {
       std::error_code ec;
       if (attempt == 3 || fs::exists(dir, ec)) throw;
-      log::info(fmt::format("checkpoint {} was removed while it was read (a run is training "
-                            "there); reading the current one", dir));
+      log::info(
+          fmt::format("checkpoint {} was removed while it was read (a run is training "
+                      "there); reading the current one",
+                      dir));
     }
   }
 }
@@ -191,8 +194,10 @@ OpenedRun open_run(ChosenCheckpoint chosen, const std::string& weights) {
   if (weights == "validated") {
     const std::string by = run.trainer->load_validated_weights(*run.module, run.dir);
     if (!by.empty()) {
-      log::info(fmt::format("weights: the {} callback's, as validation used them (--weights "
-                            "trained for the weights as trained)", by));
+      log::info(
+          fmt::format("weights: the {} callback's, as validation used them (--weights "
+                      "trained for the weights as trained)",
+                      by));
     }
   }
   return run;

@@ -7,15 +7,15 @@
 #include <nlohmann/json.hpp>
 
 #include "unitrain/checkpoint/state_io.h"
+#include "unitrain/commands/open_run.h"
 #include "unitrain/core/atomic_file.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/registry.h"
-#include "unitrain/text/text_lines.h"
-#include "unitrain/text/tokenizer.h"
 #include "unitrain/engine/config/run_text.h"
 #include "unitrain/engine/setup/run_folder.h"
-#include "unitrain/commands/open_run.h"
 #include "unitrain/objective/objective_module.h"
+#include "unitrain/text/text_lines.h"
+#include "unitrain/text/tokenizer.h"
 
 namespace unitrain {
 namespace {

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
@@ -21,19 +20,19 @@
 #include "unitrain/checkpoint/safetensors.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/checkpoint/trainer_state_file.h"
+#include "unitrain/commands/config_driven.h"
+#include "unitrain/commands/init_weights.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/file_bytes.h"
 #include "unitrain/core/unit_parts.h"
 #include "unitrain/data/build_data.h"
-#include "unitrain/core/file_bytes.h"
 #include "unitrain/data/loader.h"
 #include "unitrain/engine/config/load_config.h"
 #include "unitrain/engine/config/resume_config.h"
 #include "unitrain/engine/config/run_settings.h"
-#include "unitrain/commands/config_driven.h"
-#include "unitrain/engine/setup/run_resume.h"
-#include "unitrain/commands/init_weights.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/run_folder.h"
+#include "unitrain/engine/setup/run_resume.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/console_tracker.h"
 #include "unitrain/models/torchscript_export.h"
@@ -44,9 +43,6 @@
 namespace unitrain {
 
 namespace {
-
-
-
 
 std::string yaml_list(const std::vector<double>& values) {
   return fmt::format("[{}]", fmt::join(values, ", "));  // shortest text that reads back exactly
@@ -153,7 +149,8 @@ ConfigRunResult train_from_config(const Config& raw_config) {
   }
   ConfigRunResult result;
   result.fit = trainer.fit(*module, data.train, data.val);
-  if (data.test && result.fit.signal == 0 && result.fit.paused.empty()) result.test = trainer.test(*module, data.test);
+  if (data.test && result.fit.signal == 0 && result.fit.paused.empty())
+    result.test = trainer.test(*module, data.test);
   return result;
 }
 

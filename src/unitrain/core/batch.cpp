@@ -27,15 +27,14 @@ std::string shape_mismatch(const std::string& name, const torch::Tensor& first,
     return indices.empty() ? detail::concat("example ", k, " of the batch")
                            : detail::concat("the dataset's example ", indices[k]);
   };
-  return detail::concat("examples disagree on the shape of '", name, "': ", shape_str(first),
-                        " (", which(0), ") vs ", shape_str(t), " (", which(i), ")",
-                        only_length ? "; examples of varying length are batched by padding "
-                                      "them to the longest: set data.collate: {type: pad}"
-                        : image_sizes
-                            ? "; images of different sizes are batched after resizing or "
-                              "cropping them to one size: add a resize, center_crop or "
-                              "random_resized_crop to data.transforms"
-                            : "");
+  return detail::concat("examples disagree on the shape of '", name, "': ", shape_str(first), " (",
+                        which(0), ") vs ", shape_str(t), " (", which(i), ")",
+                        only_length   ? "; examples of varying length are batched by padding "
+                                        "them to the longest: set data.collate: {type: pad}"
+                        : image_sizes ? "; images of different sizes are batched after resizing or "
+                                        "cropping them to one size: add a resize, center_crop or "
+                                        "random_resized_crop to data.transforms"
+                                      : "");
 }
 
 }  // namespace
@@ -60,8 +59,8 @@ const torch::Tensor& Batch::at(const std::string& name) const {
   }
   std::string names;
   for (const auto& e : entries_) names += (names.empty() ? "" : ", ") + e.first;
-  throw ConfigError(detail::concat("the batch has no tensor named '", name, "'; it has: ",
-                                   names.empty() ? "(nothing)" : names));
+  throw ConfigError(detail::concat("the batch has no tensor named '", name,
+                                   "'; it has: ", names.empty() ? "(nothing)" : names));
 }
 
 bool Batch::has(const std::string& name) const {
@@ -100,9 +99,9 @@ Batch collate(const std::vector<Batch>& examples, const std::vector<int64_t>& in
     for (size_t i = 0; i < examples.size(); ++i) {
       const torch::Tensor& t = examples[i].at(name);
       if (t.sizes() != tensor.sizes()) {
-        throw ConfigError(shape_mismatch(name, tensor, t, i,
-                                         indices.size() == examples.size() ? indices
-                                                                           : std::vector<int64_t>{}));
+        throw ConfigError(
+            shape_mismatch(name, tensor, t, i,
+                           indices.size() == examples.size() ? indices : std::vector<int64_t>{}));
       }
       parts.push_back(t);
     }

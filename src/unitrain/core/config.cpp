@@ -130,7 +130,8 @@ bool KeyReads::first_warning() {
 
 Config::Config() : node_(YAML::NodeType::Map) {}
 
-Config::Config(YAML::Node node, std::string path) : node_(std::move(node)), path_(std::move(path)) {}
+Config::Config(YAML::Node node, std::string path)
+    : node_(std::move(node)), path_(std::move(path)) {}
 
 Config Config::from_string(const std::string& text, const std::string& source) {
   YAML::Node root;

@@ -31,13 +31,13 @@ std::string concat(const Args&... args) {
 }  // namespace unitrain
 
 /// Throws ConfigError with the concatenated message when `cond` is false.
-#define UT_CHECK(cond, ...)                                                   \
-  do {                                                                        \
+#define UT_CHECK(cond, ...)                                                              \
+  do {                                                                                   \
     if (!(cond)) throw ::unitrain::ConfigError(::unitrain::detail::concat(__VA_ARGS__)); \
   } while (0)
 
 /// Throws TrainError with the concatenated message when `cond` is false.
-#define UT_CHECK_TRAIN(cond, ...)                                            \
-  do {                                                                       \
+#define UT_CHECK_TRAIN(cond, ...)                                                       \
+  do {                                                                                  \
     if (!(cond)) throw ::unitrain::TrainError(::unitrain::detail::concat(__VA_ARGS__)); \
   } while (0)

@@ -82,10 +82,12 @@ class Registry {
     const std::string type_key = section.key_path("type");    // (a named string: no temporary
     const auto& info = catalog::find(kind_, name, type_key);  // that the reference could outlive)
     auto it = factories_.find(name);
-    UT_CHECK(it != factories_.end(), "component ", kind_, " '", name, "' is described but has no factory");
-    Config args = section.has("args")
-                      ? section.at("args")
-                      : info.args->resolve(Config(YAML::Node(YAML::NodeType::Map), section.key_path("args")));
+    UT_CHECK(it != factories_.end(), "component ", kind_, " '", name,
+             "' is described but has no factory");
+    Config args =
+        section.has("args")
+            ? section.at("args")
+            : info.args->resolve(Config(YAML::Node(YAML::NodeType::Map), section.key_path("args")));
     return it->second(args, std::forward<Extra>(extra)...);
   }
 
@@ -95,7 +97,8 @@ class Registry {
                        Extra... extra) const {
     catalog::find(kind_, name, key_path);
     auto it = factories_.find(name);
-    UT_CHECK(it != factories_.end(), "component ", kind_, " '", name, "' is described but has no factory");
+    UT_CHECK(it != factories_.end(), "component ", kind_, " '", name,
+             "' is described but has no factory");
     return it->second(args, std::forward<Extra>(extra)...);
   }
 

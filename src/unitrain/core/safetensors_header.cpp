@@ -96,8 +96,8 @@ class HeaderReader {
       if (dtype.get<std::string>() == d.name) e.dtype = &d;
     }
     if (e.dtype == nullptr) {
-      fail(name,
-           detail::concat("unknown dtype ", json_excerpt(dtype), " (known: ", known_dtype_names(), ")"));
+      fail(name, detail::concat("unknown dtype ", json_excerpt(dtype),
+                                " (known: ", known_dtype_names(), ")"));
     }
     const json& shape = value["shape"];
     if (!shape.is_array()) fail(name, "shape must be a list of sizes, got " + json_excerpt(shape));

@@ -53,17 +53,17 @@ void check_known_keys(const YAML::Node& in, const std::vector<std::string>& know
     const std::string key = kv.first.as<std::string>();
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
     std::string hint = closest_match(key, known);
-    const bool top = hint.empty() && !path.empty() && top_level_keys != nullptr &&
-                     std::find(top_level_keys->begin(), top_level_keys->end(), key) !=
-                         top_level_keys->end();
+    const bool top =
+        hint.empty() && !path.empty() && top_level_keys != nullptr &&
+        std::find(top_level_keys->begin(), top_level_keys->end(), key) != top_level_keys->end();
     UT_CHECK(!top, "unknown key '", join_path(path, key), "': ", key,
-             " is a key of the config's top level, not of ", path, " (on the command line: --",
-             key, "...)");
-    throw ConfigError(detail::concat(
-        "unknown key '", join_path(path, key), "'",
-        hint.empty() ? "" : "; did you mean '" + join_path(path, hint) + "'?",
-        known.empty() ? std::string("; this section takes no keys")
-                      : "; known keys here: " + join(known, ", ")));
+             " is a key of the config's top level, not of ", path, " (on the command line: --", key,
+             "...)");
+    throw ConfigError(
+        detail::concat("unknown key '", join_path(path, key), "'",
+                       hint.empty() ? "" : "; did you mean '" + join_path(path, hint) + "'?",
+                       known.empty() ? std::string("; this section takes no keys")
+                                     : "; known keys here: " + join(known, ", ")));
   }
 }
 
@@ -116,8 +116,8 @@ void resolve_section_list(const Field& f, const YAML::Node& value, YAML::Node& o
   }
 }
 
-void resolve_field(const Field& f, const YAML::Node& in, YAML::Node& out,
-                   const std::string& path, bool explicit_null) {
+void resolve_field(const Field& f, const YAML::Node& in, YAML::Node& out, const std::string& path,
+                   bool explicit_null) {
   // reset(), not operator=: `in` may be a zombie node of a missing key, and assigning to one
   // throws (yaml-cpp reference semantics).
   YAML::Node value;
@@ -176,17 +176,28 @@ void resolve_field(const Field& f, const YAML::Node& in, YAML::Node& out,
 
 const char* type_name(Type t) {
   switch (t) {
-    case Type::Bool: return "bool";
-    case Type::Int: return "int";
-    case Type::Float: return "float";
-    case Type::String: return "string";
-    case Type::Duration: return "duration";
-    case Type::IntList: return "list of int";
-    case Type::FloatList: return "list of float";
-    case Type::StringList: return "list of string";
-    case Type::Section: return "section";
-    case Type::SectionList: return "list of sections";
-    case Type::Any: return "any";
+    case Type::Bool:
+      return "bool";
+    case Type::Int:
+      return "int";
+    case Type::Float:
+      return "float";
+    case Type::String:
+      return "string";
+    case Type::Duration:
+      return "duration";
+    case Type::IntList:
+      return "list of int";
+    case Type::FloatList:
+      return "list of float";
+    case Type::StringList:
+      return "list of string";
+    case Type::Section:
+      return "section";
+    case Type::SectionList:
+      return "list of sections";
+    case Type::Any:
+      return "any";
   }
   return "?";
 }
@@ -298,7 +309,7 @@ void Field::check_value(const YAML::Node& value, const std::string& key) const {
     case Type::IntList:
     case Type::FloatList:
     case Type::StringList: {
-      Type element = type_ == Type::IntList   ? Type::Int
+      Type element = type_ == Type::IntList     ? Type::Int
                      : type_ == Type::FloatList ? Type::Float
                                                 : Type::String;
       const char* example = type_ == Type::IntList     ? "[1, 2]"

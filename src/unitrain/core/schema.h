@@ -19,7 +19,7 @@ enum class Type {
   Int,
   Float,
   String,
-  Duration,     ///< a TrainUnit: "10 epochs", "500 steps", "20000 samples"
+  Duration,  ///< a TrainUnit: "10 epochs", "500 steps", "20000 samples"
   IntList,
   FloatList,
   StringList,
@@ -51,22 +51,54 @@ class Field {
  public:
   Field(std::string name, Type type) : name_(std::move(name)), type_(type) {}
 
-  Field& def(const char* yaml) { default_ = std::string(yaml); return *this; }
-  Field& def(const std::string& yaml) { default_ = yaml; return *this; }
+  Field& def(const char* yaml) {
+    default_ = std::string(yaml);
+    return *this;
+  }
+  Field& def(const std::string& yaml) {
+    default_ = yaml;
+    return *this;
+  }
   Field& def(double v);
   Field& def(int v) { return def(static_cast<int64_t>(v)); }
   Field& def(int64_t v);
-  Field& def(bool v) { default_ = v ? "true" : "false"; return *this; }
-  Field& min(double v) { min_ = v; return *this; }  ///< value >= v
-  Field& gt(double v) { min_ = v; min_exclusive_ = true; return *this; }  ///< value > v
-  Field& max(double v) { max_ = v; return *this; }  ///< value <= v
-  Field& lt(double v) { max_ = v; max_exclusive_ = true; return *this; }  ///< value < v
-  Field& choices(std::vector<std::string> c) { choices_ = std::move(c); return *this; }
+  Field& def(bool v) {
+    default_ = v ? "true" : "false";
+    return *this;
+  }
+  Field& min(double v) {
+    min_ = v;
+    return *this;
+  }  ///< value >= v
+  Field& gt(double v) {
+    min_ = v;
+    min_exclusive_ = true;
+    return *this;
+  }  ///< value > v
+  Field& max(double v) {
+    max_ = v;
+    return *this;
+  }  ///< value <= v
+  Field& lt(double v) {
+    max_ = v;
+    max_exclusive_ = true;
+    return *this;
+  }  ///< value < v
+  Field& choices(std::vector<std::string> c) {
+    choices_ = std::move(c);
+    return *this;
+  }
   /// The values allowed (choices()); empty when any value of the type is.
   const std::vector<std::string>& choice_list() const { return choices_; }
-  Field& help(std::string h) { help_ = std::move(h); return *this; }
+  Field& help(std::string h) {
+    help_ = std::move(h);
+    return *this;
+  }
   /// null is allowed: the default without def(); with def(), an explicit null stays null.
-  Field& nullable() { nullable_ = true; return *this; }
+  Field& nullable() {
+    nullable_ = true;
+    return *this;
+  }
   /// No default: the key must be given (also clears nullable()).
   Field& required() {
     default_.reset();
@@ -100,7 +132,10 @@ class Field {
     return *this;
   }
   /// Nested keys of a Section or of each element of a SectionList.
-  Field& section(std::shared_ptr<const Schema> s) { section_ = std::move(s); return *this; }
+  Field& section(std::shared_ptr<const Schema> s) {
+    section_ = std::move(s);
+    return *this;
+  }
   /// The section picks a registered component: its `type` key names one of `kind`, and its
   /// `args` key is validated against that component's schema. `default_type` may be empty
   /// (then `type` is required).

@@ -25,8 +25,8 @@ class OptimizerSetup;
 
 /// The result of one step on one batch.
 struct StepOutput {
-  torch::Tensor loss;                           ///< scalar, mean over the batch
-  std::map<std::string, MetricValue> metrics;   ///< logged as train/<name>, val/<name>
+  torch::Tensor loss;                          ///< scalar, mean over the batch
+  std::map<std::string, MetricValue> metrics;  ///< logged as train/<name>, val/<name>
 };
 
 /// What a module sees of the run that trains it, during fit() (TrainModule::run()): where the

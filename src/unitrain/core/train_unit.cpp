@@ -12,9 +12,9 @@ namespace {
 
 bool unit_from_word(const std::string& word, TrainUnit::Unit* unit) {
   static const std::pair<const char*, TrainUnit::Unit> kWords[] = {
-      {"epochs", TrainUnit::Unit::Epochs}, {"epoch", TrainUnit::Unit::Epochs},
-      {"ep", TrainUnit::Unit::Epochs},     {"steps", TrainUnit::Unit::Steps},
-      {"step", TrainUnit::Unit::Steps},    {"st", TrainUnit::Unit::Steps},
+      {"epochs", TrainUnit::Unit::Epochs},   {"epoch", TrainUnit::Unit::Epochs},
+      {"ep", TrainUnit::Unit::Epochs},       {"steps", TrainUnit::Unit::Steps},
+      {"step", TrainUnit::Unit::Steps},      {"st", TrainUnit::Unit::Steps},
       {"samples", TrainUnit::Unit::Samples}, {"sample", TrainUnit::Unit::Samples},
       {"sa", TrainUnit::Unit::Samples},
   };

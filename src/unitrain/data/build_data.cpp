@@ -1,7 +1,6 @@
 #include "unitrain/data/build_data.h"
 
 #include <spdlog/spdlog.h>
-
 #include <yaml-cpp/yaml.h>
 
 #include <map>
@@ -57,11 +56,12 @@ void check_same_classes(const Config& data, const DatasetPtr& train, const Datas
   const auto name = [](const std::vector<std::string>& v, size_t k) {
     return k < v.size() ? "'" + v[k] + "'" : std::string("none");
   };
-  throw ConfigError(detail::concat(
-      data.key_path(key), ": its classes differ from ", data.key_path("train"), "'s (", a.size(),
-      " and ", b.size(), " classes; class ", i, " is ", name(a, i), " in train and ", name(b, i),
-      " in ", key, "), so a class index would not mean the same class: give both splits the same "
-      "class folders"));
+  throw ConfigError(
+      detail::concat(data.key_path(key), ": its classes differ from ", data.key_path("train"),
+                     "'s (", a.size(), " and ", b.size(), " classes; class ", i, " is ", name(a, i),
+                     " in train and ", name(b, i), " in ", key,
+                     "), so a class index would not mean the same class: give both splits the same "
+                     "class folders"));
 }
 
 // Wraps each split whose transforms or collate function are not the plain stack. `pad_id`: the
@@ -193,8 +193,8 @@ DataSplits build_data(const Config& data_section, uint64_t seed, ShuffleAlgorith
       }
       if (mean.empty()) mean = stats.mean;
       if (std.empty()) std = stats.std;
-      spdlog::info("{}: {} channel(s) of '{}' normalized with train statistics", norm,
-                   mean.size(), key);
+      spdlog::info("{}: {} channel(s) of '{}' normalized with train statistics", norm, mean.size(),
+                   key);
     }
     out.normalize_mean = mean;
     out.normalize_std = std;

@@ -35,8 +35,9 @@ struct PadArgs {
     using A = PadArgs;
     o.field_or_auto("pad_value", &A::pad_value, &A::pad_value_auto)
         .def("auto")
-        .help("what sequences other than labels are padded with; auto = the pad id of the text "
-              "dataset's tokenizer (a tokenizer.json's, or a SentencePiece model's), else 0");
+        .help(
+            "what sequences other than labels are padded with; auto = the pad id of the text "
+            "dataset's tokenizer (a tokenizer.json's, or a SentencePiece model's), else 0");
     o.field("label_keys", &A::label_keys)
         .help("sequences padded with ignore_index instead (the loss skips those positions)");
     o.field("ignore_index", &A::ignore_index).help("the loss's ignore index (cross_entropy: -100)");

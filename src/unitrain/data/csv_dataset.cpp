@@ -10,8 +10,8 @@
 
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
-#include "unitrain/data/class_names.h"
 #include "unitrain/core/file_bytes.h"
+#include "unitrain/data/class_names.h"
 #include "unitrain/data/tensor_dataset.h"
 
 namespace unitrain {

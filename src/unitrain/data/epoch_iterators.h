@@ -14,8 +14,8 @@ struct EpochPlan {
   EpochOrder order;
   int64_t batch_size = 0;
   int64_t num_batches = 0;
-  std::string name;  ///< e.g. "data.train", for error messages
-  ReadContext context;  ///< the seed and epoch, for per-example randomness
+  std::string name;         ///< e.g. "data.train", for error messages
+  ReadContext context;      ///< the seed and epoch, for per-example randomness
   bool pin_memory = false;  ///< batches in pinned host memory (LoaderOptions::pin_memory_ On)
 
   /// Reads batch b (pinned with pin_memory); a failure becomes a ConfigError/TrainError naming

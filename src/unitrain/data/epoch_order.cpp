@@ -23,8 +23,7 @@ EpochOrder EpochOrder::sharded(int rank, int world, bool pad) const {
   return out;
 }
 
-EpochOrder EpochOrder::sharded_in_blocks(int rank, int world, int64_t block,
-                                         int64_t limit) const {
+EpochOrder EpochOrder::sharded_in_blocks(int rank, int world, int64_t block, int64_t limit) const {
   EpochOrder out = *this;
   out.rank_ = rank;
   out.world_ = world;

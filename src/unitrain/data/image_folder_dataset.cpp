@@ -37,8 +37,8 @@ bool is_hidden_folder_entry(const fs::path& p) { return p.filename().string().rf
 std::vector<std::string> image_files_under(const fs::path& dir, const fs::path& root) {
   std::vector<std::string> out;
   std::error_code ec;
-  auto it = fs::recursive_directory_iterator(
-      dir, fs::directory_options::follow_directory_symlink, ec);
+  auto it =
+      fs::recursive_directory_iterator(dir, fs::directory_options::follow_directory_symlink, ec);
   UT_CHECK(!ec, "image_folder: cannot list '", dir.string(), "': ", ec.message());
   for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
     UT_CHECK(!ec, "image_folder: cannot list '", dir.string(), "': ", ec.message());
@@ -63,8 +63,7 @@ std::string read_image_file(const std::string& path) {
   char buffer[1 << 16];
   size_t got = 0;
   while ((got = std::fread(buffer, 1, sizeof(buffer), f.get())) > 0) bytes.append(buffer, got);
-  UT_CHECK(!std::ferror(f.get()), "image_folder: cannot read '", path, "': ",
-           std::strerror(errno));
+  UT_CHECK(!std::ferror(f.get()), "image_folder: cannot read '", path, "': ", std::strerror(errno));
   return bytes;
 }
 
@@ -77,7 +76,8 @@ torch::Tensor chw_floats_of(const DecodedImage& image) {
   // torchvision's ToTensor and the idx dataset give.
   auto spread = [&](const auto* src, float scale) {
     for (int64_t i = 0; i < plane; ++i) {
-      for (int64_t k = 0; k < c; ++k) dst[k * plane + i] = static_cast<float>(src[i * c + k]) / scale;
+      for (int64_t k = 0; k < c; ++k)
+        dst[k * plane + i] = static_cast<float>(src[i * c + k]) / scale;
     }
   };
   if (image.bits == 16) {
@@ -102,15 +102,17 @@ void ImageFolderOptions::declare(Options<ImageFolderOptions>& o) {
   using O = ImageFolderOptions;
   o.field("root", &O::root)
       .required()
-      .help("the folder of class folders: root/<class>/*.png|jpg|jpeg; relative to the current "
-            "directory");
+      .help(
+          "the folder of class folders: root/<class>/*.png|jpg|jpeg; relative to the current "
+          "directory");
   o.field("channels", &O::channels)
       .min(1)
       .max(3)
       .help("1: gray, 3: RGB; images are converted as needed");
   o.field("size", &O::size)
-      .help("[S] or [H, W]: every image resized to it when decoded (bilinear, as the resize "
-            "transform); [] = as stored (then a batch needs images of one size)");
+      .help(
+          "[S] or [H, W]: every image resized to it when decoded (bilinear, as the resize "
+          "transform); [] = as stored (then a batch needs images of one size)");
 }
 
 ImageFolderDataset::ImageFolderDataset(const ImageFolderOptions& options)
@@ -122,8 +124,8 @@ ImageFolderDataset::ImageFolderDataset(const ImageFolderOptions& options)
              options.size.size(), " values");
     height_ = options.size[0];
     width_ = options.size.back();
-    UT_CHECK(height_ > 0 && width_ > 0, "image_folder: size must be positive, got [", height_,
-             ", ", width_, "]");
+    UT_CHECK(height_ > 0 && width_ > 0, "image_folder: size must be positive, got [", height_, ", ",
+             width_, "]");
   }
   std::error_code ec;
   if (!fs::exists(root_, ec)) require_file(root_, "image_folder root");  // says where from
@@ -138,7 +140,8 @@ ImageFolderDataset::ImageFolderDataset(const ImageFolderOptions& options)
   if (classes_.empty()) {
     const bool loose = !image_files_under(root_, root_).empty();
     throw ConfigError(detail::concat(
-        "image_folder: root '", root_, "' holds no class folders: put each class's images in "
+        "image_folder: root '", root_,
+        "' holds no class folders: put each class's images in "
         "a folder of its own, root/<class>/*.png|jpg|jpeg",
         loose ? " (its images are directly in root: move them into class folders)" : ""));
   }
@@ -172,7 +175,8 @@ Batch ImageFolderDataset::get(int64_t index) const {
   UT_CHECK(index >= 0 && index < size(), "image_folder: example index ", index,
            " is out of range [0, ", size(), ")");
   const std::string file = path(index);
-  const DecodedImage image = decode_image(read_image_file(file), channels_, "image_folder: '" + file + "'");
+  const DecodedImage image =
+      decode_image(read_image_file(file), channels_, "image_folder: '" + file + "'");
   torch::Tensor x = chw_floats_of(image);
   if (height_ > 0) x = resize_image(x, height_, width_);
   return {{"x", x}, {"y", torch::tensor(files_[static_cast<size_t>(index)].label, torch::kInt64)}};
@@ -187,8 +191,8 @@ Batch ImageFolderDataset::get_batch(const std::vector<int64_t>& indices) const {
     const torch::Tensor& x = examples.back().at("x");
     if (x.sizes() == first.sizes()) continue;
     throw ConfigError(detail::concat(
-        "image_folder: images of different sizes in one batch: '", path(indices.front()),
-        "' is ", first.sizes(), " and '", path(i), "' is ", x.sizes(),
+        "image_folder: images of different sizes in one batch: '", path(indices.front()), "' is ",
+        first.sizes(), " and '", path(i), "' is ", x.sizes(),
         " ([C, H, W]); give image_folder a size ([H, W]: every image resized when decoded), "
         "or add a resize, center_crop or random_resized_crop to data.transforms"));
   }

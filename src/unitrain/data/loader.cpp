@@ -147,10 +147,10 @@ int64_t Loader::batches_per_epoch() const {
 int64_t Loader::most_batches_per_epoch() const {
   // Rank 0's shard is the largest: positions 0, world, 2 world, ...
   const int64_t size = dataset_->size();
-  const int64_t n =
-      by_batches_ ? EpochOrder::size_in_blocks(read_limit(), options_.batch_size_, 0, world_)
-      : world_ == 1 || pad_ ? epoch_size()
-                            : (size + world_ - 1) / world_;
+  const int64_t n = by_batches_
+                        ? EpochOrder::size_in_blocks(read_limit(), options_.batch_size_, 0, world_)
+                    : world_ == 1 || pad_ ? epoch_size()
+                                          : (size + world_ - 1) / world_;
   const int64_t b = options_.batch_size_;
   return options_.drop_last_ ? n / b : (n + b - 1) / b;
 }

@@ -24,19 +24,43 @@ struct LoaderOptions {
   int64_t workers_ = -1;  ///< -1 = auto: 0 for in-memory datasets, else 2
   bool shuffle_ = true;
   bool drop_last_ = false;
-  int64_t prefetch_ = 4;  ///< batches read ahead per worker
+  int64_t prefetch_ = 4;          ///< batches read ahead per worker
   int64_t bucket_window_ = 0;     ///< length bucketing: batches per sorted window; 0 = off
   std::string bucket_key_ = "x";  ///< the sequence whose length bucketing sorts by
   PinMemory pin_memory_ = PinMemory::Auto;  ///< Auto: resolved by for_device(); off until then
 
-  LoaderOptions& batch_size(int64_t v) { batch_size_ = v; return *this; }
-  LoaderOptions& workers(int64_t v) { workers_ = v; return *this; }
-  LoaderOptions& shuffle(bool v) { shuffle_ = v; return *this; }
-  LoaderOptions& drop_last(bool v) { drop_last_ = v; return *this; }
-  LoaderOptions& prefetch(int64_t v) { prefetch_ = v; return *this; }
-  LoaderOptions& bucket_window(int64_t v) { bucket_window_ = v; return *this; }
-  LoaderOptions& bucket_key(std::string v) { bucket_key_ = std::move(v); return *this; }
-  LoaderOptions& pin_memory(PinMemory v) { pin_memory_ = v; return *this; }
+  LoaderOptions& batch_size(int64_t v) {
+    batch_size_ = v;
+    return *this;
+  }
+  LoaderOptions& workers(int64_t v) {
+    workers_ = v;
+    return *this;
+  }
+  LoaderOptions& shuffle(bool v) {
+    shuffle_ = v;
+    return *this;
+  }
+  LoaderOptions& drop_last(bool v) {
+    drop_last_ = v;
+    return *this;
+  }
+  LoaderOptions& prefetch(int64_t v) {
+    prefetch_ = v;
+    return *this;
+  }
+  LoaderOptions& bucket_window(int64_t v) {
+    bucket_window_ = v;
+    return *this;
+  }
+  LoaderOptions& bucket_key(std::string v) {
+    bucket_key_ = std::move(v);
+    return *this;
+  }
+  LoaderOptions& pin_memory(PinMemory v) {
+    pin_memory_ = v;
+    return *this;
+  }
   /// The same options reading every example once, in order: what evaluation passes use.
   LoaderOptions in_order() const {
     LoaderOptions o = *this;

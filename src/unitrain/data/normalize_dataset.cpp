@@ -60,9 +60,10 @@ ChannelStats channel_stats(const Dataset& data, const std::string& key) {
   // Common and harmless (the always-blank border pixels of digit images): one line, not a
   // warning per channel.
   if (!constant.empty()) {
-    spdlog::info("normalize: {} of the {} channels of '{}' are constant in the train data ({}); "
-                 "they are centred, not scaled", constant.size(), mean.size(0), key,
-                 fmt::join(constant, ", "));
+    spdlog::info(
+        "normalize: {} of the {} channels of '{}' are constant in the train data ({}); "
+        "they are centred, not scaled",
+        constant.size(), mean.size(0), key, fmt::join(constant, ", "));
   }
   return out;
 }

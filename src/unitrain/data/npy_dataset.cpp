@@ -10,11 +10,11 @@
 #include "unitrain/core/mapped_file.h"
 #include "unitrain/data/array_shards.h"
 #include "unitrain/data/class_names.h"
-#include "unitrain/text/hf_tokenizer/unicode_text.h"
 #include "unitrain/data/formats/npy_format.h"
+#include "unitrain/data/formats/zip_archive.h"
 #include "unitrain/data/shard_paths.h"
 #include "unitrain/data/tensor_dataset.h"
-#include "unitrain/data/formats/zip_archive.h"
+#include "unitrain/text/hf_tokenizer/unicode_text.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the npy reader swaps big-endian ('>') arrays for a little-endian host");

@@ -119,7 +119,7 @@ Batch TextDataset::get(int64_t index) const {
 
 std::map<std::string, int64_t> TextDataset::info() const {
   std::map<std::string, int64_t> info{{"vocab_size", tokenizer_->vocab_size()},
-                                       {"num_examples", size()}};
+                                      {"num_examples", size()}};
   if (tokenizer_->pad_id() >= 0) info["pad_id"] = tokenizer_->pad_id();  // pad's `auto`
   return info;
 }

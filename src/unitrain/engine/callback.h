@@ -23,11 +23,11 @@ using CheckpointEntries = std::map<std::string, std::string>;
 
 /// A non-finite loss or gradient norm the step met (on_nonfinite).
 struct NonFinite {
-  int64_t step = 0;      ///< the optimizer step it belongs to
-  std::string what;      ///< "loss", "loss (on another rank)" or "gradient"
-  double loss = 0;       ///< the micro-batch's loss
-  double grad_norm = -1; ///< the gradient norm, when it was measured
-  bool stops = false;    ///< true: the run stops (on_nonfinite: stop); false: the update is skipped
+  int64_t step = 0;       ///< the optimizer step it belongs to
+  std::string what;       ///< "loss", "loss (on another rank)" or "gradient"
+  double loss = 0;        ///< the micro-batch's loss
+  double grad_norm = -1;  ///< the gradient norm, when it was measured
+  bool stops = false;  ///< true: the run stops (on_nonfinite: stop); false: the update is skipped
 };
 
 /// Hooks called by the Trainer, in the order callbacks were added. Every hook does nothing by

@@ -41,8 +41,8 @@ double monitored(const MetricMap& metrics, const std::string& key, const std::st
   if (it != metrics.end()) return it->second;
   std::vector<std::string> names;
   for (const auto& kv : metrics) names.push_back(kv.first);
-  throw ConfigError(fmt::format("{} monitors '{}' but validation reports: {}", who, key,
-                                fmt::join(names, ", ")));
+  throw ConfigError(
+      fmt::format("{} monitors '{}' but validation reports: {}", who, key, fmt::join(names, ", ")));
 }
 
 void CallbackList::add(std::shared_ptr<Callback> callback) {

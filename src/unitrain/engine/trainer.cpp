@@ -12,7 +12,6 @@
 
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/core/atomic_file.h"
-#include "unitrain/threads/cpu_budget.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
 #include "unitrain/core/save_signals.h"
@@ -23,8 +22,8 @@
 #include "unitrain/engine/loop/stall_watchdog.h"
 #include "unitrain/engine/loop/stop_signal.h"
 #include "unitrain/engine/loop/train_loop.h"
-#include "unitrain/engine/results/summary_file.h"
 #include "unitrain/engine/results/fit_conclusion.h"
+#include "unitrain/engine/results/summary_file.h"
 #include "unitrain/engine/setup/fit_device.h"
 #include "unitrain/engine/setup/run_callbacks.h"
 #include "unitrain/engine/setup/run_dir_lock.h"
@@ -37,6 +36,7 @@
 #include "unitrain/log/run_logger.h"
 #include "unitrain/optim/optimizer_setup.h"
 #include "unitrain/parallel/dist_env.h"
+#include "unitrain/threads/cpu_budget.h"
 
 namespace unitrain {
 
@@ -75,9 +75,7 @@ int Trainer::rank() const { return loop_ ? loop_->plan().rank : last_fit_.rank; 
 
 int Trainer::world_size() const { return loop_ ? loop_->plan().world : 1; }
 
-TrainState Trainer::state() const {
-  return loop_ ? loop_->counters() : last_fit_.result.state;
-}
+TrainState Trainer::state() const { return loop_ ? loop_->counters() : last_fit_.result.state; }
 
 void Trainer::request_stop() { decisions_.request_stop(); }
 
@@ -121,11 +119,14 @@ SchedulerPtr Trainer::configure_scheduler(const ScheduleContext& context) {
 void Trainer::check_monitored_metrics(bool has_val) const {
   if (has_val) return;
   auto check = [](const std::string& key, const std::string& metric) {
-    UT_CHECK(metric.rfind("val/", 0) != 0, key, ": '", metric, "' is a validation metric, but "
+    UT_CHECK(metric.rfind("val/", 0) != 0, key, ": '", metric,
+             "' is a validation metric, but "
              "this run has no validation data, so it would never be reported: set data.val or "
-             "data.validation_ratio (in C++: pass validation data to fit()), or unset ", key);
+             "data.validation_ratio (in C++: pass validation data to fit()), or unset ",
+             key);
   };
-  if (settings_->checkpoint.enabled) check("checkpoint.best.metric", settings_->checkpoint.best_metric);
+  if (settings_->checkpoint.enabled)
+    check("checkpoint.best.metric", settings_->checkpoint.best_metric);
   check("early_stopping.metric", settings_->early_stopping.metric);
 }
 
@@ -222,7 +223,8 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   }
   if (env.rank == 0) warn_unread_keys(config_);  // keys the config sets that nothing read
   const CheckpointOptions& ckpt = settings_->checkpoint;
-  if (ckpt.enabled && !options().test_mode) resume = read_resume(*settings_, config_, env.rank == 0);
+  if (ckpt.enabled && !options().test_mode)
+    resume = read_resume(*settings_, config_, env.rank == 0);
   // A rollback restores the last checkpoint: there must be checkpoints.
   UT_CHECK(!options().rolls_back() || ckpt.enabled || options().test_mode,
            options().on_nonfinite == OnNonFinite::Rollback ? "train.on_nonfinite"
@@ -263,10 +265,9 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   std::shared_ptr<ProcessGroup> group = prepare_fit(env, module, resume);
   auto threads = govern_threads(options().threads, env.local_world_size, resume, group.get());
   const std::vector<std::string> classes = train->class_names();
-  loop_ = std::make_unique<TrainLoop>(
-      LoopInputs{*settings_, config_, callbacks_, decisions_, *precision_, module, group,
-                 std::move(threads)},
-      std::move(train), std::move(val), resume);
+  loop_ = std::make_unique<TrainLoop>(LoopInputs{*settings_, config_, callbacks_, decisions_,
+                                                 *precision_, module, group, std::move(threads)},
+                                      std::move(train), std::move(val), resume);
   TrainLoop& loop = *loop_;
   module_ = &module;
   loop.start([&](const RunPlan& plan) {  // the optimizers; the last refusals

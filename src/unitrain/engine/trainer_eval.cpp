@@ -15,7 +15,8 @@ namespace unitrain {
 
 MetricMap Trainer::evaluate(TrainModule& module, DatasetPtr data, EvalSplit split,
                             const std::string& prefix) {
-  Loader loader(std::move(data), settings_->loader.in_order(), 0, prefix == "test" ? "data.test" : "data.val");
+  Loader loader(std::move(data), settings_->loader.in_order(), 0,
+                prefix == "test" ? "data.test" : "data.val");
   // After fit(), as it trained; otherwise (unitrain eval) the mixed modes' autocast, and
   // float32 for bf16-true (its checkpoints hold the float32 master weights).
   std::unique_ptr<Precision> mixed;

@@ -27,8 +27,8 @@ void on_signal(int sig) {
 }  // namespace
 
 SignalPipe::SignalPipe() {
-  UT_CHECK_TRAIN(::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) == 0, "launch: pipe: ",
-                 std::strerror(errno));
+  UT_CHECK_TRAIN(::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) == 0,
+                 "launch: pipe: ", std::strerror(errno));
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);

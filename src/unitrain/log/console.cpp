@@ -49,7 +49,7 @@ class ConsoleSink : public spdlog::sinks::base_sink<std::mutex> {
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
     if (before_print_) before_print_();
-    const char* tag = msg.level == spdlog::level::warn ? "warning: "
+    const char* tag = msg.level == spdlog::level::warn  ? "warning: "
                       : msg.level >= spdlog::level::err ? "error: "
                                                         : "";
     const std::string line = fmt::format("{}{}{}\n", tag, prefix(),
@@ -81,8 +81,7 @@ class RunFileSink : public spdlog::sinks::base_sink<std::mutex> {
 
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
-    const std::string text =
-        prefix() + std::string(msg.payload.data(), msg.payload.size());
+    const std::string text = prefix() + std::string(msg.payload.data(), msg.payload.size());
     spdlog::details::log_msg with_prefix(msg.time, msg.source, msg.logger_name, msg.level, text);
     spdlog::memory_buf_t line;
     formatter_->format(with_prefix, line);
@@ -117,8 +116,8 @@ struct State {
 State& state() {
   static State* s = [] {
     auto* st = new State();
-    st->both = std::make_shared<spdlog::logger>(
-        "unitrain", spdlog::sinks_init_list{st->console, st->file});
+    st->both = std::make_shared<spdlog::logger>("unitrain",
+                                                spdlog::sinks_init_list{st->console, st->file});
     st->file_only = std::make_shared<spdlog::logger>("unitrain-file", st->file);
     st->console_only = std::make_shared<spdlog::logger>("unitrain-console", st->console);
     st->console_only->flush_on(spdlog::level::trace);

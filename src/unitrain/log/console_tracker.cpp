@@ -1,10 +1,10 @@
 #include "unitrain/log/console_tracker.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
-#include <fmt/format.h>
 
 #include "unitrain/log/console.h"
 #include "unitrain/log/log_options.h"
@@ -73,9 +73,9 @@ void ConsoleTracker::progress(int64_t step, int64_t total_steps, int64_t epoch,
           std::string(std::max(0, width - filled - 1), ' ') + "] ";
   }
   double eta = (total_steps > 0 && rate > 0) ? (total_steps - step) / rate : NAN;
-  std::string text = fmt::format("\r\033[2Kepoch {} {}{}/{} {:.1f} it/s ETA {} loss {}", epoch,
-                                 bar, step, total_steps > 0 ? std::to_string(total_steps) : "?",
-                                 rate, format_duration(eta), format_metric(loss()));
+  std::string text = fmt::format("\r\033[2Kepoch {} {}{}/{} {:.1f} it/s ETA {} loss {}", epoch, bar,
+                                 step, total_steps > 0 ? std::to_string(total_steps) : "?", rate,
+                                 format_duration(eta), format_metric(loss()));
   std::fputs(text.c_str(), stderr);
   std::fflush(stderr);
   g_bar_visible = true;

@@ -48,8 +48,7 @@ void RunLogger::log(const LogEvent& event) {
   for (auto& t : trackers_) t->log(event);
 }
 
-void RunLogger::progress(int64_t step, int64_t total_steps, int64_t epoch,
-                         const LossReader& loss) {
+void RunLogger::progress(int64_t step, int64_t total_steps, int64_t epoch, const LossReader& loss) {
   for (auto& t : trackers_) t->progress(step, total_steps, epoch, loss);
 }
 

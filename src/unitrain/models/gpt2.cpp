@@ -24,8 +24,8 @@ torch::Tensor activation(const std::string& name, const torch::Tensor& x) {
 
 class Gpt2AttentionImpl : public torch::nn::Module {
  public:
-  explicit Gpt2AttentionImpl(const Gpt2Config& c) : heads_(c.n_head), dropout_(c.attn_pdrop),
-                                                     resid_dropout_(c.resid_pdrop) {
+  explicit Gpt2AttentionImpl(const Gpt2Config& c)
+      : heads_(c.n_head), dropout_(c.attn_pdrop), resid_dropout_(c.resid_pdrop) {
     c_attn = register_module("c_attn", Conv1D(c.n_embd, 3 * c.n_embd));
     c_proj = register_module("c_proj", Conv1D(c.n_embd, c.n_embd));
   }
@@ -71,7 +71,8 @@ class Gpt2BlockImpl : public torch::nn::Module {
  public:
   explicit Gpt2BlockImpl(const Gpt2Config& c) {
     auto norm = [&] {
-      return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon));
+      return torch::nn::LayerNorm(
+          torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon));
     };
     ln_1 = register_module("ln_1", norm());
     attn = register_module("attn", Gpt2Attention(c));
@@ -185,7 +186,8 @@ Gpt2Impl::Gpt2Impl(const HfModelOptions& options)
     h->push_back(block);
   }
   ln_f = transformer->register_module(
-      "ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon)));
+      "ln_f",
+      torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon)));
   std::vector<torch::Tensor> last = ln_f->parameters();
   if (!c.tie_word_embeddings) {
     lm_head = register_module(
@@ -207,17 +209,18 @@ torch::Tensor Gpt2Impl::run(torch::Tensor tokens, const TokenLayout& layout) {
   const bool tied = config.tie_word_embeddings;
   // The embeddings' unit hands the head its weight when tied (a copy when units run apart:
   // ZeRO 3 frees the gathered weight once the unit has run; the gradient flows back through it).
-  auto first = run_unit(
-      0,
-      [this, tied, layout](const std::vector<torch::Tensor>& in) {
-        const torch::Tensor& ids = in[0];
-        auto x = torch::dropout(wte->forward(ids) + wpe->forward(layout.positions),
-                                config.embd_pdrop, is_training());
-        std::vector<torch::Tensor> out{x};
-        if (tied) out.push_back(units_run_apart() ? wte->weight.clone() : wte->weight);
-        return out;
-      },
-      {tokens});
+  auto first = run_unit(0,
+                        [this, tied, layout](const std::vector<torch::Tensor>& in) {
+                          const torch::Tensor& ids = in[0];
+                          auto x =
+                              torch::dropout(wte->forward(ids) + wpe->forward(layout.positions),
+                                             config.embd_pdrop, is_training());
+                          std::vector<torch::Tensor> out{x};
+                          if (tied)
+                            out.push_back(units_run_apart() ? wte->weight.clone() : wte->weight);
+                          return out;
+                        },
+                        {tokens});
   torch::Tensor x = first[0];
   for (size_t i = 0; i < h->size(); ++i) {
     auto block = h->ptr<Gpt2BlockImpl>(i);

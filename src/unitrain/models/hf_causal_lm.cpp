@@ -31,9 +31,9 @@ torch::Tensor checked_tokens(const char* model, torch::Tensor tokens, int64_t ma
   UT_CHECK(tokens.dim() == 2 && !tokens.is_floating_point() && !tokens.is_complex(), model,
            ": expected integer token ids of shape [batch, time], got ", tokens.scalar_type(),
            " of shape ", shape_string(tokens));
-  UT_CHECK(tokens.size(1) >= 1 && tokens.size(1) <= max_len, model, ": expected at most ",
-           max_key, " = ", max_len, " tokens per sequence (config.json), got shape ",
-           shape_string(tokens), "; cut the sequences shorter (data.args.seq_len)");
+  UT_CHECK(tokens.size(1) >= 1 && tokens.size(1) <= max_len, model, ": expected at most ", max_key,
+           " = ", max_len, " tokens per sequence (config.json), got shape ", shape_string(tokens),
+           "; cut the sequences shorter (data.args.seq_len)");
   if (tokens.numel() > 0) {
     const int64_t lo = tokens.min().item<int64_t>(), hi = tokens.max().item<int64_t>();
     UT_CHECK(lo >= 0 && hi < vocab, model, ": token ids must be in [0, vocab_size = ", vocab,

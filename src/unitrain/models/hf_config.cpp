@@ -168,16 +168,46 @@ class ConfigFile {
 };
 
 /// Keys every Hugging Face config may hold that change no math of a causal LM's forward.
-const std::initializer_list<const char*> kCommonHarmless = {
-    "architectures", "model_type", "torch_dtype", "dtype", "transformers_version", "use_cache",
-    "_name_or_path", "initializer_range", "pad_token_id", "id2label", "label2id",
-    "output_attentions", "output_hidden_states", "return_dict", "task_specific_params",
-    "gradient_checkpointing", "problem_type", "tokenizer_class", "prefix", "max_length",
-    "do_sample", "temperature", "top_p", "top_k", "num_beams", "repetition_penalty",
-    "is_encoder_decoder", "is_decoder", "chunk_size_feed_forward", "tie_encoder_decoder",
-    "use_bfloat16", "finetuning_task", "decoder_start_token_id", "sep_token_id",
-    "_attn_implementation", "attn_implementation", "quantization_config_applied",
-    "torchscript", "pruned_heads_applied", "keys_to_ignore_at_inference"};
+const std::initializer_list<const char*> kCommonHarmless = {"architectures",
+                                                            "model_type",
+                                                            "torch_dtype",
+                                                            "dtype",
+                                                            "transformers_version",
+                                                            "use_cache",
+                                                            "_name_or_path",
+                                                            "initializer_range",
+                                                            "pad_token_id",
+                                                            "id2label",
+                                                            "label2id",
+                                                            "output_attentions",
+                                                            "output_hidden_states",
+                                                            "return_dict",
+                                                            "task_specific_params",
+                                                            "gradient_checkpointing",
+                                                            "problem_type",
+                                                            "tokenizer_class",
+                                                            "prefix",
+                                                            "max_length",
+                                                            "do_sample",
+                                                            "temperature",
+                                                            "top_p",
+                                                            "top_k",
+                                                            "num_beams",
+                                                            "repetition_penalty",
+                                                            "is_encoder_decoder",
+                                                            "is_decoder",
+                                                            "chunk_size_feed_forward",
+                                                            "tie_encoder_decoder",
+                                                            "use_bfloat16",
+                                                            "finetuning_task",
+                                                            "decoder_start_token_id",
+                                                            "sep_token_id",
+                                                            "_attn_implementation",
+                                                            "attn_implementation",
+                                                            "quantization_config_applied",
+                                                            "torchscript",
+                                                            "pruned_heads_applied",
+                                                            "keys_to_ignore_at_inference"};
 
 /// Llama's rotary embeddings: rope_theta and rope_scaling (transformers 4), or both inside
 /// rope_parameters (transformers 5); the scalings llama computes (default, linear, llama3).
@@ -237,10 +267,14 @@ void read_rope(ConfigFile& f, LlamaConfig& c) {
 }  // namespace
 
 std::string HfModelOptions::config_path(const std::string& p) const {
-  UT_CHECK(!pretrained.empty() || !config.empty(), "give ", p, "pretrained (a Hugging Face "
-           "folder: config.json and model.safetensors) or ", p, "config (a config.json, for a "
+  UT_CHECK(!pretrained.empty() || !config.empty(), "give ", p,
+           "pretrained (a Hugging Face "
+           "folder: config.json and model.safetensors) or ",
+           p,
+           "config (a config.json, for a "
            "fresh model of its shape)");
-  UT_CHECK(pretrained.empty() || config.empty(), p, "pretrained and ", p, "config are both "
+  UT_CHECK(pretrained.empty() || config.empty(), p, "pretrained and ", p,
+           "config are both "
            "given: the folder's config.json is the model's; keep one");
   return pretrained.empty() ? config : pretrained + "/config.json";
 }
@@ -256,9 +290,8 @@ Gpt2Config read_gpt2_config(const std::string& path) {
   f.integer("n_head", c.n_head, 1, kMaxHeads);
   f.integer("n_inner", c.n_inner, 1, kMaxInner, /*nullable=*/true);
   f.text("activation_function", c.activation_function);
-  static const std::set<std::string> kActivations = {"gelu_new", "gelu_pytorch_tanh",
-                                                     "gelu_fast", "gelu", "relu", "silu",
-                                                     "swish"};
+  static const std::set<std::string> kActivations = {
+      "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu", "relu", "silu", "swish"};
   UT_CHECK(kActivations.count(c.activation_function), f.where("activation_function"), " is '",
            text_excerpt(c.activation_function),
            "'; gpt2 computes gelu_new (tanh GELU), "
@@ -321,10 +354,13 @@ LlamaConfig read_llama_config(const std::string& path) {
   UT_CHECK(c.head_dim > 0 || c.hidden_size % c.num_attention_heads == 0, f.where("hidden_size"),
            " (", c.hidden_size, ") must be a multiple of num_attention_heads (",
            c.num_attention_heads, ") when head_dim is not given");
-  UT_CHECK(c.head_width() % 2 == 0, f.where("head_dim"), ": rotary embeddings need an even head "
-           "width, got ", c.head_width());
+  UT_CHECK(c.head_width() % 2 == 0, f.where("head_dim"),
+           ": rotary embeddings need an even head "
+           "width, got ",
+           c.head_width());
   read_rope(f, c);
-  f.refuse_unless("pretraining_tp", 1, "llama computes its products whole (set it to 1: the "
+  f.refuse_unless("pretraining_tp", 1,
+                  "llama computes its products whole (set it to 1: the "
                   "math is the same, sliced)");
   for (const char* key : {"sliding_window", "attn_logit_softcapping", "final_logit_softcapping",
                           "query_pre_attn_scalar", "partial_rotary_factor", "qk_norm",
@@ -357,8 +393,10 @@ std::string generation_config_json(const std::vector<int64_t>& bos,
                                    const std::vector<int64_t>& eos) {
   nlohmann::json j = nlohmann::json::object();
   j["_from_model_config"] = true;
-  if (!bos.empty()) j["bos_token_id"] = bos.size() == 1 ? nlohmann::json(bos[0]) : nlohmann::json(bos);
-  if (!eos.empty()) j["eos_token_id"] = eos.size() == 1 ? nlohmann::json(eos[0]) : nlohmann::json(eos);
+  if (!bos.empty())
+    j["bos_token_id"] = bos.size() == 1 ? nlohmann::json(bos[0]) : nlohmann::json(bos);
+  if (!eos.empty())
+    j["eos_token_id"] = eos.size() == 1 ? nlohmann::json(eos[0]) : nlohmann::json(eos);
   return j.dump(2) + "\n";
 }
 

@@ -29,7 +29,7 @@ struct HfModelOptions {
 /// GPT-2's config.json (GPT2Config's keys and defaults).
 struct Gpt2Config {
   int64_t vocab_size = 50257, n_positions = 1024, n_embd = 768, n_layer = 12, n_head = 12;
-  int64_t n_inner = 0;                       ///< 0 (null) = 4 * n_embd
+  int64_t n_inner = 0;  ///< 0 (null) = 4 * n_embd
   std::string activation_function = "gelu_new";
   double resid_pdrop = 0.1, embd_pdrop = 0.1, attn_pdrop = 0.1;
   double layer_norm_epsilon = 1e-5, initializer_range = 0.02;
@@ -55,9 +55,11 @@ struct LlamaConfig {
   int64_t original_max_position_embeddings = 8192;
   std::vector<int64_t> bos_token_ids, eos_token_ids;
   int64_t pad_token_id = -1;  ///< the embeddings' padding row (no gradient); -1 = none
-  std::string json;  ///< the file's object, as read (written back on export)
+  std::string json;           ///< the file's object, as read (written back on export)
 
-  int64_t kv_heads() const { return num_key_value_heads > 0 ? num_key_value_heads : num_attention_heads; }
+  int64_t kv_heads() const {
+    return num_key_value_heads > 0 ? num_key_value_heads : num_attention_heads;
+  }
   int64_t head_width() const { return head_dim > 0 ? head_dim : hidden_size / num_attention_heads; }
 };
 
@@ -77,6 +79,7 @@ std::string read_generation_config(const std::string& dir, int64_t vocab,
                                    const std::string& fallback);
 
 /// generation_config.json for a model with these token ids (Hugging Face's keys).
-std::string generation_config_json(const std::vector<int64_t>& bos, const std::vector<int64_t>& eos);
+std::string generation_config_json(const std::vector<int64_t>& bos,
+                                   const std::vector<int64_t>& eos);
 
 }  // namespace unitrain::models

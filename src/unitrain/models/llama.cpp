@@ -46,7 +46,9 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
 class LlamaAttentionImpl : public torch::nn::Module {
  public:
   explicit LlamaAttentionImpl(const LlamaConfig& c)
-      : heads_(c.num_attention_heads), kv_heads_(c.kv_heads()), head_dim_(c.head_width()),
+      : heads_(c.num_attention_heads),
+        kv_heads_(c.kv_heads()),
+        head_dim_(c.head_width()),
         dropout_(c.attention_dropout) {
     const int64_t hd = c.head_width();
     q_proj = register_module("q_proj", linear(c.hidden_size, heads_ * hd, c.attention_bias));
@@ -59,7 +61,9 @@ class LlamaAttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const TokenLayout& layout, size_t block) {
     const int64_t b = x.size(0), t = x.size(1);
-    auto heads = [&](const torch::Tensor& m) { return m.view({b, t, -1, head_dim_}).transpose(1, 2); };
+    auto heads = [&](const torch::Tensor& m) {
+      return m.view({b, t, -1, head_dim_}).transpose(1, 2);
+    };
     auto q = heads(project(q_proj, x)), k = heads(project(k_proj, x)),
          v = heads(project(v_proj, x));
     q = q * cos + rotate_half(q) * sin;
@@ -83,9 +87,11 @@ TORCH_MODULE(LlamaAttention);
 class LlamaMlpImpl : public torch::nn::Module {
  public:
   explicit LlamaMlpImpl(const LlamaConfig& c) {
-    gate_proj = register_module("gate_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
+    gate_proj =
+        register_module("gate_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
     up_proj = register_module("up_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
-    down_proj = register_module("down_proj", linear(c.intermediate_size, c.hidden_size, c.mlp_bias));
+    down_proj =
+        register_module("down_proj", linear(c.intermediate_size, c.hidden_size, c.mlp_bias));
   }
   torch::Tensor forward(const torch::Tensor& x) {
     return project(down_proj, torch::silu(project(gate_proj, x)) * project(up_proj, x));
@@ -143,7 +149,8 @@ torch::Tensor inverse_frequencies(const LlamaConfig& c) {
   // (Python's scalar / tensor is a reciprocal then a product: the same here, for the same bits.)
   auto wavelen = torch::reciprocal(inv) * (2 * M_PI);
   auto scaled = torch::where(wavelen > low_wavelen, inv / c.rope_factor, inv);
-  auto smooth = (torch::reciprocal(wavelen) * original - c.low_freq_factor) / (c.high_freq_factor - c.low_freq_factor);
+  auto smooth = (torch::reciprocal(wavelen) * original - c.low_freq_factor) /
+                (c.high_freq_factor - c.low_freq_factor);
   auto smoothed = (1 - smooth) * scaled / c.rope_factor + smooth * scaled;
   auto medium = wavelen.ge(high_wavelen).logical_and(wavelen.le(low_wavelen));
   return torch::where(medium, smoothed, scaled);
@@ -248,8 +255,8 @@ std::pair<torch::Tensor, torch::Tensor> LlamaImpl::rotary(const torch::Tensor& p
 }
 
 torch::Tensor LlamaImpl::checked(torch::Tensor tokens) const {
-  return checked_tokens("llama", tokens, config.max_position_embeddings,
-                        "max_position_embeddings", config.vocab_size);
+  return checked_tokens("llama", tokens, config.max_position_embeddings, "max_position_embeddings",
+                        config.vocab_size);
 }
 
 torch::Tensor LlamaImpl::run(torch::Tensor tokens, const TokenLayout& layout) {
@@ -258,7 +265,8 @@ torch::Tensor LlamaImpl::run(torch::Tensor tokens, const TokenLayout& layout) {
       0,
       [this, tied](const std::vector<torch::Tensor>& in) {
         std::vector<torch::Tensor> out{embed_tokens->forward(in[0])};
-        if (tied) out.push_back(units_run_apart() ? embed_tokens->weight.clone() : embed_tokens->weight);
+        if (tied)
+          out.push_back(units_run_apart() ? embed_tokens->weight.clone() : embed_tokens->weight);
         return out;
       },
       {tokens});

@@ -43,7 +43,8 @@ void ModelSection::declare(Options<ModelSection>& o) {
   o.section("activation_checkpointing", &T::activation_checkpointing)
       .help(
           "recompute blocks' activations in backward instead of keeping them from forward: less "
-          "memory for about one more forward of those blocks (built-in transformer_lm, gpt2 and llama; in C++, "
+          "memory for about one more forward of those blocks (built-in transformer_lm, gpt2 and "
+          "llama; in C++, "
           "unitrain::checkpointed around a model's own blocks)");
   o.section("lora", &T::lora)
       .fixed("a checkpoint's adapters were made with these settings")

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "unitrain/text/tokenizer.h"
 #include "unitrain/models/generation.h"
+#include "unitrain/text/tokenizer.h"
 
 namespace unitrain {
 

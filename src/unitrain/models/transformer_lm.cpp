@@ -30,10 +30,9 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
     const int64_t b = x.size(0), t = x.size(1), c = x.size(2), head_dim = c / heads_;
     // [B, T, 3, H, D] -> [3, B, H, T, D]
     auto qkv_heads = project(qkv, x).view({b, t, 3, heads_, head_dim}).permute({2, 0, 3, 1, 4});
-    auto y =
-        layout.attend(qkv_heads[0], qkv_heads[1], qkv_heads[2], is_training() ? dropout_ : 0.0)
-            .transpose(1, 2)
-            .reshape({b, t, c});
+    auto y = layout.attend(qkv_heads[0], qkv_heads[1], qkv_heads[2], is_training() ? dropout_ : 0.0)
+                 .transpose(1, 2)
+                 .reshape({b, t, c});
     y = project(out, y);
     return dropout_ > 0 ? torch::dropout(y, dropout_, is_training()) : y;
   }
@@ -238,25 +237,29 @@ torch::jit::Module export_transformer(const TransformerLmImpl& lm) {
   const int64_t heads = o.heads(), head_dim = o.d_model() / o.heads();
   for (size_t i = 0; i < lm.blocks->size(); ++i) {
     const std::string block = "blocks." + std::to_string(i);
-    torchscript::child(j, block + ".attention").define(fmt::format(
-        "def forward(self, x):\n"
-        "    b = x.size(0)\n"
-        "    t = x.size(1)\n"
-        "    c = x.size(2)\n"
-        "    qkv = self.qkv.forward(x).view([b, t, 3, {heads}, {head_dim}]).permute([2, 0, 3, 1, 4])\n"
-        "    q = qkv[0]\n"
-        "    k = qkv[1]\n"
-        "    v = qkv[2]\n"
-        "    scores = torch.matmul(q, k.transpose(-2, -1)) / {scale}\n"
-        "    future = torch.ones([t, t], device=x.device).triu(1) != 0\n"
-        "    scores = scores.masked_fill(future, float('-inf'))\n"
-        "    y = torch.matmul(torch.softmax(scores, -1), v).transpose(1, 2).reshape([b, t, c])\n"
-        "    return self.out.forward(y)\n",
-        fmt::arg("heads", heads), fmt::arg("head_dim", head_dim),
-        fmt::arg("scale", torchscript::literal(std::sqrt(static_cast<double>(head_dim))))));
+    torchscript::child(j, block + ".attention")
+        .define(fmt::format(
+            "def forward(self, x):\n"
+            "    b = x.size(0)\n"
+            "    t = x.size(1)\n"
+            "    c = x.size(2)\n"
+            "    qkv = self.qkv.forward(x).view([b, t, 3, {heads}, {head_dim}]).permute([2, 0, 3, "
+            "1, 4])\n"
+            "    q = qkv[0]\n"
+            "    k = qkv[1]\n"
+            "    v = qkv[2]\n"
+            "    scores = torch.matmul(q, k.transpose(-2, -1)) / {scale}\n"
+            "    future = torch.ones([t, t], device=x.device).triu(1) != 0\n"
+            "    scores = scores.masked_fill(future, float('-inf'))\n"
+            "    y = torch.matmul(torch.softmax(scores, -1), v).transpose(1, 2).reshape([b, t, "
+            "c])\n"
+            "    return self.out.forward(y)\n",
+            fmt::arg("heads", heads), fmt::arg("head_dim", head_dim),
+            fmt::arg("scale", torchscript::literal(std::sqrt(static_cast<double>(head_dim))))));
     torchscript::child(j, block + ".feed_forward")
-        .define("def forward(self, x):\n"
-                "    return self.proj.forward(torch.gelu(self.fc.forward(x)))\n");
+        .define(
+            "def forward(self, x):\n"
+            "    return self.proj.forward(torch.gelu(self.fc.forward(x)))\n");
     torchscript::child(j, block).define(
         "def forward(self, x):\n"
         "    x = x + self.attention.forward(self.norm1.forward(x))\n"
@@ -267,7 +270,8 @@ torch::jit::Module export_transformer(const TransformerLmImpl& lm) {
   // names; arange of an int is int64.)
   s += "    positions = torch.arange(tokens.size(1), device=tokens.device)\n";
   s += "    tokens = tokens.to(positions.dtype)\n";
-  s += "    x = self.token_embedding.forward(tokens) + self.position_embedding.forward(positions)\n";
+  s +=
+      "    x = self.token_embedding.forward(tokens) + self.position_embedding.forward(positions)\n";
   for (size_t i = 0; i < lm.blocks->size(); ++i) {
     s += "    x = " + torchscript::item("blocks", i) + ".forward(x)\n";
   }

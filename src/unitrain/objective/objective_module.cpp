@@ -160,8 +160,10 @@ void ObjectiveModule::configure(const Config& section) {
                                             o.predictions);
   std::set<std::string> logged;  // every name reported as a metric
   add_losses(o, logged);
-  UT_CHECK(!losses_.empty(), key, ".losses must list at least one loss, e.g. [{type: "
-           "cross_entropy, prediction: ", o.predictions[0], ", target: y}]");
+  UT_CHECK(!losses_.empty(), key,
+           ".losses must list at least one loss, e.g. [{type: "
+           "cross_entropy, prediction: ",
+           o.predictions[0], ", target: y}]");
   add_regularizers(o, logged);
   add_metrics(o, logged);
   if (o.teacher) {

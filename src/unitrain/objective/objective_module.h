@@ -21,7 +21,7 @@ class Teacher;
 struct ObjectiveTerm {
   std::optional<std::string> prediction;  ///< unset = the first prediction
   std::string target = "y";
-  std::optional<std::string> name;        ///< unset = the type
+  std::optional<std::string> name;  ///< unset = the type
   std::string type;  ///< the component's (the registered loss, metric or regularizer)
   Config section;    ///< the resolved entry, which its registry builds the term from
 

@@ -127,22 +127,22 @@ void register_cosine_restarts() {
   args.field("cycles", &CosineRestartsArgs::cycles)
       .min(1)
       .help("number of hard restarts of the cosine decay");
-  scheduler_registry().add(
-      "cosine_restarts",
-      "linear warmup, then cosine decays with hard restarts, 0 after total "
-      "(get_cosine_with_hard_restarts_schedule_with_warmup)",
-      std::move(args),
-      [](const CosineRestartsArgs& a, const Config& at,
-         const ScheduleContext& ctx) -> SchedulerPtr {
-        const int64_t warmup = warmup_steps(a, at, ctx);
-        const int64_t total = total_steps(a, at, ctx);
-        const double cycles = static_cast<double>(a.cycles);
-        return warmup_then(warmup, [=](int64_t s) {
-          const double p = progress(s, warmup, total);
-          if (p >= 1.0) return 0.0;
-          return std::max(0.0, 0.5 * (1.0 + std::cos(kPi * std::fmod(cycles * p, 1.0))));
-        });
-      });
+  scheduler_registry().add("cosine_restarts",
+                           "linear warmup, then cosine decays with hard restarts, 0 after total "
+                           "(get_cosine_with_hard_restarts_schedule_with_warmup)",
+                           std::move(args),
+                           [](const CosineRestartsArgs& a, const Config& at,
+                              const ScheduleContext& ctx) -> SchedulerPtr {
+                             const int64_t warmup = warmup_steps(a, at, ctx);
+                             const int64_t total = total_steps(a, at, ctx);
+                             const double cycles = static_cast<double>(a.cycles);
+                             return warmup_then(warmup, [=](int64_t s) {
+                               const double p = progress(s, warmup, total);
+                               if (p >= 1.0) return 0.0;
+                               return std::max(
+                                   0.0, 0.5 * (1.0 + std::cos(kPi * std::fmod(cycles * p, 1.0))));
+                             });
+                           });
 }
 
 struct PolynomialDecayArgs : WarmupTotalArgs {

@@ -1,11 +1,10 @@
 #include "unitrain/parallel/data_parallel.h"
 
+#include <spdlog/spdlog.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
 #include <torch/torch.h>
-
-#include <spdlog/spdlog.h>
 
 #include <sstream>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -318,8 +317,7 @@ std::vector<bool> DataParallelSync::used_by_any_rank() {
   for (size_t k = 0; k < params_.size(); ++k) {
     used[k] = f[k] != 0 || !params_[k].requires_grad();
     if (!used[k]) {
-      unused.push_back(k < options_.names.size() ? options_.names[k]
-                                                 : "#" + std::to_string(k));
+      unused.push_back(k < options_.names.size() ? options_.names[k] : "#" + std::to_string(k));
     }
   }
   if (!unused.empty() && !options_.find_unused_parameters && !warned_unused_ &&

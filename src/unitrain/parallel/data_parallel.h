@@ -138,9 +138,9 @@ class DataParallelSync : public GradientSync {
   DataParallelOptions options_;
   torch::Device device_;  ///< the parameters': the buckets' and the decision slots'
   std::vector<Bucket> buckets_;
-  std::vector<size_t> bucket_of_;                                     ///< per parameter
-  std::vector<bool> has_grad_;  ///< per parameter, the window's last backward
-  std::vector<bool> touched_;   ///< per parameter, any backward of the window
+  std::vector<size_t> bucket_of_;  ///< per parameter
+  std::vector<bool> has_grad_;     ///< per parameter, the window's last backward
+  std::vector<bool> touched_;      ///< per parameter, any backward of the window
   bool warned_unused_ = false;
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  ///< the hooked nodes
   std::vector<uintptr_t> hook_keys_;
@@ -151,7 +151,7 @@ class DataParallelSync : public GradientSync {
   std::array<float, kFlagSlots> mine_{};    ///< this rank's encoded decision for the window
   std::array<float, kFlagSlots> agreed_{};  ///< their sums over ranks, after finish()
   torch::Tensor nonfinite_flag_;  ///< a device-side non-finite flag joining mine_[0], or none
-  torch::Tensor decision_;                  ///< ZeRO stage 2: the decision's own all-reduce
+  torch::Tensor decision_;        ///< ZeRO stage 2: the decision's own all-reduce
 };
 
 }  // namespace unitrain

@@ -114,8 +114,8 @@ constexpr MpiLauncher kMpiLaunchers[] = {
      "OMPI_COMM_WORLD_LOCAL_SIZE", "mpirun", "mpirun -x MASTER_ADDR=<host> -x MASTER_PORT=<port>",
      false},
     {"mvapich", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "MV2_COMM_WORLD_LOCAL_RANK",
-     "MV2_COMM_WORLD_LOCAL_SIZE", "mpirun_rsh", "mpirun_rsh -np N -hostfile hosts MASTER_ADDR=<host>",
-     false},
+     "MV2_COMM_WORLD_LOCAL_SIZE", "mpirun_rsh",
+     "mpirun_rsh -np N -hostfile hosts MASTER_ADDR=<host>", false},
     {"cray-pals", "PALS_RANKID", "PMI_SIZE", "PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE", "mpiexec",
      "mpiexec --env MASTER_ADDR=<host>", false},
     {"mpich", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "mpiexec",
@@ -170,8 +170,7 @@ void read_mpi(DistEnv& e, const MpiLauncher& l, const GetEnv& getenv) {
   if (e.local_world_size <= 0) e.local_world_size = e.world_size;
   const bool pbs = read_pbs_master(e, getenv);
   // Ranks on several machines meet at rank 0's machine: its address must be given.
-  UT_CHECK(e.local_world_size == e.world_size || pbs || getenv("MASTER_ADDR") != nullptr,
-           l.command,
+  UT_CHECK(e.local_world_size == e.world_size || pbs || getenv("MASTER_ADDR") != nullptr, l.command,
            " runs ranks on several machines but MASTER_ADDR is not set: pass the address of the "
            "machine running rank 0, e.g. ",
            l.how);

@@ -44,8 +44,9 @@ void declare_zero(Options<T>& o) {
 void declare_reproducible(Options<T>& o) {
   o.field("reproducible", &T::reproducible)
       .min(0)
-      .fixed("distributed.reproducible's micro-shards are each step's batch and the order of its "
-             "sums")
+      .fixed(
+          "distributed.reproducible's micro-shards are each step's batch and the order of its "
+          "sums")
       .help(
           "G > 0: the same weights, optimizer state and logged losses, bit for bit, on any number "
           "of processes that divides G (and on one). Each step is cut into G micro-shards of "
@@ -96,11 +97,13 @@ void DistributedOptions::declare(Options<DistributedOptions>& o) {
 ProcessGroupOptions DistributedOptions::group_options(const torch::Device& device) const {
   const bool on_gpu = device.is_cuda();
   UT_CHECK(!(backend == "gloo" && on_gpu), "distributed.backend: gloo with train.device ",
-           device.str(), ": Gloo reduces GPU tensors only through copies to the host and back; "
+           device.str(),
+           ": Gloo reduces GPU tensors only through copies to the host and back; "
            "use distributed.backend: nccl (or auto, which picks nccl on a GPU), or train.device: "
            "cpu");
   UT_CHECK(!(backend == "nccl" && !on_gpu), "distributed.backend: nccl with train.device ",
-           device.str(), ": NCCL reduces GPU tensors only; use distributed.backend: gloo (or "
+           device.str(),
+           ": NCCL reduces GPU tensors only; use distributed.backend: gloo (or "
            "auto, which picks gloo on the CPU), or train.device: cuda");
   ProcessGroupOptions o;
   o.backend = backend == "auto" ? (on_gpu ? "nccl" : "gloo") : backend;

@@ -139,8 +139,9 @@ std::shared_ptr<ProcessGroup> ProcessGroup::over_store(const c10::intrusive_ptr<
 #endif
   std::shared_ptr<ProcessGroup> pg(new ProcessGroup());
   pg->rank_ = rank;
-  pg->who_ = std::getenv("UNITRAIN_LAUNCH_PREFIXES_LINES") != nullptr ? ""
-             : fmt::format("rank {}: ", rank);
+  pg->who_ = std::getenv("UNITRAIN_LAUNCH_PREFIXES_LINES") != nullptr
+                 ? ""
+                 : fmt::format("rank {}: ", rank);
   pg->world_size_ = world_size;
   pg->timeout_ = options.timeout;
   pg->device_ = options.device;
@@ -170,8 +171,8 @@ std::shared_ptr<ProcessGroup> ProcessGroup::over_store(const c10::intrusive_ptr<
   } catch (const ConfigError&) {
     throw;
   } catch (const std::exception& e) {
-    throw TrainError(detail::concat("rank ", rank, " could not connect to the other ", world_size - 1,
-                                    " rank(s): ", first_line(e.what())));
+    throw TrainError(detail::concat("rank ", rank, " could not connect to the other ",
+                                    world_size - 1, " rank(s): ", first_line(e.what())));
   }
   return pg;
 }
@@ -211,8 +212,7 @@ void ProcessGroup::collective_failed(int64_t seq, const std::exception& error) {
   }
   const std::string what = first_line(error_text(error));
   if (failed_.exchange(true)) {  // a later one: the first was reported
-    throw CollectiveError(
-        detail::concat(who_, record.describe(), " failed too: ", what));
+    throw CollectiveError(detail::concat(who_, record.describe(), " failed too: ", what));
   }
   const double waited = unix_seconds() - record.start;
   // The record first (a launcher may stop this process while the others' notices are read),
@@ -222,9 +222,9 @@ void ProcessGroup::collective_failed(int64_t seq, const std::exception& error) {
   if (board_) arrivals = board_->report_failure(seq, std::chrono::seconds(5));
   const std::vector<std::string>& missing = arrivals.missing;
   std::string message =
-      detail::concat(who_, record.describe(), " across ", world_size_,
-                     " processes failed after ", fmt::format("{:.1f}", waited),
-                     " s (distributed.timeout ", timeout_.count() / 1000.0, " s): ");
+      detail::concat(who_, record.describe(), " across ", world_size_, " processes failed after ",
+                     fmt::format("{:.1f}", waited), " s (distributed.timeout ",
+                     timeout_.count() / 1000.0, " s): ");
   if (!missing.empty()) {
     message += fmt::format("did not arrive: {}. ", fmt::join(missing, "; "));
     if (!arrivals.store_note.empty()) message += "(" + arrivals.store_note + ") ";
@@ -315,9 +315,8 @@ void ProcessGroup::all_reduce_max(std::vector<torch::Tensor>& tensors) {
 void ProcessGroup::broadcast(std::vector<torch::Tensor>& tensors, int root) {
   c10d::BroadcastOptions o;
   o.rootRank = root;
-  each("broadcast", tensors, [this, &o](std::vector<torch::Tensor>& one) {
-    return group_->broadcast(one, o);
-  });
+  each("broadcast", tensors,
+       [this, &o](std::vector<torch::Tensor>& one) { return group_->broadcast(one, o); });
 }
 
 void ProcessGroup::broadcast_from(std::vector<torch::Tensor>& tensors,

@@ -10,7 +10,8 @@ namespace unitrain {
 void all_reduce_metrics(ProcessGroup& group, MetricAccumulator& sums) {
   // The union of names (with how each is averaged), in one order on every rank.
   std::string mine;
-  for (const auto& [name, s] : sums.sums()) mine += name + "\t" + (s.exp_of_mean ? "1" : "0") + "\n";
+  for (const auto& [name, s] : sums.sums())
+    mine += name + "\t" + (s.exp_of_mean ? "1" : "0") + "\n";
   std::map<std::string, bool> names;
   for (const std::string& text : group.all_gather(mine)) {
     std::istringstream in(text);

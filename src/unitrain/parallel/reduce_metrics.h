@@ -1,8 +1,8 @@
 #pragma once
 // Metrics of a data-parallel run: each rank accumulates over its own samples; reducing sums
 // (value x count, count) over ranks gives the mean over all samples, each counted once.
-#include "unitrain/parallel/process_group.h"
 #include "unitrain/metrics/metric_accumulator.h"
+#include "unitrain/parallel/process_group.h"
 
 namespace unitrain {
 

@@ -33,8 +33,8 @@ c10::ScalarType one_dtype(const std::vector<torch::Tensor>& params) {
   const c10::ScalarType dtype = params[0].scalar_type();
   for (const auto& p : params) {
     UT_CHECK(p.scalar_type() == dtype, "distributed.reproducible: the parameters that train have ",
-             "more than one dtype (", c10::toString(dtype), " and ",
-             c10::toString(p.scalar_type()), "); their gradients are summed as one flat buffer");
+             "more than one dtype (", c10::toString(dtype), " and ", c10::toString(p.scalar_type()),
+             "); their gradients are summed as one flat buffer");
   }
   return dtype;
 }
@@ -132,18 +132,15 @@ void ReproducibleSync::agree() { agree_with_used(); }
 void ReproducibleSync::finish(const std::vector<torch::Tensor>&) {
   if (reduce_.in_flight()) reduce_.finish_add();
   TORCH_INTERNAL_ASSERT(reduce_.complete(), "distributed.reproducible: a window of ",
-                        reduce_.micro_steps_done(), " micro-steps, not ",
-                        layout().micro_steps());
+                        reduce_.micro_steps_done(), " micro-steps, not ", layout().micro_steps());
   agree_with_used();
   torch::NoGradGuard no_grad;
-  flat_.narrow(0, layout().owned_offset(), layout().owned_numel())
-      .copy_(reduce_.owned_gradient());
+  flat_.narrow(0, layout().owned_offset(), layout().owned_numel()).copy_(reduce_.owned_gradient());
   if (group_) gather_owned(*group_, layout(), flat_);
   for (size_t i = 0; i < params_.size(); ++i) {
     params_[i].mutable_grad() =
-        used_by_any_[i]
-            ? flat_.narrow(0, offsets_[i], params_[i].numel()).view(params_[i].sizes())
-            : torch::Tensor();
+        used_by_any_[i] ? flat_.narrow(0, offsets_[i], params_[i].numel()).view(params_[i].sizes())
+                        : torch::Tensor();
   }
 }
 

@@ -67,8 +67,8 @@ class ReproducibleSync : public GradientSync {
   std::vector<torch::Tensor> params_;    ///< those laid out, in order
   std::vector<int64_t> offsets_;         ///< each one's start in the flat buffer
   ShardOrderedReduce reduce_;
-  torch::Tensor flat_;            ///< padded_numel(): a shard's gradient, then the step's sum
-  std::vector<float> used_;       ///< per parameter: a shard of this rank's window gave it one
+  torch::Tensor flat_;       ///< padded_numel(): a shard's gradient, then the step's sum
+  std::vector<float> used_;  ///< per parameter: a shard of this rank's window gave it one
   std::array<float, StepDecision::kSlots> mine_{};
   std::array<float, StepDecision::kSlots> agreed_{};
   std::vector<bool> used_by_any_;  ///< after finish: per parameter

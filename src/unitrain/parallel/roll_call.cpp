@@ -44,8 +44,8 @@ std::optional<Arrival> arrival_of(c10d::Store& store, int rank) {
       "rank {} ({}) was started for a world of {} ({}={}), rank {} ({}) for a world of {}: "
       "every rank must be given the same world size — the launcher's variables disagree (ranks "
       "started by hand or by two launchers?)",
-      env.rank, host, env.world_size, env.world_size_variable, env.world_size, other,
-      theirs.host, theirs.world_size));
+      env.rank, host, env.world_size, env.world_size_variable, env.world_size, other, theirs.host,
+      theirs.world_size));
 }
 
 [[noreturn]] void not_arrived(const DistEnv& env, const std::vector<int>& missing,
@@ -79,7 +79,8 @@ void roll_call(c10d::Store& store, const DistEnv& env, const std::string& host,
       std::vector<int> still;
       for (int r : missing) {
         const std::optional<Arrival> a = arrival_of(store, r);
-        if (!a) still.push_back(r);
+        if (!a)
+          still.push_back(r);
         else if (a->world_size != env.world_size) {
           // Rank 0's store (where it hosts it) stays a moment, for the other to read why.
           if (env.rank == 0) std::this_thread::sleep_for(std::min(timeout, kLinger));
@@ -102,9 +103,10 @@ void roll_call(c10d::Store& store, const DistEnv& env, const std::string& host,
   } catch (const TrainError&) {
     throw;
   } catch (const std::exception& e) {
-    throw TrainError(fmt::format("rank {} lost the rendezvous store while the ranks gathered "
-                                 "(did rank 0 end?): {}",
-                                 env.rank, std::string(e.what()).substr(0, 300)));
+    throw TrainError(
+        fmt::format("rank {} lost the rendezvous store while the ranks gathered "
+                    "(did rank 0 end?): {}",
+                    env.rank, std::string(e.what()).substr(0, 300)));
   }
 }
 

@@ -44,7 +44,8 @@ std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> gr
   const std::vector<std::vector<torch::Tensor>> units = module.units();
   UT_CHECK(!units.empty(),
            "distributed.zero: 3 shards a model by its units (its embeddings, each block, its "
-           "head), but this one has none: the built-in transformer_lm, gpt2 and llama have them, a C++ module "
+           "head), but this one has none: the built-in transformer_lm, gpt2 and llama have them, a "
+           "C++ module "
            "lists them in TrainModule::units() (docs/distributed.md, \"Sharded parameters\"); "
            "use distributed.zero: 2 for this model");
   std::map<const void*, std::string> names;
@@ -82,9 +83,9 @@ std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> gr
              names.count(impl) ? names[impl] : std::string("(not the model's)"),
              ", which none of the model's units lists");
   }
-  auto sharded = std::make_shared<ShardedParameters>(
-      group, params, unit_of, key_of, param_names, ProcessGroup::ReduceScatterBy::PartReduces,
-      micro_shards);
+  auto sharded =
+      std::make_shared<ShardedParameters>(group, params, unit_of, key_of, param_names,
+                                          ProcessGroup::ReduceScatterBy::PartReduces, micro_shards);
   if (micro_shards > 0) {  // the norm's order: the model's parameters that train, in order
     std::map<const void*, int64_t> trained;
     for (const auto& p : module.weights().parameters()) {

@@ -37,7 +37,8 @@ ShardOrderedReduce::ShardOrderedReduce(MicroShardLayout layout, c10::ScalarType 
                                        const torch::Device& device)
     : layout_(layout) {
   TORCH_INTERNAL_ASSERT(layout_.world_size() == 1);
-  owned_ = torch::empty({layout_.owned_numel()}, torch::TensorOptions().dtype(dtype).device(device));
+  owned_ =
+      torch::empty({layout_.owned_numel()}, torch::TensorOptions().dtype(dtype).device(device));
 }
 
 void ShardOrderedReduce::add(const torch::Tensor& shard_gradient) {
@@ -97,20 +98,19 @@ void ParameterBlockSquares::add(size_t param, int64_t first, const torch::Tensor
   const torch::Tensor host = values.reshape({-1}).cpu().contiguous();
   const int64_t n = host.numel();
   double* out = blocks_.data() + first_block_[param] + first / kBlock;
-  AT_DISPATCH_FLOATING_TYPES_AND2(torch::kBFloat16, torch::kHalf, host.scalar_type(),
-                                  "block_squares", [&] {
-                                    const scalar_t* x = host.data_ptr<scalar_t>();
-                                    for (int64_t b = 0; b * kBlock < n; ++b) {
-                                      double sum = 0;
-                                      const int64_t end = std::min(n, (b + 1) * kBlock);
-                                      for (int64_t i = b * kBlock; i < end; ++i) {
-                                        const double v = static_cast<double>(
-                                            static_cast<float>(x[i]));
-                                        sum += v * v;
-                                      }
-                                      out[b] = sum;
-                                    }
-                                  });
+  AT_DISPATCH_FLOATING_TYPES_AND2(
+      torch::kBFloat16, torch::kHalf, host.scalar_type(), "block_squares", [&] {
+        const scalar_t* x = host.data_ptr<scalar_t>();
+        for (int64_t b = 0; b * kBlock < n; ++b) {
+          double sum = 0;
+          const int64_t end = std::min(n, (b + 1) * kBlock);
+          for (int64_t i = b * kBlock; i < end; ++i) {
+            const double v = static_cast<double>(static_cast<float>(x[i]));
+            sum += v * v;
+          }
+          out[b] = sum;
+        }
+      });
 }
 
 double ParameterBlockSquares::norm(ProcessGroup* group) {

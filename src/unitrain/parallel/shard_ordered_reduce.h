@@ -90,8 +90,8 @@ class ShardOrderedReduce {
   torch::Tensor owned_;     ///< owned_numel(): the sum so far
   int done_ = 0;
   bool keep_buffer_ = true;
-  torch::Tensor mine_;             ///< start()'s shard gradient (padded) until finish_add()
-  std::function<void()> wait_;     ///< start()'s exchange; null: none in flight
+  torch::Tensor mine_;          ///< start()'s shard gradient (padded) until finish_add()
+  std::function<void()> wait_;  ///< start()'s exchange; null: none in flight
 };
 
 /// distributed.reproducible's gradient norm, the same double however the gradients are laid

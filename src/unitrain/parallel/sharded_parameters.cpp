@@ -97,8 +97,8 @@ ShardedParameters::ShardedParameters(std::shared_ptr<ProcessGroup> group,
         flat.part = layout.owned_numel();
         if (flat.trains) {
           ordered_.resize(flats_.size());
-          ordered_[f] = std::make_unique<ShardOrderedReduce>(
-              group_, layout, flat.dtype, /*keep_buffer=*/false);
+          ordered_[f] = std::make_unique<ShardOrderedReduce>(group_, layout, flat.dtype,
+                                                             /*keep_buffer=*/false);
         }
       }
       const torch::Tensor& first = params_[flat.members[0]];
@@ -299,8 +299,8 @@ void ShardedParameters::load_whole(const std::map<std::string, torch::Tensor>& s
 }
 
 std::vector<torch::Tensor> ShardedParameters::cut(const std::map<std::string, torch::Tensor>& state,
-                                                  const std::string& what,
-                                                  c10::ScalarType dtype, bool frozen_too) const {
+                                                  const std::string& what, c10::ScalarType dtype,
+                                                  bool frozen_too) const {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> out(shards_.size());
   for (const auto& flat : flats_) {

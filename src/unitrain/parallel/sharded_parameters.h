@@ -96,8 +96,9 @@ class ShardedParameters {
   /// This rank's part of each flat, in shards() order, cut from the whole values of every
   /// parameter by name as load_whole does, as new tensors of `dtype` (floating flats; the others
   /// keep their own dtype): the float32 masters of bf16-true's shards, the parts of an average.
-  /// `frozen_too` false: the flats that do not train (and no optimizer group holds) are not cut (undefined tensors; `state`
-  /// need not hold their parameters: LoRA's base, which a checkpoint does not hold).
+  /// `frozen_too` false: the flats that do not train (and no optimizer group holds) are not cut
+  /// (undefined tensors; `state` need not hold their parameters: LoRA's base, which a checkpoint
+  /// does not hold).
   std::vector<torch::Tensor> cut(const std::map<std::string, torch::Tensor>& state,
                                  const std::string& what, c10::ScalarType dtype,
                                  bool frozen_too = true) const;

@@ -43,9 +43,10 @@ std::string cpu_bf16_note(const std::string& flags, double fp32_seconds, double 
         "is also more exact: train.precision: fp32",
         ratio, cpu);
   }
-  return fmt::format("bf16 on the CPU: a bfloat16 matrix product takes {:.2f}x the time of "
-                     "a float32 one here ({})",
-                     ratio, cpu);
+  return fmt::format(
+      "bf16 on the CPU: a bfloat16 matrix product takes {:.2f}x the time of "
+      "a float32 one here ({})",
+      ratio, cpu);
 }
 
 std::string measure_cpu_bf16(bool* slower) {
@@ -58,8 +59,8 @@ std::string measure_cpu_bf16(bool* slower) {
     for (int i = 0; i < 5; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       (void)torch::mm(x, y);
-      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-                                .count());
+      best = std::min(best,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     return best;
   };

@@ -20,7 +20,9 @@ struct ProfileOptions {
 
   static void declare(Options<ProfileOptions>& o);
   static std::shared_ptr<const Schema> schema() { return options_of<ProfileOptions>().schema(); }
-  static ProfileOptions from_config(const Config& c) { return options_of<ProfileOptions>().parse(c); }
+  static ProfileOptions from_config(const Config& c) {
+    return options_of<ProfileOptions>().parse(c);
+  }
 };
 
 }  // namespace unitrain

@@ -10,14 +10,14 @@
 namespace unitrain {
 namespace {
 
-constexpr const char* kNames[kPhases] = {"data_wait", "forward",    "backward",
-                                         "gradient_sync", "clip",   "optimizer",
-                                         "logging",   "validation", "checkpoint"};
+constexpr const char* kNames[kPhases] = {"data_wait",     "forward",    "backward",
+                                         "gradient_sync", "clip",       "optimizer",
+                                         "logging",       "validation", "checkpoint"};
 // The trace's range names: unitrain/<phase>.
 constexpr const char* kTraceNames[kPhases] = {
-    "unitrain/data_wait", "unitrain/forward", "unitrain/backward",
-    "unitrain/gradient_sync", "unitrain/clip", "unitrain/optimizer",
-    "unitrain/logging", "unitrain/validation", "unitrain/checkpoint"};
+    "unitrain/data_wait",     "unitrain/forward",    "unitrain/backward",
+    "unitrain/gradient_sync", "unitrain/clip",       "unitrain/optimizer",
+    "unitrain/logging",       "unitrain/validation", "unitrain/checkpoint"};
 
 double seconds_between(Profiler::Clock::time_point a, Profiler::Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -100,7 +100,8 @@ std::string profile_table(int64_t steps, const std::array<double, kPhases>& tota
                                 steps == 1 ? "" : "s", steps ? step_seconds * 1e3 / steps : 0.0,
                                 traced ? " (with the operator trace on, whose recording slows "
                                          "small operators; profile.trace: false times the phases "
-                                         "alone)" : "");
+                                         "alone)"
+                                       : "");
   out += fmt::format("  {:<14} {:>10} {:>12} {:>7}\n", "phase", "total s", "ms per step", "share");
   double in_phases = 0;
   auto row = [&](const char* name, double total) {
@@ -117,7 +118,7 @@ std::string profile_table(int64_t steps, const std::array<double, kPhases>& tota
 }
 
 const ProfileResult& Profiler::finish(const std::string& device,
-                               std::optional<int64_t> peak_device_bytes) {
+                                      std::optional<int64_t> peak_device_bytes) {
   const bool active = state_ == State::Active;
   if (step_ >= 0) end_step();
   // The run ended inside a window: an active one's events are kept, a warmup's dropped.
@@ -138,12 +139,15 @@ const ProfileResult& Profiler::finish(const std::string& device,
     j["peak_device_memory_mb"] = mb;
     r.table += fmt::format("peak {} memory {} MB (since the run's start)\n", device, mb);
   }
-  j["schedule"] = {{"wait", options_.wait}, {"warmup", options_.warmup},
-                   {"active", options_.active}, {"repeat", options_.repeat}};
+  j["schedule"] = {{"wait", options_.wait},
+                   {"warmup", options_.warmup},
+                   {"active", options_.active},
+                   {"repeat", options_.repeat}};
   nlohmann::ordered_json& phases = j["phases"] = nlohmann::ordered_json::array();
   double in_phases = 0;
   auto add = [&](const char* name, double seconds) {
-    phases.push_back({{"name", name}, {"total_seconds", seconds},
+    phases.push_back({{"name", name},
+                      {"total_seconds", seconds},
                       {"mean_ms", r.steps ? seconds * 1e3 / r.steps : 0.0},
                       {"share", total > 0 ? seconds / total : 0.0}});
   };

@@ -15,7 +15,17 @@ namespace unitrain {
 
 /// The parts of a step the loop marks. Names in the table and files: data_wait, forward,
 /// backward, gradient_sync, clip, optimizer, logging, validation, checkpoint.
-enum class Phase { DataWait, Forward, Backward, GradientSync, Clip, Optimizer, Logging, Validation, Checkpoint };
+enum class Phase {
+  DataWait,
+  Forward,
+  Backward,
+  GradientSync,
+  Clip,
+  Optimizer,
+  Logging,
+  Validation,
+  Checkpoint
+};
 constexpr int kPhases = 9;
 const char* phase_name(Phase phase);
 

@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-
 namespace unitrain {
 namespace legacy = torch::autograd::profiler;
 
@@ -93,7 +92,9 @@ std::string TraceRecorder::json(int rank) const {
   nlohmann::json out;
   out["displayTimeUnit"] = "ms";
   nlohmann::json& list = out["traceEvents"] = nlohmann::json::array();
-  list.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", rank},
+  list.push_back({{"name", "process_name"},
+                  {"ph", "M"},
+                  {"pid", rank},
                   {"args", {{"name", "rank " + std::to_string(rank)}}}});
   std::set<uint64_t> gpu_tracks;
   for (const Event& e : events_) {
@@ -101,13 +102,21 @@ std::string TraceRecorder::json(int rank) const {
     const bool gpu = e.tid >= kGpuTrack;
     if (gpu) gpu_tracks.insert(e.tid);
     const char* category = gpu ? "cuda" : (phase ? "phase" : "operator");
-    list.push_back({{"name", e.name}, {"cat", category}, {"ph", "X"}, {"ts", e.start_us - origin},
-                    {"dur", e.dur_us}, {"pid", rank}, {"tid", e.tid}});
+    list.push_back({{"name", e.name},
+                    {"cat", category},
+                    {"ph", "X"},
+                    {"ts", e.start_us - origin},
+                    {"dur", e.dur_us},
+                    {"pid", rank},
+                    {"tid", e.tid}});
   }
   for (uint64_t tid : gpu_tracks) {  // a GPU track's name
     const std::string name =
         "cuda:" + std::to_string(tid - kGpuTrack) + " (GPU time of each operator and phase)";
-    list.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", rank}, {"tid", tid},
+    list.push_back({{"name", "thread_name"},
+                    {"ph", "M"},
+                    {"pid", rank},
+                    {"tid", tid},
                     {"args", {{"name", name}}}});
   }
   return out.dump() + "\n";

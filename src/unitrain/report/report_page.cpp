@@ -115,8 +115,8 @@ std::string report_html(const std::vector<RunData>& runs, const std::string& swe
   out += "<h1>unitrain report</h1><p class=\"sub\">" + html_escape(names) + "</p>\n";
   out += sweep_sections + runs_section(runs) + "\n" + results_section(runs) + "\n" +
          charts_section(runs) + "\n" + checkpoints_section(runs) + "\n" + profile_section(runs) +
-         "\n" + samples_section(runs) + "\n" + config_section(runs) + "\n" +
-         notes_section(runs) + "\n";
+         "\n" + samples_section(runs) + "\n" + config_section(runs) + "\n" + notes_section(runs) +
+         "\n";
   out += std::string("<script>") + kScript + "</script>\n</body></html>\n";
   return out;
 }

@@ -27,7 +27,7 @@ struct SweepTrial {
 
 struct SweepData {
   std::string dir, metric;
-  std::vector<SweepTrial> trials;  ///< by index
+  std::vector<SweepTrial> trials;             ///< by index
   std::map<std::string, std::string> scales;  ///< parameter -> `log` or `linear` (results.json)
   std::optional<int64_t> best;  ///< the best trial (results.json's; older results: none)
 };

@@ -16,7 +16,6 @@
 #include <optional>
 #include <thread>
 
-#include "unitrain/threads/cpu_budget.h"
 #include "unitrain/core/error.h"
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/setup/run_dir_lock.h"
@@ -28,6 +27,7 @@
 #include "unitrain/sweep/sweep_results.h"
 #include "unitrain/sweep/trial_configs.h"
 #include "unitrain/sweep/trial_process.h"
+#include "unitrain/threads/cpu_budget.h"
 
 namespace unitrain {
 namespace {

@@ -102,9 +102,12 @@ SweepOptions load_sweep_options(const std::string& file,
   // A run's config where a sweep file belongs: said as such, not as its first unknown key.
   const YAML::Node& root = raw.node();
   UT_CHECK(root["base"].IsDefined() || !(root["model"].IsDefined() || root["data"].IsDefined() ||
-                                          root["train"].IsDefined()),
-           file, " is a run's config (it has model:, data: or train:), not a sweep file: train it "
-           "with `unitrain train ", file, "`, or sweep it from a file that names it in base: "
+                                         root["train"].IsDefined()),
+           file,
+           " is a run's config (it has model:, data: or train:), not a sweep file: train it "
+           "with `unitrain train ",
+           file,
+           "`, or sweep it from a file that names it in base: "
            "(docs/sweeps.md)");
   for (const auto& [key, value] : overrides) {
     // A space key is a run config key path, dots and all: `--space.optimizer.lr '{choice:

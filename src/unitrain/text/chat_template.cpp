@@ -16,14 +16,17 @@ bool is_jinja(const std::string& text) {
 }
 
 /// A plain template in the format of the Jinja one `jinja`, for the families whose turns are
-/// "header, content, end" (a hint in the refusal; "" when the format is not one of them).
+/// "header, content, end" (a hint in the refusal; "" when the format is not one of them). In
+/// YAML's double quotes, so that pasted into a config its \n are line breaks (in single quotes
+/// they would be a backslash and an n, which the run would train on).
 std::string plain_template_hint(const std::string& jinja) {
   if (jinja.find("<|start_header_id|>") != std::string::npos) {  // Llama 3
-    return ", e.g. '<|start_header_id|>{role}<|end_header_id|>\\n\\n{content}<|eot_id|>' "
-           "(Llama 3's turns)";
+    return ", e.g. chat_template: \"<|start_header_id|>{role}<|end_header_id|>\\n\\n{content}"
+           "<|eot_id|>\" (Llama 3's turns; YAML's double quotes make \\n a line break)";
   }
   if (jinja.find("<|im_start|>") != std::string::npos) {  // ChatML: Qwen, others
-    return ", e.g. '<|im_start|>{role}\\n{content}<|im_end|>\\n' (ChatML's turns)";
+    return ", e.g. chat_template: \"<|im_start|>{role}\\n{content}<|im_end|>\\n\" (ChatML's "
+           "turns; YAML's double quotes make \\n a line break)";
   }
   return "";
 }

@@ -6,8 +6,8 @@
 #include <unordered_map>
 
 #include "unitrain/core/error.h"
-#include "unitrain/core/json_excerpt.h"
 #include "unitrain/core/file_bytes.h"
+#include "unitrain/core/json_excerpt.h"
 #include "unitrain/text/hf_tokenizer/added_tokens.h"
 #include "unitrain/text/hf_tokenizer/byte_level.h"
 #include "unitrain/text/hf_tokenizer/components.h"

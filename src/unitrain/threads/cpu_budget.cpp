@@ -10,7 +10,6 @@
 #include <fstream>
 #include <sstream>
 
-
 namespace unitrain {
 namespace {
 
@@ -118,7 +117,8 @@ CpuLimits read_cpu_limits(const std::string& cgroup_root, const std::string& pro
       bool cpu = false;
       for (std::string n; std::getline(names, n, ',');) cpu |= n == "cpu";
       if (!cpu) continue;
-      for (const std::string& mount : {controllers, std::string("cpu"), std::string("cpu,cpuacct")}) {
+      for (const std::string& mount :
+           {controllers, std::string("cpu"), std::string("cpu,cpuacct")}) {
         std::error_code ec;
         if (fs::is_directory(root / mount, ec)) {
           q = smallest_quota_up(root / mount / rel, root / mount, quota_v1);
@@ -191,7 +191,8 @@ std::vector<int> sibling_workers() {
     if (pid == self) continue;
     const std::vector<std::string> f = stat_fields(name);
     std::error_code exe_ec;
-    if (f.size() > 1 && std::atoi(f[1].c_str()) == parent && fs::read_symlink("/proc/" + name + "/exe", exe_ec) == exe) {
+    if (f.size() > 1 && std::atoi(f[1].c_str()) == parent &&
+        fs::read_symlink("/proc/" + name + "/exe", exe_ec) == exe) {
       out.push_back(pid);
     }
   }

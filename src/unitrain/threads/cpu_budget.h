@@ -41,8 +41,8 @@ class CpuLoadProbe {
  private:
   struct Sample {
     std::chrono::steady_clock::time_point at;
-    double busy = 0;     ///< seconds of busy CPU time, summed over this process's CPUs
-    double own = 0;      ///< this process's CPU seconds
+    double busy = 0;               ///< seconds of busy CPU time, summed over this process's CPUs
+    double own = 0;                ///< this process's CPU seconds
     std::vector<double> siblings;  ///< each sibling's CPU seconds (0: gone)
     int cpus = 1;                  ///< how many CPUs this process may run on
   };

@@ -1,6 +1,6 @@
 #pragma once
-// PreemptionTicks: while one lives, a thread of its own on each of the given CPUs wakes every 500 µs
-// and sleeps again at once. It computes nothing and changes no number; it makes the kernel
+// PreemptionTicks: while one lives, a thread of its own on each of the given CPUs wakes every 500
+// µs and sleeps again at once. It computes nothing and changes no number; it makes the kernel
 // choose afresh, every 500 µs, which thread runs on that CPU.
 //
 // Why: a team of more threads than CPUs (TeamPlacement confines a run's team to the CPUs other

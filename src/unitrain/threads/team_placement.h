@@ -11,9 +11,9 @@
 // programs to the rest) and run as fast as fewer threads would; they must then sleep, not spin,
 // while they wait (ShortOpenMpWaits), and where a kernel spins anyway the turns must come
 // often (PreemptionTicks).
-#include <cstdint>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <set>
 #include <string>
@@ -58,7 +58,7 @@ class TeamPlacement {
   int64_t threads_;
   std::vector<int> all_, now_;
   std::set<pid_t> before_confined_;  ///< this process's threads when the team was confined
-  bool can_shorten_waits_ = false;  ///< ShortOpenMpWaits::unavailable_reason() was ""
+  bool can_shorten_waits_ = false;   ///< ShortOpenMpWaits::unavailable_reason() was ""
   std::unique_ptr<ShortOpenMpWaits> short_waits_;
   std::unique_ptr<PreemptionTicks> ticks_;
 };

@@ -81,16 +81,18 @@ TEST(EarlyStopping, AutoModeOnAMetricWithoutADirectionIsAConfigError) {
   // Outside fit() there is no module to ask: auto is an error there too, a set mode is not.
   Trainer trainer(test::base_config(test::temp_dir() + "/a"));
   EarlyStopping loose(watch("val/loss", 1));
-  EXPECT_NE(test::error_of<ConfigError>([&] { loose.on_validation_end(trainer, {{"val/loss", 1}}); })
-                .find("early_stopping.mode"),
+  EXPECT_NE(test::error_of<ConfigError>([&] {
+              loose.on_validation_end(trainer, {{"val/loss", 1}});
+            }).find("early_stopping.mode"),
             std::string::npos);
 }
 
 TEST(EarlyStopping, AMissingMetricNamesWhatValidationReports) {
   Trainer trainer(test::base_config(test::temp_dir() + "/a"));
   EarlyStopping early(watch_loss(1));
-  EXPECT_EQ(test::error_of<ConfigError>(
-                [&] { early.on_validation_end(trainer, {{"val/acc", 1}, {"val/mae", 2}}); }),
+  EXPECT_EQ(test::error_of<ConfigError>([&] {
+              early.on_validation_end(trainer, {{"val/acc", 1}, {"val/mae", 2}});
+            }),
             "early_stopping.metric monitors 'val/loss' but validation reports: val/acc, val/mae");
 }
 

@@ -39,7 +39,8 @@ TEST(Ema, AveragesEveryUpdateAndValidatesWithTheAverage) {
   // The same arithmetic, in the same order: bitwise equal.
   std::vector<torch::Tensor> expect = watch->start;
   for (size_t k = 1; k < watch->updates.size(); k += 2) {  // steps 2, 4, ...
-    for (size_t i = 0; i < expect.size(); ++i) expect[i].mul_(0.75).add_(watch->updates[k][i], 0.25);
+    for (size_t i = 0; i < expect.size(); ++i)
+      expect[i].mul_(0.75).add_(watch->updates[k][i], 0.25);
   }
   ASSERT_EQ(ema->values().size(), expect.size());
   for (size_t i = 0; i < expect.size(); ++i) EXPECT_TRUE(torch::equal(ema->values()[i], expect[i]));
@@ -75,10 +76,8 @@ TEST(Ema, AFrozenParameterIsItsOwnAverageNeitherKeptNorSaved) {
 
 TEST(Ema, OptionsAreCheckedByTheirDeclaration) {
   const auto& o = options_of<EmaOptions>();
-  EXPECT_TRUE(test::contains(test::error_of<ConfigError>([&] {
-                               o.parse(Config::from_string("decay: 1.0"));
-                             }),
-                             "decay"));
+  EXPECT_TRUE(test::contains(
+      test::error_of<ConfigError>([&] { o.parse(Config::from_string("decay: 1.0")); }), "decay"));
   EXPECT_EQ(o.parse(Config::from_string("every: 3")).every, 3);
 }
 

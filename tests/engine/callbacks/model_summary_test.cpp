@@ -10,8 +10,8 @@ namespace {
 
 struct Net : torch::nn::Module {
   Net() {
-    body = register_module("body", torch::nn::Sequential(torch::nn::Linear(10, 20),
-                                                         torch::nn::Linear(20, 5)));
+    body = register_module(
+        "body", torch::nn::Sequential(torch::nn::Linear(10, 20), torch::nn::Linear(20, 5)));
     head = register_module("head", torch::nn::Linear(5, 2));
     head->weight.set_requires_grad(false);
   }

@@ -152,8 +152,8 @@ struct Adapted : TwoUnits {
 /// `world` ranks with an Adapted(base, frozen_base) sharded: save into `dir` (`save`) or
 /// restore from it, then make the module whole and compare it with Adapted(1, frozen_base).
 /// With `refused`: the restore must throw a ConfigError naming it.
-void adapted_on(int world, const std::string& root, const std::string& dir, bool save,
-                float base, float frozen_base, const char* refused = nullptr) {
+void adapted_on(int world, const std::string& root, const std::string& dir, bool save, float base,
+                float frozen_base, const char* refused = nullptr) {
   const std::vector<torch::Tensor> want = values_of(*std::make_unique<Adapted>(1, frozen_base));
   test::run_shared_ranks(world, [&](int rank, const std::shared_ptr<ProcessGroup>& group) {
     Adapted module(base, frozen_base);

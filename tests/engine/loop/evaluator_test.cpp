@@ -45,9 +45,8 @@ struct TokenMean : TrainModule {
 
 TEST(Evaluator, WithATokenKeyAveragesOverTargetTokensNotSamples) {
   // Two batches of 2 samples: 6 tokens of 1 in the first, 1 token of 8 in the second.
-  const torch::Tensor y = torch::tensor({1, 1, 1, 1, 1, 1, 8, -100, -100, -100, -100, -100},
-                                        torch::kLong)
-                              .view({4, 3});
+  const torch::Tensor y =
+      torch::tensor({1, 1, 1, 1, 1, 1, 8, -100, -100, -100, -100, -100}, torch::kLong).view({4, 3});
   DatasetPtr data = std::make_shared<TensorDataset>(Batch{{"y", y}});
   const Loader loader(data, LoaderOptions().batch_size(2).workers(0).shuffle(false), 0, "data.val");
   TokenMean module;

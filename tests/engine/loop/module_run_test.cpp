@@ -233,8 +233,8 @@ TEST(ModuleRun, ALayerNeverRegisteredIsWarnedOfAtTheFirstBackward) {
     StepOutput training_step(const Batch& b) override {
       torch::optim::Optimizer& c = run().optimizer("critic");
       c.zero_grad();
-      torch::Tensor lc = torch::mse_loss(critic->forward(extra->forward(b.at("x"))).squeeze(1),
-                                         b.at("y"));
+      torch::Tensor lc =
+          torch::mse_loss(critic->forward(extra->forward(b.at("x"))).squeeze(1), b.at("y"));
       run().backward(lc);
       c.step();
       return {lc.detach(), {}};
@@ -249,8 +249,9 @@ TEST(ModuleRun, ALayerNeverRegisteredIsWarnedOfAtTheFirstBackward) {
   trainer.fit(m, data);
   std::ifstream in(dir + "/train.log");
   const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_TRUE(test::contains(log, "2 tensor(s) that require grad reach the loss but are not "
-                                  "parameters of the module ([4, 4], [4]"))
+  EXPECT_TRUE(test::contains(log,
+                             "2 tensor(s) that require grad reach the loss but are not "
+                             "parameters of the module ([4, 4], [4]"))
       << log;
   EXPECT_TRUE(test::contains(log, "register_module(\"name\", layer)")) << log;
 }

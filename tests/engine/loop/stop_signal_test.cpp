@@ -4,7 +4,6 @@
 #include "unitrain/engine/loop/stop_signal.h"
 
 #include <gtest/gtest.h>
-
 #include <pthread.h>
 
 #include <csignal>
@@ -59,7 +58,7 @@ TEST(StopSignalGuardDeathTest, AfterHoldASignalBeforeTheRunStopsItAndOneAfterCha
         {
           StopSignalGuard run({SIGTERM, SIGUSR1});
           if (StopSignalGuard::received() != SIGTERM) std::_Exit(4);  // the run sees it
-          if (handler_of(SIGUSR2) != SIG_DFL) std::_Exit(5);  // not the run's: its default
+          if (handler_of(SIGUSR2) != SIG_DFL) std::_Exit(5);          // not the run's: its default
         }
         std::raise(SIGUSR2);  // after the run: held again
         std::raise(SIGUSR1);

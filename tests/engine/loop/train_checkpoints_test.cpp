@@ -2,7 +2,6 @@
 // through the Trainer: a pause inside an accumulation window, a SIGTERM at a chosen step and
 // async saves, each resumed or compared bit for bit.
 #include "unitrain/engine/loop/train_checkpoints.h"
-#include "unitrain/engine/loop/train_logs.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -20,6 +19,7 @@
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/loop/periods.h"
 #include "unitrain/engine/loop/run_decisions.h"
+#include "unitrain/engine/loop/train_logs.h"
 #include "unitrain/engine/setup/run_plan.h"
 #include "unitrain/engine/trainer.h"
 #include "unitrain/log/run_logger.h"

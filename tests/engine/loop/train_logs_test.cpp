@@ -34,7 +34,9 @@ TEST(TrainLogs, ABadSectionIsATrainErrorNamingTheFileAndTheKey) {
   TrainerStateFile state;
   state.set_section("logs", R"({"train_sums": {"a": [1]}})");
   TrainLogs logs(nullptr, 0);
-  EXPECT_TRUE(test::contains(test::error_of<TrainError>([&] { logs.restore({"d", state, 0}); }),
+  EXPECT_TRUE(test::contains(test::error_of<TrainError>([&] {
+                               logs.restore({"d", state, 0});
+                             }),
                              "d/trainer_state.json: sections.logs.train_sums.a must be "
                              "[weighted, weight, exp_of_mean]"));
 }

@@ -71,18 +71,17 @@ std::vector<torch::Tensor> loop_alone(const Config& config, const test::Regressi
   const std::vector<std::shared_ptr<CheckpointEntry>> extra;
   const ResumePoint fresh;
   torch::manual_seed(settings.seed);  // as the Trainer seeds rank 0 before its loop
-  TrainLoop loop(
-      {settings, resolved, callbacks, decisions, precision, module, nullptr,
-       std::make_unique<ThreadGovernor>(
-           choose_thread_count(settings.train.threads, nullptr, 1, 2.0, 0), 1)},
-      test::regression_data(32), nullptr, fresh);
+  TrainLoop loop({settings, resolved, callbacks, decisions, precision, module, nullptr,
+                  std::make_unique<ThreadGovernor>(
+                      choose_thread_count(settings.train.threads, nullptr, 1, 2.0, 0), 1)},
+                 test::regression_data(32), nullptr, fresh);
   int64_t planned_steps = -1;
   loop.start([&](const RunPlan& plan) {
     planned_steps = plan.total_steps;
     return std::make_unique<LoopOptimizers>(build_optimizer(settings.optimizer, module), nullptr,
                                             settings.schedule_per_epoch);
   });
-  EXPECT_EQ(planned_steps, 8);             // 2 epochs of 4 batches of 8
+  EXPECT_EQ(planned_steps, 8);  // 2 epochs of 4 batches of 8
   loop.list_checkpoints(extra);
   prepare_writable_dir(settings.run_dir);  // the run folder, as the Trainer prepares it
   loop.open_run_files(fresh);

@@ -62,15 +62,20 @@ TEST(ReproducibleChecks, WhatWouldDependOnTheWorldSizeIsNamed) {
   EXPECT_TRUE(mentions(refusal(on, 5), "1, 2, 3, 4, 6 or 12"));
   EXPECT_EQ(refusal("distributed: {reproducible: 12, zero: 3}\ntrain: {threads: 1}\n", 2), "");
   EXPECT_TRUE(mentions(refusal("distributed: {reproducible: 12}\ntrain: {threads: 1, "
-                               "cuda_graphs: true}\n", 2),
+                               "cuda_graphs: true}\n",
+                               2),
                        "train.cuda_graphs"));
   EXPECT_TRUE(mentions(refusal("distributed: {reproducible: 12}\ntrain: {threads: 1, "
-                               "accumulation_steps: 4}\n", 2),
+                               "accumulation_steps: 4}\n",
+                               2),
                        "train.accumulation_steps is 4"));
   EXPECT_EQ(refusal("distributed: {reproducible: 12}\ntrain: {threads: 1, "
-                    "accumulation_steps: 6}\n", 2), "");  // G / W: what a resume on W sets
+                    "accumulation_steps: 6}\n",
+                    2),
+            "");  // G / W: what a resume on W sets
   EXPECT_TRUE(mentions(refusal("distributed: {reproducible: 12}\ntrain: {threads: 1, "
-                               "global_batch_size: 100}\ndata: {loader: {batch_size: 8}}\n", 2),
+                               "global_batch_size: 100}\ndata: {loader: {batch_size: 8}}\n",
+                               2),
                        "make a step of 96 samples"));
   EXPECT_TRUE(mentions(refusal("distributed: {reproducible: 12}\n", 2), "set train.threads"));
   setenv("OMP_NUM_THREADS", "2", 1);

@@ -34,7 +34,8 @@ TEST(RunResume, ARunAwaitsResumeAfterAPauseOrASaveSignalOnly) {
 TEST(RunResume, TheRunsConfigResumesAutomaticallyWhereThisInvocationNamedACheckpoint) {
   const std::string dir = test::temp_dir();
   for (const std::string resume : {"auto", "last"}) {
-    Config raw = Config::from_string("run_dir: " + dir + "\ncheckpoint: {resume: " + resume + "}\n");
+    Config raw =
+        Config::from_string("run_dir: " + dir + "\ncheckpoint: {resume: " + resume + "}\n");
     const Config config = resolve_run_config(raw);
     const RunSettings settings = RunSettings::from_config(config);
     EXPECT_TRUE(test::contains(run_config_text(config, settings), "resume: auto"))

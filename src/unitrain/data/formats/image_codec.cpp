@@ -86,7 +86,8 @@ bool png_read_pixels(PngSource& src, PngOutput& out) {
   image.channels = png_get_channels(png, info);
   image.bits = png_get_bit_depth(png, info);
   const size_t row_bytes = png_get_rowbytes(png, info);
-  if (static_cast<uint64_t>(row_bytes) * static_cast<uint64_t>(image.height) > kMaxDecodedImageBytes) {
+  if (static_cast<uint64_t>(row_bytes) * static_cast<uint64_t>(image.height) >
+      kMaxDecodedImageBytes) {
     png_error(png, "the image is too large (more than 4 GiB of pixels)");
   }
   image.samples.resize(row_bytes * static_cast<size_t>(image.height));
@@ -132,8 +133,10 @@ DecodedImage decode_png(const std::string& bytes, int64_t channels, const std::s
   }
   DecodedImage& image = out.image;
   const bool wide = image.bits == 16;
-  if (image.channels == 3 && channels == 1) wide ? png_rgb_to_gray<uint16_t>(image) : png_rgb_to_gray<uint8_t>(image);
-  if (image.channels == 1 && channels == 3) wide ? png_gray_to_rgb<uint16_t>(image) : png_gray_to_rgb<uint8_t>(image);
+  if (image.channels == 3 && channels == 1)
+    wide ? png_rgb_to_gray<uint16_t>(image) : png_rgb_to_gray<uint8_t>(image);
+  if (image.channels == 1 && channels == 3)
+    wide ? png_gray_to_rgb<uint16_t>(image) : png_gray_to_rgb<uint8_t>(image);
   return std::move(image);
 }
 
@@ -168,20 +171,21 @@ std::string jpeg_error_and_reset(JpegDecompressor& d) {
 DecodedImage decode_jpeg(const std::string& bytes, int64_t channels, const std::string& what) {
   JpegDecompressor& decompressor = thread_jpeg_decompressor();
   tjhandle tj = decompressor.h;
-  UT_CHECK(tj != nullptr, what, ": TurboJPEG could not make a decompressor (", tjGetErrorStr2(nullptr), ")");
+  UT_CHECK(tj != nullptr, what, ": TurboJPEG could not make a decompressor (",
+           tjGetErrorStr2(nullptr), ")");
   const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
   const auto size = static_cast<unsigned long>(bytes.size());
   int width = 0, height = 0, subsampling = 0, colorspace = 0;
   if (tjDecompressHeader3(tj, data, size, &width, &height, &subsampling, &colorspace) != 0) {
-    throw ConfigError(
-        detail::concat(what, ": not a valid JPEG file (libjpeg-turbo: ",
-                       jpeg_error_and_reset(decompressor), ")"));
+    throw ConfigError(detail::concat(
+        what, ": not a valid JPEG file (libjpeg-turbo: ", jpeg_error_and_reset(decompressor), ")"));
   }
   UT_CHECK(colorspace != TJCS_CMYK && colorspace != TJCS_YCCK, what,
            ": a CMYK JPEG, which image_folder does not decode; convert it to RGB (e.g. PIL's "
            "Image.open(f).convert('RGB').save(f))");
-  UT_CHECK(static_cast<uint64_t>(width) * static_cast<uint64_t>(height) * 3 <= kMaxDecodedImageBytes,
-           what, ": the image is too large (", width, " x ", height, " pixels)");
+  UT_CHECK(
+      static_cast<uint64_t>(width) * static_cast<uint64_t>(height) * 3 <= kMaxDecodedImageBytes,
+      what, ": the image is too large (", width, " x ", height, " pixels)");
   DecodedImage image;
   image.height = height;
   image.width = width;

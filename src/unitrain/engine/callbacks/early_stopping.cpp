@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "unitrain/engine/callback_registry.h"
 #include "unitrain/core/error.h"
+#include "unitrain/engine/callback_registry.h"
 #include "unitrain/engine/trainer.h"
 #include "unitrain/log/console_tracker.h"
 
@@ -73,7 +73,8 @@ void EarlyStopping::on_load_checkpoint(Trainer&, const CheckpointEntries& entrie
   const nlohmann::json j = nlohmann::json::parse(it->second, nullptr, false);
   UT_CHECK_TRAIN(j.is_object(), "the checkpoint's ", kEarlyStoppingEntry, " is not valid JSON");
   if (j.value("metric", std::string()) != options_.metric) return;  // it watched another metric
-  best_ = j["best"].is_number() ? j["best"].get<double>() : std::numeric_limits<double>::quiet_NaN();
+  best_ =
+      j["best"].is_number() ? j["best"].get<double>() : std::numeric_limits<double>::quiet_NaN();
   stalls_ = j.value("stalls", int64_t(0));
 }
 

@@ -109,7 +109,7 @@ void Ema::swap_out(Trainer& trainer) {
 
 void Ema::on_save_checkpoint(Trainer&, CheckpointEntries& entries) {
   if (!parts_.empty()) return;  // the sharded entry saves the parts
-  NamedTensors dict;  // on the CPU, whatever the device (a checkpoint holds CPU tensors)
+  NamedTensors dict;            // on the CPU, whatever the device (a checkpoint holds CPU tensors)
   for (size_t i = 0; i < names_.size(); ++i) {
     dict.emplace_back(names_[i], average_[i].to(torch::kCPU));
   }

@@ -64,7 +64,7 @@ class Ema : public Callback, public ParameterState {
   EmaOptions options_;
   std::vector<std::string> names_;
   std::vector<torch::Tensor> average_;
-  std::vector<torch::Tensor> kept_;  ///< the training weights while the average is swapped in
+  std::vector<torch::Tensor> kept_;   ///< the training weights while the average is swapped in
   std::vector<torch::Tensor> parts_;  ///< keep_parts()'s (empty: the module's parameters)
 };
 

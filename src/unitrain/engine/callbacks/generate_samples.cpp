@@ -11,15 +11,15 @@
 #include <tuple>
 
 #include "unitrain/core/error.h"
-#include "unitrain/text/chat_template.h"
 #include "unitrain/engine/callback_registry.h"
 #include "unitrain/engine/config/run_text.h"
-#include "unitrain/models/text_generator.h"
 #include "unitrain/engine/trainer.h"
 #include "unitrain/log/tensorboard_events.h"
 #include "unitrain/log/tensorboard_tracker.h"
 #include "unitrain/log/tfrecord_writer.h"
 #include "unitrain/models/model.h"
+#include "unitrain/models/text_generator.h"
+#include "unitrain/text/chat_template.h"
 
 namespace unitrain {
 

@@ -64,14 +64,14 @@ std::string model_summary(const torch::nn::Module& model, int64_t max_depth) {
   std::string out = fmt::format("  {:<{}}  {:<{}}  {:>10}  {:>10}  {:>10}\n", "module", name_w,
                                 "type", type_w, "params", "trainable", "frozen");
   for (const Row& r : rows) {
-    out += fmt::format("  {:<{}}  {:<{}}  {:>10}  {:>10}  {:>10}\n", r.name, name_w, r.type,
-                       type_w, count_text(r.trainable + r.frozen), count_text(r.trainable),
+    out += fmt::format("  {:<{}}  {:<{}}  {:>10}  {:>10}  {:>10}\n", r.name, name_w, r.type, type_w,
+                       count_text(r.trainable + r.frozen), count_text(r.trainable),
                        count_text(r.frozen));
   }
   const double kb = total.bytes / 1024.0;
-  out += fmt::format("{} parameters: {} trainable, {} frozen; {}", total.trainable + total.frozen,
-                     total.trainable, total.frozen,
-                     kb < 1024 ? fmt::format("{:.1f} KB", kb) : fmt::format("{:.1f} MB", kb / 1024));
+  out += fmt::format(
+      "{} parameters: {} trainable, {} frozen; {}", total.trainable + total.frozen, total.trainable,
+      total.frozen, kb < 1024 ? fmt::format("{:.1f} KB", kb) : fmt::format("{:.1f} MB", kb / 1024));
   return out;
 }
 

@@ -3,9 +3,9 @@
 // masters; "grad.<i>": that part's gradient when saved inside an accumulation window; rank 0's
 // also "whole.<name>": the buffers and parameters outside the units). (A callback's state by
 // parts, the ema's average: sharded_state_entry.cpp; what both share: sharded_parts_entry.h.)
-// LoRA (TrainModule::checkpoints_trainable_only): neither holds the frozen flats' parts (nor the frozen parameters outside the units), and
-// frozen_weights.json fingerprints them as a run without ZeRO 3 does; the resume keeps the base
-// it built.
+// LoRA (TrainModule::checkpoints_trainable_only): neither holds the frozen flats' parts (nor the
+// frozen parameters outside the units), and frozen_weights.json fingerprints them as a run without
+// ZeRO 3 does; the resume keeps the base it built.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -63,8 +63,7 @@ class ShardedModelEntry : public ShardedPartsEntry {
       const std::string& now = frozen_fingerprint();
       if (in.has(files::kFrozenWeights)) {
         const std::vector<char> bytes = in.read(files::kFrozenWeights);
-        check_frozen_fingerprint({bytes.begin(), bytes.end()}, now,
-                                 in.path(files::kFrozenWeights));
+        check_frozen_fingerprint({bytes.begin(), bytes.end()}, now, in.path(files::kFrozenWeights));
       }
     }
     ShardedPartsEntry::restore(in);

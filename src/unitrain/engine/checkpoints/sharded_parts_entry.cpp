@@ -132,8 +132,7 @@ void ShardedPartsEntry::restore(const CheckpointRead& in) {
 std::map<std::string, torch::Tensor> ShardedPartsEntry::restore_own_parts(
     const CheckpointRead& in, const std::vector<torch::Tensor>& into) {
   const std::string name = file_of_(in.rank);
-  std::map<std::string, torch::Tensor> own =
-      by_name(map_tensor_dict(in.map(name), in.path(name)));
+  std::map<std::string, torch::Tensor> own = by_name(map_tensor_dict(in.map(name), in.path(name)));
   for (size_t i = 0; i < into.size(); ++i) {
     if (!saves_part(i)) continue;  // LoRA's base: as the run built it
     const auto it = own.find(std::to_string(i));

@@ -24,8 +24,8 @@ using sharded_parts::parameters_outside_units;
 class ShardedStateEntry : public ShardedPartsEntry {
  public:
   ShardedStateEntry(ParameterState& state, std::vector<std::string> outside_names,
-                    std::vector<bool> outside_trains, bool frozen_saved,
-                    ShardedParameters& params, ProcessGroup& group, std::string root)
+                    std::vector<bool> outside_trains, bool frozen_saved, ShardedParameters& params,
+                    ProcessGroup& group, std::string root)
       : ShardedPartsEntry(
             params, group, std::move(root),
             [name = state.state_name()](int rank) { return files::state_shard(name, rank); },
@@ -102,10 +102,9 @@ CheckpointEntryPtr sharded_state_entry(ParameterState& state, TrainModule& modul
     parts.push_back(t);
   }
   state.keep_parts(std::move(parts));
-  return std::make_unique<ShardedStateEntry>(state, std::move(outside_names),
-                                             std::move(outside_trains),
-                                             !module.checkpoints_trainable_only(), params, group,
-                                             std::move(root));
+  return std::make_unique<ShardedStateEntry>(
+      state, std::move(outside_names), std::move(outside_trains),
+      !module.checkpoints_trainable_only(), params, group, std::move(root));
 }
 
 }  // namespace unitrain

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-
 #include <yaml-cpp/yaml.h>
 
 #include <regex>
@@ -142,7 +141,8 @@ Config load_run_config(const std::vector<std::string>& files, const Overrides& o
     // first unknown key.
     UT_CHECK(!(file.node()["base"].IsDefined() && file.node()["space"].IsDefined()), f,
              " is a sweep file (it has base: and space:), not a run's config: run it with "
-             "`unitrain sweep ", f, "`, or train its base (", file.node()["base"].as<std::string>(""),
+             "`unitrain sweep ",
+             f, "`, or train its base (", file.node()["base"].as<std::string>(""),
              ") with `unitrain train`");
     merged.merge(file);
   }

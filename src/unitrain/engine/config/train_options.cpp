@@ -33,11 +33,12 @@ void declare_length_and_step(Options<T>& o) {
   o.field("loss_average", &T::loss_average,
           {{"samples", LossAverage::Samples}, {"tokens", LossAverage::Tokens}})
       .fixed("a window's update changes with it")
-      .help("what a window's micro-batches and the processes are weighted by: samples (each "
-            "micro-batch's loss by its share of the window's samples), or tokens (by its share "
-            "of the window's target tokens, token_key entries other than -100, on all processes: "
-            "the update of the mean loss over every response token; one number summed across "
-            "processes per window); validation and test weigh their batches the same way");
+      .help(
+          "what a window's micro-batches and the processes are weighted by: samples (each "
+          "micro-batch's loss by its share of the window's samples), or tokens (by its share "
+          "of the window's target tokens, token_key entries other than -100, on all processes: "
+          "the update of the mean loss over every response token; one number summed across "
+          "processes per window); validation and test weigh their batches the same way");
   o.field("token_key", &T::token_key)
       .fixed("the token counts change with it")
       .help("loss_average tokens: the batch key whose entries other than -100 are counted");

@@ -37,9 +37,9 @@ struct TrainOptions {
   std::string eval_token_key() const {
     return loss_average == LossAverage::Tokens ? token_key : std::string();
   }
-  int64_t threads = 0;                       ///< intra-op threads; 0 = auto
-  std::string device = "auto";               ///< cpu | cuda | cuda:N | auto (run_device.h)
-  bool deterministic = false;                ///< deterministic algorithms only (set_deterministic)
+  int64_t threads = 0;          ///< intra-op threads; 0 = auto
+  std::string device = "auto";  ///< cpu | cuda | cuda:N | auto (run_device.h)
+  bool deterministic = false;   ///< deterministic algorithms only (set_deterministic)
   MatmulPrecision matmul_precision = MatmulPrecision::Keep;
   bool cuda_graphs = false;  ///< capture the step as a CUDA graph and replay it (step_graph.h)
   OnNonFinite on_nonfinite = OnNonFinite::Stop;

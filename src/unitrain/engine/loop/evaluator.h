@@ -27,8 +27,8 @@ std::map<std::string, double> evaluate(TrainModule& module, const Loader& loader
 
 /// How evaluate_sums runs its pass.
 struct EvalPass {
-  int64_t max_batches = -1;        ///< >= 0: stop after that many batches (test_mode)
-  CallbackList* hooks = nullptr;   ///< on_validation_batch_start/end (on_test_...) per batch
+  int64_t max_batches = -1;              ///< >= 0: stop after that many batches (test_mode)
+  CallbackList* hooks = nullptr;         ///< on_validation_batch_start/end (on_test_...) per batch
   const Precision* precision = nullptr;  ///< the steps run as training's forward does
   /// >= 0: the module's forward is a collective (ZeRO 3 gathers each unit's parameters from
   /// every rank), so every rank must run as many: a rank whose shard ends sooner runs its last

@@ -45,9 +45,8 @@ void LoopData::open_epoch(int64_t epoch, int64_t b) { epoch_ = train_.epoch(epoc
 
 std::optional<Batch> LoopData::next(int64_t epoch, int64_t b) {
   if (!tokens_) return epoch_->next();
-  return tokens_->next(*epoch_, b, [this, epoch](int64_t from) {
-    return train_.epoch(epoch, from);
-  });
+  return tokens_->next(*epoch_, b,
+                       [this, epoch](int64_t from) { return train_.epoch(epoch, from); });
 }
 
 void LoopData::close_epoch() {

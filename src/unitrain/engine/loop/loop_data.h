@@ -57,9 +57,9 @@ class LoopData {
   std::vector<std::string> class_names_;
   Loader train_;
   std::unique_ptr<Loader> val_;
-  std::unique_ptr<EpochIterator> epoch_;      ///< the running epoch's
-  std::unique_ptr<WindowTokens> tokens_;     ///< train.loss_average: tokens (else null)
-  bool reproducible_ = false;  ///< distributed.reproducible: read by whole batches
+  std::unique_ptr<EpochIterator> epoch_;  ///< the running epoch's
+  std::unique_ptr<WindowTokens> tokens_;  ///< train.loss_average: tokens (else null)
+  bool reproducible_ = false;             ///< distributed.reproducible: read by whole batches
   double wait_seconds_ = 0;
 };
 

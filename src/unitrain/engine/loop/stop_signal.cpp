@@ -1,7 +1,6 @@
 #include "unitrain/engine/loop/stop_signal.h"
 
 #include <fmt/format.h>
-
 #include <pthread.h>
 #include <unistd.h>
 

@@ -217,9 +217,10 @@ void TrainCheckpoints::restore(const ResumePoint& resume, int64_t batches_per_ep
       if (schema->resume_rule(c.key).on == OnResume::Harmless || c.key == "train.max_length") {
         log::info("config changed since the checkpoint: " + c.str());
       } else {
-        log::warn(fmt::format("config changed since the checkpoint: {} (it applies from step {} "
-                              "on: the run trains otherwise than it would have)",
-                              c.str(), resume.file.state.step + 1));
+        log::warn(
+            fmt::format("config changed since the checkpoint: {} (it applies from step {} "
+                        "on: the run trains otherwise than it would have)",
+                        c.str(), resume.file.state.step + 1));
       }
     }
     changes_said_ = true;
@@ -228,8 +229,8 @@ void TrainCheckpoints::restore(const ResumePoint& resume, int64_t batches_per_ep
   UT_CHECK(saved.batch_in_epoch <= batches_per_epoch, "cannot resume from ", dir,
            ": it stopped at batch ", saved.batch_in_epoch, " of an epoch that now has ",
            batches_per_epoch, " batches");
-  best_value_ = state_double(
-      state_section(resume.file.section(kCheckpointsSection)).value("best_value", StateJson("nan")));
+  best_value_ = state_double(state_section(resume.file.section(kCheckpointsSection))
+                                 .value("best_value", StateJson("nan")));
   const CheckpointRead in{dir, resume.file, rank};
   for (size_t i = 0; i < entries_.size(); ++i) {
     if (which == Which::All || !late_[i]) entries_[i]->restore(in);

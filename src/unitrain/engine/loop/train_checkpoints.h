@@ -27,10 +27,10 @@ struct RunSettings;
 /// How a run's checkpoints are laid out and written.
 struct CheckpointSetup {
   CheckpointOptions options;
-  std::string root;            ///< run_dir/checkpoints
-  bool on = false;             ///< checkpoint.enabled, outside train.test_mode
-  bool writes = false;         ///< on, and this process writes them (rank 0)
-  bool shared = false;         ///< data-parallel
+  std::string root;     ///< run_dir/checkpoints
+  bool on = false;      ///< checkpoint.enabled, outside train.test_mode
+  bool writes = false;  ///< on, and this process writes them (rank 0)
+  bool shared = false;  ///< data-parallel
   /// Saves wait for a window's end: data-parallel (gradients inside a window are each rank's
   /// own), or distributed.reproducible (the window's sum so far is the sync's, not the
   /// parameters' gradients that a checkpoint keeps).
@@ -40,7 +40,7 @@ struct CheckpointSetup {
   std::string classes_text;    ///< classes.json: the training data's class names; "" = none
   int64_t world = 1, batch_size = 1, accumulation = 1, zero = 0;  ///< the run's layout
   int64_t threads = 0;  ///< the intra-op threads it computes with (0: not known)
-  ShuffleAlgorithm data_order = kCurrentShuffle;                  ///< the training loader's shuffle
+  ShuffleAlgorithm data_order = kCurrentShuffle;  ///< the training loader's shuffle
 
   /// The setup of a run with these settings, config and plan; `shared`: data-parallel.
   static CheckpointSetup of(const RunSettings& settings, const Config& config, const RunPlan& plan,
@@ -124,7 +124,7 @@ class TrainCheckpoints {
   Profiler* profiler_;
   std::vector<CheckpointEntryPtr> owned_;
   std::vector<CheckpointEntry*> entries_;
-  std::vector<bool> late_;  ///< per entry: it restores after on_fit_start
+  std::vector<bool> late_;          ///< per entry: it restores after on_fit_start
   std::set<std::string> declared_;  ///< the files entries declared (CheckpointEntry::files)
   std::unique_ptr<Checkpointer> checkpointer_;         ///< rank 0's
   std::shared_ptr<SnapshotBuffers> snapshot_buffers_;  ///< reused by async saves

@@ -1,8 +1,7 @@
 #include "unitrain/engine/loop/train_logs.h"
 
-#include <torch/torch.h>
-
 #include <fmt/format.h>
+#include <torch/torch.h>
 
 #include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/state_json.h"
@@ -27,12 +26,11 @@ int64_t TrainLogs::events() const { return logger_ ? logger_->events() : restore
 void TrainLogs::order_by_shards() { ordered_ = std::make_unique<ShardOrderedMetrics>(); }
 
 void TrainLogs::add_batch(const MetricValue& loss, int64_t counted,
-                          const std::map<std::string, MetricValue>& metrics,
-                          int64_t samples) {
+                          const std::map<std::string, MetricValue>& metrics, int64_t samples) {
   if (ordered_) {  // the loss by what it averages over, the metrics by samples
     std::map<std::string, MetricValue> values = metrics;
-    values["loss"] = MetricValue(loss.value, loss.weight < 0 ? double(counted) : loss.weight,
-                                 loss.exp_of_mean);
+    values["loss"] =
+        MetricValue(loss.value, loss.weight < 0 ? double(counted) : loss.weight, loss.exp_of_mean);
     return ordered_->add(values, samples);
   }
   train_sums_.add("loss", loss, counted);  // read at log time when deferred

@@ -47,8 +47,7 @@ class TrainLogs : public CheckpointEntry {
   /// A micro-batch's values: its loss, weighted by what it averages over (`counted` samples or
   /// target tokens), and its metrics, by its `samples`.
   void add_batch(const MetricValue& loss, int64_t counted,
-                 const std::map<std::string, MetricValue>& metrics,
-                 int64_t samples);
+                 const std::map<std::string, MetricValue>& metrics, int64_t samples);
   /// Whether anything was added since the last log event.
   bool has_train_sums() const {
     return !train_sums_.empty() || !means_.empty() || (ordered_ && !ordered_->empty());

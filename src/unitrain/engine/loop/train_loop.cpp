@@ -42,8 +42,8 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
   data_.plan(settings_, plan_, group_.get());
   periods_.set_batches_per_epoch(plan_.batches_per_epoch);
   if (settings_.profile.enabled) {
-    profiler_ = std::make_unique<Profiler>(settings_.profile, rank,
-                                           device_of(module_.weights()).is_cuda());
+    profiler_ =
+        std::make_unique<Profiler>(settings_.profile, rank, device_of(module_.weights()).is_cuda());
   }
 }
 
@@ -52,10 +52,10 @@ TrainLoop::~TrainLoop() { module_.set_run(nullptr); }
 void TrainLoop::start(const OptimizerFactory& make) {
   optimizers_ = make(plan_);
   optimizers_->follow(counters_);
-  step_ = std::make_unique<ProcessStep>(
-      StepParts{settings_, group_, module_, precision_, callbacks_, profiler_.get(),
-                device_of(module_.weights())},
-      optimizers_->trainers());
+  step_ =
+      std::make_unique<ProcessStep>(StepParts{settings_, group_, module_, precision_, callbacks_,
+                                              profiler_.get(), device_of(module_.weights())},
+                                    optimizers_->trainers());
   module_run_ = std::make_unique<LoopModuleRun>(
       counters_, plan_.rank, plan_.world, step_->device(),
       [this](const std::string& name, torch::Tensor value) {
@@ -80,8 +80,8 @@ void TrainLoop::list_checkpoints(
   setup.classes_text = class_names_json(data_.class_names());
   setup.data_order = data_.train().shuffle_algorithm();
   setup.threads = threads_->threads();
-  checkpoints_ = std::make_unique<TrainCheckpoints>(std::move(setup), counters_, decisions_,
-                                                    logs_, profiler_.get());
+  checkpoints_ = std::make_unique<TrainCheckpoints>(std::move(setup), counters_, decisions_, logs_,
+                                                    profiler_.get());
   list_checkpoint_entries(optimizers_->trainers());
   for (const auto& e : program_entries) {  // Trainer::add_checkpoint_entry's
     checkpoints_->add(*e, TrainCheckpoints::Restores::AfterFitStart);
@@ -99,7 +99,7 @@ void TrainLoop::open_run_files(const ResumePoint& resume) {
 }
 
 void TrainLoop::run(RunPosition& position) {
-  step_->runner().follow(&position);  // backward marks its phase there
+  step_->runner().follow(&position);                   // backward marks its phase there
   std::optional<StepGraph::StreamScope> graph_stream;  // cuda_graphs: the loop on its stream
   if (StepGraph* graph = step_->graph()) graph_stream.emplace(*graph);
   // One micro-batch per turn; a window's last one ends with the optimizer step.
@@ -205,7 +205,7 @@ void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
   const int64_t n = batch.size();
   counters_.batch_in_epoch++;
   counters_.micro_in_window = m.window_end ? 0 : counters_.micro_in_window + 1;
-  counters_.samples += n * plan_.world;             // every rank read a batch of the same size
+  counters_.samples += n * plan_.world;  // every rank read a batch of the same size
   // The logged loss is a mean over what the loss averages: samples, or target tokens.
   const int64_t counted = data_.counted(batch);
   logs_.add_batch(MetricValue(m.loss), counted, m.metrics, n);
@@ -214,7 +214,7 @@ void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
   }
   counters_.step++;
   if (m.skipped) counters_.skipped_steps++;
-  decisions_.step_ended(m.decision);  // what any rank decided holds for all
+  decisions_.step_ended(m.decision);   // what any rank decided holds for all
   optimizers_->step_ended(counters_);  // train/lr: what this step used; the schedule moves on
   if (auto changed = threads_->follow()) log::info(*changed);
   callbacks_.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
@@ -230,7 +230,7 @@ void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
   // `epoch` counts completed epochs everywhere (progress bar, log lines, metrics files,
   // checkpoints), the epoch a step ends included. The loss is read only when a bar is drawn.
   logs_.logger().progress(counters_.step, plan_.total_steps, epochs_done(),
-                    [&m] { return m.loss_value(); });
+                          [&m] { return m.loss_value(); });
 }
 
 void TrainLoop::log_and_validate() {
@@ -249,9 +249,7 @@ bool TrainLoop::epoch_complete() const {
   return decisions_.stopped_by_signal() == 0 && at_epoch_end();
 }
 
-void TrainLoop::close_epoch_batches() {
-  data_.close_epoch();
-}
+void TrainLoop::close_epoch_batches() { data_.close_epoch(); }
 
 void TrainLoop::end_epoch() {
   close_epoch_batches();

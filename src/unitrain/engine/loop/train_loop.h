@@ -22,10 +22,9 @@
 #include "unitrain/engine/loop/loop_optimizers.h"
 #include "unitrain/engine/loop/module_run.h"
 #include "unitrain/engine/loop/periods.h"
-#include "unitrain/engine/loop/train_logs.h"
 #include "unitrain/engine/loop/train_checkpoints.h"
+#include "unitrain/engine/loop/train_logs.h"
 #include "unitrain/engine/setup/run_plan.h"
-#include "unitrain/threads/thread_governor.h"
 #include "unitrain/engine/step/process_step.h"
 #include "unitrain/engine/step/step_graph.h"
 #include "unitrain/log/run_logger.h"
@@ -33,6 +32,7 @@
 #include "unitrain/optim/optimizer.h"
 #include "unitrain/optim/scheduler.h"
 #include "unitrain/profile/profiler.h"
+#include "unitrain/threads/thread_governor.h"
 
 namespace unitrain {
 

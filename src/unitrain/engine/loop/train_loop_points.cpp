@@ -91,11 +91,10 @@ void TrainLoop::finish_logs() {
   if (!settings_.train.test_mode) validate();
 }
 
-
 void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
   // What a checkpoint holds, in the order it saves and restores.
   TrainCheckpoints& c = *checkpoints_;
-  c.add(logs_);                               // sums, log position, time, last metrics
+  c.add(logs_);               // sums, log position, time, last metrics
   c.add(step_->nonfinite());  // a non-finite loss earlier in the window
   ShardedParameters* sharded = step_->sharded_parameters();
   if (sharded) {
@@ -131,7 +130,7 @@ std::vector<ParameterState*> TrainLoop::parameter_states() const {
 }
 
 void TrainLoop::restore(const ResumePoint& resume) {
-  counters_ = resume.file.state;  // first: the entries restore against them
+  counters_ = resume.file.state;                          // first: the entries restore against them
   if (resume.file.stopped) decisions_.stop_everywhere();  // a finished run: nothing to train
   checkpoints_->restore(resume, plan_.batches_per_epoch, plan_.rank, "resumed from",
                         TrainCheckpoints::Which::WithTheRun);
@@ -157,7 +156,7 @@ bool TrainLoop::roll_back(const MicroStep& m) {
                  "save comes with checkpoint.every)");
   DivergenceGuard& divergence = step_->divergence();
   divergence.begin_rollback(m.rollback);  // TrainError past max_rollbacks
-  if (group_) group_->barrier();           // every rank reads what rank 0 wrote
+  if (group_) group_->barrier();          // every rank reads what rank 0 wrote
   const ResumePoint point = read_resume_point(dir, config_);
   // The data goes on after this window; the rest comes from the checkpoint.
   const TrainState here = counters_;
@@ -169,15 +168,14 @@ bool TrainLoop::roll_back(const MicroStep& m) {
       "{}: rolled back to step {}; training goes on from epoch {} batch {} ({} batches of each "
       "process skipped){} — rollback {} of at most {} (train.divergence.max_rollbacks)",
       m.rollback, there.step, here.epoch, here.batch_in_epoch + 1, skipped,
-      divergence.lr_scale() != 1.0
-          ? fmt::format(", learning rates x {:.6g}", divergence.lr_scale())
-          : "",
+      divergence.lr_scale() != 1.0 ? fmt::format(", learning rates x {:.6g}", divergence.lr_scale())
+                                   : "",
       divergence.rollbacks(), settings_.train.divergence.max_rollbacks));
   const double seconds = logs_.elapsed();
   const std::string resumed_from = logs_.resumed_from();
   close_epoch_batches();
   step_->runner().drop_window();
-  optimizers_->clear_states();  // the checkpoint's replace them whole
+  optimizers_->clear_states();   // the checkpoint's replace them whole
   counters_ = point.file.state;  // first: the entries restore against them
   checkpoints_->restore(point, plan_.batches_per_epoch, plan_.rank, "rolled back to");
   periods_.start_at(counters_);

@@ -92,8 +92,8 @@ FitResult conclude_fit(const TrainLoop& loop, const RunSettings& settings) {
     log::info(
         fmt::format("nothing trained: the run was complete at {} steps, {} epoch{}, {} "
                     "samples, trained in {:.1f} s",
-                    counters.step, counters.epoch, counters.epoch == 1 ? "" : "s",
-                    counters.samples, r.seconds));
+                    counters.step, counters.epoch, counters.epoch == 1 ? "" : "s", counters.samples,
+                    r.seconds));
     return r;
   }
   rusage usage{};
@@ -112,16 +112,17 @@ FitResult conclude_fit(const TrainLoop& loop, const RunSettings& settings) {
           : ""));
   const torch::optim::Optimizer* trainers = loop.optimizers()->trainers();
   if (loop.group() && trainers) {  // what ZeRO saves, in each rank's log
-    log::info(fmt::format("optimizer state on rank {}: {} bytes (distributed.zero: {})", rank,
-                          r.optimizer_state_bytes >= 0 ? r.optimizer_state_bytes
-                                                       : optimizer_state_bytes(*trainers),
-                          loop.sharded() ? settings.distributed.zero : 0));
+    log::info(fmt::format(
+        "optimizer state on rank {}: {} bytes (distributed.zero: {})", rank,
+        r.optimizer_state_bytes >= 0 ? r.optimizer_state_bytes : optimizer_state_bytes(*trainers),
+        loop.sharded() ? settings.distributed.zero : 0));
   }
   if (const ShardedParameters* p = loop.sharded_parameters()) {
     log::info(fmt::format("parameters on rank {}: {} bytes of {} in {} units (distributed.zero: 3)",
                           rank, p->shard_bytes(), p->whole_bytes(), p->units()));
   }
-  if (r.signal != 0) log::warn(stopped_by_signal_text(settings, r));  // the last line: what comes next
+  if (r.signal != 0)
+    log::warn(stopped_by_signal_text(settings, r));  // the last line: what comes next
   if (!r.paused.empty() && r.exit_code != 0) {
     log::info(
         fmt::format("paused ({}): checkpoint saved; exit {} (checkpoint.on_signal.exit_code): "

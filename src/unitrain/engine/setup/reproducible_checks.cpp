@@ -8,10 +8,10 @@
 #include "unitrain/core/error.h"
 #include "unitrain/core/train_module.h"
 #include "unitrain/engine/config/run_settings.h"
-#include "unitrain/threads/thread_governor.h"
 #include "unitrain/optim/optimizer.h"
 #include "unitrain/parallel/micro_shard_layout.h"
 #include "unitrain/parallel/process_group.h"
+#include "unitrain/threads/thread_governor.h"
 
 namespace unitrain {
 
@@ -23,7 +23,8 @@ void check_reproducible(const RunSettings& settings, int world) {
   UT_CHECK(g <= (int64_t(1) << 20), "distributed.reproducible: ", g,
            " micro-shards per step is more than this trainer plans for (2^20)");
   (void)MicroShardLayout(0, static_cast<int>(g), world, 0);  // W must divide G: named there
-  UT_CHECK(!train.cuda_graphs, "distributed.reproducible with train.cuda_graphs: a captured step "
+  UT_CHECK(!train.cuda_graphs,
+           "distributed.reproducible with train.cuda_graphs: a captured step "
            "is one process's whole step; set train.cuda_graphs: false");
   const int64_t steps = g / world;
   UT_CHECK(train.accumulation_steps == 1 || train.accumulation_steps == steps,
@@ -34,8 +35,8 @@ void check_reproducible(const RunSettings& settings, int world) {
   const int64_t batch = settings.loader.batch_size_;
   UT_CHECK(!train.global_batch_size || *train.global_batch_size == g * batch,
            "train.global_batch_size is ", train.global_batch_size.value_or(0),
-           ", but distributed.reproducible: ", g, " micro-shards of data.loader.batch_size ",
-           batch, " make a step of ", g * batch, " samples; give only one of them");
+           ", but distributed.reproducible: ", g, " micro-shards of data.loader.batch_size ", batch,
+           " make a step of ", g * batch, " samples; give only one of them");
   // Given (train.threads, or OMP_NUM_THREADS), not chosen by auto: as a fit will choose it.
   const ThreadCount threads =
       choose_thread_count(train.threads, std::getenv("OMP_NUM_THREADS"), 1, 1.0, 0);
@@ -49,10 +50,12 @@ void check_reproducible(const RunSettings& settings, int world) {
 void check_reproducible_step(const RunSettings& settings, TrainModule& module,
                              const torch::optim::Optimizer* trainers, const ProcessGroup* group) {
   if (!settings.distributed.reproducible_on()) return;
-  UT_CHECK(trainers != nullptr, "distributed.reproducible with manual optimization (the module "
+  UT_CHECK(trainers != nullptr,
+           "distributed.reproducible with manual optimization (the module "
            "steps its own optimizers): the trainer cannot sum its gradients in shard order; use "
            "the Trainer's optimizer, or distributed.reproducible: 0");
-  UT_CHECK(!needs_closure(*trainers), "distributed.reproducible with an optimizer that "
+  UT_CHECK(!needs_closure(*trainers),
+           "distributed.reproducible with an optimizer that "
            "re-evaluates the loss (L-BFGS): each evaluation is a whole step; use another "
            "optimizer, or distributed.reproducible: 0");
   if (group && group->world_size() > 1 && settings.distributed.zero == 3) {

@@ -14,8 +14,8 @@ RunPlan RunPlan::make(const TrainOptions& options, const Loader& train, int rank
   p.micro_shards = micro_shards;
   p.batch_size = train.options().batch_size_;
   p.drop_last = train.options().drop_last_;
-  p.accumulation = micro_shards > 0 ? micro_shards / world
-                                    : options.resolve_accumulation(p.batch_size, world);
+  p.accumulation =
+      micro_shards > 0 ? micro_shards / world : options.resolve_accumulation(p.batch_size, world);
   p.batches_per_epoch = train.batches_per_epoch();
   p.epoch_size = train.epoch_size();
   p.steps_per_epoch = (p.batches_per_epoch + p.accumulation - 1) / p.accumulation;

@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <limits>
 
-#include "unitrain/threads/cpu_budget.h"
 #include "unitrain/engine/config/resume_config.h"
 #include "unitrain/log/console.h"
 #include "unitrain/parallel/process_group.h"
+#include "unitrain/threads/cpu_budget.h"
 
 namespace unitrain {
 

@@ -5,8 +5,8 @@
 #include "unitrain/core/error.h"
 #include "unitrain/core/run_position.h"
 #include "unitrain/engine/config/run_settings.h"
-#include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/reproducible_checks.h"
+#include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/run_plan.h"
 #include "unitrain/engine/step/step_graph.h"
 #include "unitrain/optim/optimizer.h"
@@ -44,10 +44,9 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
     sync_ = std::make_unique<DataParallelSync>(group, parts.module.weights().parameters(), dp);
   }
   if (shards && distributed.zero == 3) {
-    sharded_params_ = shard_module(group, parts.module, *trainers, parts.precision.masters(),
-                                   distributed.unit_min_params,
-                                   distributed.prefetches(device_.is_cuda()),
-                                   static_cast<int>(distributed.reproducible));
+    sharded_params_ = shard_module(
+        group, parts.module, *trainers, parts.precision.masters(), distributed.unit_min_params,
+        distributed.prefetches(device_.is_cuda()), static_cast<int>(distributed.reproducible));
     if (distributed.reproducible_on()) {
       static_cast<ShardedSync&>(*sync_).order_losses(static_cast<int>(distributed.reproducible));
       static_cast<ShardedSync&>(*sync_).measure_norm_with(
@@ -67,8 +66,8 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
   }
   if (sharding_) runner_->shard(sharding_.get());
   if (divergence_.watches_spikes()) runner_->watch(&divergence_);
-  broadcast_buffers_ = group && distributed.broadcast_buffers &&
-                       !parts.module.weights().buffers().empty();
+  broadcast_buffers_ =
+      group && distributed.broadcast_buffers && !parts.module.weights().buffers().empty();
 }
 
 ProcessStep::~ProcessStep() = default;
@@ -114,7 +113,7 @@ void ProcessStep::end_window(MicroStep& m, int64_t step, RunPosition& position,
   runner_->clip_gradients(m, step);
   position.enter("optimizer");
   before_update();
-  runner_->update(m, step);  // optimizer step, zero grads
+  runner_->update(m, step);                                      // optimizer step, zero grads
   if (graph_ && m.rollback.empty()) graph_->count_eager_step();  // (rolled back: not taken)
 }
 

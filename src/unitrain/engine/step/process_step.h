@@ -56,8 +56,8 @@ class ProcessStep {
   /// Forward and backward of `batch` (runner().forward_backward) on the module's device: copied
   /// there (kept until the next one: L-BFGS's update re-evaluates it), and at a window's start
   /// (`window_start`) with distributed.broadcast_buffers, rank 0's buffers to every rank first.
-  MicroStep forward_backward(const Batch& batch, double weight, bool window_start,
-                             bool window_end, StepDecision mine, int64_t step);
+  MicroStep forward_backward(const Batch& batch, double weight, bool window_start, bool window_end,
+                             StepDecision mine, int64_t step);
   /// A replayed step on `batch` (capture_steps).
   MicroStep replay(const Batch& batch, StepDecision mine, int64_t step);
   /// At a window's end: gradient sync, clip, `before_update` (an async save's copies fenced),

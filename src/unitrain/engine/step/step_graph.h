@@ -38,9 +38,9 @@ std::string step_graph_refusal(const TrainOptions& options, const GraphFacts& fa
 
 /// train.cuda_graphs: the first kEagerSteps steps run eagerly through the runner's phases (as
 /// without graphs); the next is captured — forward, backward, clipping, the optimizer's
-/// update (StepRunner::step_body, the optimizer's CapturedStep) — into one CUDA graph, which every later step
-/// replays after copying its batch into the captured inputs: no kernel launch from the host
-/// but the graph's. Everything runs on one side stream of the GPU (stream()), as a capture
+/// update (StepRunner::step_body, the optimizer's CapturedStep) — into one CUDA graph, which every
+/// later step replays after copying its batch into the captured inputs: no kernel launch from the
+/// host but the graph's. Everything runs on one side stream of the GPU (stream()), as a capture
 /// needs; the caller runs its whole loop there. What the step makes on the host — a loss read,
 /// a number logged, a callback's hook inside the step — would be fixed at the capture: those
 /// are refused (step_graph_refusal(), capture errors naming the step), never replayed wrong.

@@ -337,8 +337,7 @@ void StepRunner::step_body_done(MicroStep& m, StepDecision mine, int64_t step) {
   sync_.share(mine, torch::Tensor());
   m.decision = sync_.agreed();
   if (checks_nonfinite_late()) {
-    watch_.remember_first_bad(torch::isfinite(m.loss).logical_not(), m.loss, torch::Tensor(),
-                              step);
+    watch_.remember_first_bad(torch::isfinite(m.loss).logical_not(), m.loss, torch::Tensor(), step);
     if (m.norm.defined()) {
       watch_.remember_first_bad(torch::isfinite(m.norm).logical_not(), m.loss, m.norm, step);
     }

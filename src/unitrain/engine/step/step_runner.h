@@ -182,10 +182,10 @@ class StepRunner {
   bool closure_;
   const Batch* closure_batch_ = nullptr;  ///< the micro-batch update() re-evaluates
   std::function<void()> optimizer_step_;  ///< step_optimizer_with()'s (null: the optimizer's)
-  bool defer_reads_;  ///< train.loss_reads resolved for the model's device
+  bool defer_reads_;                      ///< train.loss_reads resolved for the model's device
   NonfiniteWatch watch_;  ///< the window's non-finite flags, the late check's first bad step
   DivergenceGuard* guard_ = nullptr;  ///< train.divergence's moving mean and rollbacks
-  torch::Tensor window_loss_;    ///< spikes watched: sum of the window's losses x their weights
+  torch::Tensor window_loss_;  ///< spikes watched: sum of the window's losses x their weights
   /// Spikes watched under distributed.reproducible: each micro-shard's loss x its weight.
   std::vector<torch::Tensor> window_shares_;
   bool leaves_checked_ = false;  ///< the first training_step's graph was looked at
