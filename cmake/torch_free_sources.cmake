@@ -6,6 +6,7 @@ set(UNITRAIN_TORCH_FREE_SOURCES
     src/unitrain/checkpoint/file_image.cpp
     src/unitrain/checkpoint/trainer_state_file.cpp
     src/unitrain/core/atomic_file.cpp
+    src/unitrain/core/cgroup_files.cpp
     src/unitrain/core/closest_match.cpp
     src/unitrain/core/config.cpp
     src/unitrain/core/file_bytes.cpp

@@ -46,9 +46,9 @@ class GenerateCommand : public Subcommand {
                                   "prints one JSON object a prompt");
     one->excludes(file);
     cli_->add_option("--template", template_,
-                     "the text the prompt is put into, with {prompt} (e.g. the instruct "
-                     "dataset's template the model was fine-tuned with); default: as given")
-        ->capture_default_str();
+                     "the text the prompt is put into, with {prompt}; default: a run's train "
+                     "set's template (the instruct dataset's it was fine-tuned with), else the "
+                     "prompt as given");
     cli_->add_option("--max-new-tokens", o_.max_new_tokens, "the most tokens generated")
         ->capture_default_str();
     cli_->add_option("--temperature", o_.temperature, "0 = greedy; > 0 samples at it")
@@ -79,13 +79,16 @@ class GenerateCommand : public Subcommand {
     UT_CHECK(!prompt_.empty() || !prompts_file_.empty(), "generate: give --prompt or --prompts");
     o_.use_cache = !no_cache_;
     o_.validate("--");
-    const TextTemplate wrap(template_, {"prompt"}, "prompt", "--template");
+    // A template given is checked before the model is read.
+    if (!template_.empty()) TextTemplate(template_, {"prompt"}, "prompt", "--template");
     const std::vector<std::string> prompts =
         prompts_file_.empty() ? std::vector<std::string>{prompt_} : read_prompts(prompts_file_);
     // JSON Lines on stdout: only warnings join them (the loading messages do not).
     if (json_ || !prompts_file_.empty()) log::console_warnings_only();
     TextGenerator generator = load_text_generator(source_, checkpoint_, tokenizer_);
     generator.add_special_tokens(!no_special_tokens_);
+    const TextTemplate wrap(template_.empty() ? generator.prompt_template() : template_, {"prompt"},
+                            "prompt", template_.empty() ? "the run's template" : "--template");
     for (const std::string& p : prompts) {
       const auto [before, after] = wrap.around({});
       const GeneratedText g = generator.generate(before + p + after, o_, stops_);
@@ -101,8 +104,7 @@ class GenerateCommand : public Subcommand {
   }
 
  private:
-  std::string source_, prompt_, prompts_file_, template_ = "{prompt}", checkpoint_ = "last",
-                                               tokenizer_;
+  std::string source_, prompt_, prompts_file_, template_, checkpoint_ = "last", tokenizer_;
   std::vector<std::string> stops_;
   models::GenerationOptions o_;
   bool no_cache_ = false, no_special_tokens_ = false, json_ = false;

@@ -252,6 +252,43 @@ train: {{loss_average: tokens, max_length: 2 steps, threads: 1}}
                          "data.train.args.chat_template=" + hint.group(1)])
         self.assertEqual(code, 0, out)
 
+    def in_memory_cgroup(self, limit_mb, args):
+        """`unitrain ARGS` run inside a new cgroup v1 memory group of `limit_mb` MB (root)."""
+        group = f"/sys/fs/cgroup/memory/unitrain-test-{os.getpid()}-{limit_mb}"
+        os.makedirs(group, exist_ok=True)
+        try:
+            common.write(os.path.join(group, "memory.limit_in_bytes"), f"{limit_mb}M")
+            p = subprocess.run(["sh", "-c", f'echo $$ > {group}/cgroup.procs; exec "$0" "$@"',
+                                common.BIN] + args, capture_output=True, text=True, timeout=300)
+            return p.returncode, p.stdout + p.stderr
+        finally:  # once the workers the launcher stopped have left it
+            common.wait_for(lambda: not open(os.path.join(group, "cgroup.procs")).read().strip(),
+                            timeout=60)
+            os.rmdir(group)
+
+    def test_a_model_bigger_than_its_memory_cgroup_is_refused_before_it_is_built(self):
+        # A fresh gpt2 of 16 layers of 1024: 201.5M parameters, 768.8 MiB in float32.
+        shape = os.path.join(self.dir, "wide", "config.json")
+        common.write(shape, json.dumps({"model_type": "gpt2", "vocab_size": 96, "n_positions": 32,
+                                        "n_embd": 1024, "n_layer": 16, "n_head": 16}))
+        cfg, _ = self.config("wide", "gpt2", "x")
+        with open(cfg) as f:
+            text = f.read().replace("pretrained: x", "config: " + shape)
+        common.write(cfg, text)
+        # One process in a 600 MB cgroup (v1): refused naming the cgroup's limit, no OOM kill.
+        code, out = self.in_memory_cgroup(600, ["train", cfg])
+        self.assertEqual(code, 2, out)
+        self.assertIn("more than the memory this process may use (600.0 MiB: the memory cgroup's "
+                      "limit of 600.0 MiB)", out)
+        # ZeRO 3 on 2 processes in it: 384 MiB + the largest tensor each, under the 600 MB one
+        # process would have, but the two share the cgroup: 300 MiB each.
+        code, out = self.in_memory_cgroup(600, ["launch", "--nproc-per-node", "2", "--master-port",
+                                                "29741", "--", "train", cfg, "--distributed.zero",
+                                                "3"])
+        self.assertEqual(code, 2, out)
+        self.assertIn("(300.0 MiB: the memory cgroup's limit of 600.0 MiB shared by the 2 "
+                      "processes of this program in it)", out)
+
     def test_math_the_model_does_not_compute_is_refused_by_name(self):
         folder = os.path.join(self.dir, "sliding")
         shutil.copytree(os.path.join(self.folders, "llama"), folder)

@@ -98,6 +98,11 @@ class Instruct(common.Case):
                                     "--template", "Q : {prompt} A :", "--max-new-tokens", "6"],
                                    capture_output=True, text=True, timeout=300)
                 self.assertEqual((p.returncode, p.stdout), (0, g["completion"] + "\n"), p.stderr)
+                # Without --template, a run's prompt goes into its train set's template, as the
+                # generate callback puts it.
+                p = subprocess.run([common.BIN, "generate", run_dir, "--prompt", "what is the color of grass",
+                                    "--max-new-tokens", "6"], capture_output=True, text=True, timeout=300)
+                self.assertEqual((p.returncode, p.stdout), (0, g["completion"] + "\n"), p.stderr)
                 folder = os.path.join(self.dir, type + "-hf")
                 code, out = run(["export", cfg, "--format", "hf", "--out", folder])
                 self.assertEqual(code, 0, out)

@@ -86,9 +86,11 @@ TextGenerator load_text_generator(const std::string& source, const std::string& 
   opened.module->to(torch::kCPU);
   opened.module->eval();
   log::info("generate: checkpoint " + opened.dir);
-  return TextGenerator(
+  TextGenerator generator(
       opened.module, *model, load_tokenizer(t),
       generation_eos_ids(opened.module->model()->hf_info()->generation_config_json));
+  generator.prompt_template(run.prompt_template(""));
+  return generator;
 }
 
 }  // namespace unitrain

@@ -24,6 +24,7 @@
 #include "unitrain/commands/init_weights.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/file_bytes.h"
+#include "unitrain/core/memory.h"
 #include "unitrain/core/unit_parts.h"
 #include "unitrain/data/build_data.h"
 #include "unitrain/data/loader.h"
@@ -107,10 +108,14 @@ ConfigRunResult train_from_config(const Config& raw_config) {
   // is built (core/unit_parts.h), so that no process holds the whole model.
   std::optional<BuildInParts> in_parts;
   std::optional<int> built_in_parts;  // the world size, when built in parts
-  if (const DistEnv env = read_dist_env(); c.run.distributed.zero == 3 && env.world_size > 1) {
+  const DistEnv env = read_dist_env();
+  if (c.run.distributed.zero == 3 && env.world_size > 1) {
     in_parts.emplace(env.rank, env.world_size);
     built_in_parts = env.world_size;
   }
+  // The job's processes on this machine build their models at once: each is checked against
+  // its share of the machine's (or the cgroup's) memory.
+  const MemoryShare share(env.local_world_size);
   // A resumed run's weights are its checkpoint's: model.init_from is not read (it may be gone
   // from a machine the run is requeued on).
   if (c.model_keys.init_from && !resume.empty() && !c.model_keys.lora) {

@@ -3,6 +3,7 @@
 // (gradients, optimizer temporaries, activations); glibc's defaults hand such blocks back to the
 // kernel and map them again, zeroed, on the next step. See docs/performance.md ("Memory").
 #include <cstddef>
+#include <optional>
 #include <string>
 
 namespace unitrain {
@@ -29,5 +30,53 @@ std::string give_back_freed_memory();
 /// the process (keep_freed_memory keeps it otherwise). Changes no setting. Returns the bytes
 /// malloc held free before (0 where unknown).
 size_t release_freed_memory();
+
+/// The memory this process may use, as the machine and the kernel limit it.
+struct MemoryLimits {
+  double ram = 0;  ///< the machine's physical memory, bytes
+  /// The smallest memory limit of this process's cgroups and their ancestors (v2 memory.max,
+  /// v1 memory.limit_in_bytes); none when unlimited.
+  std::optional<double> cgroup;
+  /// The processes running this program in that cgroup (its folder and those under it), this
+  /// one included: they share its limit (a launcher's workers in the launcher's group), where
+  /// workers given a group each share nothing.
+  int cgroup_processes = 1;
+  std::optional<double> rlimit;  ///< RLIMIT_AS or RLIMIT_DATA, the smaller; none when unlimited
+
+  /// What each of `processes` processes of one job on this machine may use: the machine's
+  /// memory divided among them, or the cgroup's among cgroup_processes, under each one's own
+  /// rlimit.
+  double per_process(int processes) const;
+  /// Where per_process(processes) comes from, for a message: "the machine's 23.5 GiB shared by
+  /// this job's 2 processes on it", "the memory cgroup's limit of 300.0 MiB", "this process's
+  /// RLIMIT_AS / RLIMIT_DATA".
+  std::string source(int processes) const;
+};
+
+/// This process's limits: its cgroups as `proc_cgroup` lists them, under `cgroup_root`
+/// (core/cgroup_files.h), and its rlimits.
+MemoryLimits read_memory_limits(const std::string& cgroup_root = "/sys/fs/cgroup",
+                                const std::string& proc_cgroup = "/proc/self/cgroup");
+
+/// While one lives on this thread, models built here are checked against 1/`processes` of the
+/// memory the machine (or the cgroup) gives: `processes` processes of one job build theirs at
+/// once on this machine (a launcher's local world size). train_from_config opens one around the
+/// model's construction.
+class MemoryShare {
+ public:
+  explicit MemoryShare(int processes);
+  ~MemoryShare();
+  MemoryShare(const MemoryShare&) = delete;
+  MemoryShare& operator=(const MemoryShare&) = delete;
+  /// The processes of the scope open on this thread; 1 when none is.
+  static int processes();
+
+ private:
+  int processes_;
+  MemoryShare* outer_;
+};
+
+/// "512 bytes", "300.0 MiB", "23.5 GiB".
+std::string memory_text(double bytes);
 
 }  // namespace unitrain

@@ -2,14 +2,10 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 
@@ -17,6 +13,7 @@
 #include "unitrain/core/error_text.h"
 #include "unitrain/core/hf_weight_files.h"
 #include "unitrain/core/json_excerpt.h"
+#include "unitrain/core/memory.h"
 #include "unitrain/core/unit_parts.h"
 
 namespace unitrain::models {
@@ -26,12 +23,6 @@ namespace fs = std::filesystem;
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
-std::string bytes_text(double bytes) {
-  if (bytes < 1024.0 * 1024) return fmt::format("{:.0f} bytes", bytes);
-  if (bytes < 1024.0 * 1024 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));
-  return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024));
 }
 
 double element_count(const std::vector<int64_t>& shape) {
@@ -49,25 +40,6 @@ std::string largest(const ConfigShape& s) {
   return fmt::format("{} {} from {}", big->name, shape_text(big->shape), big->keys);
 }
 
-/// The bytes this process may allocate: the machine's memory, under its rlimits and cgroup.
-double memory_limit() {
-  double limit = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
-  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
-    struct rlimit r {};
-    if (getrlimit(resource, &r) == 0 && r.rlim_cur != RLIM_INFINITY) {
-      limit = std::min(limit, double(r.rlim_cur));
-    }
-  }
-  std::ifstream cgroup("/sys/fs/cgroup/memory.max");
-  std::string text;
-  if (cgroup >> text && !text.empty() && text != "max") {
-    char* end = nullptr;
-    const double bytes = std::strtod(text.c_str(), &end);
-    if (end != nullptr && *end == '\0' && bytes > 0) limit = std::min(limit, bytes);
-  }
-  return limit;
-}
-
 void check_fits_memory(const ConfigShape& s) {
   double total = 0, biggest = 0;
   for (const ConfigTensor& t : s.tensors) {
@@ -78,12 +50,17 @@ void check_fits_memory(const ConfigShape& s) {
   // while its unit is cut.
   const int parts = parts_world();
   const double kept = parts > 1 ? total / parts + biggest : total;
-  const double limit = memory_limit();
+  const int here = MemoryShare::processes();
+  const MemoryLimits limits = read_memory_limits();
+  const double limit = limits.per_process(here);
   UT_CHECK(kept * 4 <= limit, s.config_path, " makes a ", s.model, " of ",
-           fmt::format("{:.4g}", total), " parameters (", bytes_text(kept * 4),
+           fmt::format("{:.4g}", total), " parameters (", memory_text(kept * 4),
            parts > 1 ? fmt::format(" of them for each of {} processes", parts) : std::string(),
            " in float32; the largest is ", largest(s),
-           "), more than the memory this process may use (", bytes_text(limit), ")");
+           "), more than the memory this process may use (", memory_text(limit), ": ",
+           limits.source(here),
+           "): processes on more machines (distributed.zero: 3 keeps a share of the model on "
+           "each), or a smaller model");
 }
 
 /// "0..1", "0, 1, 5", or "no layers".
@@ -121,7 +98,7 @@ void check_fits_bin_files(const ConfigShape& s, const HfWeightFiles& files) {
   // Weights in 16 bits at least: fewer bytes than that hold fewer tensors than config.json has.
   UT_CHECK(total * 2 <= bytes, s.config_path, " makes a ", s.model, " of ",
            fmt::format("{:.4g}", total), " parameters (the largest is ", largest(s),
-           "), more than ", files.label(), "'s ", bytes_text(bytes),
+           "), more than ", files.label(), "'s ", memory_text(bytes),
            " can hold: is config.json its weights'?");
 }
 
@@ -166,10 +143,8 @@ void check_fits_headers(const ConfigShape& s, const HfWeightFiles& files,
 
 void check_config_shape(const ConfigShape& shape, const std::string& pretrained,
                         const std::function<std::string(const std::string&)>& model_name) {
-  if (pretrained.empty()) {
-    check_fits_memory(shape);
-    return;
-  }
+  check_fits_memory(shape);  // a folder's weights are float32 once loaded, as a fresh model's
+  if (pretrained.empty()) return;
   const std::string key = "model.args.pretrained";
   UT_CHECK(has_hf_weights(pretrained), key, ": '", pretrained,
            "' holds no weights "

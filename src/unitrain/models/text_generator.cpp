@@ -18,6 +18,7 @@ TextGenerator::TextGenerator(std::shared_ptr<torch::nn::Module> owner, models::H
 }
 
 TextGenerator::~TextGenerator() = default;
+TextGenerator::TextGenerator(TextGenerator&&) noexcept = default;
 
 GeneratedText TextGenerator::generate(const std::string& prompt, models::GenerationOptions o,
                                       const std::vector<std::string>& stop_strings) const {

@@ -34,6 +34,7 @@ class TextGenerator {
   TextGenerator(std::shared_ptr<torch::nn::Module> owner, models::HfCausalLm& model,
                 std::unique_ptr<Tokenizer> tokenizer, std::vector<int64_t> stop_ids);
   ~TextGenerator();
+  TextGenerator(TextGenerator&&) noexcept;
 
   /// The prompt's tokens (the tokenizer's special prefix, as transformers' tokenizer(text)
   /// and the instruct dataset's add_special_tokens put it, unless add_special_tokens(false);
@@ -48,6 +49,13 @@ class TextGenerator {
     return *this;
   }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
+  /// The text a prompt is put into, with {prompt}: a run's train set's template when it was
+  /// opened from a run (RunText::prompt_template), else "{prompt}".
+  const std::string& prompt_template() const { return template_; }
+  TextGenerator& prompt_template(std::string text) {
+    template_ = std::move(text);
+    return *this;
+  }
 
  private:
   std::shared_ptr<torch::nn::Module> owner_;
@@ -55,6 +63,7 @@ class TextGenerator {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::vector<int64_t> stop_ids_;
   bool special_tokens_ = true;
+  std::string template_ = "{prompt}";
 };
 
 /// The eos ids of a generation_config.json's text (eos_token_id: an id or a list); none when

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "unitrain/core/cgroup_files.h"
+
 namespace unitrain {
 namespace {
 
@@ -20,19 +22,6 @@ std::optional<std::string> first_line_of(const std::string& path) {
   std::string line;
   if (!in || !std::getline(in, line)) return std::nullopt;
   return line;
-}
-
-/// The smallest quota (in CPUs) that `read(dir)` finds at `dir` or any folder above it up to
-/// `root`: a limit set on an ancestor group holds for the groups under it.
-template <typename ReadQuota>
-std::optional<double> smallest_quota_up(fs::path dir, const fs::path& root, ReadQuota read) {
-  std::optional<double> out;
-  for (;;) {
-    if (const std::optional<double> q = read(dir); q && *q > 0 && (!out || *q < *out)) out = q;
-    if (dir == root || !dir.has_parent_path() || dir.parent_path() == dir) break;
-    dir = dir.parent_path();
-  }
-  return out;
 }
 
 /// cgroup v2's cpu.max ("<quota> <period>" or "max <period>") of one folder.
@@ -98,35 +87,10 @@ double CpuLimits::usable() const {
 CpuLimits read_cpu_limits(const std::string& cgroup_root, const std::string& proc_cgroup) {
   CpuLimits limits;
   limits.affinity = std::max<int>(1, static_cast<int>(affinity_cpus().size()));
-  std::ifstream groups(proc_cgroup);
-  const fs::path root(cgroup_root);
-  for (std::string line; std::getline(groups, line);) {
-    // hierarchy-ID:controller-list:cgroup-path
-    const size_t a = line.find(':'), b = line.find(':', a + 1);
-    if (a == std::string::npos || b == std::string::npos) continue;
-    const std::string controllers = line.substr(a + 1, b - a - 1);
-    const std::string path = line.substr(b + 1);
-    const std::string rel = path.substr(std::min(path.size(), path.find_first_not_of('/')));
-    std::optional<double> q;
-    if (controllers.empty()) {  // cgroup v2
-      for (const fs::path& mount : {root, root / "unified"}) {
-        if (auto v = smallest_quota_up(mount / rel, mount, quota_v2); v && (!q || *v < *q)) q = v;
-      }
-    } else {
-      std::istringstream names(controllers);
-      bool cpu = false;
-      for (std::string n; std::getline(names, n, ',');) cpu |= n == "cpu";
-      if (!cpu) continue;
-      for (const std::string& mount :
-           {controllers, std::string("cpu"), std::string("cpu,cpuacct")}) {
-        std::error_code ec;
-        if (fs::is_directory(root / mount, ec)) {
-          q = smallest_quota_up(root / mount / rel, root / mount, quota_v1);
-          break;
-        }
-      }
-    }
-    if (q && (!limits.quota || *q < *limits.quota)) limits.quota = q;
+  // A quota set on any of the process's groups or their ancestors holds; the smallest wins.
+  for (const CgroupFolder& folder : cgroup_folders("cpu", cgroup_root, proc_cgroup)) {
+    const std::optional<double> q = folder.v2 ? quota_v2(folder.path) : quota_v1(folder.path);
+    if (q && *q > 0 && (!limits.quota || *q < *limits.quota)) limits.quota = q;
   }
   return limits;
 }
