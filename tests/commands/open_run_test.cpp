@@ -63,6 +63,23 @@ TEST(OpenRun, TheChosenCheckpointIsLoadedIntoTheModelTheRunBuilt) {
   }
 }
 
+TEST(OpenRun, ACheckpointPrunedAfterItWasChosenGivesWayToTheOneItsChoiceNamesNow) {
+  const std::string run_dir = test::temp_dir() + "/run";
+  const Config config = test::loaded_run(test::tiny_run_yaml(run_dir) +
+                                         "checkpoint: {every: 2 steps, keep_last: 0}\n");
+  train_from_config(config);
+  ChosenCheckpoint chosen = choose_checkpoint(config, "last", "test");
+  EXPECT_EQ(fs::path(chosen.dir).filename(), "step-4");
+  // As a run training there meanwhile does: `last` moves on, the chosen one is pruned.
+  const fs::path root = fs::path(run_dir) / "checkpoints";
+  fs::remove(root / "last");
+  fs::create_directory_symlink("step-2", root / "last");
+  fs::remove_all(chosen.dir);
+  const OpenedRun run = open_run(std::move(chosen), "trained");
+  EXPECT_EQ(fs::path(run.dir).filename(), "step-2");
+  EXPECT_EQ(run.step, 2);
+}
+
 TEST(OpenRun, AMissingCheckpointOrWeightsChoiceIsRefusedByName) {
   const std::string run_dir = test::temp_dir() + "/run";
   const Config config = test::loaded_run(test::tiny_run_yaml(run_dir));

@@ -123,14 +123,14 @@ int64_t load_checkpoint_model(ObjectiveModule& module, const std::string& dir) {
   return step;
 }
 
-/// find_checkpoint then load_checkpoint_model. A run training in the same folder meanwhile
-/// (read-only commands need no lock) may prune the checkpoint between the two (keep_last, or
-/// `last` moving on): then the newest one the choice names is found and read again.
-std::pair<std::string, int64_t> load_chosen_checkpoint(const RunSettings& run,
+/// load_checkpoint_model of `dir`, verified when it was chosen. A run training in the same
+/// folder meanwhile (read-only commands need no lock) may prune it before it is read (keep_last,
+/// or `last` moving on): then the newest one `choice` names is found and read instead. Returns
+/// the folder read and its step.
+std::pair<std::string, int64_t> load_chosen_checkpoint(const RunSettings& run, std::string dir,
                                                        const std::string& choice,
                                                        ObjectiveModule& module) {
   for (int attempt = 1;; ++attempt) {
-    const std::string dir = find_checkpoint(run, choice);
     try {
       return {dir, load_checkpoint_model(module, dir)};
     } catch (const ConfigError&) {
@@ -140,6 +140,7 @@ std::pair<std::string, int64_t> load_chosen_checkpoint(const RunSettings& run,
           fmt::format("checkpoint {} was removed while it was read (a run is training "
                       "there); reading the current one",
                       dir));
+      dir = find_checkpoint(run, choice);
     }
   }
 }
@@ -190,7 +191,8 @@ OpenedRun open_run(ChosenCheckpoint chosen, const std::string& weights) {
   OpenedRun run;
   static_cast<ChosenCheckpoint&>(run) = std::move(chosen);
   run.module = build_module(run.parts, false);
-  std::tie(run.dir, run.step) = load_chosen_checkpoint(run.parts.run, run.choice, *run.module);
+  std::tie(run.dir, run.step) =
+      load_chosen_checkpoint(run.parts.run, run.dir, run.choice, *run.module);
   if (weights == "validated") {
     const std::string by = run.trainer->load_validated_weights(*run.module, run.dir);
     if (!by.empty()) {

@@ -71,10 +71,10 @@ struct OpenedRun : ChosenCheckpoint {
 
 /// Builds the model of `chosen` as the run built it and loads the checkpoint's weights into it
 /// (strict), as `weights` says: validated = the weights validation used (a callback's own,
-/// e.g. the ema average; else the trained ones), trained = model.pt as trained. A run training
-/// in the same folder meanwhile may remove the chosen checkpoint (keep_last, `last` moving on):
-/// then the newest one `choice` names is read. ConfigError when `weights` is neither or the
-/// checkpoint does not fit the model.
+/// e.g. the ema average; else the trained ones), trained = model.pt as trained. The checkpoint
+/// is the one chosen (verified once, then read); a run training in the same folder meanwhile
+/// may remove it (keep_last, `last` moving on): then the newest one `choice` names is read.
+/// ConfigError when `weights` is neither or the checkpoint does not fit the model.
 OpenedRun open_run(ChosenCheckpoint chosen, const std::string& weights);
 
 /// choose_checkpoint, then open_run.

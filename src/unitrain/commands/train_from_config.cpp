@@ -93,17 +93,11 @@ ShuffleAlgorithm resumed_shuffle(const std::string& resume) {
   return resume.empty() ? kCurrentShuffle : TrainerStateFile::read(resume).data_order;
 }
 
-}  // namespace
-
-ConfigRunResult train_from_config(const Config& raw_config) {
-  const ConfigDriven raw = config_driven(raw_config);
-  const std::string resume = resume_dir(raw.run);
-  DataSplits data = build_data(raw.run.data, raw.run.seed, resumed_shuffle(resume));
-  const Config config = with_normalize_statistics(raw_config, raw.data_keys.normalize, data);
-  Trainer trainer(config);  // seeds torch before the model is built
-  // Read again from the config the Trainer keeps (the measured statistics in it): its record of
-  // reads is the one the unread-keys warning checks, and the model's keys count as read there.
-  const ConfigDriven c = config_driven(config);
+/// The run's model and objective, built as `c` says (in parts under ZeRO 3 on several
+/// processes, each checked against its share of the machine's memory), its weights initialised
+/// unless `resume` names the checkpoint they come from; its size said.
+std::shared_ptr<ObjectiveModule> build_run_module(const ConfigDriven& c, const std::string& resume,
+                                                  const DataSplits& data) {
   // ZeRO 3 on several processes: each unit keeps this process's part of it from the moment it
   // is built (core/unit_parts.h), so that no process holds the whole model.
   std::optional<BuildInParts> in_parts;
@@ -145,6 +139,21 @@ ConfigRunResult train_from_config(const Config& raw_config) {
                                                      "1/{} of each unit (distributed.zero: 3)",
                                                      *built_in_parts)
                                        : std::string()));
+  return module;
+}
+
+}  // namespace
+
+ConfigRunResult train_from_config(const Config& raw_config) {
+  const ConfigDriven raw = config_driven(raw_config);
+  const std::string resume = resume_dir(raw.run);
+  DataSplits data = build_data(raw.run.data, raw.run.seed, resumed_shuffle(resume));
+  const Config config = with_normalize_statistics(raw_config, raw.data_keys.normalize, data);
+  Trainer trainer(config);  // seeds torch before the model is built
+  // Read again from the config the Trainer keeps (the measured statistics in it): its record of
+  // reads is the one the unread-keys warning checks, and the model's keys count as read there.
+  const ConfigDriven c = config_driven(config);
+  auto module = build_run_module(c, resume, data);
   if (const auto& teacher = module->teacher()) {
     int64_t frozen = 0;
     for (const auto& p : teacher->model()->parameters()) frozen += p.numel();

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "unitrain/core/cgroup_files.h"
 
@@ -109,26 +110,29 @@ MemoryShare::~MemoryShare() { current_share = outer_; }
 
 int MemoryShare::processes() { return current_share != nullptr ? current_share->processes_ : 1; }
 
-double MemoryLimits::per_process(int processes) const {
-  double each = ram / std::max(1, processes);
-  if (cgroup) each = std::min(each, *cgroup / std::max(1, cgroup_processes));
-  return rlimit ? std::min(each, *rlimit) : each;
+namespace {
+
+/// The tightest of `m`'s limits for each of `processes` processes, and where it comes from.
+std::pair<double, std::string> tightest(const MemoryLimits& m, int processes) {
+  const int here = std::max(1, processes), in_group = std::max(1, m.cgroup_processes);
+  std::pair<double, std::string> out{m.ram / here, "the machine's " + memory_text(m.ram)};
+  if (here > 1) out.second += fmt::format(" shared by this job's {} processes on it", here);
+  if (m.cgroup && *m.cgroup / in_group < out.first) {
+    out = {*m.cgroup / in_group, "the memory cgroup's limit of " + memory_text(*m.cgroup)};
+    if (in_group > 1) {
+      out.second += fmt::format(" shared by the {} processes of this program in it", in_group);
+    }
+  }
+  if (m.rlimit && *m.rlimit < out.first)
+    out = {*m.rlimit, "this process's RLIMIT_AS / RLIMIT_DATA"};
+  return out;
 }
 
-std::string MemoryLimits::source(int processes) const {
-  const double machine = ram / std::max(1, processes);
-  const double group = cgroup ? *cgroup / std::max(1, cgroup_processes) : machine + 1;
-  if (rlimit && *rlimit < std::min(machine, group)) return "this process's RLIMIT_AS / RLIMIT_DATA";
-  if (group < machine) {
-    const std::string whole = "the memory cgroup's limit of " + memory_text(*cgroup);
-    return cgroup_processes > 1 ? fmt::format("{} shared by the {} processes of this program in it",
-                                              whole, cgroup_processes)
-                                : whole;
-  }
-  const std::string whole = "the machine's " + memory_text(ram);
-  return processes > 1 ? fmt::format("{} shared by this job's {} processes on it", whole, processes)
-                       : whole;
-}
+}  // namespace
+
+double MemoryLimits::per_process(int processes) const { return tightest(*this, processes).first; }
+
+std::string MemoryLimits::source(int processes) const { return tightest(*this, processes).second; }
 
 MemoryLimits read_memory_limits(const std::string& cgroup_root, const std::string& proc_cgroup) {
   MemoryLimits m;
