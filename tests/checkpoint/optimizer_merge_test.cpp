@@ -1,5 +1,6 @@
 // distributed.zero: 3's optimizer files read by parameter (unflatten_optimizer_files): a run
-// without ZeRO 3 resuming from a checkpoint of one with it.
+// without ZeRO 3 resuming from a checkpoint of one with it; and the other way
+// (load_flattened_optimizer_state): a ZeRO 3 run from a checkpoint of one without it.
 #include "unitrain/checkpoint/optimizer_merge.h"
 
 #include <gtest/gtest.h>
@@ -113,6 +114,84 @@ TEST(UnflattenOptimizerFiles, EachParameterGetsItsElementsOfTheFlatsState) {
                              }),
                              "holds parameter c's state in optimizer group 1, this optimizer has "
                              "it in group 0"));
+}
+
+TEST(LoadFlattenedOptimizerState, EachRankGetsItsPartsOfTheParametersState) {
+  register_builtin_optimizers();
+  torch::manual_seed(4);
+  auto whole = [](const torch::Tensor& v) { return v.clone().requires_grad_(true); };
+  torch::Tensor a = whole(torch::randn({2, 3})), b = whole(torch::randn({4}));
+  torch::Tensor c = whole(torch::randn({3}));
+  // The model's order puts c between a and b: the saved groups are [a, b] and [c] all the same.
+  const std::vector<std::string> order{"a", "c", "b"};
+  torch::optim::Adam plain(
+      {torch::optim::OptimizerParamGroup({a, b}), torch::optim::OptimizerParamGroup({c})},
+      torch::optim::AdamOptions(0.1));
+  const torch::Tensor ga = torch::randn({2, 3}), gb = torch::randn({4}), gc = torch::randn({3});
+  for (int step = 0; step < 2; ++step) {
+    a.mutable_grad() = ga * (step + 1);
+    b.mutable_grad() = gb * (step + 1);
+    c.mutable_grad() = gc * (step + 1);
+    plain.step();
+  }
+  const std::vector<OptimizerBytes> saved{
+      OptimizerBytes::of(save_optimizer_state(plain), "optimizer.pt")};
+  auto state_of = [](torch::optim::Optimizer& o, const torch::Tensor& p) {
+    return static_cast<const torch::optim::AdamParamState&>(*o.state().at(optimizer_state_key(p)));
+  };
+  for (int r = 0; r < 2; ++r) {
+    torch::Tensor s0 = torch::zeros({5}).requires_grad_(true);
+    torch::Tensor s1 = torch::zeros({2}).requires_grad_(true);
+    torch::optim::Adam parted(
+        {torch::optim::OptimizerParamGroup({s0}), torch::optim::OptimizerParamGroup({s1})},
+        torch::optim::AdamOptions(0.5));
+    load_flattened_optimizer_state(parted, saved, two_flats(), order, r, "optimizer.pt, cut");
+    EXPECT_EQ(parted.param_groups()[1].options().get_lr(), 0.1);  // the file's options
+    const auto& flat0 = state_of(parted, s0);
+    const auto& flat1 = state_of(parted, s1);
+    EXPECT_EQ(flat0.step(), state_of(plain, a).step());
+    EXPECT_TRUE(torch::equal(
+        flat0.exp_avg(),
+        part_of(torch::cat({state_of(plain, a).exp_avg().flatten(), state_of(plain, b).exp_avg()}),
+                5, r)));
+    EXPECT_TRUE(torch::equal(flat0.exp_avg_sq(),
+                             part_of(torch::cat({state_of(plain, a).exp_avg_sq().flatten(),
+                                                 state_of(plain, b).exp_avg_sq()}),
+                                     5, r)));
+    EXPECT_TRUE(torch::equal(flat1.exp_avg(), part_of(state_of(plain, c).exp_avg(), 2, r)));
+  }
+
+  torch::Tensor s0 = torch::zeros({5}).requires_grad_(true);
+  torch::Tensor s1 = torch::zeros({2}).requires_grad_(true);
+  torch::optim::Adam parted(
+      {torch::optim::OptimizerParamGroup({s0}), torch::optim::OptimizerParamGroup({s1})},
+      torch::optim::AdamOptions(0.5));
+  // A parameter that went to the other group (no_decay_bias_norm changed) changes the counts.
+  ShardLayout moved = two_flats();
+  moved.flats[0].members.pop_back();
+  moved.flats[0].length = 6;
+  moved.flats[1].members.push_back({"b", {4}, 3});
+  EXPECT_TRUE(test::contains(test::error_of<TrainError>([&] {
+                               load_flattened_optimizer_state(parted, saved, moved, order, 0, "x");
+                             }),
+                             "optimizer group 0 trains 2 parameters, this run's 1"));
+  // Members of one flat stepped a different number of times cannot be one flat.
+  torch::optim::Adam uneven(
+      {torch::optim::OptimizerParamGroup({a, b}), torch::optim::OptimizerParamGroup({c})},
+      torch::optim::AdamOptions(0.1));
+  a.mutable_grad() = ga;
+  b.mutable_grad() = gb;
+  c.mutable_grad() = gc;
+  uneven.step();
+  b.mutable_grad() = torch::Tensor();
+  uneven.step();
+  const std::vector<OptimizerBytes> odd{
+      OptimizerBytes::of(save_optimizer_state(uneven), "optimizer.pt")};
+  EXPECT_TRUE(test::contains(test::error_of<TrainError>([&] {
+                               load_flattened_optimizer_state(parted, odd, two_flats(), order, 0,
+                                                              "x");
+                             }),
+                             "parameters a and b were stepped differently ('step')"));
 }
 
 }  // namespace

@@ -7,7 +7,7 @@ too: 2e-4 of that bias's scale after 12 steps);
 the ema callback averages the parts (validation, eval and export use the average, as without
 ZeRO 3) and bf16-true steps float32 masters of the parts; resume is bitwise at the same world
 size and re-cuts the parts (and the average) at another, and a run without ZeRO 3 (one process)
-resumes from the parts, merged or not; `checkpoint merge`, `export` and `eval` read the parts; a model without units is refused before training."""
+resumes from the parts, merged or not, and one with it from a checkpoint without parts; `checkpoint merge`, `export` and `eval` read the parts; a model without units is refused before training."""
 import json
 import os
 import re
@@ -166,6 +166,21 @@ class Zero3(common.Case):
         out = self.launch(2, 29805, cfg, "--distributed.zero", "0", "--checkpoint.resume", step6)
         self.assertIn("resumed from", out)
         self.assert_close(a, self.final_weights(run_dir), 1e-5)
+        # And the other way: a run with ZeRO 3 takes a checkpoint of one without it (one
+        # process, where zero: 3 shards nothing), each flat's momentum cut out of the
+        # parameters', as the run that goes on without ZeRO 3.
+        cfg, alone = self.config("one-process")
+        code, out = run(["train", cfg, "--distributed.zero", "3", "--train.max_length", "6 steps"])
+        self.assertEqual(code, 0, out)
+        alone6 = os.path.join(alone, "checkpoints", "step-6")
+        finals = {}
+        for zero, port in (("0", 29806), ("3", 29807)):
+            cfg, run_dir = self.config("from-one-zero" + zero)
+            out = self.launch(2, port, cfg, "--distributed.zero", zero,
+                              "--checkpoint.resume", alone6)
+            self.assertIn("resumed from", out)
+            finals[zero] = self.final_weights(run_dir)
+        self.assert_close(finals["0"], finals["3"], 1e-5)
 
     def test_merge_export_and_eval_read_the_parts(self):
         cfg, run_dir = self.config("tools")

@@ -255,6 +255,155 @@ void load_resharded_optimizer_state(torch::optim::Optimizer& optimizer,
   restore_merged(optimizer, out, what);
 }
 
+namespace {
+
+/// Every file's "state" entries by parameter index; TrainError when two files hold one.
+std::map<int64_t, optimizer_dict::Dict> states_by_index(
+    const std::vector<optimizer_dict::Dict>& dicts, const std::vector<OptimizerBytes>& files) {
+  std::map<int64_t, optimizer_dict::Dict> out;
+  for (size_t r = 0; r < dicts.size(); ++r) {
+    for (const auto& e : optimizer_dict::entry(dicts[r], "state", files[r].what).toGenericDict()) {
+      const std::string& key = e.key().toStringRef();
+      int64_t index = -1;
+      try {
+        index = std::stoll(key);
+      } catch (const std::exception&) {
+      }
+      UT_CHECK_TRAIN(index >= 0, files[r].what, ": state entry '", key,
+                     "' is not a parameter index");
+      UT_CHECK_TRAIN(out.emplace(index, e.value().toGenericDict()).second, files[r].what,
+                     " holds parameter ", key, "'s state, which an earlier file holds too");
+    }
+  }
+  return out;
+}
+
+/// Whether two entries of a state that is not by element (the step) are the same.
+bool same_entry(const c10::IValue& a, const c10::IValue& b) {
+  if (a.isTensor() || b.isTensor()) {
+    return a.isTensor() && b.isTensor() && a.toTensor().sizes() == b.toTensor().sizes() &&
+           torch::equal(a.toTensor(), b.toTensor());
+  }
+  return a == b;
+}
+
+/// `rank`'s part of `flat`'s state, from its members' states by parameter (`member_states`, in
+/// member order); `what` names the files.
+optimizer_dict::Dict flat_part_state(const ShardLayout::Flat& flat,
+                                     const std::vector<optimizer_dict::Dict>& member_states,
+                                     int rank, const std::string& what) {
+  const optimizer_dict::Dict& first = member_states[0];
+  bool all_scalars = true;
+  for (const auto& m : flat.members) all_scalars = all_scalars && m.shape.empty();
+  const int64_t begin = rank * flat.part;
+  optimizer_dict::Dict entries = optimizer_dict::new_dict();
+  for (const auto& field : first) {
+    std::vector<c10::IValue> values;
+    bool by_element = !all_scalars;
+    for (size_t i = 0; i < flat.members.size(); ++i) {
+      const auto it = member_states[i].find(field.key());
+      UT_CHECK_TRAIN(it != member_states[i].end(), what, ": parameter ", flat.members[i].name,
+                     "'s optimizer state has no '", field.key().toStringRef(), "', ",
+                     flat.members[0].name, "'s has");
+      values.push_back(it->value());
+      by_element = by_element && it->value().isTensor() &&
+                   it->value().toTensor().sizes() == c10::IntArrayRef(flat.members[i].shape);
+    }
+    if (!by_element) {  // the step, other numbers: one for the flat
+      for (size_t i = 1; i < values.size(); ++i) {
+        UT_CHECK_TRAIN(same_entry(values[0], values[i]), what, ": parameters ",
+                       flat.members[0].name, " and ", flat.members[i].name,
+                       " were stepped differently ('", field.key().toStringRef(),
+                       "'), but distributed.zero: 3 steps them as one flat");
+      }
+      const c10::IValue& v = values[0];
+      entries.insert(field.key(), v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
+      continue;
+    }
+    torch::Tensor mine = torch::zeros({flat.part}, values[0].toTensor().options());
+    for (size_t i = 0; i < flat.members.size(); ++i) {
+      const torch::Tensor t = values[i].toTensor().reshape({-1});
+      const int64_t from = std::max(begin, flat.members[i].offset);
+      const int64_t to = std::min(begin + flat.part, flat.members[i].offset + t.numel());
+      if (from >= to) continue;
+      mine.narrow(0, from - begin, to - from)
+          .copy_(t.narrow(0, from - flat.members[i].offset, to - from));
+    }
+    entries.insert(field.key(), mine);
+  }
+  return entries;
+}
+
+}  // namespace
+
+void load_flattened_optimizer_state(torch::optim::Optimizer& optimizer,
+                                    const std::vector<OptimizerBytes>& files,
+                                    const ShardLayout& layout,
+                                    const std::vector<std::string>& model_order, int rank,
+                                    const std::string& what) {
+  optimizer_dict::Dict out = optimizer_dict::new_dict();
+  const std::vector<optimizer_dict::Dict> dicts = partition_dicts(files, out, false);
+  const std::map<int64_t, optimizer_dict::Dict> saved = states_by_index(dicts, files);
+  const c10::List<c10::IValue> saved_groups =
+      optimizer_dict::entry(dicts[0], "groups", files[0].what).toList();
+  const size_t groups_count = optimizer.param_groups().size();
+  UT_CHECK_TRAIN(saved_groups.size() == groups_count, files[0].what, " holds ", saved_groups.size(),
+                 " parameter groups, this optimizer has ", groups_count,
+                 " (optimizer.no_decay_bias_norm changed?)");
+  std::map<std::string, int> key_of;  // each trained member's group
+  for (const auto& flat : layout.flats) {
+    for (const auto& m : flat.members) key_of[m.name] = flat.key;
+  }
+  // The saved index of each trained member: its place in its group, the groups in order.
+  std::map<std::string, int64_t> index_of;
+  int64_t base = 0;
+  for (size_t g = 0; g < groups_count; ++g) {
+    int64_t count = 0;
+    for (const std::string& name : model_order) {
+      const auto key = key_of.find(name);
+      if (key != key_of.end() && key->second == static_cast<int>(g))
+        index_of[name] = base + count++;
+    }
+    const c10::IValue params =
+        optimizer_dict::entry(saved_groups.get(g).toGenericDict(), "params", files[0].what);
+    UT_CHECK_TRAIN(params.isInt() && params.toInt() == count, files[0].what, "'s optimizer group ",
+                   g, " trains ", params.isInt() ? params.toInt() : -1, " parameters, this run's ",
+                   count, " (other parameters trained, or optimizer.no_decay_bias_norm changed?)");
+    base += count;
+  }
+  c10::impl::GenericList groups(c10::AnyType::get());
+  optimizer_dict::Dict state = optimizer_dict::new_dict();
+  int64_t flat_index = 0;  // the flats counted over the groups, as the optimizer holds them
+  for (size_t g = 0; g < groups_count; ++g) {
+    int64_t count = 0;
+    for (const auto& flat : layout.flats) {
+      if (flat.key != static_cast<int>(g)) continue;
+      std::vector<optimizer_dict::Dict> member_states;
+      for (const auto& m : flat.members) {
+        const auto it = saved.find(index_of.at(m.name));
+        if (it != saved.end()) member_states.push_back(it->second);
+      }
+      UT_CHECK_TRAIN(member_states.empty() || member_states.size() == flat.members.size(), what,
+                     ": some parameters of ", flat.members[0].name,
+                     "'s unit have optimizer state and some not, but distributed.zero: 3 "
+                     "steps them as one flat");
+      if (!member_states.empty()) {
+        state.insert(std::to_string(flat_index), flat_part_state(flat, member_states, rank, what));
+      }
+      ++flat_index;
+      ++count;
+    }
+    optimizer_dict::Dict group = optimizer_dict::new_dict();
+    group.insert("params", count);
+    group.insert("options", optimizer_dict::entry(saved_groups.get(g).toGenericDict(), "options",
+                                                  files[0].what));
+    groups.push_back(group);
+  }
+  out.insert("groups", groups);
+  out.insert("state", state);
+  restore_merged(optimizer, out, what);
+}
+
 std::vector<char> merge_optimizer_files(const std::vector<OptimizerFile>& files) {
   UT_CHECK_TRAIN(!files.empty(), "no optimizer state files to merge");
   return encode_torch_file(merged_optimizer_dict(files)).bytes();

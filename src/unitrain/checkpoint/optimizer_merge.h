@@ -65,6 +65,20 @@ void load_resharded_optimizer_state(torch::optim::Optimizer& optimizer,
 std::vector<char> unflatten_optimizer_files(
     const std::vector<OptimizerBytes>& files, const ShardLayout& layout,
     const std::vector<std::vector<std::string>>& group_names);
+/// The other way: the state of a run without distributed.zero: 3 (optimizer.pt, or ZeRO 1/2's
+/// partitions; `files`, by parameter) as `rank`'s parts of the flats of `layout` (this run's),
+/// restored into `optimizer`, whose groups hold the flats' parts in layout order (as
+/// load_resharded_optimizer_state takes them). The saved optimizer's parameters in group g are
+/// the layout's members of group g in `model_order` (the model's parameter names, in order: as
+/// unitrain's optimizers group them). A state tensor of a member's shape is cut into the part
+/// (only its elements in `rank`'s part are read; padding is zero); other entries (the step)
+/// must agree across a flat's members. TrainError naming the file when a file does not fit, or
+/// the parameter when a flat's members were stepped differently.
+void load_flattened_optimizer_state(torch::optim::Optimizer& optimizer,
+                                    const std::vector<OptimizerBytes>& files,
+                                    const ShardLayout& layout,
+                                    const std::vector<std::string>& model_order, int rank,
+                                    const std::string& what);
 /// The files load_optimizer_state(optimizer, files) reads, as one optimizer file (the same
 /// format, every parameter's state in index order), without an optimizer: for `unitrain
 /// checkpoint merge`. TrainError naming the file as there.

@@ -67,10 +67,7 @@ class OptimizerEntry : public CheckpointEntry {
   /// rank's files re-cut into this rank's parts.
   void restore_parts(const CheckpointRead& in) {
     const ShardLayout layout = sharded_->layout();
-    UT_CHECK_TRAIN(in.has(files::kModelShards), in.dir,
-                   " was saved by a run without distributed.zero: 3: its optimizer state is by "
-                   "parameter, not by parts of flattened ones; resume it with the distributed.zero "
-                   "it was saved with, or start from its weights (model.init_from)");
+    if (!in.has(files::kModelShards)) return restore_by_parameter(in, layout);
     const std::vector<char> text = in.read(files::kModelShards);
     const ShardLayout saved =
         ShardLayout::from_json({text.begin(), text.end()}, in.path(files::kModelShards));
@@ -99,6 +96,26 @@ class OptimizerEntry : public CheckpointEntry {
     }
     load_resharded_optimizer_state(optimizer_, parts, cuts, in.rank,
                                    in.dir + "'s optimizer parts, re-cut");
+  }
+
+  /// distributed.zero: 3 from a checkpoint of a run without it (one process, or another ZeRO
+  /// stage): optimizer.pt or ZeRO 1/2's partitions, by parameter, cut into this rank's parts.
+  void restore_by_parameter(const CheckpointRead& in, const ShardLayout& layout) {
+    std::vector<OptimizerBytes> found;
+    if (in.has(files::kOptimizer)) {
+      found.push_back(OptimizerBytes::of(in.map(files::kOptimizer), in.path(files::kOptimizer)));
+    } else {
+      for (int r = 0; in.has(files::optimizer_partition(r)); ++r) {
+        const std::string name = files::optimizer_partition(r);
+        found.push_back(OptimizerBytes::of(in.map(name), in.path(name)));
+      }
+    }
+    UT_CHECK_TRAIN(!found.empty(), in.dir, " holds no optimizer state (", files::kOptimizer, " or ",
+                   files::optimizer_partition(0), ")");
+    std::vector<std::string> order;
+    for (const auto& item : model_.named_parameters(/*recurse=*/true)) order.push_back(item.key());
+    load_flattened_optimizer_state(optimizer_, found, layout, order, in.rank,
+                                   in.dir + "'s optimizer state, cut into parts");
   }
 
   /// A run without distributed.zero: 3 (one process, or another ZeRO stage) from a checkpoint
