@@ -8,6 +8,7 @@
 #include "state_io_fixture.h"
 #include "test_util.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/unit_parts.h"
 
 namespace unitrain {
 namespace {
@@ -103,6 +104,21 @@ TEST_F(StateIo, LoadModuleStateStrictCopiesEveryTensor) {
   EXPECT_TRUE(torch::equal(target.bn->running_var, source.bn->running_var));
   EXPECT_EQ(target.bn->num_batches_tracked.item<int64_t>(), 1);
   EXPECT_TRUE(target.fc->weight.requires_grad());  // still a trainable parameter
+}
+
+TEST_F(StateIo, LoadModuleStateLeavesATensorGivenAsItselfAlone) {
+  // A frozen base given as itself (with_frozen_parameters), its memory freed as a model built
+  // in parts frees it: nothing is read from it.
+  Net target;
+  free_tensor_memory(target.fc->weight);
+  NamedTensors given = module_state(target, /*copy=*/false);
+  const torch::Tensor bias = target.fc->bias.detach().clone();
+  for (auto& [name, t] : given) {
+    if (name == "fc.bias") t = bias + 1;
+  }
+  const std::string summary = load_module_state(target, given, /*strict=*/true, "x");
+  EXPECT_TRUE(contains(summary, "loaded 7 of 7")) << summary;
+  EXPECT_TRUE(torch::equal(target.fc->bias, bias + 1));
 }
 
 TEST_F(StateIo, LoadModuleStateStrictListsMissingUnexpectedAndMismatched) {

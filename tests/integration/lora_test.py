@@ -206,6 +206,18 @@ class Lora(common.Case):
         self.assertEqual(code, 0, out)
         peft = safetensors_io.read_safetensors(os.path.join(peft_dir, "adapter_model.safetensors"))
         self.assertEqual(len(peft), 2 * 3 * 2)  # 2 blocks x 3 targets x (A, B)
+        # The adapter starts a run of its own (model.init_from) with ZeRO 3, the base built in
+        # parts: as without ZeRO 3.
+        from_adapter = []
+        for zero, port in (("3", 29883), ("0", 29886)):
+            cfg2, run_dir2 = self.config("from-peft-zero" + zero, "llama")
+            code, out = run(["launch", "--nproc-per-node", "2", "--master-port", str(port), "--",
+                             "train", cfg2, "--distributed.zero", zero, "--model.init_from",
+                             peft_dir, "--train.max_length", "2 steps"])
+            self.assertEqual(code, 0, out)
+            self.assertIn("12 adapter tensors loaded", out)
+            from_adapter.append(self.losses(run_dir2))
+        self.assertEqual(from_adapter[0], from_adapter[1])
         # Resumed on 1 process (its parts re-cut, the base as built), and without ZeRO 3.
         for zero, steps in (("3", "10 steps"), ("0", "12 steps")):
             code, out = run(["train", cfg, "--distributed.zero", zero,

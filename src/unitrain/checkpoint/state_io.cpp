@@ -192,8 +192,15 @@ std::string load_module_state(torch::nn::Module& module, const NamedTensors& sta
   for (auto& [name, t] : own) {
     auto it = given.find(name);
     if (it == given.end()) continue;
-    if (!load_into_parts(t, it->second)) t.copy_(it->second);  // a model built in parts: its part
     loaded.push_back(name);
+    // A tensor given as itself (with_frozen_parameters: a frozen base kept as it is, maybe in
+    // parts, whose memory reads as empty) needs no copy.
+    const torch::Tensor& v = it->second;
+    if (v.is_alias_of(t) && v.storage_offset() == t.storage_offset() && v.sizes() == t.sizes() &&
+        v.strides() == t.strides() && v.dtype() == t.dtype()) {
+      continue;
+    }
+    if (!load_into_parts(t, v)) t.copy_(v);  // a model built in parts: its part
   }
   std::string summary =
       detail::concat("loaded ", loaded.size(), " of ", own.size(), " tensors from ", what);
