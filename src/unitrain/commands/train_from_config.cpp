@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
+#include <csignal>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -25,6 +26,7 @@
 #include "unitrain/core/error.h"
 #include "unitrain/core/file_bytes.h"
 #include "unitrain/core/memory.h"
+#include "unitrain/core/save_signals.h"
 #include "unitrain/core/unit_parts.h"
 #include "unitrain/data/build_data.h"
 #include "unitrain/data/loader.h"
@@ -142,6 +144,21 @@ std::shared_ptr<ObjectiveModule> build_run_module(const ConfigDriven& c, const s
   return module;
 }
 
+/// A stop signal received once training was complete: the test split is not started. With
+/// the final checkpoint saved, the same command run again evaluates it (the run resumes as
+/// complete): checkpoint.on_signal.exit_code (130 for SIGINT), as after any stop to resume.
+void leave_the_test_split(const RunSettings& run, FitResult& fit) {
+  const int sig = fit.signal_after_end;
+  const bool resumes = run.checkpoint.enabled && run.checkpoint.final && !run.train.test_mode;
+  fit.exit_code =
+      sig == SIGINT || !resumes ? 128 + sig : static_cast<int>(run.checkpoint.on_signal_exit_code);
+  log::warn(
+      fmt::format("{} received after the last step: training is complete{}; the test split "
+                  "was not evaluated{}; exit {}",
+                  signal_name(sig), resumes ? " and saved" : "",
+                  resumes ? ": run the same command to evaluate it" : "", fit.exit_code));
+}
+
 }  // namespace
 
 ConfigRunResult train_from_config(const Config& raw_config) {
@@ -163,8 +180,11 @@ ConfigRunResult train_from_config(const Config& raw_config) {
   }
   ConfigRunResult result;
   result.fit = trainer.fit(*module, data.train, data.val);
-  if (data.test && result.fit.signal == 0 && result.fit.paused.empty())
+  if (data.test && result.fit.signal_after_end != 0) {
+    leave_the_test_split(c.run, result.fit);
+  } else if (data.test && result.fit.signal == 0 && result.fit.paused.empty()) {
     result.test = trainer.test(*module, data.test);
+  }
   return result;
 }
 

@@ -28,6 +28,11 @@ struct FitResult {
   double checkpoint_write_seconds = 0;
   /// SIGINT or a checkpoint.on_signal signal that stopped training (after a checkpoint), or 0.
   int signal = 0;
+  /// Such a signal received once training was complete (in the last step, or during the last
+  /// validation): it stopped nothing, the run finished as it would have (final checkpoint
+  /// included), `signal` is 0 and `exit_code` too. What follows fit() should not start long
+  /// work (`unitrain train` leaves the test split for the same command run again).
+  int signal_after_end = 0;
   /// The exit status `unitrain train` returns: 0; after a signal, 130 for SIGINT and
   /// checkpoint.on_signal.exit_code for the others ("saved, run the same command to resume"),
   /// or 128 + the signal when checkpoints are off (nothing to resume from); after a pause,

@@ -164,6 +164,23 @@ TEST(TrainCheckpoints, ASigtermAtAChosenStepSavesStopsAndResumesBitForBit) {
   expect_same(after, straight);
 }
 
+TEST(TrainCheckpoints, ASigtermAfterTheLastStepStopsNothing) {
+  const auto straight = train(window_config(test::temp_dir(), "{every: null}"));
+  // Received at the last micro-batch's end (12 steps of 16 samples), before the epoch's end
+  // and its last validation: training is complete, the run ends as it would have, its final
+  // checkpoint saved, exit 0. (One micro-batch earlier it stops inside the last window.)
+  FitResult ended;
+  const auto after = train(window_config(test::temp_dir(), "{every: null}"), &ended,
+                           std::make_shared<AtSamples>(192, [](Trainer&) { std::raise(SIGTERM); }));
+  EXPECT_EQ(ended.signal, 0);
+  EXPECT_EQ(ended.signal_after_end, SIGTERM);
+  EXPECT_EQ(ended.exit_code, 0);
+  EXPECT_EQ(ended.state.step, 12);
+  EXPECT_EQ(ended.checkpoints_saved, 1);
+  EXPECT_FALSE(ended.stopped);
+  expect_same(after, straight);
+}
+
 TEST(TrainCheckpoints, OnSignalChoosesTheSignalsThatSaveAndTheExitCode) {
   const Config config =
       window_config(test::temp_dir(), "{every: null, on_signal: {signals: [USR2], exit_code: 99}}");

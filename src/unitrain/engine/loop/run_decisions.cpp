@@ -16,8 +16,8 @@ void RunDecisions::start(bool shared, bool reads_save_clock, double auto_min_sec
   reads_clock_ = reads_save_clock;
   auto_min_ = auto_min_seconds;
   auto_max_ = auto_max_seconds;
-  stop_ = stop_requested_ = agreed_pause_ = save_soon_ = save_now_ = false;
-  agreed_signal_ = outcome_signal_ = 0;
+  stop_ = stop_requested_ = agreed_pause_ = save_soon_ = save_now_ = ended_ = false;
+  agreed_signal_ = outcome_signal_ = late_signal_ = 0;
   pause_reason_.clear();
   outcome_paused_.clear();
   last_save_ = Clock::now();
@@ -78,13 +78,19 @@ int RunDecisions::signal() const { return shared_ ? agreed_signal_ : signal_sour
 bool RunDecisions::pause() const { return shared_ ? agreed_pause_ : !pause_reason_.empty(); }
 
 bool RunDecisions::act_on_signal_or_pause(bool checkpoints_on) {
-  if (const int sig = signal(); sig != 0 && outcome_signal_ == 0) {
+  if (const int sig = signal(); sig != 0 && ended_ && late_signal_ == 0 && outcome_signal_ == 0) {
+    late_signal_ = sig;
+    log::info(fmt::format("received {} after the last step: training is complete; finishing",
+                          signal_name(sig)));
+    return false;
+  }
+  if (const int sig = signal(); sig != 0 && outcome_signal_ == 0 && late_signal_ == 0) {
     outcome_signal_ = sig;
     log::warn(fmt::format("received {}: {} and stopping", signal_name(sig),
                           checkpoints_on ? "saving a checkpoint" : "checkpoints are off,"));
     return true;
   }
-  if (pause() && outcome_paused_.empty() && outcome_signal_ == 0) {
+  if (pause() && !ended_ && outcome_paused_.empty() && outcome_signal_ == 0) {
     outcome_paused_ = pause_reason_.empty() ? "another rank asked to pause" : pause_reason_;
     log::info(fmt::format(
         "pausing ({}): {}; run the same command again to resume", outcome_paused_,

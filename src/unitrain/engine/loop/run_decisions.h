@@ -65,8 +65,13 @@ class RunDecisions {
   // --- Acted on -----------------------------------------------------------------------------
   /// A signal or a pause that the run has not acted on yet becomes its outcome (logged;
   /// `checkpoints_on` says whether a checkpoint will be written): true when the caller must
-  /// save now.
+  /// save now. After training_ended(), a signal stops nothing (signal_after_end()).
   bool act_on_signal_or_pause(bool checkpoints_on);
+  /// The run's length is reached (or a stop decided) and its last logs and validation are
+  /// done: what is left is the final save, the same on every rank.
+  void training_ended() { ended_ = true; }
+  /// A signal received once training had ended (0: none).
+  int signal_after_end() const { return late_signal_; }
   /// The signal that stopped the run (0: none), why it paused ("": it did not).
   int stopped_by_signal() const { return outcome_signal_; }
   const std::string& paused() const { return outcome_paused_; }
@@ -89,6 +94,8 @@ class RunDecisions {
   bool save_soon_ = false, save_now_ = false;
   int outcome_signal_ = 0;
   std::string outcome_paused_;
+  bool ended_ = false;
+  int late_signal_ = 0;
 };
 
 }  // namespace unitrain

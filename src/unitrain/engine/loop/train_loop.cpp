@@ -295,6 +295,7 @@ FitResult TrainLoop::result() const {
   r.checkpoint_blocking_seconds = checkpoints_->blocking_seconds();
   r.checkpoint_write_seconds = checkpoints_->write_seconds();
   r.signal = decisions_.stopped_by_signal();
+  r.signal_after_end = decisions_.signal_after_end();
   r.paused = decisions_.paused();
   r.already_complete = already_complete_;
   r.rollbacks = step_->divergence().rollbacks();

@@ -89,6 +89,7 @@ void TrainLoop::validate() {
 void TrainLoop::finish_logs() {
   log_train();
   if (!settings_.train.test_mode) validate();
+  decisions_.training_ended();  // a signal from now on stops nothing
 }
 
 void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
