@@ -142,5 +142,14 @@ TEST(ListenSocket, AnAddressOfAnotherMachineOrNoneIsAClearError) {
   EXPECT_TRUE(contains(m, "MASTER_ADDR='no-such-host.invalid' does not resolve")) << m;
 }
 
+TEST(LoopbackOnly, NamesTheAddressesOfAHostOnlyThisMachineReaches) {
+  EXPECT_EQ(loopback_only("127.0.0.1"), "127.0.0.1");
+  EXPECT_EQ(loopback_only("127.0.1.1"), "127.0.1.1");
+  EXPECT_EQ(loopback_only("::1"), "::1");
+  EXPECT_TRUE(contains(loopback_only("localhost"), "127.0.0.1"));
+  EXPECT_EQ(loopback_only("192.0.2.1"), "");  // another machine's
+  EXPECT_EQ(loopback_only("no-such-host.invalid"), "");
+}
+
 }  // namespace
 }  // namespace unitrain

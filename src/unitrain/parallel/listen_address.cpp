@@ -36,7 +36,32 @@ uint16_t port_of(const sockaddr_storage& a) {
                                       : reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
 }
 
+bool is_loopback(const sockaddr* a) {
+  if (a->sa_family == AF_INET) {
+    return (ntohl(reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr) >> 24) == 127;
+  }
+  return a->sa_family == AF_INET6 &&
+         IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr);
+}
+
 }  // namespace
+
+std::string loopback_only(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return "";
+  std::string addresses;
+  bool all = found != nullptr;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    if (!is_loopback(a->ai_addr)) all = false;
+    const std::string n = numeric_host(a->ai_addr, a->ai_addrlen);
+    if (addresses.find(n) == std::string::npos) addresses += (addresses.empty() ? "" : ", ") + n;
+  }
+  ::freeaddrinfo(found);
+  return all ? addresses : "";
+}
 
 bool ListenSocket::store_takes_socket() { return store_takes_listen_socket(); }
 

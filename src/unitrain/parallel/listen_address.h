@@ -13,6 +13,11 @@ struct TCPStoreOptions;
 
 namespace unitrain {
 
+/// The addresses `host` resolves to ("127.0.1.1" or "127.0.0.1, ::1") when every one is a
+/// loopback address (127.0.0.0/8, ::1): only processes on the same machine reach it. "" when it
+/// resolves to another address, or does not resolve.
+std::string loopback_only(const std::string& host);
+
 /// Example:
 ///   ListenSocket listen("10.0.0.1", "MASTER_ADDR");  // ConfigError if not this machine's
 ///   c10d::TCPStoreOptions o = tcp_store_options();

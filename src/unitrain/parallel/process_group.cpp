@@ -49,6 +49,15 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const ProcessGroupOptions
     if (!name.empty()) return c10d::ProcessGroupGloo::createDeviceForInterface(name);
     // Every rank on this machine: Gloo's connections on loopback, nothing open to the network.
     if (options.loopback) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+    // Gloo's default: the address the host name resolves to, which may be loopback.
+    if (const std::string lo = loopback_only(host_name()); !lo.empty()) {
+      spdlog::warn(
+          "the host name {} resolves to {}, this machine's loopback, so Gloo would connect "
+          "this rank over it, which the ranks on other machines cannot reach: set "
+          "distributed.interface (or GLOO_SOCKET_IFNAME) to the network interface they reach "
+          "(`ip -brief address` lists them)",
+          host_name(), lo);
+    }
     return c10d::ProcessGroupGloo::createDefaultDevice();
   } catch (const std::exception& e) {
     throw ConfigError("distributed.interface: cannot use network interface '" + name +
@@ -98,6 +107,21 @@ std::shared_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env,
   group_options.hosts_store = store_options.isServer;
   c10::intrusive_ptr<c10d::Store> store;
   const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
+  // Several machines meeting at a loopback address: the others never reach it.
+  const std::string loopback = env.one_machine() ? "" : loopback_only(env.master_addr);
+  const std::string loopback_hint =
+      loopback.empty()
+          ? ""
+          : fmt::format(
+                "MASTER_ADDR {} is {}, this machine's loopback, but the job's {} processes run "
+                "on several machines ({} on this one): those on the others cannot reach it. Give "
+                "the launcher an address they reach (unitrain launch --master-addr; torchrun "
+                "--master_addr with its static rendezvous). torchrun's c10d rendezvous names "
+                "rank 0's machine by its host name, which /etc/hosts maps to a loopback address "
+                "here (Debian maps it to 127.0.1.1): map it to the machine's address on every "
+                "machine (docs/distributed.md, \"Several machines\")",
+                env.master_addr, loopback, env.world_size, env.local_world_size);
+  if (!loopback_hint.empty()) spdlog::warn("{}", loopback_hint);
   // Rank 0's store listens on MASTER_ADDR only where LibTorch lets it (2.x), else on every
   // interface, as torchrun's does, saying so.
   std::optional<ListenSocket> listen;
@@ -115,7 +139,9 @@ std::shared_ptr<ProcessGroup> ProcessGroup::join(const DistEnv& env,
     }
     throw TrainError("rank " + std::to_string(env.rank) + " cannot reach the rendezvous at " +
                      where + " within " + std::to_string(options.timeout.count() / 1000) +
-                     " s: " + what + " (is rank 0 running, and MASTER_ADDR its address?)");
+                     " s: " + what +
+                     (loopback_hint.empty() ? " (is rank 0 running, and MASTER_ADDR its address?)"
+                                            : ". " + loopback_hint));
   }
   if (env.agent_store) {
     // The agent's store outlives the workers: each start of them meets under its own prefix
