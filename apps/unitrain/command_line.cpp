@@ -92,4 +92,21 @@ std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, int 
   return std::nullopt;
 }
 
+CLI::Validator at_least(long long least) {
+  return CLI::Validator(
+      [least](std::string& text) -> std::string {
+        long long value = 0;
+        size_t used = 0;
+        try {
+          value = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size()) return "'" + text + "' is not a whole number";
+        if (value < least) return text + " is less than " + std::to_string(least);
+        return "";
+      },
+      "INT >= " + std::to_string(least));
+}
+
 }  // namespace unitrain::cli

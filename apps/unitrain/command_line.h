@@ -16,6 +16,10 @@ extern const char* const kLaunchSeparatorHint;
 /// and `argc` unchanged, for any other command line.
 std::vector<std::string> take_worker_command(int& argc, char** argv);
 
+/// A check of a whole-number option: at least `least` (CLI11's own range checks print their
+/// bounds as 300-digit doubles).
+CLI::Validator at_least(long long least);
+
 /// Parses the command line into `app`'s subcommands. An exit code when the process should end
 /// here (--help, --version: 0; an unknown subcommand or a parse error: kExitUsage, after printing
 /// why); nullopt when the chosen subcommand should run. `all_words` is argc before

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "command_line.h"
 #include "commands.h"
 #include "unitrain/commands/evaluate.h"
 #include "unitrain/commands/export.h"
@@ -90,7 +91,7 @@ class EvalCommand : public Subcommand {
     cli_->add_option("--window", window_,
                      "--text: tokens of context per window (0 = the model's longest)")
         ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->check(at_least(0));
   }
   Choices choices() const override {
     return {{split_, {"val", "test"}}, {weights_, {"validated", "trained"}}};
@@ -160,7 +161,7 @@ class ExportCommand : public Subcommand {
                      "--format hf: weights past this many MB go in shards with an index "
                      "(Hugging Face's default: 5000)")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(at_least(1));
     cli_->add_flag("--merge", merge_,
                    "--format hf of a LoRA run (model.lora): the model with its adapters merged "
                    "into the weights, a Hugging Face folder (default: PEFT's adapter folder)");

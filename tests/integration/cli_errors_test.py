@@ -54,6 +54,19 @@ class CliErrors(common.Case):
         self.expect_usage_error(MLP_DIGITS, "data.loader.batch_size must be > 0, got 0",
                                 extra=["--data.loader.batch_size", "0"])
 
+    def test_a_command_option_out_of_range_says_its_bound(self):
+        cfg = write(os.path.join(self.dir, "bounds.yaml"), MLP_DIGITS)
+        for words, said in ((["eval", cfg, "--text", cfg, "--window", "-5"],
+                             "--window: -5 is less than 0"),
+                            (["export", cfg, "--format", "hf", "--out", "x", "--max-shard-size",
+                              "0"], "--max-shard-size: 0 is less than 1"),
+                            (["export", cfg, "--format", "hf", "--out", "x", "--max-shard-size",
+                              "2x"], "--max-shard-size: '2x' is not a whole number")):
+            code, out = run(words)
+            self.assertEqual(code, 2, out)
+            self.assertIn(said, out)
+            self.assertNotIn("179769313486", out)
+
     def test_a_gpu_where_there_is_none_names_the_key_and_what_the_build_has(self):
         out = self.expect_usage_error(MLP_DIGITS, "train.device: cuda asks for a GPU, but this "
                                       "LibTorch (", "was built without CUDA (CPU only); use "

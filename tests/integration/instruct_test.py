@@ -115,6 +115,9 @@ class Instruct(common.Case):
                 with open(os.path.join(run_dir, "results", "perplexity.json")) as f:
                     got = json.load(f)
                 self.assertAlmostEqual(got["perplexity"], self.perplexity(folder, text), delta=1e-4 * got["perplexity"])
+                code, out = run(["eval", cfg, "--text", text, "--window", "100000"])
+                self.assertEqual(code, 2, out)
+                self.assertRegex(out, r"--window 100000 is longer than the model's context of \d+ tokens")
 
     def test_lora_on_packed_instruction_data_generates_as_its_merged_export(self):
         # The two halves of issue 49 together: LoRA adapters trained on packed instruction

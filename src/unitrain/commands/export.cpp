@@ -19,6 +19,7 @@
 #include "unitrain/commands/peft_adapter.h"
 #include "unitrain/core/atomic_file.h"
 #include "unitrain/core/error.h"
+#include "unitrain/core/registry.h"
 #include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/log/console.h"
 #include "unitrain/models/lora.h"
@@ -169,6 +170,9 @@ std::string export_checkpoint(const Config& given, const std::string& checkpoint
   run.module->eval();
   const std::vector<std::string> classes = checkpoint_class_names(run.dir);
   if (format == "torchscript") {
+    UT_CHECK(can_export_torchscript(*run.module->model()),
+             no_torchscript_text(*run.module->model(),
+                                 "model.type " + component_type(run.config.at("model"))));
     const std::optional<InputNormalization> norm = saved_input_normalization(run.parts, run.dir);
     save_torchscript(*run.module->model(), out, norm ? &*norm : nullptr);
     if (norm) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/commands/open_run.h"
@@ -42,10 +43,15 @@ PerplexityResult text_perplexity(const Config& given, const std::string& checkpo
   const RunText run = opened.text();
   const std::string tok = !tokenizer.empty() ? tokenizer : run.tokenizer();
   UT_CHECK(!tok.empty(), "eval --text: the run's ", run.no_tokenizer_text(), "; give --tokenizer");
-  if (window == 0) window = model.context_length().value_or(0);
+  const std::optional<int64_t> context = model.context_length();
+  if (window == 0) window = context.value_or(0);
   UT_CHECK(window >= 1, "eval --text: the model (model.type ",
            component_type(opened.config.at("model")),
            ") does not say its context length; give --window");
+  UT_CHECK(!context || window <= *context, "eval --text: --window ", window,
+           " is longer than the model's context of ", *context, " tokens (model.type ",
+           component_type(opened.config.at("model")), "); give at most ", *context,
+           " (0: the whole context)");
   const std::vector<int64_t> ids = token_stream(text_file, *load_tokenizer(tok));
   UT_CHECK(ids.size() >= 2, "eval --text ", text_file, ": it encodes to fewer than 2 tokens");
   model.eval();

@@ -152,6 +152,15 @@ const Exporter* exporter_of(const Model& model) {
   return nullptr;
 }
 
+/// The registered exporters' model names, "mlp, cnn, ...".
+std::string exporter_names() {
+  Exporters& all = exporters();
+  std::lock_guard<std::mutex> lock(all.mu);
+  std::string out;
+  for (const auto& e : all.list) out += (out.empty() ? "" : ", ") + e.model;
+  return out;
+}
+
 }  // namespace
 
 void add_torchscript_exporter(const std::string& model, std::function<bool(const Model&)> handles,
@@ -166,14 +175,20 @@ void add_torchscript_exporter(const std::string& model, std::function<bool(const
 
 bool can_export_torchscript(const Model& model) { return exporter_of(model) != nullptr; }
 
+std::string no_torchscript_text(const Model& model, const std::string& what) {
+  return fmt::format(
+      "torchscript export: {} has no TorchScript form (the models that have one: {}); {}", what,
+      exporter_names(),
+      model.hf_info() != nullptr
+          ? "export it as --format hf, a Hugging Face folder (transformers' from_pretrained "
+            "reads it), or as --format state_dict"
+          : "export it as --format state_dict and load the weights into a Python twin of the "
+            "model");
+}
+
 torch::jit::Module to_torchscript(const Model& model, const InputNormalization* norm) {
   const Exporter* exporter = exporter_of(model);
-  if (exporter == nullptr) {
-    throw ConfigError(fmt::format(
-        "torchscript export: the model {} is not a built-in or TorchScript model; export it as "
-        "--format state_dict and load the weights into a Python twin of the model",
-        model.name()));
-  }
+  if (exporter == nullptr) throw ConfigError(no_torchscript_text(model, model.name()));
   JitModule j = exporter->to_jit(model);
   if (norm) j = with_input_normalization(j, *norm);
   j.eval();

@@ -44,6 +44,9 @@ void register_torchscript_export(const std::string& model, ToJit to_jit) {
 /// True for the models to_torchscript can export: those of a class with a registered export
 /// (the built-in mlp, cnn, transformer_lm and torchscript models).
 bool can_export_torchscript(const Model& model);
+/// Why `model` (`what` names it: "model.type llama") cannot be exported as TorchScript, and
+/// what to export instead.
+std::string no_torchscript_text(const Model& model, const std::string& what);
 
 /// A TorchScript module computing what `model` computes in eval mode, holding copies of the
 /// model's tensors under the names of its named_parameters() / named_buffers(). With `norm`,
