@@ -6,7 +6,6 @@
 #include "commands.h"
 #include "unitrain/commands/generate.h"
 #include "unitrain/core/error.h"
-#include "unitrain/log/console.h"
 #include "unitrain/text/chat_template.h"
 
 namespace unitrain::cli {
@@ -83,8 +82,7 @@ class GenerateCommand : public Subcommand {
     if (!template_.empty()) TextTemplate(template_, {"prompt"}, "prompt", "--template");
     const std::vector<std::string> prompts =
         prompts_file_.empty() ? std::vector<std::string>{prompt_} : read_prompts(prompts_file_);
-    // JSON Lines on stdout: only warnings join them (the loading messages do not).
-    if (json_ || !prompts_file_.empty()) log::console_warnings_only();
+    // The loading messages go to stderr, as always: stdout holds the completions alone.
     TextGenerator generator = load_text_generator(source_, checkpoint_, tokenizer_);
     generator.add_special_tokens(!no_special_tokens_);
     const TextTemplate wrap(template_.empty() ? generator.prompt_template() : template_, {"prompt"},

@@ -75,11 +75,14 @@ class Instruct(common.Case):
         return cfg, run_dir
 
     def generate(self, source, *more):
-        code, out = run(["generate", source, "--prompt", "what is the color of grass", "--template",
-                         "Q : {prompt} A :", "--max-new-tokens", "6", "--json"] + list(more))
-        self.assertEqual(code, 0, out)
-        self.assertEqual(len(out.strip().splitlines()), 1, out)  # JSON alone: no loading messages
-        return json.loads(out)
+        p = subprocess.run([common.BIN, "generate", source, "--prompt", "what is the color of grass",
+                            "--template", "Q : {prompt} A :", "--max-new-tokens", "6", "--json"]
+                           + list(more), capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        # JSON alone on stdout; what was loaded on stderr.
+        self.assertEqual(len(p.stdout.strip().splitlines()), 1, p.stdout)
+        self.assertIn("loaded ", p.stderr)
+        return json.loads(p.stdout)
 
     def test_finetune_then_generate_from_the_run_and_its_export(self):
         for type in ("gpt2", "llama"):
