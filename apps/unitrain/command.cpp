@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <cctype>
 #include <csignal>
 #include <vector>
 
@@ -23,6 +24,19 @@ constexpr size_t kNoLimit = std::string::npos;  // error_text: the whole message
 /// one: its config's relative paths are from there.
 std::string g_started_elsewhere;
 
+/// `message`, with g_started_elsewhere's note when it is about a path not found (which a
+/// relative path read from another folder would explain); other errors are left as they are.
+std::string with_where_started(const std::string& message) {
+  if (g_started_elsewhere.empty()) return message;
+  std::string lower = message;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* about : {"does not exist", "no such file", "matches no file", "relative",
+                            "cannot open", "cannot read"}) {
+    if (lower.find(about) != std::string::npos) return message + g_started_elsewhere;
+  }
+  return message;
+}
+
 }  // namespace
 
 void Command::take_stop_signals() {
@@ -36,10 +50,10 @@ int run_command(Command& command) {
   try {
     return command.run();
   } catch (const ConfigError& e) {
-    log::error(error_text(e, kNoLimit) + g_started_elsewhere);
+    log::error(with_where_started(error_text(e, kNoLimit)));
     return kExitUsage;
   } catch (const std::exception& e) {  // a c10::Error here would print a C++ backtrace
-    log::error(error_text(e, kNoLimit) + g_started_elsewhere);
+    log::error(with_where_started(error_text(e, kNoLimit)));
     return kExitFailure;
   }
 }

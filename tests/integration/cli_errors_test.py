@@ -1,5 +1,7 @@
 """Bad input gives a clear error naming the key/file/value and exit code 2; never a crash."""
 import os
+import shutil
+
 import common
 from common import run, write
 
@@ -53,6 +55,24 @@ class CliErrors(common.Case):
                                 extra=["--optimizer.lr", "-0.1"])
         self.expect_usage_error(MLP_DIGITS, "data.loader.batch_size must be > 0, got 0",
                                 extra=["--data.loader.batch_size", "0"])
+
+    def test_a_run_folder_started_elsewhere_is_named_where_a_path_is_not_found(self):
+        started = os.path.join(self.dir, "started")
+        os.makedirs(started)
+        shutil.copy(common.DIGITS, os.path.join(started, "digits.csv.gz"))
+        cfg = write(os.path.join(started, "run.yaml"), MLP_DIGITS.replace(
+            common.DIGITS, "digits.csv.gz") + "run_dir: run\n")
+        code, out = run(["train", cfg, "--train.max_length", "1 step"], cwd=started)
+        self.assertEqual(code, 0, out)
+        folder = os.path.join(started, "run")
+        # From another folder: the relative data path is not found there, and the note says why.
+        code, out = run(["eval", folder, "--split", "val"], cwd=self.dir)
+        self.assertEqual(code, 2, out)
+        self.assertIn("was started in " + started, out)
+        # An error about anything else is not given the note.
+        code, out = run(["eval", folder, "--optimizer.lr", "-1"], cwd=self.dir)
+        self.assertEqual(code, 2, out)
+        self.assertNotIn("was started in", out)
 
     def test_a_command_option_out_of_range_says_its_bound(self):
         cfg = write(os.path.join(self.dir, "bounds.yaml"), MLP_DIGITS)
