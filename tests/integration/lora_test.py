@@ -204,6 +204,9 @@ class Lora(common.Case):
         peft_dir = os.path.join(self.dir, "z3-peft")
         code, out = run(["export", cfg, "--format", "hf", "--out", peft_dir])
         self.assertEqual(code, 0, out)
+        # What was read, said as it is: the adapters, from the ranks' parts.
+        self.assertRegex(out, r"loaded 12 trained tensors from checkpoint \S+ \(model-shard-rank-0"
+                              r"\.pt, \.\.\.: the ranks' parts\); the frozen base's \d+ as")
         peft = safetensors_io.read_safetensors(os.path.join(peft_dir, "adapter_model.safetensors"))
         self.assertEqual(len(peft), 2 * 3 * 2)  # 2 blocks x 3 targets x (A, B)
         # The adapter starts a run of its own (model.init_from) with ZeRO 3, the base built in

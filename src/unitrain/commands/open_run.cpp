@@ -102,7 +102,11 @@ Config runs_own_config(const Config& given, const std::string& dir, const char* 
 /// Loads the model tensors of checkpoint `dir` into `module` (strict: the config's model must
 /// be the checkpoint's). Returns the checkpoint's optimizer step.
 int64_t load_checkpoint_model(ObjectiveModule& module, const std::string& dir) {
-  const std::string what = "checkpoint " + dir + "/" + checkpoint_files::kModel;
+  // distributed.zero: 3's checkpoints hold each rank's parts, merged here.
+  const std::string what = CheckpointStore::has(dir, checkpoint_files::kModelShards)
+                               ? "checkpoint " + dir + " (" + checkpoint_files::model_shard(0) +
+                                     ", ...: the ranks' parts)"
+                               : "checkpoint " + dir + "/" + checkpoint_files::kModel;
   NamedTensors state;
   int64_t step = 0;
   try {
@@ -117,7 +121,13 @@ int64_t load_checkpoint_model(ObjectiveModule& module, const std::string& dir) {
       check_frozen_fingerprint({saved.begin(), saved.end()}, frozen_fingerprint(module.weights()),
                                dir + "/" + checkpoint_files::kFrozenWeights);
     }
+    const size_t trained = state.size();
     state = with_frozen_parameters(module.weights(), std::move(state));
+    load_module_state(module.weights(), state, true, what);
+    log::info(fmt::format(
+        "loaded {} trained tensors from {}; the frozen base's {} as the model built them", trained,
+        what, state.size() - trained));
+    return step;
   }
   log::info(load_module_state(module.weights(), state, true, what));
   return step;

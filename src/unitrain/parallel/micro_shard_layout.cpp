@@ -31,7 +31,8 @@ MicroShardLayout::MicroShardLayout(int64_t numel, int micro_shards, int world_si
   UT_CHECK(world_size >= 1 && micro_shards % world_size == 0,
            "distributed.reproducible: ", world_size, " processes do not divide the ", micro_shards,
            " micro-shards of a step (G = ", micro_shards, "); run on ", divisors_of(micro_shards),
-           " processes, or choose a G that ", world_size, " divides");
+           " processes, or start a new run with a G that ", world_size,
+           " divides (a run resumes with the G it started with: its steps are G's)");
   UT_CHECK(numel >= 0, "distributed.reproducible: a flat buffer of ", numel, " elements");
   TORCH_INTERNAL_ASSERT(rank >= 0 && rank < world_size);
   const int64_t per_chunk = (numel + micro_shards - 1) / micro_shards;

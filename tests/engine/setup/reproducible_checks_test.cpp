@@ -59,6 +59,7 @@ TEST(ReproducibleChecks, WhatWouldDependOnTheWorldSizeIsNamed) {
   EXPECT_EQ(refusal(on, 1), "");
   EXPECT_EQ(refusal(on, 3), "");
   EXPECT_TRUE(mentions(refusal(on, 5), "5 processes do not divide the 12 micro-shards"));
+  EXPECT_TRUE(mentions(refusal(on, 5), "start a new run with a G that 5 divides (a run resumes"));
   EXPECT_TRUE(mentions(refusal(on, 5), "1, 2, 3, 4, 6 or 12"));
   EXPECT_EQ(refusal("distributed: {reproducible: 12, zero: 3}\ntrain: {threads: 1}\n", 2), "");
   EXPECT_TRUE(mentions(refusal("distributed: {reproducible: 12}\ntrain: {threads: 1, "
