@@ -73,6 +73,13 @@ class CliErrors(common.Case):
         code, out = run(["eval", folder, "--optimizer.lr", "-1"], cwd=self.dir)
         self.assertEqual(code, 2, out)
         self.assertNotIn("was started in", out)
+        # A copy of the folder is the same run: its folder is no setting it trained with.
+        copy = os.path.join(started, "copy")
+        shutil.copytree(folder, copy)
+        code, out = run(["train", copy], cwd=started)
+        self.assertEqual(code, 0, out)
+        self.assertIn("training already complete", out)
+        self.assertNotIn("other settings", out)
 
     def test_a_command_option_out_of_range_says_its_bound(self):
         cfg = write(os.path.join(self.dir, "bounds.yaml"), MLP_DIGITS)

@@ -48,13 +48,15 @@ void declare_optimization(Options<RunSettings>& o) {
 
 void RunSettings::declare(Options<RunSettings>& o) {
   using T = RunSettings;
-  o.field("name", &T::name).help("the run's name, one folder name (no '/'); used in run_dir");
+  // The folder a run is in changes nothing trained: a run folder copied or moved resumes.
+  o.field("name", &T::name).harmless().help("the run's name, one folder name (no '/'); used in run_dir");
   o.field("seed", &T::seed)
       .fixed("the data order and random state follow the seed")
       .help(
           "seeds model init, data order and dropout: the same seed gives the same run bit for "
           "bit");
   o.field("run_dir", &T::run_dir)
+      .harmless()
       .help(
           "where config.yaml, metrics.jsonl/.csv and train.log are written; ${key} refers to "
           "other keys");
