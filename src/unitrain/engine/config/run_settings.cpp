@@ -49,7 +49,9 @@ void declare_optimization(Options<RunSettings>& o) {
 void RunSettings::declare(Options<RunSettings>& o) {
   using T = RunSettings;
   // The folder a run is in changes nothing trained: a run folder copied or moved resumes.
-  o.field("name", &T::name).harmless().help("the run's name, one folder name (no '/'); used in run_dir");
+  o.field("name", &T::name)
+      .harmless()
+      .help("the run's name, one folder name (no '/'); used in run_dir");
   o.field("seed", &T::seed)
       .fixed("the data order and random state follow the seed")
       .help(
