@@ -109,4 +109,23 @@ CLI::Validator at_least(long long least) {
       "INT >= " + std::to_string(least));
 }
 
+CLI::Validator positive() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double value = 0;
+        size_t used = 0;
+        try {
+          value = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || !(value == value)) {
+          return "'" + text + "' is not a number";
+        }
+        if (!(value > 0)) return text + " is not more than 0";
+        return "";
+      },
+      "NUMBER > 0");
+}
+
 }  // namespace unitrain::cli

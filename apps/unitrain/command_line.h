@@ -19,6 +19,8 @@ std::vector<std::string> take_worker_command(int& argc, char** argv);
 /// A check of a whole-number option: at least `least` (CLI11's own range checks print their
 /// bounds as 300-digit doubles).
 CLI::Validator at_least(long long least);
+/// A check of a number option: more than 0.
+CLI::Validator positive();
 
 /// Parses the command line into `app`'s subcommands. An exit code when the process should end
 /// here (--help, --version: 0; an unknown subcommand or a parse error: kExitUsage, after printing

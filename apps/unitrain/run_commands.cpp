@@ -161,7 +161,7 @@ class ExportCommand : public Subcommand {
                      "--format hf: weights past this many MB go in shards with an index "
                      "(Hugging Face's default: 5000)")
         ->capture_default_str()
-        ->check(at_least(1));
+        ->check(positive());
     cli_->add_flag("--merge", merge_,
                    "--format hf of a LoRA run (model.lora): the model with its adapters merged "
                    "into the weights, a Hugging Face folder (default: PEFT's adapter folder)");

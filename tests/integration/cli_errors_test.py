@@ -86,9 +86,9 @@ class CliErrors(common.Case):
         for words, said in ((["eval", cfg, "--text", cfg, "--window", "-5"],
                              "--window: -5 is less than 0"),
                             (["export", cfg, "--format", "hf", "--out", "x", "--max-shard-size",
-                              "0"], "--max-shard-size: 0 is less than 1"),
+                              "0"], "--max-shard-size: 0 is not more than 0"),
                             (["export", cfg, "--format", "hf", "--out", "x", "--max-shard-size",
-                              "2x"], "--max-shard-size: '2x' is not a whole number")):
+                              "2x"], "--max-shard-size: '2x' is not a number")):
             code, out = run(words)
             self.assertEqual(code, 2, out)
             self.assertIn(said, out)
