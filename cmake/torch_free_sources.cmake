@@ -56,7 +56,11 @@ set(UNITRAIN_TORCH_FREE_SOURCES
     src/unitrain/log/tensorboard_tracker.cpp
     src/unitrain/log/tfrecord_writer.cpp
     src/unitrain/log/tracker.cpp
+    src/unitrain/models/gpt2_config.cpp
     src/unitrain/models/hf_config.cpp
+    src/unitrain/models/hf_config_file.cpp
+    src/unitrain/models/hf_family.cpp
+    src/unitrain/models/llama_config.cpp
     src/unitrain/optim/component_section.cpp
     src/unitrain/optim/reduce_on_plateau.cpp
     src/unitrain/optim/scheduler.cpp

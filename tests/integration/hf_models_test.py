@@ -1,4 +1,4 @@
-"""gpt2 and llama from Hugging Face folders with the real binary: a folder's weights
+"""gpt2, llama, qwen2 and qwen3 from Hugging Face folders with the real binary: a folder's weights
 (model.args.pretrained, made by tests/models/hf/make_folders.py as save_pretrained lays them out)
 train on 2 processes with ZeRO 3, bf16-mixed and activation checkpointing and resume bitwise;
 `export --format hf` of an untouched model gives back every tensor byte for byte, the folder's
@@ -89,6 +89,42 @@ class HfModels(common.Case):
                     "model.layers.0.mlp.up_proj.weight"
                 file_name = name if type == "llama" else name[len("transformer."):]
                 self.assertFalse(torch.equal(a[name], start[file_name].float()))
+
+    def test_qwen2_and_qwen3_folders_round_trip_and_train_with_lora_and_zero3(self):
+        """The llama-shaped families: an untouched model exports byte for byte (config keys and
+        all), and LoRA on 2 processes with ZeRO 3 and bf16-mixed resumes bitwise."""
+        lora = "{r: 4, alpha: 8, target_modules: [q_proj, k_proj, v_proj, down_proj]}"
+        for type, port in (("qwen2", 29821), ("qwen3", 29824)):
+            with self.subTest(type=type):
+                source = os.path.join(self.folders, type)
+                cfg, _ = self.config(f"{type}-untouched", type, source, steps=1, lr=1e-30)
+                code, out = run(["train", cfg])
+                self.assertEqual(code, 0, out)
+                out_dir = os.path.join(self.dir, f"{type}-exported")
+                code, out = run(["export", cfg, "--format", "hf", "--out", out_dir])
+                self.assertEqual(code, 0, out)
+                before, after = safetensors_io.read_folder(source), safetensors_io.read_folder(out_dir)
+                self.assertEqual(sorted(before), sorted(after))
+                for k in before:
+                    self.assertTrue(torch.equal(before[k], after[k]), k)
+                for name in ("config.json", "generation_config.json"):
+                    with open(os.path.join(source, name)) as f, open(os.path.join(out_dir, name)) as g:
+                        self.assertEqual(json.load(f), json.load(g), name)
+                more = ["--distributed.zero", "3", "--train.precision", "bf16-mixed",
+                        "--model.lora", lora]
+                cfg, straight = self.config(f"{type}-straight", type, source)
+                out = self.launch(port, cfg, *more)
+                self.assertIn("built in parts", out)
+                cfg, halves = self.config(f"{type}-halves", type, source)
+                self.launch(port + 1, cfg, *more, "--train.max_length", "4 steps")
+                self.assertIn("resumed from", self.launch(port + 2, cfg, *more))
+                a, b = self.final_weights(straight), self.final_weights(halves)
+                self.assertEqual(sorted(a), sorted(b))
+                # The adapters trained: merged, they moved the layers they adapt.
+                q = "model.layers.0.self_attn.q_proj.weight"
+                self.assertFalse(torch.equal(a[q], before[q].float()))
+                for k in a:
+                    self.assertTrue(torch.equal(a[k], b[k]), k)
 
     def test_export_of_an_untouched_model_is_byte_equal_and_trains_again(self):
         source = os.path.join(self.folders, "llama")

@@ -114,9 +114,21 @@ TEST_F(HfCausalLm, LlamaTiedWithBiasesFromBf16Matches) {
   check_against_reference("llama", "llama_tied_bias");
 }
 
+TEST_F(HfCausalLm, Qwen2WithQkvBiasesAndATiedHeadMatches) {
+  check_against_reference("qwen2", "qwen2");
+}
+
+TEST_F(HfCausalLm, Qwen3WithQkNormsAndAWiderHeadDimMatches) {
+  check_against_reference("qwen3", "qwen3");
+}
+
 TEST_F(HfCausalLm, ParameterNamesAreHuggingFacesAndUnitsCoverEachOnce) {
-  for (const auto& [type, folder] : std::vector<std::pair<std::string, std::string>>{
-           {"gpt2", "gpt2"}, {"llama", "llama"}, {"llama", "llama_tied_bias"}}) {
+  for (const auto& [type, folder] :
+       std::vector<std::pair<std::string, std::string>>{{"gpt2", "gpt2"},
+                                                        {"llama", "llama"},
+                                                        {"llama", "llama_tied_bias"},
+                                                        {"qwen2", "qwen2"},
+                                                        {"qwen3", "qwen3"}}) {
     ModelPtr m = load(type, folder);
     std::set<std::string> file_names;
     for (const auto& [name, t] : read_hf_weights(dir_ + "/" + folder, "test")) {
@@ -197,6 +209,18 @@ TEST_F(HfCausalLm, MathItDoesNotComputeIsRefusedByName) {
               test::contains(wrong, "model.type gpt2"))
       << wrong;
   EXPECT_TRUE(test::contains(refused("gpt2", "{not json"), "is not JSON"));
+  // Qwen: full attention in every layer (the hub's files); a sliding window is refused.
+  const std::string qwen2 =
+      R"({"model_type": "qwen2", "hidden_size": 32, "num_attention_heads": 4, )";
+  EXPECT_TRUE(test::contains(refused("qwen2", qwen2 + R"("use_sliding_window": true})"),
+                             "use_sliding_window is true: qwen2 computes full attention"));
+  EXPECT_TRUE(test::contains(
+      refused("qwen2", qwen2 + R"("layer_types": ["full_attention", "sliding_attention"]})"),
+      "layer_types holds \"sliding_attention\""));
+  const std::string as_llama = refused("llama", qwen2 + R"("use_sliding_window": false})");
+  EXPECT_TRUE(test::contains(as_llama, "use model.type qwen2 for it")) << as_llama;
+  EXPECT_TRUE(test::contains(refused("qwen3", qwen2 + "\"vocab_size\": 8}"),
+                             "model_type 'qwen2', not 'qwen3'"));
   const std::string both = test::config_error_of([&] {
     model_registry().create(
         Config::from_string("model: {type: llama, args: {pretrained: a, config: b}}").at("model"));
@@ -256,7 +280,9 @@ TEST_F(HfCausalLm, ShapeOfAConfigIsTheModelsParameters) {
            {"gpt2", dir_ + "/gpt2/config.json"},
            {"gpt2", gpt2 + "/config.json"},
            {"llama", dir_ + "/llama/config.json"},
-           {"llama", dir_ + "/llama_tied_bias/config.json"}}) {
+           {"llama", dir_ + "/llama_tied_bias/config.json"},
+           {"qwen2", dir_ + "/qwen2/config.json"},
+           {"qwen3", dir_ + "/qwen3/config.json"}}) {
     ModelPtr m = model_registry().create(
         Config::from_string("model: {type: " + type + ", args: {config: " + config + "}}")
             .at("model"));

@@ -11,6 +11,7 @@
 #include "unitrain/commands/peft_adapter.h"
 #include "unitrain/core/error.h"
 #include "unitrain/log/console.h"
+#include "unitrain/models/hf_family.h"
 #include "unitrain/models/lora.h"
 
 namespace unitrain {
@@ -59,7 +60,8 @@ void add_lora(ObjectiveModule& module, const LoraOptions& lora, const std::strin
               uint64_t seed) {
   Model& model = *module.model();
   UT_CHECK(model.runs_lora_adapters(), "model.lora: model type '", type,
-           "' does not run LoRA adapters (built in: gpt2, llama, transformer_lm); a model of "
+           "' does not run LoRA adapters (built in: transformer_lm, ", models::hf_family_list(),
+           "); a model of "
            "your own calls its layers through unitrain::models::project and overrides "
            "Model::runs_lora_adapters (docs/api.md)");
   check_no_tied_module_to_save(model, lora);
@@ -91,8 +93,8 @@ std::shared_ptr<ObjectiveModule> build_module(
   const ActivationCheckpointingOptions& ac = c.model_keys.activation_checkpointing;
   UT_CHECK(!ac.enabled || module->model()->checkpoint_activations(ac.every),
            "model.activation_checkpointing.enabled: model type '", c.model_keys.type,
-           "' has no blocks it can recompute (built in: transformer_lm, gpt2, llama); a model of "
-           "your own "
+           "' has no blocks it can recompute (built in: transformer_lm, ", models::hf_family_list(),
+           "); a model of your own "
            "wraps its blocks in unitrain::checkpointed (docs/api.md), or set enabled: false");
   const HfModelInfo* hf = module->model()->hf_info();
   const bool pretrained = hf != nullptr && !hf->pretrained.empty();

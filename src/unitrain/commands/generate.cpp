@@ -15,6 +15,7 @@
 #include "unitrain/engine/config/load_config.h"
 #include "unitrain/engine/config/run_text.h"
 #include "unitrain/log/console.h"
+#include "unitrain/models/hf_family.h"
 #include "unitrain/objective/objective_module.h"
 
 namespace unitrain {
@@ -48,7 +49,7 @@ ModelPtr folder_model(const std::string& dir) {
         model_registry().create_named(type, Config(args, "generate " + dir), where + " model_type");
   }
   UT_CHECK(model != nullptr && model->generation_model() != nullptr, "generate: ", where,
-           " has model_type '", type, "'; unitrain generates with gpt2 and llama");
+           " has model_type '", type, "'; unitrain generates with ", models::hf_family_list());
   load_pretrained_weights(*model, *model->hf_info());
   return model;
 }
@@ -78,7 +79,8 @@ TextGenerator load_text_generator(const std::string& source, const std::string& 
       open_run(read_run_source(source, {}).config, checkpoint, "validated", "generate");
   models::HfCausalLm* model = opened.module->model()->generation_model();
   UT_CHECK(model != nullptr, "generate: the run's model (model.type ",
-           component_type(opened.config.at("model")), ") is not a gpt2 or llama causal LM");
+           component_type(opened.config.at("model")), ") is not a causal LM of ",
+           models::hf_family_list(" or "));
   const RunText run = opened.text();
   const std::string t = !tokenizer.empty() ? tokenizer : run.tokenizer();
   UT_CHECK(!t.empty(), "generate: the run's ", run.no_tokenizer_text(),

@@ -16,6 +16,7 @@
 #include "unitrain/core/registry.h"
 #include "unitrain/engine/config/run_text.h"
 #include "unitrain/log/console.h"
+#include "unitrain/models/hf_family.h"
 #include "unitrain/objective/objective_module.h"
 
 namespace unitrain {
@@ -96,10 +97,14 @@ void write_hf_folder(ObjectiveModule& module, const Config& config, const std::s
                      uint64_t max_shard_bytes, const std::string& model_card) {
   const HfModelInfo* hf = module.model()->hf_info();
   UT_CHECK(hf != nullptr, "--format hf: the run's model (model.type ",
-           component_type(config.at("model")),
-           ") is not one built from a Hugging Face folder; gpt2 and llama are (export this one "
+           component_type(config.at("model")), ") is not one built from a Hugging Face folder; ",
+           models::hf_family_list(),
+           " are (export this one "
            "as safetensors)");
-  const NamedTensors state = module_state(module.weights(), true);
+  NamedTensors state = module_state(module.weights(), true);
+  if (hf->family != nullptr && hf->family->file_name != nullptr) {  // transformers' names
+    for (auto& [name, t] : state) name = hf->family->file_name(name);
+  }
   write_new_folder(out, [&](const std::string& dir) {
     const fs::path partial = dir;
     std::error_code ec;

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/options.h"
 #include "unitrain/core/unit_parts.h"
 #include "unitrain/models/hf_causal_lm.h"
 #include "unitrain/models/hf_lm_parts.h"
@@ -109,6 +110,18 @@ void initialise(torch::nn::Module& piece, const Gpt2Config& c) {
   }
 }
 
+/// The family's tensor names: the hub's gpt2 files name GPT2Model's tensors (no
+/// "transformer."), save_pretrained's GPT2LMHeadModel's.
+std::string gpt2_model_name(const std::string& name, bool tied) {
+  // The old causal-mask buffers (attn.bias [1, 1, P, P], attn.masked_bias) are not weights.
+  if (ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias")) return "";
+  if (name == "lm_head.weight") return tied ? "" : name;
+  if (name.rfind("transformer.", 0) == 0) return name;
+  return "transformer." + name;
+}
+
+const HfFamily kGpt2Family{"gpt2", &gpt2_model_name};
+
 }  // namespace
 
 ConfigShape Gpt2Impl::shape_of(const Gpt2Config& c, const std::string& path) {
@@ -152,13 +165,8 @@ Gpt2Impl::Gpt2Impl(const HfModelOptions& options)
   const Gpt2Config& c = config;
   const bool fresh = options.pretrained.empty();
   const bool tied = c.tie_word_embeddings;
-  info_.model_name = [tied](const std::string& name) -> std::string {
-    // The old causal-mask buffers (attn.bias [1, 1, P, P], attn.masked_bias) are not weights.
-    if (ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias")) return "";
-    if (name == "lm_head.weight") return tied ? "" : name;
-    if (name.rfind("transformer.", 0) == 0) return name;
-    return "transformer." + name;  // the hub's gpt2 file: GPT2Model's names
-  };
+  info_.family = &kGpt2Family;
+  info_.model_name = [tied](const std::string& name) { return gpt2_model_name(name, tied); };
   // Before a tensor is allocated: config.json's sizes against the weights' headers.
   check_config_shape(shape_of(c, options.config_path("model.args.")), options.pretrained,
                      info_.model_name);
@@ -249,6 +257,14 @@ std::vector<std::vector<torch::Tensor>> Gpt2Impl::units() {
   if (lm_head) last.push_back(lm_head->weight);
   out.push_back(std::move(last));
   return out;
+}
+
+void register_gpt2() {
+  register_declared_model<HfModelOptions, Gpt2Impl>(
+      "gpt2",
+      "GPT-2 causal LM from a Hugging Face folder (args.pretrained) or config.json "
+      "(args.config), Hugging Face's parameter names: token ids [B, T] -> logits [B, T, vocab]");
+  register_hf_family(kGpt2Family);
 }
 
 }  // namespace unitrain::models

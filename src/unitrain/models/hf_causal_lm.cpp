@@ -1,4 +1,5 @@
-// What gpt2 and llama share: their args, the token check, registration.
+// What gpt2 and llama share: their args, the token check; their registration (each family
+// registers itself beside its model).
 #include "unitrain/models/hf_causal_lm.h"
 
 #include "unitrain/core/error.h"
@@ -77,15 +78,9 @@ bool HfCausalLm::checkpoint_activations(int64_t every) {
 }
 
 void register_hf_causal_lms() {
-  register_declared_model<HfModelOptions, Gpt2Impl>(
-      "gpt2",
-      "GPT-2 causal LM from a Hugging Face folder (args.pretrained) or config.json "
-      "(args.config), Hugging Face's parameter names: token ids [B, T] -> logits [B, T, vocab]");
-  register_declared_model<HfModelOptions, LlamaImpl>(
-      "llama",
-      "Llama causal LM (Llama 2 and 3) from a Hugging Face folder (args.pretrained) or "
-      "config.json (args.config), Hugging Face's parameter names: token ids [B, T] -> logits "
-      "[B, T, vocab]");
+  register_gpt2();
+  register_llama();
+  register_qwen();
 }
 
 }  // namespace unitrain::models

@@ -12,15 +12,22 @@
 #include <optional>
 #include <vector>
 
+#include "unitrain/models/gpt2_config.h"
 #include "unitrain/models/hf_config.h"
+#include "unitrain/models/hf_family.h"
 #include "unitrain/models/hf_shape_check.h"
+#include "unitrain/models/llama_config.h"
 #include "unitrain/models/model.h"
 #include "unitrain/models/token_layout.h"
 
 namespace unitrain::models {
 
-/// Registers `gpt2` and `llama` (called by register_builtin_models()).
+/// Registers `gpt2` and `llama`, each its model type and its Hugging Face family (called by
+/// register_builtin_models()).
 void register_hf_causal_lms();
+void register_gpt2();
+void register_llama();
+void register_qwen();
 
 /// What gpt2 and llama share: token ids in (and, for packed rows, segment ids), one prediction
 /// (logits), incremental decoding with a KV cache, blocks that recompute their activations, the
@@ -104,11 +111,15 @@ class Gpt2Impl : public HfCausalLm {
 /// Parameters: `model.embed_tokens.weight`, `model.layers.<i>.{input_layernorm,
 /// post_attention_layernorm}.weight`, `model.layers.<i>.self_attn.{q,k,v,o}_proj.weight` (and
 /// `.bias`), `model.layers.<i>.mlp.{gate,up,down}_proj.weight` (and `.bias`),
-/// `model.norm.weight`, `lm_head.weight` (untied).
+/// `model.norm.weight`, `lm_head.weight` (untied). The same model computes the llama-shaped
+/// families (qwen.cpp): Qwen2 (q/k/v biases, o_proj without), Qwen3 (`self_attn.{q,k}_norm.weight`:
+/// an RMSNorm over each head's q and k before the rotation).
 /// forward: token ids [B, T], T <= max_position_embeddings -> logits [B, T, vocab_size].
 class LlamaImpl : public HfCausalLm {
  public:
   explicit LlamaImpl(const HfModelOptions& options);
+  /// A llama-shaped family's model (qwen.cpp): its config read, its family.
+  LlamaImpl(const HfModelOptions& options, LlamaConfig config, const HfFamily& family);
   /// The parameters a llama of config `c` (read from `path`) has, by name and shape.
   static ConfigShape shape_of(const LlamaConfig& c, const std::string& path);
   int64_t max_length() const override { return config.max_position_embeddings; }

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/options.h"
 #include "unitrain/core/unit_parts.h"
 #include "unitrain/models/hf_causal_lm.h"
 #include "unitrain/models/hf_lm_parts.h"
@@ -51,10 +52,14 @@ class LlamaAttentionImpl : public torch::nn::Module {
         head_dim_(c.head_width()),
         dropout_(c.attention_dropout) {
     const int64_t hd = c.head_width();
-    q_proj = register_module("q_proj", linear(c.hidden_size, heads_ * hd, c.attention_bias));
-    k_proj = register_module("k_proj", linear(c.hidden_size, kv_heads_ * hd, c.attention_bias));
-    v_proj = register_module("v_proj", linear(c.hidden_size, kv_heads_ * hd, c.attention_bias));
-    o_proj = register_module("o_proj", linear(heads_ * hd, c.hidden_size, c.attention_bias));
+    q_proj = register_module("q_proj", linear(c.hidden_size, heads_ * hd, c.qkv_bias));
+    k_proj = register_module("k_proj", linear(c.hidden_size, kv_heads_ * hd, c.qkv_bias));
+    v_proj = register_module("v_proj", linear(c.hidden_size, kv_heads_ * hd, c.qkv_bias));
+    o_proj = register_module("o_proj", linear(heads_ * hd, c.hidden_size, c.o_bias));
+    if (c.qk_norm) {  // Qwen3: over each head's width
+      q_norm = register_module("q_norm", RmsNorm(hd, c.rms_norm_eps));
+      k_norm = register_module("k_norm", RmsNorm(hd, c.rms_norm_eps));
+    }
   }
   /// `cos`, `sin`: [T, head_dim] or [B, 1, T, head_dim] in x's dtype; `layout`: the tokens'
   /// attention (a KV cache's block `block` when it has one).
@@ -66,6 +71,10 @@ class LlamaAttentionImpl : public torch::nn::Module {
     };
     auto q = heads(project(q_proj, x)), k = heads(project(k_proj, x)),
          v = heads(project(v_proj, x));
+    if (q_norm) {
+      q = q_norm->forward(q);
+      k = k_norm->forward(k);
+    }
     q = q * cos + rotate_half(q) * sin;
     k = k * cos + rotate_half(k) * sin;
     if (layout.cache) std::tie(k, v) = layout.cache->extend(block, k, v);
@@ -77,6 +86,7 @@ class LlamaAttentionImpl : public torch::nn::Module {
     return project(o_proj, y.transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
   }
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  RmsNorm q_norm{nullptr}, k_norm{nullptr};  ///< Qwen3's; null for the others
 
  private:
   int64_t heads_, kv_heads_, head_dim_;
@@ -156,10 +166,12 @@ torch::Tensor inverse_frequencies(const LlamaConfig& c) {
   return torch::where(medium, smoothed, scaled);
 }
 
+const HfFamily kLlamaFamily{"llama", &llama_model_name};
+
 }  // namespace
 
 ConfigShape LlamaImpl::shape_of(const LlamaConfig& c, const std::string& path) {
-  ConfigShape s{"llama", path, "num_hidden_layers", c.num_hidden_layers, "model.layers.", {}};
+  ConfigShape s{c.model_type, path, "num_hidden_layers", c.num_hidden_layers, "model.layers.", {}};
   const int64_t h = c.hidden_size, v = c.vocab_size, n = c.intermediate_size, d = c.head_width();
   const int64_t q = c.num_attention_heads * d, kv = c.kv_heads() * d;
   const std::string hidden = fmt::format("hidden_size {}", h);
@@ -177,16 +189,20 @@ ConfigShape LlamaImpl::shape_of(const LlamaConfig& c, const std::string& path) {
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = fmt::format("model.layers.{}.", i);
     const std::tuple<const char*, int64_t, int64_t, const std::string*, bool> linears[] = {
-        {"self_attn.q_proj", q, h, &q_keys, c.attention_bias},
-        {"self_attn.k_proj", kv, h, &kv_keys, c.attention_bias},
-        {"self_attn.v_proj", kv, h, &kv_keys, c.attention_bias},
-        {"self_attn.o_proj", h, q, &q_keys, c.attention_bias},
+        {"self_attn.q_proj", q, h, &q_keys, c.qkv_bias},
+        {"self_attn.k_proj", kv, h, &kv_keys, c.qkv_bias},
+        {"self_attn.v_proj", kv, h, &kv_keys, c.qkv_bias},
+        {"self_attn.o_proj", h, q, &q_keys, c.o_bias},
         {"mlp.gate_proj", n, h, &mlp, c.mlp_bias},
         {"mlp.up_proj", n, h, &mlp, c.mlp_bias},
         {"mlp.down_proj", h, n, &mlp, c.mlp_bias}};
     for (const auto& [name, out, in, keys, bias] : linears) {
       add(p + name + ".weight", {out, in}, *keys);
       if (bias) add(p + name + ".bias", {out}, *keys);
+    }
+    if (c.qk_norm) {
+      add(p + "self_attn.q_norm.weight", {d}, width);
+      add(p + "self_attn.k_norm.weight", {d}, width);
     }
     add(p + "input_layernorm.weight", {h}, hidden);
     add(p + "post_attention_layernorm.weight", {h}, hidden);
@@ -200,16 +216,15 @@ ConfigShape LlamaImpl::shape_of(const LlamaConfig& c, const std::string& path) {
 }
 
 LlamaImpl::LlamaImpl(const HfModelOptions& options)
-    : HfCausalLm("llama"), config(read_llama_config(options.config_path("model.args."))) {
+    : LlamaImpl(options, read_llama_config(options.config_path("model.args.")), kLlamaFamily) {}
+
+LlamaImpl::LlamaImpl(const HfModelOptions& options, LlamaConfig read, const HfFamily& family)
+    : HfCausalLm(family.model_type.c_str()), config(std::move(read)) {
   const LlamaConfig& c = config;
   const bool fresh = options.pretrained.empty();
   const bool tied = c.tie_word_embeddings;
-  info_.model_name = [tied](const std::string& name) -> std::string {
-    if (ends_with(name, "rotary_emb.inv_freq")) return "";  // computed, not a weight
-    if (name == "lm_head.weight") return tied ? "" : name;
-    if (name.rfind("model.", 0) == 0) return name;
-    return "model." + name;  // LlamaModel's names (no head)
-  };
+  info_.family = &family;
+  info_.model_name = [tied](const std::string& name) { return llama_model_name(name, tied); };
   // Before a tensor is allocated: config.json's sizes against the weights' headers.
   check_config_shape(shape_of(c, options.config_path("model.args.")), options.pretrained,
                      info_.model_name);
@@ -255,8 +270,8 @@ std::pair<torch::Tensor, torch::Tensor> LlamaImpl::rotary(const torch::Tensor& p
 }
 
 torch::Tensor LlamaImpl::checked(torch::Tensor tokens) const {
-  return checked_tokens("llama", tokens, config.max_position_embeddings, "max_position_embeddings",
-                        config.vocab_size);
+  return checked_tokens(config.model_type.c_str(), tokens, config.max_position_embeddings,
+                        "max_position_embeddings", config.vocab_size);
 }
 
 torch::Tensor LlamaImpl::run(torch::Tensor tokens, const TokenLayout& layout) {
@@ -304,6 +319,15 @@ std::vector<std::vector<torch::Tensor>> LlamaImpl::units() {
   if (lm_head) last.push_back(lm_head->weight);
   out.push_back(std::move(last));
   return out;
+}
+
+void register_llama() {
+  register_declared_model<HfModelOptions, LlamaImpl>(
+      "llama",
+      "Llama causal LM (Llama 2 and 3) from a Hugging Face folder (args.pretrained) or "
+      "config.json (args.config), Hugging Face's parameter names: token ids [B, T] -> logits "
+      "[B, T, vocab]");
+  register_hf_family(kLlamaFamily);
 }
 
 }  // namespace unitrain::models

@@ -22,16 +22,23 @@ class HfCausalLm;
 /// calls every area's).
 void register_builtin_models();
 
-/// What a model built from a Hugging Face folder (gpt2, llama) says of it: where its weights come
-/// from (`pretrained:`, read by the engine as model.init_from is, so that ZeRO 3's parts and
-/// resumes work the same) and what `unitrain export --format hf` writes.
+namespace models {
+struct HfFamily;
+}  // namespace models
+
+/// What a model built from a Hugging Face folder (gpt2, llama) says of it: its family
+/// (hf_family.h), where its weights come from (`pretrained:`, read by the engine as
+/// model.init_from is, so that ZeRO 3's parts and resumes work the same) and what `unitrain
+/// export --format hf` writes.
 struct HfModelInfo {
+  const models::HfFamily* family = nullptr;
   std::string pretrained;   ///< the folder the weights come from; "" = a fresh model
   std::string config_json;  ///< config.json as the model computes (the folder's own keys kept)
   std::string generation_config_json;  ///< generation_config.json
   /// The model's name of a tensor named `file_name` in the folder's weights ("h.0.ln_1.weight"
   /// -> "transformer.h.0.ln_1.weight"); "" for a tensor the model does not hold (a causal-mask
-  /// buffer, rotary frequencies, a tied head's copy of the embeddings).
+  /// buffer, rotary frequencies, a tied head's copy of the embeddings): the family's, for this
+  /// model's head.
   std::function<std::string(const std::string& file_name)> model_name;
 };
 

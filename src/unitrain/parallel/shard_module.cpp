@@ -44,7 +44,8 @@ std::shared_ptr<ShardedParameters> shard_module(std::shared_ptr<ProcessGroup> gr
   const std::vector<std::vector<torch::Tensor>> units = module.units();
   UT_CHECK(!units.empty(),
            "distributed.zero: 3 shards a model by its units (its embeddings, each block, its "
-           "head), but this one has none: the built-in transformer_lm, gpt2 and llama have them, a "
+           "head), but this one has none: the built-in transformer_lm and Hugging Face families "
+           "(gpt2, llama, ...) have them, a "
            "C++ module "
            "lists them in TrainModule::units() (docs/distributed.md, \"Sharded parameters\"); "
            "use distributed.zero: 2 for this model");

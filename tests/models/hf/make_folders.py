@@ -72,6 +72,31 @@ LLAMA_TIED_BIAS.update({
     "vocab_size": 112,
 })
 
+# Qwen2Config as transformers writes it (Qwen2.5-0.5B's shape of keys): q/k/v biases (o without),
+# a tied head, sliding-window keys present but off.
+QWEN2 = {
+    "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 90,
+    "eos_token_id": 91, "hidden_act": "silu", "hidden_size": 32, "initializer_range": 0.02,
+    "intermediate_size": 64, "max_position_embeddings": 64, "max_window_layers": 2,
+    "model_type": "qwen2", "num_attention_heads": 4, "num_hidden_layers": 2,
+    "num_key_value_heads": 2, "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000.0,
+    "sliding_window": 32, "tie_word_embeddings": True, "torch_dtype": "float32",
+    "transformers_version": "4.46.0", "use_cache": True, "use_sliding_window": False,
+    "vocab_size": 96,
+}
+
+# Qwen3Config: an explicit head_dim wider than hidden / heads, q_norm and k_norm, no biases.
+QWEN3 = {
+    "architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "bos_token_id": 90, "eos_token_id": 91, "head_dim": 16, "hidden_act": "silu",
+    "hidden_size": 32, "initializer_range": 0.02, "intermediate_size": 64,
+    "max_position_embeddings": 64, "max_window_layers": 2, "model_type": "qwen3",
+    "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2,
+    "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000.0, "sliding_window": None,
+    "tie_word_embeddings": False, "torch_dtype": "float32", "transformers_version": "4.51.0",
+    "use_cache": True, "use_sliding_window": False, "vocab_size": 96,
+}
+
 
 def matrix(*shape):
     return torch.randn(*shape) * STD
@@ -120,18 +145,22 @@ def gpt2_hub_weights(cfg, w):
 
 
 def llama_weights(cfg, seed):
-    """LlamaForCausalLM's state dict in module order (torch Linear: [out, in]); no lm_head if tied."""
+    """LlamaForCausalLM's state dict in module order (torch Linear: [out, in]); no lm_head if tied.
+    Qwen2ForCausalLM's: q/k/v with biases; Qwen3ForCausalLM's: q_norm and k_norm after o_proj."""
     torch.manual_seed(seed)
     h, inter = cfg["hidden_size"], cfg["intermediate_size"]
     heads, kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     hd = cfg.get("head_dim") or h // heads
-    linears = (("self_attn.q_proj", heads * hd, h, cfg["attention_bias"]),
-               ("self_attn.k_proj", kv_heads * hd, h, cfg["attention_bias"]),
-               ("self_attn.v_proj", kv_heads * hd, h, cfg["attention_bias"]),
-               ("self_attn.o_proj", h, heads * hd, cfg["attention_bias"]),
-               ("mlp.gate_proj", inter, h, cfg["mlp_bias"]),
-               ("mlp.up_proj", inter, h, cfg["mlp_bias"]),
-               ("mlp.down_proj", h, inter, cfg["mlp_bias"]))
+    qkv_bias = cfg["model_type"] == "qwen2" or cfg["attention_bias"]
+    o_bias = cfg["model_type"] != "qwen2" and cfg["attention_bias"]
+    mlp_bias = cfg.get("mlp_bias", False)
+    linears = (("self_attn.q_proj", heads * hd, h, qkv_bias),
+               ("self_attn.k_proj", kv_heads * hd, h, qkv_bias),
+               ("self_attn.v_proj", kv_heads * hd, h, qkv_bias),
+               ("self_attn.o_proj", h, heads * hd, o_bias),
+               ("mlp.gate_proj", inter, h, mlp_bias),
+               ("mlp.up_proj", inter, h, mlp_bias),
+               ("mlp.down_proj", h, inter, mlp_bias))
     w = {"model.embed_tokens.weight": matrix(cfg["vocab_size"], h)}
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
@@ -139,6 +168,9 @@ def llama_weights(cfg, seed):
             w[p + name + ".weight"] = matrix(out, inp)
             if has_bias:
                 w[p + name + ".bias"] = bias(out)
+            if name == "self_attn.o_proj" and cfg["model_type"] == "qwen3":
+                w[p + "self_attn.q_norm.weight"] = norm_weight(hd)
+                w[p + "self_attn.k_norm.weight"] = norm_weight(hd)
         w[p + "input_layernorm.weight"] = norm_weight(h)
         w[p + "post_attention_layernorm.weight"] = norm_weight(h)
     w["model.norm.weight"] = norm_weight(h)
@@ -201,6 +233,9 @@ def main():
     for i in range(cfg["num_hidden_layers"]):
         tied[f"model.layers.{i}.self_attn.rotary_emb.inv_freq"] = inv_freq
     save(os.path.join(out, "llama_tied_bias"), cfg, {n: t.bfloat16() for n, t in tied.items()})
+
+    save(os.path.join(out, "qwen2"), QWEN2, llama_weights(QWEN2, seed=4))
+    save(os.path.join(out, "qwen3"), QWEN3, llama_weights(QWEN3, seed=5))
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 
 from safetensors_io import read_folder, read_safetensors, write_safetensors
 
-FOLDERS = ("gpt2", "gpt2_noprefix", "llama", "llama_tied_bias", "llama_sharded")
+FOLDERS = ("gpt2", "gpt2_noprefix", "llama", "llama_tied_bias", "llama_sharded", "qwen2", "qwen3")
 
 
 def causal_attention(scores, v):
@@ -137,7 +137,11 @@ def repeat_kv(x, n_rep):
 
 
 def llama_forward(cfg, w, ids):
+    """LlamaForCausalLM's forward (modeling_llama.py); Qwen2's (modeling_qwen2.py) is the same with
+    q/k/v biases, Qwen3's (modeling_qwen3.py) adds q_norm and k_norm, an RMSNorm over each head's
+    query and key before the rotation."""
     assert cfg.get("hidden_act", "silu") == "silu" and cfg.get("pretraining_tp", 1) == 1
+    assert not cfg.get("use_sliding_window", False)
     h, heads = cfg["hidden_size"], cfg["num_attention_heads"]
     kv_heads = cfg.get("num_key_value_heads") or heads
     hd = cfg.get("head_dim") or h // heads
@@ -155,8 +159,12 @@ def llama_forward(cfg, w, ids):
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
         a = rms_norm(x, w[p + "input_layernorm.weight"], eps)
-        q = apply_rope(split_heads(linear(a, p + "self_attn.q_proj"), heads), cos, sin)
-        k = apply_rope(split_heads(linear(a, p + "self_attn.k_proj"), kv_heads), cos, sin)
+        q = split_heads(linear(a, p + "self_attn.q_proj"), heads)
+        k = split_heads(linear(a, p + "self_attn.k_proj"), kv_heads)
+        if cfg["model_type"] == "qwen3":
+            q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         v = split_heads(linear(a, p + "self_attn.v_proj"), kv_heads)
         k, v = repeat_kv(k, heads // kv_heads), repeat_kv(v, heads // kv_heads)
         y = causal_attention(q @ k.transpose(-1, -2) * hd ** -0.5, v)
@@ -177,7 +185,8 @@ def is_buffer(name):
 def reference(folder):
     with open(os.path.join(folder, "config.json")) as f:
         cfg = json.load(f)
-    forward = {"gpt2": gpt2_forward, "llama": llama_forward}[cfg["model_type"]]
+    forward = {"gpt2": gpt2_forward, "llama": llama_forward, "qwen2": llama_forward,
+               "qwen3": llama_forward}[cfg["model_type"]]
     params = {n: t.float().requires_grad_() for n, t in read_folder(folder).items()
               if not is_buffer(n)}
     ids = torch.randint(0, cfg["vocab_size"], (2, 12), generator=torch.Generator().manual_seed(7))

@@ -1,0 +1,209 @@
+#include "unitrain/models/llama_config.h"
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
+
+#include "unitrain/core/error.h"
+#include "unitrain/core/error_text.h"
+#include "unitrain/core/json_excerpt.h"
+#include "unitrain/models/hf_config_file.h"
+
+namespace unitrain::models {
+namespace {
+
+/// Llama's rotary embeddings: rope_theta and rope_scaling (transformers 4), or both inside
+/// rope_parameters (transformers 5); the scalings llama computes (default, linear, llama3).
+void read_rope(ConfigFile& f, LlamaConfig& c) {
+  f.number("rope_theta", c.rope_theta, 0, 1e30, /*above_min=*/true);
+  f.harmless({"rope_scaling", "rope_parameters"});
+  nlohmann::json scaling;
+  const char* scaling_key = f.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
+  if (f.has(scaling_key)) scaling = f.at(scaling_key);
+  if (scaling.is_null()) return;
+  const std::string where = f.where(scaling_key);
+  UT_CHECK(scaling.is_object(), where, " must be an object, got ", json_excerpt(scaling));
+  std::string type = "default";
+  for (const char* k : {"type", "rope_type"}) {  // rope_type wins where both are given
+    if (!scaling.contains(k)) continue;
+    UT_CHECK(scaling.at(k).is_string(), where, ".", k, " must be a string, got ",
+             json_excerpt(scaling.at(k)));
+    type = scaling.at(k).get<std::string>();
+  }
+  /// scaling[k] when given: a number in (min, max].
+  auto num = [&](const char* k, double& out, double min, double max) {
+    if (!scaling.contains(k)) return;
+    const nlohmann::json& v = scaling.at(k);
+    UT_CHECK(v.is_number() && v.get<double>() > min && v.get<double>() <= max, where, ".", k,
+             " must be a number in (", min, ", ", max, "], got ", json_excerpt(v));
+    out = v.get<double>();
+  };
+  num("rope_theta", c.rope_theta, 0, 1e30);
+  UT_CHECK(type == "default" || type == "llama3" || type == "linear", where, " has rope_type '",
+           text_excerpt(type), "'; ", c.model_type,
+           " computes default, linear and llama3 rotary embeddings (not dynamic, yarn, "
+           "longrope)");
+  if (type == "llama3" || type == "linear") {
+    c.rope_type = type;
+    UT_CHECK(scaling.contains("factor"), where, ".factor is missing (", type, " scaling needs it)");
+    num("factor", c.rope_factor, 0, 1e9);
+  }
+  if (type == "llama3") {
+    num("low_freq_factor", c.low_freq_factor, 0, 1e9);
+    num("high_freq_factor", c.high_freq_factor, 0, 1e9);
+    if (scaling.contains("original_max_position_embeddings")) {
+      const nlohmann::json& v = scaling.at("original_max_position_embeddings");
+      UT_CHECK(v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= kMaxPositions,
+               where, ".original_max_position_embeddings must be an integer in [1, ", kMaxPositions,
+               "], got ", json_excerpt(v));
+      c.original_max_position_embeddings = v.get<int64_t>();
+    }
+    UT_CHECK(c.high_freq_factor != c.low_freq_factor, where,
+             ": high_freq_factor and low_freq_factor must differ");
+  }
+  double attention_factor = 1;
+  num("attention_factor", attention_factor, 0, 1e9);
+  UT_CHECK(attention_factor == 1, where, ".attention_factor is ", attention_factor, "; ",
+           c.model_type, " computes rotary embeddings unscaled");
+}
+
+/// What the llama-shaped families' config.json files share: sizes, norms, token ids, the
+/// activation and the rotary embeddings.
+void read_llama_shape(ConfigFile& f, LlamaConfig& c) {
+  c.json = f.text();
+  f.integer("vocab_size", c.vocab_size, 1, kMaxVocab);
+  f.integer("hidden_size", c.hidden_size, 1, kMaxWidth);
+  f.integer("intermediate_size", c.intermediate_size, 1, kMaxInner);
+  f.integer("num_hidden_layers", c.num_hidden_layers, 1, kMaxLayers);
+  f.integer("num_attention_heads", c.num_attention_heads, 1, kMaxHeads);
+  f.integer("num_key_value_heads", c.num_key_value_heads, 1, kMaxHeads, /*nullable=*/true);
+  f.integer("head_dim", c.head_dim, 1, kMaxWidth, /*nullable=*/true);
+  f.integer("max_position_embeddings", c.max_position_embeddings, 1, kMaxPositions);
+  f.number("rms_norm_eps", c.rms_norm_eps, 0, 1, /*above_min=*/true);
+  f.number("initializer_range", c.initializer_range, 0, 10);
+  f.number("attention_dropout", c.attention_dropout, 0, 0.999);
+  f.boolean("tie_word_embeddings", c.tie_word_embeddings);
+  f.ids("bos_token_id", c.bos_token_ids, c.vocab_size);
+  f.ids("eos_token_id", c.eos_token_ids, c.vocab_size);
+  f.integer("pad_token_id", c.pad_token_id, 0, kMaxTokenId, /*nullable=*/true);
+  std::string act = "silu";
+  f.text("hidden_act", act);
+  UT_CHECK(act == "silu" || act == "swish", f.where("hidden_act"), " is '", text_excerpt(act),
+           "'; ", c.model_type, " computes SwiGLU with silu");
+  UT_CHECK(c.num_attention_heads % c.kv_heads() == 0, f.where("num_key_value_heads"), " (",
+           c.kv_heads(), ") must divide num_attention_heads (", c.num_attention_heads, ")");
+  UT_CHECK(c.head_dim > 0 || c.hidden_size % c.num_attention_heads == 0, f.where("hidden_size"),
+           " (", c.hidden_size, ") must be a multiple of num_attention_heads (",
+           c.num_attention_heads, ") when head_dim is not given");
+  UT_CHECK(c.head_width() % 2 == 0, f.where("head_dim"),
+           ": rotary embeddings need an even head width, got ", c.head_width());
+  read_rope(f, c);
+}
+
+/// Keys of models that compute what no llama-shaped family here computes: refused unless null
+/// (`more`: the family's own).
+void refuse_other_math(ConfigFile& f, const LlamaConfig& c, const std::vector<const char*>& more) {
+  std::vector<const char*> keys = {"attn_logit_softcapping",
+                                   "final_logit_softcapping",
+                                   "query_pre_attn_scalar",
+                                   "partial_rotary_factor",
+                                   "qk_norm",
+                                   "use_qk_norm",
+                                   "logits_scaling",
+                                   "embedding_multiplier",
+                                   "residual_multiplier",
+                                   "attention_multiplier",
+                                   "num_experts"};
+  keys.insert(keys.end(), more.begin(), more.end());
+  for (const char* key : keys) f.refuse_unless(key, nullptr, c.model_type + " does not compute it");
+}
+
+/// Qwen's sliding-window attention: off (use_sliding_window false, as the hub's Qwen2 and Qwen3
+/// files have it), or refused; its window sizes then change nothing.
+void read_qwen_window(ConfigFile& f, const LlamaConfig& c) {
+  bool sliding = false;
+  f.boolean("use_sliding_window", sliding);
+  UT_CHECK(!sliding, f.where("use_sliding_window"), " is true: ", c.model_type,
+           " computes full attention in every layer (set it false, as the hub's files have it)");
+  if (f.has("layer_types")) {
+    const nlohmann::json& types = f.at("layer_types");
+    UT_CHECK(types.is_array(), f.where("layer_types"), " must be a list, got ",
+             json_excerpt(types));
+    for (const nlohmann::json& t : types) {
+      UT_CHECK(t == "full_attention", f.where("layer_types"), " holds ", json_excerpt(t), ": ",
+               c.model_type, " computes full attention in every layer");
+    }
+  }
+  f.harmless({"sliding_window", "max_window_layers", "layer_types"});
+}
+
+/// Qwen2Config's and Qwen3Config's defaults.
+LlamaConfig qwen_defaults(const char* type) {
+  LlamaConfig c;
+  c.model_type = type;
+  c.vocab_size = 151936;
+  c.intermediate_size = 22016;
+  c.max_position_embeddings = 32768;
+  return c;
+}
+
+}  // namespace
+
+LlamaConfig read_llama_config(const std::string& path) {
+  ConfigFile f(path, "llama");
+  LlamaConfig c;
+  read_llama_shape(f, c);
+  f.boolean("attention_bias", c.attention_bias);
+  f.boolean("mlp_bias", c.mlp_bias);
+  c.qkv_bias = c.o_bias = c.attention_bias;
+  f.refuse_unless("pretraining_tp", 1,
+                  "llama computes its products whole (set it to 1: the math is the same, "
+                  "sliced)");
+  refuse_other_math(f, c, {"sliding_window"});
+  f.harmless_common();
+  f.harmless({"bos_token_id", "eos_token_id", "use_sliding_window", "mlp_only_layers"});
+  f.warn_unknown("llama");
+  return c;
+}
+
+LlamaConfig read_qwen2_config(const std::string& path) {
+  ConfigFile f(path, "qwen2");
+  LlamaConfig c = qwen_defaults("qwen2");
+  read_llama_shape(f, c);
+  c.qkv_bias = true;  // Qwen2Attention: q, k and v with biases, o without
+  read_qwen_window(f, c);
+  refuse_other_math(f, c, {});
+  f.harmless_common();
+  f.harmless({"bos_token_id", "eos_token_id"});
+  f.warn_unknown("qwen2");
+  return c;
+}
+
+LlamaConfig read_qwen3_config(const std::string& path) {
+  ConfigFile f(path, "qwen3");
+  LlamaConfig c = qwen_defaults("qwen3");
+  c.head_dim = 128;
+  read_llama_shape(f, c);
+  f.boolean("attention_bias", c.attention_bias);
+  c.qkv_bias = c.o_bias = c.attention_bias;
+  c.qk_norm = true;  // Qwen3Attention: q_norm and k_norm over each head
+  read_qwen_window(f, c);
+  refuse_other_math(f, c, {});
+  f.harmless_common();
+  f.harmless({"bos_token_id", "eos_token_id"});
+  f.warn_unknown("qwen3");
+  return c;
+}
+
+std::string llama_model_name(const std::string& name, bool tied) {
+  const std::string buffer = "rotary_emb.inv_freq";  // computed, not a weight
+  if (name.size() >= buffer.size() &&
+      name.compare(name.size() - buffer.size(), buffer.size(), buffer) == 0) {
+    return "";
+  }
+  if (name == "lm_head.weight") return tied ? "" : name;
+  if (name.rfind("model.", 0) == 0) return name;
+  return "model." + name;
+}
+
+}  // namespace unitrain::models
