@@ -45,12 +45,16 @@ torch::Tensor checked_tokens(const char* model, torch::Tensor tokens, int64_t ma
 
 torch::Tensor HfCausalLm::forward(torch::Tensor tokens) {
   tokens = checked(tokens);
-  return run(tokens, TokenLayout::causal(tokens.size(1), tokens.device()));
+  TokenLayout layout = TokenLayout::causal(tokens.size(1), tokens.device());
+  layout.limit_window(attention_window(), tokens.size(1), tokens.device());
+  return run(tokens, layout);
 }
 
 torch::Tensor HfCausalLm::forward(torch::Tensor tokens, const torch::Tensor& segments) {
   tokens = checked(tokens);
-  return run(tokens, TokenLayout::packed(segments, tokens, type_));
+  TokenLayout layout = TokenLayout::packed(segments, tokens, type_);
+  layout.limit_window(attention_window(), tokens.size(1), tokens.device());
+  return run(tokens, layout);
 }
 
 torch::Tensor HfCausalLm::forward_cached(torch::Tensor tokens, KvCache& cache) {
@@ -58,7 +62,9 @@ torch::Tensor HfCausalLm::forward_cached(torch::Tensor tokens, KvCache& cache) {
   UT_CHECK(cache.length + tokens.size(1) <= max_length(), type_, ": ", cache.length, " + ",
            tokens.size(1), " tokens are more than the model's ", max_length(),
            " positions (config.json); generate fewer new tokens or give a shorter prompt");
-  torch::Tensor logits = run(tokens, TokenLayout::cached(tokens.size(1), cache, tokens.device()));
+  TokenLayout layout = TokenLayout::cached(tokens.size(1), cache, tokens.device());
+  layout.limit_window(attention_window(), tokens.size(1), tokens.device());
+  torch::Tensor logits = run(tokens, layout);
   cache.length += tokens.size(1);
   return logits;
 }
@@ -81,6 +87,7 @@ void register_hf_causal_lms() {
   register_gpt2();
   register_llama();
   register_qwen();
+  register_mistral();
 }
 
 }  // namespace unitrain::models

@@ -28,6 +28,7 @@ void register_hf_causal_lms();
 void register_gpt2();
 void register_llama();
 void register_qwen();
+void register_mistral();
 
 /// What gpt2 and llama share: token ids in (and, for packed rows, segment ids), one prediction
 /// (logits), incremental decoding with a KV cache, blocks that recompute their activations, the
@@ -47,6 +48,8 @@ class HfCausalLm : public Model {
   virtual int64_t max_length() const = 0;
   /// config.json's vocab_size: token ids must be below it.
   virtual int64_t vocabulary() const = 0;
+  /// Sliding-window attention's window (Mistral's sliding_window); 0 = none.
+  virtual int64_t attention_window() const { return 0; }
   /// inputs: token ids, and optionally segment ids (objective.inputs: [x, segments]).
   std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& inputs) override;
   /// Blocks 0, every, 2 * every, ... recompute their activations in backward; 0 = none.
@@ -112,8 +115,9 @@ class Gpt2Impl : public HfCausalLm {
 /// post_attention_layernorm}.weight`, `model.layers.<i>.self_attn.{q,k,v,o}_proj.weight` (and
 /// `.bias`), `model.layers.<i>.mlp.{gate,up,down}_proj.weight` (and `.bias`),
 /// `model.norm.weight`, `lm_head.weight` (untied). The same model computes the llama-shaped
-/// families (qwen.cpp): Qwen2 (q/k/v biases, o_proj without), Qwen3 (`self_attn.{q,k}_norm.weight`:
-/// an RMSNorm over each head's q and k before the rotation).
+/// families (qwen.cpp, mistral.cpp): Qwen2 (q/k/v biases, o_proj without), Qwen3
+/// (`self_attn.{q,k}_norm.weight`: an RMSNorm over each head's q and k before the rotation),
+/// Mistral (sliding-window attention).
 /// forward: token ids [B, T], T <= max_position_embeddings -> logits [B, T, vocab_size].
 class LlamaImpl : public HfCausalLm {
  public:
@@ -124,6 +128,7 @@ class LlamaImpl : public HfCausalLm {
   static ConfigShape shape_of(const LlamaConfig& c, const std::string& path);
   int64_t max_length() const override { return config.max_position_embeddings; }
   int64_t vocabulary() const override { return config.vocab_size; }
+  int64_t attention_window() const override { return config.sliding_window; }
   /// The embeddings, each block, then the norm (with lm_head when untied).
   std::vector<std::vector<torch::Tensor>> units() override;
 

@@ -45,6 +45,8 @@ class ConfigFile {
 
   const std::string& text() const { return text_; }
   bool has(const char* key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+  /// Whether `key` is given as null.
+  bool null(const char* key) const { return j_.contains(key) && j_.at(key).is_null(); }
   const nlohmann::json& at(const char* key) const { return j_.at(key); }
 
   /// Whether `key` holds a value; a null one is refused unless `nullable` (then: not given).

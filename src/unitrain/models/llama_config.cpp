@@ -195,6 +195,25 @@ LlamaConfig read_qwen3_config(const std::string& path) {
   return c;
 }
 
+LlamaConfig read_mistral_config(const std::string& path) {
+  ConfigFile f(path, "mistral");
+  LlamaConfig c;  // MistralConfig's defaults (Mistral 7B's shape)
+  c.model_type = "mistral";
+  c.intermediate_size = 14336;
+  c.num_key_value_heads = 8;
+  c.max_position_embeddings = 4096 * 32;
+  c.sliding_window = 4096;
+  read_llama_shape(f, c);
+  // null (Mistral 7B v0.2 and later): every token attends all the ones before it.
+  if (f.null("sliding_window")) c.sliding_window = 0;
+  f.integer("sliding_window", c.sliding_window, 1, kMaxPositions, /*nullable=*/true);
+  refuse_other_math(f, c, {});
+  f.harmless_common();
+  f.harmless({"bos_token_id", "eos_token_id"});
+  f.warn_unknown("mistral");
+  return c;
+}
+
 std::string llama_model_name(const std::string& name, bool tied) {
   const std::string buffer = "rotary_emb.inv_freq";  // computed, not a weight
   if (name.size() >= buffer.size() &&

@@ -10,7 +10,7 @@
 namespace unitrain::models {
 
 /// A llama-shaped family's config.json: Llama 2 and 3 (LlamaConfig's keys and defaults), Qwen2
-/// (q/k/v biases), Qwen3 (an RMSNorm over each head's q and k).
+/// (q/k/v biases), Qwen3 (an RMSNorm over each head's q and k), Mistral (a sliding window).
 struct LlamaConfig {
   std::string model_type = "llama";  ///< the family: llama, qwen2, qwen3
   int64_t vocab_size = 32000, hidden_size = 4096, intermediate_size = 11008;
@@ -20,9 +20,10 @@ struct LlamaConfig {
   double rms_norm_eps = 1e-6, rope_theta = 10000, initializer_range = 0.02;
   double attention_dropout = 0;
   bool attention_bias = false, mlp_bias = false, tie_word_embeddings = false;
-  bool qkv_bias = false;  ///< q/k/v_proj's biases (attention_bias; Qwen2's always)
-  bool o_bias = false;    ///< o_proj's (attention_bias)
-  bool qk_norm = false;   ///< Qwen3: q_norm and k_norm, over each head, before the rotation
+  bool qkv_bias = false;       ///< q/k/v_proj's biases (attention_bias; Qwen2's always)
+  bool o_bias = false;         ///< o_proj's (attention_bias)
+  bool qk_norm = false;        ///< Qwen3: q_norm and k_norm, over each head, before the rotation
+  int64_t sliding_window = 0;  ///< Mistral: each token attends the last sliding_window; 0 = all
   /// rope_scaling: "" (none), "linear" or "llama3", with Llama 3's constants.
   std::string rope_type;
   double rope_factor = 1, low_freq_factor = 1, high_freq_factor = 4;
@@ -42,6 +43,7 @@ struct LlamaConfig {
 LlamaConfig read_llama_config(const std::string& path);
 LlamaConfig read_qwen2_config(const std::string& path);
 LlamaConfig read_qwen3_config(const std::string& path);
+LlamaConfig read_mistral_config(const std::string& path);
 
 /// The llama-shaped families' tensor names (LlamaForCausalLM's, Qwen2ForCausalLM's, ...): a file
 /// of the base model's lacks "model."; rotary frequency buffers and a tied head's copy are no

@@ -77,6 +77,17 @@ TokenLayout TokenLayout::cached(int64_t t, KvCache& cache, const torch::Device& 
   return l;
 }
 
+void TokenLayout::limit_window(int64_t window, int64_t t, const torch::Device& device) {
+  const int64_t before = cache != nullptr ? cache->length : 0;  // the keys cached before
+  const int64_t keys = before + t;
+  if (window <= 0 || window >= keys) return;  // every key is within the window
+  const auto opts = torch::TensorOptions().dtype(torch::kLong).device(device);
+  const auto q = torch::arange(before, keys, opts).unsqueeze(1);  // [t, 1]
+  const auto k = torch::arange(keys, opts).unsqueeze(0);          // [1, keys]
+  const auto near = (q - k) < window;
+  allowed = allowed.defined() ? allowed.logical_and(near) : near.logical_and(k <= q);
+}
+
 torch::Tensor TokenLayout::attend(const torch::Tensor& q, const torch::Tensor& k,
                                   const torch::Tensor& v, double dropout) const {
   if (!allowed.defined()) return causal_attention(q, k, v, dropout);

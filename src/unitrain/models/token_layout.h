@@ -44,6 +44,11 @@ struct TokenLayout {
                             const char* model);
   static TokenLayout cached(int64_t t, KvCache& cache, const torch::Device& device);
 
+  /// Sliding-window attention (Mistral's sliding_window): a token at position p attends the
+  /// keys at positions p - window + 1 .. p only (within what the layout already allows); `t`
+  /// the forward's tokens. Nothing changes while every key is within the window; 0 = no window.
+  void limit_window(int64_t window, int64_t t, const torch::Device& device);
+
   /// Attention of q [B, H, T, D] over k, v [B, H, keys, D] as the layout allows.
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        double dropout) const;

@@ -97,6 +97,18 @@ QWEN3 = {
     "use_cache": True, "use_sliding_window": False, "vocab_size": 96,
 }
 
+# MistralConfig (Mistral 7B v0.1's keys): a sliding window of 5 tokens, shorter than the
+# references' 12, so that the window shows.
+MISTRAL = {
+    "architectures": ["MistralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1,
+    "eos_token_id": 2, "head_dim": None, "hidden_act": "silu", "hidden_size": 32,
+    "initializer_range": 0.02, "intermediate_size": 64, "max_position_embeddings": 64,
+    "model_type": "mistral", "num_attention_heads": 4, "num_hidden_layers": 2,
+    "num_key_value_heads": 2, "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 5,
+    "tie_word_embeddings": False, "torch_dtype": "float32", "transformers_version": "4.46.0",
+    "use_cache": True, "vocab_size": 96,
+}
+
 
 def matrix(*shape):
     return torch.randn(*shape) * STD
@@ -151,8 +163,8 @@ def llama_weights(cfg, seed):
     h, inter = cfg["hidden_size"], cfg["intermediate_size"]
     heads, kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     hd = cfg.get("head_dim") or h // heads
-    qkv_bias = cfg["model_type"] == "qwen2" or cfg["attention_bias"]
-    o_bias = cfg["model_type"] != "qwen2" and cfg["attention_bias"]
+    qkv_bias = cfg["model_type"] == "qwen2" or cfg.get("attention_bias", False)
+    o_bias = cfg["model_type"] != "qwen2" and cfg.get("attention_bias", False)
     mlp_bias = cfg.get("mlp_bias", False)
     linears = (("self_attn.q_proj", heads * hd, h, qkv_bias),
                ("self_attn.k_proj", kv_heads * hd, h, qkv_bias),
@@ -236,6 +248,7 @@ def main():
 
     save(os.path.join(out, "qwen2"), QWEN2, llama_weights(QWEN2, seed=4))
     save(os.path.join(out, "qwen3"), QWEN3, llama_weights(QWEN3, seed=5))
+    save(os.path.join(out, "mistral"), MISTRAL, llama_weights(MISTRAL, seed=6))
 
 
 if __name__ == "__main__":

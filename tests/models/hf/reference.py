@@ -34,14 +34,19 @@ import torch.nn.functional as F
 
 from safetensors_io import read_folder, read_safetensors, write_safetensors
 
-FOLDERS = ("gpt2", "gpt2_noprefix", "llama", "llama_tied_bias", "llama_sharded", "qwen2", "qwen3")
+FOLDERS = ("gpt2", "gpt2_noprefix", "llama", "llama_tied_bias", "llama_sharded", "qwen2", "qwen3",
+           "mistral")
 
 
-def causal_attention(scores, v):
+def causal_attention(scores, v, window=None):
     """softmax(scores) v over [batch, heads, tokens, ...], each token seeing itself and earlier
-    ones. Hidden scores get the dtype's lowest value, as HF's eager attention does."""
+    ones (with a sliding `window`: the last `window` of them, itself included, as Mistral's mask
+    in transformers: key j hidden from query i when j <= i - window). Hidden scores get the
+    dtype's lowest value, as HF's eager attention does."""
     t = scores.size(-1)
     allowed = torch.ones(t, t, dtype=torch.bool).tril()
+    if window:
+        allowed &= ~torch.ones(t, t, dtype=torch.bool).tril(diagonal=-window)
     scores = torch.where(allowed, scores, torch.tensor(torch.finfo(scores.dtype).min))
     return torch.softmax(scores, dim=-1) @ v
 
@@ -167,7 +172,8 @@ def llama_forward(cfg, w, ids):
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         v = split_heads(linear(a, p + "self_attn.v_proj"), kv_heads)
         k, v = repeat_kv(k, heads // kv_heads), repeat_kv(v, heads // kv_heads)
-        y = causal_attention(q @ k.transpose(-1, -2) * hd ** -0.5, v)
+        y = causal_attention(q @ k.transpose(-1, -2) * hd ** -0.5, v,
+                             cfg.get("sliding_window") if cfg["model_type"] == "mistral" else None)
         x = x + linear(y.transpose(1, 2).reshape(b, t, heads * hd), p + "self_attn.o_proj")
         m = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
         gated = F.silu(linear(m, p + "mlp.gate_proj")) * linear(m, p + "mlp.up_proj")
@@ -186,7 +192,7 @@ def reference(folder):
     with open(os.path.join(folder, "config.json")) as f:
         cfg = json.load(f)
     forward = {"gpt2": gpt2_forward, "llama": llama_forward, "qwen2": llama_forward,
-               "qwen3": llama_forward}[cfg["model_type"]]
+               "qwen3": llama_forward, "mistral": llama_forward}[cfg["model_type"]]
     params = {n: t.float().requires_grad_() for n, t in read_folder(folder).items()
               if not is_buffer(n)}
     ids = torch.randint(0, cfg["vocab_size"], (2, 12), generator=torch.Generator().manual_seed(7))
@@ -257,6 +263,10 @@ def self_check():
     got = llama3_inv_freq(torch.tensor([4.0, 1.0, 0.1]), scaling)
     smooth = (16 / (2 * math.pi) - 1) / 3
     assert torch.allclose(got, torch.tensor([4.0, (1 - smooth) / 8 + smooth, 0.1 / 8]))
+    # A window of 2: each token sees itself and the one before.
+    scores, v = torch.zeros(1, 1, 4, 4), torch.eye(4).view(1, 1, 4, 4)
+    want = torch.tensor([[1, 0, 0, 0], [.5, .5, 0, 0], [0, .5, .5, 0], [0, 0, .5, .5]])
+    assert torch.allclose(causal_attention(scores, v, window=2)[0, 0], want)
     # repeat_kv: query head j uses kv head j // n_rep.
     kv = torch.randn(2, 2, 3, 4)
     repeated = repeat_kv(kv, 3)
