@@ -34,7 +34,7 @@ class GenerateCommand : public Subcommand {
   explicit GenerateCommand(CLI::App& app)
       : Subcommand(app, "generate",
                    "generate text after prompts with a run's checkpoint or a Hugging Face folder "
-                   "(gpt2, llama, qwen2, qwen3, mistral): greedy or sampled, with a KV cache") {
+                   "(gpt2, llama, qwen2, qwen3, mistral, gemma): greedy or sampled, with a KV cache") {
     cli_->add_option("source", source_,
                      "a run folder (its config.yaml and checkpoints), a run's YAML file, or a "
                      "Hugging Face model folder (config.json, weights, tokenizer.json)")

@@ -126,6 +126,10 @@ TEST_F(HfCausalLm, MistralWithASlidingWindowShorterThanTheSequenceMatches) {
   check_against_reference("mistral", "mistral");
 }
 
+TEST_F(HfCausalLm, GemmaWithGeGluScaledEmbeddingsAndOnePlusWNormsMatches) {
+  check_against_reference("gemma", "gemma");
+}
+
 TEST_F(HfCausalLm, ParameterNamesAreHuggingFacesAndUnitsCoverEachOnce) {
   for (const auto& [type, folder] :
        std::vector<std::pair<std::string, std::string>>{{"gpt2", "gpt2"},
@@ -133,7 +137,8 @@ TEST_F(HfCausalLm, ParameterNamesAreHuggingFacesAndUnitsCoverEachOnce) {
                                                         {"llama", "llama_tied_bias"},
                                                         {"qwen2", "qwen2"},
                                                         {"qwen3", "qwen3"},
-                                                        {"mistral", "mistral"}}) {
+                                                        {"mistral", "mistral"},
+                                                        {"gemma", "gemma"}}) {
     ModelPtr m = load(type, folder);
     std::set<std::string> file_names;
     for (const auto& [name, t] : read_hf_weights(dir_ + "/" + folder, "test")) {
@@ -288,7 +293,8 @@ TEST_F(HfCausalLm, ShapeOfAConfigIsTheModelsParameters) {
            {"llama", dir_ + "/llama_tied_bias/config.json"},
            {"qwen2", dir_ + "/qwen2/config.json"},
            {"qwen3", dir_ + "/qwen3/config.json"},
-           {"mistral", dir_ + "/mistral/config.json"}}) {
+           {"mistral", dir_ + "/mistral/config.json"},
+           {"gemma", dir_ + "/gemma/config.json"}}) {
     ModelPtr m = model_registry().create(
         Config::from_string("model: {type: " + type + ", args: {config: " + config + "}}")
             .at("model"));

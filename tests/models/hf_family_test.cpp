@@ -13,10 +13,10 @@ namespace {
 TEST(HfFamily, EachBuiltInFamilyIsFoundByItsModelTypeWithItsNames) {
   register_builtin_models();
   EXPECT_EQ(hf_family_types(),
-            (std::vector<std::string>{"gpt2", "llama", "qwen2", "qwen3", "mistral"}));
-  EXPECT_EQ(hf_family_list(), "gpt2, llama, qwen2, qwen3 and mistral");
-  EXPECT_EQ(hf_family_list(" or "), "gpt2, llama, qwen2, qwen3 or mistral");
-  EXPECT_EQ(find_hf_family("gemma"), nullptr);
+            (std::vector<std::string>{"gpt2", "llama", "qwen2", "qwen3", "mistral", "gemma"}));
+  EXPECT_EQ(hf_family_list(), "gpt2, llama, qwen2, qwen3, mistral and gemma");
+  EXPECT_EQ(hf_family_list(" or "), "gpt2, llama, qwen2, qwen3, mistral or gemma");
+  EXPECT_EQ(find_hf_family("gemma3"), nullptr);
   const HfFamily* gpt2 = find_hf_family("gpt2");
   ASSERT_NE(gpt2, nullptr);
   // The hub's gpt2 file names GPT2Model's tensors; its causal-mask buffers are no weights.

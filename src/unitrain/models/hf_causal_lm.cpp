@@ -88,6 +88,7 @@ void register_hf_causal_lms() {
   register_llama();
   register_qwen();
   register_mistral();
+  register_gemma();
 }
 
 }  // namespace unitrain::models

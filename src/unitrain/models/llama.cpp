@@ -17,20 +17,24 @@ namespace unitrain::models {
 namespace {
 
 /// LlamaRMSNorm: the mean square taken in float32, the result cast back before the weight.
+/// GemmaRMSNorm (`plus_one`): the weight stored as w - 1 (zero when fresh), the product
+/// x * (1 + w) taken in float32 before the cast.
 class RmsNormImpl : public torch::nn::Module {
  public:
-  RmsNormImpl(int64_t width, double eps) : eps_(eps) {
-    weight = register_parameter("weight", torch::ones({width}));
+  RmsNormImpl(int64_t width, double eps, bool plus_one = false) : eps_(eps), plus_one_(plus_one) {
+    weight = register_parameter("weight", plus_one ? torch::zeros({width}) : torch::ones({width}));
   }
   torch::Tensor forward(const torch::Tensor& x) {
     auto f = x.to(torch::kFloat);
     f = f * torch::rsqrt(f.pow(2).mean(-1, /*keepdim=*/true) + eps_);
+    if (plus_one_) return (f * (1.0 + weight.to(torch::kFloat))).to(x.scalar_type());
     return weight * f.to(x.scalar_type());
   }
   torch::Tensor weight;
 
  private:
   double eps_;
+  bool plus_one_;
 };
 TORCH_MODULE(RmsNorm);
 
@@ -57,8 +61,8 @@ class LlamaAttentionImpl : public torch::nn::Module {
     v_proj = register_module("v_proj", linear(c.hidden_size, kv_heads_ * hd, c.qkv_bias));
     o_proj = register_module("o_proj", linear(heads_ * hd, c.hidden_size, c.o_bias));
     if (c.qk_norm) {  // Qwen3: over each head's width
-      q_norm = register_module("q_norm", RmsNorm(hd, c.rms_norm_eps));
-      k_norm = register_module("k_norm", RmsNorm(hd, c.rms_norm_eps));
+      q_norm = register_module("q_norm", RmsNorm(hd, c.rms_norm_eps, c.norm_plus_one));
+      k_norm = register_module("k_norm", RmsNorm(hd, c.rms_norm_eps, c.norm_plus_one));
     }
   }
   /// `cos`, `sin`: [T, head_dim] or [B, 1, T, head_dim] in x's dtype; `layout`: the tokens'
@@ -96,7 +100,7 @@ TORCH_MODULE(LlamaAttention);
 
 class LlamaMlpImpl : public torch::nn::Module {
  public:
-  explicit LlamaMlpImpl(const LlamaConfig& c) {
+  explicit LlamaMlpImpl(const LlamaConfig& c) : gelu_tanh_(c.gelu_tanh) {
     gate_proj =
         register_module("gate_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
     up_proj = register_module("up_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
@@ -104,9 +108,15 @@ class LlamaMlpImpl : public torch::nn::Module {
         register_module("down_proj", linear(c.intermediate_size, c.hidden_size, c.mlp_bias));
   }
   torch::Tensor forward(const torch::Tensor& x) {
-    return project(down_proj, torch::silu(project(gate_proj, x)) * project(up_proj, x));
+    const torch::Tensor gate = project(gate_proj, x);
+    // SwiGLU; Gemma's GeGLU with the tanh GELU
+    const torch::Tensor act = gelu_tanh_ ? torch::gelu(gate, "tanh") : torch::silu(gate);
+    return project(down_proj, act * project(up_proj, x));
   }
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+
+ private:
+  bool gelu_tanh_;
 };
 TORCH_MODULE(LlamaMlp);
 
@@ -115,9 +125,10 @@ class LlamaBlockImpl : public torch::nn::Module {
   explicit LlamaBlockImpl(const LlamaConfig& c) {
     self_attn = register_module("self_attn", LlamaAttention(c));
     mlp = register_module("mlp", LlamaMlp(c));
-    input_layernorm = register_module("input_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps));
-    post_attention_layernorm =
-        register_module("post_attention_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps));
+    input_layernorm =
+        register_module("input_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps, c.norm_plus_one));
+    post_attention_layernorm = register_module(
+        "post_attention_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps, c.norm_plus_one));
   }
   torch::Tensor forward(torch::Tensor x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const TokenLayout& layout, size_t block) {
@@ -250,7 +261,8 @@ LlamaImpl::LlamaImpl(const HfModelOptions& options, LlamaConfig read, const HfFa
     unit_built(block->parameters());
     layers->push_back(block);
   }
-  auto final_norm = body->register_module("norm", RmsNorm(c.hidden_size, c.rms_norm_eps));
+  auto final_norm =
+      body->register_module("norm", RmsNorm(c.hidden_size, c.rms_norm_eps, c.norm_plus_one));
   norm = final_norm.get();
   std::vector<torch::Tensor> last{final_norm->weight};
   if (!c.tie_word_embeddings) {
@@ -286,6 +298,8 @@ torch::Tensor LlamaImpl::run(torch::Tensor tokens, const TokenLayout& layout) {
       },
       {tokens});
   torch::Tensor x = first[0];
+  // Gemma: the embeddings times sqrt(hidden_size), rounded to their dtype first.
+  if (config.embed_scale) x = x * torch::tensor(std::sqrt(double(config.hidden_size)), x.options());
   auto [cos, sin] = rotary(layout.positions);
   cos = cos.to(x.scalar_type());
   sin = sin.to(x.scalar_type());

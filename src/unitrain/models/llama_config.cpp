@@ -86,10 +86,12 @@ void read_llama_shape(ConfigFile& f, LlamaConfig& c) {
   f.ids("bos_token_id", c.bos_token_ids, c.vocab_size);
   f.ids("eos_token_id", c.eos_token_ids, c.vocab_size);
   f.integer("pad_token_id", c.pad_token_id, 0, kMaxTokenId, /*nullable=*/true);
-  std::string act = "silu";
-  f.text("hidden_act", act);
-  UT_CHECK(act == "silu" || act == "swish", f.where("hidden_act"), " is '", text_excerpt(act),
-           "'; ", c.model_type, " computes SwiGLU with silu");
+  if (!c.gelu_tanh) {
+    std::string act = "silu";
+    f.text("hidden_act", act);
+    UT_CHECK(act == "silu" || act == "swish", f.where("hidden_act"), " is '", text_excerpt(act),
+             "'; ", c.model_type, " computes SwiGLU with silu");
+  }
   UT_CHECK(c.num_attention_heads % c.kv_heads() == 0, f.where("num_key_value_heads"), " (",
            c.kv_heads(), ") must divide num_attention_heads (", c.num_attention_heads, ")");
   UT_CHECK(c.head_dim > 0 || c.hidden_size % c.num_attention_heads == 0, f.where("hidden_size"),
@@ -211,6 +213,37 @@ LlamaConfig read_mistral_config(const std::string& path) {
   f.harmless_common();
   f.harmless({"bos_token_id", "eos_token_id"});
   f.warn_unknown("mistral");
+  return c;
+}
+
+LlamaConfig read_gemma_config(const std::string& path) {
+  ConfigFile f(path, "gemma");
+  LlamaConfig c;  // GemmaConfig's defaults (Gemma 7B's shape)
+  c.model_type = "gemma";
+  c.vocab_size = 256000;
+  c.hidden_size = 3072;
+  c.intermediate_size = 24576;
+  c.num_hidden_layers = 28;
+  c.num_attention_heads = 16;
+  c.head_dim = 256;
+  c.max_position_embeddings = 8192;
+  c.tie_word_embeddings = true;
+  c.pad_token_id = 0;
+  c.gelu_tanh = c.norm_plus_one = c.embed_scale = true;
+  read_llama_shape(f, c);
+  // GemmaMLP: hidden_activation, else the tanh GELU whatever hidden_act says (transformers
+  // reads the original files' hidden_act "gelu" so).
+  std::string act = "gelu_pytorch_tanh";
+  f.text("hidden_activation", act);
+  UT_CHECK(act == "gelu_pytorch_tanh" || act == "gelu_new", f.where("hidden_activation"), " is '",
+           text_excerpt(act), "'; gemma computes GeGLU with the tanh GELU (gelu_pytorch_tanh)");
+  f.harmless({"hidden_act"});
+  f.boolean("attention_bias", c.attention_bias);
+  c.qkv_bias = c.o_bias = c.attention_bias;
+  refuse_other_math(f, c, {"sliding_window"});
+  f.harmless_common();
+  f.harmless({"bos_token_id", "eos_token_id"});
+  f.warn_unknown("gemma");
   return c;
 }
 

@@ -10,7 +10,8 @@
 namespace unitrain::models {
 
 /// A llama-shaped family's config.json: Llama 2 and 3 (LlamaConfig's keys and defaults), Qwen2
-/// (q/k/v biases), Qwen3 (an RMSNorm over each head's q and k), Mistral (a sliding window).
+/// (q/k/v biases), Qwen3 (an RMSNorm over each head's q and k), Mistral (a sliding window),
+/// Gemma (GeGLU, RMSNorm by 1 + w, embeddings scaled by sqrt(hidden_size), a tied head).
 struct LlamaConfig {
   std::string model_type = "llama";  ///< the family: llama, qwen2, qwen3
   int64_t vocab_size = 32000, hidden_size = 4096, intermediate_size = 11008;
@@ -24,6 +25,9 @@ struct LlamaConfig {
   bool o_bias = false;         ///< o_proj's (attention_bias)
   bool qk_norm = false;        ///< Qwen3: q_norm and k_norm, over each head, before the rotation
   int64_t sliding_window = 0;  ///< Mistral: each token attends the last sliding_window; 0 = all
+  bool gelu_tanh = false;      ///< Gemma: GeGLU with the tanh GELU (else SwiGLU with silu)
+  bool norm_plus_one = false;  ///< Gemma: RMSNorm's weight w scales by 1 + w, in float32
+  bool embed_scale = false;    ///< Gemma: the embeddings times sqrt(hidden_size)
   /// rope_scaling: "" (none), "linear" or "llama3", with Llama 3's constants.
   std::string rope_type;
   double rope_factor = 1, low_freq_factor = 1, high_freq_factor = 4;
@@ -44,6 +48,7 @@ LlamaConfig read_llama_config(const std::string& path);
 LlamaConfig read_qwen2_config(const std::string& path);
 LlamaConfig read_qwen3_config(const std::string& path);
 LlamaConfig read_mistral_config(const std::string& path);
+LlamaConfig read_gemma_config(const std::string& path);
 
 /// The llama-shaped families' tensor names (LlamaForCausalLM's, Qwen2ForCausalLM's, ...): a file
 /// of the base model's lacks "model."; rotary frequency buffers and a tied head's copy are no

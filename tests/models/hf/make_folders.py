@@ -109,6 +109,19 @@ MISTRAL = {
     "use_cache": True, "vocab_size": 96,
 }
 
+# GemmaConfig (Gemma 2B's keys): a tied head, head_dim wider than hidden / heads, the original
+# files' hidden_act "gelu" beside hidden_activation.
+GEMMA = {
+    "architectures": ["GemmaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "bos_token_id": 2, "eos_token_id": 1, "head_dim": 16, "hidden_act": "gelu",
+    "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 32, "initializer_range": 0.02,
+    "intermediate_size": 64, "max_position_embeddings": 64, "model_type": "gemma",
+    "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 1, "pad_token_id": 0,
+    "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 10000.0,
+    "tie_word_embeddings": True, "torch_dtype": "float32", "transformers_version": "4.46.0",
+    "use_cache": True, "vocab_size": 96,
+}
+
 
 def matrix(*shape):
     return torch.randn(*shape) * STD
@@ -249,6 +262,10 @@ def main():
     save(os.path.join(out, "qwen2"), QWEN2, llama_weights(QWEN2, seed=4))
     save(os.path.join(out, "qwen3"), QWEN3, llama_weights(QWEN3, seed=5))
     save(os.path.join(out, "mistral"), MISTRAL, llama_weights(MISTRAL, seed=6))
+    # GemmaRMSNorm holds w - 1: weights around 0, not 1.
+    gemma = llama_weights(GEMMA, seed=7)
+    save(os.path.join(out, "gemma"), GEMMA,
+         {n: t - 1 if n.endswith("norm.weight") else t for n, t in gemma.items()})
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from safetensors_io import read_folder, read_safetensors, write_safetensors
 
 FOLDERS = ("gpt2", "gpt2_noprefix", "llama", "llama_tied_bias", "llama_sharded", "qwen2", "qwen3",
-           "mistral")
+           "mistral", "gemma")
 
 
 def causal_attention(scores, v, window=None):
@@ -88,10 +88,13 @@ def gpt2_forward(cfg, w, ids):
     return layer_norm(x, p + "ln_f") @ w[p + "wte.weight"].t()
 
 
-def rms_norm(x, weight, eps):
-    """HF's LlamaRMSNorm: the statistics in float32, cast back to x's dtype, times the weight."""
+def rms_norm(x, weight, eps, plus_one=False):
+    """HF's LlamaRMSNorm: the statistics in float32, cast back to x's dtype, times the weight.
+    GemmaRMSNorm (`plus_one`): times (1 + weight) in float32, then cast."""
     x32 = x.float()
     x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
+    if plus_one:
+        return (x32 * (1.0 + weight.float())).to(x.dtype)
     return weight * x32.to(x.dtype)
 
 
@@ -144,13 +147,18 @@ def repeat_kv(x, n_rep):
 def llama_forward(cfg, w, ids):
     """LlamaForCausalLM's forward (modeling_llama.py); Qwen2's (modeling_qwen2.py) is the same with
     q/k/v biases, Qwen3's (modeling_qwen3.py) adds q_norm and k_norm, an RMSNorm over each head's
-    query and key before the rotation."""
-    assert cfg.get("hidden_act", "silu") == "silu" and cfg.get("pretraining_tp", 1) == 1
+    query and key before the rotation; Gemma's (modeling_gemma.py) scales the embeddings by
+    sqrt(hidden_size), its norms by (1 + weight), and gates the MLP with the tanh GELU."""
+    assert cfg["model_type"] == "gemma" or cfg.get("hidden_act", "silu") == "silu"
+    assert cfg.get("pretraining_tp", 1) == 1 and cfg.get("hidden_activation") in (None, "gelu_pytorch_tanh")
     assert not cfg.get("use_sliding_window", False)
     h, heads = cfg["hidden_size"], cfg["num_attention_heads"]
     kv_heads = cfg.get("num_key_value_heads") or heads
     hd = cfg.get("head_dim") or h // heads
     eps = cfg["rms_norm_eps"]
+    gemma = cfg["model_type"] == "gemma"
+    norm = lambda x, weight: rms_norm(x, weight, eps, plus_one=gemma)
+    act = (lambda x: F.gelu(x, approximate="tanh")) if gemma else F.silu
     b, t = ids.shape
     cos, sin = rope_cos_sin(rope_inv_freq(cfg, hd), t)
 
@@ -161,9 +169,11 @@ def llama_forward(cfg, w, ids):
         return x.view(b, t, n, hd).transpose(1, 2)
 
     x = w["model.embed_tokens.weight"][ids]
+    if gemma:  # the normalizer is rounded to the embeddings' dtype first
+        x = x * torch.tensor(h ** 0.5, dtype=x.dtype)
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
-        a = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+        a = norm(x, w[p + "input_layernorm.weight"])
         q = split_heads(linear(a, p + "self_attn.q_proj"), heads)
         k = split_heads(linear(a, p + "self_attn.k_proj"), kv_heads)
         if cfg["model_type"] == "qwen3":
@@ -175,11 +185,11 @@ def llama_forward(cfg, w, ids):
         y = causal_attention(q @ k.transpose(-1, -2) * hd ** -0.5, v,
                              cfg.get("sliding_window") if cfg["model_type"] == "mistral" else None)
         x = x + linear(y.transpose(1, 2).reshape(b, t, heads * hd), p + "self_attn.o_proj")
-        m = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
-        gated = F.silu(linear(m, p + "mlp.gate_proj")) * linear(m, p + "mlp.up_proj")
+        m = norm(x, w[p + "post_attention_layernorm.weight"])
+        gated = act(linear(m, p + "mlp.gate_proj")) * linear(m, p + "mlp.up_proj")
         x = x + linear(gated, p + "mlp.down_proj")
     head = w["model.embed_tokens.weight"] if cfg["tie_word_embeddings"] else w["lm_head.weight"]
-    return rms_norm(x, w["model.norm.weight"], eps) @ head.t()
+    return norm(x, w["model.norm.weight"]) @ head.t()
 
 
 def is_buffer(name):
@@ -192,7 +202,8 @@ def reference(folder):
     with open(os.path.join(folder, "config.json")) as f:
         cfg = json.load(f)
     forward = {"gpt2": gpt2_forward, "llama": llama_forward, "qwen2": llama_forward,
-               "qwen3": llama_forward, "mistral": llama_forward}[cfg["model_type"]]
+               "qwen3": llama_forward, "mistral": llama_forward,
+               "gemma": llama_forward}[cfg["model_type"]]
     params = {n: t.float().requires_grad_() for n, t in read_folder(folder).items()
               if not is_buffer(n)}
     ids = torch.randint(0, cfg["vocab_size"], (2, 12), generator=torch.Generator().manual_seed(7))
