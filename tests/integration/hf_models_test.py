@@ -1,4 +1,4 @@
-"""gpt2, llama, qwen2, qwen3, mistral and gemma from Hugging Face folders with the real binary: a folder's weights
+"""gpt2, llama, qwen2, qwen3, mistral, gemma and phi3 from Hugging Face folders with the real binary: a folder's weights
 (model.args.pretrained, made by tests/models/hf/make_folders.py as save_pretrained lays them out)
 train on 2 processes with ZeRO 3, bf16-mixed and activation checkpointing and resume bitwise;
 `export --format hf` of an untouched model gives back every tensor byte for byte, the folder's
@@ -90,12 +90,15 @@ class HfModels(common.Case):
                 file_name = name if type == "llama" else name[len("transformer."):]
                 self.assertFalse(torch.equal(a[name], start[file_name].float()))
 
-    def test_qwen_mistral_and_gemma_folders_round_trip_and_train_with_lora_and_zero3(self):
+    def test_qwen_mistral_gemma_and_phi3_folders_round_trip_and_train_with_lora_and_zero3(self):
         """The llama-shaped families: an untouched model exports byte for byte (config keys and
         all), and LoRA on 2 processes with ZeRO 3 and bf16-mixed resumes bitwise."""
-        lora = "{r: 4, alpha: 8, target_modules: [q_proj, k_proj, v_proj, down_proj]}"
         for type, port in (("qwen2", 29821), ("qwen3", 29824), ("mistral", 29827),
-                           ("gemma", 29830)):
+                           ("gemma", 29830), ("phi3", 29833)):
+            # Phi-3's fused layers as PEFT names them
+            targets = "qkv_proj, gate_up_proj, down_proj" if type == "phi3" else \
+                "q_proj, k_proj, v_proj, down_proj"
+            lora = "{r: 4, alpha: 8, target_modules: [%s]}" % targets
             with self.subTest(type=type):
                 source = os.path.join(self.folders, type)
                 cfg, _ = self.config(f"{type}-untouched", type, source, steps=1, lr=1e-30)
@@ -122,7 +125,7 @@ class HfModels(common.Case):
                 a, b = self.final_weights(straight), self.final_weights(halves)
                 self.assertEqual(sorted(a), sorted(b))
                 # The adapters trained: merged, they moved the layers they adapt.
-                q = "model.layers.0.self_attn.q_proj.weight"
+                q = "model.layers.0.self_attn.%s.weight" % ("qkv_proj" if type == "phi3" else "q_proj")
                 self.assertFalse(torch.equal(a[q], before[q].float()))
                 for k in a:
                     self.assertTrue(torch.equal(a[k], b[k]), k)

@@ -36,10 +36,11 @@ class Generation : public ::testing::Test {
   static std::shared_ptr<models::HfCausalLm> load(const std::string& folder) {
     register_builtin_models();
     const std::string path = dir_ + "/" + folder;
-    const std::string type = folder.rfind("gpt2", 0) == 0                        ? "gpt2"
-                             : folder.rfind("mistral", 0) == 0                   ? "mistral"
-                             : folder.rfind("qwen", 0) == 0 || folder == "gemma" ? folder
-                                                                                 : "llama";
+    const std::string type = folder.rfind("gpt2", 0) == 0      ? "gpt2"
+                             : folder.rfind("mistral", 0) == 0 ? "mistral"
+                             : folder.rfind("qwen", 0) == 0 || folder == "gemma" || folder == "phi3"
+                                 ? folder
+                                 : "llama";
     auto m = std::dynamic_pointer_cast<models::HfCausalLm>(model_registry().create(
         Config::from_string("model: {type: " + type + ", args: {pretrained: " + path + "}}")
             .at("model")));
@@ -80,7 +81,7 @@ TEST_F(Generation, GreedyMatchesPyTorchWithAndWithoutTheCache) {
 
 TEST_F(Generation, CachedLogitsEqualTheWholeForward) {
   // (mistral: a sliding window of 5, which the cached tokens move past)
-  for (const char* folder : {"gpt2", "llama", "qwen3", "mistral", "gemma"}) {
+  for (const char* folder : {"gpt2", "llama", "qwen3", "mistral", "gemma", "phi3"}) {
     auto m = load(folder);
     torch::NoGradGuard no_grad;
     const auto ids = torch::randint(90, {2, 20}, torch::kLong);

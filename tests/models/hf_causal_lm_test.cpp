@@ -130,6 +130,10 @@ TEST_F(HfCausalLm, GemmaWithGeGluScaledEmbeddingsAndOnePlusWNormsMatches) {
   check_against_reference("gemma", "gemma");
 }
 
+TEST_F(HfCausalLm, Phi3WithFusedProjectionsAndASlidingWindowMatches) {
+  check_against_reference("phi3", "phi3");
+}
+
 TEST_F(HfCausalLm, ParameterNamesAreHuggingFacesAndUnitsCoverEachOnce) {
   for (const auto& [type, folder] :
        std::vector<std::pair<std::string, std::string>>{{"gpt2", "gpt2"},
@@ -138,7 +142,8 @@ TEST_F(HfCausalLm, ParameterNamesAreHuggingFacesAndUnitsCoverEachOnce) {
                                                         {"qwen2", "qwen2"},
                                                         {"qwen3", "qwen3"},
                                                         {"mistral", "mistral"},
-                                                        {"gemma", "gemma"}}) {
+                                                        {"gemma", "gemma"},
+                                                        {"phi3", "phi3"}}) {
     ModelPtr m = load(type, folder);
     std::set<std::string> file_names;
     for (const auto& [name, t] : read_hf_weights(dir_ + "/" + folder, "test")) {
@@ -294,7 +299,8 @@ TEST_F(HfCausalLm, ShapeOfAConfigIsTheModelsParameters) {
            {"qwen2", dir_ + "/qwen2/config.json"},
            {"qwen3", dir_ + "/qwen3/config.json"},
            {"mistral", dir_ + "/mistral/config.json"},
-           {"gemma", dir_ + "/gemma/config.json"}}) {
+           {"gemma", dir_ + "/gemma/config.json"},
+           {"phi3", dir_ + "/phi3/config.json"}}) {
     ModelPtr m = model_registry().create(
         Config::from_string("model: {type: " + type + ", args: {config: " + config + "}}")
             .at("model"));

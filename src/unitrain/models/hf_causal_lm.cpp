@@ -89,6 +89,7 @@ void register_hf_causal_lms() {
   register_qwen();
   register_mistral();
   register_gemma();
+  register_phi3();
 }
 
 }  // namespace unitrain::models

@@ -30,6 +30,7 @@ void register_llama();
 void register_qwen();
 void register_mistral();
 void register_gemma();
+void register_phi3();
 
 /// What gpt2 and llama share: token ids in (and, for packed rows, segment ids), one prediction
 /// (logits), incremental decoding with a KV cache, blocks that recompute their activations, the
@@ -119,7 +120,7 @@ class Gpt2Impl : public HfCausalLm {
 /// families (qwen.cpp, mistral.cpp): Qwen2 (q/k/v biases, o_proj without), Qwen3
 /// (`self_attn.{q,k}_norm.weight`: an RMSNorm over each head's q and k before the rotation),
 /// Mistral (sliding-window attention), Gemma (gemma.cpp: GeGLU, RMSNorm by 1 + w, scaled
-/// embeddings).
+/// embeddings), Phi-3 (phi3.cpp: `self_attn.qkv_proj` and `mlp.gate_up_proj` fused).
 /// forward: token ids [B, T], T <= max_position_embeddings -> logits [B, T, vocab_size].
 class LlamaImpl : public HfCausalLm {
  public:

@@ -56,9 +56,14 @@ class LlamaAttentionImpl : public torch::nn::Module {
         head_dim_(c.head_width()),
         dropout_(c.attention_dropout) {
     const int64_t hd = c.head_width();
-    q_proj = register_module("q_proj", linear(c.hidden_size, heads_ * hd, c.qkv_bias));
-    k_proj = register_module("k_proj", linear(c.hidden_size, kv_heads_ * hd, c.qkv_bias));
-    v_proj = register_module("v_proj", linear(c.hidden_size, kv_heads_ * hd, c.qkv_bias));
+    if (c.fused_projections) {  // Phi-3: q, k and v as one Linear
+      qkv_proj = register_module("qkv_proj",
+                                 linear(c.hidden_size, (heads_ + 2 * kv_heads_) * hd, c.qkv_bias));
+    } else {
+      q_proj = register_module("q_proj", linear(c.hidden_size, heads_ * hd, c.qkv_bias));
+      k_proj = register_module("k_proj", linear(c.hidden_size, kv_heads_ * hd, c.qkv_bias));
+      v_proj = register_module("v_proj", linear(c.hidden_size, kv_heads_ * hd, c.qkv_bias));
+    }
     o_proj = register_module("o_proj", linear(heads_ * hd, c.hidden_size, c.o_bias));
     if (c.qk_norm) {  // Qwen3: over each head's width
       q_norm = register_module("q_norm", RmsNorm(hd, c.rms_norm_eps, c.norm_plus_one));
@@ -73,8 +78,18 @@ class LlamaAttentionImpl : public torch::nn::Module {
     auto heads = [&](const torch::Tensor& m) {
       return m.view({b, t, -1, head_dim_}).transpose(1, 2);
     };
-    auto q = heads(project(q_proj, x)), k = heads(project(k_proj, x)),
-         v = heads(project(v_proj, x));
+    torch::Tensor q, k, v;
+    if (qkv_proj) {
+      const torch::Tensor qkv = project(qkv_proj, x);
+      const int64_t nq = heads_ * head_dim_, nkv = kv_heads_ * head_dim_;
+      q = heads(qkv.narrow(-1, 0, nq));
+      k = heads(qkv.narrow(-1, nq, nkv));
+      v = heads(qkv.narrow(-1, nq + nkv, nkv));
+    } else {
+      q = heads(project(q_proj, x));
+      k = heads(project(k_proj, x));
+      v = heads(project(v_proj, x));
+    }
     if (q_norm) {
       q = q_norm->forward(q);
       k = k_norm->forward(k);
@@ -90,6 +105,7 @@ class LlamaAttentionImpl : public torch::nn::Module {
     return project(o_proj, y.transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
   }
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  torch::nn::Linear qkv_proj{nullptr};       ///< Phi-3's, in place of q/k/v_proj
   RmsNorm q_norm{nullptr}, k_norm{nullptr};  ///< Qwen3's; null for the others
 
  private:
@@ -101,19 +117,34 @@ TORCH_MODULE(LlamaAttention);
 class LlamaMlpImpl : public torch::nn::Module {
  public:
   explicit LlamaMlpImpl(const LlamaConfig& c) : gelu_tanh_(c.gelu_tanh) {
-    gate_proj =
-        register_module("gate_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
-    up_proj = register_module("up_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
+    if (c.fused_projections) {  // Phi-3: gate and up as one Linear, the gate first
+      gate_up_proj = register_module("gate_up_proj",
+                                     linear(c.hidden_size, 2 * c.intermediate_size, c.mlp_bias));
+    } else {
+      gate_proj =
+          register_module("gate_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
+      up_proj = register_module("up_proj", linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
+    }
     down_proj =
         register_module("down_proj", linear(c.intermediate_size, c.hidden_size, c.mlp_bias));
   }
   torch::Tensor forward(const torch::Tensor& x) {
-    const torch::Tensor gate = project(gate_proj, x);
+    torch::Tensor gate, up;
+    if (gate_up_proj) {
+      const torch::Tensor both = project(gate_up_proj, x);
+      const int64_t n = both.size(-1) / 2;
+      gate = both.narrow(-1, 0, n);
+      up = both.narrow(-1, n, n);
+    } else {
+      gate = project(gate_proj, x);
+      up = project(up_proj, x);
+    }
     // SwiGLU; Gemma's GeGLU with the tanh GELU
     const torch::Tensor act = gelu_tanh_ ? torch::gelu(gate, "tanh") : torch::silu(gate);
-    return project(down_proj, act * project(up_proj, x));
+    return project(down_proj, act * up);
   }
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  torch::nn::Linear gate_up_proj{nullptr};  ///< Phi-3's, in place of gate/up_proj
 
  private:
   bool gelu_tanh_;
@@ -193,20 +224,29 @@ ConfigShape LlamaImpl::shape_of(const LlamaConfig& c, const std::string& path) {
   const std::string kv_keys =
       fmt::format("num_key_value_heads {}, {}, {}", c.kv_heads(), width, hidden);
   const std::string mlp = fmt::format("intermediate_size {}, {}", n, hidden);
+  const std::string qkv_keys = fmt::format("num_attention_heads {}, num_key_value_heads {}, {}, {}",
+                                           c.num_attention_heads, c.kv_heads(), width, hidden);
   auto add = [&s](std::string name, std::vector<int64_t> shape, const std::string& keys) {
     s.tensors.push_back({std::move(name), std::move(shape), keys});
   };
   add("model.embed_tokens.weight", {v, h}, fmt::format("vocab_size {}, {}", v, hidden));
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = fmt::format("model.layers.{}.", i);
-    const std::tuple<const char*, int64_t, int64_t, const std::string*, bool> linears[] = {
-        {"self_attn.q_proj", q, h, &q_keys, c.qkv_bias},
-        {"self_attn.k_proj", kv, h, &kv_keys, c.qkv_bias},
-        {"self_attn.v_proj", kv, h, &kv_keys, c.qkv_bias},
-        {"self_attn.o_proj", h, q, &q_keys, c.o_bias},
-        {"mlp.gate_proj", n, h, &mlp, c.mlp_bias},
-        {"mlp.up_proj", n, h, &mlp, c.mlp_bias},
-        {"mlp.down_proj", h, n, &mlp, c.mlp_bias}};
+    std::vector<std::tuple<const char*, int64_t, int64_t, const std::string*, bool>> linears;
+    if (c.fused_projections) {
+      linears = {{"self_attn.qkv_proj", q + 2 * kv, h, &qkv_keys, c.qkv_bias},
+                 {"self_attn.o_proj", h, q, &q_keys, c.o_bias},
+                 {"mlp.gate_up_proj", 2 * n, h, &mlp, c.mlp_bias},
+                 {"mlp.down_proj", h, n, &mlp, c.mlp_bias}};
+    } else {
+      linears = {{"self_attn.q_proj", q, h, &q_keys, c.qkv_bias},
+                 {"self_attn.k_proj", kv, h, &kv_keys, c.qkv_bias},
+                 {"self_attn.v_proj", kv, h, &kv_keys, c.qkv_bias},
+                 {"self_attn.o_proj", h, q, &q_keys, c.o_bias},
+                 {"mlp.gate_proj", n, h, &mlp, c.mlp_bias},
+                 {"mlp.up_proj", n, h, &mlp, c.mlp_bias},
+                 {"mlp.down_proj", h, n, &mlp, c.mlp_bias}};
+    }
     for (const auto& [name, out, in, keys, bias] : linears) {
       add(p + name + ".weight", {out, in}, *keys);
       if (bias) add(p + name + ".bias", {out}, *keys);

@@ -247,6 +247,33 @@ LlamaConfig read_gemma_config(const std::string& path) {
   return c;
 }
 
+LlamaConfig read_phi3_config(const std::string& path) {
+  ConfigFile f(path, "phi3");
+  LlamaConfig c;  // Phi3Config's defaults (Phi-3-mini's shape)
+  c.model_type = "phi3";
+  c.vocab_size = 32064;
+  c.hidden_size = 3072;
+  c.intermediate_size = 8192;
+  c.max_position_embeddings = 4096;
+  c.rms_norm_eps = 1e-5;
+  c.fused_projections = true;
+  read_llama_shape(f, c);
+  // null (the default): every token attends all the ones before it.
+  if (f.null("sliding_window")) c.sliding_window = 0;
+  f.integer("sliding_window", c.sliding_window, 1, kMaxPositions, /*nullable=*/true);
+  // The residual and embedding dropouts transformers applies in training: unitrain's llama has
+  // none (the hub's files set them 0).
+  for (const char* key : {"resid_pdrop", "embd_pdrop"}) {
+    f.refuse_unless(key, 0.0, "phi3 here applies no residual or embedding dropout (set it 0)");
+  }
+  f.harmless({"original_max_position_embeddings"});
+  refuse_other_math(f, c, {});
+  f.harmless_common();
+  f.harmless({"bos_token_id", "eos_token_id"});
+  f.warn_unknown("phi3");
+  return c;
+}
+
 std::string llama_model_name(const std::string& name, bool tied) {
   const std::string buffer = "rotary_emb.inv_freq";  // computed, not a weight
   if (name.size() >= buffer.size() &&

@@ -11,7 +11,8 @@ namespace unitrain::models {
 
 /// A llama-shaped family's config.json: Llama 2 and 3 (LlamaConfig's keys and defaults), Qwen2
 /// (q/k/v biases), Qwen3 (an RMSNorm over each head's q and k), Mistral (a sliding window),
-/// Gemma (GeGLU, RMSNorm by 1 + w, embeddings scaled by sqrt(hidden_size), a tied head).
+/// Gemma (GeGLU, RMSNorm by 1 + w, embeddings scaled by sqrt(hidden_size), a tied head), Phi-3
+/// (q/k/v and gate/up fused, a sliding window).
 struct LlamaConfig {
   std::string model_type = "llama";  ///< the family: llama, qwen2, qwen3
   int64_t vocab_size = 32000, hidden_size = 4096, intermediate_size = 11008;
@@ -28,6 +29,7 @@ struct LlamaConfig {
   bool gelu_tanh = false;      ///< Gemma: GeGLU with the tanh GELU (else SwiGLU with silu)
   bool norm_plus_one = false;  ///< Gemma: RMSNorm's weight w scales by 1 + w, in float32
   bool embed_scale = false;    ///< Gemma: the embeddings times sqrt(hidden_size)
+  bool fused_projections = false;  ///< Phi-3: qkv_proj and gate_up_proj, one Linear each
   /// rope_scaling: "" (none), "linear" or "llama3", with Llama 3's constants.
   std::string rope_type;
   double rope_factor = 1, low_freq_factor = 1, high_freq_factor = 4;
@@ -49,6 +51,7 @@ LlamaConfig read_qwen2_config(const std::string& path);
 LlamaConfig read_qwen3_config(const std::string& path);
 LlamaConfig read_mistral_config(const std::string& path);
 LlamaConfig read_gemma_config(const std::string& path);
+LlamaConfig read_phi3_config(const std::string& path);
 
 /// The llama-shaped families' tensor names (LlamaForCausalLM's, Qwen2ForCausalLM's, ...): a file
 /// of the base model's lacks "model."; rotary frequency buffers and a tied head's copy are no

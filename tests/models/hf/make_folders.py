@@ -122,6 +122,37 @@ GEMMA = {
     "use_cache": True, "vocab_size": 96,
 }
 
+# Phi3Config (Phi-3-mini-4k's keys): fused qkv_proj and gate_up_proj, grouped-query heads, a
+# sliding window of 5 (the mini's is 2047).
+PHI3 = {
+    "architectures": ["Phi3ForCausalLM"], "attention_dropout": 0.0,
+    "bos_token_id": 1, "embd_pdrop": 0.0, "eos_token_id": 95, "hidden_act": "silu",
+    "hidden_size": 32, "initializer_range": 0.02, "intermediate_size": 64,
+    "max_position_embeddings": 64, "model_type": "phi3", "num_attention_heads": 4,
+    "num_hidden_layers": 2, "num_key_value_heads": 2, "original_max_position_embeddings": 64,
+    "pad_token_id": 94, "resid_pdrop": 0.0, "rms_norm_eps": 1e-05, "rope_scaling": None,
+    "rope_theta": 10000.0, "sliding_window": 5, "tie_word_embeddings": False,
+    "torch_dtype": "float32", "transformers_version": "4.46.0", "use_cache": True,
+    "vocab_size": 96,
+}
+
+
+def fuse_phi3(w):
+    """Phi3ForCausalLM's names: q, k and v concatenated as qkv_proj, gate and up as gate_up_proj."""
+    out = {}
+    for name, t in w.items():
+        if name.endswith(("k_proj.weight", "v_proj.weight", ".up_proj.weight")):
+            continue  # in the fused weight, put where q_proj's or gate_proj's was
+        if name.endswith("q_proj.weight"):
+            p = name[:-len("q_proj.weight")]
+            out[p + "qkv_proj.weight"] = torch.cat([w[p + x + "_proj.weight"] for x in "qkv"])
+        elif name.endswith("gate_proj.weight"):
+            p = name[:-len("gate_proj.weight")]
+            out[p + "gate_up_proj.weight"] = torch.cat([t, w[p + "up_proj.weight"]])
+        else:
+            out[name] = t
+    return out
+
 
 def matrix(*shape):
     return torch.randn(*shape) * STD
@@ -264,6 +295,7 @@ def main():
     save(os.path.join(out, "mistral"), MISTRAL, llama_weights(MISTRAL, seed=6))
     # GemmaRMSNorm holds w - 1: weights around 0, not 1.
     gemma = llama_weights(GEMMA, seed=7)
+    save(os.path.join(out, "phi3"), PHI3, fuse_phi3(llama_weights(PHI3, seed=8)))
     save(os.path.join(out, "gemma"), GEMMA,
          {n: t - 1 if n.endswith("norm.weight") else t for n, t in gemma.items()})
 

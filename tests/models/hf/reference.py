@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from safetensors_io import read_folder, read_safetensors, write_safetensors
 
 FOLDERS = ("gpt2", "gpt2_noprefix", "llama", "llama_tied_bias", "llama_sharded", "qwen2", "qwen3",
-           "mistral", "gemma")
+           "mistral", "gemma", "phi3")
 
 
 def causal_attention(scores, v, window=None):
@@ -163,6 +163,16 @@ def llama_forward(cfg, w, ids):
     cos, sin = rope_cos_sin(rope_inv_freq(cfg, hd), t)
 
     def linear(x, name):
+        if cfg["model_type"] == "phi3":  # q, k, v and gate, up are slices of fused weights
+            layer, _, kind = name.rpartition(".")
+            fused = {"q_proj": ("qkv_proj", 0), "k_proj": ("qkv_proj", 1),
+                     "v_proj": ("qkv_proj", 2), "gate_proj": ("gate_up_proj", 0),
+                     "up_proj": ("gate_up_proj", 1)}.get(kind)
+            if fused:
+                weight = w[f"{layer}.{fused[0]}.weight"]
+                sizes = ([heads * hd, kv_heads * hd, kv_heads * hd] if fused[0] == "qkv_proj"
+                         else [weight.size(0) // 2] * 2)
+                return F.linear(x, weight.split(sizes)[fused[1]])
         return F.linear(x, w[name + ".weight"], w.get(name + ".bias"))
 
     def split_heads(x, n):
@@ -183,7 +193,8 @@ def llama_forward(cfg, w, ids):
         v = split_heads(linear(a, p + "self_attn.v_proj"), kv_heads)
         k, v = repeat_kv(k, heads // kv_heads), repeat_kv(v, heads // kv_heads)
         y = causal_attention(q @ k.transpose(-1, -2) * hd ** -0.5, v,
-                             cfg.get("sliding_window") if cfg["model_type"] == "mistral" else None)
+                             cfg.get("sliding_window") if cfg["model_type"] in ("mistral", "phi3")
+                             else None)
         x = x + linear(y.transpose(1, 2).reshape(b, t, heads * hd), p + "self_attn.o_proj")
         m = norm(x, w[p + "post_attention_layernorm.weight"])
         gated = act(linear(m, p + "mlp.gate_proj")) * linear(m, p + "mlp.up_proj")
@@ -203,7 +214,7 @@ def reference(folder):
         cfg = json.load(f)
     forward = {"gpt2": gpt2_forward, "llama": llama_forward, "qwen2": llama_forward,
                "qwen3": llama_forward, "mistral": llama_forward,
-               "gemma": llama_forward}[cfg["model_type"]]
+               "gemma": llama_forward, "phi3": llama_forward}[cfg["model_type"]]
     params = {n: t.float().requires_grad_() for n, t in read_folder(folder).items()
               if not is_buffer(n)}
     ids = torch.randint(0, cfg["vocab_size"], (2, 12), generator=torch.Generator().manual_seed(7))
