@@ -3,7 +3,6 @@
 // to them, computed by LlamaImpl from its config.json (llama_config.cpp reads it): its model
 // type and Hugging Face family. (Gemma 2 and 3, model_type gemma2 / gemma3, compute more:
 // soft-capping, local and global layers, extra norms.)
-#include "unitrain/core/options.h"
 #include "unitrain/models/hf_causal_lm.h"
 
 namespace unitrain::models {
@@ -13,20 +12,12 @@ const HfFamily kGemmaFamily{"gemma", &llama_model_name};
 
 }  // namespace
 
-/// Gemma: Llama's blocks with GeGLU, Gemma's RMSNorm and scaled embeddings.
-class GemmaImpl : public LlamaImpl {
- public:
-  explicit GemmaImpl(const HfModelOptions& options)
-      : LlamaImpl(options, read_gemma_config(options.config_path("model.args.")), kGemmaFamily) {}
-};
-
 void register_gemma() {
-  register_declared_model<HfModelOptions, GemmaImpl>(
-      "gemma",
+  register_llama_family(
+      kGemmaFamily, &read_gemma_config,
       "Gemma causal LM (the first Gemma: GeGLU, scaled embeddings, a tied head) from a Hugging "
       "Face folder (args.pretrained) or config.json (args.config), Hugging Face's parameter "
       "names: token ids [B, T] -> logits [B, T, vocab]");
-  register_hf_family(kGemmaFamily);
 }
 
 }  // namespace unitrain::models

@@ -27,6 +27,10 @@ namespace unitrain::models {
 void register_hf_causal_lms();
 void register_gpt2();
 void register_llama();
+/// Registers a llama-shaped family: model type `family.model_type`, a LlamaImpl of the config
+/// `read` reads from model.args, and `family` (qwen.cpp, mistral.cpp, gemma.cpp, phi3.cpp).
+void register_llama_family(const HfFamily& family, LlamaConfig (*read)(const std::string& path),
+                           const std::string& help);
 void register_qwen();
 void register_mistral();
 void register_gemma();

@@ -384,4 +384,13 @@ void register_llama() {
   register_hf_family(kLlamaFamily);
 }
 
+void register_llama_family(const HfFamily& family, LlamaConfig (*read)(const std::string& path),
+                           const std::string& help) {
+  model_registry().add<HfModelOptions>(
+      family.model_type, help, [&family, read](const HfModelOptions& o) -> ModelPtr {
+        return std::make_shared<LlamaImpl>(o, read(o.config_path("model.args.")), family);
+      });
+  register_hf_family(family);
+}
+
 }  // namespace unitrain::models

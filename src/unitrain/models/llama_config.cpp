@@ -139,6 +139,22 @@ void read_qwen_window(ConfigFile& f, const LlamaConfig& c) {
   f.harmless({"sliding_window", "max_window_layers", "layer_types"});
 }
 
+/// The end of every llama-shaped reader: keys of math no family here computes refused (`more`:
+/// the family's own), the keys every config may hold and the token ids taken as read, the
+/// others named in a warning.
+void finish_reading(ConfigFile& f, const LlamaConfig& c, const std::vector<const char*>& more) {
+  refuse_other_math(f, c, more);
+  f.harmless_common();
+  f.harmless({"bos_token_id", "eos_token_id"});
+  f.warn_unknown(c.model_type.c_str());
+}
+
+/// Mistral's and Phi-3's sliding_window: null = none (every token attends all before it).
+void read_sliding_window(ConfigFile& f, LlamaConfig& c) {
+  if (f.null("sliding_window")) c.sliding_window = 0;
+  f.integer("sliding_window", c.sliding_window, 1, kMaxPositions, /*nullable=*/true);
+}
+
 /// Qwen2Config's and Qwen3Config's defaults.
 LlamaConfig qwen_defaults(const char* type) {
   LlamaConfig c;
@@ -174,10 +190,7 @@ LlamaConfig read_qwen2_config(const std::string& path) {
   read_llama_shape(f, c);
   c.qkv_bias = true;  // Qwen2Attention: q, k and v with biases, o without
   read_qwen_window(f, c);
-  refuse_other_math(f, c, {});
-  f.harmless_common();
-  f.harmless({"bos_token_id", "eos_token_id"});
-  f.warn_unknown("qwen2");
+  finish_reading(f, c, {});
   return c;
 }
 
@@ -190,10 +203,7 @@ LlamaConfig read_qwen3_config(const std::string& path) {
   c.qkv_bias = c.o_bias = c.attention_bias;
   c.qk_norm = true;  // Qwen3Attention: q_norm and k_norm over each head
   read_qwen_window(f, c);
-  refuse_other_math(f, c, {});
-  f.harmless_common();
-  f.harmless({"bos_token_id", "eos_token_id"});
-  f.warn_unknown("qwen3");
+  finish_reading(f, c, {});
   return c;
 }
 
@@ -206,13 +216,8 @@ LlamaConfig read_mistral_config(const std::string& path) {
   c.max_position_embeddings = 4096 * 32;
   c.sliding_window = 4096;
   read_llama_shape(f, c);
-  // null (Mistral 7B v0.2 and later): every token attends all the ones before it.
-  if (f.null("sliding_window")) c.sliding_window = 0;
-  f.integer("sliding_window", c.sliding_window, 1, kMaxPositions, /*nullable=*/true);
-  refuse_other_math(f, c, {});
-  f.harmless_common();
-  f.harmless({"bos_token_id", "eos_token_id"});
-  f.warn_unknown("mistral");
+  read_sliding_window(f, c);  // null: Mistral 7B v0.2 and later
+  finish_reading(f, c, {});
   return c;
 }
 
@@ -240,10 +245,7 @@ LlamaConfig read_gemma_config(const std::string& path) {
   f.harmless({"hidden_act"});
   f.boolean("attention_bias", c.attention_bias);
   c.qkv_bias = c.o_bias = c.attention_bias;
-  refuse_other_math(f, c, {"sliding_window"});
-  f.harmless_common();
-  f.harmless({"bos_token_id", "eos_token_id"});
-  f.warn_unknown("gemma");
+  finish_reading(f, c, {"sliding_window"});
   return c;
 }
 
@@ -258,19 +260,14 @@ LlamaConfig read_phi3_config(const std::string& path) {
   c.rms_norm_eps = 1e-5;
   c.fused_projections = true;
   read_llama_shape(f, c);
-  // null (the default): every token attends all the ones before it.
-  if (f.null("sliding_window")) c.sliding_window = 0;
-  f.integer("sliding_window", c.sliding_window, 1, kMaxPositions, /*nullable=*/true);
+  read_sliding_window(f, c);
   // The residual and embedding dropouts transformers applies in training: unitrain's llama has
   // none (the hub's files set them 0).
   for (const char* key : {"resid_pdrop", "embd_pdrop"}) {
     f.refuse_unless(key, 0.0, "phi3 here applies no residual or embedding dropout (set it 0)");
   }
   f.harmless({"original_max_position_embeddings"});
-  refuse_other_math(f, c, {});
-  f.harmless_common();
-  f.harmless({"bos_token_id", "eos_token_id"});
-  f.warn_unknown("phi3");
+  finish_reading(f, c, {});
   return c;
 }
 

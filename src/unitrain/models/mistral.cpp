@@ -2,7 +2,6 @@
 // attends the last sliding_window tokens; null: all of them, as Mistral 7B v0.2 and later),
 // computed by LlamaImpl from its config.json (llama_config.cpp reads it): its model type and
 // Hugging Face family.
-#include "unitrain/core/options.h"
 #include "unitrain/models/hf_causal_lm.h"
 
 namespace unitrain::models {
@@ -12,21 +11,12 @@ const HfFamily kMistralFamily{"mistral", &llama_model_name};
 
 }  // namespace
 
-/// Mistral: Llama's blocks with sliding-window attention.
-class MistralImpl : public LlamaImpl {
- public:
-  explicit MistralImpl(const HfModelOptions& options)
-      : LlamaImpl(options, read_mistral_config(options.config_path("model.args.")),
-                  kMistralFamily) {}
-};
-
 void register_mistral() {
-  register_declared_model<HfModelOptions, MistralImpl>(
-      "mistral",
+  register_llama_family(
+      kMistralFamily, &read_mistral_config,
       "Mistral causal LM (sliding-window attention) from a Hugging Face folder "
       "(args.pretrained) or config.json (args.config), Hugging Face's parameter names: token "
       "ids [B, T] -> logits [B, T, vocab]");
-  register_hf_family(kMistralFamily);
 }
 
 }  // namespace unitrain::models

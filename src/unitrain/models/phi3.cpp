@@ -3,7 +3,6 @@
 // (gate_up_proj), with an optional sliding window, computed by LlamaImpl from its config.json
 // (llama_config.cpp reads it): its model type and Hugging Face family. LoRA targets take
 // PEFT's names for it: qkv_proj, o_proj, gate_up_proj, down_proj.
-#include "unitrain/core/options.h"
 #include "unitrain/models/hf_causal_lm.h"
 
 namespace unitrain::models {
@@ -13,20 +12,12 @@ const HfFamily kPhi3Family{"phi3", &llama_model_name};
 
 }  // namespace
 
-/// Phi-3: Llama's blocks with fused projections.
-class Phi3Impl : public LlamaImpl {
- public:
-  explicit Phi3Impl(const HfModelOptions& options)
-      : LlamaImpl(options, read_phi3_config(options.config_path("model.args.")), kPhi3Family) {}
-};
-
 void register_phi3() {
-  register_declared_model<HfModelOptions, Phi3Impl>(
-      "phi3",
+  register_llama_family(
+      kPhi3Family, &read_phi3_config,
       "Phi-3 causal LM (qkv_proj and gate_up_proj fused; rotary embeddings unscaled) from a "
       "Hugging Face folder (args.pretrained) or config.json (args.config), Hugging Face's "
       "parameter names: token ids [B, T] -> logits [B, T, vocab]");
-  register_hf_family(kPhi3Family);
 }
 
 }  // namespace unitrain::models
