@@ -1,13 +1,16 @@
 #pragma once
 // The dict an optimizer file holds (optimizer_state.h describes it): what optimizer_state.cpp,
-// which writes and restores it, and optimizer_merge.cpp, which merges ZeRO partitions of it,
-// share. Private to those two files.
+// which writes and restores it, optimizer_merge.cpp, which merges ZeRO partitions of it, and
+// optimizer_flats.cpp, which re-cuts ZeRO 3's parts, share. Private to those files.
 #include <ATen/core/Dict.h>
 #include <ATen/core/ivalue.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
+#include "unitrain/checkpoint/optimizer_merge.h"
 #include "unitrain/core/error.h"
 
 namespace torch::optim {
@@ -38,5 +41,19 @@ inline c10::IValue entry(const Dict& d, const char* key, const std::string& what
 /// `what` when the dict does not fit the optimizer (another type, other parameter groups).
 void restore(torch::optim::Optimizer& optimizer, const Dict& d, int64_t format,
              const std::string& what);
+
+/// The dict of an optimizer file that can be merged or re-cut (format 3, saved by parameter),
+/// its tensors in place in the file's bytes; TrainError naming the file otherwise.
+Dict partition_dict(const OptimizerBytes& f);
+/// The dicts of `files`, and the first one's entries but "state" (and "groups" unless
+/// `with_groups`) into `head`.
+std::vector<Dict> partition_dicts(const std::vector<OptimizerBytes>& files, Dict& head,
+                                  bool with_groups);
+/// Every file's "state" entries by parameter index; TrainError when two files hold one.
+std::map<int64_t, Dict> states_by_index(const std::vector<Dict>& dicts,
+                                        const std::vector<OptimizerBytes>& files);
+/// `state` (several files' state as one optimizer dict) into `optimizer`; TrainError saying
+/// that the files (`what`) do not fit it.
+void restore_merged(torch::optim::Optimizer& optimizer, const Dict& state, const std::string& what);
 
 }  // namespace unitrain::optimizer_dict

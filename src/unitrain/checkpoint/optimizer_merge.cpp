@@ -2,10 +2,8 @@
 
 #include <torch/torch.h>
 
-#include <algorithm>
 #include <map>
 
-#include "unitrain/checkpoint/model_shards.h"
 #include "unitrain/checkpoint/optimizer_dict.h"
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/checkpoint/torch_file.h"
@@ -13,11 +11,11 @@
 #include "unitrain/core/error_text.h"
 
 namespace unitrain {
-namespace {
+namespace optimizer_dict {
 
 /// The dict of an optimizer file that can be merged or re-cut (format 3, saved by parameter),
 /// its tensors in place in the file's bytes.
-optimizer_dict::Dict partition_dict(const OptimizerBytes& f) {
+Dict partition_dict(const OptimizerBytes& f) {
   c10::IValue value;
   try {
     value = decode_torch_file(f.data, f.size, f.keep, f.what);
@@ -26,85 +24,19 @@ optimizer_dict::Dict partition_dict(const OptimizerBytes& f) {
         detail::concat(f.what, " is not an optimizer state file: ", error_text(e, 200)));
   }
   UT_CHECK_TRAIN(value.isGenericDict(), f.what, " is not an optimizer state file");
-  const optimizer_dict::Dict d = value.toGenericDict();
+  const Dict d = value.toGenericDict();
   auto format = d.find(std::string("format"));
-  UT_CHECK_TRAIN(format != d.end() && format->value().isInt() &&
-                     format->value().toInt() == optimizer_dict::kOptimizerFormat,
-                 f.what, " is not a partition of an optimizer state this unitrain reads");
+  UT_CHECK_TRAIN(
+      format != d.end() && format->value().isInt() && format->value().toInt() == kOptimizerFormat,
+      f.what, " is not a partition of an optimizer state this unitrain reads");
   return d;
 }
 
-/// The dicts of `files` as one: the first file's entries, with the union of every file's
-/// "state" (by parameter index, in index order).
-optimizer_dict::Dict merged_optimizer_dict(const std::vector<OptimizerFile>& files) {
-  optimizer_dict::Dict merged = optimizer_dict::new_dict();
-  std::map<int64_t, std::pair<c10::IValue, c10::IValue>> states;
-  std::string first_type;
-  for (const OptimizerFile& file : files) {
-    const OptimizerBytes f = OptimizerBytes::of(file.bytes, file.what);
-    const optimizer_dict::Dict d = partition_dict(f);
-    const std::string type = optimizer_dict::entry(d, "type", f.what).toStringRef();
-    UT_CHECK_TRAIN(!type.empty(), f.what,
-                   ": the state of an optimizer unitrain cannot save by "
-                   "parameter cannot be merged from several files");
-    if (first_type.empty()) {
-      first_type = type;
-      for (const auto& e : d) {
-        if (e.key().toStringRef() != "state") merged.insert(e.key(), e.value());
-      }
-    } else {
-      UT_CHECK_TRAIN(first_type == type, f.what, " holds the state of optimizer type '", type,
-                     "', ", files[0].what, " '", first_type, "'");
-    }
-    for (const auto& e : optimizer_dict::entry(d, "state", f.what).toGenericDict()) {
-      const std::string& key = e.key().toStringRef();
-      int64_t index = -1;
-      try {
-        index = std::stoll(key);
-      } catch (const std::exception&) {
-      }
-      UT_CHECK_TRAIN(index >= 0, f.what, ": state entry '", key, "' is not a parameter index");
-      UT_CHECK_TRAIN(states.count(index) == 0, f.what, " holds parameter ", key,
-                     "'s state, which an earlier file holds too");
-      states.emplace(index, std::make_pair(e.key(), e.value()));
-    }
-  }
-  optimizer_dict::Dict state = optimizer_dict::new_dict();
-  for (const auto& [index, kv] : states) state.insert(kv.first, kv.second);
-  merged.insert("state", state);
-  return merged;
-}
-
-/// Elements [start, start + out.numel()) of flat `key`'s state entry `field`, whose parts (of
-/// `part` elements) are the files' in order, copied into `out`: only those elements are read.
-void copy_flat_state(const std::vector<optimizer_dict::Dict>& dicts,
-                     const std::vector<OptimizerBytes>& files, const std::string& key,
-                     const c10::IValue& field, int64_t part, int64_t start, torch::Tensor out) {
-  std::vector<torch::Tensor> parts;
-  for (size_t r = 0; r < dicts.size(); ++r) {
-    const auto s = optimizer_dict::entry(dicts[r], "state", files[r].what).toGenericDict();
-    const auto it = s.find(key);
-    UT_CHECK_TRAIN(it != s.end(), files[r].what, " has no state of flat ", key);
-    const auto f = it->value().toGenericDict().find(field);
-    UT_CHECK_TRAIN(f != it->value().toGenericDict().end() && f->value().isTensor() &&
-                       f->value().toTensor().numel() == part,
-                   files[r].what, ": flat ", key, "'s ", field.toStringRef(), " is not a part of ",
-                   part, " elements");
-    parts.push_back(f->value().toTensor());
-  }
-  copy_flat_range(parts, part, start, out);
-}
-
-/// A flat's state entry that is a part of its elements (the moments), not a number (the step).
-bool is_part(const c10::IValue& v, int64_t part) {
-  return v.isTensor() && v.toTensor().dim() == 1 && v.toTensor().numel() == part;
-}
-
 /// The files' dicts, and their entries but "state" (and "groups" unless `with_groups`).
-std::vector<optimizer_dict::Dict> partition_dicts(const std::vector<OptimizerBytes>& files,
-                                                  optimizer_dict::Dict& head, bool with_groups) {
+std::vector<Dict> partition_dicts(const std::vector<OptimizerBytes>& files, Dict& head,
+                                  bool with_groups) {
   UT_CHECK_TRAIN(!files.empty(), "no optimizer state files to re-cut");
-  std::vector<optimizer_dict::Dict> dicts;
+  std::vector<Dict> dicts;
   for (const OptimizerBytes& f : files) dicts.push_back(partition_dict(f));
   for (const auto& e : dicts[0]) {
     const std::string& k = e.key().toStringRef();
@@ -113,156 +45,12 @@ std::vector<optimizer_dict::Dict> partition_dicts(const std::vector<OptimizerByt
   return dicts;
 }
 
-}  // namespace
-
-std::vector<char> unflatten_optimizer_files(
-    const std::vector<OptimizerBytes>& files, const ShardLayout& layout,
-    const std::vector<std::vector<std::string>>& group_names) {
-  optimizer_dict::Dict out = optimizer_dict::new_dict();
-  const std::vector<optimizer_dict::Dict> dicts = partition_dicts(files, out, false);
-  const std::string& what = files[0].what;
-  // The saved state's index of each flat: its position counted over the optimizer's groups.
-  struct Place {
-    size_t flat;
-    int64_t index;
-    const ShardLayout::Member* member;
-  };
-  std::map<std::string, Place> places;
-  int64_t index = 0;
-  for (size_t g = 0; g < group_names.size(); ++g) {
-    for (size_t f = 0; f < layout.flats.size(); ++f) {
-      if (layout.flats[f].key != static_cast<int>(g)) continue;
-      for (const auto& m : layout.flats[f].members) places[m.name] = {f, index, &m};
-      ++index;
-    }
-  }
-  const c10::List<c10::IValue> saved_groups =
-      optimizer_dict::entry(dicts[0], "groups", what).toList();
-  UT_CHECK_TRAIN(saved_groups.size() == group_names.size(), what, " holds ", saved_groups.size(),
-                 " parameter groups, this optimizer has ", group_names.size());
-  const optimizer_dict::Dict saved_state =
-      optimizer_dict::entry(dicts[0], "state", what).toGenericDict();
-  c10::impl::GenericList groups(c10::AnyType::get());
-  optimizer_dict::Dict state = optimizer_dict::new_dict();
-  int64_t param = 0;
-  for (size_t g = 0; g < group_names.size(); ++g) {
-    optimizer_dict::Dict group = optimizer_dict::new_dict();
-    group.insert("params", static_cast<int64_t>(group_names[g].size()));
-    group.insert("options",
-                 optimizer_dict::entry(saved_groups.get(g).toGenericDict(), "options", what));
-    groups.push_back(group);
-    for (const std::string& name : group_names[g]) {
-      const auto place = places.find(name);
-      UT_CHECK_TRAIN(place != places.end(), what, " holds no state of parameter ", name,
-                     " in optimizer group ", g, " (the run saved it with other units or groups)");
-      const ShardLayout::Flat& flat = layout.flats[place->second.flat];
-      UT_CHECK_TRAIN(flat.key == static_cast<int>(g), what, " holds parameter ", name,
-                     "'s state in optimizer group ", flat.key, ", this optimizer has it in group ",
-                     g, " (optimizer.no_decay_bias_norm changed?)");
-      const ShardLayout::Member& m = *place->second.member;
-      const std::string key = std::to_string(place->second.index);
-      const auto saved = saved_state.find(key);
-      if (saved == saved_state.end()) {  // not stepped yet: no state
-        ++param;
-        continue;
-      }
-      int64_t numel = 1;
-      for (int64_t d : m.shape) numel *= d;
-      optimizer_dict::Dict entries = optimizer_dict::new_dict();
-      for (const auto& field : saved->value().toGenericDict()) {
-        if (!is_part(field.value(), flat.part)) {
-          entries.insert(field.key(), field.value());
-          continue;
-        }
-        torch::Tensor mine = torch::empty({numel}, field.value().toTensor().options());
-        copy_flat_state(dicts, files, key, field.key(), flat.part, m.offset, mine);
-        entries.insert(field.key(), mine.view(m.shape));
-      }
-      state.insert(std::to_string(param++), entries);
-    }
-  }
-  out.insert("groups", groups);
-  out.insert("state", state);
-  return encode_torch_file(out).bytes();
-}
-
-namespace {
-
-/// `state` (several files' state as one optimizer dict) into `optimizer`; TrainError saying that
-/// the files (`what`) do not fit it.
-void restore_merged(torch::optim::Optimizer& optimizer, const optimizer_dict::Dict& state,
-                    const std::string& what) {
-  try {
-    optimizer_dict::restore(optimizer, state, optimizer_dict::kOptimizerFormat, what);
-  } catch (const TrainError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw TrainError(detail::concat(what, " do not fit this optimizer: ", error_text(e)));
-  }
-}
-
-}  // namespace
-
-OptimizerBytes OptimizerBytes::of(std::vector<char> bytes, std::string what) {
-  auto shared = std::make_shared<const std::vector<char>>(std::move(bytes));
-  return {shared->data(), shared->size(), shared, std::move(what)};
-}
-
-OptimizerBytes OptimizerBytes::of(const MappedFile& file, std::string what) {
-  return {reinterpret_cast<const char*>(file.data()), file.size(), file.keepalive(),
-          std::move(what)};
-}
-
-void load_resharded_optimizer_state(torch::optim::Optimizer& optimizer,
-                                    const std::vector<OptimizerBytes>& files,
-                                    const std::vector<FlatCut>& flats, int rank,
-                                    const std::string& what) {
-  optimizer_dict::Dict out = optimizer_dict::new_dict();
-  const std::vector<optimizer_dict::Dict> dicts = partition_dicts(files, out, true);
-  optimizer_dict::Dict state = optimizer_dict::new_dict();
-  const optimizer_dict::Dict first =
-      optimizer_dict::entry(dicts[0], "state", files[0].what).toGenericDict();
-  for (const auto& e : first) {
-    const std::string& key = e.key().toStringRef();
-    size_t index = flats.size();
-    try {
-      index = static_cast<size_t>(std::stoll(key));
-    } catch (const std::exception&) {
-    }
-    UT_CHECK_TRAIN(index < flats.size(), files[0].what, ": state entry '", key,
-                   "' is not one of the ", flats.size(), " flats");
-    const FlatCut& cut = flats[index];
-    optimizer_dict::Dict entries = optimizer_dict::new_dict();
-    for (const auto& field : e.value().toGenericDict()) {
-      if (!is_part(field.value(), cut.old_part)) {  // the step, other numbers: rank 0's, owned
-        // (a tensor decoded from a mapped file is a view of it, read-only)
-        const c10::IValue& v = field.value();
-        entries.insert(field.key(), v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
-        continue;
-      }
-      const int64_t first_element = rank * cut.new_part;
-      torch::Tensor mine = torch::zeros({cut.new_part}, field.value().toTensor().options());
-      const int64_t n = std::max<int64_t>(0, std::min(cut.new_part, cut.length - first_element));
-      if (n > 0) {
-        copy_flat_state(dicts, files, key, field.key(), cut.old_part, first_element,
-                        mine.narrow(0, 0, n));
-      }
-      entries.insert(field.key(), mine);
-    }
-    state.insert(e.key(), entries);
-  }
-  out.insert("state", state);
-  restore_merged(optimizer, out, what);
-}
-
-namespace {
-
 /// Every file's "state" entries by parameter index; TrainError when two files hold one.
-std::map<int64_t, optimizer_dict::Dict> states_by_index(
-    const std::vector<optimizer_dict::Dict>& dicts, const std::vector<OptimizerBytes>& files) {
-  std::map<int64_t, optimizer_dict::Dict> out;
+std::map<int64_t, Dict> states_by_index(const std::vector<Dict>& dicts,
+                                        const std::vector<OptimizerBytes>& files) {
+  std::map<int64_t, Dict> out;
   for (size_t r = 0; r < dicts.size(); ++r) {
-    for (const auto& e : optimizer_dict::entry(dicts[r], "state", files[r].what).toGenericDict()) {
+    for (const auto& e : entry(dicts[r], "state", files[r].what).toGenericDict()) {
       const std::string& key = e.key().toStringRef();
       int64_t index = -1;
       try {
@@ -278,130 +66,60 @@ std::map<int64_t, optimizer_dict::Dict> states_by_index(
   return out;
 }
 
-/// Whether two entries of a state that is not by element (the step) are the same.
-bool same_entry(const c10::IValue& a, const c10::IValue& b) {
-  if (a.isTensor() || b.isTensor()) {
-    return a.isTensor() && b.isTensor() && a.toTensor().sizes() == b.toTensor().sizes() &&
-           torch::equal(a.toTensor(), b.toTensor());
+/// `state` (several files' state as one optimizer dict) into `optimizer`; TrainError saying that
+/// the files (`what`) do not fit it.
+void restore_merged(torch::optim::Optimizer& optimizer, const Dict& state,
+                    const std::string& what) {
+  try {
+    restore(optimizer, state, kOptimizerFormat, what);
+  } catch (const TrainError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw TrainError(detail::concat(what, " do not fit this optimizer: ", error_text(e)));
   }
-  return a == b;
 }
 
-/// `rank`'s part of `flat`'s state, from its members' states by parameter (`member_states`, in
-/// member order); `what` names the files.
-optimizer_dict::Dict flat_part_state(const ShardLayout::Flat& flat,
-                                     const std::vector<optimizer_dict::Dict>& member_states,
-                                     int rank, const std::string& what) {
-  const optimizer_dict::Dict& first = member_states[0];
-  bool all_scalars = true;
-  for (const auto& m : flat.members) all_scalars = all_scalars && m.shape.empty();
-  const int64_t begin = rank * flat.part;
-  optimizer_dict::Dict entries = optimizer_dict::new_dict();
-  for (const auto& field : first) {
-    std::vector<c10::IValue> values;
-    bool by_element = !all_scalars;
-    for (size_t i = 0; i < flat.members.size(); ++i) {
-      const auto it = member_states[i].find(field.key());
-      UT_CHECK_TRAIN(it != member_states[i].end(), what, ": parameter ", flat.members[i].name,
-                     "'s optimizer state has no '", field.key().toStringRef(), "', ",
-                     flat.members[0].name, "'s has");
-      values.push_back(it->value());
-      by_element = by_element && it->value().isTensor() &&
-                   it->value().toTensor().sizes() == c10::IntArrayRef(flat.members[i].shape);
-    }
-    if (!by_element) {  // the step, other numbers: one for the flat
-      for (size_t i = 1; i < values.size(); ++i) {
-        UT_CHECK_TRAIN(same_entry(values[0], values[i]), what, ": parameters ",
-                       flat.members[0].name, " and ", flat.members[i].name,
-                       " were stepped differently ('", field.key().toStringRef(),
-                       "'), but distributed.zero: 3 steps them as one flat");
-      }
-      const c10::IValue& v = values[0];
-      entries.insert(field.key(), v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
-      continue;
-    }
-    torch::Tensor mine = torch::zeros({flat.part}, values[0].toTensor().options());
-    for (size_t i = 0; i < flat.members.size(); ++i) {
-      const torch::Tensor t = values[i].toTensor().reshape({-1});
-      const int64_t from = std::max(begin, flat.members[i].offset);
-      const int64_t to = std::min(begin + flat.part, flat.members[i].offset + t.numel());
-      if (from >= to) continue;
-      mine.narrow(0, from - begin, to - from)
-          .copy_(t.narrow(0, from - flat.members[i].offset, to - from));
-    }
-    entries.insert(field.key(), mine);
+}  // namespace optimizer_dict
+
+namespace {
+
+/// The dicts of `files` as one: the first file's entries, with the union of every file's
+/// "state" (by parameter index, in index order).
+optimizer_dict::Dict merged_optimizer_dict(const std::vector<OptimizerFile>& files) {
+  std::vector<OptimizerBytes> bytes;
+  for (const OptimizerFile& file : files)
+    bytes.push_back(OptimizerBytes::of(file.bytes, file.what));
+  optimizer_dict::Dict merged = optimizer_dict::new_dict();
+  const std::vector<optimizer_dict::Dict> dicts =
+      optimizer_dict::partition_dicts(bytes, merged, /*with_groups=*/true);
+  const std::string first_type =
+      optimizer_dict::entry(dicts[0], "type", bytes[0].what).toStringRef();
+  for (size_t r = 0; r < dicts.size(); ++r) {
+    const std::string type = optimizer_dict::entry(dicts[r], "type", bytes[r].what).toStringRef();
+    UT_CHECK_TRAIN(!type.empty(), bytes[r].what,
+                   ": the state of an optimizer unitrain cannot save by "
+                   "parameter cannot be merged from several files");
+    UT_CHECK_TRAIN(first_type == type, bytes[r].what, " holds the state of optimizer type '", type,
+                   "', ", bytes[0].what, " '", first_type, "'");
   }
-  return entries;
+  optimizer_dict::Dict state = optimizer_dict::new_dict();
+  for (const auto& [index, entries] : optimizer_dict::states_by_index(dicts, bytes)) {
+    state.insert(std::to_string(index), entries);
+  }
+  merged.insert("state", state);
+  return merged;
 }
 
 }  // namespace
 
-void load_flattened_optimizer_state(torch::optim::Optimizer& optimizer,
-                                    const std::vector<OptimizerBytes>& files,
-                                    const ShardLayout& layout,
-                                    const std::vector<std::string>& model_order, int rank,
-                                    const std::string& what) {
-  optimizer_dict::Dict out = optimizer_dict::new_dict();
-  const std::vector<optimizer_dict::Dict> dicts = partition_dicts(files, out, false);
-  const std::map<int64_t, optimizer_dict::Dict> saved = states_by_index(dicts, files);
-  const c10::List<c10::IValue> saved_groups =
-      optimizer_dict::entry(dicts[0], "groups", files[0].what).toList();
-  const size_t groups_count = optimizer.param_groups().size();
-  UT_CHECK_TRAIN(saved_groups.size() == groups_count, files[0].what, " holds ", saved_groups.size(),
-                 " parameter groups, this optimizer has ", groups_count,
-                 " (optimizer.no_decay_bias_norm changed?)");
-  std::map<std::string, int> key_of;  // each trained member's group
-  for (const auto& flat : layout.flats) {
-    for (const auto& m : flat.members) key_of[m.name] = flat.key;
-  }
-  // The saved index of each trained member: its place in its group, the groups in order.
-  std::map<std::string, int64_t> index_of;
-  int64_t base = 0;
-  for (size_t g = 0; g < groups_count; ++g) {
-    int64_t count = 0;
-    for (const std::string& name : model_order) {
-      const auto key = key_of.find(name);
-      if (key != key_of.end() && key->second == static_cast<int>(g))
-        index_of[name] = base + count++;
-    }
-    const c10::IValue params =
-        optimizer_dict::entry(saved_groups.get(g).toGenericDict(), "params", files[0].what);
-    UT_CHECK_TRAIN(params.isInt() && params.toInt() == count, files[0].what, "'s optimizer group ",
-                   g, " trains ", params.isInt() ? params.toInt() : -1, " parameters, this run's ",
-                   count, " (other parameters trained, or optimizer.no_decay_bias_norm changed?)");
-    base += count;
-  }
-  c10::impl::GenericList groups(c10::AnyType::get());
-  optimizer_dict::Dict state = optimizer_dict::new_dict();
-  int64_t flat_index = 0;  // the flats counted over the groups, as the optimizer holds them
-  for (size_t g = 0; g < groups_count; ++g) {
-    int64_t count = 0;
-    for (const auto& flat : layout.flats) {
-      if (flat.key != static_cast<int>(g)) continue;
-      std::vector<optimizer_dict::Dict> member_states;
-      for (const auto& m : flat.members) {
-        const auto it = saved.find(index_of.at(m.name));
-        if (it != saved.end()) member_states.push_back(it->second);
-      }
-      UT_CHECK_TRAIN(member_states.empty() || member_states.size() == flat.members.size(), what,
-                     ": some parameters of ", flat.members[0].name,
-                     "'s unit have optimizer state and some not, but distributed.zero: 3 "
-                     "steps them as one flat");
-      if (!member_states.empty()) {
-        state.insert(std::to_string(flat_index), flat_part_state(flat, member_states, rank, what));
-      }
-      ++flat_index;
-      ++count;
-    }
-    optimizer_dict::Dict group = optimizer_dict::new_dict();
-    group.insert("params", count);
-    group.insert("options", optimizer_dict::entry(saved_groups.get(g).toGenericDict(), "options",
-                                                  files[0].what));
-    groups.push_back(group);
-  }
-  out.insert("groups", groups);
-  out.insert("state", state);
-  restore_merged(optimizer, out, what);
+OptimizerBytes OptimizerBytes::of(std::vector<char> bytes, std::string what) {
+  auto shared = std::make_shared<const std::vector<char>>(std::move(bytes));
+  return {shared->data(), shared->size(), shared, std::move(what)};
+}
+
+OptimizerBytes OptimizerBytes::of(const MappedFile& file, std::string what) {
+  return {reinterpret_cast<const char*>(file.data()), file.size(), file.keepalive(),
+          std::move(what)};
 }
 
 std::vector<char> merge_optimizer_files(const std::vector<OptimizerFile>& files) {
@@ -415,7 +133,7 @@ void load_optimizer_state(torch::optim::Optimizer& optimizer, std::vector<Optimi
     return load_optimizer_state(optimizer, std::move(files[0].bytes), files[0].what);
   }
   const std::string what = files[0].what + " and " + std::to_string(files.size() - 1) + " more";
-  restore_merged(optimizer, merged_optimizer_dict(files), what);
+  optimizer_dict::restore_merged(optimizer, merged_optimizer_dict(files), what);
 }
 
 }  // namespace unitrain

@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
-#include <csignal>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -33,6 +32,7 @@
 #include "unitrain/engine/config/load_config.h"
 #include "unitrain/engine/config/resume_config.h"
 #include "unitrain/engine/config/run_settings.h"
+#include "unitrain/engine/results/fit_conclusion.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/run_folder.h"
 #include "unitrain/engine/setup/run_resume.h"
@@ -144,19 +144,16 @@ std::shared_ptr<ObjectiveModule> build_run_module(const ConfigDriven& c, const s
   return module;
 }
 
-/// A stop signal received once training was complete: the test split is not started. With
-/// the final checkpoint saved, the same command run again evaluates it (the run resumes as
-/// complete): checkpoint.on_signal.exit_code (130 for SIGINT), as after any stop to resume.
+/// A stop signal received once training was complete: the test split is not started, and the
+/// exit status is a stop's (the same command resumes from the checkpoints and evaluates it).
 void leave_the_test_split(const RunSettings& run, FitResult& fit) {
   const int sig = fit.signal_after_end;
-  const bool resumes = run.checkpoint.enabled && run.checkpoint.final && !run.train.test_mode;
-  fit.exit_code =
-      sig == SIGINT || !resumes ? 128 + sig : static_cast<int>(run.checkpoint.on_signal_exit_code);
-  log::warn(
-      fmt::format("{} received after the last step: training is complete{}; the test split "
-                  "was not evaluated{}; exit {}",
-                  signal_name(sig), resumes ? " and saved" : "",
-                  resumes ? ": run the same command to evaluate it" : "", fit.exit_code));
+  fit.exit_code = exit_code_after_signal(run, sig);
+  const bool resumes = fit.exit_code == static_cast<int>(run.checkpoint.on_signal_exit_code);
+  log::warn(fmt::format(
+      "{} received after the last step: training is complete; the test split was not "
+      "evaluated{}; exit {}",
+      signal_name(sig), resumes ? ": run the same command to evaluate it" : "", fit.exit_code));
 }
 
 }  // namespace

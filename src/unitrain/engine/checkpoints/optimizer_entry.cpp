@@ -16,6 +16,19 @@ namespace unitrain {
 namespace files = checkpoint_files;
 namespace {
 
+/// The files of `in` that hold the optimizer's state by parameter: optimizer.pt, else every ZeRO
+/// 1/2 partition; TrainError when there are none.
+std::vector<std::string> by_parameter_files(const CheckpointRead& in) {
+  if (in.has(files::kOptimizer)) return {files::kOptimizer};
+  std::vector<std::string> out;
+  for (int r = 0; in.has(files::optimizer_partition(r)); ++r) {
+    out.push_back(files::optimizer_partition(r));
+  }
+  UT_CHECK_TRAIN(!out.empty(), in.dir, " holds no optimizer state (", files::kOptimizer, " or ",
+                 files::optimizer_partition(0), ")");
+  return out;
+}
+
 class OptimizerEntry : public CheckpointEntry {
  public:
   OptimizerEntry(torch::optim::Optimizer& optimizer, const torch::nn::Module& model,
@@ -48,16 +61,9 @@ class OptimizerEntry : public CheckpointEntry {
     if (sharded_) return restore_parts(in);
     if (in.has(files::kModelShards) && !in.has(files::kOptimizer)) return restore_flattened(in);
     std::vector<OptimizerFile> found;
-    if (in.has(files::kOptimizer)) {
-      found.push_back({in.read(files::kOptimizer), in.path(files::kOptimizer)});
-    } else {
-      for (int r = 0; in.has(files::optimizer_partition(r)); ++r) {
-        const std::string name = files::optimizer_partition(r);
-        found.push_back({in.read(name), in.path(name)});
-      }
+    for (const std::string& name : by_parameter_files(in)) {
+      found.push_back({in.read(name), in.path(name)});
     }
-    UT_CHECK_TRAIN(!found.empty(), in.dir, " holds no optimizer state (", files::kOptimizer, " or ",
-                   files::optimizer_partition(0), ")");
     load_optimizer_state(optimizer_, std::move(found));
     if (sharding_) sharding_->drop_foreign_state();
   }
@@ -101,17 +107,10 @@ class OptimizerEntry : public CheckpointEntry {
   /// distributed.zero: 3 from a checkpoint of a run without it (one process, or another ZeRO
   /// stage): optimizer.pt or ZeRO 1/2's partitions, by parameter, cut into this rank's parts.
   void restore_by_parameter(const CheckpointRead& in, const ShardLayout& layout) {
-    std::vector<OptimizerBytes> found;
-    if (in.has(files::kOptimizer)) {
-      found.push_back(OptimizerBytes::of(in.map(files::kOptimizer), in.path(files::kOptimizer)));
-    } else {
-      for (int r = 0; in.has(files::optimizer_partition(r)); ++r) {
-        const std::string name = files::optimizer_partition(r);
-        found.push_back(OptimizerBytes::of(in.map(name), in.path(name)));
-      }
+    std::vector<OptimizerBytes> found;  // mapped: only this rank's elements are read
+    for (const std::string& name : by_parameter_files(in)) {
+      found.push_back(OptimizerBytes::of(in.map(name), in.path(name)));
     }
-    UT_CHECK_TRAIN(!found.empty(), in.dir, " holds no optimizer state (", files::kOptimizer, " or ",
-                   files::optimizer_partition(0), ")");
     std::vector<std::string> order;
     for (const auto& item : model_.named_parameters(/*recurse=*/true)) order.push_back(item.key());
     load_flattened_optimizer_state(optimizer_, found, layout, order, in.rank,

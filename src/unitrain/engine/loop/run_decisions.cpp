@@ -78,13 +78,14 @@ int RunDecisions::signal() const { return shared_ ? agreed_signal_ : signal_sour
 bool RunDecisions::pause() const { return shared_ ? agreed_pause_ : !pause_reason_.empty(); }
 
 bool RunDecisions::act_on_signal_or_pause(bool checkpoints_on) {
-  if (const int sig = signal(); sig != 0 && ended_ && late_signal_ == 0 && outcome_signal_ == 0) {
+  const int sig = signal();
+  if (sig != 0 && outcome_signal_ == 0 && late_signal_ == 0 && ended_) {  // stops nothing
     late_signal_ = sig;
     log::info(fmt::format("received {} after the last step: training is complete; finishing",
                           signal_name(sig)));
     return false;
   }
-  if (const int sig = signal(); sig != 0 && outcome_signal_ == 0 && late_signal_ == 0) {
+  if (sig != 0 && outcome_signal_ == 0 && late_signal_ == 0) {
     outcome_signal_ = sig;
     log::warn(fmt::format("received {}: {} and stopping", signal_name(sig),
                           checkpoints_on ? "saving a checkpoint" : "checkpoints are off,"));

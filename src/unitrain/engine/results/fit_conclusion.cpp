@@ -26,13 +26,6 @@ bool saves_checkpoints(const RunSettings& settings) {
   return settings.checkpoint.enabled && !settings.train.test_mode;
 }
 
-/// FitResult::exit_code for a run `signal` stopped (0: none did).
-int exit_code_after_signal(const RunSettings& settings, int signal) {
-  if (signal == 0) return 0;
-  if (!saves_checkpoints(settings) || signal == SIGINT) return 128 + signal;
-  return static_cast<int>(settings.checkpoint.on_signal_exit_code);
-}
-
 /// The summary's status and the run's last line after `r` was stopped by a signal: which,
 /// whether a checkpoint was saved, the exit status and what it asks for.
 std::string stopped_by_signal_text(const RunSettings& settings, const FitResult& r) {
@@ -73,6 +66,12 @@ void write_summary(const TrainLoop& loop, const RunSettings& settings, const Fit
 }
 
 }  // namespace
+
+int exit_code_after_signal(const RunSettings& settings, int signal) {
+  if (signal == 0) return 0;
+  if (!saves_checkpoints(settings) || signal == SIGINT) return 128 + signal;
+  return static_cast<int>(settings.checkpoint.on_signal_exit_code);
+}
 
 FitResult conclude_fit(const TrainLoop& loop, const RunSettings& settings) {
   FitResult r = loop.result();

@@ -15,4 +15,8 @@ struct RunSettings;
 /// profile.enabled's files; then the last lines in the log.
 FitResult conclude_fit(const TrainLoop& loop, const RunSettings& settings);
 
+/// FitResult::exit_code for a run `signal` stopped (0: none did): 130 for SIGINT, 128 + the
+/// signal when no checkpoint is saved, else checkpoint.on_signal.exit_code.
+int exit_code_after_signal(const RunSettings& settings, int signal);
+
 }  // namespace unitrain
