@@ -103,6 +103,15 @@ set(UNITRAIN_TORCH_FREE_SOURCES
     src/unitrain/text/hf_tokenizer/text_pattern.cpp
     src/unitrain/text/hf_tokenizer/unicode_text.cpp
     src/unitrain/text/hf_tokenizer/word_cache.cpp
+    src/unitrain/text/jinja/filters.cpp
+    src/unitrain/text/jinja/format.cpp
+    src/unitrain/text/jinja/lexer.cpp
+    src/unitrain/text/jinja/lookup.cpp
+    src/unitrain/text/jinja/parser.cpp
+    src/unitrain/text/jinja/py_str.cpp
+    src/unitrain/text/jinja/template.cpp
+    src/unitrain/text/jinja/value.cpp
+    src/unitrain/text/jinja_chat.cpp
     src/unitrain/text/sentencepiece_model.cpp
     src/unitrain/text/text_lines.cpp
     src/unitrain/text/tokenizer.cpp

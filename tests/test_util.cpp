@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -27,6 +29,16 @@ TempDirs& temp_dirs() {
   return dirs;
 }
 }  // namespace
+
+std::string chat_template_references() {
+  static const std::string dir = [] {
+    const std::string out = source_dir() + "/examples/data/generated/chat_templates";
+    const std::string cmd = source_dir() + "/tests/text/chat_template_references.sh " + out;
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << " (needs npm, node and python3-jinja2)";
+    return out;
+  }();
+  return dir;
+}
 
 std::string temp_dir() {
   std::string pattern = (fs::temp_directory_path() / "unitrain-test-XXXXXX").string();

@@ -12,6 +12,10 @@ namespace unitrain::test {
 
 /// The repository root (for checked-in data such as tests/**/expected values).
 std::string source_dir();
+/// The hub chat templates' references (tests/text/chat_template_references.sh: eight models'
+/// tokenizer folders, Jinja2's renderings, the Rust tokenizers' masks), made once; a test
+/// failure, not a skip, when npm, node or python3-jinja2 cannot make them.
+std::string chat_template_references();
 /// A fresh empty temporary directory, removed at exit.
 std::string temp_dir();
 /// Writes `text` to `path` (creating parent folders) and returns `path`.

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
@@ -136,16 +138,24 @@ TEST(InstructDataset, SaysOnceHowManyExamplesTheCutLeftWithoutAResponse) {
   EXPECT_FALSE(test::contains(none, "max_length")) << none;
 }
 
-TEST(InstructDataset, RefusesJinjaBadLinesAndUnknownFields) {
+TEST(InstructDataset, RefusesBadLinesTemplatesAndUnknownFields) {
   const std::string dir = test::temp_dir();
   const std::string chat = R"({"messages": [{"role": "assistant", "content": "hi"}]})"
                            "\n";
   InstructOptions o = options(dir, chat);
-  o.tokenizer = write_tokenizer(dir, "{% for m in messages %}{{ m.content }}{% endfor %}");
-  EXPECT_TRUE(test::contains(config_error_of([&] { InstructDataset{o}; }),
-                             "tokenizer_config.json: its chat_template is a Jinja template"));
+  o.tokenizer = write_tokenizer(
+      dir,
+      "{% if messages[0].role != 'user' %}{{ raise_exception('user first, please') }}"
+      "{% endif %}");
+  std::string error = config_error_of([&] { InstructDataset{o}; });
+  EXPECT_TRUE(test::contains(error, "line 1: ")) << error;
+  EXPECT_TRUE(test::contains(error, "the template raised: user first, please")) << error;
   o.chat_template = "<|{role}|> {content}";  // given in the config: the tokenizer's is not read
   EXPECT_EQ(InstructDataset(o).size(), 1);
+  o.chat_template = "line one\n{% for m in messages %}{{ m.content }";
+  error = config_error_of([&] { InstructDataset{o}; });
+  EXPECT_TRUE(test::contains(error, "data: instruct: chat_template, line 2: TemplateSyntaxError"))
+      << error;
   o = options(dir, chat);
   EXPECT_TRUE(test::contains(config_error_of([&] { InstructDataset{o}; }),
                              "line 1 holds chat messages but there is no chat template"));
@@ -159,26 +169,71 @@ TEST(InstructDataset, RefusesJinjaBadLinesAndUnknownFields) {
   EXPECT_TRUE(test::contains(config_error_of([&] { InstructDataset{o}; }), "has '{question}'"));
 }
 
-TEST(InstructDataset, PromptResponseLinesNeedNoChatTemplateBesideAHubJinjaOne) {
-  // Every hub instruct folder's tokenizer_config.json holds a Jinja chat_template: prompt and
-  // response lines train beside it, and a chat line is refused with Llama 3's plain turns.
+TEST(InstructDataset, ChatLinesThroughTheFoldersJinjaTemplateTrainTheAssistantTurns) {
+  // A hub folder's Jinja chat_template renders chat lines (bos and each turn's end are its
+  // own: no special prefix, no eos added); prompt and response lines train beside it as ever.
   const std::string dir = test::temp_dir();
   InstructOptions o = options(dir, R"({"prompt": "what is sky", "response": "blue"})"
+                                   "\n"
+                                   R"({"messages": [{"role": "user", "content": "sky"}, )"
+                                   R"({"role": "assistant", "content": "blue"}, )"
+                                   R"({"role": "user", "content": "grass"}, )"
+                                   R"({"role": "assistant", "content": "green"}]})"
                                    "\n");
-  o.tokenizer =
-      write_tokenizer(dir,
-                      "{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>"
-                      "{{ m.content }}<|eot_id|>{% endfor %}");
-  EXPECT_EQ(InstructDataset(o).size(), 1);
-  o.paths = {test::write_file(dir + "/chat.jsonl",
-                              R"({"prompt": "sky", "response": "blue"})"
-                              "\n"
-                              R"({"messages": [{"role": "assistant", "content": "hi"}]})"
-                              "\n")};
-  const std::string error = config_error_of([&] { InstructDataset{o}; });
-  EXPECT_TRUE(test::contains(error, "chat.jsonl' line 2 holds chat messages")) << error;
-  EXPECT_TRUE(test::contains(error, "<|start_header_id|>{role}<|end_header_id|>")) << error;
-  EXPECT_FALSE(test::contains(error, "im_start")) << error;
+  o.tokenizer = write_tokenizer(dir,
+                                "{% for m in messages %}<|{{ m.role }}|> {{ m.content }} <eos> "
+                                "{% endfor %}{% if add_generation_prompt %}<|assistant|>"
+                                "{% endif %}");
+  const InstructDataset d(o);
+  EXPECT_EQ(d.size(), 2);
+  const InstructTokens t = d.tokens(1);
+  // <|user|> sky <eos> <|assistant|> blue <eos> <|user|> grass <eos> <|assistant|> green <eos>
+  EXPECT_EQ(t.ids, (std::vector<int64_t>{11, 5, 15, 12, 6, 15, 11, 7, 15, 12, 8, 15}));
+  // A turn is what it adds to the prompt that ends in the generation prompt: its content and eos.
+  EXPECT_EQ(t.trained, (std::vector<uint8_t>{0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1}));
+  o.chat_loss = ChatLoss::Last;
+  EXPECT_EQ(InstructDataset(o).tokens(1).trained,
+            (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1}));
+}
+
+TEST(InstructDataset, HubTemplatesMaskTheTokensTheRustTokenizersOffsetsGive) {
+  // Llama-3.1's, Qwen2.5's and Gemma-3's own folders: each conversation tokenized as
+  // apply_chat_template(tokenize=True) and the Rust tokenizers give, and trained on exactly the
+  // tokens whose offsets overlap an assistant turn (tests/text/chat_mask_reference.mjs).
+  const std::string refs = test::chat_template_references();
+  std::map<std::string, nlohmann::json> conversations;  // template -> case -> messages
+  std::ifstream cases(refs + "/cases.jsonl");
+  for (std::string line; std::getline(cases, line);) {
+    const nlohmann::json c = nlohmann::json::parse(line);
+    conversations[c["template"]][std::to_string(c["case"].get<int>())] = c["vars"]["messages"];
+  }
+  std::map<std::string, std::vector<nlohmann::json>> masks;
+  std::ifstream in(refs + "/masks.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json m = nlohmann::json::parse(line);
+    masks[m["template"]].push_back(m);
+  }
+  ASSERT_EQ(masks.size(), 3u);
+  for (const auto& [name, expected] : masks) {
+    EXPECT_GE(expected.size(), 40u) << name;
+    const std::string dir = test::temp_dir();
+    std::string lines;
+    for (const auto& m : expected) {
+      // The case's messages in the file's own order of keys (role, content).
+      const std::string id = std::to_string(m["case"].get<int>());
+      lines += nlohmann::ordered_json{{"messages", conversations[name][id]}}.dump() + "\n";
+    }
+    InstructOptions o;
+    o.paths = {test::write_file(dir + "/chat.jsonl", lines)};
+    o.tokenizer = refs + "/" + name + "/tokenizer.json";
+    const InstructDataset d(o);
+    for (size_t i = 0; i < expected.size(); ++i) {
+      const InstructTokens t = d.tokens(static_cast<int64_t>(i));
+      const std::string id = name + " case " + std::to_string(expected[i]["case"].get<int>());
+      EXPECT_EQ(t.ids, expected[i]["ids"].get<std::vector<int64_t>>()) << id;
+      EXPECT_EQ(t.trained, expected[i]["trained"].get<std::vector<uint8_t>>()) << id;
+    }
+  }
 }
 
 TEST(InstructDataset, RefusesATruncatedTokenizerConfig) {

@@ -8,6 +8,8 @@
 
 #include "unitrain/core/error.h"
 #include "unitrain/text/chat_template.h"
+#include "unitrain/text/jinja/value.h"
+#include "unitrain/text/jinja_chat.h"
 
 namespace unitrain {
 
@@ -30,16 +32,27 @@ void InstructOptions::declare(Options<InstructOptions>& o) {
       .help("the text before an instruction's response, with {prompt} where the prompt goes");
   o.field("chat_template", &T::chat_template)
       .help(
-          "each chat message's text, with {role} and {content} (e.g. "
-          "'<|im_start|>{role}\\n{content}<|im_end|>\\n'); null = the tokenizer_config.json's "
-          "chat_template when it is such plain text (a Jinja one is refused, by name, at the "
-          "first chat line; prompt/response lines do not need it)");
+          "how chat lines read: a Jinja template as the hub's tokenizer_config.json holds (run as "
+          "transformers runs it), or plain text for each message with {role} and {content} "
+          "(e.g. '<|im_start|>{role}\\n{content}<|im_end|>\\n'); null = the "
+          "tokenizer_config.json's chat_template (prompt/response lines do not need one)");
+  o.key("chat_template_vars", Type::Any, &T::chat_template_vars)
+      .nullable()
+      .help(
+          "variables a Jinja chat_template reads besides the chat and the special tokens, e.g. "
+          "{enable_thinking: false} (Qwen3), {date_string: '26 Jul 2024'} (Llama 3.2)");
+  o.field("chat_loss", &T::chat_loss, {{"all", ChatLoss::All}, {"last", ChatLoss::Last}})
+      .help(
+          "with a Jinja chat_template, the assistant turns trained: all, or the last alone "
+          "(for templates that render earlier turns otherwise once later ones follow)");
   o.field("add_special_tokens", &T::add_special_tokens)
       .help(
           "start each example with the tokenizer's special prefix (Llama-3's "
-          "<|begin_of_text|>)");
+          "<|begin_of_text|>); not chat lines through a Jinja template, which writes its own");
   o.field("add_eos", &T::add_eos)
-      .help("end each response (each assistant message) with the tokenizer's eos, trained");
+      .help(
+          "end each response (each assistant message) with the tokenizer's eos, trained; not "
+          "chat lines through a Jinja template, which ends each turn itself");
   o.field("max_length", &T::max_length)
       .gt(1)
       .help(
@@ -69,6 +82,47 @@ nlohmann::json parse_line(std::string_view text, const std::string& where) {
   return j;
 }
 
+/// A YAML value as JSON: plain scalars true/false, numbers and null typed as YAML reads them,
+/// quoted ones strings.
+nlohmann::ordered_json yaml_json(const YAML::Node& n) {
+  if (n.IsNull()) return nullptr;
+  if (n.IsSequence()) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const YAML::Node& item : n) out.push_back(yaml_json(item));
+    return out;
+  }
+  if (n.IsMap()) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::object();
+    for (const auto& item : n) out[item.first.as<std::string>()] = yaml_json(item.second);
+    return out;
+  }
+  const std::string text = n.Scalar();
+  if (n.Tag() == "!") return text;  // quoted
+  if (text == "true" || text == "True") return true;
+  if (text == "false" || text == "False") return false;
+  if (text == "null" || text == "~") return nullptr;
+  char* end = nullptr;
+  const long long i = std::strtoll(text.c_str(), &end, 10);
+  if (!text.empty() && *end == 0) return static_cast<int64_t>(i);
+  const double d = std::strtod(text.c_str(), &end);
+  if (!text.empty() && *end == 0) return d;
+  return text;
+}
+
+/// The variables a Jinja chat template gets besides the chat: the tokenizer's special tokens,
+/// then chat_template_vars.
+nlohmann::ordered_json template_variables(const TokenizerChatTemplate& beside,
+                                          const std::optional<Config>& vars) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& [name, token] : beside.special_tokens) out[name] = token;
+  if (vars) {
+    UT_CHECK(vars->node().IsMap(), vars->path(), " must be a map of names to values, e.g. ",
+             "{enable_thinking: false}");
+    for (const auto& [k, v] : yaml_json(vars->node()).items()) out[k] = v;
+  }
+  return out;
+}
+
 /// j[key] as a string; ConfigError naming the line and the key.
 std::string string_at(const nlohmann::json& j, const std::string& key, const std::string& where) {
   UT_CHECK(j.contains(key) && j[key].is_string(), "instruct: ", where, ": '", key,
@@ -84,16 +138,24 @@ InstructDataset::InstructDataset(const InstructOptions& o)
       tokenizer_(load_tokenizer(o.tokenizer)) {
   prompt_template_ = std::make_unique<TextTemplate>(
       o.template_text, std::vector<std::string>{"prompt"}, "prompt", "data: instruct: template");
+  const TokenizerChatTemplate beside = tokenizer_chat_template(o.tokenizer);
   std::string chat = o.chat_template, chat_from = "data: instruct: chat_template";
   if (chat.empty()) {
-    // A Jinja template is refused only when a line holds chat messages: prompt/response data
-    // beside a hub tokenizer_config.json (which holds one) needs no chat template.
-    TokenizerChatTemplate beside = tokenizer_chat_template(o.tokenizer);
-    chat = std::move(beside.text);
-    chat_refusal_ = std::move(beside.refusal);
-    chat_from = "the chat_template of the tokenizer_config.json beside " + o.tokenizer;
+    chat = beside.text;
+    chat_from = "the chat_template of " + beside.path;
   }
-  if (!chat.empty()) {
+  if (is_jinja(chat)) {
+    const nlohmann::ordered_json vars = template_variables(beside, o.chat_template_vars);
+    jinja_ = std::make_unique<JinjaChat>(chat, vars, chat_from);
+    if (jinja_->reads_clock() && !vars.contains("date_string")) {
+      spdlog::warn(
+          "instruct: {} calls strftime_now: the examples hold the day they are rendered on, "
+          "as transformers renders them, so a run resumed on another day tokenizes them "
+          "otherwise (give data.<split>.args.chat_template_vars: {{date_string: '...'}} if the "
+          "template reads one)",
+          chat_from);
+    }
+  } else if (!chat.empty()) {
     chat_template_ = std::make_unique<TextTemplate>(
         chat, std::vector<std::string>{"role", "content"}, "content", chat_from);
   }
@@ -163,12 +225,10 @@ void InstructDataset::render_chat(InstructTokens& t, const nlohmann::json& j,
   const nlohmann::json& messages = j[o_.messages_key];
   UT_CHECK(messages.is_array() && !messages.empty(), "instruct: ", where, ": '", o_.messages_key,
            "' is not a non-empty list of messages");
-  UT_CHECK(chat_template_ != nullptr || chat_refusal_.empty(), "instruct: ", where,
-           " holds chat messages: ", chat_refusal_);
   UT_CHECK(chat_template_ != nullptr, "instruct: ", where,
            " holds chat messages but there is no chat template: set data.<split>.args."
-           "chat_template (plain text with {role} and {content}), or give the tokenizer a "
-           "tokenizer_config.json with such a chat_template");
+           "chat_template (the hub's Jinja, or plain text with {role} and {content}), or give "
+           "the tokenizer a tokenizer_config.json with a chat_template");
   bool any_response = false;
   for (const nlohmann::json& m : messages) {
     UT_CHECK(m.is_object(), "instruct: ", where, ": a message is not an object");
@@ -185,9 +245,51 @@ void InstructDataset::render_chat(InstructTokens& t, const nlohmann::json& j,
            ": no message has role 'assistant' (nothing to train on)");
 }
 
+InstructTokens InstructDataset::render_jinja(std::string_view text,
+                                             const std::string& where) const {
+  const auto line = nlohmann::ordered_json::parse(text);  // the example's own key order
+  const nlohmann::ordered_json& messages = line[o_.messages_key];
+  UT_CHECK(messages.is_array() && !messages.empty(), "instruct: ", where, ": '", o_.messages_key,
+           "' is not a non-empty list of messages");
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+  for (const char* key : {"tools", "documents"}) {
+    if (line.contains(key)) extra[key] = line[key];
+  }
+  JinjaChat::Turns turns;
+  try {
+    turns = jinja_->assistant_turns(messages, o_.chat_loss == ChatLoss::Last, extra,
+                                    "instruct: " + where);
+  } catch (const jinja::JinjaError& e) {
+    throw ConfigError("instruct: " + where + ": " + e.what());
+  }
+  UT_CHECK(!turns.assistant.empty(), "instruct: ", where,
+           ": no message has role 'assistant' (nothing to train on)");
+  InstructTokens t;
+  const std::vector<int> ids = tokenizer_->encode(turns.text);
+  t.ids.assign(ids.begin(), ids.end());
+  t.trained.assign(ids.size(), 0);
+  // The tokens from the one holding a turn's first byte to the one holding its last: where a
+  // prefix of the text stops being a prefix of the whole's tokens (one encode per boundary).
+  const auto tokens_before = [&](size_t byte) {
+    const std::vector<int> head = tokenizer_->encode(std::string_view(turns.text).substr(0, byte));
+    size_t same = 0;
+    while (same < head.size() && same < ids.size() && head[same] == ids[same]) ++same;
+    return std::pair<size_t, bool>(same, same < head.size());  // (tokens, the next straddles)
+  };
+  for (const auto& [begin, end] : turns.assistant) {
+    if (end <= begin) continue;
+    const size_t first = tokens_before(begin).first;
+    const auto [before_end, straddles] = tokens_before(end);
+    const size_t last = straddles ? before_end + 1 : before_end;
+    for (size_t i = first; i < last && i < t.trained.size(); ++i) t.trained[i] = 1;
+  }
+  return t;
+}
+
 InstructTokens InstructDataset::render(int64_t line) const {
   const std::string where = lines_.where(line);
   const nlohmann::json j = parse_line(lines_.text(line), where);
+  if (jinja_ && j.contains(o_.messages_key)) return render_jinja(lines_.text(line), where);
   InstructTokens t;
   t.ids = prefix_;
   t.trained.assign(prefix_.size(), 0);

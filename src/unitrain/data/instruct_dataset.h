@@ -16,10 +16,15 @@
 namespace unitrain {
 
 class TextTemplate;
+class JinjaChat;
 
 /// Which tokens a cut sequence loses: `right` its last (the response's end), `left` its first
 /// after the tokenizer's special prefix (the prompt's start).
 enum class Truncation { Right, Left };
+
+/// Which assistant turns of a chat a Jinja chat template's line trains: all, or the last alone
+/// (for templates whose earlier turns cannot be found: InstructDataset says when).
+enum class ChatLoss { All, Last };
 
 /// Settings of the `instruct` dataset (its `args`).
 struct InstructOptions {
@@ -27,7 +32,9 @@ struct InstructOptions {
   std::string tokenizer;
   std::string prompt_key = "prompt", response_key = "response", messages_key = "messages";
   std::string template_text = "### Instruction:\n{prompt}\n\n### Response:\n";  ///< `template`
-  std::string chat_template;  ///< "" = the tokenizer_config.json's, when plain text
+  std::string chat_template;                 ///< "" = the tokenizer_config.json's (Jinja or plain)
+  std::optional<Config> chat_template_vars;  ///< what a Jinja template reads besides the chat
+  ChatLoss chat_loss = ChatLoss::All;
   bool add_special_tokens = true;
   bool add_eos = true;
   std::optional<int64_t> max_length;
@@ -47,10 +54,15 @@ struct InstructTokens {
 /// Instruction examples for supervised fine-tuning. Each line of the files is a JSON object,
 /// either {prompt, response} (keys prompt_key, response_key): the tokens of `template` with
 /// {prompt} filled, then the response's tokens and eos; or {messages: [{role, content}, ...]}:
-/// each message's tokens through chat_template (a template with {role} and {content}), every
-/// assistant message's content (and its template text after {content}) followed by eos. The
-/// tokenizer's special prefix (add_special_tokens) starts each example. Trained tokens are the
-/// responses' (eos included); the others are prompt. An example of n tokens gives x = ids[:-1]
+/// with a plain chat_template ({role} and {content}), each message's tokens through it, every
+/// assistant message's content (and its template text after {content}) followed by eos; with a
+/// Jinja one (the hub's), the conversation rendered as transformers' apply_chat_template
+/// renders it (the line's tools and documents passed too) and tokenized whole, its assistant
+/// turns trained (text/jinja_chat.h finds them): the template writes bos and each turn's end,
+/// so add_special_tokens and add_eos do not apply to such lines. Otherwise the tokenizer's
+/// special prefix (add_special_tokens) starts each example. Trained tokens are the responses'
+/// (eos included); the others are prompt. A token that holds part of a trained turn's text is
+/// trained (as transformers' assistant mask). An example of n tokens gives x = ids[:-1]
 /// and y = ids[1:], with y = ignore_index where the token predicted is prompt: the loss counts
 /// response tokens only. Cut to max_length + 1 tokens from `truncation`'s side.
 /// With pack, examples are laid in windows of at most max_length tokens in file order (first
@@ -76,6 +88,8 @@ class InstructDataset : public Dataset {
   InstructTokens render(int64_t line) const;
   /// A chat line's messages into `t` (`j`: the line, `where`: its file and line).
   void render_chat(InstructTokens& t, const nlohmann::json& j, const std::string& where) const;
+  /// A chat line through the Jinja template (`line`: its text).
+  InstructTokens render_jinja(std::string_view line, const std::string& where) const;
   /// eos after a response, trained (not twice).
   void end_response(InstructTokens& t) const;
   void add(InstructTokens& out, const std::string& text, bool trained) const;
@@ -88,7 +102,7 @@ class InstructDataset : public Dataset {
   TextLines lines_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<TextTemplate> prompt_template_, chat_template_;
-  std::string chat_refusal_;  ///< why the tokenizer's chat template cannot run (said at a chat)
+  std::unique_ptr<JinjaChat> jinja_;  ///< a Jinja chat template (chat_template_ is then null)
   std::vector<int64_t> prefix_;
   int64_t eos_ = -1;
   int64_t largest_id_ = -1;  ///< the largest id of any example (info's max_token_id)

@@ -10,25 +10,10 @@
 namespace unitrain {
 namespace {
 
-bool is_jinja(const std::string& text) {
-  return text.find("{%") != std::string::npos || text.find("{{") != std::string::npos ||
-         text.find("{#") != std::string::npos;
-}
-
-/// A plain template in the format of the Jinja one `jinja`, for the families whose turns are
-/// "header, content, end" (a hint in the refusal; "" when the format is not one of them). In
-/// YAML's double quotes, so that pasted into a config its \n are line breaks (in single quotes
-/// they would be a backslash and an n, which the run would train on).
-std::string plain_template_hint(const std::string& jinja) {
-  if (jinja.find("<|start_header_id|>") != std::string::npos) {  // Llama 3
-    return ", e.g. chat_template: \"<|start_header_id|>{role}<|end_header_id|>\\n\\n{content}"
-           "<|eot_id|>\" (Llama 3's turns; YAML's double quotes make \\n a line break)";
-  }
-  if (jinja.find("<|im_start|>") != std::string::npos) {  // ChatML: Qwen, others
-    return ", e.g. chat_template: \"<|im_start|>{role}\\n{content}<|im_end|>\\n\" (ChatML's "
-           "turns; YAML's double quotes make \\n a line break)";
-  }
-  return "";
+std::string fmt_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
 }
 
 /// tokenizer_config.json as JSON; ConfigError naming it when it is not a JSON object (a
@@ -42,6 +27,11 @@ nlohmann::json read_tokenizer_config(const std::string& path) {
 }
 
 }  // namespace
+
+bool is_jinja(const std::string& text) {
+  return text.find("{%") != std::string::npos || text.find("{{") != std::string::npos ||
+         text.find("{#") != std::string::npos;
+}
 
 TextTemplate::TextTemplate(const std::string& text, const std::vector<std::string>& fields,
                            const std::string& required, const std::string& what) {
@@ -96,17 +86,36 @@ TokenizerChatTemplate tokenizer_chat_template(const std::string& tokenizer) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) return {};
   const nlohmann::json config = read_tokenizer_config(path.string());
-  if (!config.contains("chat_template") || config["chat_template"].is_null()) return {};
+  TokenizerChatTemplate out;
+  out.path = path.string();
+  for (const char* name : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
+                           "cls_token", "mask_token"}) {
+    if (!config.contains(name)) continue;
+    const nlohmann::json& token = config[name];  // a string, or an AddedToken {content, ...}
+    if (token.is_string()) out.special_tokens.emplace_back(name, token.get<std::string>());
+    if (token.is_object() && token.contains("content") && token["content"].is_string()) {
+      out.special_tokens.emplace_back(name, token["content"].get<std::string>());
+    }
+  }
+  if (!config.contains("chat_template") || config["chat_template"].is_null()) return out;
   const nlohmann::json& t = config["chat_template"];
-  UT_CHECK(t.is_string() || t.is_array(), path.string(),
+  UT_CHECK(t.is_string() || t.is_array(), out.path,
            ": chat_template is neither a string nor a list of named templates");
-  const std::string text = t.is_string() ? t.get<std::string>() : "";
-  if (t.is_string() && !is_jinja(text)) return {text, ""};
-  return {"", path.string() + ": its chat_template is " +
-                  (t.is_array() ? "a list of named Jinja templates" : "a Jinja template") +
-                  ", which unitrain cannot run; give data.<split>.args.chat_template as plain "
-                  "text with {role} and {content}" +
-                  plain_template_hint(text)};
+  if (t.is_string()) {
+    out.text = t.get<std::string>();
+    return out;
+  }
+  std::vector<std::string> names;
+  for (const nlohmann::json& named : t) {
+    UT_CHECK(named.is_object() && named.contains("name") && named["name"].is_string() &&
+                 named.contains("template") && named["template"].is_string(),
+             out.path, ": chat_template is a list whose entries are not {name, template}");
+    names.push_back(named["name"].get<std::string>());
+    if (names.back() == "default") out.text = named["template"].get<std::string>();
+  }
+  UT_CHECK(!out.text.empty(), out.path, ": chat_template is a list of named templates (",
+           fmt_names(names), ") with none named 'default', the one transformers uses");
+  return out;
 }
 
 }  // namespace unitrain

@@ -1,8 +1,10 @@
 #pragma once
 // Plain-text templates of the instruct dataset: `{prompt}` for instruction records, `{role}` and
-// `{content}` for each message of a chat. Jinja (Hugging Face's chat_template) is refused by name.
+// `{content}` for each message of a chat; and the chat template a tokenizer folder carries
+// (tokenizer_config.json's, Jinja as a rule: text/jinja_chat.h runs it).
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace unitrain {
@@ -30,17 +32,22 @@ class TextTemplate {
   std::vector<Piece> before_, after_;
 };
 
-/// The chat_template of the tokenizer_config.json beside a tokenizer.
+/// Whether `text` holds Jinja (`{%`, `{{` or `{#`) rather than plain {role}/{content} fields.
+bool is_jinja(const std::string& text);
+
+/// The chat_template of the tokenizer_config.json beside a tokenizer, and the special tokens
+/// transformers passes to it (bos_token, eos_token, unk_token, sep_token, pad_token, cls_token,
+/// mask_token: those the file sets, as their text).
 struct TokenizerChatTemplate {
-  std::string text;     ///< plain text with {role} and {content}; "" when there is none to use
-  std::string refusal;  ///< why the file's template cannot run (Jinja, a list of named ones)
+  std::string text;  ///< the template (Jinja or plain); "" when the file has none
+  std::string path;  ///< the tokenizer_config.json ("" when there is none)
+  std::vector<std::pair<std::string, std::string>> special_tokens;
 };
 
-/// Reads the chat_template of the tokenizer_config.json beside `tokenizer`: both fields empty
-/// when there is no such file or it has no chat_template; `refusal` set (naming the file, with a
-/// plain template to give instead) when it is one unitrain cannot run, so that a caller says it
-/// only when a chat needs it. ConfigError naming the file when it is not JSON, too large, or its
-/// chat_template is neither a string nor a list.
+/// Reads the tokenizer_config.json beside `tokenizer`: all empty when there is no such file.
+/// A list of named templates gives the one named "default", as transformers picks it.
+/// ConfigError naming the file when it is not JSON, too large, its chat_template is neither a
+/// string nor such a list, or the list has no "default".
 TokenizerChatTemplate tokenizer_chat_template(const std::string& tokenizer);
 
 }  // namespace unitrain

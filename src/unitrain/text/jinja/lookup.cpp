@@ -1,0 +1,404 @@
+// Attribute and item lookup as the sandbox does it, and the methods of str, dict and list that a
+// template may call (those that change a list or dict are refused, as the immutable sandbox does).
+#include <algorithm>
+#include <set>
+
+#include "unitrain/text/jinja/builtins.h"
+#include "unitrain/text/jinja/py_str.h"
+
+namespace unitrain::jinja {
+namespace {
+
+Value unsafe(const Value& obj, const std::string& name) {
+  Value v = Value::undefined("access to attribute '" + name + "' of '" + obj.type_name() +
+                             "' object is unsafe.");
+  v.unsafe = true;
+  return v;
+}
+
+std::string as_text(const Value& v, const std::string& what) {
+  if (!v.is_string()) {
+    fail("TypeError", what + " must be str, not " + v.type_name());
+  }
+  return v.text;
+}
+
+std::optional<std::u32string> strip_chars(const Value& v) {
+  if (v.is(Value::Kind::None)) return std::nullopt;
+  return py::decode(as_text(v, "strip arg"));
+}
+
+Value text_list(const std::vector<std::string>& parts) {
+  List out;
+  for (const auto& p : parts) out.push_back(Value::from(p));
+  return Value::from(std::move(out));
+}
+
+bool starts_or_ends(const std::string& whole, const Value& affix, bool start,
+                    const Value& from = Value::none(), const Value& to = Value::none()) {
+  const bool has_from = !from.is(Value::Kind::None), has_to = !to.is(Value::Kind::None);
+  const std::string s = has_from || has_to
+                            ? py::slice(whole, has_from, has_from ? to_int(from, "start") : 0,
+                                        has_to, has_to ? to_int(to, "end") : 0, 1)
+                            : whole;
+  auto one = [&](const std::string& a) {
+    return a.size() <= s.size() && (start ? s.compare(0, a.size(), a) == 0
+                                          : s.compare(s.size() - a.size(), a.size(), a) == 0);
+  };
+  if (affix.kind == Value::Kind::Tuple) {
+    return std::any_of(affix.list->begin(), affix.list->end(),
+                       [&](const Value& a) { return one(as_text(a, "a tuple's item")); });
+  }
+  return one(as_text(affix, start ? "startswith arg" : "endswith arg"));
+}
+
+template <typename Pred>
+Value all_chars(const std::string& s, Pred pred) {
+  const std::u32string u = py::decode(s);
+  return Value::from(!u.empty() && std::all_of(u.begin(), u.end(), pred));
+}
+
+/// str's methods: nullopt when `name` is none of those unitrain runs.
+std::optional<Value> string_method(const Value& self, const std::string& name, const Args& args) {
+  const std::string& s = self.text;
+  auto b = [&](std::vector<Param> params) { return bind_args(name, args, params); };
+  if (name == "strip" || name == "lstrip" || name == "rstrip") {
+    const auto a = b({{"chars", Value::none()}});
+    const auto chars = strip_chars(a[0]);
+    return Value::from(py::strip(s, chars ? &*chars : nullptr, name != "rstrip", name != "lstrip"));
+  }
+  if (name == "split" || name == "rsplit") {
+    const auto a = b({{"sep", Value::none()}, {"maxsplit", Value::from(int64_t{-1})}});
+    std::optional<std::string> sep;
+    if (!a[0].is(Value::Kind::None)) sep = as_text(a[0], "sep");
+    if (sep && sep->empty()) fail("ValueError", "empty separator");
+    return text_list(
+        py::split(s, sep ? &*sep : nullptr, to_int(a[1], "maxsplit"), name == "rsplit"));
+  }
+  if (name == "startswith" || name == "endswith") {
+    const auto a = b({{"prefix", std::nullopt}, {"start", Value::none()}, {"end", Value::none()}});
+    return Value::from(starts_or_ends(s, a[0], name == "startswith", a[1], a[2]));
+  }
+  if (name == "replace") {
+    const auto a =
+        b({{"old", std::nullopt}, {"new", std::nullopt}, {"count", Value::from(int64_t{-1})}});
+    return Value::from(py::replace(s, as_text(a[0], "replace arg 1"),
+                                   as_text(a[1], "replace arg 2"), to_int(a[2], "count")));
+  }
+  if (name == "upper") return b({}), Value::from(py::upper(s));
+  if (name == "lower" || name == "casefold") return b({}), Value::from(py::lower(s));
+  if (name == "title") return b({}), Value::from(py::title(s));
+  if (name == "capitalize") return b({}), Value::from(py::capitalize(s));
+  if (name == "swapcase") return b({}), Value::from(py::swapcase(s));
+  if (name == "find" || name == "rfind" || name == "index" || name == "rindex") {
+    const auto a = b({{"sub", std::nullopt}});
+    const int64_t at = py::find(s, as_text(a[0], "must be str"), name[0] == 'r');
+    if (at < 0 && name.find("index") != std::string::npos)
+      fail("ValueError", "substring not found");
+    return Value::from(at);
+  }
+  if (name == "count") {
+    const auto a = b({{"sub", std::nullopt}});
+    return Value::from(py::count(s, as_text(a[0], "must be str")));
+  }
+  if (name == "join") {
+    const auto a = b({{"iterable", std::nullopt}});
+    std::string out;
+    bool first = true;
+    for (const Value& item : iterate(a[0])) {
+      if (!first) out += s;
+      first = false;
+      out += as_text(item, "sequence item");
+    }
+    return Value::from(std::move(out));
+  }
+  if (name == "splitlines") {
+    const auto a = b({{"keepends", Value::from(false)}});
+    return text_list(py::splitlines(s, a[0].truthy()));
+  }
+  if (name == "removeprefix" || name == "removesuffix") {
+    const std::string affix = as_text(b({{"affix", std::nullopt}})[0], name + " arg");
+    const bool prefix = name == "removeprefix";
+    if (affix.empty() || !starts_or_ends(s, Value::from(affix), prefix)) return Value::from(s);
+    return Value::from(prefix ? s.substr(affix.size()) : s.substr(0, s.size() - affix.size()));
+  }
+  if (name == "isdigit" || name == "isdecimal" || name == "isnumeric") {
+    return b({}), all_chars(s, py::is_digit);
+  }
+  if (name == "isalpha") return b({}), all_chars(s, py::is_alpha);
+  if (name == "isascii") {
+    b({});
+    return Value::from(std::all_of(s.begin(), s.end(), [](char c) { return (c & 0x80) == 0; }));
+  }
+  if (name == "isprintable") {
+    b({});
+    const std::u32string u = py::decode(s);
+    return Value::from(std::all_of(u.begin(), u.end(), py::is_printable));
+  }
+  if (name == "istitle") {
+    b({});
+    bool cased = false, previous_cased = false;
+    for (char32_t c : py::decode(s)) {
+      const bool upper = py::is_upper(c) || (py::is_alpha(c) && !py::is_lower(c) &&
+                                             py::upper(py::encode({c})) != py::encode({c}));
+      if (upper) {
+        if (previous_cased) return Value::from(false);
+        previous_cased = cased = true;
+      } else if (py::is_lower(c)) {
+        if (!previous_cased) return Value::from(false);
+        previous_cased = cased = true;
+      } else {
+        previous_cased = false;
+      }
+    }
+    return Value::from(cased);
+  }
+  if (name == "center" || name == "ljust" || name == "rjust") {
+    const auto a = b({{"width", std::nullopt}, {"fillchar", Value::from(std::string(" "))}});
+    const int64_t n = py::length(s), width = to_int(a[0], "width");
+    const std::string fill = as_text(a[1], "fillchar");
+    if (py::length(fill) != 1)
+      fail("TypeError", "The fill character must be exactly one character long");
+    if (width <= n) return Value::from(s);
+    const int64_t total = width - n;
+    const int64_t left = name == "ljust"   ? 0
+                         : name == "rjust" ? total
+                                           : total / 2 + (total & width & 1);
+    std::string out;
+    for (int64_t i = 0; i < left; ++i) out += fill;
+    out += s;
+    for (int64_t i = 0; i < total - left; ++i) out += fill;
+    return Value::from(std::move(out));
+  }
+  if (name == "zfill") {
+    const int64_t width = to_int(b({{"width", std::nullopt}})[0], "width"), n = py::length(s);
+    if (width <= n) return Value::from(s);
+    const size_t sign = !s.empty() && (s[0] == '+' || s[0] == '-') ? 1 : 0;
+    return Value::from(s.substr(0, sign) + std::string(static_cast<size_t>(width - n), '0') +
+                       s.substr(sign));
+  }
+  if (name == "partition" || name == "rpartition") {
+    const std::string sep = as_text(b({{"sep", std::nullopt}})[0], "sep");
+    if (sep.empty()) fail("ValueError", "empty separator");
+    const size_t at = name == "partition" ? s.find(sep) : s.rfind(sep);
+    List parts;
+    if (at == std::string::npos) {
+      parts = name == "partition"
+                  ? List{Value::from(s), Value::from(std::string()), Value::from(std::string())}
+                  : List{Value::from(std::string()), Value::from(std::string()), Value::from(s)};
+    } else {
+      parts = {Value::from(s.substr(0, at)), Value::from(sep),
+               Value::from(s.substr(at + sep.size()))};
+    }
+    return Value::from(std::move(parts), Value::Kind::Tuple);
+  }
+  if (name == "format") return str_format(s, args);
+  if (name == "isalnum") return b({}), all_chars(s, py::is_alnum);
+  if (name == "isspace") return b({}), all_chars(s, py::is_space);
+  if (name == "islower" || name == "isupper") {
+    b({});
+    const std::u32string u = py::decode(s);
+    const bool lower = name == "islower";
+    bool cased = false;
+    for (char32_t c : u) {
+      if (lower ? py::is_upper(c) : py::is_lower(c)) return Value::from(false);
+      cased |= lower ? py::is_lower(c) : py::is_upper(c);
+    }
+    return Value::from(cased);
+  }
+  return std::nullopt;
+}
+
+std::optional<Value> dict_method(const Value& self, const std::string& name, const Args& args) {
+  const Dict& d = *self.dict;
+  if (name == "items" || name == "keys" || name == "values") {
+    bind_args(name, args, {});
+    Value view = Value::from(List{});
+    view.text = "dict_" + name;  // printed as Python prints a view
+    List& out = *view.list;
+    for (const auto& [k, v] : d.items) {
+      if (name == "items") {
+        out.push_back(Value::from(List{Value::from(k), v}, Value::Kind::Tuple));
+      } else {
+        out.push_back(name == "keys" ? Value::from(k) : v);
+      }
+    }
+    return view;
+  }
+  if (name == "get") {
+    const auto a = bind_args(name, args, {{"key", std::nullopt}, {"default", Value::none()}});
+    const Value* found = a[0].is_string() ? d.find(a[0].text) : nullptr;
+    return found ? *found : a[1];
+  }
+  if (name == "copy") return bind_args(name, args, {}), Value::from(Dict(d));
+  return std::nullopt;
+}
+
+std::optional<Value> list_method(const Value& self, const std::string& name, const Args& args) {
+  const List& l = *self.list;
+  if (name == "index" || name == "count") {
+    const auto a = bind_args(name, args, {{"value", std::nullopt}});
+    int64_t n = 0;
+    for (size_t i = 0; i < l.size(); ++i) {
+      if (!equal(l[i], a[0])) continue;
+      if (name == "index") return Value::from(static_cast<int64_t>(i));
+      ++n;
+    }
+    if (name == "index") fail("ValueError", repr(a[0]) + " is not in list");
+    return Value::from(n);
+  }
+  if (name == "copy" && self.kind == Value::Kind::List)
+    return bind_args(name, args, {}), Value::from(List(l));
+  if (name == "pop" && self.kind == Value::Kind::List) {  // the immutable sandbox allows it
+    const auto a = bind_args(name, args, {{"index", Value::from(int64_t{-1})}});
+    int64_t i = to_int(a[0], "index");
+    const int64_t n = static_cast<int64_t>(l.size());
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) fail("IndexError", n ? "pop index out of range" : "pop from empty list");
+    Value out = l[static_cast<size_t>(i)];
+    self.list->erase(self.list->begin() + i);
+    return out;
+  }
+  if (name == "clear" && self.kind == Value::Kind::List) {
+    bind_args(name, args, {});
+    self.list->clear();
+    return Value::none();
+  }
+  return std::nullopt;
+}
+
+bool changes_its_value(const Value& obj, const std::string& name) {
+  static const std::set<std::string> list = {"append", "extend",  "insert",
+                                             "remove", "reverse", "sort"};
+  static const std::set<std::string> dict = {"clear", "pop", "popitem", "setdefault", "update"};
+  return (obj.kind == Value::Kind::List && list.count(name)) ||
+         (obj.kind == Value::Kind::Dict && dict.count(name));
+}
+
+/// The attribute `name` of `obj` as Python's getattr finds it: a bound method, a namespace's
+/// or loop's attribute; nullopt when there is none.
+std::optional<Value> attribute(const Value& obj, const std::string& name) {
+  if (obj.kind == Value::Kind::Namespace || obj.kind == Value::Kind::Loop) {
+    const Value* v = obj.dict->find(name);
+    return v ? std::optional<Value>(*v) : std::nullopt;
+  }
+  if (changes_its_value(obj, name)) return unsafe(obj, name);
+  using Method = std::optional<Value> (*)(const Value&, const std::string&, const Args&);
+  Method method = obj.is_string()     ? string_method
+                  : obj.is_mapping()  ? dict_method
+                  : obj.is_sequence() ? list_method
+                                      : nullptr;
+  if (!method) return std::nullopt;
+  static const std::set<std::string> str_names = {
+      "strip",      "lstrip",    "rstrip",      "split",        "rsplit",       "startswith",
+      "endswith",   "replace",   "upper",       "lower",        "casefold",     "title",
+      "capitalize", "swapcase",  "find",        "rfind",        "index",        "rindex",
+      "count",      "join",      "splitlines",  "removeprefix", "removesuffix", "isdigit",
+      "isdecimal",  "isnumeric", "isalpha",     "isalnum",      "isspace",      "islower",
+      "isupper",    "isascii",   "isprintable", "istitle",      "center",       "ljust",
+      "rjust",      "zfill",     "partition",   "rpartition",   "format"};
+  static const std::set<std::string> str_others = {"encode",       "expandtabs", "format_map",
+                                                   "isidentifier", "maketrans",  "translate"};
+  static const std::set<std::string> dict_names = {"items", "keys", "values",
+                                                   "get",   "copy", "fromkeys"};
+  static const std::set<std::string> list_names = {"index", "count", "copy", "pop", "clear"};
+  const std::set<std::string>& names = obj.is_string()    ? str_names
+                                       : obj.is_mapping() ? dict_names
+                                                          : list_names;
+  if (!names.count(name)) {
+    if (obj.is_string() && str_others.count(name)) {
+      return Value::function_of(name, [name](Args&) -> Value {
+        fail("Unsupported", "str." + name + "() is Python that unitrain's Jinja does not run");
+      });
+    }
+    return std::nullopt;
+  }
+  const Value self = obj;
+  return Value::function_of(name, [self, name, method](Args& args) -> Value {
+    std::optional<Value> out = method(self, name, args);
+    if (!out)
+      fail("Unsupported",
+           self.type_name() + "." + name + "() is Python that unitrain's Jinja does not run");
+    return *out;
+  });
+}
+
+std::string owner(const Value& obj) {
+  return obj.is_string()     ? "str object"
+         : obj.is_mapping()  ? "dict object"
+         : obj.is_sequence() ? obj.type_name() + " object"
+                             : obj.type_name() + " object";
+}
+
+}  // namespace
+
+std::optional<Value> attribute_of(const Value& obj, const std::string& name) {
+  obj.defined();
+  if (name.rfind("_", 0) == 0) return unsafe(obj, name);  // Python's dunders: the sandbox refuses
+  return attribute(obj, name);
+}
+
+Value get_attr(const Value& obj, const std::string& name) {
+  if (std::optional<Value> a = attribute_of(obj, name)) return *a;
+  if (obj.is_mapping()) {
+    if (const Value* v = obj.dict->find(name)) return *v;
+  }
+  return Value::undefined("'" + owner(obj) + "' has no attribute '" + name + "'");
+}
+
+Value get_item(const Value& obj, const Value& key) {
+  obj.defined();
+  if (obj.is_mapping() && key.is_string()) {
+    if (const Value* v = obj.dict->find(key.text)) return *v;
+  } else if ((obj.is_sequence() || obj.is_string()) &&
+             (key.kind == Value::Kind::Int || key.kind == Value::Kind::Bool)) {
+    const int64_t n = length(obj);
+    int64_t i = key.kind == Value::Kind::Bool ? key.boolean : key.integer;
+    if (i < 0) i += n;
+    if (i >= 0 && i < n) {
+      if (obj.is_sequence()) return (*obj.list)[static_cast<size_t>(i)];
+      return Value::from(py::slice(obj.text, true, i, true, i + 1, 1));
+    }
+  }
+  if (key.is_string() && key.text.rfind("_", 0) != 0) {
+    if (std::optional<Value> a = attribute(obj, key.text)) return *a;
+  }
+  const std::string what = key.is_string() ? "'" + key.text + "'" : repr(key);
+  return Value::undefined("'" + owner(obj) + "' has no attribute " + what);
+}
+
+std::vector<Value> bind_args(const std::string& function, const Args& args,
+                             const std::vector<Param>& params) {
+  if (args.positional.size() > params.size()) {
+    fail("TypeError", function + "() takes at most " + std::to_string(params.size()) +
+                          " argument(s) (" + std::to_string(args.positional.size()) + " given)");
+  }
+  std::vector<std::optional<Value>> bound(params.size());
+  for (size_t i = 0; i < args.positional.size(); ++i) bound[i] = args.positional[i];
+  for (const auto& [key, value] : args.keywords) {
+    auto it =
+        std::find_if(params.begin(), params.end(), [&](const Param& p) { return key == p.name; });
+    if (it == params.end())
+      fail("TypeError", function + "() got an unexpected keyword argument '" + key + "'");
+    auto& slot = bound[static_cast<size_t>(it - params.begin())];
+    if (slot) fail("TypeError", function + "() got multiple values for argument '" + key + "'");
+    slot = value;
+  }
+  std::vector<Value> out;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!bound[i] && !params[i].fallback) {
+      fail("TypeError", function + "() missing required argument '" + params[i].name + "'");
+    }
+    out.push_back(bound[i] ? *bound[i] : *params[i].fallback);
+  }
+  return out;
+}
+
+int64_t to_int(const Value& v, const std::string& what) {
+  if (v.kind == Value::Kind::Int) return v.integer;
+  if (v.kind == Value::Kind::Bool) return v.boolean;
+  v.defined();
+  fail("TypeError", what + ": '" + v.type_name() + "' object cannot be interpreted as an integer");
+}
+
+}  // namespace unitrain::jinja
