@@ -11,19 +11,32 @@
 namespace unitrain::cli {
 namespace {
 
-/// The prompts of a JSON Lines file: each line {"prompt": text} or a JSON string.
-std::vector<std::string> read_prompts(const std::string& path) {
+/// A prompt: text, or a chat's messages (rendered through the folder's chat template).
+struct Prompt {
+  std::string text;
+  nlohmann::ordered_json messages;  ///< null for a text prompt
+};
+
+/// The prompts of a JSON Lines file: each line {"prompt": text}, a JSON string, or
+/// {"messages": [{role, content}, ...]}.
+std::vector<Prompt> read_prompts(const std::string& path) {
   std::ifstream in(path);
   UT_CHECK(in.good(), "--prompts ", path, ": cannot read the file");
-  std::vector<std::string> prompts;
+  std::vector<Prompt> prompts;
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    const auto j = nlohmann::ordered_json::parse(line, nullptr, false);
     const bool object = j.is_object() && j.contains("prompt") && j["prompt"].is_string();
-    UT_CHECK(object || j.is_string(), "--prompts ", path, " line ", n,
-             ": expected {\"prompt\": text} or a JSON string");
-    prompts.push_back(object ? j["prompt"].get<std::string>() : j.get<std::string>());
+    const bool chat = j.is_object() && j.contains("messages") && j["messages"].is_array();
+    UT_CHECK(object || chat || j.is_string(), "--prompts ", path, " line ", n,
+             ": expected {\"prompt\": text}, {\"messages\": [{\"role\": ..., \"content\": ...}]} "
+             "or a JSON string");
+    if (chat) {
+      prompts.push_back({"", j["messages"]});
+    } else {
+      prompts.push_back({object ? j["prompt"].get<std::string>() : j.get<std::string>(), nullptr});
+    }
   }
   UT_CHECK(!prompts.empty(), "--prompts ", path, ": no prompts in the file");
   return prompts;
@@ -49,7 +62,16 @@ class GenerateCommand : public Subcommand {
                      "the text the prompt is put into, with {prompt}; default: a run's train "
                      "set's template (the instruct dataset's it was fine-tuned with), else the "
                      "prompt as given");
+    cli_->add_flag("--chat", chat_,
+                   "--prompt is a user's message: the conversation is rendered through the "
+                   "folder's chat template (tokenizer_config.json's, Jinja, as transformers' "
+                   "apply_chat_template with add_generation_prompt); --prompts lines may hold "
+                   "{\"messages\": [...]} without it");
+    cli_->add_option("--system", system_, "with --chat: a system message before the user's");
     cli_->add_option("--max-new-tokens", o_.max_new_tokens, "the most tokens generated")
+        ->capture_default_str();
+    cli_->add_option("--min-new-tokens", o_.min_new_tokens,
+                     "no eos before this many new tokens (stop strings still end a completion)")
         ->capture_default_str();
     cli_->add_option("--temperature", o_.temperature, "0 = greedy; > 0 samples at it")
         ->capture_default_str();
@@ -81,32 +103,60 @@ class GenerateCommand : public Subcommand {
     o_.validate("--");
     // A template given is checked before the model is read.
     if (!template_.empty()) TextTemplate(template_, {"prompt"}, "prompt", "--template");
-    const std::vector<std::string> prompts =
-        prompts_file_.empty() ? std::vector<std::string>{prompt_} : read_prompts(prompts_file_);
+    UT_CHECK(!chat_ || prompts_file_.empty(),
+             "generate: --chat makes --prompt a user's message; "
+             "--prompts lines give {\"messages\": [...]} themselves");
+    UT_CHECK(system_.empty() || chat_, "generate: --system needs --chat");
+    UT_CHECK(!chat_ || template_.empty(),
+             "generate: --chat renders the folder's chat template; "
+             "--template is for text prompts");
+    std::vector<Prompt> prompts;
+    if (!prompts_file_.empty()) {
+      prompts = read_prompts(prompts_file_);
+    } else if (chat_) {
+      nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+      if (!system_.empty()) messages.push_back({{"role", "system"}, {"content", system_}});
+      messages.push_back({{"role", "user"}, {"content", prompt_}});
+      prompts.push_back({"", messages});
+    } else {
+      prompts.push_back({prompt_, nullptr});
+    }
     // The loading messages go to stderr, as always: stdout holds the completions alone.
     TextGenerator generator = load_text_generator(source_, checkpoint_, tokenizer_);
     generator.add_special_tokens(!no_special_tokens_);
     const TextTemplate wrap(template_.empty() ? generator.prompt_template() : template_, {"prompt"},
                             "prompt", template_.empty() ? "the run's template" : "--template");
-    for (const std::string& p : prompts) {
+    for (const Prompt& p : prompts) {
       const auto [before, after] = wrap.around({});
-      const GeneratedText g = generator.generate(before + p + after, o_, stops_);
+      const bool chat = !p.messages.is_null();
+      const GeneratedText g = chat ? generator.generate_chat(p.messages, o_, stops_)
+                                   : generator.generate(before + p.text + after, o_, stops_);
       if (!json_ && prompts_file_.empty()) {
         std::cout << g.completion << std::endl;
         continue;
       }
-      nlohmann::json j{{"prompt", p},  {"completion", g.completion}, {"prompt_ids", g.prompt_ids},
-                       {"ids", g.ids}, {"stopped_by", g.stopped_by}, {"seconds", g.seconds}};
+      nlohmann::ordered_json j;
+      if (chat) {
+        j["messages"] = p.messages;
+        j["prompt_text"] = generator.chat_prompt(p.messages);
+      } else {
+        j["prompt"] = p.text;
+      }
+      j["completion"] = g.completion;
+      j["prompt_ids"] = g.prompt_ids;
+      j["ids"] = g.ids;
+      j["stopped_by"] = g.stopped_by;
+      j["seconds"] = g.seconds;
       std::cout << j.dump() << std::endl;
     }
     return 0;
   }
 
  private:
-  std::string source_, prompt_, prompts_file_, template_, checkpoint_ = "last", tokenizer_;
+  std::string source_, prompt_, prompts_file_, template_, checkpoint_ = "last", tokenizer_, system_;
   std::vector<std::string> stops_;
   models::GenerationOptions o_;
-  bool no_cache_ = false, no_special_tokens_ = false, json_ = false;
+  bool no_cache_ = false, no_special_tokens_ = false, json_ = false, chat_ = false;
 };
 
 }  // namespace

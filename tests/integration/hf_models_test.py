@@ -5,14 +5,12 @@ train on 2 processes with ZeRO 3, bf16-mixed and activation checkpointing and re
 config keys, generation config and tokenizer files, and the export trains again; a config.json
 key whose math the model does not compute is refused by name (exit 2)."""
 import json
-import re
 import os
 import shutil
 import subprocess
 import sys
 
 import torch
-import yaml
 
 import common
 from common import run
@@ -266,31 +264,28 @@ train: {{loss_average: tokens, max_length: 2 steps, threads: 1}}
 """)
         code, out = run(["train", config])
         self.assertEqual(code, 0, out)
-        # Chat lines need a plain template: the refusal names the file and gives Llama 3's turns,
-        # which render the bytes Jinja renders from the folder's own template (as transformers
-        # drives it) for the same messages.
+        # Chat lines train through the folder's own Jinja template, and the run answers a chat
+        # from the prompt transformers renders (Python's jinja2 driven as transformers drives it).
         messages = [{"role": "system", "content": "Answer briefly."},
                     {"role": "user", "content": "What colour is the sky?"},
-                    {"role": "assistant", "content": "Blue."}]
+                    {"role": "assistant", "content": "Blue."},
+                    {"role": "user", "content": "And grass? ☘"},
+                    {"role": "assistant", "content": "Green."}]
         common.write(data, (json.dumps({"messages": messages}) + "\n") * 5)
         code, out = run(["train", config, "--run_dir", run_dir + "-chat"])
-        self.assertEqual(code, 2, out)
-        self.assertIn("tokenizer_config.json: its chat_template is a Jinja template", out)
-        # As printed, in YAML's double quotes: pasted into a config, its \n are line breaks.
-        hint = re.search(r'e\.g\. chat_template: ("[^"]*") \(Llama 3\'s turns', out)
-        self.assertIsNotNone(hint, out)
-        plain = yaml.safe_load("chat_template: " + hint.group(1))["chat_template"]
-        self.assertIn("<|end_header_id|>\n\n{content}", plain)
-        import jinja2
-        env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
-        jinja = env.from_string(tok_cfg["chat_template"]).render(
-            messages=messages, bos_token=tok_cfg["bos_token"], add_generation_prompt=False)
-        ours = tok_cfg["bos_token"] + "".join(
-            plain.replace("{role}", m["role"]).replace("{content}", m["content"]) for m in messages)
-        self.assertTrue(jinja.startswith(ours), (jinja, ours))  # Llama 3's adds the next header
-        code, out = run(["train", config, "--run_dir", run_dir + "-chat", "--set",
-                         "data.train.args.chat_template=" + hint.group(1)])
         self.assertEqual(code, 0, out)
+        code, out = run(["generate", run_dir + "-chat", "--chat", "--system", "Answer briefly.",
+                         "--prompt", "What colour is snow?", "--max-new-tokens", "3",
+                         "--min-new-tokens", "3", "--json"])
+        self.assertEqual(code, 0, out)
+        g = json.loads(next(l for l in out.splitlines() if l.startswith('{"messages"')))
+        import jinja2.sandbox
+        env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        expected = env.from_string(tok_cfg["chat_template"]).render(
+            messages=g["messages"], tools=None, documents=None, add_generation_prompt=True,
+            bos_token=tok_cfg["bos_token"], eos_token=tok_cfg["eos_token"])
+        self.assertEqual(g["prompt_text"], expected)
+        self.assertEqual(len(g["ids"]), 3)
 
     def in_memory_cgroup(self, limit_mb, args):
         """`unitrain ARGS` run inside a new cgroup v1 memory group of `limit_mb` MB (root)."""

@@ -141,13 +141,16 @@ class Instruct(common.Case):
     def test_bad_input_is_named_with_exit_2(self):
         folder = os.path.join(self.folders, "gpt2")
         with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
-            json.dump({"eos_token": "<eos>", "chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}"}, f)
+            json.dump({"eos_token": "<eos>", "chat_template":
+                       "{% if messages[0].role != 'user' %}{{ raise_exception('A chat starts with "
+                       "the user') }}{% endif %}{% for m in messages %}{{ m.content }}{% endfor %}"}, f)
         chat = common.write(os.path.join(self.dir, "chat.jsonl"),
                             json.dumps({"messages": [{"role": "assistant", "content": "blue"}]}) + "\n")
         cfg, _ = self.config("chat", "gpt2")
         for args, message in (
                 (["train", cfg, "--data.train.args.paths", f"[{chat}]"],
-                 "tokenizer_config.json: its chat_template is a Jinja template"),
+                 "chat.jsonl' line 1: the chat_template of " + os.path.join(folder, "tokenizer_config.json")
+                 + ", line 1: the template raised: A chat starts with the user"),
                 (["generate", folder, "--prompt", "sky", "--max-new-tokens", "70"], "exceed the model's 64 positions"),
                 (["generate", folder, "--prompt", "sky", "--template", "{question}"], "--template: '{question}' has '{question}'"),
                 (["generate", self.dir, "--prompt", "sky"], "is neither a Hugging Face folder"),

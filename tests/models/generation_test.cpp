@@ -153,6 +153,19 @@ TEST_F(Generation, StopsAtAStopIdAndRefusesTooLongAPrompt) {
   o.stop_ids = {ids[3]};
   EXPECT_EQ(models::generate(*m, ref["prompt"], o),
             std::vector<int64_t>(ids.begin(), ids.begin() + 4));
+  // min_new_tokens: the stop id is -inf until then, so the greedy path goes on past it.
+  o.min_new_tokens = 5;
+  const std::vector<int64_t> longer = models::generate(*m, ref["prompt"], o);
+  EXPECT_EQ(std::vector<int64_t>(longer.begin(), longer.begin() + 3),
+            std::vector<int64_t>(ids.begin(), ids.begin() + 3));
+  EXPECT_GE(longer.size(), 5u);
+  EXPECT_NE(longer[3], ids[3]);
+  for (size_t i = 0; i + 1 < 5 && i < longer.size(); ++i) EXPECT_NE(longer[i], ids[3]) << i;
+  o.min_new_tokens = 25;
+  EXPECT_TRUE(
+      test::contains(test::error_of<ConfigError>([&] { models::generate(*m, ref["prompt"], o); }),
+                     "min_new_tokens must be in [0, max_new_tokens = 24]"));
+  o.min_new_tokens = 0;
   o.max_new_tokens = 60;  // 7 + 60 > n_positions 64
   EXPECT_TRUE(
       test::contains(test::error_of<ConfigError>([&] { models::generate(*m, ref["prompt"], o); }),

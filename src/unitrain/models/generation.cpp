@@ -13,6 +13,9 @@ namespace unitrain::models {
 
 void GenerationOptions::validate(const char* key_prefix) const {
   UT_CHECK(max_new_tokens >= 1, key_prefix, "max_new_tokens must be >= 1, got ", max_new_tokens);
+  UT_CHECK(min_new_tokens >= 0 && min_new_tokens <= max_new_tokens, key_prefix,
+           "min_new_tokens must be in [0, max_new_tokens = ", max_new_tokens, "], got ",
+           min_new_tokens);
   UT_CHECK(temperature >= 0, key_prefix, "temperature must be >= 0 (0 = greedy), got ",
            temperature);
   UT_CHECK(top_k >= 0, key_prefix, "top_k must be >= 0 (0 = all tokens), got ", top_k);
@@ -53,10 +56,15 @@ int64_t sample(torch::Tensor logits, const GenerationOptions& o, at::Generator& 
   return torch::multinomial(logits.softmax(0), 1, false, gen).item<int64_t>();
 }
 
-/// The next token's id from the last position's logits.
-int64_t choose(torch::Tensor logits, const std::vector<int64_t>& seen, const GenerationOptions& o,
-               at::Generator& gen) {
+/// The next token's id from the last position's logits, the `made`-th new one.
+int64_t choose(torch::Tensor logits, const std::vector<int64_t>& seen, int64_t made,
+               const GenerationOptions& o, at::Generator& gen) {
   logits = logits.to(torch::kCPU, torch::kFloat).clone();
+  if (made < o.min_new_tokens) {  // MinNewTokensLengthLogitsProcessor
+    for (int64_t id : o.stop_ids) {
+      if (id >= 0 && id < logits.size(0)) logits[id] = -std::numeric_limits<float>::infinity();
+    }
+  }
   penalise(logits, seen, o.repetition_penalty);
   if (o.temperature == 0) return logits.argmax().item<int64_t>();
   return sample(logits, o, gen);
@@ -83,7 +91,7 @@ std::vector<int64_t> generate(HfCausalLm& model, const std::vector<int64_t>& pro
     torch::Tensor logits =
         o.use_cache ? model.forward_cached(next, cache)
                     : model.forward(torch::tensor(seen, torch::kLong).unsqueeze(0).to(device));
-    const int64_t id = choose(logits[0][-1], seen, o, gen);
+    const int64_t id = choose(logits[0][-1], seen, static_cast<int64_t>(out.size()), o, gen);
     seen.push_back(id);
     out.push_back(id);
     if (std::find(o.stop_ids.begin(), o.stop_ids.end(), id) != o.stop_ids.end()) break;

@@ -13,6 +13,9 @@ class HfCausalLm;
 /// logits, then (sampling) temperature, top-k, top-p, then a draw from the softmax.
 struct GenerationOptions {
   int64_t max_new_tokens = 64;
+  /// No stop id is chosen before this many new tokens (Hugging Face's min_new_tokens: their
+  /// logits are -inf until then); stop strings still end a completion.
+  int64_t min_new_tokens = 0;
   /// 0: greedy (the most likely token, ties to the lowest id); > 0: sample at this temperature.
   double temperature = 0;
   int64_t top_k = 0;  ///< sampling: only the k most likely tokens; 0 = all

@@ -4,7 +4,10 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "unitrain/core/error.h"
 #include "unitrain/models/hf_causal_lm.h"
+#include "unitrain/text/chat_template.h"
+#include "unitrain/text/jinja_chat.h"
 
 namespace unitrain {
 
@@ -15,18 +18,57 @@ TextGenerator::TextGenerator(std::shared_ptr<torch::nn::Module> owner, models::H
       tokenizer_(std::move(tokenizer)),
       stop_ids_(std::move(stop_ids)) {
   if (const int64_t eos = tokenizer_->eos_id(); eos >= 0) stop_ids_.push_back(eos);
+  const TokenizerChatTemplate t = tokenizer_chat_template(tokenizer_->path());
+  if (t.text.empty()) {
+    chat_error_ = "the tokenizer " + tokenizer_->path() +
+                  " has no tokenizer_config.json with a chat_template beside it";
+  } else if (!is_jinja(t.text)) {
+    chat_error_ = t.path +
+                  ": its chat_template is plain {role}/{content} text, not the Jinja "
+                  "template a chat prompt is rendered with";
+  } else {
+    nlohmann::ordered_json tokens = nlohmann::ordered_json::object();
+    for (const auto& [name, token] : t.special_tokens) tokens[name] = token;
+    try {  // a template that cannot run fails a chat, not plain prompts
+      chat_ = std::make_shared<const JinjaChat>(t.text, tokens, "the chat_template of " + t.path);
+    } catch (const ConfigError& e) {
+      chat_error_ = e.what();
+    }
+  }
 }
 
 TextGenerator::~TextGenerator() = default;
 TextGenerator::TextGenerator(TextGenerator&&) noexcept = default;
 
+std::string TextGenerator::chat_prompt(const nlohmann::ordered_json& messages) const {
+  UT_CHECK(chat_ != nullptr, "generate: chat messages need a chat template: ", chat_error_);
+  UT_CHECK(messages.is_array() && !messages.empty(),
+           "generate: the messages are not a non-empty list of {role, content}");
+  return chat_->render(messages, true, nlohmann::ordered_json::object());
+}
+
+GeneratedText TextGenerator::generate_chat(const nlohmann::ordered_json& messages,
+                                           models::GenerationOptions o,
+                                           const std::vector<std::string>& stop_strings) const {
+  const std::vector<int> ids = tokenizer_->encode(chat_prompt(messages));
+  return generate_ids(std::vector<int64_t>(ids.begin(), ids.end()), std::move(o), stop_strings);
+}
+
 GeneratedText TextGenerator::generate(const std::string& prompt, models::GenerationOptions o,
                                       const std::vector<std::string>& stop_strings) const {
-  GeneratedText out;
+  std::vector<int64_t> ids;
   if (special_tokens_) {
-    for (int id : tokenizer_->special_prefix()) out.prompt_ids.push_back(id);
+    for (int id : tokenizer_->special_prefix()) ids.push_back(id);
   }
-  for (int id : tokenizer_->encode(prompt)) out.prompt_ids.push_back(id);
+  for (int id : tokenizer_->encode(prompt)) ids.push_back(id);
+  return generate_ids(std::move(ids), std::move(o), stop_strings);
+}
+
+GeneratedText TextGenerator::generate_ids(std::vector<int64_t> prompt_ids,
+                                          models::GenerationOptions o,
+                                          const std::vector<std::string>& stop_strings) const {
+  GeneratedText out;
+  out.prompt_ids = std::move(prompt_ids);
   o.stop_ids.insert(o.stop_ids.end(), stop_ids_.begin(), stop_ids_.end());
   // The first stop string in the decoded text so far, and where.
   auto find_stop = [&](const std::vector<int64_t>& ids, size_t& at) {

@@ -5,6 +5,7 @@
 #include <torch/nn/module.h>
 
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ namespace unitrain {
 namespace models {
 class HfCausalLm;
 }
+class JinjaChat;
 
 /// What one prompt gave.
 struct GeneratedText {
@@ -42,6 +44,16 @@ class TextGenerator {
   /// its text (that string dropped).
   GeneratedText generate(const std::string& prompt, models::GenerationOptions options,
                          const std::vector<std::string>& stop_strings = {}) const;
+  /// A chat's reply: `messages` (a JSON list of {role, content}) rendered through the chat
+  /// template of the tokenizer_config.json beside the tokenizer with the generation prompt, as
+  /// transformers' apply_chat_template(messages, add_generation_prompt=True) renders it (the
+  /// template writes bos: no special prefix is added), then generate(). ConfigError when the
+  /// folder has no chat template, or it raises (its message and line).
+  GeneratedText generate_chat(const nlohmann::ordered_json& messages,
+                              models::GenerationOptions options,
+                              const std::vector<std::string>& stop_strings = {}) const;
+  /// The text generate_chat() generates after.
+  std::string chat_prompt(const nlohmann::ordered_json& messages) const;
   /// Whether prompts start with the tokenizer's special prefix (e.g. Llama-3's
   /// <|begin_of_text|>); on by default.
   TextGenerator& add_special_tokens(bool on) {
@@ -64,6 +76,11 @@ class TextGenerator {
   std::vector<int64_t> stop_ids_;
   bool special_tokens_ = true;
   std::string template_ = "{prompt}";
+  std::shared_ptr<const JinjaChat> chat_;  ///< the tokenizer folder's chat template, read once
+  std::string chat_error_;                 ///< why there is none
+
+  GeneratedText generate_ids(std::vector<int64_t> prompt_ids, models::GenerationOptions o,
+                             const std::vector<std::string>& stop_strings) const;
 };
 
 /// The eos ids of a generation_config.json's text (eos_token_id: an id or a list); none when
