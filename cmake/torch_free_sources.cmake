@@ -100,8 +100,10 @@ set(UNITRAIN_TORCH_FREE_SOURCES
     src/unitrain/text/hf_tokenizer/pattern.cpp
     src/unitrain/text/hf_tokenizer/post_processors.cpp
     src/unitrain/text/hf_tokenizer/pre_tokenizers.cpp
+    src/unitrain/text/hf_tokenizer/precompiled.cpp
     src/unitrain/text/hf_tokenizer/text_pattern.cpp
     src/unitrain/text/hf_tokenizer/unicode_text.cpp
+    src/unitrain/text/hf_tokenizer/unigram.cpp
     src/unitrain/text/hf_tokenizer/word_cache.cpp
     src/unitrain/text/jinja/filters.cpp
     src/unitrain/text/jinja/format.cpp

@@ -1,6 +1,7 @@
-// Hugging Face tokenizer.json: small files each test writes, and parity with GPT-2's, Llama-3's,
+// Hugging Face tokenizer.json: small files each test writes, parity with GPT-2's, Llama-3's,
 // Gemma-3's and Qwen3's own JavaScript tokenizers (tests/text/hf_tokenizer_reference.mjs) on
-// 2,660 texts.
+// 2,660 texts, and with Hugging Face's Rust tokenizers on Unigram files converted from
+// SentencePiece as transformers converts T5's (tests/text/hf_unigram_references.sh) on 450.
 #include "unitrain/text/hf_tokenizer.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,8 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
 #include <thread>
 #include <tuple>
 
@@ -307,9 +310,9 @@ TEST(HfTokenizer, RefusesWhatItDoesNotImplementNamingFilePathAndType) {
     EXPECT_TRUE(test::contains(message, "tokenizer '" + path + "'")) << message;
     return message;
   };
-  EXPECT_TRUE(test::contains(error_with("normalizer", {{"type", "Precompiled"}}),
-                             "normalizer has normalizer type 'Precompiled', which unitrain does "
-                             "not implement"));
+  EXPECT_TRUE(test::contains(error_with("normalizer", {{"type", "Nmt"}}),
+                             "normalizer has normalizer type 'Nmt', which unitrain does not "
+                             "implement"));
   EXPECT_TRUE(test::contains(
       error_with("pre_tokenizer",
                  {{"type", "Sequence"},
@@ -319,8 +322,10 @@ TEST(HfTokenizer, RefusesWhatItDoesNotImplementNamingFilePathAndType) {
       test::contains(error_with("decoder", {{"type", "CTC"}}), "decoder has decoder type 'CTC'"));
   EXPECT_TRUE(test::contains(error_with("post_processor", {{"type", "Magic"}}),
                              "post_processor has post_processor type 'Magic'"));
+  EXPECT_TRUE(
+      test::contains(error_with("model", {{"type", "Magic"}}), "model has model type 'Magic'"));
   EXPECT_TRUE(test::contains(error_with("model", {{"type", "Unigram"}, {"vocab", json::array()}}),
-                             "model has model type 'Unigram'"));
+                             "model.vocab is empty"));
   EXPECT_TRUE(test::contains(error_with("model", hf_byte_level_bpe({"a zz"})["model"]),
                              "model.merges[0] has 'zz', which is not in model.vocab"));
   EXPECT_TRUE(test::contains(error_with("model", hf_byte_level_bpe({"c d", "a b", "b c"})["model"]),
@@ -570,6 +575,100 @@ TEST(HfTokenizerParity, Gpt2Llama3Gemma3AndQwen3MatchTheirJavaScriptTokenizers) 
   check(0, 2, &failures[0]);
   other.join();
   EXPECT_EQ(failures[0] + failures[1], 0);
+}
+
+/// Builds the Unigram references once (python3-sentencepiece, npm, node); a failure, not a skip,
+/// when they cannot be made.
+std::string hf_unigram_references() {
+  static const std::string dir = [] {
+    const std::string out = test::source_dir() + "/examples/data/generated/unigram_tokenizers";
+    const std::string cmd = test::source_dir() + "/tests/text/hf_unigram_references.sh " + out;
+    EXPECT_EQ(std::system(cmd.c_str()), 0)
+        << cmd << " (needs python3-sentencepiece, npm and node: scripts/lib.sh)";
+    return out;
+  }();
+  return dir;
+}
+
+std::vector<json> hf_unigram_cases(const std::string& dir) {
+  std::ifstream in(dir + "/cases.jsonl");
+  std::vector<json> cases;
+  for (std::string line; std::getline(in, line);) cases.push_back(json::parse(line));
+  return cases;
+}
+
+TEST(HfTokenizerParity, UnigramFilesConvertedFromSentencePieceMatchTheRustTokenizers) {
+  const std::string dir = hf_unigram_references();
+  const std::vector<json> cases = hf_unigram_cases(dir);
+  ASSERT_GE(cases.size(), 400u);
+  // A T5 file as the hub has it (Precompiled, WhitespaceSplit + Metaspace), one as transformers
+  // converts today (Precompiled, Strip, Replace; Metaspace), and a byte_fallback model converted
+  // without a tokenizer class (Precompiled, Replace; no pre-tokenizer).
+  for (const std::string name : {"t5", "t5_current", "spm_direct"}) {
+    const HfTokenizer tok(dir + "/" + name + "/tokenizer.json");
+    int differences = 0;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const std::string text = cases[i]["text"];
+      const std::vector<int> expected = cases[i][name].get<std::vector<int>>();
+      const std::vector<int> ids = tok.encode(text);
+      const bool back = tok.decode(expected) == cases[i][name + "_decoded"].get<std::string>();
+      if ((ids != expected || !back) && ++differences <= 5) {
+        ADD_FAILURE() << name << (ids == expected ? " decodes" : " encodes") << " case " << i
+                      << " differently: " << json(text).dump();
+      }
+    }
+    EXPECT_EQ(differences, 0) << name << ", " << cases.size() << " cases";
+  }
+  const HfTokenizer t5(dir + "/t5/tokenizer.json");
+  EXPECT_EQ(t5.vocab_size(), 2100);  // 2,000 pieces and 100 <extra_id_N>
+  EXPECT_EQ(t5.unk_id(), 2);
+  EXPECT_EQ(t5.eos_id(), 1);
+  EXPECT_EQ(t5.pad_id(), 0);
+  EXPECT_EQ(t5.special_suffix(), (std::vector<int>{1}));  // "$A </s>"
+  EXPECT_EQ(t5.encode("<extra_id_0>"), (std::vector<int>{2099}));
+}
+
+TEST(HfTokenizerParity, UnigramT5FileMatchesSentencePieceOutsideAddedTokensAndOneGrapheme) {
+  // SentencePiece's own ids for its model, a second opinion: they differ where the tokenizer.json
+  // has added tokens (SentencePiece reads "<unk>" as text) and where Hugging Face's Precompiled
+  // rewrites a whole grapheme by its first character's rule (full-width e + U+0301 -> "e": the
+  // mark is dropped; SentencePiece's longest match keeps it as unk).
+  const std::string dir = hf_unigram_references();
+  const HfTokenizer t5(dir + "/t5/tokenizer.json");
+  const std::regex added("<unk>|</s>|<pad>|<extra_id_[0-9]+>");
+  int compared = 0;
+  std::vector<std::string> differing;
+  for (const json& c : hf_unigram_cases(dir)) {
+    const std::string text = c["text"];
+    if (std::regex_search(text, added)) continue;
+    ++compared;
+    if (t5.encode(text) != c["sentencepiece"].get<std::vector<int>>()) differing.push_back(text);
+  }
+  EXPECT_GE(compared, 400);
+  EXPECT_EQ(differing, (std::vector<std::string>{"\xEF\xBD\x85\xCC\x81"}));
+}
+
+TEST(HfTokenizerParity, TheRealCharsmapWithAByteChangedIsRefusedOrReadsInsideItself) {
+  std::ifstream in(hf_unigram_references() + "/t5/tokenizer.json");
+  json t5 = json::parse(in);
+  const std::string charsmap = t5["normalizer"]["precompiled_charsmap"];
+  std::mt19937 rng(61);
+  for (int i = 0; i < 40; ++i) {
+    std::string changed = charsmap;
+    // A base64 digit of the trie's first 64 KB, where the root and its children are.
+    const size_t at = 8 + rng() % std::min<size_t>(87000, changed.size() - 16);
+    changed[at] = "AZaz09+/"[rng() % 8];
+    t5["normalizer"]["precompiled_charsmap"] = changed;
+    const std::string path = hf_write(t5);
+    try {
+      const HfTokenizer tok(path);
+      tok.encode(
+          "Call me \xEF\xBC\xA9shmael \xEF\xAC\x81\xE2\x91\xA0 e\xCC\x81 "
+          "\xE7\x99\xBD\xF0\x9F\x90\x8B");
+    } catch (const ConfigError& e) {
+      EXPECT_TRUE(test::contains(e.what(), "normalizer.precompiled_charsmap")) << e.what();
+    }
+  }
 }
 
 }  // namespace

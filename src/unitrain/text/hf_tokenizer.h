@@ -6,7 +6,7 @@
 
 namespace unitrain {
 
-/// A tokenizer.json: normalizer, pre_tokenizer, model (BPE, WordPiece, WordLevel),
+/// A tokenizer.json: normalizer, pre_tokenizer, model (BPE, Unigram, WordPiece, WordLevel),
 /// post_processor, decoder and added tokens, as Hugging Face's `tokenizers` runs them. Added
 /// tokens are found in the text first (the raw text, or the normalized text for those marked
 /// normalized) and the text between them goes through the normalizer, pre-tokenizer and model.

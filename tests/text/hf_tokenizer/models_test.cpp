@@ -156,9 +156,9 @@ TEST(HfModel, WordLevelIsOneTokenAPieceOrUnk) {
 }
 
 TEST(HfModel, RefusesWhatItDoesNotReadNamingTheFileAndThePath) {
-  EXPECT_TRUE(test::contains(model_error({{"type", "Unigram"}, {"vocab", json::array()}}),
-                             "tokenizer 't.json': model has model type 'Unigram', which unitrain "
-                             "does not implement (it reads BPE, WordLevel, WordPiece)"));
+  EXPECT_TRUE(test::contains(model_error({{"type", "Magic"}, {"vocab", json::array()}}),
+                             "tokenizer 't.json': model has model type 'Magic', which unitrain "
+                             "does not implement (it reads BPE, Unigram, WordLevel, WordPiece)"));
   EXPECT_EQ(model_error(model_bpe({"a zz"})),
             "tokenizer 't.json': model.merges[0] has 'zz', which is not in model.vocab");
   EXPECT_EQ(model_error(model_bpe({"a b", "c d", "b a"})),

@@ -145,8 +145,8 @@ TEST(HfNormalizer, SequenceAppliesItsNormalizersInOrder) {
 }
 
 TEST(HfNormalizer, RefusesWhatItDoesNotReadNamingTheFileAndThePath) {
-  EXPECT_TRUE(test::contains(normalizer_error({{"type", "Precompiled"}}),
-                             "tokenizer 't.json': normalizer has normalizer type 'Precompiled', "
+  EXPECT_TRUE(test::contains(normalizer_error({{"type", "Nmt"}}),
+                             "tokenizer 't.json': normalizer has normalizer type 'Nmt', "
                              "which unitrain does not implement (it reads BertNormalizer,"));
   EXPECT_TRUE(
       test::contains(normalizer_error({{"type", "Sequence"},

@@ -44,18 +44,17 @@ ByteTrie::ByteTrie(const std::vector<std::string_view>& strings) {
 
 ByteTrie::Match ByteTrie::longest_at(std::string_view text, size_t at) const {
   Match best;
-  if (at >= text.size()) return best;
-  uint32_t node = root_child_[static_cast<unsigned char>(text[at])];
-  for (size_t i = at + 1; node != 0; ++i) {
-    if (nodes_[node].index >= 0) best = {nodes_[node].index, i - at};
-    const Node& n = nodes_[node];
-    if (i == text.size() || n.child_count == 0) break;
-    const auto first = labels_.begin() + n.first_child, last = first + n.child_count;
-    const unsigned char byte = static_cast<unsigned char>(text[i]);
-    const auto found = std::lower_bound(first, last, byte);
-    node = found != last && *found == byte ? static_cast<uint32_t>(found - labels_.begin()) : 0;
-  }
+  each_at(text, at, [&best](Match m) { best = m; });
   return best;
+}
+
+uint32_t ByteTrie::child(uint32_t node, std::string_view text, size_t i) const {
+  const Node& n = nodes_[node];
+  if (i >= text.size() || n.child_count == 0) return 0;
+  const auto first = labels_.begin() + n.first_child, last = first + n.child_count;
+  const unsigned char byte = static_cast<unsigned char>(text[i]);
+  const auto found = std::lower_bound(first, last, byte);
+  return found != last && *found == byte ? static_cast<uint32_t>(found - labels_.begin()) : 0;
 }
 
 }  // namespace unitrain::hf

@@ -1,7 +1,7 @@
 #pragma once
-// A set of byte strings in a trie, for the longest of them that starts at a place of a text: the
-// added tokens of a tokenizer.json (Gemma-3 has 6,415; a regular expression of them all is too
-// large for PCRE2).
+// A set of byte strings in a trie, for those of them that start at a place of a text: the added
+// tokens of a tokenizer.json (Gemma-3 has 6,415; a regular expression of them all is too large for
+// PCRE2), the pieces of a Unigram model.
 #include <array>
 #include <cstdint>
 #include <string_view>
@@ -23,8 +23,20 @@ class ByteTrie {
   };
   /// The longest of the strings that `text` has at byte `at`.
   Match longest_at(std::string_view text, size_t at) const;
+  /// Each of the strings that `text` has at byte `at`, shortest first: found(Match).
+  template <class Found>
+  void each_at(std::string_view text, size_t at, Found&& found) const {
+    if (at >= text.size()) return;
+    uint32_t node = root_child_[static_cast<unsigned char>(text[at])];
+    for (size_t i = at + 1; node != 0; node = child(node, text, i++)) {
+      if (nodes_[node].index >= 0) found(Match{nodes_[node].index, i - at});
+    }
+  }
 
  private:
+  /// The child of `node` for text[i]; 0 when there is none or the text ends at i.
+  uint32_t child(uint32_t node, std::string_view text, size_t i) const;
+
   struct Node {
     uint32_t first_child = 0;  ///< children are nodes first_child..first_child+child_count-1,
     uint32_t child_count = 0;  ///< their bytes (labels_) ascending

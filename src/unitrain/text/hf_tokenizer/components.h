@@ -43,7 +43,7 @@ class PreTokenizer {
 };
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonAt& json);
 
-/// Turns one piece into ids (BPE, WordPiece, WordLevel).
+/// Turns one piece into ids (BPE, Unigram, WordPiece, WordLevel).
 class Model {
  public:
   virtual ~Model() = default;

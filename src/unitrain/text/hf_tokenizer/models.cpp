@@ -1,6 +1,7 @@
-// The BPE model of tokenizer.json: a vocabulary and ranked merges, applied lowest rank first
+// The models of tokenizer.json. BPE: a vocabulary and ranked merges, applied lowest rank first
 // with a priority queue (as Hugging Face's Word::merge_all), with continuing_subword_prefix,
-// end_of_word_suffix, unk_token and fuse_unk, byte_fallback and ignore_merges.
+// end_of_word_suffix, unk_token and fuse_unk, byte_fallback and ignore_merges. Unigram is
+// unigram.cpp's.
 #include "unitrain/text/hf_tokenizer/models.h"
 
 #include <array>
@@ -10,6 +11,7 @@
 #include "unitrain/text/hf_tokenizer/components.h"
 #include "unitrain/text/hf_tokenizer/json_at.h"
 #include "unitrain/text/hf_tokenizer/unicode_text.h"
+#include "unitrain/text/hf_tokenizer/unigram.h"
 
 namespace unitrain::hf {
 namespace {
@@ -289,7 +291,8 @@ std::unique_ptr<Model> make_model(const JsonAt& json) {
   if (type == "BPE") return std::make_unique<BpeModel>(json);
   if (type == "WordPiece") return std::make_unique<WordPieceModel>(json);
   if (type == "WordLevel") return std::make_unique<WordLevelModel>(json);
-  json.unsupported("model", "BPE, WordLevel, WordPiece");
+  if (type == "Unigram") return make_unigram_model(json);
+  json.unsupported("model", "BPE, Unigram, WordLevel, WordPiece");
 }
 
 }  // namespace unitrain::hf

@@ -1,8 +1,9 @@
 // The normalizers of tokenizer.json: NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents,
-// Replace, Prepend, BertNormalizer and Sequence.
+// Replace, Prepend, BertNormalizer and Sequence (Precompiled is precompiled.cpp's).
 #include "unitrain/text/hf_tokenizer/components.h"
 #include "unitrain/text/hf_tokenizer/json_at.h"
 #include "unitrain/text/hf_tokenizer/pattern.h"
+#include "unitrain/text/hf_tokenizer/precompiled.h"
 #include "unitrain/text/hf_tokenizer/text_pattern.h"
 #include "unitrain/text/hf_tokenizer/unicode_text.h"
 
@@ -169,9 +170,11 @@ std::unique_ptr<Normalizer> make_normalizer(const JsonAt& json) {
   if (type == "Prepend") return std::make_unique<PrependNormalizer>(json.at("prepend").str());
   if (type == "BertNormalizer") return std::make_unique<BertNormalizer>(json);
   if (type == "Sequence") return std::make_unique<SequenceNormalizer>(json);
-  json.unsupported("normalizer",
-                   "BertNormalizer, Lowercase, NFC, NFD, NFKC, NFKD, Prepend, Replace, Sequence, "
-                   "Strip, StripAccents");
+  if (type == "Precompiled") return make_precompiled_normalizer(json);
+  json.unsupported(
+      "normalizer",
+      "BertNormalizer, Lowercase, NFC, NFD, NFKC, NFKD, Precompiled, Prepend, Replace, "
+      "Sequence, Strip, StripAccents");
 }
 
 }  // namespace unitrain::hf

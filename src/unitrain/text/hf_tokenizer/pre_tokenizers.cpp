@@ -286,8 +286,10 @@ class MetaspacePreTokenizer : public PreTokenizer {
           replaced += c;
         }
       }
+      // Nothing is put before an empty piece (Hugging Face's NormalizedString::prepend).
       const bool prepend = scheme_ == "always" || (scheme_ == "first" && first && i == 0);
-      if (prepend && replaced.compare(0, replacement_.size(), replacement_) != 0) {
+      if (prepend && !replaced.empty() &&
+          replaced.compare(0, replacement_.size(), replacement_) != 0) {
         replaced.insert(0, replacement_);
       }
       piece = std::move(replaced);

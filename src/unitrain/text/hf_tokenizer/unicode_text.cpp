@@ -189,4 +189,21 @@ std::string lowercase(std::string_view s) {
   return out;
 }
 
+std::vector<size_t> grapheme_ends(std::string_view s) {
+  std::vector<size_t> ends;
+  utf8proc_int32_t state = 0;  // carried along the text (emoji sequences, flag pairs)
+  char32_t previous = 0;
+  for (size_t i = 0; i < s.size();) {
+    const size_t start = i;
+    const char32_t c = next_code_point(s, i);
+    if (start > 0 && utf8proc_grapheme_break_stateful(static_cast<utf8proc_int32_t>(previous),
+                                                      static_cast<utf8proc_int32_t>(c), &state)) {
+      ends.push_back(start);
+    }
+    previous = c;
+  }
+  if (!s.empty()) ends.push_back(s.size());
+  return ends;
+}
+
 }  // namespace unitrain::hf

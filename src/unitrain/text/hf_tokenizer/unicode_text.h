@@ -1,9 +1,10 @@
 #pragma once
 // UTF-8 and Unicode facts the tokenizer.json components need, through utf8proc (Debian's
-// libutf8proc): normalization forms, general categories, lower case.
+// libutf8proc): normalization forms, general categories, lower case, grapheme clusters.
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace unitrain::hf {
 
@@ -34,5 +35,9 @@ bool is_other(char32_t c);
 /// Rust's char::to_lowercase of `c` appended to `out` (full mapping: U+0130 gives two).
 void append_lowercase(std::string& out, char32_t c);
 std::string lowercase(std::string_view s);
+
+/// Where each extended grapheme cluster of valid UTF-8 `s` ends (Unicode's UAX #29, as Rust's
+/// unicode-segmentation graphemes(true) splits), in order; the last is s.size().
+std::vector<size_t> grapheme_ends(std::string_view s);
 
 }  // namespace unitrain::hf
