@@ -3,6 +3,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "command_line.h"
 #include "commands.h"
 #include "unitrain/commands/generate.h"
 #include "unitrain/core/error.h"
@@ -70,6 +71,11 @@ class GenerateCommand : public Subcommand {
     cli_->add_option("--system", system_, "with --chat: a system message before the user's");
     cli_->add_option("--max-new-tokens", o_.max_new_tokens, "the most tokens generated")
         ->capture_default_str();
+    cli_->add_option("--batch-size", batch_,
+                     "--prompts: how many prompts generate together (padded on the left; each "
+                     "gives the tokens it gives alone)")
+        ->check(at_least(1))
+        ->capture_default_str();
     cli_->add_option("--min-new-tokens", o_.min_new_tokens,
                      "no eos before this many new tokens (stop strings still end a completion)")
         ->capture_default_str();
@@ -126,11 +132,17 @@ class GenerateCommand : public Subcommand {
     generator.add_special_tokens(!no_special_tokens_);
     const TextTemplate wrap(template_.empty() ? generator.prompt_template() : template_, {"prompt"},
                             "prompt", template_.empty() ? "the run's template" : "--template");
+    const auto [before, after] = wrap.around({});
+    std::vector<std::vector<int64_t>> ids;
     for (const Prompt& p : prompts) {
-      const auto [before, after] = wrap.around({});
+      ids.push_back(p.messages.is_null() ? generator.prompt_ids(before + p.text + after)
+                                         : generator.chat_ids(p.messages));
+    }
+    const std::vector<GeneratedText> texts = generator.generate_all(ids, o_, stops_, batch_);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const Prompt& p = prompts[i];
+      const GeneratedText& g = texts[i];
       const bool chat = !p.messages.is_null();
-      const GeneratedText g = chat ? generator.generate_chat(p.messages, o_, stops_)
-                                   : generator.generate(before + p.text + after, o_, stops_);
       if (!json_ && prompts_file_.empty()) {
         std::cout << g.completion << std::endl;
         continue;
@@ -157,6 +169,7 @@ class GenerateCommand : public Subcommand {
   std::vector<std::string> stops_;
   models::GenerationOptions o_;
   bool no_cache_ = false, no_special_tokens_ = false, json_ = false, chat_ = false;
+  int64_t batch_ = 1;
 };
 
 }  // namespace

@@ -127,6 +127,41 @@ TEST_F(Generation, PackedRowsKeepAttentionInsideEachExample) {
                              "transformer_lm");
 }
 
+TEST_F(Generation, BatchedPromptsPaddedOnTheLeftGiveEachItsTokensAlone) {
+  for (const char* folder : {"gpt2", "llama", "mistral", "qwen3"}) {
+    auto m = load(folder);
+    // Three lengths (the longest first, the shortest last), a repeat, greedy and sampled.
+    const std::vector<std::vector<int64_t>> prompts{
+        {5, 17, 33, 2, 61, 40, 12, 9, 3}, {7}, {5, 17, 33}, {7}, {44, 45, 46, 47, 48}};
+    for (const bool sampled : {false, true}) {
+      for (const bool cache : {true, false}) {
+        models::GenerationOptions o;
+        o.max_new_tokens = 10;
+        o.use_cache = cache;
+        if (sampled) o.temperature = 1.3, o.top_p = 0.9, o.seed = 11;
+        o.stop_ids = {m->vocabulary() - 1};
+        const auto batch = models::generate_batch(*m, prompts, o);
+        ASSERT_EQ(batch.size(), prompts.size());
+        for (size_t i = 0; i < prompts.size(); ++i) {
+          EXPECT_EQ(batch[i], models::generate(*m, prompts[i], o))
+              << folder << " prompt " << i << (sampled ? " sampled" : " greedy")
+              << (cache ? "" : " no cache");
+        }
+      }
+    }
+    // The padded rows' logits are the unpadded ones' (to float rounding).
+    torch::NoGradGuard no_grad;
+    models::KvCache cache;
+    cache.pads = {0, 6};
+    const auto rows = torch::tensor({5, 17, 33, 2, 61, 40, 12, 9, 3, 7, 7, 7, 7, 7, 7, 5, 17, 33})
+                          .view({2, 9});
+    const auto padded = m->forward_cached(rows, cache);
+    const auto alone = m->forward(torch::tensor({5, 17, 33}).view({1, 3}));
+    EXPECT_TRUE(torch::allclose(padded[1].narrow(0, 6, 3), alone[0], 1e-5, 1e-5)) << folder;
+    EXPECT_TRUE(torch::allclose(padded[0], m->forward(rows.narrow(0, 0, 1))[0], 1e-5, 1e-5));
+  }
+}
+
 TEST_F(Generation, SamplingIsSeededAndTopKOfOneIsGreedy) {
   auto m = load("llama");
   const std::vector<int64_t> prompt{5, 17, 33};

@@ -70,17 +70,85 @@ int64_t choose(torch::Tensor logits, const std::vector<int64_t>& seen, int64_t m
   return sample(logits, o, gen);
 }
 
-}  // namespace
-
-std::vector<int64_t> generate(HfCausalLm& model, const std::vector<int64_t>& prompt,
-                              const GenerationOptions& o,
-                              const std::function<bool(const std::vector<int64_t>&)>& stop) {
-  o.validate("generation.");
+/// ConfigError unless `prompt` and max_new_tokens fit the model.
+void check_prompt(const HfCausalLm& model, const std::vector<int64_t>& prompt,
+                  const GenerationOptions& o) {
   UT_CHECK(!prompt.empty(), "generate: the prompt encodes to no tokens");
   const auto total = static_cast<int64_t>(prompt.size()) + o.max_new_tokens;
   UT_CHECK(total <= model.max_length(), "generate: a prompt of ", prompt.size(), " tokens and ",
            o.max_new_tokens, " new ones exceed the model's ", model.max_length(),
            " positions; lower max_new_tokens or shorten the prompt");
+}
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> generate_batch(
+    HfCausalLm& model, const std::vector<std::vector<int64_t>>& prompts, const GenerationOptions& o,
+    const std::function<bool(size_t, const std::vector<int64_t>&)>& stop) {
+  o.validate("generation.");
+  size_t longest = 0;
+  for (const auto& p : prompts) {
+    check_prompt(model, p, o);
+    longest = std::max(longest, p.size());
+  }
+  const size_t rows = prompts.size();
+  std::vector<std::vector<int64_t>> out(rows);
+  if (rows == 0) return out;
+  torch::NoGradGuard no_grad;
+  const torch::Device device = model.parameters().front().device();
+  std::vector<at::Generator> gens;
+  std::vector<std::vector<int64_t>> seen = prompts;
+  std::vector<int64_t> pads;
+  std::vector<int64_t> padded;
+  for (const auto& p : prompts) {
+    gens.push_back(at::make_generator<at::CPUGeneratorImpl>(o.seed));
+    pads.push_back(static_cast<int64_t>(longest - p.size()));
+    padded.insert(padded.end(), longest - p.size(), p.front());  // any id: nothing attends it
+    padded.insert(padded.end(), p.begin(), p.end());
+  }
+  const auto longs = torch::TensorOptions().dtype(torch::kLong);
+  torch::Tensor all = torch::tensor(padded, longs).view({static_cast<int64_t>(rows), -1});
+  torch::Tensor next = all.to(device);
+  KvCache cache;
+  cache.pads = pads;
+  std::vector<bool> done(rows, false);
+  for (int64_t made = 0; made < o.max_new_tokens; ++made) {
+    torch::Tensor logits;
+    if (o.use_cache) {
+      logits = model.forward_cached(next, cache);
+    } else {
+      KvCache whole;  // the whole sequence again, as forward() computes it
+      whole.pads = pads;
+      logits = model.forward_cached(all.to(device), whole);
+    }
+    std::vector<int64_t> chosen(rows);
+    bool any = false;
+    for (size_t b = 0; b < rows; ++b) {
+      if (done[b]) {
+        chosen[b] = seen[b].back();  // a finished row's step is computed and not read
+        continue;
+      }
+      const int64_t id = choose(logits[static_cast<int64_t>(b)][-1], seen[b], made, o, gens[b]);
+      chosen[b] = id;
+      seen[b].push_back(id);
+      out[b].push_back(id);
+      done[b] = std::find(o.stop_ids.begin(), o.stop_ids.end(), id) != o.stop_ids.end() ||
+                (stop && stop(b, out[b]));
+      any = any || !done[b];
+    }
+    if (!any) break;
+    next = torch::tensor(chosen, longs).view({static_cast<int64_t>(rows), 1});
+    all = torch::cat({all, next}, 1);
+    next = next.to(device);
+  }
+  return out;
+}
+
+std::vector<int64_t> generate(HfCausalLm& model, const std::vector<int64_t>& prompt,
+                              const GenerationOptions& o,
+                              const std::function<bool(const std::vector<int64_t>&)>& stop) {
+  o.validate("generation.");
+  check_prompt(model, prompt, o);
   torch::NoGradGuard no_grad;
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(o.seed);
   const torch::Device device = model.parameters().front().device();

@@ -40,4 +40,15 @@ std::vector<int64_t> generate(HfCausalLm& model, const std::vector<int64_t>& pro
                               const GenerationOptions& options,
                               const std::function<bool(const std::vector<int64_t>&)>& stop = {});
 
+/// The ids `model` generates after each of `prompts`, all in one batch: the prompts padded on
+/// the left (KvCache::pads: the padding takes no position and nothing attends it), each row
+/// choosing with its own generator seeded by `options.seed` and ending on its own; a row's
+/// tokens are those generate() gives it alone (its logits the same to float rounding: the
+/// products run over more rows). `stop(row, ids)` as generate()'s `stop` for row `row`.
+/// ConfigError for an empty prompt, or the longest with max_new_tokens past the positions.
+std::vector<std::vector<int64_t>> generate_batch(
+    HfCausalLm& model, const std::vector<std::vector<int64_t>>& prompts,
+    const GenerationOptions& options,
+    const std::function<bool(size_t, const std::vector<int64_t>&)>& stop = {});
+
 }  // namespace unitrain::models

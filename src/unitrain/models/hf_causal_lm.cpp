@@ -2,6 +2,8 @@
 // registers itself beside its model).
 #include "unitrain/models/hf_causal_lm.h"
 
+#include <algorithm>
+
 #include "unitrain/core/error.h"
 #include "unitrain/core/options.h"
 #include "unitrain/models/hf_lm_parts.h"
@@ -59,8 +61,14 @@ torch::Tensor HfCausalLm::forward(torch::Tensor tokens, const torch::Tensor& seg
 
 torch::Tensor HfCausalLm::forward_cached(torch::Tensor tokens, KvCache& cache) {
   tokens = checked(tokens);
-  UT_CHECK(cache.length + tokens.size(1) <= max_length(), type_, ": ", cache.length, " + ",
-           tokens.size(1), " tokens are more than the model's ", max_length(),
+  UT_CHECK(cache.pads.empty() || static_cast<int64_t>(cache.pads.size()) == tokens.size(0), type_,
+           ": the cache pads ", cache.pads.size(), " rows, the tokens have ", tokens.size(0));
+  // Padding takes no position: the longest row's are what must fit.
+  const int64_t padding =
+      cache.pads.empty() ? 0 : *std::min_element(cache.pads.begin(), cache.pads.end());
+  UT_CHECK(cache.length - padding + tokens.size(1) <= max_length(), type_, ": ",
+           cache.length - padding, " + ", tokens.size(1), " tokens are more than the model's ",
+           max_length(),
            " positions (config.json); generate fewer new tokens or give a shorter prompt");
   TokenLayout layout = TokenLayout::cached(tokens.size(1), cache, tokens.device());
   layout.limit_window(attention_window(), tokens.size(1), tokens.device());

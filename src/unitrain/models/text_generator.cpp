@@ -47,51 +47,78 @@ std::string TextGenerator::chat_prompt(const nlohmann::ordered_json& messages) c
   return chat_->render(messages, true, nlohmann::ordered_json::object());
 }
 
-GeneratedText TextGenerator::generate_chat(const nlohmann::ordered_json& messages,
-                                           models::GenerationOptions o,
-                                           const std::vector<std::string>& stop_strings) const {
+std::vector<int64_t> TextGenerator::chat_ids(const nlohmann::ordered_json& messages) const {
   const std::vector<int> ids = tokenizer_->encode(chat_prompt(messages));
-  return generate_ids(std::vector<int64_t>(ids.begin(), ids.end()), std::move(o), stop_strings);
+  return {ids.begin(), ids.end()};
 }
 
-GeneratedText TextGenerator::generate(const std::string& prompt, models::GenerationOptions o,
-                                      const std::vector<std::string>& stop_strings) const {
+std::vector<int64_t> TextGenerator::prompt_ids(const std::string& prompt) const {
   std::vector<int64_t> ids;
   if (special_tokens_) {
     for (int id : tokenizer_->special_prefix()) ids.push_back(id);
   }
   for (int id : tokenizer_->encode(prompt)) ids.push_back(id);
-  return generate_ids(std::move(ids), std::move(o), stop_strings);
+  return ids;
 }
 
-GeneratedText TextGenerator::generate_ids(std::vector<int64_t> prompt_ids,
-                                          models::GenerationOptions o,
-                                          const std::vector<std::string>& stop_strings) const {
-  GeneratedText out;
-  out.prompt_ids = std::move(prompt_ids);
+GeneratedText TextGenerator::generate_chat(const nlohmann::ordered_json& messages,
+                                           models::GenerationOptions o,
+                                           const std::vector<std::string>& stop_strings) const {
+  return generate_all({chat_ids(messages)}, std::move(o), stop_strings, 1).front();
+}
+
+GeneratedText TextGenerator::generate(const std::string& prompt, models::GenerationOptions o,
+                                      const std::vector<std::string>& stop_strings) const {
+  return generate_all({prompt_ids(prompt)}, std::move(o), stop_strings, 1).front();
+}
+
+std::vector<GeneratedText> TextGenerator::generate_all(
+    const std::vector<std::vector<int64_t>>& prompts, models::GenerationOptions o,
+    const std::vector<std::string>& stop_strings, int64_t batch) const {
+  UT_CHECK(batch >= 1, "generate: the batch size must be >= 1, got ", batch);
   o.stop_ids.insert(o.stop_ids.end(), stop_ids_.begin(), stop_ids_.end());
-  // The first stop string in the decoded text so far, and where.
-  auto find_stop = [&](const std::vector<int64_t>& ids, size_t& at) {
+  // Where the first stop string is in the decoded text of `ids`; npos when none is.
+  auto find_stop = [&](const std::vector<int64_t>& ids) {
     const std::string text = tokenizer_->decode(std::vector<int>(ids.begin(), ids.end()));
-    at = std::string::npos;
+    size_t at = std::string::npos;
     for (const std::string& s : stop_strings) at = std::min(at, text.find(s));
-    return at != std::string::npos;
+    return at;
   };
-  size_t at = std::string::npos;
-  const auto start = std::chrono::steady_clock::now();
-  out.ids = models::generate(model_, out.prompt_ids, o, [&](const std::vector<int64_t>& ids) {
-    return !stop_strings.empty() && find_stop(ids, at);
-  });
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  out.completion = tokenizer_->decode(std::vector<int>(out.ids.begin(), out.ids.end()));
-  if (!stop_strings.empty() && find_stop(out.ids, at)) {
-    out.completion.resize(at);
-    out.stopped_by = "stop string";
-  } else if (!out.ids.empty() &&
-             std::find(o.stop_ids.begin(), o.stop_ids.end(), out.ids.back()) != o.stop_ids.end()) {
-    out.stopped_by = "eos";
-  } else {
-    out.stopped_by = "max_new_tokens";
+  auto stops = [&](const std::vector<int64_t>& ids) {
+    return !stop_strings.empty() && find_stop(ids) != std::string::npos;
+  };
+  std::vector<GeneratedText> out(prompts.size());
+  for (size_t first = 0; first < prompts.size(); first += static_cast<size_t>(batch)) {
+    const size_t end = std::min(prompts.size(), first + static_cast<size_t>(batch));
+    const std::vector<std::vector<int64_t>> group(prompts.begin() + static_cast<long>(first),
+                                                  prompts.begin() + static_cast<long>(end));
+    const auto start = std::chrono::steady_clock::now();
+    // One prompt alone runs unpadded (generate); several, left-padded in one batch.
+    const std::vector<std::vector<int64_t>> ids =
+        group.size() == 1
+            ? std::vector<std::vector<int64_t>>{models::generate(model_, group[0], o, stops)}
+            : models::generate_batch(model_, group, o, [&](size_t, const std::vector<int64_t>& i) {
+                return stops(i);
+              });
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (size_t i = 0; i < group.size(); ++i) {
+      GeneratedText& g = out[first + i];
+      g.prompt_ids = group[i];
+      g.ids = ids[i];
+      g.seconds = seconds;
+      g.completion = tokenizer_->decode(std::vector<int>(g.ids.begin(), g.ids.end()));
+      const size_t at = stop_strings.empty() ? std::string::npos : find_stop(g.ids);
+      if (at != std::string::npos) {
+        g.completion.resize(at);
+        g.stopped_by = "stop string";
+      } else if (!g.ids.empty() && std::find(o.stop_ids.begin(), o.stop_ids.end(), g.ids.back()) !=
+                                       o.stop_ids.end()) {
+        g.stopped_by = "eos";
+      } else {
+        g.stopped_by = "max_new_tokens";
+      }
+    }
   }
   return out;
 }

@@ -25,7 +25,7 @@ struct GeneratedText {
   std::vector<int64_t> prompt_ids;  ///< the prompt's tokens (special prefix included)
   std::vector<int64_t> ids;         ///< the new tokens
   std::string stopped_by;           ///< "eos", "stop string", or "max_new_tokens"
-  double seconds = 0;               ///< the generation's wall time (prompt and new tokens)
+  double seconds = 0;  ///< the generation's wall time (prompt and new tokens; its batch's)
 };
 
 /// A causal LM ready to generate, with its tokenizer. Holds what owns the model.
@@ -54,6 +54,17 @@ class TextGenerator {
                               const std::vector<std::string>& stop_strings = {}) const;
   /// The text generate_chat() generates after.
   std::string chat_prompt(const nlohmann::ordered_json& messages) const;
+  /// The tokens generate() and generate_chat() generate after.
+  std::vector<int64_t> prompt_ids(const std::string& prompt) const;
+  std::vector<int64_t> chat_ids(const nlohmann::ordered_json& messages) const;
+  /// Each prompt's generation (prompt_ids() or chat_ids() gives them), `batch` prompts at a
+  /// time: one alone runs as it is, several in one batch padded on the left
+  /// (models::generate_batch: each row's tokens those it gives alone). A text's `seconds` is
+  /// its batch's.
+  std::vector<GeneratedText> generate_all(const std::vector<std::vector<int64_t>>& prompts,
+                                          models::GenerationOptions options,
+                                          const std::vector<std::string>& stop_strings,
+                                          int64_t batch) const;
   /// Whether prompts start with the tokenizer's special prefix (e.g. Llama-3's
   /// <|begin_of_text|>); on by default.
   TextGenerator& add_special_tokens(bool on) {
@@ -78,9 +89,6 @@ class TextGenerator {
   std::string template_ = "{prompt}";
   std::shared_ptr<const JinjaChat> chat_;  ///< the tokenizer folder's chat template, read once
   std::string chat_error_;                 ///< why there is none
-
-  GeneratedText generate_ids(std::vector<int64_t> prompt_ids, models::GenerationOptions o,
-                             const std::vector<std::string>& stop_strings) const;
 };
 
 /// The eos ids of a generation_config.json's text (eos_token_id: an id or a list); none when

@@ -70,10 +70,22 @@ TokenLayout TokenLayout::packed(const torch::Tensor& segments, const torch::Tens
 TokenLayout TokenLayout::cached(int64_t t, KvCache& cache, const torch::Device& device) {
   const auto opts = torch::TensorOptions().dtype(torch::kLong).device(device);
   TokenLayout l;
-  l.positions = torch::arange(cache.length, cache.length + t, opts);
+  const auto index = torch::arange(cache.length, cache.length + t, opts);  // [t]
+  const auto keys = torch::arange(cache.length + t, opts);                 // [keys]
   // New token i (at length + i) attends keys 0..length + i.
-  l.allowed = torch::arange(cache.length + t, opts).unsqueeze(0) <= l.positions.unsqueeze(1);
+  l.allowed = keys.unsqueeze(0) <= index.unsqueeze(1);
+  l.positions = index;
   l.cache = &cache;
+  if (!cache.pads.empty()) {
+    const auto pads = torch::tensor(cache.pads, torch::kLong).to(device).view({-1, 1});  // [B, 1]
+    l.positions = (index.unsqueeze(0) - pads).clamp_min(0);                              // [B, t]
+    const auto real_key = keys.unsqueeze(0) >= pads;              // [B, keys]
+    const auto pad_query = index.unsqueeze(0) < pads;             // [B, t]
+    const auto itself = keys.unsqueeze(0) == index.unsqueeze(1);  // [t, keys]
+    l.allowed = torch::where(pad_query.unsqueeze(2), itself.unsqueeze(0),
+                             l.allowed.unsqueeze(0).logical_and(real_key.unsqueeze(1)))
+                    .unsqueeze(1);  // [B, 1, t, keys]
+  }
   return l;
 }
 

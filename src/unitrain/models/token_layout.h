@@ -18,6 +18,9 @@ namespace unitrain::models {
 struct KvCache {
   std::vector<torch::Tensor> keys, values;  ///< one buffer per block
   int64_t length = 0;                       ///< tokens the cache holds (forward_cached moves it)
+  /// Left padding of each row of a batch of prompts (empty: none): row b's first pads[b]
+  /// tokens are padding, which nothing attends and which take no position.
+  std::vector<int64_t> pads;
 
   /// Block `block`'s keys and values of positions [0, length + new) with the new `k`, `v`
   /// written at `length` (kept for the next call; `length` moves once every block has them).
@@ -32,7 +35,10 @@ struct KvCache {
 ///   its own example only (a block-diagonal causal mask) and positions restart at 0 with each
 ///   example, so a packed example computes what it computes alone.
 /// - cached(): T new tokens after the `cache->length` a KV cache holds, at positions
-///   length..length+T-1, each attending every cached token and the new ones up to itself.
+///   length..length+T-1, each attending every cached token and the new ones up to itself;
+///   with the cache's `pads`, row b's positions start after its pads[b] padding tokens, which
+///   no token attends (a padding token attends itself alone), so a row's numbers are those it
+///   has alone.
 struct TokenLayout {
   torch::Tensor positions;  ///< int64 [T] (every row alike) or [B, T]
   torch::Tensor allowed;    ///< bool, broadcast to [B, 1, T, keys]; undefined = causal over T
