@@ -153,8 +153,8 @@ TEST_F(Generation, BatchedPromptsPaddedOnTheLeftGiveEachItsTokensAlone) {
     torch::NoGradGuard no_grad;
     models::KvCache cache;
     cache.pads = {0, 6};
-    const auto rows = torch::tensor({5, 17, 33, 2, 61, 40, 12, 9, 3, 7, 7, 7, 7, 7, 7, 5, 17, 33})
-                          .view({2, 9});
+    const auto rows =
+        torch::tensor({5, 17, 33, 2, 61, 40, 12, 9, 3, 7, 7, 7, 7, 7, 7, 5, 17, 33}).view({2, 9});
     const auto padded = m->forward_cached(rows, cache);
     const auto alone = m->forward(torch::tensor({5, 17, 33}).view({1, 3}));
     EXPECT_TRUE(torch::allclose(padded[1].narrow(0, 6, 3), alone[0], 1e-5, 1e-5)) << folder;
