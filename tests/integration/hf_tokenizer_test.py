@@ -138,10 +138,17 @@ train: {max_length: 20 steps, log_every: 10 steps, threads: 1}
     def test_a_bad_tokenizer_json_exits_2_naming_the_file_the_path_and_the_type(self):
         with open(self.tokenizer("gpt2"), encoding="utf-8") as f:
             gpt2 = json.load(f)
+        # A Precompiled normalizer whose charsmap is not one is refused by its sizes...
         gpt2["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Precompiled",
                                                                                     "precompiled_charsmap": ""}]}
+        empty = write(os.path.join(self.dir, "empty", "tokenizer.json"), json.dumps(gpt2))
+        code, out = run(["tokenizer", "encode", "--tokenizer", empty, "--text", "hi"])
+        self.assertEqual(code, 2, out)
+        self.assertIn("normalizer.normalizers[1].precompiled_charsmap holds 0 bytes", out)
+        # ... and a type unitrain does not implement by its name.
+        gpt2["normalizer"]["normalizers"][1] = {"type": "Nmt"}
         bad = write(os.path.join(self.dir, "bad", "tokenizer.json"), json.dumps(gpt2))
-        expected = ("tokenizer '%s': normalizer.normalizers[1] has normalizer type 'Precompiled', which "
+        expected = ("tokenizer '%s': normalizer.normalizers[1] has normalizer type 'Nmt', which "
                     "unitrain does not implement" % bad)
         code, out = run(["tokenizer", "encode", "--tokenizer", bad, "--text", "hi"])
         self.assertEqual(code, 2, out)
