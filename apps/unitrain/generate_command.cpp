@@ -46,10 +46,12 @@ std::vector<Prompt> read_prompts(const std::string& path) {
 class GenerateCommand : public Subcommand {
  public:
   explicit GenerateCommand(CLI::App& app)
-      : Subcommand(app, "generate",
-                   "generate text after prompts with a run's checkpoint or a Hugging Face folder "
-                   "(gpt2, llama, qwen2, qwen3, mistral, gemma, phi3): greedy or sampled, with a "
-                   "KV cache") {
+      : Subcommand(
+            app, "generate",
+            "generate text after prompts with a run's checkpoint or a Hugging Face folder "
+            "(gpt2, llama, qwen2, qwen3, mistral, gemma, gemma2, gemma3_text, phi3): greedy or "
+            "sampled, with a "
+            "KV cache") {
     cli_->add_option("source", source_,
                      "a run folder (its config.yaml and checkpoints), a run's YAML file, or a "
                      "Hugging Face model folder (config.json, weights, tokenizer.json)")

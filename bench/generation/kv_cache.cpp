@@ -1,14 +1,19 @@
-// Time per new token of greedy decoding with and without the KV cache, at several lengths.
+// Time per new token of greedy decoding with and without the KV cache, at several lengths, and
+// against the batch size (generate --batch-size: prompts padded on the left).
 //
 //   build/bench/bench_kv_cache [--layers 4] [--hidden 256] [--lengths 64,256,1024] [--reps 16]
+//                              [--batches 1,2,4,8,16] [--batch-length 128]
 //
 // A fresh llama (config.json written here: hidden 256, 8 heads, 4 kv heads, 4 layers, vocab
 // 4096, 2048 positions, float32) on the CPU, one thread. For each length L: with the cache, the
 // mean time of forward_cached on one new token after L cached ones (reps tokens, after a
 // warm-up); without it, the mean time of forward on the whole L + 1 tokens (what generating the
-// token after L costs then). Prints one line per length.
+// token after L costs then). Prints one line per length. Then for each batch size B: B prompts
+// of about --batch-length tokens (row b shorter by 3 b: padded on the left, KvCache::pads), the
+// mean time of one cached step of B new tokens, and that over B (the time per new token).
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <sstream>
@@ -38,17 +43,22 @@ std::string config_json(int64_t layers, int64_t hidden) {
 
 int main(int argc, char** argv) {
   int64_t layers = 4, hidden = 256, reps = 16;
-  std::vector<int64_t> lengths{64, 256, 1024};
+  std::vector<int64_t> lengths{64, 256, 1024}, batches;
+  int64_t batch_length = 128;
+  auto list_of = [](const std::string& v) {
+    std::vector<int64_t> out;
+    std::stringstream list(v);
+    for (std::string item; std::getline(list, item, ',');) out.push_back(std::stoll(item));
+    return out;
+  };
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--layers") layers = std::stoll(v);
     if (a == "--hidden") hidden = std::stoll(v);
     if (a == "--reps") reps = std::stoll(v);
-    if (a == "--lengths") {
-      lengths.clear();
-      std::stringstream list(v);
-      for (std::string item; std::getline(list, item, ',');) lengths.push_back(std::stoll(item));
-    }
+    if (a == "--lengths") lengths = list_of(v);
+    if (a == "--batches") batches = list_of(v);
+    if (a == "--batch-length") batch_length = std::stoll(v);
   }
   torch::set_num_threads(1);
   torch::manual_seed(0);
@@ -78,6 +88,23 @@ int main(int argc, char** argv) {
     for (int64_t r = 0; r < reps; ++r) model.forward(ids.narrow(1, 0, length + 1));
     const double whole = seconds_since(start) / double(reps);
     std::printf("%8lld %12.3f %12.3f\n", (long long)length, cached * 1e3, whole * 1e3);
+  }
+  if (!batches.empty()) {
+    std::printf("\nbatches of prompts of about %lld tokens: ms per step, ms per new token\n",
+                (long long)batch_length);
+    std::printf("%8s %12s %12s\n", "batch", "per step", "per token");
+  }
+  for (int64_t b : batches) {
+    unitrain::models::KvCache cache;
+    for (int64_t r = 0; r < b; ++r) cache.pads.push_back(std::min(3 * r, batch_length - 1));
+    const auto ids = torch::randint(4096, {b, batch_length + reps + 1}, torch::kLong);
+    model.forward_cached(ids.narrow(1, 0, batch_length), cache);
+    model.forward_cached(ids.narrow(1, batch_length, 1), cache);  // warm-up
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t r = 0; r < reps; ++r)
+      model.forward_cached(ids.narrow(1, batch_length + 1 + r, 1), cache);
+    const double step = seconds_since(start) / double(reps);
+    std::printf("%8lld %12.3f %12.3f\n", (long long)b, step * 1e3, step * 1e3 / double(b));
   }
   return 0;
 }

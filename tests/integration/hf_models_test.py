@@ -92,7 +92,8 @@ class HfModels(common.Case):
         """The llama-shaped families: an untouched model exports byte for byte (config keys and
         all), and LoRA on 2 processes with ZeRO 3 and bf16-mixed resumes bitwise."""
         for type, port in (("qwen2", 29821), ("qwen3", 29824), ("mistral", 29827),
-                           ("gemma", 29830), ("phi3", 29833)):
+                           ("gemma", 29830), ("phi3", 29833), ("gemma2", 29836),
+                           ("gemma3_text", 29839)):
             # Phi-3's fused layers as PEFT names them
             targets = "qkv_proj, gate_up_proj, down_proj" if type == "phi3" else \
                 "q_proj, k_proj, v_proj, down_proj"

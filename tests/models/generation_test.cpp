@@ -36,11 +36,12 @@ class Generation : public ::testing::Test {
   static std::shared_ptr<models::HfCausalLm> load(const std::string& folder) {
     register_builtin_models();
     const std::string path = dir_ + "/" + folder;
-    const std::string type = folder.rfind("gpt2", 0) == 0      ? "gpt2"
-                             : folder.rfind("mistral", 0) == 0 ? "mistral"
-                             : folder.rfind("qwen", 0) == 0 || folder == "gemma" || folder == "phi3"
-                                 ? folder
-                                 : "llama";
+    const std::string type =
+        folder.rfind("gpt2", 0) == 0      ? "gpt2"
+        : folder.rfind("mistral", 0) == 0 ? "mistral"
+        : folder.rfind("qwen", 0) == 0 || folder.rfind("gemma", 0) == 0 || folder == "phi3"
+            ? folder
+            : "llama";
     auto m = std::dynamic_pointer_cast<models::HfCausalLm>(model_registry().create(
         Config::from_string("model: {type: " + type + ", args: {pretrained: " + path + "}}")
             .at("model")));
@@ -63,7 +64,8 @@ class Generation : public ::testing::Test {
 };
 
 TEST_F(Generation, GreedyMatchesPyTorchWithAndWithoutTheCache) {
-  for (const char* folder : {"gpt2", "llama", "llama_tied_bias"}) {
+  for (const char* folder : {"gpt2", "llama", "llama_tied_bias", "qwen2", "qwen3", "mistral",
+                             "gemma", "phi3", "gemma2", "gemma3_text"}) {
     auto m = load(folder);
     const nlohmann::json ref = reference(folder);
     for (const auto& c : ref["cases"]) {
@@ -81,7 +83,8 @@ TEST_F(Generation, GreedyMatchesPyTorchWithAndWithoutTheCache) {
 
 TEST_F(Generation, CachedLogitsEqualTheWholeForward) {
   // (mistral: a sliding window of 5, which the cached tokens move past)
-  for (const char* folder : {"gpt2", "llama", "qwen3", "mistral", "gemma", "phi3"}) {
+  for (const char* folder :
+       {"gpt2", "llama", "qwen3", "mistral", "gemma", "phi3", "gemma2", "gemma3_text"}) {
     auto m = load(folder);
     torch::NoGradGuard no_grad;
     const auto ids = torch::randint(90, {2, 20}, torch::kLong);
@@ -114,7 +117,7 @@ void expect_packed_equals_alone(
 }
 
 TEST_F(Generation, PackedRowsKeepAttentionInsideEachExample) {
-  for (const char* folder : {"gpt2", "llama", "mistral"}) {
+  for (const char* folder : {"gpt2", "llama", "mistral", "gemma2", "gemma3_text"}) {
     auto m = load(folder);
     expect_packed_equals_alone([&](torch::Tensor x) { return m->forward(x); },
                                [&](torch::Tensor x, torch::Tensor s) { return m->forward(x, s); },
@@ -128,7 +131,7 @@ TEST_F(Generation, PackedRowsKeepAttentionInsideEachExample) {
 }
 
 TEST_F(Generation, BatchedPromptsPaddedOnTheLeftGiveEachItsTokensAlone) {
-  for (const char* folder : {"gpt2", "llama", "mistral", "qwen3"}) {
+  for (const char* folder : {"gpt2", "llama", "mistral", "qwen3", "gemma2"}) {
     auto m = load(folder);
     // Three lengths (the longest first, the shortest last), a repeat, greedy and sampled.
     const std::vector<std::vector<int64_t>> prompts{

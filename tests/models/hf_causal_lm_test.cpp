@@ -134,6 +134,14 @@ TEST_F(HfCausalLm, Phi3WithFusedProjectionsAndASlidingWindowMatches) {
   check_against_reference("phi3", "phi3");
 }
 
+TEST_F(HfCausalLm, Gemma2WithSoftCapsSandwichNormsAndAlternatingWindowsMatches) {
+  check_against_reference("gemma2", "gemma2");
+}
+
+TEST_F(HfCausalLm, Gemma3TextWithQkNormsAndLocalRopeOnItsSlidingLayersMatches) {
+  check_against_reference("gemma3_text", "gemma3_text");
+}
+
 TEST_F(HfCausalLm, ParameterNamesAreHuggingFacesAndUnitsCoverEachOnce) {
   for (const auto& [type, folder] :
        std::vector<std::pair<std::string, std::string>>{{"gpt2", "gpt2"},
@@ -143,7 +151,9 @@ TEST_F(HfCausalLm, ParameterNamesAreHuggingFacesAndUnitsCoverEachOnce) {
                                                         {"qwen3", "qwen3"},
                                                         {"mistral", "mistral"},
                                                         {"gemma", "gemma"},
-                                                        {"phi3", "phi3"}}) {
+                                                        {"phi3", "phi3"},
+                                                        {"gemma2", "gemma2"},
+                                                        {"gemma3_text", "gemma3_text"}}) {
     ModelPtr m = load(type, folder);
     std::set<std::string> file_names;
     for (const auto& [name, t] : read_hf_weights(dir_ + "/" + folder, "test")) {
@@ -236,6 +246,19 @@ TEST_F(HfCausalLm, MathItDoesNotComputeIsRefusedByName) {
   EXPECT_TRUE(test::contains(as_llama, "use model.type qwen2 for it")) << as_llama;
   EXPECT_TRUE(test::contains(refused("qwen3", qwen2 + "\"vocab_size\": 8}"),
                              "model_type 'qwen2', not 'qwen3'"));
+  // Gemma 2's soft caps are its own: a llama file with one is refused; its layer kinds checked.
+  EXPECT_TRUE(test::contains(refused("llama", llama + R"("attn_logit_softcapping": 50.0})"),
+                             "attn_logit_softcapping is 50.0: llama does not compute it"));
+  const std::string gemma2 =
+      R"({"model_type": "gemma2", "hidden_size": 32, "num_attention_heads": 4, "head_dim": 8, )"
+      R"("num_hidden_layers": 2, "num_key_value_heads": 1, )";
+  EXPECT_TRUE(test::contains(
+      refused("gemma2", gemma2 + R"("layer_types": ["full_attention", "chunked_attention"]})"),
+      "layer_types[1] is \"chunked_attention\""));
+  EXPECT_TRUE(test::contains(refused("gemma2", gemma2 + R"("layer_types": ["full_attention"]})"),
+                             "must be a list of num_hidden_layers (2) entries"));
+  EXPECT_TRUE(test::contains(refused("gemma2", gemma2 + R"("attn_logit_softcapping": -1})"),
+                             "attn_logit_softcapping"));
   const std::string both = test::config_error_of([&] {
     model_registry().create(
         Config::from_string("model: {type: llama, args: {pretrained: a, config: b}}").at("model"));
@@ -300,7 +323,9 @@ TEST_F(HfCausalLm, ShapeOfAConfigIsTheModelsParameters) {
            {"qwen3", dir_ + "/qwen3/config.json"},
            {"mistral", dir_ + "/mistral/config.json"},
            {"gemma", dir_ + "/gemma/config.json"},
-           {"phi3", dir_ + "/phi3/config.json"}}) {
+           {"phi3", dir_ + "/phi3/config.json"},
+           {"gemma2", dir_ + "/gemma2/config.json"},
+           {"gemma3_text", dir_ + "/gemma3_text/config.json"}}) {
     ModelPtr m = model_registry().create(
         Config::from_string("model: {type: " + type + ", args: {config: " + config + "}}")
             .at("model"));

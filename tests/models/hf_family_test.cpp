@@ -12,10 +12,13 @@ namespace {
 
 TEST(HfFamily, EachBuiltInFamilyIsFoundByItsModelTypeWithItsNames) {
   register_builtin_models();
-  EXPECT_EQ(hf_family_types(), (std::vector<std::string>{"gpt2", "llama", "qwen2", "qwen3",
-                                                         "mistral", "gemma", "phi3"}));
-  EXPECT_EQ(hf_family_list(), "gpt2, llama, qwen2, qwen3, mistral, gemma and phi3");
-  EXPECT_EQ(hf_family_list(" or "), "gpt2, llama, qwen2, qwen3, mistral, gemma or phi3");
+  EXPECT_EQ(hf_family_types(),
+            (std::vector<std::string>{"gpt2", "llama", "qwen2", "qwen3", "mistral", "gemma",
+                                      "gemma2", "gemma3_text", "phi3"}));
+  EXPECT_EQ(hf_family_list(),
+            "gpt2, llama, qwen2, qwen3, mistral, gemma, gemma2, gemma3_text and phi3");
+  EXPECT_EQ(hf_family_list(" or "),
+            "gpt2, llama, qwen2, qwen3, mistral, gemma, gemma2, gemma3_text or phi3");
   EXPECT_EQ(find_hf_family("gemma3"), nullptr);
   const HfFamily* gpt2 = find_hf_family("gpt2");
   ASSERT_NE(gpt2, nullptr);

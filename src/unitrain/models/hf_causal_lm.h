@@ -33,7 +33,7 @@ void register_llama_family(const HfFamily& family, LlamaConfig (*read)(const std
                            const std::string& help);
 void register_qwen();
 void register_mistral();
-void register_gemma();
+void register_gemma();  ///< gemma, gemma2 and gemma3_text
 void register_phi3();
 
 /// What gpt2 and llama share: token ids in (and, for packed rows, segment ids), one prediction
@@ -135,7 +135,11 @@ class LlamaImpl : public HfCausalLm {
   static ConfigShape shape_of(const LlamaConfig& c, const std::string& path);
   int64_t max_length() const override { return config.max_position_embeddings; }
   int64_t vocabulary() const override { return config.vocab_size; }
-  int64_t attention_window() const override { return config.sliding_window; }
+  /// sliding_window when every layer slides (Mistral, Phi-3); Gemma 2/3's run() windows their
+  /// sliding layers alone.
+  int64_t attention_window() const override {
+    return config.sliding_layers.empty() ? config.sliding_window : 0;
+  }
   /// The embeddings, each block, then the norm (with lm_head when untied).
   std::vector<std::vector<torch::Tensor>> units() override;
 
@@ -153,8 +157,10 @@ class LlamaImpl : public HfCausalLm {
  private:
   /// Rotary cos and sin of `positions` ([T] or [B, T]): [T, head_dim] or [B, 1, T, head_dim],
   /// in float32.
-  std::pair<torch::Tensor, torch::Tensor> rotary(const torch::Tensor& positions) const;
-  torch::Tensor inv_freq_;  ///< [head_dim / 2], float32, CPU
+  std::pair<torch::Tensor, torch::Tensor> rotary(const torch::Tensor& positions,
+                                                 const torch::Tensor& inv_freq) const;
+  torch::Tensor inv_freq_;        ///< [head_dim / 2], float32, CPU
+  torch::Tensor inv_freq_local_;  ///< Gemma 3's sliding layers'; undefined for the others
 };
 
 }  // namespace unitrain::models

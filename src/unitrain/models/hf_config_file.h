@@ -47,6 +47,8 @@ class ConfigFile {
   bool has(const char* key) const { return j_.contains(key) && !j_.at(key).is_null(); }
   /// Whether `key` is given as null.
   bool null(const char* key) const { return j_.contains(key) && j_.at(key).is_null(); }
+  /// Whether a reader took `key` already (read, refused, or said harmless).
+  bool taken(const char* key) const { return seen_.count(key) > 0; }
   const nlohmann::json& at(const char* key) const { return j_.at(key); }
 
   /// Whether `key` holds a value; a null one is refused unless `nullable` (then: not given).

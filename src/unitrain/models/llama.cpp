@@ -54,7 +54,12 @@ class LlamaAttentionImpl : public torch::nn::Module {
       : heads_(c.num_attention_heads),
         kv_heads_(c.kv_heads()),
         head_dim_(c.head_width()),
-        dropout_(c.attention_dropout) {
+        dropout_(c.attention_dropout),
+        softcap_(c.attn_logit_softcapping) {
+    // Gemma 2/3 scale the scores by query_pre_attn_scalar^-1/2 (often head_dim's own).
+    if (c.query_pre_attn_scalar > 0 && c.query_pre_attn_scalar != double(c.head_width())) {
+      scale_ = 1.0 / std::sqrt(c.query_pre_attn_scalar);
+    }
     const int64_t hd = c.head_width();
     if (c.fused_projections) {  // Phi-3: q, k and v as one Linear
       qkv_proj = register_module("qkv_proj",
@@ -101,7 +106,12 @@ class LlamaAttentionImpl : public torch::nn::Module {
       k = k.repeat_interleave(heads_ / kv_heads_, 1);
       v = v.repeat_interleave(heads_ / kv_heads_, 1);
     }
-    auto y = layout.attend(q, k, v, is_training() ? dropout_ : 0.0);
+    const double dropout = is_training() ? dropout_ : 0.0;
+    auto y = softcap_ > 0 || scale_ > 0
+                 ? layout.attend_eager(q, k, v, dropout,
+                                       scale_ > 0 ? scale_ : 1.0 / std::sqrt(double(head_dim_)),
+                                       softcap_)
+                 : layout.attend(q, k, v, dropout);
     return project(o_proj, y.transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
   }
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
@@ -111,6 +121,8 @@ class LlamaAttentionImpl : public torch::nn::Module {
  private:
   int64_t heads_, kv_heads_, head_dim_;
   double dropout_;
+  double softcap_;    ///< Gemma 2: the scores' soft cap; 0 = none
+  double scale_ = 0;  ///< the scores' scale when not head_dim^-1/2; 0 = that
 };
 TORCH_MODULE(LlamaAttention);
 
@@ -154,21 +166,33 @@ TORCH_MODULE(LlamaMlp);
 class LlamaBlockImpl : public torch::nn::Module {
  public:
   explicit LlamaBlockImpl(const LlamaConfig& c) {
+    auto norm = [&c] { return RmsNorm(c.hidden_size, c.rms_norm_eps, c.norm_plus_one); };
     self_attn = register_module("self_attn", LlamaAttention(c));
     mlp = register_module("mlp", LlamaMlp(c));
-    input_layernorm =
-        register_module("input_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps, c.norm_plus_one));
-    post_attention_layernorm = register_module(
-        "post_attention_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps, c.norm_plus_one));
+    input_layernorm = register_module("input_layernorm", norm());
+    post_attention_layernorm = register_module("post_attention_layernorm", norm());
+    if (c.sandwich_norms) {
+      pre_feedforward_layernorm = register_module("pre_feedforward_layernorm", norm());
+      post_feedforward_layernorm = register_module("post_feedforward_layernorm", norm());
+    }
   }
   torch::Tensor forward(torch::Tensor x, const torch::Tensor& cos, const torch::Tensor& sin,
                         const TokenLayout& layout, size_t block) {
-    x = x + self_attn->forward(input_layernorm->forward(x), cos, sin, layout, block);
-    return x + mlp->forward(post_attention_layernorm->forward(x));
+    const torch::Tensor attended =
+        self_attn->forward(input_layernorm->forward(x), cos, sin, layout, block);
+    if (!pre_feedforward_layernorm) {  // Llama: post_attention_layernorm is the MLP's input norm
+      x = x + attended;
+      return x + mlp->forward(post_attention_layernorm->forward(x));
+    }
+    // Gemma 2/3: each sublayer's output normed before the residual, the MLP's input too.
+    x = x + post_attention_layernorm->forward(attended);
+    return x +
+           post_feedforward_layernorm->forward(mlp->forward(pre_feedforward_layernorm->forward(x)));
   }
   LlamaAttention self_attn{nullptr};
   LlamaMlp mlp{nullptr};
   RmsNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  RmsNorm pre_feedforward_layernorm{nullptr}, post_feedforward_layernorm{nullptr};  ///< Gemma 2/3
 };
 TORCH_MODULE(LlamaBlock);
 
@@ -257,6 +281,10 @@ ConfigShape LlamaImpl::shape_of(const LlamaConfig& c, const std::string& path) {
     }
     add(p + "input_layernorm.weight", {h}, hidden);
     add(p + "post_attention_layernorm.weight", {h}, hidden);
+    if (c.sandwich_norms) {
+      add(p + "pre_feedforward_layernorm.weight", {h}, hidden);
+      add(p + "post_feedforward_layernorm.weight", {h}, hidden);
+    }
   }
   add("model.norm.weight", {h}, hidden);
   if (!c.tie_word_embeddings) {
@@ -287,6 +315,12 @@ LlamaImpl::LlamaImpl(const HfModelOptions& options, LlamaConfig read, const HfFa
   info_.config_json = c.json;
 
   inv_freq_ = inverse_frequencies(c);
+  if (c.rope_local_theta > 0) {  // Gemma 3's local layers: their own base, no scaling
+    LlamaConfig local = c;
+    local.rope_theta = c.rope_local_theta;
+    local.rope_type.clear();
+    inv_freq_local_ = inverse_frequencies(local);
+  }
   body = register_module("model", std::make_shared<torch::nn::Module>());
   // HF's embedding keeps the padding row's gradient zero (nn.Embedding's padding_idx).
   auto embedding = torch::nn::EmbeddingOptions(c.vocab_size, c.hidden_size);
@@ -313,9 +347,10 @@ LlamaImpl::LlamaImpl(const HfModelOptions& options, LlamaConfig read, const HfFa
   unit_built(last);
 }
 
-std::pair<torch::Tensor, torch::Tensor> LlamaImpl::rotary(const torch::Tensor& positions) const {
+std::pair<torch::Tensor, torch::Tensor> LlamaImpl::rotary(const torch::Tensor& positions,
+                                                          const torch::Tensor& inv_freq) const {
   // As Hugging Face: float32 positions times the inverse frequencies.
-  auto freqs = positions.to(torch::kFloat).unsqueeze(-1) * inv_freq_.to(positions.device());
+  auto freqs = positions.to(torch::kFloat).unsqueeze(-1) * inv_freq.to(positions.device());
   auto angles = torch::cat({freqs, freqs}, -1);
   if (angles.dim() == 3) angles = angles.unsqueeze(1);  // [B, 1, T, D]: broadcast over heads
   return {angles.cos(), angles.sin()};
@@ -340,16 +375,27 @@ torch::Tensor LlamaImpl::run(torch::Tensor tokens, const TokenLayout& layout) {
   torch::Tensor x = first[0];
   // Gemma: the embeddings times sqrt(hidden_size), rounded to their dtype first.
   if (config.embed_scale) x = x * torch::tensor(std::sqrt(double(config.hidden_size)), x.options());
-  auto [cos, sin] = rotary(layout.positions);
-  cos = cos.to(x.scalar_type());
-  sin = sin.to(x.scalar_type());
+  auto rope = [&](const torch::Tensor& inv_freq) {
+    auto [c, s] = rotary(layout.positions, inv_freq);
+    return std::pair{c.to(x.scalar_type()), s.to(x.scalar_type())};
+  };
+  const auto global = rope(inv_freq_);
+  const auto local = inv_freq_local_.defined() ? rope(inv_freq_local_) : global;
+  // Gemma 2/3: the sliding layers attend within the window, the others all.
+  TokenLayout windowed = layout;
+  if (!config.sliding_layers.empty()) {
+    windowed.limit_window(config.sliding_window, tokens.size(1), tokens.device());
+  }
   for (size_t i = 0; i < layers->size(); ++i) {
     auto block = layers->ptr<LlamaBlockImpl>(i);
     const bool recompute = recomputes(i);
+    const bool sliding = !config.sliding_layers.empty() && config.sliding_layers[i];
+    const auto& [cos, sin] = sliding ? local : global;
+    const TokenLayout& l = sliding ? windowed : layout;
     x = run_unit(
         1 + i,
-        [block, cos = cos, sin = sin, layout, i](const torch::Tensor& in) {
-          return block->forward(in, cos, sin, layout, i);
+        [block, cos = cos, sin = sin, l, i](const torch::Tensor& in) {
+          return block->forward(in, cos, sin, l, i);
         },
         x, recompute);
   }
@@ -360,7 +406,11 @@ torch::Tensor LlamaImpl::run(torch::Tensor tokens, const TokenLayout& layout) {
       layers->size() + 1,
       [this, tied, final_norm](const std::vector<torch::Tensor>& in) {
         auto y = final_norm->forward(in[0]);
-        return std::vector{tied ? torch::matmul(y, in[1].t()) : project(lm_head, y)};
+        auto logits = tied ? torch::matmul(y, in[1].t()) : project(lm_head, y);
+        if (const double cap = config.final_logit_softcapping; cap > 0) {  // Gemma 2
+          logits = torch::tanh(logits / cap) * cap;
+        }
+        return std::vector{logits};
       },
       last_in)[0];
 }

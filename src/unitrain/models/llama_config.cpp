@@ -117,7 +117,10 @@ void refuse_other_math(ConfigFile& f, const LlamaConfig& c, const std::vector<co
                                    "attention_multiplier",
                                    "num_experts"};
   keys.insert(keys.end(), more.begin(), more.end());
-  for (const char* key : keys) f.refuse_unless(key, nullptr, c.model_type + " does not compute it");
+  for (const char* key : keys) {
+    if (f.taken(key)) continue;  // the family computes it (Gemma 2's soft-capping)
+    f.refuse_unless(key, nullptr, c.model_type + " does not compute it");
+  }
 }
 
 /// Qwen's sliding-window attention: off (use_sliding_window false, as the hub's Qwen2 and Qwen3
@@ -221,10 +224,13 @@ LlamaConfig read_mistral_config(const std::string& path) {
   return c;
 }
 
-LlamaConfig read_gemma_config(const std::string& path) {
-  ConfigFile f(path, "gemma");
+namespace {
+
+/// GemmaConfig's shape and constants, which Gemma 2 and 3 keep (a tied head, GeGLU, RMSNorm by
+/// 1 + w, scaled embeddings), with `type`.
+LlamaConfig gemma_defaults(const char* type) {
   LlamaConfig c;  // GemmaConfig's defaults (Gemma 7B's shape)
-  c.model_type = "gemma";
+  c.model_type = type;
   c.vocab_size = 256000;
   c.hidden_size = 3072;
   c.intermediate_size = 24576;
@@ -235,17 +241,114 @@ LlamaConfig read_gemma_config(const std::string& path) {
   c.tie_word_embeddings = true;
   c.pad_token_id = 0;
   c.gelu_tanh = c.norm_plus_one = c.embed_scale = true;
-  read_llama_shape(f, c);
-  // GemmaMLP: hidden_activation, else the tanh GELU whatever hidden_act says (transformers
-  // reads the original files' hidden_act "gelu" so).
+  return c;
+}
+
+/// GemmaMLP's activation: hidden_activation, else the tanh GELU whatever hidden_act says
+/// (transformers reads the original files' hidden_act "gelu" so).
+void read_gemma_activation(ConfigFile& f, const LlamaConfig& c) {
   std::string act = "gelu_pytorch_tanh";
   f.text("hidden_activation", act);
   UT_CHECK(act == "gelu_pytorch_tanh" || act == "gelu_new", f.where("hidden_activation"), " is '",
-           text_excerpt(act), "'; gemma computes GeGLU with the tanh GELU (gelu_pytorch_tanh)");
+           text_excerpt(act), "'; ", c.model_type,
+           " computes GeGLU with the tanh GELU (gelu_pytorch_tanh)");
   f.harmless({"hidden_act"});
+}
+
+/// Gemma 2 and 3's layer kinds: layer_types (transformers' newer files), else every
+/// `pattern`-th layer global and the others local ("sliding_attention" / "full_attention").
+void read_layer_types(ConfigFile& f, LlamaConfig& c, int64_t pattern) {
+  c.sliding_layers.assign(static_cast<size_t>(c.num_hidden_layers), false);
+  if (!f.has("layer_types")) {
+    for (int64_t i = 0; i < c.num_hidden_layers; ++i) c.sliding_layers[i] = (i + 1) % pattern != 0;
+    return;
+  }
+  const nlohmann::json& types = f.at("layer_types");
+  UT_CHECK(types.is_array() && static_cast<int64_t>(types.size()) == c.num_hidden_layers,
+           f.where("layer_types"), " must be a list of num_hidden_layers (", c.num_hidden_layers,
+           ") entries, got ", json_excerpt(types));
+  for (size_t i = 0; i < types.size(); ++i) {
+    UT_CHECK(types[i] == "sliding_attention" || types[i] == "full_attention",
+             f.where("layer_types"), "[", i, "] is ", json_excerpt(types[i]),
+             "; a layer is sliding_attention or full_attention");
+    c.sliding_layers[i] = types[i] == "sliding_attention";
+  }
+}
+
+/// A soft-capping key: null (none) or a number > 0.
+void read_softcap(ConfigFile& f, const char* key, double& out) {
+  if (f.null(key)) return;
+  f.number(key, out, 0, 1e9, /*above_min=*/true);
+}
+
+}  // namespace
+
+LlamaConfig read_gemma_config(const std::string& path) {
+  ConfigFile f(path, "gemma");
+  LlamaConfig c = gemma_defaults("gemma");
+  read_llama_shape(f, c);
+  read_gemma_activation(f, c);
   f.boolean("attention_bias", c.attention_bias);
   c.qkv_bias = c.o_bias = c.attention_bias;
   finish_reading(f, c, {"sliding_window"});
+  return c;
+}
+
+LlamaConfig read_gemma2_config(const std::string& path) {
+  ConfigFile f(path, "gemma2");
+  LlamaConfig c = gemma_defaults("gemma2");  // Gemma2Config's (Gemma 2 9B's shape)
+  c.hidden_size = 3584;
+  c.intermediate_size = 14336;
+  c.num_hidden_layers = 42;
+  c.num_key_value_heads = 8;
+  c.sliding_window = 4096;
+  c.query_pre_attn_scalar = 256;
+  c.attn_logit_softcapping = 50;
+  c.final_logit_softcapping = 30;
+  c.sandwich_norms = true;
+  read_llama_shape(f, c);
+  read_gemma_activation(f, c);
+  f.boolean("attention_bias", c.attention_bias);
+  c.qkv_bias = c.o_bias = c.attention_bias;
+  f.number("query_pre_attn_scalar", c.query_pre_attn_scalar, 0, 1e9, /*above_min=*/true);
+  read_softcap(f, "attn_logit_softcapping", c.attn_logit_softcapping);
+  read_softcap(f, "final_logit_softcapping", c.final_logit_softcapping);
+  f.integer("sliding_window", c.sliding_window, 1, kMaxPositions);
+  read_layer_types(f, c, 2);  // even layers local, odd ones global
+  f.harmless({"cache_implementation", "sliding_window_size"});
+  finish_reading(f, c, {"use_bidirectional_attention"});
+  return c;
+}
+
+LlamaConfig read_gemma3_text_config(const std::string& path) {
+  ConfigFile f(path, "gemma3_text");
+  LlamaConfig c = gemma_defaults("gemma3_text");  // Gemma3TextConfig's (Gemma 3 4B's shape)
+  c.vocab_size = 262208;
+  c.hidden_size = 2304;
+  c.intermediate_size = 9216;
+  c.num_hidden_layers = 26;
+  c.num_attention_heads = 8;
+  c.num_key_value_heads = 4;
+  c.max_position_embeddings = 131072;
+  c.rope_theta = 1000000;
+  c.rope_local_theta = 10000;
+  c.sliding_window = 4096;
+  c.query_pre_attn_scalar = 256;
+  c.qk_norm = c.sandwich_norms = true;
+  read_llama_shape(f, c);  // rope_theta and rope_scaling: the global layers'
+  read_gemma_activation(f, c);
+  f.boolean("attention_bias", c.attention_bias);
+  c.qkv_bias = c.o_bias = c.attention_bias;
+  f.number("query_pre_attn_scalar", c.query_pre_attn_scalar, 0, 1e9, /*above_min=*/true);
+  f.number("rope_local_base_freq", c.rope_local_theta, 0, 1e30, /*above_min=*/true);
+  read_softcap(f, "attn_logit_softcapping", c.attn_logit_softcapping);
+  read_softcap(f, "final_logit_softcapping", c.final_logit_softcapping);
+  f.integer("sliding_window", c.sliding_window, 1, kMaxPositions);
+  int64_t pattern = 6;
+  f.integer("sliding_window_pattern", pattern, 1, kMaxLayers);
+  read_layer_types(f, c, pattern);
+  f.harmless({"cache_implementation"});
+  finish_reading(f, c, {"use_bidirectional_attention"});
   return c;
 }
 

@@ -12,7 +12,9 @@ namespace unitrain::models {
 /// A llama-shaped family's config.json: Llama 2 and 3 (LlamaConfig's keys and defaults), Qwen2
 /// (q/k/v biases), Qwen3 (an RMSNorm over each head's q and k), Mistral (a sliding window),
 /// Gemma (GeGLU, RMSNorm by 1 + w, embeddings scaled by sqrt(hidden_size), a tied head), Phi-3
-/// (q/k/v and gate/up fused, a sliding window).
+/// (q/k/v and gate/up fused, a sliding window), Gemma 2 (soft-capped scores and logits, local
+/// and global layers, sandwich norms), Gemma 3 (its text model: q/k norms, local layers with
+/// their own rope base).
 struct LlamaConfig {
   std::string model_type = "llama";  ///< the family: llama, qwen2, qwen3
   int64_t vocab_size = 32000, hidden_size = 4096, intermediate_size = 11008;
@@ -30,6 +32,16 @@ struct LlamaConfig {
   bool norm_plus_one = false;  ///< Gemma: RMSNorm's weight w scales by 1 + w, in float32
   bool embed_scale = false;    ///< Gemma: the embeddings times sqrt(hidden_size)
   bool fused_projections = false;  ///< Phi-3: qkv_proj and gate_up_proj, one Linear each
+  /// Gemma 2 and 3: norms around each sublayer: post_attention_layernorm on the attention's
+  /// output, pre_feedforward_layernorm and post_feedforward_layernorm around the MLP.
+  bool sandwich_norms = false;
+  double query_pre_attn_scalar = 0;    ///< Gemma 2/3: scores scale by its -1/2 (0: head_dim's)
+  double attn_logit_softcapping = 0;   ///< Gemma 2: scores = cap tanh(scores / cap); 0 = none
+  double final_logit_softcapping = 0;  ///< Gemma 2: the logits likewise; 0 = none
+  /// Gemma 2/3: which layers attend within sliding_window (the others attend all); empty:
+  /// every layer alike.
+  std::vector<bool> sliding_layers;
+  double rope_local_theta = 0;  ///< Gemma 3: the sliding layers' rope base, unscaled (0: none)
   /// rope_scaling: "" (none), "linear" or "llama3", with Llama 3's constants.
   std::string rope_type;
   double rope_factor = 1, low_freq_factor = 1, high_freq_factor = 4;
@@ -52,6 +64,8 @@ LlamaConfig read_qwen3_config(const std::string& path);
 LlamaConfig read_mistral_config(const std::string& path);
 LlamaConfig read_gemma_config(const std::string& path);
 LlamaConfig read_phi3_config(const std::string& path);
+LlamaConfig read_gemma2_config(const std::string& path);
+LlamaConfig read_gemma3_text_config(const std::string& path);
 
 /// The llama-shaped families' tensor names (LlamaForCausalLM's, Qwen2ForCausalLM's, ...): a file
 /// of the base model's lacks "model."; rotary frequency buffers and a tied head's copy are no

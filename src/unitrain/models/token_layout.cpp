@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "unitrain/compat/attention.h"
 #include "unitrain/core/error.h"
@@ -104,6 +105,21 @@ torch::Tensor TokenLayout::attend(const torch::Tensor& q, const torch::Tensor& k
                                   const torch::Tensor& v, double dropout) const {
   if (!allowed.defined()) return causal_attention(q, k, v, dropout);
   return masked_attention(q, k, v, allowed, dropout);
+}
+
+torch::Tensor TokenLayout::attend_eager(const torch::Tensor& q, const torch::Tensor& k,
+                                        const torch::Tensor& v, double dropout, double scale,
+                                        double softcap) const {
+  auto scores = torch::matmul(q, k.transpose(-2, -1)) * scale;
+  if (softcap > 0) scores = torch::tanh(scores / softcap) * softcap;
+  const int64_t t = q.size(2), keys = k.size(2);
+  const torch::Tensor ok =
+      allowed.defined() ? allowed
+                        : torch::ones({t, keys}, q.options().dtype(torch::kBool)).tril(keys - t);
+  scores = scores.masked_fill(ok.logical_not(), -std::numeric_limits<float>::infinity());
+  auto weights = torch::softmax(scores, -1, torch::kFloat).to(q.scalar_type());
+  if (dropout > 0) weights = torch::dropout(weights, dropout, /*train=*/true);
+  return torch::matmul(weights, v);
 }
 
 }  // namespace unitrain::models

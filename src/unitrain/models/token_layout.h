@@ -58,6 +58,11 @@ struct TokenLayout {
   /// Attention of q [B, H, T, D] over k, v [B, H, keys, D] as the layout allows.
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        double dropout) const;
+  /// The same written out as Hugging Face's eager attention (Gemma 2's): the scores q k^T
+  /// times `scale`, soft-capped (cap tanh(scores / cap); `softcap` 0 = not), the disallowed
+  /// ones -inf, the softmax in float32.
+  torch::Tensor attend_eager(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             double dropout, double scale, double softcap) const;
 };
 
 }  // namespace unitrain::models

@@ -19,7 +19,8 @@ import torch
 from reference import gpt2_forward, is_buffer, llama_forward
 from safetensors_io import read_folder
 
-FOLDERS = ("gpt2", "llama", "llama_tied_bias")
+FOLDERS = ("gpt2", "llama", "llama_tied_bias", "qwen2", "qwen3", "mistral", "gemma", "phi3",
+           "gemma2", "gemma3_text")
 PROMPT = [5, 17, 33, 2, 60, 41, 7]
 CASES = ((1.0, 24), (1.3, 24))
 
@@ -32,7 +33,7 @@ def penalise(logits, seen, penalty):
 
 
 def greedy(cfg, weights, prompt, penalty, max_new_tokens):
-    forward = {"gpt2": gpt2_forward, "llama": llama_forward}[cfg["model_type"]]
+    forward = gpt2_forward if cfg["model_type"] == "gpt2" else llama_forward  # the llama-shaped
     seq = list(prompt)
     with torch.no_grad():
         for _ in range(max_new_tokens):

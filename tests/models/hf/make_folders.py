@@ -122,6 +122,38 @@ GEMMA = {
     "use_cache": True, "vocab_size": 96,
 }
 
+# Gemma2Config (Gemma 2 2B's keys): soft caps small enough to bite on these scores and logits,
+# query_pre_attn_scalar other than head_dim, a sliding window of 5 on the even layers (of 3).
+GEMMA2 = {
+    "architectures": ["Gemma2ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "attn_logit_softcapping": 0.5, "bos_token_id": 2, "cache_implementation": "hybrid",
+    "eos_token_id": [1, 95], "final_logit_softcapping": 0.8, "head_dim": 16,
+    "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh",
+    "hidden_size": 32, "initializer_range": 0.02, "intermediate_size": 64,
+    "max_position_embeddings": 64, "model_type": "gemma2", "num_attention_heads": 4,
+    "num_hidden_layers": 3, "num_key_value_heads": 2, "pad_token_id": 0,
+    "query_pre_attn_scalar": 24, "rms_norm_eps": 1e-06, "rope_theta": 10000.0,
+    "sliding_window": 5, "tie_word_embeddings": True, "torch_dtype": "float32",
+    "transformers_version": "4.46.0", "use_cache": True, "vocab_size": 96,
+}
+
+# Gemma3TextConfig (Gemma 3 1B's keys): q/k norms, local layers (every layer but each third:
+# sliding_window_pattern 3) with rope_local_base_freq, the global ones with rope_theta and a
+# linear rope_scaling, a sliding window of 5.
+GEMMA3_TEXT = {
+    "architectures": ["Gemma3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "attn_logit_softcapping": None, "bos_token_id": 2, "cache_implementation": "hybrid",
+    "eos_token_id": [1, 95], "final_logit_softcapping": None, "head_dim": 16,
+    "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 32, "initializer_range": 0.02,
+    "intermediate_size": 64, "max_position_embeddings": 64, "model_type": "gemma3_text",
+    "num_attention_heads": 4, "num_hidden_layers": 3, "num_key_value_heads": 1,
+    "pad_token_id": 0, "query_pre_attn_scalar": 16, "rms_norm_eps": 1e-06,
+    "rope_local_base_freq": 10000.0, "rope_scaling": {"factor": 2.0, "rope_type": "linear"},
+    "rope_theta": 1000000.0, "sliding_window": 5, "sliding_window_pattern": 3,
+    "tie_word_embeddings": True, "torch_dtype": "float32", "transformers_version": "4.50.0",
+    "use_cache": True, "vocab_size": 96,
+}
+
 # Phi3Config (Phi-3-mini-4k's keys): fused qkv_proj and gate_up_proj, grouped-query heads, a
 # sliding window of 5 (the mini's is 2047).
 PHI3 = {
@@ -224,11 +256,14 @@ def llama_weights(cfg, seed):
             w[p + name + ".weight"] = matrix(out, inp)
             if has_bias:
                 w[p + name + ".bias"] = bias(out)
-            if name == "self_attn.o_proj" and cfg["model_type"] == "qwen3":
+            if name == "self_attn.o_proj" and cfg["model_type"] in ("qwen3", "gemma3_text"):
                 w[p + "self_attn.q_norm.weight"] = norm_weight(hd)
                 w[p + "self_attn.k_norm.weight"] = norm_weight(hd)
         w[p + "input_layernorm.weight"] = norm_weight(h)
         w[p + "post_attention_layernorm.weight"] = norm_weight(h)
+        if cfg["model_type"] in ("gemma2", "gemma3_text"):  # Gemma2DecoderLayer's order
+            w[p + "pre_feedforward_layernorm.weight"] = norm_weight(h)
+            w[p + "post_feedforward_layernorm.weight"] = norm_weight(h)
     w["model.norm.weight"] = norm_weight(h)
     if not cfg["tie_word_embeddings"]:
         w["lm_head.weight"] = matrix(cfg["vocab_size"], h)
@@ -298,6 +333,10 @@ def main():
     save(os.path.join(out, "phi3"), PHI3, fuse_phi3(llama_weights(PHI3, seed=8)))
     save(os.path.join(out, "gemma"), GEMMA,
          {n: t - 1 if n.endswith("norm.weight") else t for n, t in gemma.items()})
+    for name, cfg, seed in (("gemma2", GEMMA2, 9), ("gemma3_text", GEMMA3_TEXT, 10)):
+        save(os.path.join(out, name), cfg,
+             {n: t - 1 if n.endswith("norm.weight") else t
+              for n, t in llama_weights(cfg, seed=seed).items()})
 
 
 if __name__ == "__main__":

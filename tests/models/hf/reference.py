@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from safetensors_io import read_folder, read_safetensors, write_safetensors
 
 FOLDERS = ("gpt2", "gpt2_noprefix", "llama", "llama_tied_bias", "llama_sharded", "qwen2", "qwen3",
-           "mistral", "gemma", "phi3")
+           "mistral", "gemma", "phi3", "gemma2", "gemma3_text")
 
 
 def causal_attention(scores, v, window=None):
@@ -112,12 +112,15 @@ def llama3_inv_freq(inv_freq, scaling):
     return torch.where(medium, smoothed, scaled)
 
 
-def rope_inv_freq(cfg, hd):
-    inv_freq = 1.0 / cfg["rope_theta"] ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd)
-    scaling = cfg.get("rope_scaling")
+def rope_inv_freq(cfg, hd, theta=None, scaled=True):
+    theta = cfg["rope_theta"] if theta is None else theta
+    inv_freq = 1.0 / theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd)
+    scaling = cfg.get("rope_scaling") if scaled else None
     if not scaling:
         return inv_freq
     kind = scaling.get("rope_type", scaling.get("type"))
+    if kind == "linear":  # _compute_linear_scaling_rope_parameters
+        return inv_freq / scaling["factor"]
     assert kind == "llama3", f"rope_scaling type {kind} is not written here"
     return llama3_inv_freq(inv_freq, scaling)
 
@@ -144,23 +147,53 @@ def repeat_kv(x, n_rep):
     return x[:, :, None].expand(b, kv_heads, n_rep, t, d).reshape(b, kv_heads * n_rep, t, d)
 
 
+def softcapped_attention(scores, v, cap, window=None):
+    """Gemma 2's eager attention (modeling_gemma2.py): the scaled scores soft-capped,
+    cap * tanh(scores / cap), before the (sliding-window) causal mask and the softmax."""
+    if cap:
+        scores = torch.tanh(scores / cap) * cap
+    return causal_attention(scores, v, window)
+
+
+def gemma2_layer_sliding(cfg, i):
+    """Gemma 2's and 3's layer kinds: layer_types, else Gemma 2's even layers and Gemma 3's
+    (i + 1) % sliding_window_pattern != 0 local."""
+    if cfg.get("layer_types"):
+        return cfg["layer_types"][i] == "sliding_attention"
+    if cfg["model_type"] == "gemma2":
+        return i % 2 == 0
+    return (i + 1) % cfg.get("sliding_window_pattern", 6) != 0
+
+
 def llama_forward(cfg, w, ids):
     """LlamaForCausalLM's forward (modeling_llama.py); Qwen2's (modeling_qwen2.py) is the same with
     q/k/v biases, Qwen3's (modeling_qwen3.py) adds q_norm and k_norm, an RMSNorm over each head's
     query and key before the rotation; Gemma's (modeling_gemma.py) scales the embeddings by
-    sqrt(hidden_size), its norms by (1 + weight), and gates the MLP with the tanh GELU."""
-    assert cfg["model_type"] == "gemma" or cfg.get("hidden_act", "silu") == "silu"
+    sqrt(hidden_size), its norms by (1 + weight), and gates the MLP with the tanh GELU. Gemma 2
+    (modeling_gemma2.py) adds norms after the attention and around the MLP, scales the scores by
+    query_pre_attn_scalar^-1/2, soft-caps them (attn_logit_softcapping) and the logits
+    (final_logit_softcapping), and its even layers attend within sliding_window; Gemma 3's text
+    model (modeling_gemma3.py) has q_norm/k_norm (Gemma's RMSNorm), no soft caps, and its local
+    layers (five in six) take rope_local_base_freq unscaled."""
+    family = cfg["model_type"]
+    gemmas = ("gemma", "gemma2", "gemma3_text")
+    assert family in gemmas or cfg.get("hidden_act", "silu") == "silu"
     assert cfg.get("pretraining_tp", 1) == 1 and cfg.get("hidden_activation") in (None, "gelu_pytorch_tanh")
     assert not cfg.get("use_sliding_window", False)
     h, heads = cfg["hidden_size"], cfg["num_attention_heads"]
     kv_heads = cfg.get("num_key_value_heads") or heads
     hd = cfg.get("head_dim") or h // heads
     eps = cfg["rms_norm_eps"]
-    gemma = cfg["model_type"] == "gemma"
+    gemma = family in gemmas
+    sandwich = family in ("gemma2", "gemma3_text")
     norm = lambda x, weight: rms_norm(x, weight, eps, plus_one=gemma)
     act = (lambda x: F.gelu(x, approximate="tanh")) if gemma else F.silu
     b, t = ids.shape
     cos, sin = rope_cos_sin(rope_inv_freq(cfg, hd), t)
+    if family == "gemma3_text":  # the local layers' rotation
+        local_cos, local_sin = rope_cos_sin(
+            rope_inv_freq(cfg, hd, cfg["rope_local_base_freq"], scaled=False), t)
+    scaling = cfg["query_pre_attn_scalar"] ** -0.5 if sandwich else hd ** -0.5
 
     def linear(x, name):
         if cfg["model_type"] == "phi3":  # q, k, v and gate, up are slices of fused weights
@@ -186,21 +219,32 @@ def llama_forward(cfg, w, ids):
         a = norm(x, w[p + "input_layernorm.weight"])
         q = split_heads(linear(a, p + "self_attn.q_proj"), heads)
         k = split_heads(linear(a, p + "self_attn.k_proj"), kv_heads)
-        if cfg["model_type"] == "qwen3":
-            q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
-            k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        if family in ("qwen3", "gemma3_text"):
+            q = norm(q, w[p + "self_attn.q_norm.weight"])
+            k = norm(k, w[p + "self_attn.k_norm.weight"])
+        sliding = sandwich and gemma2_layer_sliding(cfg, i)
+        c, s = (local_cos, local_sin) if sliding and family == "gemma3_text" else (cos, sin)
+        q, k = apply_rope(q, c, s), apply_rope(k, c, s)
         v = split_heads(linear(a, p + "self_attn.v_proj"), kv_heads)
         k, v = repeat_kv(k, heads // kv_heads), repeat_kv(v, heads // kv_heads)
-        y = causal_attention(q @ k.transpose(-1, -2) * hd ** -0.5, v,
-                             cfg.get("sliding_window") if cfg["model_type"] in ("mistral", "phi3")
-                             else None)
-        x = x + linear(y.transpose(1, 2).reshape(b, t, heads * hd), p + "self_attn.o_proj")
-        m = norm(x, w[p + "post_attention_layernorm.weight"])
-        gated = act(linear(m, p + "mlp.gate_proj")) * linear(m, p + "mlp.up_proj")
-        x = x + linear(gated, p + "mlp.down_proj")
+        window = (cfg.get("sliding_window") if family in ("mistral", "phi3") or sliding
+                  else None)
+        y = softcapped_attention(q @ k.transpose(-1, -2) * scaling, v,
+                                 cfg.get("attn_logit_softcapping"), window)
+        y = linear(y.transpose(1, 2).reshape(b, t, heads * hd), p + "self_attn.o_proj")
+        if sandwich:
+            x = x + norm(y, w[p + "post_attention_layernorm.weight"])
+            m = norm(x, w[p + "pre_feedforward_layernorm.weight"])
+        else:
+            x = x + y
+            m = norm(x, w[p + "post_attention_layernorm.weight"])
+        gated = linear(act(linear(m, p + "mlp.gate_proj")) * linear(m, p + "mlp.up_proj"),
+                       p + "mlp.down_proj")
+        x = x + (norm(gated, w[p + "post_feedforward_layernorm.weight"]) if sandwich else gated)
     head = w["model.embed_tokens.weight"] if cfg["tie_word_embeddings"] else w["lm_head.weight"]
-    return norm(x, w["model.norm.weight"]) @ head.t()
+    logits = norm(x, w["model.norm.weight"]) @ head.t()
+    cap = cfg.get("final_logit_softcapping")
+    return torch.tanh(logits / cap) * cap if cap else logits
 
 
 def is_buffer(name):
@@ -214,7 +258,8 @@ def reference(folder):
         cfg = json.load(f)
     forward = {"gpt2": gpt2_forward, "llama": llama_forward, "qwen2": llama_forward,
                "qwen3": llama_forward, "mistral": llama_forward,
-               "gemma": llama_forward, "phi3": llama_forward}[cfg["model_type"]]
+               "gemma": llama_forward, "phi3": llama_forward, "gemma2": llama_forward,
+               "gemma3_text": llama_forward}[cfg["model_type"]]
     params = {n: t.float().requires_grad_() for n, t in read_folder(folder).items()
               if not is_buffer(n)}
     ids = torch.randint(0, cfg["vocab_size"], (2, 12), generator=torch.Generator().manual_seed(7))
