@@ -197,7 +197,7 @@ TEST(InstructDataset, ChatLinesThroughTheFoldersJinjaTemplateTrainTheAssistantTu
 }
 
 TEST(InstructDataset, HubTemplatesMaskTheTokensTheRustTokenizersOffsetsGive) {
-  // Llama-3.1's, Qwen2.5's and Gemma-3's own folders: each conversation tokenized as
+  // Llama 3's, Llama-3.1's, Qwen2.5's and Gemma-3's own folders: each conversation tokenized as
   // apply_chat_template(tokenize=True) and the Rust tokenizers give, and trained on exactly the
   // tokens whose offsets overlap an assistant turn (tests/text/chat_mask_reference.mjs).
   const std::string refs = test::chat_template_references();
@@ -213,7 +213,7 @@ TEST(InstructDataset, HubTemplatesMaskTheTokensTheRustTokenizersOffsetsGive) {
     const nlohmann::json m = nlohmann::json::parse(line);
     masks[m["template"]].push_back(m);
   }
-  ASSERT_EQ(masks.size(), 3u);
+  ASSERT_EQ(masks.size(), 4u);
   for (const auto& [name, expected] : masks) {
     EXPECT_GE(expected.size(), 40u) << name;
     const std::string dir = test::temp_dir();
