@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
+#include "unitrain/core/config.h"
 #include "unitrain/text/chat_template.h"
 
 namespace unitrain {
@@ -194,6 +195,28 @@ TEST(InstructDataset, ChatLinesThroughTheFoldersJinjaTemplateTrainTheAssistantTu
   o.chat_loss = ChatLoss::Last;
   EXPECT_EQ(InstructDataset(o).tokens(1).trained,
             (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1}));
+}
+
+TEST(InstructDataset, ChatTemplateVarsReachTheTemplateTyped) {
+  // YAML's plain true and 3 arrive as a bool and an int, a quoted '5' as a string (Qwen3's
+  // `enable_thinking is false` needs the bool).
+  const std::string dir = test::temp_dir();
+  InstructOptions o = options(dir, R"({"messages": [{"role": "user", "content": "sky"}, )"
+                                   R"({"role": "assistant", "content": "blue"}]})"
+                                   "\n");
+  o.tokenizer = write_tokenizer(dir,
+                                "{% for m in messages %}<|{{ m.role }}|> {{ m.content }} "
+                                "{% if flag is true and n == 3 and s == '5' %}hello {% endif %}"
+                                "<eos> {% endfor %}{% if add_generation_prompt %}<|assistant|>"
+                                "{% endif %}");
+  EXPECT_EQ(InstructDataset(o).tokens(0).ids, (std::vector<int64_t>{11, 5, 15, 12, 6, 15}));
+  o.chat_template_vars = Config::from_string("v: {flag: true, n: 3, s: '5'}").at("v");
+  const InstructTokens t = InstructDataset(o).tokens(0);
+  EXPECT_EQ(t.ids, (std::vector<int64_t>{11, 5, 14, 15, 12, 6, 14, 15}));
+  EXPECT_EQ(t.trained, (std::vector<uint8_t>{0, 0, 0, 0, 0, 1, 1, 1}));
+  o.chat_template_vars = Config::from_string("v: [1, 2]").at("v");
+  EXPECT_TRUE(test::contains(config_error_of([&] { InstructDataset{o}; }),
+                             "must be a map of names to values"));
 }
 
 TEST(InstructDataset, HubTemplatesMaskTheTokensTheRustTokenizersOffsetsGive) {

@@ -118,7 +118,8 @@ nlohmann::ordered_json template_variables(const TokenizerChatTemplate& beside,
   if (vars) {
     UT_CHECK(vars->node().IsMap(), vars->path(), " must be a map of names to values, e.g. ",
              "{enable_thinking: false}");
-    for (const auto& [k, v] : yaml_json(vars->node()).items()) out[k] = v;
+    const nlohmann::ordered_json given = yaml_json(vars->node());  // kept: items() refers to it
+    for (const auto& [k, v] : given.items()) out[k] = v;
   }
   return out;
 }

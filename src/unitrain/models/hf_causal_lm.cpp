@@ -36,7 +36,7 @@ torch::Tensor checked_tokens(const char* model, torch::Tensor tokens, int64_t ma
            " of shape ", shape_string(tokens));
   UT_CHECK(tokens.size(1) >= 1 && tokens.size(1) <= max_len, model, ": expected at most ", max_key,
            " = ", max_len, " tokens per sequence (config.json), got shape ", shape_string(tokens),
-           "; cut the sequences shorter (data.args.seq_len)");
+           "; cut the sequences shorter (the dataset's seq_len or max_length)");
   if (tokens.numel() > 0) {
     const int64_t lo = tokens.min().item<int64_t>(), hi = tokens.max().item<int64_t>();
     UT_CHECK(lo >= 0 && hi < vocab, model, ": token ids must be in [0, vocab_size = ", vocab,
