@@ -21,6 +21,7 @@ set(UNITRAIN_TORCH_FREE_SOURCES
     src/unitrain/core/save_signals.cpp
     src/unitrain/core/schema.cpp
     src/unitrain/core/schema_markdown.cpp
+    src/unitrain/core/schema_resolve.cpp
     src/unitrain/core/schema_resume.cpp
     src/unitrain/core/shard_layout.cpp
     src/unitrain/core/train_unit.cpp

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -38,6 +39,17 @@ std::string chat_template_references() {
     return out;
   }();
   return dir;
+}
+
+int64_t chat_template_clock() {
+  std::tm t{};
+  t.tm_year = 2024 - 1900;
+  t.tm_mon = 6;
+  t.tm_mday = 26;
+  t.tm_hour = 10;
+  t.tm_min = 30;
+  t.tm_isdst = -1;
+  return static_cast<int64_t>(std::mktime(&t));
 }
 
 std::string temp_dir() {

@@ -2,6 +2,7 @@
 // Helpers shared by the unit tests.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <string>
@@ -16,6 +17,9 @@ std::string source_dir();
 /// tokenizer folders, Jinja2's renderings, the Rust tokenizers' masks), made once; a test
 /// failure, not a skip, when npm, node or python3-jinja2 cannot make them.
 std::string chat_template_references();
+/// Those references' frozen clock (strftime_now's): 2024-07-26 10:30:00 local time, in seconds
+/// since the epoch.
+int64_t chat_template_clock();
 /// A fresh empty temporary directory, removed at exit.
 std::string temp_dir();
 /// Writes `text` to `path` (creating parent folders) and returns `path`.

@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <ctime>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -32,14 +31,7 @@ Model load(const std::string& dir, const std::string& name) {
   for (const auto& [k, v] : t.special_tokens) tokens[k] = v;
   std::ifstream in(dir + "/" + name + "/special_tokens.json");
   EXPECT_EQ(tokens, Json::parse(in)) << name << ": the special tokens transformers passes";
-  std::tm clock{};  // the references' frozen clock: 2024-07-26 10:30:00 local time
-  clock.tm_year = 2024 - 1900;
-  clock.tm_mon = 6;
-  clock.tm_mday = 26;
-  clock.tm_hour = 10;
-  clock.tm_min = 30;
-  clock.tm_isdst = -1;
-  return {std::make_unique<JinjaChat>(t.text, tokens, name, std::mktime(&clock))};
+  return {std::make_unique<JinjaChat>(t.text, tokens, name, test::chat_template_clock())};
 }
 
 /// A case's variables other than the conversation and the prompt flag.

@@ -281,15 +281,28 @@ void read_softcap(ConfigFile& f, const char* key, double& out) {
   f.number(key, out, 0, 1e9, /*above_min=*/true);
 }
 
+/// What every Gemma's config.json holds: the llama shape, GemmaMLP's activation, the biases.
+void read_gemma_shape(ConfigFile& f, LlamaConfig& c) {
+  read_llama_shape(f, c);
+  read_gemma_activation(f, c);
+  f.boolean("attention_bias", c.attention_bias);
+  c.qkv_bias = c.o_bias = c.attention_bias;
+}
+
+/// Gemma 2's and 3's attention keys: the scores' scale, the soft caps, the local window.
+void read_gemma2_attention(ConfigFile& f, LlamaConfig& c) {
+  f.number("query_pre_attn_scalar", c.query_pre_attn_scalar, 0, 1e9, /*above_min=*/true);
+  read_softcap(f, "attn_logit_softcapping", c.attn_logit_softcapping);
+  read_softcap(f, "final_logit_softcapping", c.final_logit_softcapping);
+  f.integer("sliding_window", c.sliding_window, 1, kMaxPositions);
+}
+
 }  // namespace
 
 LlamaConfig read_gemma_config(const std::string& path) {
   ConfigFile f(path, "gemma");
   LlamaConfig c = gemma_defaults("gemma");
-  read_llama_shape(f, c);
-  read_gemma_activation(f, c);
-  f.boolean("attention_bias", c.attention_bias);
-  c.qkv_bias = c.o_bias = c.attention_bias;
+  read_gemma_shape(f, c);
   finish_reading(f, c, {"sliding_window"});
   return c;
 }
@@ -306,14 +319,8 @@ LlamaConfig read_gemma2_config(const std::string& path) {
   c.attn_logit_softcapping = 50;
   c.final_logit_softcapping = 30;
   c.sandwich_norms = true;
-  read_llama_shape(f, c);
-  read_gemma_activation(f, c);
-  f.boolean("attention_bias", c.attention_bias);
-  c.qkv_bias = c.o_bias = c.attention_bias;
-  f.number("query_pre_attn_scalar", c.query_pre_attn_scalar, 0, 1e9, /*above_min=*/true);
-  read_softcap(f, "attn_logit_softcapping", c.attn_logit_softcapping);
-  read_softcap(f, "final_logit_softcapping", c.final_logit_softcapping);
-  f.integer("sliding_window", c.sliding_window, 1, kMaxPositions);
+  read_gemma_shape(f, c);
+  read_gemma2_attention(f, c);
   read_layer_types(f, c, 2);  // even layers local, odd ones global
   f.harmless({"cache_implementation", "sliding_window_size"});
   finish_reading(f, c, {"use_bidirectional_attention"});
@@ -335,15 +342,9 @@ LlamaConfig read_gemma3_text_config(const std::string& path) {
   c.sliding_window = 4096;
   c.query_pre_attn_scalar = 256;
   c.qk_norm = c.sandwich_norms = true;
-  read_llama_shape(f, c);  // rope_theta and rope_scaling: the global layers'
-  read_gemma_activation(f, c);
-  f.boolean("attention_bias", c.attention_bias);
-  c.qkv_bias = c.o_bias = c.attention_bias;
-  f.number("query_pre_attn_scalar", c.query_pre_attn_scalar, 0, 1e9, /*above_min=*/true);
+  read_gemma_shape(f, c);  // rope_theta and rope_scaling: the global layers'
+  read_gemma2_attention(f, c);
   f.number("rope_local_base_freq", c.rope_local_theta, 0, 1e30, /*above_min=*/true);
-  read_softcap(f, "attn_logit_softcapping", c.attn_logit_softcapping);
-  read_softcap(f, "final_logit_softcapping", c.final_logit_softcapping);
-  f.integer("sliding_window", c.sliding_window, 1, kMaxPositions);
   int64_t pattern = 6;
   f.integer("sliding_window_pattern", pattern, 1, kMaxLayers);
   read_layer_types(f, c, pattern);

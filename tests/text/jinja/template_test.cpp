@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -18,18 +17,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-/// The references' frozen clock, 2024-07-26 10:30:00 local time, in seconds since the epoch.
-int64_t reference_clock() {
-  std::tm t{};
-  t.tm_year = 2024 - 1900;
-  t.tm_mon = 6;
-  t.tm_mday = 26;
-  t.tm_hour = 10;
-  t.tm_min = 30;
-  t.tm_isdst = -1;
-  return static_cast<int64_t>(std::mktime(&t));
-}
-
 /// What a case gave: its text and generation spans, or the error's type and message.
 struct Outcome {
   bool ok = false;
@@ -40,7 +27,7 @@ struct Outcome {
 Outcome run(const std::string& source, const json& vars) {
   Outcome o;
   try {
-    o.rendered = Template(source, "the case").render(vars, reference_clock());
+    o.rendered = Template(source, "the case").render(vars, test::chat_template_clock());
     o.ok = true;
   } catch (const JinjaError& e) {
     o.type = e.type();

@@ -38,12 +38,7 @@ class BpeModel : public Model {
     }
     unk_id_ = token_id(json, "unk_token", vocab_);
     read_merges(json.at("merges"));
-    for (int b = 0; b < 256; ++b) {
-      char name[8];
-      std::snprintf(name, sizeof(name), "<0x%02X>", b);
-      auto it = vocab_.find(name);
-      byte_ids_[b] = it == vocab_.end() ? -1 : it->second;
-    }
+    byte_ids_ = byte_fallback_ids(vocab_);
   }
 
   void tokenize(std::string_view piece, std::vector<int>& ids) const override {
@@ -275,6 +270,17 @@ std::unordered_map<std::string, int> read_vocab(const JsonAt& vocab) {
     out.emplace(token, id.get<int>());
   }
   return out;
+}
+
+std::array<int, 256> byte_fallback_ids(const std::unordered_map<std::string, int>& vocab) {
+  std::array<int, 256> ids{};
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    auto it = vocab.find(name);
+    ids[b] = it == vocab.end() ? -1 : it->second;
+  }
+  return ids;
 }
 
 int token_id(const JsonAt& model, const std::string& key,

@@ -1,5 +1,6 @@
 #pragma once
 // What the models of tokenizer.json (BPE, WordPiece, WordLevel) read alike.
+#include <array>
 #include <string>
 #include <unordered_map>
 
@@ -14,5 +15,8 @@ std::unordered_map<std::string, int> read_vocab(const JsonAt& vocab);
 /// ConfigError when the token is not in the vocabulary.
 int token_id(const JsonAt& model, const std::string& key,
              const std::unordered_map<std::string, int>& vocab);
+
+/// byte_fallback's pieces: the id of each byte's <0xXX> in `vocab`, -1 where there is none.
+std::array<int, 256> byte_fallback_ids(const std::unordered_map<std::string, int>& vocab);
 
 }  // namespace unitrain::hf

@@ -11,6 +11,7 @@
 #include "unitrain/core/json_excerpt.h"
 #include "unitrain/text/hf_tokenizer/byte_trie.h"
 #include "unitrain/text/hf_tokenizer/json_at.h"
+#include "unitrain/text/hf_tokenizer/models.h"
 #include "unitrain/text/hf_tokenizer/unicode_text.h"
 
 namespace unitrain::hf {
@@ -28,12 +29,7 @@ class UnigramModel : public Model {
       unk_id_ = unk->id_below(static_cast<int64_t>(scores_.size()),
                               "the pieces of model.vocab: " + std::to_string(scores_.size()));
     }
-    for (int b = 0; b < 256; ++b) {
-      char name[8];
-      std::snprintf(name, sizeof(name), "<0x%02X>", b);
-      auto it = vocab_.find(name);
-      byte_ids_[b] = it == vocab_.end() ? -1 : it->second;
-    }
+    byte_ids_ = byte_fallback_ids(vocab_);
   }
 
   void tokenize(std::string_view piece, std::vector<int>& ids) const override {
