@@ -160,6 +160,12 @@ TEST(JinjaTemplate, AHostileTemplateStopsAtItsLimits) {
   EXPECT_EQ(refused("{{ 'x' * 1000000000 }}"), "LimitExceeded");
   EXPECT_EQ(refused("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"), "LimitExceeded");
   EXPECT_EQ(refused("{{ range(1000000) }}"), "OverflowError");
+  EXPECT_EQ(refused("{{ 'x'.center(1000000000) }}"), "LimitExceeded");
+  EXPECT_EQ(refused("{{ 'x'|indent(1000000000) }}"), "LimitExceeded");
+  EXPECT_EQ(refused("{{ '%999999999999999999999s'|format('x') }}"), "LimitExceeded");
+  EXPECT_EQ(refused("{{ '{:>999999999}'.format(1) }}"), "LimitExceeded");
+  EXPECT_EQ(refused("{{ '{99999999999999999999}'.format(1) }}"), "LimitExceeded");
+  EXPECT_EQ(refused("{{ [1]|batch(1000000000, 0) }}"), "LimitExceeded");
   EXPECT_THROW(Template("{{ " + std::string(5000, '(') + " }}", "t"), JinjaError);
   EXPECT_THROW(Template("{{ " + std::string(5000, '-') + "1 }}", "t"), JinjaError);
 }

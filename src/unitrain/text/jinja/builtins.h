@@ -39,6 +39,12 @@ std::string percent_format(const std::string& text, const Args& args);
 /// Python's str.format(*args, **kwargs) with its format-spec mini-language.
 Value str_format(const std::string& text, const Args& args);
 
+/// A width, count or length a template asks a string or list to grow to: to_int(v), LimitExceeded
+/// past 16,777,216 (a template's output is bounded; its intermediate values so too).
+int64_t bounded_size(const Value& v, const std::string& what);
+/// The same for one written in a format spec (its digits).
+int64_t bounded_size(const std::string& digits, const std::string& what);
+
 /// The integer of `v` as int() reads it (an int, a bool, a float truncated); TypeError else.
 int64_t to_int(const Value& v, const std::string& what);
 

@@ -90,7 +90,8 @@ Value do_indent(const Value& v, Args& args) {
   const std::string pad =
       a[0].is_string()
           ? a[0].text
-          : std::string(static_cast<size_t>(std::max<int64_t>(to_int(a[0], "width"), 0)), ' ');
+          : std::string(static_cast<size_t>(std::max<int64_t>(bounded_size(a[0], "width"), 0)),
+                        ' ');
   const std::vector<std::string> lines = py::splitlines(str(v) + "\n", false);
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -269,7 +270,7 @@ Value do_dictsort(const Value& v, Args& args) {
 
 Value do_batch(const Value& v, Args& args) {
   const auto a = bound("batch", args, {{"linecount", std::nullopt}, {"fill_with", Value::none()}});
-  const int64_t n = to_int(a[0], "linecount");
+  const int64_t n = bounded_size(a[0], "linecount");
   if (n <= 0) fail("FilterArgumentError", "batch size must be positive");
   List out, row;
   for (const Value& item : iterate(v)) {
@@ -316,7 +317,7 @@ Value do_escape(const Value& v, Args& args) {
 Value do_center(const Value& v, Args& args) {
   const auto a = bound("center", args, {{"width", Value::from(int64_t{80})}});
   const std::string s = str(v);
-  const int64_t width = to_int(a[0], "width"), n = py::length(s);
+  const int64_t width = bounded_size(a[0], "width"), n = py::length(s);
   if (width <= n) return Value::from(s);
   const int64_t total = width - n, left = total / 2 + (total & width & 1);
   return Value::from(std::string(static_cast<size_t>(left), ' ') + s +
@@ -494,7 +495,7 @@ const std::map<std::string, Filter>& filters() {
     f["slice"] = [](const Value& v, Args& args) {
       const auto a = bound("slice", args, {{"slices", std::nullopt}, {"fill_with", Value::none()}});
       const List items = iterate(v);
-      const int64_t n = static_cast<int64_t>(items.size()), k = to_int(a[0], "slices");
+      const int64_t n = static_cast<int64_t>(items.size()), k = bounded_size(a[0], "slices");
       if (k <= 0) fail("FilterArgumentError", "slices must be positive");
       const int64_t per = n / k, extra = n % k;
       List out;

@@ -86,12 +86,12 @@ std::string percent_format(const std::string& fmt, const Args& args) {
       continue;
     }
     const Value v = take(key);
-    const int64_t w = width.empty() ? 0 : std::stoll(width);
+    const int64_t w = bounded_size(width, "the width");
     const bool left = flags.find('-') != std::string::npos;
     if (type == 's' || type == 'r' || type == 'a') {
       std::string s = type == 's' ? str(v) : repr(v);
       if (precision.size() > 1)
-        s = py::slice(s, false, 0, true, std::stoll(precision.substr(1)), 1);
+        s = py::slice(s, false, 0, true, bounded_size(precision.substr(1), "the precision"), 1);
       out += pad(s, w, left);
     } else if (type == 'd' || type == 'i' || type == 'u') {
       const long long n =
@@ -145,14 +145,20 @@ std::string format_field(const Value& v, const std::string& spec) {
     ++i;
   }
   int64_t width = 0;
-  while (i < u.size() && u[i] >= '0' && u[i] <= '9') width = width * 10 + (u[i++] - '0');
+  while (i < u.size() && u[i] >= '0' && u[i] <= '9') {
+    width = width * 10 + (u[i++] - '0');
+    if (width > (int64_t{1} << 24))
+      fail("LimitExceeded", "the width of '" + spec + "' is past 16,777,216");
+  }
   bool grouping = false;
   if (i < u.size() && (u[i] == ',' || u[i] == '_')) grouping = true, ++i;
   int64_t precision = -1;
   if (i < u.size() && u[i] == '.') {
     precision = 0;
-    for (++i; i < u.size() && u[i] >= '0' && u[i] <= '9';)
+    for (++i; i < u.size() && u[i] >= '0' && u[i] <= '9';) {
       precision = precision * 10 + (u[i++] - '0');
+      if (precision > 1000) fail("LimitExceeded", "the precision of '" + spec + "' is past 1000");
+    }
   }
   const char type = i < u.size() ? static_cast<char>(u[i++]) : 0;
   if (i != u.size() || grouping)
@@ -250,7 +256,8 @@ Value str_format(const std::string& text, const Args& args) {
     const std::string head = field.substr(0, end);
     Value v;
     if (head.empty() || std::all_of(head.begin(), head.end(), ::isdigit)) {
-      const size_t index = head.empty() ? auto_index++ : std::stoul(head);
+      const size_t index =
+          head.empty() ? auto_index++ : static_cast<size_t>(bounded_size(head, "the field number"));
       if (index >= args.positional.size())
         fail("IndexError", "Replacement index " + std::to_string(index) +
                                " out of range for positional args tuple");
@@ -272,8 +279,7 @@ Value str_format(const std::string& text, const Args& args) {
         if (stop == std::string::npos) fail("ValueError", "Missing ']' in format string");
         const std::string key = field.substr(end + 1, stop - end - 1);
         const bool digits = !key.empty() && std::all_of(key.begin(), key.end(), ::isdigit);
-        v = get_item(
-            v, digits ? Value::from(static_cast<int64_t>(std::stoll(key))) : Value::from(key));
+        v = get_item(v, digits ? Value::from(bounded_size(key, "the index")) : Value::from(key));
         end = stop + 1 < field.size() ? stop + 1 : std::string::npos;
       }
     }

@@ -155,7 +155,7 @@ std::optional<Value> string_method(const Value& self, const std::string& name, c
   }
   if (name == "center" || name == "ljust" || name == "rjust") {
     const auto a = b({{"width", std::nullopt}, {"fillchar", Value::from(std::string(" "))}});
-    const int64_t n = py::length(s), width = to_int(a[0], "width");
+    const int64_t n = py::length(s), width = bounded_size(a[0], "width");
     const std::string fill = as_text(a[1], "fillchar");
     if (py::length(fill) != 1)
       fail("TypeError", "The fill character must be exactly one character long");
@@ -171,7 +171,7 @@ std::optional<Value> string_method(const Value& self, const std::string& name, c
     return Value::from(std::move(out));
   }
   if (name == "zfill") {
-    const int64_t width = to_int(b({{"width", std::nullopt}})[0], "width"), n = py::length(s);
+    const int64_t width = bounded_size(b({{"width", std::nullopt}})[0], "width"), n = py::length(s);
     if (width <= n) return Value::from(s);
     const size_t sign = !s.empty() && (s[0] == '+' || s[0] == '-') ? 1 : 0;
     return Value::from(s.substr(0, sign) + std::string(static_cast<size_t>(width - n), '0') +
@@ -392,6 +392,18 @@ std::vector<Value> bind_args(const std::string& function, const Args& args,
     out.push_back(bound[i] ? *bound[i] : *params[i].fallback);
   }
   return out;
+}
+
+int64_t bounded_size(const Value& v, const std::string& what) {
+  const int64_t n = to_int(v, what);
+  if (n > (int64_t{1} << 24))
+    fail("LimitExceeded", what + " " + std::to_string(n) + " is past 16,777,216");
+  return n;
+}
+
+int64_t bounded_size(const std::string& digits, const std::string& what) {
+  if (digits.size() > 8) fail("LimitExceeded", what + " " + digits + " is past 16,777,216");
+  return digits.empty() ? 0 : std::stoll(digits);
 }
 
 int64_t to_int(const Value& v, const std::string& what) {

@@ -670,6 +670,8 @@ Rendered Template::render(const nlohmann::ordered_json& variables, std::optional
     return Renderer(limits, now).run(*body_, variables);
   } catch (const EvalError& e) {
     throw JinjaError(e.type, e.line, e.message, what_);
+  } catch (const std::exception& e) {  // a library's own (a conversion, an allocation): said
+    throw JinjaError("Unsupported", 0, e.what(), what_);
   }
 }
 
