@@ -110,9 +110,11 @@ set(UNITRAIN_TORCH_FREE_SOURCES
     src/unitrain/text/jinja/format.cpp
     src/unitrain/text/jinja/lexer.cpp
     src/unitrain/text/jinja/lookup.cpp
+    src/unitrain/text/jinja/operators.cpp
     src/unitrain/text/jinja/parser.cpp
     src/unitrain/text/jinja/py_str.cpp
     src/unitrain/text/jinja/template.cpp
+    src/unitrain/text/jinja/tests.cpp
     src/unitrain/text/jinja/value.cpp
     src/unitrain/text/jinja_chat.cpp
     src/unitrain/text/sentencepiece_model.cpp

@@ -30,6 +30,8 @@ std::vector<Value> bind_args(const std::string& function, const Args& args,
 /// Calls filter `name` on `operand`. Unsupported for a filter of Jinja2 that unitrain does not
 /// run, TemplateRuntimeError for a name Jinja2 has no filter by.
 Value apply_filter(const std::string& name, const Value& operand, Args& args);
+/// Whether Jinja2's filter `name` is one unitrain runs (the `filter` test).
+bool is_filter(const std::string& name);
 /// Calls test `name` (`x is name(args)`).
 bool apply_test(const std::string& name, const Value& operand, Args& args);
 
@@ -44,6 +46,9 @@ Value str_format(const std::string& text, const Args& args);
 int64_t bounded_size(const Value& v, const std::string& what);
 /// The same for one written in a format spec (its digits).
 int64_t bounded_size(const std::string& digits, const std::string& what);
+
+/// `a op b` for Python's + - * / // % ** (TypeError, ZeroDivisionError, OverflowError as it).
+Value arithmetic(const std::string& op, const Value& a, const Value& b);
 
 /// The integer of `v` as int() reads it (an int, a bool, a float truncated); TypeError else.
 int64_t to_int(const Value& v, const std::string& what);
