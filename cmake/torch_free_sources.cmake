@@ -108,11 +108,13 @@ set(UNITRAIN_TORCH_FREE_SOURCES
     src/unitrain/text/hf_tokenizer/word_cache.cpp
     src/unitrain/text/jinja/filters.cpp
     src/unitrain/text/jinja/format.cpp
+    src/unitrain/text/jinja/json_text.cpp
     src/unitrain/text/jinja/lexer.cpp
     src/unitrain/text/jinja/lookup.cpp
     src/unitrain/text/jinja/operators.cpp
     src/unitrain/text/jinja/parser.cpp
     src/unitrain/text/jinja/py_str.cpp
+    src/unitrain/text/jinja/str_methods.cpp
     src/unitrain/text/jinja/template.cpp
     src/unitrain/text/jinja/tests.cpp
     src/unitrain/text/jinja/value.cpp

@@ -12,6 +12,8 @@ namespace unitrain::jinja {
 
 /// Python's getattr alone (the attr filter): a method, a namespace's attribute; nullopt else.
 std::optional<Value> attribute_of(const Value& obj, const std::string& name);
+/// str's method `name` called on `self` with `args`; nullopt when it is none unitrain runs.
+std::optional<Value> string_method(const Value& self, const std::string& name, const Args& args);
 /// `obj.name`: an attribute (a method) first, then an item; Undefined when neither.
 Value get_attr(const Value& obj, const std::string& name);
 /// `obj[key]`: an item first, then (for a string key) an attribute; Undefined when neither.

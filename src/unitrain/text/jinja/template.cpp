@@ -388,10 +388,8 @@ class Renderer {
         v.defined();
         const bool neg = e.kind == Expr::Kind::Neg;
         if (v.kind == Value::Kind::Float) return Value::from(neg ? -v.real : v.real);
-        if (v.kind == Value::Kind::Int || v.kind == Value::Kind::Bool) {
-          const int64_t i = to_int(v, "-");
-          if (neg && i == INT64_MIN) overflow();
-          return Value::from(neg ? -i : i);
+        if (v.kind == Value::Kind::Int || v.kind == Value::Kind::Bool) {  // 0 - i: its overflow
+          return neg ? arithmetic("-", Value::from(int64_t{0}), v) : Value::from(to_int(v, "+"));
         }
         fail("TypeError", std::string("bad operand type for unary ") + (neg ? "-" : "+") + ": '" +
                               v.type_name() + "'");
