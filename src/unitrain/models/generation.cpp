@@ -138,7 +138,7 @@ std::vector<std::vector<int64_t>> generate_batch(
     }
     if (!any) break;
     next = torch::tensor(chosen, longs).view({static_cast<int64_t>(rows), 1});
-    all = torch::cat({all, next}, 1);
+    if (!o.use_cache) all = torch::cat({all, next}, 1);  // the whole sequence, recomputed
     next = next.to(device);
   }
   return out;
