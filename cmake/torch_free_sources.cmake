@@ -106,6 +106,7 @@ set(UNITRAIN_TORCH_FREE_SOURCES
     src/unitrain/text/hf_tokenizer/unicode_text.cpp
     src/unitrain/text/hf_tokenizer/unigram.cpp
     src/unitrain/text/hf_tokenizer/word_cache.cpp
+    src/unitrain/text/jinja/expression_parser.cpp
     src/unitrain/text/jinja/filters.cpp
     src/unitrain/text/jinja/format.cpp
     src/unitrain/text/jinja/json_text.cpp

@@ -5,13 +5,12 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
-#include <deque>
 #include <filesystem>
-#include <mutex>
 
 #include "unitrain/compat/variant.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
+#include "unitrain/core/registered_list.h"
 #include "unitrain/models/model.h"
 
 namespace unitrain {
@@ -133,44 +132,21 @@ struct Exporter {
   std::function<torch::jit::Module(const Model&)> to_jit;
 };
 
-struct Exporters {
-  std::mutex mu;
-  std::deque<Exporter> list;  // never shrinks: exporter_of's pointers stay valid
-};
-
-Exporters& exporters() {
-  static Exporters all;
+RegisteredList<Exporter>& exporters() {
+  static RegisteredList<Exporter> all(&Exporter::model);
   return all;
 }
 
 const Exporter* exporter_of(const Model& model) {
-  Exporters& all = exporters();
-  std::lock_guard<std::mutex> lock(all.mu);
-  for (const auto& e : all.list) {
-    if (e.handles(model)) return &e;
-  }
-  return nullptr;
-}
-
-/// The registered exporters' model names, "mlp, cnn, ...".
-std::string exporter_names() {
-  Exporters& all = exporters();
-  std::lock_guard<std::mutex> lock(all.mu);
-  std::string out;
-  for (const auto& e : all.list) out += (out.empty() ? "" : ", ") + e.model;
-  return out;
+  return exporters().find_if([&](const Exporter& e) { return e.handles(model); });
 }
 
 }  // namespace
 
 void add_torchscript_exporter(const std::string& model, std::function<bool(const Model&)> handles,
                               std::function<torch::jit::Module(const Model&)> exporter) {
-  Exporters& all = exporters();
-  std::lock_guard<std::mutex> lock(all.mu);
-  for (const auto& e : all.list) {
-    UT_CHECK(e.model != model, "torchscript export of model '", model, "' is registered twice");
-  }
-  all.list.push_back({model, std::move(handles), std::move(exporter)});
+  UT_CHECK(exporters().add({model, std::move(handles), std::move(exporter)}),
+           "torchscript export of model '", model, "' is registered twice");
 }
 
 bool can_export_torchscript(const Model& model) { return exporter_of(model) != nullptr; }
@@ -178,7 +154,7 @@ bool can_export_torchscript(const Model& model) { return exporter_of(model) != n
 std::string no_torchscript_text(const Model& model, const std::string& what) {
   return fmt::format(
       "torchscript export: {} has no TorchScript form (the models that have one: {}); {}", what,
-      exporter_names(),
+      joined_names(exporters().keys(), ", "),
       model.hf_info() != nullptr
           ? "export it as --format hf, a Hugging Face folder (transformers' from_pretrained "
             "reads it), or as --format state_dict"
