@@ -332,6 +332,61 @@ class Renderer {
     }
   }
 
+  /// {key: value, ...}: keys are strings (the dicts chat templates build).
+  Value eval_dict(const Expr& e, Scope& scope) {
+    Dict d;
+    for (size_t i = 0; i < e.args.size(); i += 2) {
+      const Value key = eval(*e.args[i], scope);
+      if (!key.is_string())
+        fail("Unsupported", "a dict key that is not a string (" + repr(key) + ")");
+      d.set(key.text, eval(*e.args[i + 1], scope));
+    }
+    return Value::from(std::move(d));
+  }
+
+  Value eval_call(const Expr& e, Scope& scope) {
+    const Value callee = eval(*e.args[0], scope);
+    Args args = call_args(e, 1, scope);
+    callee.defined();
+    if (callee.kind != Value::Kind::Callable)
+      fail("TypeError", "'" + callee.type_name() + "' object is not callable");
+    step();
+    return callee.function->call(args);
+  }
+
+  /// Unary - and +.
+  Value eval_sign(const Expr& e, Scope& scope) {
+    const Value v = eval(*e.args[0], scope);
+    v.defined();
+    const bool neg = e.kind == Expr::Kind::Neg;
+    if (v.kind == Value::Kind::Float) return Value::from(neg ? -v.real : v.real);
+    if (v.kind == Value::Kind::Int || v.kind == Value::Kind::Bool) {  // 0 - i: its overflow
+      return neg ? arithmetic("-", Value::from(int64_t{0}), v) : Value::from(to_int(v, "+"));
+    }
+    fail("TypeError", std::string("bad operand type for unary ") + (neg ? "-" : "+") + ": '" +
+                          v.type_name() + "'");
+  }
+
+  /// a < b <= c ...: each pair in turn, false at the first that does not hold.
+  Value eval_compare(const Expr& e, Scope& scope) {
+    Value left = eval(*e.args[0], scope);
+    for (size_t i = 0; i < e.ops.size(); ++i) {
+      Value right = eval(*e.args[i + 1], scope);
+      const std::string& op = e.ops[i];
+      bool holds;
+      if (op == "==" || op == "!=") {
+        holds = equal(left, right) == (op == "==");
+      } else if (op == "in" || op == "not in") {
+        holds = contains(right, left) == (op == "in");
+      } else {
+        holds = compare(left, op, right);
+      }
+      if (!holds) return Value::from(false);
+      left = std::move(right);
+    }
+    return Value::from(true);
+  }
+
   Value eval_node(const Expr& e, Scope& scope) {
     switch (e.kind) {
       case Expr::Kind::Literal:
@@ -347,31 +402,16 @@ class Renderer {
         return Value::from(std::move(items),
                            e.kind == Expr::Kind::List ? Value::Kind::List : Value::Kind::Tuple);
       }
-      case Expr::Kind::Dict: {
-        Dict d;
-        for (size_t i = 0; i < e.args.size(); i += 2) {
-          const Value key = eval(*e.args[i], scope);
-          if (!key.is_string())
-            fail("Unsupported", "a dict key that is not a string (" + repr(key) + ")");
-          d.set(key.text, eval(*e.args[i + 1], scope));
-        }
-        return Value::from(std::move(d));
-      }
+      case Expr::Kind::Dict:
+        return eval_dict(e, scope);
       case Expr::Kind::Attr:
         return get_attr(eval(*e.args[0], scope), e.name);
       case Expr::Kind::Item:
         return get_item(eval(*e.args[0], scope), eval(*e.args[1], scope));
       case Expr::Kind::Slice:
         return slice(e, scope);
-      case Expr::Kind::Call: {
-        const Value callee = eval(*e.args[0], scope);
-        Args args = call_args(e, 1, scope);
-        callee.defined();
-        if (callee.kind != Value::Kind::Callable)
-          fail("TypeError", "'" + callee.type_name() + "' object is not callable");
-        step();
-        return callee.function->call(args);
-      }
+      case Expr::Kind::Call:
+        return eval_call(e, scope);
       case Expr::Kind::Filter: {
         const Value operand = eval(*e.args[0], scope);
         Args args = call_args(e, 1, scope);
@@ -383,17 +423,8 @@ class Renderer {
         return Value::from(apply_test(e.name, operand, args) != e.negated);
       }
       case Expr::Kind::Neg:
-      case Expr::Kind::Pos: {
-        const Value v = eval(*e.args[0], scope);
-        v.defined();
-        const bool neg = e.kind == Expr::Kind::Neg;
-        if (v.kind == Value::Kind::Float) return Value::from(neg ? -v.real : v.real);
-        if (v.kind == Value::Kind::Int || v.kind == Value::Kind::Bool) {  // 0 - i: its overflow
-          return neg ? arithmetic("-", Value::from(int64_t{0}), v) : Value::from(to_int(v, "+"));
-        }
-        fail("TypeError", std::string("bad operand type for unary ") + (neg ? "-" : "+") + ": '" +
-                              v.type_name() + "'");
-      }
+      case Expr::Kind::Pos:
+        return eval_sign(e, scope);
       case Expr::Kind::Not:
         return Value::from(!eval(*e.args[0], scope).truthy());
       case Expr::Kind::Binary:
@@ -403,24 +434,8 @@ class Renderer {
         for (const auto& a : e.args) out += str(eval(*a, scope));
         return Value::from(std::move(out));
       }
-      case Expr::Kind::Compare: {
-        Value left = eval(*e.args[0], scope);
-        for (size_t i = 0; i < e.ops.size(); ++i) {
-          Value right = eval(*e.args[i + 1], scope);
-          const std::string& op = e.ops[i];
-          bool holds;
-          if (op == "==" || op == "!=") {
-            holds = equal(left, right) == (op == "==");
-          } else if (op == "in" || op == "not in") {
-            holds = contains(right, left) == (op == "in");
-          } else {
-            holds = compare(left, op, right);
-          }
-          if (!holds) return Value::from(false);
-          left = std::move(right);
-        }
-        return Value::from(true);
-      }
+      case Expr::Kind::Compare:
+        return eval_compare(e, scope);
       case Expr::Kind::And: {
         Value left = eval(*e.args[0], scope);
         return left.truthy() ? eval(*e.args[1], scope) : left;
