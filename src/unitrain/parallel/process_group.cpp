@@ -172,6 +172,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::over_store(const c10::intrusive_ptr<
   pg->timeout_ = options.timeout;
   pg->device_ = options.device;
   pg->store_ = store;
+  pg->options_ = options;
   pg->flight_file_ = options.flight_file;
   pg->exit_after_failure_ = options.exit_after_failure;
   pg->store_host_ = options.store_host;
@@ -201,6 +202,25 @@ std::shared_ptr<ProcessGroup> ProcessGroup::over_store(const c10::intrusive_ptr<
                                     world_size - 1, " rank(s): ", first_line(e.what())));
   }
   return pg;
+}
+
+std::shared_ptr<ProcessGroup> ProcessGroup::subgroup(const std::string& name,
+                                                     const std::vector<int>& members) const {
+  const auto me = std::find(members.begin(), members.end(), rank_);
+  UT_CHECK_TRAIN(me != members.end() && std::is_sorted(members.begin(), members.end()) &&
+                     std::adjacent_find(members.begin(), members.end()) == members.end() &&
+                     members.front() >= 0 && members.back() < world_size_,
+                 "process group '", name, "': rank ", rank_,
+                 " is not one of its members, or they are not distinct ranks in order");
+  ProcessGroupOptions options = options_;
+  const std::string json = ".json";
+  if (options.flight_file.size() > json.size() &&
+      options.flight_file.compare(options.flight_file.size() - json.size(), json.size(), json) ==
+          0) {
+    options.flight_file.insert(options.flight_file.size() - json.size(), "-" + name);
+  }
+  auto store = c10::make_intrusive<c10d::PrefixStore>("group/" + name, store_);
+  return over_store(store, int(me - members.begin()), int(members.size()), options);
 }
 
 ProcessGroup::~ProcessGroup() {

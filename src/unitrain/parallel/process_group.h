@@ -70,6 +70,14 @@ class ProcessGroup {
                                                   const ProcessGroupOptions& options);
   ~ProcessGroup();
 
+  /// The group of `members` (ranks of this group, ascending, this rank among them), met through
+  /// this group's store under `name` (one name a group in the job): the tensor- and
+  /// pipeline-parallel groups inside the world. Only the members call it, each with the same
+  /// list. Its rank() is this rank's place in `members`; its flight record, if this group keeps
+  /// one, goes beside it with `name` in the file's name.
+  std::shared_ptr<ProcessGroup> subgroup(const std::string& name,
+                                         const std::vector<int>& members) const;
+
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
   /// Where the collectives run (ProcessGroupOptions::device). The collectives below take
@@ -172,6 +180,7 @@ class ProcessGroup {
   std::chrono::milliseconds timeout_{};
   torch::Device device_ = torch::kCPU;
   c10::intrusive_ptr<c10d::Store> store_;
+  ProcessGroupOptions options_;  ///< what it was built with, for subgroup()
   c10::intrusive_ptr<C10dGroup> group_;
   FlightRecorder flight_;
   std::shared_ptr<ArrivalBoard> board_;  ///< null until follow()

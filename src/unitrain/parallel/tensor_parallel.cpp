@@ -1,0 +1,259 @@
+#include "unitrain/parallel/tensor_parallel.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "unitrain/core/error.h"
+#include "unitrain/parallel/process_group.h"
+
+namespace unitrain {
+namespace tp {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+/// The group a collective's backward needs, kept in its autograd context.
+struct GroupHolder : torch::CustomClassHolder {
+  std::shared_ptr<ProcessGroup> group;
+};
+
+c10::IValue hold(const std::shared_ptr<ProcessGroup>& group) {
+  auto holder = c10::make_intrusive<GroupHolder>();
+  holder->group = group;
+  return c10::IValue::make_capsule(std::move(holder));
+}
+
+const std::shared_ptr<ProcessGroup>& held(AutogradContext* ctx) {
+  return static_cast<GroupHolder*>(ctx->saved_data["group"].toCapsule().get())->group;
+}
+
+torch::Tensor summed(const torch::Tensor& x, ProcessGroup& group) {
+  std::vector<torch::Tensor> t{x.contiguous().clone()};
+  group.all_reduce_sum(t);
+  return t[0];
+}
+
+/// Every process's x [..., n] joined into [..., T * n].
+torch::Tensor gathered(const torch::Tensor& x, ProcessGroup& group) {
+  const int64_t t = group.world_size();
+  const torch::Tensor part = x.contiguous();
+  torch::Tensor full = torch::empty({t * part.numel()}, part.options());
+  group.all_gather_shards(full, part.view({-1}));
+  std::vector<int64_t> shape{t};
+  for (int64_t d : part.sizes()) shape.push_back(d);
+  // [T, ..., n] -> [..., T, n] -> [..., T * n]
+  std::vector<int64_t> joined(part.sizes().begin(), part.sizes().end());
+  joined.back() *= t;
+  return full.view(shape).movedim(0, -2).reshape(joined);
+}
+
+torch::Tensor own_part(const torch::Tensor& x, ProcessGroup& group) {
+  return part_of(x, x.dim() - 1, group.rank(), group.world_size());
+}
+
+struct CopyToGroup : torch::autograd::Function<CopyToGroup> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                               const std::shared_ptr<ProcessGroup>& group) {
+    ctx->saved_data["group"] = hold(group);
+    return x;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {summed(grad[0], *held(ctx)), torch::Tensor()};
+  }
+};
+
+struct ReduceFromGroup : torch::autograd::Function<ReduceFromGroup> {
+  static torch::Tensor forward(AutogradContext*, const torch::Tensor& x,
+                               const std::shared_ptr<ProcessGroup>& group) {
+    return summed(x, *group);
+  }
+  static variable_list backward(AutogradContext*, variable_list grad) {
+    return {grad[0], torch::Tensor()};
+  }
+};
+
+struct GatherLastDim : torch::autograd::Function<GatherLastDim> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                               const std::shared_ptr<ProcessGroup>& group) {
+    ctx->saved_data["group"] = hold(group);
+    return gathered(x, *group);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {own_part(grad[0], *held(ctx)), torch::Tensor()};
+  }
+};
+
+struct SplitLastDim : torch::autograd::Function<SplitLastDim> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                               const std::shared_ptr<ProcessGroup>& group) {
+    ctx->saved_data["group"] = hold(group);
+    return own_part(x, *group);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {gathered(grad[0], *held(ctx)), torch::Tensor()};
+  }
+};
+
+bool alone(const std::shared_ptr<ProcessGroup>& group) { return size_of(group.get()) == 1; }
+
+}  // namespace
+
+int size_of(const ProcessGroup* group) { return group ? group->world_size() : 1; }
+int rank_of(const ProcessGroup* group) { return group ? group->rank() : 0; }
+
+torch::Tensor copy_to_group(const torch::Tensor& x, const std::shared_ptr<ProcessGroup>& group) {
+  return alone(group) ? x : CopyToGroup::apply(x, group);
+}
+
+torch::Tensor reduce_from_group(const torch::Tensor& x,
+                                const std::shared_ptr<ProcessGroup>& group) {
+  return alone(group) ? x : ReduceFromGroup::apply(x, group);
+}
+
+torch::Tensor gather_last_dim(const torch::Tensor& x, const std::shared_ptr<ProcessGroup>& group) {
+  return alone(group) ? x : GatherLastDim::apply(x, group);
+}
+
+torch::Tensor split_last_dim(const torch::Tensor& x, const std::shared_ptr<ProcessGroup>& group) {
+  return alone(group) ? x : SplitLastDim::apply(x, group);
+}
+
+torch::Tensor part_of(const torch::Tensor& full, int64_t dim, int part, int parts) {
+  const int64_t n = full.size(dim);
+  TORCH_CHECK(parts >= 1 && n % parts == 0, "part_of: ", n, " is not divisible into ", parts,
+              " parts");
+  return full.narrow(dim, part * (n / parts), n / parts).contiguous();
+}
+
+}  // namespace tp
+
+namespace {
+
+/// `n` must be divisible by the group's size: ConfigError naming the layer otherwise.
+int64_t per_process(int64_t n, const ProcessGroup* group, const char* layer, const char* what) {
+  const int t = tp::size_of(group);
+  UT_CHECK(n % t == 0, layer, ": its ", what, " (", n, ") is not divisible by the ", t,
+           " processes of its tensor group (distributed.tensor_parallel)");
+  return n / t;
+}
+
+/// A full Linear(in, out)'s weight and bias, drawn as torch::nn::Linear draws them.
+std::pair<torch::Tensor, torch::Tensor> full_linear(int64_t in, int64_t out, bool bias) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor w = torch::empty({out, in});
+  torch::nn::init::kaiming_uniform_(w, std::sqrt(5.0));
+  torch::Tensor b;
+  if (bias) {
+    const double bound = in > 0 ? 1.0 / std::sqrt(double(in)) : 0.0;
+    b = torch::empty({out}).uniform_(-bound, bound);
+  }
+  return {w, b};
+}
+
+}  // namespace
+
+ColumnParallelLinearImpl::ColumnParallelLinearImpl(int64_t in, int64_t out, bool with_bias,
+                                                   std::shared_ptr<ProcessGroup> group,
+                                                   bool gather_output)
+    : group_(std::move(group)), gather_output_(gather_output) {
+  const int64_t rows = per_process(out, group_.get(), "a column-parallel Linear", "out_features");
+  weight = register_parameter("weight", torch::empty({rows, in}));
+  if (with_bias) bias = register_parameter("bias", torch::empty({rows}));
+  const auto [w, b] = full_linear(in, out, with_bias);
+  load_full(w, b);
+}
+
+void ColumnParallelLinearImpl::load_full(const torch::Tensor& w, const torch::Tensor& b) {
+  torch::NoGradGuard no_grad;
+  const int rank = tp::rank_of(group_.get()), t = tp::size_of(group_.get());
+  weight.copy_(tp::part_of(w, 0, rank, t));
+  if (bias.defined() && b.defined()) bias.copy_(tp::part_of(b, 0, rank, t));
+}
+
+torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
+  const torch::Tensor y = torch::nn::functional::linear(tp::copy_to_group(x, group_), weight,
+                                                        bias.defined() ? bias : torch::Tensor());
+  return gather_output_ ? tp::gather_last_dim(y, group_) : y;
+}
+
+RowParallelLinearImpl::RowParallelLinearImpl(int64_t in, int64_t out, bool with_bias,
+                                             std::shared_ptr<ProcessGroup> group,
+                                             bool input_is_parallel)
+    : group_(std::move(group)), input_is_parallel_(input_is_parallel) {
+  const int64_t cols = per_process(in, group_.get(), "a row-parallel Linear", "in_features");
+  weight = register_parameter("weight", torch::empty({out, cols}));
+  if (with_bias) bias = register_parameter("bias", torch::empty({out}));
+  const auto [w, b] = full_linear(in, out, with_bias);
+  load_full(w, b);
+}
+
+void RowParallelLinearImpl::load_full(const torch::Tensor& w, const torch::Tensor& b) {
+  torch::NoGradGuard no_grad;
+  weight.copy_(tp::part_of(w, 1, tp::rank_of(group_.get()), tp::size_of(group_.get())));
+  if (bias.defined() && b.defined()) bias.copy_(b);
+}
+
+torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
+  const torch::Tensor part = input_is_parallel_ ? x : tp::split_last_dim(x, group_);
+  torch::Tensor y = tp::reduce_from_group(torch::nn::functional::linear(part, weight), group_);
+  return bias.defined() ? y + bias : y;
+}
+
+VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(int64_t num_embeddings, int64_t dim,
+                                                       std::shared_ptr<ProcessGroup> group)
+    : group_(std::move(group)) {
+  const int64_t rows =
+      per_process(num_embeddings, group_.get(), "a vocabulary-parallel Embedding", "vocabulary");
+  start_ = rows * tp::rank_of(group_.get());
+  weight = register_parameter("weight", torch::empty({rows, dim}));
+  torch::NoGradGuard no_grad;
+  load_full(torch::empty({num_embeddings, dim}).normal_());
+}
+
+void VocabParallelEmbeddingImpl::load_full(const torch::Tensor& table) {
+  torch::NoGradGuard no_grad;
+  weight.copy_(tp::part_of(table, 0, tp::rank_of(group_.get()), tp::size_of(group_.get())));
+}
+
+torch::Tensor VocabParallelEmbeddingImpl::forward(const torch::Tensor& ids) {
+  if (tp::size_of(group_.get()) == 1) return torch::embedding(weight, ids);
+  const int64_t rows = weight.size(0);
+  const torch::Tensor mine = (ids >= start_) & (ids < start_ + rows);
+  const torch::Tensor local = torch::where(mine, ids - start_, torch::zeros_like(ids));
+  const torch::Tensor out = torch::embedding(weight, local) * mine.unsqueeze(-1).to(weight.dtype());
+  return tp::reduce_from_group(out, group_);
+}
+
+torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits,
+                                           const torch::Tensor& targets, int64_t vocab_start,
+                                           const std::shared_ptr<ProcessGroup>& group,
+                                           int64_t ignore_index) {
+  const torch::Tensor l =
+      logits.scalar_type() == torch::kDouble ? logits : logits.to(torch::kFloat32);
+  const int64_t rows = l.size(-1);
+  torch::Tensor max;
+  {
+    torch::NoGradGuard no_grad;  // a constant shift: it cancels in the loss and its gradient
+    max = std::get<0>(l.max(-1, /*keepdim=*/true));
+    if (tp::size_of(group.get()) > 1) {
+      std::vector<torch::Tensor> m{max};
+      group->all_reduce_max(m);
+      max = m[0];
+    }
+  }
+  const torch::Tensor shifted = l - max;
+  const torch::Tensor valid = targets != ignore_index;
+  const torch::Tensor mine = valid & (targets >= vocab_start) & (targets < vocab_start + rows);
+  const torch::Tensor local = torch::where(mine, targets - vocab_start, torch::zeros_like(targets));
+  const torch::Tensor picked =
+      shifted.gather(-1, local.unsqueeze(-1)).squeeze(-1) * mine.to(shifted.dtype());
+  // One all-reduce for both sums: [N, 2].
+  const torch::Tensor sums =
+      tp::reduce_from_group(torch::stack({shifted.exp().sum(-1), picked}, -1), group);
+  const torch::Tensor loss = sums.select(-1, 0).log() - sums.select(-1, 1);
+  return loss * valid.to(loss.dtype());
+}
+
+}  // namespace unitrain

@@ -1,0 +1,136 @@
+#pragma once
+// Tensor parallelism (Megatron-LM's split): a layer's weight cut over the processes of a tensor
+// group, each computing its part; the collectives that join the parts are autograd functions,
+// so backward joins the gradients the same way. A model built from these layers computes on T
+// processes what the same model of plain layers computes on one.
+//
+//   column-parallel Linear: W [out, in] cut by rows (out / T each); the input arrives whole, the
+//     output leaves in parts (or gathered). Backward sums the input's gradient over the group.
+//   row-parallel Linear: W [out, in] cut by columns (in / T each); the input arrives in parts
+//     (a column-parallel layer's output), the partial products are summed over the group (one
+//     all-reduce), the bias added once after the sum.
+//   vocabulary-parallel Embedding: the table [V, D] cut by rows; each process looks up the ids
+//     in its rows, zeros for the others, and the group sums them.
+//   vocabulary-parallel cross entropy: the logits [N, V / T] of each process's rows of the
+//     vocabulary, the loss computed from three small reductions (max, sum of exponentials, the
+//     target's logit), so no process ever holds the full logits.
+//
+// A null group or a group of one process: the plain layer's computation, no collective.
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <memory>
+
+namespace unitrain {
+
+class ProcessGroup;
+
+namespace tp {
+
+/// The processes of `group` (1 for null).
+int size_of(const ProcessGroup* group);
+/// This process's place in `group` (0 for null).
+int rank_of(const ProcessGroup* group);
+
+/// Identity forward; backward sums the gradient over the group (what enters a column-parallel
+/// layer: each process's part of the layer contributes to the input's gradient).
+torch::Tensor copy_to_group(const torch::Tensor& x, const std::shared_ptr<ProcessGroup>& group);
+/// Sums over the group forward; identity backward (what leaves a row-parallel layer).
+torch::Tensor reduce_from_group(const torch::Tensor& x, const std::shared_ptr<ProcessGroup>& group);
+/// Every process's `x` joined along the last dimension, in rank order, forward; this process's
+/// part of the gradient backward. `x`'s shape must be the same on every process.
+torch::Tensor gather_last_dim(const torch::Tensor& x, const std::shared_ptr<ProcessGroup>& group);
+/// This process's part of `x` along the last dimension forward (its size divisible by the
+/// group's); the gradient gathered backward.
+torch::Tensor split_last_dim(const torch::Tensor& x, const std::shared_ptr<ProcessGroup>& group);
+
+/// Part `part` of `parts` equal parts of `full` along `dim` (a copy, contiguous).
+/// ConfigError-free: the caller checked divisibility (TORCH_CHECK otherwise).
+torch::Tensor part_of(const torch::Tensor& full, int64_t dim, int part, int parts);
+
+}  // namespace tp
+
+/// A Linear layer whose output features are cut over a tensor group: this process holds
+/// weight [out / T, in] and bias [out / T], rows [rank * out / T, (rank + 1) * out / T) of the
+/// full layer's. forward(x [..., in]) gives this process's part of the output [..., out / T],
+/// or the whole [..., out] with `gather_output`. The weights are initialised as a full
+/// torch::nn::Linear(in, out) would be from the same generator state (kaiming_uniform a =
+/// sqrt(5), bias U(-1/sqrt(in), 1/sqrt(in))), then cut: every process draws the same full
+/// tensors, so the same seed gives the same model whatever T.
+class ColumnParallelLinearImpl : public torch::nn::Module {
+ public:
+  ColumnParallelLinearImpl(int64_t in, int64_t out, bool bias, std::shared_ptr<ProcessGroup> group,
+                           bool gather_output = false);
+  torch::Tensor forward(const torch::Tensor& x);
+  /// Copies this process's rows of a full layer's weight [out, in] and bias [out] (undefined:
+  /// none) into its own.
+  void load_full(const torch::Tensor& weight, const torch::Tensor& bias = {});
+
+  torch::Tensor weight;
+  torch::Tensor bias;  ///< undefined without a bias
+
+ private:
+  std::shared_ptr<ProcessGroup> group_;
+  bool gather_output_;
+};
+TORCH_MODULE(ColumnParallelLinear);
+
+/// A Linear layer whose input features are cut over a tensor group: weight [out, in / T] (the
+/// full layer's columns [rank * in / T, (rank + 1) * in / T)) and the whole bias [out].
+/// forward(x) takes this process's part of the input [..., in / T] (a column-parallel layer's
+/// output), or the whole input [..., in] when not `input_is_parallel` (it is then cut here);
+/// the output [..., out] is the same on every process. Initialised as
+/// ColumnParallelLinear is: a full Linear(in, out)'s draws, cut.
+class RowParallelLinearImpl : public torch::nn::Module {
+ public:
+  RowParallelLinearImpl(int64_t in, int64_t out, bool bias, std::shared_ptr<ProcessGroup> group,
+                        bool input_is_parallel = true);
+  torch::Tensor forward(const torch::Tensor& x);
+  /// Copies this process's columns of a full weight [out, in], and the whole bias [out].
+  void load_full(const torch::Tensor& weight, const torch::Tensor& bias = {});
+
+  torch::Tensor weight;
+  torch::Tensor bias;
+
+ private:
+  std::shared_ptr<ProcessGroup> group_;
+  bool input_is_parallel_;
+};
+TORCH_MODULE(RowParallelLinear);
+
+/// An Embedding whose table [num_embeddings, dim] is cut by rows over a tensor group: this
+/// process holds rows [vocab_start(), vocab_start() + num_embeddings / T). forward(ids) gives
+/// the full embeddings [..., dim] on every process. Initialised as torch::nn::Embedding's
+/// (N(0, 1) over the full table), then cut.
+class VocabParallelEmbeddingImpl : public torch::nn::Module {
+ public:
+  VocabParallelEmbeddingImpl(int64_t num_embeddings, int64_t dim,
+                             std::shared_ptr<ProcessGroup> group);
+  torch::Tensor forward(const torch::Tensor& ids);
+  /// Copies this process's rows of a full table [num_embeddings, dim].
+  void load_full(const torch::Tensor& table);
+  /// The first id this process's rows hold.
+  int64_t vocab_start() const { return start_; }
+
+  torch::Tensor weight;
+
+ private:
+  std::shared_ptr<ProcessGroup> group_;
+  int64_t start_ = 0;
+};
+TORCH_MODULE(VocabParallelEmbedding);
+
+/// Cross entropy of logits whose last dimension is cut over `group`: `logits` [N, V / T] are
+/// this process's columns [vocab_start, vocab_start + V / T) of the full [N, V]; `targets` [N]
+/// the full vocabulary's ids, the same on every process. Returns each row's loss [N] (0 where
+/// the target is `ignore_index`), equal on every process and to
+/// cross_entropy(full logits, targets, reduction none) up to rounding; its gradient reaches
+/// each process's logits. Computed in float32 at least.
+torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits,
+                                           const torch::Tensor& targets, int64_t vocab_start,
+                                           const std::shared_ptr<ProcessGroup>& group,
+                                           int64_t ignore_index = -100);
+
+}  // namespace unitrain

@@ -1,0 +1,164 @@
+// Tensor parallelism's layers on threads as the processes of a tensor group: each computes, and
+// backward gives each its part of, what the plain layer computes on one process.
+#include "unitrain/parallel/tensor_parallel.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <mutex>
+
+#include "parallel/run_ranks.h"
+#include "test_util.h"
+#include "unitrain/core/error.h"
+
+namespace unitrain {
+namespace {
+
+void expect_close(const torch::Tensor& got, const torch::Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.sizes(), want.sizes()) << what;
+  EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-6))
+      << what << ": largest difference " << (got - want).abs().max().item<double>();
+}
+
+/// Full tensors every rank reads (made before the threads start: the generator is global).
+struct MlpCase {
+  torch::Tensor x = torch::randn({3, 4, 6});
+  torch::Tensor w1 = torch::randn({8, 6}), b1 = torch::randn({8});
+  torch::Tensor w2 = torch::randn({5, 8}), b2 = torch::randn({5});
+  torch::Tensor r = torch::randn({3, 4, 5});  // the loss: sum(out * r)
+};
+
+TEST(TensorParallel, ColumnThenRowComputeWhatOneProcessComputesAndTheirGradientsParts) {
+  torch::manual_seed(1);
+  const MlpCase c;
+  // One process: Linear, gelu, Linear.
+  auto x = c.x.clone().requires_grad_(true);
+  auto w1 = c.w1.clone().requires_grad_(true), b1 = c.b1.clone().requires_grad_(true);
+  auto w2 = c.w2.clone().requires_grad_(true), b2 = c.b2.clone().requires_grad_(true);
+  const auto want =
+      torch::nn::functional::linear(torch::gelu(torch::nn::functional::linear(x, w1, b1)), w2, b2);
+  (want * c.r).sum().backward();
+  test::run_shared_ranks(2, [&](int rank, const std::shared_ptr<ProcessGroup>& group) {
+    ColumnParallelLinear up(6, 8, true, group);
+    RowParallelLinear down(8, 5, true, group);
+    up->load_full(c.w1, c.b1);
+    down->load_full(c.w2, c.b2);
+    auto xr = c.x.clone().requires_grad_(true);
+    const auto out = down(torch::gelu(up(xr)));
+    expect_close(out, want.detach(), "output");
+    (out * c.r).sum().backward();
+    expect_close(xr.grad(), x.grad(), "the input's gradient");
+    expect_close(up->weight.grad(), tp::part_of(w1.grad(), 0, rank, 2), "column weight");
+    expect_close(up->bias.grad(), tp::part_of(b1.grad(), 0, rank, 2), "column bias");
+    expect_close(down->weight.grad(), tp::part_of(w2.grad(), 1, rank, 2), "row weight");
+    expect_close(down->bias.grad(), b2.grad(), "row bias (whole, the same everywhere)");
+  });
+}
+
+TEST(TensorParallel, AGatheredColumnOutputFeedsAWholeInputRow) {
+  torch::manual_seed(2);
+  const MlpCase c;
+  auto x = c.x.clone().requires_grad_(true);
+  auto w1 = c.w1.clone().requires_grad_(true), w2 = c.w2.clone().requires_grad_(true);
+  const auto hidden = torch::nn::functional::linear(x, w1);
+  const auto want = torch::nn::functional::linear(hidden, w2);
+  (want * c.r).sum().backward();
+  test::run_shared_ranks(2, [&](int rank, const std::shared_ptr<ProcessGroup>& group) {
+    ColumnParallelLinear up(6, 8, false, group, /*gather_output=*/true);
+    RowParallelLinear down(8, 5, false, group, /*input_is_parallel=*/false);
+    up->load_full(c.w1);
+    down->load_full(c.w2);
+    auto xr = c.x.clone().requires_grad_(true);
+    const auto whole = up(xr);
+    expect_close(whole, hidden.detach(), "the gathered hidden layer");
+    const auto out = down(whole);
+    expect_close(out, want.detach(), "output");
+    (out * c.r).sum().backward();
+    expect_close(xr.grad(), x.grad(), "the input's gradient");
+    expect_close(up->weight.grad(), tp::part_of(w1.grad(), 0, rank, 2), "column weight");
+    expect_close(down->weight.grad(), tp::part_of(w2.grad(), 1, rank, 2), "row weight");
+  });
+}
+
+TEST(TensorParallel, AVocabularyParallelEmbeddingLooksUpEachIdInItsOwnersRows) {
+  torch::manual_seed(3);
+  const auto table = torch::randn({10, 4});
+  const auto ids = torch::tensor({{0, 4, 5, 9}, {7, 7, 2, 5}}, torch::kLong);
+  const auto r = torch::randn({2, 4, 4});
+  auto t = table.clone().requires_grad_(true);
+  const auto want = torch::embedding(t, ids);
+  (want * r).sum().backward();
+  test::run_shared_ranks(2, [&](int rank, const std::shared_ptr<ProcessGroup>& group) {
+    VocabParallelEmbedding e(10, 4, group);
+    EXPECT_EQ(e->vocab_start(), 5 * rank);
+    e->load_full(table);
+    const auto out = e(ids);
+    expect_close(out, want.detach(), "embeddings");
+    (out * r).sum().backward();
+    expect_close(e->weight.grad(), tp::part_of(t.grad(), 0, rank, 2), "the table's gradient");
+  });
+}
+
+TEST(TensorParallel, VocabularyParallelCrossEntropyEqualsTheFullOnesLossAndGradient) {
+  torch::manual_seed(4);
+  const auto logits = torch::randn({6, 12}) * 4;
+  const auto targets = torch::tensor({0, 5, 6, 11, -100, 3}, torch::kLong);
+  auto l = logits.clone().requires_grad_(true);
+  const auto want = torch::nn::functional::cross_entropy(
+      l, targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  want.sum().backward();
+  for (const int world : {2, 3}) {
+    test::run_shared_ranks(world, [&](int rank, const std::shared_ptr<ProcessGroup>& group) {
+      const int64_t n = 12 / world;
+      auto part = tp::part_of(logits, 1, rank, world).requires_grad_(true);
+      const auto loss = vocab_parallel_cross_entropy(part, targets, rank * n, group);
+      expect_close(loss, want.detach(), "losses");
+      EXPECT_EQ(loss[4].item<float>(), 0.0f);  // ignore_index
+      loss.sum().backward();
+      expect_close(part.grad(), tp::part_of(l.grad(), 1, rank, world), "the logits' gradient");
+    });
+  }
+}
+
+TEST(TensorParallel, TheSameSeedDrawsTheSameModelWhateverTheSplit) {
+  torch::manual_seed(5);
+  const torch::nn::Linear whole(6, 8);
+  std::mutex draw;  // one generator: each rank draws from the same state in turn
+  test::run_shared_ranks(2, [&](int rank, const std::shared_ptr<ProcessGroup>& group) {
+    std::lock_guard<std::mutex> lock(draw);
+    torch::manual_seed(5);
+    ColumnParallelLinear column(6, 8, true, group);
+    EXPECT_TRUE(column->weight.equal(tp::part_of(whole->weight, 0, rank, 2)));
+    EXPECT_TRUE(column->bias.equal(tp::part_of(whole->bias, 0, rank, 2)));
+  });
+}
+
+TEST(TensorParallel, ALayerThatDoesNotDivideIsRefusedByItsSize) {
+  test::run_shared_ranks(2, [&](int, const std::shared_ptr<ProcessGroup>& group) {
+    const std::string e = test::config_error_of([&] { ColumnParallelLinear(6, 7, true, group); });
+    EXPECT_TRUE(test::contains(e,
+                               "a column-parallel Linear: its out_features (7) is not "
+                               "divisible by the 2 processes of its tensor group"))
+        << e;
+  });
+}
+
+TEST(ProcessGroupSubgroup, EachSubgroupReducesAmongItsMembersAlone) {
+  test::run_shared_ranks(4, [&](int rank, const std::shared_ptr<ProcessGroup>& world) {
+    const std::vector<int> members = rank < 2 ? std::vector<int>{0, 1} : std::vector<int>{2, 3};
+    auto pair = world->subgroup("tp" + std::to_string(rank / 2), members);
+    EXPECT_EQ(pair->rank(), rank % 2);
+    EXPECT_EQ(pair->world_size(), 2);
+    EXPECT_EQ(pair->sum_of(double(rank)), rank < 2 ? 1.0 : 5.0);
+    EXPECT_EQ(world->sum_of(1.0), 4.0);  // the world still whole
+    try {
+      world->subgroup("odd", {rank == 0 ? 1 : 0});
+      ADD_FAILURE() << "a subgroup without this rank was made";
+    } catch (const TrainError& e) {
+      EXPECT_TRUE(test::contains(e.what(), "is not one of its members")) << e.what();
+    }
+  });
+}
+
+}  // namespace
+}  // namespace unitrain
