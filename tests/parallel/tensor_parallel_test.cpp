@@ -143,6 +143,65 @@ TEST(TensorParallel, ALayerThatDoesNotDivideIsRefusedByItsSize) {
   });
 }
 
+TEST(TensorParallel, PartsOfBlocksJoinBackIntoTheWholeOnEveryProcess) {
+  torch::manual_seed(6);
+  const auto full = torch::randn({12, 18});
+  for (const int world : {2, 3}) {
+    test::run_shared_ranks(world, [&](int rank, const std::shared_ptr<ProcessGroup>& group) {
+      for (const tp::Split split :
+           {tp::Split{0, 1}, tp::Split{1, 1}, tp::Split{0, 2}, tp::Split{1, 3}, tp::Split{-1, 3}}) {
+        const auto part = tp::part_of(full, split.dim, rank, world, split.blocks);
+        EXPECT_TRUE(tp::whole_of(part, split, *group).equal(full))
+            << "dim " << split.dim << ", blocks " << split.blocks;
+      }
+    });
+  }
+  // Part 1 of 2 of three blocks of 6 columns: columns 3..5, 9..11, 15..17.
+  const auto part = tp::part_of(full, 1, 1, 2, 3);
+  EXPECT_TRUE(part.equal(
+      torch::cat({full.narrow(1, 3, 3), full.narrow(1, 9, 3), full.narrow(1, 15, 3)}, 1)));
+}
+
+TEST(TensorParallel, AFusedQkvColumnHoldsEachProcesssHeadsOfEachBlock) {
+  torch::manual_seed(7);
+  const auto x = torch::randn({2, 3, 4});
+  const auto w = torch::randn({12, 4}), b = torch::randn({12});
+  const auto want = torch::nn::functional::linear(x, w, b);
+  test::run_shared_ranks(2, [&](int rank, const std::shared_ptr<ProcessGroup>& group) {
+    ColumnParallelLinear qkv(4, 12, true, group, /*gather_output=*/false, /*blocks=*/3);
+    qkv->load_full(w, b);
+    // q, k and v of this process's half of the heads.
+    const auto mine = qkv(x);
+    expect_close(mine, tp::part_of(want, -1, rank, 2, 3), "this process's q|k|v");
+    ColumnParallelLinear whole(4, 12, true, group, /*gather_output=*/true, /*blocks=*/3);
+    whole->load_full(w, b);
+    expect_close(whole(x), want, "the gathered q|k|v, in the full layer's order");
+  });
+}
+
+TEST(TensorParallel, AModulesCutParametersAreFoundByName) {
+  struct Net : torch::nn::Module {
+    Net() {
+      embed = register_module("embed", VocabParallelEmbedding(8, 4, nullptr));
+      qkv = register_module("qkv", ColumnParallelLinear(4, 12, true, nullptr, false, 3));
+      out = register_module("out", RowParallelLinear(4, 4, true, nullptr));
+      norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({4})));
+    }
+    VocabParallelEmbedding embed{nullptr};
+    ColumnParallelLinear qkv{nullptr};
+    RowParallelLinear out{nullptr};
+    torch::nn::LayerNorm norm{nullptr};
+  };
+  Net net;
+  std::map<std::string, std::pair<int64_t, int64_t>> got;
+  for (const auto& [name, split] : tp::splits_of(net)) got[name] = {split.dim, split.blocks};
+  const std::map<std::string, std::pair<int64_t, int64_t>> want = {{"embed.weight", {0, 1}},
+                                                                   {"qkv.weight", {0, 3}},
+                                                                   {"qkv.bias", {0, 3}},
+                                                                   {"out.weight", {1, 1}}};
+  EXPECT_EQ(got, want);  // out.bias and the norm whole
+}
+
 TEST(ProcessGroupSubgroup, EachSubgroupReducesAmongItsMembersAlone) {
   test::run_shared_ranks(4, [&](int rank, const std::shared_ptr<ProcessGroup>& world) {
     const std::vector<int> members = rank < 2 ? std::vector<int>{0, 1} : std::vector<int>{2, 3};

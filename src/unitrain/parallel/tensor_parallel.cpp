@@ -120,12 +120,69 @@ torch::Tensor split_last_dim(const torch::Tensor& x, const std::shared_ptr<Proce
   return alone(group) ? x : SplitLastDim::apply(x, group);
 }
 
-torch::Tensor part_of(const torch::Tensor& full, int64_t dim, int part, int parts) {
+torch::Tensor part_of(const torch::Tensor& full, int64_t dim, int part, int parts, int64_t blocks) {
+  dim = dim < 0 ? dim + full.dim() : dim;
   const int64_t n = full.size(dim);
-  TORCH_CHECK(parts >= 1 && n % parts == 0, "part_of: ", n, " is not divisible into ", parts,
-              " parts");
-  return full.narrow(dim, part * (n / parts), n / parts).contiguous();
+  TORCH_CHECK(parts >= 1 && blocks >= 1 && n % (parts * blocks) == 0, "part_of: ", n,
+              " is not divisible into ", blocks, " blocks of ", parts, " parts");
+  if (blocks == 1) return full.narrow(dim, part * (n / parts), n / parts).contiguous();
+  // [..., n, ...] -> [..., blocks, n / blocks, ...], this part of each block, back to one dim.
+  std::vector<int64_t> shape(full.sizes().begin(), full.sizes().end());
+  shape[size_t(dim)] = n / blocks;
+  shape.insert(shape.begin() + dim, blocks);
+  const int64_t m = n / blocks / parts;
+  std::vector<int64_t> out(full.sizes().begin(), full.sizes().end());
+  out[size_t(dim)] = blocks * m;
+  return full.reshape(shape).narrow(dim + 1, part * m, m).reshape(out).contiguous();
 }
+
+torch::Tensor whole_of(const torch::Tensor& part, const Split& split, ProcessGroup& group) {
+  torch::NoGradGuard no_grad;
+  const int64_t t = group.world_size();
+  const int64_t dim = split.dim < 0 ? split.dim + part.dim() : split.dim;
+  // Every part side by side along `dim` ([T, ...] moved there), then each block's slices in
+  // rank order: [..., T, blocks, m, ...] -> [..., blocks, T, m, ...].
+  const torch::Tensor p = part.contiguous();
+  torch::Tensor flat = torch::empty({t * p.numel()}, p.options());
+  group.all_gather_shards(flat, p.view({-1}));
+  std::vector<int64_t> parts_shape{t};
+  for (int64_t d : p.sizes()) parts_shape.push_back(d);
+  torch::Tensor all = flat.view(parts_shape).movedim(0, dim);  // [..., T, n_part, ...]
+  std::vector<int64_t> shape(all.sizes().begin(), all.sizes().end());
+  const int64_t m = p.size(dim) / split.blocks;
+  shape[size_t(dim) + 1] = m;
+  shape.insert(shape.begin() + dim + 1, split.blocks);  // [..., T, blocks, m, ...]
+  std::vector<int64_t> out(p.sizes().begin(), p.sizes().end());
+  out[size_t(dim)] *= t;
+  return all.reshape(shape).transpose(dim, dim + 1).reshape(out).contiguous();
+}
+
+std::vector<std::pair<std::string, Split>> splits_of(const torch::nn::Module& module) {
+  std::vector<std::pair<std::string, Split>> out;
+  auto add = [&out](const torch::nn::Module& m, const std::string& prefix) {
+    if (const auto* column = m.as<ColumnParallelLinearImpl>()) {
+      out.emplace_back(prefix + "weight", column->split());
+      if (column->bias.defined()) out.emplace_back(prefix + "bias", column->split());
+    } else if (m.as<RowParallelLinearImpl>() != nullptr) {
+      out.emplace_back(prefix + "weight", Split{1, 1});
+    } else if (m.as<VocabParallelEmbeddingImpl>() != nullptr) {
+      out.emplace_back(prefix + "weight", Split{0, 1});
+    }
+  };
+  add(module, "");
+  for (const auto& m : module.named_modules("", /*include_self=*/false)) {
+    add(*m.value(), m.key() + ".");
+  }
+  return out;
+}
+
+namespace {
+thread_local std::shared_ptr<ProcessGroup> building;
+}  // namespace
+
+BuildScope::BuildScope(std::shared_ptr<ProcessGroup> group) { building = std::move(group); }
+BuildScope::~BuildScope() { building.reset(); }
+const std::shared_ptr<ProcessGroup>& building_group() { return building; }
 
 }  // namespace tp
 
@@ -156,9 +213,13 @@ std::pair<torch::Tensor, torch::Tensor> full_linear(int64_t in, int64_t out, boo
 
 ColumnParallelLinearImpl::ColumnParallelLinearImpl(int64_t in, int64_t out, bool with_bias,
                                                    std::shared_ptr<ProcessGroup> group,
-                                                   bool gather_output)
-    : group_(std::move(group)), gather_output_(gather_output) {
-  const int64_t rows = per_process(out, group_.get(), "a column-parallel Linear", "out_features");
+                                                   bool gather_output, int64_t blocks)
+    : group_(std::move(group)), gather_output_(gather_output), blocks_(blocks) {
+  UT_CHECK(blocks >= 1 && out % blocks == 0, "a column-parallel Linear: its out_features (", out,
+           ") is not ", blocks, " equal blocks");
+  const int64_t rows = per_process(out / blocks, group_.get(), "a column-parallel Linear",
+                                   blocks > 1 ? "out_features per block" : "out_features") *
+                       blocks;
   weight = register_parameter("weight", torch::empty({rows, in}));
   if (with_bias) bias = register_parameter("bias", torch::empty({rows}));
   const auto [w, b] = full_linear(in, out, with_bias);
@@ -168,14 +229,23 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(int64_t in, int64_t out, bool
 void ColumnParallelLinearImpl::load_full(const torch::Tensor& w, const torch::Tensor& b) {
   torch::NoGradGuard no_grad;
   const int rank = tp::rank_of(group_.get()), t = tp::size_of(group_.get());
-  weight.copy_(tp::part_of(w, 0, rank, t));
-  if (bias.defined() && b.defined()) bias.copy_(tp::part_of(b, 0, rank, t));
+  weight.copy_(tp::part_of(w, 0, rank, t, blocks_));
+  if (bias.defined() && b.defined()) bias.copy_(tp::part_of(b, 0, rank, t, blocks_));
 }
 
 torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
   const torch::Tensor y = torch::nn::functional::linear(tp::copy_to_group(x, group_), weight,
                                                         bias.defined() ? bias : torch::Tensor());
-  return gather_output_ ? tp::gather_last_dim(y, group_) : y;
+  if (!gather_output_) return y;
+  const torch::Tensor joined = tp::gather_last_dim(y, group_);  // [..., T * blocks * m]
+  if (blocks_ == 1 || tp::size_of(group_.get()) == 1) return joined;
+  // Rank-major [T, blocks, m] to the full layer's block-major [blocks, T, m].
+  const int64_t t = tp::size_of(group_.get()), m = y.size(-1) / blocks_;
+  std::vector<int64_t> shape(y.sizes().begin(), y.sizes().end() - 1);
+  std::vector<int64_t> split_shape = shape;
+  split_shape.insert(split_shape.end(), {t, blocks_, m});
+  shape.push_back(t * blocks_ * m);
+  return joined.view(split_shape).transpose(-3, -2).reshape(shape);
 }
 
 RowParallelLinearImpl::RowParallelLinearImpl(int64_t in, int64_t out, bool with_bias,

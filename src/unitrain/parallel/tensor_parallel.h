@@ -22,6 +22,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace unitrain {
 
@@ -46,27 +49,61 @@ torch::Tensor gather_last_dim(const torch::Tensor& x, const std::shared_ptr<Proc
 /// group's); the gradient gathered backward.
 torch::Tensor split_last_dim(const torch::Tensor& x, const std::shared_ptr<ProcessGroup>& group);
 
-/// Part `part` of `parts` equal parts of `full` along `dim` (a copy, contiguous).
-/// ConfigError-free: the caller checked divisibility (TORCH_CHECK otherwise).
-torch::Tensor part_of(const torch::Tensor& full, int64_t dim, int part, int parts);
+/// How a parameter is cut over a tensor group: along `dim`, which holds `blocks` equal blocks
+/// side by side (3 for a fused q|k|v projection), each cut into the group's parts: part r is
+/// the r-th slice of every block, in block order.
+struct Split {
+  int64_t dim = 0;
+  int64_t blocks = 1;
+};
+
+/// Part `part` of `parts` of `full` cut along `dim` holding `blocks` blocks (tp::Split; a copy,
+/// contiguous). TORCH_CHECK when the dimension does not divide (the layers refuse such sizes
+/// first).
+torch::Tensor part_of(const torch::Tensor& full, int64_t dim, int part, int parts,
+                      int64_t blocks = 1);
+/// The whole tensor from every process's `part` (cut as `split` says), on every process: the
+/// inverse of part_of, a collective of `group`.
+torch::Tensor whole_of(const torch::Tensor& part, const Split& split, ProcessGroup& group);
+
+/// The parameters of `module` that its parallel layers cut (by name, as named_parameters()
+/// names them), and how. A parameter not listed is whole on every process.
+std::vector<std::pair<std::string, Split>> splits_of(const torch::nn::Module& module);
+
+/// While it lives, the built-in models built on this thread (transformer_lm) build their layers
+/// cut over `group` (null or one process: whole). Scopes do not nest.
+class BuildScope {
+ public:
+  explicit BuildScope(std::shared_ptr<ProcessGroup> group);
+  ~BuildScope();
+  BuildScope(const BuildScope&) = delete;
+  BuildScope& operator=(const BuildScope&) = delete;
+};
+/// The group of the BuildScope open on this thread; null when none is open.
+const std::shared_ptr<ProcessGroup>& building_group();
 
 }  // namespace tp
 
 /// A Linear layer whose output features are cut over a tensor group: this process holds
 /// weight [out / T, in] and bias [out / T], rows [rank * out / T, (rank + 1) * out / T) of the
-/// full layer's. forward(x [..., in]) gives this process's part of the output [..., out / T],
-/// or the whole [..., out] with `gather_output`. The weights are initialised as a full
+/// full layer's (with `blocks` > 1, the output holds that many blocks side by side, e.g. a
+/// fused q|k|v, and this process holds its slice of each: tp::Split). forward(x [..., in])
+/// gives this process's part of the output [..., out / T], or the whole [..., out] with
+/// `gather_output`. The weights are initialised as a full
 /// torch::nn::Linear(in, out) would be from the same generator state (kaiming_uniform a =
 /// sqrt(5), bias U(-1/sqrt(in), 1/sqrt(in))), then cut: every process draws the same full
 /// tensors, so the same seed gives the same model whatever T.
 class ColumnParallelLinearImpl : public torch::nn::Module {
  public:
   ColumnParallelLinearImpl(int64_t in, int64_t out, bool bias, std::shared_ptr<ProcessGroup> group,
-                           bool gather_output = false);
+                           bool gather_output = false, int64_t blocks = 1);
   torch::Tensor forward(const torch::Tensor& x);
   /// Copies this process's rows of a full layer's weight [out, in] and bias [out] (undefined:
   /// none) into its own.
   void load_full(const torch::Tensor& weight, const torch::Tensor& bias = {});
+
+  /// How weight and bias are cut: dim 0, in `blocks` blocks.
+  tp::Split split() const { return {0, blocks_}; }
 
   torch::Tensor weight;
   torch::Tensor bias;  ///< undefined without a bias
@@ -74,6 +111,7 @@ class ColumnParallelLinearImpl : public torch::nn::Module {
  private:
   std::shared_ptr<ProcessGroup> group_;
   bool gather_output_;
+  int64_t blocks_;
 };
 TORCH_MODULE(ColumnParallelLinear);
 
