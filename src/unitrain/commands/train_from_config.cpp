@@ -42,6 +42,7 @@
 #include "unitrain/objective/objective_module.h"
 #include "unitrain/objective/teacher.h"
 #include "unitrain/parallel/dist_env.h"
+#include "unitrain/parallel/tensor_parallel.h"
 
 namespace unitrain {
 
@@ -167,7 +168,16 @@ ConfigRunResult train_from_config(const Config& raw_config) {
   // Read again from the config the Trainer keeps (the measured statistics in it): its record of
   // reads is the one the unread-keys warning checks, and the model's keys count as read there.
   const ConfigDriven c = config_driven(config);
+  // distributed.tensor_parallel: the model is built cut over this process's tensor group.
+  std::optional<tp::BuildScope> cut;
+  if (c.run.distributed.tensor_parallel > 1) {
+    UT_CHECK(!c.model_keys.lora,
+             "model.lora with distributed.tensor_parallel: ", c.run.distributed.tensor_parallel,
+             " is not built yet (the adapters are not cut with their layers); leave one out");
+    cut.emplace(trainer.tensor_group());
+  }
   auto module = build_run_module(c, resume, data);
+  cut.reset();
   if (const auto& teacher = module->teacher()) {
     int64_t frozen = 0;
     for (const auto& p : teacher->model()->parameters()) frozen += p.numel();

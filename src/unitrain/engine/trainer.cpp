@@ -36,6 +36,8 @@
 #include "unitrain/log/run_logger.h"
 #include "unitrain/optim/optimizer_setup.h"
 #include "unitrain/parallel/dist_env.h"
+#include "unitrain/parallel/distributed_options.h"
+#include "unitrain/parallel/tensor_parallel.h"
 #include "unitrain/threads/cpu_budget.h"
 
 namespace unitrain {
@@ -71,9 +73,9 @@ void Trainer::add_checkpoint_entry(std::shared_ptr<CheckpointEntry> entry) {
   checkpoint_entries_.push_back(std::move(entry));
 }
 
-int Trainer::rank() const { return loop_ ? loop_->plan().rank : last_fit_.rank; }
+int Trainer::rank() const { return loop_ ? loop_->plan().process : last_fit_.rank; }
 
-int Trainer::world_size() const { return loop_ ? loop_->plan().world : 1; }
+int Trainer::world_size() const { return loop_ ? loop_->plan().processes : 1; }
 
 TrainState Trainer::state() const { return loop_ ? loop_->counters() : last_fit_.result.state; }
 
@@ -130,8 +132,38 @@ void Trainer::check_monitored_metrics(bool has_val) const {
   check("early_stopping.metric", settings_->early_stopping.metric);
 }
 
-std::shared_ptr<ProcessGroup> Trainer::join_group(const DistEnv& env, ResumePoint& resume,
-                                                  const torch::Device& device) {
+std::shared_ptr<ProcessGroup> Trainer::tensor_group() {
+  if (!joined_early_) joined_early_ = join(read_dist_env());
+  return joined_early_->plan.tensor_group;
+}
+
+Trainer::Joined Trainer::join(const DistEnv& env) {
+  const DistributedOptions& d = settings_->distributed;
+  if (d.tensor_parallel > 1) {
+    UT_CHECK(d.zero == 0, "distributed.zero: ", d.zero,
+             " with distributed.tensor_parallel: ", d.tensor_parallel,
+             " is not built yet (the replicas would shard parameters that are themselves "
+             "parts); use distributed.zero: 0, or data parallelism alone");
+    UT_CHECK(!d.reproducible_on(),
+             "distributed.reproducible with distributed.tensor_parallel: ", d.tensor_parallel,
+             " is not built yet (the row-parallel sums are not cut into a fixed order); leave "
+             "one of them out");
+  }
+  // The device before the processes join: data parallelism on GPUs talks through NCCL.
+  Joined j{set_up_device(*settings_, env), {}};
+  j.plan = ParallelPlan::make(join_group(env, j.device.device),
+                              static_cast<int>(settings_->distributed.tensor_parallel));
+  if (j.plan.tensor > 1) {
+    log::info(fmt::format(
+        "tensor parallel: {} processes a tensor group, {} data-parallel replica{} (this "
+        "process: part {} of its group's model, replica {})",
+        j.plan.tensor, j.plan.data_size(), j.plan.data_size() == 1 ? "" : "s",
+        j.plan.tensor_group->rank(), j.plan.data_rank()));
+  }
+  return j;
+}
+
+std::shared_ptr<ProcessGroup> Trainer::join_group(const DistEnv& env, const torch::Device& device) {
   // A data-parallel run when the launcher says so (torchrun, unitrain launch, mpirun, srun);
   // a launched process alone forms a group of one only when distributed.backend names one.
   std::shared_ptr<ProcessGroup> group;
@@ -156,12 +188,6 @@ std::shared_ptr<ProcessGroup> Trainer::join_group(const DistEnv& env, ResumePoin
     log::info(fmt::format("data parallel: rank {} of {} ({} via {}, {})", group->rank(),
                           group->world_size(), env.launcher, met, group->backend()));
   }
-  if (!resume.dir.empty()) {
-    auto settings = std::make_unique<RunSettings>(*settings_);
-    fit_resume_to_world(resume, group ? group->world_size() : 1, *settings);
-    settings_ = std::move(settings);
-  }
-  check_finished_run_resume(resume, *settings_, config_);
   return group;
 }
 
@@ -231,15 +257,33 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
                                                            : "train.divergence.action",
            ": rollback restores the run's last checkpoint, but checkpoint.enabled is false; "
            "enable checkpoints, or use skip or stop");
-  // The device before the processes join: data parallelism on GPUs talks through NCCL.
-  const FitDevice fit = set_up_device(*settings_, env);
-  std::shared_ptr<ProcessGroup> group = join_group(env, resume, fit.device);
+  // The processes, joined now unless tensor_group() joined them for the model's building.
+  const Joined joined = joined_early_ ? std::move(*joined_early_) : join(env);
+  joined_early_.reset();
+  const FitDevice& fit = joined.device;
+  parallel_ = joined.plan;
+  std::shared_ptr<ProcessGroup> group = parallel_.world;
+  UT_CHECK(parallel_.tensor == 1 || !tp::splits_of(module.weights()).empty(),
+           "distributed.tensor_parallel: ", parallel_.tensor,
+           ": the model has no layers cut over a tensor group (built in: transformer_lm; a C++ "
+           "model builds its layers from parallel/tensor_parallel.h's with "
+           "Trainer::tensor_group()); set it to 1 for data parallelism alone");
+  if (!resume.dir.empty()) {
+    auto settings = std::make_unique<RunSettings>(*settings_);
+    fit_resume_to_world(resume, parallel_.data_size(), *settings);
+    settings_ = std::move(settings);
+  }
+  check_finished_run_resume(resume, *settings_, config_);
   announce_device(fit, options());
-  place_module(module, group.get(), *settings_, fit.device);
+  // Every replica starts from the first's weights (a tensor group's processes hold parts).
+  place_module(module, parallel_.tensor > 1 ? parallel_.data.get() : group.get(), *settings_,
+               fit.device);
   // bf16-true casts the model here, before the gradient buckets are laid out for its dtype.
   precision_ = configure_precision(module.weights());
   UT_CHECK(precision_ != nullptr, "configure_precision() returned no Precision");
-  torch::manual_seed(settings_->seed + static_cast<uint64_t>(group ? group->rank() : 0));
+  // Each replica its own draws; a tensor group's processes the same ones (the dropout of
+  // the activations they hold whole must agree).
+  torch::manual_seed(settings_->seed + static_cast<uint64_t>(parallel_.data_rank()));
   decisions_.start(group != nullptr, (!group || group->rank() == 0) && ckpt.every_auto,
                    ckpt.auto_min_seconds, ckpt.auto_max_seconds);
   return group;
@@ -265,9 +309,10 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   std::shared_ptr<ProcessGroup> group = prepare_fit(env, module, resume);
   auto threads = govern_threads(options().threads, env.local_world_size, resume, group.get());
   const std::vector<std::string> classes = train->class_names();
-  loop_ = std::make_unique<TrainLoop>(LoopInputs{*settings_, config_, callbacks_, decisions_,
-                                                 *precision_, module, group, std::move(threads)},
-                                      std::move(train), std::move(val), resume);
+  loop_ = std::make_unique<TrainLoop>(
+      LoopInputs{*settings_, config_, callbacks_, decisions_, *precision_, module, group,
+                 std::move(threads), parallel_},
+      std::move(train), std::move(val), resume);
   TrainLoop& loop = *loop_;
   module_ = &module;
   loop.start([&](const RunPlan& plan) {  // the optimizers; the last refusals
@@ -295,7 +340,7 @@ FitResult Trainer::run_fit(TrainModule& module, DatasetPtr train, DatasetPtr val
   train_until_finished(loop);
   callbacks_.call("on_train_end", &Callback::on_train_end);
   const FitResult result = conclude_fit(loop, *settings_);  // summary.json, the last lines
-  last_fit_ = {result, loop.plan().rank, loop.log_events()};
+  last_fit_ = {result, loop.plan().process, loop.log_events()};
   callbacks_.call("on_fit_end", &Callback::on_fit_end, result);
   loop_.reset();
   module_ = nullptr;
@@ -311,7 +356,7 @@ std::unique_ptr<LoopOptimizers> Trainer::configure_loop_optimizers(TrainModule& 
   if (!setup->entries().empty()) {
     check_manual_optimization(options(), plan.accumulation,
                               distributed ? settings_->distributed.zero : 0);
-    warn_unused_trainer_sections(config_, setup->entries().size(), plan.rank);
+    warn_unused_trainer_sections(config_, setup->entries().size(), plan.process);
     return std::make_unique<LoopOptimizers>(std::move(setup), per_epoch);
   }
   OptimizerPtr optimizer = configure_optimizer(module);
@@ -337,7 +382,7 @@ void Trainer::train_until_finished(TrainLoop& loop) {
   StopSignalGuard signals(settings_->checkpoint.on_signal_numbers());
   callbacks_.call("on_train_start", &Callback::on_train_start);
   // The phases marked in position_ are what the watchdog and the flight records name.
-  StallWatchdog watchdog(options().watchdog, position_, loop.group(), loop.plan().rank,
+  StallWatchdog watchdog(options().watchdog, position_, loop.group(), loop.plan().process,
                          static_cast<int>(settings_->checkpoint.on_signal_exit_code));
   loop.run(position_);
 }

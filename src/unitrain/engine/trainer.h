@@ -1,6 +1,7 @@
 #pragma once
 // Trainer: the training loop. `Trainer(config).fit(module, train, val)`.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,8 +16,10 @@
 #include "unitrain/engine/fit_result.h"
 #include "unitrain/engine/loop/evaluator.h"
 #include "unitrain/engine/loop/run_decisions.h"
+#include "unitrain/engine/setup/fit_device.h"
 #include "unitrain/optim/optimizer.h"
 #include "unitrain/optim/scheduler.h"
+#include "unitrain/parallel/parallel_plan.h"
 
 namespace unitrain {
 
@@ -101,6 +104,11 @@ class Trainer {
   int world_size() const;
   /// Writes a message to the console and train.log.
   void print(const std::string& message) const;
+  /// This process's tensor group under distributed.tensor_parallel (null when it is 1, or in
+  /// one process), for building a model whose layers are cut over it
+  /// (parallel/tensor_parallel.h) before fit(): the job's processes join now, and the next
+  /// fit() runs with them. ConfigError naming the key when it does not divide the processes.
+  std::shared_ptr<ProcessGroup> tensor_group();
 
  protected:
   /// The optimizer for `module`; the default builds the `optimizer` section.
@@ -120,8 +128,14 @@ class Trainer {
   void check_monitored_metrics(bool has_val) const;
   /// The processes (null group: one process; on a GPU `device` they talk through NCCL when
   /// the backend is auto), with a resume's checks against this run's processes and config.
-  std::shared_ptr<ProcessGroup> join_group(const DistEnv& env, ResumePoint& resume,
-                                           const torch::Device& device);
+  std::shared_ptr<ProcessGroup> join_group(const DistEnv& env, const torch::Device& device);
+  /// The job's processes and distributed.tensor_parallel's groups: joined by tensor_group()
+  /// before a fit(), else by the fit (its device set up first).
+  struct Joined {
+    FitDevice device;
+    ParallelPlan plan;
+  };
+  Joined join(const DistEnv& env);
   /// The run folder, once nothing refused the run: rank 0 prepares it (an earlier run's files
   /// to history/ unless `resuming`) and writes `classes`; then every rank logs there.
   void prepare_run_folder(ProcessGroup* group, bool resuming,
@@ -166,6 +180,8 @@ class Trainer {
   /// Where the training thread is (step, phase): the stall watchdog and the group's flight
   /// recorder read it.
   RunPosition position_;
+  std::optional<Joined> joined_early_;  ///< tensor_group()'s, until the next fit() takes it
+  ParallelPlan parallel_;               ///< the running (or last) fit()'s
 };
 
 }  // namespace unitrain

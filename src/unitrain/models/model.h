@@ -14,9 +14,19 @@
 
 namespace unitrain {
 
+class ProcessGroup;
+
 namespace models {
 class HfCausalLm;
 }
+
+/// Logits whose last dimension is cut over a tensor group (distributed.tensor_parallel): this
+/// process's columns [start, start + V / T) of the full vocabulary of `vocab`.
+struct VocabSplit {
+  std::shared_ptr<ProcessGroup> group;
+  int64_t start = 0;
+  int64_t vocab = 0;
+};
 
 /// Registers this area's built-in components (idempotent; engine's register_builtins()
 /// calls every area's).
@@ -71,6 +81,9 @@ class Model : public torch::nn::Module {
   /// The model as the causal LM that models::generate (generation.h) drives, one token at a
   /// time with a KV cache; null when it cannot generate text (the default).
   virtual models::HfCausalLm* generation_model() { return nullptr; }
+  /// Set when the model's logits are cut over a tensor group (built inside a tp::BuildScope of
+  /// more than one process): the objective's cross_entropy is then the vocabulary-parallel one.
+  virtual std::optional<VocabSplit> vocab_split() const { return std::nullopt; }
   /// Who runs the units (null: straight through).
   void set_unit_runner(std::shared_ptr<UnitRunner> runner) { unit_runner_ = std::move(runner); }
 

@@ -17,30 +17,42 @@
 namespace unitrain::models {
 namespace {
 
-/// Multi-head self-attention where position t attends to positions 0..t only.
+/// Multi-head self-attention where position t attends to positions 0..t only. Over a tensor
+/// group of T processes each computes heads / T of the heads.
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
-  CausalSelfAttentionImpl(int64_t d_model, int64_t heads, double dropout)
-      : heads_(heads), dropout_(dropout) {
+  CausalSelfAttentionImpl(int64_t d_model, int64_t heads, double dropout,
+                          const std::shared_ptr<ProcessGroup>& group)
+      : heads_(heads / tp::size_of(group.get())), head_dim_(d_model / heads), dropout_(dropout) {
+    if (tp::size_of(group.get()) > 1) {
+      tp_qkv = register_module("qkv", ColumnParallelLinear(d_model, 3 * d_model, true, group,
+                                                           /*gather_output=*/false, /*blocks=*/3));
+      tp_out = register_module("out", RowParallelLinear(d_model, d_model, true, group));
+      return;
+    }
     qkv = register_module("qkv", torch::nn::Linear(d_model, 3 * d_model));
     out = register_module("out", torch::nn::Linear(d_model, d_model));
   }
 
   torch::Tensor forward(const torch::Tensor& x, const TokenLayout& layout) {  // [B, T, C]
-    const int64_t b = x.size(0), t = x.size(1), c = x.size(2), head_dim = c / heads_;
-    // [B, T, 3, H, D] -> [3, B, H, T, D]
-    auto qkv_heads = project(qkv, x).view({b, t, 3, heads_, head_dim}).permute({2, 0, 3, 1, 4});
+    const int64_t b = x.size(0), t = x.size(1), c = heads_ * head_dim_;
+    // [B, T, 3, H, D] -> [3, B, H, T, D] (H this process's heads)
+    auto qkv_heads = (tp_qkv ? tp_qkv(x) : project(qkv, x))
+                         .view({b, t, 3, heads_, head_dim_})
+                         .permute({2, 0, 3, 1, 4});
     auto y = layout.attend(qkv_heads[0], qkv_heads[1], qkv_heads[2], is_training() ? dropout_ : 0.0)
                  .transpose(1, 2)
                  .reshape({b, t, c});
-    y = project(out, y);
+    y = tp_out ? tp_out(y) : project(out, y);
     return dropout_ > 0 ? torch::dropout(y, dropout_, is_training()) : y;
   }
 
   torch::nn::Linear qkv{nullptr}, out{nullptr};
+  ColumnParallelLinear tp_qkv{nullptr};
+  RowParallelLinear tp_out{nullptr};
 
  private:
-  int64_t heads_;
+  int64_t heads_, head_dim_;
   double dropout_;
 };
 TORCH_MODULE(CausalSelfAttention);
@@ -48,15 +60,24 @@ TORCH_MODULE(CausalSelfAttention);
 /// Linear(d, ff) -> GELU -> Linear(ff, d) -> dropout.
 class FeedForwardImpl : public torch::nn::Module {
  public:
-  FeedForwardImpl(int64_t d_model, int64_t width, double dropout) : dropout_(dropout) {
+  FeedForwardImpl(int64_t d_model, int64_t width, double dropout,
+                  const std::shared_ptr<ProcessGroup>& group)
+      : dropout_(dropout) {
+    if (tp::size_of(group.get()) > 1) {
+      tp_fc = register_module("fc", ColumnParallelLinear(d_model, width, true, group));
+      tp_proj = register_module("proj", RowParallelLinear(width, d_model, true, group));
+      return;
+    }
     fc = register_module("fc", torch::nn::Linear(d_model, width));
     proj = register_module("proj", torch::nn::Linear(width, d_model));
   }
   torch::Tensor forward(const torch::Tensor& x) {
-    auto y = project(proj, torch::gelu(project(fc, x)));
+    auto y = tp_fc ? tp_proj(torch::gelu(tp_fc(x))) : project(proj, torch::gelu(project(fc, x)));
     return dropout_ > 0 ? torch::dropout(y, dropout_, is_training()) : y;
   }
   torch::nn::Linear fc{nullptr}, proj{nullptr};
+  ColumnParallelLinear tp_fc{nullptr};
+  RowParallelLinear tp_proj{nullptr};
 
  private:
   double dropout_;
@@ -66,12 +87,13 @@ TORCH_MODULE(FeedForward);
 /// A pre-norm transformer block.
 class BlockImpl : public torch::nn::Module {
  public:
-  explicit BlockImpl(const TransformerLmOptions& o) {
+  BlockImpl(const TransformerLmOptions& o, const std::shared_ptr<ProcessGroup>& group) {
     const int64_t d = o.d_model();
     norm1 = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
-    attention = register_module("attention", CausalSelfAttention(d, o.heads(), o.dropout()));
+    attention = register_module("attention", CausalSelfAttention(d, o.heads(), o.dropout(), group));
     norm2 = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
-    feed_forward = register_module("feed_forward", FeedForward(d, o.ff_mult() * d, o.dropout()));
+    feed_forward =
+        register_module("feed_forward", FeedForward(d, o.ff_mult() * d, o.dropout(), group));
   }
   torch::Tensor forward(torch::Tensor x, const TokenLayout& layout) {
     x = x + attention->forward(norm1->forward(x), layout);
@@ -83,15 +105,29 @@ class BlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Block);
 
-/// GPT-2's initialisation of `piece`: linear and embedding weights N(0, 0.02), biases 0.
+/// GPT-2's initialisation of `piece`: linear and embedding weights N(0, 0.02), biases 0. A
+/// layer cut over a tensor group draws its full weight as one process would and keeps its part
+/// (the same model whatever the split).
 void initialise(torch::nn::Module& piece) {
   torch::NoGradGuard no_grad;
-  piece.apply([](torch::nn::Module& m) {
+  auto full_normal = [](const torch::Tensor& part, int64_t dim, int64_t parts) {
+    std::vector<int64_t> shape(part.sizes().begin(), part.sizes().end());
+    shape[size_t(dim)] *= parts;
+    return torch::empty(shape, part.options()).normal_(0.0, 0.02);
+  };
+  piece.apply([&](torch::nn::Module& m) {
     if (auto* linear = m.as<torch::nn::Linear>()) {
       linear->weight.normal_(0.0, 0.02);
       linear->bias.zero_();
     } else if (auto* embedding = m.as<torch::nn::Embedding>()) {
       embedding->weight.normal_(0.0, 0.02);
+    } else if (auto* column = m.as<ColumnParallelLinearImpl>()) {
+      column->load_full(full_normal(column->weight, 0, column->parts()),
+                        torch::zeros({column->weight.size(0) * column->parts()}));
+    } else if (auto* row = m.as<RowParallelLinearImpl>()) {
+      row->load_full(full_normal(row->weight, 1, row->parts()), torch::zeros_like(row->bias));
+    } else if (auto* embedding = m.as<VocabParallelEmbeddingImpl>()) {
+      embedding->load_full(full_normal(embedding->weight, 0, embedding->parts()));
     }
   });
 }
@@ -128,30 +164,76 @@ void TransformerLmOptions::validate(const std::string& p) const {
   UT_CHECK(dropout_ >= 0 && dropout_ < 1, p, "dropout must be in [0, 1), got ", dropout_);
 }
 
-TransformerLmImpl::TransformerLmImpl(TransformerLmOptions options_) : options(std::move(options_)) {
+namespace {
+
+/// Refuses a split the model's sizes do not allow, naming the key.
+void check_tensor_split(const TransformerLmOptions& o, int t) {
+  auto check = [t](int64_t n, const char* key) {
+    UT_CHECK(n % t == 0, "model.args.", key, " (", n,
+             ") is not divisible by distributed.tensor_parallel (", t,
+             "): transformer_lm cuts it over the tensor group; give a multiple of ", t);
+  };
+  check(o.vocab(), "vocab");
+  check(o.heads(), "heads");
+  UT_CHECK((o.ff_mult() * o.d_model()) % t == 0, "model.args.ff_mult x d_model (",
+           o.ff_mult() * o.d_model(), ") is not divisible by distributed.tensor_parallel (", t,
+           ")");
+}
+
+}  // namespace
+
+TransformerLmImpl::TransformerLmImpl(TransformerLmOptions options_)
+    : options(std::move(options_)), tensor_group_(tp::building_group()) {
   options.validate();
+  const int t = tp::size_of(tensor_group_.get());
+  if (t > 1)
+    check_tensor_split(options, t);
+  else
+    tensor_group_ = nullptr;
   const int64_t d = options.d_model();
   // Built and initialised a unit (of units()) at a time, each handed to unit_built: a model
   // built in parts for ZeRO 3 (core/unit_parts.h) never holds more than one unit whole.
-  token_embedding = register_module("token_embedding", torch::nn::Embedding(options.vocab(), d));
+  torch::Tensor token_weight;
+  if (tensor_group_) {
+    tp_token_embedding = register_module("token_embedding",
+                                         VocabParallelEmbedding(options.vocab(), d, tensor_group_));
+    initialise(*tp_token_embedding);
+    token_weight = tp_token_embedding->weight;
+  } else {
+    token_embedding = register_module("token_embedding", torch::nn::Embedding(options.vocab(), d));
+    initialise(*token_embedding);
+    token_weight = token_embedding->weight;
+  }
   position_embedding =
       register_module("position_embedding", torch::nn::Embedding(options.seq_len(), d));
-  initialise(*token_embedding);
   initialise(*position_embedding);
-  unit_built({token_embedding->weight, position_embedding->weight});
+  unit_built({token_weight, position_embedding->weight});
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t i = 0; i < options.layers(); ++i) {
-    Block block(options);
+    Block block(options, tensor_group_);
     initialise(*block);
     unit_built(block->parameters());
     blocks->push_back(block);
   }
   norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
-  head = register_module("head", torch::nn::Linear(d, options.vocab()));
-  initialise(*head);
   std::vector<torch::Tensor> last = norm->parameters();
-  for (const auto& p : head->parameters()) last.push_back(p);
+  if (tensor_group_) {
+    tp_head =
+        register_module("head", ColumnParallelLinear(d, options.vocab(), true, tensor_group_));
+    initialise(*tp_head);
+    for (const auto& p : tp_head->parameters()) last.push_back(p);
+  } else {
+    head = register_module("head", torch::nn::Linear(d, options.vocab()));
+    initialise(*head);
+    for (const auto& p : head->parameters()) last.push_back(p);
+  }
   unit_built(last);
+}
+
+std::optional<VocabSplit> TransformerLmImpl::vocab_split() const {
+  if (!tensor_group_) return std::nullopt;
+  return VocabSplit{tensor_group_, tp_head->weight.size(0) * tp::rank_of(tensor_group_.get()),
+                    options.vocab()};
 }
 
 torch::Tensor TransformerLmImpl::forward(torch::Tensor tokens) {
@@ -187,7 +269,8 @@ torch::Tensor TransformerLmImpl::run(const torch::Tensor& tokens, const TokenLay
   auto x = run_unit(
       0,
       [this, layout](const torch::Tensor& ids) {
-        auto e = token_embedding->forward(ids) + position_embedding->forward(layout.positions);
+        auto e = (tp_token_embedding ? tp_token_embedding(ids) : token_embedding(ids)) +
+                 position_embedding->forward(layout.positions);
         return options.dropout() > 0 ? torch::dropout(e, options.dropout(), is_training()) : e;
       },
       tokens);
@@ -200,15 +283,19 @@ torch::Tensor TransformerLmImpl::run(const torch::Tensor& tokens, const TokenLay
   }
   return run_unit(
       blocks->size() + 1,
-      [this](const torch::Tensor& in) { return project(head, norm->forward(in)); }, x);
+      [this](const torch::Tensor& in) {
+        return tp_head ? tp_head(norm->forward(in)) : project(head, norm->forward(in));
+      },
+      x);
 }
 
 std::vector<std::vector<torch::Tensor>> TransformerLmImpl::units() {
   std::vector<std::vector<torch::Tensor>> out;
-  out.push_back({token_embedding->weight, position_embedding->weight});
+  out.push_back({tp_token_embedding ? tp_token_embedding->weight : token_embedding->weight,
+                 position_embedding->weight});
   for (const auto& block : *blocks) out.push_back(block->parameters());
   std::vector<torch::Tensor> last = norm->parameters();
-  for (const auto& p : head->parameters()) last.push_back(p);
+  for (const auto& p : tp_head ? tp_head->parameters() : head->parameters()) last.push_back(p);
   out.push_back(std::move(last));
   return out;
 }

@@ -14,6 +14,7 @@
 
 #include "unitrain/core/options.h"
 #include "unitrain/models/model.h"
+#include "unitrain/parallel/tensor_parallel.h"
 
 namespace unitrain::models {
 
@@ -59,6 +60,13 @@ struct TransformerLmOptions {
 /// forward: token ids, integer [B, T] with 1 <= T <= seq_len and ids in [0, vocab) ->
 /// logits [B, T, vocab], where position t depends only on tokens 0..t. Anything else is a
 /// ConfigError naming the expected and actual shape or value.
+/// Built inside a tp::BuildScope (parallel/tensor_parallel.h) of T processes: Megatron's split,
+/// the same parameter names with each process's part — the token embedding and the head by
+/// vocabulary (token_embedding and head are then null: their layers are tp_token_embedding and
+/// tp_head), each block's attention by heads (qkv column-parallel in q|k|v blocks, out
+/// row-parallel) and feed-forward by width (fc column-, proj row-parallel); the norms and the
+/// positions whole. forward then gives this process's logits [B, T, vocab / T]. ConfigError
+/// naming the key when vocab, heads or the feed-forward width does not divide by T.
 class TransformerLmImpl : public Model {
  public:
   explicit TransformerLmImpl(TransformerLmOptions options);
@@ -77,6 +85,9 @@ class TransformerLmImpl : public Model {
   /// seq_len (it generates no text: no KV cache).
   std::optional<int64_t> context_length() const override { return options.seq_len(); }
   std::optional<int64_t> vocab_size() const override { return options.vocab(); }
+  /// Built inside a tp::BuildScope of T > 1 processes: the head's logits are this process's
+  /// 1/T of the vocabulary.
+  std::optional<VocabSplit> vocab_split() const override;
 
   TransformerLmOptions options;
   torch::nn::Embedding token_embedding{nullptr};
@@ -84,8 +95,11 @@ class TransformerLmImpl : public Model {
   torch::nn::ModuleList blocks{nullptr};
   torch::nn::LayerNorm norm{nullptr};
   torch::nn::Linear head{nullptr};
+  VocabParallelEmbedding tp_token_embedding{nullptr};  ///< under tensor parallelism
+  ColumnParallelLinear tp_head{nullptr};               ///< under tensor parallelism
 
  private:
+  std::shared_ptr<ProcessGroup> tensor_group_;  ///< null: whole
   torch::Tensor checked(torch::Tensor tokens) const;
   torch::Tensor run(const torch::Tensor& tokens, const TokenLayout& layout);
   int64_t checkpoint_every_ = 0;

@@ -5,6 +5,8 @@
 #include <optional>
 
 #include "unitrain/metrics/shape_check.h"
+#include "unitrain/models/model.h"
+#include "unitrain/parallel/tensor_parallel.h"
 
 namespace unitrain {
 namespace {
@@ -125,6 +127,39 @@ void declare_ignore_index(Options<T>& args) {
 Registry<LossFn>& loss_registry() {
   static Registry<LossFn> registry("loss");
   return registry;
+}
+
+namespace {}  // namespace
+
+LossFn vocab_parallel_loss(const Config& section, const VocabSplit& split) {
+  const std::string type = component_type(section);
+  UT_CHECK(type == "cross_entropy", section.key_path("type"), ": ", type,
+           " needs the whole logits, which distributed.tensor_parallel cuts over its ",
+           tp::size_of(split.group.get()),
+           " processes; the model's logits take cross_entropy alone (computed from each "
+           "process's part)");
+  CrossEntropyArgs a;
+  if (section.has("args")) {
+    const Config args = section.at("args");
+    if (args.has("ignore_index")) a.ignore_index = args.get_int("ignore_index");
+    if (args.has("label_smoothing")) a.label_smoothing = args.get_double("label_smoothing");
+  }
+  UT_CHECK(a.label_smoothing == 0, section.key_path("args.label_smoothing"), ": ",
+           a.label_smoothing,
+           " with distributed.tensor_parallel is not computed here (the vocabulary-parallel "
+           "cross entropy takes class indices without smoothing); set it to 0");
+  return [a, split](const torch::Tensor& pred, const torch::Tensor& target) {
+    torch::Tensor t = class_index_target(pred, target, "loss", "cross_entropy", kClassExpects);
+    return guarded("cross_entropy", pred, target, [&] {
+      const torch::Tensor p = pred.reshape({-1, pred.size(-1)});
+      const torch::Tensor flat = t.reshape({-1});
+      const torch::Tensor losses =
+          vocab_parallel_cross_entropy(p, flat, split.start, split.group, a.ignore_index);
+      const torch::Tensor counted = (flat != a.ignore_index).sum();
+      // The mean over counted targets; 0, not NaN, when every target is ignored.
+      return (losses.sum() / counted.clamp_min(1).to(losses.dtype())).to(pred.scalar_type());
+    });
+  };
 }
 
 namespace {

@@ -11,6 +11,8 @@
 
 namespace unitrain {
 
+struct VocabSplit;
+
 /// Registers this area's built-in components (idempotent; engine's register_builtins()
 /// calls every area's).
 void register_builtin_losses();
@@ -32,6 +34,13 @@ using LossFn = std::function<torch::Tensor(const torch::Tensor& pred, const torc
 /// bce_with_logits, kl_div (Hinton's distillation term with a temperature; its target is
 /// usually a prediction of objective.teacher).
 Registry<LossFn>& loss_registry();
+
+/// The loss of `section` (a resolved objective.losses entry) on logits whose last dimension is
+/// cut over a tensor group (`split`, Model::vocab_split): cross_entropy's mean over counted
+/// targets computed from each process's part (parallel/tensor_parallel.h), no process holding
+/// the full logits. ConfigError naming the entry's key for any other loss type and for
+/// cross_entropy's label_smoothing or class-probability targets.
+LossFn vocab_parallel_loss(const Config& section, const VocabSplit& split);
 
 /// A penalty on a set of tensors (the trainable parameters, or one prediction).
 using RegularizerFn = std::function<torch::Tensor(const std::vector<torch::Tensor>& tensors)>;

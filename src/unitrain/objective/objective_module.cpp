@@ -6,6 +6,7 @@
 #include "unitrain/core/unit_parts.h"
 #include "unitrain/metrics/metric.h"
 #include "unitrain/metrics/shape_check.h"
+#include "unitrain/models/model.h"
 #include "unitrain/objective/loss.h"
 #include "unitrain/objective/teacher.h"
 
@@ -46,6 +47,7 @@ struct ObjectiveModule::LossTerm {
   size_t prediction = 0;
   double weight = 1;
   LossFn fn;
+  Config section;  ///< its resolved entry (a vocabulary-parallel model's loss is made again)
 };
 
 struct ObjectiveModule::RegularizerTerm {
@@ -131,6 +133,7 @@ ObjectiveModule::ObjectiveModule(const Config& model_section, const Config& obje
   UT_CHECK(model_ != nullptr, model_section.key_path("type"), ": model '", model_type_,
            "' was built as null");
   register_module("model", model_);
+  take_vocab_split();
 }
 
 ObjectiveModule::ObjectiveModule(ModelPtr model, const Config& objective_section)
@@ -138,6 +141,28 @@ ObjectiveModule::ObjectiveModule(ModelPtr model, const Config& objective_section
   UT_CHECK(model_ != nullptr, "ObjectiveModule needs a model, got null");
   configure(objective_section);
   register_module("model", model_);
+  take_vocab_split();
+}
+
+void ObjectiveModule::take_vocab_split() {
+  const std::optional<VocabSplit> split = model_->vocab_split();
+  if (!split) return;
+  const std::string why =
+      "takes the model's whole logits, which distributed.tensor_parallel cuts over its "
+      "processes (the losses take cross_entropy alone)";
+  for (const auto& term : losses_) term->fn = vocab_parallel_loss(term->section, *split);
+  if (!metrics_.empty()) {
+    const MetricTerm& m = *metrics_.front();
+    throw ConfigError(detail::concat(m.key, ": the metric ", m.type, " ", why,
+                                     "; leave it out under tensor parallelism (the loss is "
+                                     "logged)"));
+  }
+  if (!regularizers_.empty()) {
+    throw ConfigError(detail::concat(
+        "objective.regularizers: ", regularizers_.front()->name,
+        " would sum over this process's part of the parameters alone under "
+        "distributed.tensor_parallel; leave it out (or use the optimizer's weight_decay)"));
+  }
 }
 
 void ObjectiveModule::configure(const Config& section) {
@@ -193,6 +218,7 @@ void ObjectiveModule::add_losses(const ObjectiveOptions& o, std::set<std::string
     term->weight = s.weight;
     term->key = s.section.path();
     term->fn = loss_registry().create(s.section);
+    term->section = s.section;
     claim(logged, "loss_" + term->name, s.section.key_path("name"));
     losses_.push_back(term);
   }

@@ -117,6 +117,10 @@ class ObjectiveModule : public TrainModule {
   struct RegularizerTerm;
   struct MetricTerm;
   void configure(const Config& objective_section);
+  /// A model whose logits are cut over a tensor group (Model::vocab_split): its losses become
+  /// the vocabulary-parallel ones; metrics and regularizers, which would need the whole logits
+  /// or parameters, are refused by key.
+  void take_vocab_split();
   void add_losses(const ObjectiveOptions& o, std::set<std::string>& logged);
   void add_regularizers(const ObjectiveOptions& o, std::set<std::string>& logged);
   void add_metrics(const ObjectiveOptions& o, std::set<std::string>& logged);

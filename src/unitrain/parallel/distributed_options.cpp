@@ -92,6 +92,17 @@ void DistributedOptions::declare(Options<DistributedOptions>& o) {
           "accumulation window; false = each rank keeps its own");
   declare_zero(o);
   declare_reproducible(o);
+  o.field("tensor_parallel", &T::tensor_parallel)
+      .min(1)
+      .help(
+          "T > 1: tensor parallelism (Megatron's split) inside data parallelism: the processes "
+          "are cut into groups of T consecutive ranks (keep a group on one machine), each group "
+          "computing one model whose layers are cut over its T processes (transformer_lm: the "
+          "embedding and head by vocabulary, attention by heads, the feed-forward by width; a "
+          "C++ model's parallel layers, parallel/tensor_parallel.h), and the groups are data-"
+          "parallel replicas of one another (world = T x replicas). Checkpoints hold the "
+          "model's whole tensors: a run resumes at any T. Refused with distributed.zero, "
+          "reproducible and model.lora; 1 = off");
 }
 
 ProcessGroupOptions DistributedOptions::group_options(const torch::Device& device) const {

@@ -29,6 +29,10 @@ struct DistributedOptions {
   /// world size dividing G (docs/distributed.md, "The same weights on any number of
   /// processes"); 0: off.
   int64_t reproducible = 0;
+  /// T > 1: each layer of the built-in transformers (or a C++ model's parallel layers) cut
+  /// over groups of T processes (tensor parallelism), the world's processes being T x the
+  /// data-parallel replicas.
+  int64_t tensor_parallel = 1;
 
   /// distributed.reproducible is on.
   bool reproducible_on() const { return reproducible > 0; }

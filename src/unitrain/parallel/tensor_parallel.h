@@ -104,6 +104,8 @@ class ColumnParallelLinearImpl : public torch::nn::Module {
 
   /// How weight and bias are cut: dim 0, in `blocks` blocks.
   tp::Split split() const { return {0, blocks_}; }
+  /// The processes it is cut over (1: whole).
+  int parts() const { return tp::size_of(group_.get()); }
 
   torch::Tensor weight;
   torch::Tensor bias;  ///< undefined without a bias
@@ -128,6 +130,8 @@ class RowParallelLinearImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
   /// Copies this process's columns of a full weight [out, in], and the whole bias [out].
   void load_full(const torch::Tensor& weight, const torch::Tensor& bias = {});
+  /// The processes it is cut over (1: whole).
+  int parts() const { return tp::size_of(group_.get()); }
 
   torch::Tensor weight;
   torch::Tensor bias;
@@ -151,6 +155,8 @@ class VocabParallelEmbeddingImpl : public torch::nn::Module {
   void load_full(const torch::Tensor& table);
   /// The first id this process's rows hold.
   int64_t vocab_start() const { return start_; }
+  /// The processes it is cut over (1: whole).
+  int parts() const { return tp::size_of(group_.get()); }
 
   torch::Tensor weight;
 

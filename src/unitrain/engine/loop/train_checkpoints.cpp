@@ -42,7 +42,7 @@ CheckpointSetup CheckpointSetup::of(const RunSettings& s, const Config& config, 
   c.options = s.checkpoint;
   c.root = s.run_dir + "/checkpoints";
   c.on = s.checkpoint.enabled && !s.train.test_mode;
-  c.writes = c.on && plan.rank == 0;
+  c.writes = c.on && plan.process == 0;
   c.shared = shared;
   c.at_window_ends = shared || s.distributed.reproducible_on();
   c.has_callbacks = has_callbacks;

@@ -30,20 +30,25 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
       precision_(in.precision),
       module_(in.module),
       group_(std::move(in.group)),
+      data_group_(in.parallel.tensor > 1 ? std::move(in.parallel.data) : group_),
+      tensor_group_(std::move(in.parallel.tensor_group)),
       threads_(std::move(in.threads)),
       periods_(settings_.train.log_every, settings_.train.val_every, settings_.checkpoint.every),
       data_(std::move(train), std::move(val), settings_, device_of(module_.weights()).is_cuda(),
-            resume.dir.empty() ? kCurrentShuffle : resume.file.data_order, group_.get()),
-      logs_(group_.get(), group_ ? group_->rank() : 0) {
-  const int rank = group_ ? group_->rank() : 0;
-  const int world = group_ ? group_->world_size() : 1;
+            resume.dir.empty() ? kCurrentShuffle : resume.file.data_order, data_group_.get()),
+      logs_(data_group_.get(), group_ ? group_->rank() : 0) {
+  // The data is cut over the replicas: a tensor group's processes read the same batches.
+  const int rank = data_group_ ? data_group_->rank() : 0;
+  const int world = data_group_ ? data_group_->world_size() : 1;
   plan_ = RunPlan::make(settings_.train, data_.train(), rank, world,
                         settings_.distributed.reproducible);
-  data_.plan(settings_, plan_, group_.get());
+  plan_.process = group_ ? group_->rank() : 0;
+  plan_.processes = group_ ? group_->world_size() : 1;
+  data_.plan(settings_, plan_, data_group_.get());
   periods_.set_batches_per_epoch(plan_.batches_per_epoch);
   if (settings_.profile.enabled) {
-    profiler_ =
-        std::make_unique<Profiler>(settings_.profile, rank, device_of(module_.weights()).is_cuda());
+    profiler_ = std::make_unique<Profiler>(settings_.profile, group_ ? group_->rank() : 0,
+                                           device_of(module_.weights()).is_cuda());
   }
 }
 
@@ -52,10 +57,10 @@ TrainLoop::~TrainLoop() { module_.set_run(nullptr); }
 void TrainLoop::start(const OptimizerFactory& make) {
   optimizers_ = make(plan_);
   optimizers_->follow(counters_);
-  step_ =
-      std::make_unique<ProcessStep>(StepParts{settings_, group_, module_, precision_, callbacks_,
-                                              profiler_.get(), device_of(module_.weights())},
-                                    optimizers_->trainers());
+  step_ = std::make_unique<ProcessStep>(
+      StepParts{settings_, data_group_, module_, precision_, callbacks_, profiler_.get(),
+                device_of(module_.weights()), tensor_group_},
+      optimizers_->trainers());
   module_run_ = std::make_unique<LoopModuleRun>(
       counters_, plan_.rank, plan_.world, step_->device(),
       [this](const std::string& name, torch::Tensor value) {
@@ -89,10 +94,10 @@ void TrainLoop::list_checkpoints(
 }
 
 void TrainLoop::open_run_files(const ResumePoint& resume) {
-  const int rank = plan_.rank;
+  const int rank = plan_.process;
   logs_.open(std::make_unique<RunLogger>(
       settings_.log.of_rank(rank),
-      settings_.log.segment(config_.dump(), settings_.run_dir, rank, plan_.world,
+      settings_.log.segment(config_.dump(), settings_.run_dir, rank, plan_.processes,
                             resume.dir.empty() ? 0 : resume.file.state.step,
                             resume.dir.empty() ? -1 : logs_.events())));
   checkpoints_->open();

@@ -31,6 +31,7 @@
 #include "unitrain/metrics/metric_accumulator.h"
 #include "unitrain/optim/optimizer.h"
 #include "unitrain/optim/scheduler.h"
+#include "unitrain/parallel/parallel_plan.h"
 #include "unitrain/profile/profiler.h"
 #include "unitrain/threads/thread_governor.h"
 
@@ -54,6 +55,8 @@ struct LoopInputs {
   TrainModule& module;
   std::shared_ptr<ProcessGroup> group;      ///< null for one process
   std::unique_ptr<ThreadGovernor> threads;  ///< intra-op threads; their waits follow the load
+  /// distributed.tensor_parallel's groups (its tensor 1: the data-parallel group is `group`).
+  ParallelPlan parallel{};
 };
 
 class TrainLoop {
@@ -182,7 +185,11 @@ class TrainLoop {
   RunDecisions& decisions_;
   Precision& precision_;
   TrainModule& module_;
-  std::shared_ptr<ProcessGroup> group_;
+  std::shared_ptr<ProcessGroup> group_;  ///< every process: decisions, barriers, the files
+  /// The data-parallel replicas: the data's shard, the gradients, the metrics (group_ unless
+  /// distributed.tensor_parallel; null for one replica).
+  std::shared_ptr<ProcessGroup> data_group_;
+  std::shared_ptr<ProcessGroup> tensor_group_;  ///< null unless distributed.tensor_parallel
   std::unique_ptr<ThreadGovernor> threads_;
   TrainState counters_;  ///< the run's counters: this loop is their one writer
   RunPlan plan_;

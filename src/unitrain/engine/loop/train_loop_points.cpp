@@ -68,9 +68,9 @@ void TrainLoop::validate() {
   pass.in_order = ordered ? &in_order : nullptr;
   MetricAccumulator sums = evaluate_sums(module_, *data_.val(), EvalSplit::Val, pass);
   if (ordered) {
-    in_order.fold(group_.get(), sums);
-  } else if (group_) {
-    all_reduce_metrics(*group_, sums);  // each rank read a disjoint shard
+    in_order.fold(data_group_.get(), sums);
+  } else if (data_group_) {
+    all_reduce_metrics(*data_group_, sums);  // each replica read a disjoint shard
   }
   MetricMap m;
   for (const auto& [name, value] : sums.result()) m["val/" + name] = value;
@@ -133,7 +133,7 @@ std::vector<ParameterState*> TrainLoop::parameter_states() const {
 void TrainLoop::restore(const ResumePoint& resume) {
   counters_ = resume.file.state;                          // first: the entries restore against them
   if (resume.file.stopped) decisions_.stop_everywhere();  // a finished run: nothing to train
-  checkpoints_->restore(resume, plan_.batches_per_epoch, plan_.rank, "resumed from",
+  checkpoints_->restore(resume, plan_.batches_per_epoch, plan_.process, "resumed from",
                         TrainCheckpoints::Which::WithTheRun);
   periods_.start_at(counters_);
   // (the rollbacks before the checkpoint scaled the lr)
@@ -145,7 +145,7 @@ void TrainLoop::restore(const ResumePoint& resume) {
 }
 
 void TrainLoop::restore_callbacks(const ResumePoint& resume) {
-  checkpoints_->restore_late(resume, plan_.rank);
+  checkpoints_->restore_late(resume, plan_.process);
 }
 
 bool TrainLoop::roll_back(const MicroStep& m) {
@@ -178,7 +178,7 @@ bool TrainLoop::roll_back(const MicroStep& m) {
   step_->runner().drop_window();
   optimizers_->clear_states();   // the checkpoint's replace them whole
   counters_ = point.file.state;  // first: the entries restore against them
-  checkpoints_->restore(point, plan_.batches_per_epoch, plan_.rank, "rolled back to");
+  checkpoints_->restore(point, plan_.batches_per_epoch, plan_.process, "rolled back to");
   periods_.start_at(counters_);
   divergence.rolled_back();
   // The logs go back to the checkpoint as a resume's do (the abandoned steps leave them); the

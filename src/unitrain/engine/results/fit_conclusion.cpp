@@ -60,7 +60,7 @@ void write_summary(const TrainLoop& loop, const RunSettings& settings, const Fit
   if (!ec && ckpt.enabled) s.best_checkpoint = best.string();
   s.last_checkpoint = r.last_checkpoint;
   s.resumed_from = r.resumed_from;
-  s.world_size = loop.plan().world;
+  s.world_size = loop.plan().processes;
   s.rollbacks = r.rollbacks;
   s.write(settings.run_dir);
 }
@@ -81,7 +81,7 @@ FitResult conclude_fit(const TrainLoop& loop, const RunSettings& settings) {
   if (!r.paused.empty() && r.signal == 0 && saves_checkpoints(settings)) {
     r.exit_code = static_cast<int>(settings.checkpoint.on_signal_exit_code);
   }
-  const int rank = loop.plan().rank;
+  const int rank = loop.plan().process;
   const TrainState& counters = r.state;
   if (const ProfileResult* profile = loop.profile()) {
     write_profile(*profile, settings, rank, counters.step);

@@ -15,8 +15,13 @@ class Loader;
 /// per micro-batch; `accumulation` micro-batches make a window, which ends with one optimizer
 /// step; the last window of an epoch may be shorter.
 struct RunPlan {
-  int rank = 0;
-  int world = 1;
+  int rank = 0;   ///< this process's data-parallel replica (its rank without tensor parallelism)
+  int world = 1;  ///< the replicas: the data is cut over them
+  /// This process's rank of every process of the job, and their number: who writes the run's
+  /// files (process 0) and whose files are whose. `rank` and `world` but under
+  /// distributed.tensor_parallel, where the processes of a tensor group share a replica.
+  int process = 0;
+  int processes = 1;
   int64_t batch_size = 1;
   int64_t accumulation = 1;
   int64_t batches_per_epoch = 0;  ///< micro-batches of this rank per epoch

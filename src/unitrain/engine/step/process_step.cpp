@@ -15,6 +15,8 @@
 #include "unitrain/parallel/shard_module.h"
 #include "unitrain/parallel/sharded_parameters.h"
 #include "unitrain/parallel/sharded_sync.h"
+#include "unitrain/parallel/tensor_parallel.h"
+#include "unitrain/parallel/tensor_parallel_sync.h"
 
 namespace unitrain {
 
@@ -42,6 +44,15 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
       dp.owners = gradient_owners;
     }
     sync_ = std::make_unique<DataParallelSync>(group, parts.module.weights().parameters(), dp);
+  }
+  if (parts.tensor_group) {  // distributed.tensor_parallel: the replicas' sync inside
+    const auto named = parts.module.weights().named_parameters();
+    std::vector<torch::Tensor> cut;
+    for (const auto& [name, split] : tp::splits_of(parts.module.weights())) {
+      cut.push_back(named[name]);
+    }
+    sync_ =
+        std::make_unique<TensorParallelSync>(std::move(sync_), parts.tensor_group, std::move(cut));
   }
   if (shards && distributed.zero == 3) {
     sharded_params_ = shard_module(

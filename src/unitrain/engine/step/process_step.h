@@ -26,6 +26,9 @@ struct StepParts {
   CallbackList& callbacks;
   Profiler* profiler = nullptr;
   torch::Device device = torch::kCPU;  ///< where the module is (train.device)
+  /// distributed.tensor_parallel's group of this process (null without): `group` is then the
+  /// data-parallel replicas' (null for one replica).
+  std::shared_ptr<ProcessGroup> tensor_group = nullptr;
 };
 
 /// One fit's step for the run's processes, built in this order: the gradient sync (one

@@ -1,0 +1,63 @@
+#include "unitrain/parallel/tensor_parallel_sync.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <unordered_set>
+
+#include "unitrain/parallel/process_group.h"
+
+namespace unitrain {
+
+TensorParallelSync::TensorParallelSync(std::unique_ptr<GradientSync> inner,
+                                       std::shared_ptr<ProcessGroup> group,
+                                       std::vector<torch::Tensor> cut)
+    : inner_(std::move(inner)), group_(std::move(group)), cut_(std::move(cut)) {}
+
+void TensorParallelSync::finish(const std::vector<torch::Tensor>& params) {
+  inner_->finish(params);
+  params_ = params;
+  join_decisions();
+}
+
+void TensorParallelSync::share(const StepDecision& mine, const torch::Tensor& nonfinite) {
+  inner_->share(mine, nonfinite);
+}
+
+void TensorParallelSync::agree() {
+  inner_->agree();
+  join_decisions();
+}
+
+void TensorParallelSync::join_decisions() {
+  const auto encoded = inner_->agreed().encode();
+  torch::Tensor t = torch::tensor(std::vector<float>(encoded.begin(), encoded.end()));
+  std::vector<torch::Tensor> one{t};
+  group_->all_reduce_max(one);
+  agreed_ = StepDecision::decode(one[0].data_ptr<float>());
+}
+
+double TensorParallelSync::sum_across_ranks(double local) {
+  return group_->sum_of(inner_->sum_across_ranks(local));
+}
+
+double TensorParallelSync::norm() {
+  // The gradients of `params` are final and equal over the replicas (finish()).
+  std::unordered_set<const void*> cut;
+  for (const auto& p : cut_) cut.insert(p.unsafeGetTensorImpl());
+  std::vector<torch::Tensor> parts, wholes;
+  for (const auto& p : params_) {
+    if (!p.grad().defined()) continue;
+    (cut.count(p.unsafeGetTensorImpl()) ? parts : wholes).push_back(p.grad());
+  }
+  auto squares = [](const std::vector<torch::Tensor>& grads) {
+    if (grads.empty()) return torch::zeros({}, torch::kFloat64);
+    std::vector<torch::Tensor> norms;
+    for (const auto& g : grads) norms.push_back(g.norm().to(torch::kFloat64).cpu());
+    return torch::stack(norms).square().sum();
+  };
+  const double whole = squares(wholes).item<double>();
+  return std::sqrt(group_->sum_of(squares(parts).item<double>()) + whole);
+}
+
+}  // namespace unitrain
