@@ -12,6 +12,7 @@
 #include "unitrain/checkpoint/optimizer_state.h"
 #include "unitrain/checkpoint/state_io.h"
 #include "unitrain/checkpoint/state_json.h"
+#include "unitrain/checkpoint/tensor_cut.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/error_text.h"
 #include "unitrain/core/train_module.h"
@@ -47,10 +48,14 @@ NamedTensors read_tensor_dict_entry(const CheckpointRead& in, const std::string&
 
 class ModelEntry : public CheckpointEntry {
  public:
-  ModelEntry(TrainModule& module, Precision& precision) : module_(module), precision_(precision) {}
+  ModelEntry(TrainModule& module, Precision& precision, const TensorCut* cut)
+      : module_(module), precision_(precision), cut_(cut) {}
 
   void save(CheckpointWrite& out) override {
-    if (!out.writes) return;
+    // distributed.tensor_parallel: the writer's tensor group joins the parts into the model's
+    // whole tensors (every process of it takes part).
+    const bool gathers = cut_ != nullptr && cut_->gathers;
+    if (!out.writes && !gathers) return;
     // bf16-true: the float32 master weights (and buffers widened), not the bfloat16 copies.
     const MasterWeights* masters = precision_.masters();
     torch::nn::Module& weights = module_.weights();
@@ -62,6 +67,8 @@ class ModelEntry : public CheckpointEntry {
       for (const auto& p : weights.named_parameters()) params.emplace_back(p.key(), p.value());
       for (const auto& b : weights.named_buffers()) buffers.emplace_back(b.key(), b.value());
     }
+    if (gathers) cut_->make_whole(params);
+    if (!out.writes) return;
     if (module_.checkpoints_trainable_only()) {  // LoRA: the adapters, not the base
       if (frozen_.empty()) frozen_ = frozen_fingerprint(weights, masters ? &params : nullptr);
       out.add(files::kFrozenWeights, frozen_ + "\n");
@@ -76,6 +83,7 @@ class ModelEntry : public CheckpointEntry {
     const std::string file =
         has_model_shards(in.dir) ? in.dir + " (its parts merged)" : in.path(files::kModel);
     NamedTensors state = read_model_state(in.dir);  // whole, or distributed.zero: 3's parts
+    if (cut_) cut_->cut(state);                     // this process's parts of the whole
     if (module_.checkpoints_trainable_only()) {
       check_frozen(in);
       state = with_frozen_parameters(module_.weights(), std::move(state));
@@ -110,7 +118,8 @@ class ModelEntry : public CheckpointEntry {
 
   TrainModule& module_;
   Precision& precision_;
-  std::string frozen_;  ///< frozen_fingerprint, computed once (the frozen weights never change)
+  const TensorCut* cut_;  ///< null unless distributed.tensor_parallel
+  std::string frozen_;    ///< frozen_fingerprint, computed once (the frozen weights never change)
 };
 
 class RngEntry : public CheckpointEntry {
@@ -272,8 +281,8 @@ std::map<std::string, std::string> read_callback_entries(const std::string& dir)
   return out;
 }
 
-CheckpointEntryPtr model_entry(TrainModule& module, Precision& precision) {
-  return std::make_unique<ModelEntry>(module, precision);
+CheckpointEntryPtr model_entry(TrainModule& module, Precision& precision, const TensorCut* cut) {
+  return std::make_unique<ModelEntry>(module, precision, cut);
 }
 
 CheckpointEntryPtr rng_entry(ProcessGroup* group) { return std::make_unique<RngEntry>(group); }

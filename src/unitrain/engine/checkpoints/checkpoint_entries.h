@@ -24,20 +24,27 @@ class Precision;
 class ProcessGroup;
 class ShardedParameters;
 class TrainModule;
+struct TensorCut;
 struct TrainState;
 
-/// model.pt: the model's state_dict (bf16-true: the float32 master weights).
-CheckpointEntryPtr model_entry(TrainModule& module, Precision& precision);
+/// model.pt: the model's state_dict (bf16-true: the float32 master weights); with `cut`
+/// (distributed.tensor_parallel) its tensors whole, made so by the writer's tensor group, and cut
+/// again when read.
+CheckpointEntryPtr model_entry(TrainModule& module, Precision& precision,
+                               const TensorCut* cut = nullptr);
 /// optimizer.pt, or with ZeRO (`sharding`) one optimizer-rank-<R>.pt per rank: the ranks other
 /// than 0 write theirs beside the checkpoints under `root` and rank 0 moves them in.
 /// With distributed.zero: 3 (`sharded`), every rank's state of its parts, re-cut when the run
 /// resumes at another world size. A run without distributed.zero: 3 resumes from such a
 /// checkpoint too: its optimizer.pt when `unitrain checkpoint merge` wrote one, else the parts
 /// by parameter (named as `model`'s parameters).
+/// With `cut` (distributed.tensor_parallel), optimizer.pt holds the state of the cut
+/// parameters whole, as model.pt their values.
 CheckpointEntryPtr optimizer_entry(torch::optim::Optimizer& optimizer,
                                    const torch::nn::Module& model, ProcessGroup* group,
                                    OptimizerSharding* sharding, std::string root,
-                                   const ShardedParameters* sharded = nullptr);
+                                   const ShardedParameters* sharded = nullptr,
+                                   const TensorCut* cut = nullptr);
 /// distributed.zero: 3's model: model-shards.json and every rank's model-shard-rank-<R>.pt
 /// (written as optimizer_entry's partitions; bf16-true's `masters`: the float32 masters of the
 /// parts). Restores its own part at the same world size and layout; otherwise cuts its part

@@ -3,8 +3,11 @@
 // what it needs (with ZeRO, its own partition's state).
 #include <torch/torch.h>
 
+#include <optional>
+
 #include "unitrain/checkpoint/checkpoint_files.h"
 #include "unitrain/checkpoint/optimizer_state.h"
+#include "unitrain/checkpoint/tensor_cut.h"
 #include "unitrain/core/error.h"
 #include "unitrain/engine/checkpoints/checkpoint_entries.h"
 #include "unitrain/engine/checkpoints/rank_files.h"
@@ -33,15 +36,20 @@ class OptimizerEntry : public CheckpointEntry {
  public:
   OptimizerEntry(torch::optim::Optimizer& optimizer, const torch::nn::Module& model,
                  ProcessGroup* group, OptimizerSharding* sharding, std::string root,
-                 const ShardedParameters* sharded)
+                 const ShardedParameters* sharded, const TensorCut* cut)
       : optimizer_(optimizer),
         model_(model),
         group_(group),
         sharding_(sharding),
         sharded_(sharded),
-        root_(std::move(root)) {}
+        root_(std::move(root)),
+        cut_(cut) {}
 
   void save(CheckpointWrite& out) override {
+    // distributed.tensor_parallel: the writer's tensor group joins the state of the cut
+    // parameters (every process of it takes part); the file is written from the whole state.
+    std::optional<WholeOptimizerState> whole;
+    if (cut_) whole.emplace(optimizer_, named_parameters(), *cut_);
     std::vector<CheckpointFile> partitions;
     if (sharding_ || sharded_) {
       partitions = write_rank_files(*group_, root_, out.state.state.step, "optimizer",
@@ -64,6 +72,8 @@ class OptimizerEntry : public CheckpointEntry {
     for (const std::string& name : by_parameter_files(in)) {
       found.push_back({in.read(name), in.path(name)});
     }
+    if (cut_)
+      return load_cut_optimizer_state(optimizer_, named_parameters(), *cut_, std::move(found));
     load_optimizer_state(optimizer_, std::move(found));
     if (sharding_) sharding_->drop_foreign_state();
   }
@@ -155,6 +165,13 @@ class OptimizerEntry : public CheckpointEntry {
   OptimizerSharding* sharding_;
   const ShardedParameters* sharded_;
   std::string root_;
+  const TensorCut* cut_;  ///< null unless distributed.tensor_parallel
+
+  NamedTensors named_parameters() const {
+    NamedTensors out;
+    for (const auto& p : model_.named_parameters()) out.emplace_back(p.key(), p.value());
+    return out;
+  }
 };
 
 }  // namespace
@@ -162,9 +179,9 @@ class OptimizerEntry : public CheckpointEntry {
 CheckpointEntryPtr optimizer_entry(torch::optim::Optimizer& optimizer,
                                    const torch::nn::Module& model, ProcessGroup* group,
                                    OptimizerSharding* sharding, std::string root,
-                                   const ShardedParameters* sharded) {
+                                   const ShardedParameters* sharded, const TensorCut* cut) {
   return std::make_unique<OptimizerEntry>(optimizer, model, group, sharding, std::move(root),
-                                          sharded);
+                                          sharded, cut);
 }
 
 }  // namespace unitrain

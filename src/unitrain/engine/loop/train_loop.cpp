@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "unitrain/checkpoint/optimizer_state.h"
+#include "unitrain/checkpoint/tensor_cut.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/run_position.h"
 #include "unitrain/engine/checkpoints/checkpoint_entries.h"

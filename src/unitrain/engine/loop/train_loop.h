@@ -40,6 +40,7 @@ namespace unitrain {
 class ParameterState;
 class Precision;
 class ProcessGroup;
+struct TensorCut;
 class ShardedParameters;
 class RunDecisions;
 class RunPosition;
@@ -201,7 +202,9 @@ class TrainLoop {
   std::unique_ptr<LoopOptimizers> optimizers_;
   std::unique_ptr<LoopModuleRun> module_run_;  ///< what module_.run() returns during the fit
   TrainLogs logs_;  ///< sums, last metrics, the logger (from open_run_files() on), time
-  std::unique_ptr<Profiler> profiler_;             ///< null unless profile.enabled
+  std::unique_ptr<Profiler> profiler_;  ///< null unless profile.enabled
+  /// distributed.tensor_parallel: how the checkpoints' whole tensors are cut (null without).
+  std::unique_ptr<TensorCut> cut_;
   std::unique_ptr<TrainCheckpoints> checkpoints_;  ///< from list_checkpoints() on
   bool already_complete_ = false;
 };

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "unitrain/checkpoint/tensor_cut.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/memory.h"
 #include "unitrain/engine/checkpoints/checkpoint_entries.h"
@@ -15,6 +16,7 @@
 #include "unitrain/parallel/process_group.h"
 #include "unitrain/parallel/reduce_metrics.h"
 #include "unitrain/parallel/shard_ordered_metrics.h"
+#include "unitrain/parallel/tensor_parallel.h"
 #include "unitrain/precision/precision.h"
 
 namespace unitrain {
@@ -106,11 +108,17 @@ void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
             TrainCheckpoints::Restores::AfterFitStart);  // on_fit_start sets the state up
     }
   } else {
-    c.add(model_entry(module_, precision_));
+    if (tensor_group_) {  // distributed.tensor_parallel: files of whole tensors
+      cut_ = std::make_unique<TensorCut>();
+      cut_->group = tensor_group_;
+      for (auto& [name, split] : tp::splits_of(module_.weights())) cut_->splits[name] = split;
+      cut_->gathers = plan_.rank == 0;  // the first replica's group: its first process writes
+    }
+    c.add(model_entry(module_, precision_, cut_.get()));
   }
   if (trainers) {
     c.add(optimizer_entry(*trainers, module_.weights(), group_.get(), step_->sharding(),
-                          settings_.run_dir + "/checkpoints", sharded));
+                          settings_.run_dir + "/checkpoints", sharded, cut_.get()));
   }
   c.add(gradients_entry(module_, counters_));
   optimizers_->add_entries(c, counters_);

@@ -1,0 +1,60 @@
+#pragma once
+// TensorCut: a model whose tensors are cut over a tensor group (distributed.tensor_parallel)
+// in checkpoints that hold every tensor whole, under the model's names and shapes — the same
+// files whatever the plan: made whole (gathered) where they are written, cut where they are read.
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "unitrain/checkpoint/named_tensors.h"
+#include "unitrain/checkpoint/optimizer_merge.h"
+#include "unitrain/parallel/tensor_parallel.h"
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace unitrain {
+
+class ProcessGroup;
+
+struct TensorCut {
+  std::shared_ptr<ProcessGroup> group;  ///< the tensor group
+  /// The cut parameters by name (tp::splits_of the model).
+  std::unordered_map<std::string, tp::Split> splits;
+  /// This process's tensor group gathers the whole tensors: the first replica's, whose first
+  /// process writes the checkpoint (the others' would be the same).
+  bool gathers = false;
+
+  /// The cut tensors of `named` (by name) made whole: a collective of the group, every
+  /// process in the same order.
+  void make_whole(NamedTensors& named) const;
+  /// The cut tensors of `named` (whole) replaced by this process's parts.
+  void cut(NamedTensors& named) const;
+};
+
+/// While it lives, the per-parameter state of `optimizer` for each parameter `params` names
+/// (the model's, by name) that `cut` cuts holds the whole tensors (gathered over the group, so
+/// a collective); the parts are put back when it goes. For the optimizer's checkpoint, which is
+/// written from its state. TrainError for an optimizer without a registered state serializer.
+class WholeOptimizerState {
+ public:
+  WholeOptimizerState(torch::optim::Optimizer& optimizer, const NamedTensors& params,
+                      const TensorCut& cut);
+  ~WholeOptimizerState();
+  WholeOptimizerState(const WholeOptimizerState&) = delete;
+  WholeOptimizerState& operator=(const WholeOptimizerState&) = delete;
+
+ private:
+  struct Swap;
+  torch::optim::Optimizer& optimizer_;
+  std::vector<Swap> swaps_;
+};
+
+/// load_optimizer_state of `files` (written whole) into `optimizer`, whose parameters that
+/// `cut` cuts (named by `params`) hold this process's parts: their state cut as they are.
+void load_cut_optimizer_state(torch::optim::Optimizer& optimizer, const NamedTensors& params,
+                              const TensorCut& cut, std::vector<OptimizerFile> files);
+
+}  // namespace unitrain

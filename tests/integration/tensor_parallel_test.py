@@ -1,0 +1,131 @@
+"""Tensor parallelism with the real binary (distributed.tensor_parallel): a transformer_lm cut
+over 2 processes trains as one process does, and as data parallelism does beside it; its
+checkpoints hold the model's whole tensors, so a run resumes bitwise at its plan and goes on at
+another; what it cannot run is refused by key before anything is written."""
+import os
+
+import torch
+
+import common
+from common import run
+
+CONFIG = """
+run_dir: {run_dir}
+seed: 3
+model:
+  type: transformer_lm
+  args: {{vocab: 48, d_model: 32, layers: 2, heads: 4, seq_len: 16, dropout: 0.0}}
+objective: {{losses: [{{type: cross_entropy}}]}}
+data:
+  train: {{type: tokens, args: {{path: {data}, seq_len: 16}}}}
+  loader: {{batch_size: 8, workers: 0, shuffle: true}}
+optimizer: {{type: adamw, lr: 0.001, args: {{weight_decay: 0.01}}}}
+train: {{max_length: 30 steps, log_every: 1 steps, threads: 1}}
+checkpoint: {{enabled: true, every: 10 steps}}
+log: {{trackers: [console, jsonl]}}
+"""
+
+# The key bias of attention gets a gradient that is zero in exact arithmetic (softmax ignores a
+# constant added to every score of a row): Adam turns its rounding noise into steps of lr's
+# size, whatever the plan. Its third of qkv.bias is compared loosely.
+KEY_BIAS = slice(32, 64)
+
+
+class TensorParallel(common.Case):
+    def config(self, name):
+        data = os.path.join(self.dir, "tokens.bin")
+        if not os.path.exists(data):
+            g = torch.Generator().manual_seed(0)
+            ids = torch.randint(48, (4000,), generator=g, dtype=torch.int32).numpy().astype("<u2")
+            with open(data, "wb") as f:
+                f.write(ids.tobytes())
+        run_dir = os.path.join(self.dir, name)
+        cfg = common.write(os.path.join(self.dir, name + ".yaml"),
+                           CONFIG.format(run_dir=run_dir, data=data))
+        return cfg, run_dir
+
+    def train(self, name, *args, world=1, expect=0):
+        cfg, run_dir = self.config(name)
+        words = ["train", cfg] + list(args)
+        if world > 1:
+            words = ["launch", "--nproc-per-node", str(world), "--"] + words
+        code, out = run(words)
+        if expect is None:  # refused
+            self.assertNotEqual(code, 0, out)
+        else:
+            self.assertEqual(code, expect, out)
+        return run_dir, out
+
+    def losses(self, run_dir):
+        return [e["train/loss"] for e in common.read_jsonl(os.path.join(run_dir, "metrics.jsonl"))
+                if "train/loss" in e]
+
+    def weights(self, run_dir, step=30):
+        return torch.load(os.path.join(run_dir, "checkpoints", f"step-{step}", "model.pt"))
+
+    def assert_close(self, a, b, what):
+        wa, wb = self.weights(a), self.weights(b)
+        self.assertEqual(list(wa), list(wb), what)
+        for k in wa:
+            self.assertEqual(wa[k].shape, wb[k].shape, f"{what}: {k}")
+            x, y = wa[k], wb[k]
+            if k.endswith("attention.qkv.bias"):
+                self.assertLess((x[KEY_BIAS] - y[KEY_BIAS]).abs().max().item(), 1e-4, f"{what}: {k}")
+                x, y = torch.cat([x[:32], x[64:]]), torch.cat([y[:32], y[64:]])
+            self.assertLess((x - y).abs().max().item(), 1e-5, f"{what}: {k}")
+        la, lb = self.losses(a), self.losses(b)
+        self.assertEqual(len(la), len(lb))
+        self.assertLess(max(abs(p - q) for p, q in zip(la, lb)), 1e-5, what)
+
+    def test_plans_train_as_one_process_and_as_data_parallelism(self):
+        one, _ = self.train("one")
+        tp2, out = self.train("tp2", "--distributed.tensor_parallel", "2", world=2)
+        self.assertIn("tensor parallel: 2 processes a tensor group, 1 data-parallel replica", out)
+        self.assert_close(one, tp2, "TP 2 against one process")
+        # The optimizer's state is whole too: Adam's moments of every parameter, full shapes.
+        sa = torch.load(os.path.join(one, "checkpoints", "step-30", "optimizer.pt"))["state"]
+        sb = torch.load(os.path.join(tp2, "checkpoints", "step-30", "optimizer.pt"))["state"]
+        self.assertEqual(sorted(sa), sorted(sb))
+        for i in sa:
+            self.assertEqual(sa[i]["exp_avg"].shape, sb[i]["exp_avg"].shape)
+        dp2, _ = self.train("dp2", world=2)
+        dp2tp2, _ = self.train("dp2tp2", "--distributed.tensor_parallel", "2", world=4)
+        self.assert_close(dp2, dp2tp2, "DP 2 x TP 2 against DP 2")
+
+    def test_a_checkpoint_resumes_bitwise_at_its_plan_and_goes_on_at_another(self):
+        tp = ["--distributed.tensor_parallel", "2"]
+        straight, _ = self.train("straight", *tp, world=2)
+        half, _ = self.train("half", *tp, "--train.max_length", "20 steps", world=2)
+        other = os.path.join(self.dir, "other")
+        os.system(f"cp -r {half} {other}")
+        _, out = self.train("half", *tp, world=2)
+        self.assertIn("resumed from", out)
+        a, b = self.weights(straight), self.weights(half)
+        for k in a:
+            self.assertTrue(torch.equal(a[k], b[k]), k)
+        self.assertEqual(self.losses(straight), self.losses(half))
+        # The TP 2 checkpoint of step 20 in one process: the curve of the one-process run.
+        one, _ = self.train("one")
+        _, out = self.train("other")
+        self.assertIn("resumed from", out)
+        self.assert_close(one, other, "TP 2 until step 20, then one process")
+
+    def test_what_it_cannot_run_is_refused_by_key(self):
+        tp = ["--distributed.tensor_parallel", "2"]
+        cases = [
+            (["--model.args.vocab", "47"], 2, "model.args.vocab (47) is not divisible by "
+                                              "distributed.tensor_parallel (2)"),
+            (["--distributed.zero", "1"], 2, "distributed.zero: 1 with distributed.tensor_parallel"),
+            ([], 3, "distributed.tensor_parallel: 2 does not divide the job's 3 processes"),
+            (["--objective.metrics", "[{type: accuracy}]"], 2,
+             "objective.metrics.0: the metric accuracy takes the model's whole logits"),
+        ]
+        for i, (more, world, said) in enumerate(cases):
+            with self.subTest(said):
+                run_dir, out = self.train(f"refused{i}", *tp, *more, world=world, expect=None)
+                self.assertIn(said, out)
+                self.assertFalse(os.path.exists(os.path.join(run_dir, "checkpoints")), out)
+
+
+if __name__ == "__main__":
+    common.main()

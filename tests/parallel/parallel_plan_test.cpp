@@ -1,0 +1,50 @@
+// The job's processes as data-parallel replicas of tensor groups of consecutive ranks.
+#include "unitrain/parallel/parallel_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "parallel/run_ranks.h"
+#include "test_util.h"
+#include "unitrain/core/error.h"
+#include "unitrain/parallel/process_group.h"
+
+namespace unitrain {
+namespace {
+
+TEST(ParallelPlan, TensorGroupsAreConsecutiveRanksAndReplicasTheSamePlaceInEach) {
+  test::run_shared_ranks(4, [](int rank, const std::shared_ptr<ProcessGroup>& world) {
+    const ParallelPlan plan = ParallelPlan::make(world, 2);
+    ASSERT_NE(plan.tensor_group, nullptr);
+    EXPECT_EQ(plan.tensor_group->rank(), rank % 2);
+    EXPECT_EQ(plan.data_rank(), rank / 2);
+    EXPECT_EQ(plan.data_size(), 2);
+    // Ranks 0+1 and 2+3 compute a model each; 0+2 and 1+3 are replicas.
+    EXPECT_EQ(plan.tensor_group->sum_of(rank), rank < 2 ? 1 : 5);
+    EXPECT_EQ(plan.data->sum_of(rank), rank % 2 == 0 ? 2 : 4);
+  });
+}
+
+TEST(ParallelPlan, OneReplicaHasNoDataGroupAndNoSplitKeepsTheWorld) {
+  test::run_shared_ranks(2, [](int, const std::shared_ptr<ProcessGroup>& world) {
+    const ParallelPlan cut = ParallelPlan::make(world, 2);
+    EXPECT_EQ(cut.data, nullptr);
+    EXPECT_EQ(cut.data_size(), 1);
+    const ParallelPlan whole = ParallelPlan::make(world, 1);
+    EXPECT_EQ(whole.data, world);
+    EXPECT_EQ(whole.tensor_group, nullptr);
+  });
+  EXPECT_EQ(ParallelPlan::make(nullptr, 1).data_size(), 1);
+}
+
+TEST(ParallelPlan, ASplitThatDoesNotDivideTheProcessesIsRefusedByKey) {
+  test::run_shared_ranks(3, [](int, const std::shared_ptr<ProcessGroup>& world) {
+    const std::string e = test::config_error_of([&] { ParallelPlan::make(world, 2); });
+    EXPECT_TRUE(test::contains(e,
+                               "distributed.tensor_parallel: 2 does not divide the job's 3 "
+                               "processes"))
+        << e;
+  });
+}
+
+}  // namespace
+}  // namespace unitrain

@@ -1,0 +1,36 @@
+// A tensor group's sync: the decision any process takes is every process's, and the gradient
+// norm is the whole model's (the parts' squares summed, the whole tensors counted once).
+#include "unitrain/parallel/tensor_parallel_sync.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "parallel/run_ranks.h"
+
+namespace unitrain {
+namespace {
+
+TEST(TensorParallelSync, TheNormIsTheWholeModelsAndADecisionIsEveryones) {
+  test::run_shared_ranks(2, [](int rank, const std::shared_ptr<ProcessGroup>& group) {
+    auto part = torch::zeros({3}, torch::requires_grad());
+    auto whole = torch::zeros({2}, torch::requires_grad());
+    part.mutable_grad() = torch::full({3}, double(rank + 1));  // 1s on rank 0, 2s on rank 1
+    whole.mutable_grad() = torch::full({2}, 3.0);              // the same on both
+    TensorParallelSync sync(std::make_unique<NoGradientSync>(), group, {part});
+    EXPECT_TRUE(sync.measures_norm());
+    StepDecision mine;
+    mine.stop = rank == 1;
+    sync.share(mine);
+    sync.finish({part, whole});
+    EXPECT_TRUE(sync.agreed().stop) << "rank " << rank;
+    EXPECT_FALSE(sync.agreed().nonfinite);
+    // 3 x 1 + 3 x 4 (the parts) + 2 x 9 (the whole tensor once).
+    EXPECT_NEAR(sync.norm(), std::sqrt(3.0 + 12.0 + 18.0), 1e-6);  // float32 norms
+    EXPECT_EQ(sync.sum_across_ranks(1.0), 2.0);
+  });
+}
+
+}  // namespace
+}  // namespace unitrain
