@@ -18,6 +18,7 @@
 #include "unitrain/log/console.h"
 #include "unitrain/models/model.h"
 #include "unitrain/objective/objective_module.h"
+#include "unitrain/parallel/tensor_parallel.h"
 
 namespace unitrain {
 
@@ -32,6 +33,8 @@ namespace {
 void load_weights(torch::nn::Module& weights, NamedTensors state, const std::string& what,
                   bool strict, const std::string& hint_key, const std::string& strict_key,
                   const NamedTensors* given_names = nullptr) {
+  // A model built cut over a tensor group (distributed.tensor_parallel) takes its parts.
+  tp::cut_whole(weights, state);
   // Floating-point tensors of another precision (bf16 or fp16 weights for an fp32 model) are
   // converted, as PyTorch's load_state_dict does; other dtype differences stay errors.
   std::map<std::string, torch::Tensor> own;

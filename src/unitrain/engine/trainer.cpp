@@ -144,6 +144,10 @@ Trainer::Joined Trainer::join(const DistEnv& env) {
              " with distributed.tensor_parallel: ", d.tensor_parallel,
              " is not built yet (the replicas would shard parameters that are themselves "
              "parts); use distributed.zero: 0, or data parallelism alone");
+    UT_CHECK(options().precision != PrecisionMode::Bf16True,
+             "train.precision: bf16-true with distributed.tensor_parallel: ", d.tensor_parallel,
+             " is not built yet (the float32 masters the optimizer steps are not cut with their "
+             "parameters); use bf16-mixed");
     UT_CHECK(!d.reproducible_on(),
              "distributed.reproducible with distributed.tensor_parallel: ", d.tensor_parallel,
              " is not built yet (the row-parallel sums are not cut into a fixed order); leave "
@@ -265,12 +269,13 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   std::shared_ptr<ProcessGroup> group = parallel_.world;
   UT_CHECK(parallel_.tensor == 1 || !tp::splits_of(module.weights()).empty(),
            "distributed.tensor_parallel: ", parallel_.tensor,
-           ": the model has no layers cut over a tensor group (built in: transformer_lm; a C++ "
-           "model builds its layers from parallel/tensor_parallel.h's with "
-           "Trainer::tensor_group()); set it to 1 for data parallelism alone");
+           ": the model has no layers cut over a tensor group (built in: transformer_lm, llama "
+           "and the llama-shaped families but Phi-3; a C++ model builds its layers from "
+           "parallel/tensor_parallel.h's with Trainer::tensor_group()); set it to 1 for data "
+           "parallelism alone");
   if (!resume.dir.empty()) {
     auto settings = std::make_unique<RunSettings>(*settings_);
-    fit_resume_to_world(resume, parallel_.data_size(), *settings);
+    fit_resume_to_world(resume, parallel_.data_size(), *settings, parallel_.tensor > 1);
     settings_ = std::move(settings);
   }
   check_finished_run_resume(resume, *settings_, config_);

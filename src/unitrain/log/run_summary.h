@@ -46,6 +46,8 @@ struct RunSummary {
   std::string status_detail;
   int64_t step = 0, epoch = 0, samples = 0, skipped_steps = 0;  ///< TrainState's counters
   int64_t world_size = 1;
+  /// distributed.tensor_parallel's group size (written when above 1): world_size / it replicas.
+  int64_t tensor_parallel = 1;
   int64_t rollbacks = 0;        ///< train.divergence's rollbacks (written when there were any)
   double seconds = 0;           ///< training time, resumes included (written to the millisecond)
   Metrics final_train;          ///< the last training log event

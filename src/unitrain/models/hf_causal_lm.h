@@ -19,6 +19,7 @@
 #include "unitrain/models/llama_config.h"
 #include "unitrain/models/model.h"
 #include "unitrain/models/token_layout.h"
+#include "unitrain/parallel/tensor_parallel.h"
 
 namespace unitrain::models {
 
@@ -142,13 +143,23 @@ class LlamaImpl : public HfCausalLm {
   }
   /// The embeddings, each block, then the norm (with lm_head when untied).
   std::vector<std::vector<torch::Tensor>> units() override;
+  /// Built inside a tp::BuildScope of T > 1 processes (distributed.tensor_parallel): Megatron's
+  /// split under the same names — embed_tokens and lm_head by vocabulary, q/k/v by heads (and
+  /// key/value heads), o_proj and down_proj by their input, gate/up by the intermediate width;
+  /// the norms whole — and the logits this process's vocabulary. ConfigError naming the
+  /// config.json key that does not divide by T; Phi-3's fused projections refused.
+  std::optional<VocabSplit> vocab_split() const override;
+  /// Null under tensor parallelism (its logits are parts: it generates in one process).
+  HfCausalLm* generation_model() override { return tensor_group_ ? nullptr : this; }
 
   LlamaConfig config;
-  std::shared_ptr<torch::nn::Module> body;  ///< `model.`
-  torch::nn::Embedding embed_tokens{nullptr};
+  std::shared_ptr<torch::nn::Module> body;     ///< `model.`
+  torch::nn::Embedding embed_tokens{nullptr};  ///< null under tensor parallelism (tp_embed)
   torch::nn::ModuleList layers{nullptr};
   torch::nn::Module* norm = nullptr;   ///< an RMSNorm (its `weight`)
-  torch::nn::Linear lm_head{nullptr};  ///< null when tied
+  torch::nn::Linear lm_head{nullptr};  ///< null when tied, or under tensor parallelism (tp_head)
+  VocabParallelEmbedding tp_embed{nullptr};
+  ColumnParallelLinear tp_head{nullptr};
 
  protected:
   torch::Tensor run(torch::Tensor tokens, const TokenLayout& layout) override;
@@ -159,7 +170,8 @@ class LlamaImpl : public HfCausalLm {
   /// in float32.
   std::pair<torch::Tensor, torch::Tensor> rotary(const torch::Tensor& positions,
                                                  const torch::Tensor& inv_freq) const;
-  torch::Tensor inv_freq_;        ///< [head_dim / 2], float32, CPU
+  std::shared_ptr<ProcessGroup> tensor_group_;  ///< null: whole
+  torch::Tensor inv_freq_;                      ///< [head_dim / 2], float32, CPU
   torch::Tensor inv_freq_local_;  ///< Gemma 3's sliding layers'; undefined for the others
 };
 

@@ -48,11 +48,14 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
   return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
+/// Under tensor parallelism (`group` of T > 1 processes): q, k and v cut by heads (each
+/// process its heads / T query heads and kv_heads / T key/value heads: a group's queries keep
+/// their key/value head), o_proj by its input.
 class LlamaAttentionImpl : public torch::nn::Module {
  public:
-  explicit LlamaAttentionImpl(const LlamaConfig& c)
-      : heads_(c.num_attention_heads),
-        kv_heads_(c.kv_heads()),
+  LlamaAttentionImpl(const LlamaConfig& c, const std::shared_ptr<ProcessGroup>& group)
+      : heads_(c.num_attention_heads / tp::size_of(group.get())),
+        kv_heads_(c.kv_heads() / tp::size_of(group.get())),
         head_dim_(c.head_width()),
         dropout_(c.attention_dropout),
         softcap_(c.attn_logit_softcapping) {
@@ -61,7 +64,16 @@ class LlamaAttentionImpl : public torch::nn::Module {
       scale_ = 1.0 / std::sqrt(c.query_pre_attn_scalar);
     }
     const int64_t hd = c.head_width();
-    if (c.fused_projections) {  // Phi-3: q, k and v as one Linear
+    if (group) {  // cut over the tensor group (the fused Phi-3 projections are refused before)
+      const int64_t h = c.num_attention_heads, kv = c.kv_heads();
+      tp_q =
+          register_module("q_proj", ColumnParallelLinear(c.hidden_size, h * hd, c.qkv_bias, group));
+      tp_k = register_module("k_proj",
+                             ColumnParallelLinear(c.hidden_size, kv * hd, c.qkv_bias, group));
+      tp_v = register_module("v_proj",
+                             ColumnParallelLinear(c.hidden_size, kv * hd, c.qkv_bias, group));
+      tp_o = register_module("o_proj", RowParallelLinear(h * hd, c.hidden_size, c.o_bias, group));
+    } else if (c.fused_projections) {  // Phi-3: q, k and v as one Linear
       qkv_proj = register_module("qkv_proj",
                                  linear(c.hidden_size, (heads_ + 2 * kv_heads_) * hd, c.qkv_bias));
     } else {
@@ -69,7 +81,7 @@ class LlamaAttentionImpl : public torch::nn::Module {
       k_proj = register_module("k_proj", linear(c.hidden_size, kv_heads_ * hd, c.qkv_bias));
       v_proj = register_module("v_proj", linear(c.hidden_size, kv_heads_ * hd, c.qkv_bias));
     }
-    o_proj = register_module("o_proj", linear(heads_ * hd, c.hidden_size, c.o_bias));
+    if (!group) o_proj = register_module("o_proj", linear(heads_ * hd, c.hidden_size, c.o_bias));
     if (c.qk_norm) {  // Qwen3: over each head's width
       q_norm = register_module("q_norm", RmsNorm(hd, c.rms_norm_eps, c.norm_plus_one));
       k_norm = register_module("k_norm", RmsNorm(hd, c.rms_norm_eps, c.norm_plus_one));
@@ -84,7 +96,11 @@ class LlamaAttentionImpl : public torch::nn::Module {
       return m.view({b, t, -1, head_dim_}).transpose(1, 2);
     };
     torch::Tensor q, k, v;
-    if (qkv_proj) {
+    if (tp_q) {
+      q = heads(tp_q(x));
+      k = heads(tp_k(x));
+      v = heads(tp_v(x));
+    } else if (qkv_proj) {
       const torch::Tensor qkv = project(qkv_proj, x);
       const int64_t nq = heads_ * head_dim_, nkv = kv_heads_ * head_dim_;
       q = heads(qkv.narrow(-1, 0, nq));
@@ -112,9 +128,12 @@ class LlamaAttentionImpl : public torch::nn::Module {
                                        scale_ > 0 ? scale_ : 1.0 / std::sqrt(double(head_dim_)),
                                        softcap_)
                  : layout.attend(q, k, v, dropout);
-    return project(o_proj, y.transpose(1, 2).reshape({b, t, heads_ * head_dim_}));
+    const torch::Tensor joined = y.transpose(1, 2).reshape({b, t, heads_ * head_dim_});
+    return tp_o ? tp_o(joined) : project(o_proj, joined);
   }
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  ColumnParallelLinear tp_q{nullptr}, tp_k{nullptr}, tp_v{nullptr};  ///< tensor parallel
+  RowParallelLinear tp_o{nullptr};
   torch::nn::Linear qkv_proj{nullptr};       ///< Phi-3's, in place of q/k/v_proj
   RmsNorm q_norm{nullptr}, k_norm{nullptr};  ///< Qwen3's; null for the others
 
@@ -126,9 +145,18 @@ class LlamaAttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(LlamaAttention);
 
+/// Under tensor parallelism: gate and up cut by the intermediate width, down by its input.
 class LlamaMlpImpl : public torch::nn::Module {
  public:
-  explicit LlamaMlpImpl(const LlamaConfig& c) : gelu_tanh_(c.gelu_tanh) {
+  LlamaMlpImpl(const LlamaConfig& c, const std::shared_ptr<ProcessGroup>& group)
+      : gelu_tanh_(c.gelu_tanh) {
+    if (group) {
+      const int64_t in = c.hidden_size, mid = c.intermediate_size;
+      tp_gate = register_module("gate_proj", ColumnParallelLinear(in, mid, c.mlp_bias, group));
+      tp_up = register_module("up_proj", ColumnParallelLinear(in, mid, c.mlp_bias, group));
+      tp_down = register_module("down_proj", RowParallelLinear(mid, in, c.mlp_bias, group));
+      return;
+    }
     if (c.fused_projections) {  // Phi-3: gate and up as one Linear, the gate first
       gate_up_proj = register_module("gate_up_proj",
                                      linear(c.hidden_size, 2 * c.intermediate_size, c.mlp_bias));
@@ -142,7 +170,10 @@ class LlamaMlpImpl : public torch::nn::Module {
   }
   torch::Tensor forward(const torch::Tensor& x) {
     torch::Tensor gate, up;
-    if (gate_up_proj) {
+    if (tp_gate) {
+      gate = tp_gate(x);
+      up = tp_up(x);
+    } else if (gate_up_proj) {
       const torch::Tensor both = project(gate_up_proj, x);
       const int64_t n = both.size(-1) / 2;
       gate = both.narrow(-1, 0, n);
@@ -153,9 +184,11 @@ class LlamaMlpImpl : public torch::nn::Module {
     }
     // SwiGLU; Gemma's GeGLU with the tanh GELU
     const torch::Tensor act = gelu_tanh_ ? torch::gelu(gate, "tanh") : torch::silu(gate);
-    return project(down_proj, act * up);
+    return tp_down ? tp_down(act * up) : project(down_proj, act * up);
   }
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  ColumnParallelLinear tp_gate{nullptr}, tp_up{nullptr};  ///< tensor parallel
+  RowParallelLinear tp_down{nullptr};
   torch::nn::Linear gate_up_proj{nullptr};  ///< Phi-3's, in place of gate/up_proj
 
  private:
@@ -165,10 +198,10 @@ TORCH_MODULE(LlamaMlp);
 
 class LlamaBlockImpl : public torch::nn::Module {
  public:
-  explicit LlamaBlockImpl(const LlamaConfig& c) {
+  LlamaBlockImpl(const LlamaConfig& c, const std::shared_ptr<ProcessGroup>& group) {
     auto norm = [&c] { return RmsNorm(c.hidden_size, c.rms_norm_eps, c.norm_plus_one); };
-    self_attn = register_module("self_attn", LlamaAttention(c));
-    mlp = register_module("mlp", LlamaMlp(c));
+    self_attn = register_module("self_attn", LlamaAttention(c, group));
+    mlp = register_module("mlp", LlamaMlp(c, group));
     input_layernorm = register_module("input_layernorm", norm());
     post_attention_layernorm = register_module("post_attention_layernorm", norm());
     if (c.sandwich_norms) {
@@ -198,17 +231,53 @@ TORCH_MODULE(LlamaBlock);
 
 /// LlamaPreTrainedModel._init_weights: linear and embedding weights N(0, initializer_range),
 /// biases zero, norms one (as built), the padding row of the embeddings zero.
+/// A layer cut over a tensor group draws its whole weight as one process would and keeps its
+/// part: the same model whatever the split.
 void initialise(torch::nn::Module& piece, const LlamaConfig& c) {
   torch::NoGradGuard no_grad;
-  piece.apply([&c](torch::nn::Module& m) {
+  const double std = c.initializer_range;
+  auto whole = [std](const torch::Tensor& part, int64_t dim, int parts) {
+    std::vector<int64_t> shape(part.sizes().begin(), part.sizes().end());
+    shape[size_t(dim)] *= parts;
+    return torch::empty(shape, part.options()).normal_(0.0, std);
+  };
+  piece.apply([&](torch::nn::Module& m) {
     if (auto* l = m.as<torch::nn::Linear>()) {
-      l->weight.normal_(0.0, c.initializer_range);
+      l->weight.normal_(0.0, std);
       if (l->bias.defined()) l->bias.zero_();
     } else if (auto* e = m.as<torch::nn::Embedding>()) {
-      e->weight.normal_(0.0, c.initializer_range);
+      e->weight.normal_(0.0, std);
       if (auto pad = e->options.padding_idx()) e->weight[*pad].zero_();
+    } else if (auto* col = m.as<ColumnParallelLinearImpl>()) {
+      const torch::Tensor w = whole(col->weight, 0, col->parts());
+      col->load_full(w, col->bias.defined() ? torch::zeros({w.size(0)}) : torch::Tensor());
+    } else if (auto* row = m.as<RowParallelLinearImpl>()) {
+      row->load_full(whole(row->weight, 1, row->parts()),
+                     row->bias.defined() ? torch::zeros_like(row->bias) : torch::Tensor());
+    } else if (auto* ve = m.as<VocabParallelEmbeddingImpl>()) {
+      torch::Tensor table = whole(ve->weight, 0, ve->parts());
+      if (c.pad_token_id >= 0 && c.pad_token_id < table.size(0)) table[c.pad_token_id].zero_();
+      ve->load_full(table);
     }
   });
+}
+
+/// The sizes distributed.tensor_parallel cuts must divide by its T: ConfigError naming the
+/// config.json key otherwise; Phi-3's fused projections are refused.
+void check_tensor_split(const LlamaConfig& c, int t, const std::string& where) {
+  UT_CHECK(!c.fused_projections, where, ": ", c.model_type,
+           "'s fused projections (qkv_proj, gate_up_proj) with distributed.tensor_parallel are "
+           "not built yet; train it with data parallelism");
+  auto check = [&](int64_t n, const char* key) {
+    UT_CHECK(n % t == 0, where, ": ", key, " (", n,
+             ") is not divisible by "
+             "distributed.tensor_parallel (",
+             t, "): ", c.model_type, " cuts it over the tensor group; use a T that divides it");
+  };
+  check(c.num_attention_heads, "num_attention_heads");
+  check(c.kv_heads(), "num_key_value_heads");
+  check(c.intermediate_size, "intermediate_size");
+  check(c.vocab_size, "vocab_size");
 }
 
 /// The rotary inverse frequencies as Hugging Face computes them (float32), with rope_scaling.
@@ -263,16 +332,30 @@ LlamaImpl::LlamaImpl(const HfModelOptions& options, LlamaConfig read, const HfFa
     local.rope_type.clear();
     inv_freq_local_ = inverse_frequencies(local);
   }
+  tensor_group_ = tp::building_group();
+  if (tp::size_of(tensor_group_.get()) == 1) tensor_group_ = nullptr;
+  if (tensor_group_) {
+    check_tensor_split(c, tp::size_of(tensor_group_.get()), options.config_path("model.args."));
+  }
   body = register_module("model", std::make_shared<torch::nn::Module>());
   // HF's embedding keeps the padding row's gradient zero (nn.Embedding's padding_idx).
-  auto embedding = torch::nn::EmbeddingOptions(c.vocab_size, c.hidden_size);
-  if (c.pad_token_id >= 0 && c.pad_token_id < c.vocab_size) embedding.padding_idx(c.pad_token_id);
-  embed_tokens = body->register_module("embed_tokens", torch::nn::Embedding(embedding));
-  if (fresh) initialise(*embed_tokens, c);
-  unit_built({embed_tokens->weight});
+  const bool padded = c.pad_token_id >= 0 && c.pad_token_id < c.vocab_size;
+  if (tensor_group_) {
+    tp_embed = body->register_module(
+        "embed_tokens", VocabParallelEmbedding(c.vocab_size, c.hidden_size, tensor_group_,
+                                               padded ? c.pad_token_id : -1));
+    if (fresh) initialise(*tp_embed, c);
+    unit_built({tp_embed->weight});
+  } else {
+    auto embedding = torch::nn::EmbeddingOptions(c.vocab_size, c.hidden_size);
+    if (padded) embedding.padding_idx(c.pad_token_id);
+    embed_tokens = body->register_module("embed_tokens", torch::nn::Embedding(embedding));
+    if (fresh) initialise(*embed_tokens, c);
+    unit_built({embed_tokens->weight});
+  }
   layers = body->register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    LlamaBlock block(c);
+    LlamaBlock block(c, tensor_group_);
     if (fresh) initialise(*block, c);
     unit_built(block->parameters());
     layers->push_back(block);
@@ -281,12 +364,22 @@ LlamaImpl::LlamaImpl(const HfModelOptions& options, LlamaConfig read, const HfFa
       body->register_module("norm", RmsNorm(c.hidden_size, c.rms_norm_eps, c.norm_plus_one));
   norm = final_norm.get();
   std::vector<torch::Tensor> last{final_norm->weight};
-  if (!c.tie_word_embeddings) {
+  if (!c.tie_word_embeddings && tensor_group_) {
+    tp_head = register_module(
+        "lm_head", ColumnParallelLinear(c.hidden_size, c.vocab_size, false, tensor_group_));
+    if (fresh) initialise(*tp_head, c);
+    last.push_back(tp_head->weight);
+  } else if (!c.tie_word_embeddings) {
     lm_head = register_module("lm_head", linear(c.hidden_size, c.vocab_size, false));
     if (fresh) initialise(*lm_head, c);
     last.push_back(lm_head->weight);
   }
   unit_built(last);
+}
+
+std::optional<VocabSplit> LlamaImpl::vocab_split() const {
+  if (!tensor_group_) return std::nullopt;
+  return VocabSplit{tensor_group_, tp_embed->vocab_start(), config.vocab_size};
 }
 
 std::pair<torch::Tensor, torch::Tensor> LlamaImpl::rotary(const torch::Tensor& positions,
@@ -308,6 +401,7 @@ torch::Tensor LlamaImpl::run(torch::Tensor tokens, const TokenLayout& layout) {
   auto first = run_unit(
       0,
       [this, tied](const std::vector<torch::Tensor>& in) {
+        if (tp_embed) return std::vector<torch::Tensor>{tp_embed(in[0]), tp_embed->weight};
         std::vector<torch::Tensor> out{embed_tokens->forward(in[0])};
         if (tied)
           out.push_back(units_run_apart() ? embed_tokens->weight.clone() : embed_tokens->weight);
@@ -348,7 +442,12 @@ torch::Tensor LlamaImpl::run(torch::Tensor tokens, const TokenLayout& layout) {
       layers->size() + 1,
       [this, tied, final_norm](const std::vector<torch::Tensor>& in) {
         auto y = final_norm->forward(in[0]);
-        auto logits = tied ? torch::matmul(y, in[1].t()) : project(lm_head, y);
+        // Tensor parallel: this process's vocabulary (a tied head: its rows of the embeddings).
+        auto logits = tp_head ? tp_head(y)
+                      : tied && tensor_group_
+                          ? torch::matmul(tp::copy_to_group(y, tensor_group_), in[1].t())
+                      : tied ? torch::matmul(y, in[1].t())
+                             : project(lm_head, y);
         if (const double cap = config.final_logit_softcapping; cap > 0) {  // Gemma 2
           logits = torch::tanh(logits / cap) * cap;
         }
@@ -359,10 +458,11 @@ torch::Tensor LlamaImpl::run(torch::Tensor tokens, const TokenLayout& layout) {
 
 std::vector<std::vector<torch::Tensor>> LlamaImpl::units() {
   std::vector<std::vector<torch::Tensor>> out;
-  out.push_back({embed_tokens->weight});
+  out.push_back({tp_embed ? tp_embed->weight : embed_tokens->weight});
   for (const auto& block : *layers) out.push_back(block->parameters());
   std::vector<torch::Tensor> last{norm->as<RmsNormImpl>()->weight};
   if (lm_head) last.push_back(lm_head->weight);
+  if (tp_head) last.push_back(tp_head->weight);
   out.push_back(std::move(last));
   return out;
 }

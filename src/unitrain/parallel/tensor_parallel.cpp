@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <unordered_map>
 
 #include "unitrain/core/error.h"
 #include "unitrain/parallel/process_group.h"
@@ -176,6 +177,38 @@ std::vector<std::pair<std::string, Split>> splits_of(const torch::nn::Module& mo
   return out;
 }
 
+void cut_whole(const torch::nn::Module& module,
+               std::vector<std::pair<std::string, torch::Tensor>>& named) {
+  struct Cut {
+    torch::Tensor param;
+    Split split;
+    int part, parts;
+  };
+  std::unordered_map<std::string, Cut> cuts;
+  auto add = [&cuts](const torch::nn::Module& m, const std::string& prefix) {
+    if (const auto* c = m.as<ColumnParallelLinearImpl>()) {
+      cuts[prefix + "weight"] = {c->weight, c->split(), c->part(), c->parts()};
+      if (c->bias.defined()) cuts[prefix + "bias"] = {c->bias, c->split(), c->part(), c->parts()};
+    } else if (const auto* r = m.as<RowParallelLinearImpl>()) {
+      cuts[prefix + "weight"] = {r->weight, Split{1, 1}, r->part(), r->parts()};
+    } else if (const auto* e = m.as<VocabParallelEmbeddingImpl>()) {
+      cuts[prefix + "weight"] = {e->weight, Split{0, 1}, e->part(), e->parts()};
+    }
+  };
+  add(module, "");
+  for (const auto& m : module.named_modules("", /*include_self=*/false)) {
+    add(*m.value(), m.key() + ".");
+  }
+  for (auto& [name, t] : named) {
+    const auto it = cuts.find(name);
+    if (it == cuts.end()) continue;
+    const Cut& c = it->second;
+    const int64_t dim = c.split.dim;
+    if (t.dim() != c.param.dim() || t.size(dim) != c.param.size(dim) * c.parts) continue;
+    t = part_of(t, dim, c.part, c.parts, c.split.blocks);
+  }
+}
+
 namespace {
 thread_local std::shared_ptr<ProcessGroup> building;
 }  // namespace
@@ -272,14 +305,18 @@ torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
 }
 
 VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(int64_t num_embeddings, int64_t dim,
-                                                       std::shared_ptr<ProcessGroup> group)
+                                                       std::shared_ptr<ProcessGroup> group,
+                                                       int64_t padding_idx)
     : group_(std::move(group)) {
   const int64_t rows =
       per_process(num_embeddings, group_.get(), "a vocabulary-parallel Embedding", "vocabulary");
   start_ = rows * tp::rank_of(group_.get());
+  if (padding_idx >= start_ && padding_idx < start_ + rows) padding_idx_ = padding_idx - start_;
   weight = register_parameter("weight", torch::empty({rows, dim}));
   torch::NoGradGuard no_grad;
-  load_full(torch::empty({num_embeddings, dim}).normal_());
+  torch::Tensor table = torch::empty({num_embeddings, dim}).normal_();
+  if (padding_idx >= 0 && padding_idx < num_embeddings) table[padding_idx].zero_();
+  load_full(table);
 }
 
 void VocabParallelEmbeddingImpl::load_full(const torch::Tensor& table) {
@@ -288,11 +325,12 @@ void VocabParallelEmbeddingImpl::load_full(const torch::Tensor& table) {
 }
 
 torch::Tensor VocabParallelEmbeddingImpl::forward(const torch::Tensor& ids) {
-  if (tp::size_of(group_.get()) == 1) return torch::embedding(weight, ids);
+  if (tp::size_of(group_.get()) == 1) return torch::embedding(weight, ids, padding_idx_);
   const int64_t rows = weight.size(0);
   const torch::Tensor mine = (ids >= start_) & (ids < start_ + rows);
   const torch::Tensor local = torch::where(mine, ids - start_, torch::zeros_like(ids));
-  const torch::Tensor out = torch::embedding(weight, local) * mine.unsqueeze(-1).to(weight.dtype());
+  const torch::Tensor out =
+      torch::embedding(weight, local, padding_idx_) * mine.unsqueeze(-1).to(weight.dtype());
   return tp::reduce_from_group(out, group_);
 }
 

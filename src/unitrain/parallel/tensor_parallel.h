@@ -69,6 +69,12 @@ torch::Tensor whole_of(const torch::Tensor& part, const Split& split, ProcessGro
 /// The parameters of `module` that its parallel layers cut (by name, as named_parameters()
 /// names them), and how. A parameter not listed is whole on every process.
 std::vector<std::pair<std::string, Split>> splits_of(const torch::nn::Module& module);
+/// Each tensor of `named` (named as `module`'s parameters) that is the whole of a parameter
+/// `module`'s parallel layers cut, replaced by this process's part: whole weights (a Hugging
+/// Face folder, model.init_from) loaded into a model built cut. Tensors of other shapes are left
+/// for the load's own check to name.
+void cut_whole(const torch::nn::Module& module,
+               std::vector<std::pair<std::string, torch::Tensor>>& named);
 
 /// While it lives, the built-in models built on this thread (transformer_lm) build their layers
 /// cut over `group` (null or one process: whole). Scopes do not nest.
@@ -106,6 +112,8 @@ class ColumnParallelLinearImpl : public torch::nn::Module {
   tp::Split split() const { return {0, blocks_}; }
   /// The processes it is cut over (1: whole).
   int parts() const { return tp::size_of(group_.get()); }
+  /// This process's part (0 when whole).
+  int part() const { return tp::rank_of(group_.get()); }
 
   torch::Tensor weight;
   torch::Tensor bias;  ///< undefined without a bias
@@ -132,6 +140,8 @@ class RowParallelLinearImpl : public torch::nn::Module {
   void load_full(const torch::Tensor& weight, const torch::Tensor& bias = {});
   /// The processes it is cut over (1: whole).
   int parts() const { return tp::size_of(group_.get()); }
+  /// This process's part (0 when whole).
+  int part() const { return tp::rank_of(group_.get()); }
 
   torch::Tensor weight;
   torch::Tensor bias;
@@ -148,8 +158,9 @@ TORCH_MODULE(RowParallelLinear);
 /// (N(0, 1) over the full table), then cut.
 class VocabParallelEmbeddingImpl : public torch::nn::Module {
  public:
+  /// `padding_idx` >= 0: that id's row gets no gradient (torch::nn::Embedding's padding_idx).
   VocabParallelEmbeddingImpl(int64_t num_embeddings, int64_t dim,
-                             std::shared_ptr<ProcessGroup> group);
+                             std::shared_ptr<ProcessGroup> group, int64_t padding_idx = -1);
   torch::Tensor forward(const torch::Tensor& ids);
   /// Copies this process's rows of a full table [num_embeddings, dim].
   void load_full(const torch::Tensor& table);
@@ -157,12 +168,15 @@ class VocabParallelEmbeddingImpl : public torch::nn::Module {
   int64_t vocab_start() const { return start_; }
   /// The processes it is cut over (1: whole).
   int parts() const { return tp::size_of(group_.get()); }
+  /// This process's part (0 when whole).
+  int part() const { return tp::rank_of(group_.get()); }
 
   torch::Tensor weight;
 
  private:
   std::shared_ptr<ProcessGroup> group_;
   int64_t start_ = 0;
+  int64_t padding_idx_ = -1;  ///< this process's row of it; -1: none here
 };
 TORCH_MODULE(VocabParallelEmbedding);
 

@@ -19,6 +19,7 @@
 #include "unitrain/log/console.h"
 #include "unitrain/optim/optimizer.h"
 #include "unitrain/parallel/micro_shard_layout.h"
+#include "unitrain/parallel/process_group.h"
 #include "unitrain/parallel/shard_module.h"
 #include "unitrain/parallel/sharded_parameters.h"
 
@@ -54,6 +55,8 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
 }
 
 TrainLoop::~TrainLoop() { module_.set_run(nullptr); }
+
+int TrainLoop::tensor_parallel() const { return tensor_group_ ? tensor_group_->world_size() : 1; }
 
 void TrainLoop::start(const OptimizerFactory& make) {
   optimizers_ = make(plan_);

@@ -107,6 +107,8 @@ class TrainLoop {
   /// Where the module trains (train.device), from start() on.
   const torch::Device& device() const { return step_->device(); }
   ProcessGroup* group() const { return group_.get(); }
+  /// distributed.tensor_parallel's group size (1 without).
+  int tensor_parallel() const;
   bool sharded() const { return step_ && step_->sharded(); }
   /// distributed.zero: 3's parameters (null otherwise).
   const ShardedParameters* sharded_parameters() const {

@@ -109,6 +109,11 @@ void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
     }
   } else {
     if (tensor_group_) {  // distributed.tensor_parallel: files of whole tensors
+      // A callback's per-parameter state (ema) would be saved as the first process's parts.
+      UT_CHECK(parameter_states().empty(),
+               "a callback that keeps a state per parameter (callbacks: ema) with "
+               "distributed.tensor_parallel is not built yet (its checkpoint would hold one "
+               "process's parts); leave one of them out");
       cut_ = std::make_unique<TensorCut>();
       cut_->group = tensor_group_;
       for (auto& [name, split] : tp::splits_of(module_.weights())) cut_->splits[name] = split;

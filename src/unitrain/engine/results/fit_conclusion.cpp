@@ -61,6 +61,7 @@ void write_summary(const TrainLoop& loop, const RunSettings& settings, const Fit
   s.last_checkpoint = r.last_checkpoint;
   s.resumed_from = r.resumed_from;
   s.world_size = loop.plan().processes;
+  s.tensor_parallel = loop.tensor_parallel();
   s.rollbacks = r.rollbacks;
   s.write(settings.run_dir);
 }

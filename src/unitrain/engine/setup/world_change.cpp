@@ -75,7 +75,7 @@ WorldChange plan_world_change(const SavedLayout& saved, int world, int64_t batch
   return c;
 }
 
-void fit_resume_to_world(ResumePoint& resume, int world, RunSettings& settings) {
+void fit_resume_to_world(ResumePoint& resume, int world, RunSettings& settings, bool replicas) {
   if (resume.dir.empty()) return;
   const int64_t batch = settings.loader.batch_size_;
   SavedLayout saved;
@@ -95,9 +95,10 @@ void fit_resume_to_world(ResumePoint& resume, int world, RunSettings& settings) 
   }
   if (saved.world != world) {
     resume.world_change = fmt::format(
-        "resuming on {} process(es) a checkpoint written by {}: the global batch of {} samples "
+        "resuming on {} {} a checkpoint written by {}: the global batch of {} samples "
         "per step is kept ({}), training continues at sample {} of epoch {}",
-        world, saved.world, saved.world * saved.batch_size * saved.accumulation, change.describe(),
+        world, replicas ? "data-parallel replica(s)" : "process(es)", saved.world,
+        saved.world * saved.batch_size * saved.accumulation, change.describe(),
         saved.batch_in_epoch * saved.world * saved.batch_size, resume.file.state.epoch);
   }
 }

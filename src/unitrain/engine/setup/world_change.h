@@ -46,7 +46,10 @@ WorldChange plan_world_change(const SavedLayout& saved, int world, int64_t batch
 /// the accumulation in `settings` (plan_world_change), carries its position in the epoch over
 /// into `resume`, and when the world changed writes how into `resume.world_change` (the
 /// Trainer says it once nothing refused the resume). Nothing without a resume.
-/// ConfigError, before the run folder is touched, when that cannot be done.
-void fit_resume_to_world(ResumePoint& resume, int world, RunSettings& settings);
+/// ConfigError, before the run folder is touched, when that cannot be done. Under
+/// distributed.tensor_parallel `world` counts the data-parallel replicas (`replicas` true): the
+/// data is cut over those.
+void fit_resume_to_world(ResumePoint& resume, int world, RunSettings& settings,
+                         bool replicas = false);
 
 }  // namespace unitrain
