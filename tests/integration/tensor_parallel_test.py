@@ -162,6 +162,28 @@ class TensorParallel(common.Case):
                 la, lb = self.losses(runs["one"]), self.losses(runs["tp2"])
                 self.assertLess(max(abs(p - q) for p, q in zip(la, lb)), 1e-5)
 
+    def test_two_machines_a_tensor_group_inside_each_replicas_across(self):
+        # Network namespaces joined by a veth pair, 2 workers in each: ranks 0+1 (machine 0) and
+        # 2+3 (machine 1) are tensor groups, the replicas talk across machines. The same run as
+        # DP 2 x TP 2 on one machine, bitwise (the same sums in the same order).
+        here, _ = self.train("here", "--distributed.tensor_parallel", "2", world=4)
+        cfg, run_dir = self.config("machines")
+        with common.Machines(self, "10.79.0") as machines:
+            procs = [machines.launch(node, [
+                "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", "2",
+                "--master-addr", machines.addrs[0], "--master-port", "29587", "--", "train", cfg,
+                "--distributed.tensor_parallel", "2", "--distributed.timeout", "60"])
+                for node in (0, 1)]
+            outs = [p.communicate(timeout=600)[0] for p in procs]
+        for p, out in zip(procs, outs):
+            self.assertEqual(p.returncode, 0, out)
+        self.assertIn("tensor parallel: 2 processes a tensor group, 2 data-parallel replicas",
+                      outs[0])
+        a, b = self.weights(here), self.weights(run_dir)
+        for k in a:
+            self.assertTrue(torch.equal(a[k], b[k]), k)
+        self.assertEqual(self.losses(here), self.losses(run_dir))
+
     def test_what_it_cannot_run_is_refused_by_key(self):
         tp = ["--distributed.tensor_parallel", "2"]
         cases = [

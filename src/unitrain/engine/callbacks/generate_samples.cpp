@@ -61,6 +61,10 @@ void GenerateSamples::on_fit_start(Trainer& trainer) {
   // one through trained_model()).
   model_ = trainer.module() ? trainer.module()->trained_model() : nullptr;
   models::HfCausalLm* model = model_ ? model_->generation_model() : nullptr;
+  UT_CHECK(!model_ || !model_->vocab_split(),
+           "callbacks: generate does not run under distributed.tensor_parallel (the model's "
+           "logits are cut over its processes): generate from the run's checkpoints with "
+           "`unitrain generate`, in one process");
   UT_CHECK(model != nullptr,
            "callbacks: generate needs the config-driven path with a gpt2 or "
            "llama model (model.type)");
