@@ -14,9 +14,7 @@ from common import run, SOURCE
 CONFIG = """
 run_dir: {run_dir}
 seed: 3
-model:
-  type: transformer_lm
-  args: {{vocab: 48, d_model: 32, layers: 2, heads: 4, seq_len: 16, dropout: 0.0}}
+model: {model}
 objective: {{losses: [{{type: cross_entropy}}]}}
 data:
   train: {{type: tokens, args: {{path: {data}, seq_len: 16}}}}
@@ -26,22 +24,11 @@ train: {{max_length: 30 steps, log_every: 1 steps, threads: 1}}
 checkpoint: {{enabled: true, every: 10 steps}}
 log: {{trackers: [console, jsonl]}}
 """
-
+LM = ("{type: transformer_lm, args: {vocab: 48, d_model: 32, layers: 2, heads: 4, seq_len: 16, "
+      "dropout: 0.0}}")
 # A Hugging Face llama folder of make_folders.py (grouped-query attention: 4 heads, 2 key/value
 # heads; untied head; or tied with biases, stored in bf16).
-HF_CONFIG = """
-run_dir: {run_dir}
-seed: 3
-model: {{type: llama, args: {{pretrained: {folder}}}}}
-objective: {{losses: [{{type: cross_entropy}}]}}
-data:
-  train: {{type: tokens, args: {{path: {data}, seq_len: 16}}}}
-  loader: {{batch_size: 8, workers: 0, shuffle: true}}
-optimizer: {{type: adamw, lr: 0.001, args: {{weight_decay: 0.01}}}}
-train: {{max_length: 30 steps, log_every: 1 steps, threads: 1}}
-checkpoint: {{enabled: true, every: 30 steps}}
-log: {{trackers: [console, jsonl]}}
-"""
+LLAMA = "{{type: llama, args: {{pretrained: {folder}}}}}"
 
 # The key bias of attention gets a gradient that is zero in exact arithmetic (softmax ignores a
 # constant added to every score of a row): Adam turns its rounding noise into steps of lr's
@@ -50,16 +37,11 @@ KEY_BIAS = slice(32, 64)
 
 
 class TensorParallel(common.Case):
-    def config(self, name):
-        data = os.path.join(self.dir, "tokens.bin")
-        if not os.path.exists(data):
-            g = torch.Generator().manual_seed(0)
-            ids = torch.randint(48, (4000,), generator=g, dtype=torch.int32).numpy().astype("<u2")
-            with open(data, "wb") as f:
-                f.write(ids.tobytes())
+    def config(self, name, model=LM):
+        data = common.random_tokens(os.path.join(self.dir, "tokens.bin"), 48, 4000, seed=0)
         run_dir = os.path.join(self.dir, name)
         cfg = common.write(os.path.join(self.dir, name + ".yaml"),
-                           CONFIG.format(run_dir=run_dir, data=data))
+                           CONFIG.format(run_dir=run_dir, data=data, model=model))
         return cfg, run_dir
 
     def train(self, name, *args, world=1, expect=0):
@@ -132,22 +114,18 @@ class TensorParallel(common.Case):
         folders = os.path.join(self.dir, "folders")
         subprocess.run([sys.executable, os.path.join(SOURCE, "tests/models/hf/make_folders.py"),
                         folders], check=True, stdout=subprocess.DEVNULL)
-        self.config("tokens")  # the token file (ids < 48 < the folders' vocabulary of 128)
-        data = os.path.join(self.dir, "tokens.bin")
         for folder in ("llama", "llama_tied_bias"):
             with self.subTest(folder):
+                model = LLAMA.format(folder=os.path.join(folders, folder))
                 runs = {}
                 for name, world, more in (("one", 1, []),
                                           ("tp2", 2, ["--distributed.tensor_parallel", "2"])):
-                    run_dir = os.path.join(self.dir, f"{folder}-{name}")
-                    cfg = common.write(run_dir + ".yaml", HF_CONFIG.format(
-                        run_dir=run_dir, folder=os.path.join(folders, folder), data=data))
+                    cfg, runs[name] = self.config(f"{folder}-{name}", model)
                     words = ["train", cfg] + more
                     if world > 1:
                         words = ["launch", "--nproc-per-node", str(world), "--"] + words
                     code, out = run(words)
                     self.assertEqual(code, 0, out)
-                    runs[name] = run_dir
                 a, b = self.weights(runs["one"]), self.weights(runs["tp2"])
                 self.assertEqual(list(a), list(b))
                 for k in a:
