@@ -71,5 +71,24 @@ TEST(ProcessGroup, AllToAllSwapsEqualPartsAndCarriesBfloat16AsItsBits) {
   }
 }
 
+TEST(ProcessGroup, SendMeetsTheRecvOfItsTagAndCarriesAnyDtypeAsItsBytes) {
+  torch::manual_seed(2);
+  const auto floats = torch::randn({3, 4});
+  const auto halves = torch::randn({5}).to(torch::kBFloat16);
+  test::run_ranks(2, [&](int rank, ProcessGroup& group) {
+    if (rank == 0) {
+      group.send(halves, 1, /*tag=*/7);
+      group.send(floats.t(), 1, /*tag=*/3);  // a view: sent as its contiguous copy
+    } else {
+      auto b = torch::empty({5}, torch::kBFloat16);
+      auto f = torch::empty({4, 3});
+      group.recv(b, 0, 7);
+      group.recv(f, 0, 3);
+      EXPECT_TRUE(b.equal(halves));
+      EXPECT_TRUE(f.equal(floats.t()));
+    }
+  });
+}
+
 }  // namespace
 }  // namespace unitrain

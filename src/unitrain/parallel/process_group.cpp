@@ -376,6 +376,27 @@ void ProcessGroup::broadcast_from(std::vector<torch::Tensor>& tensors,
   });
 }
 
+namespace {
+
+/// `t`'s bytes as a flat uint8 tensor sharing its memory (what Gloo sends of any dtype).
+torch::Tensor bytes_of(const torch::Tensor& t) {
+  TORCH_INTERNAL_ASSERT(t.is_contiguous());
+  return t.view({-1}).view(torch::kUInt8);
+}
+
+}  // namespace
+
+void ProcessGroup::send(const torch::Tensor& tensor, int to, int tag) {
+  const torch::Tensor contiguous = tensor.contiguous();
+  std::vector<torch::Tensor> bytes{bytes_of(contiguous)};
+  wait("send", 1, bytes[0].numel(), [&] { group_->send(bytes, to, tag)->wait(); });
+}
+
+void ProcessGroup::recv(torch::Tensor& tensor, int from, int tag) {
+  std::vector<torch::Tensor> bytes{bytes_of(tensor)};
+  wait("recv", 1, bytes[0].numel(), [&] { group_->recv(bytes, from, tag)->wait(); });
+}
+
 std::vector<std::string> ProcessGroup::all_gather(const std::string& text) {
   // Made on the host, gathered on the group's device, read on the host (no copy on the CPU).
   const auto on_group = torch::TensorOptions().device(device_);

@@ -134,6 +134,13 @@ class ProcessGroup {
   /// once, before reading `output`; `output` and `input` must live, and `input` not change,
   /// until then): distributed.reproducible's exchange overlapping the next micro-shard.
   std::function<void()> start_all_to_all(torch::Tensor& output, const torch::Tensor& input);
+  /// `tensor`'s bytes to rank `to`, returning once they may be reused: point-to-point, as the
+  /// stages of a pipeline pass activations and gradients. Each send meets the recv of the same
+  /// `tag` on the other rank. Any dtype travels as its bytes (bfloat16 on Gloo too).
+  void send(const torch::Tensor& tensor, int to, int tag = 0);
+  /// Fills `tensor` (contiguous; its shape and dtype the sender's, agreed beforehand) from rank
+  /// `from`'s send of `tag`.
+  void recv(torch::Tensor& tensor, int from, int tag = 0);
   /// Every rank's `text`, by rank.
   std::vector<std::string> all_gather(const std::string& text);
   void barrier();
