@@ -110,24 +110,14 @@ TORCH_MODULE(Block);
 /// (the same model whatever the split).
 void initialise(torch::nn::Module& piece) {
   torch::NoGradGuard no_grad;
-  auto full_normal = [](const torch::Tensor& part, int64_t dim, int64_t parts) {
-    std::vector<int64_t> shape(part.sizes().begin(), part.sizes().end());
-    shape[size_t(dim)] *= parts;
-    return torch::empty(shape, part.options()).normal_(0.0, 0.02);
-  };
-  piece.apply([&](torch::nn::Module& m) {
+  piece.apply([](torch::nn::Module& m) {
     if (auto* linear = m.as<torch::nn::Linear>()) {
       linear->weight.normal_(0.0, 0.02);
       linear->bias.zero_();
     } else if (auto* embedding = m.as<torch::nn::Embedding>()) {
       embedding->weight.normal_(0.0, 0.02);
-    } else if (auto* column = m.as<ColumnParallelLinearImpl>()) {
-      column->load_full(full_normal(column->weight, 0, column->parts()),
-                        torch::zeros({column->weight.size(0) * column->parts()}));
-    } else if (auto* row = m.as<RowParallelLinearImpl>()) {
-      row->load_full(full_normal(row->weight, 1, row->parts()), torch::zeros_like(row->bias));
-    } else if (auto* embedding = m.as<VocabParallelEmbeddingImpl>()) {
-      embedding->load_full(full_normal(embedding->weight, 0, embedding->parts()));
+    } else {
+      tp::init_normal(m, 0.02);
     }
   });
 }

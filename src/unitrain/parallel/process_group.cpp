@@ -204,25 +204,6 @@ std::shared_ptr<ProcessGroup> ProcessGroup::over_store(const c10::intrusive_ptr<
   return pg;
 }
 
-std::shared_ptr<ProcessGroup> ProcessGroup::subgroup(const std::string& name,
-                                                     const std::vector<int>& members) const {
-  const auto me = std::find(members.begin(), members.end(), rank_);
-  UT_CHECK_TRAIN(me != members.end() && std::is_sorted(members.begin(), members.end()) &&
-                     std::adjacent_find(members.begin(), members.end()) == members.end() &&
-                     members.front() >= 0 && members.back() < world_size_,
-                 "process group '", name, "': rank ", rank_,
-                 " is not one of its members, or they are not distinct ranks in order");
-  ProcessGroupOptions options = options_;
-  const std::string json = ".json";
-  if (options.flight_file.size() > json.size() &&
-      options.flight_file.compare(options.flight_file.size() - json.size(), json.size(), json) ==
-          0) {
-    options.flight_file.insert(options.flight_file.size() - json.size(), "-" + name);
-  }
-  auto store = c10::make_intrusive<c10d::PrefixStore>("group/" + name, store_);
-  return over_store(store, int(me - members.begin()), int(members.size()), options);
-}
-
 ProcessGroup::~ProcessGroup() {
   if (board_) board_->stop();  // it reads flight_
 }
@@ -374,27 +355,6 @@ void ProcessGroup::broadcast_from(std::vector<torch::Tensor>& tensors,
     o.rootRank = roots[next++];
     return group_->broadcast(one, o);
   });
-}
-
-namespace {
-
-/// `t`'s bytes as a flat uint8 tensor sharing its memory (what Gloo sends of any dtype).
-torch::Tensor bytes_of(const torch::Tensor& t) {
-  TORCH_INTERNAL_ASSERT(t.is_contiguous());
-  return t.view({-1}).view(torch::kUInt8);
-}
-
-}  // namespace
-
-void ProcessGroup::send(const torch::Tensor& tensor, int to, int tag) {
-  const torch::Tensor contiguous = tensor.contiguous();
-  std::vector<torch::Tensor> bytes{bytes_of(contiguous)};
-  wait("send", 1, bytes[0].numel(), [&] { group_->send(bytes, to, tag)->wait(); });
-}
-
-void ProcessGroup::recv(torch::Tensor& tensor, int from, int tag) {
-  std::vector<torch::Tensor> bytes{bytes_of(tensor)};
-  wait("recv", 1, bytes[0].numel(), [&] { group_->recv(bytes, from, tag)->wait(); });
 }
 
 std::vector<std::string> ProcessGroup::all_gather(const std::string& text) {

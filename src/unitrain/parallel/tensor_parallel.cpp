@@ -158,16 +158,30 @@ torch::Tensor whole_of(const torch::Tensor& part, const Split& split, ProcessGro
   return all.reshape(shape).transpose(dim, dim + 1).reshape(out).contiguous();
 }
 
-std::vector<std::pair<std::string, Split>> splits_of(const torch::nn::Module& module) {
-  std::vector<std::pair<std::string, Split>> out;
+namespace {
+
+/// A parameter a parallel layer cuts: its name in the module, the tensor, how, and the
+/// layer's place in its group.
+struct LayerCut {
+  std::string name;
+  torch::Tensor param;
+  Split split;
+  int part = 0, parts = 1;
+};
+
+/// Every parameter `module`'s parallel layers cut, in named_modules() order.
+std::vector<LayerCut> layer_cuts(const torch::nn::Module& module) {
+  std::vector<LayerCut> out;
   auto add = [&out](const torch::nn::Module& m, const std::string& prefix) {
-    if (const auto* column = m.as<ColumnParallelLinearImpl>()) {
-      out.emplace_back(prefix + "weight", column->split());
-      if (column->bias.defined()) out.emplace_back(prefix + "bias", column->split());
-    } else if (m.as<RowParallelLinearImpl>() != nullptr) {
-      out.emplace_back(prefix + "weight", Split{1, 1});
-    } else if (m.as<VocabParallelEmbeddingImpl>() != nullptr) {
-      out.emplace_back(prefix + "weight", Split{0, 1});
+    if (const auto* c = m.as<ColumnParallelLinearImpl>()) {
+      out.push_back({prefix + "weight", c->weight, c->split(), c->part(), c->parts()});
+      if (c->bias.defined()) {
+        out.push_back({prefix + "bias", c->bias, c->split(), c->part(), c->parts()});
+      }
+    } else if (const auto* r = m.as<RowParallelLinearImpl>()) {
+      out.push_back({prefix + "weight", r->weight, Split{1, 1}, r->part(), r->parts()});
+    } else if (const auto* e = m.as<VocabParallelEmbeddingImpl>()) {
+      out.push_back({prefix + "weight", e->weight, Split{0, 1}, e->part(), e->parts()});
     }
   };
   add(module, "");
@@ -177,36 +191,47 @@ std::vector<std::pair<std::string, Split>> splits_of(const torch::nn::Module& mo
   return out;
 }
 
+}  // namespace
+
+std::vector<std::pair<std::string, Split>> splits_of(const torch::nn::Module& module) {
+  std::vector<std::pair<std::string, Split>> out;
+  for (LayerCut& c : layer_cuts(module)) out.emplace_back(std::move(c.name), c.split);
+  return out;
+}
+
 void cut_whole(const torch::nn::Module& module,
                std::vector<std::pair<std::string, torch::Tensor>>& named) {
-  struct Cut {
-    torch::Tensor param;
-    Split split;
-    int part, parts;
-  };
-  std::unordered_map<std::string, Cut> cuts;
-  auto add = [&cuts](const torch::nn::Module& m, const std::string& prefix) {
-    if (const auto* c = m.as<ColumnParallelLinearImpl>()) {
-      cuts[prefix + "weight"] = {c->weight, c->split(), c->part(), c->parts()};
-      if (c->bias.defined()) cuts[prefix + "bias"] = {c->bias, c->split(), c->part(), c->parts()};
-    } else if (const auto* r = m.as<RowParallelLinearImpl>()) {
-      cuts[prefix + "weight"] = {r->weight, Split{1, 1}, r->part(), r->parts()};
-    } else if (const auto* e = m.as<VocabParallelEmbeddingImpl>()) {
-      cuts[prefix + "weight"] = {e->weight, Split{0, 1}, e->part(), e->parts()};
-    }
-  };
-  add(module, "");
-  for (const auto& m : module.named_modules("", /*include_self=*/false)) {
-    add(*m.value(), m.key() + ".");
-  }
+  std::unordered_map<std::string, LayerCut> cuts;
+  for (LayerCut& c : layer_cuts(module)) cuts.emplace(c.name, std::move(c));
   for (auto& [name, t] : named) {
     const auto it = cuts.find(name);
     if (it == cuts.end()) continue;
-    const Cut& c = it->second;
+    const LayerCut& c = it->second;
     const int64_t dim = c.split.dim;
     if (t.dim() != c.param.dim() || t.size(dim) != c.param.size(dim) * c.parts) continue;
     t = part_of(t, dim, c.part, c.parts, c.split.blocks);
   }
+}
+
+bool init_normal(torch::nn::Module& layer, double std) {
+  torch::NoGradGuard no_grad;
+  auto whole = [std](const torch::Tensor& part, int64_t dim, int parts) {
+    std::vector<int64_t> shape(part.sizes().begin(), part.sizes().end());
+    shape[size_t(dim)] *= parts;
+    return torch::empty(shape, part.options()).normal_(0.0, std);
+  };
+  if (auto* c = layer.as<ColumnParallelLinearImpl>()) {
+    const torch::Tensor w = whole(c->weight, 0, c->parts());
+    c->load_full(w, c->bias.defined() ? torch::zeros({w.size(0)}) : torch::Tensor());
+  } else if (auto* r = layer.as<RowParallelLinearImpl>()) {
+    r->load_full(whole(r->weight, 1, r->parts()),
+                 r->bias.defined() ? torch::zeros_like(r->bias) : torch::Tensor());
+  } else if (auto* e = layer.as<VocabParallelEmbeddingImpl>()) {
+    e->load_full(whole(e->weight, 0, e->parts()));  // its padding row zeroed there
+  } else {
+    return false;
+  }
+  return true;
 }
 
 namespace {
@@ -314,14 +339,13 @@ VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(int64_t num_embeddings, i
   if (padding_idx >= start_ && padding_idx < start_ + rows) padding_idx_ = padding_idx - start_;
   weight = register_parameter("weight", torch::empty({rows, dim}));
   torch::NoGradGuard no_grad;
-  torch::Tensor table = torch::empty({num_embeddings, dim}).normal_();
-  if (padding_idx >= 0 && padding_idx < num_embeddings) table[padding_idx].zero_();
-  load_full(table);
+  load_full(torch::empty({num_embeddings, dim}).normal_());  // (the padding row zeroed)
 }
 
 void VocabParallelEmbeddingImpl::load_full(const torch::Tensor& table) {
   torch::NoGradGuard no_grad;
   weight.copy_(tp::part_of(table, 0, tp::rank_of(group_.get()), tp::size_of(group_.get())));
+  if (padding_idx_ >= 0) weight[padding_idx_].zero_();
 }
 
 torch::Tensor VocabParallelEmbeddingImpl::forward(const torch::Tensor& ids) {

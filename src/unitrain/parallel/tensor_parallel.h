@@ -76,6 +76,12 @@ std::vector<std::pair<std::string, Split>> splits_of(const torch::nn::Module& mo
 void cut_whole(const torch::nn::Module& module,
                std::vector<std::pair<std::string, torch::Tensor>>& named);
 
+/// When `layer` is one of the parallel layers: its whole weight drawn N(0, std) as the plain
+/// layer's would be from the same generator state (biases zero, an embedding's padding row
+/// zero), its part kept, and true; false for any other module. For models' initialisations
+/// (the same model whatever the split).
+bool init_normal(torch::nn::Module& layer, double std);
+
 /// While it lives, the built-in models built on this thread (transformer_lm) build their layers
 /// cut over `group` (null or one process: whole). Scopes do not nest.
 class BuildScope {
@@ -162,7 +168,7 @@ class VocabParallelEmbeddingImpl : public torch::nn::Module {
   VocabParallelEmbeddingImpl(int64_t num_embeddings, int64_t dim,
                              std::shared_ptr<ProcessGroup> group, int64_t padding_idx = -1);
   torch::Tensor forward(const torch::Tensor& ids);
-  /// Copies this process's rows of a full table [num_embeddings, dim].
+  /// Copies this process's rows of a full table [num_embeddings, dim] (its padding row zeroed).
   void load_full(const torch::Tensor& table);
   /// The first id this process's rows hold.
   int64_t vocab_start() const { return start_; }

@@ -3,7 +3,6 @@
 #include <torch/torch.h>
 
 #include <cmath>
-#include <unordered_set>
 
 #include "unitrain/parallel/process_group.h"
 
@@ -12,7 +11,9 @@ namespace unitrain {
 TensorParallelSync::TensorParallelSync(std::unique_ptr<GradientSync> inner,
                                        std::shared_ptr<ProcessGroup> group,
                                        std::vector<torch::Tensor> cut)
-    : inner_(std::move(inner)), group_(std::move(group)), cut_(std::move(cut)) {}
+    : inner_(std::move(inner)), group_(std::move(group)) {
+  for (const auto& p : cut) cut_.insert(p.unsafeGetTensorImpl());
+}
 
 void TensorParallelSync::finish(const std::vector<torch::Tensor>& params) {
   inner_->finish(params);
@@ -43,12 +44,10 @@ double TensorParallelSync::sum_across_ranks(double local) {
 
 double TensorParallelSync::norm() {
   // The gradients of `params` are final and equal over the replicas (finish()).
-  std::unordered_set<const void*> cut;
-  for (const auto& p : cut_) cut.insert(p.unsafeGetTensorImpl());
   std::vector<torch::Tensor> parts, wholes;
   for (const auto& p : params_) {
     if (!p.grad().defined()) continue;
-    (cut.count(p.unsafeGetTensorImpl()) ? parts : wholes).push_back(p.grad());
+    (cut_.count(p.unsafeGetTensorImpl()) ? parts : wholes).push_back(p.grad());
   }
   auto squares = [](const std::vector<torch::Tensor>& grads) {
     if (grads.empty()) return torch::zeros({}, torch::kFloat64);

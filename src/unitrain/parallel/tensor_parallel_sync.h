@@ -4,6 +4,7 @@
 // must agree on — the step's decision, and the gradients' norm, of which each process holds the
 // part its layers cut.
 #include <memory>
+#include <unordered_set>
 #include <vector>
 
 #include "unitrain/parallel/gradient_sync.h"
@@ -44,8 +45,8 @@ class TensorParallelSync : public GradientSync {
 
   std::unique_ptr<GradientSync> inner_;
   std::shared_ptr<ProcessGroup> group_;
-  std::vector<torch::Tensor> cut_;
-  std::vector<torch::Tensor> params_;  ///< finish()'s: the gradients norm() measures
+  std::unordered_set<const void*> cut_;  ///< the cut parameters' TensorImpls
+  std::vector<torch::Tensor> params_;    ///< finish()'s: the gradients norm() measures
   StepDecision agreed_;
 };
 
