@@ -19,7 +19,7 @@ objective: {{losses: [{{type: cross_entropy}}]}}
 data:
   train: {{type: tokens, args: {{path: {data}, seq_len: 16}}}}
   loader: {{batch_size: 8, workers: 0, shuffle: true}}
-optimizer: {{type: adamw, lr: 0.001, args: {{weight_decay: 0.01}}}}
+optimizer: {{type: adamw, lr: 0.001, args: {{weight_decay: 0.01, eps: 1.0e-6}}}}
 train: {{max_length: 30 steps, log_every: 1 steps, threads: 1}}
 checkpoint: {{enabled: true, every: 10 steps}}
 log: {{trackers: [console, jsonl]}}
@@ -30,10 +30,12 @@ LM = ("{type: transformer_lm, args: {vocab: 48, d_model: 32, layers: 2, heads: 4
 # heads; untied head; or tied with biases, stored in bf16).
 LLAMA = "{{type: llama, args: {{pretrained: {folder}}}}}"
 
-# The key bias of attention gets a gradient that is zero in exact arithmetic (softmax ignores a
-# constant added to every score of a row): Adam turns its rounding noise into steps of lr's
-# size, whatever the plan. Its third of qkv.bias is compared loosely.
-KEY_BIAS = slice(32, 64)
+# Adam's eps is 1e-6, not its default 1e-8: a gradient whose size is rounding noise (the key
+# bias's is zero in exact arithmetic, as softmax ignores a constant added to a row's scores; a
+# few weights' are nearly so) divided by a square root of the same noise makes a step of lr's
+# size. With eps 1e-8 one process with accumulation_steps 2 (the same sums in another order) ends
+# 7e-6 from one with 1 here, and a CPU with other kernels went past 1e-5: the noise of the
+# sums, not the plan. eps 1e-6 keeps those steps of noise's size, and every value within 1e-5.
 
 
 class TensorParallel(common.Case):
@@ -68,11 +70,7 @@ class TensorParallel(common.Case):
         self.assertEqual(list(wa), list(wb), what)
         for k in wa:
             self.assertEqual(wa[k].shape, wb[k].shape, f"{what}: {k}")
-            x, y = wa[k], wb[k]
-            if k.endswith("attention.qkv.bias"):
-                self.assertLess((x[KEY_BIAS] - y[KEY_BIAS]).abs().max().item(), 1e-4, f"{what}: {k}")
-                x, y = torch.cat([x[:32], x[64:]]), torch.cat([y[:32], y[64:]])
-            self.assertLess((x - y).abs().max().item(), 1e-5, f"{what}: {k}")
+            self.assertLess((wa[k] - wb[k]).abs().max().item(), 1e-5, f"{what}: {k}")
         la, lb = self.losses(a), self.losses(b)
         self.assertEqual(len(la), len(lb))
         self.assertLess(max(abs(p - q) for p, q in zip(la, lb)), 1e-5, what)
@@ -130,13 +128,13 @@ class TensorParallel(common.Case):
                 self.assertEqual(list(a), list(b))
                 for k in a:
                     self.assertEqual(a[k].shape, b[k].shape, k)
-                    # Every value within 1e-5 but for a rare one whose gradient is near zero
-                    # (the key bias; an element of a row few inputs reach), where Adam turns the
-                    # rounding noise into steps of lr's size: those within 1e-4, at most 1 in 1000.
+                    # Every value within 1e-5 but for a rare one (at most 1 in 1000, within
+                    # 1e-4): the bf16-stored folders hold a few weights whose gradient stays near
+                    # the noise of the sums even with eps 1e-6 (one of 3840 in up_proj, 1.1e-5
+                    # here; 6e-5 with eps 1e-8).
                     d = (a[k] - b[k]).abs()
                     self.assertLess(d.max().item(), 1e-4, k)
-                    if not k.endswith("k_proj.bias"):
-                        self.assertLessEqual((d > 1e-5).sum().item(), d.numel() // 1000, k)
+                    self.assertLessEqual((d > 1e-5).sum().item(), d.numel() // 1000, k)
                 la, lb = self.losses(runs["one"]), self.losses(runs["tp2"])
                 self.assertLess(max(abs(p - q) for p, q in zip(la, lb)), 1e-5)
 
