@@ -10,23 +10,57 @@
 #include "unitrain/compat/optimizer_state_key.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/optimizer_state_serializer.h"
+#include "unitrain/parallel/pipeline_stage.h"
 #include "unitrain/parallel/process_group.h"
 
 namespace unitrain {
 
 void TensorCut::make_whole(NamedTensors& named) const {
   for (auto& [name, t] : named) {
+    if (elsewhere.count(name)) continue;
     const auto it = splits.find(name);
     if (it != splits.end()) t = tp::whole_of(t, it->second, *group);
+  }
+  if (!pipe_gathers) return;
+  // Stage by stage, each sends the writer its tensors in the model's order.
+  const int writer = stage->stages() - 1;
+  for (int s = 0; s < writer; ++s) {
+    for (auto& [name, t] : named) {
+      const auto owner = stage_of.find(name);
+      if (owner == stage_of.end() || owner->second != s) continue;
+      if (stage->stage() == s) {
+        stage->group().send(t.detach(), stage->rank_of(writer));
+      } else if (stage->stage() == writer) {
+        std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
+        const auto split = splits.find(name);
+        if (split != splits.end() && group) {
+          const int64_t d = split->second.dim < 0 ? split->second.dim + t.dim() : split->second.dim;
+          shape[static_cast<size_t>(d)] *= group->world_size();
+        }
+        torch::Tensor whole = torch::empty(shape, t.options());
+        stage->group().recv(whole, stage->rank_of(s));
+        t = whole;
+      }
+    }
   }
 }
 
 void TensorCut::cut(NamedTensors& named) const {
   for (auto& [name, t] : named) {
+    const auto here = elsewhere.find(name);
+    if (here != elsewhere.end()) {
+      t = here->second;  // loaded as itself: nothing copied
+      continue;
+    }
     const auto it = splits.find(name);
     if (it == splits.end()) continue;
     t = tp::part_of(t, it->second.dim, group->rank(), group->world_size(), it->second.blocks);
   }
+}
+
+void TensorCut::drop_elsewhere_state(torch::optim::Optimizer& optimizer) const {
+  auto& state = optimizer.state();
+  for (const auto& [name, t] : elsewhere) state.erase(optimizer_state_key(t));
 }
 
 namespace {

@@ -84,6 +84,23 @@ class TrainModule : public torch::nn::Module {
   /// parameters sharded across the processes and gathers them just before the unit runs.
   /// Default: none (the module cannot be trained with ZeRO stage 3).
   virtual std::vector<std::vector<torch::Tensor>> units() { return {}; }
+  /// Pipeline parallelism (distributed.pipeline_parallel, each stage running some of units()):
+  /// units [first, end) on `batch`, `x` being what unit first - 1 returned (undefined when
+  /// first is 0: the batch's inputs feed unit 0); returns what unit end - 1 returns. Default:
+  /// ConfigError (the module cannot be cut into stages). ObjectiveModule runs its model's.
+  virtual torch::Tensor forward_units(const Batch& batch, size_t first, size_t end,
+                                      const torch::Tensor& x);
+  /// The loss of `batch` from `out`, what the last unit returned (on the pipeline's last
+  /// stage); no metrics. Default: ConfigError.
+  virtual StepOutput loss_of_units(const Batch& batch, const torch::Tensor& out);
+  /// Why this module cannot be trained cut into pipeline stages, as a ConfigError's message
+  /// naming the key to change; nullopt when it can. Asked before anything is written. Default:
+  /// the module declares no forward_units.
+  virtual std::optional<std::string> stage_refusal();
+  /// What each unit of units() costs to run, relative to the others: the pipeline's stages are
+  /// balanced by it (unless distributed.pipeline_cuts names the cuts). Default: each unit's
+  /// parameter elements.
+  virtual std::vector<double> unit_costs();
   /// Who runs the units (null: they run straight through). A module with units() runs each
   /// through it: `runner->run(i, fn, inputs)` (core/unit_runner.h).
   virtual void set_unit_runner(std::shared_ptr<UnitRunner> runner) {}
@@ -111,6 +128,31 @@ class TrainModule : public torch::nn::Module {
  private:
   ModuleRun* run_ = nullptr;
 };
+
+inline std::optional<std::string> TrainModule::stage_refusal() {
+  return "distributed.pipeline_parallel: the module cannot be cut into stages (it declares no "
+         "forward_units: TrainModule::units(), forward_units, loss_of_units and stage_refusal; "
+         "the config path cuts transformer_lm and the llama-shaped models); set it to 1";
+}
+
+inline torch::Tensor TrainModule::forward_units(const Batch&, size_t, size_t,
+                                                const torch::Tensor&) {
+  throw ConfigError(*TrainModule::stage_refusal());
+}
+
+inline StepOutput TrainModule::loss_of_units(const Batch&, const torch::Tensor&) {
+  throw ConfigError(*TrainModule::stage_refusal());
+}
+
+inline std::vector<double> TrainModule::unit_costs() {
+  std::vector<double> out;
+  for (const auto& unit : units()) {
+    double n = 0;
+    for (const auto& p : unit) n += static_cast<double>(p.numel());
+    out.push_back(n);
+  }
+  return out;
+}
 
 inline ModuleRun& TrainModule::run() const {
   UT_CHECK(run_ != nullptr,

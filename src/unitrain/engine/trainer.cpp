@@ -25,6 +25,7 @@
 #include "unitrain/engine/results/fit_conclusion.h"
 #include "unitrain/engine/results/summary_file.h"
 #include "unitrain/engine/setup/fit_device.h"
+#include "unitrain/engine/setup/pipeline_cut.h"
 #include "unitrain/engine/setup/run_callbacks.h"
 #include "unitrain/engine/setup/run_dir_lock.h"
 #include "unitrain/engine/setup/run_folder.h"
@@ -138,31 +139,18 @@ std::shared_ptr<ProcessGroup> Trainer::tensor_group() {
 }
 
 Trainer::Joined Trainer::join(const DistEnv& env) {
-  const DistributedOptions& d = settings_->distributed;
-  if (d.tensor_parallel > 1) {
-    UT_CHECK(d.zero == 0, "distributed.zero: ", d.zero,
-             " with distributed.tensor_parallel: ", d.tensor_parallel,
-             " is not built yet (the replicas would shard parameters that are themselves "
-             "parts); use distributed.zero: 0, or data parallelism alone");
-    UT_CHECK(options().precision != PrecisionMode::Bf16True,
-             "train.precision: bf16-true with distributed.tensor_parallel: ", d.tensor_parallel,
-             " is not built yet (the float32 masters the optimizer steps are not cut with their "
-             "parameters); use bf16-mixed");
-    UT_CHECK(!d.reproducible_on(),
-             "distributed.reproducible with distributed.tensor_parallel: ", d.tensor_parallel,
-             " is not built yet (the row-parallel sums are not cut into a fixed order); leave "
-             "one of them out");
-  }
+  check_model_cut(*settings_);
   // The device before the processes join: data parallelism on GPUs talks through NCCL.
   Joined j{set_up_device(*settings_, env), {}};
   j.plan = ParallelPlan::make(join_group(env, j.device.device),
-                              static_cast<int>(settings_->distributed.tensor_parallel));
+                              static_cast<int>(settings_->distributed.tensor_parallel),
+                              static_cast<int>(settings_->distributed.pipeline_parallel));
   if (j.plan.tensor > 1) {
     log::info(fmt::format(
         "tensor parallel: {} processes a tensor group, {} data-parallel replica{} (this "
-        "process: part {} of its group's model, replica {})",
+        "process: part {} of its group's {}, replica {})",
         j.plan.tensor, j.plan.data_size(), j.plan.data_size() == 1 ? "" : "s",
-        j.plan.tensor_group->rank(), j.plan.data_rank()));
+        j.plan.tensor_group->rank(), j.plan.pipeline > 1 ? "stage" : "model", j.plan.data_rank()));
   }
   return j;
 }
@@ -275,14 +263,15 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
            "parallelism alone");
   if (!resume.dir.empty()) {
     auto settings = std::make_unique<RunSettings>(*settings_);
-    fit_resume_to_world(resume, parallel_.data_size(), *settings, parallel_.tensor > 1);
+    fit_resume_to_world(resume, parallel_.data_size(), *settings, parallel_.cuts_model());
     settings_ = std::move(settings);
   }
   check_finished_run_resume(resume, *settings_, config_);
   announce_device(fit, options());
   // Every replica starts from the first's weights (a tensor group's processes hold parts).
-  place_module(module, parallel_.tensor > 1 ? parallel_.data.get() : group.get(), *settings_,
+  place_module(module, parallel_.cuts_model() ? parallel_.data.get() : group.get(), *settings_,
                fit.device);
+  parallel_.stage = cut_into_stages(module, parallel_, *settings_);
   // bf16-true casts the model here, before the gradient buckets are laid out for its dtype.
   precision_ = configure_precision(module.weights());
   UT_CHECK(precision_ != nullptr, "configure_precision() returned no Precision");

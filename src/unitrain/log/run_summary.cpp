@@ -24,10 +24,11 @@ constexpr const char* kStoppedBy = "stopped by ";
 constexpr const char* kResumeHint = "run the same command to resume";
 
 /// The top-level keys RunSummary reads and writes, in the order it writes them.
-constexpr const char* kKeys[] = {"name",        "status",        "step",       "epoch",
-                                 "samples",     "skipped_steps", "world_size", "tensor_parallel",
-                                 "rollbacks",   "seconds",       "final",      "best",
-                                 "checkpoints", "test"};
+constexpr const char* kKeys[] = {"name",       "status",          "step",
+                                 "epoch",      "samples",         "skipped_steps",
+                                 "world_size", "tensor_parallel", "pipeline_parallel",
+                                 "rollbacks",  "seconds",         "final",
+                                 "best",       "checkpoints",     "test"};
 
 bool starts_with(const std::string& s, const std::string& prefix) {
   return s.rfind(prefix, 0) == 0;
@@ -139,6 +140,7 @@ std::string RunSummary::to_json() const {
   j["skipped_steps"] = skipped_steps;
   j["world_size"] = world_size;
   if (tensor_parallel > 1) j["tensor_parallel"] = tensor_parallel;
+  if (pipeline_parallel > 1) j["pipeline_parallel"] = pipeline_parallel;
   if (rollbacks > 0) j["rollbacks"] = rollbacks;
   j["seconds"] = std::round(seconds * 1000.0) / 1000.0;
   j["final"] = {{"train", metrics_json(final_train)}, {"val", metrics_json(final_val)}};
@@ -184,6 +186,7 @@ RunSummary RunSummary::parse(const std::string& text, const std::string& where) 
   in.read(j, "skipped_steps", s.skipped_steps);
   in.read(j, "world_size", s.world_size);
   in.read(j, "tensor_parallel", s.tensor_parallel);
+  in.read(j, "pipeline_parallel", s.pipeline_parallel);
   in.read(j, "rollbacks", s.rollbacks);
   in.read(j, "seconds", s.seconds);
   if (const Json* last = in.object(j, "final")) {

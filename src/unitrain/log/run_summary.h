@@ -48,6 +48,8 @@ struct RunSummary {
   int64_t world_size = 1;
   /// distributed.tensor_parallel's group size (written when above 1): world_size / it replicas.
   int64_t tensor_parallel = 1;
+  /// distributed.pipeline_parallel's stages (written when above 1).
+  int64_t pipeline_parallel = 1;
   int64_t rollbacks = 0;        ///< train.divergence's rollbacks (written when there were any)
   double seconds = 0;           ///< training time, resumes included (written to the millisecond)
   Metrics final_train;          ///< the last training log event

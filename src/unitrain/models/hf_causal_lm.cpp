@@ -84,6 +84,29 @@ std::vector<torch::Tensor> HfCausalLm::forward_all(const std::vector<torch::Tens
   });
 }
 
+torch::Tensor HfCausalLm::forward_units(const std::vector<torch::Tensor>& inputs, size_t first,
+                                        size_t end, const torch::Tensor& x) {
+  check_input_count(type_, inputs, 1, 2);
+  const torch::Tensor tokens = checked(inputs[0]);
+  TokenLayout layout = inputs.size() == 2 ? TokenLayout::packed(inputs[1], tokens, type_)
+                                          : TokenLayout::causal(tokens.size(1), tokens.device());
+  layout.limit_window(attention_window(), tokens.size(1), tokens.device());
+  return run_units(tokens, layout, first, end, x);
+}
+
+std::vector<double> HfCausalLm::unit_costs() {
+  std::vector<double> costs = Model::unit_costs();
+  if (!costs.empty()) costs.front() = 0;
+  return costs;
+}
+
+torch::Tensor HfCausalLm::run_units(torch::Tensor, const TokenLayout&, size_t, size_t,
+                                    torch::Tensor) {
+  throw ConfigError(std::string("distributed.pipeline_parallel: ") + type_ +
+                    " is not cut into stages yet (built in: llama and the llama-shaped "
+                    "families); set it to 1");
+}
+
 bool HfCausalLm::checkpoint_activations(int64_t every) {
   UT_CHECK(every >= 0, type_, ": activation checkpointing every ", every,
            " blocks; give a count >= 1 (or 0 = off)");

@@ -59,6 +59,11 @@ class HfCausalLm : public Model {
   virtual int64_t attention_window() const { return 0; }
   /// inputs: token ids, and optionally segment ids (objective.inputs: [x, segments]).
   std::vector<torch::Tensor> forward_all(const std::vector<torch::Tensor>& inputs) override;
+  /// Units [first, end) on the token ids (and segment ids) of `inputs` (run_units).
+  torch::Tensor forward_units(const std::vector<torch::Tensor>& inputs, size_t first, size_t end,
+                              const torch::Tensor& x) override;
+  /// A block's and the head's parameter elements; the embeddings, looked up, cost none.
+  std::vector<double> unit_costs() override;
   /// Blocks 0, every, 2 * every, ... recompute their activations in backward; 0 = none.
   bool checkpoint_activations(int64_t every) override;
   const HfModelInfo* hf_info() const override { return &info_; }
@@ -73,6 +78,10 @@ class HfCausalLm : public Model {
   explicit HfCausalLm(const char* type) : type_(type) {}
   /// Logits of checked token ids laid out as `layout` says.
   virtual torch::Tensor run(torch::Tensor tokens, const TokenLayout& layout) = 0;
+  /// run() of units [first, end) alone, `x` what unit first - 1 returned (undefined for 0): a
+  /// pipeline stage's. Default: ConfigError (the family is not cut into stages).
+  virtual torch::Tensor run_units(torch::Tensor tokens, const TokenLayout& layout, size_t first,
+                                  size_t end, torch::Tensor x);
   /// The token ids checked (checked_tokens): int64 [B, T].
   virtual torch::Tensor checked(torch::Tensor tokens) const = 0;
   /// Whether block `i` recomputes its activations.
@@ -163,6 +172,9 @@ class LlamaImpl : public HfCausalLm {
 
  protected:
   torch::Tensor run(torch::Tensor tokens, const TokenLayout& layout) override;
+  /// A stage's units; ConfigError for one without the embeddings when the head is tied to them.
+  torch::Tensor run_units(torch::Tensor tokens, const TokenLayout& layout, size_t first, size_t end,
+                          torch::Tensor x) override;
   torch::Tensor checked(torch::Tensor tokens) const override;
 
  private:

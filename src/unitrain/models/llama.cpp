@@ -154,20 +154,35 @@ torch::Tensor LlamaImpl::checked(torch::Tensor tokens) const {
 }
 
 torch::Tensor LlamaImpl::run(torch::Tensor tokens, const TokenLayout& layout) {
+  return run_units(std::move(tokens), layout, 0, layers->size() + 2, {});
+}
+
+torch::Tensor LlamaImpl::run_units(torch::Tensor tokens, const TokenLayout& layout, size_t first,
+                                   size_t end, torch::Tensor x) {
   const bool tied = config.tie_word_embeddings;
-  auto first = run_unit(
-      0,
-      [this, tied](const std::vector<torch::Tensor>& in) {
-        if (tp_embed) return std::vector<torch::Tensor>{tp_embed(in[0]), tp_embed->weight};
-        std::vector<torch::Tensor> out{embed_tokens->forward(in[0])};
-        if (tied)
-          out.push_back(units_run_apart() ? embed_tokens->weight.clone() : embed_tokens->weight);
-        return out;
-      },
-      {tokens});
-  torch::Tensor x = first[0];
-  // Gemma: the embeddings times sqrt(hidden_size), rounded to their dtype first.
-  if (config.embed_scale) x = x * torch::tensor(std::sqrt(double(config.hidden_size)), x.options());
+  const size_t count = layers->size();
+  UT_CHECK(!tied || (first == 0 && end == count + 2), config.model_type,
+           ": tie_word_embeddings under distributed.pipeline_parallel is not built yet (the head "
+           "on the last stage would share the first stage's embeddings); train it with "
+           "pipeline_parallel: 1");
+  std::vector<torch::Tensor> first_out;
+  if (first == 0) {
+    first_out = run_unit(
+        0,
+        [this, tied](const std::vector<torch::Tensor>& in) {
+          if (tp_embed) return std::vector<torch::Tensor>{tp_embed(in[0]), tp_embed->weight};
+          std::vector<torch::Tensor> out{embed_tokens->forward(in[0])};
+          if (tied)
+            out.push_back(units_run_apart() ? embed_tokens->weight.clone() : embed_tokens->weight);
+          return out;
+        },
+        {tokens});
+    x = first_out[0];
+    // Gemma: the embeddings times sqrt(hidden_size), rounded to their dtype first.
+    if (config.embed_scale) {
+      x = x * torch::tensor(std::sqrt(double(config.hidden_size)), x.options());
+    }
+  }
   auto rope = [&](const torch::Tensor& inv_freq) {
     auto [c, s] = rotary(layout.positions, inv_freq);
     return std::pair{c.to(x.scalar_type()), s.to(x.scalar_type())};
@@ -179,7 +194,7 @@ torch::Tensor LlamaImpl::run(torch::Tensor tokens, const TokenLayout& layout) {
   if (!config.sliding_layers.empty()) {
     windowed.limit_window(config.sliding_window, tokens.size(1), tokens.device());
   }
-  for (size_t i = 0; i < layers->size(); ++i) {
+  for (size_t i = std::max<size_t>(first, 1) - 1; i < count && i + 1 < end; ++i) {
     auto block = layers->ptr<LlamaBlockImpl>(i);
     const bool recompute = recomputes(i);
     const bool sliding = !config.sliding_layers.empty() && config.sliding_layers[i];
@@ -192,11 +207,12 @@ torch::Tensor LlamaImpl::run(torch::Tensor tokens, const TokenLayout& layout) {
         },
         x, recompute);
   }
+  if (end < count + 2) return x;
   std::vector<torch::Tensor> last_in{x};
-  if (tied) last_in.push_back(first[1]);
+  if (tied) last_in.push_back(first_out[1]);
   auto* final_norm = norm->as<RmsNormImpl>();
   return run_unit(
-      layers->size() + 1,
+      count + 1,
       [this, tied, final_norm](const std::vector<torch::Tensor>& in) {
         auto y = final_norm->forward(in[0]);
         // Tensor parallel: this process's vocabulary (a tied head: its rows of the embeddings).

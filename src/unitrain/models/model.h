@@ -84,6 +84,15 @@ class Model : public torch::nn::Module {
   /// Set when the model's logits are cut over a tensor group (built inside a tp::BuildScope of
   /// more than one process): the objective's cross_entropy is then the vocabulary-parallel one.
   virtual std::optional<VocabSplit> vocab_split() const { return std::nullopt; }
+  /// Pipeline parallelism (distributed.pipeline_parallel): units [first, end) of units() on
+  /// `inputs` (what forward_all takes; every stage has them), `x` being what unit first - 1
+  /// returned (undefined when first is 0); returns what unit end - 1 returns (the one
+  /// prediction when end is units().size()). Default: ConfigError (the model runs whole).
+  virtual torch::Tensor forward_units(const std::vector<torch::Tensor>& inputs, size_t first,
+                                      size_t end, const torch::Tensor& x);
+  /// What each unit of units() costs to run, relative to the others (the pipeline's stages are
+  /// balanced by it). Default: its parameters' elements.
+  virtual std::vector<double> unit_costs();
   /// Who runs the units (null: straight through).
   void set_unit_runner(std::shared_ptr<UnitRunner> runner) { unit_runner_ = std::move(runner); }
 

@@ -1,6 +1,7 @@
 // The model registry and the built-in models (each registers itself: mlp.cpp, cnn.cpp, ...).
 #include <mutex>
 
+#include "unitrain/core/error.h"
 #include "unitrain/models/cnn.h"
 #include "unitrain/models/hf_causal_lm.h"
 #include "unitrain/models/mlp.h"
@@ -9,6 +10,24 @@
 #include "unitrain/models/transformer_lm.h"
 
 namespace unitrain {
+
+torch::Tensor Model::forward_units(const std::vector<torch::Tensor>&, size_t, size_t,
+                                   const torch::Tensor&) {
+  throw ConfigError(
+      "distributed.pipeline_parallel: the model cannot be cut into stages (it declares no "
+      "Model::forward_units; built in: transformer_lm and the llama-shaped models); set it to "
+      "1");
+}
+
+std::vector<double> Model::unit_costs() {
+  std::vector<double> out;
+  for (const auto& unit : units()) {
+    double n = 0;
+    for (const auto& p : unit) n += static_cast<double>(p.numel());
+    out.push_back(n);
+  }
+  return out;
+}
 
 Registry<ModelPtr>& model_registry() {
   static Registry<ModelPtr> registry("model");

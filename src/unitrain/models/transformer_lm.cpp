@@ -254,29 +254,51 @@ torch::Tensor TransformerLmImpl::checked(torch::Tensor tokens) const {
   return tokens.to(torch::kLong);
 }
 
-torch::Tensor TransformerLmImpl::run(const torch::Tensor& tokens, const TokenLayout& layout) {
+torch::Tensor TransformerLmImpl::run(const torch::Tensor& tokens, const TokenLayout& layout,
+                                     size_t first, size_t end, torch::Tensor x) {
   // Each piece runs as a unit of units() (ZeRO stage 3 gathers its parameters around it).
-  auto x = run_unit(
-      0,
-      [this, layout](const torch::Tensor& ids) {
-        auto e = (tp_token_embedding ? tp_token_embedding(ids) : token_embedding(ids)) +
-                 position_embedding->forward(layout.positions);
-        return options.dropout() > 0 ? torch::dropout(e, options.dropout(), is_training()) : e;
-      },
-      tokens);
-  for (size_t i = 0; i < blocks->size(); ++i) {
+  const size_t layers = blocks->size();
+  end = std::min(end, layers + 2);
+  if (first == 0 && end > 0) {
+    x = run_unit(
+        0,
+        [this, layout](const torch::Tensor& ids) {
+          auto e = (tp_token_embedding ? tp_token_embedding(ids) : token_embedding(ids)) +
+                   position_embedding->forward(layout.positions);
+          return options.dropout() > 0 ? torch::dropout(e, options.dropout(), is_training()) : e;
+        },
+        tokens);
+  }
+  for (size_t i = std::max<size_t>(first, 1) - 1; i < layers && i + 1 < end; ++i) {
     auto block = blocks->ptr<BlockImpl>(i);
     const bool recompute = checkpoint_every_ > 0 && i % static_cast<size_t>(checkpoint_every_) == 0;
     x = run_unit(
         1 + i, [block, layout](const torch::Tensor& in) { return block->forward(in, layout); }, x,
         recompute);
   }
+  if (end < layers + 2) return x;
   return run_unit(
-      blocks->size() + 1,
+      layers + 1,
       [this](const torch::Tensor& in) {
         return tp_head ? tp_head(norm->forward(in)) : project(head, norm->forward(in));
       },
       x);
+}
+
+torch::Tensor TransformerLmImpl::forward_units(const std::vector<torch::Tensor>& inputs,
+                                               size_t first, size_t end, const torch::Tensor& x) {
+  check_input_count("transformer_lm", inputs, 1, 2);
+  const torch::Tensor tokens = checked(inputs[0]);
+  const TokenLayout layout = inputs.size() == 2
+                                 ? TokenLayout::packed(inputs[1], tokens, "transformer_lm")
+                                 : TokenLayout::causal(tokens.size(1), tokens.device());
+  return run(tokens, layout, first, end, x);
+}
+
+std::vector<double> TransformerLmImpl::unit_costs() {
+  std::vector<double> costs = Model::unit_costs();
+  costs.front() = 0;
+  return costs;
 }
 
 std::vector<std::vector<torch::Tensor>> TransformerLmImpl::units() {

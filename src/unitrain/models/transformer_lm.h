@@ -81,6 +81,11 @@ class TransformerLmImpl : public Model {
   bool checkpoint_activations(int64_t every) override;
   /// The embeddings (token and position), each block, then the final norm with the head.
   std::vector<std::vector<torch::Tensor>> units() override;
+  /// Units [first, end) on the token ids (and segment ids) of `inputs`: a pipeline stage's.
+  torch::Tensor forward_units(const std::vector<torch::Tensor>& inputs, size_t first, size_t end,
+                              const torch::Tensor& x) override;
+  /// A block's and the head's parameter elements; the embeddings, looked up, cost none.
+  std::vector<double> unit_costs() override;
   bool runs_lora_adapters() const override { return true; }
   /// seq_len (it generates no text: no KV cache).
   std::optional<int64_t> context_length() const override { return options.seq_len(); }
@@ -101,7 +106,9 @@ class TransformerLmImpl : public Model {
  private:
   std::shared_ptr<ProcessGroup> tensor_group_;  ///< null: whole
   torch::Tensor checked(torch::Tensor tokens) const;
-  torch::Tensor run(const torch::Tensor& tokens, const TokenLayout& layout);
+  /// Units [first, end) (all by default): `x` what unit first - 1 returned, undefined for 0.
+  torch::Tensor run(const torch::Tensor& tokens, const TokenLayout& layout, size_t first = 0,
+                    size_t end = SIZE_MAX, torch::Tensor x = {});
   int64_t checkpoint_every_ = 0;
 };
 

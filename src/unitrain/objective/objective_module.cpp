@@ -287,7 +287,10 @@ StepOutput ObjectiveModule::run(const Batch& input) {
   Batch with_teacher;
   if (teacher_) with_teacher = teacher_->annotate(input, student_device(input));
   const Batch& batch = teacher_ ? with_teacher : input;
-  std::vector<torch::Tensor> preds = outputs_->run(*model_, batch);
+  return losses_of(batch, outputs_->run(*model_, batch));
+}
+
+StepOutput ObjectiveModule::losses_of(const Batch& batch, const std::vector<torch::Tensor>& preds) {
   StepOutput out;
   const bool report_terms = losses_.size() > 1 || !regularizers_.empty();
   torch::Tensor total;
@@ -344,6 +347,49 @@ std::optional<MetricDirection> ObjectiveModule::metric_direction(const std::stri
   }
   for (const auto& term : metrics_) {
     if (name == term->name) return metric_registry().direction(term->type);
+  }
+  return std::nullopt;
+}
+
+torch::Tensor ObjectiveModule::forward_units(const Batch& batch, size_t first, size_t end,
+                                             const torch::Tensor& x) {
+  std::vector<torch::Tensor> inputs;
+  for (const std::string& name : outputs_->inputs()) {
+    inputs.push_back(batch_tensor(batch, name, "objective.inputs"));
+  }
+  return model_->forward_units(inputs, first, end, x);
+}
+
+StepOutput ObjectiveModule::loss_of_units(const Batch& batch, const torch::Tensor& out) {
+  return losses_of(batch, {out});
+}
+
+std::optional<std::string> ObjectiveModule::stage_refusal() {
+  const std::string key = "distributed.pipeline_parallel";
+  if (model_->units().empty()) {
+    return key + ": model " + model_type_ +
+           " runs whole (no units: transformer_lm and the llama-shaped models are cut into "
+           "stages); set it to 1";
+  }
+  if (teacher_) return key + " with objective.teacher is not built yet; leave one of them out";
+  if (outputs_->predictions().size() != 1) {
+    return key + ": objective.predictions names " + std::to_string(outputs_->predictions().size()) +
+           " predictions; a pipeline's last stage passes one to the loss";
+  }
+  if (losses_.size() != 1) {
+    return key + ": objective.losses has " + std::to_string(losses_.size()) +
+           " terms; under a pipeline the last stage computes one loss (its terms would be "
+           "metrics only it holds): keep one";
+  }
+  if (!regularizers_.empty()) {
+    return key +
+           ": objective.regularizers need every stage's parameters in the loss; leave "
+           "them out (optimizer.args.weight_decay decays the weights where they are)";
+  }
+  if (!metrics_.empty()) {
+    return key +
+           ": objective.metrics are not built yet under a pipeline (the last stage alone "
+           "holds the predictions); leave them out";
   }
   return std::nullopt;
 }

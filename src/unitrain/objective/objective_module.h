@@ -99,6 +99,16 @@ class ObjectiveModule : public TrainModule {
   void set_unit_runner(std::shared_ptr<UnitRunner> runner) override {
     model_->set_unit_runner(std::move(runner));
   }
+  /// The model's units [first, end) on the batch's inputs (Model::forward_units).
+  torch::Tensor forward_units(const Batch& batch, size_t first, size_t end,
+                              const torch::Tensor& x) override;
+  /// The losses on `out`, the one prediction.
+  StepOutput loss_of_units(const Batch& batch, const torch::Tensor& out) override;
+  /// Refused by key: a model that runs whole, a teacher, several predictions, losses, metrics or
+  /// regularizers (their values would live on the last stage only).
+  std::optional<std::string> stage_refusal() override;
+  /// The model's (Model::unit_costs).
+  std::vector<double> unit_costs() override { return model_->unit_costs(); }
   /// `loss`, each `loss_<term>` and `reg_<term>` are lower-is-better; a configured metric
   /// improves the way its type declares (metric_registry()); other names: nullopt.
   std::optional<MetricDirection> metric_direction(const std::string& name) const override;
@@ -127,6 +137,8 @@ class ObjectiveModule : public TrainModule {
   void check_teacher_names(const std::vector<std::string>& teacher_predictions) const;
   torch::Device student_device(const Batch& batch);
   StepOutput run(const Batch& input);
+  /// The losses, regularizers and metrics of `batch` on the model's predictions `preds`.
+  StepOutput losses_of(const Batch& batch, const std::vector<torch::Tensor>& preds);
   ModelPtr model_;
   std::string model_type_ = "model";
   std::unique_ptr<ModelOutputs> outputs_;  ///< the student's inputs and predictions

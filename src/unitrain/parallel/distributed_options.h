@@ -2,6 +2,7 @@
 // The `distributed` section: how the processes of a data-parallel run talk and reduce.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "unitrain/core/options.h"
 #include "unitrain/parallel/data_parallel.h"
@@ -33,6 +34,11 @@ struct DistributedOptions {
   /// over groups of T processes (tensor parallelism), the world's processes being T x the
   /// data-parallel replicas.
   int64_t tensor_parallel = 1;
+  /// P > 1: the model's units (embeddings, blocks, head) cut into P pipeline stages, a stage a
+  /// process (or a tensor group), the micro-batches of each step through them in 1F1B.
+  int64_t pipeline_parallel = 1;
+  /// The first unit of each stage after the first (P - 1 of them); empty: balanced by cost.
+  std::vector<int64_t> pipeline_cuts;
 
   /// distributed.reproducible is on.
   bool reproducible_on() const { return reproducible > 0; }

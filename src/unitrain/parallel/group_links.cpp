@@ -46,6 +46,27 @@ void ProcessGroup::send(const torch::Tensor& tensor, int to, int tag) {
   wait("send", 1, bytes[0].numel(), [&] { group_->send(bytes, to, tag)->wait(); });
 }
 
+std::function<void()> ProcessGroup::start_send(const torch::Tensor& tensor, int to, int tag) {
+  torch::Tensor contiguous = tensor.contiguous();
+  std::vector<torch::Tensor> bytes{bytes_of(contiguous)};
+  const int64_t seq = flight_.begin("send", 1, bytes[0].numel());
+  c10::intrusive_ptr<c10d::Work> work;
+  try {
+    work = group_->send(bytes, to, tag);
+  } catch (const std::exception& e) {
+    collective_failed(seq, e);
+  }
+  // The bytes live in the closure until the wait.
+  return [this, seq, work, contiguous]() {
+    try {
+      work->wait();
+    } catch (const std::exception& e) {
+      collective_failed(seq, e);
+    }
+    flight_.end(seq);
+  };
+}
+
 void ProcessGroup::recv(torch::Tensor& tensor, int from, int tag) {
   std::vector<torch::Tensor> bytes{bytes_of(tensor)};
   wait("recv", 1, bytes[0].numel(), [&] { group_->recv(bytes, from, tag)->wait(); });

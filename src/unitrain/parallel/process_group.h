@@ -138,6 +138,10 @@ class ProcessGroup {
   /// stages of a pipeline pass activations and gradients. Each send meets the recv of the same
   /// `tag` on the other rank. Any dtype travels as its bytes (bfloat16 on Gloo too).
   void send(const torch::Tensor& tensor, int to, int tag = 0);
+  /// send launched, not waited for: the returned function waits for it (call it exactly once;
+  /// the bytes are kept until then). The receiver may post its recv after this returns: two
+  /// ranks that send to each other before they receive do not wait on one another.
+  std::function<void()> start_send(const torch::Tensor& tensor, int to, int tag = 0);
   /// Fills `tensor` (contiguous; its shape and dtype the sender's, agreed beforehand) from rank
   /// `from`'s send of `tag`.
   void recv(torch::Tensor& tensor, int from, int tag = 0);

@@ -12,6 +12,7 @@
 #include "unitrain/engine/checkpoints/checkpoint_entries.h"
 #include "unitrain/engine/checkpoints/rank_files.h"
 #include "unitrain/parallel/optimizer_sharding.h"
+#include "unitrain/parallel/pipeline_stage.h"
 #include "unitrain/parallel/process_group.h"
 #include "unitrain/parallel/sharded_parameters.h"
 
@@ -56,10 +57,20 @@ class OptimizerEntry : public CheckpointEntry {
                                     "optimizer partition", files::optimizer_partition,
                                     [this] { return save_optimizer_state(optimizer_); });
     }
+    // distributed.pipeline_parallel: each stage holds the state of its own parameters, a
+    // partition by parameter as ZeRO 1's (the writer's, the last stage's, is the first).
+    const bool staged = cut_ && cut_->stage;
+    if (staged && cut_->pipe_gathers) {
+      partitions =
+          write_rank_files(cut_->stage->group(), root_, out.state.state.step, "optimizer",
+                           "optimizer partition (its pipeline stage's)", files::optimizer_partition,
+                           [this] { return save_optimizer_state(optimizer_); });
+    }
     if (!out.writes) return;
-    out.files.push_back({sharding_ || sharded_ ? files::optimizer_partition(0) : files::kOptimizer,
-                         {},
-                         optimizer_state_snapshot(optimizer_, out.async, out.buffers)});
+    out.files.push_back(
+        {sharding_ || sharded_ || staged ? files::optimizer_partition(0) : files::kOptimizer,
+         {},
+         optimizer_state_snapshot(optimizer_, out.async, out.buffers)});
     for (CheckpointFile& f : partitions) out.files.push_back(std::move(f));
   }
 
@@ -72,9 +83,12 @@ class OptimizerEntry : public CheckpointEntry {
     for (const std::string& name : by_parameter_files(in)) {
       found.push_back({in.read(name), in.path(name)});
     }
-    if (cut_)
-      return load_cut_optimizer_state(optimizer_, named_parameters(), *cut_, std::move(found));
-    load_optimizer_state(optimizer_, std::move(found));
+    if (cut_ && !cut_->splits.empty()) {
+      load_cut_optimizer_state(optimizer_, named_parameters(), *cut_, std::move(found));
+    } else {
+      load_optimizer_state(optimizer_, std::move(found));
+    }
+    if (cut_) return cut_->drop_elsewhere_state(optimizer_);
     if (sharding_) sharding_->drop_foreign_state();
   }
 

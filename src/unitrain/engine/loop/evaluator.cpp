@@ -8,6 +8,7 @@
 #include "unitrain/engine/loop/window_tokens.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/step/module_error.h"
+#include "unitrain/engine/step/pipeline_step.h"
 #include "unitrain/parallel/shard_ordered_metrics.h"
 #include "unitrain/precision/precision.h"
 
@@ -18,12 +19,13 @@ namespace {
 /// One validation_step (test_step) of `module` on `batch`, moved to `device` (through
 /// `storage`) and run as `precision` says; a failure names the step and `where`.
 StepOutput eval_step(TrainModule& module, const Batch& batch, const torch::Device& device,
-                     Batch& storage, const Precision* precision, bool test,
-                     const std::string& where) {
+                     Batch& storage, const EvalPass& pass, bool test, const std::string& where) {
+  const Precision* precision = pass.precision;
   try {
     AutocastScope autocast = precision ? precision->autocast() : AutocastScope(false, {}, {});
     const Batch& there = on_device(batch, device, storage);
     const Batch& in = precision && precision->casts_inputs() ? precision->inputs(there) : there;
+    if (pass.pipeline) return pass.pipeline->evaluate(in);
     return test ? module.test_step(in) : module.validation_step(in);
   } catch (...) {
     rethrow_module_error(std::string("the module's ") + (test ? "test_step" : "validation_step") +
@@ -54,7 +56,7 @@ MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalS
     if (hooks && !test) {
       hooks->call("on_validation_batch_start", &Callback::on_validation_batch_start, *batch);
     }
-    const StepOutput out = eval_step(module, *batch, device, storage, pass.precision, test,
+    const StepOutput out = eval_step(module, *batch, device, storage, pass, test,
                                      std::to_string(index) + " of " + loader.name());
     if (hooks && test) hooks->call("on_test_batch_end", &Callback::on_test_batch_end, *batch, out);
     if (hooks && !test) {
@@ -73,7 +75,7 @@ MetricAccumulator evaluate_sums(TrainModule& module, const Loader& loader, EvalS
     if (pass.lockstep_batches >= 0) last = std::move(*batch);
   }
   for (; last && index < pass.lockstep_batches; ++index) {
-    eval_step(module, *last, device, storage, pass.precision, test,
+    eval_step(module, *last, device, storage, pass, test,
               std::to_string(index + 1) + " of " + loader.name() +
                   " (run again: the other ranks' shards have more batches)");
   }

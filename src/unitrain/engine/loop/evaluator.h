@@ -9,6 +9,8 @@
 
 namespace unitrain {
 
+class PipelineStep;
+
 class CallbackList;
 class Precision;
 class ShardOrderedMetrics;
@@ -41,6 +43,9 @@ struct EvalPass {
   /// distributed.reproducible: each batch's values go there instead, for the caller to add up
   /// in the global order of the batches (ShardOrderedMetrics::fold).
   ShardOrderedMetrics* in_order = nullptr;
+  /// distributed.pipeline_parallel: each batch's forward runs through the stages (every one
+  /// gets the last's loss) instead of validation_step.
+  PipelineStep* pipeline = nullptr;
 };
 
 /// The same pass, returning the raw sums (for reducing across processes before dividing), as

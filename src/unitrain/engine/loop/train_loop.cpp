@@ -19,6 +19,7 @@
 #include "unitrain/log/console.h"
 #include "unitrain/optim/optimizer.h"
 #include "unitrain/parallel/micro_shard_layout.h"
+#include "unitrain/parallel/pipeline_stage.h"
 #include "unitrain/parallel/process_group.h"
 #include "unitrain/parallel/shard_module.h"
 #include "unitrain/parallel/sharded_parameters.h"
@@ -32,8 +33,9 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
       precision_(in.precision),
       module_(in.module),
       group_(std::move(in.group)),
-      data_group_(in.parallel.tensor > 1 ? std::move(in.parallel.data) : group_),
+      data_group_(in.parallel.cuts_model() ? std::move(in.parallel.data) : group_),
       tensor_group_(std::move(in.parallel.tensor_group)),
+      stage_(std::move(in.parallel.stage)),
       threads_(std::move(in.threads)),
       periods_(settings_.train.log_every, settings_.train.val_every, settings_.checkpoint.every),
       data_(std::move(train), std::move(val), settings_, device_of(module_.weights()).is_cuda(),
@@ -57,13 +59,14 @@ TrainLoop::TrainLoop(LoopInputs in, DatasetPtr train, DatasetPtr val, const Resu
 TrainLoop::~TrainLoop() { module_.set_run(nullptr); }
 
 int TrainLoop::tensor_parallel() const { return tensor_group_ ? tensor_group_->world_size() : 1; }
+int TrainLoop::pipeline_parallel() const { return stage_ ? stage_->stages() : 1; }
 
 void TrainLoop::start(const OptimizerFactory& make) {
   optimizers_ = make(plan_);
   optimizers_->follow(counters_);
   step_ = std::make_unique<ProcessStep>(
       StepParts{settings_, data_group_, module_, precision_, callbacks_, profiler_.get(),
-                device_of(module_.weights()), tensor_group_},
+                device_of(module_.weights()), tensor_group_, stage_},
       optimizers_->trainers());
   module_run_ = std::make_unique<LoopModuleRun>(
       counters_, plan_.rank, plan_.world, step_->device(),
@@ -217,7 +220,8 @@ void TrainLoop::advance(const Batch& batch, const MicroStep& m) {
   counters_.samples += n * plan_.world;  // every rank read a batch of the same size
   // The logged loss is a mean over what the loss averages: samples, or target tokens.
   const int64_t counted = data_.counted(batch);
-  logs_.add_batch(MetricValue(m.loss), counted, m.metrics, n);
+  // (distributed.pipeline_parallel: the loss exists on the last stage alone, process 0's.)
+  if (m.loss.defined()) logs_.add_batch(MetricValue(m.loss), counted, m.metrics, n);
   if (!m.window_end) {
     return callbacks_.call("on_train_batch_end", &Callback::on_train_batch_end, batch, m);
   }

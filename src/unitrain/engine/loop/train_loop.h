@@ -37,6 +37,8 @@
 
 namespace unitrain {
 
+class PipelineStage;
+
 class ParameterState;
 class Precision;
 class ProcessGroup;
@@ -109,6 +111,8 @@ class TrainLoop {
   ProcessGroup* group() const { return group_.get(); }
   /// distributed.tensor_parallel's group size (1 without).
   int tensor_parallel() const;
+  /// distributed.pipeline_parallel's stages (1 without).
+  int pipeline_parallel() const;
   bool sharded() const { return step_ && step_->sharded(); }
   /// distributed.zero: 3's parameters (null otherwise).
   const ShardedParameters* sharded_parameters() const {
@@ -181,6 +185,8 @@ class TrainLoop {
   void list_checkpoint_entries(torch::optim::Optimizer* trainers);
   /// The per-parameter state of the run's callbacks (ZeRO 3 has it kept by parts).
   std::vector<ParameterState*> parameter_states() const;
+  /// cut_'s pipeline: the stage of each parameter, the others' parameters by name.
+  void cut_stages();
 
   const RunSettings& settings_;
   const Config& config_;
@@ -193,6 +199,7 @@ class TrainLoop {
   /// distributed.tensor_parallel; null for one replica).
   std::shared_ptr<ProcessGroup> data_group_;
   std::shared_ptr<ProcessGroup> tensor_group_;  ///< null unless distributed.tensor_parallel
+  std::shared_ptr<PipelineStage> stage_;        ///< null unless distributed.pipeline_parallel
   std::unique_ptr<ThreadGovernor> threads_;
   TrainState counters_;  ///< the run's counters: this loop is their one writer
   RunPlan plan_;

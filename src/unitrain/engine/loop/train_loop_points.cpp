@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include <unordered_map>
+
 #include "unitrain/checkpoint/tensor_cut.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/memory.h"
@@ -13,6 +15,7 @@
 #include "unitrain/engine/loop/train_loop.h"
 #include "unitrain/engine/parameter_state.h"
 #include "unitrain/log/console.h"
+#include "unitrain/parallel/pipeline_stage.h"
 #include "unitrain/parallel/process_group.h"
 #include "unitrain/parallel/reduce_metrics.h"
 #include "unitrain/parallel/shard_ordered_metrics.h"
@@ -68,6 +71,7 @@ void TrainLoop::validate() {
   pass.lockstep_batches = lockstep;
   pass.token_key = settings_.train.eval_token_key();
   pass.in_order = ordered ? &in_order : nullptr;
+  pass.pipeline = step_->pipeline();
   MetricAccumulator sums = evaluate_sums(module_, *data_.val(), EvalSplit::Val, pass);
   if (ordered) {
     in_order.fold(data_group_.get(), sums);
@@ -108,16 +112,19 @@ void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
             TrainCheckpoints::Restores::AfterFitStart);  // on_fit_start sets the state up
     }
   } else {
-    if (tensor_group_) {  // distributed.tensor_parallel: files of whole tensors
+    if (tensor_group_ || stage_) {  // a model cut over processes: files of whole tensors
       // A callback's per-parameter state (ema) would be saved as the first process's parts.
       UT_CHECK(parameter_states().empty(),
                "a callback that keeps a state per parameter (callbacks: ema) with "
-               "distributed.tensor_parallel is not built yet (its checkpoint would hold one "
-               "process's parts); leave one of them out");
+               "distributed.tensor_parallel or pipeline_parallel is not built yet (its "
+               "checkpoint would hold one process's parts); leave one of them out");
       cut_ = std::make_unique<TensorCut>();
       cut_->group = tensor_group_;
-      for (auto& [name, split] : tp::splits_of(module_.weights())) cut_->splits[name] = split;
+      if (tensor_group_) {
+        for (auto& [name, split] : tp::splits_of(module_.weights())) cut_->splits[name] = split;
+      }
       cut_->gathers = plan_.rank == 0;  // the first replica's group: its first process writes
+      if (stage_) cut_stages();
     }
     c.add(model_entry(module_, precision_, cut_.get()));
   }
@@ -133,6 +140,22 @@ void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
     c.add(divergence_entry(step_->divergence()));
   }
   c.add(rng_entry(group_.get()));
+}
+
+void TrainLoop::cut_stages() {
+  cut_->stage = stage_;
+  cut_->pipe_gathers = plan_.rank == 0 && (!tensor_group_ || tensor_group_->rank() == 0);
+  std::unordered_map<const void*, int> stage_of;
+  const auto units = module_.units();
+  for (size_t u = 0; u < units.size(); ++u) {
+    for (const auto& p : units[u]) stage_of[p.unsafeGetTensorImpl()] = stage_->stage_of(u);
+  }
+  for (const auto& p : module_.weights().named_parameters()) {
+    const auto it = stage_of.find(p.value().unsafeGetTensorImpl());
+    if (it == stage_of.end()) continue;
+    cut_->stage_of[p.key()] = it->second;
+    if (it->second != stage_->stage()) cut_->elsewhere[p.key()] = p.value();
+  }
 }
 
 std::vector<ParameterState*> TrainLoop::parameter_states() const {

@@ -62,6 +62,7 @@ void write_summary(const TrainLoop& loop, const RunSettings& settings, const Fit
   s.resumed_from = r.resumed_from;
   s.world_size = loop.plan().processes;
   s.tensor_parallel = loop.tensor_parallel();
+  s.pipeline_parallel = loop.pipeline_parallel();
   s.rollbacks = r.rollbacks;
   s.write(settings.run_dir);
 }

@@ -1,5 +1,6 @@
 #include "unitrain/engine/step/process_step.h"
 
+#include <unordered_set>
 #include <vector>
 
 #include "unitrain/core/error.h"
@@ -8,15 +9,17 @@
 #include "unitrain/engine/setup/reproducible_checks.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/engine/setup/run_plan.h"
+#include "unitrain/engine/step/pipeline_step.h"
 #include "unitrain/engine/step/step_graph.h"
 #include "unitrain/optim/optimizer.h"
 #include "unitrain/parallel/data_parallel.h"
+#include "unitrain/parallel/model_group_sync.h"
+#include "unitrain/parallel/pipeline_stage.h"
 #include "unitrain/parallel/reproducible_sync.h"
 #include "unitrain/parallel/shard_module.h"
 #include "unitrain/parallel/sharded_parameters.h"
 #include "unitrain/parallel/sharded_sync.h"
 #include "unitrain/parallel/tensor_parallel.h"
-#include "unitrain/parallel/tensor_parallel_sync.h"
 
 namespace unitrain {
 
@@ -27,6 +30,13 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
   const auto& group = parts.group;
   const bool shards = group && !manual;  // (the module's own optimizers are never sharded)
   std::vector<int> gradient_owners;      // ZeRO 2: each parameter's bucket owner, model order
+  std::unordered_set<const void*> stage_params;  // a pipeline stage's units' parameters
+  if (parts.stage) {
+    const auto units = parts.module.units();
+    for (size_t u = parts.stage->first_unit(); u < parts.stage->end_unit(); ++u) {
+      for (const auto& p : units[u]) stage_params.insert(p.unsafeGetTensorImpl());
+    }
+  }
   check_reproducible_step(parts.settings, parts.module, trainers, group.get());
   if (distributed.reproducible_on() && !(group && distributed.zero == 3)) {
     sync_ = std::make_unique<ReproducibleSync>(group, parts.module.weights().parameters(),
@@ -37,13 +47,19 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
     sync_ = std::make_unique<ShardedSync>(group);
   } else {
     DataParallelOptions dp = distributed.data_parallel_options();
-    for (const auto& p : parts.module.weights().named_parameters()) dp.names.push_back(p.key());
+    // A pipeline stage's replicas reduce the gradients of its own units' parameters.
+    std::vector<torch::Tensor> params;
+    for (const auto& p : parts.module.weights().named_parameters()) {
+      if (parts.stage && !stage_params.count(p.value().unsafeGetTensorImpl())) continue;
+      dp.names.push_back(p.key());
+      params.push_back(p.value());
+    }
     dp.gradient_views = !manual;  // the module's optimizers zero their gradients themselves
     if (distributed.zero == 2) {  // (its precisions are checked at fit()'s start)
-      gradient_owners = bucket_owners(parts.module.weights().parameters(), group->world_size());
+      gradient_owners = bucket_owners(params, group->world_size());
       dp.owners = gradient_owners;
     }
-    sync_ = std::make_unique<DataParallelSync>(group, parts.module.weights().parameters(), dp);
+    sync_ = std::make_unique<DataParallelSync>(group, params, dp);
   }
   if (parts.tensor_group) {  // distributed.tensor_parallel: the replicas' sync inside
     const auto named = parts.module.weights().named_parameters();
@@ -51,8 +67,11 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
     for (const auto& [name, split] : tp::splits_of(parts.module.weights())) {
       cut.push_back(named[name]);
     }
-    sync_ =
-        std::make_unique<TensorParallelSync>(std::move(sync_), parts.tensor_group, std::move(cut));
+    sync_ = std::make_unique<ModelGroupSync>(std::move(sync_), parts.tensor_group, std::move(cut));
+  }
+  if (parts.stage) {  // distributed.pipeline_parallel: the stage's sync inside
+    sync_ = std::make_unique<ModelGroupSync>(std::move(sync_), parts.stage->group_ptr());
+    pipeline_ = std::make_unique<PipelineStep>(parts.module, parts.stage, device_);
   }
   if (shards && distributed.zero == 3) {
     sharded_params_ = shard_module(
@@ -76,6 +95,7 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
         group, *trainers, parts.module.weights().parameters(), gradient_owners);
   }
   if (sharding_) runner_->shard(sharding_.get());
+  if (pipeline_) runner_->pipe(pipeline_.get());
   if (divergence_.watches_spikes()) runner_->watch(&divergence_);
   broadcast_buffers_ =
       group && distributed.broadcast_buffers && !parts.module.weights().buffers().empty();

@@ -11,6 +11,8 @@
 
 namespace unitrain {
 
+class PipelineStage;
+class PipelineStep;
 class ProcessGroup;
 class ShardedParameters;
 class StepGraph;
@@ -29,6 +31,9 @@ struct StepParts {
   /// distributed.tensor_parallel's group of this process (null without): `group` is then the
   /// data-parallel replicas' (null for one replica).
   std::shared_ptr<ProcessGroup> tensor_group = nullptr;
+  /// distributed.pipeline_parallel's stage of this process (null without): the module's units
+  /// it runs; `group` is the data-parallel replicas' of the stage.
+  std::shared_ptr<PipelineStage> stage = nullptr;
 };
 
 /// One fit's step for the run's processes, built in this order: the gradient sync (one
@@ -82,11 +87,15 @@ class ProcessStep {
   /// ZeRO 3's parameters with several ranks (null otherwise).
   ShardedParameters* sharded_parameters() const { return sharded_params_.get(); }
   bool sharded() const { return sharding_ != nullptr || sharded_params_ != nullptr; }
+  /// distributed.pipeline_parallel's share of the step (null without): evaluation runs through
+  /// it too.
+  PipelineStep* pipeline() const { return pipeline_.get(); }
 
  private:
   std::unique_ptr<GradientSync> sync_;
   std::shared_ptr<ShardedParameters> sharded_params_;
   std::unique_ptr<OptimizerSharding> sharding_;
+  std::unique_ptr<PipelineStep> pipeline_;
   std::unique_ptr<StepRunner> runner_;  ///< holds the sync and the sharding: goes first
   const StepParts parts_;
   const torch::Device device_;

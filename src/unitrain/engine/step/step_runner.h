@@ -23,6 +23,7 @@
 
 namespace unitrain {
 
+class PipelineStep;
 class RunPosition;
 
 /// What one micro-batch did; the fields after `window_end` are filled at a window's end.
@@ -104,6 +105,9 @@ class StepRunner {
   /// ZeRO stage 1: the optimizer steps through `sharding` (this rank's partition, then the
   /// parameters from their owners); null: the optimizer steps every parameter.
   void shard(OptimizerSharding* sharding) { sharding_ = sharding; }
+  /// distributed.pipeline_parallel: each micro-batch runs this process's stage through
+  /// `pipeline` (1F1B), the window's backwards done by its end; null: the whole module.
+  void pipe(PipelineStep* pipeline) { pipeline_ = pipeline; }
   /// train.divergence: each window's mean loss is agreed with the step's decision and compared
   /// with `guard`'s moving mean (a spike stops, skips or rolls back); steps that train join it.
   /// ConfigError for spike detection where the loss is only known inside the optimizer's step
@@ -143,6 +147,10 @@ class StepRunner {
 
  private:
   void update_with_closure(MicroStep& m, int64_t step);
+  /// forward_backward of a pipeline stage: the micro-batch's forward, then the backwards 1F1B
+  /// has due; at the window's end the decisions shared.
+  MicroStep staged_forward_backward(const Batch& batch, double weight, bool window_end,
+                                    StepDecision mine, int64_t step);
   /// training_step under the precision's autocast, on its inputs; checks the loss is a scalar.
   /// What it throws is rethrown naming it and `step` (module_error.h).
   StepOutput training_step(const Batch& batch, int64_t step);
@@ -175,6 +183,7 @@ class StepRunner {
   Precision& precision_;
   Profiler* profiler_;  ///< null: not profiling
   OptimizerSharding* sharding_ = nullptr;
+  PipelineStep* pipeline_ = nullptr;  ///< distributed.pipeline_parallel's stage (else null)
   RunPosition* position_ = nullptr;
   std::vector<torch::Tensor> params_;       ///< the model's tensors the optimizer trains
   std::vector<torch::Tensor> clip_params_;  ///< those clipping measures (bf16-true: masters)

@@ -1,4 +1,4 @@
-#include "unitrain/parallel/tensor_parallel_sync.h"
+#include "unitrain/parallel/model_group_sync.h"
 
 #include <torch/torch.h>
 
@@ -8,29 +8,32 @@
 
 namespace unitrain {
 
-TensorParallelSync::TensorParallelSync(std::unique_ptr<GradientSync> inner,
-                                       std::shared_ptr<ProcessGroup> group,
-                                       std::vector<torch::Tensor> cut)
+ModelGroupSync::ModelGroupSync(std::unique_ptr<GradientSync> inner,
+                               std::shared_ptr<ProcessGroup> group, std::vector<torch::Tensor> cut)
     : inner_(std::move(inner)), group_(std::move(group)) {
   for (const auto& p : cut) cut_.insert(p.unsafeGetTensorImpl());
 }
 
-void TensorParallelSync::finish(const std::vector<torch::Tensor>& params) {
+ModelGroupSync::ModelGroupSync(std::unique_ptr<GradientSync> inner,
+                               std::shared_ptr<ProcessGroup> group)
+    : inner_(std::move(inner)), group_(std::move(group)), all_parts_(true) {}
+
+void ModelGroupSync::finish(const std::vector<torch::Tensor>& params) {
   inner_->finish(params);
   params_ = params;
   join_decisions();
 }
 
-void TensorParallelSync::share(const StepDecision& mine, const torch::Tensor& nonfinite) {
+void ModelGroupSync::share(const StepDecision& mine, const torch::Tensor& nonfinite) {
   inner_->share(mine, nonfinite);
 }
 
-void TensorParallelSync::agree() {
+void ModelGroupSync::agree() {
   inner_->agree();
   join_decisions();
 }
 
-void TensorParallelSync::join_decisions() {
+void ModelGroupSync::join_decisions() {
   const auto encoded = inner_->agreed().encode();
   torch::Tensor t = torch::tensor(std::vector<float>(encoded.begin(), encoded.end()));
   std::vector<torch::Tensor> one{t};
@@ -38,16 +41,20 @@ void TensorParallelSync::join_decisions() {
   agreed_ = StepDecision::decode(one[0].data_ptr<float>());
 }
 
-double TensorParallelSync::sum_across_ranks(double local) {
+double ModelGroupSync::sum_across_ranks(double local) {
   return group_->sum_of(inner_->sum_across_ranks(local));
 }
 
-double TensorParallelSync::norm() {
+double ModelGroupSync::norm() {
+  if (inner_->measures_norm()) {  // a stage's tensor group: its norm, a part of the model's
+    const double inner = inner_->norm();
+    return std::sqrt(group_->sum_of(inner * inner));
+  }
   // The gradients of `params` are final and equal over the replicas (finish()).
   std::vector<torch::Tensor> parts, wholes;
   for (const auto& p : params_) {
     if (!p.grad().defined()) continue;
-    (cut_.count(p.unsafeGetTensorImpl()) ? parts : wholes).push_back(p.grad());
+    (all_parts_ || cut_.count(p.unsafeGetTensorImpl()) ? parts : wholes).push_back(p.grad());
   }
   auto squares = [](const std::vector<torch::Tensor>& grads) {
     if (grads.empty()) return torch::zeros({}, torch::kFloat64);

@@ -1,6 +1,6 @@
 // A tensor group's sync: the decision any process takes is every process's, and the gradient
 // norm is the whole model's (the parts' squares summed, the whole tensors counted once).
-#include "unitrain/parallel/tensor_parallel_sync.h"
+#include "unitrain/parallel/model_group_sync.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -12,13 +12,13 @@
 namespace unitrain {
 namespace {
 
-TEST(TensorParallelSync, TheNormIsTheWholeModelsAndADecisionIsEveryones) {
+TEST(ModelGroupSync, TheNormIsTheWholeModelsAndADecisionIsEveryones) {
   test::run_shared_ranks(2, [](int rank, const std::shared_ptr<ProcessGroup>& group) {
     auto part = torch::zeros({3}, torch::requires_grad());
     auto whole = torch::zeros({2}, torch::requires_grad());
     part.mutable_grad() = torch::full({3}, double(rank + 1));  // 1s on rank 0, 2s on rank 1
     whole.mutable_grad() = torch::full({2}, 3.0);              // the same on both
-    TensorParallelSync sync(std::make_unique<NoGradientSync>(), group, {part});
+    ModelGroupSync sync(std::make_unique<NoGradientSync>(), group, {part});
     EXPECT_TRUE(sync.measures_norm());
     StepDecision mine;
     mine.stop = rank == 1;

@@ -1,8 +1,9 @@
 #pragma once
-// TensorParallelSync: the gradient sync of a process in a tensor group (distributed.
-// tensor_parallel): the data-parallel sync of its replicas inside, then what the tensor group
-// must agree on — the step's decision, and the gradients' norm, of which each process holds the
-// part its layers cut.
+// ModelGroupSync: the gradient sync of a process that computes the model with others — a
+// tensor group (distributed.tensor_parallel) or a pipeline's stages (distributed.
+// pipeline_parallel): the data-parallel sync of its replicas inside, then what the group must
+// agree on — the step's decision, and the gradients' norm, of which each process holds a part
+// (the part its layers cut, or its stage's parameters).
 #include <memory>
 #include <unordered_set>
 #include <vector>
@@ -13,13 +14,16 @@ namespace unitrain {
 
 class ProcessGroup;
 
-class TensorParallelSync : public GradientSync {
+class ModelGroupSync : public GradientSync {
  public:
-  /// `inner`: the replicas' sync (NoGradientSync for one replica); `cut`: the parameters whose
-  /// gradients are this process's part (tp::splits_of), the others being whole and equal on
-  /// every process of `group`.
-  TensorParallelSync(std::unique_ptr<GradientSync> inner, std::shared_ptr<ProcessGroup> group,
-                     std::vector<torch::Tensor> cut);
+  /// `inner`: the replicas' sync (NoGradientSync for one replica), or a group's inside this
+  /// one (a stage's tensor group); `cut`: the parameters whose gradients are this process's
+  /// part (tp::splits_of), the others being whole and equal on every process of `group`.
+  ModelGroupSync(std::unique_ptr<GradientSync> inner, std::shared_ptr<ProcessGroup> group,
+                 std::vector<torch::Tensor> cut);
+  /// A pipeline's stages: every gradient this process holds is its own part of the model (an
+  /// inner sync that measures the norm gives its square).
+  ModelGroupSync(std::unique_ptr<GradientSync> inner, std::shared_ptr<ProcessGroup> group);
 
   void before_backward(bool will_step) override { inner_->before_backward(will_step); }
   void after_backward() override { inner_->after_backward(); }
@@ -29,7 +33,7 @@ class TensorParallelSync : public GradientSync {
   bool gradients_partitioned() const override { return true; }
   double sum_across_ranks(double local) override;
   /// The norm over the whole model: each cut gradient's square summed over the group, the whole
-  /// ones counted once.
+  /// ones counted once (an inner group's norm: its square summed over this group).
   bool measures_norm() const override { return true; }
   double norm() override;
   bool reduces_in_backward() const override { return inner_->reduces_in_backward(); }
@@ -46,6 +50,7 @@ class TensorParallelSync : public GradientSync {
   std::unique_ptr<GradientSync> inner_;
   std::shared_ptr<ProcessGroup> group_;
   std::unordered_set<const void*> cut_;  ///< the cut parameters' TensorImpls
+  bool all_parts_ = false;               ///< every parameter is a part (pipeline stages)
   std::vector<torch::Tensor> params_;    ///< finish()'s: the gradients norm() measures
   StepDecision agreed_;
 };

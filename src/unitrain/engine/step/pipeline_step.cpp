@@ -1,0 +1,85 @@
+#include "unitrain/engine/step/pipeline_step.h"
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "unitrain/core/error.h"
+#include "unitrain/parallel/process_group.h"
+
+namespace unitrain {
+
+PipelineStep::PipelineStep(TrainModule& module, std::shared_ptr<PipelineStage> stage,
+                           torch::Device device)
+    : module_(module), stage_(std::move(stage)), device_(device) {}
+
+StepOutput PipelineStep::forward(const Batch& batch, double weight) {
+  InFlight f;
+  f.weight = weight;
+  f.micro = forwards_++;
+  if (!stage_->first()) f.input = stage_->receive_activation(f.micro, device_).requires_grad_();
+  torch::Tensor out =
+      module_.forward_units(batch, stage_->first_unit(), stage_->end_unit(), f.input);
+  StepOutput result;
+  if (stage_->last()) {
+    result = module_.loss_of_units(batch, out);
+    UT_CHECK(result.loss.defined() && result.loss.numel() == 1 && result.metrics.empty(),
+             "distributed.pipeline_parallel: loss_of_units must return a scalar loss and no "
+             "metrics (the last stage alone would hold them)");
+    f.output = result.loss;
+  } else {
+    stage_->send_activation(out, f.micro);
+    f.output = out;
+  }
+  waiting_.push_back(std::move(f));
+  return result;
+}
+
+bool PipelineStep::backward_due(bool window_end) const {
+  if (waiting_.empty()) return false;
+  if (window_end) return true;
+  return waiting_.size() > static_cast<size_t>(stage_->stages() - stage_->stage() - 1);
+}
+
+const torch::Tensor& PipelineStep::oldest() const { return waiting_.front().output; }
+
+void PipelineStep::backward(
+    const std::function<torch::Tensor(const torch::Tensor& loss, double weight)>& scale) {
+  InFlight f = std::move(waiting_.front());
+  waiting_.pop_front();
+  if (stage_->last()) {
+    scale(f.output, f.weight).backward();
+  } else {
+    torch::Tensor grad = stage_->receive_gradient(f.output, f.micro);
+    torch::autograd::backward({f.output}, {grad});
+  }
+  if (stage_->first()) return;
+  torch::Tensor grad = f.input.grad();
+  if (!grad.defined()) grad = torch::zeros_like(f.input);  // (the stage did not use its input)
+  stage_->send_gradient(grad, f.micro);
+}
+
+void PipelineStep::end_window() {
+  stage_->wait_sends();
+  forwards_ = 0;
+}
+
+StepOutput PipelineStep::evaluate(const Batch& batch) {
+  torch::Tensor input;
+  if (!stage_->first()) input = stage_->receive_activation(0, device_);
+  torch::Tensor out = module_.forward_units(batch, stage_->first_unit(), stage_->end_unit(), input);
+  std::vector<torch::Tensor> loss{torch::zeros({1}, torch::kFloat64)};
+  if (!stage_->last()) {
+    stage_->send_activation(out, 0);
+    stage_->wait_sends();
+  } else {
+    StepOutput result = module_.loss_of_units(batch, out);
+    loss[0].fill_(result.loss.detach().to(torch::kCPU).item<double>());
+  }
+  stage_->group().broadcast(loss, stage_->rank_of(stage_->stages() - 1));
+  StepOutput result;
+  result.loss = loss[0].reshape({});
+  return result;
+}
+
+}  // namespace unitrain
