@@ -36,6 +36,41 @@ TEST(ParallelPlan, OneReplicaHasNoDataGroupAndNoSplitKeepsTheWorld) {
   EXPECT_EQ(ParallelPlan::make(nullptr, 1).data_size(), 1);
 }
 
+TEST(ParallelPlan, PipelinesRunAcrossTensorGroupsInsideEachReplica) {
+  // World 8 = 2 replicas x 2 stages x 2 parts: rank = (replica * 2 + stage) * 2 + part.
+  test::run_shared_ranks(8, [](int rank, const std::shared_ptr<ProcessGroup>& world) {
+    const ParallelPlan plan = ParallelPlan::make(world, 2, 2);
+    ASSERT_NE(plan.pipe, nullptr);
+    ASSERT_NE(plan.tensor_group, nullptr);
+    EXPECT_TRUE(plan.cuts_model());
+    EXPECT_EQ(plan.data_rank(), rank / 4);
+    EXPECT_EQ(plan.pipe->world_size(), 2);
+    // A pipe: the same replica and part at each stage (ranks r and r + 2).
+    const int first = rank / 4 * 4 + rank % 2;
+    EXPECT_EQ(plan.pipe->sum_of(rank), first + first + 2) << rank;
+    // The tensor group: consecutive pairs; the replicas: ranks 4 apart.
+    EXPECT_EQ(plan.tensor_group->sum_of(rank), rank / 2 * 4 + 1);
+    EXPECT_EQ(plan.data->sum_of(rank), rank % 4 * 2 + 4);
+  });
+}
+
+TEST(ParallelPlan, APipelineWithoutTensorGroupsHasNone) {
+  test::run_shared_ranks(2, [](int rank, const std::shared_ptr<ProcessGroup>& world) {
+    const ParallelPlan plan = ParallelPlan::make(world, 1, 2);
+    EXPECT_EQ(plan.tensor_group, nullptr);
+    EXPECT_EQ(plan.data, nullptr);
+    ASSERT_NE(plan.pipe, nullptr);
+    EXPECT_EQ(plan.pipe->rank(), rank);
+  });
+  test::run_shared_ranks(6, [](int, const std::shared_ptr<ProcessGroup>& world) {
+    const std::string e = test::config_error_of([&] { ParallelPlan::make(world, 2, 2); });
+    EXPECT_TRUE(test::contains(e,
+                               "distributed.tensor_parallel x pipeline_parallel: 2 x 2 = 4 does "
+                               "not divide the job's 6 processes"))
+        << e;
+  });
+}
+
 TEST(ParallelPlan, ASplitThatDoesNotDivideTheProcessesIsRefusedByKey) {
   test::run_shared_ranks(3, [](int, const std::shared_ptr<ProcessGroup>& world) {
     const std::string e = test::config_error_of([&] { ParallelPlan::make(world, 2); });

@@ -64,6 +64,8 @@ class HfCausalLm : public Model {
                               const torch::Tensor& x) override;
   /// A block's and the head's parameter elements; the embeddings, looked up, cost none.
   std::vector<double> unit_costs() override;
+  /// The families that are not cut (run_units' default).
+  std::optional<std::string> stage_refusal() const override;
   /// Blocks 0, every, 2 * every, ... recompute their activations in backward; 0 = none.
   bool checkpoint_activations(int64_t every) override;
   const HfModelInfo* hf_info() const override { return &info_; }
@@ -172,6 +174,8 @@ class LlamaImpl : public HfCausalLm {
 
  protected:
   torch::Tensor run(torch::Tensor tokens, const TokenLayout& layout) override;
+  /// A head tied to the embeddings (they would live on two stages).
+  std::optional<std::string> stage_refusal() const override;
   /// A stage's units; ConfigError for one without the embeddings when the head is tied to them.
   torch::Tensor run_units(torch::Tensor tokens, const TokenLayout& layout, size_t first, size_t end,
                           torch::Tensor x) override;

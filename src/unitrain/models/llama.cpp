@@ -153,6 +153,14 @@ torch::Tensor LlamaImpl::checked(torch::Tensor tokens) const {
                         "max_position_embeddings", config.vocab_size);
 }
 
+std::optional<std::string> LlamaImpl::stage_refusal() const {
+  if (!config.tie_word_embeddings) return std::nullopt;
+  return config.model_type +
+         ": tie_word_embeddings (config.json) under distributed.pipeline_parallel is not built "
+         "yet (the head on the last stage would share the first stage's embeddings); train it "
+         "with pipeline_parallel: 1";
+}
+
 torch::Tensor LlamaImpl::run(torch::Tensor tokens, const TokenLayout& layout) {
   return run_units(std::move(tokens), layout, 0, layers->size() + 2, {});
 }

@@ -90,6 +90,10 @@ class Model : public torch::nn::Module {
   /// prediction when end is units().size()). Default: ConfigError (the model runs whole).
   virtual torch::Tensor forward_units(const std::vector<torch::Tensor>& inputs, size_t first,
                                       size_t end, const torch::Tensor& x);
+  /// Why the model cannot be cut into pipeline stages (a ConfigError's message naming the key),
+  /// nullopt when forward_units runs any range of units. Default: a model without units runs
+  /// whole; one with units declares forward_units.
+  virtual std::optional<std::string> stage_refusal() const;
   /// What each unit of units() costs to run, relative to the others (the pipeline's stages are
   /// balanced by it). Default: its parameters' elements.
   virtual std::vector<double> unit_costs();

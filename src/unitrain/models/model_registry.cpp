@@ -19,6 +19,13 @@ torch::Tensor Model::forward_units(const std::vector<torch::Tensor>&, size_t, si
       "1");
 }
 
+std::optional<std::string> Model::stage_refusal() const {
+  return std::string(
+      "distributed.pipeline_parallel: the model cannot be cut into stages (it declares no "
+      "Model::forward_units and stage_refusal; built in: transformer_lm and the llama-shaped "
+      "models); set it to 1");
+}
+
 std::vector<double> Model::unit_costs() {
   std::vector<double> out;
   for (const auto& unit : units()) {

@@ -86,6 +86,7 @@ class TransformerLmImpl : public Model {
                               const torch::Tensor& x) override;
   /// A block's and the head's parameter elements; the embeddings, looked up, cost none.
   std::vector<double> unit_costs() override;
+  std::optional<std::string> stage_refusal() const override { return std::nullopt; }
   bool runs_lora_adapters() const override { return true; }
   /// seq_len (it generates no text: no KV cache).
   std::optional<int64_t> context_length() const override { return options.seq_len(); }

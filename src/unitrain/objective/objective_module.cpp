@@ -371,6 +371,7 @@ std::optional<std::string> ObjectiveModule::stage_refusal() {
            " runs whole (no units: transformer_lm and the llama-shaped models are cut into "
            "stages); set it to 1";
   }
+  if (auto why = model_->stage_refusal()) return why;
   if (teacher_) return key + " with objective.teacher is not built yet; leave one of them out";
   if (outputs_->predictions().size() != 1) {
     return key + ": objective.predictions names " + std::to_string(outputs_->predictions().size()) +

@@ -1,0 +1,171 @@
+"""Pipeline parallelism with the real binary (distributed.pipeline_parallel): a transformer_lm
+cut into stages trains as one process does, bitwise (each unit computed whole, the micro-
+batches' gradients added in the same order), beside data and tensor parallelism; its checkpoints
+hold the model's whole tensors, so a run resumes bitwise at its plan and goes on at another;
+what it cannot run is refused by key before anything is written."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import torch
+
+import common
+from common import run, SOURCE
+
+CONFIG = """
+run_dir: {run_dir}
+seed: 3
+model: {model}
+objective: {{losses: [{{type: cross_entropy}}]}}
+data:
+  train: {{type: tokens, args: {{path: {data}, seq_len: 16}}}}
+  validation_ratio: 0.1
+  loader: {{batch_size: 4, workers: 0, shuffle: true}}
+optimizer: {{type: adamw, lr: 0.001, args: {{weight_decay: 0.01, eps: 1.0e-6}}}}
+train: {{max_length: 12 steps, accumulation_steps: 4, log_every: 1 steps,
+        val_every: 6 steps, threads: 1}}
+checkpoint: {{enabled: true, every: 6 steps}}
+log: {{trackers: [console, jsonl]}}
+"""
+LM = ("{type: transformer_lm, args: {vocab: 48, d_model: 32, layers: 2, heads: 4, seq_len: 16, "
+      "dropout: 0.0}}")
+PP = ["--distributed.pipeline_parallel"]
+
+
+class PipelineParallel(common.Case):
+    def config(self, name, model=LM):
+        data = common.random_tokens(os.path.join(self.dir, "tokens.bin"), 48, 4000, seed=0)
+        run_dir = os.path.join(self.dir, name)
+        cfg = common.write(os.path.join(self.dir, name + ".yaml"),
+                           CONFIG.format(run_dir=run_dir, data=data, model=model))
+        return cfg, run_dir
+
+    def train(self, name, *args, world=1, expect=0, model=LM):
+        cfg, run_dir = self.config(name, model)
+        words = ["train", cfg] + list(args)
+        if world > 1:
+            words = ["launch", "--nproc-per-node", str(world), "--"] + words
+        code, out = run(words)
+        if expect is None:  # refused
+            self.assertNotEqual(code, 0, out)
+        else:
+            self.assertEqual(code, expect, out)
+        return run_dir, out
+
+    def metrics(self, run_dir, key):
+        return [e[key] for e in common.read_jsonl(os.path.join(run_dir, "metrics.jsonl"))
+                if key in e]
+
+    def weights(self, run_dir, step=12):
+        return torch.load(os.path.join(run_dir, "checkpoints", f"step-{step}", "model.pt"))
+
+    def assert_same(self, a, b, what, tolerance=0.0):
+        wa, wb = self.weights(a), self.weights(b)
+        self.assertEqual(list(wa), list(wb), what)
+        for k in wa:
+            self.assertEqual(wa[k].shape, wb[k].shape, f"{what}: {k}")
+            if tolerance == 0:
+                self.assertTrue(torch.equal(wa[k], wb[k]), f"{what}: {k}")
+            else:
+                self.assertLess((wa[k] - wb[k]).abs().max().item(), tolerance, f"{what}: {k}")
+        for key in ("train/loss", "val/loss"):
+            la, lb = self.metrics(a, key), self.metrics(b, key)
+            self.assertEqual(len(la), len(lb), f"{what}: {key}")
+            self.assertTrue(la, f"{what}: {key}")
+            self.assertLessEqual(max(abs(p - q) for p, q in zip(la, lb)), tolerance,
+                                 f"{what}: {key}")
+
+    def test_stages_train_as_one_process_beside_data_and_tensor_parallelism(self):
+        one, _ = self.train("one")
+        pp2, out = self.train("pp2", *PP, "2", world=2)
+        self.assertIn("pipeline parallel: 2 stages over the model's 4 units (stage: units 0-1, "
+                      "2-3), 1 data-parallel replica; this process: stage 1 (units 2 to 3), the "
+                      "loss", out)
+        self.assert_same(one, pp2, "PP 2 against one process")
+        with open(os.path.join(pp2, "results", "summary.json")) as f:
+            self.assertEqual(json.load(f)["pipeline_parallel"], 2)
+        # The optimizer's state: a partition by parameter for each stage, together the whole.
+        step = os.path.join(pp2, "checkpoints", "step-12")
+        parts = [torch.load(os.path.join(step, f"optimizer-rank-{r}.pt"))["state"]
+                 for r in (0, 1)]
+        whole = torch.load(os.path.join(one, "checkpoints", "step-12", "optimizer.pt"))["state"]
+        self.assertEqual(sorted(set(parts[0]) | set(parts[1])), sorted(whole))
+        self.assertFalse(set(parts[0]) & set(parts[1]))
+        for stages, world in ((4, 4), (3, 3)):
+            run_dir, _ = self.train(f"pp{stages}", *PP, str(stages), world=world)
+            self.assert_same(one, run_dir, f"PP {stages} against one process")
+        # Clipping: the norm's squares summed over the stages, in another order.
+        clip = ["--train.clip_grad_norm", "0.05"]
+        one_clipped, _ = self.train("one-clipped", *clip)
+        pp2_clipped, _ = self.train("pp2-clipped", *clip, *PP, "2", world=2)
+        self.assert_same(one_clipped, pp2_clipped, "clipped PP 2 against one process", 1e-6)
+        dp2, _ = self.train("dp2", world=2)
+        dp2pp2, _ = self.train("dp2pp2", *PP, "2", world=4)
+        self.assert_same(dp2, dp2pp2, "DP 2 x PP 2 against DP 2")
+        tp2pp2, _ = self.train("tp2pp2", *PP, "2", "--distributed.tensor_parallel", "2", world=4)
+        self.assert_same(one, tp2pp2, "TP 2 x PP 2 against one process", 1e-5)
+
+    def test_a_checkpoint_resumes_bitwise_at_its_plan_and_goes_on_at_another(self):
+        straight, _ = self.train("straight", *PP, "2", world=2)
+        half, _ = self.train("half", *PP, "2", "--train.max_length", "6 steps", world=2)
+        for other in ("one", "pp4"):
+            shutil.copytree(half, os.path.join(self.dir, other), symlinks=True)
+        _, out = self.train("half", *PP, "2", world=2)
+        self.assertIn("resumed from", out)
+        self.assert_same(straight, half, "PP 2 resumed at PP 2")
+        # The PP 2 checkpoint of step 6 in one process, and cut into 4 stages.
+        _, out = self.train("one")
+        self.assertIn("resumed from", out)
+        self.assert_same(straight, os.path.join(self.dir, "one"), "PP 2, then one process")
+        _, out = self.train("pp4", *PP, "4", world=4)
+        self.assertIn("resumed from", out)
+        self.assert_same(straight, os.path.join(self.dir, "pp4"), "PP 2, then PP 4")
+        # export reads it as any checkpoint.
+        w = os.path.join(self.dir, "w.pt")
+        code, out = run(["export", os.path.join(half, "config.yaml"), "--checkpoint", "last",
+                         "--out", w])
+        self.assertEqual(code, 0, out)
+        exported, saved = torch.load(w), self.weights(half)
+        for k in saved:
+            self.assertTrue(torch.equal(exported[k], saved[k]), k)
+
+    def test_a_hugging_face_llama_in_stages_trains_as_in_one_process(self):
+        folders = os.path.join(self.dir, "folders")
+        subprocess.run([sys.executable, os.path.join(SOURCE, "tests/models/hf/make_folders.py"),
+                        folders], check=True, stdout=subprocess.DEVNULL)
+        model = f"{{type: llama, args: {{pretrained: {os.path.join(folders, 'llama')}}}}}"
+        one, _ = self.train("llama-one", model=model)
+        pp2, _ = self.train("llama-pp2", *PP, "2", world=2, model=model)
+        self.assert_same(one, pp2, "llama PP 2 against one process")
+        tied = f"{{type: llama, args: {{pretrained: {os.path.join(folders, 'llama_tied_bias')}}}}}"
+        run_dir, out = self.train("tied", *PP, "2", world=2, model=tied, expect=None)
+        self.assertIn("llama: tie_word_embeddings (config.json) under "
+                      "distributed.pipeline_parallel is not built yet", out)
+        self.assertFalse(os.path.exists(os.path.join(run_dir, "checkpoints")), out)
+
+    def test_what_it_cannot_run_is_refused_by_key(self):
+        cases = [
+            ([], 3, "distributed.pipeline_parallel: 2 does not divide the job's 3 processes"),
+            (["--distributed.zero", "1"], 2,
+             "distributed.zero: 1 with distributed.pipeline_parallel: 2 is not built yet"),
+            (["--objective.metrics", "[{type: accuracy}]"], 2,
+             "distributed.pipeline_parallel: objective.metrics are not built yet"),
+            (["--model", "{type: mlp, args: {sizes: [16, 48]}}"], 2,
+             "distributed.pipeline_parallel: model mlp runs whole"),
+            (["--distributed.pipeline_cuts", "[4]"], 2,
+             "distributed.pipeline_cuts.0: 4 is not a unit after the previous cut"),
+            (["--distributed.pipeline_parallel", "5"], 5,
+             "distributed.pipeline_parallel: 5 stages, but the model runs 4 units"),
+        ]
+        for i, (more, world, said) in enumerate(cases):
+            with self.subTest(said):
+                run_dir, out = self.train(f"refused{i}", *PP, "2", *more, world=world,
+                                          expect=None)
+                self.assertIn(said, out)
+                self.assertFalse(os.path.exists(os.path.join(run_dir, "checkpoints")), out)
+
+
+if __name__ == "__main__":
+    common.main()
