@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 
 #include "unitrain/core/error.h"
@@ -10,6 +11,21 @@
 
 namespace unitrain {
 namespace {
+
+/// Adds the seconds it lives to `total`.
+class Waiting {
+ public:
+  explicit Waiting(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~Waiting() {
+    total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  Waiting(const Waiting&) = delete;
+  Waiting& operator=(const Waiting&) = delete;
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 constexpr int kMaxDims = 8;  // an activation's dimensions a header carries
 // A micro-batch's messages: its header, its activation, its gradient.
@@ -87,6 +103,7 @@ int PipelineStage::stage_of(size_t unit) const {
 }
 
 torch::Tensor PipelineStage::receive_activation(int micro, const torch::Device& device) {
+  Waiting waiting(waited_);
   torch::Tensor header = torch::empty({2 + kMaxDims}, torch::kLong);
   const int from = rank_of(stage_ - 1);
   group_->recv(header, from, micro * kTagsPerMicro);
@@ -115,6 +132,7 @@ void PipelineStage::send_activation(const torch::Tensor& out, int micro) {
 }
 
 torch::Tensor PipelineStage::receive_gradient(const torch::Tensor& out, int micro) {
+  Waiting waiting(waited_);
   torch::Tensor grad = torch::empty_like(out, torch::MemoryFormat::Contiguous);
   group_->recv(grad, rank_of(stage_ + 1), micro * kTagsPerMicro + 2);
   return grad;
@@ -125,6 +143,7 @@ void PipelineStage::send_gradient(const torch::Tensor& grad, int micro) {
 }
 
 void PipelineStage::wait_sends() {
+  Waiting waiting(waited_);
   for (auto& wait : sends_) wait();
   sends_.clear();
 }

@@ -56,6 +56,8 @@ class PipelineStage {
   void send_gradient(const torch::Tensor& grad, int micro);
   /// Waits for every send launched (before the window's update, and before a save).
   void wait_sends();
+  /// Seconds spent waiting for the neighbours so far: in receives and in wait_sends.
+  double waited_seconds() const { return waited_; }
 
  private:
   std::shared_ptr<ProcessGroup> group_;
@@ -63,6 +65,7 @@ class PipelineStage {
   int stage_, stages_;
   size_t first_, end_;
   std::vector<std::function<void()>> sends_;
+  double waited_ = 0;
 };
 
 }  // namespace unitrain

@@ -38,6 +38,7 @@
 namespace unitrain {
 
 class PipelineStage;
+class PipelineStep;
 
 class ParameterState;
 class Precision;
@@ -118,6 +119,10 @@ class TrainLoop {
   const ShardedParameters* sharded_parameters() const {
     return step_ ? step_->sharded_parameters() : nullptr;
   }
+  /// distributed.pipeline_parallel's share of the step (null otherwise).
+  const PipelineStep* pipeline() const { return step_ ? step_->pipeline() : nullptr; }
+  /// The module it trains.
+  TrainModule& module() const { return module_; }
   double best_value() const { return checkpoints_->best_value(); }
   int64_t log_events() const { return logs_.logger().events(); }
   /// Seconds trained, over every segment of the run (or, complete before it started, the

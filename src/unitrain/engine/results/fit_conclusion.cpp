@@ -13,6 +13,7 @@
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/loop/train_loop.h"
 #include "unitrain/engine/results/profile_files.h"
+#include "unitrain/engine/step/pipeline_step.h"
 #include "unitrain/engine/setup/run_device.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/run_summary.h"
@@ -20,6 +21,17 @@
 
 namespace unitrain {
 namespace {
+
+/// Bytes of `module`'s parameters: all of them, or those with memory here (a pipeline's other
+/// stages hold theirs).
+int64_t parameter_bytes(const torch::nn::Module& module, bool held_only = false) {
+  int64_t n = 0;
+  for (const auto& p : module.parameters()) {
+    if (held_only && p.storage().nbytes() == 0) continue;
+    n += p.numel() * static_cast<int64_t>(p.element_size());
+  }
+  return n;
+}
 
 /// True when a stop by a signal leaves a checkpoint (checkpoint.enabled, not test_mode).
 bool saves_checkpoints(const RunSettings& settings) {
@@ -117,6 +129,16 @@ FitResult conclude_fit(const TrainLoop& loop, const RunSettings& settings) {
         "optimizer state on rank {}: {} bytes (distributed.zero: {})", rank,
         r.optimizer_state_bytes >= 0 ? r.optimizer_state_bytes : optimizer_state_bytes(*trainers),
         loop.sharded() ? settings.distributed.zero : 0));
+  }
+  if (const PipelineStep* pipe = loop.pipeline()) {
+    const PipelineStage& stage = pipe->stage();
+    log::info(fmt::format(
+        "pipeline stage {} of {} (units {} to {}): waited {:.3f} s for the other stages in {:.3f} "
+        "s of forwards and backwards ({:.1f}%); parameters held: {} bytes of {}",
+        stage.stage(), stage.stages(), stage.first_unit(), stage.end_unit() - 1,
+        pipe->waited_seconds(), pipe->busy_seconds(),
+        pipe->busy_seconds() > 0 ? 100 * pipe->waited_seconds() / pipe->busy_seconds() : 0.0,
+        parameter_bytes(loop.module().weights(), true), parameter_bytes(loop.module().weights())));
   }
   if (const ShardedParameters* p = loop.sharded_parameters()) {
     log::info(fmt::format("parameters on rank {}: {} bytes of {} in {} units (distributed.zero: 3)",

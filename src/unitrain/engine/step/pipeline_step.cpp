@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <vector>
 
 #include "unitrain/core/error.h"
@@ -9,11 +10,32 @@
 
 namespace unitrain {
 
+class PipelineStep::Timed {
+ public:
+  explicit Timed(PipelineStep& step)
+      : step_(step),
+        start_(std::chrono::steady_clock::now()),
+        waited_(step.stage_->waited_seconds()) {}
+  ~Timed() {
+    step_.seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    step_.waited_ += step_.stage_->waited_seconds() - waited_;
+  }
+  Timed(const Timed&) = delete;
+  Timed& operator=(const Timed&) = delete;
+
+ private:
+  PipelineStep& step_;
+  std::chrono::steady_clock::time_point start_;
+  double waited_;
+};
+
 PipelineStep::PipelineStep(TrainModule& module, std::shared_ptr<PipelineStage> stage,
                            torch::Device device)
     : module_(module), stage_(std::move(stage)), device_(device) {}
 
 StepOutput PipelineStep::forward(const Batch& batch, double weight) {
+  Timed timed(*this);
   InFlight f;
   f.weight = weight;
   f.micro = forwards_++;
@@ -45,6 +67,7 @@ const torch::Tensor& PipelineStep::oldest() const { return waiting_.front().outp
 
 void PipelineStep::backward(
     const std::function<torch::Tensor(const torch::Tensor& loss, double weight)>& scale) {
+  Timed timed(*this);
   InFlight f = std::move(waiting_.front());
   waiting_.pop_front();
   if (stage_->last()) {
@@ -60,6 +83,7 @@ void PipelineStep::backward(
 }
 
 void PipelineStep::end_window() {
+  Timed timed(*this);
   stage_->wait_sends();
   forwards_ = 0;
 }

@@ -47,6 +47,11 @@ class PipelineStep {
   /// The forward of `batch` through every stage, no gradient: the loss (from the last stage) on
   /// every stage.
   StepOutput evaluate(const Batch& batch);
+  /// Seconds in training's forwards and backwards on this stage so far, its waits for the other
+  /// stages included (PipelineStage::waited_seconds of them: the bubble, and the imbalance).
+  double busy_seconds() const { return seconds_; }
+  /// The stage's wait for the other stages in training so far.
+  double waited_seconds() const { return waited_; }
 
  private:
   struct InFlight {
@@ -60,6 +65,9 @@ class PipelineStep {
   torch::Device device_;
   std::deque<InFlight> waiting_;
   int forwards_ = 0;  ///< forwards in the open window
+  double seconds_ = 0, waited_ = 0;
+  /// Adds the time from its making to its end to seconds_ (and the stage's waits to waited_).
+  class Timed;
 };
 
 }  // namespace unitrain
