@@ -32,5 +32,21 @@ TEST(ModelGroupSync, TheNormIsTheWholeModelsAndADecisionIsEveryones) {
   });
 }
 
+TEST(ModelGroupSync, APipelinesSharedParameterGetsBothStagesGradientsCountedOnce) {
+  // Two stages: each holds its own parameter and both hold a shared one (a tied head).
+  test::run_shared_ranks(2, [](int rank, const std::shared_ptr<ProcessGroup>& group) {
+    auto own = torch::zeros({2}, torch::requires_grad());
+    auto shared = torch::zeros({3}, torch::requires_grad());
+    own.mutable_grad() = torch::full({2}, 1.0);
+    shared.mutable_grad() = torch::full({3}, double(rank + 1));  // 1s here, 2s there
+    ModelGroupSync sync(std::make_unique<NoGradientSync>(), group);
+    sync.add_shared(shared, group, /*counted_here=*/rank == 1);
+    sync.finish({own, shared});
+    EXPECT_TRUE(torch::equal(shared.grad(), torch::full({3}, 3.0)));  // the sum, on both
+    // 2 x 1 on each stage, and 3 x 9 once.
+    EXPECT_NEAR(sync.norm(), std::sqrt(4.0 + 27.0), 1e-6);
+  });
+}
+
 }  // namespace
 }  // namespace unitrain

@@ -33,7 +33,8 @@ void TensorCut::make_whole(NamedTensors& named) const {
       } else if (stage->stage() == writer) {
         std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
         const auto split = splits.find(name);
-        if (split != splits.end() && group) {
+        // (A tensor held here too, a tied head's, was made whole above.)
+        if (split != splits.end() && group && elsewhere.count(name)) {
           const int64_t d = split->second.dim < 0 ? split->second.dim + t.dim() : split->second.dim;
           shape[static_cast<size_t>(d)] *= group->world_size();
         }
@@ -197,6 +198,29 @@ WholeOptimizerState::WholeOptimizerState(torch::optim::Optimizer& optimizer,
 WholeOptimizerState::~WholeOptimizerState() {
   auto& state = optimizer_.state();
   for (Swap& swap : swaps_) state[swap.key] = std::move(swap.part);
+}
+
+struct BorrowedStateAside::Swap {
+  OptimizerStateMap::key_type key;
+  std::unique_ptr<torch::optim::OptimizerParamState> state;
+};
+
+BorrowedStateAside::BorrowedStateAside(torch::optim::Optimizer& optimizer, const TensorCut& cut)
+    : optimizer_(optimizer) {
+  if (!cut.stage) return;
+  auto& state = optimizer.state();
+  for (const SharedParameter& s : cut.stage->shared()) {
+    if (s.owner == cut.stage->stage()) continue;
+    const auto it = state.find(optimizer_state_key(s.param));
+    if (it == state.end()) continue;
+    aside_.push_back({it->first, std::move(it->second)});
+    state.erase(it);
+  }
+}
+
+BorrowedStateAside::~BorrowedStateAside() {
+  auto& state = optimizer_.state();
+  for (Swap& s : aside_) state[s.key] = std::move(s.state);
 }
 
 void load_cut_optimizer_state(torch::optim::Optimizer& optimizer, const NamedTensors& params,

@@ -66,6 +66,23 @@ class WholeOptimizerState {
   std::vector<Swap> swaps_;
 };
 
+/// While it lives, the optimizer state of the parameters this process's pipeline stage holds
+/// beside the stage that owns them (a tied head's embeddings on the last stage) is set aside:
+/// the owner's partition of the checkpoint holds it, this one's not (a state two partitions
+/// held would be refused when they are merged).
+class BorrowedStateAside {
+ public:
+  BorrowedStateAside(torch::optim::Optimizer& optimizer, const TensorCut& cut);
+  ~BorrowedStateAside();
+  BorrowedStateAside(const BorrowedStateAside&) = delete;
+  BorrowedStateAside& operator=(const BorrowedStateAside&) = delete;
+
+ private:
+  struct Swap;
+  torch::optim::Optimizer& optimizer_;
+  std::vector<Swap> aside_;
+};
+
 /// load_optimizer_state of `files` (written whole) into `optimizer`, whose parameters that
 /// `cut` cuts (named by `params`) hold this process's parts: their state cut as they are.
 void load_cut_optimizer_state(torch::optim::Optimizer& optimizer, const NamedTensors& params,

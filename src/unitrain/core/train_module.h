@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "unitrain/core/batch.h"
 #include "unitrain/core/error.h"
@@ -93,6 +94,11 @@ class TrainModule : public torch::nn::Module {
   /// The loss of `batch` from `out`, what the last unit returned (on the pipeline's last
   /// stage); no metrics. Default: ConfigError.
   virtual StepOutput loss_of_units(const Batch& batch, const torch::Tensor& out);
+  /// Parameters a unit uses besides its own (units() lists each parameter in one unit), as
+  /// (unit, parameter): a head tied to the embeddings uses unit 0's weight in the last unit.
+  /// Under pipeline parallelism both stages hold it and their gradients are summed. Default:
+  /// none.
+  virtual std::vector<std::pair<size_t, torch::Tensor>> borrowed_parameters() { return {}; }
   /// Why this module cannot be trained cut into pipeline stages, as a ConfigError's message
   /// naming the key to change; nullopt when it can. Asked before anything is written. Default:
   /// the module declares no forward_units.
@@ -132,7 +138,7 @@ class TrainModule : public torch::nn::Module {
 inline std::optional<std::string> TrainModule::stage_refusal() {
   return "distributed.pipeline_parallel: the module cannot be cut into stages (it declares no "
          "forward_units: TrainModule::units(), forward_units, loss_of_units and stage_refusal; "
-         "the config path cuts transformer_lm and the llama-shaped models); set it to 1";
+         "the config path cuts transformer_lm, gpt2 and the llama-shaped models); set it to 1";
 }
 
 inline torch::Tensor TrainModule::forward_units(const Batch&, size_t, size_t,

@@ -214,23 +214,37 @@ torch::Tensor Gpt2Impl::checked(torch::Tensor tokens) const {
 }
 
 torch::Tensor Gpt2Impl::run(torch::Tensor tokens, const TokenLayout& layout) {
+  return run_units(std::move(tokens), layout, 0, h->size() + 2, {});
+}
+
+std::vector<std::pair<size_t, torch::Tensor>> Gpt2Impl::borrowed_parameters() {
+  if (!config.tie_word_embeddings) return {};
+  return {{h->size() + 1, wte->weight}};
+}
+
+torch::Tensor Gpt2Impl::run_units(torch::Tensor tokens, const TokenLayout& layout, size_t first,
+                                  size_t end, torch::Tensor x) {
   const bool tied = config.tie_word_embeddings;
+  const size_t count = h->size();
   // The embeddings' unit hands the head its weight when tied (a copy when units run apart:
   // ZeRO 3 frees the gathered weight once the unit has run; the gradient flows back through it).
-  auto first = run_unit(0,
-                        [this, tied, layout](const std::vector<torch::Tensor>& in) {
-                          const torch::Tensor& ids = in[0];
-                          auto x =
-                              torch::dropout(wte->forward(ids) + wpe->forward(layout.positions),
-                                             config.embd_pdrop, is_training());
-                          std::vector<torch::Tensor> out{x};
-                          if (tied)
-                            out.push_back(units_run_apart() ? wte->weight.clone() : wte->weight);
-                          return out;
-                        },
-                        {tokens});
-  torch::Tensor x = first[0];
-  for (size_t i = 0; i < h->size(); ++i) {
+  std::vector<torch::Tensor> first_out;
+  if (first == 0) {
+    first_out = run_unit(0,
+                         [this, tied, layout](const std::vector<torch::Tensor>& in) {
+                           const torch::Tensor& ids = in[0];
+                           auto e =
+                               torch::dropout(wte->forward(ids) + wpe->forward(layout.positions),
+                                              config.embd_pdrop, is_training());
+                           std::vector<torch::Tensor> out{e};
+                           if (tied)
+                             out.push_back(units_run_apart() ? wte->weight.clone() : wte->weight);
+                           return out;
+                         },
+                         {tokens});
+    x = first_out[0];
+  }
+  for (size_t i = std::max<size_t>(first, 1) - 1; i < count && i + 1 < end; ++i) {
     auto block = h->ptr<Gpt2BlockImpl>(i);
     const bool recompute = recomputes(i);
     x = run_unit(
@@ -238,10 +252,12 @@ torch::Tensor Gpt2Impl::run(torch::Tensor tokens, const TokenLayout& layout) {
         [block, layout, i](const torch::Tensor& in) { return block->forward(in, layout, i); }, x,
         recompute);
   }
+  if (end < count + 2) return x;
   std::vector<torch::Tensor> last_in{x};
-  if (tied) last_in.push_back(first[1]);
+  // A tied head on a pipeline's last stage: the embeddings it holds beside the first stage.
+  if (tied) last_in.push_back(!first_out.empty() ? first_out[1] : wte->weight);
   return run_unit(
-      h->size() + 1,
+      count + 1,
       [this, tied](const std::vector<torch::Tensor>& in) {
         auto y = ln_f->forward(in[0]);
         return std::vector{tied ? torch::matmul(y, in[1].t()) : project(lm_head, y)};

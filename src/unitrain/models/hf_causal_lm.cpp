@@ -100,17 +100,6 @@ std::vector<double> HfCausalLm::unit_costs() {
   return costs;
 }
 
-std::optional<std::string> HfCausalLm::stage_refusal() const {
-  return std::string("distributed.pipeline_parallel: ") + type_ +
-         " is not cut into stages yet (built in: llama and the llama-shaped families); set it "
-         "to 1";
-}
-
-torch::Tensor HfCausalLm::run_units(torch::Tensor, const TokenLayout&, size_t, size_t,
-                                    torch::Tensor) {
-  throw ConfigError(*HfCausalLm::stage_refusal());
-}
-
 bool HfCausalLm::checkpoint_activations(int64_t every) {
   UT_CHECK(every >= 0, type_, ": activation checkpointing every ", every,
            " blocks; give a count >= 1 (or 0 = off)");

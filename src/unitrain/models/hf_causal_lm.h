@@ -64,8 +64,8 @@ class HfCausalLm : public Model {
                               const torch::Tensor& x) override;
   /// A block's and the head's parameter elements; the embeddings, looked up, cost none.
   std::vector<double> unit_costs() override;
-  /// The families that are not cut (run_units' default).
-  std::optional<std::string> stage_refusal() const override;
+  /// None: every family runs any range of its units (run_units).
+  std::optional<std::string> stage_refusal() const override { return std::nullopt; }
   /// Blocks 0, every, 2 * every, ... recompute their activations in backward; 0 = none.
   bool checkpoint_activations(int64_t every) override;
   const HfModelInfo* hf_info() const override { return &info_; }
@@ -81,9 +81,9 @@ class HfCausalLm : public Model {
   /// Logits of checked token ids laid out as `layout` says.
   virtual torch::Tensor run(torch::Tensor tokens, const TokenLayout& layout) = 0;
   /// run() of units [first, end) alone, `x` what unit first - 1 returned (undefined for 0): a
-  /// pipeline stage's. Default: ConfigError (the family is not cut into stages).
+  /// pipeline stage's.
   virtual torch::Tensor run_units(torch::Tensor tokens, const TokenLayout& layout, size_t first,
-                                  size_t end, torch::Tensor x);
+                                  size_t end, torch::Tensor x) = 0;
   /// The token ids checked (checked_tokens): int64 [B, T].
   virtual torch::Tensor checked(torch::Tensor tokens) const = 0;
   /// Whether block `i` recomputes its activations.
@@ -111,6 +111,8 @@ class Gpt2Impl : public HfCausalLm {
   int64_t max_length() const override { return config.n_positions; }
   int64_t vocabulary() const override { return config.vocab_size; }
   /// The embeddings, each block, then ln_f (with lm_head when untied).
+  /// A tied head: wte's weight, in the last unit.
+  std::vector<std::pair<size_t, torch::Tensor>> borrowed_parameters() override;
   std::vector<std::vector<torch::Tensor>> units() override;
 
   Gpt2Config config;
@@ -122,6 +124,9 @@ class Gpt2Impl : public HfCausalLm {
 
  protected:
   torch::Tensor run(torch::Tensor tokens, const TokenLayout& layout) override;
+  /// A stage's units (a tied head on the last stage takes the embeddings it holds beside).
+  torch::Tensor run_units(torch::Tensor tokens, const TokenLayout& layout, size_t first, size_t end,
+                          torch::Tensor x) override;
   torch::Tensor checked(torch::Tensor tokens) const override;
 };
 
@@ -174,8 +179,8 @@ class LlamaImpl : public HfCausalLm {
 
  protected:
   torch::Tensor run(torch::Tensor tokens, const TokenLayout& layout) override;
-  /// A head tied to the embeddings (they would live on two stages).
-  std::optional<std::string> stage_refusal() const override;
+  /// A tied head: the embeddings, in the last unit.
+  std::vector<std::pair<size_t, torch::Tensor>> borrowed_parameters() override;
   /// A stage's units; ConfigError for one without the embeddings when the head is tied to them.
   torch::Tensor run_units(torch::Tensor tokens, const TokenLayout& layout, size_t first, size_t end,
                           torch::Tensor x) override;

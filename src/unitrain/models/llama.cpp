@@ -153,12 +153,9 @@ torch::Tensor LlamaImpl::checked(torch::Tensor tokens) const {
                         "max_position_embeddings", config.vocab_size);
 }
 
-std::optional<std::string> LlamaImpl::stage_refusal() const {
-  if (!config.tie_word_embeddings) return std::nullopt;
-  return config.model_type +
-         ": tie_word_embeddings (config.json) under distributed.pipeline_parallel is not built "
-         "yet (the head on the last stage would share the first stage's embeddings); train it "
-         "with pipeline_parallel: 1";
+std::vector<std::pair<size_t, torch::Tensor>> LlamaImpl::borrowed_parameters() {
+  if (!config.tie_word_embeddings) return {};
+  return {{layers->size() + 1, tp_embed ? tp_embed->weight : embed_tokens->weight}};
 }
 
 torch::Tensor LlamaImpl::run(torch::Tensor tokens, const TokenLayout& layout) {
@@ -169,10 +166,6 @@ torch::Tensor LlamaImpl::run_units(torch::Tensor tokens, const TokenLayout& layo
                                    size_t end, torch::Tensor x) {
   const bool tied = config.tie_word_embeddings;
   const size_t count = layers->size();
-  UT_CHECK(!tied || (first == 0 && end == count + 2), config.model_type,
-           ": tie_word_embeddings under distributed.pipeline_parallel is not built yet (the head "
-           "on the last stage would share the first stage's embeddings); train it with "
-           "pipeline_parallel: 1");
   std::vector<torch::Tensor> first_out;
   if (first == 0) {
     first_out = run_unit(
@@ -217,7 +210,12 @@ torch::Tensor LlamaImpl::run_units(torch::Tensor tokens, const TokenLayout& layo
   }
   if (end < count + 2) return x;
   std::vector<torch::Tensor> last_in{x};
-  if (tied) last_in.push_back(first_out[1]);
+  // A tied head on a pipeline's last stage: the embeddings it holds beside the first stage.
+  if (tied) {
+    last_in.push_back(!first_out.empty() ? first_out[1]
+                      : tp_embed         ? tp_embed->weight
+                                         : embed_tokens->weight);
+  }
   auto* final_norm = norm->as<RmsNormImpl>();
   return run_unit(
       count + 1,

@@ -90,6 +90,9 @@ class Model : public torch::nn::Module {
   /// prediction when end is units().size()). Default: ConfigError (the model runs whole).
   virtual torch::Tensor forward_units(const std::vector<torch::Tensor>& inputs, size_t first,
                                       size_t end, const torch::Tensor& x);
+  /// Parameters a unit uses besides its own, as (unit, parameter) (TrainModule::
+  /// borrowed_parameters): a tied head's embeddings. Default: none.
+  virtual std::vector<std::pair<size_t, torch::Tensor>> borrowed_parameters() { return {}; }
   /// Why the model cannot be cut into pipeline stages (a ConfigError's message naming the key),
   /// nullopt when forward_units runs any range of units. Default: a model without units runs
   /// whole; one with units declares forward_units.

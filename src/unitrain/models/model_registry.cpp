@@ -11,19 +11,16 @@
 
 namespace unitrain {
 
-torch::Tensor Model::forward_units(const std::vector<torch::Tensor>&, size_t, size_t,
-                                   const torch::Tensor&) {
-  throw ConfigError(
-      "distributed.pipeline_parallel: the model cannot be cut into stages (it declares no "
-      "Model::forward_units; built in: transformer_lm and the llama-shaped models); set it to "
-      "1");
-}
-
 std::optional<std::string> Model::stage_refusal() const {
   return std::string(
       "distributed.pipeline_parallel: the model cannot be cut into stages (it declares no "
-      "Model::forward_units and stage_refusal; built in: transformer_lm and the llama-shaped "
+      "Model::forward_units and stage_refusal; built in: transformer_lm, gpt2 and the llama-shaped "
       "models); set it to 1");
+}
+
+torch::Tensor Model::forward_units(const std::vector<torch::Tensor>&, size_t, size_t,
+                                   const torch::Tensor&) {
+  throw ConfigError(*Model::stage_refusal());
 }
 
 std::vector<double> Model::unit_costs() {

@@ -368,7 +368,7 @@ std::optional<std::string> ObjectiveModule::stage_refusal() {
   const std::string key = "distributed.pipeline_parallel";
   if (model_->units().empty()) {
     return key + ": model " + model_type_ +
-           " runs whole (no units: transformer_lm and the llama-shaped models are cut into "
+           " runs whole (no units: transformer_lm, gpt2 and the llama-shaped models are cut into "
            "stages); set it to 1";
   }
   if (auto why = model_->stage_refusal()) return why;

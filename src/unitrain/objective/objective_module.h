@@ -107,6 +107,10 @@ class ObjectiveModule : public TrainModule {
   /// Refused by key: a model that runs whole, a teacher, several predictions, losses, metrics or
   /// regularizers (their values would live on the last stage only).
   std::optional<std::string> stage_refusal() override;
+  /// The model's (Model::borrowed_parameters).
+  std::vector<std::pair<size_t, torch::Tensor>> borrowed_parameters() override {
+    return model_->borrowed_parameters();
+  }
   /// The model's (Model::unit_costs).
   std::vector<double> unit_costs() override { return model_->unit_costs(); }
   /// `loss`, each `loss_<term>` and `reg_<term>` are lower-is-better; a configured metric

@@ -107,12 +107,14 @@ void DistributedOptions::declare(Options<DistributedOptions>& o) {
       .min(1)
       .help(
           "P > 1: pipeline parallelism inside data parallelism: the model's units (its "
-          "embeddings, each block, its head: transformer_lm and the llama-shaped models, or a C++ "
-          "module's forward_units) cut into P stages, one a process (or a tensor group: world = "
+          "embeddings, each block, its head: transformer_lm, gpt2 and the llama-shaped models, or "
+          "a "
+          "C++ module's forward_units) cut into P stages, one a process (or a tensor group: world "
+          "= "
           "T x P x replicas), each step's micro-batches (train.accumulation_steps: at least P "
           "keeps the stages busy) through them in 1F1B; process 0 runs the last stage (the "
           "loss). Checkpoints hold the model's whole tensors: a run resumes at any P. Refused "
-          "with distributed.zero, reproducible, model.lora, a tied head and bf16-true; 1 = off");
+          "with distributed.zero, reproducible, model.lora and bf16-true; 1 = off");
   o.field("pipeline_cuts", &T::pipeline_cuts)
       .help(
           "the first unit of each pipeline stage after the first (distributed.pipeline_parallel "

@@ -18,8 +18,20 @@ ModelGroupSync::ModelGroupSync(std::unique_ptr<GradientSync> inner,
                                std::shared_ptr<ProcessGroup> group)
     : inner_(std::move(inner)), group_(std::move(group)), all_parts_(true) {}
 
+void ModelGroupSync::add_shared(const torch::Tensor& param, std::shared_ptr<ProcessGroup> pair,
+                                bool counted_here) {
+  shared_.push_back({param, std::move(pair)});
+  if (!counted_here) count_elsewhere(param);
+}
+
 void ModelGroupSync::finish(const std::vector<torch::Tensor>& params) {
   inner_->finish(params);
+  for (Shared& s : shared_) {  // each side's part of the gradient, summed on both
+    torch::Tensor& grad = s.param.mutable_grad();
+    if (!grad.defined()) grad = torch::zeros_like(s.param);
+    std::vector<torch::Tensor> one{grad};
+    s.pair->all_reduce_sum(one);
+  }
   params_ = params;
   join_decisions();
 }
@@ -53,7 +65,7 @@ double ModelGroupSync::norm() {
   // The gradients of `params` are final and equal over the replicas (finish()).
   std::vector<torch::Tensor> parts, wholes;
   for (const auto& p : params_) {
-    if (!p.grad().defined()) continue;
+    if (!p.grad().defined() || counted_elsewhere_.count(p.unsafeGetTensorImpl())) continue;
     (all_parts_ || cut_.count(p.unsafeGetTensorImpl()) ? parts : wholes).push_back(p.grad());
   }
   auto squares = [](const std::vector<torch::Tensor>& grads) {

@@ -25,6 +25,15 @@ class ModelGroupSync : public GradientSync {
   /// inner sync that measures the norm gives its square).
   ModelGroupSync(std::unique_ptr<GradientSync> inner, std::shared_ptr<ProcessGroup> group);
 
+  /// A parameter two processes of the group hold (a pipeline's head tied to the embeddings):
+  /// its gradients summed over `pair` in finish(), then counted in norm() where `counted_here`.
+  void add_shared(const torch::Tensor& param, std::shared_ptr<ProcessGroup> pair,
+                  bool counted_here);
+  /// norm() leaves `param` out: another process of an outer group counts it.
+  void count_elsewhere(const torch::Tensor& param) {
+    counted_elsewhere_.insert(param.unsafeGetTensorImpl());
+  }
+
   void before_backward(bool will_step) override { inner_->before_backward(will_step); }
   void after_backward() override { inner_->after_backward(); }
   void finish(const std::vector<torch::Tensor>& params) override;
@@ -51,7 +60,13 @@ class ModelGroupSync : public GradientSync {
   std::shared_ptr<ProcessGroup> group_;
   std::unordered_set<const void*> cut_;  ///< the cut parameters' TensorImpls
   bool all_parts_ = false;               ///< every parameter is a part (pipeline stages)
-  std::vector<torch::Tensor> params_;    ///< finish()'s: the gradients norm() measures
+  struct Shared {
+    torch::Tensor param;
+    std::shared_ptr<ProcessGroup> pair;
+  };
+  std::vector<Shared> shared_;
+  std::unordered_set<const void*> counted_elsewhere_;  ///< shared, norm()'s on the other side
+  std::vector<torch::Tensor> params_;  ///< finish()'s: the gradients norm() measures
   StepDecision agreed_;
 };
 

@@ -24,6 +24,15 @@ std::vector<size_t> balanced_stage_starts(const std::vector<double>& costs, int 
 /// value otherwise.
 std::vector<size_t> named_stage_starts(const std::vector<int64_t>& cuts, size_t units, int stages);
 
+/// A parameter two stages hold: a unit of stage `owner` lists it, a unit of stage `borrower`
+/// uses it too (a head tied to the embeddings). Their gradients are summed over `group` (the two
+/// stages) at each step's end, so both take the same step.
+struct SharedParameter {
+  torch::Tensor param;
+  int owner = 0, borrower = 0;
+  std::shared_ptr<ProcessGroup> group;
+};
+
 /// One stage of a pipeline over `group` (its ranks; the last stage is rank 0, so the process that
 /// writes the run's logs holds the loss): units [first, end) of the module. Messages of micro-
 /// batch `micro` of a window carry their own tags, so none waits behind another's.
@@ -44,6 +53,9 @@ class PipelineStage {
   /// The rank of stage `stage` in the group.
   int rank_of(int stage) const { return stages_ - 1 - stage; }
   ProcessGroup& group() const { return *group_; }
+  /// The parameters this stage holds beside another (SharedParameter).
+  const std::vector<SharedParameter>& shared() const { return shared_; }
+  void add_shared(SharedParameter p) { shared_.push_back(std::move(p)); }
   const std::shared_ptr<ProcessGroup>& group_ptr() const { return group_; }
 
   /// The previous stage's output for `micro` (its shape and dtype travel first), on `device`.
@@ -65,6 +77,7 @@ class PipelineStage {
   int stage_, stages_;
   size_t first_, end_;
   std::vector<std::function<void()>> sends_;
+  std::vector<SharedParameter> shared_;
   double waited_ = 0;
 };
 

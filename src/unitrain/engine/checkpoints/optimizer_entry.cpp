@@ -60,6 +60,8 @@ class OptimizerEntry : public CheckpointEntry {
     // distributed.pipeline_parallel: each stage holds the state of its own parameters, a
     // partition by parameter as ZeRO 1's (the writer's, the last stage's, is the first).
     const bool staged = cut_ && cut_->stage;
+    std::optional<BorrowedStateAside> aside;
+    if (staged) aside.emplace(optimizer_, *cut_);
     if (staged && cut_->pipe_gathers) {
       partitions =
           write_rank_files(cut_->stage->group(), root_, out.state.state.step, "optimizer",

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <unordered_map>
+#include <unordered_set>
 
 #include "unitrain/checkpoint/tensor_cut.h"
 #include "unitrain/core/error.h"
@@ -150,11 +151,14 @@ void TrainLoop::cut_stages() {
   for (size_t u = 0; u < units.size(); ++u) {
     for (const auto& p : units[u]) stage_of[p.unsafeGetTensorImpl()] = stage_->stage_of(u);
   }
+  std::unordered_set<const void*> held;  // another stage's, held here too (a tied head)
+  for (const auto& s : stage_->shared()) held.insert(s.param.unsafeGetTensorImpl());
   for (const auto& p : module_.weights().named_parameters()) {
-    const auto it = stage_of.find(p.value().unsafeGetTensorImpl());
+    const void* impl = p.value().unsafeGetTensorImpl();
+    const auto it = stage_of.find(impl);
     if (it == stage_of.end()) continue;
     cut_->stage_of[p.key()] = it->second;
-    if (it->second != stage_->stage()) cut_->elsewhere[p.key()] = p.value();
+    if (it->second != stage_->stage() && !held.count(impl)) cut_->elsewhere[p.key()] = p.value();
   }
 }
 

@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <map>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "unitrain/core/error.h"
@@ -13,6 +17,7 @@
 #include "unitrain/log/console.h"
 #include "unitrain/parallel/parallel_plan.h"
 #include "unitrain/parallel/pipeline_stage.h"
+#include "unitrain/parallel/process_group.h"
 
 namespace unitrain {
 
@@ -55,19 +60,39 @@ std::shared_ptr<PipelineStage> cut_into_stages(TrainModule& module, const Parall
                                          ? balanced_stage_starts(module.unit_costs(), plan.pipeline)
                                          : named_stage_starts(cuts, units.size(), plan.pipeline);
   auto stage = std::make_shared<PipelineStage>(plan.pipe, starts, units.size());
-  // Every unit's parameters belong to its stage alone: a tensor two units share (a head tied
-  // to the embeddings) cannot be cut.
-  std::vector<const void*> seen;
+  // Each parameter belongs to the unit that lists it (units() lists each once); a unit of
+  // another stage that uses it too (a head tied to the embeddings) holds it beside.
+  std::unordered_map<const void*, size_t> unit_of;
   for (size_t u = 0; u < units.size(); ++u) {
     for (const auto& p : units[u]) {
-      const void* impl = p.unsafeGetTensorImpl();
-      for (const void* s : seen) {
-        UT_CHECK(s != impl, "distributed.pipeline_parallel: unit ", u,
-                 " of the model shares a parameter with an earlier unit (a head tied to the "
-                 "embeddings?); train it with pipeline_parallel: 1");
-      }
-      seen.push_back(impl);
-      if (u < stage->first_unit() || u >= stage->end_unit()) free_tensor_memory(p);
+      UT_CHECK(unit_of.emplace(p.unsafeGetTensorImpl(), u).second,
+               "distributed.pipeline_parallel: unit ", u,
+               " of the model lists a parameter an earlier unit lists (units() must list each "
+               "once; TrainModule::borrowed_parameters names those a unit uses beside)");
+    }
+  }
+  std::unordered_set<const void*> held;
+  std::map<std::pair<int, int>, std::shared_ptr<ProcessGroup>> pairs;
+  for (const auto& [unit, p] : module.borrowed_parameters()) {
+    const auto owned = unit_of.find(p.unsafeGetTensorImpl());
+    UT_CHECK(owned != unit_of.end() && unit < units.size(),
+             "distributed.pipeline_parallel: a borrowed parameter that no unit lists, or unit ",
+             unit, " of ", units.size(), " (TrainModule::borrowed_parameters)");
+    const int owner = stage->stage_of(owned->second), borrower = stage->stage_of(unit);
+    if (owner == borrower || (stage->stage() != owner && stage->stage() != borrower)) continue;
+    held.insert(p.unsafeGetTensorImpl());
+    auto& group = pairs[{owner, borrower}];
+    if (!group) {
+      std::vector<int> members{stage->rank_of(owner), stage->rank_of(borrower)};
+      std::sort(members.begin(), members.end());
+      group = plan.pipe->subgroup(fmt::format("shared-{}-{}", owner, borrower), members);
+    }
+    stage->add_shared({p, owner, borrower, group});
+  }
+  for (size_t u = 0; u < units.size(); ++u) {
+    if (u >= stage->first_unit() && u < stage->end_unit()) continue;
+    for (const auto& p : units[u]) {
+      if (!held.count(p.unsafeGetTensorImpl())) free_tensor_memory(p);
     }
   }
   std::string layout;

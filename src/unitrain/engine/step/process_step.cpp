@@ -36,6 +36,7 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
     for (size_t u = parts.stage->first_unit(); u < parts.stage->end_unit(); ++u) {
       for (const auto& p : units[u]) stage_params.insert(p.unsafeGetTensorImpl());
     }
+    for (const auto& s : parts.stage->shared()) stage_params.insert(s.param.unsafeGetTensorImpl());
   }
   check_reproducible_step(parts.settings, parts.module, trainers, group.get());
   if (distributed.reproducible_on() && !(group && distributed.zero == 3)) {
@@ -67,10 +68,22 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
     for (const auto& [name, split] : tp::splits_of(parts.module.weights())) {
       cut.push_back(named[name]);
     }
-    sync_ = std::make_unique<ModelGroupSync>(std::move(sync_), parts.tensor_group, std::move(cut));
+    auto cut_sync =
+        std::make_unique<ModelGroupSync>(std::move(sync_), parts.tensor_group, std::move(cut));
+    // A tied head's embeddings on a pipeline's last stage: counted by the first stage's norm.
+    if (parts.stage) {
+      for (const auto& s : parts.stage->shared()) {
+        if (parts.stage->stage() != s.owner) cut_sync->count_elsewhere(s.param);
+      }
+    }
+    sync_ = std::move(cut_sync);
   }
   if (parts.stage) {  // distributed.pipeline_parallel: the stage's sync inside
-    sync_ = std::make_unique<ModelGroupSync>(std::move(sync_), parts.stage->group_ptr());
+    auto staged = std::make_unique<ModelGroupSync>(std::move(sync_), parts.stage->group_ptr());
+    for (const auto& s : parts.stage->shared()) {  // a tied head: counted on the owner's stage
+      staged->add_shared(s.param, s.group, parts.stage->stage() == s.owner);
+    }
+    sync_ = std::move(staged);
     pipeline_ = std::make_unique<PipelineStep>(parts.module, parts.stage, device_);
   }
   if (shards && distributed.zero == 3) {
