@@ -78,8 +78,13 @@ class PipelineParallel(common.Case):
                                  f"{what}: {key}")
 
     def test_stages_train_as_one_process_beside_data_and_tensor_parallelism(self):
-        one, _ = self.train("one")
-        pp2, out = self.train("pp2", *PP, "2", world=2)
+        # (With a test split, evaluated after fit through the stages.)
+        test = ["--data.test", "{type: tokens, args: {path: %s, seq_len: 16}}"
+                % os.path.join(self.dir, "tokens.bin")]
+        one, _ = self.train("one", *test)
+        pp2, out = self.train("pp2", *test, *PP, "2", world=2)
+        self.assertEqual(self.metrics(one, "test/loss"), self.metrics(pp2, "test/loss"))
+        self.assertTrue(self.metrics(one, "test/loss"))
         self.assertIn("pipeline parallel: 2 stages over the model's 4 units (stage: units 0-1, "
                       "2-3), 1 data-parallel replica; this process: stage 1 (units 2 to 3), the "
                       "loss", out)
@@ -175,6 +180,8 @@ class PipelineParallel(common.Case):
              "distributed.pipeline_cuts.0: 4 is not a unit after the previous cut"),
             (["--distributed.pipeline_parallel", "5"], 5,
              "distributed.pipeline_parallel: 5 stages, but the model runs 4 units"),
+            (["--callbacks", "[{type: generate, args: {prompts: [a]}}]"], 2,
+             "callbacks: generate does not run under distributed.pipeline_parallel"),
         ]
         for i, (more, world, said) in enumerate(cases):
             with self.subTest(said):

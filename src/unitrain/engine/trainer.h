@@ -72,6 +72,9 @@ class Trainer {
 
   const Config& config() const { return config_; }
   const TrainOptions& options() const;
+  /// How the running (or last) fit() spread the model over the processes: its groups, tensor
+  /// and pipeline sizes (one process: all 1).
+  const ParallelPlan& parallel_plan() const { return parallel_; }
   /// The run's counters: the running fit()'s, or after it the last fit's (zeros before any).
   TrainState state() const;
   /// A stop was decided (request_stop): in one process at once, in data-parallel runs once the

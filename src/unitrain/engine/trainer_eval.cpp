@@ -6,6 +6,8 @@
 #include "unitrain/data/loader.h"
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/engine/results/summary_file.h"
+#include "unitrain/engine/setup/run_device.h"
+#include "unitrain/engine/step/pipeline_step.h"
 #include "unitrain/engine/trainer.h"
 #include "unitrain/log/console.h"
 #include "unitrain/log/run_logger.h"
@@ -42,6 +44,13 @@ MetricMap Trainer::test(TrainModule& module, DatasetPtr data) {
     pass.hooks = &callbacks_;
     pass.precision = precision_.get();
     pass.token_key = options().eval_token_key();
+    // distributed.pipeline_parallel: the module's stage holds its units alone; each batch
+    // runs through the stages as validation's do.
+    std::unique_ptr<PipelineStep> staged;
+    if (parallel_.stage) {
+      staged = std::make_unique<PipelineStep>(module, parallel_.stage, device_of(module.weights()));
+      pass.pipeline = staged.get();
+    }
     const MetricAccumulator sums = evaluate_sums(module, loader, EvalSplit::Test, pass);
     for (const auto& [name, value] : sums.result()) m["test/" + name] = value;
     callbacks_.call("on_test_end", &Callback::on_test_end, m);

@@ -65,6 +65,10 @@ void GenerateSamples::on_fit_start(Trainer& trainer) {
            "callbacks: generate does not run under distributed.tensor_parallel (the model's "
            "logits are cut over its processes): generate from the run's checkpoints with "
            "`unitrain generate`, in one process");
+  UT_CHECK(trainer.parallel_plan().pipeline == 1,
+           "callbacks: generate does not run under distributed.pipeline_parallel (each process "
+           "holds its stage's units): generate from the run's checkpoints with `unitrain "
+           "generate`, in one process");
   UT_CHECK(model != nullptr,
            "callbacks: generate needs the config-driven path with a gpt2 or "
            "llama model (model.type)");
