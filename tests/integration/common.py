@@ -189,6 +189,34 @@ class Case(unittest.TestCase):
         return torch.load(os.path.join(run_dir, "w.pt"))
 
 
+class PlanRuns(Case):
+    """Runs of one config under several plans (the parallel tests): CONFIG, formatted with the
+    run's folder, a token file of 4000 ids below 48 and the model (MODEL unless given)."""
+    CONFIG = ""
+    MODEL = ""
+
+    def config(self, name, model=None):
+        data = random_tokens(os.path.join(self.dir, "tokens.bin"), 48, 4000, seed=0)
+        run_dir = os.path.join(self.dir, name)
+        cfg = write(os.path.join(self.dir, name + ".yaml"),
+                    self.CONFIG.format(run_dir=run_dir, data=data, model=model or self.MODEL))
+        return cfg, run_dir
+
+    def train(self, name, *args, world=1, expect=0, model=None):
+        """`train` of the config with `args`, under `unitrain launch` of `world` workers;
+        `expect` the exit code, or None for a refusal (any other than 0)."""
+        cfg, run_dir = self.config(name, model)
+        words = ["train", cfg] + list(args)
+        if world > 1:
+            words = ["launch", "--nproc-per-node", str(world), "--"] + words
+        code, out = run(words)
+        if expect is None:
+            self.assertNotEqual(code, 0, out)
+        else:
+            self.assertEqual(code, expect, out)
+        return run_dir, out
+
+
 def main():
     global BIN, BUILD
     if len(sys.argv) < 2:

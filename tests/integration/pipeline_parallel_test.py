@@ -34,25 +34,9 @@ LM = ("{type: transformer_lm, args: {vocab: 48, d_model: 32, layers: 2, heads: 4
 PP = ["--distributed.pipeline_parallel"]
 
 
-class PipelineParallel(common.Case):
-    def config(self, name, model=LM):
-        data = common.random_tokens(os.path.join(self.dir, "tokens.bin"), 48, 4000, seed=0)
-        run_dir = os.path.join(self.dir, name)
-        cfg = common.write(os.path.join(self.dir, name + ".yaml"),
-                           CONFIG.format(run_dir=run_dir, data=data, model=model))
-        return cfg, run_dir
-
-    def train(self, name, *args, world=1, expect=0, model=LM):
-        cfg, run_dir = self.config(name, model)
-        words = ["train", cfg] + list(args)
-        if world > 1:
-            words = ["launch", "--nproc-per-node", str(world), "--"] + words
-        code, out = run(words)
-        if expect is None:  # refused
-            self.assertNotEqual(code, 0, out)
-        else:
-            self.assertEqual(code, expect, out)
-        return run_dir, out
+class PipelineParallel(common.PlanRuns):
+    CONFIG = CONFIG
+    MODEL = LM
 
     def metrics(self, run_dir, key):
         return [e[key] for e in common.read_jsonl(os.path.join(run_dir, "metrics.jsonl"))

@@ -38,25 +38,9 @@ LLAMA = "{{type: llama, args: {{pretrained: {folder}}}}}"
 # sums, not the plan. eps 1e-6 keeps those steps of noise's size, and every value within 1e-5.
 
 
-class TensorParallel(common.Case):
-    def config(self, name, model=LM):
-        data = common.random_tokens(os.path.join(self.dir, "tokens.bin"), 48, 4000, seed=0)
-        run_dir = os.path.join(self.dir, name)
-        cfg = common.write(os.path.join(self.dir, name + ".yaml"),
-                           CONFIG.format(run_dir=run_dir, data=data, model=model))
-        return cfg, run_dir
-
-    def train(self, name, *args, world=1, expect=0):
-        cfg, run_dir = self.config(name)
-        words = ["train", cfg] + list(args)
-        if world > 1:
-            words = ["launch", "--nproc-per-node", str(world), "--"] + words
-        code, out = run(words)
-        if expect is None:  # refused
-            self.assertNotEqual(code, 0, out)
-        else:
-            self.assertEqual(code, expect, out)
-        return run_dir, out
+class TensorParallel(common.PlanRuns):
+    CONFIG = CONFIG
+    MODEL = LM
 
     def losses(self, run_dir):
         return [e["train/loss"] for e in common.read_jsonl(os.path.join(run_dir, "metrics.jsonl"))

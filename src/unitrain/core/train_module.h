@@ -150,15 +150,19 @@ inline StepOutput TrainModule::loss_of_units(const Batch&, const torch::Tensor&)
   throw ConfigError(*TrainModule::stage_refusal());
 }
 
-inline std::vector<double> TrainModule::unit_costs() {
+/// Each unit's parameter elements: the cost unit_costs() gives by default.
+inline std::vector<double> parameter_elements(
+    const std::vector<std::vector<torch::Tensor>>& units) {
   std::vector<double> out;
-  for (const auto& unit : units()) {
+  for (const auto& unit : units) {
     double n = 0;
     for (const auto& p : unit) n += static_cast<double>(p.numel());
     out.push_back(n);
   }
   return out;
 }
+
+inline std::vector<double> TrainModule::unit_costs() { return parameter_elements(units()); }
 
 inline ModuleRun& TrainModule::run() const {
   UT_CHECK(run_ != nullptr,

@@ -2,6 +2,7 @@
 #include <mutex>
 
 #include "unitrain/core/error.h"
+#include "unitrain/core/train_module.h"
 #include "unitrain/models/cnn.h"
 #include "unitrain/models/hf_causal_lm.h"
 #include "unitrain/models/mlp.h"
@@ -23,15 +24,7 @@ torch::Tensor Model::forward_units(const std::vector<torch::Tensor>&, size_t, si
   throw ConfigError(*Model::stage_refusal());
 }
 
-std::vector<double> Model::unit_costs() {
-  std::vector<double> out;
-  for (const auto& unit : units()) {
-    double n = 0;
-    for (const auto& p : unit) n += static_cast<double>(p.numel());
-    out.push_back(n);
-  }
-  return out;
-}
+std::vector<double> Model::unit_costs() { return parameter_elements(units()); }
 
 Registry<ModelPtr>& model_registry() {
   static Registry<ModelPtr> registry("model");
