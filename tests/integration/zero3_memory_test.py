@@ -4,6 +4,7 @@ transformer whose weights, gradients and Adam moments (910 MB) do not fit in one
 parallelism is killed by the OOM killer, distributed.zero: 3 trains. (A smaller model would leave
 too little room between the two: a worker's LibTorch alone is ~200 MB.)"""
 import os
+import re
 import subprocess
 
 import torch
@@ -29,6 +30,32 @@ class Zero3Memory(common.Case):
         self.assertRegex(out, r"parameters on rank 0: \d+ bytes of 227604864")
         left = [d for d in os.listdir("/sys/fs/cgroup/memory") if d.startswith("unitrain-worker")]
         self.assertEqual(left, [])  # every worker's cgroup removed
+
+    def test_a_model_cut_over_tp_2_x_pp_2_trains_inside_the_limit(self):
+        # The same model, whose state no worker can hold whole (plain data parallelism is killed
+        # above), cut over 4 workers: 2 pipeline stages of 2-process tensor groups. Each holds a
+        # quarter of the parameters and of Adam's moments; its checkpoints (the whole model,
+        # gathered to process 0) are written inside the limit too.
+        subprocess.run([os.path.join(common.SOURCE, "examples/moby_dick/prepare.sh")], check=True,
+                       cwd=common.SOURCE, capture_output=True)
+        out = self.train_within(os.path.join(self.dir, "cut"), 4, 4, 29881, True,
+                                "--distributed.zero", "0", "--distributed.tensor_parallel", "2",
+                                "--distributed.pipeline_parallel", "2",
+                                "--train.accumulation_steps", "2")
+        self.assertEqual(out.count("memory.limit_in_bytes 1048576000"), 4, out)
+        whole = 227604864  # 56.9M float32 parameters
+        logs = out
+        for name in os.listdir(os.path.join(self.dir, "cut", "logs")):
+            with open(os.path.join(self.dir, "cut", "logs", name)) as f:
+                logs += f.read()
+        held = [int(m) for m in re.findall(r"parameters held: (\d+) bytes", logs)]
+        state = [int(m) for m in re.findall(r"optimizer state on rank \d+: (\d+) bytes", logs)]
+        self.assertEqual(len(held), 4, logs)
+        self.assertEqual(len(state), 4, logs)
+        for n in held:
+            self.assertLess(abs(n / whole - 0.25), 0.01, n)
+        for n in state:  # Adam's two moments of a quarter
+            self.assertLess(abs(n / (2 * whole) - 0.25), 0.01, n)
 
     def train_within(self, run_dir, workers, steps, port, limited=True, *more):
         """`workers` workers of examples/zero3_memory/lm.yaml with ZeRO 3 and checkpoints, each
