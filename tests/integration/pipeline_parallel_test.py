@@ -151,6 +151,25 @@ class PipelineParallel(common.PlanRuns):
             d = (wa[k] - wb[k]).abs()
             self.assertLess(d.max().item(), 1e-4 if k.endswith("c_attn.bias") else 1e-5, k)
 
+    def test_two_machines_a_stage_on_each_a_tensor_group_inside(self):
+        # Network namespaces joined by a veth pair, 2 workers in each: ranks 0+1 (machine 0) are
+        # the last stage's tensor group, 2+3 (machine 1) the first's; the activations cross
+        # between the machines. The same run as TP 2 x PP 2 on one machine, bitwise.
+        plan = ["--distributed.tensor_parallel", "2", *PP, "2"]
+        here, _ = self.train("here", *plan, world=4)
+        cfg, run_dir = self.config("machines")
+        with common.Machines(self, "10.79.1") as machines:
+            procs = [machines.launch(node, [
+                "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", "2",
+                "--master-addr", machines.addrs[0], "--master-port", "29589", "--", "train", cfg,
+                *plan, "--distributed.timeout", "60"])
+                for node in (0, 1)]
+            outs = [p.communicate(timeout=600)[0] for p in procs]
+        for p, out in zip(procs, outs):
+            self.assertEqual(p.returncode, 0, out)
+        self.assertIn("this process: stage 1 (units 2 to 3), the loss", outs[0])
+        self.assert_same(here, run_dir, "TP 2 x PP 2 on two machines against one machine")
+
     def test_what_it_cannot_run_is_refused_by_key(self):
         cases = [
             ([], 3, "distributed.pipeline_parallel: 2 does not divide the job's 3 processes"),

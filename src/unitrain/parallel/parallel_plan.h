@@ -1,10 +1,11 @@
 #pragma once
 // ParallelPlan: the job's processes as data-parallel replicas of a model cut over a pipeline of
 // stages (distributed.pipeline_parallel) of tensor groups (distributed.tensor_parallel), the
-// tensor group innermost: rank = (replica * P + stage) * T + part. Ranks [k T, (k + 1) T)
-// compute one stage together, the P stages of a replica at the same part pass activations to
-// one another, and the processes at the same stage and part of every replica are one
-// data-parallel group.
+// tensor group innermost: rank = (replica * P + (P - 1 - stage)) * T + part, the last stage
+// first (process 0 holds the loss: PipelineStage). Ranks [k T, (k + 1) T) compute one stage
+// together, the P stages of a replica at the same part (`pipe`, by rank: the last stage is 0)
+// pass activations to one another, and the processes at the same stage and part of every
+// replica are one data-parallel group.
 #include <memory>
 
 namespace unitrain {
