@@ -12,6 +12,7 @@
 #include "unitrain/engine/config/load_config.h"
 #include "unitrain/engine/config/run_settings.h"
 #include "unitrain/parallel/data_parallel.h"
+#include "unitrain/parallel/pipeline_stage.h"
 #include "unitrain/parallel/process_group.h"
 #include "unitrain/parallel/sharded_sync.h"
 
@@ -124,6 +125,22 @@ TEST(ProcessStep, ZeroThreeOfAModelWithoutUnitsIsRefused) {
       ProcessStep step({settings, group, rig.module, rig.precision, rig.callbacks}, &sgd);
     });
     EXPECT_TRUE(test::contains(message, "use distributed.zero: 2 for this model")) << message;
+  });
+}
+
+TEST(ProcessStep, APipelineStageWithManualOptimizationIsRefused) {
+  const RunSettings settings = settings_with("");
+  test::run_shared_ranks(2, [&](int, const std::shared_ptr<ProcessGroup>& group) {
+    Rig rig;
+    auto stage = std::make_shared<PipelineStage>(group, std::vector<size_t>{0, 1}, 2);
+    const std::string message = test::message_of([&] {
+      ProcessStep step({settings, nullptr, rig.module, rig.precision, rig.callbacks, nullptr,
+                        torch::kCPU, nullptr, stage},
+                       nullptr);
+    });
+    EXPECT_TRUE(test::contains(message, "distributed.pipeline_parallel with a module that steps "
+                                        "its own optimizers"))
+        << message;
   });
 }
 

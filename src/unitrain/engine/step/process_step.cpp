@@ -30,15 +30,22 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
   const auto& group = parts.group;
   const bool shards = group && !manual;  // (the module's own optimizers are never sharded)
   std::vector<int> gradient_owners;      // ZeRO 2: each parameter's bucket owner, model order
+  check_reproducible_step(parts.settings, parts.module, trainers, group.get());
+  // A pipeline stage runs its units through PipelineStep: never training_step whole.
+  UT_CHECK(!parts.stage || !manual,
+           "distributed.pipeline_parallel with a module that steps its own optimizers "
+           "(configure_optimizers) is not built yet (its training_step would run the whole "
+           "model); leave one of them out");
   std::unordered_set<const void*> stage_params;  // a pipeline stage's units' parameters
   if (parts.stage) {
     const auto units = parts.module.units();
     for (size_t u = parts.stage->first_unit(); u < parts.stage->end_unit(); ++u) {
+      UT_CHECK(u < units.size(), "pipeline stage ", parts.stage->stage(), ": unit ", u,
+               " of a module that lists ", units.size());
       for (const auto& p : units[u]) stage_params.insert(p.unsafeGetTensorImpl());
     }
     for (const auto& s : parts.stage->shared()) stage_params.insert(s.param.unsafeGetTensorImpl());
   }
-  check_reproducible_step(parts.settings, parts.module, trainers, group.get());
   if (distributed.reproducible_on() && !(group && distributed.zero == 3)) {
     sync_ = std::make_unique<ReproducibleSync>(group, parts.module.weights().parameters(),
                                                static_cast<int>(distributed.reproducible));
