@@ -138,8 +138,9 @@ TEST(ProcessStep, APipelineStageWithManualOptimizationIsRefused) {
                         torch::kCPU, nullptr, stage},
                        nullptr);
     });
-    EXPECT_TRUE(test::contains(message, "distributed.pipeline_parallel with a module that steps "
-                                        "its own optimizers"))
+    EXPECT_TRUE(test::contains(message,
+                               "distributed.pipeline_parallel with a module that steps "
+                               "its own optimizers"))
         << message;
   });
 }
