@@ -59,6 +59,39 @@ void declare_reproducible(Options<T>& o) {
           "reduces as fast as it can)");
 }
 
+/// The keys that cut the model over processes: tensor_parallel, pipeline_parallel, its cuts.
+void declare_plan(Options<DistributedOptions>& o) {
+  o.field("tensor_parallel", &T::tensor_parallel)
+      .min(1)
+      .help(
+          "T > 1: tensor parallelism (Megatron's split) inside data parallelism: the processes "
+          "are cut into groups of T consecutive ranks (keep a group on one machine), each group "
+          "computing one model whose layers are cut over its T processes (transformer_lm: the "
+          "embedding and head by vocabulary, attention by heads, the feed-forward by width; a "
+          "C++ model's parallel layers, parallel/tensor_parallel.h), and the groups are data-"
+          "parallel replicas of one another (world = T x replicas). Checkpoints hold the "
+          "model's whole tensors: a run resumes at any T. Refused with distributed.zero, "
+          "reproducible and model.lora; 1 = off");
+  o.field("pipeline_parallel", &T::pipeline_parallel)
+      .min(1)
+      .help(
+          "P > 1: pipeline parallelism inside data parallelism: the model's units (its "
+          "embeddings, each block, its head: transformer_lm, gpt2 and the llama-shaped models, or "
+          "a "
+          "C++ module's forward_units) cut into P stages, one a process (or a tensor group: world "
+          "= "
+          "T x P x replicas), each step's micro-batches (train.accumulation_steps: at least P "
+          "keeps the stages busy) through them in 1F1B; process 0 runs the last stage (the "
+          "loss). Checkpoints hold the model's whole tensors: a run resumes at any P. Refused "
+          "with distributed.zero, reproducible, model.lora and bf16-true; 1 = off");
+  o.field("pipeline_cuts", &T::pipeline_cuts)
+      .help(
+          "the first unit of each pipeline stage after the first (distributed.pipeline_parallel "
+          "- 1 increasing numbers; units count the embeddings as 0, each block, then the head), "
+          "e.g. [3] puts the embeddings and blocks 0-1 on stage 0; empty: stages balanced by "
+          "cost (a block's and the head's parameters; the embeddings cost nothing)");
+}
+
 }  // namespace
 
 void DistributedOptions::declare(Options<DistributedOptions>& o) {
@@ -92,35 +125,7 @@ void DistributedOptions::declare(Options<DistributedOptions>& o) {
           "accumulation window; false = each rank keeps its own");
   declare_zero(o);
   declare_reproducible(o);
-  o.field("tensor_parallel", &T::tensor_parallel)
-      .min(1)
-      .help(
-          "T > 1: tensor parallelism (Megatron's split) inside data parallelism: the processes "
-          "are cut into groups of T consecutive ranks (keep a group on one machine), each group "
-          "computing one model whose layers are cut over its T processes (transformer_lm: the "
-          "embedding and head by vocabulary, attention by heads, the feed-forward by width; a "
-          "C++ model's parallel layers, parallel/tensor_parallel.h), and the groups are data-"
-          "parallel replicas of one another (world = T x replicas). Checkpoints hold the "
-          "model's whole tensors: a run resumes at any T. Refused with distributed.zero, "
-          "reproducible and model.lora; 1 = off");
-  o.field("pipeline_parallel", &T::pipeline_parallel)
-      .min(1)
-      .help(
-          "P > 1: pipeline parallelism inside data parallelism: the model's units (its "
-          "embeddings, each block, its head: transformer_lm, gpt2 and the llama-shaped models, or "
-          "a "
-          "C++ module's forward_units) cut into P stages, one a process (or a tensor group: world "
-          "= "
-          "T x P x replicas), each step's micro-batches (train.accumulation_steps: at least P "
-          "keeps the stages busy) through them in 1F1B; process 0 runs the last stage (the "
-          "loss). Checkpoints hold the model's whole tensors: a run resumes at any P. Refused "
-          "with distributed.zero, reproducible, model.lora and bf16-true; 1 = off");
-  o.field("pipeline_cuts", &T::pipeline_cuts)
-      .help(
-          "the first unit of each pipeline stage after the first (distributed.pipeline_parallel "
-          "- 1 increasing numbers; units count the embeddings as 0, each block, then the head), "
-          "e.g. [3] puts the embeddings and blocks 0-1 on stage 0; empty: stages balanced by "
-          "cost (a block's and the head's parameters; the embeddings cost nothing)");
+  declare_plan(o);
 }
 
 ProcessGroupOptions DistributedOptions::group_options(const torch::Device& device) const {

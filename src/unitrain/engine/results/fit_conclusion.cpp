@@ -79,6 +79,18 @@ void write_summary(const TrainLoop& loop, const RunSettings& settings, const Fit
   s.write(settings.run_dir);
 }
 
+/// A pipeline stage's wait for the others and the parameter bytes it holds (its last lines).
+void log_pipeline_stage(const PipelineStep& pipe, const TrainLoop& loop) {
+  const PipelineStage& stage = pipe.stage();
+  log::info(fmt::format(
+      "pipeline stage {} of {} (units {} to {}): waited {:.3f} s for the other stages in {:.3f} "
+      "s of forwards and backwards ({:.1f}%); parameters held: {} bytes of {}",
+      stage.stage(), stage.stages(), stage.first_unit(), stage.end_unit() - 1,
+      pipe.waited_seconds(), pipe.busy_seconds(),
+      pipe.busy_seconds() > 0 ? 100 * pipe.waited_seconds() / pipe.busy_seconds() : 0.0,
+      parameter_bytes(loop.module().weights(), true), parameter_bytes(loop.module().weights())));
+}
+
 }  // namespace
 
 int exit_code_after_signal(const RunSettings& settings, int signal) {
@@ -130,16 +142,7 @@ FitResult conclude_fit(const TrainLoop& loop, const RunSettings& settings) {
         r.optimizer_state_bytes >= 0 ? r.optimizer_state_bytes : optimizer_state_bytes(*trainers),
         loop.sharded() ? settings.distributed.zero : 0));
   }
-  if (const PipelineStep* pipe = loop.pipeline()) {
-    const PipelineStage& stage = pipe->stage();
-    log::info(fmt::format(
-        "pipeline stage {} of {} (units {} to {}): waited {:.3f} s for the other stages in {:.3f} "
-        "s of forwards and backwards ({:.1f}%); parameters held: {} bytes of {}",
-        stage.stage(), stage.stages(), stage.first_unit(), stage.end_unit() - 1,
-        pipe->waited_seconds(), pipe->busy_seconds(),
-        pipe->busy_seconds() > 0 ? 100 * pipe->waited_seconds() / pipe->busy_seconds() : 0.0,
-        parameter_bytes(loop.module().weights(), true), parameter_bytes(loop.module().weights())));
-  }
+  if (const PipelineStep* pipe = loop.pipeline()) log_pipeline_stage(*pipe, loop);
   if (const ShardedParameters* p = loop.sharded_parameters()) {
     log::info(fmt::format("parameters on rank {}: {} bytes of {} in {} units (distributed.zero: 3)",
                           rank, p->shard_bytes(), p->whole_bytes(), p->units()));

@@ -9,7 +9,6 @@
 #include "unitrain/core/error.h"
 #include "unitrain/core/run_position.h"
 #include "unitrain/engine/step/module_error.h"
-#include "unitrain/engine/step/pipeline_step.h"
 #include "unitrain/log/console.h"
 #include "unitrain/optim/grad_clip.h"
 #include "unitrain/optim/optimizer.h"
@@ -196,52 +195,6 @@ MicroStep StepRunner::forward_backward(const Batch& batch, double weight, bool w
   if (!optimizer_) return m;  // training_step ran the module's own backward and updates
   if (!watch_.window_seen_bad() || sync_.reduces_in_backward()) {  // (ZeRO 3: all collectives)
     backward(precision_.scale_loss(weight == 1.0 ? out.loss : out.loss * weight), window_end, step);
-  }
-  return m;
-}
-
-MicroStep StepRunner::staged_forward_backward(const Batch& batch, double weight, bool window_end,
-                                              StepDecision mine, int64_t step) {
-  MicroStep m;
-  m.window_end = window_end;
-  {
-    Profiler::Range forward(profiler_, Phase::Forward);
-    StepOutput out;
-    try {
-      AutocastScope autocast = precision_.autocast();
-      out = pipeline_->forward(batch, weight);
-    } catch (...) {
-      rethrow_module_error(fmt::format("the module's forward_units (pipeline stage {}) at step {}",
-                                       pipeline_->stage().stage(), step));
-    }
-    if (out.loss.defined()) {  // the last stage: the run's loss
-      m.loss = out.loss.detach();
-      if (!std::isfinite(m.loss_value())) watch_.window_saw_bad();
-    }
-  }
-  // Every backward runs, a bad window's too: the stages wait for one another's gradients; the
-  // decision shared at the window's end skips the update everywhere.
-  while (pipeline_->backward_due(window_end)) {
-    const bool ends_window = window_end && pipeline_->waiting() == 1;
-    Profiler::Range range(profiler_, Phase::Backward);
-    if (position_) position_->enter("backward");
-    hooks_.call("on_before_backward", &Callback::on_before_backward, pipeline_->oldest());
-    sync_.before_backward(ends_window);
-    try {
-      pipeline_->backward([this](const torch::Tensor& loss, double w) {
-        return precision_.scale_loss(w == 1.0 ? loss : loss * w);
-      });
-    } catch (...) {
-      rethrow_module_error(fmt::format("a backward of pipeline stage {} at step {}",
-                                       pipeline_->stage().stage(), step));
-    }
-    hooks_.call("on_after_backward", &Callback::on_after_backward);
-    sync_.after_backward();
-  }
-  if (window_end) {
-    pipeline_->end_window();
-    mine.nonfinite = watch_.window_seen_bad();
-    sync_.share(mine, torch::Tensor());
   }
   return m;
 }
