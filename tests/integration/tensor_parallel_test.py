@@ -2,6 +2,7 @@
 over 2 processes trains as one process does, and as data parallelism does beside it; its
 checkpoints hold the model's whole tensors, so a run resumes bitwise at its plan and goes on at
 another; what it cannot run is refused by key before anything is written."""
+import json
 import os
 import subprocess
 import sys
@@ -122,6 +123,43 @@ class TensorParallel(common.PlanRuns):
                 la, lb = self.losses(runs["one"]), self.losses(runs["tp2"])
                 self.assertLess(max(abs(p - q) for p, q in zip(la, lb)), 1e-5)
 
+    def test_a_hugging_face_gpt2_trains_as_in_one_process(self):
+        # Conv1D's [in, out] weights cut by columns (c_attn's q, k and v each, c_fc) and rows
+        # (the c_proj layers): make_folders.py's gpt2 (tied head), its dropout off; and a fresh
+        # one from its config.json with an untied head and a vocabulary of 97, which no T
+        # divides: cut as evenly as it goes (49 and 48 rows).
+        folders = os.path.join(self.dir, "folders")
+        subprocess.run([sys.executable, os.path.join(SOURCE, "tests/models/hf/make_folders.py"),
+                        folders], check=True, stdout=subprocess.DEVNULL)
+        gpt2 = os.path.join(folders, "gpt2")
+        with open(os.path.join(gpt2, "config.json")) as f:
+            config = json.load(f)
+        config.update(attn_pdrop=0.0, embd_pdrop=0.0, resid_pdrop=0.0)
+        with open(os.path.join(gpt2, "config.json"), "w") as f:
+            json.dump(config, f)
+        odd = os.path.join(self.dir, "odd.json")
+        with open(odd, "w") as f:
+            json.dump(dict(config, vocab_size=97, tie_word_embeddings=False), f)
+        for name, model in (("tied", f"{{type: gpt2, args: {{pretrained: {gpt2}}}}}"),
+                            ("odd", f"{{type: gpt2, args: {{config: {odd}}}}}")):
+            with self.subTest(name):
+                one, _ = self.train(f"gpt2-{name}-one", model=model)
+                tp2, out = self.train(f"gpt2-{name}-tp2", "--distributed.tensor_parallel", "2",
+                                      world=2, model=model)
+                a, b = self.weights(one), self.weights(tp2)
+                self.assertEqual(list(a), list(b))
+                for k in a:
+                    self.assertEqual(a[k].shape, b[k].shape, k)
+                    d = (a[k] - b[k]).abs()
+                    # The attention's key bias (c_attn.bias's middle third): its gradient is
+                    # zero in exact arithmetic, Adam steps its rounding noise: within 1e-4.
+                    if k.endswith("attn.c_attn.bias"):
+                        self.assertLess(d.max().item(), 1e-4, k)
+                        d = torch.cat([d[:32], d[64:]])
+                    self.assertLess(d.max().item(), 1e-5, k)
+                la, lb = self.losses(one), self.losses(tp2)
+                self.assertLess(max(abs(p - q) for p, q in zip(la, lb)), 1e-5)
+
     def test_two_machines_a_tensor_group_inside_each_replicas_across(self):
         # Network namespaces joined by a veth pair, 2 workers in each: ranks 0+1 (machine 0) and
         # 2+3 (machine 1) are tensor groups, the replicas talk across machines. The same run as
@@ -147,8 +185,8 @@ class TensorParallel(common.PlanRuns):
     def test_what_it_cannot_run_is_refused_by_key(self):
         tp = ["--distributed.tensor_parallel", "2"]
         cases = [
-            (["--model.args.vocab", "47"], 2, "model.args.vocab (47) is not divisible by "
-                                              "distributed.tensor_parallel (2)"),
+            (["--model.args.heads", "1"], 2, "model.args.heads (1) is not divisible by "
+                                             "distributed.tensor_parallel (2)"),
             (["--distributed.zero", "1"], 2, "distributed.zero: 1 with distributed.tensor_parallel"),
             ([], 3, "distributed.tensor_parallel: 2 does not divide the job's 3 processes"),
             (["--model", "{type: mlp, args: {sizes: [16, 48]}}"], 2,

@@ -135,11 +135,76 @@ TEST(TensorParallel, TheSameSeedDrawsTheSameModelWhateverTheSplit) {
 
 TEST(TensorParallel, ALayerThatDoesNotDivideIsRefusedByItsSize) {
   test::run_shared_ranks(2, [&](int, const std::shared_ptr<ProcessGroup>& group) {
-    const std::string e = test::config_error_of([&] { ColumnParallelLinear(6, 7, true, group); });
+    const std::string e = test::config_error_of([&] { RowParallelLinear(7, 6, true, group); });
     EXPECT_TRUE(test::contains(e,
-                               "a column-parallel Linear: its out_features (7) is not "
+                               "a row-parallel Linear: its in_features (7) is not "
                                "divisible by the 2 processes of its tensor group"))
         << e;
+    const std::string q = test::config_error_of(
+        [&] { ColumnParallelLinear(6, 9, true, group, /*gather_output=*/false, /*blocks=*/3); });
+    EXPECT_TRUE(test::contains(q, "out_features per block (3) is not divisible")) << q;
+  });
+  test::run_shared_ranks(3, [&](int, const std::shared_ptr<ProcessGroup>& group) {
+    // 4 rows over 3: parts of 2 leave the third none.
+    const std::string e = test::config_error_of([&] { VocabParallelEmbedding(4, 2, group); });
+    EXPECT_TRUE(test::contains(e, "its vocabulary (4) leaves a process of the 3")) << e;
+  });
+}
+
+TEST(TensorParallel, AVocabularyThatDoesNotDivideIsCutAsEvenlyAsItGoes) {
+  // 11 ids over 3 processes: rows 0-3, 4-7, 8-10; the embedding, a head of the same rows and
+  // the loss over them compute what the whole ones do.
+  torch::manual_seed(8);
+  const auto table = torch::randn({11, 4});
+  const auto x = torch::randn({5, 4});
+  const auto ids = torch::tensor({0, 3, 4, 8, 10}, torch::kLong);
+  const auto targets = torch::tensor({10, 2, 7, 4, 8}, torch::kLong);
+  auto t = table.clone().requires_grad_(true);
+  const auto logits = torch::matmul(x, t.t());
+  const auto want = torch::nn::functional::cross_entropy(
+      logits, targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  const auto r = torch::randn({5, 4});
+  (want.sum() + (torch::embedding(t, ids) * r).sum()).backward();
+  EXPECT_EQ(tp::part_range(11, 2, 3), std::make_pair(int64_t{8}, int64_t{3}));
+  test::run_shared_ranks(3, [&](int rank, const std::shared_ptr<ProcessGroup>& group) {
+    VocabParallelEmbedding e(11, 4, group);
+    e->load_full(table);
+    EXPECT_EQ(e->vocab_start(), 4 * rank);
+    EXPECT_EQ(e->weight.size(0), rank == 2 ? 3 : 4);
+    const auto looked_up = e(ids);
+    const auto mine = torch::matmul(tp::copy_to_group(x, group), e->weight.t());
+    const auto loss = vocab_parallel_cross_entropy(mine, targets, e->vocab_start(), group);
+    expect_close(loss, want.detach(), "the losses");
+    (loss.sum() + (looked_up * r).sum()).backward();
+    expect_close(e->weight.grad(), tp::part_of(t.grad(), 0, rank, 3), "the table's gradient");
+    // The parts join back into the whole table, and a column-parallel head cuts the same rows.
+    EXPECT_TRUE(tp::whole_of(e->weight.detach(), e->split(), *group).equal(table));
+    ColumnParallelLinear head(4, 11, false, group);
+    EXPECT_EQ(head->weight.size(0), e->weight.size(0));
+  });
+}
+
+TEST(TensorParallel, Conv1DLayoutLayersComputeWhatTheirWholeProductDoes) {
+  // GPT-2's [in, out] weights: c_attn's three blocks by columns, c_proj by rows.
+  torch::manual_seed(9);
+  const auto x = torch::randn({2, 3, 4});
+  const auto wa = torch::randn({4, 12}), ba = torch::randn({12});
+  const auto wp = torch::randn({12, 4}), bp = torch::randn({4});
+  const auto want = torch::addmm(bp, torch::addmm(ba, x.reshape({-1, 4}), wa), wp).view({2, 3, 4});
+  test::run_shared_ranks(2, [&](int rank, const std::shared_ptr<ProcessGroup>& group) {
+    ColumnParallelLinear qkv(4, 12, true, group, /*gather_output=*/false, /*blocks=*/3,
+                             /*in_out=*/true);
+    RowParallelLinear proj(12, 4, true, group, /*input_is_parallel=*/true, /*in_out=*/true);
+    EXPECT_TRUE(qkv->bias.equal(torch::zeros({6})));  // drawn as Conv1D: the model initialises
+    qkv->load_full(wa, ba);
+    proj->load_full(wp.view({3, 2, 2, 4}).transpose(0, 1).reshape({12, 4}), bp);
+    EXPECT_EQ(qkv->weight.sizes(), (std::vector<int64_t>{4, 6}));
+    EXPECT_TRUE(qkv->weight.equal(tp::part_of(wa, 1, rank, 2, 3)));
+    EXPECT_TRUE(tp::whole_of(qkv->weight.detach(), qkv->split(), *group).equal(wa));
+    EXPECT_TRUE(tp::whole_of(proj->weight.detach(), proj->split(), *group)
+                    .equal(wp.view({3, 2, 2, 4}).transpose(0, 1).reshape({12, 4})));
+    // Each process's q|k|v columns feed its rows of c_proj (reordered to match above).
+    expect_close(proj(qkv(x)), want, "c_proj of c_attn");
   });
 }
 

@@ -36,7 +36,8 @@ void TensorCut::make_whole(NamedTensors& named) const {
         // (A tensor held here too, a tied head's, was made whole above.)
         if (split != splits.end() && group && elsewhere.count(name)) {
           const int64_t d = split->second.dim < 0 ? split->second.dim + t.dim() : split->second.dim;
-          shape[static_cast<size_t>(d)] *= group->world_size();
+          shape[static_cast<size_t>(d)] =
+              tp::whole_size(split->second, t.size(d), group->world_size());
         }
         torch::Tensor whole = torch::empty(shape, t.options());
         stage->group().recv(whole, stage->rank_of(s));
@@ -232,8 +233,8 @@ void load_cut_optimizer_state(torch::optim::Optimizer& optimizer, const NamedTen
   for (const CutParameter& c : cuts) {
     parts.push_back(*c.param);
     std::vector<int64_t> shape(c.param->sizes().begin(), c.param->sizes().end());
-    shape[size_t(c.split.dim < 0 ? c.split.dim + c.param->dim() : c.split.dim)] *=
-        cut.group->world_size();
+    const int64_t d = c.split.dim < 0 ? c.split.dim + c.param->dim() : c.split.dim;
+    shape[size_t(d)] = tp::whole_size(c.split, c.param->size(d), cut.group->world_size());
     *c.param = torch::empty(shape, c.param->options());
   }
   auto put_back = [&] {

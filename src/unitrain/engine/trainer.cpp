@@ -257,8 +257,8 @@ std::shared_ptr<ProcessGroup> Trainer::prepare_fit(const DistEnv& env, TrainModu
   std::shared_ptr<ProcessGroup> group = parallel_.world;
   UT_CHECK(parallel_.tensor == 1 || !tp::splits_of(module.weights()).empty(),
            "distributed.tensor_parallel: ", parallel_.tensor,
-           ": the model has no layers cut over a tensor group (built in: transformer_lm, llama "
-           "and the llama-shaped families but Phi-3; a C++ model builds its layers from "
+           ": the model has no layers cut over a tensor group (built in: transformer_lm, gpt2, "
+           "llama and the llama-shaped families but Phi-3; a C++ model builds its layers from "
            "parallel/tensor_parallel.h's with Trainer::tensor_group()); set it to 1 for data "
            "parallelism alone");
   if (!resume.dir.empty()) {

@@ -23,44 +23,81 @@ torch::Tensor activation(const std::string& name, const torch::Tensor& x) {
   return torch::gelu(x, "tanh");  // gelu_new, gelu_pytorch_tanh, gelu_fast: the tanh form
 }
 
+/// Under tensor parallelism (`group` of T > 1 processes): c_attn cut by heads (each process's
+/// heads / T of q, of k and of v: three blocks), c_proj by its input.
 class Gpt2AttentionImpl : public torch::nn::Module {
  public:
-  explicit Gpt2AttentionImpl(const Gpt2Config& c)
-      : heads_(c.n_head), dropout_(c.attn_pdrop), resid_dropout_(c.resid_pdrop) {
-    c_attn = register_module("c_attn", Conv1D(c.n_embd, 3 * c.n_embd));
-    c_proj = register_module("c_proj", Conv1D(c.n_embd, c.n_embd));
+  Gpt2AttentionImpl(const Gpt2Config& c, const std::shared_ptr<ProcessGroup>& group)
+      : heads_(c.n_head / tp::size_of(group.get())),
+        head_dim_(c.n_embd / c.n_head),
+        dropout_(c.attn_pdrop),
+        resid_dropout_(c.resid_pdrop) {
+    const int64_t e = c.n_embd;
+    if (group) {
+      tp_attn = register_module("c_attn", ColumnParallelLinear(e, 3 * e, true, group,
+                                                               /*gather_output=*/false,
+                                                               /*blocks=*/3, /*in_out=*/true));
+      tp_proj = register_module("c_proj", RowParallelLinear(e, e, true, group,
+                                                            /*input_is_parallel=*/true,
+                                                            /*in_out=*/true));
+      return;
+    }
+    c_attn = register_module("c_attn", Conv1D(e, 3 * e));
+    c_proj = register_module("c_proj", Conv1D(e, e));
   }
   /// `layout`: the tokens' attention (a KV cache's block `block` when it has one).
   torch::Tensor forward(const torch::Tensor& x, const TokenLayout& layout, size_t block) {
-    const int64_t b = x.size(0), t = x.size(1), e = x.size(2), d = e / heads_;
-    auto qkv = project(c_attn, x).split(e, 2);
-    auto heads = [&](const torch::Tensor& m) { return m.view({b, t, heads_, d}).transpose(1, 2); };
+    const int64_t b = x.size(0), t = x.size(1), width = heads_ * head_dim_;
+    auto qkv = (tp_attn ? project(tp_attn, x) : project(c_attn, x)).split(width, 2);
+    auto heads = [&](const torch::Tensor& m) {
+      return m.view({b, t, heads_, head_dim_}).transpose(1, 2);
+    };
     auto k = heads(qkv[1]), v = heads(qkv[2]);
     if (layout.cache) std::tie(k, v) = layout.cache->extend(block, k, v);
     auto y = layout.attend(heads(qkv[0]), k, v, is_training() ? dropout_ : 0.0)
                  .transpose(1, 2)
-                 .reshape({b, t, e});
-    return torch::dropout(project(c_proj, y), resid_dropout_, is_training());
+                 .reshape({b, t, width});
+    return torch::dropout(tp_proj ? project(tp_proj, y) : project(c_proj, y), resid_dropout_,
+                          is_training());
   }
   Conv1D c_attn{nullptr}, c_proj{nullptr};
+  ColumnParallelLinear tp_attn{nullptr};  ///< tensor parallel
+  RowParallelLinear tp_proj{nullptr};
 
  private:
-  int64_t heads_;
+  int64_t heads_, head_dim_;
   double dropout_, resid_dropout_;
 };
 TORCH_MODULE(Gpt2Attention);
 
+/// Under tensor parallelism: c_fc cut by the inner width, c_proj by its input.
 class Gpt2MlpImpl : public torch::nn::Module {
  public:
-  explicit Gpt2MlpImpl(const Gpt2Config& c) : act_(c.activation_function), dropout_(c.resid_pdrop) {
+  Gpt2MlpImpl(const Gpt2Config& c, const std::shared_ptr<ProcessGroup>& group)
+      : act_(c.activation_function), dropout_(c.resid_pdrop) {
+    if (group) {
+      tp_fc = register_module("c_fc", ColumnParallelLinear(c.n_embd, c.inner(), true, group,
+                                                           /*gather_output=*/false,
+                                                           /*blocks=*/1, /*in_out=*/true));
+      tp_proj = register_module("c_proj", RowParallelLinear(c.inner(), c.n_embd, true, group,
+                                                            /*input_is_parallel=*/true,
+                                                            /*in_out=*/true));
+      return;
+    }
     c_fc = register_module("c_fc", Conv1D(c.n_embd, c.inner()));
     c_proj = register_module("c_proj", Conv1D(c.inner(), c.n_embd));
   }
   torch::Tensor forward(const torch::Tensor& x) {
+    if (tp_fc) {
+      return torch::dropout(project(tp_proj, activation(act_, project(tp_fc, x))), dropout_,
+                            is_training());
+    }
     return torch::dropout(project(c_proj, activation(act_, project(c_fc, x))), dropout_,
                           is_training());
   }
   Conv1D c_fc{nullptr}, c_proj{nullptr};
+  ColumnParallelLinear tp_fc{nullptr};  ///< tensor parallel
+  RowParallelLinear tp_proj{nullptr};
 
  private:
   std::string act_;
@@ -70,15 +107,15 @@ TORCH_MODULE(Gpt2Mlp);
 
 class Gpt2BlockImpl : public torch::nn::Module {
  public:
-  explicit Gpt2BlockImpl(const Gpt2Config& c) {
+  Gpt2BlockImpl(const Gpt2Config& c, const std::shared_ptr<ProcessGroup>& group) {
     auto norm = [&] {
       return torch::nn::LayerNorm(
           torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon));
     };
     ln_1 = register_module("ln_1", norm());
-    attn = register_module("attn", Gpt2Attention(c));
+    attn = register_module("attn", Gpt2Attention(c, group));
     ln_2 = register_module("ln_2", norm());
-    mlp = register_module("mlp", Gpt2Mlp(c));
+    mlp = register_module("mlp", Gpt2Mlp(c, group));
   }
   torch::Tensor forward(torch::Tensor x, const TokenLayout& layout, size_t block) {
     x = x + attn->forward(ln_1->forward(x), layout, block);
@@ -92,22 +129,40 @@ TORCH_MODULE(Gpt2Block);
 
 /// GPT2PreTrainedModel._init_weights: N(0, initializer_range) for weights, zero biases, unit
 /// LayerNorms, and each block's output projections N(0, initializer_range / sqrt(2 n_layer)).
+/// A layer cut over a tensor group draws its whole weight as one process would and keeps its
+/// part: the same model whatever the split.
 void initialise(torch::nn::Module& piece, const Gpt2Config& c) {
   torch::NoGradGuard no_grad;
-  for (auto& p : piece.named_parameters()) {
-    const std::string& name = p.key();
-    torch::Tensor t = p.value();
+  const double scaled = c.initializer_range / std::sqrt(2.0 * double(c.n_layer));
+  auto init = [&](const std::string& name, torch::nn::Module& m) {
+    const double std = ends_with(name, "c_proj") ? scaled : c.initializer_range;
+    if (tp::init_normal(m, std)) return;
     const bool norm = name.find("ln_") != std::string::npos;
-    if (name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0) {
-      t.zero_();
-    } else if (norm) {
-      t.fill_(1.0);
-    } else if (name.find("c_proj.weight") != std::string::npos) {
-      t.normal_(0.0, c.initializer_range / std::sqrt(2.0 * double(c.n_layer)));
-    } else {
-      t.normal_(0.0, c.initializer_range);
+    for (auto& p : m.named_parameters(/*recurse=*/false)) {
+      torch::Tensor t = p.value();
+      if (p.key() == "bias") {
+        t.zero_();
+      } else if (norm) {
+        t.fill_(1.0);
+      } else {
+        t.normal_(0.0, std);
+      }
     }
-  }
+  };
+  init("", piece);
+  for (const auto& m : piece.named_modules("", /*include_self=*/false)) init(m.key(), *m.value());
+}
+
+/// The sizes distributed.tensor_parallel cuts must divide by its T: ConfigError naming the
+/// config.json key otherwise. (The vocabulary is cut as evenly as it goes: 50257 over 2.)
+void check_tensor_split(const Gpt2Config& c, int t, const std::string& where) {
+  auto check = [&](int64_t n, const char* key) {
+    UT_CHECK(n % t == 0, where, ": ", key, " (", n,
+             ") is not divisible by distributed.tensor_parallel (", t,
+             "): gpt2 cuts it over the tensor group; use a T that divides it");
+  };
+  check(c.n_head, "n_head");
+  check(c.inner(), c.n_inner > 0 ? "n_inner" : "4 x n_embd (n_inner)");
 }
 
 /// The family's tensor names: the hub's gpt2 files name GPT2Model's tensors (no
@@ -177,18 +232,31 @@ Gpt2Impl::Gpt2Impl(const HfModelOptions& options)
   info_.pretrained = options.pretrained;
   info_.config_json = c.json;
 
+  tensor_group_ = tp::building_group();
+  if (tp::size_of(tensor_group_.get()) == 1) tensor_group_ = nullptr;
+  if (tensor_group_) {
+    check_tensor_split(c, tp::size_of(tensor_group_.get()), options.config_path("model.args."));
+  }
   transformer = register_module("transformer", std::make_shared<torch::nn::Module>());
   // Built a unit (of units()) at a time, each handed to unit_built: ZeRO 3's parts.
-  wte = transformer->register_module("wte", torch::nn::Embedding(c.vocab_size, c.n_embd));
+  torch::nn::Module* token_table = nullptr;
+  if (tensor_group_) {
+    tp_wte = transformer->register_module(
+        "wte", VocabParallelEmbedding(c.vocab_size, c.n_embd, tensor_group_));
+    token_table = tp_wte.get();
+  } else {
+    wte = transformer->register_module("wte", torch::nn::Embedding(c.vocab_size, c.n_embd));
+    token_table = wte.get();
+  }
   wpe = transformer->register_module("wpe", torch::nn::Embedding(c.n_positions, c.n_embd));
   if (fresh) {
-    initialise(*wte, c);
+    initialise(*token_table, c);
     initialise(*wpe, c);
   }
-  unit_built({wte->weight, wpe->weight});
+  unit_built({token_weight(), wpe->weight});
   h = transformer->register_module("h", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.n_layer; ++i) {
-    Gpt2Block block(c);
+    Gpt2Block block(c, tensor_group_);
     if (fresh) initialise(*block, c);
     unit_built(block->parameters());
     h->push_back(block);
@@ -197,7 +265,12 @@ Gpt2Impl::Gpt2Impl(const HfModelOptions& options)
       "ln_f",
       torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon)));
   std::vector<torch::Tensor> last = ln_f->parameters();
-  if (!c.tie_word_embeddings) {
+  if (!c.tie_word_embeddings && tensor_group_) {
+    tp_head = register_module("lm_head",
+                              ColumnParallelLinear(c.n_embd, c.vocab_size, false, tensor_group_));
+    if (fresh) tp::init_normal(*tp_head, c.initializer_range);
+    last.push_back(tp_head->weight);
+  } else if (!c.tie_word_embeddings) {
     lm_head = register_module(
         "lm_head", torch::nn::Linear(torch::nn::LinearOptions(c.n_embd, c.vocab_size).bias(false)));
     if (fresh) {
@@ -207,6 +280,15 @@ Gpt2Impl::Gpt2Impl(const HfModelOptions& options)
     last.push_back(lm_head->weight);
   }
   unit_built(last);
+}
+
+const torch::Tensor& Gpt2Impl::token_weight() const {
+  return tp_wte ? tp_wte->weight : wte->weight;
+}
+
+std::optional<VocabSplit> Gpt2Impl::vocab_split() const {
+  if (!tensor_group_) return std::nullopt;
+  return VocabSplit{tensor_group_, tp_wte->vocab_start(), config.vocab_size};
 }
 
 torch::Tensor Gpt2Impl::checked(torch::Tensor tokens) const {
@@ -219,7 +301,7 @@ torch::Tensor Gpt2Impl::run(torch::Tensor tokens, const TokenLayout& layout) {
 
 std::vector<std::pair<size_t, torch::Tensor>> Gpt2Impl::borrowed_parameters() {
   if (!config.tie_word_embeddings) return {};
-  return {{h->size() + 1, wte->weight}};
+  return {{h->size() + 1, token_weight()}};
 }
 
 torch::Tensor Gpt2Impl::run_units(torch::Tensor tokens, const TokenLayout& layout, size_t first,
@@ -230,18 +312,20 @@ torch::Tensor Gpt2Impl::run_units(torch::Tensor tokens, const TokenLayout& layou
   // ZeRO 3 frees the gathered weight once the unit has run; the gradient flows back through it).
   std::vector<torch::Tensor> first_out;
   if (first == 0) {
-    first_out = run_unit(0,
-                         [this, tied, layout](const std::vector<torch::Tensor>& in) {
-                           const torch::Tensor& ids = in[0];
-                           auto e =
-                               torch::dropout(wte->forward(ids) + wpe->forward(layout.positions),
-                                              config.embd_pdrop, is_training());
-                           std::vector<torch::Tensor> out{e};
-                           if (tied)
-                             out.push_back(units_run_apart() ? wte->weight.clone() : wte->weight);
-                           return out;
-                         },
-                         {tokens});
+    first_out =
+        run_unit(0,
+                 [this, tied, layout](const std::vector<torch::Tensor>& in) {
+                   const torch::Tensor& ids = in[0];
+                   const torch::Tensor tokens = tp_wte ? tp_wte(ids) : wte->forward(ids);
+                   auto e = torch::dropout(tokens + wpe->forward(layout.positions),
+                                           config.embd_pdrop, is_training());
+                   std::vector<torch::Tensor> out{e};
+                   if (tied) {
+                     out.push_back(units_run_apart() ? token_weight().clone() : token_weight());
+                   }
+                   return out;
+                 },
+                 {tokens});
     x = first_out[0];
   }
   for (size_t i = std::max<size_t>(first, 1) - 1; i < count && i + 1 < end; ++i) {
@@ -255,11 +339,16 @@ torch::Tensor Gpt2Impl::run_units(torch::Tensor tokens, const TokenLayout& layou
   if (end < count + 2) return x;
   std::vector<torch::Tensor> last_in{x};
   // A tied head on a pipeline's last stage: the embeddings it holds beside the first stage.
-  if (tied) last_in.push_back(!first_out.empty() ? first_out[1] : wte->weight);
+  if (tied) last_in.push_back(!first_out.empty() ? first_out[1] : token_weight());
   return run_unit(
       count + 1,
       [this, tied](const std::vector<torch::Tensor>& in) {
         auto y = ln_f->forward(in[0]);
+        // Tensor parallel: this process's vocabulary (a tied head: its rows of the embeddings).
+        if (tp_head) return std::vector{tp_head(y)};
+        if (tied && tensor_group_) {
+          return std::vector{torch::matmul(tp::copy_to_group(y, tensor_group_), in[1].t())};
+        }
         return std::vector{tied ? torch::matmul(y, in[1].t()) : project(lm_head, y)};
       },
       last_in)[0];
@@ -267,10 +356,11 @@ torch::Tensor Gpt2Impl::run_units(torch::Tensor tokens, const TokenLayout& layou
 
 std::vector<std::vector<torch::Tensor>> Gpt2Impl::units() {
   std::vector<std::vector<torch::Tensor>> out;
-  out.push_back({wte->weight, wpe->weight});
+  out.push_back({token_weight(), wpe->weight});
   for (const auto& block : *h) out.push_back(block->parameters());
   std::vector<torch::Tensor> last = ln_f->parameters();
   if (lm_head) last.push_back(lm_head->weight);
+  if (tp_head) last.push_back(tp_head->weight);
   out.push_back(std::move(last));
   return out;
 }

@@ -114,13 +114,24 @@ class Gpt2Impl : public HfCausalLm {
   /// A tied head: wte's weight, in the last unit.
   std::vector<std::pair<size_t, torch::Tensor>> borrowed_parameters() override;
   std::vector<std::vector<torch::Tensor>> units() override;
+  /// Built inside a tp::BuildScope of T > 1 processes (distributed.tensor_parallel): Megatron's
+  /// split under the same names and Conv1D's [in, out] layout — wte (and an untied lm_head) by
+  /// vocabulary (cut as evenly as it goes: 50257 over 2 is 25129 and 25128 rows), c_attn by
+  /// heads (q, k and v each), c_fc by the inner width, the c_proj layers by their input; wpe
+  /// and the LayerNorms whole — and the logits this process's vocabulary. ConfigError naming
+  /// the config.json key (n_head, n_inner) that does not divide by T.
+  std::optional<VocabSplit> vocab_split() const override;
+  /// Null under tensor parallelism (its logits are parts: it generates in one process).
+  HfCausalLm* generation_model() override { return tensor_group_ ? nullptr : this; }
 
   Gpt2Config config;
   std::shared_ptr<torch::nn::Module> transformer;
-  torch::nn::Embedding wte{nullptr}, wpe{nullptr};
+  torch::nn::Embedding wte{nullptr}, wpe{nullptr};  ///< wte null under tensor parallelism
   torch::nn::ModuleList h{nullptr};
   torch::nn::LayerNorm ln_f{nullptr};
-  torch::nn::Linear lm_head{nullptr};  ///< null when tied
+  torch::nn::Linear lm_head{nullptr};  ///< null when tied, or under tensor parallelism (tp_head)
+  VocabParallelEmbedding tp_wte{nullptr};
+  ColumnParallelLinear tp_head{nullptr};
 
  protected:
   torch::Tensor run(torch::Tensor tokens, const TokenLayout& layout) override;
@@ -128,6 +139,11 @@ class Gpt2Impl : public HfCausalLm {
   torch::Tensor run_units(torch::Tensor tokens, const TokenLayout& layout, size_t first, size_t end,
                           torch::Tensor x) override;
   torch::Tensor checked(torch::Tensor tokens) const override;
+
+ private:
+  /// wte's weight (this process's rows under tensor parallelism).
+  const torch::Tensor& token_weight() const;
+  std::shared_ptr<ProcessGroup> tensor_group_;  ///< null: whole
 };
 
 /// Llama (LlamaForCausalLM, Llama 2 and 3): token embeddings, pre-RMSNorm blocks (RMSNorm in
@@ -160,7 +176,8 @@ class LlamaImpl : public HfCausalLm {
   /// The embeddings, each block, then the norm (with lm_head when untied).
   std::vector<std::vector<torch::Tensor>> units() override;
   /// Built inside a tp::BuildScope of T > 1 processes (distributed.tensor_parallel): Megatron's
-  /// split under the same names — embed_tokens and lm_head by vocabulary, q/k/v by heads (and
+  /// split under the same names — embed_tokens and lm_head by vocabulary (cut as evenly as it
+  /// goes: tp::part_range), q/k/v by heads (and
   /// key/value heads), o_proj and down_proj by their input, gate/up by the intermediate width;
   /// the norms whole — and the logits this process's vocabulary. ConfigError naming the
   /// config.json key that does not divide by T; Phi-3's fused projections refused.

@@ -34,7 +34,7 @@ void check_tensor_split(const LlamaConfig& c, int t, const std::string& where) {
   check(c.num_attention_heads, "num_attention_heads");
   check(c.kv_heads(), "num_key_value_heads");
   check(c.intermediate_size, "intermediate_size");
-  check(c.vocab_size, "vocab_size");
+  // (The vocabulary is cut as evenly as it goes: tp::part_range.)
 }
 
 /// The rotary inverse frequencies as Hugging Face computes them (float32), with rope_scaling.

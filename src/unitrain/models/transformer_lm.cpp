@@ -163,8 +163,7 @@ void check_tensor_split(const TransformerLmOptions& o, int t) {
              ") is not divisible by distributed.tensor_parallel (", t,
              "): transformer_lm cuts it over the tensor group; give a multiple of ", t);
   };
-  check(o.vocab(), "vocab");
-  check(o.heads(), "heads");
+  check(o.heads(), "heads");  // (the vocabulary is cut as evenly as it goes: tp::part_range)
   UT_CHECK((o.ff_mult() * o.d_model()) % t == 0, "model.args.ff_mult x d_model (",
            o.ff_mult() * o.d_model(), ") is not divisible by distributed.tensor_parallel (", t,
            ")");
@@ -222,8 +221,7 @@ TransformerLmImpl::TransformerLmImpl(TransformerLmOptions options_)
 
 std::optional<VocabSplit> TransformerLmImpl::vocab_split() const {
   if (!tensor_group_) return std::nullopt;
-  return VocabSplit{tensor_group_, tp_head->weight.size(0) * tp::rank_of(tensor_group_.get()),
-                    options.vocab()};
+  return VocabSplit{tensor_group_, tp_token_embedding->vocab_start(), options.vocab()};
 }
 
 torch::Tensor TransformerLmImpl::forward(torch::Tensor tokens) {

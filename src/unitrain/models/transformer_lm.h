@@ -65,8 +65,9 @@ struct TransformerLmOptions {
 /// vocabulary (token_embedding and head are then null: their layers are tp_token_embedding and
 /// tp_head), each block's attention by heads (qkv column-parallel in q|k|v blocks, out
 /// row-parallel) and feed-forward by width (fc column-, proj row-parallel); the norms and the
-/// positions whole. forward then gives this process's logits [B, T, vocab / T]. ConfigError
-/// naming the key when vocab, heads or the feed-forward width does not divide by T.
+/// positions whole. forward then gives this process's logits [B, T, its part of vocab] (the
+/// vocabulary cut as evenly as it goes: tp::part_range). ConfigError naming the key when heads
+/// or the feed-forward width does not divide by T.
 class TransformerLmImpl : public Model {
  public:
   explicit TransformerLmImpl(TransformerLmOptions options);

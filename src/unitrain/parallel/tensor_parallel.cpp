@@ -121,12 +121,28 @@ torch::Tensor split_last_dim(const torch::Tensor& x, const std::shared_ptr<Proce
   return alone(group) ? x : SplitLastDim::apply(x, group);
 }
 
+std::pair<int64_t, int64_t> part_range(int64_t n, int part, int parts) {
+  TORCH_CHECK(parts >= 1 && part >= 0 && part < parts, "part_range: part ", part, " of ", parts);
+  const int64_t chunk = (n + parts - 1) / parts;
+  const int64_t start = std::min<int64_t>(part * chunk, n);
+  const int64_t rows = std::min<int64_t>(chunk, n - start);
+  TORCH_CHECK(rows > 0, "part_range: ", n, " rows leave part ", part, " of ", parts, " empty");
+  return {start, rows};
+}
+
+int64_t whole_size(const Split& split, int64_t part_size, int parts) {
+  return split.whole > 0 ? split.whole : part_size * parts;
+}
+
 torch::Tensor part_of(const torch::Tensor& full, int64_t dim, int part, int parts, int64_t blocks) {
   dim = dim < 0 ? dim + full.dim() : dim;
   const int64_t n = full.size(dim);
+  if (blocks == 1) {
+    const auto [start, rows] = part_range(n, part, parts);
+    return full.narrow(dim, start, rows).contiguous();
+  }
   TORCH_CHECK(parts >= 1 && blocks >= 1 && n % (parts * blocks) == 0, "part_of: ", n,
               " is not divisible into ", blocks, " blocks of ", parts, " parts");
-  if (blocks == 1) return full.narrow(dim, part * (n / parts), n / parts).contiguous();
   // [..., n, ...] -> [..., blocks, n / blocks, ...], this part of each block, back to one dim.
   std::vector<int64_t> shape(full.sizes().begin(), full.sizes().end());
   shape[size_t(dim)] = n / blocks;
@@ -139,11 +155,19 @@ torch::Tensor part_of(const torch::Tensor& full, int64_t dim, int part, int part
 
 torch::Tensor whole_of(const torch::Tensor& part, const Split& split, ProcessGroup& group) {
   torch::NoGradGuard no_grad;
-  const int64_t t = group.world_size();
+  const int t = group.world_size();
   const int64_t dim = split.dim < 0 ? split.dim + part.dim() : split.dim;
+  // Parts of unequal rows (one block: part_range's) travel padded to the first's rows.
+  const int64_t whole = whole_size(split, part.size(dim), t);
+  const int64_t chunk = split.blocks == 1 ? part_range(whole, 0, t).second : part.size(dim);
+  torch::Tensor p = part.contiguous();
+  if (p.size(dim) < chunk) {
+    std::vector<int64_t> pad(p.sizes().begin(), p.sizes().end());
+    pad[size_t(dim)] = chunk - p.size(dim);
+    p = torch::cat({p, torch::zeros(pad, p.options())}, dim);
+  }
   // Every part side by side along `dim` ([T, ...] moved there), then each block's slices in
   // rank order: [..., T, blocks, m, ...] -> [..., blocks, T, m, ...].
-  const torch::Tensor p = part.contiguous();
   torch::Tensor flat = torch::empty({t * p.numel()}, p.options());
   group.all_gather_shards(flat, p.view({-1}));
   std::vector<int64_t> parts_shape{t};
@@ -155,7 +179,7 @@ torch::Tensor whole_of(const torch::Tensor& part, const Split& split, ProcessGro
   shape.insert(shape.begin() + dim + 1, split.blocks);  // [..., T, blocks, m, ...]
   std::vector<int64_t> out(p.sizes().begin(), p.sizes().end());
   out[size_t(dim)] *= t;
-  return all.reshape(shape).transpose(dim, dim + 1).reshape(out).contiguous();
+  return all.reshape(shape).transpose(dim, dim + 1).reshape(out).narrow(dim, 0, whole).contiguous();
 }
 
 namespace {
@@ -176,12 +200,12 @@ std::vector<LayerCut> layer_cuts(const torch::nn::Module& module) {
     if (const auto* c = m.as<ColumnParallelLinearImpl>()) {
       out.push_back({prefix + "weight", c->weight, c->split(), c->part(), c->parts()});
       if (c->bias.defined()) {
-        out.push_back({prefix + "bias", c->bias, c->split(), c->part(), c->parts()});
+        out.push_back({prefix + "bias", c->bias, c->bias_split(), c->part(), c->parts()});
       }
     } else if (const auto* r = m.as<RowParallelLinearImpl>()) {
-      out.push_back({prefix + "weight", r->weight, Split{1, 1}, r->part(), r->parts()});
+      out.push_back({prefix + "weight", r->weight, r->split(), r->part(), r->parts()});
     } else if (const auto* e = m.as<VocabParallelEmbeddingImpl>()) {
-      out.push_back({prefix + "weight", e->weight, Split{0, 1}, e->part(), e->parts()});
+      out.push_back({prefix + "weight", e->weight, e->split(), e->part(), e->parts()});
     }
   };
   add(module, "");
@@ -208,26 +232,28 @@ void cut_whole(const torch::nn::Module& module,
     if (it == cuts.end()) continue;
     const LayerCut& c = it->second;
     const int64_t dim = c.split.dim;
-    if (t.dim() != c.param.dim() || t.size(dim) != c.param.size(dim) * c.parts) continue;
+    if (t.dim() != c.param.dim() || t.size(dim) != whole_size(c.split, c.param.size(dim), c.parts))
+      continue;
     t = part_of(t, dim, c.part, c.parts, c.split.blocks);
   }
 }
 
 bool init_normal(torch::nn::Module& layer, double std) {
   torch::NoGradGuard no_grad;
-  auto whole = [std](const torch::Tensor& part, int64_t dim, int parts) {
+  auto whole = [std](const torch::Tensor& part, const Split& split, int parts) {
     std::vector<int64_t> shape(part.sizes().begin(), part.sizes().end());
-    shape[size_t(dim)] *= parts;
+    shape[size_t(split.dim)] = whole_size(split, part.size(split.dim), parts);
     return torch::empty(shape, part.options()).normal_(0.0, std);
   };
   if (auto* c = layer.as<ColumnParallelLinearImpl>()) {
-    const torch::Tensor w = whole(c->weight, 0, c->parts());
-    c->load_full(w, c->bias.defined() ? torch::zeros({w.size(0)}) : torch::Tensor());
+    const Split split = c->split();
+    const torch::Tensor w = whole(c->weight, split, c->parts());
+    c->load_full(w, c->bias.defined() ? torch::zeros({w.size(split.dim)}) : torch::Tensor());
   } else if (auto* r = layer.as<RowParallelLinearImpl>()) {
-    r->load_full(whole(r->weight, 1, r->parts()),
+    r->load_full(whole(r->weight, r->split(), r->parts()),
                  r->bias.defined() ? torch::zeros_like(r->bias) : torch::Tensor());
   } else if (auto* e = layer.as<VocabParallelEmbeddingImpl>()) {
-    e->load_full(whole(e->weight, 0, e->parts()));  // its padding row zeroed there
+    e->load_full(whole(e->weight, e->split(), e->parts()));  // its padding row zeroed there
   } else {
     return false;
   }
@@ -254,6 +280,27 @@ int64_t per_process(int64_t n, const ProcessGroup* group, const char* layer, con
   return n / t;
 }
 
+/// This process's rows of `n` cut as evenly as they go (tp::part_range): ConfigError naming the
+/// layer when a process would get none.
+int64_t uneven_part(int64_t n, const ProcessGroup* group, const char* layer, const char* what) {
+  const int t = tp::size_of(group);
+  const int64_t chunk = (n + t - 1) / t;
+  UT_CHECK(n > int64_t(t - 1) * chunk, layer, ": its ", what, " (", n, ") leaves a process of the ",
+           t, " of its tensor group (distributed.tensor_parallel) no rows; use a smaller T");
+  return tp::part_range(n, tp::rank_of(group), t).second;
+}
+
+/// Conv1D's product: x [..., in] W [in, out] (+ b), as Hugging Face computes it (addmm on
+/// the rows).
+torch::Tensor conv1d_product(const torch::Tensor& x, const torch::Tensor& w,
+                             const torch::Tensor& b) {
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+  shape.back() = w.size(1);
+  const torch::Tensor rows = x.reshape({-1, x.size(-1)});
+  const torch::Tensor y = b.defined() ? torch::addmm(b, rows, w) : torch::mm(rows, w);
+  return y.view(shape);
+}
+
 /// A full Linear(in, out)'s weight and bias, drawn as torch::nn::Linear draws them.
 std::pair<torch::Tensor, torch::Tensor> full_linear(int64_t in, int64_t out, bool bias) {
   torch::NoGradGuard no_grad;
@@ -271,15 +318,25 @@ std::pair<torch::Tensor, torch::Tensor> full_linear(int64_t in, int64_t out, boo
 
 ColumnParallelLinearImpl::ColumnParallelLinearImpl(int64_t in, int64_t out, bool with_bias,
                                                    std::shared_ptr<ProcessGroup> group,
-                                                   bool gather_output, int64_t blocks)
-    : group_(std::move(group)), gather_output_(gather_output), blocks_(blocks) {
+                                                   bool gather_output, int64_t blocks, bool in_out)
+    : group_(std::move(group)),
+      gather_output_(gather_output),
+      blocks_(blocks),
+      out_(out),
+      in_out_(in_out) {
   UT_CHECK(blocks >= 1 && out % blocks == 0, "a column-parallel Linear: its out_features (", out,
            ") is not ", blocks, " equal blocks");
-  const int64_t rows = per_process(out / blocks, group_.get(), "a column-parallel Linear",
-                                   blocks > 1 ? "out_features per block" : "out_features") *
-                       blocks;
-  weight = register_parameter("weight", torch::empty({rows, in}));
-  if (with_bias) bias = register_parameter("bias", torch::empty({rows}));
+  // One block may be cut unevenly (a vocabulary's head); blocks, or a gathered output, not.
+  const int64_t rows =
+      blocks == 1 && !gather_output
+          ? uneven_part(out, group_.get(), "a column-parallel Linear", "out_features")
+          : per_process(out / blocks, group_.get(), "a column-parallel Linear",
+                        blocks > 1 ? "out_features per block" : "out_features") *
+                blocks;
+  weight =
+      register_parameter("weight", in_out ? torch::empty({in, rows}) : torch::empty({rows, in}));
+  if (with_bias) bias = register_parameter("bias", torch::zeros({rows}));
+  if (in_out) return;  // Conv1D draws nothing: the model initialises it
   const auto [w, b] = full_linear(in, out, with_bias);
   load_full(w, b);
 }
@@ -287,13 +344,15 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(int64_t in, int64_t out, bool
 void ColumnParallelLinearImpl::load_full(const torch::Tensor& w, const torch::Tensor& b) {
   torch::NoGradGuard no_grad;
   const int rank = tp::rank_of(group_.get()), t = tp::size_of(group_.get());
-  weight.copy_(tp::part_of(w, 0, rank, t, blocks_));
+  weight.copy_(tp::part_of(w, in_out_ ? 1 : 0, rank, t, blocks_));
   if (bias.defined() && b.defined()) bias.copy_(tp::part_of(b, 0, rank, t, blocks_));
 }
 
 torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
-  const torch::Tensor y = torch::nn::functional::linear(tp::copy_to_group(x, group_), weight,
-                                                        bias.defined() ? bias : torch::Tensor());
+  const torch::Tensor in = tp::copy_to_group(x, group_);
+  const torch::Tensor y =
+      in_out_ ? conv1d_product(in, weight, bias)
+              : torch::nn::functional::linear(in, weight, bias.defined() ? bias : torch::Tensor());
   if (!gather_output_) return y;
   const torch::Tensor joined = tp::gather_last_dim(y, group_);  // [..., T * blocks * m]
   if (blocks_ == 1 || tp::size_of(group_.get()) == 1) return joined;
@@ -308,34 +367,40 @@ torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
 
 RowParallelLinearImpl::RowParallelLinearImpl(int64_t in, int64_t out, bool with_bias,
                                              std::shared_ptr<ProcessGroup> group,
-                                             bool input_is_parallel)
-    : group_(std::move(group)), input_is_parallel_(input_is_parallel) {
+                                             bool input_is_parallel, bool in_out)
+    : group_(std::move(group)), input_is_parallel_(input_is_parallel), in_(in), in_out_(in_out) {
   const int64_t cols = per_process(in, group_.get(), "a row-parallel Linear", "in_features");
-  weight = register_parameter("weight", torch::empty({out, cols}));
-  if (with_bias) bias = register_parameter("bias", torch::empty({out}));
+  weight =
+      register_parameter("weight", in_out ? torch::empty({cols, out}) : torch::empty({out, cols}));
+  if (with_bias) bias = register_parameter("bias", torch::zeros({out}));
+  if (in_out) return;  // Conv1D draws nothing: the model initialises it
   const auto [w, b] = full_linear(in, out, with_bias);
   load_full(w, b);
 }
 
 void RowParallelLinearImpl::load_full(const torch::Tensor& w, const torch::Tensor& b) {
   torch::NoGradGuard no_grad;
-  weight.copy_(tp::part_of(w, 1, tp::rank_of(group_.get()), tp::size_of(group_.get())));
+  weight.copy_(
+      tp::part_of(w, in_out_ ? 0 : 1, tp::rank_of(group_.get()), tp::size_of(group_.get())));
   if (bias.defined() && b.defined()) bias.copy_(b);
 }
 
 torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
   const torch::Tensor part = input_is_parallel_ ? x : tp::split_last_dim(x, group_);
-  torch::Tensor y = tp::reduce_from_group(torch::nn::functional::linear(part, weight), group_);
+  const torch::Tensor product = in_out_ ? conv1d_product(part, weight, torch::Tensor())
+                                        : torch::nn::functional::linear(part, weight);
+  torch::Tensor y = tp::reduce_from_group(product, group_);
   return bias.defined() ? y + bias : y;
 }
 
 VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(int64_t num_embeddings, int64_t dim,
                                                        std::shared_ptr<ProcessGroup> group,
                                                        int64_t padding_idx)
-    : group_(std::move(group)) {
+    : group_(std::move(group)), num_embeddings_(num_embeddings) {
   const int64_t rows =
-      per_process(num_embeddings, group_.get(), "a vocabulary-parallel Embedding", "vocabulary");
-  start_ = rows * tp::rank_of(group_.get());
+      uneven_part(num_embeddings, group_.get(), "a vocabulary-parallel Embedding", "vocabulary");
+  start_ =
+      tp::part_range(num_embeddings, tp::rank_of(group_.get()), tp::size_of(group_.get())).first;
   if (padding_idx >= start_ && padding_idx < start_ + rows) padding_idx_ = padding_idx - start_;
   weight = register_parameter("weight", torch::empty({rows, dim}));
   torch::NoGradGuard no_grad;

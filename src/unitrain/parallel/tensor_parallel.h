@@ -55,11 +55,21 @@ torch::Tensor split_last_dim(const torch::Tensor& x, const std::shared_ptr<Proce
 struct Split {
   int64_t dim = 0;
   int64_t blocks = 1;
+  /// The whole tensor's size along `dim`; 0: the parts' size times the group's. Parts of one
+  /// block may differ (part_range: a vocabulary of 50257 over 2 processes).
+  int64_t whole = 0;
 };
 
+/// Part `part` of `n` rows cut over `parts` processes: {first row, rows}. Equal parts of
+/// ceil(n / parts) rows, the last the rest (n divisible: n / parts each). TORCH_CHECK when a
+/// part would be empty.
+std::pair<int64_t, int64_t> part_range(int64_t n, int part, int parts);
+/// The whole size along a Split's dim of a tensor whose part there has `part_size` rows.
+int64_t whole_size(const Split& split, int64_t part_size, int parts);
+
 /// Part `part` of `parts` of `full` cut along `dim` holding `blocks` blocks (tp::Split; a copy,
-/// contiguous). TORCH_CHECK when the dimension does not divide (the layers refuse such sizes
-/// first).
+/// contiguous). One block: part_range's rows. Several: TORCH_CHECK when the dimension does not
+/// divide into equal parts of each block (the layers refuse such sizes first).
 torch::Tensor part_of(const torch::Tensor& full, int64_t dim, int part, int parts,
                       int64_t blocks = 1);
 /// The whole tensor from every process's `part` (cut as `split` says), on every process: the
@@ -104,18 +114,23 @@ const std::shared_ptr<ProcessGroup>& building_group();
 /// `gather_output`. The weights are initialised as a full
 /// torch::nn::Linear(in, out) would be from the same generator state (kaiming_uniform a =
 /// sqrt(5), bias U(-1/sqrt(in), 1/sqrt(in))), then cut: every process draws the same full
-/// tensors, so the same seed gives the same model whatever T.
+/// tensors, so the same seed gives the same model whatever T. One block need not divide by T
+/// (part_range: a vocabulary's head; not with `gather_output`).
+/// `in_out`: Hugging Face's Conv1D layout (GPT-2): weight [in, out / T], y = x W + b, drawn as
+/// Conv1D is (nothing: the weight left for the model's initialisation, the bias zero).
 class ColumnParallelLinearImpl : public torch::nn::Module {
  public:
   ColumnParallelLinearImpl(int64_t in, int64_t out, bool bias, std::shared_ptr<ProcessGroup> group,
-                           bool gather_output = false, int64_t blocks = 1);
+                           bool gather_output = false, int64_t blocks = 1, bool in_out = false);
   torch::Tensor forward(const torch::Tensor& x);
-  /// Copies this process's rows of a full layer's weight [out, in] and bias [out] (undefined:
-  /// none) into its own.
+  /// Copies this process's rows of a full layer's weight [out, in] ([in, out] when `in_out`)
+  /// and bias [out] (undefined: none) into its own.
   void load_full(const torch::Tensor& weight, const torch::Tensor& bias = {});
 
-  /// How weight and bias are cut: dim 0, in `blocks` blocks.
-  tp::Split split() const { return {0, blocks_}; }
+  /// How the weight is cut: along out (dim 0; 1 when `in_out`), in `blocks` blocks.
+  tp::Split split() const { return {in_out_ ? 1 : 0, blocks_, out_}; }
+  /// How the bias is cut: dim 0, in `blocks` blocks.
+  tp::Split bias_split() const { return {0, blocks_, out_}; }
   /// The processes it is cut over (1: whole).
   int parts() const { return tp::size_of(group_.get()); }
   /// This process's part (0 when whole).
@@ -128,6 +143,8 @@ class ColumnParallelLinearImpl : public torch::nn::Module {
   std::shared_ptr<ProcessGroup> group_;
   bool gather_output_;
   int64_t blocks_;
+  int64_t out_;
+  bool in_out_;
 };
 TORCH_MODULE(ColumnParallelLinear);
 
@@ -136,14 +153,18 @@ TORCH_MODULE(ColumnParallelLinear);
 /// forward(x) takes this process's part of the input [..., in / T] (a column-parallel layer's
 /// output), or the whole input [..., in] when not `input_is_parallel` (it is then cut here);
 /// the output [..., out] is the same on every process. Initialised as
-/// ColumnParallelLinear is: a full Linear(in, out)'s draws, cut.
+/// ColumnParallelLinear is: a full Linear(in, out)'s draws, cut. `in_out`: Conv1D's layout,
+/// weight [in / T, out], drawn as ColumnParallelLinear's `in_out` is.
 class RowParallelLinearImpl : public torch::nn::Module {
  public:
   RowParallelLinearImpl(int64_t in, int64_t out, bool bias, std::shared_ptr<ProcessGroup> group,
-                        bool input_is_parallel = true);
+                        bool input_is_parallel = true, bool in_out = false);
   torch::Tensor forward(const torch::Tensor& x);
-  /// Copies this process's columns of a full weight [out, in], and the whole bias [out].
+  /// Copies this process's columns of a full weight [out, in] (its rows of [in, out] when
+  /// `in_out`), and the whole bias [out].
   void load_full(const torch::Tensor& weight, const torch::Tensor& bias = {});
+  /// How the weight is cut: along in (dim 1; 0 when `in_out`).
+  tp::Split split() const { return {in_out_ ? 0 : 1, 1, in_}; }
   /// The processes it is cut over (1: whole).
   int parts() const { return tp::size_of(group_.get()); }
   /// This process's part (0 when whole).
@@ -155,12 +176,15 @@ class RowParallelLinearImpl : public torch::nn::Module {
  private:
   std::shared_ptr<ProcessGroup> group_;
   bool input_is_parallel_;
+  int64_t in_;
+  bool in_out_;
 };
 TORCH_MODULE(RowParallelLinear);
 
 /// An Embedding whose table [num_embeddings, dim] is cut by rows over a tensor group: this
-/// process holds rows [vocab_start(), vocab_start() + num_embeddings / T). forward(ids) gives
-/// the full embeddings [..., dim] on every process. Initialised as torch::nn::Embedding's
+/// process holds rows [vocab_start(), vocab_start() + weight.size(0)): tp::part_range's, so a
+/// vocabulary T does not divide (GPT-2's 50257) is cut as evenly as it goes. forward(ids)
+/// gives the full embeddings [..., dim] on every process. Initialised as torch::nn::Embedding's
 /// (N(0, 1) over the full table), then cut.
 class VocabParallelEmbeddingImpl : public torch::nn::Module {
  public:
@@ -172,6 +196,8 @@ class VocabParallelEmbeddingImpl : public torch::nn::Module {
   void load_full(const torch::Tensor& table);
   /// The first id this process's rows hold.
   int64_t vocab_start() const { return start_; }
+  /// How the table is cut: by rows.
+  tp::Split split() const { return {0, 1, num_embeddings_}; }
   /// The processes it is cut over (1: whole).
   int parts() const { return tp::size_of(group_.get()); }
   /// This process's part (0 when whole).
@@ -182,6 +208,7 @@ class VocabParallelEmbeddingImpl : public torch::nn::Module {
  private:
   std::shared_ptr<ProcessGroup> group_;
   int64_t start_ = 0;
+  int64_t num_embeddings_;
   int64_t padding_idx_ = -1;  ///< this process's row of it; -1: none here
 };
 TORCH_MODULE(VocabParallelEmbedding);
