@@ -160,6 +160,39 @@ class TensorParallel(common.PlanRuns):
                 la, lb = self.losses(one), self.losses(tp2)
                 self.assertLess(max(abs(p - q) for p, q in zip(la, lb)), 1e-5)
 
+    def test_lora_adapters_are_cut_with_their_layers(self):
+        # model.lora on every linear layer of make_folders.py's llama under TP 2: each adapter
+        # drawn whole and cut with its layer (a column-parallel layer's lora_B by rows, a
+        # row-parallel one's lora_A by columns), the same adapters and curve as one process;
+        # the checkpoint (the adapters alone, whole, with the frozen base's fingerprint of the
+        # whole tensors) goes on in one process, and exports the same PEFT folder.
+        folders = os.path.join(self.dir, "folders")
+        subprocess.run([sys.executable, os.path.join(SOURCE, "tests/models/hf/make_folders.py"),
+                        folders], check=True, stdout=subprocess.DEVNULL)
+        model = ("{type: llama, args: {pretrained: %s}, lora: {r: 4, alpha: 8, "
+                 "target_modules: all-linear}}" % os.path.join(folders, "llama"))
+        tp = ["--distributed.tensor_parallel", "2"]
+        one, _ = self.train("lora-one", model=model)
+        tp2, out = self.train("lora-tp2", *tp, world=2, model=model)
+        self.assertIn("model.lora: adapters of rank 4 on 14 layers", out)
+        self.assert_close(one, tp2, "LoRA under TP 2 against one process")
+        self.assertEqual(len(self.weights(tp2)), 28)  # lora_A and lora_B of 14 layers
+        frozen = [open(os.path.join(r, "checkpoints", "step-30", "frozen_weights.json")).read()
+                  for r in (one, tp2)]
+        self.assertEqual(frozen[0], frozen[1])
+        half = os.path.join(self.dir, "lora-half")
+        self.train("lora-half", *tp, "--train.max_length", "20 steps", world=2, model=model)
+        _, out = self.train("lora-half", model=model)
+        self.assertIn("resumed from", out)
+        self.assert_close(one, half, "LoRA under TP 2 until step 20, then one process")
+        exported = []
+        for r in (one, tp2):
+            code, out = run(["export", r, "--format", "hf", "--out", r + "-peft"])
+            self.assertEqual(code, 0, out)
+            with open(os.path.join(r + "-peft", "adapter_config.json")) as f:
+                exported.append(json.load(f))
+        self.assertEqual(exported[0], exported[1])
+
     def test_two_machines_a_tensor_group_inside_each_replicas_across(self):
         # Network namespaces joined by a veth pair, 2 workers in each: ranks 0+1 (machine 0) and
         # 2+3 (machine 1) are tensor groups, the replicas talk across machines. The same run as

@@ -1,5 +1,6 @@
 #include "unitrain/models/lora.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <map>
 
+#include "parallel/run_ranks.h"
 #include "test_util.h"
 #include "unitrain/checkpoint/safetensors.h"
 #include "unitrain/core/config.h"
@@ -16,6 +18,7 @@
 #include "unitrain/models/hf_lm_parts.h"
 #include "unitrain/models/model.h"
 #include "unitrain/models/transformer_lm.h"
+#include "unitrain/parallel/tensor_parallel.h"
 
 namespace unitrain {
 namespace {
@@ -314,6 +317,79 @@ TEST(Lora, Gpt2AndLlamaMergedGiveTheAdaptedLogits) {
     EXPECT_TRUE(torch::allclose(merged, adapted, 1e-5, 1e-5))
         << type << ": " << (merged - adapted).abs().max().item<double>();
   }
+}
+
+/// A column- then a row-parallel layer, or their whole Linear pair: fc then proj.
+struct Pair : torch::nn::Module {
+  explicit Pair(const std::shared_ptr<ProcessGroup>& group) {
+    if (group) {
+      cut_fc = register_module("fc", ColumnParallelLinear(4, 12, true, group));
+      cut_proj = register_module("proj", RowParallelLinear(12, 4, true, group));
+    } else {
+      fc = register_module("fc", torch::nn::Linear(4, 12));
+      proj = register_module("proj", torch::nn::Linear(12, 4));
+    }
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    if (cut_fc) return models::project(cut_proj, torch::gelu(models::project(cut_fc, x)));
+    return models::project(proj, torch::gelu(models::project(fc, x)));
+  }
+  torch::nn::Linear fc{nullptr}, proj{nullptr};
+  ColumnParallelLinear cut_fc{nullptr};
+  RowParallelLinear cut_proj{nullptr};
+};
+
+TEST(Lora, AnAdapterOnALayerCutOverATensorGroupComputesTheWholeAdaptersTermAndGradients) {
+  torch::manual_seed(11);
+  const auto x = torch::randn({3, 4}), r = torch::randn({3, 4});
+  LoraOptions o = options(2, 4, false, "fc");
+  o.target_modules.push_back("proj");
+  Pair whole(nullptr);
+  models::add_lora_adapters(whole, o, "model.lora", at::make_generator<at::CPUGeneratorImpl>(7));
+  {
+    torch::NoGradGuard no_grad;  // B away from zero: its term counts
+    for (auto& p : whole.named_parameters()) {
+      if (p.key().find("lora_B") != std::string::npos) p.value().normal_();
+    }
+  }
+  (whole.forward(x) * r).sum().backward();
+  std::map<std::string, torch::Tensor> want, grads;
+  for (const auto& p : whole.named_parameters()) {
+    want[p.key()] = p.value().detach();
+    if (p.value().grad().defined()) grads[p.key()] = p.value().grad();
+  }
+  const auto out = whole.forward(x).detach();
+  test::run_shared_ranks(2, [&](int rank, const std::shared_ptr<ProcessGroup>& group) {
+    Pair cut(group);
+    models::add_lora_adapters(cut, o, "model.lora", at::make_generator<at::CPUGeneratorImpl>(7));
+    std::map<std::string, tp::Split> splits;
+    for (const auto& [name, split] : tp::splits_of(cut)) splits[name] = split;
+    // The adapters cut with their layers: fc's B by rows, proj's A by columns.
+    EXPECT_EQ(splits.count("fc.lora_B.weight"), 1u);
+    EXPECT_EQ(splits.count("proj.lora_A.weight"), 1u);
+    EXPECT_EQ(splits.count("fc.lora_A.weight") + splits.count("proj.lora_B.weight"), 0u);
+    auto part = [&](const std::string& name, const torch::Tensor& t) {
+      const auto it = splits.find(name);
+      return it == splits.end() ? t : tp::part_of(t, it->second.dim, rank, 2, it->second.blocks);
+    };
+    // Drawn whole from the same generator, then cut: the one-process adapter's A.
+    EXPECT_TRUE(cut.named_parameters()["proj.lora_A.weight"].equal(
+        part("proj.lora_A.weight", want["proj.lora_A.weight"])));
+    EXPECT_TRUE(cut.named_parameters()["fc.lora_A.weight"].equal(want["fc.lora_A.weight"]));
+    {
+      torch::NoGradGuard no_grad;
+      for (auto& p : cut.named_parameters()) p.value().copy_(part(p.key(), want[p.key()]));
+    }
+    const auto got = cut.forward(x);
+    EXPECT_TRUE(torch::allclose(got, out, 1e-5, 1e-6));
+    (got * r).sum().backward();
+    for (const auto& p : cut.named_parameters()) {
+      if (!p.value().requires_grad()) continue;
+      ASSERT_TRUE(grads.count(p.key())) << p.key();
+      EXPECT_TRUE(torch::allclose(p.value().grad(), part(p.key(), grads[p.key()]), 1e-5, 1e-6))
+          << p.key();
+    }
+  });
 }
 
 }  // namespace

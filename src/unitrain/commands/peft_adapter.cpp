@@ -20,6 +20,7 @@
 #include "unitrain/log/console.h"
 #include "unitrain/models/lora.h"
 #include "unitrain/objective/objective_module.h"
+#include "unitrain/parallel/tensor_parallel.h"
 
 namespace unitrain {
 namespace {
@@ -183,6 +184,7 @@ void load_peft_adapter(ObjectiveModule& module, const LoraOptions& lora, const s
   }
   const size_t count = renamed.size();
   torch::nn::Module& weights_module = module.weights();
+  tp::cut_whole(weights_module, renamed);  // a model cut over a tensor group takes its parts
   const size_t converted = convert_precision(renamed, weights_module);
   load_module_state(weights_module, with_frozen_parameters(weights_module, std::move(renamed)),
                     /*strict=*/true, key + " " + weights, "");

@@ -170,12 +170,7 @@ ConfigRunResult train_from_config(const Config& raw_config) {
   const ConfigDriven c = config_driven(config);
   // distributed.tensor_parallel: the model is built cut over this process's tensor group.
   std::optional<tp::BuildScope> cut;
-  if (c.run.distributed.tensor_parallel > 1) {
-    UT_CHECK(!c.model_keys.lora,
-             "model.lora with distributed.tensor_parallel: ", c.run.distributed.tensor_parallel,
-             " is not built yet (the adapters are not cut with their layers); leave one out");
-    cut.emplace(trainer.tensor_group());
-  }
+  if (c.run.distributed.tensor_parallel > 1) cut.emplace(trainer.tensor_group());
   auto module = build_run_module(c, resume, data);
   cut.reset();
   if (const auto& teacher = module->teacher()) {

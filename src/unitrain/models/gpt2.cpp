@@ -345,7 +345,7 @@ torch::Tensor Gpt2Impl::run_units(torch::Tensor tokens, const TokenLayout& layou
       [this, tied](const std::vector<torch::Tensor>& in) {
         auto y = ln_f->forward(in[0]);
         // Tensor parallel: this process's vocabulary (a tied head: its rows of the embeddings).
-        if (tp_head) return std::vector{tp_head(y)};
+        if (tp_head) return std::vector{project(tp_head, y)};
         if (tied && tensor_group_) {
           return std::vector{torch::matmul(tp::copy_to_group(y, tensor_group_), in[1].t())};
         }

@@ -222,7 +222,7 @@ torch::Tensor LlamaImpl::run_units(torch::Tensor tokens, const TokenLayout& layo
       [this, tied, final_norm](const std::vector<torch::Tensor>& in) {
         auto y = final_norm->forward(in[0]);
         // Tensor parallel: this process's vocabulary (a tied head: its rows of the embeddings).
-        auto logits = tp_head ? tp_head(y)
+        auto logits = tp_head ? project(tp_head, y)
                       : tied && tensor_group_
                           ? torch::matmul(tp::copy_to_group(y, tensor_group_), in[1].t())
                       : tied ? torch::matmul(y, in[1].t())

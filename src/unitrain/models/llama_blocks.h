@@ -96,9 +96,9 @@ class LlamaAttentionImpl : public torch::nn::Module {
     };
     torch::Tensor q, k, v;
     if (tp_q) {
-      q = heads(tp_q(x));
-      k = heads(tp_k(x));
-      v = heads(tp_v(x));
+      q = heads(project(tp_q, x));
+      k = heads(project(tp_k, x));
+      v = heads(project(tp_v, x));
     } else if (qkv_proj) {
       const torch::Tensor qkv = project(qkv_proj, x);
       const int64_t nq = heads_ * head_dim_, nkv = kv_heads_ * head_dim_;
@@ -128,7 +128,7 @@ class LlamaAttentionImpl : public torch::nn::Module {
                                        softcap_)
                  : layout.attend(q, k, v, dropout);
     const torch::Tensor joined = y.transpose(1, 2).reshape({b, t, heads_ * head_dim_});
-    return tp_o ? tp_o(joined) : project(o_proj, joined);
+    return tp_o ? project(tp_o, joined) : project(o_proj, joined);
   }
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   ColumnParallelLinear tp_q{nullptr}, tp_k{nullptr}, tp_v{nullptr};  ///< tensor parallel
@@ -170,8 +170,8 @@ class LlamaMlpImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x) {
     torch::Tensor gate, up;
     if (tp_gate) {
-      gate = tp_gate(x);
-      up = tp_up(x);
+      gate = project(tp_gate, x);
+      up = project(tp_up, x);
     } else if (gate_up_proj) {
       const torch::Tensor both = project(gate_up_proj, x);
       const int64_t n = both.size(-1) / 2;
@@ -183,7 +183,7 @@ class LlamaMlpImpl : public torch::nn::Module {
     }
     // SwiGLU; Gemma's GeGLU with the tanh GELU
     const torch::Tensor act = gelu_tanh_ ? torch::gelu(gate, "tanh") : torch::silu(gate);
-    return tp_down ? tp_down(act * up) : project(down_proj, act * up);
+    return tp_down ? project(tp_down, act * up) : project(down_proj, act * up);
   }
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
   ColumnParallelLinear tp_gate{nullptr}, tp_up{nullptr};  ///< tensor parallel

@@ -13,6 +13,7 @@
 
 #include "unitrain/core/error.h"
 #include "unitrain/models/hf_lm_parts.h"
+#include "unitrain/parallel/tensor_parallel.h"
 
 namespace unitrain {
 
@@ -124,7 +125,8 @@ torch::Tensor LoraUpImpl::forward(const torch::Tensor& h) {
 
 namespace {
 
-/// (in, out, fan_in_fan_out) of a layer that can take an adapter; in = 0 for any other.
+/// (in, out, fan_in_fan_out) of a layer that can take an adapter, the whole layer's (a layer
+/// cut over a tensor group too); in = 0 for any other.
 struct LayerShape {
   int64_t in = 0, out = 0;
   bool fan_in_fan_out = false;
@@ -133,7 +135,26 @@ struct LayerShape {
 LayerShape shape_of(torch::nn::Module& m) {
   if (auto* l = m.as<torch::nn::LinearImpl>()) return {l->weight.size(1), l->weight.size(0), false};
   if (auto* c = m.as<Conv1DImpl>()) return {c->weight.size(0), c->weight.size(1), true};
+  if (auto* c = m.as<ColumnParallelLinearImpl>()) {
+    const bool in_out = c->split().dim == 1;
+    return {c->weight.size(in_out ? 0 : 1), c->split().whole, in_out};
+  }
+  if (auto* r = m.as<RowParallelLinearImpl>()) {
+    const bool in_out = r->split().dim == 0;
+    return {r->split().whole, r->weight.size(in_out ? 1 : 0), in_out};
+  }
   return {};
+}
+
+/// A parallel layer's adapter drawn whole (the same adapter whatever T) and cut with it: a
+/// column-parallel layer's B by its output's rows, a row-parallel layer's A by its input.
+void cut_with_layer(torch::nn::Module& layer, LoraDownImpl& down, LoraUpImpl& up) {
+  torch::NoGradGuard no_grad;
+  if (auto* c = layer.as<ColumnParallelLinearImpl>()) {
+    up.weight.set_data(tp::part_of(up.weight, 0, c->part(), c->parts(), c->split().blocks));
+  } else if (auto* r = layer.as<RowParallelLinearImpl>()) {
+    down.weight.set_data(tp::part_of(down.weight, 1, r->part(), r->parts()));
+  }
 }
 
 bool is_adapter(torch::nn::Module& m) {
@@ -279,6 +300,7 @@ std::vector<LoraLayer> add_lora_adapters(torch::nn::Module& model, const LoraOpt
     const LayerShape s = shape_of(*layer);
     auto down = std::make_shared<LoraDownImpl>(s.in, o.r, o.dropout, generator);
     auto up = std::make_shared<LoraUpImpl>(o.r, s.out, o.scaling());
+    cut_with_layer(*layer, *down, *up);
     const torch::Device device = layer->named_parameters(false)["weight"].device();
     down->to(device);  // drawn on the CPU (the generator's), kept where the layer is
     up->to(device);
@@ -304,6 +326,20 @@ torch::Tensor with_lora(torch::nn::Module& layer, const torch::Tensor& x, torch:
   const auto* down = children.find("lora_A");
   const auto* up = children.find("lora_B");
   if (down == nullptr || up == nullptr) return y;
+  // A layer cut over a tensor group: the adapter's rank-r activation is whole on every process
+  // of it. Column-parallel: A takes the whole input, each process's B its rows; h's gradient is
+  // summed over the group (copy_to_group), so A's is whole. Row-parallel: each process's
+  // columns of A its part of the input, the parts' products summed (one all-reduce of
+  // [..., r]) before the whole B.
+  if (auto* c = layer.as<ColumnParallelLinearImpl>()) {
+    const auto h = tp::copy_to_group((*down)->as<LoraDownImpl>()->forward(x), c->group());
+    return y + (*up)->as<LoraUpImpl>()->forward(h);
+  }
+  if (auto* r = layer.as<RowParallelLinearImpl>()) {
+    const torch::Tensor in = r->input_is_parallel() ? x : tp::split_last_dim(x, r->group());
+    const auto h = tp::reduce_from_group((*down)->as<LoraDownImpl>()->forward(in), r->group());
+    return y + (*up)->as<LoraUpImpl>()->forward(h);
+  }
   auto h = (*down)->as<LoraDownImpl>()->forward(x);
   return y + (*up)->as<LoraUpImpl>()->forward(h);
 }

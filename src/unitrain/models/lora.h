@@ -93,7 +93,9 @@ std::vector<std::string> target_modules_naming(torch::nn::Module& model,
                                                const std::vector<std::string>& adapted);
 
 /// Puts an adapter (`lora_A`, `lora_B`) on each layer lora_target_layers names (a
-/// torch::nn::Linear or Hugging Face Conv1D), and freezes every other parameter (requires_grad
+/// torch::nn::Linear or Hugging Face Conv1D, or one of parallel/tensor_parallel.h's layers cut
+/// over a tensor group: the adapter drawn whole, then cut with its layer as tp::splits_of
+/// says), and freezes every other parameter (requires_grad
 /// false: no gradient, no optimizer state) but those of `o.modules_to_save`, which train in
 /// full. A draws from `generator` (the run's unitrain seeds one of its own, so that the
 /// adapters leave the draws of dropout and data as a run without them makes them), else from
@@ -104,7 +106,9 @@ std::vector<LoraLayer> add_lora_adapters(torch::nn::Module& model, const LoraOpt
                                          c10::optional<at::Generator> generator = c10::nullopt);
 /// The layers of `model` that carry an adapter, in the model's order.
 std::vector<LoraLayer> lora_layers(torch::nn::Module& model);
-/// `y` (the layer's own output on `x`) plus the layer's adapter term, when it has one.
+/// `y` (the layer's own output on `x`) plus the layer's adapter term, when it has one (a layer
+/// cut over a tensor group: its part of the term, the rank-r activation whole on every process
+/// of the group).
 torch::Tensor with_lora(torch::nn::Module& layer, const torch::Tensor& x, torch::Tensor y);
 /// The adapter's weight delta in the layer's weight layout: (B A) * scaling, transposed for a
 /// fan_in_fan_out layer; merging is `weight + lora_delta(...)`.

@@ -37,13 +37,13 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const TokenLayout& layout) {  // [B, T, C]
     const int64_t b = x.size(0), t = x.size(1), c = heads_ * head_dim_;
     // [B, T, 3, H, D] -> [3, B, H, T, D] (H this process's heads)
-    auto qkv_heads = (tp_qkv ? tp_qkv(x) : project(qkv, x))
+    auto qkv_heads = (tp_qkv ? project(tp_qkv, x) : project(qkv, x))
                          .view({b, t, 3, heads_, head_dim_})
                          .permute({2, 0, 3, 1, 4});
     auto y = layout.attend(qkv_heads[0], qkv_heads[1], qkv_heads[2], is_training() ? dropout_ : 0.0)
                  .transpose(1, 2)
                  .reshape({b, t, c});
-    y = tp_out ? tp_out(y) : project(out, y);
+    y = tp_out ? project(tp_out, y) : project(out, y);
     return dropout_ > 0 ? torch::dropout(y, dropout_, is_training()) : y;
   }
 
@@ -72,7 +72,8 @@ class FeedForwardImpl : public torch::nn::Module {
     proj = register_module("proj", torch::nn::Linear(width, d_model));
   }
   torch::Tensor forward(const torch::Tensor& x) {
-    auto y = tp_fc ? tp_proj(torch::gelu(tp_fc(x))) : project(proj, torch::gelu(project(fc, x)));
+    auto y = tp_fc ? project(tp_proj, torch::gelu(project(tp_fc, x)))
+                   : project(proj, torch::gelu(project(fc, x)));
     return dropout_ > 0 ? torch::dropout(y, dropout_, is_training()) : y;
   }
   torch::nn::Linear fc{nullptr}, proj{nullptr};
@@ -278,7 +279,7 @@ torch::Tensor TransformerLmImpl::run(const torch::Tensor& tokens, const TokenLay
   return run_unit(
       layers + 1,
       [this](const torch::Tensor& in) {
-        return tp_head ? tp_head(norm->forward(in)) : project(head, norm->forward(in));
+        return tp_head ? project(tp_head, norm->forward(in)) : project(head, norm->forward(in));
       },
       x);
 }

@@ -66,12 +66,13 @@ void declare_plan(Options<DistributedOptions>& o) {
       .help(
           "T > 1: tensor parallelism (Megatron's split) inside data parallelism: the processes "
           "are cut into groups of T consecutive ranks (keep a group on one machine), each group "
-          "computing one model whose layers are cut over its T processes (transformer_lm: the "
-          "embedding and head by vocabulary, attention by heads, the feed-forward by width; a "
-          "C++ model's parallel layers, parallel/tensor_parallel.h), and the groups are data-"
+          "computing one model whose layers are cut over its T processes (transformer_lm, gpt2 "
+          "and the llama-shaped models: the embedding and head by vocabulary, attention by "
+          "heads, the feed-forward by width, model.lora's adapters with their layers; a C++ "
+          "model's parallel layers, parallel/tensor_parallel.h), and the groups are data-"
           "parallel replicas of one another (world = T x replicas). Checkpoints hold the "
-          "model's whole tensors: a run resumes at any T. Refused with distributed.zero, "
-          "reproducible and model.lora; 1 = off");
+          "model's whole tensors: a run resumes at any T. Refused with distributed.zero and "
+          "reproducible; 1 = off");
   o.field("pipeline_parallel", &T::pipeline_parallel)
       .min(1)
       .help(

@@ -196,14 +196,26 @@ struct LayerCut {
 /// Every parameter `module`'s parallel layers cut, in named_modules() order.
 std::vector<LayerCut> layer_cuts(const torch::nn::Module& module) {
   std::vector<LayerCut> out;
-  auto add = [&out](const torch::nn::Module& m, const std::string& prefix) {
+  // A LoRA adapter's matrix on a parallel layer (model.lora: lora_A, lora_B), cut with it.
+  auto adapter = [&out](const torch::nn::Module& m, const std::string& prefix, const char* child,
+                        const Split& split, int part, int parts) {
+    const auto children = m.named_children();
+    const auto* a = children.find(child);
+    if (a == nullptr) return;
+    const auto params = (*a)->named_parameters(/*recurse=*/false);
+    const auto* w = params.find("weight");
+    if (w != nullptr) out.push_back({prefix + child + ".weight", *w, split, part, parts});
+  };
+  auto add = [&out, &adapter](const torch::nn::Module& m, const std::string& prefix) {
     if (const auto* c = m.as<ColumnParallelLinearImpl>()) {
       out.push_back({prefix + "weight", c->weight, c->split(), c->part(), c->parts()});
       if (c->bias.defined()) {
         out.push_back({prefix + "bias", c->bias, c->bias_split(), c->part(), c->parts()});
       }
+      adapter(m, prefix, "lora_B", c->bias_split(), c->part(), c->parts());  // [out, r]
     } else if (const auto* r = m.as<RowParallelLinearImpl>()) {
       out.push_back({prefix + "weight", r->weight, r->split(), r->part(), r->parts()});
+      adapter(m, prefix, "lora_A", Split{1, 1, r->split().whole}, r->part(), r->parts());
     } else if (const auto* e = m.as<VocabParallelEmbeddingImpl>()) {
       out.push_back({prefix + "weight", e->weight, e->split(), e->part(), e->parts()});
     }

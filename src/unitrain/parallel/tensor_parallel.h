@@ -77,7 +77,10 @@ torch::Tensor part_of(const torch::Tensor& full, int64_t dim, int part, int part
 torch::Tensor whole_of(const torch::Tensor& part, const Split& split, ProcessGroup& group);
 
 /// The parameters of `module` that its parallel layers cut (by name, as named_parameters()
-/// names them), and how. A parameter not listed is whole on every process.
+/// names them), and how; a LoRA adapter on a parallel layer (children `lora_A`, `lora_B`) is
+/// cut with it: a column-parallel layer's lora_B [out, r] by rows as its output, a
+/// row-parallel layer's lora_A [r, in] by columns as its input. A parameter not listed is
+/// whole on every process.
 std::vector<std::pair<std::string, Split>> splits_of(const torch::nn::Module& module);
 /// Each tensor of `named` (named as `module`'s parameters) that is the whole of a parameter
 /// `module`'s parallel layers cut, replaced by this process's part: whole weights (a Hugging
@@ -135,6 +138,8 @@ class ColumnParallelLinearImpl : public torch::nn::Module {
   int parts() const { return tp::size_of(group_.get()); }
   /// This process's part (0 when whole).
   int part() const { return tp::rank_of(group_.get()); }
+  /// Its tensor group (null: whole).
+  const std::shared_ptr<ProcessGroup>& group() const { return group_; }
 
   torch::Tensor weight;
   torch::Tensor bias;  ///< undefined without a bias
@@ -169,6 +174,10 @@ class RowParallelLinearImpl : public torch::nn::Module {
   int parts() const { return tp::size_of(group_.get()); }
   /// This process's part (0 when whole).
   int part() const { return tp::rank_of(group_.get()); }
+  /// Its tensor group (null: whole).
+  const std::shared_ptr<ProcessGroup>& group() const { return group_; }
+  /// Whether forward takes its part of the input (else the whole, cut there).
+  bool input_is_parallel() const { return input_is_parallel_; }
 
   torch::Tensor weight;
   torch::Tensor bias;

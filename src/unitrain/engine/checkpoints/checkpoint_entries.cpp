@@ -67,13 +67,12 @@ class ModelEntry : public CheckpointEntry {
       for (const auto& p : weights.named_parameters()) params.emplace_back(p.key(), p.value());
       for (const auto& b : weights.named_buffers()) buffers.emplace_back(b.key(), b.value());
     }
+    const bool adapters = module_.checkpoints_trainable_only();  // LoRA: not the base
+    if (adapters && frozen_.empty()) frozen_ = fingerprint(masters ? &params : nullptr);
+    if (adapters) params = trainable_state(weights, std::move(params));
     if (gathers) cut_->make_whole(params);
     if (!out.writes) return;
-    if (module_.checkpoints_trainable_only()) {  // LoRA: the adapters, not the base
-      if (frozen_.empty()) frozen_ = frozen_fingerprint(weights, masters ? &params : nullptr);
-      out.add(files::kFrozenWeights, frozen_ + "\n");
-      params = trainable_state(weights, std::move(params));
-    }
+    if (adapters) out.add(files::kFrozenWeights, frozen_ + "\n");
     auto state =
         std::make_shared<NamedTensors>(named_state(params, buffers, out.async, out.buffers));
     out.files.push_back({files::kModel, {}, [state] { return tensor_dict_image(*state); }});
@@ -109,11 +108,25 @@ class ModelEntry : public CheckpointEntry {
     if (frozen_.empty()) {
       const MasterWeights* masters = precision_.masters();
       const NamedTensors values = masters ? masters->parameters() : NamedTensors();
-      frozen_ = frozen_fingerprint(module_.weights(), masters ? &values : nullptr);
+      frozen_ = fingerprint(masters ? &values : nullptr);
     }
     if (!in.has(files::kFrozenWeights)) return;
     const std::vector<char> bytes = in.read(files::kFrozenWeights);
     check_frozen_fingerprint({bytes.begin(), bytes.end()}, frozen_, in.path(files::kFrozenWeights));
+  }
+
+  /// frozen_fingerprint of the module (of `values` for the ones it names): of the whole
+  /// tensors under distributed.tensor_parallel, joined over the group for it (a collective of
+  /// every process of it, once a run), so that it is the same whatever the plan.
+  std::string fingerprint(const NamedTensors* values) {
+    torch::nn::Module& weights = module_.weights();
+    if (cut_ == nullptr || !cut_->group) return frozen_fingerprint(weights, values);
+    NamedTensors whole;
+    for (const auto& p : weights.named_parameters()) {
+      if (!p.value().requires_grad()) whole.emplace_back(p.key(), p.value().detach());
+    }
+    cut_->make_whole(whole);
+    return frozen_fingerprint(weights, &whole);
   }
 
   TrainModule& module_;
