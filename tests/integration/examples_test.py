@@ -74,6 +74,31 @@ class Examples(common.Case):
         self.assertEqual(sorted(r for r, _ in sums), ["0", "1"], out)
         self.assertEqual(sums[0][1], sums[1][1], out)
 
+    def test_split_example_cuts_its_own_model_over_processes(self):
+        # examples/library/split.cpp: tensor-parallel layers and units for a pipeline. PP 2 is
+        # one process's run to the bit (the same sums in the same order); TP 2 and TP 2 x PP 2
+        # sum the cut layers' parts in another order: the same curve to rounding.
+        exe = os.path.join(common.BUILD, "examples", "library_split")
+        p = subprocess.run([exe, os.path.join(self.dir, "split1")], capture_output=True,
+                           text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        one = float(re.search(r"rank 0 step 115 val/loss (\S+)", p.stdout).group(1))
+        self.assertLess(one, 0.2)
+        for name, world, plan, port in (("pp", 2, ["1", "2"], "29661"), ("tp", 2, ["2"], "29662"),
+                                        ("both", 4, ["2", "2"], "29663")):
+            with self.subTest(name):
+                code, out = run(["launch", "--exec", "--nproc-per-node", str(world),
+                                 "--master-port", port, "--", exe,
+                                 os.path.join(self.dir, "split-" + name)] + plan)
+                self.assertEqual(code, 0, out)
+                losses = re.findall(r"rank \d step 115 val/loss (\S+)", out)
+                self.assertEqual(len(losses), world, out)
+                self.assertEqual(len(set(losses)), 1, out)  # every process says the same
+                if name == "pp":
+                    self.assertEqual(float(losses[0]), one)
+                self.assertLess(abs(float(losses[0]) - one), 5e-3, out)
+        self.assertIn("this process: stage 1 (units 1 to 2), the loss", out)
+
     def test_plugin_registers_a_model_usable_from_yaml(self):
         plugin = os.path.join(common.BUILD, "examples", "libunitrain_example_plugin.so")
         code, out = run(["list", "--plugin", plugin])
