@@ -4,6 +4,7 @@ checkpoints hold the model's whole tensors, so a run resumes bitwise at its plan
 another; what it cannot run is refused by key before anything is written."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -123,6 +124,44 @@ class TensorParallel(common.PlanRuns):
                 la, lb = self.losses(runs["one"]), self.losses(runs["tp2"])
                 self.assertLess(max(abs(p - q) for p, q in zip(la, lb)), 1e-5)
 
+    def test_zero_shards_each_parts_optimizer_state_over_the_replicas(self):
+        # DP 2 x TP 2 with distributed.zero 1 and 2: each replica keeps the optimizer state of
+        # half the parameters (its tensor group's parts, owners drawn from the whole tensors'
+        # sizes so that a group's processes agree), the same run bitwise; each replica's group
+        # writes its partition of whole tensors, together the run's optimizer.pt; a run stopped
+        # at step 20 resumes bitwise, and in one process.
+        tp = ["--distributed.tensor_parallel", "2"]
+        plain, out0 = self.train("zero0", *tp, world=4)
+        state = torch.load(os.path.join(plain, "checkpoints", "step-30", "optimizer.pt"))["state"]
+        held = lambda out: int(re.search(r"optimizer state on rank 0: (\d+) bytes", out).group(1))
+        for zero in ("1", "2"):
+            with self.subTest(zero=zero):
+                run_dir, out = self.train("zero" + zero, *tp, "--distributed.zero", zero, world=4)
+                a, b = self.weights(plain), self.weights(run_dir)
+                for k in a:
+                    self.assertTrue(torch.equal(a[k], b[k]), k)
+                self.assertEqual(self.losses(plain), self.losses(run_dir))
+                self.assertLess(held(out), 0.6 * held(out0))
+                merged = {}
+                for r in (0, 1):
+                    merged.update(torch.load(os.path.join(
+                        run_dir, "checkpoints", "step-30", f"optimizer-rank-{r}.pt"))["state"])
+                self.assertEqual(sorted(merged), sorted(state))
+                for i in state:
+                    self.assertTrue(torch.equal(merged[i]["exp_avg_sq"], state[i]["exp_avg_sq"]))
+        half, _ = self.train("zero-half", *tp, "--distributed.zero", "2",
+                             "--train.max_length", "20 steps", world=4)
+        other = os.path.join(self.dir, "zero-other")
+        os.system(f"cp -r {half} {other}")
+        _, out = self.train("zero-half", *tp, "--distributed.zero", "2", world=4)
+        self.assertIn("resumed from", out)
+        a, b = self.weights(plain), self.weights(half)
+        for k in a:
+            self.assertTrue(torch.equal(a[k], b[k]), k)
+        _, out = self.train("zero-other")  # one process: the global batch kept
+        self.assertIn("resumed from", out)
+        self.assert_close(plain, other, "DP 2 x TP 2 with ZeRO 2 until step 20, then one process")
+
     def test_a_hugging_face_gpt2_trains_as_in_one_process(self):
         # Conv1D's [in, out] weights cut by columns (c_attn's q, k and v each, c_fc) and rows
         # (the c_proj layers): make_folders.py's gpt2 (tied head), its dropout off; and a fresh
@@ -220,7 +259,7 @@ class TensorParallel(common.PlanRuns):
         cases = [
             (["--model.args.heads", "1"], 2, "model.args.heads (1) is not divisible by "
                                              "distributed.tensor_parallel (2)"),
-            (["--distributed.zero", "1"], 2, "distributed.zero: 1 with distributed.tensor_parallel"),
+            (["--distributed.zero", "3"], 4, "distributed.zero: 3 with distributed.tensor_parallel"),
             ([], 3, "distributed.tensor_parallel: 2 does not divide the job's 3 processes"),
             (["--model", "{type: mlp, args: {sizes: [16, 48]}}"], 2,
              "the model has no layers cut over a tensor group"),

@@ -32,6 +32,27 @@ TEST(ModelGroupSync, TheNormIsTheWholeModelsAndADecisionIsEveryones) {
   });
 }
 
+/// ZeRO 2's replicas as the inner sync: another replica holds the gradients it owns, of the
+/// same squares as this one's, so each sum over the replicas doubles.
+struct MirroredReplicas : NoGradientSync {
+  bool gradients_partitioned() const override { return true; }
+  double sum_across_ranks(double local) override { return 2 * local; }
+};
+
+TEST(ModelGroupSync, UnderZero2EachReplicasOwnedGradientsAreSummedOverTheReplicasFirst) {
+  test::run_shared_ranks(2, [](int rank, const std::shared_ptr<ProcessGroup>& group) {
+    auto part = torch::zeros({3}, torch::requires_grad());
+    auto whole = torch::zeros({2}, torch::requires_grad());
+    auto owned_elsewhere = torch::zeros({4}, torch::requires_grad());  // no gradient here
+    part.mutable_grad() = torch::full({3}, double(rank + 1));
+    whole.mutable_grad() = torch::full({2}, 3.0);
+    ModelGroupSync sync(std::make_unique<MirroredReplicas>(), group, {part, owned_elsewhere});
+    sync.finish({part, whole, owned_elsewhere});
+    // The parts (3 x 1 + 3 x 4) and the whole tensor (2 x 9) each over both replicas.
+    EXPECT_NEAR(sync.norm(), std::sqrt(2 * 15.0 + 2 * 18.0), 1e-6);
+  });
+}
+
 TEST(ModelGroupSync, APipelinesSharedParameterGetsBothStagesGradientsCountedOnce) {
   // Two stages: each holds its own parameter and both hold a shared one (a tied head).
   test::run_shared_ranks(2, [](int rank, const std::shared_ptr<ProcessGroup>& group) {

@@ -180,14 +180,16 @@ struct WholeOptimizerState::Swap {
 };
 
 WholeOptimizerState::WholeOptimizerState(torch::optim::Optimizer& optimizer,
-                                         const NamedTensors& params, const TensorCut& cut)
+                                         const NamedTensors& params, const TensorCut& cut,
+                                         bool every_replica)
     : optimizer_(optimizer) {
-  if (!cut.gathers) return;
+  if (!cut.gathers && !every_replica) return;
   const OptimizerStateSerializer& s = serializer_of(optimizer);
   auto& state = optimizer.state();
   for (const CutParameter& c : cut_parameters(optimizer, params, cut)) {
     const auto it = state.find(optimizer_state_key(*c.param));
-    if (it == state.end()) continue;  // no step yet: alike on every process of the group
+    // No step yet, or (ZeRO) another replica's: alike on every process of the group.
+    if (it == state.end()) continue;
     auto whole = transformed(s, *it->second, c.param->sizes(), [&](const torch::Tensor& t) {
       return tp::whole_of(t, c.split, *cut.group);
     });

@@ -51,11 +51,13 @@ struct TensorCut {
 /// While it lives, the per-parameter state of `optimizer` for each parameter `params` names
 /// (the model's, by name) that `cut` cuts holds the whole tensors (gathered over the group, so
 /// a collective); the parts are put back when it goes. For the optimizer's checkpoint, which is
-/// written from its state. TrainError for an optimizer without a registered state serializer.
+/// written from its state: the writer's group's (`cut.gathers`), or with `every_replica` (ZeRO
+/// 1/2: each replica writes a partition) every group's. TrainError for an optimizer without a
+/// registered state serializer.
 class WholeOptimizerState {
  public:
   WholeOptimizerState(torch::optim::Optimizer& optimizer, const NamedTensors& params,
-                      const TensorCut& cut);
+                      const TensorCut& cut, bool every_replica = false);
   ~WholeOptimizerState();
   WholeOptimizerState(const WholeOptimizerState&) = delete;
   WholeOptimizerState& operator=(const WholeOptimizerState&) = delete;

@@ -30,11 +30,18 @@ std::vector<int> partition_contiguous(const std::vector<int64_t>& sizes, int wor
 }
 
 std::vector<int> bucket_owners(const std::vector<torch::Tensor>& params, int world) {
-  std::vector<int64_t> sizes;  // reverse order, as the buckets take them
+  std::vector<int64_t> sizes;
+  for (const auto& p : params) sizes.push_back(p.numel());
+  return bucket_owners(params, world, sizes);
+}
+
+std::vector<int> bucket_owners(const std::vector<torch::Tensor>& params, int world,
+                               const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> reversed_sizes;  // reverse order, as the buckets take them
   for (size_t k = params.size(); k-- > 0;) {
-    sizes.push_back(params[k].requires_grad() ? params[k].numel() : 0);
+    reversed_sizes.push_back(params[k].requires_grad() ? sizes[k] : 0);
   }
-  const std::vector<int> reversed = partition_contiguous(sizes, world);
+  const std::vector<int> reversed = partition_contiguous(reversed_sizes, world);
   return std::vector<int>(reversed.rbegin(), reversed.rend());
 }
 

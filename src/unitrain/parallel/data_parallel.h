@@ -58,6 +58,11 @@ struct DataParallelOptions {
 std::vector<int> partition_contiguous(const std::vector<int64_t>& sizes, int world);
 /// partition_contiguous of `params` in the buckets' order, as owners by index into `params`.
 std::vector<int> bucket_owners(const std::vector<torch::Tensor>& params, int world);
+/// The same of each parameter's `sizes` (by index into `params`; those that do not train count
+/// none): a part of a tensor cut over a tensor group counted as its whole, so that every
+/// process of the group draws the same owners.
+std::vector<int> bucket_owners(const std::vector<torch::Tensor>& params, int world,
+                               const std::vector<int64_t>& sizes);
 
 /// GradientSync for data-parallel training. Parameters are grouped, in reverse order (the
 /// order backward produces their gradients), into buckets of about `bucket_mb`; when the last

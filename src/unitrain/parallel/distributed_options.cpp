@@ -22,7 +22,8 @@ void declare_zero(Options<T>& o) {
           "reduced to its owner only and freed elsewhere; 3: also the parameters, each rank "
           "keeping an equal part of every unit of the model (a transformer block) and gathering "
           "a unit just before it runs (models with units: transformer_lm, or TrainModule::units() "
-          "in C++). No effect in one process");
+          "in C++). No effect in one process. Under distributed.tensor_parallel (1 and 2) it "
+          "shards over the replicas of each tensor group's parts");
   o.field("unit_min_params", &T::unit_min_params)
       .min(0)
       .fixed("distributed.zero: 3's saved parts and optimizer state are cut by its joined units")
@@ -71,8 +72,9 @@ void declare_plan(Options<DistributedOptions>& o) {
           "heads, the feed-forward by width, model.lora's adapters with their layers; a C++ "
           "model's parallel layers, parallel/tensor_parallel.h), and the groups are data-"
           "parallel replicas of one another (world = T x replicas). Checkpoints hold the "
-          "model's whole tensors: a run resumes at any T. Refused with distributed.zero and "
-          "reproducible; 1 = off");
+          "model's whole tensors: a run resumes at any T. With distributed.zero 1 or 2 the "
+          "replicas of each part shard its optimizer state (and gradients); refused with "
+          "distributed.zero 3 and reproducible; 1 = off");
   o.field("pipeline_parallel", &T::pipeline_parallel)
       .min(1)
       .help(

@@ -62,7 +62,8 @@ double ModelGroupSync::norm() {
     const double inner = inner_->norm();
     return std::sqrt(group_->sum_of(inner * inner));
   }
-  // The gradients of `params` are final and equal over the replicas (finish()).
+  // The gradients of `params` are final and equal over the replicas (finish()); under ZeRO 2
+  // each replica holds those it owns alone (the others' undefined here), summed over them.
   std::vector<torch::Tensor> parts, wholes;
   for (const auto& p : params_) {
     if (!p.grad().defined() || counted_elsewhere_.count(p.unsafeGetTensorImpl())) continue;
@@ -74,8 +75,12 @@ double ModelGroupSync::norm() {
     for (const auto& g : grads) norms.push_back(g.norm().to(torch::kFloat64).cpu());
     return torch::stack(norms).square().sum();
   };
-  const double whole = squares(wholes).item<double>();
-  return std::sqrt(group_->sum_of(squares(parts).item<double>()) + whole);
+  double part = squares(parts).item<double>(), whole = squares(wholes).item<double>();
+  if (inner_->gradients_partitioned()) {
+    part = inner_->sum_across_ranks(part);
+    whole = inner_->sum_across_ranks(whole);
+  }
+  return std::sqrt(group_->sum_of(part) + whole);
 }
 
 }  // namespace unitrain

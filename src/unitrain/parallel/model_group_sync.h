@@ -42,7 +42,8 @@ class ModelGroupSync : public GradientSync {
   bool gradients_partitioned() const override { return true; }
   double sum_across_ranks(double local) override;
   /// The norm over the whole model: each cut gradient's square summed over the group, the whole
-  /// ones counted once (an inner group's norm: its square summed over this group).
+  /// ones counted once (an inner group's norm: its square summed over this group; ZeRO 2's
+  /// replicas, each holding the gradients it owns: each square summed over them first).
   bool measures_norm() const override { return true; }
   double norm() override;
   bool reduces_in_backward() const override { return inner_->reduces_in_backward(); }

@@ -49,10 +49,13 @@ class OptimizerEntry : public CheckpointEntry {
   void save(CheckpointWrite& out) override {
     // distributed.tensor_parallel: the writer's tensor group joins the state of the cut
     // parameters (every process of it takes part); the file is written from the whole state.
+    // With distributed.zero 1 or 2 each replica's group joins its own partition's, and the
+    // first process of each group writes it.
     std::optional<WholeOptimizerState> whole;
-    if (cut_) whole.emplace(optimizer_, named_parameters(), *cut_);
+    if (cut_) whole.emplace(optimizer_, named_parameters(), *cut_, sharding_ != nullptr);
     std::vector<CheckpointFile> partitions;
-    if (sharding_ || sharded_) {
+    const bool first_part = !cut_ || !cut_->group || cut_->group->rank() == 0;
+    if ((sharding_ || sharded_) && first_part) {
       partitions = write_rank_files(*group_, root_, out.state.state.step, "optimizer",
                                     "optimizer partition", files::optimizer_partition,
                                     [this] { return save_optimizer_state(optimizer_); });
@@ -90,7 +93,7 @@ class OptimizerEntry : public CheckpointEntry {
     } else {
       load_optimizer_state(optimizer_, std::move(found));
     }
-    if (cut_) return cut_->drop_elsewhere_state(optimizer_);
+    if (cut_) cut_->drop_elsewhere_state(optimizer_);
     if (sharding_) sharding_->drop_foreign_state();
   }
 

@@ -130,7 +130,8 @@ void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
     c.add(model_entry(module_, precision_, cut_.get()));
   }
   if (trainers) {
-    c.add(optimizer_entry(*trainers, module_.weights(), group_.get(), step_->sharding(),
+    // (ZeRO's partitions are the replicas': of the data-parallel group.)
+    c.add(optimizer_entry(*trainers, module_.weights(), data_group_.get(), step_->sharding(),
                           settings_.run_dir + "/checkpoints", sharded, cut_.get()));
   }
   c.add(gradients_entry(module_, counters_));

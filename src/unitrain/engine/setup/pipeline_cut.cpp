@@ -28,9 +28,14 @@ void check_model_cut(const RunSettings& settings) {
       d.pipeline_parallel == 1
           ? fmt::format("distributed.tensor_parallel: {}", d.tensor_parallel)
           : fmt::format("distributed.pipeline_parallel: {}", d.pipeline_parallel);
-  UT_CHECK(d.zero == 0, "distributed.zero: ", d.zero, " with ", plan,
-           " is not built yet (the replicas would shard parameters that are themselves "
-           "parts); use distributed.zero: 0, or data parallelism alone");
+  // ZeRO 1 and 2 shard each tensor group's parts over its replicas; ZeRO 3 and a pipeline's
+  // stages (whose partitions are the stages') not yet.
+  UT_CHECK(d.zero == 0 || (d.zero < 3 && d.pipeline_parallel == 1), "distributed.zero: ", d.zero,
+           " with ", plan,
+           d.zero == 3 ? " is not built yet (the units it gathers whole are themselves parts); "
+                         "use distributed.zero: 1 or 2 (with tensor parallelism alone), or 0"
+                       : " is not built yet (a stage's partitions of the optimizer state are "
+                         "the stages'); use distributed.zero: 0, or tensor parallelism alone");
   UT_CHECK(settings.train.precision != PrecisionMode::Bf16True, "train.precision: bf16-true with ",
            plan,
            " is not built yet (the float32 masters the optimizer steps are not cut with their "

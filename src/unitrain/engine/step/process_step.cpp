@@ -1,5 +1,6 @@
 #include "unitrain/engine/step/process_step.h"
 
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "unitrain/optim/optimizer.h"
 #include "unitrain/parallel/data_parallel.h"
 #include "unitrain/parallel/model_group_sync.h"
+#include "unitrain/parallel/optimizer_sharding.h"
 #include "unitrain/parallel/pipeline_stage.h"
 #include "unitrain/parallel/reproducible_sync.h"
 #include "unitrain/parallel/shard_module.h"
@@ -22,6 +24,32 @@
 #include "unitrain/parallel/tensor_parallel.h"
 
 namespace unitrain {
+
+namespace {
+
+/// Each of `params`' elements as the whole model counts them: a part of a tensor cut over a
+/// tensor group of `parts` processes counts the whole tensor's (tp::splits_of `weights`).
+std::vector<int64_t> whole_numels(const std::vector<torch::Tensor>& params,
+                                  const torch::nn::Module& weights, int parts) {
+  std::unordered_map<const void*, tp::Split> split_of;
+  const auto named = weights.named_parameters();
+  for (const auto& [name, split] : tp::splits_of(weights)) {
+    split_of.emplace(named[name].unsafeGetTensorImpl(), split);
+  }
+  std::vector<int64_t> out;
+  for (const auto& p : params) {
+    const auto it = split_of.find(p.unsafeGetTensorImpl());
+    if (it == split_of.end() || p.numel() == 0) {
+      out.push_back(p.numel());
+      continue;
+    }
+    const int64_t dim = it->second.dim < 0 ? it->second.dim + p.dim() : it->second.dim;
+    out.push_back(p.numel() / p.size(dim) * tp::whole_size(it->second, p.size(dim), parts));
+  }
+  return out;
+}
+
+}  // namespace
 
 ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* trainers)
     : parts_(parts), device_(parts.device), divergence_(parts.settings.train.divergence) {
@@ -64,7 +92,11 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
     }
     dp.gradient_views = !manual;  // the module's optimizers zero their gradients themselves
     if (distributed.zero == 2) {  // (its precisions are checked at fit()'s start)
-      gradient_owners = bucket_owners(params, group->world_size());
+      gradient_owners = parts.tensor_group
+                            ? bucket_owners(params, group->world_size(),
+                                            whole_numels(params, parts.module.weights(),
+                                                         parts.tensor_group->world_size()))
+                            : bucket_owners(params, group->world_size());
       dp.owners = gradient_owners;
     }
     sync_ = std::make_unique<DataParallelSync>(group, params, dp);
@@ -108,6 +140,17 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
   if (shards && distributed.reproducible_on() && (distributed.zero == 1 || distributed.zero == 2)) {
     // Gradients are whole on every rank: ZeRO 2's partitions are ZeRO 1's.
     sharding_ = std::make_unique<OptimizerSharding>(group, *trainers);
+  } else if (shards && distributed.zero == 1 && parts.tensor_group) {
+    // The owners of the parts drawn from the whole tensors' sizes: the same on every process
+    // of a tensor group, whose parts of a parameter's state are then on one replica.
+    const std::vector<torch::Tensor> params = parts.module.weights().parameters();
+    std::vector<int64_t> sizes =
+        whole_numels(params, parts.module.weights(), parts.tensor_group->world_size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (!params[i].requires_grad()) sizes[i] = 0;
+    }
+    sharding_ = std::make_unique<OptimizerSharding>(group, *trainers, params,
+                                                    partition_by_size(sizes, group->world_size()));
   } else if (shards && distributed.zero == 1) {
     sharding_ = std::make_unique<OptimizerSharding>(group, *trainers);
   } else if (shards && distributed.zero == 2) {  // the buckets' owners
