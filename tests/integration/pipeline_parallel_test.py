@@ -170,11 +170,53 @@ class PipelineParallel(common.PlanRuns):
         self.assertIn("this process: stage 1 (units 2 to 3), the loss", outs[0])
         self.assert_same(here, run_dir, "TP 2 x PP 2 on two machines against one machine")
 
+    def test_zero_1_shards_each_stages_optimizer_state_over_the_replicas(self):
+        # DP 2 x PP 2 with distributed.zero: 1: each stage's replicas keep the optimizer state of
+        # half its parameters; bitwise the run without, for the transformer_lm and for gpt2,
+        # whose head tied to the embeddings is held on both stages (its state written once:
+        # the 4 partitions, one per stage and replica, hold every parameter's once); stopped at
+        # step 6 and resumed bitwise.
+        folders = os.path.join(self.dir, "folders")
+        subprocess.run([sys.executable, os.path.join(SOURCE, "tests/models/hf/make_folders.py"),
+                        folders], check=True, stdout=subprocess.DEVNULL)
+        gpt2 = os.path.join(folders, "gpt2")
+        with open(os.path.join(gpt2, "config.json")) as f:
+            config = json.load(f)
+        config.update(attn_pdrop=0.0, embd_pdrop=0.0, resid_pdrop=0.0)
+        with open(os.path.join(gpt2, "config.json"), "w") as f:
+            json.dump(config, f)
+        for name, model in (("lm", LM), ("gpt2", f"{{type: gpt2, args: {{pretrained: {gpt2}}}}}")):
+            with self.subTest(name):
+                plain, _ = self.train(name + "-z0", *PP, "2", world=4, model=model)
+                zero, out = self.train(name + "-z1", *PP, "2", "--distributed.zero", "1",
+                                       world=4, model=model)
+                self.assert_same(plain, zero, "ZeRO 1 against none, DP 2 x PP 2")
+                step = os.path.join(zero, "checkpoints", "step-12")
+                merged, files = {}, sorted(f for f in os.listdir(step) if f.startswith("optim"))
+                self.assertEqual(len(files), 4, files)
+                for f in files:
+                    part = torch.load(os.path.join(step, f))["state"]
+                    self.assertFalse(set(part) & set(merged), f)  # each parameter's once
+                    merged.update(part)
+                whole = {}
+                plain_step = os.path.join(plain, "checkpoints", "step-12")
+                for f in os.listdir(plain_step):
+                    if f.startswith("optim"):
+                        whole.update(torch.load(os.path.join(plain_step, f))["state"])
+                self.assertEqual(sorted(merged), sorted(whole))
+                for i in whole:
+                    self.assertTrue(torch.equal(merged[i]["exp_avg"], whole[i]["exp_avg"]), i)
+        half, _ = self.train("lm-half", *PP, "2", "--distributed.zero", "1",
+                             "--train.max_length", "6 steps", world=4)
+        _, out = self.train("lm-half", *PP, "2", "--distributed.zero", "1", world=4)
+        self.assertIn("resumed from", out)
+        self.assert_same(os.path.join(self.dir, "lm-z1"), half, "ZeRO 1 resumed at step 6")
+
     def test_what_it_cannot_run_is_refused_by_key(self):
         cases = [
             ([], 3, "distributed.pipeline_parallel: 2 does not divide the job's 3 processes"),
-            (["--distributed.zero", "1"], 2,
-             "distributed.zero: 1 with distributed.pipeline_parallel: 2 is not built yet"),
+            (["--distributed.zero", "2"], 2,
+             "distributed.zero: 2 with distributed.pipeline_parallel: 2 is not built yet"),
             (["--objective.metrics", "[{type: accuracy}]"], 2,
              "distributed.pipeline_parallel: objective.metrics are not built yet"),
             (["--model", "{type: mlp, args: {sizes: [16, 48]}}"], 2,

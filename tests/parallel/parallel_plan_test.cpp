@@ -54,6 +54,29 @@ TEST(ParallelPlan, PipelinesRunAcrossTensorGroupsInsideEachReplica) {
   });
 }
 
+TEST(ParallelPlan, UnderZeroThePartitionWritersAreTheFirstPartOfEveryStageOfEveryReplica) {
+  // World 8 = 2 replicas x 2 stages x 2 parts: ranks 0, 2, 4 and 6 write partitions.
+  test::run_shared_ranks(8, [](int rank, const std::shared_ptr<ProcessGroup>& world) {
+    const ParallelPlan plan = ParallelPlan::make(world, 2, 2, /*zero=*/true);
+    if (rank % 2 == 1) {
+      EXPECT_EQ(plan.partitions, nullptr);
+    } else if (plan.partitions) {
+      EXPECT_EQ(plan.partitions->world_size(), 4);
+      EXPECT_EQ(plan.partitions->rank(), rank / 2);  // replica x P + pipe rank
+      EXPECT_EQ(plan.partitions->sum_of(rank), 0 + 2 + 4 + 6);
+    } else {
+      ADD_FAILURE() << "rank " << rank << " has no partitions group";
+    }
+    EXPECT_EQ(world->sum_of(1), 8);  // every rank done with the groups before any goes
+  });
+  test::run_shared_ranks(4, [](int, const std::shared_ptr<ProcessGroup>& world) {
+    EXPECT_EQ(ParallelPlan::make(world, 2, 2, /*zero=*/true).partitions, nullptr);  // 1 replica
+  });
+  test::run_shared_ranks(4, [](int, const std::shared_ptr<ProcessGroup>& world) {
+    EXPECT_EQ(ParallelPlan::make(world, 1, 2).partitions, nullptr);  // 2 replicas, no zero
+  });
+}
+
 TEST(ParallelPlan, APipelineWithoutTensorGroupsHasNone) {
   test::run_shared_ranks(2, [](int rank, const std::shared_ptr<ProcessGroup>& world) {
     const ParallelPlan plan = ParallelPlan::make(world, 1, 2);

@@ -142,9 +142,9 @@ Trainer::Joined Trainer::join(const DistEnv& env) {
   check_model_cut(*settings_);
   // The device before the processes join: data parallelism on GPUs talks through NCCL.
   Joined j{set_up_device(*settings_, env), {}};
-  j.plan = ParallelPlan::make(join_group(env, j.device.device),
-                              static_cast<int>(settings_->distributed.tensor_parallel),
-                              static_cast<int>(settings_->distributed.pipeline_parallel));
+  j.plan = ParallelPlan::make(
+      join_group(env, j.device.device), static_cast<int>(settings_->distributed.tensor_parallel),
+      static_cast<int>(settings_->distributed.pipeline_parallel), settings_->distributed.zero > 0);
   if (j.plan.tensor > 1) {
     log::info(fmt::format(
         "tensor parallel: {} processes a tensor group, {} data-parallel replica{} (this "

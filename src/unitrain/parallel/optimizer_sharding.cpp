@@ -54,18 +54,17 @@ OptimizerSharding::OptimizerSharding(std::shared_ptr<ProcessGroup> group,
 OptimizerSharding::OptimizerSharding(std::shared_ptr<ProcessGroup> group,
                                      torch::optim::Optimizer& optimizer,
                                      const std::vector<torch::Tensor>& params,
-                                     const std::vector<int>& owners)
+                                     const std::vector<int>& owners, int zero)
     : group_(std::move(group)), optimizer_(optimizer) {
-  require_state_by_parameter(optimizer, 2);
+  require_state_by_parameter(optimizer, zero);
   std::map<const void*, int> owner_of;
   for (size_t i = 0; i < params.size(); ++i) owner_of[params[i].unsafeGetTensorImpl()] = owners[i];
   for (const auto& g : optimizer_.param_groups()) {
     for (const auto& p : g.params()) {
       auto it = owner_of.find(p.unsafeGetTensorImpl());
-      UT_CHECK_TRAIN(it != owner_of.end(),
-                     "distributed.zero: 2: the optimizer trains a tensor "
-                     "of shape ",
-                     p.sizes(), " that is not a parameter of the model");
+      UT_CHECK_TRAIN(it != owner_of.end(), "distributed.zero: ", zero,
+                     ": the optimizer trains a tensor of shape ", p.sizes(),
+                     " that is not a parameter of the model");
       params_.push_back(p);
       owners_.push_back(it->second);
     }
@@ -107,12 +106,21 @@ void OptimizerSharding::step() {
   // Every parameter from its owner, in place: on Gloo one broadcast each, no buffer beside the
   // parameters (which would cost what sharding saves); on NCCL one all-gather per dtype through
   // a buffer of the parameters' size. Non-contiguous ones travel as contiguous copies.
+  // (Owner -1: another pipeline stage's parameter, not here.)
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> tensors;
-  for (const auto& p : params_) tensors.push_back(p.is_contiguous() ? p : p.contiguous());
-  group_->from_owners(tensors, owners_);
+  std::vector<int> owners;
+  std::vector<size_t> index;
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (!tensors[i].is_same(params_[i])) params_[i].copy_(tensors[i]);
+    if (owners_[i] < 0) continue;
+    const torch::Tensor& p = params_[i];
+    tensors.push_back(p.is_contiguous() ? p : p.contiguous());
+    owners.push_back(owners_[i]);
+    index.push_back(i);
+  }
+  group_->from_owners(tensors, owners);
+  for (size_t j = 0; j < index.size(); ++j) {
+    if (!tensors[j].is_same(params_[index[j]])) params_[index[j]].copy_(tensors[j]);
   }
 }
 

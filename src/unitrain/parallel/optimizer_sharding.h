@@ -39,9 +39,12 @@ class OptimizerSharding {
  public:
   OptimizerSharding(std::shared_ptr<ProcessGroup> group, torch::optim::Optimizer& optimizer);
   /// With the owners given for the model's parameters (ZeRO stage 2: those of the gradient
-  /// buckets); TrainError when the optimizer trains a tensor not among `params`.
+  /// buckets; under tensor parallelism, those the whole tensors' sizes draw). Owner -1: no
+  /// rank steps it here (a parameter of another pipeline stage). TrainError when the optimizer
+  /// trains a tensor not among `params`; `zero` the stage errors name.
   OptimizerSharding(std::shared_ptr<ProcessGroup> group, torch::optim::Optimizer& optimizer,
-                    const std::vector<torch::Tensor>& params, const std::vector<int>& owners);
+                    const std::vector<torch::Tensor>& params, const std::vector<int>& owners,
+                    int zero = 2);
   ~OptimizerSharding();
 
   void step();

@@ -23,7 +23,8 @@ std::string plan_words(int tensor, int pipeline) {
 
 }  // namespace
 
-ParallelPlan ParallelPlan::make(std::shared_ptr<ProcessGroup> world, int tensor, int pipeline) {
+ParallelPlan ParallelPlan::make(std::shared_ptr<ProcessGroup> world, int tensor, int pipeline,
+                                bool zero) {
   ParallelPlan plan;
   plan.tensor = tensor;
   plan.pipeline = pipeline;
@@ -58,6 +59,11 @@ ParallelPlan ParallelPlan::make(std::shared_ptr<ProcessGroup> world, int tensor,
     std::vector<int> replicas;
     for (int r = rank % model; r < size; r += model) replicas.push_back(r);
     plan.data = world->subgroup("data-" + std::to_string(stage * tensor + part), replicas);
+  }
+  if (zero && pipeline > 1 && size > model && part == 0) {
+    std::vector<int> writers;  // in rank order: by replica, then pipe rank
+    for (int r = 0; r < size; r += tensor) writers.push_back(r);
+    plan.partitions = world->subgroup("partitions", writers);
   }
   return plan;
 }

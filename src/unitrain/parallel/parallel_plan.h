@@ -26,6 +26,11 @@ struct ParallelPlan {
   std::shared_ptr<ProcessGroup> pipe;
   /// This process's stage once the model's units are cut (null when pipeline is 1).
   std::shared_ptr<PipelineStage> stage;
+  /// distributed.zero with a pipeline and replicas of it: part 0 of every stage of every
+  /// replica, in rank order (by replica, then pipe rank; process 0 first): each writes its
+  /// replica's partition of its stage's optimizer state, partition replica x P + pipe rank
+  /// (null otherwise, and on the other parts).
+  std::shared_ptr<ProcessGroup> partitions;
   int tensor = 1;    ///< T
   int pipeline = 1;  ///< P
 
@@ -37,9 +42,10 @@ struct ParallelPlan {
 
   /// The plan of `world` (null: one process) for distributed.tensor_parallel `tensor` and
   /// distributed.pipeline_parallel `pipeline`: its groups made (a collective of each's
-  /// members). ConfigError naming the keys when tensor x pipeline does not divide the world's
-  /// processes.
-  static ParallelPlan make(std::shared_ptr<ProcessGroup> world, int tensor, int pipeline = 1);
+  /// members), `partitions` too when `zero` (distributed.zero above 0). ConfigError naming the
+  /// keys when tensor x pipeline does not divide the world's processes.
+  static ParallelPlan make(std::shared_ptr<ProcessGroup> world, int tensor, int pipeline = 1,
+                           bool zero = false);
 };
 
 }  // namespace unitrain

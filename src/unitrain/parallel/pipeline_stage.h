@@ -57,6 +57,9 @@ class PipelineStage {
   const std::vector<SharedParameter>& shared() const { return shared_; }
   void add_shared(SharedParameter p) { shared_.push_back(std::move(p)); }
   const std::shared_ptr<ProcessGroup>& group_ptr() const { return group_; }
+  /// distributed.zero 1 with replicas of the pipeline: ParallelPlan::partitions (null
+  /// otherwise), the processes that write the optimizer state's partitions.
+  std::shared_ptr<ProcessGroup> partitions;
 
   /// The previous stage's output for `micro` (its shape and dtype travel first), on `device`.
   torch::Tensor receive_activation(int micro, const torch::Device& device);

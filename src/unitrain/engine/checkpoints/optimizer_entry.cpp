@@ -55,17 +55,21 @@ class OptimizerEntry : public CheckpointEntry {
     if (cut_) whole.emplace(optimizer_, named_parameters(), *cut_, sharding_ != nullptr);
     std::vector<CheckpointFile> partitions;
     const bool first_part = !cut_ || !cut_->group || cut_->group->rank() == 0;
+    const bool staged = cut_ && cut_->stage;
+    // distributed.pipeline_parallel: each stage holds the state of its own parameters, a
+    // partition by parameter as ZeRO 1's (the writer's, the last stage's, is the first); a
+    // parameter it holds beside another stage's (a tied head) is that stage's to write.
+    std::optional<BorrowedStateAside> aside;
+    if (staged) aside.emplace(optimizer_, *cut_);
+    // Under a pipeline, every stage's replicas write theirs (ParallelPlan::partitions).
+    ProcessGroup* writers = staged ? cut_->stage->partitions.get() : group_;
     if ((sharding_ || sharded_) && first_part) {
-      partitions = write_rank_files(*group_, root_, out.state.state.step, "optimizer",
+      UT_CHECK_TRAIN(writers != nullptr, "the optimizer's partitions have no group to write by");
+      partitions = write_rank_files(*writers, root_, out.state.state.step, "optimizer",
                                     "optimizer partition", files::optimizer_partition,
                                     [this] { return save_optimizer_state(optimizer_); });
     }
-    // distributed.pipeline_parallel: each stage holds the state of its own parameters, a
-    // partition by parameter as ZeRO 1's (the writer's, the last stage's, is the first).
-    const bool staged = cut_ && cut_->stage;
-    std::optional<BorrowedStateAside> aside;
-    if (staged) aside.emplace(optimizer_, *cut_);
-    if (staged && cut_->pipe_gathers) {
+    if (staged && cut_->pipe_gathers && !sharding_) {
       partitions =
           write_rank_files(cut_->stage->group(), root_, out.state.state.step, "optimizer",
                            "optimizer partition (its pipeline stage's)", files::optimizer_partition,

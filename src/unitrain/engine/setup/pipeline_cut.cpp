@@ -28,14 +28,14 @@ void check_model_cut(const RunSettings& settings) {
       d.pipeline_parallel == 1
           ? fmt::format("distributed.tensor_parallel: {}", d.tensor_parallel)
           : fmt::format("distributed.pipeline_parallel: {}", d.pipeline_parallel);
-  // ZeRO 1 and 2 shard each tensor group's parts over its replicas; ZeRO 3 and a pipeline's
-  // stages (whose partitions are the stages') not yet.
-  UT_CHECK(d.zero == 0 || (d.zero < 3 && d.pipeline_parallel == 1), "distributed.zero: ", d.zero,
+  // ZeRO 1 shards each stage's (tensor group's) parts over its replicas, ZeRO 2 a tensor
+  // group's; ZeRO 3, and ZeRO 2 under a pipeline, not yet.
+  UT_CHECK(d.zero <= 1 || (d.zero == 2 && d.pipeline_parallel == 1), "distributed.zero: ", d.zero,
            " with ", plan,
            d.zero == 3 ? " is not built yet (the units it gathers whole are themselves parts); "
-                         "use distributed.zero: 1 or 2 (with tensor parallelism alone), or 0"
-                       : " is not built yet (a stage's partitions of the optimizer state are "
-                         "the stages'); use distributed.zero: 0, or tensor parallelism alone");
+                         "use distributed.zero: 1, or 2 with tensor parallelism alone"
+                       : " is not built yet (a head tied to the embeddings would be reduced to "
+                         "other owners on its two stages); use distributed.zero: 1");
   UT_CHECK(settings.train.precision != PrecisionMode::Bf16True, "train.precision: bf16-true with ",
            plan,
            " is not built yet (the float32 masters the optimizer steps are not cut with their "
@@ -65,6 +65,7 @@ std::shared_ptr<PipelineStage> cut_into_stages(TrainModule& module, const Parall
                                          ? balanced_stage_starts(module.unit_costs(), plan.pipeline)
                                          : named_stage_starts(cuts, units.size(), plan.pipeline);
   auto stage = std::make_shared<PipelineStage>(plan.pipe, starts, units.size());
+  stage->partitions = plan.partitions;
   // Each parameter belongs to the unit that lists it (units() lists each once); a unit of
   // another stage that uses it too (a head tied to the embeddings) holds it beside.
   std::unordered_map<const void*, size_t> unit_of;

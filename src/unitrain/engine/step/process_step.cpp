@@ -140,22 +140,30 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
   if (shards && distributed.reproducible_on() && (distributed.zero == 1 || distributed.zero == 2)) {
     // Gradients are whole on every rank: ZeRO 2's partitions are ZeRO 1's.
     sharding_ = std::make_unique<OptimizerSharding>(group, *trainers);
-  } else if (shards && distributed.zero == 1 && parts.tensor_group) {
+  } else if (shards && distributed.zero == 1 && (parts.tensor_group || parts.stage)) {
     // The owners of the parts drawn from the whole tensors' sizes: the same on every process
-    // of a tensor group, whose parts of a parameter's state are then on one replica.
+    // of a tensor group, whose parts of a parameter's state are then on one replica. A
+    // pipeline stage's replicas share its own parameters (the others': owner -1, none).
     const std::vector<torch::Tensor> params = parts.module.weights().parameters();
-    std::vector<int64_t> sizes =
-        whole_numels(params, parts.module.weights(), parts.tensor_group->world_size());
+    const std::vector<int64_t> sizes =
+        whole_numels(params, parts.module.weights(), tp::size_of(parts.tensor_group.get()));
+    auto mine = [&](const torch::Tensor& p) {
+      return !parts.stage || stage_params.count(p.unsafeGetTensorImpl()) > 0;
+    };
+    std::vector<int64_t> here;
     for (size_t i = 0; i < params.size(); ++i) {
-      if (!params[i].requires_grad()) sizes[i] = 0;
+      if (mine(params[i])) here.push_back(params[i].requires_grad() ? sizes[i] : 0);
     }
-    sharding_ = std::make_unique<OptimizerSharding>(group, *trainers, params,
-                                                    partition_by_size(sizes, group->world_size()));
+    const std::vector<int> drawn = partition_by_size(here, group->world_size());
+    std::vector<int> owners;
+    for (size_t i = 0, j = 0; i < params.size(); ++i)
+      owners.push_back(mine(params[i]) ? drawn[j++] : -1);
+    sharding_ = std::make_unique<OptimizerSharding>(group, *trainers, params, owners, 1);
   } else if (shards && distributed.zero == 1) {
     sharding_ = std::make_unique<OptimizerSharding>(group, *trainers);
   } else if (shards && distributed.zero == 2) {  // the buckets' owners
     sharding_ = std::make_unique<OptimizerSharding>(
-        group, *trainers, parts.module.weights().parameters(), gradient_owners);
+        group, *trainers, parts.module.weights().parameters(), gradient_owners, 2);
   }
   if (sharding_) runner_->shard(sharding_.get());
   if (pipeline_) runner_->pipe(pipeline_.get());
