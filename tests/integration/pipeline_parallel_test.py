@@ -170,6 +170,29 @@ class PipelineParallel(common.PlanRuns):
         self.assertIn("this process: stage 1 (units 2 to 3), the loss", outs[0])
         self.assert_same(here, run_dir, "TP 2 x PP 2 on two machines against one machine")
 
+    def test_lora_adapters_train_in_their_stages(self):
+        # model.lora on every linear layer of make_folders.py's llama under PP 2: bitwise one
+        # process (its adapters, every loss), the frozen base's fingerprint taken before the
+        # stages gave back the others' memory (the same file as one process's); stopped at step
+        # 6 and continued in one process, bitwise.
+        folders = os.path.join(self.dir, "folders")
+        subprocess.run([sys.executable, os.path.join(SOURCE, "tests/models/hf/make_folders.py"),
+                        folders], check=True, stdout=subprocess.DEVNULL)
+        model = ("{type: llama, args: {pretrained: %s}, lora: {r: 4, alpha: 8, "
+                 "target_modules: all-linear}}" % os.path.join(folders, "llama"))
+        one, _ = self.train("lora-one", model=model)
+        pp2, out = self.train("lora-pp2", *PP, "2", world=2, model=model)
+        self.assertIn("model.lora: adapters of rank 4 on 14 layers", out)
+        self.assert_same(one, pp2, "LoRA under PP 2 against one process")
+        frozen = [open(os.path.join(r, "checkpoints", "step-12", "frozen_weights.json")).read()
+                  for r in (one, pp2)]
+        self.assertEqual(frozen[0], frozen[1])
+        half, _ = self.train("lora-half", *PP, "2", "--train.max_length", "6 steps", world=2,
+                             model=model)
+        _, out = self.train("lora-half", model=model)
+        self.assertIn("resumed from", out)
+        self.assert_same(one, half, "LoRA under PP 2 until step 6, then one process")
+
     def test_zero_1_shards_each_stages_optimizer_state_over_the_replicas(self):
         # DP 2 x PP 2 with distributed.zero: 1: each stage's replicas keep the optimizer state of
         # half its parameters; bitwise the run without, for the transformer_lm and for gpt2,

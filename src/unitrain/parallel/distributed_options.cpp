@@ -86,7 +86,7 @@ void declare_plan(Options<DistributedOptions>& o) {
           "least P keeps the stages busy) through them in 1F1B; process 0 runs the last stage "
           "(the loss). Checkpoints hold the model's whole tensors: a run resumes at any P. With "
           "distributed.zero 1 each stage's replicas shard its optimizer state; refused with "
-          "distributed.zero 2 and 3, reproducible, model.lora and bf16-true; 1 = off");
+          "distributed.zero 2 and 3, reproducible and bf16-true; 1 = off");
   o.field("pipeline_cuts", &T::pipeline_cuts)
       .help(
           "the first unit of each pipeline stage after the first (distributed.pipeline_parallel "

@@ -60,6 +60,9 @@ class PipelineStage {
   /// distributed.zero 1 with replicas of the pipeline: ParallelPlan::partitions (null
   /// otherwise), the processes that write the optimizer state's partitions.
   std::shared_ptr<ProcessGroup> partitions;
+  /// model.lora: the frozen base's fingerprint (frozen_fingerprint of its whole tensors),
+  /// taken before the other stages' memory was given back; empty without.
+  std::string base_fingerprint;
 
   /// The previous stage's output for `micro` (its shape and dtype travel first), on `device`.
   torch::Tensor receive_activation(int micro, const torch::Device& device);

@@ -21,6 +21,7 @@
 #include "unitrain/engine/step/lr_controller.h"
 #include "unitrain/log/console.h"
 #include "unitrain/parallel/optimizer_sharding.h"
+#include "unitrain/parallel/pipeline_stage.h"
 #include "unitrain/parallel/process_group.h"
 #include "unitrain/parallel/sharded_parameters.h"
 #include "unitrain/precision/precision.h"
@@ -120,6 +121,8 @@ class ModelEntry : public CheckpointEntry {
   /// every process of it, once a run), so that it is the same whatever the plan.
   std::string fingerprint(const NamedTensors* values) {
     torch::nn::Module& weights = module_.weights();
+    // A pipeline stage's: taken when the model was cut, before the others' memory went.
+    if (cut_ != nullptr && cut_->stage) return cut_->stage->base_fingerprint;
     if (cut_ == nullptr || !cut_->group) return frozen_fingerprint(weights, values);
     NamedTensors whole;
     for (const auto& p : weights.named_parameters()) {

@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "unitrain/checkpoint/frozen_weights.h"
 #include "unitrain/core/error.h"
 #include "unitrain/core/train_module.h"
 #include "unitrain/core/unit_parts.h"
@@ -18,8 +19,32 @@
 #include "unitrain/parallel/parallel_plan.h"
 #include "unitrain/parallel/pipeline_stage.h"
 #include "unitrain/parallel/process_group.h"
+#include "unitrain/parallel/tensor_parallel.h"
 
 namespace unitrain {
+
+namespace {
+
+/// frozen_fingerprint of `module`'s whole frozen parameters (a tensor group's parts joined
+/// over it: a collective of the group).
+std::string whole_base_fingerprint(TrainModule& module, const ParallelPlan& plan) {
+  torch::nn::Module& weights = module.weights();
+  std::unordered_map<std::string, tp::Split> splits;
+  if (plan.tensor_group) {
+    for (auto& [name, split] : tp::splits_of(weights)) splits.emplace(name, split);
+  }
+  NamedTensors whole;
+  for (const auto& p : weights.named_parameters()) {
+    if (p.value().requires_grad()) continue;
+    const auto it = splits.find(p.key());
+    whole.emplace_back(p.key(), it == splits.end() ? p.value().detach()
+                                                   : tp::whole_of(p.value().detach(), it->second,
+                                                                  *plan.tensor_group));
+  }
+  return frozen_fingerprint(weights, &whole);
+}
+
+}  // namespace
 
 void check_model_cut(const RunSettings& settings) {
   const DistributedOptions& d = settings.distributed;
@@ -55,10 +80,6 @@ std::shared_ptr<PipelineStage> cut_into_stages(TrainModule& module, const Parall
                                                const RunSettings& settings) {
   if (plan.pipeline == 1) return nullptr;
   if (auto why = module.stage_refusal()) throw ConfigError(*why);
-  UT_CHECK(!module.checkpoints_trainable_only(),
-           "distributed.pipeline_parallel with model.lora "
-           "is not built yet (the frozen base would be cut with its stages); leave one of them "
-           "out");
   const auto units = module.units();
   const auto& cuts = settings.distributed.pipeline_cuts;
   const std::vector<size_t> starts = cuts.empty()
@@ -66,6 +87,9 @@ std::shared_ptr<PipelineStage> cut_into_stages(TrainModule& module, const Parall
                                          : named_stage_starts(cuts, units.size(), plan.pipeline);
   auto stage = std::make_shared<PipelineStage>(plan.pipe, starts, units.size());
   stage->partitions = plan.partitions;
+  // model.lora: the frozen base's fingerprint, taken while this process holds all of it.
+  if (module.checkpoints_trainable_only())
+    stage->base_fingerprint = whole_base_fingerprint(module, plan);
   // Each parameter belongs to the unit that lists it (units() lists each once); a unit of
   // another stage that uses it too (a head tied to the embeddings) holds it beside.
   std::unordered_map<const void*, size_t> unit_of;
