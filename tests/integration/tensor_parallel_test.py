@@ -162,6 +162,38 @@ class TensorParallel(common.PlanRuns):
         self.assertIn("resumed from", out)
         self.assert_close(plain, other, "DP 2 x TP 2 with ZeRO 2 until step 20, then one process")
 
+    def test_bf16_true_steps_float32_masters_of_the_parts(self):
+        # train.precision bf16-true under TP 2: each process's float32 masters of its parts are
+        # what the optimizer steps; the checkpoint holds them whole (float32, the one-process
+        # names and shapes, Adam's moments too), resumes bitwise at its plan and in one process.
+        bf16 = ["--train.precision", "bf16-true"]
+        tp = ["--distributed.tensor_parallel", "2"]
+        one, _ = self.train("bf16-one", *bf16)
+        tp2, _ = self.train("bf16-tp2", *bf16, *tp, world=2)
+        a, b = self.weights(one), self.weights(tp2)
+        self.assertEqual(list(a), list(b))
+        for k in a:
+            self.assertEqual((a[k].shape, a[k].dtype), (b[k].shape, b[k].dtype), k)
+            self.assertEqual(b[k].dtype, torch.float32, k)
+            # bfloat16's rounding of other partial sums: within 1e-2 (2.2e-3 measured).
+            self.assertLess((a[k] - b[k]).abs().max().item(), 1e-2, k)
+        sa = torch.load(os.path.join(one, "checkpoints", "step-30", "optimizer.pt"))["state"]
+        sb = torch.load(os.path.join(tp2, "checkpoints", "step-30", "optimizer.pt"))["state"]
+        self.assertEqual(sorted(sa), sorted(sb))
+        for i in sa:
+            self.assertEqual(sa[i]["exp_avg"].shape, sb[i]["exp_avg"].shape)
+            self.assertEqual(sb[i]["exp_avg"].dtype, torch.float32)
+        half, _ = self.train("bf16-half", *bf16, *tp, "--train.max_length", "20 steps", world=2)
+        other = os.path.join(self.dir, "bf16-other")
+        os.system(f"cp -r {half} {other}")
+        _, out = self.train("bf16-half", *bf16, *tp, world=2)
+        self.assertIn("resumed from", out)
+        c = self.weights(half)
+        for k in b:
+            self.assertTrue(torch.equal(b[k], c[k]), k)
+        _, out = self.train("bf16-other", *bf16)
+        self.assertIn("resumed from", out)
+
     def test_a_hugging_face_gpt2_trains_as_in_one_process(self):
         # Conv1D's [in, out] weights cut by columns (c_attn's q, k and v each, c_fc) and rows
         # (the c_proj layers): make_folders.py's gpt2 (tied head), its dropout off; and a fresh

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include "unitrain/checkpoint/checkpoint_files.h"
@@ -124,9 +125,13 @@ class ModelEntry : public CheckpointEntry {
     // A pipeline stage's: taken when the model was cut, before the others' memory went.
     if (cut_ != nullptr && cut_->stage) return cut_->stage->base_fingerprint;
     if (cut_ == nullptr || !cut_->group) return frozen_fingerprint(weights, values);
+    std::map<std::string, torch::Tensor> given;  // bf16-true: the masters' values
+    if (values != nullptr) given.insert(values->begin(), values->end());
     NamedTensors whole;
     for (const auto& p : weights.named_parameters()) {
-      if (!p.value().requires_grad()) whole.emplace_back(p.key(), p.value().detach());
+      if (p.value().requires_grad()) continue;
+      const auto it = given.find(p.key());
+      whole.emplace_back(p.key(), it != given.end() ? it->second : p.value().detach());
     }
     cut_->make_whole(whole);
     return frozen_fingerprint(weights, &whole);

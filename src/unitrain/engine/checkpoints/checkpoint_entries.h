@@ -39,12 +39,14 @@ CheckpointEntryPtr model_entry(TrainModule& module, Precision& precision,
 /// checkpoint too: its optimizer.pt when `unitrain checkpoint merge` wrote one, else the parts
 /// by parameter (named as `model`'s parameters).
 /// With `cut` (distributed.tensor_parallel), optimizer.pt holds the state of the cut
-/// parameters whole, as model.pt their values.
+/// parameters whole, as model.pt their values (bf16-true: of `masters`, the tensors its
+/// optimizer steps).
 CheckpointEntryPtr optimizer_entry(torch::optim::Optimizer& optimizer,
                                    const torch::nn::Module& model, ProcessGroup* group,
                                    OptimizerSharding* sharding, std::string root,
                                    const ShardedParameters* sharded = nullptr,
-                                   const TensorCut* cut = nullptr);
+                                   const TensorCut* cut = nullptr,
+                                   const MasterWeights* masters = nullptr);
 /// distributed.zero: 3's model: model-shards.json and every rank's model-shard-rank-<R>.pt
 /// (written as optimizer_entry's partitions; bf16-true's `masters`: the float32 masters of the
 /// parts). Restores its own part at the same world size and layout; otherwise cuts its part

@@ -15,6 +15,7 @@
 #include "unitrain/parallel/pipeline_stage.h"
 #include "unitrain/parallel/process_group.h"
 #include "unitrain/parallel/sharded_parameters.h"
+#include "unitrain/precision/master_weights.h"
 
 namespace unitrain {
 namespace files = checkpoint_files;
@@ -37,14 +38,16 @@ class OptimizerEntry : public CheckpointEntry {
  public:
   OptimizerEntry(torch::optim::Optimizer& optimizer, const torch::nn::Module& model,
                  ProcessGroup* group, OptimizerSharding* sharding, std::string root,
-                 const ShardedParameters* sharded, const TensorCut* cut)
+                 const ShardedParameters* sharded, const TensorCut* cut,
+                 const MasterWeights* masters)
       : optimizer_(optimizer),
         model_(model),
         group_(group),
         sharding_(sharding),
         sharded_(sharded),
         root_(std::move(root)),
-        cut_(cut) {}
+        cut_(cut),
+        masters_(masters) {}
 
   void save(CheckpointWrite& out) override {
     // distributed.tensor_parallel: the writer's tensor group joins the state of the cut
@@ -188,9 +191,13 @@ class OptimizerEntry : public CheckpointEntry {
   OptimizerSharding* sharding_;
   const ShardedParameters* sharded_;
   std::string root_;
-  const TensorCut* cut_;  ///< null unless distributed.tensor_parallel
+  const TensorCut* cut_;          ///< null unless distributed.tensor_parallel
+  const MasterWeights* masters_;  ///< bf16-true's (null otherwise)
 
+  /// The tensors the optimizer steps by the model's names: its parameters, or bf16-true's
+  /// float32 masters of them.
   NamedTensors named_parameters() const {
+    if (masters_) return masters_->parameters();
     NamedTensors out;
     for (const auto& p : model_.named_parameters()) out.emplace_back(p.key(), p.value());
     return out;
@@ -202,9 +209,10 @@ class OptimizerEntry : public CheckpointEntry {
 CheckpointEntryPtr optimizer_entry(torch::optim::Optimizer& optimizer,
                                    const torch::nn::Module& model, ProcessGroup* group,
                                    OptimizerSharding* sharding, std::string root,
-                                   const ShardedParameters* sharded, const TensorCut* cut) {
+                                   const ShardedParameters* sharded, const TensorCut* cut,
+                                   const MasterWeights* masters) {
   return std::make_unique<OptimizerEntry>(optimizer, model, group, sharding, std::move(root),
-                                          sharded, cut);
+                                          sharded, cut, masters);
 }
 
 }  // namespace unitrain

@@ -132,7 +132,8 @@ void TrainLoop::list_checkpoint_entries(torch::optim::Optimizer* trainers) {
   if (trainers) {
     // (ZeRO's partitions are the replicas': of the data-parallel group.)
     c.add(optimizer_entry(*trainers, module_.weights(), data_group_.get(), step_->sharding(),
-                          settings_.run_dir + "/checkpoints", sharded, cut_.get()));
+                          settings_.run_dir + "/checkpoints", sharded, cut_.get(),
+                          cut_ ? precision_.masters() : nullptr));
   }
   c.add(gradients_entry(module_, counters_));
   optimizers_->add_entries(c, counters_);

@@ -22,6 +22,7 @@
 #include "unitrain/parallel/sharded_parameters.h"
 #include "unitrain/parallel/sharded_sync.h"
 #include "unitrain/parallel/tensor_parallel.h"
+#include "unitrain/precision/master_weights.h"
 
 namespace unitrain {
 
@@ -158,7 +159,13 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
     std::vector<int> owners;
     for (size_t i = 0, j = 0; i < params.size(); ++i)
       owners.push_back(mine(params[i]) ? drawn[j++] : -1);
-    sharding_ = std::make_unique<OptimizerSharding>(group, *trainers, params, owners, 1);
+    // bf16-true: the optimizer steps the parameters' float32 masters (in the same order).
+    std::vector<torch::Tensor> stepped = params;
+    if (const MasterWeights* masters = parts.precision.masters()) {
+      const auto named = masters->parameters();
+      for (size_t i = 0; i < stepped.size(); ++i) stepped[i] = named[i].second;
+    }
+    sharding_ = std::make_unique<OptimizerSharding>(group, *trainers, stepped, owners, 1);
   } else if (shards && distributed.zero == 1) {
     sharding_ = std::make_unique<OptimizerSharding>(group, *trainers);
   } else if (shards && distributed.zero == 2) {  // the buckets' owners
