@@ -163,6 +163,29 @@ class Case(unittest.TestCase):
     def tearDown(self):
         self._tmp.cleanup()
 
+    def hf_folders(self):
+        """make_folders.py's tiny Hugging Face folders (llama, gpt2, ...), made once a test in
+        its folder. Returns the folder that holds them."""
+        folders = os.path.join(self.dir, "folders")
+        if not os.path.isdir(folders):
+            subprocess.run([sys.executable, os.path.join(SOURCE, "tests/models/hf/make_folders.py"),
+                            folders], check=True, stdout=subprocess.DEVNULL)
+        return folders
+
+    def gpt2_without_dropout(self):
+        """make_folders.py's gpt2 (tied head) copied with its dropout off, so that runs under
+        several plans compare. Returns the copy's folder."""
+        import shutil
+        gpt2 = os.path.join(self.dir, "gpt2-without-dropout")
+        if not os.path.isdir(gpt2):
+            shutil.copytree(os.path.join(self.hf_folders(), "gpt2"), gpt2)
+            with open(os.path.join(gpt2, "config.json")) as f:
+                config = json.load(f)
+            config.update(attn_pdrop=0.0, embd_pdrop=0.0, resid_pdrop=0.0)
+            with open(os.path.join(gpt2, "config.json"), "w") as f:
+                json.dump(config, f)
+        return gpt2
+
     def assert_weights_close(self, a, b, rtol, atol):
         """Two state dicts with the same names, every tensor within rtol/atol."""
         import torch

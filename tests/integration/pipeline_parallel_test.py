@@ -6,13 +6,11 @@ what it cannot run is refused by key before anything is written."""
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import torch
 
 import common
-from common import run, SOURCE
+from common import run
 
 CONFIG = """
 run_dir: {run_dir}
@@ -121,9 +119,7 @@ class PipelineParallel(common.PlanRuns):
             self.assertTrue(torch.equal(exported[k], saved[k]), k)
 
     def test_hugging_face_folders_in_stages_train_as_in_one_process(self):
-        folders = os.path.join(self.dir, "folders")
-        subprocess.run([sys.executable, os.path.join(SOURCE, "tests/models/hf/make_folders.py"),
-                        folders], check=True, stdout=subprocess.DEVNULL)
+        folders = self.hf_folders()
         model = f"{{type: llama, args: {{pretrained: {os.path.join(folders, 'llama')}}}}}"
         one, _ = self.train("llama-one", model=model)
         pp2, _ = self.train("llama-pp2", *PP, "2", world=2, model=model)
@@ -136,13 +132,7 @@ class PipelineParallel(common.PlanRuns):
         self.assert_same(one, pp2, "tied llama PP 2 against one process", 1e-5)
         # gpt2 (tied), its dropout off: within 1e-5 but for the attention's key bias, whose
         # gradient is zero in exact arithmetic (Adam's steps of its rounding noise: within 1e-4).
-        gpt2 = os.path.join(self.dir, "gpt2")
-        shutil.copytree(os.path.join(folders, "gpt2"), gpt2)
-        with open(os.path.join(gpt2, "config.json")) as f:
-            config = json.load(f)
-        config.update(attn_pdrop=0.0, embd_pdrop=0.0, resid_pdrop=0.0)
-        with open(os.path.join(gpt2, "config.json"), "w") as f:
-            json.dump(config, f)
+        gpt2 = self.gpt2_without_dropout()
         model = f"{{type: gpt2, args: {{pretrained: {gpt2}}}}}"
         one, _ = self.train("gpt2-one", model=model)
         pp2, _ = self.train("gpt2-pp2", *PP, "2", world=2, model=model)
@@ -175,9 +165,7 @@ class PipelineParallel(common.PlanRuns):
         # process (its adapters, every loss), the frozen base's fingerprint taken before the
         # stages gave back the others' memory (the same file as one process's); stopped at step
         # 6 and continued in one process, bitwise.
-        folders = os.path.join(self.dir, "folders")
-        subprocess.run([sys.executable, os.path.join(SOURCE, "tests/models/hf/make_folders.py"),
-                        folders], check=True, stdout=subprocess.DEVNULL)
+        folders = self.hf_folders()
         model = ("{type: llama, args: {pretrained: %s}, lora: {r: 4, alpha: 8, "
                  "target_modules: all-linear}}" % os.path.join(folders, "llama"))
         one, _ = self.train("lora-one", model=model)
@@ -199,15 +187,7 @@ class PipelineParallel(common.PlanRuns):
         # whose head tied to the embeddings is held on both stages (its state written once:
         # the 4 partitions, one per stage and replica, hold every parameter's once); stopped at
         # step 6 and resumed bitwise.
-        folders = os.path.join(self.dir, "folders")
-        subprocess.run([sys.executable, os.path.join(SOURCE, "tests/models/hf/make_folders.py"),
-                        folders], check=True, stdout=subprocess.DEVNULL)
-        gpt2 = os.path.join(folders, "gpt2")
-        with open(os.path.join(gpt2, "config.json")) as f:
-            config = json.load(f)
-        config.update(attn_pdrop=0.0, embd_pdrop=0.0, resid_pdrop=0.0)
-        with open(os.path.join(gpt2, "config.json"), "w") as f:
-            json.dump(config, f)
+        gpt2 = self.gpt2_without_dropout()
         for name, model in (("lm", LM), ("gpt2", f"{{type: gpt2, args: {{pretrained: {gpt2}}}}}")):
             with self.subTest(name):
                 plain, _ = self.train(name + "-z0", *PP, "2", world=4, model=model)

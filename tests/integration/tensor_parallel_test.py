@@ -5,13 +5,11 @@ another; what it cannot run is refused by key before anything is written."""
 import json
 import os
 import re
-import subprocess
-import sys
 
 import torch
 
 import common
-from common import run, SOURCE
+from common import run
 
 CONFIG = """
 run_dir: {run_dir}
@@ -95,9 +93,7 @@ class TensorParallel(common.PlanRuns):
         self.assert_close(one, other, "TP 2 until step 20, then one process")
 
     def test_a_hugging_face_llama_trains_as_in_one_process(self):
-        folders = os.path.join(self.dir, "folders")
-        subprocess.run([sys.executable, os.path.join(SOURCE, "tests/models/hf/make_folders.py"),
-                        folders], check=True, stdout=subprocess.DEVNULL)
+        folders = self.hf_folders()
         for folder in ("llama", "llama_tied_bias"):
             with self.subTest(folder):
                 model = LLAMA.format(folder=os.path.join(folders, folder))
@@ -199,15 +195,9 @@ class TensorParallel(common.PlanRuns):
         # (the c_proj layers): make_folders.py's gpt2 (tied head), its dropout off; and a fresh
         # one from its config.json with an untied head and a vocabulary of 97, which no T
         # divides: cut as evenly as it goes (49 and 48 rows).
-        folders = os.path.join(self.dir, "folders")
-        subprocess.run([sys.executable, os.path.join(SOURCE, "tests/models/hf/make_folders.py"),
-                        folders], check=True, stdout=subprocess.DEVNULL)
-        gpt2 = os.path.join(folders, "gpt2")
+        gpt2 = self.gpt2_without_dropout()
         with open(os.path.join(gpt2, "config.json")) as f:
             config = json.load(f)
-        config.update(attn_pdrop=0.0, embd_pdrop=0.0, resid_pdrop=0.0)
-        with open(os.path.join(gpt2, "config.json"), "w") as f:
-            json.dump(config, f)
         odd = os.path.join(self.dir, "odd.json")
         with open(odd, "w") as f:
             json.dump(dict(config, vocab_size=97, tie_word_embeddings=False), f)
@@ -237,9 +227,7 @@ class TensorParallel(common.PlanRuns):
         # row-parallel one's lora_A by columns), the same adapters and curve as one process;
         # the checkpoint (the adapters alone, whole, with the frozen base's fingerprint of the
         # whole tensors) goes on in one process, and exports the same PEFT folder.
-        folders = os.path.join(self.dir, "folders")
-        subprocess.run([sys.executable, os.path.join(SOURCE, "tests/models/hf/make_folders.py"),
-                        folders], check=True, stdout=subprocess.DEVNULL)
+        folders = self.hf_folders()
         model = ("{type: llama, args: {pretrained: %s}, lora: {r: 4, alpha: 8, "
                  "target_modules: all-linear}}" % os.path.join(folders, "llama"))
         tp = ["--distributed.tensor_parallel", "2"]
