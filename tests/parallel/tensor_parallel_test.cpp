@@ -208,6 +208,27 @@ TEST(TensorParallel, Conv1DLayoutLayersComputeWhatTheirWholeProductDoes) {
   });
 }
 
+TEST(TensorParallel, EachPartDrawsFromItsOwnStreamAndTheSharedOneGoesOnAlike) {
+  // What part `part` of `parts` draws inside PartDraws, and the shared stream after it.
+  auto draws_of = [](int part, int parts) {
+    torch::manual_seed(12);
+    torch::Tensor inside;
+    {
+      tp::PartDraws draws(part, parts, torch::kCPU);
+      inside = torch::rand({8});
+    }
+    return std::make_pair(inside, torch::rand({8}));
+  };
+  const auto [first, after_first] = draws_of(0, 2);
+  const auto [second, after_second] = draws_of(1, 2);
+  EXPECT_FALSE(first.equal(second));               // each part its own masks
+  EXPECT_TRUE(after_first.equal(after_second));    // the shared stream the same on both
+  EXPECT_TRUE(draws_of(0, 2).first.equal(first));  // a replay (recompute) draws them again
+  torch::manual_seed(12);
+  const auto plain = torch::rand({8});
+  EXPECT_TRUE(draws_of(0, 1).first.equal(plain));  // one part: the shared stream itself
+}
+
 TEST(TensorParallel, PartsOfBlocksJoinBackIntoTheWholeOnEveryProcess) {
   torch::manual_seed(6);
   const auto full = torch::randn({12, 18});

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <optional>
 #include <tuple>
 
 #include "unitrain/core/error.h"
@@ -54,9 +55,15 @@ class Gpt2AttentionImpl : public torch::nn::Module {
     };
     auto k = heads(qkv[1]), v = heads(qkv[2]);
     if (layout.cache) std::tie(k, v) = layout.cache->extend(block, k, v);
+    // Tensor parallel: this process's heads draw their dropout from its part's stream.
+    std::optional<tp::PartDraws> draws;
+    if (tp_attn && is_training() && dropout_ > 0) {
+      draws.emplace(tp_attn->part(), tp_attn->parts(), x.device());
+    }
     auto y = layout.attend(heads(qkv[0]), k, v, is_training() ? dropout_ : 0.0)
                  .transpose(1, 2)
                  .reshape({b, t, width});
+    draws.reset();
     return torch::dropout(tp_proj ? project(tp_proj, y) : project(c_proj, y), resid_dropout_,
                           is_training());
   }

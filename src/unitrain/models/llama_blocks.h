@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <tuple>
 
 #include "unitrain/models/llama_config.h"
@@ -122,11 +123,15 @@ class LlamaAttentionImpl : public torch::nn::Module {
       v = v.repeat_interleave(heads_ / kv_heads_, 1);
     }
     const double dropout = is_training() ? dropout_ : 0.0;
+    // Tensor parallel: this process's heads draw their dropout from its part's stream.
+    std::optional<tp::PartDraws> draws;
+    if (tp_q && dropout > 0) draws.emplace(tp_q->part(), tp_q->parts(), x.device());
     auto y = softcap_ > 0 || scale_ > 0
                  ? layout.attend_eager(q, k, v, dropout,
                                        scale_ > 0 ? scale_ : 1.0 / std::sqrt(double(head_dim_)),
                                        softcap_)
                  : layout.attend(q, k, v, dropout);
+    draws.reset();
     const torch::Tensor joined = y.transpose(1, 2).reshape({b, t, heads_ * head_dim_});
     return tp_o ? project(tp_o, joined) : project(o_proj, joined);
   }

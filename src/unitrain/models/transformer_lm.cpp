@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <optional>
 
 #include "unitrain/core/error.h"
 #include "unitrain/core/unit_parts.h"
@@ -40,9 +41,15 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
     auto qkv_heads = (tp_qkv ? project(tp_qkv, x) : project(qkv, x))
                          .view({b, t, 3, heads_, head_dim_})
                          .permute({2, 0, 3, 1, 4});
+    // Tensor parallel: this process's heads draw their dropout from its part's stream.
+    std::optional<tp::PartDraws> draws;
+    if (tp_qkv && is_training() && dropout_ > 0) {
+      draws.emplace(tp_qkv->part(), tp_qkv->parts(), x.device());
+    }
     auto y = layout.attend(qkv_heads[0], qkv_heads[1], qkv_heads[2], is_training() ? dropout_ : 0.0)
                  .transpose(1, 2)
                  .reshape({b, t, c});
+    draws.reset();
     y = tp_out ? project(tp_out, y) : project(out, y);
     return dropout_ > 0 ? torch::dropout(y, dropout_, is_training()) : y;
   }

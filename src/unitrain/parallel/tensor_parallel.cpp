@@ -1,5 +1,6 @@
 #include "unitrain/parallel/tensor_parallel.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include <cmath>
@@ -270,6 +271,42 @@ bool init_normal(torch::nn::Module& layer, double std) {
     return false;
   }
   return true;
+}
+
+PartDraws::PartDraws(int part, int parts, const c10::Device& device) {
+  if (parts <= 1) return;
+  at::Generator cpu = at::detail::getDefaultCPUGenerator();
+  uint64_t fork = 0;
+  {
+    std::lock_guard<std::mutex> lock(cpu.mutex());
+    fork = at::check_generator<at::CPUGeneratorImpl>(cpu)->random64();
+    cpu_state_ = cpu.get_state();
+    // A seed of this part's from the fork (splitmix64's mixing: parts far apart).
+    uint64_t z = fork + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(part + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    cpu.set_current_seed(z);
+    if (device.is_cuda()) {
+      device_ = device;
+      at::Generator g = at::globalContext().defaultGenerator(device);
+      std::lock_guard<std::mutex> device_lock(g.mutex());
+      device_state_ = g.get_state();
+      g.set_current_seed(z);
+    }
+  }
+}
+
+PartDraws::~PartDraws() {
+  if (!cpu_state_.defined()) return;
+  at::Generator cpu = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(cpu.mutex());
+  cpu.set_state(cpu_state_);
+  if (device_) {
+    at::Generator g = at::globalContext().defaultGenerator(*device_);
+    std::lock_guard<std::mutex> device_lock(g.mutex());
+    g.set_state(device_state_);
+  }
 }
 
 namespace {

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -94,6 +95,25 @@ void cut_whole(const torch::nn::Module& module,
 /// zero), its part kept, and true; false for any other module. For models' initialisations
 /// (the same model whatever the split).
 bool init_normal(torch::nn::Module& layer, double std);
+
+/// While it lives, the default generators (the CPU's, and `device`'s when it is a GPU) draw
+/// from a stream of part `part` of `parts` (Megatron-LM's model-parallel generator): what each
+/// process draws over its own part of a layer — the attention's dropout over its heads — is then
+/// its own, not the same masks on every part. The stream forks from the shared one, which
+/// takes one 64-bit draw on the CPU (the same on every process of the group: their shared
+/// streams stay equal) and is otherwise left as it was. One part: nothing changes. Activation
+/// checkpointing's replay forks the same stream again.
+class PartDraws {
+ public:
+  PartDraws(int part, int parts, const c10::Device& device);
+  ~PartDraws();
+  PartDraws(const PartDraws&) = delete;
+  PartDraws& operator=(const PartDraws&) = delete;
+
+ private:
+  torch::Tensor cpu_state_, device_state_;  ///< the shared streams' states to come back to
+  std::optional<c10::Device> device_;
+};
 
 /// While it lives, the built-in models built on this thread (transformer_lm) build their layers
 /// cut over `group` (null or one process: whole). Scopes do not nest.
