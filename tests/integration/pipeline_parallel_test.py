@@ -181,19 +181,23 @@ class PipelineParallel(common.PlanRuns):
         self.assertIn("resumed from", out)
         self.assert_same(one, half, "LoRA under PP 2 until step 6, then one process")
 
-    def test_zero_1_shards_each_stages_optimizer_state_over_the_replicas(self):
-        # DP 2 x PP 2 with distributed.zero: 1: each stage's replicas keep the optimizer state of
-        # half its parameters; bitwise the run without, for the transformer_lm and for gpt2,
-        # whose head tied to the embeddings is held on both stages (its state written once:
-        # the 4 partitions, one per stage and replica, hold every parameter's once); stopped at
-        # step 6 and resumed bitwise.
+    def test_zero_shards_each_stages_optimizer_state_over_the_replicas(self):
+        # DP 2 x PP 2 with distributed.zero 1 and 2: each stage's replicas keep the optimizer
+        # state of half its parameters (2: and its gradients); bitwise the run without, for the
+        # transformer_lm and (ZeRO 1) for gpt2, whose head tied to the embeddings is held on
+        # both stages (its state written once: the 4 partitions, one per stage and replica, hold
+        # every parameter's once); ZeRO 2 with that tied head refused by name; stopped at step 6
+        # and resumed bitwise.
         gpt2 = self.gpt2_without_dropout()
-        for name, model in (("lm", LM), ("gpt2", f"{{type: gpt2, args: {{pretrained: {gpt2}}}}}")):
-            with self.subTest(name):
-                plain, _ = self.train(name + "-z0", *PP, "2", world=4, model=model)
-                zero, out = self.train(name + "-z1", *PP, "2", "--distributed.zero", "1",
+        tied = f"{{type: gpt2, args: {{pretrained: {gpt2}}}}}"
+        for name, model, z in (("lm", LM, "1"), ("lm", LM, "2"), ("gpt2", tied, "1")):
+            with self.subTest(name, zero=z):
+                plain = os.path.join(self.dir, name + "-z0")
+                if not os.path.isdir(plain):
+                    self.train(name + "-z0", *PP, "2", world=4, model=model)
+                zero, out = self.train(f"{name}-z{z}", *PP, "2", "--distributed.zero", z,
                                        world=4, model=model)
-                self.assert_same(plain, zero, "ZeRO 1 against none, DP 2 x PP 2")
+                self.assert_same(plain, zero, f"ZeRO {z} against none, DP 2 x PP 2")
                 step = os.path.join(zero, "checkpoints", "step-12")
                 merged, files = {}, sorted(f for f in os.listdir(step) if f.startswith("optim"))
                 self.assertEqual(len(files), 4, files)
@@ -209,17 +213,21 @@ class PipelineParallel(common.PlanRuns):
                 self.assertEqual(sorted(merged), sorted(whole))
                 for i in whole:
                     self.assertTrue(torch.equal(merged[i]["exp_avg"], whole[i]["exp_avg"]), i)
-        half, _ = self.train("lm-half", *PP, "2", "--distributed.zero", "1",
+        _, out = self.train("gpt2-z2", *PP, "2", "--distributed.zero", "2", world=4, model=tied,
+                            expect=None)
+        self.assertIn("distributed.zero: 2 with distributed.pipeline_parallel and a head tied to "
+                      "the embeddings of another stage is not built yet", out)
+        half, _ = self.train("lm-half", *PP, "2", "--distributed.zero", "2",
                              "--train.max_length", "6 steps", world=4)
-        _, out = self.train("lm-half", *PP, "2", "--distributed.zero", "1", world=4)
+        _, out = self.train("lm-half", *PP, "2", "--distributed.zero", "2", world=4)
         self.assertIn("resumed from", out)
-        self.assert_same(os.path.join(self.dir, "lm-z1"), half, "ZeRO 1 resumed at step 6")
+        self.assert_same(os.path.join(self.dir, "lm-z2"), half, "ZeRO 2 resumed at step 6")
 
     def test_what_it_cannot_run_is_refused_by_key(self):
         cases = [
             ([], 3, "distributed.pipeline_parallel: 2 does not divide the job's 3 processes"),
-            (["--distributed.zero", "2"], 2,
-             "distributed.zero: 2 with distributed.pipeline_parallel: 2 is not built yet"),
+            (["--distributed.zero", "3"], 2,
+             "distributed.zero: 3 with distributed.pipeline_parallel: 2 is not built yet"),
             (["--objective.metrics", "[{type: accuracy}]"], 2,
              "distributed.pipeline_parallel: objective.metrics are not built yet"),
             (["--model", "{type: mlp, args: {sizes: [16, 48]}}"], 2,

@@ -22,9 +22,9 @@ void declare_zero(Options<T>& o) {
           "reduced to its owner only and freed elsewhere; 3: also the parameters, each rank "
           "keeping an equal part of every unit of the model (a transformer block) and gathering "
           "a unit just before it runs (models with units: transformer_lm, or TrainModule::units() "
-          "in C++). No effect in one process. Under distributed.tensor_parallel (1 and 2) and "
-          "pipeline_parallel (1) it shards over the replicas of each tensor group's parts and "
-          "stage's parameters");
+          "in C++). No effect in one process. Under distributed.tensor_parallel and "
+          "pipeline_parallel (1 and 2) it shards over the replicas of each tensor group's parts "
+          "and stage's parameters");
   o.field("unit_min_params", &T::unit_min_params)
       .min(0)
       .fixed("distributed.zero: 3's saved parts and optimizer state are cut by its joined units")
@@ -85,8 +85,8 @@ void declare_plan(Options<DistributedOptions>& o) {
           "world = T x P x replicas), each step's micro-batches (train.accumulation_steps: at "
           "least P keeps the stages busy) through them in 1F1B; process 0 runs the last stage "
           "(the loss). Checkpoints hold the model's whole tensors: a run resumes at any P. With "
-          "distributed.zero 1 each stage's replicas shard its optimizer state; refused with "
-          "distributed.zero 2 and 3, reproducible and bf16-true; 1 = off");
+          "distributed.zero 1 or 2 each stage's replicas shard its optimizer state; refused "
+          "with distributed.zero 3, reproducible and bf16-true; 1 = off");
   o.field("pipeline_cuts", &T::pipeline_cuts)
       .help(
           "the first unit of each pipeline stage after the first (distributed.pipeline_parallel "

@@ -53,14 +53,11 @@ void check_model_cut(const RunSettings& settings) {
       d.pipeline_parallel == 1
           ? fmt::format("distributed.tensor_parallel: {}", d.tensor_parallel)
           : fmt::format("distributed.pipeline_parallel: {}", d.pipeline_parallel);
-  // ZeRO 1 shards each stage's (tensor group's) parts over its replicas, ZeRO 2 a tensor
-  // group's; ZeRO 3, and ZeRO 2 under a pipeline, not yet.
-  UT_CHECK(d.zero <= 1 || (d.zero == 2 && d.pipeline_parallel == 1), "distributed.zero: ", d.zero,
-           " with ", plan,
-           d.zero == 3 ? " is not built yet (the units it gathers whole are themselves parts); "
-                         "use distributed.zero: 1, or 2 with tensor parallelism alone"
-                       : " is not built yet (a head tied to the embeddings would be reduced to "
-                         "other owners on its two stages); use distributed.zero: 1");
+  // ZeRO 1 and 2 shard each stage's (tensor group's) parts over its replicas; ZeRO 3 not yet
+  // (ZeRO 2 with a head tied across stages: cut_into_stages refuses it).
+  UT_CHECK(d.zero <= 2, "distributed.zero: ", d.zero, " with ", plan,
+           " is not built yet (the units it gathers whole are themselves parts); use "
+           "distributed.zero: 1 or 2");
   UT_CHECK(d.pipeline_parallel == 1 || settings.train.precision != PrecisionMode::Bf16True,
            "train.precision: bf16-true with ", plan,
            " is not built yet (the float32 masters would be made of the other stages' "
@@ -109,6 +106,12 @@ std::shared_ptr<PipelineStage> cut_into_stages(TrainModule& module, const Parall
              "distributed.pipeline_parallel: a borrowed parameter that no unit lists, or unit ",
              unit, " of ", units.size(), " (TrainModule::borrowed_parameters)");
     const int owner = stage->stage_of(owned->second), borrower = stage->stage_of(unit);
+    // (Every process sees every tied pair: all refuse alike.)
+    UT_CHECK(owner == borrower || settings.distributed.zero != 2 || plan.data_size() == 1,
+             "distributed.zero: 2 with distributed.pipeline_parallel and a head tied to the "
+             "embeddings of another stage is not built yet (the two stages' replicas would "
+             "reduce its gradient to different owners); use distributed.zero: 1, or untie it "
+             "(tie_word_embeddings: false)");
     if (owner == borrower || (stage->stage() != owner && stage->stage() != borrower)) continue;
     held.insert(p.unsafeGetTensorImpl());
     auto& group = pairs[{owner, borrower}];

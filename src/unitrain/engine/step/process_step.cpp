@@ -57,8 +57,9 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
   const DistributedOptions& distributed = parts.settings.distributed;
   const bool manual = trainers == nullptr;
   const auto& group = parts.group;
-  const bool shards = group && !manual;  // (the module's own optimizers are never sharded)
-  std::vector<int> gradient_owners;      // ZeRO 2: each parameter's bucket owner, model order
+  const bool shards = group && !manual;        // (the module's own optimizers are never sharded)
+  std::vector<int> gradient_owners;            // ZeRO 2: each parameter's bucket owner, model order
+  std::vector<torch::Tensor> gradient_params;  // theirs: a pipeline stage's alone
   check_reproducible_step(parts.settings, parts.module, trainers, group.get());
   // A pipeline stage runs its units through PipelineStep: never training_step whole.
   UT_CHECK(!parts.stage || !manual,
@@ -99,6 +100,7 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
                                                          parts.tensor_group->world_size()))
                             : bucket_owners(params, group->world_size());
       dp.owners = gradient_owners;
+      gradient_params = params;
     }
     sync_ = std::make_unique<DataParallelSync>(group, params, dp);
   }
@@ -168,9 +170,18 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
     sharding_ = std::make_unique<OptimizerSharding>(group, *trainers, stepped, owners, 1);
   } else if (shards && distributed.zero == 1) {
     sharding_ = std::make_unique<OptimizerSharding>(group, *trainers);
-  } else if (shards && distributed.zero == 2) {  // the buckets' owners
-    sharding_ = std::make_unique<OptimizerSharding>(
-        group, *trainers, parts.module.weights().parameters(), gradient_owners, 2);
+  } else if (shards && distributed.zero == 2) {  // the buckets' owners (-1: another stage's)
+    std::unordered_map<const void*, int> owner_of;
+    for (size_t i = 0; i < gradient_params.size(); ++i) {
+      owner_of[gradient_params[i].unsafeGetTensorImpl()] = gradient_owners[i];
+    }
+    const std::vector<torch::Tensor> params = parts.module.weights().parameters();
+    std::vector<int> owners;
+    for (const auto& p : params) {
+      const auto it = owner_of.find(p.unsafeGetTensorImpl());
+      owners.push_back(it == owner_of.end() ? -1 : it->second);
+    }
+    sharding_ = std::make_unique<OptimizerSharding>(group, *trainers, params, owners, 2);
   }
   if (sharding_) runner_->shard(sharding_.get());
   if (pipeline_) runner_->pipe(pipeline_.get());
