@@ -50,6 +50,56 @@ std::vector<int64_t> whole_numels(const std::vector<torch::Tensor>& params,
   return out;
 }
 
+/// ZeRO 1's owner of each of `params` (the model's) under a cut model: drawn over `replicas`
+/// from the whole tensors' sizes (the same on every process of a tensor group, whose parts of a
+/// parameter's state are then on one replica), among those of this pipeline stage's (`stage`;
+/// null: every one); -1 for another stage's.
+std::vector<int> cut_model_owners(const std::vector<torch::Tensor>& params,
+                                  const torch::nn::Module& weights, const ProcessGroup* tensor,
+                                  const std::unordered_set<const void*>* stage, int replicas) {
+  const std::vector<int64_t> sizes = whole_numels(params, weights, tp::size_of(tensor));
+  auto mine = [stage](const torch::Tensor& p) {
+    return stage == nullptr || stage->count(p.unsafeGetTensorImpl()) > 0;
+  };
+  std::vector<int64_t> here;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (mine(params[i])) here.push_back(params[i].requires_grad() ? sizes[i] : 0);
+  }
+  const std::vector<int> drawn = partition_by_size(here, replicas);
+  std::vector<int> owners;
+  for (size_t i = 0, j = 0; i < params.size(); ++i) {
+    owners.push_back(mine(params[i]) ? drawn[j++] : -1);
+  }
+  return owners;
+}
+
+/// The owner of each of `params` that `owners` gives for `listed` (the gradient buckets'); -1
+/// for those it does not list (another pipeline stage's).
+std::vector<int> owners_of(const std::vector<torch::Tensor>& params,
+                           const std::vector<torch::Tensor>& listed,
+                           const std::vector<int>& owners) {
+  std::unordered_map<const void*, int> owner_of;
+  for (size_t i = 0; i < listed.size(); ++i) owner_of[listed[i].unsafeGetTensorImpl()] = owners[i];
+  std::vector<int> out;
+  for (const auto& p : params) {
+    const auto it = owner_of.find(p.unsafeGetTensorImpl());
+    out.push_back(it == owner_of.end() ? -1 : it->second);
+  }
+  return out;
+}
+
+/// The tensors the optimizer steps for `params`: themselves, or bf16-true's float32 masters
+/// (in the same order).
+std::vector<torch::Tensor> stepped_tensors(const std::vector<torch::Tensor>& params,
+                                           const Precision& precision) {
+  std::vector<torch::Tensor> out = params;
+  if (const MasterWeights* masters = precision.masters()) {
+    const auto named = masters->parameters();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = named[i].second;
+  }
+  return out;
+}
+
 }  // namespace
 
 ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* trainers)
@@ -144,44 +194,18 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
     // Gradients are whole on every rank: ZeRO 2's partitions are ZeRO 1's.
     sharding_ = std::make_unique<OptimizerSharding>(group, *trainers);
   } else if (shards && distributed.zero == 1 && (parts.tensor_group || parts.stage)) {
-    // The owners of the parts drawn from the whole tensors' sizes: the same on every process
-    // of a tensor group, whose parts of a parameter's state are then on one replica. A
-    // pipeline stage's replicas share its own parameters (the others': owner -1, none).
     const std::vector<torch::Tensor> params = parts.module.weights().parameters();
-    const std::vector<int64_t> sizes =
-        whole_numels(params, parts.module.weights(), tp::size_of(parts.tensor_group.get()));
-    auto mine = [&](const torch::Tensor& p) {
-      return !parts.stage || stage_params.count(p.unsafeGetTensorImpl()) > 0;
-    };
-    std::vector<int64_t> here;
-    for (size_t i = 0; i < params.size(); ++i) {
-      if (mine(params[i])) here.push_back(params[i].requires_grad() ? sizes[i] : 0);
-    }
-    const std::vector<int> drawn = partition_by_size(here, group->world_size());
-    std::vector<int> owners;
-    for (size_t i = 0, j = 0; i < params.size(); ++i)
-      owners.push_back(mine(params[i]) ? drawn[j++] : -1);
-    // bf16-true: the optimizer steps the parameters' float32 masters (in the same order).
-    std::vector<torch::Tensor> stepped = params;
-    if (const MasterWeights* masters = parts.precision.masters()) {
-      const auto named = masters->parameters();
-      for (size_t i = 0; i < stepped.size(); ++i) stepped[i] = named[i].second;
-    }
-    sharding_ = std::make_unique<OptimizerSharding>(group, *trainers, stepped, owners, 1);
+    sharding_ = std::make_unique<OptimizerSharding>(
+        group, *trainers, stepped_tensors(params, parts.precision),
+        cut_model_owners(params, parts.module.weights(), parts.tensor_group.get(),
+                         parts.stage ? &stage_params : nullptr, group->world_size()),
+        1);
   } else if (shards && distributed.zero == 1) {
     sharding_ = std::make_unique<OptimizerSharding>(group, *trainers);
   } else if (shards && distributed.zero == 2) {  // the buckets' owners (-1: another stage's)
-    std::unordered_map<const void*, int> owner_of;
-    for (size_t i = 0; i < gradient_params.size(); ++i) {
-      owner_of[gradient_params[i].unsafeGetTensorImpl()] = gradient_owners[i];
-    }
     const std::vector<torch::Tensor> params = parts.module.weights().parameters();
-    std::vector<int> owners;
-    for (const auto& p : params) {
-      const auto it = owner_of.find(p.unsafeGetTensorImpl());
-      owners.push_back(it == owner_of.end() ? -1 : it->second);
-    }
-    sharding_ = std::make_unique<OptimizerSharding>(group, *trainers, params, owners, 2);
+    sharding_ = std::make_unique<OptimizerSharding>(
+        group, *trainers, params, owners_of(params, gradient_params, gradient_owners), 2);
   }
   if (sharding_) runner_->shard(sharding_.get());
   if (pipeline_) runner_->pipe(pipeline_.get());
