@@ -2,6 +2,11 @@
 data parallelism, on this machine (CPU, Gloo).
 
   /usr/bin/python3 bench/tensor_parallel/run.py build/unitrain [steps=40] [d_model=256]
+  /usr/bin/python3 bench/tensor_parallel/run.py build/unitrain STEPS D_MODEL reproducible
+
+The second form measures what bitwise reproducibility over plans costs: distributed.reproducible
+(1 micro-shard of the 8 sequences) on one process and under TP 2, without chunks (one process
+only: TP refuses it) and with distributed.reproducible_chunks 2 and 8.
 
 The same model (d_model D, 4 layers, 8 heads, vocab 4096, context 128), data, AdamW and 1 thread a
 process, batch 8 sequences of 128 tokens per step:
@@ -58,6 +63,16 @@ def main():
         f.write(bytes(b for _ in range(200000) for b in rng.randrange(4096).to_bytes(2, "little")))
     plans = {"one process": (1, 8, []), "TP 2": (2, 8, ["--distributed.tensor_parallel", "2"]),
              "DP 2": (2, 4, [])}
+    reproducible = len(sys.argv) > 4 and sys.argv[4] == "reproducible"
+    if reproducible:
+        rep = ["--distributed.reproducible", "1"]
+        tp = ["--distributed.tensor_parallel", "2"]
+        plans = {"one process": (1, 8, []), "TP 2": (2, 8, tp),
+                 "one, reproducible": (1, 8, rep)}
+        for c in ("2", "8"):
+            chunks = rep + ["--distributed.reproducible_chunks", c]
+            plans[f"one, C {c}"] = (1, 8, chunks)
+            plans[f"TP 2, C {c}"] = (2, 8, chunks + tp)
     times = {}
     for name, (workers, batch, extra) in plans.items():
         run_dir = os.path.join(tmp, name.replace(" ", "-"))
@@ -80,6 +95,11 @@ def main():
     dp_bytes = params * 4
     one = times["one process"]
     print(f"transformer_lm d_model {d}, 4 layers, vocab 4096, 8 x 128 tokens a step, {steps} steps")
+    if reproducible:
+        for name, t in times.items():
+            base = times["TP 2" if name.startswith("TP") else "one process"]
+            print(f"  {name:18s} {1000 * t:8.1f} ms/step  ({t / base:.2f}x its plan without)")
+        return
     for name, t in times.items():
         print(f"  {name:12s} {1000 * t:8.1f} ms/step  ({one / t:.2f}x one process)")
     print(f"  bytes all-reduced per step and process: TP 2 {tp_bytes / 1e6:.1f} MB "

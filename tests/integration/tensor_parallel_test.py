@@ -274,6 +274,38 @@ class TensorParallel(common.PlanRuns):
             self.assertTrue(torch.equal(a[k], b[k]), k)
         self.assertEqual(self.losses(here), self.losses(run_dir))
 
+    def test_reproducible_chunks_make_every_plan_bitwise_one_process(self):
+        # distributed.reproducible over plans: the cut layers in 4 fixed chunks whatever T, with
+        # clipping; one process, TP 2 and DP 2 x TP 2 end with the same bits, and a run saved
+        # under TP 2 goes on bitwise on one process.
+        rep = ["--distributed.reproducible", "4", "--distributed.reproducible_chunks", "4",
+               "--train.clip_grad_norm", "0.5", "--data.loader.batch_size", "4"]
+        tp = ["--distributed.tensor_parallel", "2"]
+        one, _ = self.train("one", *rep)
+        tp2, _ = self.train("tp2", *rep, *tp, world=2)
+        dp2tp2, _ = self.train("dp2tp2", *rep, *tp, world=4)
+        half, _ = self.train("half", *rep, *tp, "--train.max_length", "20 steps", world=2)
+        os.system(f"cp -r {half} {os.path.join(self.dir, 'on-one')}")
+        on_one, out = self.train("on-one", *rep)
+        self.assertIn("resumed from", out)
+        for other, what in ((tp2, "TP 2"), (dp2tp2, "DP 2 x TP 2"), (on_one, "TP 2 then one")):
+            wa, wb = self.weights(one), self.weights(other)
+            for k in wa:
+                self.assertTrue(torch.equal(wa[k], wb[k]), f"{what}: {k}")
+            self.assertEqual(self.losses(one)[-10:], self.losses(other)[-10:], what)
+        # gpt2 (Conv1D, a tied head, attention dropout from each chunk's stream) and a llama of
+        # grouped-query attention (2 key/value heads: 2 chunks), from their folders.
+        gpt2 = "{{type: gpt2, args: {{pretrained: {}}}}}".format(
+            os.path.join(self.hf_folders(), "gpt2"))
+        llama = LLAMA.format(folder=os.path.join(self.hf_folders(), "llama"))
+        for model, chunks in ((gpt2, "4"), (llama, "2")):
+            more = rep[:3] + [chunks] + rep[4:]
+            a, _ = self.train(f"one-{chunks}", *more, model=model)
+            b, _ = self.train(f"tp2-{chunks}", *more, *tp, world=2, model=model)
+            wa, wb = self.weights(a), self.weights(b)
+            for k in wa:
+                self.assertTrue(torch.equal(wa[k], wb[k]), f"{model}: {k}")
+
     def test_what_it_cannot_run_is_refused_by_key(self):
         tp = ["--distributed.tensor_parallel", "2"]
         cases = [
@@ -285,6 +317,16 @@ class TensorParallel(common.PlanRuns):
              "the model has no layers cut over a tensor group"),
             (["--objective.metrics", "[{type: accuracy}]"], 2,
              "objective.metrics.0: the metric accuracy takes the model's whole logits"),
+            (["--distributed.reproducible", "2"], 2,
+             "distributed.reproducible with distributed.tensor_parallel: 2 needs "
+             "distributed.reproducible_chunks"),
+            (["--distributed.reproducible", "2", "--distributed.reproducible_chunks", "3"], 2,
+             "distributed.reproducible_chunks: 3 is not divisible by "
+             "distributed.tensor_parallel: 2"),
+            (["--distributed.reproducible", "2", "--distributed.reproducible_chunks", "8"], 2,
+             "model.args.heads (4) is not divisible by distributed.reproducible_chunks (8)"),
+            (["--distributed.reproducible_chunks", "2"], 2,
+             "distributed.reproducible_chunks: 2 without distributed.reproducible"),
         ]
         for i, (more, world, said) in enumerate(cases):
             with self.subTest(said):

@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <map>
 #include <mutex>
 
 #include "parallel/run_ranks.h"
 #include "test_util.h"
 #include "unitrain/core/error.h"
+#include "unitrain/parallel/chunked_norm.h"
 
 namespace unitrain {
 namespace {
@@ -227,6 +229,101 @@ TEST(TensorParallel, EachPartDrawsFromItsOwnStreamAndTheSharedOneGoesOnAlike) {
   torch::manual_seed(12);
   const auto plain = torch::rand({8});
   EXPECT_TRUE(draws_of(0, 1).first.equal(plain));  // one part: the shared stream itself
+}
+
+/// What chunked layers (distributed.reproducible_chunks: 4 chunks) compute on `parts`
+/// processes: a column (6 -> 8), GELU chunk by chunk, a row (8 -> 5), a head (5 -> 12) and its
+/// cross entropy, beside a fused q|k|v in Conv1D's layout (6 -> 3 x 8) given a gradient: the
+/// losses, the input's gradient, each parameter's whole gradient and the chunked norm.
+struct ChunkedRun {
+  torch::Tensor losses, x_grad;
+  std::vector<torch::Tensor> grads;
+  double norm = 0;
+};
+
+ChunkedRun chunked_run(int parts) {
+  torch::manual_seed(21);
+  const torch::Tensor x = torch::randn({2, 3, 6}), targets = torch::randint(12, {6});
+  const torch::Tensor r = torch::randn({2, 3, 24});
+  const torch::Tensor w_up = torch::randn({8, 6}), b_up = torch::randn({8});
+  const torch::Tensor w_down = torch::randn({5, 8}), b_down = torch::randn({5});
+  const torch::Tensor w_head = torch::randn({12, 5}), w_qkv = torch::randn({6, 24});
+  const torch::Tensor b_qkv = torch::randn({24});
+  std::vector<ChunkedRun> runs(static_cast<size_t>(parts));
+  auto body = [&](int rank, const std::shared_ptr<ProcessGroup>& group) {
+    auto holder = std::make_shared<torch::nn::Module>();
+    ColumnParallelLinear up{nullptr}, head{nullptr}, qkv{nullptr};
+    RowParallelLinear down{nullptr};
+    {
+      tp::BuildScope scope(group, 4);
+      up = holder->register_module("up", ColumnParallelLinear(6, 8, true, group));
+      down = holder->register_module("down", RowParallelLinear(8, 5, true, group));
+      head = holder->register_module("head", ColumnParallelLinear(5, 12, false, group));
+      qkv = holder->register_module(
+          "qkv", ColumnParallelLinear(6, 24, true, group, false, /*blocks=*/3, /*in_out=*/true));
+    }
+    up->load_full(w_up, b_up);
+    down->load_full(w_down, b_down);
+    head->load_full(w_head);
+    qkv->load_full(w_qkv, b_qkv);
+    auto xr = x.clone().requires_grad_(true);
+    auto gelu = [](const torch::Tensor& h) { return torch::gelu(h); };
+    const auto hidden = down(tp::chunkwise(up(xr), up->chunks(), gelu));
+    const auto logits = head(hidden).reshape({6, -1});
+    const auto losses = vocab_parallel_cross_entropy(logits, targets, rank * (12 / parts), group,
+                                                     -100, head->chunks());
+    const auto q = qkv(xr);
+    torch::autograd::backward({losses.sum(), q},
+                              {torch::ones({}), tp::part_of(r, -1, rank, parts, 3)});
+    ChunkedRun& out = runs[size_t(rank)];
+    out.losses = losses.detach();
+    out.x_grad = xr.grad();
+    std::map<std::string, tp::Split> splits;
+    for (auto& [name, split] : tp::splits_of(*holder)) splits.emplace(name, split);
+    for (const auto& p : holder->named_parameters()) {
+      const auto it = splits.find(p.key());
+      out.grads.push_back(group && it != splits.end()
+                              ? tp::whole_of(p.value().grad(), it->second, *group)
+                              : p.value().grad().clone());
+    }
+    out.norm = ChunkedNorm(*holder, group).norm();
+  };
+  if (parts == 1) {
+    body(0, nullptr);
+  } else {
+    test::run_shared_ranks(parts, body);
+  }
+  for (int r = 1; r < parts; ++r) {  // every part ends with the same whole values
+    EXPECT_TRUE(runs[size_t(r)].losses.equal(runs[0].losses));
+    EXPECT_TRUE(runs[size_t(r)].x_grad.equal(runs[0].x_grad));
+    EXPECT_EQ(runs[size_t(r)].norm, runs[0].norm);
+  }
+  return runs[0];
+}
+
+TEST(TensorParallel, ChunkedLayersComputeTheSameBitsOnAnyNumberOfParts) {
+  const ChunkedRun one = chunked_run(1), two = chunked_run(2), four = chunked_run(4);
+  for (const ChunkedRun* other : {&two, &four}) {
+    EXPECT_TRUE(other->losses.equal(one.losses));
+    EXPECT_TRUE(other->x_grad.equal(one.x_grad));
+    ASSERT_EQ(other->grads.size(), one.grads.size());
+    for (size_t i = 0; i < one.grads.size(); ++i) {
+      EXPECT_TRUE(other->grads[i].equal(one.grads[i])) << "parameter " << i;
+    }
+    EXPECT_EQ(other->norm, one.norm);
+  }
+  // And they compute what the plain layers do, up to rounding.
+  EXPECT_GT(one.norm, 0);
+}
+
+TEST(TensorParallel, ChunksThatDoNotDivideAreRefusedByName) {
+  tp::BuildScope scope(nullptr, 4);
+  try {
+    ColumnParallelLinear bad(6, 10, true, nullptr);
+    FAIL() << "10 outputs in 4 chunks";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("reproducible_chunks"), std::string::npos) << e.what();
+  }
 }
 
 TEST(TensorParallel, PartsOfBlocksJoinBackIntoTheWholeOnEveryProcess) {

@@ -169,8 +169,13 @@ ConfigRunResult train_from_config(const Config& raw_config) {
   // reads is the one the unread-keys warning checks, and the model's keys count as read there.
   const ConfigDriven c = config_driven(config);
   // distributed.tensor_parallel: the model is built cut over this process's tensor group.
+  // distributed.reproducible_chunks: its layers chunked, on one process too.
+  const DistributedOptions& d = c.run.distributed;
+  const int64_t chunks = d.reproducible_on() ? d.reproducible_chunks : 0;
   std::optional<tp::BuildScope> cut;
-  if (c.run.distributed.tensor_parallel > 1) cut.emplace(trainer.tensor_group());
+  if (d.tensor_parallel > 1 || chunks > 1) {
+    cut.emplace(d.tensor_parallel > 1 ? trainer.tensor_group() : nullptr, chunks);
+  }
   auto module = build_run_module(c, resume, data);
   cut.reset();
   if (const auto& teacher = module->teacher()) {

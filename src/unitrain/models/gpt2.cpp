@@ -34,7 +34,7 @@ class Gpt2AttentionImpl : public torch::nn::Module {
         dropout_(c.attn_pdrop),
         resid_dropout_(c.resid_pdrop) {
     const int64_t e = c.n_embd;
-    if (group) {
+    if (tp::building_cut()) {
       tp_attn = register_module("c_attn", ColumnParallelLinear(e, 3 * e, true, group,
                                                                /*gather_output=*/false,
                                                                /*blocks=*/3, /*in_out=*/true));
@@ -55,15 +55,15 @@ class Gpt2AttentionImpl : public torch::nn::Module {
     };
     auto k = heads(qkv[1]), v = heads(qkv[2]);
     if (layout.cache) std::tie(k, v) = layout.cache->extend(block, k, v);
-    // Tensor parallel: this process's heads draw their dropout from its part's stream.
-    std::optional<tp::PartDraws> draws;
-    if (tp_attn && is_training() && dropout_ > 0) {
-      draws.emplace(tp_attn->part(), tp_attn->parts(), x.device());
-    }
-    auto y = layout.attend(heads(qkv[0]), k, v, is_training() ? dropout_ : 0.0)
+    // Tensor parallel: this process's heads draw their dropout from its part's stream (or
+    // each chunk's: distributed.reproducible_chunks).
+    const double dropout = is_training() ? dropout_ : 0.0;
+    auto y = tp::attend_heads(tp_attn ? tp_attn.get() : nullptr, {heads(qkv[0]), k, v}, dropout > 0,
+                              [&](const std::vector<torch::Tensor>& in) {
+                                return layout.attend(in[0], in[1], in[2], dropout);
+                              })
                  .transpose(1, 2)
                  .reshape({b, t, width});
-    draws.reset();
     return torch::dropout(tp_proj ? project(tp_proj, y) : project(c_proj, y), resid_dropout_,
                           is_training());
   }
@@ -82,7 +82,7 @@ class Gpt2MlpImpl : public torch::nn::Module {
  public:
   Gpt2MlpImpl(const Gpt2Config& c, const std::shared_ptr<ProcessGroup>& group)
       : act_(c.activation_function), dropout_(c.resid_pdrop) {
-    if (group) {
+    if (tp::building_cut()) {
       tp_fc = register_module("c_fc", ColumnParallelLinear(c.n_embd, c.inner(), true, group,
                                                            /*gather_output=*/false,
                                                            /*blocks=*/1, /*in_out=*/true));
@@ -96,8 +96,10 @@ class Gpt2MlpImpl : public torch::nn::Module {
   }
   torch::Tensor forward(const torch::Tensor& x) {
     if (tp_fc) {
-      return torch::dropout(project(tp_proj, activation(act_, project(tp_fc, x))), dropout_,
-                            is_training());
+      auto act = [this](const torch::Tensor& h) { return activation(act_, h); };
+      return torch::dropout(
+          project(tp_proj, tp::chunkwise(project(tp_fc, x), tp_fc->chunks(), act)), dropout_,
+          is_training());
     }
     return torch::dropout(project(c_proj, activation(act_, project(c_fc, x))), dropout_,
                           is_training());
@@ -162,10 +164,10 @@ void initialise(torch::nn::Module& piece, const Gpt2Config& c) {
 
 /// The sizes distributed.tensor_parallel cuts must divide by its T: ConfigError naming the
 /// config.json key otherwise. (The vocabulary is cut as evenly as it goes: 50257 over 2.)
-void check_tensor_split(const Gpt2Config& c, int t, const std::string& where) {
+void check_tensor_split(const Gpt2Config& c, int64_t t, const std::string& where,
+                        const char* by = "distributed.tensor_parallel") {
   auto check = [&](int64_t n, const char* key) {
-    UT_CHECK(n % t == 0, where, ": ", key, " (", n,
-             ") is not divisible by distributed.tensor_parallel (", t,
+    UT_CHECK(n % t == 0, where, ": ", key, " (", n, ") is not divisible by ", by, " (", t,
              "): gpt2 cuts it over the tensor group; use a T that divides it");
   };
   check(c.n_head, "n_head");
@@ -244,10 +246,15 @@ Gpt2Impl::Gpt2Impl(const HfModelOptions& options)
   if (tensor_group_) {
     check_tensor_split(c, tp::size_of(tensor_group_.get()), options.config_path("model.args."));
   }
+  if (const int64_t chunks = tp::building_chunks()) {
+    check_tensor_split(c, chunks, options.config_path("model.args."),
+                       "distributed.reproducible_chunks");
+  }
+  cut_ = tp::building_cut();  // (distributed.reproducible_chunks: parallel layers on one too)
   transformer = register_module("transformer", std::make_shared<torch::nn::Module>());
   // Built a unit (of units()) at a time, each handed to unit_built: ZeRO 3's parts.
   torch::nn::Module* token_table = nullptr;
-  if (tensor_group_) {
+  if (cut_) {
     tp_wte = transformer->register_module(
         "wte", VocabParallelEmbedding(c.vocab_size, c.n_embd, tensor_group_));
     token_table = tp_wte.get();
@@ -272,7 +279,7 @@ Gpt2Impl::Gpt2Impl(const HfModelOptions& options)
       "ln_f",
       torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon)));
   std::vector<torch::Tensor> last = ln_f->parameters();
-  if (!c.tie_word_embeddings && tensor_group_) {
+  if (!c.tie_word_embeddings && cut_) {
     tp_head = register_module("lm_head",
                               ColumnParallelLinear(c.n_embd, c.vocab_size, false, tensor_group_));
     if (fresh) tp::init_normal(*tp_head, c.initializer_range);
@@ -294,8 +301,9 @@ const torch::Tensor& Gpt2Impl::token_weight() const {
 }
 
 std::optional<VocabSplit> Gpt2Impl::vocab_split() const {
-  if (!tensor_group_) return std::nullopt;
-  return VocabSplit{tensor_group_, tp_wte->vocab_start(), config.vocab_size};
+  if (!cut_) return std::nullopt;
+  return VocabSplit{tensor_group_, tp_wte->vocab_start(), config.vocab_size,
+                    tp_head ? tp_head->chunks() : tp_wte->chunks()};
 }
 
 torch::Tensor Gpt2Impl::checked(torch::Tensor tokens) const {
@@ -353,8 +361,8 @@ torch::Tensor Gpt2Impl::run_units(torch::Tensor tokens, const TokenLayout& layou
         auto y = ln_f->forward(in[0]);
         // Tensor parallel: this process's vocabulary (a tied head: its rows of the embeddings).
         if (tp_head) return std::vector{project(tp_head, y)};
-        if (tied && tensor_group_) {
-          return std::vector{torch::matmul(tp::copy_to_group(y, tensor_group_), in[1].t())};
+        if (tied && cut_) {
+          return std::vector{tp::column_product(y, in[1], tensor_group_, tp_wte->chunks())};
         }
         return std::vector{tied ? torch::matmul(y, in[1].t()) : project(lm_head, y)};
       },

@@ -144,6 +144,7 @@ class Gpt2Impl : public HfCausalLm {
   /// wte's weight (this process's rows under tensor parallelism).
   const torch::Tensor& token_weight() const;
   std::shared_ptr<ProcessGroup> tensor_group_;  ///< null: whole
+  bool cut_ = false;  ///< built of parallel layers (a tensor group, or chunks)
 };
 
 /// Llama (LlamaForCausalLM, Llama 2 and 3): token embeddings, pre-RMSNorm blocks (RMSNorm in
@@ -209,7 +210,8 @@ class LlamaImpl : public HfCausalLm {
   std::pair<torch::Tensor, torch::Tensor> rotary(const torch::Tensor& positions,
                                                  const torch::Tensor& inv_freq) const;
   std::shared_ptr<ProcessGroup> tensor_group_;  ///< null: whole
-  torch::Tensor inv_freq_;                      ///< [head_dim / 2], float32, CPU
+  bool cut_ = false;              ///< built of parallel layers (a tensor group, or chunks)
+  torch::Tensor inv_freq_;        ///< [head_dim / 2], float32, CPU
   torch::Tensor inv_freq_local_;  ///< Gemma 3's sliding layers'; undefined for the others
 };
 

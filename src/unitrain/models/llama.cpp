@@ -21,15 +21,15 @@ using namespace llama_blocks;
 
 /// The sizes distributed.tensor_parallel cuts must divide by its T: ConfigError naming the
 /// config.json key otherwise; Phi-3's fused projections are refused.
-void check_tensor_split(const LlamaConfig& c, int t, const std::string& where) {
+void check_tensor_split(const LlamaConfig& c, int64_t t, const std::string& where,
+                        const char* by = "distributed.tensor_parallel") {
   UT_CHECK(!c.fused_projections, where, ": ", c.model_type,
-           "'s fused projections (qkv_proj, gate_up_proj) with distributed.tensor_parallel are "
+           "'s fused projections (qkv_proj, gate_up_proj) with ", by,
+           " are "
            "not built yet; train it with data parallelism");
   auto check = [&](int64_t n, const char* key) {
-    UT_CHECK(n % t == 0, where, ": ", key, " (", n,
-             ") is not divisible by "
-             "distributed.tensor_parallel (",
-             t, "): ", c.model_type, " cuts it over the tensor group; use a T that divides it");
+    UT_CHECK(n % t == 0, where, ": ", key, " (", n, ") is not divisible by ", by, " (", t,
+             "): ", c.model_type, " cuts it over the tensor group; use a T that divides it");
   };
   check(c.num_attention_heads, "num_attention_heads");
   check(c.kv_heads(), "num_key_value_heads");
@@ -94,10 +94,15 @@ LlamaImpl::LlamaImpl(const HfModelOptions& options, LlamaConfig read, const HfFa
   if (tensor_group_) {
     check_tensor_split(c, tp::size_of(tensor_group_.get()), options.config_path("model.args."));
   }
+  if (const int64_t chunks = tp::building_chunks()) {
+    check_tensor_split(c, chunks, options.config_path("model.args."),
+                       "distributed.reproducible_chunks");
+  }
+  cut_ = tp::building_cut();  // (distributed.reproducible_chunks: parallel layers on one too)
   body = register_module("model", std::make_shared<torch::nn::Module>());
   // HF's embedding keeps the padding row's gradient zero (nn.Embedding's padding_idx).
   const bool padded = c.pad_token_id >= 0 && c.pad_token_id < c.vocab_size;
-  if (tensor_group_) {
+  if (cut_) {
     tp_embed = body->register_module(
         "embed_tokens", VocabParallelEmbedding(c.vocab_size, c.hidden_size, tensor_group_,
                                                padded ? c.pad_token_id : -1));
@@ -121,7 +126,7 @@ LlamaImpl::LlamaImpl(const HfModelOptions& options, LlamaConfig read, const HfFa
       body->register_module("norm", RmsNorm(c.hidden_size, c.rms_norm_eps, c.norm_plus_one));
   norm = final_norm.get();
   std::vector<torch::Tensor> last{final_norm->weight};
-  if (!c.tie_word_embeddings && tensor_group_) {
+  if (!c.tie_word_embeddings && cut_) {
     tp_head = register_module(
         "lm_head", ColumnParallelLinear(c.hidden_size, c.vocab_size, false, tensor_group_));
     if (fresh) initialise(*tp_head, c);
@@ -135,8 +140,9 @@ LlamaImpl::LlamaImpl(const HfModelOptions& options, LlamaConfig read, const HfFa
 }
 
 std::optional<VocabSplit> LlamaImpl::vocab_split() const {
-  if (!tensor_group_) return std::nullopt;
-  return VocabSplit{tensor_group_, tp_embed->vocab_start(), config.vocab_size};
+  if (!cut_) return std::nullopt;
+  return VocabSplit{tensor_group_, tp_embed->vocab_start(), config.vocab_size,
+                    tp_head ? tp_head->chunks() : tp_embed->chunks()};
 }
 
 std::pair<torch::Tensor, torch::Tensor> LlamaImpl::rotary(const torch::Tensor& positions,
@@ -223,12 +229,14 @@ torch::Tensor LlamaImpl::run_units(torch::Tensor tokens, const TokenLayout& layo
         auto y = final_norm->forward(in[0]);
         // Tensor parallel: this process's vocabulary (a tied head: its rows of the embeddings).
         auto logits = tp_head ? project(tp_head, y)
-                      : tied && tensor_group_
-                          ? torch::matmul(tp::copy_to_group(y, tensor_group_), in[1].t())
+                      : tied && cut_
+                          ? tp::column_product(y, in[1], tensor_group_, tp_embed->chunks())
                       : tied ? torch::matmul(y, in[1].t())
                              : project(lm_head, y);
         if (const double cap = config.final_logit_softcapping; cap > 0) {  // Gemma 2
-          logits = torch::tanh(logits / cap) * cap;
+          const int64_t chunks = !cut_ ? 0 : tp_head ? tp_head->chunks() : tp_embed->chunks();
+          logits = tp::chunkwise(
+              logits, chunks, [cap](const torch::Tensor& l) { return torch::tanh(l / cap) * cap; });
         }
         return std::vector{logits};
       },

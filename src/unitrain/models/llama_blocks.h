@@ -64,7 +64,7 @@ class LlamaAttentionImpl : public torch::nn::Module {
       scale_ = 1.0 / std::sqrt(c.query_pre_attn_scalar);
     }
     const int64_t hd = c.head_width();
-    if (group) {  // cut over the tensor group (the fused Phi-3 projections are refused before)
+    if (tp::building_cut()) {  // cut over the tensor group (the fused Phi-3's refused before)
       const int64_t h = c.num_attention_heads, kv = c.kv_heads();
       tp_q =
           register_module("q_proj", ColumnParallelLinear(c.hidden_size, h * hd, c.qkv_bias, group));
@@ -81,7 +81,7 @@ class LlamaAttentionImpl : public torch::nn::Module {
       k_proj = register_module("k_proj", linear(c.hidden_size, kv_heads_ * hd, c.qkv_bias));
       v_proj = register_module("v_proj", linear(c.hidden_size, kv_heads_ * hd, c.qkv_bias));
     }
-    if (!group) o_proj = register_module("o_proj", linear(heads_ * hd, c.hidden_size, c.o_bias));
+    if (!tp_o) o_proj = register_module("o_proj", linear(heads_ * hd, c.hidden_size, c.o_bias));
     if (c.qk_norm) {  // Qwen3: over each head's width
       q_norm = register_module("q_norm", RmsNorm(hd, c.rms_norm_eps, c.norm_plus_one));
       k_norm = register_module("k_norm", RmsNorm(hd, c.rms_norm_eps, c.norm_plus_one));
@@ -123,15 +123,16 @@ class LlamaAttentionImpl : public torch::nn::Module {
       v = v.repeat_interleave(heads_ / kv_heads_, 1);
     }
     const double dropout = is_training() ? dropout_ : 0.0;
-    // Tensor parallel: this process's heads draw their dropout from its part's stream.
-    std::optional<tp::PartDraws> draws;
-    if (tp_q && dropout > 0) draws.emplace(tp_q->part(), tp_q->parts(), x.device());
-    auto y = softcap_ > 0 || scale_ > 0
-                 ? layout.attend_eager(q, k, v, dropout,
+    auto attend = [&](const std::vector<torch::Tensor>& in) {
+      return softcap_ > 0 || scale_ > 0
+                 ? layout.attend_eager(in[0], in[1], in[2], dropout,
                                        scale_ > 0 ? scale_ : 1.0 / std::sqrt(double(head_dim_)),
                                        softcap_)
-                 : layout.attend(q, k, v, dropout);
-    draws.reset();
+                 : layout.attend(in[0], in[1], in[2], dropout);
+    };
+    // Tensor parallel: this process's heads draw their dropout from its part's stream (or
+    // each chunk's, their heads apart: distributed.reproducible_chunks).
+    auto y = tp::attend_heads(tp_q ? tp_q.get() : nullptr, {q, k, v}, dropout > 0, attend);
     const torch::Tensor joined = y.transpose(1, 2).reshape({b, t, heads_ * head_dim_});
     return tp_o ? project(tp_o, joined) : project(o_proj, joined);
   }
@@ -154,7 +155,7 @@ class LlamaMlpImpl : public torch::nn::Module {
  public:
   LlamaMlpImpl(const LlamaConfig& c, const std::shared_ptr<ProcessGroup>& group)
       : gelu_tanh_(c.gelu_tanh) {
-    if (group) {
+    if (tp::building_cut()) {
       const int64_t in = c.hidden_size, mid = c.intermediate_size;
       tp_gate = register_module("gate_proj", ColumnParallelLinear(in, mid, c.mlp_bias, group));
       tp_up = register_module("up_proj", ColumnParallelLinear(in, mid, c.mlp_bias, group));
@@ -186,9 +187,12 @@ class LlamaMlpImpl : public torch::nn::Module {
       gate = project(gate_proj, x);
       up = project(up_proj, x);
     }
-    // SwiGLU; Gemma's GeGLU with the tanh GELU
-    const torch::Tensor act = gelu_tanh_ ? torch::gelu(gate, "tanh") : torch::silu(gate);
-    return tp_down ? project(tp_down, act * up) : project(down_proj, act * up);
+    // SwiGLU; Gemma's GeGLU with the tanh GELU (chunked: chunk by chunk)
+    auto glu = [this](const std::vector<torch::Tensor>& in) {
+      return (gelu_tanh_ ? torch::gelu(in[0], "tanh") : torch::silu(in[0])) * in[1];
+    };
+    const torch::Tensor mixed = tp::chunkwise({gate, up}, -1, tp_gate ? tp_gate->chunks() : 0, glu);
+    return tp_down ? project(tp_down, mixed) : project(down_proj, mixed);
   }
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
   ColumnParallelLinear tp_gate{nullptr}, tp_up{nullptr};  ///< tensor parallel

@@ -149,6 +149,11 @@ LayerShape shape_of(torch::nn::Module& m) {
 /// A parallel layer's adapter drawn whole (the same adapter whatever T) and cut with it: a
 /// column-parallel layer's B by its output's rows, a row-parallel layer's A by its input.
 void cut_with_layer(torch::nn::Module& layer, LoraDownImpl& down, LoraUpImpl& up) {
+  const auto* c = layer.as<ColumnParallelLinearImpl>();
+  const auto* r = layer.as<RowParallelLinearImpl>();
+  UT_CHECK((c == nullptr || c->chunks() == 0) && (r == nullptr || r->chunks() == 0),
+           "model.lora with distributed.reproducible_chunks is not built yet (the adapters' "
+           "products are not chunked); leave one of them out");
   torch::NoGradGuard no_grad;
   if (auto* c = layer.as<ColumnParallelLinearImpl>()) {
     up.weight.set_data(tp::part_of(up.weight, 0, c->part(), c->parts(), c->split().blocks));

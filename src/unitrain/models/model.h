@@ -26,6 +26,7 @@ struct VocabSplit {
   std::shared_ptr<ProcessGroup> group;
   int64_t start = 0;
   int64_t vocab = 0;
+  int64_t chunks = 0;  ///< the head's chunks on this process (0: not chunked)
 };
 
 /// Registers this area's built-in components (idempotent; engine's register_builtins()

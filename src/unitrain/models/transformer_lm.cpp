@@ -25,7 +25,7 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   CausalSelfAttentionImpl(int64_t d_model, int64_t heads, double dropout,
                           const std::shared_ptr<ProcessGroup>& group)
       : heads_(heads / tp::size_of(group.get())), head_dim_(d_model / heads), dropout_(dropout) {
-    if (tp::size_of(group.get()) > 1) {
+    if (tp::building_cut()) {
       tp_qkv = register_module("qkv", ColumnParallelLinear(d_model, 3 * d_model, true, group,
                                                            /*gather_output=*/false, /*blocks=*/3));
       tp_out = register_module("out", RowParallelLinear(d_model, d_model, true, group));
@@ -41,15 +41,16 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
     auto qkv_heads = (tp_qkv ? project(tp_qkv, x) : project(qkv, x))
                          .view({b, t, 3, heads_, head_dim_})
                          .permute({2, 0, 3, 1, 4});
-    // Tensor parallel: this process's heads draw their dropout from its part's stream.
-    std::optional<tp::PartDraws> draws;
-    if (tp_qkv && is_training() && dropout_ > 0) {
-      draws.emplace(tp_qkv->part(), tp_qkv->parts(), x.device());
-    }
-    auto y = layout.attend(qkv_heads[0], qkv_heads[1], qkv_heads[2], is_training() ? dropout_ : 0.0)
+    // Tensor parallel: this process's heads draw their dropout from its part's stream (or
+    // each chunk's: distributed.reproducible_chunks).
+    const double dropout = is_training() ? dropout_ : 0.0;
+    auto y = tp::attend_heads(tp_qkv ? tp_qkv.get() : nullptr,
+                              {qkv_heads[0], qkv_heads[1], qkv_heads[2]}, dropout > 0,
+                              [&](const std::vector<torch::Tensor>& in) {
+                                return layout.attend(in[0], in[1], in[2], dropout);
+                              })
                  .transpose(1, 2)
                  .reshape({b, t, c});
-    draws.reset();
     y = tp_out ? project(tp_out, y) : project(out, y);
     return dropout_ > 0 ? torch::dropout(y, dropout_, is_training()) : y;
   }
@@ -70,7 +71,7 @@ class FeedForwardImpl : public torch::nn::Module {
   FeedForwardImpl(int64_t d_model, int64_t width, double dropout,
                   const std::shared_ptr<ProcessGroup>& group)
       : dropout_(dropout) {
-    if (tp::size_of(group.get()) > 1) {
+    if (tp::building_cut()) {
       tp_fc = register_module("fc", ColumnParallelLinear(d_model, width, true, group));
       tp_proj = register_module("proj", RowParallelLinear(width, d_model, true, group));
       return;
@@ -79,7 +80,8 @@ class FeedForwardImpl : public torch::nn::Module {
     proj = register_module("proj", torch::nn::Linear(width, d_model));
   }
   torch::Tensor forward(const torch::Tensor& x) {
-    auto y = tp_fc ? project(tp_proj, torch::gelu(project(tp_fc, x)))
+    auto gelu = [](const torch::Tensor& h) { return torch::gelu(h); };
+    auto y = tp_fc ? project(tp_proj, tp::chunkwise(project(tp_fc, x), tp_fc->chunks(), gelu))
                    : project(proj, torch::gelu(project(fc, x)));
     return dropout_ > 0 ? torch::dropout(y, dropout_, is_training()) : y;
   }
@@ -165,16 +167,16 @@ void TransformerLmOptions::validate(const std::string& p) const {
 namespace {
 
 /// Refuses a split the model's sizes do not allow, naming the key.
-void check_tensor_split(const TransformerLmOptions& o, int t) {
-  auto check = [t](int64_t n, const char* key) {
-    UT_CHECK(n % t == 0, "model.args.", key, " (", n,
-             ") is not divisible by distributed.tensor_parallel (", t,
+/// `by`: the key that cuts them t ways (distributed.tensor_parallel, or reproducible_chunks).
+void check_tensor_split(const TransformerLmOptions& o, int64_t t,
+                        const char* by = "distributed.tensor_parallel") {
+  auto check = [t, by](int64_t n, const char* key) {
+    UT_CHECK(n % t == 0, "model.args.", key, " (", n, ") is not divisible by ", by, " (", t,
              "): transformer_lm cuts it over the tensor group; give a multiple of ", t);
   };
   check(o.heads(), "heads");  // (the vocabulary is cut as evenly as it goes: tp::part_range)
   UT_CHECK((o.ff_mult() * o.d_model()) % t == 0, "model.args.ff_mult x d_model (",
-           o.ff_mult() * o.d_model(), ") is not divisible by distributed.tensor_parallel (", t,
-           ")");
+           o.ff_mult() * o.d_model(), ") is not divisible by ", by, " (", t, ")");
 }
 
 }  // namespace
@@ -183,15 +185,17 @@ TransformerLmImpl::TransformerLmImpl(TransformerLmOptions options_)
     : options(std::move(options_)), tensor_group_(tp::building_group()) {
   options.validate();
   const int t = tp::size_of(tensor_group_.get());
-  if (t > 1)
-    check_tensor_split(options, t);
-  else
-    tensor_group_ = nullptr;
+  if (t > 1) check_tensor_split(options, t);
+  if (const int64_t c = tp::building_chunks()) {
+    check_tensor_split(options, c, "distributed.reproducible_chunks");
+  }
+  if (t == 1) tensor_group_ = nullptr;
+  cut_ = tp::building_cut();  // (distributed.reproducible_chunks: parallel layers on one too)
   const int64_t d = options.d_model();
   // Built and initialised a unit (of units()) at a time, each handed to unit_built: a model
   // built in parts for ZeRO 3 (core/unit_parts.h) never holds more than one unit whole.
   torch::Tensor token_weight;
-  if (tensor_group_) {
+  if (cut_) {
     tp_token_embedding = register_module("token_embedding",
                                          VocabParallelEmbedding(options.vocab(), d, tensor_group_));
     initialise(*tp_token_embedding);
@@ -214,7 +218,7 @@ TransformerLmImpl::TransformerLmImpl(TransformerLmOptions options_)
   }
   norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
   std::vector<torch::Tensor> last = norm->parameters();
-  if (tensor_group_) {
+  if (cut_) {
     tp_head =
         register_module("head", ColumnParallelLinear(d, options.vocab(), true, tensor_group_));
     initialise(*tp_head);
@@ -228,8 +232,9 @@ TransformerLmImpl::TransformerLmImpl(TransformerLmOptions options_)
 }
 
 std::optional<VocabSplit> TransformerLmImpl::vocab_split() const {
-  if (!tensor_group_) return std::nullopt;
-  return VocabSplit{tensor_group_, tp_token_embedding->vocab_start(), options.vocab()};
+  if (!cut_) return std::nullopt;
+  return VocabSplit{tensor_group_, tp_token_embedding->vocab_start(), options.vocab(),
+                    tp_head->chunks()};
 }
 
 torch::Tensor TransformerLmImpl::forward(torch::Tensor tokens) {

@@ -107,6 +107,7 @@ class TransformerLmImpl : public Model {
 
  private:
   std::shared_ptr<ProcessGroup> tensor_group_;  ///< null: whole
+  bool cut_ = false;  ///< built of parallel layers (a tensor group, or chunks)
   torch::Tensor checked(torch::Tensor tokens) const;
   /// Units [first, end) (all by default): `x` what unit first - 1 returned, undefined for 0.
   torch::Tensor run(const torch::Tensor& tokens, const TokenLayout& layout, size_t first = 0,

@@ -153,8 +153,8 @@ LossFn vocab_parallel_loss(const Config& section, const VocabSplit& split) {
     return guarded("cross_entropy", pred, target, [&] {
       const torch::Tensor p = pred.reshape({-1, pred.size(-1)});
       const torch::Tensor flat = t.reshape({-1});
-      const torch::Tensor losses =
-          vocab_parallel_cross_entropy(p, flat, split.start, split.group, a.ignore_index);
+      const torch::Tensor losses = vocab_parallel_cross_entropy(p, flat, split.start, split.group,
+                                                                a.ignore_index, split.chunks);
       const torch::Tensor counted = (flat != a.ignore_index).sum();
       // The mean over counted targets; 0, not NaN, when every target is ignored.
       return (losses.sum() / counted.clamp_min(1).to(losses.dtype())).to(pred.scalar_type());

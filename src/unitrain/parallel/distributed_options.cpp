@@ -59,6 +59,18 @@ void declare_reproducible(Options<T>& o) {
           "read. Needs train.threads (and under ZeRO 3 the fused adam or adamw); refuses batch "
           "norm, manual optimization, L-BFGS and train.cuda_graphs. 0 = off (each process "
           "reduces as fast as it can)");
+  o.field("reproducible_chunks", &T::reproducible_chunks)
+      .min(0)
+      .fixed("distributed.reproducible_chunks fixes the order of the cut layers' sums")
+      .help(
+          "C > 1, with distributed.reproducible: the built-in transformers' layers (or a C++ "
+          "model's parallel layers) computed in C fixed chunks whatever distributed."
+          "tensor_parallel: each chunk of heads, of the feed-forward's width and of the "
+          "vocabulary by products of the same shapes, the chunks' partial sums gathered and "
+          "added in chunk order (never an all-reduce), so the run is bitwise the same on any "
+          "tensor_parallel dividing C (1 included: one process then builds the same chunked "
+          "layers). C must divide the heads, key/value heads, the feed-forward's width and the "
+          "vocabulary. Needed by distributed.reproducible with tensor_parallel above 1; 0 = off");
 }
 
 /// The keys that cut the model over processes: tensor_parallel, pipeline_parallel, its cuts.
@@ -74,8 +86,9 @@ void declare_plan(Options<DistributedOptions>& o) {
           "model's parallel layers, parallel/tensor_parallel.h), and the groups are data-"
           "parallel replicas of one another (world = T x replicas). Checkpoints hold the "
           "model's whole tensors: a run resumes at any T. With distributed.zero 1 or 2 the "
-          "replicas of each part shard its optimizer state (and gradients); refused with "
-          "distributed.zero 3 and reproducible; 1 = off");
+          "replicas of each part shard its optimizer state (and gradients); with distributed."
+          "reproducible and reproducible_chunks the run is bitwise one process's; refused with "
+          "distributed.zero 3; 1 = off");
   o.field("pipeline_parallel", &T::pipeline_parallel)
       .min(1)
       .help(

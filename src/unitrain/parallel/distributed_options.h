@@ -30,6 +30,9 @@ struct DistributedOptions {
   /// world size dividing G (docs/distributed.md, "The same weights on any number of
   /// processes"); 0: off.
   int64_t reproducible = 0;
+  /// C > 0 (with `reproducible`): the parallel layers computed in C fixed chunks, the same
+  /// bits on any tensor_parallel dividing C (and on one process); 0: not chunked.
+  int64_t reproducible_chunks = 0;
   /// T > 1: each layer of the built-in transformers (or a C++ model's parallel layers) cut
   /// over groups of T processes (tensor parallelism), the world's processes being T x the
   /// data-parallel replicas.

@@ -58,6 +58,7 @@ double ModelGroupSync::sum_across_ranks(double local) {
 }
 
 double ModelGroupSync::norm() {
+  if (inner_norm_is_whole_) return inner_->norm();
   if (inner_->measures_norm()) {  // a stage's tensor group: its norm, a part of the model's
     const double inner = inner_->norm();
     return std::sqrt(group_->sum_of(inner * inner));

@@ -34,6 +34,10 @@ class ModelGroupSync : public GradientSync {
     counted_elsewhere_.insert(param.unsafeGetTensorImpl());
   }
 
+  /// norm() is the inner sync's, which measures the whole model's already (distributed.
+  /// reproducible_chunks: ChunkedNorm).
+  void take_norm_from_inner() { inner_norm_is_whole_ = true; }
+
   void before_backward(bool will_step) override { inner_->before_backward(will_step); }
   void after_backward() override { inner_->after_backward(); }
   void finish(const std::vector<torch::Tensor>& params) override;
@@ -51,6 +55,11 @@ class ModelGroupSync : public GradientSync {
   void share(const StepDecision& mine, const torch::Tensor& nonfinite_on_device = {}) override;
   void agree() override;
   StepDecision agreed() const override { return agreed_; }
+  /// The replicas' losses in shard order (distributed.reproducible): the same on every part.
+  bool orders_losses() const override { return inner_->orders_losses(); }
+  void share_losses(std::vector<double> shares) override {
+    inner_->share_losses(std::move(shares));
+  }
 
  private:
   /// The replicas' decision, then the largest of each slot over the group (each process of it
@@ -61,6 +70,7 @@ class ModelGroupSync : public GradientSync {
   std::shared_ptr<ProcessGroup> group_;
   std::unordered_set<const void*> cut_;  ///< the cut parameters' TensorImpls
   bool all_parts_ = false;               ///< every parameter is a part (pipeline stages)
+  bool inner_norm_is_whole_ = false;
   struct Shared {
     torch::Tensor param;
     std::shared_ptr<ProcessGroup> pair;

@@ -5,6 +5,7 @@
 #include <torch/types.h>
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -52,8 +53,10 @@ class ReproducibleSync : public GradientSync {
   void share_losses(std::vector<double> shares) override { loss_.share(std::move(shares)); }
 
   bool measures_norm() const override { return true; }
-  /// ParameterBlockSquares' norm of the gradients finish() gave (no collective: they are whole).
+  /// ParameterBlockSquares' norm of the gradients finish() gave (no collective: they are whole),
+  /// or `measure`'s when given (a chunked model's: ChunkedNorm).
   double norm() override;
+  void measure_norm_with(std::function<double()> measure) { measure_ = std::move(measure); }
 
   const MicroShardLayout& layout() const { return reduce_.layout(); }
   /// Bytes this rank sends per micro-step (the all-to-all) and per step's end (the gather).
@@ -75,6 +78,7 @@ class ReproducibleSync : public GradientSync {
   torch::Tensor nonfinite_flag_;
   ShardOrderedLoss loss_;
   ParameterBlockSquares squares_;  ///< norm()'s blocks of params_
+  std::function<double()> measure_;
 };
 
 }  // namespace unitrain

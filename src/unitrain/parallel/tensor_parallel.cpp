@@ -100,6 +100,71 @@ struct SplitLastDim : torch::autograd::Function<SplitLastDim> {
 
 bool alone(const std::shared_ptr<ProcessGroup>& group) { return size_of(group.get()) == 1; }
 
+/// Every process's x [k, ...] joined into [T * k, ...], in rank order.
+torch::Tensor gathered_first(const torch::Tensor& x, ProcessGroup& group) {
+  const torch::Tensor part = x.contiguous();
+  torch::Tensor full = torch::empty({group.world_size() * part.numel()}, part.options());
+  group.all_gather_shards(full, part.view({-1}));
+  std::vector<int64_t> shape(part.sizes().begin(), part.sizes().end());
+  shape[0] *= group.world_size();
+  return full.view(shape);
+}
+
+/// A chunked layer's chunks [k, ...] of every process, [C, ...] in chunk order, forward; this
+/// process's chunks of the gradient backward.
+struct GatherChunks : torch::autograd::Function<GatherChunks> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                               const std::shared_ptr<ProcessGroup>& group) {
+    ctx->saved_data["group"] = hold(group);
+    ctx->saved_data["k"] = x.size(0);
+    return gathered_first(x, *group);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const int64_t k = ctx->saved_data["k"].toInt();
+    return {grad[0].narrow(0, held(ctx)->rank() * k, k), torch::Tensor()};
+  }
+};
+
+torch::Tensor all_chunks(const torch::Tensor& mine, const std::shared_ptr<ProcessGroup>& group) {
+  return alone(group) ? mine : GatherChunks::apply(mine, group);
+}
+
+/// The chunks [C, ...] added in chunk order (chunk 0, then 1, 2, ...).
+torch::Tensor in_chunk_order(const torch::Tensor& all) {
+  torch::Tensor sum = all[0];
+  for (int64_t c = 1; c < all.size(0); ++c) sum = sum + all[c];
+  return sum;
+}
+
+/// `x` to each of this process's k chunks of a chunked column-parallel layer, forward; each
+/// chunk's gradient of x gathered over the group and added in chunk order, backward (the
+/// all-reduce of copy_to_group, in an order that does not depend on T).
+struct FanOut : torch::autograd::Function<FanOut> {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& x,
+                               const std::shared_ptr<ProcessGroup>& group, int64_t k) {
+    ctx->saved_data["group"] = hold(group);
+    ctx->saved_data["sizes"] = x.sizes().vec();
+    ctx->saved_data["options"] = x.scalar_type();
+    return variable_list(static_cast<size_t>(k), x);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const std::vector<int64_t> sizes = ctx->saved_data["sizes"].toIntVector();
+    const auto dtype = ctx->saved_data["options"].toScalarType();
+    torch::Device device = torch::kCPU;
+    for (const auto& g : grads) {
+      if (g.defined()) device = g.device();
+    }
+    std::vector<torch::Tensor> each;
+    for (const auto& g : grads) {
+      each.push_back(g.defined() ? g : torch::zeros(sizes, torch::dtype(dtype).device(device)));
+    }
+    torch::Tensor mine = torch::stack(each);
+    const auto& group = held(ctx);
+    if (!alone(group)) mine = gathered_first(mine, *group);
+    return {in_chunk_order(mine), torch::Tensor(), torch::Tensor()};
+  }
+};
+
 }  // namespace
 
 int size_of(const ProcessGroup* group) { return group ? group->world_size() : 1; }
@@ -273,27 +338,43 @@ bool init_normal(torch::nn::Module& layer, double std) {
   return true;
 }
 
+namespace {
+/// A seed of part `part`'s from `fork` (splitmix64's mixing: parts far apart).
+uint64_t part_seed(uint64_t fork, int part) {
+  uint64_t z = fork + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(part + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+}  // namespace
+
 PartDraws::PartDraws(int part, int parts, const c10::Device& device) {
   if (parts <= 1) return;
   at::Generator cpu = at::detail::getDefaultCPUGenerator();
-  uint64_t fork = 0;
   {
     std::lock_guard<std::mutex> lock(cpu.mutex());
-    fork = at::check_generator<at::CPUGeneratorImpl>(cpu)->random64();
+    fork_ = at::check_generator<at::CPUGeneratorImpl>(cpu)->random64();
     cpu_state_ = cpu.get_state();
-    // A seed of this part's from the fork (splitmix64's mixing: parts far apart).
-    uint64_t z = fork + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(part + 1);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    cpu.set_current_seed(z);
     if (device.is_cuda()) {
       device_ = device;
       at::Generator g = at::globalContext().defaultGenerator(device);
       std::lock_guard<std::mutex> device_lock(g.mutex());
       device_state_ = g.get_state();
-      g.set_current_seed(z);
     }
+  }
+  enter(part);
+}
+
+void PartDraws::enter(int part) {
+  if (!cpu_state_.defined()) return;
+  const uint64_t z = part_seed(fork_, part);
+  at::Generator cpu = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(cpu.mutex());
+  cpu.set_current_seed(z);
+  if (device_) {
+    at::Generator g = at::globalContext().defaultGenerator(*device_);
+    std::lock_guard<std::mutex> device_lock(g.mutex());
+    g.set_current_seed(z);
   }
 }
 
@@ -311,11 +392,71 @@ PartDraws::~PartDraws() {
 
 namespace {
 thread_local std::shared_ptr<ProcessGroup> building;
+thread_local int64_t building_chunk_count = 0;
 }  // namespace
 
-BuildScope::BuildScope(std::shared_ptr<ProcessGroup> group) { building = std::move(group); }
-BuildScope::~BuildScope() { building.reset(); }
+BuildScope::BuildScope(std::shared_ptr<ProcessGroup> group, int64_t chunks) {
+  building = std::move(group);
+  building_chunk_count = chunks > 1 ? chunks : 0;
+}
+BuildScope::~BuildScope() {
+  building.reset();
+  building_chunk_count = 0;
+}
 const std::shared_ptr<ProcessGroup>& building_group() { return building; }
+int64_t building_chunks() { return building_chunk_count; }
+bool building_cut() { return size_of(building.get()) > 1 || building_chunk_count > 0; }
+
+torch::Tensor column_product(const torch::Tensor& x, const torch::Tensor& weight,
+                             const std::shared_ptr<ProcessGroup>& group, int64_t chunks) {
+  if (chunks <= 0) return torch::matmul(copy_to_group(x, group), weight.t());
+  const auto xs = FanOut::apply(x, group, chunks);
+  const auto ws = weight.split(weight.size(0) / chunks, 0);
+  std::vector<torch::Tensor> ys;
+  for (size_t j = 0; j < ws.size(); ++j) ys.push_back(torch::matmul(xs[j], ws[j].contiguous().t()));
+  return torch::cat(ys, -1);
+}
+
+torch::Tensor chunkwise(const std::vector<torch::Tensor>& ins, int64_t dim, int64_t chunks,
+                        const std::function<torch::Tensor(const std::vector<torch::Tensor>&)>& fn) {
+  if (chunks <= 0) return fn(ins);
+  std::vector<std::vector<torch::Tensor>> pieces;
+  for (const auto& t : ins) pieces.push_back(t.split(t.size(dim) / chunks, dim));
+  std::vector<torch::Tensor> out;
+  for (int64_t j = 0; j < chunks; ++j) {
+    std::vector<torch::Tensor> these;
+    for (const auto& p : pieces) these.push_back(p[size_t(j)].contiguous());
+    out.push_back(fn(these));
+  }
+  return torch::cat(out, dim);
+}
+
+torch::Tensor chunkwise(const torch::Tensor& y, int64_t chunks,
+                        const std::function<torch::Tensor(const torch::Tensor&)>& fn) {
+  return chunkwise(std::vector<torch::Tensor>{y}, -1, chunks,
+                   [&fn](const std::vector<torch::Tensor>& in) { return fn(in[0]); });
+}
+
+}  // namespace tp
+
+namespace tp {
+
+torch::Tensor attend_heads(
+    const ColumnParallelLinearImpl* layer, const std::vector<torch::Tensor>& qkv, bool draws,
+    const std::function<torch::Tensor(const std::vector<torch::Tensor>&)>& attend) {
+  const int64_t chunks = layer ? layer->chunks() : 0;
+  std::optional<PartDraws> streams;
+  if (layer && draws) {  // chunked: chunk c of C's stream; else the part's
+    const int64_t k = std::max<int64_t>(chunks, 1);
+    streams.emplace(static_cast<int>(layer->part() * k), static_cast<int>(layer->parts() * k),
+                    qkv[0].device());
+  }
+  int64_t chunk = 0;
+  return chunkwise(qkv, 1, chunks, [&](const std::vector<torch::Tensor>& in) {
+    if (streams && chunks > 0) streams->enter(static_cast<int>(layer->part() * chunks + chunk++));
+    return attend(in);
+  });
+}
 
 }  // namespace tp
 
@@ -337,6 +478,20 @@ int64_t uneven_part(int64_t n, const ProcessGroup* group, const char* layer, con
   UT_CHECK(n > int64_t(t - 1) * chunk, layer, ": its ", what, " (", n, ") leaves a process of the ",
            t, " of its tensor group (distributed.tensor_parallel) no rows; use a smaller T");
   return tp::part_range(n, tp::rank_of(group), t).second;
+}
+
+/// This process's chunks of a layer built in a chunked tp::BuildScope (0: not chunked):
+/// C / T, ConfigError naming the layer when T does not divide C or C does not divide `n`
+/// (the size the chunks cut).
+int64_t chunks_here(int64_t n, const ProcessGroup* group, const char* layer, const char* what) {
+  const int64_t c = tp::building_chunks();
+  if (c == 0) return 0;
+  const int t = tp::size_of(group);
+  UT_CHECK(c % t == 0, "distributed.reproducible_chunks: ", c, " is not divisible by the ", t,
+           " processes of a tensor group (distributed.tensor_parallel); use a multiple of it");
+  UT_CHECK(n % c == 0, layer, ": its ", what, " (", n, ") is not divisible into the ", c,
+           " chunks of distributed.reproducible_chunks; use a C that divides it");
+  return c / t;
 }
 
 /// Conv1D's product: x [..., in] W [in, out] (+ b), as Hugging Face computes it (addmm on
@@ -382,6 +537,8 @@ ColumnParallelLinearImpl::ColumnParallelLinearImpl(int64_t in, int64_t out, bool
           : per_process(out / blocks, group_.get(), "a column-parallel Linear",
                         blocks > 1 ? "out_features per block" : "out_features") *
                 blocks;
+  chunks_ = chunks_here(out / blocks, group_.get(), "a column-parallel Linear",
+                        blocks > 1 ? "out_features per block" : "out_features");
   weight =
       register_parameter("weight", in_out ? torch::empty({in, rows}) : torch::empty({rows, in}));
   if (with_bias) bias = register_parameter("bias", torch::zeros({rows}));
@@ -397,11 +554,46 @@ void ColumnParallelLinearImpl::load_full(const torch::Tensor& w, const torch::Te
   if (bias.defined() && b.defined()) bias.copy_(tp::part_of(b, 0, rank, t, blocks_));
 }
 
+torch::Tensor ColumnParallelLinearImpl::chunked_forward(const torch::Tensor& x) {
+  const int64_t k = chunks_, dim = in_out_ ? 1 : 0;
+  const int64_t m = weight.size(dim) / blocks_ / k;
+  // The output dimension as [blocks, k, m]: chunk j is slice j of every block.
+  std::vector<int64_t> shape(weight.sizes().begin(), weight.sizes().end());
+  shape[size_t(dim)] = m;
+  shape.insert(shape.begin() + dim, {blocks_, k});
+  const auto w_chunks = weight.view(shape).unbind(dim + 1);
+  std::vector<torch::Tensor> b_chunks;
+  if (bias.defined()) b_chunks = bias.view({blocks_, k, m}).unbind(1);
+  const std::vector<int64_t> w_shape = in_out_ ? std::vector<int64_t>{weight.size(0), blocks_ * m}
+                                               : std::vector<int64_t>{blocks_ * m, weight.size(1)};
+  const auto xs = tp::FanOut::apply(x, group_, k);
+  std::vector<torch::Tensor> ys;
+  for (int64_t j = 0; j < k; ++j) {
+    const torch::Tensor w = w_chunks[size_t(j)].reshape(w_shape).contiguous();
+    const torch::Tensor b =
+        bias.defined() ? b_chunks[size_t(j)].reshape({blocks_ * m}).contiguous() : torch::Tensor();
+    const torch::Tensor y = in_out_ ? conv1d_product(xs[size_t(j)], w, b)
+                                    : torch::nn::functional::linear(xs[size_t(j)], w, b);
+    std::vector<int64_t> blocked(y.sizes().begin(), y.sizes().end() - 1);
+    blocked.insert(blocked.end(), {blocks_, m});
+    ys.push_back(y.view(blocked));
+  }
+  // [..., k, blocks, m] -> [..., blocks, k, m]: the layout of this process's part.
+  std::vector<int64_t> out(x.sizes().begin(), x.sizes().end() - 1);
+  out.push_back(blocks_ * k * m);
+  return torch::stack(ys, -3).transpose(-3, -2).reshape(out);
+}
+
 torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
-  const torch::Tensor in = tp::copy_to_group(x, group_);
-  const torch::Tensor y =
-      in_out_ ? conv1d_product(in, weight, bias)
-              : torch::nn::functional::linear(in, weight, bias.defined() ? bias : torch::Tensor());
+  torch::Tensor y;
+  if (chunks_ > 0) {
+    y = chunked_forward(x);
+  } else {
+    const torch::Tensor in = tp::copy_to_group(x, group_);
+    y = in_out_
+            ? conv1d_product(in, weight, bias)
+            : torch::nn::functional::linear(in, weight, bias.defined() ? bias : torch::Tensor());
+  }
   if (!gather_output_) return y;
   const torch::Tensor joined = tp::gather_last_dim(y, group_);  // [..., T * blocks * m]
   if (blocks_ == 1 || tp::size_of(group_.get()) == 1) return joined;
@@ -419,6 +611,7 @@ RowParallelLinearImpl::RowParallelLinearImpl(int64_t in, int64_t out, bool with_
                                              bool input_is_parallel, bool in_out)
     : group_(std::move(group)), input_is_parallel_(input_is_parallel), in_(in), in_out_(in_out) {
   const int64_t cols = per_process(in, group_.get(), "a row-parallel Linear", "in_features");
+  chunks_ = chunks_here(in, group_.get(), "a row-parallel Linear", "in_features");
   weight =
       register_parameter("weight", in_out ? torch::empty({cols, out}) : torch::empty({out, cols}));
   if (with_bias) bias = register_parameter("bias", torch::zeros({out}));
@@ -436,6 +629,19 @@ void RowParallelLinearImpl::load_full(const torch::Tensor& w, const torch::Tenso
 
 torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
   const torch::Tensor part = input_is_parallel_ ? x : tp::split_last_dim(x, group_);
+  if (chunks_ > 0) {  // C / T partial products of in / C columns, added in chunk order
+    const int64_t cols = part.size(-1) / chunks_;
+    const auto xs = part.split(cols, -1);
+    const auto ws = weight.split(cols, in_out_ ? 0 : 1);
+    std::vector<torch::Tensor> products;
+    for (size_t j = 0; j < xs.size(); ++j) {
+      const torch::Tensor xj = xs[j].contiguous(), wj = ws[j].contiguous();
+      products.push_back(in_out_ ? conv1d_product(xj, wj, torch::Tensor())
+                                 : torch::nn::functional::linear(xj, wj));
+    }
+    const torch::Tensor y = tp::in_chunk_order(tp::all_chunks(torch::stack(products), group_));
+    return bias.defined() ? y + bias : y;
+  }
   const torch::Tensor product = in_out_ ? conv1d_product(part, weight, torch::Tensor())
                                         : torch::nn::functional::linear(part, weight);
   torch::Tensor y = tp::reduce_from_group(product, group_);
@@ -451,6 +657,10 @@ VocabParallelEmbeddingImpl::VocabParallelEmbeddingImpl(int64_t num_embeddings, i
   start_ =
       tp::part_range(num_embeddings, tp::rank_of(group_.get()), tp::size_of(group_.get())).first;
   if (padding_idx >= start_ && padding_idx < start_ + rows) padding_idx_ = padding_idx - start_;
+  // Chunked: the lookup adds no two values (one process's row, zeros), the same bits whatever
+  // T; only the sizes are checked.
+  chunks_ =
+      chunks_here(num_embeddings, group_.get(), "a vocabulary-parallel Embedding", "vocabulary");
   weight = register_parameter("weight", torch::empty({rows, dim}));
   torch::NoGradGuard no_grad;
   load_full(torch::empty({num_embeddings, dim}).normal_());  // (the padding row zeroed)
@@ -475,7 +685,7 @@ torch::Tensor VocabParallelEmbeddingImpl::forward(const torch::Tensor& ids) {
 torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits,
                                            const torch::Tensor& targets, int64_t vocab_start,
                                            const std::shared_ptr<ProcessGroup>& group,
-                                           int64_t ignore_index) {
+                                           int64_t ignore_index, int64_t chunks) {
   const torch::Tensor l =
       logits.scalar_type() == torch::kDouble ? logits : logits.to(torch::kFloat32);
   const int64_t rows = l.size(-1);
@@ -495,6 +705,15 @@ torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits,
   const torch::Tensor local = torch::where(mine, targets - vocab_start, torch::zeros_like(targets));
   const torch::Tensor picked =
       shifted.gather(-1, local.unsqueeze(-1)).squeeze(-1) * mine.to(shifted.dtype());
+  if (chunks > 0) {  // each chunk's sum of exponentials apart, the chunks' added in chunk order
+    std::vector<torch::Tensor> each;
+    for (const auto& piece : shifted.split(rows / chunks, -1)) {
+      each.push_back(piece.contiguous().exp().sum(-1));
+    }
+    const torch::Tensor total = tp::in_chunk_order(tp::all_chunks(torch::stack(each), group));
+    const torch::Tensor target = tp::reduce_from_group(picked, group);  // one process's, zeros
+    return (total.log() - target) * valid.to(total.dtype());
+  }
   // One all-reduce for both sums: [N, 2].
   const torch::Tensor sums =
       tp::reduce_from_group(torch::stack({shifted.exp().sum(-1), picked}, -1), group);

@@ -21,6 +21,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,6 +60,10 @@ struct Split {
   /// The whole tensor's size along `dim`; 0: the parts' size times the group's. Parts of one
   /// block may differ (part_range: a vocabulary of 50257 over 2 processes).
   int64_t whole = 0;
+  /// A chunked layer's chunks on this process (distributed.reproducible_chunks; 0: not
+  /// chunked): each part's slice of each block is that many equal chunks, part r holding
+  /// chunks r x chunks ... (r + 1) x chunks - 1 of the whole's.
+  int64_t chunks = 0;
 };
 
 /// Part `part` of `n` rows cut over `parts` processes: {first row, rows}. Equal parts of
@@ -109,23 +114,55 @@ class PartDraws {
   ~PartDraws();
   PartDraws(const PartDraws&) = delete;
   PartDraws& operator=(const PartDraws&) = delete;
+  /// Draws from part `part`'s stream of the same fork from now on (a chunked layer's chunks:
+  /// each its own stream, whichever process computes it).
+  void enter(int part);
 
  private:
   torch::Tensor cpu_state_, device_state_;  ///< the shared streams' states to come back to
   std::optional<c10::Device> device_;
+  uint64_t fork_ = 0;
 };
 
-/// While it lives, the built-in models built on this thread (transformer_lm) build their layers
-/// cut over `group` (null or one process: whole). Scopes do not nest.
+/// While it lives, the built-in models built on this thread (transformer_lm, gpt2, llama) build
+/// their layers cut over `group` (null or one process: whole), and the parallel layers built on
+/// it (any model's) compute in `chunks` fixed chunks when above 1 (distributed.reproducible_
+/// chunks: see ColumnParallelLinear) — the built-in models then build parallel layers even on
+/// one process. Scopes do not nest.
 class BuildScope {
  public:
-  explicit BuildScope(std::shared_ptr<ProcessGroup> group);
+  explicit BuildScope(std::shared_ptr<ProcessGroup> group, int64_t chunks = 1);
   ~BuildScope();
   BuildScope(const BuildScope&) = delete;
   BuildScope& operator=(const BuildScope&) = delete;
 };
 /// The group of the BuildScope open on this thread; null when none is open.
 const std::shared_ptr<ProcessGroup>& building_group();
+/// The chunks of the BuildScope open on this thread; 0 when none is open or it has one chunk
+/// (not chunked).
+int64_t building_chunks();
+/// Whether a built-in model built now builds parallel layers: a group of more than one
+/// process, or chunks above 1.
+bool building_cut();
+
+/// x [..., in] times weight [rows, in] transposed, weight this process's rows of a whole cut
+/// over `group` (a head tied to a vocabulary-parallel embedding's table): its part of the
+/// product, the input's gradient summed over the group; in `chunks` chunks (this process's, 0:
+/// not chunked) as a chunked ColumnParallelLinear computes them.
+torch::Tensor column_product(const torch::Tensor& x, const torch::Tensor& weight,
+                             const std::shared_ptr<ProcessGroup>& group, int64_t chunks);
+
+/// `fn` of the tensors `ins` taken over each of `chunks` equal pieces of their dimension `dim`
+/// apart, each piece contiguous, the results joined along `dim` (chunks 0: fn(ins)): what
+/// follows a chunked layer — an activation over its output, the attention over its heads —
+/// computed piece by piece in the same shapes whatever the group's size (a vectorised kernel
+/// rounds an element by where it falls in the tensor, and a kernel may split its work by
+/// size).
+torch::Tensor chunkwise(const std::vector<torch::Tensor>& ins, int64_t dim, int64_t chunks,
+                        const std::function<torch::Tensor(const std::vector<torch::Tensor>&)>& fn);
+/// chunkwise of one tensor's last dimension.
+torch::Tensor chunkwise(const torch::Tensor& y, int64_t chunks,
+                        const std::function<torch::Tensor(const torch::Tensor&)>& fn);
 
 }  // namespace tp
 
@@ -141,6 +178,13 @@ const std::shared_ptr<ProcessGroup>& building_group();
 /// (part_range: a vocabulary's head; not with `gather_output`).
 /// `in_out`: Hugging Face's Conv1D layout (GPT-2): weight [in, out / T], y = x W + b, drawn as
 /// Conv1D is (nothing: the weight left for the model's initialisation, the bias zero).
+///
+/// Chunked (built inside a tp::BuildScope of C chunks, T dividing C and out / blocks): the
+/// output is computed as C chunks of out / C (of each block) by products of the same shapes
+/// whatever T, each process computing its C / T; backward gathers each chunk's part of the
+/// input's gradient and adds them in chunk order (no all-reduce, whose order of addition
+/// depends on T): the same bits on any T dividing C (distributed.reproducible over tensor
+/// parallelism).
 class ColumnParallelLinearImpl : public torch::nn::Module {
  public:
   ColumnParallelLinearImpl(int64_t in, int64_t out, bool bias, std::shared_ptr<ProcessGroup> group,
@@ -151,27 +195,42 @@ class ColumnParallelLinearImpl : public torch::nn::Module {
   void load_full(const torch::Tensor& weight, const torch::Tensor& bias = {});
 
   /// How the weight is cut: along out (dim 0; 1 when `in_out`), in `blocks` blocks.
-  tp::Split split() const { return {in_out_ ? 1 : 0, blocks_, out_}; }
+  tp::Split split() const { return {in_out_ ? 1 : 0, blocks_, out_, chunks_}; }
   /// How the bias is cut: dim 0, in `blocks` blocks.
-  tp::Split bias_split() const { return {0, blocks_, out_}; }
+  tp::Split bias_split() const { return {0, blocks_, out_, chunks_}; }
   /// The processes it is cut over (1: whole).
   int parts() const { return tp::size_of(group_.get()); }
   /// This process's part (0 when whole).
   int part() const { return tp::rank_of(group_.get()); }
   /// Its tensor group (null: whole).
   const std::shared_ptr<ProcessGroup>& group() const { return group_; }
+  /// This process's chunks (0: not chunked).
+  int64_t chunks() const { return chunks_; }
 
   torch::Tensor weight;
   torch::Tensor bias;  ///< undefined without a bias
 
  private:
+  torch::Tensor chunked_forward(const torch::Tensor& x);
+
   std::shared_ptr<ProcessGroup> group_;
   bool gather_output_;
   int64_t blocks_;
   int64_t out_;
   bool in_out_;
+  int64_t chunks_ = 0;
 };
 TORCH_MODULE(ColumnParallelLinear);
+
+namespace tp {
+/// The attention over the heads `layer` computes (q, k, v [B, H, T, D] of this process's heads
+/// along dim 1; `layer` null: a whole model's): `attend`(q, k, v); chunked, each chunk's heads
+/// apart (chunkwise). `draws` (dropout in training): over a cut layer, from the part's stream
+/// (PartDraws), each chunk's own when chunked, so the masks are the same whatever T.
+torch::Tensor attend_heads(
+    const ColumnParallelLinearImpl* layer, const std::vector<torch::Tensor>& qkv, bool draws,
+    const std::function<torch::Tensor(const std::vector<torch::Tensor>&)>& attend);
+}  // namespace tp
 
 /// A Linear layer whose input features are cut over a tensor group: weight [out, in / T] (the
 /// full layer's columns [rank * in / T, (rank + 1) * in / T)) and the whole bias [out].
@@ -180,6 +239,9 @@ TORCH_MODULE(ColumnParallelLinear);
 /// the output [..., out] is the same on every process. Initialised as
 /// ColumnParallelLinear is: a full Linear(in, out)'s draws, cut. `in_out`: Conv1D's layout,
 /// weight [in / T, out], drawn as ColumnParallelLinear's `in_out` is.
+/// Chunked (a tp::BuildScope of C chunks): the product is C partial products of in / C columns
+/// each (C / T on each process), gathered and added in chunk order, then the bias: the same
+/// bits on any T dividing C.
 class RowParallelLinearImpl : public torch::nn::Module {
  public:
   RowParallelLinearImpl(int64_t in, int64_t out, bool bias, std::shared_ptr<ProcessGroup> group,
@@ -189,7 +251,7 @@ class RowParallelLinearImpl : public torch::nn::Module {
   /// `in_out`), and the whole bias [out].
   void load_full(const torch::Tensor& weight, const torch::Tensor& bias = {});
   /// How the weight is cut: along in (dim 1; 0 when `in_out`).
-  tp::Split split() const { return {in_out_ ? 0 : 1, 1, in_}; }
+  tp::Split split() const { return {in_out_ ? 0 : 1, 1, in_, chunks_}; }
   /// The processes it is cut over (1: whole).
   int parts() const { return tp::size_of(group_.get()); }
   /// This process's part (0 when whole).
@@ -198,6 +260,8 @@ class RowParallelLinearImpl : public torch::nn::Module {
   const std::shared_ptr<ProcessGroup>& group() const { return group_; }
   /// Whether forward takes its part of the input (else the whole, cut there).
   bool input_is_parallel() const { return input_is_parallel_; }
+  /// This process's chunks (0: not chunked).
+  int64_t chunks() const { return chunks_; }
 
   torch::Tensor weight;
   torch::Tensor bias;
@@ -207,6 +271,7 @@ class RowParallelLinearImpl : public torch::nn::Module {
   bool input_is_parallel_;
   int64_t in_;
   bool in_out_;
+  int64_t chunks_ = 0;
 };
 TORCH_MODULE(RowParallelLinear);
 
@@ -226,7 +291,9 @@ class VocabParallelEmbeddingImpl : public torch::nn::Module {
   /// The first id this process's rows hold.
   int64_t vocab_start() const { return start_; }
   /// How the table is cut: by rows.
-  tp::Split split() const { return {0, 1, num_embeddings_}; }
+  tp::Split split() const { return {0, 1, num_embeddings_, chunks_}; }
+  /// This process's chunks (0: not chunked): a head tied to it computes in as many.
+  int64_t chunks() const { return chunks_; }
   /// The processes it is cut over (1: whole).
   int parts() const { return tp::size_of(group_.get()); }
   /// This process's part (0 when whole).
@@ -239,6 +306,7 @@ class VocabParallelEmbeddingImpl : public torch::nn::Module {
   int64_t start_ = 0;
   int64_t num_embeddings_;
   int64_t padding_idx_ = -1;  ///< this process's row of it; -1: none here
+  int64_t chunks_ = 0;
 };
 TORCH_MODULE(VocabParallelEmbedding);
 
@@ -247,10 +315,12 @@ TORCH_MODULE(VocabParallelEmbedding);
 /// the full vocabulary's ids, the same on every process. Returns each row's loss [N] (0 where
 /// the target is `ignore_index`), equal on every process and to
 /// cross_entropy(full logits, targets, reduction none) up to rounding; its gradient reaches
-/// each process's logits. Computed in float32 at least.
+/// each process's logits. Computed in float32 at least. `chunks` > 0 (a chunked head's, this
+/// process's count): the sum of exponentials taken over each chunk of V / (T x chunks) apart
+/// and the chunks' sums added in chunk order over the group: the same bits whatever T.
 torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits,
                                            const torch::Tensor& targets, int64_t vocab_start,
                                            const std::shared_ptr<ProcessGroup>& group,
-                                           int64_t ignore_index = -100);
+                                           int64_t ignore_index = -100, int64_t chunks = 0);
 
 }  // namespace unitrain

@@ -62,9 +62,19 @@ void check_model_cut(const RunSettings& settings) {
            "train.precision: bf16-true with ", plan,
            " is not built yet (the float32 masters would be made of the other stages' "
            "parameters, whose memory is given back); use bf16-mixed");
-  UT_CHECK(!d.reproducible_on(), "distributed.reproducible with ", plan,
-           " is not built yet (the sums over the cut model are not kept in a fixed order); "
+  UT_CHECK(!d.reproducible_on() || d.pipeline_parallel == 1, "distributed.reproducible with ", plan,
+           " is not built yet (each stage's micro-batches are not summed in shard order); "
            "leave one of them out");
+  UT_CHECK(!d.reproducible_on() || d.reproducible_chunks > 1, "distributed.reproducible with ",
+           plan,
+           " needs distributed.reproducible_chunks: C fixed chunks of the cut layers (a "
+           "multiple of ",
+           d.tensor_parallel, ", e.g. ", 2 * d.tensor_parallel,
+           "), the same bits on any tensor_parallel dividing C; run the one-process reference "
+           "with the same C");
+  UT_CHECK(!d.reproducible_on() || d.reproducible_chunks % d.tensor_parallel == 0,
+           "distributed.reproducible_chunks: ", d.reproducible_chunks, " is not divisible by ",
+           plan, "; use a multiple of it");
   if (d.pipeline_parallel == 1) return;
   const TrainOptions& t = settings.train;
   UT_CHECK(!t.cuda_graphs, "train.cuda_graphs with ", plan,

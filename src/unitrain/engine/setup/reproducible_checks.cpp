@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -17,7 +18,14 @@ namespace unitrain {
 
 void check_reproducible(const RunSettings& settings, int world) {
   const DistributedOptions& d = settings.distributed;
+  UT_CHECK(d.reproducible_chunks == 0 || d.reproducible_on(),
+           "distributed.reproducible_chunks: ", d.reproducible_chunks,
+           " without distributed.reproducible: the chunks only fix the order of its sums; set "
+           "distributed.reproducible too, or leave the chunks out");
   if (!d.reproducible_on()) return;
+  // The data-parallel replicas share the micro-shards (a tensor group or a pipeline's stages
+  // run one replica's together).
+  world = std::max<int>(1, world / static_cast<int>(d.tensor_parallel * d.pipeline_parallel));
   const TrainOptions& train = settings.train;
   const int64_t g = d.reproducible;
   UT_CHECK(g <= (int64_t(1) << 20), "distributed.reproducible: ", g,
@@ -58,6 +66,14 @@ void check_reproducible_step(const RunSettings& settings, TrainModule& module,
            "distributed.reproducible with an optimizer that "
            "re-evaluates the loss (L-BFGS): each evaluation is a whole step; use another "
            "optimizer, or distributed.reproducible: 0");
+  if (settings.distributed.tensor_parallel > 1) {  // parts of parameters, of T's sizes
+    const std::string refusal = elementwise_step_refusal(*trainers);
+    UT_CHECK(refusal.empty(),
+             "distributed.reproducible with distributed.tensor_parallel needs optimizer.type adam "
+             "or adamw with args.fused: true and no amsgrad: each process steps its parts of the "
+             "parameters, and only the fused step rounds each element alike wherever it falls (",
+             refusal, ")");
+  }
   if (group && group->world_size() > 1 && settings.distributed.zero == 3) {
     const std::string refusal = elementwise_step_refusal(*trainers);
     UT_CHECK(refusal.empty(),

@@ -13,6 +13,7 @@
 #include "unitrain/engine/step/pipeline_step.h"
 #include "unitrain/engine/step/step_graph.h"
 #include "unitrain/optim/optimizer.h"
+#include "unitrain/parallel/chunked_norm.h"
 #include "unitrain/parallel/data_parallel.h"
 #include "unitrain/parallel/model_group_sync.h"
 #include "unitrain/parallel/optimizer_sharding.h"
@@ -126,9 +127,15 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
     }
     for (const auto& s : parts.stage->shared()) stage_params.insert(s.param.unsafeGetTensorImpl());
   }
+  const bool chunked = distributed.reproducible_on() && distributed.reproducible_chunks > 1;
   if (distributed.reproducible_on() && !(group && distributed.zero == 3)) {
-    sync_ = std::make_unique<ReproducibleSync>(group, parts.module.weights().parameters(),
-                                               static_cast<int>(distributed.reproducible));
+    auto reproducible = std::make_unique<ReproducibleSync>(
+        group, parts.module.weights().parameters(), static_cast<int>(distributed.reproducible));
+    if (chunked) {  // the cut layers' gradients chunk by chunk, whatever T
+      auto norm = std::make_shared<ChunkedNorm>(parts.module.weights(), parts.tensor_group);
+      reproducible->measure_norm_with([norm] { return norm->norm(); });
+    }
+    sync_ = std::move(reproducible);
   } else if (!group) {
     sync_ = std::make_unique<NoGradientSync>();
   } else if (distributed.zero == 3 && !manual) {  // each unit reduces its own gradients
@@ -162,6 +169,7 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
     }
     auto cut_sync =
         std::make_unique<ModelGroupSync>(std::move(sync_), parts.tensor_group, std::move(cut));
+    if (chunked) cut_sync->take_norm_from_inner();
     // A tied head's embeddings on a pipeline's last stage: counted by the first stage's norm.
     if (parts.stage) {
       for (const auto& s : parts.stage->shared()) {
