@@ -223,6 +223,25 @@ class PipelineParallel(common.PlanRuns):
         self.assertIn("resumed from", out)
         self.assert_same(os.path.join(self.dir, "lm-z2"), half, "ZeRO 2 resumed at step 6")
 
+    def test_reproducible_stages_end_bitwise_one_process_with_dropout(self):
+        # distributed.reproducible under pipeline (and tensor) parallelism: each stage's micro-
+        # shards summed in shard order, the random draws carried from stage to stage, the cut
+        # layers in 4 chunks; dropout on, clipping on, a validation split.
+        rep = ["--distributed.reproducible", "4", "--distributed.reproducible_chunks", "4",
+               "--train.accumulation_steps", "1", "--train.clip_grad_norm", "0.5"]
+        lm = LM.replace("dropout: 0.0", "dropout: 0.1")
+        one, _ = self.train("one", *rep, model=lm)
+        for name, more, world in (("pp2", [], 2), ("dp2pp2-zero1", ["--distributed.zero", "1"], 4),
+                                  ("tp2pp2", ["--distributed.tensor_parallel", "2"], 4)):
+            run_dir, _ = self.train(name, *rep, *PP, "2", *more, world=world, model=lm)
+            self.assert_same(one, run_dir, name)
+        # Saved under PP 2 at step 6, resumed under TP 2: the one-process run's bits.
+        self.train("moved", *rep, *PP, "2", "--train.max_length", "6 steps", world=2, model=lm)
+        moved, out = self.train("moved", *rep, "--distributed.tensor_parallel", "2", world=2,
+                                model=lm)
+        self.assertIn("resumed from", out)
+        self.assert_same(one, moved, "PP 2 then TP 2")
+
     def test_what_it_cannot_run_is_refused_by_key(self):
         cases = [
             ([], 3, "distributed.pipeline_parallel: 2 does not divide the job's 3 processes"),
@@ -238,6 +257,10 @@ class PipelineParallel(common.PlanRuns):
              "distributed.pipeline_parallel: 5 stages, but the model runs 4 units"),
             (["--callbacks", "[{type: generate, args: {prompts: [a]}}]"], 2,
              "callbacks: generate does not run under distributed.pipeline_parallel"),
+            (["--distributed.reproducible", "4", "--train.accumulation_steps", "1", "--model",
+              "{type: gpt2, args: {pretrained: %s}}" % os.path.join(self.hf_folders(), "gpt2")],
+             2,
+             "distributed.reproducible with distributed.pipeline_parallel and a head tied"),
         ]
         for i, (more, world, said) in enumerate(cases):
             with self.subTest(said):

@@ -17,8 +17,12 @@ int64_t padded(int64_t n) { return (n + kBlock - 1) / kBlock * kBlock; }
 
 }  // namespace
 
-ChunkedNorm::ChunkedNorm(const torch::nn::Module& module, std::shared_ptr<ProcessGroup> group)
-    : group_(std::move(group)), part_(tp::rank_of(group_.get())), squares_(std::vector<int64_t>{}) {
+ChunkedNorm::ChunkedNorm(const torch::nn::Module& module, std::shared_ptr<ProcessGroup> group,
+                         std::shared_ptr<ProcessGroup> stages)
+    : group_(std::move(group)),
+      stages_(std::move(stages)),
+      part_(tp::rank_of(group_.get())),
+      squares_(std::vector<int64_t>{}) {
   std::map<std::string, tp::Split> splits;
   for (auto& [name, split] : tp::splits_of(module)) splits.emplace(name, split);
   const int parts = tp::size_of(group_.get());
@@ -64,7 +68,8 @@ double ChunkedNorm::norm() {
                    chunked.select(p.dim + 1, j).contiguous());
     }
   }
-  return squares_.norm(group_.get());
+  squares_.sum_over(group_.get());
+  return squares_.norm(stages_.get());
 }
 
 }  // namespace unitrain

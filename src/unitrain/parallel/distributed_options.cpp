@@ -98,8 +98,9 @@ void declare_plan(Options<DistributedOptions>& o) {
           "world = T x P x replicas), each step's micro-batches (train.accumulation_steps: at "
           "least P keeps the stages busy) through them in 1F1B; process 0 runs the last stage "
           "(the loss). Checkpoints hold the model's whole tensors: a run resumes at any P. With "
-          "distributed.zero 1 or 2 each stage's replicas shard its optimizer state; refused "
-          "with distributed.zero 3, reproducible and bf16-true; 1 = off");
+          "distributed.zero 1 or 2 each stage's replicas shard its optimizer state; with "
+          "distributed.reproducible bitwise one process's; refused with distributed.zero 3 and "
+          "bf16-true; 1 = off");
   o.field("pipeline_cuts", &T::pipeline_cuts)
       .help(
           "the first unit of each pipeline stage after the first (distributed.pipeline_parallel "

@@ -29,7 +29,7 @@ class Waiting {
 
 constexpr int kMaxDims = 8;  // an activation's dimensions a header carries
 // A micro-batch's messages: its header, its activation, its gradient.
-constexpr int kTagsPerMicro = 3;
+constexpr int kTagsPerMicro = 4;  // activation header, activation, gradient, draws
 
 }  // namespace
 
@@ -140,6 +140,18 @@ torch::Tensor PipelineStage::receive_gradient(const torch::Tensor& out, int micr
 
 void PipelineStage::send_gradient(const torch::Tensor& grad, int micro) {
   sends_.push_back(group_->start_send(grad, rank_of(stage_ - 1), micro * kTagsPerMicro + 2));
+}
+
+void PipelineStage::send_draws(const torch::Tensor& state, int micro) {
+  sends_.push_back(group_->start_send(state.to(group_->device()), rank_of(stage_ + 1),
+                                      micro * kTagsPerMicro + 3));
+}
+
+torch::Tensor PipelineStage::receive_draws(const torch::Tensor& like, int micro) {
+  Waiting waiting(waited_);
+  torch::Tensor state = torch::empty_like(like, torch::TensorOptions().device(group_->device()));
+  group_->recv(state, rank_of(stage_ - 1), micro * kTagsPerMicro + 3);
+  return state.cpu();
 }
 
 void PipelineStage::wait_sends() {

@@ -72,6 +72,12 @@ class PipelineStage {
   torch::Tensor receive_gradient(const torch::Tensor& out, int micro);
   /// The gradient of this stage's input for `micro` to the previous stage; launched.
   void send_gradient(const torch::Tensor& grad, int micro);
+  /// The random generators' state after this stage's forward of `micro` to the next stage
+  /// (distributed.reproducible: the next stage's draws go on from it, as one process's
+  /// would); launched.
+  void send_draws(const torch::Tensor& state, int micro);
+  /// The previous stage's state for `micro` (a byte tensor of `like`'s size).
+  torch::Tensor receive_draws(const torch::Tensor& like, int micro);
   /// Waits for every send launched (before the window's update, and before a save).
   void wait_sends();
   /// Seconds spent waiting for the neighbours so far: in receives and in wait_sends.

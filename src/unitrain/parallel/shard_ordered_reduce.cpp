@@ -114,6 +114,14 @@ void ParameterBlockSquares::add(size_t param, int64_t first, const torch::Tensor
 }
 
 double ParameterBlockSquares::norm(ProcessGroup* group) {
+  sum_over(group);
+  double total = 0;
+  for (double b : blocks_) total += b;  // in block order
+  std::fill(blocks_.begin(), blocks_.end(), 0.0);
+  return std::sqrt(total);
+}
+
+void ParameterBlockSquares::sum_over(ProcessGroup* group) {
   if (group != nullptr && group->world_size() > 1 && !blocks_.empty()) {
     std::vector<torch::Tensor> t{
         torch::from_blob(blocks_.data(), {static_cast<int64_t>(blocks_.size())}, torch::kFloat64)
@@ -122,10 +130,6 @@ double ParameterBlockSquares::norm(ProcessGroup* group) {
     const torch::Tensor host = t[0].cpu();
     std::copy(host.data_ptr<double>(), host.data_ptr<double>() + host.numel(), blocks_.begin());
   }
-  double total = 0;
-  for (double b : blocks_) total += b;  // in block order
-  std::fill(blocks_.begin(), blocks_.end(), 0.0);
-  return std::sqrt(total);
 }
 
 void ShardOrderedLoss::agree(ProcessGroup* group) {

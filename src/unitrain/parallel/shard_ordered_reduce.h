@@ -107,6 +107,9 @@ class ParameterBlockSquares {
   /// The blocks of elements [first, first + values.numel()) of parameter `param` (`first` a
   /// multiple of kBlock; the values end at a block's end or the parameter's).
   void add(size_t param, int64_t first, const torch::Tensor& values);
+  /// Each block summed over `group` (each added by one of its ranks; adding zeros changes no
+  /// bits): a group of the model's processes before norm() over another.
+  void sum_over(ProcessGroup* group);
   /// The L2 norm. With a `group`, each block was added by one rank: the blocks are summed over
   /// ranks first (one all-reduce; adding zeros changes no bits). Clears the blocks.
   double norm(ProcessGroup* group);

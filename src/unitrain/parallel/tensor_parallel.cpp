@@ -365,29 +365,33 @@ PartDraws::PartDraws(int part, int parts, const c10::Device& device) {
   enter(part);
 }
 
+namespace {
+/// `fn`(generator, is the CPU's) of the CPU's default generator, then of `device`'s when
+/// given, each under its lock.
+void each_generator(const std::optional<c10::Device>& device,
+                    const std::function<void(at::Generator&, bool)>& fn) {
+  at::Generator cpu = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(cpu.mutex());
+  fn(cpu, true);
+  if (device) {
+    at::Generator g = at::globalContext().defaultGenerator(*device);
+    std::lock_guard<std::mutex> device_lock(g.mutex());
+    fn(g, false);
+  }
+}
+}  // namespace
+
 void PartDraws::enter(int part) {
   if (!cpu_state_.defined()) return;
   const uint64_t z = part_seed(fork_, part);
-  at::Generator cpu = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(cpu.mutex());
-  cpu.set_current_seed(z);
-  if (device_) {
-    at::Generator g = at::globalContext().defaultGenerator(*device_);
-    std::lock_guard<std::mutex> device_lock(g.mutex());
-    g.set_current_seed(z);
-  }
+  each_generator(device_, [z](at::Generator& g, bool) { g.set_current_seed(z); });
 }
 
 PartDraws::~PartDraws() {
   if (!cpu_state_.defined()) return;
-  at::Generator cpu = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(cpu.mutex());
-  cpu.set_state(cpu_state_);
-  if (device_) {
-    at::Generator g = at::globalContext().defaultGenerator(*device_);
-    std::lock_guard<std::mutex> device_lock(g.mutex());
-    g.set_state(device_state_);
-  }
+  each_generator(device_, [this](at::Generator& g, bool cpu) {
+    g.set_state(cpu ? cpu_state_ : device_state_);
+  });
 }
 
 namespace {

@@ -62,19 +62,19 @@ void check_model_cut(const RunSettings& settings) {
            "train.precision: bf16-true with ", plan,
            " is not built yet (the float32 masters would be made of the other stages' "
            "parameters, whose memory is given back); use bf16-mixed");
-  UT_CHECK(!d.reproducible_on() || d.pipeline_parallel == 1, "distributed.reproducible with ", plan,
-           " is not built yet (each stage's micro-batches are not summed in shard order); "
-           "leave one of them out");
-  UT_CHECK(!d.reproducible_on() || d.reproducible_chunks > 1, "distributed.reproducible with ",
-           plan,
-           " needs distributed.reproducible_chunks: C fixed chunks of the cut layers (a "
-           "multiple of ",
+  // distributed.reproducible over a cut model: the cut layers in chunks (pipeline stages need
+  // none: each stage's micro-shards are summed in shard order as data parallelism's are).
+  const std::string tensor = fmt::format("distributed.tensor_parallel: {}", d.tensor_parallel);
+  UT_CHECK(!d.reproducible_on() || d.tensor_parallel == 1 || d.reproducible_chunks > 1,
+           "distributed.reproducible with ", tensor,
+           " needs distributed.reproducible_chunks: C fixed chunks of the cut layers (a multiple "
+           "of ",
            d.tensor_parallel, ", e.g. ", 2 * d.tensor_parallel,
            "), the same bits on any tensor_parallel dividing C; run the one-process reference "
            "with the same C");
   UT_CHECK(!d.reproducible_on() || d.reproducible_chunks % d.tensor_parallel == 0,
            "distributed.reproducible_chunks: ", d.reproducible_chunks, " is not divisible by ",
-           plan, "; use a multiple of it");
+           tensor, "; use a multiple of it");
   if (d.pipeline_parallel == 1) return;
   const TrainOptions& t = settings.train;
   UT_CHECK(!t.cuda_graphs, "train.cuda_graphs with ", plan,
@@ -122,6 +122,11 @@ std::shared_ptr<PipelineStage> cut_into_stages(TrainModule& module, const Parall
              "embeddings of another stage is not built yet (the two stages' replicas would "
              "reduce its gradient to different owners); use distributed.zero: 1, or untie it "
              "(tie_word_embeddings: false)");
+    UT_CHECK(owner == borrower || !settings.distributed.reproducible_on(),
+             "distributed.reproducible with distributed.pipeline_parallel and a head tied to the "
+             "embeddings of another stage is not built yet (each micro-shard's two halves of "
+             "its gradient would be added after the shards' sums, not before); untie it "
+             "(tie_word_embeddings: false), or leave one of them out");
     if (owner == borrower || (stage->stage() != owner && stage->stage() != borrower)) continue;
     held.insert(p.unsafeGetTensorImpl());
     auto& group = pairs[{owner, borrower}];

@@ -12,6 +12,7 @@
 #include "unitrain/optim/optimizer.h"
 #include "unitrain/parallel/micro_shard_layout.h"
 #include "unitrain/parallel/process_group.h"
+#include "unitrain/parallel/tensor_parallel.h"
 #include "unitrain/threads/thread_governor.h"
 
 namespace unitrain {
@@ -82,6 +83,19 @@ void check_reproducible_step(const RunSettings& settings, TrainModule& module,
              "parts of flat buffers, and only the fused step rounds each element alike wherever "
              "it falls (",
              refusal, "); or use distributed.zero 0, 1 or 2");
+  }
+  // distributed.reproducible_chunks: every parallel layer built in C chunks (inside a
+  // tp::BuildScope of C), or the run would depend on T after all.
+  if (const int64_t c = settings.distributed.reproducible_chunks; c > 1) {
+    const int64_t mine = c / std::max<int64_t>(1, settings.distributed.tensor_parallel);
+    for (const auto& [name, split] : tp::splits_of(module.weights())) {
+      UT_CHECK(split.chunks == mine, "distributed.reproducible_chunks: ", c,
+               ", but the parallel "
+               "layer of ",
+               name, " computes in ", split.chunks * settings.distributed.tensor_parallel,
+               " chunks (0: none); build the model's parallel layers inside tp::BuildScope(group, ",
+               c, ")");
+    }
   }
   for (const auto& m : module.weights().modules(/*include_self=*/true)) {
     const std::string name = m->name();

@@ -1,8 +1,10 @@
 #include "unitrain/engine/step/pipeline_step.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include <chrono>
+#include <mutex>
 #include <vector>
 
 #include "unitrain/core/error.h"
@@ -30,9 +32,41 @@ class PipelineStep::Timed {
   double waited_;
 };
 
+namespace {
+
+/// The default generators' states: the CPU's, then the device's when it is a GPU, as bytes.
+torch::Tensor draws_state(const torch::Device& device) {
+  std::vector<torch::Tensor> states;
+  at::Generator cpu = at::detail::getDefaultCPUGenerator();
+  {
+    std::lock_guard<std::mutex> lock(cpu.mutex());
+    states.push_back(cpu.get_state());
+  }
+  if (device.is_cuda()) {
+    at::Generator g = at::globalContext().defaultGenerator(device);
+    std::lock_guard<std::mutex> lock(g.mutex());
+    states.push_back(g.get_state());
+  }
+  return torch::cat(states);
+}
+
+void set_draws_state(const torch::Tensor& state, const torch::Device& device) {
+  at::Generator cpu = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(cpu.mutex());
+  const int64_t n = cpu.get_state().numel();
+  cpu.set_state(state.narrow(0, 0, n).clone());
+  if (device.is_cuda()) {
+    at::Generator g = at::globalContext().defaultGenerator(device);
+    std::lock_guard<std::mutex> device_lock(g.mutex());
+    g.set_state(state.narrow(0, n, state.numel() - n).clone());
+  }
+}
+
+}  // namespace
+
 PipelineStep::PipelineStep(TrainModule& module, std::shared_ptr<PipelineStage> stage,
-                           torch::Device device)
-    : module_(module), stage_(std::move(stage)), device_(device) {}
+                           torch::Device device, bool carry_draws)
+    : module_(module), stage_(std::move(stage)), device_(device), carry_draws_(carry_draws) {}
 
 StepOutput PipelineStep::forward(const Batch& batch, double weight) {
   Timed timed(*this);
@@ -40,8 +74,12 @@ StepOutput PipelineStep::forward(const Batch& batch, double weight) {
   f.weight = weight;
   f.micro = forwards_++;
   if (!stage_->first()) f.input = stage_->receive_activation(f.micro, device_).requires_grad_();
+  if (carry_draws_ && !stage_->first()) {
+    set_draws_state(stage_->receive_draws(draws_state(device_), f.micro), device_);
+  }
   torch::Tensor out =
       module_.forward_units(batch, stage_->first_unit(), stage_->end_unit(), f.input);
+  if (carry_draws_ && !stage_->last()) stage_->send_draws(draws_state(device_), f.micro);
   StepOutput result;
   if (stage_->last()) {
     result = module_.loss_of_units(batch, out);

@@ -22,7 +22,11 @@ namespace unitrain {
 /// micro-batches leaves every stage idle for (P - 1) / (M + P - 1) of the step (the bubble).
 class PipelineStep {
  public:
-  PipelineStep(TrainModule& module, std::shared_ptr<PipelineStage> stage, torch::Device device);
+  /// `carry_draws` (distributed.reproducible): each stage's forward draws on from the random
+  /// generators' state the previous stage's forward of the micro-batch left (sent with its
+  /// activation), as one process's forward of the whole model would.
+  PipelineStep(TrainModule& module, std::shared_ptr<PipelineStage> stage, torch::Device device,
+               bool carry_draws = false);
 
   const PipelineStage& stage() const { return *stage_; }
   /// The forward of the window's next micro-batch on this stage: the previous stage's output
@@ -63,6 +67,7 @@ class PipelineStep {
   TrainModule& module_;
   std::shared_ptr<PipelineStage> stage_;
   torch::Device device_;
+  bool carry_draws_;
   std::deque<InFlight> waiting_;
   int forwards_ = 0;  ///< forwards in the open window
   double seconds_ = 0, waited_ = 0;

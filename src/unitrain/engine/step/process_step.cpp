@@ -127,12 +127,20 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
     }
     for (const auto& s : parts.stage->shared()) stage_params.insert(s.param.unsafeGetTensorImpl());
   }
-  const bool chunked = distributed.reproducible_on() && distributed.reproducible_chunks > 1;
+  // distributed.reproducible over a cut model: the norm over the whole model, a cut layer's
+  // gradient chunk by chunk and each stage's its own (ChunkedNorm), taken by the innermost sync.
+  const bool whole_norm = distributed.reproducible_on() &&
+                          (distributed.reproducible_chunks > 1 || parts.stage != nullptr);
   if (distributed.reproducible_on() && !(group && distributed.zero == 3)) {
+    std::vector<torch::Tensor> params;  // (a pipeline stage's own)
+    for (const auto& p : parts.module.weights().parameters()) {
+      if (!parts.stage || stage_params.count(p.unsafeGetTensorImpl())) params.push_back(p);
+    }
     auto reproducible = std::make_unique<ReproducibleSync>(
-        group, parts.module.weights().parameters(), static_cast<int>(distributed.reproducible));
-    if (chunked) {  // the cut layers' gradients chunk by chunk, whatever T
-      auto norm = std::make_shared<ChunkedNorm>(parts.module.weights(), parts.tensor_group);
+        group, params, static_cast<int>(distributed.reproducible));
+    if (whole_norm) {
+      auto norm = std::make_shared<ChunkedNorm>(parts.module.weights(), parts.tensor_group,
+                                                parts.stage ? parts.stage->group_ptr() : nullptr);
       reproducible->measure_norm_with([norm] { return norm->norm(); });
     }
     sync_ = std::move(reproducible);
@@ -169,7 +177,7 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
     }
     auto cut_sync =
         std::make_unique<ModelGroupSync>(std::move(sync_), parts.tensor_group, std::move(cut));
-    if (chunked) cut_sync->take_norm_from_inner();
+    if (whole_norm) cut_sync->take_norm_from_inner();
     // A tied head's embeddings on a pipeline's last stage: counted by the first stage's norm.
     if (parts.stage) {
       for (const auto& s : parts.stage->shared()) {
@@ -183,8 +191,10 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
     for (const auto& s : parts.stage->shared()) {  // a tied head: counted on the owner's stage
       staged->add_shared(s.param, s.group, parts.stage->stage() == s.owner);
     }
+    if (whole_norm) staged->take_norm_from_inner();
     sync_ = std::move(staged);
-    pipeline_ = std::make_unique<PipelineStep>(parts.module, parts.stage, device_);
+    pipeline_ = std::make_unique<PipelineStep>(parts.module, parts.stage, device_,
+                                               distributed.reproducible_on());
   }
   if (shards && distributed.zero == 3) {
     sharded_params_ = shard_module(
@@ -198,17 +208,18 @@ ProcessStep::ProcessStep(const StepParts& parts, torch::optim::Optimizer* traine
   }
   runner_ = std::make_unique<StepRunner>(parts.module, trainers, parts.settings.train, *sync_,
                                          parts.callbacks, parts.precision, parts.profiler);
-  if (shards && distributed.reproducible_on() && (distributed.zero == 1 || distributed.zero == 2)) {
-    // Gradients are whole on every rank: ZeRO 2's partitions are ZeRO 1's.
-    sharding_ = std::make_unique<OptimizerSharding>(group, *trainers);
-  } else if (shards && distributed.zero == 1 && (parts.tensor_group || parts.stage)) {
+  // Under distributed.reproducible gradients are whole on every replica: ZeRO 2's partitions
+  // are ZeRO 1's.
+  const bool zero1 =
+      distributed.zero == 1 || (distributed.zero == 2 && distributed.reproducible_on());
+  if (shards && zero1 && (parts.tensor_group || parts.stage)) {
     const std::vector<torch::Tensor> params = parts.module.weights().parameters();
     sharding_ = std::make_unique<OptimizerSharding>(
         group, *trainers, stepped_tensors(params, parts.precision),
         cut_model_owners(params, parts.module.weights(), parts.tensor_group.get(),
                          parts.stage ? &stage_params : nullptr, group->world_size()),
         1);
-  } else if (shards && distributed.zero == 1) {
+  } else if (shards && zero1) {
     sharding_ = std::make_unique<OptimizerSharding>(group, *trainers);
   } else if (shards && distributed.zero == 2) {  // the buckets' owners (-1: another stage's)
     const std::vector<torch::Tensor> params = parts.module.weights().parameters();
