@@ -3,6 +3,10 @@ parallelism and tensor parallelism, on this machine (CPU, Gloo), and each stage'
 share against 1F1B's bubble (P - 1) / (M + P - 1).
 
   /usr/bin/python3 bench/pipeline_parallel/run.py build/unitrain [steps=30] [d_model=256]
+  /usr/bin/python3 bench/pipeline_parallel/run.py build/unitrain STEPS D_MODEL reproducible
+
+The second form adds distributed.reproducible: 4 (the 4 micro-batches its micro-shards) to one
+process and to PP 2 with M = 4: what summing each stage's micro-shards in shard order costs.
 
 The same model (d_model D, 4 layers, 8 heads, vocab 4096, context 128), data, AdamW and 1 thread a
 process, 8 sequences of 128 tokens per optimizer step:
@@ -77,6 +81,10 @@ def main():
     plans = {"one process, M 4": (1, 2, 4, []),
              "PP 2, M 2": (2, 4, 2, pp), "PP 2, M 4": (2, 2, 4, pp), "PP 2, M 8": (2, 1, 8, pp),
              "DP 2": (2, 4, 1, []), "TP 2": (2, 8, 1, ["--distributed.tensor_parallel", "2"])}
+    if len(sys.argv) > 4 and sys.argv[4] == "reproducible":
+        rep = ["--distributed.reproducible", "4"]  # (accumulation 4: its G / W)
+        plans = {"one process, M 4": (1, 2, 4, []), "one, reproducible": (1, 2, 4, rep),
+                 "PP 2, M 4": (2, 2, 4, pp), "PP 2, reproducible": (2, 2, 4, pp + rep)}
     times, shares = {}, {}
     for name, (workers, batch, m, extra) in plans.items():
         run_dir = os.path.join(tmp, re.sub(r"[^A-Za-z0-9]+", "-", name))
