@@ -241,14 +241,22 @@ struct ChunkedRun {
   double norm = 0;
 };
 
+/// The inputs and whole weights every run reads (drawn before the threads start).
+struct ChunkedCase {
+  int seeded = (torch::manual_seed(21), 0);  // (first: the members draw after it)
+  torch::Tensor x = torch::randn({2, 3, 6}), targets = torch::randint(12, {6});
+  torch::Tensor r = torch::randn({2, 3, 24});
+  torch::Tensor w_up = torch::randn({8, 6}), b_up = torch::randn({8});
+  torch::Tensor w_down = torch::randn({5, 8}), b_down = torch::randn({5});
+  torch::Tensor w_head = torch::randn({12, 5}), w_qkv = torch::randn({6, 24});
+  torch::Tensor b_qkv = torch::randn({24});
+};
+
 ChunkedRun chunked_run(int parts) {
-  torch::manual_seed(21);
-  const torch::Tensor x = torch::randn({2, 3, 6}), targets = torch::randint(12, {6});
-  const torch::Tensor r = torch::randn({2, 3, 24});
-  const torch::Tensor w_up = torch::randn({8, 6}), b_up = torch::randn({8});
-  const torch::Tensor w_down = torch::randn({5, 8}), b_down = torch::randn({5});
-  const torch::Tensor w_head = torch::randn({12, 5}), w_qkv = torch::randn({6, 24});
-  const torch::Tensor b_qkv = torch::randn({24});
+  const ChunkedCase c;
+  const torch::Tensor &x = c.x, &targets = c.targets, &r = c.r, &w_up = c.w_up, &b_up = c.b_up;
+  const torch::Tensor &w_down = c.w_down, &b_down = c.b_down, &w_head = c.w_head;
+  const torch::Tensor &w_qkv = c.w_qkv, &b_qkv = c.b_qkv;
   std::vector<ChunkedRun> runs(static_cast<size_t>(parts));
   auto body = [&](int rank, const std::shared_ptr<ProcessGroup>& group) {
     auto holder = std::make_shared<torch::nn::Module>();
@@ -313,6 +321,17 @@ TEST(TensorParallel, ChunkedLayersComputeTheSameBitsOnAnyNumberOfParts) {
     EXPECT_EQ(other->norm, one.norm);
   }
   // And they compute what the plain layers do, up to rounding.
+  const ChunkedCase c;
+  auto x = c.x.clone().requires_grad_(true);
+  const auto hidden = torch::nn::functional::linear(
+      torch::gelu(torch::nn::functional::linear(x, c.w_up, c.b_up)), c.w_down, c.b_down);
+  const auto logits = torch::nn::functional::linear(hidden, c.w_head).reshape({6, -1});
+  const auto losses = torch::nn::functional::cross_entropy(
+      logits, c.targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  const auto q = torch::addmm(c.b_qkv, x.reshape({6, 6}), c.w_qkv).reshape({2, 3, 24});
+  torch::autograd::backward({losses.sum(), q}, {torch::ones({}), c.r});
+  expect_close(one.losses, losses.detach(), "the losses");
+  expect_close(one.x_grad, x.grad(), "the input's gradient");
   EXPECT_GT(one.norm, 0);
 }
 
